@@ -1,0 +1,380 @@
+//! Listing 8 and section 5.4: the global time service.
+//!
+//! One cell, `GlobalTime`, holds the greatest local time any replica of the time service has
+//! seen. Every replica, every ~500 ms, runs TryUpdateGlobalTime:
+//!
+//! 1. read its local time L;
+//! 2. read the GlobalTime cell, G;
+//! 3. if L > G, (4) write GlobalTime = L **with write timestamp L**.
+//!
+//! Theorem 5: GlobalTime never decreases — the cell's value always equals its timestamp, and
+//! last-write-wins never lets a lower timestamp replace a higher one. Asking for the time is
+//! reading the cell ([`ReadGlobalTime`]).
+//!
+//! S1 (thesis section 6): a replica whose clock ran ahead by D and then crashed leaves G at a
+//! value the other replicas' clocks only reach D later; until then the service answers the same
+//! time.
+//!
+//! The value is written as 20 decimal digits (microseconds), so it reads well in traces and
+//! sorts as it compares.
+
+use super::{Input, Machine, RetryPolicy, Source, Step, StepTag};
+use crate::store::{CellWrite, Stamp, StoreFailure, StoreOp, StoreReply};
+
+/// The row of the GlobalTime cell (its prefix differs from every lock row's).
+pub const GLOBAL_TIME_ROW: &str = "t:time-service";
+/// The GlobalTime column.
+pub const GLOBAL_TIME_COLUMN: &str = "GlobalTime";
+
+impl AsRef<RetryPolicy> for RetryPolicy {
+    fn as_ref(&self) -> &RetryPolicy {
+        self
+    }
+}
+
+/// Encode a time as the GlobalTime cell's value.
+pub fn encode_time(time_us: u64) -> String {
+    format!("{time_us:020}")
+}
+
+/// Decode the GlobalTime cell's value.
+pub fn decode_time(value: &str) -> Option<u64> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok()
+}
+
+fn read_global_time() -> crate::store::StoreCommand {
+    StoreOp::ReadSlice {
+        row: GLOBAL_TIME_ROW.to_owned(),
+        start: GLOBAL_TIME_COLUMN.to_owned(),
+        count: 1,
+    }
+}
+
+/// The GlobalTime value in a read reply: `Ok(None)` when the cell was never written.
+fn global_time_in(cells: &[crate::store::LiveCell]) -> Result<Option<u64>, StoreFailure> {
+    match cells.first() {
+        Some(cell) if cell.column == GLOBAL_TIME_COLUMN => {
+            decode_time(&cell.value).map(Some).ok_or_else(|| {
+                StoreFailure::Other(format!(
+                    "the GlobalTime cell holds {:?}, not a time",
+                    cell.value
+                ))
+            })
+        }
+        _ => Ok(None),
+    }
+}
+
+/// How one TryUpdateGlobalTime ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GlobalTimeUpdate {
+    /// L < G... or equal: nothing written.
+    Unchanged {
+        local_us: u64,
+        global_us: u64,
+    },
+    /// GlobalTime was written with L (it was `previous_us`, or absent).
+    Raised {
+        previous_us: Option<u64>,
+        to_us: u64,
+    },
+    Failed(StoreFailure),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum UpdateState {
+    Idle,
+    Reading {
+        local_us: u64,
+    },
+    Writing {
+        previous_us: Option<u64>,
+        local_us: u64,
+    },
+    Finished,
+}
+
+/// Listing 8 as a machine. `now_us` at [`Input::Start`] is the replica's local time L.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TryUpdateGlobalTime {
+    state: UpdateState,
+}
+
+const L8_READ: StepTag = StepTag::new(Source::L8, 2, "read the GlobalTime cell");
+const L8_WRITE: StepTag = StepTag::new(
+    Source::L8,
+    4,
+    "local > global: write GlobalTime = local, timestamp = local",
+);
+const L8_UNCHANGED: StepTag = StepTag::new(Source::L8, 3, "local <= global: nothing to write");
+const L8_RAISED: StepTag = StepTag::new(Source::L8, 4, "GlobalTime raised");
+const L8_FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: skip this round");
+
+impl Default for TryUpdateGlobalTime {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TryUpdateGlobalTime {
+    pub fn new() -> Self {
+        TryUpdateGlobalTime {
+            state: UpdateState::Idle,
+        }
+    }
+}
+
+impl Machine for TryUpdateGlobalTime {
+    type Config = RetryPolicy;
+    type Output = GlobalTimeUpdate;
+
+    fn resume(
+        &mut self,
+        _config: &RetryPolicy,
+        input: Input,
+        now_us: u64,
+    ) -> Step<GlobalTimeUpdate> {
+        if let Input::Failed(failure) = input {
+            self.state = UpdateState::Finished;
+            return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure));
+        }
+        match (
+            std::mem::replace(&mut self.state, UpdateState::Finished),
+            input,
+        ) {
+            // L8.1: localTime = the replica's clock.
+            (UpdateState::Idle, Input::Start) => {
+                self.state = UpdateState::Reading { local_us: now_us };
+                Step::store(L8_READ, read_global_time())
+            }
+            (UpdateState::Reading { local_us }, Input::Reply(StoreReply::Slice(cells))) => {
+                let global = match global_time_in(&cells) {
+                    Ok(global) => global,
+                    Err(failure) => {
+                        return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure))
+                    }
+                };
+                match global {
+                    Some(global_us) if local_us <= global_us => Step::done(
+                        L8_UNCHANGED,
+                        GlobalTimeUpdate::Unchanged {
+                            local_us,
+                            global_us,
+                        },
+                    ),
+                    previous_us => {
+                        self.state = UpdateState::Writing {
+                            previous_us,
+                            local_us,
+                        };
+                        let write = StoreOp::Write {
+                            row: GLOBAL_TIME_ROW.to_owned(),
+                            cells: vec![CellWrite {
+                                column: GLOBAL_TIME_COLUMN.to_owned(),
+                                value: encode_time(local_us),
+                                ttl_s: None,
+                            }],
+                            timestamp: Stamp::At(local_us),
+                        };
+                        Step::store(L8_WRITE, write)
+                    }
+                }
+            }
+            (
+                UpdateState::Writing {
+                    previous_us,
+                    local_us,
+                },
+                Input::Reply(StoreReply::Done),
+            ) => Step::done(
+                L8_RAISED,
+                GlobalTimeUpdate::Raised {
+                    previous_us,
+                    to_us: local_us,
+                },
+            ),
+            (state, input) => {
+                panic!("TryUpdateGlobalTime: input {input:?} does not answer state {state:?}")
+            }
+        }
+    }
+}
+
+/// What asking the time service returned.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GlobalTimeReading {
+    Time(u64),
+    /// No replica has written GlobalTime yet.
+    NotYetWritten,
+    Failed(StoreFailure),
+}
+
+/// Section 5.4: ask the time service for the time (read the GlobalTime cell).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ReadGlobalTime {
+    asked: bool,
+}
+
+const READ: StepTag = StepTag::new(
+    Source::TimeClient,
+    0,
+    "ask the time service: read GlobalTime",
+);
+const ANSWER: StepTag = StepTag::new(Source::TimeClient, 0, "the time service answered");
+
+impl ReadGlobalTime {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Machine for ReadGlobalTime {
+    type Config = RetryPolicy;
+    type Output = GlobalTimeReading;
+
+    fn resume(
+        &mut self,
+        _config: &RetryPolicy,
+        input: Input,
+        _now_us: u64,
+    ) -> Step<GlobalTimeReading> {
+        match (self.asked, input) {
+            (false, Input::Start) => {
+                self.asked = true;
+                Step::store(READ, read_global_time())
+            }
+            (true, Input::Reply(StoreReply::Slice(cells))) => {
+                let reading = match global_time_in(&cells) {
+                    Ok(Some(time_us)) => GlobalTimeReading::Time(time_us),
+                    Ok(None) => GlobalTimeReading::NotYetWritten,
+                    Err(failure) => GlobalTimeReading::Failed(failure),
+                };
+                Step::done(ANSWER, reading)
+            }
+            (true, Input::Failed(failure)) => {
+                Step::done(ANSWER, GlobalTimeReading::Failed(failure))
+            }
+            (asked, input) => panic!("ReadGlobalTime (asked: {asked}): unexpected input {input:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::Action;
+    use crate::store::RowStore;
+
+    /// Run one machine against `store`, coordinated at `now_us`.
+    fn run<M: Machine<Config = RetryPolicy>>(
+        machine: &mut M,
+        store: &mut RowStore,
+        now_us: u64,
+    ) -> (M::Output, Vec<StepTag>) {
+        let mut input = Input::Start;
+        let mut tags = Vec::new();
+        loop {
+            let step = machine.resume(&RetryPolicy::default(), input, now_us);
+            tags.push(step.tag);
+            input = match step.action {
+                Action::Store(command) => Input::Reply(
+                    command
+                        .stamp(|| panic!("Listing 8 sets its own timestamps"))
+                        .apply_to(store, now_us),
+                ),
+                Action::Done(output) => return (output, tags),
+                _ => panic!("Listing 8 and the time client only use the store"),
+            };
+        }
+    }
+
+    #[test]
+    fn l8_raises_global_time_only_when_local_time_is_ahead() {
+        let mut store = RowStore::new();
+        let (first, tags) = run(&mut TryUpdateGlobalTime::new(), &mut store, 100);
+        assert_eq!(
+            first,
+            GlobalTimeUpdate::Raised {
+                previous_us: None,
+                to_us: 100
+            }
+        );
+        assert_eq!(tags, [L8_READ, L8_WRITE, L8_RAISED]);
+        let (behind, tags) = run(&mut TryUpdateGlobalTime::new(), &mut store, 90);
+        assert_eq!(
+            behind,
+            GlobalTimeUpdate::Unchanged {
+                local_us: 90,
+                global_us: 100
+            }
+        );
+        assert_eq!(tags, [L8_READ, L8_UNCHANGED]);
+        let (ahead, _) = run(&mut TryUpdateGlobalTime::new(), &mut store, 150);
+        assert_eq!(
+            ahead,
+            GlobalTimeUpdate::Raised {
+                previous_us: Some(100),
+                to_us: 150
+            }
+        );
+        assert_eq!(
+            run(&mut ReadGlobalTime::new(), &mut store, 0).0,
+            GlobalTimeReading::Time(150)
+        );
+        assert_eq!(
+            store
+                .version(GLOBAL_TIME_ROW, GLOBAL_TIME_COLUMN)
+                .unwrap()
+                .timestamp_us,
+            150,
+            "value = timestamp"
+        );
+    }
+
+    #[test]
+    fn t5_a_late_write_of_an_older_time_cannot_lower_global_time() {
+        // A replica read G=100 at local time 120 and is slow to write; meanwhile another
+        // raised it to 150. The late write carries timestamp 120 and loses.
+        let mut store = RowStore::new();
+        run(&mut TryUpdateGlobalTime::new(), &mut store, 100);
+        let mut slow = TryUpdateGlobalTime::new();
+        let read = slow.resume(&RetryPolicy::default(), Input::Start, 120);
+        let Action::Store(read) = read.action else {
+            panic!()
+        };
+        let reply = read.stamp(|| 0).apply_to(&mut store, 120);
+        let write = slow.resume(&RetryPolicy::default(), Input::Reply(reply), 120);
+        run(&mut TryUpdateGlobalTime::new(), &mut store, 150);
+        let Action::Store(write) = write.action else {
+            panic!()
+        };
+        write.stamp(|| 0).apply_to(&mut store, 120);
+        assert_eq!(
+            run(&mut ReadGlobalTime::new(), &mut store, 0).0,
+            GlobalTimeReading::Time(150)
+        );
+    }
+
+    #[test]
+    fn the_time_client_reports_a_missing_or_garbled_cell() {
+        let mut store = RowStore::new();
+        assert_eq!(
+            run(&mut ReadGlobalTime::new(), &mut store, 0).0,
+            GlobalTimeReading::NotYetWritten
+        );
+        store.write(GLOBAL_TIME_ROW, GLOBAL_TIME_COLUMN, "soon", 1, None, 0);
+        assert!(matches!(
+            run(&mut ReadGlobalTime::new(), &mut store, 0).0,
+            GlobalTimeReading::Failed(StoreFailure::Other(_))
+        ));
+        assert!(matches!(
+            run(&mut TryUpdateGlobalTime::new(), &mut store, 5).0,
+            GlobalTimeUpdate::Failed(_)
+        ));
+        assert_eq!(decode_time(&encode_time(42)), Some(42));
+        assert_eq!(encode_time(42).len(), 20);
+    }
+}

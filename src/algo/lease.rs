@@ -1,0 +1,587 @@
+//! Section 5.3: leases — renewal while held, and release.
+//!
+//! Every lock cell is written with TTL N, so a holder that crashes loses the lock after N.
+//! While the lock is held a background task rewrites the holder's cells (the queue cell and the
+//! main cell; the old algorithm has only the main cell) every N/2. Release stops that task and
+//! deletes the cells.
+//!
+//! **Release must wait for the renewal task to stop.** A renewal that has already decided to
+//! rewrite, and stamps its write after the release's delete, brings the cell back (a later
+//! timestamp beats the tombstone). The lock then stays taken by nobody until the TTL runs out:
+//! K3. [`Release`] asks the driver to stop the task and *wait* for it; the mutant
+//! [`crate::algo::Mutants::k3_release_without_waiting`] does not wait.
+//!
+//! Ours, beyond the thesis:
+//! - before rewriting, renewal reads the main row from our column on. If our cell is no longer
+//!   there, the lease was lost (expired while we were paused or cut off, and perhaps taken by
+//!   another thread): renewal stops and reports it instead of writing our cell back next to
+//!   the new holder's. The guard then tells its user the lock is lost.
+//! - if renewal cannot write for a whole TTL (the store failing), or wakes up after the TTL
+//!   has already passed since the last write, it reports the lease as expired.
+
+use super::{
+    delete_own_cell, write_own_cell, Action, Input, LeaseCells, LockConfig, Machine, SleepKind,
+    Source, Step, StepTag,
+};
+use crate::store::{StoreFailure, StoreOp, StoreReply};
+
+/// Why a lease was lost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LeaseLost {
+    /// Our main cell was gone when renewal checked it.
+    MainCellGone,
+    /// A whole TTL passed since our cells were last written.
+    Expired,
+}
+
+/// How the renewal task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RenewalEnd {
+    /// Release stopped it.
+    Stopped,
+    /// The lease is lost: the lock may belong to someone else now.
+    Lost(LeaseLost),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum RenewalState {
+    Idle,
+    Sleeping,
+    /// Ours: reading the main row from our column on.
+    Checking,
+    /// Rewriting the queue cell; the rewrite started at this client time.
+    WritingQueue {
+        started_us: u64,
+    },
+    /// Rewriting the main cell.
+    WritingMain {
+        started_us: u64,
+    },
+    Finished,
+}
+
+/// The renewal task (section 5.3).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Renewal {
+    lease: LeaseCells,
+    state: RenewalState,
+}
+
+const NOTHING_EXPIRES: StepTag =
+    StepTag::new(Source::Lease, 0, "cells have no TTL: nothing to renew");
+const SLEEP: StepTag = StepTag::new(Source::Lease, 0, "renewal: wait for the next rewrite");
+const STOPPED: StepTag = StepTag::new(Source::Lease, 0, "renewal stopped by release");
+const CHECK: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "renewal: check own main cell is still there",
+);
+const REWRITE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own queue cell");
+const REWRITE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own main cell");
+const GONE: StepTag = StepTag::new(Source::Ours, 0, "own main cell is gone: the lease is lost");
+const EXPIRED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "a whole TTL passed since the last write: the lease is lost",
+);
+const RETRY_LATER: StepTag = StepTag::new(Source::Ours, 0, "renewal failed: try again shortly");
+
+impl Renewal {
+    pub fn new(lease: LeaseCells) -> Self {
+        Renewal {
+            lease,
+            state: RenewalState::Idle,
+        }
+    }
+
+    pub fn lease(&self) -> &LeaseCells {
+        &self.lease
+    }
+
+    /// Is the renewal between its wake-up and its last rewrite?
+    pub fn is_rewriting(&self) -> bool {
+        matches!(
+            self.state,
+            RenewalState::Checking
+                | RenewalState::WritingQueue { .. }
+                | RenewalState::WritingMain { .. }
+        )
+    }
+
+    fn expired(&self, config: &LockConfig, now_us: u64) -> bool {
+        config.ttl_ms().is_some_and(|ttl_ms| {
+            now_us >= self.lease.oldest_write_us.saturating_add(ttl_ms * 1000)
+        })
+    }
+
+    fn sleep_until_due(&mut self, config: &LockConfig, now_us: u64) -> Step<RenewalEnd> {
+        self.state = RenewalState::Sleeping;
+        let due_us = self
+            .lease
+            .oldest_write_us
+            .saturating_add(config.renew_every_ms.saturating_mul(1000));
+        let ms = due_us.saturating_sub(now_us).div_ceil(1000);
+        Step::new(
+            SLEEP,
+            Action::Sleep {
+                ms,
+                kind: SleepKind::Renewal,
+            },
+        )
+    }
+
+    fn finish(&mut self, tag: StepTag, end: RenewalEnd) -> Step<RenewalEnd> {
+        self.state = RenewalState::Finished;
+        Step::done(tag, end)
+    }
+
+    fn write_main(&mut self, config: &LockConfig, started_us: u64) -> Step<RenewalEnd> {
+        self.state = RenewalState::WritingMain { started_us };
+        let lease = &self.lease;
+        let command = write_own_cell(
+            config,
+            lease.lock.main_row(),
+            lease.thread.as_str().to_owned(),
+            &lease.thread,
+        );
+        Step::store(REWRITE_MAIN, command)
+    }
+}
+
+impl Machine for Renewal {
+    type Config = LockConfig;
+    type Output = RenewalEnd;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
+        match (
+            std::mem::replace(&mut self.state, RenewalState::Finished),
+            input,
+        ) {
+            (RenewalState::Idle, Input::Start) => {
+                if config.ttl_s.is_none() {
+                    return self.finish(NOTHING_EXPIRES, RenewalEnd::Stopped);
+                }
+                self.sleep_until_due(config, now_us)
+            }
+            (RenewalState::Sleeping, Input::StopRequested) => {
+                self.finish(STOPPED, RenewalEnd::Stopped)
+            }
+            (RenewalState::Sleeping, Input::Woke) => {
+                if self.expired(config, now_us) {
+                    return self.finish(EXPIRED, RenewalEnd::Lost(LeaseLost::Expired));
+                }
+                self.state = RenewalState::Checking;
+                let check = StoreOp::ReadSlice {
+                    row: self.lease.lock.main_row(),
+                    start: self.lease.thread.as_str().to_owned(),
+                    count: 1,
+                };
+                Step::store(CHECK, check)
+            }
+            (RenewalState::Checking, Input::Reply(StoreReply::Slice(cells))) => {
+                if cells
+                    .first()
+                    .is_none_or(|cell| cell.column != self.lease.thread.as_str())
+                {
+                    return self.finish(GONE, RenewalEnd::Lost(LeaseLost::MainCellGone));
+                }
+                match self.lease.queue_column.clone() {
+                    Some(column) => {
+                        self.state = RenewalState::WritingQueue { started_us: now_us };
+                        let command = write_own_cell(
+                            config,
+                            self.lease.lock.queue_row(),
+                            column,
+                            &self.lease.thread,
+                        );
+                        Step::store(REWRITE_QUEUE, command)
+                    }
+                    None => self.write_main(config, now_us),
+                }
+            }
+            (RenewalState::WritingQueue { started_us }, Input::Reply(StoreReply::Done)) => {
+                self.write_main(config, started_us)
+            }
+            (RenewalState::WritingMain { started_us }, Input::Reply(StoreReply::Done)) => {
+                self.lease.oldest_write_us = started_us;
+                self.sleep_until_due(config, now_us)
+            }
+            (
+                RenewalState::Checking
+                | RenewalState::WritingQueue { .. }
+                | RenewalState::WritingMain { .. },
+                Input::Failed(_),
+            ) => {
+                if self.expired(config, now_us) {
+                    return self.finish(EXPIRED, RenewalEnd::Lost(LeaseLost::Expired));
+                }
+                self.state = RenewalState::Sleeping;
+                Step::new(
+                    RETRY_LATER,
+                    Action::Sleep {
+                        ms: config.retry.backoff_ms,
+                        kind: SleepKind::Renewal,
+                    },
+                )
+            }
+            (state, input) => panic!("renewal: input {input:?} does not answer state {state:?}"),
+        }
+    }
+
+    fn urgent(&self, _config: &LockConfig, _now_us: u64) -> bool {
+        self.is_rewriting()
+    }
+}
+
+/// How a release ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Released {
+    /// Both deletes were acknowledged.
+    Released,
+    /// A delete kept failing; the cells will expire after their TTL.
+    Failed(StoreFailure),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum ReleaseState {
+    Idle,
+    StoppingRenewal,
+    DeletingMain,
+    DeletingQueue { main_failed: Option<StoreFailure> },
+    Finished,
+}
+
+/// Release (section 5.3): stop renewal (and wait for it), delete the main cell, then the
+/// queue cell. The main cell goes first, so that while it is being deleted the next thread
+/// in the queue is not yet first and does not collide with it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Release {
+    lease: LeaseCells,
+    state: ReleaseState,
+}
+
+const STOP_AND_WAIT: StepTag = StepTag::new(
+    Source::Lease,
+    0,
+    "release: stop the renewal task and wait for it",
+);
+const STOP_NO_WAIT: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT K3: release: stop the renewal task, do not wait",
+);
+const DELETE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "release: delete own main cell");
+const DELETE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "release: delete own queue cell");
+const RELEASED: StepTag = StepTag::new(Source::Lease, 0, "released");
+const RELEASE_FAILED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "a delete kept failing: the cells expire after their TTL",
+);
+
+impl Release {
+    pub fn new(lease: LeaseCells) -> Self {
+        Release {
+            lease,
+            state: ReleaseState::Idle,
+        }
+    }
+
+    pub fn lease(&self) -> &LeaseCells {
+        &self.lease
+    }
+
+    fn after_main(&mut self, main_failed: Option<StoreFailure>) -> Step<Released> {
+        match self.lease.queue_column.clone() {
+            Some(column) => {
+                self.state = ReleaseState::DeletingQueue { main_failed };
+                Step::store(
+                    DELETE_QUEUE,
+                    delete_own_cell(self.lease.lock.queue_row(), column),
+                )
+            }
+            None => self.finish(main_failed),
+        }
+    }
+
+    fn finish(&mut self, failed: Option<StoreFailure>) -> Step<Released> {
+        self.state = ReleaseState::Finished;
+        match failed {
+            None => Step::done(RELEASED, Released::Released),
+            Some(failure) => Step::done(RELEASE_FAILED, Released::Failed(failure)),
+        }
+    }
+}
+
+impl Machine for Release {
+    type Config = LockConfig;
+    type Output = Released;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, _now_us: u64) -> Step<Released> {
+        match (
+            std::mem::replace(&mut self.state, ReleaseState::Finished),
+            input,
+        ) {
+            (ReleaseState::Idle, Input::Start) => {
+                self.state = ReleaseState::StoppingRenewal;
+                let wait = !config.mutants.k3_release_without_waiting;
+                Step::new(
+                    if wait { STOP_AND_WAIT } else { STOP_NO_WAIT },
+                    Action::StopRenewal { wait },
+                )
+            }
+            (ReleaseState::StoppingRenewal, Input::RenewalStopped) => {
+                self.state = ReleaseState::DeletingMain;
+                let lease = &self.lease;
+                Step::store(
+                    DELETE_MAIN,
+                    delete_own_cell(lease.lock.main_row(), lease.thread.as_str().to_owned()),
+                )
+            }
+            (ReleaseState::DeletingMain, Input::Reply(StoreReply::Done)) => self.after_main(None),
+            (ReleaseState::DeletingMain, Input::Failed(failure)) => self.after_main(Some(failure)),
+            (ReleaseState::DeletingQueue { main_failed }, Input::Reply(StoreReply::Done)) => {
+                self.finish(main_failed)
+            }
+            (ReleaseState::DeletingQueue { .. }, Input::Failed(failure)) => {
+                self.finish(Some(failure))
+            }
+            (state, input) => panic!("release: input {input:?} does not answer state {state:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::queue_column::{queue_column, ClientId};
+    use crate::algo::testkit::Bench;
+    use crate::algo::{LockId, ThreadId};
+
+    fn timed() -> LockConfig {
+        LockConfig {
+            ttl_s: Some(10),
+            renew_every_ms: 5000,
+            ..LockConfig::default()
+        }
+    }
+
+    fn thread() -> ThreadId {
+        ClientId::new("a").unwrap().thread(1)
+    }
+
+    /// Hold the lock as the queue algorithm would at `now`: both cells written.
+    fn held(bench: &mut Bench) -> LeaseCells {
+        let thread = thread();
+        let column = queue_column(bench.now_us, &thread);
+        bench.execute(write_own_cell(
+            &bench.config,
+            "q:L".into(),
+            column.clone(),
+            &thread,
+        ));
+        bench.execute(write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            thread.as_str().into(),
+            &thread,
+        ));
+        LeaseCells {
+            lock: LockId::new("L").unwrap(),
+            thread,
+            queue_column: Some(column),
+            oldest_write_us: bench.now_us,
+        }
+    }
+
+    #[test]
+    fn renewal_rewrites_both_cells_every_interval_and_keeps_them_alive() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let start_us = bench.now_us;
+        let mut renewal = Renewal::new(lease.clone());
+        let mut input = Input::Start;
+        for round in 1..=6 {
+            let step = bench.run_until(&mut renewal, input, |step| {
+                matches!(step.action, Action::Sleep { .. })
+            });
+            let Action::Sleep { ms, kind } = step.action else {
+                panic!()
+            };
+            assert_eq!(kind, SleepKind::Renewal);
+            assert_eq!(
+                ms, 5000,
+                "round {round}: sleep until the next renewal is due"
+            );
+            bench.now_us += ms * 1000;
+            input = Input::Woke;
+        }
+        assert_eq!(
+            bench.now_us - start_us,
+            30_000_000,
+            "30 s of renewals with a 10 s TTL"
+        );
+        assert_eq!(bench.live_columns("m:L"), ["a:1"]);
+        assert_eq!(bench.live_columns("q:L"), [lease.queue_column.unwrap()]);
+        let rewrites = bench
+            .tags
+            .iter()
+            .filter(|tag| **tag == REWRITE_MAIN)
+            .count();
+        assert_eq!(rewrites, 5);
+        assert!(
+            !renewal.urgent(&bench.config, bench.now_us),
+            "asleep, so not urgent"
+        );
+    }
+
+    #[test]
+    fn without_renewal_the_cells_vanish_after_the_ttl() {
+        let mut bench = Bench::new(timed());
+        held(&mut bench);
+        bench.now_us += 9_999_999;
+        assert_eq!(bench.live_columns("m:L").len(), 1);
+        bench.now_us += 1;
+        assert!(bench.live_columns("m:L").is_empty());
+        assert!(bench.live_columns("q:L").is_empty());
+    }
+
+    #[test]
+    fn renewal_reports_a_lost_lease_instead_of_writing_back() {
+        // Our main cell is gone (expired, say): renewal stops without resurrecting it.
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        bench.execute(delete_own_cell("m:L".into(), "a:1".into()));
+        let mut renewal = Renewal::new(lease.clone());
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let done = bench.run_until(&mut renewal, Input::Woke, |_| false);
+        assert_eq!(
+            done.action,
+            Action::Done(RenewalEnd::Lost(LeaseLost::MainCellGone))
+        );
+        assert!(bench.live_columns("m:L").is_empty());
+
+        // Woken only after a whole TTL (a pause): expired, without touching the store.
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 60_000_000;
+        let done = bench.run_until(&mut renewal, Input::Woke, |_| false);
+        assert_eq!(
+            done.action,
+            Action::Done(RenewalEnd::Lost(LeaseLost::Expired))
+        );
+    }
+
+    #[test]
+    fn renewal_stops_when_asked_and_has_nothing_to_do_without_a_ttl() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease.clone());
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        let done = renewal.resume(&bench.config, Input::StopRequested, bench.now_us);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Stopped));
+        let mut untimed = Renewal::new(lease);
+        let done = untimed.resume(&LockConfig::untimed(), Input::Start, 0);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Stopped));
+    }
+
+    #[test]
+    fn renewal_is_urgent_between_waking_and_its_last_write() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_MAIN);
+        assert!(renewal.urgent(&bench.config, bench.now_us));
+    }
+
+    #[test]
+    fn release_waits_for_renewal_then_deletes_main_then_queue() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut release = Release::new(lease);
+        let first = release.resume(&bench.config, Input::Start, bench.now_us);
+        assert_eq!(first.action, Action::StopRenewal { wait: true });
+        bench.run_until(&mut release, Input::RenewalStopped, |_| false);
+        assert_eq!(
+            &bench.tags[bench.tags.len() - 3..],
+            [DELETE_MAIN, DELETE_QUEUE, RELEASED]
+        );
+        assert!(bench.live_columns("m:L").is_empty());
+        assert!(bench.live_columns("q:L").is_empty());
+    }
+
+    #[test]
+    fn k3_mutant_does_not_wait_and_a_late_renewal_resurrects_the_main_cell() {
+        let mut bench = Bench::new(LockConfig {
+            mutants: crate::algo::Mutants {
+                k3_release_without_waiting: true,
+                ..Default::default()
+            },
+            ..timed()
+        });
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease.clone());
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        // Renewal has checked its cell and is about to rewrite the main cell...
+        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_MAIN);
+        // ... when release runs to the end without waiting.
+        let mut release = Release::new(lease);
+        assert_eq!(
+            release
+                .resume(&bench.config, Input::Start, bench.now_us)
+                .action,
+            Action::StopRenewal { wait: false }
+        );
+        bench.run_until(&mut release, Input::RenewalStopped, |_| false);
+        assert!(bench.live_columns("m:L").is_empty());
+        // The renewal's write, stamped after the delete, brings the cell back: K3.
+        let Action::Store(write) = rewrite.action else {
+            panic!()
+        };
+        bench.execute(write);
+        assert_eq!(
+            bench.live_columns("m:L"),
+            ["a:1"],
+            "released, yet taken until the TTL"
+        );
+        bench.now_us += 10_000_000;
+        assert!(
+            bench.live_columns("m:L").is_empty(),
+            "free again once the TTL ran out"
+        );
+    }
+
+    #[test]
+    fn release_still_deletes_the_queue_cell_when_the_main_delete_fails() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut release = Release::new(lease);
+        release.resume(&bench.config, Input::Start, bench.now_us);
+        release.resume(&bench.config, Input::RenewalStopped, bench.now_us);
+        let next = release.resume(
+            &bench.config,
+            Input::Failed(StoreFailure::Unavailable),
+            bench.now_us,
+        );
+        assert_eq!(next.tag, DELETE_QUEUE);
+        let done = release.resume(&bench.config, Input::Reply(StoreReply::Done), bench.now_us);
+        assert_eq!(
+            done.action,
+            Action::Done(Released::Failed(StoreFailure::Unavailable))
+        );
+    }
+}

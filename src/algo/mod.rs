@@ -1,0 +1,371 @@
+//! The thesis's algorithms, each written once as a sans-IO state machine.
+//!
+//! A machine owns no clock, no randomness and no I/O. Its driver calls
+//! [`Machine::resume`] with an [`Input`] (the reply to what the machine last asked for) and the
+//! client's clock reading; the machine answers with a [`Step`]: an [`Action`] for the driver to
+//! carry out, tagged with the thesis step that asked for it. Three drivers run these machines
+//! unchanged: the async [`crate::driver`] (in-memory store, simulated cluster, real cluster),
+//! and the stateright models in `models/`.
+//!
+//! | file | thesis |
+//! |---|---|
+//! | [`old_shadow_lock`] | Listings 3–4: TryLock / GetLock over a main and a shadow row |
+//! | [`queue_column`] | Listing 5: the queue column name; lock ids, thread ids and rows |
+//! | [`queue_get_lock`] | Listing 6: the fair queue GetLock |
+//! | [`queue_try_get_lock`] | Listing 7: TryGetLock |
+//! | [`lease`] | Section 5.3: lease renewal and release |
+//! | [`global_time`] | Listing 8 and section 5.4: TryUpdateGlobalTime and the time client |
+//! | [`retry`] | ours: what every machine does when the store fails |
+//!
+//! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
+
+pub mod global_time;
+pub mod lease;
+pub mod old_shadow_lock;
+pub mod queue_column;
+pub mod queue_get_lock;
+pub mod queue_try_get_lock;
+pub mod retry;
+#[cfg(test)]
+pub(crate) mod testkit;
+
+use std::fmt;
+
+use crate::store::{StoreCommand, StoreFailure, StoreReply};
+
+pub use queue_column::{FencingToken, LockId, ThreadId};
+
+/// Where a step comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// Listing 3: Cassandra.TryLock (the old algorithm).
+    L3,
+    /// Listing 4: Cassandra.GetLock (the old algorithm).
+    L4,
+    /// Listing 5: the queue column name.
+    L5,
+    /// Listing 6: GetLock (the queue algorithm).
+    L6,
+    /// Listing 7: TryGetLock.
+    L7,
+    /// Listing 8: TryUpdateGlobalTime.
+    L8,
+    /// Section 5.3: lease renewal and release.
+    Lease,
+    /// Section 5.4: asking the time service for the time.
+    TimeClient,
+    /// Not in the thesis: our addition, explained in the step's note.
+    Ours,
+}
+
+/// The thesis step that produced an action: "L6.2 read the queue head".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StepTag {
+    pub source: Source,
+    /// The step number in the listing (0 where the source has no numbering).
+    pub step: u8,
+    pub note: &'static str,
+}
+
+impl StepTag {
+    pub const fn new(source: Source, step: u8, note: &'static str) -> Self {
+        StepTag { source, step, note }
+    }
+}
+
+impl fmt::Display for StepTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match self.source {
+            Source::L3 => "L3",
+            Source::L4 => "L4",
+            Source::L5 => "L5",
+            Source::L6 => "L6",
+            Source::L7 => "L7",
+            Source::L8 => "L8",
+            Source::Lease => "5.3",
+            Source::TimeClient => "5.4",
+            Source::Ours => "ours",
+        };
+        if self.step == 0 {
+            write!(f, "{source} {}", self.note)
+        } else {
+            write!(f, "{source}.{} {}", self.step, self.note)
+        }
+    }
+}
+
+/// What the driver hands a machine: the answer to the machine's last action.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Input {
+    /// The first call.
+    Start,
+    /// The store answered the last [`Action::Store`].
+    Reply(StoreReply),
+    /// The store failed the last [`Action::Store`] (after [`retry::Retrying`]'s retries).
+    Failed(StoreFailure),
+    /// The last [`Action::Sleep`] ended.
+    Woke,
+    /// A [`SleepKind::Renewal`] sleep was cut short: the lock is being released.
+    StopRequested,
+    /// A uniform draw from `0..=max_ms` for the last [`Action::Draw`].
+    Drawn(u64),
+    /// A reading of the time source, in microseconds, for the last [`Action::ReadTime`].
+    Time(u64),
+    /// The renewal task has stopped (or, in the K3 variant, was told to stop).
+    RenewalStopped,
+}
+
+/// Why a machine sleeps. Drivers treat all kinds alike except [`SleepKind::Renewal`], which a
+/// stop request may cut short; the model checker treats only renewal sleeps as timed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SleepKind {
+    /// Waiting for our turn in the queue.
+    Poll,
+    /// The old algorithm's random backoff (Listing 4).
+    Backoff,
+    /// Before retrying a failed store request.
+    Retry,
+    /// The renewal task's wait between rewrites (interruptible by release).
+    Renewal,
+}
+
+/// What a machine asks its driver to do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action<T> {
+    /// Execute a store command; answer with [`Input::Reply`] or [`Input::Failed`].
+    Store(StoreCommand),
+    /// Sleep on the client's clock; answer with [`Input::Woke`] (or [`Input::StopRequested`]).
+    Sleep { ms: u64, kind: SleepKind },
+    /// Draw a uniform integer in `0..=max_ms`; answer with [`Input::Drawn`].
+    Draw { max_ms: u64 },
+    /// Read the time source (local clock or the global time service); answer [`Input::Time`].
+    ReadTime,
+    /// Stop the renewal task; with `wait`, only answer [`Input::RenewalStopped`] once it has
+    /// finished its current iteration and exited.
+    StopRenewal { wait: bool },
+    /// The machine has finished.
+    Done(T),
+}
+
+/// An action and the thesis step that asked for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Step<T> {
+    pub tag: StepTag,
+    pub action: Action<T>,
+}
+
+impl<T> Step<T> {
+    pub fn new(tag: StepTag, action: Action<T>) -> Self {
+        Step { tag, action }
+    }
+
+    pub fn store(tag: StepTag, command: StoreCommand) -> Self {
+        Step::new(tag, Action::Store(command))
+    }
+
+    pub fn done(tag: StepTag, output: T) -> Self {
+        Step::new(tag, Action::Done(output))
+    }
+}
+
+/// A sans-IO algorithm.
+pub trait Machine {
+    /// The configuration every step reads (kept outside the machine so states stay small).
+    type Config;
+    /// What the machine returns when done.
+    type Output;
+
+    /// Advance with the answer to the last action. `now_us` is the client's clock.
+    fn resume(&mut self, config: &Self::Config, input: Input, now_us: u64) -> Step<Self::Output>;
+
+    /// True while the machine has a timed duty that is due at `now_us` (a renewal in progress,
+    /// a waiting queue cell to refresh). The model checker does not let time pass while any
+    /// running thread has one; the async drivers ignore it.
+    fn urgent(&self, _config: &Self::Config, _now_us: u64) -> bool {
+        false
+    }
+}
+
+/// How a failed store request is retried before the machine is told it failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RetryPolicy {
+    /// Retries of one request after its first failure.
+    pub max_retries: u8,
+    /// Sleep before each retry.
+    pub backoff_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            backoff_ms: 100,
+        }
+    }
+}
+
+/// The old algorithm's random backoff (Listing 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OldBackoff {
+    /// After AnotherThreadIsOwner: sleep uniform `0..=owner_max_ms` (thesis: 1000).
+    pub owner_max_ms: u64,
+    /// After ConcurrentAttempt: sleep uniform `0..=concurrent_step_ms * attempt` (thesis: 50).
+    pub concurrent_step_ms: u64,
+    /// Ours: `attempt` stops growing here, so the ConcurrentAttempt sleep is bounded
+    /// (20 × 50 ms = the 1000 ms of the other branch). The thesis lets it grow without bound.
+    pub max_attempt: u32,
+}
+
+impl Default for OldBackoff {
+    fn default() -> Self {
+        OldBackoff {
+            owner_max_ms: 1000,
+            concurrent_step_ms: 50,
+            max_attempt: 20,
+        }
+    }
+}
+
+/// Deliberately broken variants, off by default, so the harness can show what they break.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Mutants {
+    /// M1: a thread first in the queue writes its main cell and takes the lock without reading
+    /// the main row (Listings 6 and 7 skip their check).
+    pub m1_skip_main_check: bool,
+    /// K3: release deletes the cells without waiting for the renewal task to stop, so a
+    /// renewal write stamped after the delete brings the cells back.
+    pub k3_release_without_waiting: bool,
+}
+
+/// Everything the lock machines read, validated by [`crate::driver::Settings`] (or set
+/// directly by a model).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockConfig {
+    /// TTL of every lock cell; `None` writes cells that never expire (untimed models only).
+    pub ttl_s: Option<u32>,
+    /// The renewal task rewrites the cells this often (the thesis: TTL / 2).
+    pub renew_every_ms: u64,
+    /// How long a waiter sleeps between two reads of the queue head.
+    pub poll_ms: u64,
+    pub old_backoff: OldBackoff,
+    pub retry: RetryPolicy,
+    /// Give up acquiring after this long on the client's clock (`None`: wait for ever).
+    pub max_wait_ms: Option<u64>,
+    pub mutants: Mutants,
+}
+
+impl Default for LockConfig {
+    fn default() -> Self {
+        LockConfig {
+            ttl_s: Some(30),
+            renew_every_ms: 15_000,
+            poll_ms: 100,
+            old_backoff: OldBackoff::default(),
+            retry: RetryPolicy::default(),
+            max_wait_ms: None,
+            mutants: Mutants::default(),
+        }
+    }
+}
+
+impl AsRef<RetryPolicy> for LockConfig {
+    fn as_ref(&self) -> &RetryPolicy {
+        &self.retry
+    }
+}
+
+impl LockConfig {
+    /// A config for models and tests: cells never expire, no renewal, no deadline.
+    pub fn untimed() -> Self {
+        LockConfig {
+            ttl_s: None,
+            ..LockConfig::default()
+        }
+    }
+
+    pub(crate) fn ttl_ms(&self) -> Option<u64> {
+        self.ttl_s.map(|ttl| u64::from(ttl) * 1000)
+    }
+}
+
+/// The cells a holder owns, which renewal rewrites and release deletes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LeaseCells {
+    pub lock: LockId,
+    pub thread: ThreadId,
+    /// The queue column (Listing 5), for the queue algorithm; `None` for the old algorithm.
+    pub queue_column: Option<String>,
+    /// The client time at which the oldest of these cells was last written: the lease runs
+    /// out `ttl` after it unless renewed.
+    pub oldest_write_us: u64,
+}
+
+/// How an acquisition ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Acquire {
+    /// The lock is held: the cells to renew and release, and the fencing token.
+    Acquired {
+        lease: LeaseCells,
+        token: FencingToken,
+    },
+    /// TryGetLock (or the old algorithm's single TryLock) found the lock taken.
+    NotAcquired,
+    /// `max_wait_ms` ran out; our queue cell was deleted.
+    TimedOut,
+    /// The store kept failing; cells we wrote expire after their TTL.
+    Failed(StoreFailure),
+}
+
+impl Acquire {
+    pub fn is_acquired(&self) -> bool {
+        matches!(self, Acquire::Acquired { .. })
+    }
+}
+
+/// A deadline `max_wait_ms` after `now_us`, if one is configured.
+pub(crate) fn deadline_after(config: &LockConfig, now_us: u64) -> Option<u64> {
+    config
+        .max_wait_ms
+        .map(|ms| now_us.saturating_add(ms.saturating_mul(1000)))
+}
+
+/// Read the first `count` live cells of `row`.
+pub(crate) fn read_first(row: String, count: u32) -> StoreCommand {
+    StoreCommand::ReadSlice {
+        row,
+        start: String::new(),
+        count,
+    }
+}
+
+/// Write one cell whose value is the thread id, with the lock TTL and a client timestamp.
+pub(crate) fn write_own_cell(
+    config: &LockConfig,
+    row: String,
+    column: String,
+    thread: &ThreadId,
+) -> StoreCommand {
+    StoreCommand::Write {
+        row,
+        cells: vec![crate::store::CellWrite {
+            column,
+            value: thread.as_str().to_owned(),
+            ttl_s: config.ttl_s,
+        }],
+        timestamp: crate::store::Stamp::Client,
+    }
+}
+
+/// Delete one of our cells, with a client timestamp.
+pub(crate) fn delete_own_cell(row: String, column: String) -> StoreCommand {
+    StoreCommand::Delete {
+        row,
+        column,
+        timestamp: crate::store::Stamp::Client,
+    }
+}
+
+/// Is `reply` a slice holding exactly one cell, named `column`?
+pub(crate) fn is_only(reply: &StoreReply, column: &str) -> bool {
+    matches!(reply, StoreReply::Slice(cells) if cells.len() == 1 && cells[0].column == column)
+}

@@ -1,0 +1,260 @@
+//! Listing 5: the queue column name, and the names every listing writes under.
+//!
+//! A lock id maps to three rows, whose keys differ in a fixed-length prefix so that no lock
+//! id, however it is spelled, can name another lock's row:
+//!
+//! | row | key | cells |
+//! |---|---|---|
+//! | queue (Listings 6–7) | `q:` + lock id | column = Listing 5 name |
+//! | main (all listings) | `m:` + lock id | column = thread id |
+//! | shadow (Listing 3) | `s:` + lock id | column = thread id |
+//!
+//! Listing 5: the queue column is the current time in microseconds, left-padded with zeros to
+//! 20 digits, then the thread id. Byte order of column names is then time order, and equal
+//! times are ordered by thread id. The 20 digits hold any `u64`, so the split between time
+//! and thread id is positional and needs no separator.
+//!
+//! A thread id is `client id` + `:` + a per-locker sequence number, unique per acquisition.
+//! The `:` is the separator that naming relies on, so client ids may not contain it.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// Digits of the time prefix of a queue column (Listing 5, step 2).
+pub const QUEUE_TIME_DIGITS: usize = 20;
+/// Longest lock id, in bytes.
+pub const MAX_LOCK_ID_BYTES: usize = 200;
+/// Longest client id, in bytes.
+pub const MAX_CLIENT_ID_BYTES: usize = 48;
+/// The byte between a client id and the sequence number in a thread id.
+pub const THREAD_ID_SEPARATOR: char = ':';
+
+/// Why a name was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidName {
+    #[error("lock id is empty: give every lock a non-empty name")]
+    EmptyLockId,
+    #[error("lock id is {len} bytes long; at most {MAX_LOCK_ID_BYTES} are allowed")]
+    LockIdTooLong { len: usize },
+    #[error("lock id {id:?} contains a control character; use printable text")]
+    LockIdControlChar { id: String },
+    #[error("client id is empty: give each process a name, unique among the lock's users")]
+    EmptyClientId,
+    #[error("client id is {len} bytes long; at most {MAX_CLIENT_ID_BYTES} are allowed")]
+    ClientIdTooLong { len: usize },
+    #[error("client id {id:?} may only contain ASCII letters, digits, '.', '_' and '-' (':' separates the client id from the sequence number in thread ids)")]
+    ClientIdBadChar { id: String },
+}
+
+/// A validated lock id.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockId(Arc<str>);
+
+impl LockId {
+    pub fn new(id: &str) -> Result<Self, InvalidName> {
+        if id.is_empty() {
+            return Err(InvalidName::EmptyLockId);
+        }
+        if id.len() > MAX_LOCK_ID_BYTES {
+            return Err(InvalidName::LockIdTooLong { len: id.len() });
+        }
+        if id.chars().any(char::is_control) {
+            return Err(InvalidName::LockIdControlChar {
+                id: id.escape_debug().to_string(),
+            });
+        }
+        Ok(LockId(id.into()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The queue row (Listings 6–7).
+    pub fn queue_row(&self) -> String {
+        format!("q:{}", self.0)
+    }
+
+    /// The main row: who holds the lock.
+    pub fn main_row(&self) -> String {
+        format!("m:{}", self.0)
+    }
+
+    /// The shadow row of the old algorithm (Listing 3).
+    pub fn shadow_row(&self) -> String {
+        format!("s:{}", self.0)
+    }
+}
+
+/// A validated client id: the part of a thread id before the separator.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClientId(Arc<str>);
+
+impl ClientId {
+    pub fn new(id: &str) -> Result<Self, InvalidName> {
+        if id.is_empty() {
+            return Err(InvalidName::EmptyClientId);
+        }
+        if id.len() > MAX_CLIENT_ID_BYTES {
+            return Err(InvalidName::ClientIdTooLong { len: id.len() });
+        }
+        if !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        {
+            return Err(InvalidName::ClientIdBadChar {
+                id: id.escape_debug().to_string(),
+            });
+        }
+        Ok(ClientId(id.into()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The thread id of this client's `sequence`-th acquisition.
+    pub fn thread(&self, sequence: u64) -> ThreadId {
+        ThreadId(format!("{}{THREAD_ID_SEPARATOR}{sequence}", self.0).into())
+    }
+}
+
+/// A thread id: `client id:sequence`, unique per acquisition.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ThreadId(Arc<str>);
+
+impl ThreadId {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The client id part.
+    pub fn client(&self) -> &str {
+        self.0.split(THREAD_ID_SEPARATOR).next().unwrap_or("")
+    }
+}
+
+/// Listing 5: the queue column for a thread that read `time_us` from the time source.
+pub fn queue_column(time_us: u64, thread: &ThreadId) -> String {
+    // L5.1–2: the time in microseconds, zero-padded to 20 digits; L5.3: then the thread id.
+    format!(
+        "{time_us:0width$}{}",
+        thread.as_str(),
+        width = QUEUE_TIME_DIGITS
+    )
+}
+
+/// Split a queue column into its time and thread id (the inverse of [`queue_column`]).
+pub fn parse_queue_column(column: &str) -> Option<(u64, &str)> {
+    let digits = column.get(..QUEUE_TIME_DIGITS)?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((digits.parse().ok()?, &column[QUEUE_TIME_DIGITS..]))
+}
+
+/// A fencing token: the holder's queue column (Listing 5 name). Tokens compare as bytes, so
+/// a later queue time gives a greater token — as long as time sources agree and nobody is
+/// delayed between reading the time and enqueueing, which is exactly what the simulator
+/// checks. The old algorithm has no queue: its token is built the same way from a time-source
+/// reading taken right after it acquires.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FencingToken(pub String);
+
+impl FencingToken {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The time part of the token, in microseconds.
+    pub fn time_us(&self) -> Option<u64> {
+        parse_queue_column(&self.0).map(|(time, _)| time)
+    }
+}
+
+macro_rules! show_as_str {
+    ($($t:ty),*) => {$(
+        impl fmt::Debug for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(self.as_str(), f)
+            }
+        }
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+show_as_str!(LockId, ClientId, ThreadId, FencingToken);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(name: &str) -> ThreadId {
+        ClientId::new(name).unwrap().thread(0)
+    }
+
+    #[test]
+    fn l5_queue_columns_sort_by_time_then_thread_id() {
+        let a = queue_column(999, &thread("b"));
+        let b = queue_column(1000, &thread("a"));
+        let c = queue_column(1000, &thread("b"));
+        assert_eq!(a, "00000000000000000999b:0");
+        assert!(a < b && b < c, "time first, then thread id");
+        assert_eq!(parse_queue_column(&c), Some((1000, "b:0")));
+        assert_eq!(
+            queue_column(u64::MAX, &thread("x")).len(),
+            QUEUE_TIME_DIGITS + 3
+        );
+        assert_eq!(parse_queue_column("12:0"), None);
+    }
+
+    #[test]
+    fn bad_names_are_refused_with_a_reason() {
+        assert_eq!(LockId::new(""), Err(InvalidName::EmptyLockId));
+        assert!(matches!(
+            LockId::new(&"x".repeat(201)),
+            Err(InvalidName::LockIdTooLong { len: 201 })
+        ));
+        assert!(matches!(
+            LockId::new("a\nb"),
+            Err(InvalidName::LockIdControlChar { .. })
+        ));
+        assert!(LockId::new("orders/42 é").is_ok());
+        assert_eq!(ClientId::new(""), Err(InvalidName::EmptyClientId));
+        assert!(matches!(
+            ClientId::new("web:1"),
+            Err(InvalidName::ClientIdBadChar { .. })
+        ));
+        assert!(matches!(
+            ClientId::new("w b"),
+            Err(InvalidName::ClientIdBadChar { .. })
+        ));
+        assert!(matches!(
+            ClientId::new(&"c".repeat(49)),
+            Err(InvalidName::ClientIdTooLong { len: 49 })
+        ));
+        assert_eq!(
+            ClientId::new("web-1.eu_2").unwrap().thread(7).as_str(),
+            "web-1.eu_2:7"
+        );
+    }
+
+    #[test]
+    fn rows_of_different_locks_never_collide() {
+        let a = LockId::new("x").unwrap();
+        let b = LockId::new("q:x").unwrap();
+        let rows = [
+            a.queue_row(),
+            a.main_row(),
+            a.shadow_row(),
+            b.queue_row(),
+            b.main_row(),
+            b.shadow_row(),
+        ];
+        let unique: std::collections::BTreeSet<_> = rows.iter().collect();
+        assert_eq!(unique.len(), rows.len());
+    }
+}

@@ -1,0 +1,151 @@
+//! Ours: what a machine does when the store fails a request.
+//!
+//! The thesis assumes every request succeeds. A real cluster times out and reports too few
+//! replicas, so every driver runs machines inside [`Retrying`]: a failed request is sent again,
+//! unchanged apart from a fresh client timestamp, after [`RetryPolicy::backoff_ms`], up to
+//! [`RetryPolicy::max_retries`] times. Re-sending is safe for every request the listings make:
+//! a write of the same cell with a later timestamp, a delete of the same cell, or a read. Only
+//! when the retries run out does the wrapped machine see [`Input::Failed`] and decide (give up,
+//! or for renewal, try again at the next interval).
+
+use super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use crate::store::StoreCommand;
+
+const RETRY: StepTag = StepTag::new(Source::Ours, 0, "retry the failed request");
+const WAIT_BEFORE_RETRY: StepTag =
+    StepTag::new(Source::Ours, 0, "wait before retrying a failed request");
+
+/// A machine whose failed store requests are retried.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Retrying<M> {
+    inner: M,
+    /// The request in flight (kept to send it again), and how often it has failed.
+    in_flight: Option<(StoreCommand, u8)>,
+    waiting_to_retry: bool,
+}
+
+impl<M> Retrying<M> {
+    pub fn new(inner: M) -> Self {
+        Retrying {
+            inner,
+            in_flight: None,
+            waiting_to_retry: false,
+        }
+    }
+
+    pub fn inner(&self) -> &M {
+        &self.inner
+    }
+}
+
+impl<M> Machine for Retrying<M>
+where
+    M: Machine,
+    M::Config: AsRef<RetryPolicy>,
+{
+    type Config = M::Config;
+    type Output = M::Output;
+
+    fn resume(&mut self, config: &M::Config, input: Input, now_us: u64) -> Step<M::Output> {
+        let policy = *config.as_ref();
+        let input = match input {
+            Input::Failed(failure) if self.in_flight.is_some() => {
+                let failures = &mut self.in_flight.as_mut().expect("checked above").1;
+                *failures = failures.saturating_add(1);
+                if *failures <= policy.max_retries {
+                    self.waiting_to_retry = true;
+                    return Step::new(
+                        WAIT_BEFORE_RETRY,
+                        Action::Sleep {
+                            ms: policy.backoff_ms,
+                            kind: SleepKind::Retry,
+                        },
+                    );
+                }
+                self.in_flight = None;
+                Input::Failed(failure)
+            }
+            Input::Woke if self.waiting_to_retry => {
+                self.waiting_to_retry = false;
+                let (command, _) = self
+                    .in_flight
+                    .as_ref()
+                    .expect("a retry re-sends the request in flight");
+                return Step::store(RETRY, command.clone());
+            }
+            Input::Reply(reply) => {
+                self.in_flight = None;
+                Input::Reply(reply)
+            }
+            other => other,
+        };
+        let step = self.inner.resume(config, input, now_us);
+        if let Action::Store(command) = &step.action {
+            self.in_flight = Some((command.clone(), 0));
+        }
+        step
+    }
+
+    fn urgent(&self, config: &M::Config, now_us: u64) -> bool {
+        self.inner.urgent(config, now_us)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algo::queue_column::ClientId;
+    use crate::algo::queue_try_get_lock::QueueTryGetLock;
+    use crate::algo::{Acquire, LockConfig, LockId};
+    use crate::store::{StoreFailure, StoreReply};
+
+    #[test]
+    fn a_failed_request_is_sent_again_after_a_backoff_and_the_machine_never_notices() {
+        let config = LockConfig::untimed();
+        let thread = ClientId::new("a").unwrap().thread(1);
+        let mut machine = Retrying::new(QueueTryGetLock::new(LockId::new("L").unwrap(), thread));
+        let first = machine.resume(&config, Input::Start, 0);
+        let Action::Store(read) = first.action.clone() else {
+            panic!()
+        };
+        let wait = machine.resume(&config, Input::Failed(StoreFailure::Timeout), 0);
+        assert_eq!(
+            wait.action,
+            Action::Sleep {
+                ms: 100,
+                kind: SleepKind::Retry
+            }
+        );
+        let again = machine.resume(&config, Input::Woke, 0);
+        assert_eq!(again.action, Action::Store(read));
+        assert_eq!(again.tag, RETRY);
+        // The retried read succeeds: the listing goes on to L5.1.
+        let next = machine.resume(&config, Input::Reply(StoreReply::Slice(vec![])), 0);
+        assert_eq!(next.action, Action::ReadTime);
+    }
+
+    #[test]
+    fn after_max_retries_the_machine_sees_the_failure() {
+        let config = LockConfig::untimed();
+        let thread = ClientId::new("a").unwrap().thread(1);
+        let mut machine = Retrying::new(QueueTryGetLock::new(LockId::new("L").unwrap(), thread));
+        machine.resume(&config, Input::Start, 0);
+        for _ in 0..config.retry.max_retries {
+            assert!(matches!(
+                machine
+                    .resume(&config, Input::Failed(StoreFailure::Unavailable), 0)
+                    .action,
+                Action::Sleep { .. }
+            ));
+            assert!(matches!(
+                machine.resume(&config, Input::Woke, 0).action,
+                Action::Store(_)
+            ));
+        }
+        let end = machine.resume(&config, Input::Failed(StoreFailure::Unavailable), 0);
+        assert_eq!(
+            end.action,
+            Action::Done(Acquire::Failed(StoreFailure::Unavailable))
+        );
+    }
+}

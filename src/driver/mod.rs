@@ -1,0 +1,694 @@
+//! The async driver: runs the machines of [`crate::algo`] against any [`Store`] and [`Clock`].
+//!
+//! The driver only moves data and time: it executes store commands (stamping client writes
+//! with a [`MonotonicTimestamps`] reading), sleeps on the clock, draws random numbers from a
+//! seeded generator, reads the time source, and starts, stops and joins the renewal task. Every
+//! decision is the machine's. [`Engine::drive`] is the one loop that does this for every
+//! machine.
+
+pub mod clock;
+pub mod settings;
+pub mod time_service;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::watch;
+
+use crate::algo::global_time::{GlobalTimeReading, ReadGlobalTime};
+use crate::algo::lease::{LeaseLost, Release, Released, Renewal, RenewalEnd};
+use crate::algo::old_shadow_lock::{OldGetLock, OldMode};
+use crate::algo::queue_column::{ClientId, InvalidName};
+use crate::algo::queue_get_lock::QueueGetLock;
+use crate::algo::queue_try_get_lock::QueueTryGetLock;
+use crate::algo::retry::Retrying;
+use crate::algo::{
+    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, RetryPolicy,
+    SleepKind, StepTag, ThreadId,
+};
+use crate::store::{MonotonicTimestamps, Store, StoreFailure, StoreOp, StoreReply, StoreRequest};
+
+pub use clock::{Clock, SystemClock};
+pub use settings::{Algorithm, Settings, SettingsError, TimeSource};
+
+/// Errors of the lock API.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    #[error(transparent)]
+    Name(#[from] InvalidName),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("gave up after waiting {waited_ms} ms for lock {lock} (max_wait_ms)")]
+    TimedOut { lock: String, waited_ms: u64 },
+    #[error("the store kept failing: {0}")]
+    Store(StoreFailure),
+    #[error("the lease on lock {lock} was lost while held ({why:?}): another holder may have run concurrently; the cells were deleted anyway")]
+    LeaseLost { lock: String, why: LeaseLost },
+}
+
+/// What a driver reports while it runs (the simulator's trace and checkers listen to these).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockEvent {
+    /// A machine step sent a request (`client_us`: the sender's clock).
+    Request {
+        thread: ThreadId,
+        tag: StepTag,
+        request: StoreRequest,
+        client_us: u64,
+    },
+    /// The answer to that request.
+    Reply {
+        thread: ThreadId,
+        result: Result<StoreReply, StoreFailure>,
+        client_us: u64,
+    },
+    /// A machine step sleeps.
+    Sleep {
+        thread: ThreadId,
+        tag: StepTag,
+        ms: u64,
+        kind: SleepKind,
+    },
+    /// The lock is held.
+    Acquired {
+        thread: ThreadId,
+        lock: LockId,
+        token: FencingToken,
+        client_us: u64,
+    },
+    /// An acquisition ended without the lock (TryGetLock said no, max wait, store failures).
+    NotAcquired {
+        thread: ThreadId,
+        lock: LockId,
+        outcome: Acquire,
+        client_us: u64,
+    },
+    /// Release began: from here the holder no longer uses the lock.
+    Releasing {
+        thread: ThreadId,
+        lock: LockId,
+        client_us: u64,
+    },
+    /// Release ended.
+    Released {
+        thread: ThreadId,
+        lock: LockId,
+        outcome: Released,
+        client_us: u64,
+    },
+    /// The renewal task found the lease lost.
+    LeaseLost {
+        thread: ThreadId,
+        lock: LockId,
+        why: LeaseLost,
+        client_us: u64,
+    },
+}
+
+/// Receives [`LockEvent`]s.
+pub trait Observer: Send + Sync + 'static {
+    fn on_event(&self, event: LockEvent);
+}
+
+/// Store requests made by one engine, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestCounts {
+    pub reads: u64,
+    pub writes: u64,
+    pub deletes: u64,
+    pub failures: u64,
+}
+
+impl RequestCounts {
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes + self.deletes
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    deletes: AtomicU64,
+    failures: AtomicU64,
+}
+
+/// Runs machines: the store, the clock, the write-timestamp generator, the random generator
+/// and the time source of one process.
+pub struct Engine<S, C> {
+    store: S,
+    clock: C,
+    time_source: TimeSource,
+    retry: RetryPolicy,
+    timestamps: MonotonicTimestamps,
+    rng: Mutex<ChaCha8Rng>,
+    counters: Counters,
+    observer: Option<Arc<dyn Observer>>,
+}
+
+/// What the loop needs besides the machine: the renewal task's stop signal (for renewal
+/// sleeps) and the renewal task itself (for [`Action::StopRenewal`]).
+#[derive(Default)]
+struct Hooks {
+    stop: Option<watch::Receiver<bool>>,
+    renewal: Option<RenewalTask>,
+}
+
+struct RenewalTask {
+    stop: watch::Sender<bool>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+impl<S: Store, C: Clock> Engine<S, C> {
+    pub fn new(store: S, clock: C, time_source: TimeSource, retry: RetryPolicy, seed: u64) -> Self {
+        Engine {
+            store,
+            clock,
+            time_source,
+            retry,
+            timestamps: MonotonicTimestamps::new(),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed)),
+            counters: Counters::default(),
+            observer: None,
+        }
+    }
+
+    pub fn with_observer(mut self, observer: Arc<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    pub fn requests(&self) -> RequestCounts {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        RequestCounts {
+            reads: load(&self.counters.reads),
+            writes: load(&self.counters.writes),
+            deletes: load(&self.counters.deletes),
+            failures: load(&self.counters.failures),
+        }
+    }
+
+    fn emit(&self, event: impl FnOnce() -> LockEvent) {
+        if let Some(observer) = &self.observer {
+            observer.on_event(event());
+        }
+    }
+
+    /// Run `machine` to its end (inside [`Retrying`]).
+    pub async fn run<M>(&self, machine: M, config: &M::Config, thread: &ThreadId) -> M::Output
+    where
+        M: Machine + Send,
+        M::Config: AsRef<RetryPolicy> + Sync,
+    {
+        self.drive(machine, config, thread, &mut Hooks::default())
+            .await
+    }
+
+    async fn drive<M>(
+        &self,
+        machine: M,
+        config: &M::Config,
+        thread: &ThreadId,
+        hooks: &mut Hooks,
+    ) -> M::Output
+    where
+        M: Machine + Send,
+        M::Config: AsRef<RetryPolicy> + Sync,
+    {
+        let mut machine = Retrying::new(machine);
+        let mut input = Input::Start;
+        loop {
+            let step = machine.resume(config, input, self.clock.now_us());
+            input = match step.action {
+                Action::Done(output) => return output,
+                Action::Store(command) => {
+                    let request = command.stamp(|| self.timestamps.next(self.clock.now_us()));
+                    self.count(&request);
+                    self.emit(|| LockEvent::Request {
+                        thread: thread.clone(),
+                        tag: step.tag,
+                        request: request.clone(),
+                        client_us: self.clock.now_us(),
+                    });
+                    let result = self.store.execute(request).await;
+                    if result.is_err() {
+                        self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    self.emit(|| LockEvent::Reply {
+                        thread: thread.clone(),
+                        result: result.clone(),
+                        client_us: self.clock.now_us(),
+                    });
+                    match result {
+                        Ok(reply) => Input::Reply(reply),
+                        Err(failure) => Input::Failed(failure),
+                    }
+                }
+                Action::Sleep { ms, kind } => {
+                    self.emit(|| LockEvent::Sleep {
+                        thread: thread.clone(),
+                        tag: step.tag,
+                        ms,
+                        kind,
+                    });
+                    match (&mut hooks.stop, kind) {
+                        (Some(stop), SleepKind::Renewal) => {
+                            if *stop.borrow() {
+                                Input::StopRequested
+                            } else {
+                                tokio::select! {
+                                    _ = self.clock.sleep_ms(ms) => Input::Woke,
+                                    _ = stop.changed() => Input::StopRequested,
+                                }
+                            }
+                        }
+                        _ => {
+                            self.clock.sleep_ms(ms).await;
+                            Input::Woke
+                        }
+                    }
+                }
+                Action::Draw { max_ms } => {
+                    let drawn = self
+                        .rng
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner())
+                        .gen_range(0..=max_ms);
+                    Input::Drawn(drawn)
+                }
+                Action::ReadTime => match self.read_time(thread).await {
+                    Ok(time_us) => Input::Time(time_us),
+                    Err(failure) => Input::Failed(failure),
+                },
+                Action::StopRenewal { wait } => {
+                    if let Some(task) = hooks.renewal.take() {
+                        // The task may have ended already (lease lost): then nobody listens.
+                        let _ = task.stop.send(true);
+                        if wait {
+                            let _ = task.handle.await;
+                        }
+                    }
+                    Input::RenewalStopped
+                }
+            };
+        }
+    }
+
+    fn count(&self, request: &StoreRequest) {
+        let counter = match request {
+            StoreOp::ReadSlice { .. } => &self.counters.reads,
+            StoreOp::Write { .. } => &self.counters.writes,
+            StoreOp::Delete { .. } => &self.counters.deletes,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A reading of the time source: the local clock, or the time service's GlobalTime.
+    fn read_time<'a>(&'a self, thread: &'a ThreadId) -> BoxFuture<'a, Result<u64, StoreFailure>> {
+        Box::pin(async move {
+            match self.time_source {
+                TimeSource::Local => Ok(self.clock.now_us()),
+                TimeSource::Global => match self
+                    .drive(
+                        ReadGlobalTime::new(),
+                        &self.retry,
+                        thread,
+                        &mut Hooks::default(),
+                    )
+                    .await
+                {
+                    GlobalTimeReading::Time(time_us) => Ok(time_us),
+                    GlobalTimeReading::NotYetWritten => Err(StoreFailure::Other(
+                        "the time service has not written GlobalTime yet: start its replicas first"
+                            .into(),
+                    )),
+                    GlobalTimeReading::Failed(failure) => Err(failure),
+                },
+            }
+        })
+    }
+}
+
+struct LockerInner<S, C> {
+    engine: Engine<S, C>,
+    client: ClientId,
+    algorithm: Algorithm,
+    config: LockConfig,
+    next_sequence: AtomicU64,
+    acquisitions: AtomicU64,
+}
+
+/// A process's handle on the locks: `lock` (GetLock) and `try_lock` (TryGetLock).
+pub struct RemoteLocker<S, C> {
+    inner: Arc<LockerInner<S, C>>,
+}
+
+impl<S, C> Clone for RemoteLocker<S, C> {
+    fn clone(&self) -> Self {
+        RemoteLocker {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<S: Store, C: Clock> RemoteLocker<S, C> {
+    /// A locker over `store`, reading `clock`. Settings are validated here.
+    pub fn new(store: S, clock: C, settings: Settings) -> Result<Self, LockError> {
+        Self::build(store, clock, settings, None)
+    }
+
+    /// As [`RemoteLocker::new`], reporting every step to `observer`.
+    pub fn with_observer(
+        store: S,
+        clock: C,
+        settings: Settings,
+        observer: Arc<dyn Observer>,
+    ) -> Result<Self, LockError> {
+        Self::build(store, clock, settings, Some(observer))
+    }
+
+    fn build(
+        store: S,
+        clock: C,
+        settings: Settings,
+        observer: Option<Arc<dyn Observer>>,
+    ) -> Result<Self, LockError> {
+        let (client, config) = settings.validate()?;
+        let mut engine = Engine::new(
+            store,
+            clock,
+            settings.time_source,
+            settings.retry,
+            settings.backoff_seed(),
+        );
+        engine.observer = observer;
+        Ok(RemoteLocker {
+            inner: Arc::new(LockerInner {
+                engine,
+                client,
+                algorithm: settings.algorithm,
+                config,
+                next_sequence: AtomicU64::new(0),
+                acquisitions: AtomicU64::new(0),
+            }),
+        })
+    }
+
+    /// GetLock: wait until the lock is held.
+    pub async fn lock(&self, lock_id: &str) -> Result<LockGuard<S, C>, LockError> {
+        let lock = LockId::new(lock_id)?;
+        let thread = self.next_thread();
+        let outcome = match self.inner.algorithm {
+            Algorithm::Old => {
+                self.run_acquire(
+                    OldGetLock::new(lock.clone(), thread.clone(), OldMode::Blocking),
+                    &thread,
+                )
+                .await
+            }
+            Algorithm::Queue => {
+                self.run_acquire(QueueGetLock::new(lock.clone(), thread.clone()), &thread)
+                    .await
+            }
+        };
+        match self.finish_acquire(lock, thread, outcome)? {
+            Some(guard) => Ok(guard),
+            None => unreachable!("GetLock returns only with the lock, a timeout or a failure"),
+        }
+    }
+
+    /// TryGetLock: take the lock if that needs no waiting for another owner.
+    pub async fn try_lock(&self, lock_id: &str) -> Result<Option<LockGuard<S, C>>, LockError> {
+        let lock = LockId::new(lock_id)?;
+        let thread = self.next_thread();
+        let outcome = match self.inner.algorithm {
+            Algorithm::Old => {
+                self.run_acquire(
+                    OldGetLock::new(lock.clone(), thread.clone(), OldMode::Once),
+                    &thread,
+                )
+                .await
+            }
+            Algorithm::Queue => {
+                self.run_acquire(QueueTryGetLock::new(lock.clone(), thread.clone()), &thread)
+                    .await
+            }
+        };
+        self.finish_acquire(lock, thread, outcome)
+    }
+
+    /// Store requests this locker has made (renewals and releases included).
+    pub fn requests(&self) -> RequestCounts {
+        self.inner.engine.requests()
+    }
+
+    /// Acquisitions this locker has made.
+    pub fn acquisitions(&self) -> u64 {
+        self.inner.acquisitions.load(Ordering::Relaxed)
+    }
+
+    pub fn client_id(&self) -> &str {
+        self.inner.client.as_str()
+    }
+
+    pub fn algorithm(&self) -> Algorithm {
+        self.inner.algorithm
+    }
+
+    fn next_thread(&self) -> ThreadId {
+        self.inner
+            .client
+            .thread(self.inner.next_sequence.fetch_add(1, Ordering::Relaxed))
+    }
+
+    async fn run_acquire<M>(&self, machine: M, thread: &ThreadId) -> (Acquire, u64)
+    where
+        M: Machine<Config = LockConfig, Output = Acquire> + Send,
+    {
+        let started_us = self.inner.engine.clock.now_us();
+        let outcome = self
+            .inner
+            .engine
+            .run(machine, &self.inner.config, thread)
+            .await;
+        (outcome, started_us)
+    }
+
+    fn finish_acquire(
+        &self,
+        lock: LockId,
+        thread: ThreadId,
+        (outcome, started_us): (Acquire, u64),
+    ) -> Result<Option<LockGuard<S, C>>, LockError> {
+        let engine = &self.inner.engine;
+        let now_us = engine.clock.now_us();
+        match outcome {
+            Acquire::Acquired { lease, token } => {
+                self.inner.acquisitions.fetch_add(1, Ordering::Relaxed);
+                engine.emit(|| LockEvent::Acquired {
+                    thread,
+                    lock,
+                    token: token.clone(),
+                    client_us: now_us,
+                });
+                Ok(Some(LockGuard::start(
+                    Arc::clone(&self.inner),
+                    lease,
+                    token,
+                )))
+            }
+            other => {
+                engine.emit(|| LockEvent::NotAcquired {
+                    thread,
+                    lock: lock.clone(),
+                    outcome: other.clone(),
+                    client_us: now_us,
+                });
+                match other {
+                    Acquire::NotAcquired => Ok(None),
+                    Acquire::TimedOut => Err(LockError::TimedOut {
+                        lock: lock.to_string(),
+                        waited_ms: now_us.saturating_sub(started_us) / 1000,
+                    }),
+                    Acquire::Failed(failure) => Err(LockError::Store(failure)),
+                    Acquire::Acquired { .. } => unreachable!("handled above"),
+                }
+            }
+        }
+    }
+}
+
+/// Shared between a guard and its renewal task.
+#[derive(Default)]
+struct LeaseStatus {
+    lost: Mutex<Option<LeaseLost>>,
+}
+
+/// A held lock. Release it with [`LockGuard::release`]; dropping it unreleased stops renewal
+/// and releases in the background.
+pub struct LockGuard<S: Store, C: Clock> {
+    inner: Arc<LockerInner<S, C>>,
+    lease: LeaseCells,
+    token: FencingToken,
+    status: Arc<LeaseStatus>,
+    renewal: Option<RenewalTask>,
+    released: bool,
+}
+
+impl<S: Store, C: Clock> LockGuard<S, C> {
+    fn start(inner: Arc<LockerInner<S, C>>, lease: LeaseCells, token: FencingToken) -> Self {
+        let status = Arc::new(LeaseStatus::default());
+        let renewal = inner.config.ttl_s.map(|_| {
+            let (stop, stop_rx) = watch::channel(false);
+            let task_inner = Arc::clone(&inner);
+            let task_status = Arc::clone(&status);
+            let task_lease = lease.clone();
+            let handle = tokio::spawn(async move {
+                let engine = &task_inner.engine;
+                let thread = task_lease.thread.clone();
+                let mut hooks = Hooks {
+                    stop: Some(stop_rx),
+                    renewal: None,
+                };
+                let end = engine
+                    .drive(
+                        Renewal::new(task_lease.clone()),
+                        &task_inner.config,
+                        &thread,
+                        &mut hooks,
+                    )
+                    .await;
+                if let RenewalEnd::Lost(why) = end {
+                    *task_status
+                        .lost
+                        .lock()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
+                    engine.emit(|| LockEvent::LeaseLost {
+                        thread,
+                        lock: task_lease.lock.clone(),
+                        why,
+                        client_us: engine.clock.now_us(),
+                    });
+                }
+            });
+            RenewalTask { stop, handle }
+        });
+        LockGuard {
+            inner,
+            lease,
+            token,
+            status,
+            renewal,
+            released: false,
+        }
+    }
+
+    pub fn lock_id(&self) -> &LockId {
+        &self.lease.lock
+    }
+
+    pub fn thread_id(&self) -> &ThreadId {
+        &self.lease.thread
+    }
+
+    /// The fencing token: pass it to the protected resource, which should refuse any token
+    /// lower than one it has already seen.
+    pub fn fencing_token(&self) -> &FencingToken {
+        &self.token
+    }
+
+    /// Has the renewal task found the lease lost? Then another holder may exist.
+    pub fn is_lost(&self) -> bool {
+        self.lost_reason().is_some()
+    }
+
+    pub fn lost_reason(&self) -> Option<LeaseLost> {
+        *self
+            .status
+            .lost
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Stop renewal (waiting for it), delete the cells. Reports a lease that was lost while
+    /// held as an error, after deleting the cells all the same.
+    pub async fn release(mut self) -> Result<(), LockError> {
+        self.released = true;
+        let renewal = self.renewal.take();
+        let outcome = release_lease(&self.inner, self.lease.clone(), renewal).await;
+        if let Some(why) = self.lost_reason() {
+            return Err(LockError::LeaseLost {
+                lock: self.lease.lock.to_string(),
+                why,
+            });
+        }
+        match outcome {
+            Released::Released => Ok(()),
+            Released::Failed(failure) => Err(LockError::Store(failure)),
+        }
+    }
+}
+
+async fn release_lease<S: Store, C: Clock>(
+    inner: &LockerInner<S, C>,
+    lease: LeaseCells,
+    renewal: Option<RenewalTask>,
+) -> Released {
+    let engine = &inner.engine;
+    let thread = lease.thread.clone();
+    let lock = lease.lock.clone();
+    engine.emit(|| LockEvent::Releasing {
+        thread: thread.clone(),
+        lock: lock.clone(),
+        client_us: engine.clock.now_us(),
+    });
+    let mut hooks = Hooks {
+        stop: None,
+        renewal,
+    };
+    let outcome = engine
+        .drive(Release::new(lease), &inner.config, &thread, &mut hooks)
+        .await;
+    engine.emit(|| LockEvent::Released {
+        thread,
+        lock,
+        outcome: outcome.clone(),
+        client_us: engine.clock.now_us(),
+    });
+    outcome
+}
+
+impl<S: Store, C: Clock> Drop for LockGuard<S, C> {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let renewal = self.renewal.take();
+        if tokio::runtime::Handle::try_current().is_err() {
+            // No runtime to release on: stop renewal; the cells expire after their TTL.
+            if let Some(task) = renewal {
+                let _ = task.stop.send(true);
+            }
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        let lease = self.lease.clone();
+        tokio::spawn(async move {
+            release_lease(&inner, lease, renewal).await;
+        });
+    }
+}

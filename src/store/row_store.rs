@@ -1,0 +1,373 @@
+//! Cassandra's cell rules, written once.
+//!
+//! A column family is a map of rows; a row is a sorted map of cells keyed by column name
+//! (byte-wise order). Every replica, the model's store actor and the in-memory store keep their
+//! data in a [`RowStore`], so the rules below exist in exactly one place:
+//!
+//! - **Last write wins** by write timestamp (client-supplied microseconds).
+//! - **A tombstone wins a tie**: a delete shadows a write with a lower *or equal* timestamp.
+//! - Between two writes with equal timestamps the **greater value** wins, then the later expiry
+//!   (Cassandra's `Conflicts.resolveRegular`).
+//! - **TTL**: the node that *coordinates a write* fixes the expiry instant from its own clock,
+//!   `coordinator_now_s + ttl_s` in whole seconds; a read is judged at the clock of whoever
+//!   *coordinates the read*: a cell is live while `reader_now_s < expires_at_s`. The type owns no
+//!   clock: every call that needs one takes `now_us`.
+//! - Slice reads (start column, count) return live cells only, in column order.
+//!
+//! An expired cell keeps its timestamp: it still shadows older writes of the same column, as a
+//! Cassandra expired cell (which becomes a tombstone) does.
+
+use std::collections::BTreeMap;
+
+/// Microseconds in one second; TTLs and expiry instants are whole seconds.
+pub const MICROS_PER_SECOND: u64 = 1_000_000;
+
+/// Whole seconds of a microsecond clock reading, as Cassandra's `nowInSec`.
+pub fn whole_seconds(now_us: u64) -> u64 {
+    now_us / MICROS_PER_SECOND
+}
+
+/// What a cell holds at one timestamp: a value (perhaps expiring) or a tombstone.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CellBody {
+    /// A written value. `expires_at_s` is `coordinator_now_s + ttl_s`, fixed at write time.
+    Value {
+        value: String,
+        expires_at_s: Option<u64>,
+    },
+    /// A delete.
+    Tombstone,
+}
+
+/// One version of a cell: the body and its write timestamp.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellVersion {
+    pub timestamp_us: u64,
+    pub body: CellBody,
+}
+
+impl CellVersion {
+    /// A written value. `ttl_s` counts from `coordinator_now_us` (the write coordinator's clock).
+    pub fn value(
+        value: impl Into<String>,
+        timestamp_us: u64,
+        ttl_s: Option<u32>,
+        coordinator_now_us: u64,
+    ) -> Self {
+        let expires_at_s = ttl_s.map(|ttl| whole_seconds(coordinator_now_us) + u64::from(ttl));
+        CellVersion {
+            timestamp_us,
+            body: CellBody::Value {
+                value: value.into(),
+                expires_at_s,
+            },
+        }
+    }
+
+    pub fn tombstone(timestamp_us: u64) -> Self {
+        CellVersion {
+            timestamp_us,
+            body: CellBody::Tombstone,
+        }
+    }
+
+    /// Is this version a live value when judged at `reader_now_us`?
+    pub fn is_live_at(&self, reader_now_us: u64) -> bool {
+        match &self.body {
+            CellBody::Tombstone => false,
+            CellBody::Value { expires_at_s, .. } => match expires_at_s {
+                None => true,
+                Some(expiry) => whole_seconds(reader_now_us) < *expiry,
+            },
+        }
+    }
+
+    pub fn live_value_at(&self, reader_now_us: u64) -> Option<&str> {
+        match &self.body {
+            CellBody::Value { value, .. } if self.is_live_at(reader_now_us) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The reconciliation rank: the version with the greater rank wins.
+    ///
+    /// Order of the tuple = order of the rules: timestamp, then tombstone over value, then the
+    /// greater value, then the later expiry (no expiry counts as the latest).
+    fn rank(&self) -> (u64, bool, &str, u64) {
+        match &self.body {
+            CellBody::Tombstone => (self.timestamp_us, true, "", u64::MAX),
+            CellBody::Value {
+                value,
+                expires_at_s,
+            } => (
+                self.timestamp_us,
+                false,
+                value.as_str(),
+                expires_at_s.unwrap_or(u64::MAX),
+            ),
+        }
+    }
+}
+
+/// The winner of two versions of the same cell (commutative, associative, idempotent).
+pub fn reconcile(a: CellVersion, b: CellVersion) -> CellVersion {
+    if b.rank() > a.rank() {
+        b
+    } else {
+        a
+    }
+}
+
+/// A live cell as a slice read returns it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LiveCell {
+    pub column: String,
+    pub value: String,
+    pub timestamp_us: u64,
+}
+
+/// Rows of cells sorted by column name, with Cassandra's reconciliation rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RowStore {
+    rows: BTreeMap<String, BTreeMap<String, CellVersion>>,
+}
+
+impl RowStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Merge one version into a cell. Returns true when the stored winner changed.
+    pub fn apply(&mut self, row: &str, column: &str, version: CellVersion) -> bool {
+        let cells = match self.rows.get_mut(row) {
+            Some(cells) => cells,
+            None => self.rows.entry(row.to_owned()).or_default(),
+        };
+        match cells.get_mut(column) {
+            None => {
+                cells.insert(column.to_owned(), version);
+                true
+            }
+            Some(existing) => {
+                if version.rank() > existing.rank() {
+                    *existing = version;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
+    /// Write one cell, coordinated at `coordinator_now_us` (which fixes the TTL's expiry).
+    pub fn write(
+        &mut self,
+        row: &str,
+        column: &str,
+        value: &str,
+        timestamp_us: u64,
+        ttl_s: Option<u32>,
+        coordinator_now_us: u64,
+    ) -> bool {
+        self.apply(
+            row,
+            column,
+            CellVersion::value(value, timestamp_us, ttl_s, coordinator_now_us),
+        )
+    }
+
+    /// Delete one cell: a tombstone at `timestamp_us`.
+    pub fn delete(&mut self, row: &str, column: &str, timestamp_us: u64) -> bool {
+        self.apply(row, column, CellVersion::tombstone(timestamp_us))
+    }
+
+    /// Up to `count` live cells of `row` with `column >= start`, in column order, judged at the
+    /// read coordinator's clock `reader_now_us`.
+    pub fn read_slice(
+        &self,
+        row: &str,
+        start: &str,
+        count: usize,
+        reader_now_us: u64,
+    ) -> Vec<LiveCell> {
+        let Some(cells) = self.rows.get(row) else {
+            return Vec::new();
+        };
+        cells
+            .range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
+            .filter_map(|(column, version)| {
+                version.live_value_at(reader_now_us).map(|value| LiveCell {
+                    column: column.clone(),
+                    value: value.to_owned(),
+                    timestamp_us: version.timestamp_us,
+                })
+            })
+            .take(count)
+            .collect()
+    }
+
+    /// Every stored version of `row` with `column >= start` (tombstones and expired cells
+    /// included), in column order: what a replica sends a read coordinator to reconcile.
+    pub fn raw_slice<'a>(
+        &'a self,
+        row: &str,
+        start: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a CellVersion)> + 'a {
+        self.rows
+            .get(row)
+            .into_iter()
+            .flat_map(move |cells| {
+                cells
+                    .range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
+            })
+            .map(|(column, version)| (column.as_str(), version))
+    }
+
+    /// The stored version of one cell, if any (live or not).
+    pub fn version(&self, row: &str, column: &str) -> Option<&CellVersion> {
+        self.rows.get(row).and_then(|cells| cells.get(column))
+    }
+
+    /// Every stored version, row by row, in order.
+    pub fn versions(&self) -> impl Iterator<Item = (&str, &str, &CellVersion)> {
+        self.rows.iter().flat_map(|(row, cells)| {
+            cells
+                .iter()
+                .map(move |(column, version)| (row.as_str(), column.as_str(), version))
+        })
+    }
+
+    /// Drop versions that can no longer affect any read: tombstones whose timestamp is below
+    /// `tombstone_horizon_us`, and values that expired at or before `expiry_horizon_now_us`
+    /// (judged as a reader whose clock reads that value) with a timestamp below the
+    /// tombstone horizon. This is compaction after `gc_grace`: a write that arrives later
+    /// with a timestamp below the horizon would come back to life, exactly as in Cassandra.
+    /// Returns how many versions were dropped.
+    pub fn purge(&mut self, tombstone_horizon_us: u64, expiry_horizon_now_us: u64) -> usize {
+        let mut dropped = 0;
+        self.rows.retain(|_, cells| {
+            cells.retain(|_, version| {
+                let below = version.timestamp_us < tombstone_horizon_us;
+                let dead = match version.body {
+                    CellBody::Tombstone => true,
+                    CellBody::Value { .. } => !version.is_live_at(expiry_horizon_now_us),
+                };
+                let drop = below && dead;
+                dropped += usize::from(drop);
+                !drop
+            });
+            !cells.is_empty()
+        });
+        dropped
+    }
+
+    /// Rewrite every write timestamp through `rename`, which must be strictly increasing.
+    /// The model checker uses this to replace timestamps by their ranks: reconciliation only
+    /// compares timestamps, so an order-preserving renaming changes no read.
+    pub fn rename_timestamps(&mut self, mut rename: impl FnMut(u64) -> u64) {
+        for cells in self.rows.values_mut() {
+            for version in cells.values_mut() {
+                version.timestamp_us = rename(version.timestamp_us);
+            }
+        }
+    }
+
+    /// Number of stored versions (live or not).
+    pub fn len(&self) -> usize {
+        self.rows.values().map(BTreeMap::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The greatest write timestamp stored, if any.
+    pub fn max_timestamp_us(&self) -> Option<u64> {
+        self.rows
+            .values()
+            .flat_map(|cells| cells.values().map(|v| v.timestamp_us))
+            .max()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = MICROS_PER_SECOND;
+
+    #[test]
+    fn later_timestamp_wins_and_order_of_arrival_does_not_matter() {
+        let mut a = RowStore::new();
+        a.write("r", "c", "old", 1, None, 0);
+        a.write("r", "c", "new", 2, None, 0);
+        let mut b = RowStore::new();
+        b.write("r", "c", "new", 2, None, 0);
+        b.write("r", "c", "old", 1, None, 0);
+        assert_eq!(a, b);
+        assert_eq!(a.read_slice("r", "", 10, 0)[0].value, "new");
+    }
+
+    #[test]
+    fn tombstone_wins_a_timestamp_tie() {
+        let mut store = RowStore::new();
+        store.write("r", "c", "v", 5, None, 0);
+        store.delete("r", "c", 5);
+        assert!(store.read_slice("r", "", 10, 0).is_empty());
+        // ... and a write at the same timestamp after the delete stays invisible.
+        store.write("r", "c", "v", 5, None, 0);
+        assert!(store.read_slice("r", "", 10, 0).is_empty());
+        store.write("r", "c", "v", 6, None, 0);
+        assert_eq!(store.read_slice("r", "", 10, 0).len(), 1);
+    }
+
+    #[test]
+    fn greater_value_wins_between_equal_timestamps() {
+        let mut store = RowStore::new();
+        store.write("r", "c", "b", 5, None, 0);
+        store.write("r", "c", "a", 5, None, 0);
+        assert_eq!(store.read_slice("r", "", 1, 0)[0].value, "b");
+    }
+
+    #[test]
+    fn ttl_counts_from_the_write_coordinators_clock_and_is_judged_by_the_readers() {
+        let mut store = RowStore::new();
+        // Written by a coordinator whose clock reads 100 s, TTL 10 s: expires at 110 s.
+        store.write("r", "c", "v", 1, Some(10), 100 * S);
+        assert_eq!(store.read_slice("r", "", 1, 109 * S + 999_999).len(), 1);
+        assert!(store.read_slice("r", "", 1, 110 * S).is_empty());
+        // S2: a reader whose clock is ahead by the TTL sees the fresh cell as already expired.
+        assert!(store.read_slice("r", "", 1, (100 + 10) * S).is_empty());
+    }
+
+    #[test]
+    fn slice_reads_start_at_a_column_skip_dead_cells_and_stop_at_count() {
+        let mut store = RowStore::new();
+        for (i, column) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            store.write("r", column, column, i as u64 + 1, None, 0);
+        }
+        store.delete("r", "c", 10);
+        let columns: Vec<_> = store
+            .read_slice("r", "b", 3, 0)
+            .into_iter()
+            .map(|c| c.column)
+            .collect();
+        assert_eq!(columns, ["b", "d", "e"]);
+        assert_eq!(store.read_slice("r", "", 2, 0).len(), 2);
+        assert!(store.read_slice("other", "", 2, 0).is_empty());
+    }
+
+    #[test]
+    fn purge_drops_only_dead_versions_below_the_horizon() {
+        let mut store = RowStore::new();
+        store.write("r", "live", "v", 1, None, 0);
+        store.delete("r", "old-tomb", 2);
+        store.delete("r", "new-tomb", 50);
+        store.write("r", "expired", "v", 3, Some(1), 0);
+        assert_eq!(store.purge(10, 5 * S), 2);
+        assert!(store.version("r", "old-tomb").is_none());
+        assert!(store.version("r", "expired").is_none());
+        assert!(store.version("r", "new-tomb").is_some());
+        assert!(store.version("r", "live").is_some());
+    }
+}
