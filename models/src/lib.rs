@@ -1,1 +1,327 @@
+//! # cassalock-models
+//!
+//! stateright models of the thesis's algorithms. The thread actors step the very machines the
+//! library runs (`cassalock::algo`), against one linearizable copy of the library's `RowStore`.
+//!
+//! | model | claims | file |
+//! |---|---|---|
+//! | lemma | L1 | [`lemma`] |
+//! | getlock | T1, T2, F; M1, S2, K1, K3 under faults and mutants | [`getlock`] |
+//! | trygetlock | T3, T4 | [`trygetlock`] |
+//! | old | T1 holds, T2 and F fail | [`old`] |
+//! | globaltime | T5, S1 | [`globaltime`] |
+//!
+//! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
+//! check; [`check`] runs a model and produces one row per property.
 
+pub mod check;
+pub mod getlock;
+pub mod globaltime;
+pub mod lemma;
+pub mod liveness;
+pub mod lock_world;
+pub mod old;
+pub mod trygetlock;
+
+use std::fmt;
+
+use check::{check, Limits, Report};
+use lock_world::{LockAlgorithm, LockModel, LockModelConfig};
+
+/// The models, by CLI name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModelName {
+    Lemma,
+    GetLock,
+    TryGetLock,
+    Old,
+    GlobalTime,
+}
+
+impl ModelName {
+    pub const ALL: [ModelName; 5] = [
+        ModelName::Lemma,
+        ModelName::GetLock,
+        ModelName::TryGetLock,
+        ModelName::Old,
+        ModelName::GlobalTime,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelName::Lemma => "lemma",
+            ModelName::GetLock => "getlock",
+            ModelName::TryGetLock => "trygetlock",
+            ModelName::Old => "old",
+            ModelName::GlobalTime => "globaltime",
+        }
+    }
+}
+
+/// Fault knobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Fault {
+    None,
+    Skew,
+    TtlSkew,
+    Pause,
+    DelayedEnqueue,
+    Crash,
+}
+
+impl Fault {
+    pub const ALL: [Fault; 6] = [
+        Fault::None,
+        Fault::Skew,
+        Fault::TtlSkew,
+        Fault::Pause,
+        Fault::DelayedEnqueue,
+        Fault::Crash,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fault::None => "none",
+            Fault::Skew => "skew",
+            Fault::TtlSkew => "ttl-skew",
+            Fault::Pause => "pause",
+            Fault::DelayedEnqueue => "delayed-enqueue",
+            Fault::Crash => "crash",
+        }
+    }
+}
+
+/// Deliberately broken variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Mutant {
+    M1,
+    K3,
+}
+
+impl Mutant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mutant::M1 => "m1",
+            Mutant::K3 => "k3",
+        }
+    }
+}
+
+/// What to check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub model: ModelName,
+    pub threads: Option<u8>,
+    pub acquisitions: Option<u8>,
+    pub fault: Fault,
+    pub mutant: Option<Mutant>,
+    pub fencing: bool,
+}
+
+impl Spec {
+    pub fn new(model: ModelName) -> Self {
+        Spec {
+            model,
+            threads: None,
+            acquisitions: None,
+            fault: Fault::None,
+            mutant: None,
+            fencing: false,
+        }
+    }
+}
+
+/// Why a spec was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError(pub String);
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+fn refuse<T>(message: impl Into<String>) -> Result<T, SpecError> {
+    Err(SpecError(message.into()))
+}
+
+/// `value` within `range`, or a message naming the option and the feasible sizes.
+fn size(
+    option: &str,
+    value: Option<u8>,
+    default: u8,
+    range: std::ops::RangeInclusive<u8>,
+    why: &str,
+) -> Result<u8, SpecError> {
+    let value = value.unwrap_or(default);
+    if value == 0 {
+        return refuse(format!("{option} must be at least 1"));
+    }
+    if !range.contains(&value) {
+        return refuse(format!(
+            "{option} {value} is outside {}..={} for this model and fault ({why}); larger sizes have no feasible bound on this machine",
+            range.start(),
+            range.end()
+        ));
+    }
+    Ok(value)
+}
+
+/// Build a lock model's config from a spec (sizes checked against feasible ranges).
+pub(crate) fn lock_config(
+    algorithm: LockAlgorithm,
+    spec: &Spec,
+) -> Result<LockModelConfig, SpecError> {
+    let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue)
+        || spec.mutant == Some(Mutant::K3);
+    let (threads, acquisitions) = match (algorithm, timed) {
+        (LockAlgorithm::GetLock, false) => (
+            size("--threads", spec.threads, 3, 1..=4, "untimed")?,
+            size("--acquisitions", spec.acquisitions, 2, 1..=3, "untimed")?,
+        ),
+        (LockAlgorithm::TryGetLock, false) => (
+            size("--threads", spec.threads, 3, 1..=4, "untimed")?,
+            size("--acquisitions", spec.acquisitions, 1, 1..=3, "untimed")?,
+        ),
+        (LockAlgorithm::Old, false) => (
+            size("--threads", spec.threads, 2, 1..=3, "untimed")?,
+            size("--acquisitions", spec.acquisitions, 1, 1..=2, "untimed")?,
+        ),
+        (_, true) => (
+            size("--threads", spec.threads, 2, 1..=3, "clocks and leases")?,
+            size(
+                "--acquisitions",
+                spec.acquisitions,
+                1,
+                1..=2,
+                "clocks and leases",
+            )?,
+        ),
+    };
+    if spec.mutant == Some(Mutant::M1) && algorithm == LockAlgorithm::Old {
+        return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
+    }
+    let cfg = LockModelConfig::new(algorithm, threads, acquisitions);
+    Ok(getlock::apply_fault(
+        cfg,
+        spec.fault,
+        spec.mutant,
+        spec.fencing,
+    ))
+}
+
+/// A model ready to run.
+pub enum Runnable {
+    Lock(LockModel),
+    Lemma(lemma::LemmaModel),
+    GlobalTime(globaltime::GlobalTimeModel),
+}
+
+/// Validate a spec and build its model.
+pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
+    match spec.model {
+        ModelName::Lemma | ModelName::GlobalTime => {
+            if spec.acquisitions.is_some() {
+                return refuse(format!(
+                    "--acquisitions does not apply to the {} model",
+                    spec.model.name()
+                ));
+            }
+            if spec.mutant.is_some() || spec.fencing {
+                return refuse(format!("--mutant and --fencing apply to the lock models (getlock, trygetlock, old), not to {}", spec.model.name()));
+            }
+        }
+        _ => {}
+    }
+    match spec.model {
+        ModelName::Lemma => {
+            if spec.fault != Fault::None {
+                return refuse("the lemma model has no fault knobs: Lemma 1 is about a linearizable store (weak consistency, K2, is the simulator's cl-one scenario)");
+            }
+            Ok(Runnable::Lemma(lemma::LemmaModel {
+                threads: size(
+                    "--threads",
+                    spec.threads,
+                    2,
+                    2..=3,
+                    "the lemma is about 2 or 3 writers",
+                )?,
+            }))
+        }
+        ModelName::GetLock => Ok(Runnable::Lock(LockModel::new(getlock::config(spec)?))),
+        ModelName::TryGetLock => Ok(Runnable::Lock(LockModel::new(trygetlock::config(spec)?))),
+        ModelName::Old => Ok(Runnable::Lock(LockModel::new(old::config(spec)?))),
+        ModelName::GlobalTime => {
+            let time = match spec.fault {
+                Fault::None => globaltime::TimeKeeping::Ranks,
+                Fault::Skew => globaltime::TimeKeeping::Ticks {
+                    max: 5,
+                    ahead: 2,
+                    crash: false,
+                },
+                Fault::Crash => globaltime::TimeKeeping::Ticks {
+                    max: 5,
+                    ahead: 3,
+                    crash: true,
+                },
+                other => {
+                    return refuse(format!(
+                        "the globaltime model supports --fault none, skew or crash, not {}",
+                        other.name()
+                    ))
+                }
+            };
+            let (default, range) = match time {
+                globaltime::TimeKeeping::Ranks => (3, 2..=3),
+                _ => (2, 2..=3),
+            };
+            Ok(Runnable::GlobalTime(globaltime::GlobalTimeModel {
+                replicas: size(
+                    "--threads (replicas)",
+                    spec.threads,
+                    default,
+                    range,
+                    "replicas",
+                )?,
+                time,
+            }))
+        }
+    }
+}
+
+impl Runnable {
+    pub fn check(&self, limits: Limits) -> Report {
+        match self {
+            Runnable::Lock(model) => check(model, limits),
+            Runnable::Lemma(model) => check(model, limits),
+            Runnable::GlobalTime(model) => check(model, limits),
+        }
+    }
+
+    pub fn title(&self) -> String {
+        use check::CheckedModel;
+        match self {
+            Runnable::Lock(model) => model.title(),
+            Runnable::Lemma(model) => model.title(),
+            Runnable::GlobalTime(model) => model.title(),
+        }
+    }
+
+    /// Serve stateright's Explorer on `address` (blocks).
+    pub fn explore(self, address: std::net::SocketAddr) {
+        use stateright::Model;
+        match self {
+            Runnable::Lock(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Lemma(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::GlobalTime(model) => {
+                model.checker().serve(address);
+            }
+        }
+    }
+}

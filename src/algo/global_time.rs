@@ -125,6 +125,36 @@ impl TryUpdateGlobalTime {
             state: UpdateState::Idle,
         }
     }
+
+    /// The times this machine holds (its local time L, and G once read).
+    pub fn times(&self) -> Vec<u64> {
+        match &self.state {
+            UpdateState::Reading { local_us } => vec![*local_us],
+            UpdateState::Writing {
+                previous_us,
+                local_us,
+            } => previous_us.iter().copied().chain([*local_us]).collect(),
+            UpdateState::Idle | UpdateState::Finished => Vec::new(),
+        }
+    }
+
+    /// Rename every time it holds through `rename`, which must be strictly increasing. Listing 8
+    /// only compares and copies times, so a model checker may replace them by their ranks.
+    pub fn rename_times(&mut self, rename: impl Fn(u64) -> u64) {
+        match &mut self.state {
+            UpdateState::Reading { local_us } => *local_us = rename(*local_us),
+            UpdateState::Writing {
+                previous_us,
+                local_us,
+            } => {
+                *local_us = rename(*local_us);
+                if let Some(previous) = previous_us {
+                    *previous = rename(*previous);
+                }
+            }
+            UpdateState::Idle | UpdateState::Finished => {}
+        }
+    }
 }
 
 impl Machine for TryUpdateGlobalTime {

@@ -17,7 +17,13 @@
 //!   another thread): renewal stops and reports it instead of writing our cell back next to
 //!   the new holder's. The guard then tells its user the lock is lost.
 //! - if renewal cannot write for a whole TTL (the store failing), or wakes up after the TTL
-//!   has already passed since the last write, it reports the lease as expired.
+//!   has already passed since the main cell's last write, it reports the lease as expired.
+//! - the lease is timed from the *main* cell's write, not the queue cell's. An acquisition that
+//!   waited long may hold a queue cell near (or past) its expiry; that is harmless while the
+//!   main cell lives (a thread that becomes first meanwhile finds our main cell and backs off),
+//!   and the first renewal rewrites it. Timing the lease from the queue cell instead made a
+//!   slow TryGetLock start with a lease its renewal judged already lost (found by the model
+//!   checker: `trygetlock --fault crash`).
 
 use super::{
     delete_own_cell, write_own_cell, Action, Input, LeaseCells, LockConfig, Machine, SleepKind,
@@ -110,7 +116,7 @@ impl Renewal {
 
     fn expired(&self, config: &LockConfig, now_us: u64) -> bool {
         config.ttl_ms().is_some_and(|ttl_ms| {
-            now_us >= self.lease.oldest_write_us.saturating_add(ttl_ms * 1000)
+            now_us >= self.lease.main_written_at_us.saturating_add(ttl_ms * 1000)
         })
     }
 
@@ -118,7 +124,7 @@ impl Renewal {
         self.state = RenewalState::Sleeping;
         let due_us = self
             .lease
-            .oldest_write_us
+            .main_written_at_us
             .saturating_add(config.renew_every_ms.saturating_mul(1000));
         let ms = due_us.saturating_sub(now_us).div_ceil(1000);
         Step::new(
@@ -203,7 +209,7 @@ impl Machine for Renewal {
                 self.write_main(config, started_us)
             }
             (RenewalState::WritingMain { started_us }, Input::Reply(StoreReply::Done)) => {
-                self.lease.oldest_write_us = started_us;
+                self.lease.main_written_at_us = started_us;
                 self.sleep_until_due(config, now_us)
             }
             (
@@ -390,7 +396,7 @@ mod tests {
             lock: LockId::new("L").unwrap(),
             thread,
             queue_column: Some(column),
-            oldest_write_us: bench.now_us,
+            main_written_at_us: bench.now_us,
         }
     }
 

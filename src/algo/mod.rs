@@ -295,9 +295,11 @@ pub struct LeaseCells {
     pub thread: ThreadId,
     /// The queue column (Listing 5), for the queue algorithm; `None` for the old algorithm.
     pub queue_column: Option<String>,
-    /// The client time at which the oldest of these cells was last written: the lease runs
-    /// out `ttl` after it unless renewed.
-    pub oldest_write_us: u64,
+    /// The client time at which the main cell was last written. The lease is the main cell:
+    /// while it is live nobody else can be alone in the main row, so the lease runs out `ttl`
+    /// after this unless renewed. (The queue cell may be older, even expired, after a long
+    /// wait; renewal rewrites it under the same name.)
+    pub main_written_at_us: u64,
 }
 
 /// How an acquisition ended.
@@ -327,6 +329,25 @@ pub(crate) fn deadline_after(config: &LockConfig, now_us: u64) -> Option<u64> {
     config
         .max_wait_ms
         .map(|ms| now_us.saturating_add(ms.saturating_mul(1000)))
+}
+
+/// Ours: the step that refuses a success that came too late (see [`lease_outlived`]).
+pub(crate) const SLOW_ACQUISITION: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "success came a whole TTL after our main cell was written, which may be gone: delete it and retry",
+);
+
+/// Did a whole TTL pass since the contest began (our main cell's write for the queue
+/// algorithm, our shadow cell's for the old one)? Lemma 1 assumes both contestants' cells live
+/// until the other reads them; a cell that expired mid-contest lets a second thread win too,
+/// and a main cell that expired before renewal started protects nothing. A success seen now
+/// must not be trusted. (Found by the model checker: contests slower than the TTL let two
+/// threads hold the lock in `old --fault crash` and `trygetlock --fault crash`.)
+pub(crate) fn lease_outlived(config: &LockConfig, main_written_at_us: u64, now_us: u64) -> bool {
+    config
+        .ttl_ms()
+        .is_some_and(|ttl_ms| now_us >= main_written_at_us.saturating_add(ttl_ms * 1000))
 }
 
 /// Read the first `count` live cells of `row`.

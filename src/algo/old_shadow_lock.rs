@@ -20,10 +20,11 @@
 //! while the others sleep — the unfairness the thesis set out to fix.
 
 use super::queue_column::queue_column;
+use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag,
-    ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
+    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
+    StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -66,6 +67,8 @@ enum State {
     ReadingTokenTime {
         main_written_at_us: u64,
     },
+    /// Ours: Success came a whole TTL after the main write; deleting our main cell.
+    DeletingStaleMain,
     /// L4.6 / L4.9: the backoff draw and sleep.
     DrawingBackoff,
     BackingOff,
@@ -80,6 +83,9 @@ pub struct OldGetLock {
     mode: OldMode,
     /// L4.1: attempt = 1.
     attempt: u32,
+    /// Client time of our shadow write in the current TryLock (tracked only with a TTL):
+    /// the contest that Lemma 1 decides is only sound while that cell lives.
+    contest_started_us: u64,
     state: State,
     deadline_us: Option<u64>,
 }
@@ -131,6 +137,7 @@ impl OldGetLock {
             thread,
             mode,
             attempt: 1,
+            contest_started_us: 0,
             state: State::Idle,
             deadline_us: None,
         }
@@ -215,6 +222,9 @@ impl Machine for OldGetLock {
                     // L3.7: the main row is empty.
                     [] => {
                         self.state = State::WritingShadow;
+                        if config.ttl_s.is_some() {
+                            self.contest_started_us = now_us;
+                        }
                         Step::store(
                             L3_WRITE_SHADOW,
                             self.write_own(config, self.lock.shadow_row()),
@@ -274,12 +284,24 @@ impl Machine for OldGetLock {
                 }
                 other => self.after_try_lock(config, other),
             },
+            // Ours: Lemma 1 on the shadow row holds only while our shadow cell lives; a
+            // contest slower than the TTL may have let another thread win it too.
+            (State::ReadingTokenTime { .. }, Input::Time(_))
+                if lease_outlived(config, self.contest_started_us, now_us) =>
+            {
+                self.state = State::DeletingStaleMain;
+                let delete = delete_own_cell(self.lock.main_row(), self.thread.as_str().to_owned());
+                Step::store(SLOW_ACQUISITION, delete)
+            }
+            (State::DeletingStaleMain, Input::Reply(StoreReply::Done)) => {
+                self.after_try_lock(config, TryLockResult::ConcurrentAttempt)
+            }
             (State::ReadingTokenTime { main_written_at_us }, Input::Time(time_us)) => {
                 let lease = LeaseCells {
                     lock: self.lock.clone(),
                     thread: self.thread.clone(),
                     queue_column: None,
-                    oldest_write_us: main_written_at_us,
+                    main_written_at_us: main_written_at_us,
                 };
                 let token = FencingToken(queue_column(time_us, &self.thread));
                 Step::done(L4_DONE, Acquire::Acquired { lease, token })
@@ -495,6 +517,31 @@ mod tests {
         assert_eq!(
             bench.run(&mut machine(OldMode::Blocking)),
             Acquire::TimedOut
+        );
+    }
+
+    #[test]
+    fn a_contest_slower_than_the_ttl_is_not_trusted() {
+        let mut bench = Bench::new(LockConfig {
+            ttl_s: Some(4),
+            renew_every_ms: 2000,
+            ..LockConfig::untimed()
+        });
+        let mut old = machine(OldMode::Once);
+        bench.run_until(&mut old, Input::Start, |step| step.tag == TOKEN_TIME);
+        // Our shadow cell was written 4 s ago: it may have expired mid-contest.
+        bench.now_us += 4_000_000;
+        let step = old.resume(&bench.config, Input::Time(bench.now_us), bench.now_us);
+        assert_eq!(step.tag, SLOW_ACQUISITION);
+        let Action::Store(delete) = step.action else {
+            panic!()
+        };
+        let reply = bench.execute(delete);
+        let done = bench.run_until(&mut old, Input::Reply(reply), |_| false);
+        assert_eq!(done.action, Action::Done(Acquire::NotAcquired));
+        assert!(
+            bench.live_columns("m:L").is_empty(),
+            "our stale main cell is gone"
         );
     }
 }

@@ -27,10 +27,11 @@
 //! the queue writes its main cell and takes the lock without reading the main row.
 
 use super::queue_column::queue_column;
+use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag,
-    ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
+    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
+    StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -200,7 +201,7 @@ impl QueueGetLock {
             lock: self.lock.clone(),
             thread: self.thread.clone(),
             queue_column: Some(column.clone()),
-            oldest_write_us: self.queue_written_at_us.min(main_at_us),
+            main_written_at_us: main_at_us,
         };
         Step::done(
             tag,
@@ -254,19 +255,24 @@ impl Machine for QueueGetLock {
                 }
             }
             (State::WritingMain { at_us }, Input::Reply(StoreReply::Done)) => {
-                if config.mutants.m1_skip_main_check {
+                if config.mutants.m1_skip_main_check && !lease_outlived(config, at_us, now_us) {
                     return self.held(M1_HELD, at_us);
                 }
                 self.state = State::ReadingMain { main_at_us: at_us };
                 Step::store(L6_READ_MAIN, read_first(self.lock.main_row(), 2))
             }
             (State::ReadingMain { main_at_us }, Input::Reply(reply)) => {
-                if is_only(&reply, self.thread.as_str()) {
+                let alone = is_only(&reply, self.thread.as_str());
+                if alone && !lease_outlived(config, main_at_us, now_us) {
                     self.held(L6_HELD, main_at_us)
                 } else {
                     self.state = State::DeletingMain;
                     Step::store(
-                        L6_DELETE_MAIN,
+                        if alone {
+                            SLOW_ACQUISITION
+                        } else {
+                            L6_DELETE_MAIN
+                        },
                         delete_own_cell(self.lock.main_row(), self.thread.as_str().to_owned()),
                     )
                 }
@@ -517,5 +523,29 @@ mod tests {
         assert!(!queue.urgent(&config, 1_999_999));
         assert!(queue.urgent(&config, 2_000_000));
         assert!(!queue.urgent(&LockConfig::untimed(), 9_000_000));
+    }
+
+    #[test]
+    fn a_success_a_whole_ttl_after_the_main_write_is_not_trusted() {
+        let mut bench = Bench::new(LockConfig {
+            ttl_s: Some(4),
+            renew_every_ms: 2000,
+            ..LockConfig::default()
+        });
+        let mut queue = machine();
+        bench.run_until(&mut queue, Input::Start, |step| step.tag == L6_READ_MAIN);
+        // The read saw our cell alone (it ran just before expiry), but the answer arrives a
+        // whole TTL after we wrote the cell.
+        bench.now_us += 4_000_000;
+        let step = queue.resume(
+            &bench.config,
+            Input::Reply(StoreReply::Slice(vec![crate::store::LiveCell {
+                column: "a:1".into(),
+                value: "a:1".into(),
+                timestamp_us: 1,
+            }])),
+            bench.now_us,
+        );
+        assert_eq!(step.tag, SLOW_ACQUISITION);
     }
 }

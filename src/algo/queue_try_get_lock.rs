@@ -18,10 +18,11 @@
 //! M1 skips step 6, as in Listing 6.
 
 use super::queue_column::queue_column;
+use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag,
-    ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
+    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
+    StepTag, ThreadId,
 };
 use crate::store::StoreReply;
 
@@ -61,7 +62,6 @@ pub struct QueueTryGetLock {
     lock: LockId,
     thread: ThreadId,
     column: Option<String>,
-    queue_written_at_us: u64,
     state: State,
     deadline_us: Option<u64>,
 }
@@ -110,7 +110,6 @@ impl QueueTryGetLock {
             lock,
             thread,
             column: None,
-            queue_written_at_us: 0,
             state: State::Idle,
             deadline_us: None,
         }
@@ -150,7 +149,7 @@ impl QueueTryGetLock {
             lock: self.lock.clone(),
             thread: self.thread.clone(),
             queue_column: Some(column.clone()),
-            oldest_write_us: self.queue_written_at_us.min(main_at_us),
+            main_written_at_us: main_at_us,
         };
         Step::done(
             tag,
@@ -186,9 +185,6 @@ impl Machine for QueueTryGetLock {
             }
             (State::ReadingTime, Input::Time(time_us)) => {
                 self.column = Some(queue_column(time_us, &self.thread));
-                if config.ttl_s.is_some() {
-                    self.queue_written_at_us = now_us;
-                }
                 self.state = State::WritingQueue;
                 Step::store(
                     L7_ENQUEUE,
@@ -218,19 +214,24 @@ impl Machine for QueueTryGetLock {
                 }
             }
             (State::WritingMain { at_us }, Input::Reply(StoreReply::Done)) => {
-                if config.mutants.m1_skip_main_check {
+                if config.mutants.m1_skip_main_check && !lease_outlived(config, at_us, now_us) {
                     return self.held(M1_HELD, at_us);
                 }
                 self.state = State::ReadingMain { main_at_us: at_us };
                 Step::store(L7_READ_MAIN, read_first(self.lock.main_row(), 2))
             }
             (State::ReadingMain { main_at_us }, Input::Reply(reply)) => {
-                if is_only(&reply, self.thread.as_str()) {
+                let alone = is_only(&reply, self.thread.as_str());
+                if alone && !lease_outlived(config, main_at_us, now_us) {
                     self.held(L7_HELD, main_at_us)
                 } else {
                     self.state = State::DeletingMain;
                     Step::store(
-                        L7_DELETE_MAIN,
+                        if alone {
+                            SLOW_ACQUISITION
+                        } else {
+                            L7_DELETE_MAIN
+                        },
                         delete_own_cell(self.lock.main_row(), self.thread.as_str().to_owned()),
                     )
                 }

@@ -36,6 +36,15 @@ impl<M> Retrying<M> {
     pub fn inner(&self) -> &M {
         &self.inner
     }
+
+    /// The wrapped machine, for a model checker's order-preserving renamings (see
+    /// `TryUpdateGlobalTime::rename_times`); the request in flight is renamed with it.
+    pub fn inner_mut(&mut self) -> (&mut M, Option<&mut StoreCommand>) {
+        (
+            &mut self.inner,
+            self.in_flight.as_mut().map(|(command, _)| command),
+        )
+    }
 }
 
 impl<M> Machine for Retrying<M>

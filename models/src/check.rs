@@ -1,0 +1,577 @@
+//! Running a model: stateright's checker for the safety properties, our graph for liveness,
+//! shortest traces and figures; one row per property.
+//!
+//! Two explorations of the same `Model` run and must agree:
+//! - stateright's BFS checker (two threads, with state and time limits) judges every
+//!   `always` / `sometimes` property and counts unique states;
+//! - our breadth-first graph (`liveness::Graph`) evaluates the same property functions on every
+//!   state, so it also knows the *shortest* path to each discovery (stateright's multi-threaded
+//!   BFS does not promise that), judges the liveness obligations, and keeps the extreme value
+//!   of each measure (S1's staleness, K3's stuck time, F's overtakes) with a path to it.
+//!
+//! Where both ran to completion they must agree on the state count and on every verdict; a
+//! disagreement is reported as an internal error. A run cut short by a limit is never reported
+//! as "holds".
+
+use std::fmt;
+use std::hash::Hash;
+use std::time::{Duration, Instant};
+
+use stateright::{Checker, Expectation, Model};
+
+use crate::liveness::{Fairness, Graph, Lasso, LivenessVerdict, Obligation};
+
+/// stateright may generate this many states (repeats included) per unique state of the budget.
+const GENERATED_PER_UNIQUE: usize = 32;
+
+/// A number worth reporting about the reachable states (its maximum is reported).
+pub struct Measure<M: Model> {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub value: fn(&M, &M::State) -> Option<u64>,
+}
+
+/// What the CLI and the tests need from a model, beyond stateright's `Model`.
+pub trait CheckedModel: Model + Fairness + Clone + Send + Sync + 'static
+where
+    Self::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    Self::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    /// One line: model, sizes, faults.
+    fn title(&self) -> String;
+    fn obligations(&self) -> Vec<Obligation<Self>>;
+    fn measures(&self) -> Vec<Measure<Self>> {
+        Vec::new()
+    }
+    /// The clock bound of a ticks-mode model, which caps every verdict.
+    fn clock_bound(&self) -> Option<u8>;
+    /// Replay `action` from `state`: the next state and lines describing what happened.
+    fn describe_step(
+        &self,
+        state: &Self::State,
+        action: &Self::Action,
+    ) -> (Self::State, Vec<String>);
+    /// One line about a state: clocks, holders, rows.
+    fn describe_state(&self, state: &Self::State) -> String;
+    /// The actor of an action, for traces ("t1", "clock").
+    fn actor(&self, action: &Self::Action) -> String;
+}
+
+/// Limits on one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_states: usize,
+    pub max_seconds: u64,
+    pub checker_threads: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_states: 5_000_000,
+            max_seconds: 300,
+            checker_threads: 2,
+        }
+    }
+}
+
+/// A verdict on one property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every reachable state was checked.
+    Holds,
+    /// Every reachable state with clocks up to the bound was checked.
+    HoldsWithinClockBound(u8),
+    Violated,
+    /// A state, depth or time limit was hit before a verdict.
+    Bounded(String),
+    /// A `sometimes` property: an example exists.
+    Reachable,
+    /// A `sometimes` property: no reachable state has it.
+    Unreachable,
+}
+
+impl Verdict {
+    pub fn is_violation(&self) -> bool {
+        matches!(self, Verdict::Violated)
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Holds => write!(f, "holds"),
+            Verdict::HoldsWithinClockBound(max) => {
+                write!(f, "holds within bound (clock <= {max} ticks)")
+            }
+            Verdict::Violated => write!(f, "VIOLATED"),
+            Verdict::Bounded(why) => write!(f, "bounded ({why})"),
+            Verdict::Reachable => write!(f, "reachable"),
+            Verdict::Unreachable => write!(f, "unreachable"),
+        }
+    }
+}
+
+/// A numbered trace.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    pub lines: Vec<String>,
+    pub steps: usize,
+}
+
+impl fmt::Display for Trace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in &self.lines {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One row of the report.
+#[derive(Clone, Debug)]
+pub struct Row {
+    pub property: &'static str,
+    pub kind: &'static str,
+    pub verdict: Verdict,
+    pub unique_states: usize,
+    pub depth: usize,
+    pub seconds: f64,
+    pub detail: Option<String>,
+    pub trace: Option<Trace>,
+}
+
+/// The outcome of checking one model.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub title: String,
+    pub rows: Vec<Row>,
+    pub figures: Vec<(String, Option<Trace>)>,
+    /// stateright's count, and ours.
+    pub stateright_states: usize,
+    pub graph_states: usize,
+    pub complete: bool,
+    pub internal_errors: Vec<String>,
+}
+
+impl Report {
+    pub fn row(&self, claim: &str) -> &Row {
+        self.rows
+            .iter()
+            .find(|row| row.property.split_whitespace().next() == Some(claim))
+            .unwrap_or_else(|| panic!("no property {claim} in {}", self.title))
+    }
+
+    pub fn any_violation(&self) -> bool {
+        self.rows.iter().any(|row| row.verdict.is_violation())
+    }
+}
+
+/// Check `model` within `limits`.
+pub fn check<M>(model: &M, limits: Limits) -> Report
+where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    let properties = model.properties();
+    let obligations = model.obligations();
+    let measures = model.measures();
+
+    // 1. stateright.
+    let started = Instant::now();
+    // stateright's target counts generated states, repeats included: allow a generous
+    // multiple of the unique-state budget, and call the run bounded if it was reached.
+    let generated_budget = limits.max_states.saturating_mul(GENERATED_PER_UNIQUE);
+    let checker = model
+        .clone()
+        .checker()
+        .threads(limits.checker_threads.max(2))
+        .target_state_count(generated_budget)
+        .timeout(Duration::from_secs(limits.max_seconds))
+        .spawn_bfs()
+        .join();
+    let stateright_seconds = started.elapsed().as_secs_f64();
+    let stateright_states = checker.unique_state_count();
+    let stateright_depth = checker.max_depth();
+    let discoveries = checker.discoveries();
+    let timed_out = stateright_seconds >= limits.max_seconds as f64
+        || checker.state_count() >= generated_budget;
+
+    // 2. Our graph, with the same properties evaluated on every state.
+    let started = Instant::now();
+    let probe = Probe::new(&properties, &measures);
+    let graph = Graph::build_with(model, &obligations, limits.max_states, |id, state| {
+        probe.visit(model, id, state)
+    });
+    let graph_seconds = started.elapsed().as_secs_f64();
+    let graph_complete = !graph.truncated;
+
+    let all_found = properties.iter().all(|p| discoveries.contains_key(p.name));
+    let complete =
+        graph_complete && !timed_out && (stateright_states == graph.state_count() || all_found);
+    let mut internal_errors = Vec::new();
+    if graph_complete && !timed_out && !all_found && stateright_states != graph.state_count() {
+        internal_errors.push(format!(
+            "stateright counted {stateright_states} unique states, our graph {}: the explorations disagree",
+            graph.state_count()
+        ));
+    }
+
+    let bound_reason = || {
+        if timed_out {
+            format!(
+                "time or generated-state limit ({} s, {generated_budget} states)",
+                limits.max_seconds
+            )
+        } else {
+            format!("state limit of {}", limits.max_states)
+        }
+    };
+
+    let mut rows = Vec::new();
+    for (p, property) in properties.iter().enumerate() {
+        let found_by_stateright = discoveries.contains_key(property.name);
+        let found_by_graph = probe.first_discovery(p);
+        if complete && found_by_stateright != found_by_graph.is_some() {
+            internal_errors.push(format!(
+                "{}: stateright {} a discovery, our graph {}",
+                property.name,
+                if found_by_stateright {
+                    "made"
+                } else {
+                    "did not make"
+                },
+                if found_by_graph.is_some() {
+                    "did"
+                } else {
+                    "did not"
+                }
+            ));
+        }
+        let discovered = found_by_stateright || found_by_graph.is_some();
+        let verdict = match (&property.expectation, discovered) {
+            (Expectation::Always | Expectation::Eventually, true) => Verdict::Violated,
+            (Expectation::Sometimes, true) => Verdict::Reachable,
+            (_, false) if !complete => Verdict::Bounded(bound_reason()),
+            (Expectation::Always, false) => match model.clock_bound() {
+                Some(max) => Verdict::HoldsWithinClockBound(max),
+                None => Verdict::Holds,
+            },
+            (Expectation::Sometimes, false) => Verdict::Unreachable,
+            (Expectation::Eventually, false) => Verdict::Holds,
+        };
+        let trace = found_by_graph.map(|node| path_trace(model, &graph.path_to(node)));
+        rows.push(Row {
+            property: property.name,
+            kind: match property.expectation {
+                Expectation::Always => "always",
+                Expectation::Sometimes => "sometimes",
+                Expectation::Eventually => "eventually",
+            },
+            verdict,
+            unique_states: stateright_states,
+            depth: stateright_depth,
+            seconds: stateright_seconds,
+            detail: None,
+            trace,
+        });
+    }
+
+    for (o, obligation) in obligations.iter().enumerate() {
+        let started = Instant::now();
+        let verdict = graph.check(&obligations, o);
+        let seconds = graph_seconds + started.elapsed().as_secs_f64();
+        let (verdict, detail, trace) = match verdict {
+            LivenessVerdict::Holds => (
+                model
+                    .clock_bound()
+                    .map_or(Verdict::Holds, Verdict::HoldsWithinClockBound),
+                Some("no deadlock, no weakly fair cycle that starves it".to_owned()),
+                None,
+            ),
+            LivenessVerdict::Violated(lasso) => {
+                let detail = lasso_summary(&lasso);
+                (
+                    Verdict::Violated,
+                    Some(detail),
+                    Some(lasso_trace(model, &lasso)),
+                )
+            }
+            LivenessVerdict::Bounded { reason, lasso } => {
+                let trace = lasso.as_ref().map(|lasso| lasso_trace(model, lasso));
+                (
+                    Verdict::Bounded(reason),
+                    lasso.map(|l| lasso_summary(&l)),
+                    trace,
+                )
+            }
+        };
+        rows.push(Row {
+            property: obligation.name,
+            kind: "liveness",
+            verdict,
+            unique_states: graph.state_count(),
+            depth: graph.depth(),
+            seconds,
+            detail,
+            trace,
+        });
+    }
+
+    let figures = measures
+        .iter()
+        .enumerate()
+        .map(|(m, measure)| match probe.extreme(m) {
+            Some((value, node)) => {
+                let path = graph.path_to(node);
+                (
+                    format!(
+                        "{}: at most {} {} (reached in {} steps)",
+                        measure.name,
+                        value,
+                        measure.unit,
+                        path.1.len()
+                    ),
+                    Some(path_trace(model, &path)),
+                )
+            }
+            None => (format!("{}: never applies", measure.name), None),
+        })
+        .collect();
+
+    Report {
+        title: model.title(),
+        rows,
+        figures,
+        stateright_states,
+        graph_states: graph.state_count(),
+        complete,
+        internal_errors,
+    }
+}
+
+fn lasso_summary<A>(lasso: &Lasso<A>) -> String {
+    if lasso.is_deadlock() {
+        format!(
+            "{}: deadlock after {} steps",
+            lasso.subject,
+            lasso.stem.len()
+        )
+    } else {
+        format!(
+            "{}: starved for ever in a fair cycle of {} steps, entered after {} steps",
+            lasso.subject,
+            lasso.cycle.len(),
+            lasso.stem.len()
+        )
+    }
+}
+
+/// Evaluates properties and measures on every state the graph visits.
+struct Probe<'a, M: Model> {
+    properties: &'a [stateright::Property<M>],
+    measures: &'a [Measure<M>],
+    first: std::cell::RefCell<Vec<Option<u32>>>,
+    extremes: std::cell::RefCell<Vec<Option<(u64, u32)>>>,
+}
+
+impl<'a, M: Model> Probe<'a, M> {
+    fn new(properties: &'a [stateright::Property<M>], measures: &'a [Measure<M>]) -> Self {
+        Probe {
+            properties,
+            measures,
+            first: std::cell::RefCell::new(vec![None; properties.len()]),
+            extremes: std::cell::RefCell::new(vec![None; measures.len()]),
+        }
+    }
+
+    fn visit(&self, model: &M, id: u32, state: &M::State) {
+        let mut first = self.first.borrow_mut();
+        for (p, property) in self.properties.iter().enumerate() {
+            if first[p].is_some() {
+                continue;
+            }
+            let holds = (property.condition)(model, state);
+            let discovery = match property.expectation {
+                Expectation::Always => !holds,
+                Expectation::Sometimes => holds,
+                Expectation::Eventually => false,
+            };
+            if discovery {
+                first[p] = Some(id);
+            }
+        }
+        let mut extremes = self.extremes.borrow_mut();
+        for (m, measure) in self.measures.iter().enumerate() {
+            if let Some(value) = (measure.value)(model, state) {
+                if extremes[m].is_none_or(|(best, _)| value > best) {
+                    extremes[m] = Some((value, id));
+                }
+            }
+        }
+    }
+
+    fn first_discovery(&self, p: usize) -> Option<u32> {
+        self.first.borrow()[p]
+    }
+
+    fn extreme(&self, m: usize) -> Option<(u64, u32)> {
+        self.extremes.borrow()[m]
+    }
+}
+
+/// Replay a path from an initial state into numbered lines.
+pub fn path_trace<M>(model: &M, (init, actions): &(usize, Vec<M::Action>)) -> Trace
+where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    let mut trace = Trace::default();
+    let mut state = model.init_states().swap_remove(*init);
+    trace.lines.push(format!(
+        "   0. initial state: {}",
+        model.describe_state(&state)
+    ));
+    append_steps(model, &mut state, actions, 1, &mut trace);
+    trace
+}
+
+fn append_steps<M>(
+    model: &M,
+    state: &mut M::State,
+    actions: &[M::Action],
+    first_number: usize,
+    trace: &mut Trace,
+) where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    for (offset, action) in actions.iter().enumerate() {
+        let (next, lines) = model.describe_step(state, action);
+        let number = first_number + offset;
+        let actor = model.actor(action);
+        let mut lines = lines.into_iter();
+        trace.lines.push(format!(
+            "{number:>4}. {actor:<12} {}",
+            lines.next().unwrap_or_default()
+        ));
+        for line in lines {
+            trace.lines.push(format!("      {:<12} {line}", ""));
+        }
+        trace.lines.push(format!(
+            "      {:<12} => {}",
+            "",
+            model.describe_state(&next)
+        ));
+        *state = next;
+        trace.steps += 1;
+    }
+}
+
+/// A lasso as a trace: the stem, then the cycle, marked.
+pub fn lasso_trace<M>(model: &M, lasso: &Lasso<M::Action>) -> Trace
+where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    let mut trace = Trace::default();
+    let mut state = model.init_states().swap_remove(lasso.init);
+    trace.lines.push(format!(
+        "   0. initial state: {}",
+        model.describe_state(&state)
+    ));
+    append_steps(model, &mut state, &lasso.stem, 1, &mut trace);
+    if lasso.is_deadlock() {
+        trace.lines.push(format!(
+            "      -- deadlock: no actor can take a step, and {} still waits",
+            lasso.subject
+        ));
+    } else {
+        let start = lasso.stem.len() + 1;
+        trace.lines.push(format!(
+            "      -- the cycle: steps {start}..{} repeat for ever; every actor enabled throughout takes a step, and {} never gets what it waits for",
+            start + lasso.cycle.len() - 1,
+            lasso.subject
+        ));
+        append_steps(model, &mut state, &lasso.cycle, start, &mut trace);
+        trace.lines.push(format!(
+            "      -- back to the state after step {}",
+            start - 1
+        ));
+    }
+    trace
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "model: {}", self.title)?;
+        writeln!(f)?;
+        let width = self
+            .rows
+            .iter()
+            .map(|row| row.property.len())
+            .max()
+            .unwrap_or(8)
+            .max(8);
+        writeln!(
+            f,
+            "{:<width$}  {:<9}  {:<40}  {:>13}  {:>5}  {:>8}",
+            "property", "kind", "verdict", "unique states", "depth", "seconds"
+        )?;
+        for row in &self.rows {
+            writeln!(
+                f,
+                "{:<width$}  {:<9}  {:<40}  {:>13}  {:>5}  {:>8.2}",
+                row.property,
+                row.kind,
+                row.verdict.to_string(),
+                row.unique_states,
+                row.depth,
+                row.seconds
+            )?;
+        }
+        for row in &self.rows {
+            if let Some(detail) = &row.detail {
+                writeln!(
+                    f,
+                    "  {}: {detail}",
+                    row.property.split_whitespace().next().unwrap_or("")
+                )?;
+            }
+        }
+        if !self.figures.is_empty() {
+            writeln!(f)?;
+            for (figure, _) in &self.figures {
+                writeln!(f, "figure: {figure}")?;
+            }
+        }
+        for error in &self.internal_errors {
+            writeln!(f, "INTERNAL ERROR: {error}")?;
+        }
+        for row in &self.rows {
+            if let (true, Some(trace)) = (
+                row.verdict.is_violation()
+                    || matches!(row.verdict, Verdict::Reachable | Verdict::Bounded(_)),
+                &row.trace,
+            ) {
+                writeln!(f)?;
+                let what = match row.verdict {
+                    Verdict::Reachable => "example",
+                    Verdict::Violated => "counterexample",
+                    _ => "counterexample that depends on the bound",
+                };
+                writeln!(
+                    f,
+                    "{} -- {} -- {what}, {} steps:",
+                    row.property, row.verdict, trace.steps
+                )?;
+                write!(f, "{trace}")?;
+            }
+        }
+        Ok(())
+    }
+}

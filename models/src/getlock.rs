@@ -1,0 +1,122 @@
+//! # getlock: the fair queue lock (Listing 6)
+//!
+//! Every thread that wants the lock first writes a cell to the lock's *queue row*, named by the
+//! time it read (20 zero-padded digits of microseconds) followed by its thread id (Listing 5).
+//! Cassandra keeps a row's cells sorted by name, so the row reads as a queue in time order. A
+//! thread then polls the head of the queue. When it finds itself first it writes its thread id
+//! into the *main row* and reads the main row back: alone there, it holds the lock; otherwise
+//! it deletes its main cell and tries again. Release deletes the main cell, then the queue cell,
+//! and the next thread in the queue finds itself first.
+//!
+//! Why it works. Two threads can both believe they are first only if one enqueued late with an
+//! earlier time. Both then write the main row and read it back, and Lemma 1 says at least one
+//! of them sees both cells, so at most one keeps its cell: **T1**. A thread stays in the queue
+//! until it acquires, and threads that arrive later sort after it as long as time does not run
+//! backwards, so it eventually reaches the head: **T2**. The queue serves threads in time order:
+//! **F**.
+//!
+//! Where it is subtle. "Read the time" and "write the queue cell" are two steps. A thread
+//! delayed between them (a GC pause, a slow network) lands ahead of threads already waiting,
+//! perhaps ahead of the holder itself. The main-row check is what keeps T1 then; skip it
+//! (mutant **M1**) and two threads hold the lock. Leases add time: cells carry a TTL, and the
+//! TTL is judged by whichever node coordinates the read, so clocks that differ by the TTL
+//! expire a fresh cell at once (**S2**); a holder paused past its TTL still believes it holds
+//! (**K1**), and only a fencing token checked by the resource stops the damage; a release that
+//! does not wait for the renewal task can be undone by a late renewal write (**K3**).
+//!
+//! # What is checked
+//!
+//! | property | kind | meaning |
+//! |---|---|---|
+//! | T1 | always | at most one thread is in its critical section (believes it holds) |
+//! | F-order | always | whoever acquires is at the head of the queue at that moment |
+//! | F-overtakes | always | no waiter is overtaken (by a thread that started waiting later) more than the bound (0) |
+//! | T1-resource | always | with a resource: it never accepts a write with a stale token |
+//! | K3 | always | with leases: no released acquisition's main cell stays live |
+//! | T2 | liveness | every waiting thread eventually acquires (our fair-cycle check) |
+//!
+//! # Fault knobs (`--fault`)
+//!
+//! - `none`: a perfect clock, atomic enqueue, no TTL. Exhaustive, unbounded.
+//! - `delayed-enqueue`: reading the time and writing the queue cell are separate steps.
+//! - `skew`: ticks; thread 0's clock runs one tick behind the others (no TTL).
+//! - `ttl-skew`: ticks, TTL 2 ticks; thread 1's requests go to a node whose clock is a whole
+//!   TTL ahead (S2).
+//! - `pause`: ticks, TTL 2 ticks; thread 0 may be paused while it holds, for any number of
+//!   ticks; holders write to the resource (K1).
+//! - `crash`: ticks, TTL 2 ticks; thread 0 may crash while it holds.
+//!
+//! Mutants (`--mutant`): `m1` skips the main-row check; `k3` releases without waiting for the
+//! renewal task (and turns leases on).
+
+use crate::lock_world::{LockAlgorithm, LockModelConfig};
+use crate::{Fault, Mutant, Spec, SpecError};
+
+/// Default sizes: 3 threads x 2 acquisitions untimed, 2 x 1 with ticks.
+pub fn config(spec: &Spec) -> Result<LockModelConfig, SpecError> {
+    crate::lock_config(LockAlgorithm::GetLock, spec)
+}
+
+/// The fault presets shared by the three lock models.
+pub fn apply_fault(
+    mut cfg: LockModelConfig,
+    fault: Fault,
+    mutant: Option<Mutant>,
+    fencing: bool,
+) -> LockModelConfig {
+    const TTL_TICKS: u32 = 2;
+    // Clocks start at 1: TTL-driven faults play out within a few ticks.
+    let ticks_max = 3 + cfg.acquisitions;
+    match fault {
+        Fault::None | Fault::DelayedEnqueue => {
+            cfg.delayed_enqueue = fault == Fault::DelayedEnqueue;
+            if mutant == Some(Mutant::K3) {
+                cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+                cfg.fairness = false;
+            }
+        }
+        Fault::Skew => {
+            let max = 2 + cfg.acquisitions * cfg.threads;
+            cfg = cfg.with_untimed_ticks(max);
+            if let crate::lock_world::Clocks::Ticks { client_offset, .. } = &mut cfg.clocks {
+                // Thread 0's clock is one tick behind everybody else's.
+                for (i, offset) in client_offset.iter_mut().enumerate() {
+                    *offset = u8::from(i != 0);
+                }
+            }
+        }
+        Fault::TtlSkew => {
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+            cfg.fairness = false;
+            if let crate::lock_world::Clocks::Ticks {
+                coordinator_offset, ..
+            } = &mut cfg.clocks
+            {
+                // Thread 1's requests are coordinated by a node a whole TTL ahead.
+                let victim = 1 % coordinator_offset.len();
+                coordinator_offset[victim] = TTL_TICKS as u8;
+            }
+        }
+        Fault::Pause => {
+            cfg = cfg.with_ticks(ticks_max + 1, TTL_TICKS);
+            cfg.fairness = false;
+            cfg.pause = Some(0);
+            cfg.resource = true;
+        }
+        Fault::Crash => {
+            cfg = cfg.with_ticks(ticks_max + 1, TTL_TICKS);
+            cfg.fairness = false;
+            cfg.crash = Some(0);
+        }
+    }
+    match mutant {
+        Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
+        Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
+        None => {}
+    }
+    if fencing {
+        cfg.resource = true;
+        cfg.fencing = true;
+    }
+    cfg
+}

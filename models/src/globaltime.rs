@@ -1,0 +1,561 @@
+//! # globaltime: the time service (Listing 8)
+//!
+//! The queue's fairness and Theorem 2 need a time that does not run backwards, and servers'
+//! clocks disagree. The thesis's answer is a cell, GlobalTime, that several service replicas keep
+//! raising: every ~500 ms each replica reads its local time L and the cell's value G, and if
+//! L > G writes L into the cell **with write timestamp L**. Asking for the time is reading the
+//! cell.
+//!
+//! **T5**: GlobalTime never decreases. A replica can read G, be overtaken by a faster replica,
+//! and then write its own, now older, L; but that write carries timestamp L, lower than the
+//! cell's, and last-write-wins drops it. The value always equals the cell's timestamp, and
+//! timestamps only grow.
+//!
+//! **S1** (the thesis's own section 6): the service is only as live as its fastest clock. A
+//! replica whose clock ran D ahead and that then crashes leaves G at its value; the other
+//! replicas' local times stay below G for D more time, write nothing, and the service keeps
+//! answering the same time.
+//!
+//! # Clocks
+//!
+//! - `--fault none` (and `skew`): replica clocks advance independently by *any* amount. The
+//!   model keeps times as ranks: Listing 8 only compares and copies times, so after every step
+//!   all times in the state (clocks, GlobalTime, the machines' L and G) are renamed to 1, 2, 3,
+//!   ... in order, and a clock tick chooses any position above the current value (equal to
+//!   another time, or between two, or above all). This is exact and unbounded: every relative
+//!   order of clocks and writes is explored, for ever.
+//! - `--fault crash`: whole ticks, replica 0 starts 3 ticks ahead and may crash once; clocks stop
+//!   at a bound. S1 needs magnitudes (how long the service stalls), which ranks do not keep.
+//!
+//! # What is checked
+//!
+//! | property | kind | meaning |
+//! |---|---|---|
+//! | T5 | always | the GlobalTime value never decreases |
+//! | T5-raised | sometimes | GlobalTime can be raised twice (T5 is not vacuous) |
+//! | S1 | sometimes | (crash) a crashed replica's value is above every live replica's clock: frozen |
+//!
+//! With the crash knob the report also gives S1's staleness figure: how many ticks ahead of the
+//! fastest live clock the frozen value stands.
+
+use cassalock::algo::global_time::{
+    decode_time, encode_time, GlobalTimeUpdate, TryUpdateGlobalTime, GLOBAL_TIME_COLUMN,
+    GLOBAL_TIME_ROW,
+};
+use cassalock::algo::retry::Retrying;
+use cassalock::algo::{Action, Input, Machine, RetryPolicy, StepTag};
+use cassalock::store::{RowStore, Stamp, StoreCommand, StoreOp, StoreReply, MICROS_PER_SECOND};
+use stateright::{Model, Property};
+
+use crate::check::{CheckedModel, Measure};
+use crate::liveness::{Fairness, Obligation};
+
+/// How replica clocks are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKeeping {
+    /// Ranks: exact, unbounded, no magnitudes.
+    Ranks,
+    /// Whole ticks up to `max`; replica 0 starts `ahead` ticks ahead; it may crash once.
+    Ticks { max: u8, ahead: u8, crash: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct GlobalTimeModel {
+    pub replicas: u8,
+    pub time: TimeKeeping,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Replica {
+    /// Local clock (a rank, or ticks in microseconds).
+    pub clock: u64,
+    pub crashed: bool,
+    pub round: Option<(
+        Retrying<TryUpdateGlobalTime>,
+        Option<(StepTag, Action<GlobalTimeUpdate>)>,
+    )>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TimeState {
+    pub store: RowStore,
+    pub replicas: Vec<Replica>,
+    /// The highest GlobalTime value seen so far.
+    pub high_water: u64,
+    /// GlobalTime was observed lower than before: T5 broken.
+    pub lowered: bool,
+    /// GlobalTime has been raised this often (capped at 2).
+    pub raises: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeAct {
+    /// Replica i runs one step of Listing 8 (starting a round if none runs).
+    Step(u8),
+    /// Replica i's clock moves to this value (ranks: a half-rank position; ticks: +1).
+    Tick(u8, u64),
+    Crash(u8),
+}
+
+fn global_time(store: &RowStore) -> Option<u64> {
+    store
+        .read_slice(GLOBAL_TIME_ROW, GLOBAL_TIME_COLUMN, 1, 0)
+        .first()
+        .and_then(|cell| decode_time(&cell.value))
+}
+
+fn rename_command(command: &mut StoreCommand, rename: &impl Fn(u64) -> u64) {
+    if let StoreOp::Write {
+        cells, timestamp, ..
+    } = command
+    {
+        if let Stamp::At(at) = timestamp {
+            *at = rename(*at);
+        }
+        for cell in cells {
+            if let Some(value) = decode_time(&cell.value) {
+                cell.value = encode_time(rename(value));
+            }
+        }
+    }
+}
+
+impl GlobalTimeModel {
+    fn ticks_us(ticks: u8) -> u64 {
+        u64::from(ticks) * MICROS_PER_SECOND
+    }
+
+    fn perform(
+        &self,
+        state: &mut TimeState,
+        i: usize,
+        action: Action<GlobalTimeUpdate>,
+    ) -> (Input, String) {
+        match action {
+            Action::Store(command) => {
+                let request = command.stamp(|| unreachable!("Listing 8 stamps its own writes"));
+                let reply = request.apply_to(&mut state.store, state.replicas[i].clock);
+                let shown = match &reply {
+                    StoreReply::Done => "ok".to_owned(),
+                    StoreReply::Slice(cells) => format!(
+                        "[{}]",
+                        cells
+                            .iter()
+                            .map(|c| self.show(decode_time(&c.value).unwrap_or(0)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                let line = match &request {
+                    StoreOp::Write {
+                        timestamp, cells, ..
+                    } => format!(
+                        "write GlobalTime = {} with timestamp {} -> {shown}",
+                        cells
+                            .first()
+                            .and_then(|c| decode_time(&c.value))
+                            .map_or("?".into(), |v| self.show(v)),
+                        self.show(*timestamp)
+                    ),
+                    _ => format!("read GlobalTime -> {shown}"),
+                };
+                (Input::Reply(reply), line)
+            }
+            other => unreachable!("Listing 8 only uses the store, not {other:?}"),
+        }
+    }
+
+    fn show(&self, time: u64) -> String {
+        match self.time {
+            TimeKeeping::Ranks => format!("r{time}"),
+            TimeKeeping::Ticks { .. } => format!("{}", time / MICROS_PER_SECOND),
+        }
+    }
+
+    fn step(&self, state: &TimeState, act: TimeAct) -> (TimeState, Vec<String>) {
+        let mut next = state.clone();
+        let mut lines = Vec::new();
+        match act {
+            TimeAct::Step(i) => {
+                let i = usize::from(i);
+                let clock = next.replicas[i].clock;
+                let (mut machine, input) = match next.replicas[i].round.take() {
+                    None => {
+                        lines.push(format!("L8.1 local time L = {}", self.show(clock)));
+                        (Retrying::new(TryUpdateGlobalTime::new()), Input::Start)
+                    }
+                    Some((machine, pending)) => {
+                        let (tag, action) = pending.expect("a running round has a pending action");
+                        let (input, line) = self.perform(&mut next, i, action);
+                        lines.push(format!("{tag}: {line}"));
+                        (machine, input)
+                    }
+                };
+                let step = machine.resume(&RetryPolicy::default(), input, clock);
+                match step.action {
+                    Action::Done(update) => {
+                        if matches!(update, GlobalTimeUpdate::Raised { .. }) {
+                            next.raises = (next.raises + 1).min(2);
+                        }
+                        lines.push(format!("{} => {update:?}", step.tag));
+                    }
+                    action => next.replicas[i].round = Some((machine, Some((step.tag, action)))),
+                }
+            }
+            TimeAct::Tick(i, to) => {
+                let replica = &mut next.replicas[usize::from(i)];
+                lines.push(format!(
+                    "r{i}'s clock advances from {} to {}",
+                    self.show(replica.clock),
+                    self.show_position(to)
+                ));
+                replica.clock = to;
+            }
+            TimeAct::Crash(i) => {
+                let replica = &mut next.replicas[usize::from(i)];
+                replica.crashed = true;
+                replica.round = None;
+                lines.push(format!("r{i} CRASHES"));
+            }
+        }
+        let value = global_time(&next.store).unwrap_or(0);
+        if value < next.high_water {
+            next.lowered = true;
+            lines.push(format!(
+                "T5: GlobalTime went DOWN from {} to {}",
+                self.show(next.high_water),
+                self.show(value)
+            ));
+        }
+        next.high_water = next.high_water.max(value);
+        self.canonicalize(&mut next);
+        (next, lines)
+    }
+
+    fn show_position(&self, to: u64) -> String {
+        match self.time {
+            // Half-rank positions: even = equal to an existing time, odd = between two.
+            TimeKeeping::Ranks if to % 2 == 0 => format!("r{} (equal to an existing time)", to / 2),
+            TimeKeeping::Ranks => format!("between r{} and r{}", to / 2, to / 2 + 1),
+            TimeKeeping::Ticks { .. } => self.show(to),
+        }
+    }
+
+    /// Ranks: rename every time to 1, 2, 3, ... in order (the tick's half-rank target included).
+    fn canonicalize(&self, state: &mut TimeState) {
+        if self.time != TimeKeeping::Ranks {
+            return;
+        }
+        let mut times: Vec<u64> = state.replicas.iter().map(|r| r.clock).collect();
+        times.push(state.high_water);
+        for replica in &state.replicas {
+            if let Some((machine, _)) = &replica.round {
+                times.extend(machine.inner().times());
+            }
+        }
+        times.extend(
+            state
+                .store
+                .versions()
+                .flat_map(|(_, _, v)| {
+                    let value = match &v.body {
+                        cassalock::store::CellBody::Value { value, .. } => decode_time(value),
+                        _ => None,
+                    };
+                    [Some(v.timestamp_us), value]
+                })
+                .flatten(),
+        );
+        times.sort_unstable();
+        times.dedup();
+        // Rank 0 stays 0 ("never written"); other times map to 1, 2, ...
+        let rank = |time: u64| -> u64 {
+            if time == 0 {
+                0
+            } else {
+                times
+                    .iter()
+                    .filter(|&&t| t != 0)
+                    .position(|&t| t == time)
+                    .expect("collected") as u64
+                    + 1
+            }
+        };
+        for replica in &mut state.replicas {
+            replica.clock = rank(replica.clock);
+            if let Some((machine, pending)) = &mut replica.round {
+                let (inner, in_flight) = machine.inner_mut();
+                inner.rename_times(rank);
+                if let Some(command) = in_flight {
+                    rename_command(command, &rank);
+                }
+                if let Some((_, Action::Store(command))) = pending {
+                    rename_command(command, &rank);
+                }
+            }
+        }
+        state.high_water = rank(state.high_water);
+        let mut store = RowStore::new();
+        for (row, column, version) in state.store.versions() {
+            let mut version = version.clone();
+            version.timestamp_us = rank(version.timestamp_us);
+            if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
+                if let Some(time) = decode_time(value) {
+                    *value = encode_time(rank(time));
+                }
+            }
+            store.apply(row, column, version);
+        }
+        state.store = store;
+    }
+
+    fn frozen_staleness(&self, state: &TimeState) -> Option<u64> {
+        let value = global_time(&state.store)?;
+        if !state.replicas.iter().any(|r| r.crashed) {
+            return None;
+        }
+        let fastest_alive = state
+            .replicas
+            .iter()
+            .filter(|r| !r.crashed)
+            .map(|r| r.clock)
+            .max()?;
+        (value > fastest_alive).then(|| (value - fastest_alive) / MICROS_PER_SECOND)
+    }
+}
+
+fn t5(_: &GlobalTimeModel, state: &TimeState) -> bool {
+    !state.lowered
+}
+
+fn raised_twice(_: &GlobalTimeModel, state: &TimeState) -> bool {
+    state.raises >= 2
+}
+
+fn s1_frozen(model: &GlobalTimeModel, state: &TimeState) -> bool {
+    model.frozen_staleness(state).is_some()
+}
+
+impl Model for GlobalTimeModel {
+    type State = TimeState;
+    type Action = TimeAct;
+
+    fn init_states(&self) -> Vec<TimeState> {
+        let clock = |i: usize| match self.time {
+            TimeKeeping::Ranks => 1,
+            TimeKeeping::Ticks { ahead, .. } => Self::ticks_us(1 + if i == 0 { ahead } else { 0 }),
+        };
+        let mut state = TimeState {
+            store: RowStore::new(),
+            replicas: (0..usize::from(self.replicas))
+                .map(|i| Replica {
+                    clock: clock(i),
+                    crashed: false,
+                    round: None,
+                })
+                .collect(),
+            high_water: 0,
+            lowered: false,
+            raises: 0,
+        };
+        self.canonicalize(&mut state);
+        vec![state]
+    }
+
+    fn actions(&self, state: &TimeState, actions: &mut Vec<TimeAct>) {
+        let crashed_any = state.replicas.iter().any(|r| r.crashed);
+        for (i, replica) in state.replicas.iter().enumerate() {
+            if replica.crashed {
+                continue;
+            }
+            let id = i as u8;
+            actions.push(TimeAct::Step(id));
+            match self.time {
+                TimeKeeping::Ranks => {
+                    // Any position above the current clock: equal to a time (even) or between
+                    // two (odd), in half-ranks; the canonical form has times 1..=m.
+                    let m = state
+                        .replicas
+                        .iter()
+                        .map(|r| r.clock)
+                        .chain([state.high_water])
+                        .max()
+                        .unwrap_or(1);
+                    for position in (2 * replica.clock + 1)..=(2 * m + 1) {
+                        actions.push(TimeAct::Tick(id, position));
+                    }
+                }
+                TimeKeeping::Ticks { max, crash, .. } => {
+                    if replica.clock < Self::ticks_us(max) {
+                        actions.push(TimeAct::Tick(id, replica.clock + MICROS_PER_SECOND));
+                    }
+                    if crash && !crashed_any && i == 0 {
+                        actions.push(TimeAct::Crash(id));
+                    }
+                }
+            }
+        }
+    }
+
+    fn next_state(&self, state: &TimeState, action: TimeAct) -> Option<TimeState> {
+        let action = match (self.time, action) {
+            // Half-rank positions become times just for the step; canonicalize brings them back.
+            (TimeKeeping::Ranks, TimeAct::Tick(i, position)) => {
+                let mut doubled = state.clone();
+                self.double(&mut doubled);
+                return Some(self.step(&doubled, TimeAct::Tick(i, position)).0);
+            }
+            (_, action) => action,
+        };
+        Some(self.step(state, action).0)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        let mut properties = vec![
+            Property::always("T5 GlobalTime never decreases", t5),
+            Property::sometimes("T5-raised GlobalTime can be raised twice", raised_twice),
+        ];
+        if matches!(self.time, TimeKeeping::Ticks { crash: true, .. }) {
+            properties.push(Property::sometimes(
+                "S1 a crashed replica freezes GlobalTime above every live clock",
+                s1_frozen,
+            ));
+        }
+        properties
+    }
+}
+
+impl GlobalTimeModel {
+    /// Multiply every time by two, so that half-rank positions are times between them.
+    fn double(&self, state: &mut TimeState) {
+        let twice = |time: u64| time * 2;
+        for replica in &mut state.replicas {
+            replica.clock = twice(replica.clock);
+            if let Some((machine, pending)) = &mut replica.round {
+                let (inner, in_flight) = machine.inner_mut();
+                inner.rename_times(twice);
+                if let Some(command) = in_flight {
+                    rename_command(command, &twice);
+                }
+                if let Some((_, Action::Store(command))) = pending {
+                    rename_command(command, &twice);
+                }
+            }
+        }
+        state.high_water = twice(state.high_water);
+        let mut store = RowStore::new();
+        for (row, column, version) in state.store.versions() {
+            let mut version = version.clone();
+            version.timestamp_us = twice(version.timestamp_us);
+            if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
+                if let Some(time) = decode_time(value) {
+                    *value = encode_time(twice(time));
+                }
+            }
+            store.apply(row, column, version);
+        }
+        state.store = store;
+    }
+}
+
+impl Fairness for GlobalTimeModel {
+    fn fair_actor(&self, action: &TimeAct) -> Option<u8> {
+        match action {
+            TimeAct::Step(i) | TimeAct::Tick(i, _) => Some(*i),
+            TimeAct::Crash(_) => None,
+        }
+    }
+
+    fn fair_actor_name(&self, actor: u8) -> String {
+        format!("r{actor}")
+    }
+
+    fn at_bound(&self, state: &TimeState) -> bool {
+        match self.time {
+            TimeKeeping::Ranks => false,
+            TimeKeeping::Ticks { max, .. } => state
+                .replicas
+                .iter()
+                .any(|r| r.clock >= Self::ticks_us(max)),
+        }
+    }
+}
+
+impl CheckedModel for GlobalTimeModel {
+    fn title(&self) -> String {
+        match self.time {
+            TimeKeeping::Ranks => format!(
+                "globaltime (Listing 8) | {} replicas | clocks advance independently by any amount (times kept as ranks, unbounded) | faults: none",
+                self.replicas
+            ),
+            TimeKeeping::Ticks { max, ahead, crash } => format!(
+                "globaltime (Listing 8) | {} replicas | whole ticks up to {max}, r0 starts {ahead} ticks ahead | faults: {}",
+                self.replicas,
+                if crash { "r0 may crash" } else { "none" }
+            ),
+        }
+    }
+
+    fn obligations(&self) -> Vec<Obligation<Self>> {
+        Vec::new()
+    }
+
+    fn measures(&self) -> Vec<Measure<Self>> {
+        match self.time {
+            TimeKeeping::Ticks { crash: true, .. } => vec![Measure {
+                name: "S1 frozen GlobalTime stands ahead of the fastest live clock by",
+                unit: "ticks",
+                value: |model: &GlobalTimeModel, state: &TimeState| model.frozen_staleness(state),
+            }],
+            _ => Vec::new(),
+        }
+    }
+
+    fn clock_bound(&self) -> Option<u8> {
+        match self.time {
+            TimeKeeping::Ranks => None,
+            TimeKeeping::Ticks { max, .. } => Some(max),
+        }
+    }
+
+    fn describe_step(&self, state: &TimeState, action: &TimeAct) -> (TimeState, Vec<String>) {
+        match (self.time, *action) {
+            (TimeKeeping::Ranks, TimeAct::Tick(i, position)) => {
+                let mut doubled = state.clone();
+                self.double(&mut doubled);
+                let (next, mut lines) = self.step(&doubled, TimeAct::Tick(i, position));
+                lines[0] = format!(
+                    "r{i}'s clock advances from r{} to {}",
+                    state.replicas[usize::from(i)].clock,
+                    self.show_position(position)
+                );
+                (next, lines)
+            }
+            _ => self.step(state, *action),
+        }
+    }
+
+    fn describe_state(&self, state: &TimeState) -> String {
+        let clocks: Vec<String> = state
+            .replicas
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                format!(
+                    "r{i} {}{}",
+                    self.show(r.clock),
+                    if r.crashed { " (crashed)" } else { "" }
+                )
+            })
+            .collect();
+        let global = global_time(&state.store).map_or("unset".to_owned(), |g| self.show(g));
+        format!("GlobalTime {global} | clocks: {}", clocks.join(", "))
+    }
+
+    fn actor(&self, action: &TimeAct) -> String {
+        match action {
+            TimeAct::Step(i) | TimeAct::Tick(i, _) => format!("r{i}"),
+            TimeAct::Crash(_) => "faults".into(),
+        }
+    }
+}
