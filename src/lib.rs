@@ -26,8 +26,7 @@ pub mod store;
 
 pub use algo::{FencingToken, LockId, ThreadId};
 pub use driver::{
-    Algorithm, Clock, LockError, LockEvent, LockGuard, Observer, RemoteLocker, Settings,
-    SystemClock, TimeSource,
+    Algorithm, Clock, LockError, LockEvent, LockGuard, Observer, RemoteLocker, Settings, SystemClock, TimeSource,
 };
 pub use store::memory::InMemoryStore;
 pub use store::{RowStore, Store, StoreFailure};

@@ -101,12 +101,10 @@ async fn contend(seed: u64, work: Workload) -> (usize, Duration) {
                     .await
                     .expect("GetLock never gives up without max_wait");
                 monitor.enter(guard.thread_id().as_str());
-                tokio::time::sleep(Duration::from_millis(rng.gen_range(0..=work.max_hold_ms)))
-                    .await;
+                tokio::time::sleep(Duration::from_millis(rng.gen_range(0..=work.max_hold_ms))).await;
                 monitor.exit(guard.thread_id().as_str());
                 guard.release().await.expect("a clean release");
-                tokio::time::sleep(Duration::from_millis(rng.gen_range(0..=work.max_think_ms)))
-                    .await;
+                tokio::time::sleep(Duration::from_millis(rng.gen_range(0..=work.max_think_ms))).await;
             }
         }));
     }
@@ -157,9 +155,7 @@ async fn try_contend(seed: u64, algorithm: Algorithm) -> (usize, usize) {
     let monitor = Arc::new(Monitor::default());
     let mut tasks = Vec::new();
     for client in 0..TASKS {
-        let locker =
-            RemoteLocker::new(Arc::clone(&store), SystemClock, settings(client, algorithm))
-                .unwrap();
+        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings(client, algorithm)).unwrap();
         let monitor = Arc::clone(&monitor);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed * 1000 + client as u64);
         tasks.push(tokio::spawn(async move {
@@ -212,22 +208,12 @@ fn t3_trygetlock_8_tasks_x_50_attempts_never_overlap() {
 #[test]
 fn t1_harness_catches_mutant_m1() {
     let sparse = SPARSE_M1;
-    let caught = (1..=20).find(|&seed| {
-        std::panic::catch_unwind(|| on_seed(seed, || contend(seed, sparse))).is_err()
-    });
+    let caught = (1..=20).find(|&seed| std::panic::catch_unwind(|| on_seed(seed, || contend(seed, sparse))).is_err());
     assert!(caught.is_some(), "M1 broke T1 on none of 20 seeds");
     eprintln!("M1 caught on seed {caught:?}");
     // The same workload without the mutant keeps T1 on every one of those seeds.
     for seed in 1..=20 {
-        let (entries, _) = on_seed(seed, || {
-            contend(
-                seed,
-                Workload {
-                    m1: false,
-                    ..sparse
-                },
-            )
-        });
+        let (entries, _) = on_seed(seed, || contend(seed, Workload { m1: false, ..sparse }));
         assert_eq!(entries, sparse.tasks * sparse.acquisitions);
     }
 }

@@ -33,9 +33,7 @@ fn a_held_lease_is_renewed_past_its_ttl_and_released_at_once() {
     for algorithm in [Algorithm::Queue, Algorithm::Old] {
         on_seed(1, || async move {
             let store = Arc::new(InMemoryStore::new(SystemClock));
-            let locker =
-                RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", algorithm))
-                    .unwrap();
+            let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", algorithm)).unwrap();
             let guard = locker.lock("L").await.unwrap();
             // Hold for three TTLs, checking every half second that our main cell is there.
             for _ in 0..(3 * TTL_S * 2) {
@@ -52,8 +50,8 @@ fn a_held_lease_is_renewed_past_its_ttl_and_released_at_once() {
             assert!(store.read_now("m:L", 10).is_empty());
             assert!(store.read_now("q:L", 10).is_empty());
             assert!(
-                writes_before >= 1 + 5,
-                "{algorithm:?}: renewed every 2 s for 12 s"
+                writes_before > 5,
+                "{algorithm:?}: at least 1 acquisition write and 5 renewals in 12 s"
             );
         });
     }
@@ -70,9 +68,7 @@ fn an_abandoned_lease_vanishes_after_the_ttl_and_the_lock_frees() {
             let holder = handle.create_node().name("holder").build();
             let holder_store = Arc::clone(&store);
             holder.spawn(async move {
-                let locker =
-                    RemoteLocker::new(holder_store, SystemClock, settings("holder", algorithm))
-                        .unwrap();
+                let locker = RemoteLocker::new(holder_store, SystemClock, settings("holder", algorithm)).unwrap();
                 let guard = locker.lock("L").await.unwrap();
                 std::future::pending::<()>().await;
                 drop(guard);
@@ -82,12 +78,7 @@ fn an_abandoned_lease_vanishes_after_the_ttl_and_the_lock_frees() {
             handle.kill(holder.id());
             let killed_at = tokio::time::Instant::now();
 
-            let waiter = RemoteLocker::new(
-                Arc::clone(&store),
-                SystemClock,
-                settings("waiter", algorithm),
-            )
-            .unwrap();
+            let waiter = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("waiter", algorithm)).unwrap();
             let guard = waiter.lock("L").await.unwrap();
             let waited = killed_at.elapsed();
             assert!(
@@ -107,25 +98,12 @@ fn an_abandoned_lease_vanishes_after_the_ttl_and_the_lock_frees() {
 fn dropping_a_guard_releases_in_the_background() {
     on_seed(3, || async {
         let store = Arc::new(InMemoryStore::new(SystemClock));
-        let locker = RemoteLocker::new(
-            Arc::clone(&store),
-            SystemClock,
-            settings("a", Algorithm::Queue),
-        )
-        .unwrap();
+        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", Algorithm::Queue)).unwrap();
         drop(locker.lock("L").await.unwrap());
         sleep_ms(100).await;
-        assert!(
-            store.read_now("m:L", 10).is_empty(),
-            "released long before the 4 s TTL"
-        );
+        assert!(store.read_now("m:L", 10).is_empty(), "released long before the 4 s TTL");
         assert!(store.read_now("q:L", 10).is_empty());
-        let other = RemoteLocker::new(
-            Arc::clone(&store),
-            SystemClock,
-            settings("b", Algorithm::Queue),
-        )
-        .unwrap();
+        let other = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("b", Algorithm::Queue)).unwrap();
         assert!(other.try_lock("L").await.unwrap().is_some());
     });
 }
@@ -134,20 +112,11 @@ fn dropping_a_guard_releases_in_the_background() {
 fn a_lease_lost_while_held_is_reported_by_the_guard_and_by_release() {
     on_seed(4, || async {
         let store = Arc::new(InMemoryStore::new(SystemClock));
-        let locker = RemoteLocker::new(
-            Arc::clone(&store),
-            SystemClock,
-            settings("a", Algorithm::Queue),
-        )
-        .unwrap();
+        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", Algorithm::Queue)).unwrap();
         let guard = locker.lock("L").await.unwrap();
         // Someone deletes our main cell (as an expiry during a pause would).
         let row = store.snapshot();
-        let stamp = row
-            .version("m:L", guard.thread_id().as_str())
-            .unwrap()
-            .timestamp_us
-            + 1;
+        let stamp = row.version("m:L", guard.thread_id().as_str()).unwrap().timestamp_us + 1;
         use cassalock::store::{Store, StoreOp};
         store
             .execute(StoreOp::Delete {
@@ -181,12 +150,7 @@ fn a_lease_lost_while_held_is_reported_by_the_guard_and_by_release() {
 fn bad_input_gets_typed_errors_not_panics() {
     on_seed(5, || async {
         let store = Arc::new(InMemoryStore::new(SystemClock));
-        let locker = RemoteLocker::new(
-            Arc::clone(&store),
-            SystemClock,
-            settings("a", Algorithm::Queue),
-        )
-        .unwrap();
+        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", Algorithm::Queue)).unwrap();
         assert!(matches!(locker.lock("").await, Err(LockError::Name(_))));
         assert!(matches!(
             locker.try_lock(&"x".repeat(10_000)).await,
@@ -199,13 +163,8 @@ fn bad_input_gets_typed_errors_not_panics() {
         ));
         bad.client_id = "a".into();
         bad.renew_every_ms = 3000;
-        let refused = RemoteLocker::new(Arc::clone(&store), SystemClock, bad)
-            .err()
-            .unwrap();
-        assert!(
-            refused.to_string().contains("twice the renewal interval"),
-            "{refused}"
-        );
+        let refused = RemoteLocker::new(Arc::clone(&store), SystemClock, bad).err().unwrap();
+        assert!(refused.to_string().contains("twice the renewal interval"), "{refused}");
     });
 }
 
@@ -213,12 +172,7 @@ fn bad_input_gets_typed_errors_not_panics() {
 fn max_wait_gives_up_with_a_timeout_error() {
     on_seed(6, || async {
         let store = Arc::new(InMemoryStore::new(SystemClock));
-        let holder = RemoteLocker::new(
-            Arc::clone(&store),
-            SystemClock,
-            settings("h", Algorithm::Queue),
-        )
-        .unwrap();
+        let holder = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("h", Algorithm::Queue)).unwrap();
         let _held = holder.lock("L").await.unwrap();
         let mut impatient = settings("w", Algorithm::Queue);
         impatient.max_wait_ms = Some(700);
@@ -228,10 +182,6 @@ fn max_wait_gives_up_with_a_timeout_error() {
             matches!(refused, LockError::TimedOut { waited_ms, .. } if (700..1000).contains(&waited_ms)),
             "{refused}"
         );
-        assert_eq!(
-            store.read_now("q:L", 10).len(),
-            1,
-            "the waiter left the queue"
-        );
+        assert_eq!(store.read_now("q:L", 10).len(), 1, "the waiter left the queue");
     });
 }

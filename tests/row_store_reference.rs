@@ -98,16 +98,8 @@ fn row_key(row: u8) -> String {
 
 fn column() -> impl Strategy<Value = String> {
     prop_oneof![
-        prop::sample::select(vec![
-            "a",
-            "b",
-            "c",
-            "d",
-            "e",
-            "GlobalTime",
-            "00000000000000000005t1:0"
-        ])
-        .prop_map(String::from),
+        prop::sample::select(vec!["a", "b", "c", "d", "e", "GlobalTime", "00000000000000000005t1:0"])
+            .prop_map(String::from),
         "[a-c]{1,3}",
     ]
 }

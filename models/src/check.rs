@@ -46,11 +46,7 @@ where
     /// The clock bound of a ticks-mode model, which caps every verdict.
     fn clock_bound(&self) -> Option<u8>;
     /// Replay `action` from `state`: the next state and lines describing what happened.
-    fn describe_step(
-        &self,
-        state: &Self::State,
-        action: &Self::Action,
-    ) -> (Self::State, Vec<String>);
+    fn describe_step(&self, state: &Self::State, action: &Self::Action) -> (Self::State, Vec<String>);
     /// One line about a state: clocks, holders, rows.
     fn describe_state(&self, state: &Self::State) -> String;
     /// The actor of an action, for traces ("t1", "clock").
@@ -58,11 +54,17 @@ where
 }
 
 /// Limits on one run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Limits {
     pub max_states: usize,
     pub max_seconds: u64,
     pub checker_threads: usize,
+    /// Stop at the first violated `always` property (its shortest counterexample is still
+    /// found: the search is breadth-first). Other properties are then reported as bounded and
+    /// liveness is not checked.
+    pub stop_at_first_violation: bool,
+    /// Check only the property (or liveness obligation) with this claim ID ("T1", "K3").
+    pub only_claim: Option<String>,
 }
 
 impl Default for Limits {
@@ -71,6 +73,8 @@ impl Default for Limits {
             max_states: 5_000_000,
             max_seconds: 300,
             checker_threads: 2,
+            stop_at_first_violation: false,
+            only_claim: None,
         }
     }
 }
@@ -174,18 +178,35 @@ where
     M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let properties = model.properties();
-    let obligations = model.obligations();
-    let measures = model.measures();
+    let claim_of = |name: &str| name.split_whitespace().next().unwrap_or("").to_owned();
+    let wanted = |name: &str| limits.only_claim.as_ref().is_none_or(|only| claim_of(name) == *only);
+    let mut properties = model.properties();
+    properties.retain(|p| wanted(p.name));
+    let mut obligations = model.obligations();
+    obligations.retain(|o| wanted(o.name));
+    let mut measures = model.measures();
+    measures.retain(|m| wanted(m.name));
 
     // 1. stateright.
     let started = Instant::now();
     // stateright's target counts generated states, repeats included: allow a generous
     // multiple of the unique-state budget, and call the run bounded if it was reached.
     let generated_budget = limits.max_states.saturating_mul(GENERATED_PER_UNIQUE);
+    let names: std::collections::BTreeSet<&'static str> = properties.iter().map(|p| p.name).collect();
+    let failures: std::collections::BTreeSet<&'static str> = properties
+        .iter()
+        .filter(|p| p.expectation.discovery_is_failure())
+        .map(|p| p.name)
+        .collect();
+    let finish_when = if limits.stop_at_first_violation {
+        stateright::HasDiscoveries::AnyOf(failures)
+    } else {
+        stateright::HasDiscoveries::AllOf(names)
+    };
     let checker = model
         .clone()
         .checker()
+        .finish_when(finish_when)
         .threads(limits.checker_threads.max(2))
         .target_state_count(generated_budget)
         .timeout(Duration::from_secs(limits.max_seconds))
@@ -195,21 +216,19 @@ where
     let stateright_states = checker.unique_state_count();
     let stateright_depth = checker.max_depth();
     let discoveries = checker.discoveries();
-    let timed_out = stateright_seconds >= limits.max_seconds as f64
-        || checker.state_count() >= generated_budget;
+    let timed_out = stateright_seconds >= limits.max_seconds as f64 || checker.state_count() >= generated_budget;
 
     // 2. Our graph, with the same properties evaluated on every state.
     let started = Instant::now();
     let probe = Probe::new(&properties, &measures);
     let graph = Graph::build_with(model, &obligations, limits.max_states, |id, state| {
-        probe.visit(model, id, state)
+        probe.visit(model, id, state) && limits.stop_at_first_violation
     });
     let graph_seconds = started.elapsed().as_secs_f64();
     let graph_complete = !graph.truncated;
 
     let all_found = properties.iter().all(|p| discoveries.contains_key(p.name));
-    let complete =
-        graph_complete && !timed_out && (stateright_states == graph.state_count() || all_found);
+    let complete = graph_complete && !timed_out && (stateright_states == graph.state_count() || all_found);
     let mut internal_errors = Vec::new();
     if graph_complete && !timed_out && !all_found && stateright_states != graph.state_count() {
         internal_errors.push(format!(
@@ -233,26 +252,19 @@ where
     for (p, property) in properties.iter().enumerate() {
         let found_by_stateright = discoveries.contains_key(property.name);
         let found_by_graph = probe.first_discovery(p);
-        if complete && found_by_stateright != found_by_graph.is_some() {
+        if complete && !limits.stop_at_first_violation && found_by_stateright != found_by_graph.is_some() {
             internal_errors.push(format!(
                 "{}: stateright {} a discovery, our graph {}",
                 property.name,
-                if found_by_stateright {
-                    "made"
-                } else {
-                    "did not make"
-                },
-                if found_by_graph.is_some() {
-                    "did"
-                } else {
-                    "did not"
-                }
+                if found_by_stateright { "made" } else { "did not make" },
+                if found_by_graph.is_some() { "did" } else { "did not" }
             ));
         }
         let discovered = found_by_stateright || found_by_graph.is_some();
         let verdict = match (&property.expectation, discovered) {
             (Expectation::Always | Expectation::Eventually, true) => Verdict::Violated,
             (Expectation::Sometimes, true) => Verdict::Reachable,
+            (_, false) if graph.stopped_early => Verdict::Bounded("stopped at the first violation".into()),
             (_, false) if !complete => Verdict::Bounded(bound_reason()),
             (Expectation::Always, false) => match model.clock_bound() {
                 Some(max) => Verdict::HoldsWithinClockBound(max),
@@ -279,6 +291,19 @@ where
     }
 
     for (o, obligation) in obligations.iter().enumerate() {
+        if graph.stopped_early {
+            rows.push(Row {
+                property: obligation.name,
+                kind: "liveness",
+                verdict: Verdict::Bounded("not checked: stopped at the first violation".into()),
+                unique_states: graph.state_count(),
+                depth: graph.depth(),
+                seconds: graph_seconds,
+                detail: None,
+                trace: None,
+            });
+            continue;
+        }
         let started = Instant::now();
         let verdict = graph.check(&obligations, o);
         let seconds = graph_seconds + started.elapsed().as_secs_f64();
@@ -292,19 +317,11 @@ where
             ),
             LivenessVerdict::Violated(lasso) => {
                 let detail = lasso_summary(&lasso);
-                (
-                    Verdict::Violated,
-                    Some(detail),
-                    Some(lasso_trace(model, &lasso)),
-                )
+                (Verdict::Violated, Some(detail), Some(lasso_trace(model, &lasso)))
             }
             LivenessVerdict::Bounded { reason, lasso } => {
                 let trace = lasso.as_ref().map(|lasso| lasso_trace(model, lasso));
-                (
-                    Verdict::Bounded(reason),
-                    lasso.map(|l| lasso_summary(&l)),
-                    trace,
-                )
+                (Verdict::Bounded(reason), lasso.map(|l| lasso_summary(&l)), trace)
             }
         };
         rows.push(Row {
@@ -323,6 +340,7 @@ where
         .iter()
         .enumerate()
         .map(|(m, measure)| match probe.extreme(m) {
+            Some((0, _)) => (format!("{}: 0 in every reachable state", measure.name), None),
             Some((value, node)) => {
                 let path = graph.path_to(node);
                 (
@@ -353,11 +371,7 @@ where
 
 fn lasso_summary<A>(lasso: &Lasso<A>) -> String {
     if lasso.is_deadlock() {
-        format!(
-            "{}: deadlock after {} steps",
-            lasso.subject,
-            lasso.stem.len()
-        )
+        format!("{}: deadlock after {} steps", lasso.subject, lasso.stem.len())
     } else {
         format!(
             "{}: starved for ever in a fair cycle of {} steps, entered after {} steps",
@@ -386,7 +400,9 @@ impl<'a, M: Model> Probe<'a, M> {
         }
     }
 
-    fn visit(&self, model: &M, id: u32, state: &M::State) {
+    /// Returns true when an `always` property was first violated at this state.
+    fn visit(&self, model: &M, id: u32, state: &M::State) -> bool {
+        let mut violated_now = false;
         let mut first = self.first.borrow_mut();
         for (p, property) in self.properties.iter().enumerate() {
             if first[p].is_some() {
@@ -400,6 +416,7 @@ impl<'a, M: Model> Probe<'a, M> {
             };
             if discovery {
                 first[p] = Some(id);
+                violated_now |= property.expectation == Expectation::Always;
             }
         }
         let mut extremes = self.extremes.borrow_mut();
@@ -410,6 +427,7 @@ impl<'a, M: Model> Probe<'a, M> {
                 }
             }
         }
+        violated_now
     }
 
     fn first_discovery(&self, p: usize) -> Option<u32> {
@@ -430,21 +448,15 @@ where
 {
     let mut trace = Trace::default();
     let mut state = model.init_states().swap_remove(*init);
-    trace.lines.push(format!(
-        "   0. initial state: {}",
-        model.describe_state(&state)
-    ));
+    trace
+        .lines
+        .push(format!("   0. initial state: {}", model.describe_state(&state)));
     append_steps(model, &mut state, actions, 1, &mut trace);
     trace
 }
 
-fn append_steps<M>(
-    model: &M,
-    state: &mut M::State,
-    actions: &[M::Action],
-    first_number: usize,
-    trace: &mut Trace,
-) where
+fn append_steps<M>(model: &M, state: &mut M::State, actions: &[M::Action], first_number: usize, trace: &mut Trace)
+where
     M: CheckedModel,
     M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
@@ -454,18 +466,15 @@ fn append_steps<M>(
         let number = first_number + offset;
         let actor = model.actor(action);
         let mut lines = lines.into_iter();
-        trace.lines.push(format!(
-            "{number:>4}. {actor:<12} {}",
-            lines.next().unwrap_or_default()
-        ));
+        trace
+            .lines
+            .push(format!("{number:>4}. {actor:<12} {}", lines.next().unwrap_or_default()));
         for line in lines {
             trace.lines.push(format!("      {:<12} {line}", ""));
         }
-        trace.lines.push(format!(
-            "      {:<12} => {}",
-            "",
-            model.describe_state(&next)
-        ));
+        trace
+            .lines
+            .push(format!("      {:<12} => {}", "", model.describe_state(&next)));
         *state = next;
         trace.steps += 1;
     }
@@ -480,10 +489,9 @@ where
 {
     let mut trace = Trace::default();
     let mut state = model.init_states().swap_remove(lasso.init);
-    trace.lines.push(format!(
-        "   0. initial state: {}",
-        model.describe_state(&state)
-    ));
+    trace
+        .lines
+        .push(format!("   0. initial state: {}", model.describe_state(&state)));
     append_steps(model, &mut state, &lasso.stem, 1, &mut trace);
     if lasso.is_deadlock() {
         trace.lines.push(format!(
@@ -498,10 +506,9 @@ where
             lasso.subject
         ));
         append_steps(model, &mut state, &lasso.cycle, start, &mut trace);
-        trace.lines.push(format!(
-            "      -- back to the state after step {}",
-            start - 1
-        ));
+        trace
+            .lines
+            .push(format!("      -- back to the state after step {}", start - 1));
     }
     trace
 }
@@ -510,13 +517,7 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "model: {}", self.title)?;
         writeln!(f)?;
-        let width = self
-            .rows
-            .iter()
-            .map(|row| row.property.len())
-            .max()
-            .unwrap_or(8)
-            .max(8);
+        let width = self.rows.iter().map(|row| row.property.len()).max().unwrap_or(8).max(8);
         writeln!(
             f,
             "{:<width$}  {:<9}  {:<40}  {:>13}  {:>5}  {:>8}",
@@ -554,8 +555,7 @@ impl fmt::Display for Report {
         }
         for row in &self.rows {
             if let (true, Some(trace)) = (
-                row.verdict.is_violation()
-                    || matches!(row.verdict, Verdict::Reachable | Verdict::Bounded(_)),
+                row.verdict.is_violation() || matches!(row.verdict, Verdict::Reachable | Verdict::Bounded(_)),
                 &row.trace,
             ) {
                 writeln!(f)?;

@@ -58,12 +58,7 @@ pub fn config(spec: &Spec) -> Result<LockModelConfig, SpecError> {
 }
 
 /// The fault presets shared by the three lock models.
-pub fn apply_fault(
-    mut cfg: LockModelConfig,
-    fault: Fault,
-    mutant: Option<Mutant>,
-    fencing: bool,
-) -> LockModelConfig {
+pub fn apply_fault(mut cfg: LockModelConfig, fault: Fault, mutant: Option<Mutant>, fencing: bool) -> LockModelConfig {
     const TTL_TICKS: u32 = 2;
     // Clocks start at 1: TTL-driven faults play out within a few ticks.
     let ticks_max = 3 + cfg.acquisitions;
@@ -88,23 +83,20 @@ pub fn apply_fault(
         Fault::TtlSkew => {
             cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
             cfg.fairness = false;
-            if let crate::lock_world::Clocks::Ticks {
-                coordinator_offset, ..
-            } = &mut cfg.clocks
-            {
+            if let crate::lock_world::Clocks::Ticks { coordinator_offset, .. } = &mut cfg.clocks {
                 // Thread 1's requests are coordinated by a node a whole TTL ahead.
                 let victim = 1 % coordinator_offset.len();
                 coordinator_offset[victim] = TTL_TICKS as u8;
             }
         }
         Fault::Pause => {
-            cfg = cfg.with_ticks(ticks_max + 1, TTL_TICKS);
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
             cfg.fairness = false;
             cfg.pause = Some(0);
             cfg.resource = true;
         }
         Fault::Crash => {
-            cfg = cfg.with_ticks(ticks_max + 1, TTL_TICKS);
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
             cfg.fairness = false;
             cfg.crash = Some(0);
         }

@@ -32,15 +32,14 @@
 //! | property | kind | meaning |
 //! |---|---|---|
 //! | T5 | always | the GlobalTime value never decreases |
-//! | T5-raised | sometimes | GlobalTime can be raised twice (T5 is not vacuous) |
+//! | T5-race | sometimes | two replicas both write GlobalTime, so T5 is tested by a real race |
 //! | S1 | sometimes | (crash) a crashed replica's value is above every live replica's clock: frozen |
 //!
 //! With the crash knob the report also gives S1's staleness figure: how many ticks ahead of the
 //! fastest live clock the frozen value stands.
 
 use cassalock::algo::global_time::{
-    decode_time, encode_time, GlobalTimeUpdate, TryUpdateGlobalTime, GLOBAL_TIME_COLUMN,
-    GLOBAL_TIME_ROW,
+    decode_time, encode_time, GlobalTimeUpdate, TryUpdateGlobalTime, GLOBAL_TIME_COLUMN, GLOBAL_TIME_ROW,
 };
 use cassalock::algo::retry::Retrying;
 use cassalock::algo::{Action, Input, Machine, RetryPolicy, StepTag};
@@ -70,11 +69,15 @@ pub struct Replica {
     /// Local clock (a rank, or ticks in microseconds).
     pub clock: u64,
     pub crashed: bool,
-    pub round: Option<(
-        Retrying<TryUpdateGlobalTime>,
-        Option<(StepTag, Action<GlobalTimeUpdate>)>,
-    )>,
+    /// The running round of Listing 8 and its pending action.
+    pub round: Option<Round>,
 }
+
+/// A run of Listing 8 in progress: the machine and the action it asked for.
+pub type Round = (
+    Retrying<TryUpdateGlobalTime>,
+    Option<(StepTag, Action<GlobalTimeUpdate>)>,
+);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TimeState {
@@ -104,11 +107,17 @@ fn global_time(store: &RowStore) -> Option<u64> {
         .and_then(|cell| decode_time(&cell.value))
 }
 
+fn rename_version(version: &mut cassalock::store::CellVersion, rename: &impl Fn(u64) -> u64) {
+    version.timestamp_us = rename(version.timestamp_us);
+    if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
+        if let Some(time) = decode_time(value) {
+            *value = encode_time(rename(time));
+        }
+    }
+}
+
 fn rename_command(command: &mut StoreCommand, rename: &impl Fn(u64) -> u64) {
-    if let StoreOp::Write {
-        cells, timestamp, ..
-    } = command
-    {
+    if let StoreOp::Write { cells, timestamp, .. } = command {
         if let Stamp::At(at) = timestamp {
             *at = rename(*at);
         }
@@ -125,12 +134,7 @@ impl GlobalTimeModel {
         u64::from(ticks) * MICROS_PER_SECOND
     }
 
-    fn perform(
-        &self,
-        state: &mut TimeState,
-        i: usize,
-        action: Action<GlobalTimeUpdate>,
-    ) -> (Input, String) {
+    fn perform(&self, state: &mut TimeState, i: usize, action: Action<GlobalTimeUpdate>) -> (Input, String) {
         match action {
             Action::Store(command) => {
                 let request = command.stamp(|| unreachable!("Listing 8 stamps its own writes"));
@@ -147,9 +151,7 @@ impl GlobalTimeModel {
                     ),
                 };
                 let line = match &request {
-                    StoreOp::Write {
-                        timestamp, cells, ..
-                    } => format!(
+                    StoreOp::Write { timestamp, cells, .. } => format!(
                         "write GlobalTime = {} with timestamp {} -> {shown}",
                         cells
                             .first()
@@ -197,7 +199,18 @@ impl GlobalTimeModel {
                         if matches!(update, GlobalTimeUpdate::Raised { .. }) {
                             next.raises = (next.raises + 1).min(2);
                         }
-                        lines.push(format!("{} => {update:?}", step.tag));
+                        let outcome = match update {
+                            GlobalTimeUpdate::Raised { to_us, .. } => format!("wrote {}", self.show(to_us)),
+                            GlobalTimeUpdate::Unchanged { local_us, global_us } => {
+                                format!(
+                                    "left it: local {} <= global {}",
+                                    self.show(local_us),
+                                    self.show(global_us)
+                                )
+                            }
+                            GlobalTimeUpdate::Failed(failure) => format!("failed: {failure}"),
+                        };
+                        lines.push(format!("{} => {outcome}", step.tag));
                     }
                     action => next.replicas[i].round = Some((machine, Some((step.tag, action)))),
                 }
@@ -269,16 +282,12 @@ impl GlobalTimeModel {
         times.sort_unstable();
         times.dedup();
         // Rank 0 stays 0 ("never written"); other times map to 1, 2, ...
+        times.retain(|&t| t != 0);
         let rank = |time: u64| -> u64 {
             if time == 0 {
                 0
             } else {
-                times
-                    .iter()
-                    .filter(|&&t| t != 0)
-                    .position(|&t| t == time)
-                    .expect("collected") as u64
-                    + 1
+                times.binary_search(&time).expect("collected") as u64 + 1
             }
         };
         for replica in &mut state.replicas {
@@ -295,18 +304,7 @@ impl GlobalTimeModel {
             }
         }
         state.high_water = rank(state.high_water);
-        let mut store = RowStore::new();
-        for (row, column, version) in state.store.versions() {
-            let mut version = version.clone();
-            version.timestamp_us = rank(version.timestamp_us);
-            if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
-                if let Some(time) = decode_time(value) {
-                    *value = encode_time(rank(time));
-                }
-            }
-            store.apply(row, column, version);
-        }
-        state.store = store;
+        state.store.rewrite_versions(|version| rename_version(version, &rank));
     }
 
     fn frozen_staleness(&self, state: &TimeState) -> Option<u64> {
@@ -314,12 +312,7 @@ impl GlobalTimeModel {
         if !state.replicas.iter().any(|r| r.crashed) {
             return None;
         }
-        let fastest_alive = state
-            .replicas
-            .iter()
-            .filter(|r| !r.crashed)
-            .map(|r| r.clock)
-            .max()?;
+        let fastest_alive = state.replicas.iter().filter(|r| !r.crashed).map(|r| r.clock).max()?;
         (value > fastest_alive).then(|| (value - fastest_alive) / MICROS_PER_SECOND)
     }
 }
@@ -413,7 +406,10 @@ impl Model for GlobalTimeModel {
     fn properties(&self) -> Vec<Property<Self>> {
         let mut properties = vec![
             Property::always("T5 GlobalTime never decreases", t5),
-            Property::sometimes("T5-raised GlobalTime can be raised twice", raised_twice),
+            Property::sometimes(
+                "T5-race two replicas can both write GlobalTime (an older time written later must lose)",
+                raised_twice,
+            ),
         ];
         if matches!(self.time, TimeKeeping::Ticks { crash: true, .. }) {
             properties.push(Property::sometimes(
@@ -443,18 +439,7 @@ impl GlobalTimeModel {
             }
         }
         state.high_water = twice(state.high_water);
-        let mut store = RowStore::new();
-        for (row, column, version) in state.store.versions() {
-            let mut version = version.clone();
-            version.timestamp_us = twice(version.timestamp_us);
-            if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
-                if let Some(time) = decode_time(value) {
-                    *value = encode_time(twice(time));
-                }
-            }
-            store.apply(row, column, version);
-        }
-        state.store = store;
+        state.store.rewrite_versions(|version| rename_version(version, &twice));
     }
 }
 
@@ -473,10 +458,7 @@ impl Fairness for GlobalTimeModel {
     fn at_bound(&self, state: &TimeState) -> bool {
         match self.time {
             TimeKeeping::Ranks => false,
-            TimeKeeping::Ticks { max, .. } => state
-                .replicas
-                .iter()
-                .any(|r| r.clock >= Self::ticks_us(max)),
+            TimeKeeping::Ticks { max, .. } => state.replicas.iter().any(|r| r.clock >= Self::ticks_us(max)),
         }
     }
 }

@@ -80,11 +80,7 @@ impl LemmaModel {
             StoreReply::Slice(cells) => {
                 let mut saw = 0u8;
                 for cell in &cells {
-                    if let Some(j) = cell
-                        .column
-                        .strip_prefix('t')
-                        .and_then(|j| j.parse::<u8>().ok())
-                    {
+                    if let Some(j) = cell.column.strip_prefix('t').and_then(|j| j.parse::<u8>().ok()) {
                         saw |= 1 << j;
                     }
                 }
@@ -104,11 +100,7 @@ fn l1(model: &LemmaModel, state: &LemmaState) -> bool {
 }
 
 fn someone_saw_only_itself(_: &LemmaModel, state: &LemmaState) -> bool {
-    state
-        .writers
-        .iter()
-        .enumerate()
-        .any(|(i, w)| w.saw == Some(1 << i))
+    state.writers.iter().enumerate().any(|(i, w)| w.saw == Some(1 << i))
 }
 
 impl Model for LemmaModel {
@@ -167,7 +159,10 @@ impl Fairness for LemmaModel {
 
 impl CheckedModel for LemmaModel {
     fn title(&self) -> String {
-        format!("lemma (Lemma 1) | {} threads each write one cell to row r, then read it | linearizable store", self.threads)
+        format!(
+            "lemma (Lemma 1) | {} threads each write one cell to row r, then read it | linearizable store",
+            self.threads
+        )
     }
 
     fn obligations(&self) -> Vec<Obligation<Self>> {

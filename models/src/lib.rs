@@ -170,13 +170,20 @@ fn size(
 }
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
-pub(crate) fn lock_config(
-    algorithm: LockAlgorithm,
-    spec: &Spec,
-) -> Result<LockModelConfig, SpecError> {
-    let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue)
-        || spec.mutant == Some(Mutant::K3);
+pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
+    let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue) || spec.mutant == Some(Mutant::K3);
     let (threads, acquisitions) = match (algorithm, timed) {
+        (LockAlgorithm::GetLock, false) if spec.fault == Fault::DelayedEnqueue => {
+            let threads = size("--threads", spec.threads, 2, 1..=3, "delayed enqueue")?;
+            let acquisitions = size("--acquisitions", spec.acquisitions, 2, 1..=3, "delayed enqueue")?;
+            if threads * acquisitions > 4 {
+                return refuse(format!(
+                    "getlock with delayed enqueue: --threads x --acquisitions = {} is over 4 (3 x 2 passes 3 million states); use 3 x 1, 2 x 2 or 1 x 3",
+                    threads * acquisitions
+                ));
+            }
+            (threads, acquisitions)
+        }
         (LockAlgorithm::GetLock, false) => (
             size("--threads", spec.threads, 3, 1..=4, "untimed")?,
             size("--acquisitions", spec.acquisitions, 2, 1..=3, "untimed")?,
@@ -191,25 +198,14 @@ pub(crate) fn lock_config(
         ),
         (_, true) => (
             size("--threads", spec.threads, 2, 1..=3, "clocks and leases")?,
-            size(
-                "--acquisitions",
-                spec.acquisitions,
-                1,
-                1..=2,
-                "clocks and leases",
-            )?,
+            size("--acquisitions", spec.acquisitions, 1, 1..=2, "clocks and leases")?,
         ),
     };
     if spec.mutant == Some(Mutant::M1) && algorithm == LockAlgorithm::Old {
         return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
     }
     let cfg = LockModelConfig::new(algorithm, threads, acquisitions);
-    Ok(getlock::apply_fault(
-        cfg,
-        spec.fault,
-        spec.mutant,
-        spec.fencing,
-    ))
+    Ok(getlock::apply_fault(cfg, spec.fault, spec.mutant, spec.fencing))
 }
 
 /// A model ready to run.
@@ -230,7 +226,10 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 ));
             }
             if spec.mutant.is_some() || spec.fencing {
-                return refuse(format!("--mutant and --fencing apply to the lock models (getlock, trygetlock, old), not to {}", spec.model.name()));
+                return refuse(format!(
+                    "--mutant and --fencing apply to the lock models (getlock, trygetlock, old), not to {}",
+                    spec.model.name()
+                ));
             }
         }
         _ => {}
@@ -241,13 +240,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 return refuse("the lemma model has no fault knobs: Lemma 1 is about a linearizable store (weak consistency, K2, is the simulator's cl-one scenario)");
             }
             Ok(Runnable::Lemma(lemma::LemmaModel {
-                threads: size(
-                    "--threads",
-                    spec.threads,
-                    2,
-                    2..=3,
-                    "the lemma is about 2 or 3 writers",
-                )?,
+                threads: size("--threads", spec.threads, 2, 2..=3, "the lemma is about 2 or 3 writers")?,
             }))
         }
         ModelName::GetLock => Ok(Runnable::Lock(LockModel::new(getlock::config(spec)?))),
@@ -274,17 +267,11 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 }
             };
             let (default, range) = match time {
-                globaltime::TimeKeeping::Ranks => (3, 2..=3),
+                globaltime::TimeKeeping::Ranks => (2, 2..=3),
                 _ => (2, 2..=3),
             };
             Ok(Runnable::GlobalTime(globaltime::GlobalTimeModel {
-                replicas: size(
-                    "--threads (replicas)",
-                    spec.threads,
-                    default,
-                    range,
-                    "replicas",
-                )?,
+                replicas: size("--threads (replicas)", spec.threads, default, range, "replicas")?,
                 time,
             }))
         }
@@ -297,6 +284,30 @@ impl Runnable {
             Runnable::Lock(model) => check(model, limits),
             Runnable::Lemma(model) => check(model, limits),
             Runnable::GlobalTime(model) => check(model, limits),
+        }
+    }
+
+    /// The claim IDs this model checks (properties and liveness obligations).
+    pub fn claims(&self) -> Vec<String> {
+        use check::CheckedModel;
+        fn ids<M: CheckedModel>(model: &M) -> Vec<String>
+        where
+            M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
+            M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
+        {
+            let names = model
+                .properties()
+                .into_iter()
+                .map(|p| p.name)
+                .chain(model.obligations().into_iter().map(|o| o.name));
+            names
+                .map(|name| name.split_whitespace().next().unwrap_or("").to_owned())
+                .collect()
+        }
+        match self {
+            Runnable::Lock(model) => ids(model),
+            Runnable::Lemma(model) => ids(model),
+            Runnable::GlobalTime(model) => ids(model),
         }
     }
 

@@ -68,8 +68,10 @@ pub struct Graph<M: Model> {
     init_count: usize,
     /// Flattened obligations: (obligation number, index).
     slots: Vec<(usize, usize)>,
-    /// The state budget ran out before every state was expanded.
+    /// The state budget ran out (or the visitor stopped it) before every state was expanded.
     pub truncated: bool,
+    /// The visitor stopped the exploration.
+    pub stopped_early: bool,
 }
 
 /// A counterexample to an obligation.
@@ -98,6 +100,9 @@ pub enum LivenessVerdict<A> {
     },
 }
 
+/// How many entry states (nearest the initial state first) are tried for the shortest fair cycle.
+const CYCLE_ENTRY_CANDIDATES: usize = 64;
+
 fn fingerprint<T: Hash>(value: &T) -> u64 {
     let mut hasher = DefaultHasher::new();
     value.hash(&mut hasher);
@@ -112,7 +117,7 @@ where
 {
     /// Explore breadth-first, up to `max_states`.
     pub fn build(model: &M, obligations: &[Obligation<M>], max_states: usize) -> Self {
-        Self::build_with(model, obligations, max_states, |_, _| {})
+        Self::build_with(model, obligations, max_states, |_, _| false)
     }
 
     /// As [`Graph::build`], calling `visit` on every new state with its id.
@@ -120,7 +125,7 @@ where
         model: &M,
         obligations: &[Obligation<M>],
         max_states: usize,
-        mut visit: impl FnMut(u32, &M::State),
+        mut visit: impl FnMut(u32, &M::State) -> bool,
     ) -> Self {
         let slots: Vec<(usize, usize)> = obligations
             .iter()
@@ -133,6 +138,7 @@ where
             init_count: 0,
             slots,
             truncated: false,
+            stopped_early: false,
         };
         let mut index: HashMap<u64, u32> = HashMap::new();
         let mut queue: VecDeque<(u32, M::State)> = VecDeque::new();
@@ -142,7 +148,11 @@ where
                 continue;
             }
             let id = graph.add(model, obligations, &state, None);
-            visit(id, &state);
+            if visit(id, &state) {
+                graph.truncated = true;
+                graph.stopped_early = true;
+                return graph;
+            }
             index.insert(fp, id);
             queue.push_back((id, state));
         }
@@ -172,7 +182,11 @@ where
                             continue;
                         }
                         let to = graph.add(model, obligations, &next, Some((id, action.clone())));
-                        visit(to, &next);
+                        if visit(to, &next) {
+                            graph.truncated = true;
+                            graph.stopped_early = true;
+                            return graph;
+                        }
                         index.insert(fp, to);
                         queue.push_back((to, next));
                         to
@@ -232,7 +246,7 @@ where
         self.nodes.iter().map(|n| n.edges.len()).sum()
     }
 
-    /// The deepest BFS level (longest shortest path from an initial state).
+    /// The deepest BFS level, counting the initial state as depth 1 (as stateright does).
     pub fn depth(&self) -> usize {
         let mut depth = vec![0usize; self.nodes.len()];
         let mut deepest = 0;
@@ -242,7 +256,7 @@ where
                 deepest = deepest.max(depth[id]);
             }
         }
-        deepest
+        deepest + usize::from(!self.nodes.is_empty())
     }
 
     /// Check one obligation (all its indices).
@@ -263,9 +277,7 @@ where
         }
         if let Some(lasso) = bounded {
             return LivenessVerdict::Bounded {
-                reason:
-                    "the only counterexamples reach the model's last clock tick, where time stops"
-                        .into(),
+                reason: "the only counterexamples reach the model's last clock tick, where time stops".into(),
                 lasso: Some(lasso),
             };
         }
@@ -283,12 +295,7 @@ where
     }
 
     /// A deadlock or fair cycle with obligation `bit` open, preferring one off the bound.
-    fn find(
-        &self,
-        bit: usize,
-        obligation: &Obligation<M>,
-        k: usize,
-    ) -> Option<Box<Lasso<M::Action>>> {
+    fn find(&self, bit: usize, obligation: &Obligation<M>, k: usize) -> Option<Box<Lasso<M::Action>>> {
         let mut fallback = None;
         // (a) Deadlocks: expanded, open, no successor at all. BFS order: the first is nearest.
         for (id, node) in self.nodes.iter().enumerate() {
@@ -371,8 +378,8 @@ where
                                 break;
                             }
                         }
-                        let has_internal_edge = component.len() > 1
-                            || self.nodes[v as usize].edges.iter().any(|e| e.0 == v);
+                        let has_internal_edge =
+                            component.len() > 1 || self.nodes[v as usize].edges.iter().any(|e| e.0 == v);
                         if has_internal_edge {
                             found.push(component);
                         }
@@ -403,13 +410,40 @@ where
         if enabled_everywhere & !stepped != 0 {
             return None; // some actor is enabled throughout but never moves: no fair cycle here
         }
-        // Entry: the member nearest an initial state (smallest BFS id).
-        let entry = *component.iter().min().expect("non-empty");
-        // Visit one internal edge of each continuously enabled actor, then come back.
+        // Prefer the shortest cycle, through one of the members nearest an initial state, that
+        // is itself fair: every actor enabled in all of *its* states steps on it.
+        let mut candidates: Vec<u32> = component.to_vec();
+        candidates.sort_unstable();
+        let mut best: Option<(u32, Vec<M::Action>)> = None;
+        for &entry in candidates.iter().take(CYCLE_ENTRY_CANDIDATES) {
+            let Some((cycle, stepped_on_cycle, enabled_on_cycle)) = self.shortest_cycle(entry, &members) else {
+                continue;
+            };
+            if enabled_on_cycle & !stepped_on_cycle == 0 && best.as_ref().is_none_or(|(_, b)| cycle.len() < b.len()) {
+                best = Some((entry, cycle));
+            }
+        }
+        if best.is_some() {
+            return best;
+        }
+        // Otherwise stitch one: for every actor enabled somewhere in the SCC, visit a state
+        // where it is disabled, or (if it never is) take one of its steps.
+        let entry = candidates[0];
+        let enabled_somewhere = component
+            .iter()
+            .fold(0u64, |acc, &v| acc | self.nodes[v as usize].enabled);
         let mut cycle = Vec::new();
         let mut at = entry;
         for a in 0..64u8 {
-            if enabled_everywhere & (1 << a) == 0 {
+            if enabled_somewhere & (1 << a) == 0 {
+                continue;
+            }
+            if let Some(&resting) = component
+                .iter()
+                .find(|&&v| self.nodes[v as usize].enabled & (1 << a) == 0)
+            {
+                cycle.extend(self.path_within(at, resting, &members));
+                at = resting;
                 continue;
             }
             let (from, to, action) = component
@@ -424,26 +458,60 @@ where
         }
         cycle.extend(self.path_within(at, entry, &members));
         if cycle.is_empty() {
-            // No actor is enabled throughout: any cycle through the entry is fair.
-            let (first_to, first_action) = self.nodes[entry as usize]
+            // Every actor is disabled somewhere at the entry itself: any cycle through it is fair.
+            let (to, action) = self.nodes[entry as usize]
                 .edges
                 .iter()
                 .find(|(to, _, _)| members.contains(to))
                 .map(|(to, _, action)| (*to, action.clone()))
                 .expect("an SCC with an internal edge");
-            cycle.push(first_action);
-            cycle.extend(self.path_within(first_to, entry, &members));
+            cycle.push(action);
+            cycle.extend(self.path_within(to, entry, &members));
         }
         Some((entry, cycle))
     }
 
-    /// Shortest path of actions from `from` to `to` staying inside `members`.
-    fn path_within(
+    /// The shortest cycle from `entry` back to itself inside `members`, with the actors that
+    /// step on it and the actors enabled in every one of its states.
+    fn shortest_cycle(
         &self,
-        from: u32,
-        to: u32,
+        entry: u32,
         members: &std::collections::HashSet<u32>,
-    ) -> Vec<M::Action> {
+    ) -> Option<(Vec<M::Action>, u64, u64)> {
+        let mut previous: HashMap<u32, (u32, FairActor, M::Action)> = HashMap::new();
+        let mut queue = VecDeque::from([entry]);
+        while let Some(v) = queue.pop_front() {
+            for (w, actor, action) in &self.nodes[v as usize].edges {
+                if !members.contains(w) {
+                    continue;
+                }
+                if *w == entry {
+                    let mut path = vec![action.clone()];
+                    let mut stepped = actor.map_or(0, |a| 1u64 << a);
+                    let mut enabled = self.nodes[entry as usize].enabled;
+                    let mut at = v;
+                    while at != entry {
+                        enabled &= self.nodes[at as usize].enabled;
+                        let (p, actor, action) = previous.get(&at).expect("on the path").clone();
+                        path.push(action);
+                        stepped |= actor.map_or(0, |a| 1u64 << a);
+                        at = p;
+                    }
+                    path.reverse();
+                    return Some((path, stepped, enabled));
+                }
+                if previous.contains_key(w) {
+                    continue;
+                }
+                previous.insert(*w, (v, *actor, action.clone()));
+                queue.push_back(*w);
+            }
+        }
+        None
+    }
+
+    /// Shortest path of actions from `from` to `to` staying inside `members`.
+    fn path_within(&self, from: u32, to: u32, members: &std::collections::HashSet<u32>) -> Vec<M::Action> {
         if from == to {
             return Vec::new();
         }
@@ -472,13 +540,7 @@ where
         unreachable!("members of one SCC reach each other")
     }
 
-    fn lasso(
-        &self,
-        entry: u32,
-        cycle: Vec<M::Action>,
-        obligation: &Obligation<M>,
-        k: usize,
-    ) -> Box<Lasso<M::Action>> {
+    fn lasso(&self, entry: u32, cycle: Vec<M::Action>, obligation: &Obligation<M>, k: usize) -> Box<Lasso<M::Action>> {
         let mut stem = Vec::new();
         let mut at = entry;
         let mut touches_bound = self.nodes[entry as usize].at_bound;
@@ -490,11 +552,7 @@ where
         // Walk the cycle's states to see whether any sits at the bound.
         let mut v = entry;
         for action in &cycle {
-            if let Some((to, _, _)) = self.nodes[v as usize]
-                .edges
-                .iter()
-                .find(|(_, _, a)| a == action)
-            {
+            if let Some((to, _, _)) = self.nodes[v as usize].edges.iter().find(|(_, _, a)| a == action) {
                 v = *to;
                 touches_bound |= self.nodes[v as usize].at_bound;
             }

@@ -57,8 +57,7 @@ use cassalock::algo::queue_get_lock::QueueGetLock;
 use cassalock::algo::queue_try_get_lock::QueueTryGetLock;
 use cassalock::algo::retry::Retrying;
 use cassalock::algo::{
-    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind,
-    StepTag,
+    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, StepTag,
 };
 use cassalock::store::{RowStore, StoreReply, StoreRequest, MICROS_PER_SECOND};
 
@@ -117,8 +116,6 @@ pub struct LockModelConfig {
     pub fairness: bool,
     /// F: how often a waiter may be overtaken.
     pub overtake_bound: u8,
-    /// Check only this property (by claim ID), for shortest counterexamples.
-    pub only_property: Option<&'static str>,
 }
 
 impl LockModelConfig {
@@ -140,7 +137,6 @@ impl LockModelConfig {
             fencing: false,
             fairness: algorithm != LockAlgorithm::TryGetLock,
             overtake_bound: 0,
-            only_property: None,
         }
     }
 
@@ -187,12 +183,7 @@ pub enum AcquireMachine {
 }
 
 impl AcquireMachine {
-    fn resume(
-        &mut self,
-        config: &LockConfig,
-        input: Input,
-        now_us: u64,
-    ) -> cassalock::algo::Step<Acquire> {
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> cassalock::algo::Step<Acquire> {
         match self {
             AcquireMachine::Queue(machine) => machine.resume(config, input, now_us),
             AcquireMachine::Try(machine) => machine.resume(config, input, now_us),
@@ -399,9 +390,7 @@ impl LockModel {
     pub fn client_now_us(&self, world: &World, thread: usize) -> u64 {
         match &self.cfg.clocks {
             Clocks::Perfect => 0,
-            Clocks::Ticks { client_offset, .. } => {
-                u64::from(world.now + client_offset[thread]) * MICROS_PER_SECOND
-            }
+            Clocks::Ticks { client_offset, .. } => u64::from(world.now + client_offset[thread]) * MICROS_PER_SECOND,
         }
     }
 
@@ -409,9 +398,9 @@ impl LockModel {
     pub fn coordinator_now_us(&self, world: &World, thread: usize) -> u64 {
         match &self.cfg.clocks {
             Clocks::Perfect => 0,
-            Clocks::Ticks {
-                coordinator_offset, ..
-            } => u64::from(world.now + coordinator_offset[thread]) * MICROS_PER_SECOND,
+            Clocks::Ticks { coordinator_offset, .. } => {
+                u64::from(world.now + coordinator_offset[thread]) * MICROS_PER_SECOND
+            }
         }
     }
 
@@ -462,8 +451,7 @@ impl LockModel {
             let Some((thread, acquisition)) = parse_model_thread(column) else {
                 continue;
             };
-            if acquisition < world.threads.get(thread)?.completed && !world.threads[thread].crashed
-            {
+            if acquisition < world.threads.get(thread)?.completed && !world.threads[thread].crashed {
                 let expires_s = match &version.body {
                     cassalock::store::CellBody::Value {
                         expires_at_s: Some(expiry),
@@ -486,26 +474,14 @@ impl LockModel {
         let lock = LockId::new(LOCK).expect("valid");
         let id = self.cfg.thread_id(thread, acquisition);
         match self.cfg.algorithm {
-            LockAlgorithm::GetLock => {
-                AcquireMachine::Queue(Retrying::new(QueueGetLock::new(lock, id)))
-            }
-            LockAlgorithm::TryGetLock => {
-                AcquireMachine::Try(Retrying::new(QueueTryGetLock::new(lock, id)))
-            }
-            LockAlgorithm::Old => {
-                AcquireMachine::Old(Retrying::new(OldGetLock::new(lock, id, OldMode::Blocking)))
-            }
+            LockAlgorithm::GetLock => AcquireMachine::Queue(Retrying::new(QueueGetLock::new(lock, id))),
+            LockAlgorithm::TryGetLock => AcquireMachine::Try(Retrying::new(QueueTryGetLock::new(lock, id))),
+            LockAlgorithm::Old => AcquireMachine::Old(Retrying::new(OldGetLock::new(lock, id, OldMode::Blocking))),
         }
     }
 
     /// Carry out a pending action for thread i; the answer for its machine.
-    fn perform<O>(
-        &self,
-        world: &mut World,
-        thread: usize,
-        (tag, action): Pending<O>,
-        events: &mut Events,
-    ) -> Input {
+    fn perform<O>(&self, world: &mut World, thread: usize, (tag, action): Pending<O>, events: &mut Events) -> Input {
         let mut did = |what: String| {
             if let Some(events) = events {
                 events.push(Event::Did { tag, what });
@@ -535,9 +511,7 @@ impl LockModel {
                 Input::Woke
             }
             Action::Draw { max_ms } => {
-                did(format!(
-                    "drew 0 from 0..={max_ms} ms (durations are abstracted)"
-                ));
+                did(format!("drew 0 from 0..={max_ms} ms (durations are abstracted)"));
                 Input::Drawn(0)
             }
             Action::ReadTime => {
@@ -605,16 +579,8 @@ impl LockModel {
                         wrote_resource: true,
                     };
                 } else {
-                    note(events, || {
-                        format!("t{i} leaves its critical section and releases")
-                    });
-                    self.run_release(
-                        world,
-                        i,
-                        Retrying::new(Release::new(lease)),
-                        Input::Start,
-                        events,
-                    );
+                    note(events, || format!("t{i} leaves its critical section and releases"));
+                    self.run_release(world, i, Retrying::new(Release::new(lease)), Input::Start, events);
                 }
             }
             Main::Releasing { machine, next } => {
@@ -628,14 +594,7 @@ impl LockModel {
         }
     }
 
-    fn run_acquire(
-        &self,
-        world: &mut World,
-        i: usize,
-        mut machine: AcquireMachine,
-        input: Input,
-        events: &mut Events,
-    ) {
+    fn run_acquire(&self, world: &mut World, i: usize, mut machine: AcquireMachine, input: Input, events: &mut Events) {
         let now = self.client_now_us(world, i);
         let mut step = machine.resume(&self.cfg.lock, input, now);
         if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue {
@@ -674,20 +633,14 @@ impl LockModel {
         match outcome {
             Acquire::Acquired { lease, token } => {
                 note(events, || {
-                    format!(
-                        "t{i} HOLDS the lock (fencing token {})",
-                        short_column(token.as_str())
-                    )
+                    format!("t{i} HOLDS the lock (fencing token {})", short_column(token.as_str()))
                 });
                 // F: acquired while another live queue cell sorts before ours?
                 if let Some(column) = &lease.queue_column {
                     let lock = LockId::new(LOCK).expect("valid");
-                    let head = world.store.read_slice(
-                        &lock.queue_row(),
-                        "",
-                        1,
-                        self.coordinator_now_us(world, i),
-                    );
+                    let head = world
+                        .store
+                        .read_slice(&lock.queue_row(), "", 1, self.coordinator_now_us(world, i));
                     if head.first().is_some_and(|cell| cell.column < *column) {
                         world.order_broken = true;
                         note(events, || {
@@ -763,18 +716,9 @@ impl LockModel {
         }
     }
 
-    fn write_resource(
-        &self,
-        world: &mut World,
-        i: usize,
-        token: &FencingToken,
-        events: &mut Events,
-    ) {
+    fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
         let resource = &mut world.resource;
-        let stale = resource
-            .highest
-            .as_ref()
-            .is_some_and(|highest| token < highest);
+        let stale = resource.highest.as_ref().is_some_and(|highest| token < highest);
         if stale && self.cfg.fencing {
             resource.refused = resource.refused.saturating_add(1);
             let highest = short_column(resource.highest.as_ref().expect("stale").as_str());
@@ -841,9 +785,7 @@ impl LockModel {
 
     fn renewal_enabled(&self, world: &World, i: usize, task: &RenewalTask) -> bool {
         match &task.next {
-            Some((_, Action::Sleep { .. })) => {
-                task.stop_requested || self.client_now_us(world, i) >= task.wake_at_us
-            }
+            Some((_, Action::Sleep { .. })) => task.stop_requested || self.client_now_us(world, i) >= task.wake_at_us,
             _ => true,
         }
     }
@@ -886,11 +828,7 @@ impl LockModel {
     fn canonicalize(&self, world: &mut World) {
         let horizon = self.slowest_coordinator_us(world);
         world.store.purge(u64::MAX, horizon);
-        let mut stamps: Vec<u64> = world
-            .store
-            .versions()
-            .map(|(_, _, v)| v.timestamp_us)
-            .collect();
+        let mut stamps: Vec<u64> = world.store.versions().map(|(_, _, v)| v.timestamp_us).collect();
         stamps.sort_unstable();
         stamps.dedup();
         world
@@ -903,12 +841,9 @@ impl LockModel {
         let mut next = world.clone();
         match act {
             Act::Main(i) => self.step_main(&mut next, usize::from(i), &mut events),
-            Act::Renew { thread, task } => self.step_renewal(
-                &mut next,
-                usize::from(thread),
-                usize::from(task),
-                &mut events,
-            ),
+            Act::Renew { thread, task } => {
+                self.step_renewal(&mut next, usize::from(thread), usize::from(task), &mut events)
+            }
             Act::Tick => next.now += 1,
             Act::Pause(i) => {
                 next.threads[usize::from(i)].paused_at = Some(next.now);
@@ -974,10 +909,7 @@ impl LockModel {
 /// "t3:1" → (3, 1).
 pub fn parse_model_thread(id: &str) -> Option<(usize, u8)> {
     let (client, sequence) = id.split_once(':')?;
-    Some((
-        client.strip_prefix('t')?.parse().ok()?,
-        sequence.parse().ok()?,
-    ))
+    Some((client.strip_prefix('t')?.parse().ok()?, sequence.parse().ok()?))
 }
 
 /// A microsecond time as ticks, for traces.
@@ -1005,11 +937,7 @@ pub fn short_column(column: &str) -> String {
 fn show_request(request: &StoreRequest) -> String {
     use cassalock::store::StoreOp;
     match request {
-        StoreOp::Write {
-            row,
-            cells,
-            timestamp,
-        } => {
+        StoreOp::Write { row, cells, timestamp } => {
             let cells: Vec<String> = cells
                 .iter()
                 .map(|cell| match cell.ttl_s {
@@ -1019,11 +947,7 @@ fn show_request(request: &StoreRequest) -> String {
                 .collect();
             format!("write {row} [{}] @ts{timestamp}", cells.join(", "))
         }
-        StoreOp::Delete {
-            row,
-            column,
-            timestamp,
-        } => format!("delete {row} [{}] @ts{timestamp}", short_column(column)),
+        StoreOp::Delete { row, column, timestamp } => format!("delete {row} [{}] @ts{timestamp}", short_column(column)),
         StoreOp::ReadSlice { row, count, .. } => format!("read {row} first {count}"),
     }
 }
@@ -1032,10 +956,7 @@ fn show_reply(reply: &StoreReply) -> String {
     match reply {
         StoreReply::Done => "ok".into(),
         StoreReply::Slice(cells) => {
-            let cells: Vec<String> = cells
-                .iter()
-                .map(|cell| short_column(&cell.column))
-                .collect();
+            let cells: Vec<String> = cells.iter().map(|cell| short_column(&cell.column)).collect();
             format!("[{}]", cells.join(", "))
         }
     }
@@ -1067,10 +988,7 @@ fn order_fn(_: &LockModel, world: &World) -> bool {
 }
 
 fn overtakes_fn(model: &LockModel, world: &World) -> bool {
-    world
-        .threads
-        .iter()
-        .all(|t| t.overtaken <= model.cfg.overtake_bound)
+    world.threads.iter().all(|t| t.overtaken <= model.cfg.overtake_bound)
 }
 
 fn resource_fn(_: &LockModel, world: &World) -> bool {
@@ -1121,9 +1039,7 @@ impl stateright::Model for LockModel {
     fn properties(&self) -> Vec<stateright::Property<Self>> {
         use stateright::Property;
         let mutual_exclusion = match self.cfg.algorithm {
-            LockAlgorithm::TryGetLock => {
-                Property::always("T3 at most one TryGetLock caller holds the lock", holds_fn)
-            }
+            LockAlgorithm::TryGetLock => Property::always("T3 at most one TryGetLock caller holds the lock", holds_fn),
             _ => Property::always("T1 at most one thread holds the lock", holds_fn),
         };
         let mut properties = vec![mutual_exclusion];
@@ -1146,13 +1062,7 @@ impl stateright::Model for LockModel {
             ));
         }
         if self.cfg.lock.ttl_s.is_some() {
-            properties.push(Property::always(
-                "K3 no released lock stays taken by nobody",
-                stuck_fn,
-            ));
-        }
-        if let Some(only) = self.cfg.only_property {
-            properties.retain(|p| p.name.split_whitespace().next() == Some(only));
+            properties.push(Property::always("K3 no released lock stays taken by nobody", stuck_fn));
         }
         properties
     }
@@ -1264,20 +1174,16 @@ impl crate::check::CheckedModel for LockModel {
         let mut measures = Vec::new();
         if self.cfg.fairness {
             measures.push(Measure {
-                name: "F overtakes of one waiter",
+                name: "F-overtakes most times one waiter was overtaken",
                 unit: "(counted up to bound + 1)",
-                value: |_, world: &World| {
-                    world.threads.iter().map(|t| u64::from(t.overtaken)).max()
-                },
+                value: |_, world: &World| world.threads.iter().map(|t| u64::from(t.overtaken)).max(),
             });
         }
         if self.cfg.lock.ttl_s.is_some() {
             measures.push(Measure {
                 name: "K3 a released lock stays taken for",
                 unit: "more ticks",
-                value: |model: &LockModel, world: &World| {
-                    model.stuck_after_release(world).map(|(_, ticks)| ticks)
-                },
+                value: |model: &LockModel, world: &World| model.stuck_after_release(world).map(|(_, ticks)| ticks),
             });
         }
         measures
@@ -1305,11 +1211,7 @@ impl crate::check::CheckedModel for LockModel {
                     } else {
                         String::new()
                     };
-                    format!(
-                        "{tag}: {} -> {}{clock}",
-                        show_request(&request),
-                        show_reply(&reply)
-                    )
+                    format!("{tag}: {} -> {}{clock}", show_request(&request), show_reply(&reply))
                 }
                 Event::Did { tag, what } => format!("{tag}: {what}"),
                 Event::Done { tag, what } => format!("{tag} => {what}"),
@@ -1344,14 +1246,8 @@ impl crate::check::CheckedModel for LockModel {
         };
         let mut rows = format!("main [{}]", self.live_row(world, &lock.main_row()));
         match self.cfg.algorithm {
-            LockAlgorithm::Old => rows.push_str(&format!(
-                " shadow [{}]",
-                self.live_row(world, &lock.shadow_row())
-            )),
-            _ => rows.push_str(&format!(
-                " queue [{}]",
-                self.live_row(world, &lock.queue_row())
-            )),
+            LockAlgorithm::Old => rows.push_str(&format!(" shadow [{}]", self.live_row(world, &lock.shadow_row()))),
+            _ => rows.push_str(&format!(" queue [{}]", self.live_row(world, &lock.queue_row()))),
         }
         let clock = match &self.cfg.clocks {
             Clocks::Perfect => String::new(),

@@ -56,14 +56,9 @@ fn read_global_time() -> crate::store::StoreCommand {
 /// The GlobalTime value in a read reply: `Ok(None)` when the cell was never written.
 fn global_time_in(cells: &[crate::store::LiveCell]) -> Result<Option<u64>, StoreFailure> {
     match cells.first() {
-        Some(cell) if cell.column == GLOBAL_TIME_COLUMN => {
-            decode_time(&cell.value).map(Some).ok_or_else(|| {
-                StoreFailure::Other(format!(
-                    "the GlobalTime cell holds {:?}, not a time",
-                    cell.value
-                ))
-            })
-        }
+        Some(cell) if cell.column == GLOBAL_TIME_COLUMN => decode_time(&cell.value)
+            .map(Some)
+            .ok_or_else(|| StoreFailure::Other(format!("the GlobalTime cell holds {:?}, not a time", cell.value))),
         _ => Ok(None),
     }
 }
@@ -87,13 +82,8 @@ pub enum GlobalTimeUpdate {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum UpdateState {
     Idle,
-    Reading {
-        local_us: u64,
-    },
-    Writing {
-        previous_us: Option<u64>,
-        local_us: u64,
-    },
+    Reading { local_us: u64 },
+    Writing { previous_us: Option<u64>, local_us: u64 },
     Finished,
 }
 
@@ -130,10 +120,7 @@ impl TryUpdateGlobalTime {
     pub fn times(&self) -> Vec<u64> {
         match &self.state {
             UpdateState::Reading { local_us } => vec![*local_us],
-            UpdateState::Writing {
-                previous_us,
-                local_us,
-            } => previous_us.iter().copied().chain([*local_us]).collect(),
+            UpdateState::Writing { previous_us, local_us } => previous_us.iter().copied().chain([*local_us]).collect(),
             UpdateState::Idle | UpdateState::Finished => Vec::new(),
         }
     }
@@ -143,10 +130,7 @@ impl TryUpdateGlobalTime {
     pub fn rename_times(&mut self, rename: impl Fn(u64) -> u64) {
         match &mut self.state {
             UpdateState::Reading { local_us } => *local_us = rename(*local_us),
-            UpdateState::Writing {
-                previous_us,
-                local_us,
-            } => {
+            UpdateState::Writing { previous_us, local_us } => {
                 *local_us = rename(*local_us);
                 if let Some(previous) = previous_us {
                     *previous = rename(*previous);
@@ -161,20 +145,12 @@ impl Machine for TryUpdateGlobalTime {
     type Config = RetryPolicy;
     type Output = GlobalTimeUpdate;
 
-    fn resume(
-        &mut self,
-        _config: &RetryPolicy,
-        input: Input,
-        now_us: u64,
-    ) -> Step<GlobalTimeUpdate> {
+    fn resume(&mut self, _config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
         if let Input::Failed(failure) = input {
             self.state = UpdateState::Finished;
             return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure));
         }
-        match (
-            std::mem::replace(&mut self.state, UpdateState::Finished),
-            input,
-        ) {
+        match (std::mem::replace(&mut self.state, UpdateState::Finished), input) {
             // L8.1: localTime = the replica's clock.
             (UpdateState::Idle, Input::Start) => {
                 self.state = UpdateState::Reading { local_us: now_us };
@@ -183,23 +159,14 @@ impl Machine for TryUpdateGlobalTime {
             (UpdateState::Reading { local_us }, Input::Reply(StoreReply::Slice(cells))) => {
                 let global = match global_time_in(&cells) {
                     Ok(global) => global,
-                    Err(failure) => {
-                        return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure))
-                    }
+                    Err(failure) => return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure)),
                 };
                 match global {
-                    Some(global_us) if local_us <= global_us => Step::done(
-                        L8_UNCHANGED,
-                        GlobalTimeUpdate::Unchanged {
-                            local_us,
-                            global_us,
-                        },
-                    ),
+                    Some(global_us) if local_us <= global_us => {
+                        Step::done(L8_UNCHANGED, GlobalTimeUpdate::Unchanged { local_us, global_us })
+                    }
                     previous_us => {
-                        self.state = UpdateState::Writing {
-                            previous_us,
-                            local_us,
-                        };
+                        self.state = UpdateState::Writing { previous_us, local_us };
                         let write = StoreOp::Write {
                             row: GLOBAL_TIME_ROW.to_owned(),
                             cells: vec![CellWrite {
@@ -213,13 +180,7 @@ impl Machine for TryUpdateGlobalTime {
                     }
                 }
             }
-            (
-                UpdateState::Writing {
-                    previous_us,
-                    local_us,
-                },
-                Input::Reply(StoreReply::Done),
-            ) => Step::done(
+            (UpdateState::Writing { previous_us, local_us }, Input::Reply(StoreReply::Done)) => Step::done(
                 L8_RAISED,
                 GlobalTimeUpdate::Raised {
                     previous_us,
@@ -248,11 +209,7 @@ pub struct ReadGlobalTime {
     asked: bool,
 }
 
-const READ: StepTag = StepTag::new(
-    Source::TimeClient,
-    0,
-    "ask the time service: read GlobalTime",
-);
+const READ: StepTag = StepTag::new(Source::TimeClient, 0, "ask the time service: read GlobalTime");
 const ANSWER: StepTag = StepTag::new(Source::TimeClient, 0, "the time service answered");
 
 impl ReadGlobalTime {
@@ -265,12 +222,7 @@ impl Machine for ReadGlobalTime {
     type Config = RetryPolicy;
     type Output = GlobalTimeReading;
 
-    fn resume(
-        &mut self,
-        _config: &RetryPolicy,
-        input: Input,
-        _now_us: u64,
-    ) -> Step<GlobalTimeReading> {
+    fn resume(&mut self, _config: &RetryPolicy, input: Input, _now_us: u64) -> Step<GlobalTimeReading> {
         match (self.asked, input) {
             (false, Input::Start) => {
                 self.asked = true;
@@ -284,9 +236,7 @@ impl Machine for ReadGlobalTime {
                 };
                 Step::done(ANSWER, reading)
             }
-            (true, Input::Failed(failure)) => {
-                Step::done(ANSWER, GlobalTimeReading::Failed(failure))
-            }
+            (true, Input::Failed(failure)) => Step::done(ANSWER, GlobalTimeReading::Failed(failure)),
             (asked, input) => panic!("ReadGlobalTime (asked: {asked}): unexpected input {input:?}"),
         }
     }
@@ -355,10 +305,7 @@ mod tests {
             GlobalTimeReading::Time(150)
         );
         assert_eq!(
-            store
-                .version(GLOBAL_TIME_ROW, GLOBAL_TIME_COLUMN)
-                .unwrap()
-                .timestamp_us,
+            store.version(GLOBAL_TIME_ROW, GLOBAL_TIME_COLUMN).unwrap().timestamp_us,
             150,
             "value = timestamp"
         );
@@ -372,15 +319,11 @@ mod tests {
         run(&mut TryUpdateGlobalTime::new(), &mut store, 100);
         let mut slow = TryUpdateGlobalTime::new();
         let read = slow.resume(&RetryPolicy::default(), Input::Start, 120);
-        let Action::Store(read) = read.action else {
-            panic!()
-        };
+        let Action::Store(read) = read.action else { panic!() };
         let reply = read.stamp(|| 0).apply_to(&mut store, 120);
         let write = slow.resume(&RetryPolicy::default(), Input::Reply(reply), 120);
         run(&mut TryUpdateGlobalTime::new(), &mut store, 150);
-        let Action::Store(write) = write.action else {
-            panic!()
-        };
+        let Action::Store(write) = write.action else { panic!() };
         write.stamp(|| 0).apply_to(&mut store, 120);
         assert_eq!(
             run(&mut ReadGlobalTime::new(), &mut store, 0).0,

@@ -26,8 +26,7 @@
 //!   checker: `trygetlock --fault crash`).
 
 use super::{
-    delete_own_cell, write_own_cell, Action, Input, LeaseCells, LockConfig, Machine, SleepKind,
-    Source, Step, StepTag,
+    delete_own_cell, write_own_cell, Action, Input, LeaseCells, LockConfig, Machine, SleepKind, Source, Step, StepTag,
 };
 use crate::store::{StoreFailure, StoreOp, StoreReply};
 
@@ -73,15 +72,10 @@ pub struct Renewal {
     state: RenewalState,
 }
 
-const NOTHING_EXPIRES: StepTag =
-    StepTag::new(Source::Lease, 0, "cells have no TTL: nothing to renew");
+const NOTHING_EXPIRES: StepTag = StepTag::new(Source::Lease, 0, "cells have no TTL: nothing to renew");
 const SLEEP: StepTag = StepTag::new(Source::Lease, 0, "renewal: wait for the next rewrite");
 const STOPPED: StepTag = StepTag::new(Source::Lease, 0, "renewal stopped by release");
-const CHECK: StepTag = StepTag::new(
-    Source::Ours,
-    0,
-    "renewal: check own main cell is still there",
-);
+const CHECK: StepTag = StepTag::new(Source::Ours, 0, "renewal: check own main cell is still there");
 const REWRITE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own queue cell");
 const REWRITE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own main cell");
 const GONE: StepTag = StepTag::new(Source::Ours, 0, "own main cell is gone: the lease is lost");
@@ -108,16 +102,14 @@ impl Renewal {
     pub fn is_rewriting(&self) -> bool {
         matches!(
             self.state,
-            RenewalState::Checking
-                | RenewalState::WritingQueue { .. }
-                | RenewalState::WritingMain { .. }
+            RenewalState::Checking | RenewalState::WritingQueue { .. } | RenewalState::WritingMain { .. }
         )
     }
 
     fn expired(&self, config: &LockConfig, now_us: u64) -> bool {
-        config.ttl_ms().is_some_and(|ttl_ms| {
-            now_us >= self.lease.main_written_at_us.saturating_add(ttl_ms * 1000)
-        })
+        config
+            .ttl_ms()
+            .is_some_and(|ttl_ms| now_us >= self.lease.main_written_at_us.saturating_add(ttl_ms * 1000))
     }
 
     fn sleep_until_due(&mut self, config: &LockConfig, now_us: u64) -> Step<RenewalEnd> {
@@ -159,19 +151,14 @@ impl Machine for Renewal {
     type Output = RenewalEnd;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
-        match (
-            std::mem::replace(&mut self.state, RenewalState::Finished),
-            input,
-        ) {
+        match (std::mem::replace(&mut self.state, RenewalState::Finished), input) {
             (RenewalState::Idle, Input::Start) => {
                 if config.ttl_s.is_none() {
                     return self.finish(NOTHING_EXPIRES, RenewalEnd::Stopped);
                 }
                 self.sleep_until_due(config, now_us)
             }
-            (RenewalState::Sleeping, Input::StopRequested) => {
-                self.finish(STOPPED, RenewalEnd::Stopped)
-            }
+            (RenewalState::Sleeping, Input::StopRequested) => self.finish(STOPPED, RenewalEnd::Stopped),
             (RenewalState::Sleeping, Input::Woke) => {
                 if self.expired(config, now_us) {
                     return self.finish(EXPIRED, RenewalEnd::Lost(LeaseLost::Expired));
@@ -194,12 +181,7 @@ impl Machine for Renewal {
                 match self.lease.queue_column.clone() {
                     Some(column) => {
                         self.state = RenewalState::WritingQueue { started_us: now_us };
-                        let command = write_own_cell(
-                            config,
-                            self.lease.lock.queue_row(),
-                            column,
-                            &self.lease.thread,
-                        );
+                        let command = write_own_cell(config, self.lease.lock.queue_row(), column, &self.lease.thread);
                         Step::store(REWRITE_QUEUE, command)
                     }
                     None => self.write_main(config, now_us),
@@ -213,9 +195,7 @@ impl Machine for Renewal {
                 self.sleep_until_due(config, now_us)
             }
             (
-                RenewalState::Checking
-                | RenewalState::WritingQueue { .. }
-                | RenewalState::WritingMain { .. },
+                RenewalState::Checking | RenewalState::WritingQueue { .. } | RenewalState::WritingMain { .. },
                 Input::Failed(_),
             ) => {
                 if self.expired(config, now_us) {
@@ -266,11 +246,7 @@ pub struct Release {
     state: ReleaseState,
 }
 
-const STOP_AND_WAIT: StepTag = StepTag::new(
-    Source::Lease,
-    0,
-    "release: stop the renewal task and wait for it",
-);
+const STOP_AND_WAIT: StepTag = StepTag::new(Source::Lease, 0, "release: stop the renewal task and wait for it");
 const STOP_NO_WAIT: StepTag = StepTag::new(
     Source::Ours,
     0,
@@ -301,10 +277,7 @@ impl Release {
         match self.lease.queue_column.clone() {
             Some(column) => {
                 self.state = ReleaseState::DeletingQueue { main_failed };
-                Step::store(
-                    DELETE_QUEUE,
-                    delete_own_cell(self.lease.lock.queue_row(), column),
-                )
+                Step::store(DELETE_QUEUE, delete_own_cell(self.lease.lock.queue_row(), column))
             }
             None => self.finish(main_failed),
         }
@@ -324,10 +297,7 @@ impl Machine for Release {
     type Output = Released;
 
     fn resume(&mut self, config: &LockConfig, input: Input, _now_us: u64) -> Step<Released> {
-        match (
-            std::mem::replace(&mut self.state, ReleaseState::Finished),
-            input,
-        ) {
+        match (std::mem::replace(&mut self.state, ReleaseState::Finished), input) {
             (ReleaseState::Idle, Input::Start) => {
                 self.state = ReleaseState::StoppingRenewal;
                 let wait = !config.mutants.k3_release_without_waiting;
@@ -346,12 +316,8 @@ impl Machine for Release {
             }
             (ReleaseState::DeletingMain, Input::Reply(StoreReply::Done)) => self.after_main(None),
             (ReleaseState::DeletingMain, Input::Failed(failure)) => self.after_main(Some(failure)),
-            (ReleaseState::DeletingQueue { main_failed }, Input::Reply(StoreReply::Done)) => {
-                self.finish(main_failed)
-            }
-            (ReleaseState::DeletingQueue { .. }, Input::Failed(failure)) => {
-                self.finish(Some(failure))
-            }
+            (ReleaseState::DeletingQueue { main_failed }, Input::Reply(StoreReply::Done)) => self.finish(main_failed),
+            (ReleaseState::DeletingQueue { .. }, Input::Failed(failure)) => self.finish(Some(failure)),
             (state, input) => panic!("release: input {input:?} does not answer state {state:?}"),
         }
     }
@@ -380,12 +346,7 @@ mod tests {
     fn held(bench: &mut Bench) -> LeaseCells {
         let thread = thread();
         let column = queue_column(bench.now_us, &thread);
-        bench.execute(write_own_cell(
-            &bench.config,
-            "q:L".into(),
-            column.clone(),
-            &thread,
-        ));
+        bench.execute(write_own_cell(&bench.config, "q:L".into(), column.clone(), &thread));
         bench.execute(write_own_cell(
             &bench.config,
             "m:L".into(),
@@ -408,37 +369,21 @@ mod tests {
         let mut renewal = Renewal::new(lease.clone());
         let mut input = Input::Start;
         for round in 1..=6 {
-            let step = bench.run_until(&mut renewal, input, |step| {
-                matches!(step.action, Action::Sleep { .. })
-            });
+            let step = bench.run_until(&mut renewal, input, |step| matches!(step.action, Action::Sleep { .. }));
             let Action::Sleep { ms, kind } = step.action else {
                 panic!()
             };
             assert_eq!(kind, SleepKind::Renewal);
-            assert_eq!(
-                ms, 5000,
-                "round {round}: sleep until the next renewal is due"
-            );
+            assert_eq!(ms, 5000, "round {round}: sleep until the next renewal is due");
             bench.now_us += ms * 1000;
             input = Input::Woke;
         }
-        assert_eq!(
-            bench.now_us - start_us,
-            30_000_000,
-            "30 s of renewals with a 10 s TTL"
-        );
+        assert_eq!(bench.now_us - start_us, 30_000_000, "30 s of renewals with a 10 s TTL");
         assert_eq!(bench.live_columns("m:L"), ["a:1"]);
         assert_eq!(bench.live_columns("q:L"), [lease.queue_column.unwrap()]);
-        let rewrites = bench
-            .tags
-            .iter()
-            .filter(|tag| **tag == REWRITE_MAIN)
-            .count();
+        let rewrites = bench.tags.iter().filter(|tag| **tag == REWRITE_MAIN).count();
         assert_eq!(rewrites, 5);
-        assert!(
-            !renewal.urgent(&bench.config, bench.now_us),
-            "asleep, so not urgent"
-        );
+        assert!(!renewal.urgent(&bench.config, bench.now_us), "asleep, so not urgent");
     }
 
     #[test]
@@ -464,10 +409,7 @@ mod tests {
         });
         bench.now_us += 5_000_000;
         let done = bench.run_until(&mut renewal, Input::Woke, |_| false);
-        assert_eq!(
-            done.action,
-            Action::Done(RenewalEnd::Lost(LeaseLost::MainCellGone))
-        );
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::MainCellGone)));
         assert!(bench.live_columns("m:L").is_empty());
 
         // Woken only after a whole TTL (a pause): expired, without touching the store.
@@ -477,10 +419,7 @@ mod tests {
         });
         bench.now_us += 60_000_000;
         let done = bench.run_until(&mut renewal, Input::Woke, |_| false);
-        assert_eq!(
-            done.action,
-            Action::Done(RenewalEnd::Lost(LeaseLost::Expired))
-        );
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
     }
 
     #[test]
@@ -547,28 +486,17 @@ mod tests {
         // ... when release runs to the end without waiting.
         let mut release = Release::new(lease);
         assert_eq!(
-            release
-                .resume(&bench.config, Input::Start, bench.now_us)
-                .action,
+            release.resume(&bench.config, Input::Start, bench.now_us).action,
             Action::StopRenewal { wait: false }
         );
         bench.run_until(&mut release, Input::RenewalStopped, |_| false);
         assert!(bench.live_columns("m:L").is_empty());
         // The renewal's write, stamped after the delete, brings the cell back: K3.
-        let Action::Store(write) = rewrite.action else {
-            panic!()
-        };
+        let Action::Store(write) = rewrite.action else { panic!() };
         bench.execute(write);
-        assert_eq!(
-            bench.live_columns("m:L"),
-            ["a:1"],
-            "released, yet taken until the TTL"
-        );
+        assert_eq!(bench.live_columns("m:L"), ["a:1"], "released, yet taken until the TTL");
         bench.now_us += 10_000_000;
-        assert!(
-            bench.live_columns("m:L").is_empty(),
-            "free again once the TTL ran out"
-        );
+        assert!(bench.live_columns("m:L").is_empty(), "free again once the TTL ran out");
     }
 
     #[test]
@@ -578,16 +506,9 @@ mod tests {
         let mut release = Release::new(lease);
         release.resume(&bench.config, Input::Start, bench.now_us);
         release.resume(&bench.config, Input::RenewalStopped, bench.now_us);
-        let next = release.resume(
-            &bench.config,
-            Input::Failed(StoreFailure::Unavailable),
-            bench.now_us,
-        );
+        let next = release.resume(&bench.config, Input::Failed(StoreFailure::Unavailable), bench.now_us);
         assert_eq!(next.tag, DELETE_QUEUE);
         let done = release.resume(&bench.config, Input::Reply(StoreReply::Done), bench.now_us);
-        assert_eq!(
-            done.action,
-            Action::Done(Released::Failed(StoreFailure::Unavailable))
-        );
+        assert_eq!(done.action, Action::Done(Released::Failed(StoreFailure::Unavailable)));
     }
 }

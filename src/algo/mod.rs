@@ -306,10 +306,7 @@ pub struct LeaseCells {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Acquire {
     /// The lock is held: the cells to renew and release, and the fencing token.
-    Acquired {
-        lease: LeaseCells,
-        token: FencingToken,
-    },
+    Acquired { lease: LeaseCells, token: FencingToken },
     /// TryGetLock (or the old algorithm's single TryLock) found the lock taken.
     NotAcquired,
     /// `max_wait_ms` ran out; our queue cell was deleted.
@@ -360,12 +357,7 @@ pub(crate) fn read_first(row: String, count: u32) -> StoreCommand {
 }
 
 /// Write one cell whose value is the thread id, with the lock TTL and a client timestamp.
-pub(crate) fn write_own_cell(
-    config: &LockConfig,
-    row: String,
-    column: String,
-    thread: &ThreadId,
-) -> StoreCommand {
+pub(crate) fn write_own_cell(config: &LockConfig, row: String, column: String, thread: &ThreadId) -> StoreCommand {
     StoreCommand::Write {
         row,
         cells: vec![crate::store::CellWrite {

@@ -22,9 +22,8 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
-    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
-    StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
+    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -94,37 +93,16 @@ const L3_READ_MAIN: StepTag = StepTag::new(Source::L3, 1, "read the main row");
 const L3_OWNER: StepTag = StepTag::new(Source::L3, 6, "AnotherThreadIsOwner: not acquired");
 const L3_WRITE_SHADOW: StepTag = StepTag::new(Source::L3, 7, "write own cell to the shadow row");
 const L3_READ_SHADOW: StepTag = StepTag::new(Source::L3, 8, "read the shadow row");
-const L3_READ_MAIN_AGAIN: StepTag = StepTag::new(
-    Source::L3,
-    10,
-    "alone in the shadow row: read the main row again",
-);
-const L3_WRITE_MAIN: StepTag = StepTag::new(
-    Source::L3,
-    11,
-    "main row empty: write own cell to the main row",
-);
+const L3_READ_MAIN_AGAIN: StepTag = StepTag::new(Source::L3, 10, "alone in the shadow row: read the main row again");
+const L3_WRITE_MAIN: StepTag = StepTag::new(Source::L3, 11, "main row empty: write own cell to the main row");
 const L3_DELETE_SHADOW_WON: StepTag = StepTag::new(Source::L3, 12, "delete own shadow cell");
-const L3_DELETE_SHADOW_LOST: StepTag =
-    StepTag::new(Source::L3, 14, "not alone: delete own shadow cell");
-const L3_SUCCESS_REENTRY: StepTag =
-    StepTag::new(Source::L3, 4, "the main row's one cell is ours: Success");
-const TOKEN_TIME: StepTag = StepTag::new(
-    Source::Ours,
-    0,
-    "Success: read the time for the fencing token",
-);
+const L3_DELETE_SHADOW_LOST: StepTag = StepTag::new(Source::L3, 14, "not alone: delete own shadow cell");
+const L3_SUCCESS_REENTRY: StepTag = StepTag::new(Source::L3, 4, "the main row's one cell is ours: Success");
+const TOKEN_TIME: StepTag = StepTag::new(Source::Ours, 0, "Success: read the time for the fencing token");
 const L4_DONE: StepTag = StepTag::new(Source::L4, 4, "Success: the lock is held");
-const L4_OWNER_BACKOFF: StepTag = StepTag::new(
-    Source::L4,
-    6,
-    "AnotherThreadIsOwner: draw a sleep of 0-1000 ms",
-);
-const L4_CONCURRENT_BACKOFF: StepTag = StepTag::new(
-    Source::L4,
-    9,
-    "ConcurrentAttempt: draw a sleep of 0-50*attempt ms",
-);
+const L4_OWNER_BACKOFF: StepTag = StepTag::new(Source::L4, 6, "AnotherThreadIsOwner: draw a sleep of 0-1000 ms");
+const L4_CONCURRENT_BACKOFF: StepTag =
+    StepTag::new(Source::L4, 9, "ConcurrentAttempt: draw a sleep of 0-50*attempt ms");
 const L4_SLEEP: StepTag = StepTag::new(Source::L4, 6, "sleep, then TryLock again");
 const ONCE_NOT_ACQUIRED: StepTag = StepTag::new(Source::L3, 15, "ConcurrentAttempt: not acquired");
 const GAVE_UP: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
@@ -225,10 +203,7 @@ impl Machine for OldGetLock {
                         if config.ttl_s.is_some() {
                             self.contest_started_us = now_us;
                         }
-                        Step::store(
-                            L3_WRITE_SHADOW,
-                            self.write_own(config, self.lock.shadow_row()),
-                        )
+                        Step::store(L3_WRITE_SHADOW, self.write_own(config, self.lock.shadow_row()))
                     }
                 }
             }
@@ -277,8 +252,7 @@ impl Machine for OldGetLock {
             ) => match then {
                 TryLockResult::Success => {
                     self.state = State::ReadingTokenTime {
-                        main_written_at_us: main_written_at_us
-                            .expect("Success wrote the main cell"),
+                        main_written_at_us: main_written_at_us.expect("Success wrote the main cell"),
                     };
                     Step::new(TOKEN_TIME, Action::ReadTime)
                 }
@@ -301,7 +275,7 @@ impl Machine for OldGetLock {
                     lock: self.lock.clone(),
                     thread: self.thread.clone(),
                     queue_column: None,
-                    main_written_at_us: main_written_at_us,
+                    main_written_at_us,
                 };
                 let token = FencingToken(queue_column(time_us, &self.thread));
                 Step::done(L4_DONE, Acquire::Acquired { lease, token })
@@ -357,15 +331,8 @@ mod tests {
             bench.steps(),
             ["L3.1", "L3.7", "L3.8", "L3.10", "L3.11", "L3.12", "L4.4"]
         );
-        assert_eq!(
-            bench.live_columns("m:L"),
-            ["a:1"],
-            "L3.11 wrote the main cell"
-        );
-        assert!(
-            bench.live_columns("s:L").is_empty(),
-            "L3.12 deleted the shadow cell"
-        );
+        assert_eq!(bench.live_columns("m:L"), ["a:1"], "L3.11 wrote the main cell");
+        assert!(bench.live_columns("s:L").is_empty(), "L3.12 deleted the shadow cell");
         assert_eq!(lease.queue_column, None);
         assert_eq!(token.time_us(), Some(bench.now_us));
     }
@@ -387,15 +354,9 @@ mod tests {
         assert_eq!(step.action, Action::Draw { max_ms: 1000 }, "L4.6");
         assert_eq!(bench.steps(), ["L3.1", "L4.6"]);
         // The owner leaves while we sleep: the next TryLock succeeds.
-        bench.execute(crate::algo::delete_own_cell(
-            "m:L".into(),
-            other.as_str().into(),
-        ));
+        bench.execute(crate::algo::delete_own_cell("m:L".into(), other.as_str().into()));
         let done = bench.run_until(&mut old, Input::Drawn(300), |_| false);
-        assert!(matches!(
-            done.action,
-            Action::Done(Acquire::Acquired { .. })
-        ));
+        assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
         assert_eq!(bench.now_us, 1_000_000 + 300_000, "slept the drawn 300 ms");
     }
 
@@ -427,12 +388,8 @@ mod tests {
         let mut draws = Vec::new();
         let mut input = Input::Start;
         for _ in 0..25 {
-            let step = bench.run_until(&mut old, input, |step| {
-                matches!(step.action, Action::Draw { .. })
-            });
-            let Action::Draw { max_ms } = step.action else {
-                panic!()
-            };
+            let step = bench.run_until(&mut old, input, |step| matches!(step.action, Action::Draw { .. }));
+            let Action::Draw { max_ms } = step.action else { panic!() };
             draws.push(max_ms);
             input = Input::Drawn(0);
         }
@@ -441,11 +398,7 @@ mod tests {
             [50, 100, 150],
             "L4.9: 0..50*attempt, attempt + 1 each time"
         );
-        assert_eq!(
-            *draws.last().unwrap(),
-            1000,
-            "ours: attempt stops at max_attempt = 20"
-        );
+        assert_eq!(*draws.last().unwrap(), 1000, "ours: attempt stops at max_attempt = 20");
         assert!(
             bench.live_columns("s:L") == ["b:1"],
             "L3.14 deleted our shadow cell every time"
@@ -457,9 +410,7 @@ mod tests {
     fn l3_10_a_main_cell_written_meanwhile_is_a_concurrent_attempt() {
         let mut bench = Bench::new(LockConfig::untimed());
         let mut old = machine(OldMode::Once);
-        let step = bench.run_until(&mut old, Input::Start, |step| {
-            step.tag == L3_READ_MAIN_AGAIN
-        });
+        let step = bench.run_until(&mut old, Input::Start, |step| step.tag == L3_READ_MAIN_AGAIN);
         let other = thread("b");
         bench.execute(crate::algo::write_own_cell(
             &bench.config,
@@ -467,16 +418,11 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        let Action::Store(read) = step.action else {
-            panic!()
-        };
+        let Action::Store(read) = step.action else { panic!() };
         let reply = bench.execute(read);
         let done = bench.run_until(&mut old, Input::Reply(reply), |_| false);
         assert_eq!(done.action, Action::Done(Acquire::NotAcquired));
-        assert_eq!(
-            bench.steps(),
-            ["L3.1", "L3.7", "L3.8", "L3.10", "L3.14", "L3.15"]
-        );
+        assert_eq!(bench.steps(), ["L3.1", "L3.7", "L3.8", "L3.10", "L3.14", "L3.15"]);
         assert_eq!(bench.live_columns("m:L"), ["b:1"]);
     }
 
@@ -500,10 +446,7 @@ mod tests {
         let mut old = machine(OldMode::Blocking);
         old.resume(&bench.config, Input::Start, 0);
         let failed = old.resume(&bench.config, Input::Failed(StoreFailure::Timeout), 0);
-        assert_eq!(
-            failed.action,
-            Action::Done(Acquire::Failed(StoreFailure::Timeout))
-        );
+        assert_eq!(failed.action, Action::Done(Acquire::Failed(StoreFailure::Timeout)));
 
         bench.config.max_wait_ms = Some(500);
         let other = thread("b");
@@ -514,10 +457,7 @@ mod tests {
             &other,
         ));
         bench.draw = 1000;
-        assert_eq!(
-            bench.run(&mut machine(OldMode::Blocking)),
-            Acquire::TimedOut
-        );
+        assert_eq!(bench.run(&mut machine(OldMode::Blocking)), Acquire::TimedOut);
     }
 
     #[test]
@@ -533,15 +473,10 @@ mod tests {
         bench.now_us += 4_000_000;
         let step = old.resume(&bench.config, Input::Time(bench.now_us), bench.now_us);
         assert_eq!(step.tag, SLOW_ACQUISITION);
-        let Action::Store(delete) = step.action else {
-            panic!()
-        };
+        let Action::Store(delete) = step.action else { panic!() };
         let reply = bench.execute(delete);
         let done = bench.run_until(&mut old, Input::Reply(reply), |_| false);
         assert_eq!(done.action, Action::Done(Acquire::NotAcquired));
-        assert!(
-            bench.live_columns("m:L").is_empty(),
-            "our stale main cell is gone"
-        );
+        assert!(bench.live_columns("m:L").is_empty(), "our stale main cell is gone");
     }
 }

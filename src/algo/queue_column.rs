@@ -137,11 +137,7 @@ impl ThreadId {
 /// Listing 5: the queue column for a thread that read `time_us` from the time source.
 pub fn queue_column(time_us: u64, thread: &ThreadId) -> String {
     // L5.1–2: the time in microseconds, zero-padded to 20 digits; L5.3: then the thread id.
-    format!(
-        "{time_us:0width$}{}",
-        thread.as_str(),
-        width = QUEUE_TIME_DIGITS
-    )
+    format!("{time_us:0width$}{}", thread.as_str(), width = QUEUE_TIME_DIGITS)
 }
 
 /// Split a queue column into its time and thread id (the inverse of [`queue_column`]).
@@ -204,10 +200,7 @@ mod tests {
         assert_eq!(a, "00000000000000000999b:0");
         assert!(a < b && b < c, "time first, then thread id");
         assert_eq!(parse_queue_column(&c), Some((1000, "b:0")));
-        assert_eq!(
-            queue_column(u64::MAX, &thread("x")).len(),
-            QUEUE_TIME_DIGITS + 3
-        );
+        assert_eq!(queue_column(u64::MAX, &thread("x")).len(), QUEUE_TIME_DIGITS + 3);
         assert_eq!(parse_queue_column("12:0"), None);
     }
 
@@ -228,18 +221,12 @@ mod tests {
             ClientId::new("web:1"),
             Err(InvalidName::ClientIdBadChar { .. })
         ));
-        assert!(matches!(
-            ClientId::new("w b"),
-            Err(InvalidName::ClientIdBadChar { .. })
-        ));
+        assert!(matches!(ClientId::new("w b"), Err(InvalidName::ClientIdBadChar { .. })));
         assert!(matches!(
             ClientId::new(&"c".repeat(49)),
             Err(InvalidName::ClientIdTooLong { len: 49 })
         ));
-        assert_eq!(
-            ClientId::new("web-1.eu_2").unwrap().thread(7).as_str(),
-            "web-1.eu_2:7"
-        );
+        assert_eq!(ClientId::new("web-1.eu_2").unwrap().thread(7).as_str(), "web-1.eu_2:7");
     }
 
     #[test]

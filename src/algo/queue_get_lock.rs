@@ -29,9 +29,8 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
-    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
-    StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
+    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -77,29 +76,12 @@ pub struct QueueGetLock {
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
 const L6_ENQUEUE: StepTag = StepTag::new(Source::L6, 1, "write own cell to the queue row");
 const L6_READ_HEAD: StepTag = StepTag::new(Source::L6, 2, "read the head of the queue");
-const L6_WRITE_MAIN: StepTag = StepTag::new(
-    Source::L6,
-    3,
-    "first in the queue: write own cell to the main row",
-);
+const L6_WRITE_MAIN: StepTag = StepTag::new(Source::L6, 3, "first in the queue: write own cell to the main row");
 const L6_READ_MAIN: StepTag = StepTag::new(Source::L6, 4, "read the main row");
-const L6_HELD: StepTag = StepTag::new(
-    Source::L6,
-    6,
-    "own cell alone in the main row: the lock is held",
-);
-const L6_DELETE_MAIN: StepTag = StepTag::new(
-    Source::L6,
-    7,
-    "not alone in the main row: delete own main cell",
-);
-const L6_NOT_FIRST: StepTag = StepTag::new(
-    Source::L6,
-    10,
-    "not first in the queue: wait a poll interval",
-);
-const AFTER_DELETE_WAIT: StepTag =
-    StepTag::new(Source::Ours, 0, "wait a poll interval before L6.2 again");
+const L6_HELD: StepTag = StepTag::new(Source::L6, 6, "own cell alone in the main row: the lock is held");
+const L6_DELETE_MAIN: StepTag = StepTag::new(Source::L6, 7, "not alone in the main row: delete own main cell");
+const L6_NOT_FIRST: StepTag = StepTag::new(Source::L6, 10, "not first in the queue: wait a poll interval");
+const AFTER_DELETE_WAIT: StepTag = StepTag::new(Source::Ours, 0, "wait a poll interval before L6.2 again");
 const M1_HELD: StepTag = StepTag::new(
     Source::Ours,
     0,
@@ -111,8 +93,7 @@ const REFRESH: StepTag = StepTag::new(
     "rewrite own waiting queue cell before its TTL runs out",
 );
 const REENQUEUE: StepTag = StepTag::new(Source::Ours, 0, "own queue cell is gone: write it again");
-const GIVE_UP_LEAVE: StepTag =
-    StepTag::new(Source::Ours, 0, "max wait ran out: delete own queue cell");
+const GIVE_UP_LEAVE: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: delete own queue cell");
 const TIMED_OUT: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: not acquired");
 const GAVE_UP: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
 
@@ -143,12 +124,7 @@ impl QueueGetLock {
             .expect("the queue column is named before it is used")
     }
 
-    fn write_queue_cell(
-        &mut self,
-        config: &LockConfig,
-        tag: StepTag,
-        now_us: u64,
-    ) -> Step<Acquire> {
+    fn write_queue_cell(&mut self, config: &LockConfig, tag: StepTag, now_us: u64) -> Step<Acquire> {
         if config.ttl_s.is_some() {
             self.queue_written_at_us = now_us;
         }
@@ -171,10 +147,7 @@ impl QueueGetLock {
     fn loop_top(&mut self, config: &LockConfig, now_us: u64) -> Step<Acquire> {
         if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
             self.state = State::Leaving;
-            return Step::store(
-                GIVE_UP_LEAVE,
-                delete_own_cell(self.lock.queue_row(), self.column()),
-            );
+            return Step::store(GIVE_UP_LEAVE, delete_own_cell(self.lock.queue_row(), self.column()));
         }
         if self.refresh_due(config, now_us) {
             return self.write_queue_cell(config, REFRESH, now_us);
@@ -268,22 +241,14 @@ impl Machine for QueueGetLock {
                 } else {
                     self.state = State::DeletingMain;
                     Step::store(
-                        if alone {
-                            SLOW_ACQUISITION
-                        } else {
-                            L6_DELETE_MAIN
-                        },
+                        if alone { SLOW_ACQUISITION } else { L6_DELETE_MAIN },
                         delete_own_cell(self.lock.main_row(), self.thread.as_str().to_owned()),
                     )
                 }
             }
-            (State::DeletingMain, Input::Reply(StoreReply::Done)) => {
-                self.poll(config, AFTER_DELETE_WAIT)
-            }
+            (State::DeletingMain, Input::Reply(StoreReply::Done)) => self.poll(config, AFTER_DELETE_WAIT),
             (State::Polling, Input::Woke) => self.loop_top(config, now_us),
-            (State::Leaving, Input::Reply(StoreReply::Done)) => {
-                Step::done(TIMED_OUT, Acquire::TimedOut)
-            }
+            (State::Leaving, Input::Reply(StoreReply::Done)) => Step::done(TIMED_OUT, Acquire::TimedOut),
             (state, input) => {
                 panic!("queue GetLock: input {input:?} does not answer state {state:?}")
             }
@@ -291,10 +256,7 @@ impl Machine for QueueGetLock {
     }
 
     fn urgent(&self, config: &LockConfig, now_us: u64) -> bool {
-        !matches!(
-            self.state,
-            State::Idle | State::ReadingTime | State::Finished
-        ) && self.refresh_due(config, now_us)
+        !matches!(self.state, State::Idle | State::ReadingTime | State::Finished) && self.refresh_due(config, now_us)
     }
 }
 
@@ -314,12 +276,7 @@ mod tests {
 
     fn enqueue(bench: &mut Bench, time_us: u64, who: &ThreadId) -> String {
         let column = queue_column(time_us, who);
-        bench.execute(write_own_cell(
-            &bench.config,
-            "q:L".into(),
-            column.clone(),
-            who,
-        ));
+        bench.execute(write_own_cell(&bench.config, "q:L".into(), column.clone(), who));
         column
     }
 
@@ -329,10 +286,7 @@ mod tests {
         let Acquire::Acquired { lease, token } = bench.run(&mut machine()) else {
             panic!()
         };
-        assert_eq!(
-            bench.steps(),
-            ["L5.1", "L6.1", "L6.2", "L6.3", "L6.4", "L6.6"]
-        );
+        assert_eq!(bench.steps(), ["L5.1", "L6.1", "L6.2", "L6.3", "L6.4", "L6.6"]);
         let column = queue_column(1_000_000, &thread("a"));
         assert_eq!(token.as_str(), column, "the token is the L5 queue column");
         assert_eq!(lease.queue_column.as_deref(), Some(column.as_str()));
@@ -361,10 +315,7 @@ mod tests {
         );
         bench.execute(delete_own_cell("q:L".into(), head));
         let done = bench.run_until(&mut queue, Input::Woke, |_| false);
-        assert!(matches!(
-            done.action,
-            Action::Done(Acquire::Acquired { .. })
-        ));
+        assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
     }
 
     #[test]
@@ -378,18 +329,9 @@ mod tests {
             &other,
         ));
         let mut queue = machine();
-        let step = bench.run_until(&mut queue, Input::Start, |step| {
-            step.tag == AFTER_DELETE_WAIT
-        });
-        assert_eq!(
-            bench.steps(),
-            ["L5.1", "L6.1", "L6.2", "L6.3", "L6.4", "L6.7"]
-        );
-        assert_eq!(
-            bench.live_columns("m:L"),
-            ["b:1"],
-            "L6.7 removed our main cell"
-        );
+        let step = bench.run_until(&mut queue, Input::Start, |step| step.tag == AFTER_DELETE_WAIT);
+        assert_eq!(bench.steps(), ["L5.1", "L6.1", "L6.2", "L6.3", "L6.4", "L6.7"]);
+        assert_eq!(bench.live_columns("m:L"), ["b:1"], "L6.7 removed our main cell");
         assert!(matches!(
             step.action,
             Action::Sleep {
@@ -416,10 +358,7 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        assert!(
-            bench.run(&mut machine()).is_acquired(),
-            "M1 ignores b's main cell"
-        );
+        assert!(bench.run(&mut machine()).is_acquired(), "M1 ignores b's main cell");
         assert_eq!(
             bench.live_columns("m:L"),
             ["a:1", "b:1"],
@@ -441,12 +380,7 @@ mod tests {
         let mut input = Input::Start;
         for _ in 0..20 {
             // Keep b's head cell alive, as b's renewal would.
-            bench.execute(write_own_cell(
-                &bench.config,
-                "q:L".into(),
-                head.clone(),
-                &thread("b"),
-            ));
+            bench.execute(write_own_cell(&bench.config, "q:L".into(), head.clone(), &thread("b")));
             let step = bench.run_until(&mut queue, input, |step| step.tag == L6_NOT_FIRST);
             assert_eq!(
                 step.action,
@@ -482,15 +416,8 @@ mod tests {
         bench.now_us += 1;
         let done = bench.run_until(&mut queue, Input::Woke, |_| false);
         assert!(bench.tags.contains(&REENQUEUE));
-        assert!(matches!(
-            done.action,
-            Action::Done(Acquire::Acquired { .. })
-        ));
-        assert_eq!(
-            bench.live_columns("q:L"),
-            [ours],
-            "the same column, written again"
-        );
+        assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
+        assert_eq!(bench.live_columns("q:L"), [ours], "the same column, written again");
     }
 
     #[test]
@@ -501,11 +428,7 @@ mod tests {
         });
         enqueue(&mut bench, 5, &thread("b"));
         assert_eq!(bench.run(&mut machine()), Acquire::TimedOut);
-        assert_eq!(
-            bench.live_columns("q:L").len(),
-            1,
-            "only b is left in the queue"
-        );
+        assert_eq!(bench.live_columns("q:L").len(), 1, "only b is left in the queue");
         assert!(bench.tags.contains(&GIVE_UP_LEAVE));
     }
 

@@ -20,9 +20,8 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire,
-    Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step,
-    StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
+    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::StoreReply;
 
@@ -71,36 +70,19 @@ const L7_TAKEN: StepTag = StepTag::new(Source::L7, 2, "the main row holds a cell
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
 const L7_ENQUEUE: StepTag = StepTag::new(Source::L7, 3, "write own cell to the queue row");
 const L7_READ_HEAD: StepTag = StepTag::new(Source::L7, 4, "read the head of the queue");
-const L7_WRITE_MAIN: StepTag = StepTag::new(
-    Source::L7,
-    5,
-    "first in the queue: write own cell to the main row",
-);
+const L7_WRITE_MAIN: StepTag = StepTag::new(Source::L7, 5, "first in the queue: write own cell to the main row");
 const L7_READ_MAIN: StepTag = StepTag::new(Source::L7, 6, "read the main row");
 const L7_HELD: StepTag = StepTag::new(Source::L7, 7, "own cell alone in the main row: return true");
-const L7_DELETE_MAIN: StepTag = StepTag::new(
-    Source::L7,
-    9,
-    "not alone in the main row: delete own main cell",
-);
-const L7_LOOP_WAIT: StepTag = StepTag::new(
-    Source::Ours,
-    0,
-    "wait a poll interval before L7.10 (go to 4)",
-);
-const L7_LEAVE: StepTag = StepTag::new(
-    Source::L7,
-    12,
-    "not first in the queue: delete own queue cell",
-);
+const L7_DELETE_MAIN: StepTag = StepTag::new(Source::L7, 9, "not alone in the main row: delete own main cell");
+const L7_LOOP_WAIT: StepTag = StepTag::new(Source::Ours, 0, "wait a poll interval before L7.10 (go to 4)");
+const L7_LEAVE: StepTag = StepTag::new(Source::L7, 12, "not first in the queue: delete own queue cell");
 const L7_NOT_ACQUIRED: StepTag = StepTag::new(Source::L7, 13, "return false");
 const M1_HELD: StepTag = StepTag::new(
     Source::Ours,
     0,
     "MUTANT M1: first in the queue, taken without reading the main row",
 );
-const GIVE_UP_LEAVE: StepTag =
-    StepTag::new(Source::Ours, 0, "max wait ran out: delete own queue cell");
+const GIVE_UP_LEAVE: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: delete own queue cell");
 const TIMED_OUT: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: not acquired");
 const GAVE_UP: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
 
@@ -133,10 +115,7 @@ impl QueueTryGetLock {
     fn read_head(&mut self, now_us: u64) -> Step<Acquire> {
         if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
             self.state = State::Leaving { timed_out: true };
-            return Step::store(
-                GIVE_UP_LEAVE,
-                delete_own_cell(self.lock.queue_row(), self.column()),
-            );
+            return Step::store(GIVE_UP_LEAVE, delete_own_cell(self.lock.queue_row(), self.column()));
         }
         self.state = State::ReadingHead;
         Step::store(L7_READ_HEAD, read_first(self.lock.queue_row(), 1))
@@ -193,10 +172,7 @@ impl Machine for QueueTryGetLock {
             }
             (State::WritingQueue, Input::Reply(StoreReply::Done)) => self.read_head(now_us),
             (State::ReadingHead, Input::Reply(StoreReply::Slice(cells))) => {
-                if cells
-                    .first()
-                    .is_some_and(|head| head.column == self.column())
-                {
+                if cells.first().is_some_and(|head| head.column == self.column()) {
                     self.state = State::WritingMain { at_us: now_us };
                     let command = write_own_cell(
                         config,
@@ -207,10 +183,7 @@ impl Machine for QueueTryGetLock {
                     Step::store(L7_WRITE_MAIN, command)
                 } else {
                     self.state = State::Leaving { timed_out: false };
-                    Step::store(
-                        L7_LEAVE,
-                        delete_own_cell(self.lock.queue_row(), self.column()),
-                    )
+                    Step::store(L7_LEAVE, delete_own_cell(self.lock.queue_row(), self.column()))
                 }
             }
             (State::WritingMain { at_us }, Input::Reply(StoreReply::Done)) => {
@@ -227,11 +200,7 @@ impl Machine for QueueTryGetLock {
                 } else {
                     self.state = State::DeletingMain;
                     Step::store(
-                        if alone {
-                            SLOW_ACQUISITION
-                        } else {
-                            L7_DELETE_MAIN
-                        },
+                        if alone { SLOW_ACQUISITION } else { L7_DELETE_MAIN },
                         delete_own_cell(self.lock.main_row(), self.thread.as_str().to_owned()),
                     )
                 }
@@ -277,10 +246,7 @@ mod tests {
     fn l7_free_lock_is_taken() {
         let mut bench = Bench::new(LockConfig::untimed());
         assert!(bench.run(&mut machine()).is_acquired());
-        assert_eq!(
-            bench.steps(),
-            ["L7.1", "L5.1", "L7.3", "L7.4", "L7.5", "L7.6", "L7.7"]
-        );
+        assert_eq!(bench.steps(), ["L7.1", "L5.1", "L7.3", "L7.4", "L7.5", "L7.6", "L7.7"]);
     }
 
     #[test]
@@ -303,17 +269,9 @@ mod tests {
         let mut bench = Bench::new(LockConfig::untimed());
         let other = thread("b");
         let head = queue_column(5, &other);
-        bench.execute(write_own_cell(
-            &bench.config,
-            "q:L".into(),
-            head.clone(),
-            &other,
-        ));
+        bench.execute(write_own_cell(&bench.config, "q:L".into(), head.clone(), &other));
         assert_eq!(bench.run(&mut machine()), Acquire::NotAcquired);
-        assert_eq!(
-            bench.steps(),
-            ["L7.1", "L5.1", "L7.3", "L7.4", "L7.12", "L7.13"]
-        );
+        assert_eq!(bench.steps(), ["L7.1", "L5.1", "L7.3", "L7.4", "L7.12", "L7.13"]);
         assert_eq!(bench.live_columns("q:L"), [head], "our queue cell is gone");
     }
 
@@ -321,9 +279,7 @@ mod tests {
     fn l7_9_first_but_not_alone_loops_until_the_main_row_clears() {
         let mut bench = Bench::new(LockConfig::untimed());
         let mut try_lock = machine();
-        let step = bench.run_until(&mut try_lock, Input::Start, |step| {
-            step.tag == L7_WRITE_MAIN
-        });
+        let step = bench.run_until(&mut try_lock, Input::Start, |step| step.tag == L7_WRITE_MAIN);
         let other = thread("b");
         bench.execute(write_own_cell(
             &bench.config,
@@ -331,18 +287,12 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        let Action::Store(write) = step.action else {
-            panic!()
-        };
+        let Action::Store(write) = step.action else { panic!() };
         let reply = bench.execute(write);
-        let step = bench.run_until(&mut try_lock, Input::Reply(reply), |step| {
-            step.tag == L7_LOOP_WAIT
-        });
-        assert!(bench.steps().ends_with(&[
-            "L7.5".to_owned(),
-            "L7.6".to_owned(),
-            "L7.9".to_owned()
-        ]));
+        let step = bench.run_until(&mut try_lock, Input::Reply(reply), |step| step.tag == L7_LOOP_WAIT);
+        assert!(bench
+            .steps()
+            .ends_with(&["L7.5".to_owned(), "L7.6".to_owned(), "L7.9".to_owned()]));
         assert!(matches!(step.action, Action::Sleep { .. }));
         bench.execute(delete_own_cell("m:L".into(), other.as_str().into()));
         let done = bench.run_until(&mut try_lock, Input::Woke, |_| false);
@@ -357,9 +307,7 @@ mod tests {
         let mut bench = Bench::new(LockConfig::untimed());
         bench.config.mutants.m1_skip_main_check = true;
         let mut try_lock = machine();
-        let step = bench.run_until(&mut try_lock, Input::Start, |step| {
-            step.tag == L7_WRITE_MAIN
-        });
+        let step = bench.run_until(&mut try_lock, Input::Start, |step| step.tag == L7_WRITE_MAIN);
         let other = thread("b");
         bench.execute(write_own_cell(
             &bench.config,
@@ -367,15 +315,10 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        let Action::Store(write) = step.action else {
-            panic!()
-        };
+        let Action::Store(write) = step.action else { panic!() };
         let reply = bench.execute(write);
         let done = bench.run_until(&mut try_lock, Input::Reply(reply), |_| false);
-        assert!(matches!(
-            done.action,
-            Action::Done(Acquire::Acquired { .. })
-        ));
+        assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
         assert_eq!(bench.live_columns("m:L"), ["a:1", "b:1"]);
     }
 
@@ -386,9 +329,7 @@ mod tests {
             ..LockConfig::untimed()
         });
         let mut try_lock = machine();
-        let step = bench.run_until(&mut try_lock, Input::Start, |step| {
-            step.tag == L7_WRITE_MAIN
-        });
+        let step = bench.run_until(&mut try_lock, Input::Start, |step| step.tag == L7_WRITE_MAIN);
         let other = thread("b");
         bench.execute(write_own_cell(
             &bench.config,
@@ -396,9 +337,7 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        let Action::Store(write) = step.action else {
-            panic!()
-        };
+        let Action::Store(write) = step.action else { panic!() };
         let reply = bench.execute(write);
         let done = bench.run_until(&mut try_lock, Input::Reply(reply), |_| false);
         assert_eq!(done.action, Action::Done(Acquire::TimedOut));

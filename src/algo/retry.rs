@@ -12,8 +12,7 @@ use super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTa
 use crate::store::StoreCommand;
 
 const RETRY: StepTag = StepTag::new(Source::Ours, 0, "retry the failed request");
-const WAIT_BEFORE_RETRY: StepTag =
-    StepTag::new(Source::Ours, 0, "wait before retrying a failed request");
+const WAIT_BEFORE_RETRY: StepTag = StepTag::new(Source::Ours, 0, "wait before retrying a failed request");
 
 /// A machine whose failed store requests are retried.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -40,10 +39,7 @@ impl<M> Retrying<M> {
     /// The wrapped machine, for a model checker's order-preserving renamings (see
     /// `TryUpdateGlobalTime::rename_times`); the request in flight is renamed with it.
     pub fn inner_mut(&mut self) -> (&mut M, Option<&mut StoreCommand>) {
-        (
-            &mut self.inner,
-            self.in_flight.as_mut().map(|(command, _)| command),
-        )
+        (&mut self.inner, self.in_flight.as_mut().map(|(command, _)| command))
     }
 }
 
@@ -76,10 +72,7 @@ where
             }
             Input::Woke if self.waiting_to_retry => {
                 self.waiting_to_retry = false;
-                let (command, _) = self
-                    .in_flight
-                    .as_ref()
-                    .expect("a retry re-sends the request in flight");
+                let (command, _) = self.in_flight.as_ref().expect("a retry re-sends the request in flight");
                 return Step::store(RETRY, command.clone());
             }
             Input::Reply(reply) => {
@@ -152,9 +145,6 @@ mod tests {
             ));
         }
         let end = machine.resume(&config, Input::Failed(StoreFailure::Unavailable), 0);
-        assert_eq!(
-            end.action,
-            Action::Done(Acquire::Failed(StoreFailure::Unavailable))
-        );
+        assert_eq!(end.action, Action::Done(Acquire::Failed(StoreFailure::Unavailable)));
     }
 }

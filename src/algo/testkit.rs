@@ -79,13 +79,7 @@ impl Bench {
         self.tags
             .iter()
             .filter(|tag| tag.step != 0)
-            .map(|tag| {
-                tag.to_string()
-                    .split(' ')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
+            .map(|tag| tag.to_string().split(' ').next().unwrap_or_default().to_owned())
             .collect()
     }
 

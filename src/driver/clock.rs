@@ -20,9 +20,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now_us(&self) -> u64 {
-        let since_epoch = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or(Duration::ZERO);
+        let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
         u64::try_from(since_epoch.as_micros()).unwrap_or(u64::MAX)
     }
 

@@ -27,8 +27,8 @@ use crate::algo::queue_get_lock::QueueGetLock;
 use crate::algo::queue_try_get_lock::QueueTryGetLock;
 use crate::algo::retry::Retrying;
 use crate::algo::{
-    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, RetryPolicy,
-    SleepKind, StepTag, ThreadId,
+    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, RetryPolicy, SleepKind, StepTag,
+    ThreadId,
 };
 use crate::store::{MonotonicTimestamps, Store, StoreFailure, StoreOp, StoreReply, StoreRequest};
 
@@ -214,17 +214,10 @@ impl<S: Store, C: Clock> Engine<S, C> {
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
-        self.drive(machine, config, thread, &mut Hooks::default())
-            .await
+        self.drive(machine, config, thread, &mut Hooks::default()).await
     }
 
-    async fn drive<M>(
-        &self,
-        machine: M,
-        config: &M::Config,
-        thread: &ThreadId,
-        hooks: &mut Hooks,
-    ) -> M::Output
+    async fn drive<M>(&self, machine: M, config: &M::Config, thread: &ThreadId, hooks: &mut Hooks) -> M::Output
     where
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
@@ -323,18 +316,12 @@ impl<S: Store, C: Clock> Engine<S, C> {
             match self.time_source {
                 TimeSource::Local => Ok(self.clock.now_us()),
                 TimeSource::Global => match self
-                    .drive(
-                        ReadGlobalTime::new(),
-                        &self.retry,
-                        thread,
-                        &mut Hooks::default(),
-                    )
+                    .drive(ReadGlobalTime::new(), &self.retry, thread, &mut Hooks::default())
                     .await
                 {
                     GlobalTimeReading::Time(time_us) => Ok(time_us),
                     GlobalTimeReading::NotYetWritten => Err(StoreFailure::Other(
-                        "the time service has not written GlobalTime yet: start its replicas first"
-                            .into(),
+                        "the time service has not written GlobalTime yet: start its replicas first".into(),
                     )),
                     GlobalTimeReading::Failed(failure) => Err(failure),
                 },
@@ -381,12 +368,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         Self::build(store, clock, settings, Some(observer))
     }
 
-    fn build(
-        store: S,
-        clock: C,
-        settings: Settings,
-        observer: Option<Arc<dyn Observer>>,
-    ) -> Result<Self, LockError> {
+    fn build(store: S, clock: C, settings: Settings, observer: Option<Arc<dyn Observer>>) -> Result<Self, LockError> {
         let (client, config) = settings.validate()?;
         let mut engine = Engine::new(
             store,
@@ -437,11 +419,8 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         let thread = self.next_thread();
         let outcome = match self.inner.algorithm {
             Algorithm::Old => {
-                self.run_acquire(
-                    OldGetLock::new(lock.clone(), thread.clone(), OldMode::Once),
-                    &thread,
-                )
-                .await
+                self.run_acquire(OldGetLock::new(lock.clone(), thread.clone(), OldMode::Once), &thread)
+                    .await
             }
             Algorithm::Queue => {
                 self.run_acquire(QueueTryGetLock::new(lock.clone(), thread.clone()), &thread)
@@ -480,11 +459,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         M: Machine<Config = LockConfig, Output = Acquire> + Send,
     {
         let started_us = self.inner.engine.clock.now_us();
-        let outcome = self
-            .inner
-            .engine
-            .run(machine, &self.inner.config, thread)
-            .await;
+        let outcome = self.inner.engine.run(machine, &self.inner.config, thread).await;
         (outcome, started_us)
     }
 
@@ -505,11 +480,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                     token: token.clone(),
                     client_us: now_us,
                 });
-                Ok(Some(LockGuard::start(
-                    Arc::clone(&self.inner),
-                    lease,
-                    token,
-                )))
+                Ok(Some(LockGuard::start(Arc::clone(&self.inner), lease, token)))
             }
             other => {
                 engine.emit(|| LockEvent::NotAcquired {
@@ -573,10 +544,7 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
                     )
                     .await;
                 if let RenewalEnd::Lost(why) = end {
-                    *task_status
-                        .lost
-                        .lock()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
+                    *task_status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
                     engine.emit(|| LockEvent::LeaseLost {
                         thread,
                         lock: task_lease.lock.clone(),
@@ -617,11 +585,7 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
     }
 
     pub fn lost_reason(&self) -> Option<LeaseLost> {
-        *self
-            .status
-            .lost
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *self.status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Stop renewal (waiting for it), delete the cells. Reports a lease that was lost while
@@ -656,10 +620,7 @@ async fn release_lease<S: Store, C: Clock>(
         lock: lock.clone(),
         client_us: engine.clock.now_us(),
     });
-    let mut hooks = Hooks {
-        stop: None,
-        renewal,
-    };
+    let mut hooks = Hooks { stop: None, renewal };
     let outcome = engine
         .drive(Release::new(lease), &inner.config, &thread, &mut hooks)
         .await;

@@ -96,9 +96,7 @@ impl Settings {
             }
         }
         if self.max_wait_ms == Some(0) {
-            return Err(SettingsError::ZeroInterval {
-                name: "max_wait_ms",
-            });
+            return Err(SettingsError::ZeroInterval { name: "max_wait_ms" });
         }
         let ttl_ms = u64::from(self.ttl_s) * 1000;
         if ttl_ms < self.renew_every_ms.saturating_mul(2) {
@@ -128,11 +126,9 @@ impl Settings {
     /// that two clients never draw the same backoff sequence by default.
     pub fn backoff_seed(&self) -> u64 {
         self.seed.unwrap_or_else(|| {
-            self.client_id
-                .bytes()
-                .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-                    (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-                })
+            self.client_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+            })
         })
     }
 }
@@ -181,15 +177,11 @@ mod tests {
         );
         assert_eq!(
             check(|s| s.renew_every_ms = 0),
-            SettingsError::ZeroInterval {
-                name: "renew_every_ms"
-            }
+            SettingsError::ZeroInterval { name: "renew_every_ms" }
         );
         assert_eq!(
             check(|s| s.max_wait_ms = Some(0)),
-            SettingsError::ZeroInterval {
-                name: "max_wait_ms"
-            }
+            SettingsError::ZeroInterval { name: "max_wait_ms" }
         );
         assert_eq!(
             check(|s| s.renew_every_ms = 15_001),
@@ -202,17 +194,12 @@ mod tests {
             check(|s| s.client_id = "a:b".into()),
             SettingsError::Name(InvalidName::ClientIdBadChar { .. })
         ));
-        assert!(check(|s| s.renew_every_ms = 15_001)
-            .to_string()
-            .contains("TTL/2"));
+        assert!(check(|s| s.renew_every_ms = 15_001).to_string().contains("TTL/2"));
     }
 
     #[test]
     fn default_seeds_differ_between_clients() {
-        assert_ne!(
-            Settings::new("a").backoff_seed(),
-            Settings::new("b").backoff_seed()
-        );
+        assert_ne!(Settings::new("a").backoff_seed(), Settings::new("b").backoff_seed());
         let mut seeded = Settings::new("a");
         seeded.seed = Some(7);
         assert_eq!(seeded.backoff_seed(), 7);

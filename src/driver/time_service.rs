@@ -20,12 +20,7 @@ pub struct TimeServiceReplica<S, C> {
 
 impl<S: Store, C: Clock> TimeServiceReplica<S, C> {
     /// `name` follows the client-id rules; `period_ms` must be at least 1.
-    pub fn new(
-        store: S,
-        clock: C,
-        name: &str,
-        period_ms: u64,
-    ) -> Result<Self, crate::driver::LockError> {
+    pub fn new(store: S, clock: C, name: &str, period_ms: u64) -> Result<Self, crate::driver::LockError> {
         let name = ClientId::new(name)?;
         if period_ms == 0 {
             return Err(crate::driver::SettingsError::ZeroInterval { name: "period_ms" }.into());
@@ -47,11 +42,7 @@ impl<S: Store, C: Clock> TimeServiceReplica<S, C> {
     /// One run of Listing 8.
     pub async fn update_once(&self) -> GlobalTimeUpdate {
         self.engine
-            .run(
-                TryUpdateGlobalTime::new(),
-                &self.retry,
-                &self.name.thread(0),
-            )
+            .run(TryUpdateGlobalTime::new(), &self.retry, &self.name.thread(0))
             .await
     }
 

@@ -67,17 +67,13 @@ impl<C: Clock> InMemoryStore<C> {
 
     /// Read live cells at the store's clock.
     pub fn read_now(&self, row: &str, count: usize) -> Vec<super::LiveCell> {
-        self.snapshot()
-            .read_slice(row, "", count, self.clock.now_us())
+        self.snapshot().read_slice(row, "", count, self.clock.now_us())
     }
 
     fn execute_now(&self, request: &StoreRequest) -> StoreReply {
         let now_us = self.clock.now_us();
         let executed = self.requests.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut data = self
-            .data
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut data = self.data.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if executed % PURGE_EVERY_REQUESTS == 0 {
             let horizon_us = now_us.saturating_sub(self.gc_grace_s * MICROS_PER_SECOND);
             data.purge(horizon_us, horizon_us);

@@ -43,17 +43,9 @@ pub enum StoreOp<T> {
         timestamp: T,
     },
     /// Delete one cell (a tombstone).
-    Delete {
-        row: String,
-        column: String,
-        timestamp: T,
-    },
+    Delete { row: String, column: String, timestamp: T },
     /// Read at most `count` live cells of `row` from column `start` on, in column order.
-    ReadSlice {
-        row: String,
-        start: String,
-        count: u32,
-    },
+    ReadSlice { row: String, start: String, count: u32 },
 }
 
 /// What a machine asks for.
@@ -71,20 +63,12 @@ impl StoreCommand {
             }
         }
         match self {
-            StoreOp::Write {
-                row,
-                cells,
-                timestamp,
-            } => StoreOp::Write {
+            StoreOp::Write { row, cells, timestamp } => StoreOp::Write {
                 row,
                 cells,
                 timestamp: resolve(timestamp, client_us),
             },
-            StoreOp::Delete {
-                row,
-                column,
-                timestamp,
-            } => StoreOp::Delete {
+            StoreOp::Delete { row, column, timestamp } => StoreOp::Delete {
                 row,
                 column,
                 timestamp: resolve(timestamp, client_us),
@@ -97,9 +81,7 @@ impl StoreCommand {
 impl<T> StoreOp<T> {
     pub fn row(&self) -> &str {
         match self {
-            StoreOp::Write { row, .. }
-            | StoreOp::Delete { row, .. }
-            | StoreOp::ReadSlice { row, .. } => row,
+            StoreOp::Write { row, .. } | StoreOp::Delete { row, .. } | StoreOp::ReadSlice { row, .. } => row,
         }
     }
 
@@ -113,11 +95,7 @@ impl StoreRequest {
     /// at `coordinator_now_us` would (that clock fixes TTL expiry and judges liveness).
     pub fn apply_to(&self, store: &mut RowStore, coordinator_now_us: u64) -> StoreReply {
         match self {
-            StoreOp::Write {
-                row,
-                cells,
-                timestamp,
-            } => {
+            StoreOp::Write { row, cells, timestamp } => {
                 for cell in cells {
                     store.write(
                         row,
@@ -130,11 +108,7 @@ impl StoreRequest {
                 }
                 StoreReply::Done
             }
-            StoreOp::Delete {
-                row,
-                column,
-                timestamp,
-            } => {
+            StoreOp::Delete { row, column, timestamp } => {
                 store.delete(row, column, *timestamp);
                 StoreReply::Done
             }
@@ -148,11 +122,7 @@ impl StoreRequest {
 impl<T: fmt::Display> fmt::Display for StoreOp<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            StoreOp::Write {
-                row,
-                cells,
-                timestamp,
-            } => {
+            StoreOp::Write { row, cells, timestamp } => {
                 write!(f, "write {row} [")?;
                 for (i, cell) in cells.iter().enumerate() {
                     let sep = if i == 0 { "" } else { ", " };
@@ -163,11 +133,7 @@ impl<T: fmt::Display> fmt::Display for StoreOp<T> {
                 }
                 write!(f, "] @{timestamp}")
             }
-            StoreOp::Delete {
-                row,
-                column,
-                timestamp,
-            } => write!(f, "delete {row} [{column}] @{timestamp}"),
+            StoreOp::Delete { row, column, timestamp } => write!(f, "delete {row} [{column}] @{timestamp}"),
             StoreOp::ReadSlice { row, start, count } => {
                 if start.is_empty() {
                     write!(f, "read {row} first {count}")
@@ -230,17 +196,11 @@ pub enum StoreFailure {
 /// Where a driver sends requests. Implemented by the in-memory store, the simulated cluster
 /// and the real Cassandra store.
 pub trait Store: Send + Sync + 'static {
-    fn execute(
-        &self,
-        request: StoreRequest,
-    ) -> impl Future<Output = Result<StoreReply, StoreFailure>> + Send;
+    fn execute(&self, request: StoreRequest) -> impl Future<Output = Result<StoreReply, StoreFailure>> + Send;
 }
 
 impl<S: Store> Store for std::sync::Arc<S> {
-    fn execute(
-        &self,
-        request: StoreRequest,
-    ) -> impl Future<Output = Result<StoreReply, StoreFailure>> + Send {
+    fn execute(&self, request: StoreRequest) -> impl Future<Output = Result<StoreReply, StoreFailure>> + Send {
         S::execute(self, request)
     }
 }
@@ -259,10 +219,7 @@ impl MonotonicTimestamps {
     }
 
     pub fn next(&self, clock_now_us: u64) -> u64 {
-        let mut last = self
-            .last_us
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut last = self.last_us.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let next = clock_now_us.max(last.saturating_add(1));
         *last = next;
         next
@@ -298,9 +255,6 @@ mod tests {
             column: "c".into(),
             timestamp: Stamp::Client,
         };
-        assert!(matches!(
-            delete.stamp(|| 9),
-            StoreOp::Delete { timestamp: 9, .. }
-        ));
+        assert!(matches!(delete.stamp(|| 9), StoreOp::Delete { timestamp: 9, .. }));
     }
 }

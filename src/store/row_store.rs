@@ -31,10 +31,7 @@ pub fn whole_seconds(now_us: u64) -> u64 {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum CellBody {
     /// A written value. `expires_at_s` is `coordinator_now_s + ttl_s`, fixed at write time.
-    Value {
-        value: String,
-        expires_at_s: Option<u64>,
-    },
+    Value { value: String, expires_at_s: Option<u64> },
     /// A delete.
     Tombstone,
 }
@@ -48,12 +45,7 @@ pub struct CellVersion {
 
 impl CellVersion {
     /// A written value. `ttl_s` counts from `coordinator_now_us` (the write coordinator's clock).
-    pub fn value(
-        value: impl Into<String>,
-        timestamp_us: u64,
-        ttl_s: Option<u32>,
-        coordinator_now_us: u64,
-    ) -> Self {
+    pub fn value(value: impl Into<String>, timestamp_us: u64, ttl_s: Option<u32>, coordinator_now_us: u64) -> Self {
         let expires_at_s = ttl_s.map(|ttl| whole_seconds(coordinator_now_us) + u64::from(ttl));
         CellVersion {
             timestamp_us,
@@ -96,10 +88,7 @@ impl CellVersion {
     fn rank(&self) -> (u64, bool, &str, u64) {
         match &self.body {
             CellBody::Tombstone => (self.timestamp_us, true, "", u64::MAX),
-            CellBody::Value {
-                value,
-                expires_at_s,
-            } => (
+            CellBody::Value { value, expires_at_s } => (
                 self.timestamp_us,
                 false,
                 value.as_str(),
@@ -183,13 +172,7 @@ impl RowStore {
 
     /// Up to `count` live cells of `row` with `column >= start`, in column order, judged at the
     /// read coordinator's clock `reader_now_us`.
-    pub fn read_slice(
-        &self,
-        row: &str,
-        start: &str,
-        count: usize,
-        reader_now_us: u64,
-    ) -> Vec<LiveCell> {
+    pub fn read_slice(&self, row: &str, start: &str, count: usize, reader_now_us: u64) -> Vec<LiveCell> {
         let Some(cells) = self.rows.get(row) else {
             return Vec::new();
         };
@@ -208,17 +191,12 @@ impl RowStore {
 
     /// Every stored version of `row` with `column >= start` (tombstones and expired cells
     /// included), in column order: what a replica sends a read coordinator to reconcile.
-    pub fn raw_slice<'a>(
-        &'a self,
-        row: &str,
-        start: &'a str,
-    ) -> impl Iterator<Item = (&'a str, &'a CellVersion)> + 'a {
+    pub fn raw_slice<'a>(&'a self, row: &str, start: &'a str) -> impl Iterator<Item = (&'a str, &'a CellVersion)> + 'a {
         self.rows
             .get(row)
             .into_iter()
             .flat_map(move |cells| {
-                cells
-                    .range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
+                cells.range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
             })
             .map(|(column, version)| (column.as_str(), version))
     }
@@ -268,6 +246,17 @@ impl RowStore {
         for cells in self.rows.values_mut() {
             for version in cells.values_mut() {
                 version.timestamp_us = rename(version.timestamp_us);
+            }
+        }
+    }
+
+    /// Rewrite every stored version in place with `rewrite`, which must preserve the order of
+    /// timestamps and of values (a model checker's order-preserving renaming of times, as in
+    /// Listing 8, where a cell's value is a time).
+    pub fn rewrite_versions(&mut self, mut rewrite: impl FnMut(&mut CellVersion)) {
+        for cells in self.rows.values_mut() {
+            for version in cells.values_mut() {
+                rewrite(version);
             }
         }
     }
@@ -347,11 +336,7 @@ mod tests {
             store.write("r", column, column, i as u64 + 1, None, 0);
         }
         store.delete("r", "c", 10);
-        let columns: Vec<_> = store
-            .read_slice("r", "b", 3, 0)
-            .into_iter()
-            .map(|c| c.column)
-            .collect();
+        let columns: Vec<_> = store.read_slice("r", "b", 3, 0).into_iter().map(|c| c.column).collect();
         assert_eq!(columns, ["b", "d", "e"]);
         assert_eq!(store.read_slice("r", "", 2, 0).len(), 2);
         assert!(store.read_slice("other", "", 2, 0).is_empty());

@@ -1,0 +1,190 @@
+//! `cassalock check`: run a stateright model of the thesis's algorithms.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cassalock_models::check::{Limits, Verdict};
+use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
+use clap::{Args, ValueEnum};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModelArg {
+    /// Lemma 1: writers and readers of one row (L1).
+    Lemma,
+    /// Listing 6, the fair queue GetLock (T1, T2, F).
+    Getlock,
+    /// Listing 7, TryGetLock (T3, T4).
+    Trygetlock,
+    /// Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail).
+    Old,
+    /// Listing 8, the global time service (T5, S1).
+    Globaltime,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum FaultArg {
+    /// Perfect clocks, atomic enqueue, no TTL: exhaustive and unbounded.
+    None,
+    /// One thread's clock runs a tick behind (queue order).
+    Skew,
+    /// A node's clock ahead of another's by the TTL (S2).
+    TtlSkew,
+    /// A holder paused longer than its TTL (K1).
+    Pause,
+    /// Reading the time and writing the queue cell are separate steps.
+    DelayedEnqueue,
+    /// A holder crashes; its lease expires.
+    Crash,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum MutantArg {
+    /// First in the queue takes the lock without reading the main row.
+    M1,
+    /// Release does not wait for the renewal task (turns leases on).
+    K3,
+}
+
+/// Check a model: one row per property, a numbered trace for each violation.
+///
+/// Exit status: 0 every property holds (exhaustively, or within the model's clock range);
+/// 1 a property is VIOLATED; 2 bad arguments; 3 no violation found but a state, time or clock
+/// bound stopped a verdict (reported as "bounded", never as "holds").
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Which model.
+    #[arg(long, value_enum)]
+    model: ModelArg,
+    /// Threads (replicas for globaltime). Default depends on the model and fault.
+    #[arg(long)]
+    threads: Option<u8>,
+    /// Acquisitions per thread (TryGetLock: attempts). Lock models only.
+    #[arg(long)]
+    acquisitions: Option<u8>,
+    /// Fault knob.
+    #[arg(long, value_enum, default_value = "none")]
+    fault: FaultArg,
+    /// A deliberately broken variant.
+    #[arg(long, value_enum)]
+    mutant: Option<MutantArg>,
+    /// Holders write to a resource that refuses stale fencing tokens.
+    #[arg(long)]
+    fencing: bool,
+    /// Check only this claim (T1, T2, T3, T4, T5, F-order, F-overtakes, T1-resource, K3, L1, S1).
+    #[arg(long, value_name = "ID")]
+    property: Option<String>,
+    /// Stop at the first violation (its trace is still the shortest).
+    #[arg(long)]
+    stop_at_first: bool,
+    /// Give up (and say "bounded") after this many unique states.
+    #[arg(long, default_value_t = 5_000_000)]
+    max_states: usize,
+    /// Give up (and say "bounded") after this many seconds.
+    #[arg(long, default_value_t = 300)]
+    max_seconds: u64,
+    /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.
+    #[arg(long, value_name = "ADDR")]
+    explore: Option<SocketAddr>,
+}
+
+fn spec(args: &CheckArgs) -> Spec {
+    let mut spec = Spec::new(match args.model {
+        ModelArg::Lemma => ModelName::Lemma,
+        ModelArg::Getlock => ModelName::GetLock,
+        ModelArg::Trygetlock => ModelName::TryGetLock,
+        ModelArg::Old => ModelName::Old,
+        ModelArg::Globaltime => ModelName::GlobalTime,
+    });
+    spec.threads = args.threads;
+    spec.acquisitions = args.acquisitions;
+    spec.fault = match args.fault {
+        FaultArg::None => Fault::None,
+        FaultArg::Skew => Fault::Skew,
+        FaultArg::TtlSkew => Fault::TtlSkew,
+        FaultArg::Pause => Fault::Pause,
+        FaultArg::DelayedEnqueue => Fault::DelayedEnqueue,
+        FaultArg::Crash => Fault::Crash,
+    };
+    spec.mutant = args.mutant.map(|m| match m {
+        MutantArg::M1 => Mutant::M1,
+        MutantArg::K3 => Mutant::K3,
+    });
+    spec.fencing = args.fencing;
+    spec
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let model = match build(&spec(&args)) {
+        Ok(model) => model,
+        Err(error) => return crate::usage_error(&error.to_string()),
+    };
+    if args.max_states == 0 || args.max_seconds == 0 {
+        return crate::usage_error("--max-states and --max-seconds must be at least 1");
+    }
+    if let Some(address) = args.explore {
+        if !address.ip().is_loopback() {
+            return crate::usage_error(&format!(
+                "--explore {address}: the Explorer only listens on loopback addresses (127.0.0.1, ::1)"
+            ));
+        }
+        println!("{}", model.title());
+        println!("stateright Explorer on http://{address}/ (Ctrl-C to stop)");
+        model.explore(address);
+        return ExitCode::SUCCESS;
+    }
+    if let Some(only) = &args.property {
+        if !model.claims().iter().any(|claim| claim == only) {
+            return crate::usage_error(&format!(
+                "--property {only}: this model checks {}",
+                model.claims().join(", ")
+            ));
+        }
+    }
+    let limits = Limits {
+        max_states: args.max_states,
+        max_seconds: args.max_seconds,
+        checker_threads: 2,
+        stop_at_first_violation: args.stop_at_first,
+        only_claim: args.property.clone(),
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = std::io::stderr().is_terminal().then(|| {
+        let done = Arc::clone(&done);
+        let title = model.title();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(500));
+                if !done.load(Ordering::Relaxed) {
+                    eprint!(
+                        "\rchecking {} ... {:.0} s",
+                        title.split(" | ").next().unwrap_or(""),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            eprint!("\r{:60}\r", "");
+        })
+    });
+    let report = model.check(limits);
+    done.store(true, Ordering::Relaxed);
+    if let Some(ticker) = ticker {
+        let _ = ticker.join();
+    }
+    print!("{report}");
+    if !report.internal_errors.is_empty() {
+        return ExitCode::from(1);
+    }
+    if report.any_violation() {
+        return ExitCode::from(1);
+    }
+    if report.rows.iter().any(|row| matches!(row.verdict, Verdict::Bounded(_))) {
+        println!("\nno violation found, but not every verdict is final (bounded): exit status 3");
+        return ExitCode::from(3);
+    }
+    ExitCode::SUCCESS
+}
