@@ -16,7 +16,7 @@ use std::sync::Mutex;
 pub use row_store::{reconcile, CellBody, CellVersion, LiveCell, RowStore, MICROS_PER_SECOND};
 
 /// One cell of a write: column, value and optional TTL in whole seconds.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct CellWrite {
     pub column: String,
     pub value: String,
@@ -24,7 +24,7 @@ pub struct CellWrite {
 }
 
 /// Who chooses a write's timestamp.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Stamp {
     /// The client's timestamp generator (a monotonic reading of the client's clock).
     Client,
@@ -34,7 +34,7 @@ pub enum Stamp {
 
 /// A store operation, generic over how its timestamp is given: machines emit
 /// `StoreOp<Stamp>` ([`StoreCommand`]), stores execute `StoreOp<u64>` ([`StoreRequest`]).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum StoreOp<T> {
     /// Write one or more cells of one row, as one batch (atomic and isolated within the row).
     Write {
@@ -155,7 +155,7 @@ impl fmt::Display for Stamp {
 }
 
 /// A store's answer to a successful request.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum StoreReply {
     /// A write or delete was acknowledged.
     Done,
@@ -180,7 +180,9 @@ impl fmt::Display for StoreReply {
 
 /// Why a request failed. Machines treat every kind the same way (retry, then give up), but
 /// the kinds say different things about the data: see each variant.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, thiserror::Error)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, thiserror::Error, serde::Serialize, serde::Deserialize,
+)]
 pub enum StoreFailure {
     /// No answer in time. A write that timed out **may or may not have been applied**.
     #[error("the store did not answer in time (a write may still have been applied)")]

@@ -28,7 +28,7 @@ pub fn whole_seconds(now_us: u64) -> u64 {
 }
 
 /// What a cell holds at one timestamp: a value (perhaps expiring) or a tombstone.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum CellBody {
     /// A written value. `expires_at_s` is `coordinator_now_s + ttl_s`, fixed at write time.
     Value { value: String, expires_at_s: Option<u64> },
@@ -37,7 +37,7 @@ pub enum CellBody {
 }
 
 /// One version of a cell: the body and its write timestamp.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct CellVersion {
     pub timestamp_us: u64,
     pub body: CellBody,
@@ -108,7 +108,7 @@ pub fn reconcile(a: CellVersion, b: CellVersion) -> CellVersion {
 }
 
 /// A live cell as a slice read returns it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct LiveCell {
     pub column: String,
     pub value: String,

@@ -1,2 +1,4 @@
 pub mod bench;
 pub mod check;
+#[cfg(madsim)]
+pub mod sim;

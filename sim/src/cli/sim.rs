@@ -1,0 +1,361 @@
+//! `cassalock sim` and `cassalock replay`: run the simulation over seeds, or one seed in full.
+
+use std::io::IsTerminal;
+use std::ops::Range;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use cassalock::driver::Algorithm;
+use cassalock_sim::sim::run::{run, RunOutcome};
+use cassalock_sim::sim::scenario::{build, SimOptions, SCENARIOS};
+use clap::{Args, ValueEnum};
+
+/// The most seeds one `sim` call will run.
+pub const MAX_SEEDS: u64 = 1_000_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AlgorithmArg {
+    Old,
+    Queue,
+    /// Both, one after the other.
+    Both,
+}
+
+impl AlgorithmArg {
+    pub fn algorithms(self) -> Vec<Algorithm> {
+        match self {
+            AlgorithmArg::Old => vec![Algorithm::Old],
+            AlgorithmArg::Queue => vec![Algorithm::Queue],
+            AlgorithmArg::Both => vec![Algorithm::Old, Algorithm::Queue],
+        }
+    }
+}
+
+/// Knobs shared by `sim` and `replay`.
+#[derive(Args, Debug, Clone)]
+pub struct ScenarioArgs {
+    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm.
+    #[arg(long)]
+    pub scenario: String,
+    /// skew: replica r0's clock offset in seconds (default: drawn from the seed in 0..=2 TTL).
+    #[arg(long, allow_hyphen_values = true)]
+    pub offset_s: Option<f64>,
+    /// renew-race: release without waiting for renewal (mutant K3).
+    #[arg(long)]
+    pub k3: bool,
+    /// Let the resource accept stale tokens (to see the damage fencing prevents).
+    #[arg(long)]
+    pub no_fencing: bool,
+    /// Restarted replicas lose the writes since their last commit-log sync.
+    #[arg(long)]
+    pub lose_unsynced: bool,
+}
+
+impl ScenarioArgs {
+    pub fn options(&self) -> Result<SimOptions, String> {
+        if let Some(offset) = self.offset_s {
+            if !offset.is_finite() || offset.abs() > 86_400.0 {
+                return Err(format!(
+                    "--offset-s {offset}: give an offset within one day (in seconds)"
+                ));
+            }
+            if self.scenario != "skew" {
+                return Err("--offset-s applies to the skew scenario only".into());
+            }
+        }
+        if self.k3 && self.scenario != "renew-race" {
+            return Err("--k3 applies to the renew-race scenario only".into());
+        }
+        Ok(SimOptions {
+            offset_s: self.offset_s,
+            k3: self.k3,
+            no_fencing: self.no_fencing,
+            lose_unsynced: self.lose_unsynced,
+        })
+    }
+
+    /// The flags that reproduce these options, for printed commands.
+    pub fn flags(&self) -> String {
+        let mut flags = String::new();
+        if let Some(offset) = self.offset_s {
+            flags.push_str(&format!(" --offset-s {offset}"));
+        }
+        for (on, flag) in [
+            (self.k3, " --k3"),
+            (self.no_fencing, " --no-fencing"),
+            (self.lose_unsynced, " --lose-unsynced"),
+        ] {
+            if on {
+                flags.push_str(flag);
+            }
+        }
+        flags
+    }
+}
+
+/// Run a scenario over a range of seeds and summarise.
+///
+/// Exit status: 0 every run passed every check; 1 some check failed (the first failing seed
+/// and the command that replays it are printed); 2 bad arguments.
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    /// Seeds as A..B (B excluded) or A..=B.
+    #[arg(long, default_value = "0..100")]
+    seeds: String,
+    /// Parallel runs (each on its own thread).
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+    #[arg(long, value_enum, default_value = "both")]
+    algorithm: AlgorithmArg,
+}
+
+/// Replay one run in full: the plan, every event, the verdicts.
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    scenario: ScenarioArgs,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long, value_enum, default_value = "queue")]
+    algorithm: AlgorithmArg,
+    /// Also draw the timeline as SVG into this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<std::path::PathBuf>,
+    /// Print the plan and verdicts only, not every event.
+    #[arg(long)]
+    summary: bool,
+}
+
+/// Parse "A..B" or "A..=B".
+pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
+    let bad = || format!("--seeds {text:?}: write a range such as 0..100 or 5..=9");
+    let (start, end) = text.split_once("..").ok_or_else(bad)?;
+    let start: u64 = start.trim().parse().map_err(|_| bad())?;
+    let end: u64 = match end.strip_prefix('=') {
+        Some(end) => end
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| bad())?
+            .checked_add(1)
+            .ok_or_else(bad)?,
+        None => end.trim().parse().map_err(|_| bad())?,
+    };
+    if end <= start {
+        return Err(format!(
+            "--seeds {text:?} is empty or inverted: the end must be above the start"
+        ));
+    }
+    if end - start > MAX_SEEDS {
+        return Err(format!(
+            "--seeds {text:?} asks for {} runs; at most {MAX_SEEDS} per call",
+            end - start
+        ));
+    }
+    Ok(start..end)
+}
+
+pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &str) -> String {
+    format!(
+        "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
+        algorithm.name()
+    )
+}
+
+struct Tally {
+    runs: u64,
+    failed_runs: u64,
+    per_claim: Vec<(&'static str, u64, Option<u64>)>,
+    acquisitions: u64,
+    sim_seconds: f64,
+    hashes: u64,
+}
+
+pub fn sim(args: SimArgs) -> ExitCode {
+    let options = match args.scenario.options() {
+        Ok(options) => options,
+        Err(error) => return crate::usage_error(&error),
+    };
+    let seeds = match parse_seeds(&args.seeds) {
+        Ok(seeds) => seeds,
+        Err(error) => return crate::usage_error(&error),
+    };
+    if args.jobs == 0 || args.jobs > 64 {
+        return crate::usage_error("--jobs must be between 1 and 64");
+    }
+    if let Err(error) = build(&args.scenario.scenario, seeds.start, Algorithm::Queue, &options) {
+        return crate::usage_error(&error);
+    }
+    let mut any_failed = false;
+    for algorithm in args.algorithm.algorithms() {
+        let started = Instant::now();
+        let tally = Mutex::new(Tally {
+            runs: 0,
+            failed_runs: 0,
+            per_claim: Vec::new(),
+            acquisitions: 0,
+            sim_seconds: 0.0,
+            hashes: 0,
+        });
+        let next = AtomicU64::new(seeds.start);
+        let total = seeds.end - seeds.start;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(total);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta}")
+                    .expect("template"),
+            );
+            bar.set_message(format!("{} {}", args.scenario.scenario, algorithm.name()));
+            bar
+        });
+        std::thread::scope(|scope| {
+            for _ in 0..args.jobs.min(total as usize) {
+                scope.spawn(|| loop {
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if seed >= seeds.end {
+                        break;
+                    }
+                    let config = build(&args.scenario.scenario, seed, algorithm, &options).expect("validated above");
+                    let outcome = run(&config, seed, false);
+                    tally_outcome(&tally, &outcome);
+                    if let Some(bar) = &bar {
+                        bar.inc(1);
+                    }
+                });
+            }
+        });
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let tally = tally.into_inner().expect("tally");
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "{} | {} algorithm | seeds {} | {} runs in {:.1} s ({:.0} seeds/minute on {} jobs) | {} acquisitions | {:.0} s simulated",
+            args.scenario.scenario,
+            algorithm.name(),
+            args.seeds,
+            tally.runs,
+            seconds,
+            tally.runs as f64 / seconds * 60.0,
+            args.jobs,
+            tally.acquisitions,
+            tally.sim_seconds
+        );
+        if tally.failed_runs == 0 {
+            println!("  every run passed every check (T1-belief, T1-resource, tokens, T2, K3)");
+        }
+        for (claim, failures, first) in &tally.per_claim {
+            if *failures > 0 {
+                let seed = first.expect("a failure has a seed");
+                println!(
+                    "  {claim:<12} FAILED in {failures} of {} runs; first failing seed {seed}",
+                    tally.runs
+                );
+                println!(
+                    "               replay: {}",
+                    replay_command(&args.scenario.scenario, seed, algorithm, &args.scenario.flags())
+                );
+            }
+        }
+        let _ = tally.hashes;
+        any_failed |= tally.failed_runs > 0;
+    }
+    if any_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn tally_outcome(tally: &Mutex<Tally>, outcome: &RunOutcome) {
+    let mut tally = tally.lock().expect("tally");
+    tally.runs += 1;
+    tally.acquisitions += outcome.verdicts.acquisitions as u64;
+    tally.sim_seconds += outcome.sim_time.as_secs_f64();
+    tally.hashes ^= outcome.trace_hash;
+    if !outcome.verdicts.all_passed() {
+        tally.failed_runs += 1;
+    }
+    for check in &outcome.verdicts.checks {
+        let entry = match tally
+            .per_claim
+            .iter_mut()
+            .position(|(claim, _, _)| *claim == check.claim)
+        {
+            Some(i) => &mut tally.per_claim[i],
+            None => {
+                tally.per_claim.push((check.claim, 0, None));
+                tally.per_claim.last_mut().expect("pushed")
+            }
+        };
+        if !check.passed {
+            entry.1 += 1;
+            entry.2 = Some(entry.2.map_or(outcome.seed, |s| s.min(outcome.seed)));
+        }
+    }
+}
+
+pub fn replay(args: ReplayArgs) -> ExitCode {
+    let options = match args.scenario.options() {
+        Ok(options) => options,
+        Err(error) => return crate::usage_error(&error),
+    };
+    let algorithm = match args.algorithm {
+        AlgorithmArg::Both => return crate::usage_error("replay runs one algorithm: --algorithm old or queue"),
+        one => one.algorithms()[0],
+    };
+    let config = match build(&args.scenario.scenario, args.seed, algorithm, &options) {
+        Ok(config) => config,
+        Err(error) => return crate::usage_error(&error),
+    };
+    println!("{}", config.plan());
+    println!("seed {}", args.seed);
+    let outcome = run(&config, args.seed, !args.summary);
+    if !args.summary {
+        println!();
+        println!(
+            "{:>6} {:>12} {:<9} {:>12}  event",
+            "#", "sim time", "node", "node clock"
+        );
+        print!("{}", cassalock_sim::sim::trace::render(&outcome.records));
+    }
+    println!();
+    println!(
+        "verdicts ({} acquisitions, {:.3} s simulated, trace hash {:016x}):",
+        outcome.verdicts.acquisitions,
+        outcome.sim_time.as_secs_f64(),
+        outcome.trace_hash
+    );
+    print!("{}", outcome.verdicts);
+    println!();
+    println!(
+        "replay: {}",
+        replay_command(&args.scenario.scenario, args.seed, algorithm, &args.scenario.flags())
+    );
+    if let Some(path) = &args.svg {
+        match cassalock_sim::sim::timeline::write_svg(&outcome, path) {
+            Ok(()) => println!("timeline written to {}", path.display()),
+            Err(error) => {
+                eprintln!("error: could not write {}: {error}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    if outcome.verdicts.all_passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// The scenario table, for --help texts and errors.
+pub fn scenario_table() -> String {
+    SCENARIOS
+        .iter()
+        .map(|s| format!("  {:<18} {} -> expected: {}", s.name, s.setup, s.expected))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,105 @@
+//! A clock per simulated node. madsim has one global clock; skew is ours to build.
+//!
+//! A node's clock reads `epoch + elapsed·(1 + drift) + offset + jumps so far`, where `elapsed`
+//! is madsim's simulated time since the run began. Sleeps go through the clock too: a sleep of
+//! `d` on a clock that runs fast by `drift` lasts `d / (1 + drift)` of global time, so drift
+//! affects timers (renewal, polling, backoff). Jumps (NTP steps) move readings only, as they
+//! would move the wall clock Cassandra reads while monotonic timers carry on.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cassalock::Clock;
+use tokio::time::Instant;
+
+/// Microseconds at which every simulated clock starts (14 Nov 2023), far from zero, so that
+/// negative offsets stay positive readings.
+pub const EPOCH_US: u64 = 1_700_000_000_000_000;
+
+/// How one node's clock departs from global time.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClockSpec {
+    pub offset_us: i64,
+    /// Parts per million faster (positive) or slower (negative) than global time.
+    pub drift_ppm: i64,
+    /// (global ms since the run began, step in µs), in time order.
+    pub jumps: Vec<(u64, i64)>,
+}
+
+/// A node's clock.
+#[derive(Clone, Debug)]
+pub struct SimClock {
+    spec: Arc<ClockSpec>,
+    start: Instant,
+}
+
+impl SimClock {
+    pub fn new(spec: ClockSpec, start: Instant) -> Self {
+        assert!(spec.drift_ppm > -1_000_000, "a clock cannot run backwards");
+        SimClock {
+            spec: Arc::new(spec),
+            start,
+        }
+    }
+
+    pub fn spec(&self) -> &ClockSpec {
+        &self.spec
+    }
+
+    /// The reading at a global elapsed time.
+    pub fn reading_at(&self, elapsed: Duration) -> u64 {
+        let elapsed_us = elapsed.as_micros() as i64;
+        let drifted = elapsed_us + elapsed_us * self.spec.drift_ppm / 1_000_000;
+        let elapsed_ms = elapsed.as_millis() as u64;
+        let jumped: i64 = self
+            .spec
+            .jumps
+            .iter()
+            .filter(|(at, _)| *at <= elapsed_ms)
+            .map(|(_, step)| step)
+            .sum();
+        (EPOCH_US as i64 + drifted + self.spec.offset_us + jumped).max(0) as u64
+    }
+}
+
+impl Clock for SimClock {
+    fn now_us(&self) -> u64 {
+        self.reading_at(self.start.elapsed())
+    }
+
+    fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        let global_us = (ms as i128 * 1000 * 1_000_000 / (1_000_000 + self.spec.drift_ppm as i128)).max(0) as u64;
+        tokio::time::sleep(Duration::from_micros(global_us))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offset_drift_and_jumps_shape_the_reading() {
+        madsim::runtime::Runtime::new().block_on(async {
+            let start = Instant::now();
+            let spec = ClockSpec {
+                offset_us: -5_000_000,
+                drift_ppm: 100_000, // 10% fast
+                jumps: vec![(2_000, 1_000_000)],
+            };
+            let clock = SimClock::new(spec, start);
+            assert_eq!(clock.reading_at(Duration::ZERO), EPOCH_US - 5_000_000);
+            assert_eq!(
+                clock.reading_at(Duration::from_secs(1)),
+                EPOCH_US - 5_000_000 + 1_100_000
+            );
+            assert_eq!(
+                clock.reading_at(Duration::from_secs(2)),
+                EPOCH_US - 5_000_000 + 2_200_000 + 1_000_000
+            );
+            // A 1100 ms sleep on a clock 10% fast lasts 1000 ms of global time.
+            clock.sleep_ms(1100).await;
+            assert_eq!(start.elapsed().as_millis(), 1000);
+        });
+    }
+}

@@ -1,0 +1,494 @@
+//! A simulated Cassandra cluster: replica nodes holding the library's `RowStore`, a coordinator
+//! path per request, consistency levels, timeouts, read repair.
+//!
+//! What is modelled, and how:
+//! - **Replication.** Every replica holds every row (RF = number of replicas, 3 by default).
+//! - **Coordinator.** A client sends each request to a replica picked by madsim's seeded RNG.
+//!   The coordinator fixes a write's TTL expiry from *its own* clock, sends the versions to
+//!   every replica (applying its own copy at once) and answers after CL acknowledgements, or
+//!   with a timeout after `request_timeout`. The writes it sent keep travelling: a timed-out
+//!   write may have reached no replica, some, or all.
+//! - **Reads.** The coordinator asks every replica for the raw versions of the slice (tombstones
+//!   and expired cells included), waits for CL answers, reconciles them with the library's rules,
+//!   judges liveness with its own clock, and returns the first `count` live cells. Before
+//!   answering it repairs the replicas that answered with stale data and waits for their
+//!   acknowledgement (Cassandra's blocking read repair), so two QUORUM reads never go backwards.
+//!   Reads carry every version from `start` on: perfect short-read protection.
+//! - **Restarts.** A killed replica restarts with its data (the commit log reached the OS page
+//!   cache: process crash). With `lose_unsynced`, it restarts with only what the last commit-log
+//!   sync (every `sync_every`) had saved: a machine crash under `commitlog_sync: periodic`.
+//! - **Compaction.** Each replica drops tombstones and expired cells older than `gc_grace` (by
+//!   its clock, compared with write timestamps) every few seconds. A write arriving later with an
+//!   older timestamp would come back to life, as in Cassandra.
+//! - Not modelled: hinted handoff, anti-entropy repair, Unavailable answers (a coordinator with
+//!   too few live replicas times out instead), speculative retries.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::store::{
+    reconcile, CellVersion, LiveCell, RowStore, Store, StoreFailure, StoreOp, StoreReply, StoreRequest,
+};
+use cassalock::Clock;
+use madsim::net::rpc::{Deserialize, Request, Serialize};
+use madsim::net::Endpoint;
+
+use super::clock::SimClock;
+
+/// The port every simulated service listens on.
+pub const PORT: u16 = 9042;
+/// Versions one raw read may carry before it is refused (a row full of tombstones).
+pub const MAX_RAW_VERSIONS: usize = 10_000;
+
+pub fn replica_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)), PORT)
+}
+
+pub fn client_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1 + i as u8))
+}
+
+pub fn time_replica_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 3, 1 + i as u8))
+}
+
+pub fn resource_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), PORT)
+}
+
+/// Consistency level of every read and write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Consistency {
+    One,
+    Quorum,
+    All,
+}
+
+impl Consistency {
+    pub fn required(self, replicas: usize) -> usize {
+        match self {
+            Consistency::One => 1,
+            Consistency::Quorum => replicas / 2 + 1,
+            Consistency::All => replicas,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Consistency::One => "ONE",
+            Consistency::Quorum => "QUORUM",
+            Consistency::All => "ALL",
+        }
+    }
+}
+
+/// Cluster-wide settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterConfig {
+    pub replicas: usize,
+    pub consistency: Consistency,
+    /// The coordinator gives up waiting for replicas after this long.
+    pub request_timeout: Duration,
+    /// The client gives up waiting for the coordinator after this long.
+    pub client_timeout: Duration,
+    /// A restarted replica keeps only what the last commit-log sync saved.
+    pub lose_unsynced: bool,
+    pub sync_every: Duration,
+    pub gc_grace: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            replicas: 3,
+            consistency: Consistency::Quorum,
+            request_timeout: Duration::from_secs(2),
+            client_timeout: Duration::from_secs(3),
+            lose_unsynced: false,
+            sync_every: Duration::from_secs(10),
+            // Small, as recommended for lock tables: the queue row's deleted entries sort first
+            // and every read of its head walks them until compaction drops them.
+            gc_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+// ---- messages ----
+
+/// Client → coordinator.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Coordinate(pub StoreRequest);
+impl Request for Coordinate {
+    type Response = Result<StoreReply, StoreFailure>;
+    const ID: u64 = 0xCA55_0001;
+}
+
+/// Coordinator → replica: merge these versions.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Apply {
+    pub row: String,
+    pub versions: Vec<(String, CellVersion)>,
+}
+impl Request for Apply {
+    type Response = ();
+    const ID: u64 = 0xCA55_0002;
+}
+
+/// Coordinator → replica: the versions of a slice (tombstones and expired cells included),
+/// stopping once `live_limit` live cells (by the replica's clock) have been included.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReadRaw {
+    pub row: String,
+    pub start: String,
+    pub live_limit: usize,
+}
+
+/// A replica's answer: the versions, and whether it stopped at the limit (more may follow).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RawSlice {
+    pub versions: Vec<(String, CellVersion)>,
+    pub truncated: bool,
+}
+impl Request for ReadRaw {
+    type Response = Result<RawSlice, String>;
+    const ID: u64 = 0xCA55_0003;
+}
+
+// ---- replicas ----
+
+/// A replica's data: what survives a restart lives here (captured by the node's init).
+#[derive(Default)]
+pub struct ReplicaData {
+    pub live: RowStore,
+    /// As of the last commit-log sync.
+    pub synced: RowStore,
+}
+
+/// One replica node.
+#[derive(Clone)]
+pub struct Replica {
+    pub index: usize,
+    pub data: Arc<Mutex<ReplicaData>>,
+    pub clock: SimClock,
+    pub config: ClusterConfig,
+}
+
+impl Replica {
+    fn raw(&self, row: &str, start: &str, live_limit: usize) -> Result<RawSlice, String> {
+        let now_us = self.clock.now_us();
+        let data = self.data.lock().expect("replica data");
+        let mut versions = Vec::new();
+        let mut live = 0;
+        for (column, version) in data.live.raw_slice(row, start) {
+            if live >= live_limit {
+                return Ok(RawSlice {
+                    versions,
+                    truncated: true,
+                });
+            }
+            if versions.len() >= MAX_RAW_VERSIONS {
+                return Err(format!("more than {MAX_RAW_VERSIONS} versions in {row}"));
+            }
+            live += usize::from(version.is_live_at(now_us));
+            versions.push((column.to_owned(), version.clone()));
+        }
+        Ok(RawSlice {
+            versions,
+            truncated: false,
+        })
+    }
+
+    fn apply(&self, row: &str, versions: &[(String, CellVersion)]) {
+        let mut data = self.data.lock().expect("replica data");
+        for (column, version) in versions {
+            data.live.apply(row, column, version.clone());
+        }
+    }
+
+    /// The node's main task: serve, sync, compact. Run again on every restart.
+    pub async fn serve(self) {
+        if self.config.lose_unsynced {
+            let mut data = self.data.lock().expect("replica data");
+            data.live = data.synced.clone();
+        }
+        let endpoint = Endpoint::bind(replica_addr(self.index))
+            .await
+            .expect("replica address free");
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |Apply { row, versions }| {
+            let this = this.clone();
+            async move { this.apply(&row, &versions) }
+        });
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |ReadRaw { row, start, live_limit }| {
+            let this = this.clone();
+            async move { this.raw(&row, &start, live_limit) }
+        });
+        let this = self.clone();
+        let coordinator_endpoint = endpoint.clone();
+        endpoint.add_rpc_handler(move |Coordinate(request)| {
+            let this = this.clone();
+            let endpoint = coordinator_endpoint.clone();
+            async move { this.coordinate(&endpoint, request).await }
+        });
+        // Commit-log sync and compaction, on the replica's clock.
+        let mut since_sync = Duration::ZERO;
+        loop {
+            self.clock.sleep_ms(1000).await;
+            since_sync += Duration::from_secs(1);
+            let now_us = self.clock.now_us();
+            let mut data = self.data.lock().expect("replica data");
+            let horizon = now_us.saturating_sub(self.config.gc_grace.as_micros() as u64);
+            data.live.purge(horizon, horizon);
+            if since_sync >= self.config.sync_every {
+                since_sync = Duration::ZERO;
+                data.synced = data.live.clone();
+            }
+        }
+    }
+
+    async fn coordinate(&self, endpoint: &Endpoint, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
+        let now_us = self.clock.now_us();
+        match request {
+            StoreOp::Write { row, cells, timestamp } => {
+                let versions = cells
+                    .into_iter()
+                    .map(|c| (c.column, CellVersion::value(c.value, timestamp, c.ttl_s, now_us)))
+                    .collect();
+                self.replicate(endpoint, row, versions).await
+            }
+            StoreOp::Delete { row, column, timestamp } => {
+                self.replicate(endpoint, row, vec![(column, CellVersion::tombstone(timestamp))])
+                    .await
+            }
+            StoreOp::ReadSlice { row, start, count } => self.read(endpoint, row, start, count as usize).await,
+        }
+    }
+
+    /// Send to every replica; answer after CL acknowledgements or time out.
+    async fn replicate(
+        &self,
+        endpoint: &Endpoint,
+        row: String,
+        versions: Vec<(String, CellVersion)>,
+    ) -> Result<StoreReply, StoreFailure> {
+        let needed = self.config.consistency.required(self.config.replicas);
+        let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel::<()>();
+        for replica in 0..self.config.replicas {
+            if replica == self.index {
+                self.apply(&row, &versions);
+                let _ = acks.send(());
+                continue;
+            }
+            let endpoint = endpoint.clone();
+            let acks = acks.clone();
+            let message = Apply {
+                row: row.clone(),
+                versions: versions.clone(),
+            };
+            let timeout = self.config.request_timeout;
+            madsim::task::spawn(async move {
+                if endpoint
+                    .call_timeout(replica_addr(replica), message, timeout)
+                    .await
+                    .is_ok()
+                {
+                    let _ = acks.send(());
+                }
+            });
+        }
+        drop(acks);
+        let wait = async {
+            let mut got = 0;
+            while got < needed {
+                acked.recv().await?;
+                got += 1;
+            }
+            Some(())
+        };
+        match tokio::time::timeout(self.config.request_timeout, wait).await {
+            Ok(Some(())) => Ok(StoreReply::Done),
+            _ => Err(StoreFailure::Timeout),
+        }
+    }
+
+    /// Gather CL raw answers, reconcile, repair the stale responders, answer. Replicas stop
+    /// after `limit` live cells; the merged view is only complete up to the last column of any
+    /// truncated answer, so if that leaves fewer than `count` cells the read is redone with a
+    /// larger limit (short-read protection).
+    async fn read(
+        &self,
+        endpoint: &Endpoint,
+        row: String,
+        start: String,
+        count: usize,
+    ) -> Result<StoreReply, StoreFailure> {
+        let mut limit = count.max(1);
+        loop {
+            let (cells, complete) = self.read_round(endpoint, &row, &start, count, limit).await?;
+            if complete || limit >= MAX_RAW_VERSIONS {
+                return Ok(StoreReply::Slice(cells));
+            }
+            limit = (limit * 4).min(MAX_RAW_VERSIONS);
+        }
+    }
+
+    async fn read_round(
+        &self,
+        endpoint: &Endpoint,
+        row: &str,
+        start: &str,
+        count: usize,
+        limit: usize,
+    ) -> Result<(Vec<LiveCell>, bool), StoreFailure> {
+        let needed = self.config.consistency.required(self.config.replicas);
+        let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel::<(usize, Result<RawSlice, String>)>();
+        for replica in 0..self.config.replicas {
+            if replica == self.index {
+                let _ = answers.send((replica, self.raw(row, start, limit)));
+                continue;
+            }
+            let endpoint = endpoint.clone();
+            let answers = answers.clone();
+            let message = ReadRaw {
+                row: row.to_owned(),
+                start: start.to_owned(),
+                live_limit: limit,
+            };
+            let timeout = self.config.request_timeout;
+            madsim::task::spawn(async move {
+                if let Ok(answer) = endpoint.call_timeout(replica_addr(replica), message, timeout).await {
+                    let _ = answers.send((replica, answer));
+                }
+            });
+        }
+        drop(answers);
+        let gather = async {
+            let mut got = Vec::new();
+            while got.len() < needed {
+                got.push(answered.recv().await?);
+            }
+            Some(got)
+        };
+        let responses = match tokio::time::timeout(self.config.request_timeout, gather).await {
+            Ok(Some(responses)) => responses,
+            _ => return Err(StoreFailure::Timeout),
+        };
+        let mut merged: BTreeMap<String, CellVersion> = BTreeMap::new();
+        let mut per_replica = Vec::new();
+        // Columns up to this one were sent in full by every responder.
+        let mut complete_up_to: Option<String> = None;
+        for (replica, answer) in responses {
+            let slice = answer.map_err(StoreFailure::Other)?;
+            if slice.truncated {
+                let last = slice.versions.last().map(|(c, _)| c.clone()).unwrap_or_default();
+                if complete_up_to.as_ref().is_none_or(|bound| last < *bound) {
+                    complete_up_to = Some(last);
+                }
+            }
+            for (column, version) in &slice.versions {
+                let winner = match merged.remove(column) {
+                    Some(existing) => reconcile(existing, version.clone()),
+                    None => version.clone(),
+                };
+                merged.insert(column.clone(), winner);
+            }
+            per_replica.push((replica, slice.versions));
+        }
+        if let Some(bound) = &complete_up_to {
+            merged.retain(|column, _| column <= bound);
+        }
+        self.repair(endpoint, row, &merged, per_replica).await?;
+        let now_us = self.clock.now_us();
+        let cells: Vec<LiveCell> = merged
+            .iter()
+            .filter_map(|(column, version)| {
+                version.live_value_at(now_us).map(|value| LiveCell {
+                    column: column.clone(),
+                    value: value.to_owned(),
+                    timestamp_us: version.timestamp_us,
+                })
+            })
+            .take(count)
+            .collect();
+        let complete = complete_up_to.is_none() || cells.len() >= count;
+        Ok((cells, complete))
+    }
+
+    /// Blocking read repair: bring every responder up to the merged view before answering.
+    async fn repair(
+        &self,
+        endpoint: &Endpoint,
+        row: &str,
+        merged: &BTreeMap<String, CellVersion>,
+        per_replica: Vec<(usize, Vec<(String, CellVersion)>)>,
+    ) -> Result<(), StoreFailure> {
+        let mut pending = Vec::new();
+        for (replica, versions) in per_replica {
+            // Both sides are sorted by column: walk them together.
+            let mut missing = Vec::new();
+            let mut have = versions.iter().peekable();
+            for (column, version) in merged {
+                while have.peek().is_some_and(|(c, _)| c < column) {
+                    have.next();
+                }
+                match have.peek() {
+                    Some((c, v)) if c == column && v == version => {}
+                    _ => missing.push((column.clone(), version.clone())),
+                }
+            }
+            if missing.is_empty() {
+                continue;
+            }
+            if replica == self.index {
+                self.apply(row, &missing);
+                continue;
+            }
+            let message = Apply {
+                row: row.to_owned(),
+                versions: missing,
+            };
+            pending.push(endpoint.call_timeout(replica_addr(replica), message, self.config.request_timeout));
+        }
+        for repair in pending {
+            repair.await.map_err(|_| StoreFailure::Timeout)?;
+        }
+        Ok(())
+    }
+}
+
+/// A client's view of the cluster: the `Store` the lock code runs against.
+pub struct SimStore {
+    endpoint: Endpoint,
+    config: ClusterConfig,
+}
+
+impl SimStore {
+    pub async fn connect(ip: IpAddr, config: ClusterConfig) -> Self {
+        let endpoint = Endpoint::bind(SocketAddr::new(ip, 0))
+            .await
+            .expect("client address free");
+        SimStore { endpoint, config }
+    }
+}
+
+impl Store for SimStore {
+    async fn execute(&self, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
+        use rand::Rng;
+        let coordinator = madsim::rand::thread_rng().gen_range(0..self.config.replicas);
+        match self
+            .endpoint
+            .call_timeout(
+                replica_addr(coordinator),
+                Coordinate(request),
+                self.config.client_timeout,
+            )
+            .await
+        {
+            Ok(answer) => answer,
+            Err(_) => Err(StoreFailure::Timeout),
+        }
+    }
+}

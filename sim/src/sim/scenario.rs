@@ -1,0 +1,460 @@
+//! Named scenarios and their fault plans.
+//!
+//! A run is determined by (scenario, seed, algorithm, options): the plan's parameters come from
+//! a ChaCha generator seeded with the seed, and everything random inside the run (latencies,
+//! coordinator choices, backoff draws, critical-section lengths) from madsim's generator with the
+//! same seed. The plan is printed before a run, so a failing seed shows what was done to it.
+
+use std::fmt;
+use std::time::Duration;
+
+use cassalock::driver::{Algorithm, Settings, TimeSource};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::clock::ClockSpec;
+use super::cluster::{ClusterConfig, Consistency};
+
+/// The lock every client contends for.
+pub const LOCK: &str = "shared";
+
+/// Faults the injector applies. "Holder" faults hit whichever client holds the lock when they
+/// fire (waiting up to 10 s for one).
+#[derive(Clone, Debug, PartialEq)]
+pub enum FaultKind {
+    PauseHolder {
+        for_: Duration,
+    },
+    PauseClient {
+        client: usize,
+        for_: Duration,
+    },
+    KillHolder,
+    KillClient {
+        client: usize,
+    },
+    RestartClient {
+        client: usize,
+    },
+    /// Clog every link between the holder and every replica, both ways.
+    CutOffHolder {
+        for_: Duration,
+    },
+    CutOffClient {
+        client: usize,
+        for_: Duration,
+    },
+    KillReplica {
+        replica: usize,
+    },
+    RestartReplica {
+        replica: usize,
+    },
+    PauseReplica {
+        replica: usize,
+        for_: Duration,
+    },
+    IsolateReplica {
+        replica: usize,
+        for_: Duration,
+    },
+    /// Every message is lost with this probability.
+    Loss {
+        rate_percent: u32,
+        for_: Duration,
+    },
+    KillTimeReplica {
+        replica: usize,
+    },
+}
+
+/// A fault at a simulated time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fault {
+    pub at: Duration,
+    pub kind: FaultKind,
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub scenario: &'static str,
+    pub algorithm: Algorithm,
+    pub clients: usize,
+    pub acquisitions: u32,
+    pub cluster: ClusterConfig,
+    pub ttl_s: u32,
+    pub renew_every_ms: u64,
+    pub poll_ms: u64,
+    /// Critical section length, uniform in this range.
+    pub hold_ms: (u64, u64),
+    /// Pause between a release and the next acquisition.
+    pub think_ms: (u64, u64),
+    pub time_source: TimeSource,
+    /// Replicas of the time service (0: none).
+    pub time_replicas: usize,
+    pub k3: bool,
+    pub fencing: bool,
+    pub replica_clocks: Vec<ClockSpec>,
+    pub client_clocks: Vec<ClockSpec>,
+    pub time_replica_clocks: Vec<ClockSpec>,
+    pub faults: Vec<Fault>,
+    /// Stop the run after this much simulated time, finished or not.
+    pub max_sim: Duration,
+}
+
+/// Knobs a user may set on the command line.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SimOptions {
+    /// skew: the offset of replica r0's clock, in seconds (default: drawn from the seed in 0..=2·TTL).
+    pub offset_s: Option<f64>,
+    /// renew-race: release without waiting for renewal (mutant K3).
+    pub k3: bool,
+    /// The resource refuses stale tokens (default on).
+    pub no_fencing: bool,
+    /// Restarted replicas lose writes since the last commit-log sync.
+    pub lose_unsynced: bool,
+}
+
+/// A named scenario.
+pub struct Scenario {
+    pub name: &'static str,
+    pub setup: &'static str,
+    pub expected: &'static str,
+}
+
+pub const SCENARIOS: [Scenario; 9] = [
+    Scenario {
+        name: "contention",
+        setup: "5 clients x 20 acquisitions, QUORUM, no faults",
+        expected: "never fails",
+    },
+    Scenario {
+        name: "skew",
+        setup: "replica r0's clock ahead by an offset in 0..=2 TTL (drawn from the seed, or --offset-s)",
+        expected: "small offsets: no failure; large offsets: T1 broken (S2)",
+    },
+    Scenario {
+        name: "pause",
+        setup: "the holder pauses for TTL + 10 s (K1); fencing on",
+        expected: "T1-belief violations; no resource damage",
+    },
+    Scenario {
+        name: "cl-one",
+        setup: "5 clients x 20 acquisitions at consistency ONE (K2)",
+        expected: "T1 violations",
+    },
+    Scenario {
+        name: "partition",
+        setup: "the holder is cut off from every replica for TTL + 15 s, then healed",
+        expected: "its lease expires, another client acquires, it learns it lost the lock; live after the heal",
+    },
+    Scenario {
+        name: "crash-holder",
+        setup: "the holder's process is killed",
+        expected: "the lock frees after the TTL",
+    },
+    Scenario {
+        name: "renew-race",
+        setup: "TTL 4 s, renewal every 2 s, holds that span renewals; --k3 releases without waiting",
+        expected: "K3: lock stuck until the TTL, found; default: never",
+    },
+    Scenario {
+        name: "timeservice-stall",
+        setup: "3 time-service replicas, ts0 20 s ahead, killed at 30 s; clients read GlobalTime",
+        expected: "GlobalTime stalls for about 20 s (S1)",
+    },
+    Scenario {
+        name: "swarm",
+        setup: "clients, faults, clock offsets, drift and jumps all drawn from the seed",
+        expected: "no resource damage while tokens increase; anomalies reported",
+    },
+];
+
+pub fn scenario(name: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
+fn ms(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn s(seconds: u64) -> Duration {
+    Duration::from_secs(seconds)
+}
+
+/// Build the run for `scenario` from `seed`.
+pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, String> {
+    let Some(found) = scenario(name) else {
+        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        return Err(format!(
+            "unknown scenario {name:?}; the scenarios are {}",
+            names.join(", ")
+        ));
+    };
+    let defaults = Settings::new("sim");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA55);
+    let mut config = RunConfig {
+        scenario: found.name,
+        algorithm,
+        clients: 3,
+        acquisitions: 5,
+        cluster: ClusterConfig {
+            lose_unsynced: options.lose_unsynced,
+            ..ClusterConfig::default()
+        },
+        ttl_s: defaults.ttl_s,
+        renew_every_ms: defaults.renew_every_ms,
+        poll_ms: defaults.poll_ms,
+        hold_ms: (100, 2000),
+        think_ms: (0, 500),
+        time_source: TimeSource::Local,
+        time_replicas: 0,
+        k3: false,
+        fencing: !options.no_fencing,
+        replica_clocks: Vec::new(),
+        client_clocks: Vec::new(),
+        time_replica_clocks: Vec::new(),
+        faults: Vec::new(),
+        max_sim: s(900),
+    };
+    let ttl = s(u64::from(config.ttl_s));
+    match found.name {
+        "contention" => {
+            config.clients = 5;
+            config.acquisitions = 20;
+            config.hold_ms = (0, 20);
+            config.think_ms = (0, 20);
+        }
+        "skew" => {
+            let offset_s = match options.offset_s {
+                Some(offset) => offset,
+                None => rng.gen_range(0..=2 * u64::from(config.ttl_s)) as f64,
+            };
+            config.replica_clocks = vec![ClockSpec {
+                offset_us: (offset_s * 1e6) as i64,
+                ..ClockSpec::default()
+            }];
+            config.acquisitions = 8;
+            config.hold_ms = (500, 20_000);
+        }
+        "pause" => {
+            config.hold_ms = (500, 3000);
+            config.faults.push(Fault {
+                at: s(rng.gen_range(2..8)),
+                kind: FaultKind::PauseHolder { for_: ttl + s(10) },
+            });
+        }
+        "cl-one" => {
+            config.cluster.consistency = Consistency::One;
+            config.clients = 5;
+            config.acquisitions = 20;
+            config.hold_ms = (0, 20);
+            config.think_ms = (0, 20);
+        }
+        "partition" => {
+            config.hold_ms = (2000, 5000);
+            config.faults.push(Fault {
+                at: s(rng.gen_range(2..8)),
+                kind: FaultKind::CutOffHolder { for_: ttl + s(15) },
+            });
+        }
+        "crash-holder" => {
+            config.faults.push(Fault {
+                at: s(rng.gen_range(2..8)),
+                kind: FaultKind::KillHolder,
+            });
+        }
+        "renew-race" => {
+            config.ttl_s = 4;
+            config.renew_every_ms = 2000;
+            config.acquisitions = 15;
+            config.hold_ms = (1000, 6000);
+            config.think_ms = (0, 200);
+            config.k3 = options.k3;
+        }
+        "timeservice-stall" => {
+            config.time_source = TimeSource::Global;
+            config.time_replicas = 3;
+            config.time_replica_clocks = vec![ClockSpec {
+                offset_us: 20_000_000,
+                ..ClockSpec::default()
+            }];
+            config.acquisitions = 10;
+            config.faults.push(Fault {
+                at: s(30),
+                kind: FaultKind::KillTimeReplica { replica: 0 },
+            });
+        }
+        "swarm" => swarm(&mut config, &mut rng),
+        other => unreachable!("scenario {other} is listed but not built"),
+    }
+    config.faults.sort_by_key(|f| f.at);
+    Ok(config)
+}
+
+/// VOPR-style: the whole plan from the seed.
+fn swarm(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
+    config.clients = rng.gen_range(2..=5);
+    config.acquisitions = rng.gen_range(3..=10);
+    config.hold_ms = (0, rng.gen_range(10..=5000));
+    config.think_ms = (0, rng.gen_range(0..=1000));
+    let ttl_s = u64::from(config.ttl_s);
+    for _ in 0..config.cluster.replicas {
+        let big = rng.gen_bool(0.15);
+        let offset_s = if big {
+            rng.gen_range(0..=2 * ttl_s) as i64
+        } else {
+            rng.gen_range(-2..=2)
+        };
+        let jumps = if rng.gen_bool(0.2) {
+            vec![(rng.gen_range(1_000..60_000), rng.gen_range(-5_000_000..=5_000_000))]
+        } else {
+            Vec::new()
+        };
+        config.replica_clocks.push(ClockSpec {
+            offset_us: offset_s * 1_000_000 * if rng.gen_bool(0.5) { 1 } else { -1 },
+            drift_ppm: rng.gen_range(-200..=200),
+            jumps,
+        });
+    }
+    for _ in 0..config.clients {
+        config.client_clocks.push(ClockSpec {
+            offset_us: rng.gen_range(-3_000_000..=3_000_000),
+            drift_ppm: rng.gen_range(-500..=500),
+            jumps: if rng.gen_bool(0.1) {
+                vec![(rng.gen_range(1_000..60_000), rng.gen_range(-2_000_000..=2_000_000))]
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    let count = rng.gen_range(0..=6);
+    for _ in 0..count {
+        let at = ms(rng.gen_range(500..60_000));
+        let for_ = ms(rng.gen_range(100..=(2 * ttl_s * 1000)));
+        let replica = rng.gen_range(0..config.cluster.replicas);
+        let client = rng.gen_range(0..config.clients);
+        let kind = match rng.gen_range(0..8) {
+            0 => FaultKind::PauseHolder { for_ },
+            1 => FaultKind::PauseClient { client, for_ },
+            2 => FaultKind::CutOffHolder { for_ },
+            3 => FaultKind::IsolateReplica { replica, for_ },
+            4 => FaultKind::PauseReplica { replica, for_ },
+            5 => FaultKind::Loss {
+                rate_percent: rng.gen_range(1..=30),
+                for_,
+            },
+            6 => {
+                config.faults.push(Fault {
+                    at: at + for_,
+                    kind: FaultKind::RestartReplica { replica },
+                });
+                FaultKind::KillReplica { replica }
+            }
+            _ => {
+                config.faults.push(Fault {
+                    at: at + for_,
+                    kind: FaultKind::RestartClient { client },
+                });
+                FaultKind::KillClient { client }
+            }
+        };
+        config.faults.push(Fault { at, kind });
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultKind::PauseHolder { for_ } => write!(f, "pause the holder for {:.1} s", for_.as_secs_f64()),
+            FaultKind::PauseClient { client, for_ } => {
+                write!(f, "pause client c{client} for {:.1} s", for_.as_secs_f64())
+            }
+            FaultKind::KillHolder => write!(f, "kill the holder's process"),
+            FaultKind::KillClient { client } => write!(f, "kill client c{client}"),
+            FaultKind::RestartClient { client } => write!(f, "restart client c{client}"),
+            FaultKind::CutOffHolder { for_ } => write!(
+                f,
+                "cut the holder off from every replica for {:.1} s",
+                for_.as_secs_f64()
+            ),
+            FaultKind::CutOffClient { client, for_ } => write!(
+                f,
+                "cut client c{client} off from every replica for {:.1} s",
+                for_.as_secs_f64()
+            ),
+            FaultKind::KillReplica { replica } => write!(f, "kill replica r{replica}"),
+            FaultKind::RestartReplica { replica } => write!(f, "restart replica r{replica}"),
+            FaultKind::PauseReplica { replica, for_ } => {
+                write!(f, "pause replica r{replica} for {:.1} s", for_.as_secs_f64())
+            }
+            FaultKind::IsolateReplica { replica, for_ } => {
+                write!(f, "isolate replica r{replica} for {:.1} s", for_.as_secs_f64())
+            }
+            FaultKind::Loss { rate_percent, for_ } => {
+                write!(f, "lose {rate_percent}% of messages for {:.1} s", for_.as_secs_f64())
+            }
+            FaultKind::KillTimeReplica { replica } => write!(f, "kill time-service replica ts{replica}"),
+        }
+    }
+}
+
+impl RunConfig {
+    /// The plan, printed before a run.
+    pub fn plan(&self) -> String {
+        let mut lines = vec![format!(
+            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}",
+            self.scenario,
+            self.algorithm.name(),
+            self.clients,
+            self.acquisitions,
+            self.cluster.consistency.name(),
+            self.cluster.replicas,
+            self.ttl_s,
+            self.renew_every_ms,
+            self.poll_ms,
+            self.hold_ms.0,
+            self.hold_ms.1,
+            self.think_ms.0,
+            self.think_ms.1,
+            self.time_source,
+            if self.k3 { " | MUTANT K3" } else { "" },
+            if self.fencing { " | fencing on" } else { " | fencing OFF" },
+        )];
+        let clocks = |prefix: &str, specs: &[ClockSpec]| -> Vec<String> {
+            specs
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c != ClockSpec::default())
+                .map(|(i, c)| {
+                    let jumps: Vec<String> = c
+                        .jumps
+                        .iter()
+                        .map(|(at, step)| format!("{:+.3} s at {:.1} s", *step as f64 / 1e6, *at as f64 / 1e3))
+                        .collect();
+                    format!(
+                        "  clock {prefix}{i}: offset {:+.3} s, drift {:+} ppm{}",
+                        c.offset_us as f64 / 1e6,
+                        c.drift_ppm,
+                        if jumps.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", jumps {}", jumps.join(", "))
+                        }
+                    )
+                })
+                .collect()
+        };
+        lines.extend(clocks("r", &self.replica_clocks));
+        lines.extend(clocks("c", &self.client_clocks));
+        lines.extend(clocks("ts", &self.time_replica_clocks));
+        if self.faults.is_empty() {
+            lines.push("  faults: none".into());
+        }
+        for fault in &self.faults {
+            lines.push(format!("  at {:>7.3} s: {}", fault.at.as_secs_f64(), fault.kind));
+        }
+        lines.join("\n")
+    }
+}

@@ -1,0 +1,271 @@
+//! What happened in a run: one record per event, in simulated time, with the node and its clock.
+
+use std::fmt::{self, Write as _};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::driver::LockEvent;
+use cassalock::{Clock, FencingToken, Observer};
+use madsim::net::rpc::{Deserialize, Request, Serialize};
+use madsim::net::Endpoint;
+use tokio::time::Instant;
+
+use super::clock::SimClock;
+use super::cluster::resource_addr;
+
+/// Inside or leaving the critical section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Phase {
+    Enter,
+    Exit,
+}
+
+/// One event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum What {
+    Lock(LockEvent),
+    /// A client starts waiting for acquisition `n` (1-based).
+    Waiting {
+        client: String,
+        n: u32,
+    },
+    /// A client finished all its acquisitions.
+    ClientDone {
+        client: String,
+    },
+    /// `lock()` failed (store failures); the client tries again.
+    ClientError {
+        client: String,
+        error: String,
+    },
+    /// The resource saw a write. `stale`: its token is below the highest already accepted.
+    Resource {
+        client: String,
+        token: FencingToken,
+        phase: Phase,
+        accepted: bool,
+        stale: bool,
+    },
+    /// A fault was injected or healed. `node`: the node it hits (none: the whole network);
+    /// `period`: the disruption it starts (`begins`) or ends.
+    Fault {
+        text: String,
+        node: Option<String>,
+        period: Disruption,
+        begins: bool,
+    },
+    /// Oracle: a released acquisition's main cell is live again on a replica (K3).
+    Resurrected {
+        thread: String,
+        replica: usize,
+    },
+    /// Oracle: the GlobalTime cell's value on a quorum, read every 100 ms.
+    GlobalTime {
+        value_us: u64,
+    },
+    Note(String),
+}
+
+/// What a fault does to its node, for the timeline and the checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Disruption {
+    Paused,
+    Killed,
+    CutOff,
+    Isolated,
+    Lossy,
+}
+
+/// A record: when (simulated, since the run began), where, that node's clock, what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub at: Duration,
+    pub node: String,
+    pub clock_us: Option<u64>,
+    pub what: What,
+}
+
+/// Collects records from every node (shared memory: the simulation's god view).
+pub struct Recorder {
+    start: Instant,
+    /// Keep store requests, replies and sleeps (replay); otherwise only lock-level events.
+    pub detailed: bool,
+    records: Mutex<Vec<Record>>,
+}
+
+impl Recorder {
+    pub fn new(start: Instant, detailed: bool) -> Arc<Self> {
+        Arc::new(Recorder {
+            start,
+            detailed,
+            records: Mutex::new(Vec::new()),
+        })
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub fn record(&self, node: &str, clock_us: Option<u64>, what: What) {
+        let record = Record {
+            at: self.start.elapsed(),
+            node: node.to_owned(),
+            clock_us,
+            what,
+        };
+        self.records.lock().expect("recorder").push(record);
+    }
+
+    pub fn records(&self) -> Vec<Record> {
+        self.records.lock().expect("recorder").clone()
+    }
+
+    pub fn with_records<T>(&self, f: impl FnOnce(&[Record]) -> T) -> T {
+        f(&self.records.lock().expect("recorder"))
+    }
+}
+
+/// Feeds a node's `LockEvent`s to the recorder with the node's clock reading.
+pub struct NodeObserver {
+    pub node: String,
+    pub clock: SimClock,
+    pub recorder: Arc<Recorder>,
+}
+
+impl Observer for NodeObserver {
+    fn on_event(&self, event: LockEvent) {
+        let detail = matches!(
+            event,
+            LockEvent::Request { .. } | LockEvent::Reply { .. } | LockEvent::Sleep { .. }
+        );
+        if detail && !self.recorder.detailed {
+            return;
+        }
+        self.recorder
+            .record(&self.node, Some(self.clock.now_us()), What::Lock(event));
+    }
+}
+
+/// Holder → resource: a write inside the critical section, with the fencing token.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResourceWrite {
+    pub client: String,
+    pub token: String,
+    pub phase: Phase,
+}
+impl Request for ResourceWrite {
+    /// Accepted?
+    type Response = bool;
+    const ID: u64 = 0xCA55_0010;
+}
+
+/// The protected resource: remembers the highest token it accepted; with fencing on, refuses
+/// lower ones.
+pub async fn serve_resource(fencing: bool, recorder: Arc<Recorder>) {
+    let endpoint = Endpoint::bind(resource_addr()).await.expect("resource address free");
+    let highest: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    endpoint.add_rpc_handler(move |ResourceWrite { client, token, phase }| {
+        let highest = Arc::clone(&highest);
+        let recorder = Arc::clone(&recorder);
+        async move {
+            let mut highest = highest.lock().expect("resource");
+            let stale = highest.as_ref().is_some_and(|h| token < *h);
+            let accepted = !(stale && fencing);
+            if accepted && !stale {
+                *highest = Some(token.clone());
+            }
+            recorder.record(
+                "resource",
+                None,
+                What::Resource {
+                    client,
+                    token: FencingToken(token),
+                    phase,
+                    accepted,
+                    stale,
+                },
+            );
+            accepted
+        }
+    });
+    std::future::pending::<()>().await;
+}
+
+impl fmt::Display for What {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            What::Lock(event) => match event {
+                LockEvent::Request {
+                    thread, tag, request, ..
+                } => write!(f, "{thread} {tag}: {request}"),
+                LockEvent::Reply { thread, result, .. } => match result {
+                    Ok(reply) => write!(f, "{thread}   -> {reply}"),
+                    Err(failure) => write!(f, "{thread}   -> FAILED: {failure}"),
+                },
+                LockEvent::Sleep { thread, tag, ms, .. } => write!(f, "{thread} {tag}: sleep {ms} ms"),
+                LockEvent::Acquired { thread, token, .. } => {
+                    write!(f, "{thread} ACQUIRED, token {}", short_token(token))
+                }
+                LockEvent::NotAcquired { thread, outcome, .. } => write!(f, "{thread} not acquired: {outcome:?}"),
+                LockEvent::Releasing { thread, .. } => write!(f, "{thread} releasing"),
+                LockEvent::Released { thread, outcome, .. } => write!(f, "{thread} released: {outcome:?}"),
+                LockEvent::LeaseLost { thread, why, .. } => write!(f, "{thread} LEASE LOST ({why:?})"),
+            },
+            What::Waiting { client, n } => write!(f, "{client} waits for the lock (acquisition {n})"),
+            What::ClientDone { client } => write!(f, "{client} done"),
+            What::ClientError { client, error } => write!(f, "{client} lock() failed: {error}"),
+            What::Resource {
+                client,
+                token,
+                phase,
+                accepted,
+                stale,
+            } => {
+                let verdict = match (accepted, stale) {
+                    (true, false) => "accepted",
+                    (true, true) => "ACCEPTED A STALE TOKEN (damage)",
+                    (false, _) => "REFUSED (stale token)",
+                };
+                write!(f, "resource: {client} {phase:?} token {} {verdict}", short_token(token))
+            }
+            What::Fault { text, .. } => write!(f, "FAULT {text}"),
+            What::Resurrected { thread, replica } => write!(
+                f,
+                "oracle: released {thread}'s main cell is live again on r{replica} (K3)"
+            ),
+            What::GlobalTime { value_us } => write!(f, "oracle: GlobalTime = {value_us}"),
+            What::Note(text) => f.write_str(text),
+        }
+    }
+}
+
+/// A token as "seconds.micros|thread" relative to the simulated epoch.
+pub fn short_token(token: &FencingToken) -> String {
+    match cassalock::algo::queue_column::parse_queue_column(token.as_str()) {
+        Some((time_us, thread)) => {
+            let since = time_us as i128 - super::clock::EPOCH_US as i128;
+            format!("{:.6}|{thread}", since as f64 / 1e6)
+        }
+        None => token.to_string(),
+    }
+}
+
+/// Print records as numbered lines.
+pub fn render(records: &[Record]) -> String {
+    let mut out = String::new();
+    for (i, record) in records.iter().enumerate() {
+        let clock = match record.clock_us {
+            Some(us) => format!("{:>12.6}", (us as i128 - super::clock::EPOCH_US as i128) as f64 / 1e6),
+            None => format!("{:>12}", "-"),
+        };
+        let _ = writeln!(
+            out,
+            "{:>6} {:>11.6}s {:<9} {clock}  {}",
+            i + 1,
+            record.at.as_secs_f64(),
+            record.node,
+            record.what
+        );
+    }
+    out
+}
