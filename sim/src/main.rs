@@ -41,7 +41,7 @@ const SCENARIOS_HELP: &str = "Scenarios:
   partition          the holder is cut off from the replicas, then healed
   crash-holder       the holder's process is killed
   renew-race         renewal racing release (--k3 for the broken release)
-  timeservice-stall  a time-service replica 20 s ahead crashes (S1)
+  timeservice-stall  a time-service replica 20 s ahead crashes at 10 s (S1)
   swarm              the whole fault plan drawn from the seed";
 
 /// Print a usage error and return exit status 2.
@@ -51,6 +51,13 @@ pub(crate) fn usage_error(message: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // Behave like a Unix tool when the reader goes away (`cassalock replay ... | head`): end
+    // quietly instead of panicking on a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => cli::check::run(args),

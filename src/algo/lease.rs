@@ -30,6 +30,18 @@ use super::{
 };
 use crate::store::{StoreFailure, StoreOp, StoreReply};
 
+/// The client time until which a lease is certainly still ours, if cells expire at all: one
+/// TTL after the main cell's last write, less one second, because Cassandra fixes expiry in
+/// whole seconds of the coordinator's clock (a cell written at 10.9 s with TTL 5 dies at 15 s).
+/// Clock skew between this client and the coordinators eats into it further (S2).
+pub fn lease_valid_until_us(config: &LockConfig, lease: &LeaseCells) -> Option<u64> {
+    config.ttl_ms().map(|ttl_ms| {
+        lease
+            .main_written_at_us
+            .saturating_add((ttl_ms * 1000).saturating_sub(crate::store::MICROS_PER_SECOND))
+    })
+}
+
 /// Why a lease was lost.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum LeaseLost {
@@ -96,6 +108,11 @@ impl Renewal {
 
     pub fn lease(&self) -> &LeaseCells {
         &self.lease
+    }
+
+    /// Until when the lease is certainly ours, after the renewals so far.
+    pub fn valid_until_us(&self, config: &LockConfig) -> Option<u64> {
+        lease_valid_until_us(config, &self.lease)
     }
 
     /// Is the renewal between its wake-up and its last rewrite?

@@ -20,7 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 
 use crate::algo::global_time::{GlobalTimeReading, ReadGlobalTime};
-use crate::algo::lease::{LeaseLost, Release, Released, Renewal, RenewalEnd};
+use crate::algo::lease::{lease_valid_until_us, LeaseLost, Release, Released, Renewal, RenewalEnd};
 use crate::algo::old_shadow_lock::{OldGetLock, OldMode};
 use crate::algo::queue_column::{ClientId, InvalidName};
 use crate::algo::queue_get_lock::QueueGetLock;
@@ -214,10 +214,19 @@ impl<S: Store, C: Clock> Engine<S, C> {
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
-        self.drive(machine, config, thread, &mut Hooks::default()).await
+        self.drive(machine, config, thread, &mut Hooks::default(), |_| {}).await
     }
 
-    async fn drive<M>(&self, machine: M, config: &M::Config, thread: &ThreadId, hooks: &mut Hooks) -> M::Output
+    /// Run `machine` to its end; `watch` sees the machine after every step (to read what the
+    /// driver must publish, such as a lease's validity).
+    async fn drive<M>(
+        &self,
+        machine: M,
+        config: &M::Config,
+        thread: &ThreadId,
+        hooks: &mut Hooks,
+        mut watch: impl FnMut(&M) + Send,
+    ) -> M::Output
     where
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
@@ -226,6 +235,7 @@ impl<S: Store, C: Clock> Engine<S, C> {
         let mut input = Input::Start;
         loop {
             let step = machine.resume(config, input, self.clock.now_us());
+            watch(machine.inner());
             input = match step.action {
                 Action::Done(output) => return output,
                 Action::Store(command) => {
@@ -316,7 +326,13 @@ impl<S: Store, C: Clock> Engine<S, C> {
             match self.time_source {
                 TimeSource::Local => Ok(self.clock.now_us()),
                 TimeSource::Global => match self
-                    .drive(ReadGlobalTime::new(), &self.retry, thread, &mut Hooks::default())
+                    .drive(
+                        ReadGlobalTime::new(),
+                        &self.retry,
+                        thread,
+                        &mut Hooks::default(),
+                        |_| {},
+                    )
                     .await
                 {
                     GlobalTimeReading::Time(time_us) => Ok(time_us),
@@ -507,6 +523,8 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
 #[derive(Default)]
 struct LeaseStatus {
     lost: Mutex<Option<LeaseLost>>,
+    /// The client time until which the lease is certainly ours (u64::MAX: no TTL).
+    valid_until_us: AtomicU64,
 }
 
 /// A held lock. Release it with [`LockGuard::release`]; dropping it unreleased stops renewal
@@ -522,7 +540,10 @@ pub struct LockGuard<S: Store, C: Clock> {
 
 impl<S: Store, C: Clock> LockGuard<S, C> {
     fn start(inner: Arc<LockerInner<S, C>>, lease: LeaseCells, token: FencingToken) -> Self {
-        let status = Arc::new(LeaseStatus::default());
+        let status = Arc::new(LeaseStatus {
+            lost: Mutex::new(None),
+            valid_until_us: AtomicU64::new(lease_valid_until_us(&inner.config, &lease).unwrap_or(u64::MAX)),
+        });
         let renewal = inner.config.ttl_s.map(|_| {
             let (stop, stop_rx) = watch::channel(false);
             let task_inner = Arc::clone(&inner);
@@ -535,12 +556,20 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
                     stop: Some(stop_rx),
                     renewal: None,
                 };
+                let config = &task_inner.config;
+                let watch_status = Arc::clone(&task_status);
+                let publish_validity = move |renewal: &Renewal| {
+                    if let Some(until) = renewal.valid_until_us(config) {
+                        watch_status.valid_until_us.store(until, Ordering::Relaxed);
+                    }
+                };
                 let end = engine
                     .drive(
                         Renewal::new(task_lease.clone()),
-                        &task_inner.config,
+                        config,
                         &thread,
                         &mut hooks,
+                        publish_validity,
                     )
                     .await;
                 if let RenewalEnd::Lost(why) = end {
@@ -580,12 +609,25 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
     }
 
     /// Has the renewal task found the lease lost? Then another holder may exist.
+    /// Has the lease been lost? True when renewal found it lost, and also as soon as this
+    /// client's clock passes the lease's validity (the last successful write + TTL - 1 s)
+    /// without a renewal: then another holder may exist, whatever renewal is still trying.
     pub fn is_lost(&self) -> bool {
         self.lost_reason().is_some()
     }
 
     pub fn lost_reason(&self) -> Option<LeaseLost> {
-        *self.status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let reported = *self.status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        reported.or_else(|| {
+            let until = self.status.valid_until_us.load(Ordering::Relaxed);
+            (self.inner.engine.clock.now_us() >= until).then_some(LeaseLost::Expired)
+        })
+    }
+
+    /// The client time until which the lease is certainly ours (`None` without a TTL).
+    pub fn valid_until_us(&self) -> Option<u64> {
+        let until = self.status.valid_until_us.load(Ordering::Relaxed);
+        (until != u64::MAX).then_some(until)
     }
 
     /// Stop renewal (waiting for it), delete the cells. Reports a lease that was lost while
@@ -622,7 +664,7 @@ async fn release_lease<S: Store, C: Clock>(
     });
     let mut hooks = Hooks { stop: None, renewal };
     let outcome = engine
-        .drive(Release::new(lease), &inner.config, &thread, &mut hooks)
+        .drive(Release::new(lease), &inner.config, &thread, &mut hooks, |_| {})
         .await;
     engine.emit(|| LockEvent::Released {
         thread,

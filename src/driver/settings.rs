@@ -80,8 +80,8 @@ impl Settings {
     /// Check every field; on success, the client id and the machines' config.
     pub fn validate(&self) -> Result<(ClientId, LockConfig), SettingsError> {
         let client = ClientId::new(&self.client_id)?;
-        if self.ttl_s == 0 {
-            return Err(SettingsError::ZeroTtl);
+        if self.ttl_s < 2 {
+            return Err(SettingsError::TtlTooShort { ttl_s: self.ttl_s });
         }
         if self.ttl_s > MAX_TTL_S {
             return Err(SettingsError::TtlTooLong { ttl_s: self.ttl_s });
@@ -138,8 +138,8 @@ impl Settings {
 pub enum SettingsError {
     #[error(transparent)]
     Name(#[from] InvalidName),
-    #[error("ttl_s is 0: cells would expire at once; use at least 1 s (the thesis used ~15 min)")]
-    ZeroTtl,
+    #[error("ttl_s is {ttl_s}: Cassandra counts expiry in whole seconds, so a cell with TTL 1 may die microseconds after it is written; use at least 2 s (the thesis used ~15 min)")]
+    TtlTooShort { ttl_s: u32 },
     #[error("ttl_s is {ttl_s}; Cassandra accepts at most {MAX_TTL_S} s (20 years)")]
     TtlTooLong { ttl_s: u32 },
     #[error("{name} is 0; every interval must be at least 1")]
@@ -166,7 +166,8 @@ mod tests {
             edit(&mut settings);
             settings.validate().unwrap_err()
         };
-        assert_eq!(check(|s| s.ttl_s = 0), SettingsError::ZeroTtl);
+        assert_eq!(check(|s| s.ttl_s = 0), SettingsError::TtlTooShort { ttl_s: 0 });
+        assert_eq!(check(|s| s.ttl_s = 1), SettingsError::TtlTooShort { ttl_s: 1 });
         assert_eq!(
             check(|s| s.ttl_s = u32::MAX),
             SettingsError::TtlTooLong { ttl_s: u32::MAX }

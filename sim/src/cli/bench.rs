@@ -12,6 +12,9 @@ use clap::{Args, ValueEnum};
 pub enum Suite {
     /// Model checking: exhaustive runs (states per second) and time to each counterexample.
     Models,
+    /// Simulation: seeds per minute of the contention scenario (2 jobs, release build).
+    #[cfg(madsim)]
+    Sim,
 }
 
 /// Measure and print speed figures.
@@ -25,7 +28,61 @@ pub struct BenchArgs {
 pub fn run(args: BenchArgs) -> ExitCode {
     match args.suite {
         Suite::Models => models(),
+        #[cfg(madsim)]
+        Suite::Sim => sim(),
     }
+}
+
+#[cfg(madsim)]
+fn sim() -> ExitCode {
+    use cassalock_sim::sim::run::run;
+    use cassalock_sim::sim::scenario::{build, SimOptions};
+    const SEEDS: u64 = 600;
+    const JOBS: u64 = 2;
+    println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {SEEDS} seeds on {JOBS} threads");
+    println!(
+        "{:<10} {:>9} {:>15} {:>14} {:>18}",
+        "algorithm", "seconds", "seeds/minute", "acquisitions", "simulated seconds"
+    );
+    let mut failed = false;
+    for algorithm in [cassalock::Algorithm::Old, cassalock::Algorithm::Queue] {
+        let started = Instant::now();
+        let totals = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..JOBS)
+                .map(|job| {
+                    scope.spawn(move || {
+                        let mut totals = (0usize, 0.0f64, 0usize);
+                        for seed in (job..SEEDS).step_by(JOBS as usize) {
+                            let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
+                            let outcome = run(&config, seed, false);
+                            totals.0 += outcome.verdicts.acquisitions;
+                            totals.1 += outcome.sim_time.as_secs_f64();
+                            totals.2 += usize::from(!outcome.verdicts.all_passed());
+                        }
+                        totals
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("worker"))
+                .fold((0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+        });
+        let seconds = started.elapsed().as_secs_f64();
+        failed |= totals.2 > 0;
+        println!(
+            "{:<10} {seconds:>9.2} {:>15.0} {:>14} {:>18.0}",
+            algorithm.name(),
+            SEEDS as f64 / seconds * 60.0,
+            totals.0,
+            totals.1
+        );
+    }
+    if failed {
+        eprintln!("error: a contention run failed a check");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
 }
 
 fn spec(model: ModelName, fault: Fault, mutant: Option<Mutant>, threads: Option<u8>, acquisitions: Option<u8>) -> Spec {

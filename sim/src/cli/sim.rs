@@ -8,8 +8,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use cassalock::driver::Algorithm;
+use cassalock_sim::sim::cluster::Consistency;
 use cassalock_sim::sim::run::{run, RunOutcome};
-use cassalock_sim::sim::scenario::{build, SimOptions, SCENARIOS};
+use cassalock_sim::sim::scenario::{build, SimOptions};
 use clap::{Args, ValueEnum};
 
 /// The most seeds one `sim` call will run.
@@ -51,6 +52,16 @@ pub struct ScenarioArgs {
     /// Restarted replicas lose the writes since their last commit-log sync.
     #[arg(long)]
     pub lose_unsynced: bool,
+    /// Override the scenario's consistency level.
+    #[arg(long, value_enum)]
+    pub consistency: Option<ConsistencyArg>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ConsistencyArg {
+    One,
+    Quorum,
+    All,
 }
 
 impl ScenarioArgs {
@@ -73,6 +84,11 @@ impl ScenarioArgs {
             k3: self.k3,
             no_fencing: self.no_fencing,
             lose_unsynced: self.lose_unsynced,
+            consistency: self.consistency.map(|c| match c {
+                ConsistencyArg::One => Consistency::One,
+                ConsistencyArg::Quorum => Consistency::Quorum,
+                ConsistencyArg::All => Consistency::All,
+            }),
         })
     }
 
@@ -81,6 +97,9 @@ impl ScenarioArgs {
         let mut flags = String::new();
         if let Some(offset) = self.offset_s {
             flags.push_str(&format!(" --offset-s {offset}"));
+        }
+        if let Some(consistency) = self.consistency {
+            flags.push_str(&format!(" --consistency {}", format!("{consistency:?}").to_lowercase()));
         }
         for (on, flag) in [
             (self.k3, " --k3"),
@@ -111,6 +130,10 @@ pub struct SimArgs {
     jobs: usize,
     #[arg(long, value_enum, default_value = "both")]
     algorithm: AlgorithmArg,
+    /// skew only: sweep replica r0's offset over 0..=2 TTL (1 s steps, then 0.1 s below the first
+    /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
+    #[arg(long)]
+    sweep_offsets: bool,
 }
 
 /// Replay one run in full: the plan, every event, the verdicts.
@@ -166,12 +189,132 @@ pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &s
 }
 
 struct Tally {
+    /// The first seed whose run panicked (a harness bug).
+    panics: Option<u64>,
     runs: u64,
     failed_runs: u64,
     per_claim: Vec<(&'static str, u64, Option<u64>)>,
     acquisitions: u64,
     sim_seconds: f64,
     hashes: u64,
+}
+
+/// Run every seed of `seeds` and tally.
+fn run_seeds(
+    scenario: &str,
+    options: &SimOptions,
+    seeds: &Range<u64>,
+    jobs: usize,
+    algorithm: Algorithm,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Tally {
+    let tally = Mutex::new(Tally {
+        panics: None,
+        runs: 0,
+        failed_runs: 0,
+        per_claim: Vec::new(),
+        acquisitions: 0,
+        sim_seconds: 0.0,
+        hashes: 0,
+    });
+    let next = AtomicU64::new(seeds.start);
+    let total = seeds.end - seeds.start;
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.min(total as usize) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if seed >= seeds.end {
+                    break;
+                }
+                let config = build(scenario, seed, algorithm, options).expect("validated by the caller");
+                match std::panic::catch_unwind(|| run(&config, seed, false)) {
+                    Ok(outcome) => tally_outcome(&tally, &outcome),
+                    Err(_) => {
+                        let mut tally = tally.lock().expect("tally");
+                        tally.runs += 1;
+                        tally.failed_runs += 1;
+                        tally.panics.get_or_insert(seed);
+                    }
+                }
+                if let Some(bar) = bar {
+                    bar.inc(1);
+                }
+            });
+        }
+    });
+    tally.into_inner().expect("tally")
+}
+
+/// The skew finding: the smallest offset of r0's clock that breaks T1.
+fn sweep_offsets(args: &SimArgs, options: &SimOptions, seeds: &Range<u64>) -> ExitCode {
+    if args.scenario.scenario != "skew" {
+        return crate::usage_error("--sweep-offsets applies to the skew scenario only");
+    }
+    if options.offset_s.is_some() {
+        return crate::usage_error("--sweep-offsets chooses the offsets itself: drop --offset-s");
+    }
+    let ttl_s = f64::from(cassalock::Settings::new("sweep").ttl_s);
+    let algorithms = args.algorithm.algorithms();
+    let first_failure = |offset: f64, algorithm: Algorithm| -> Option<u64> {
+        let options = SimOptions {
+            offset_s: Some(offset),
+            ..options.clone()
+        };
+        let tally = run_seeds("skew", &options, seeds, args.jobs, algorithm, None);
+        tally
+            .per_claim
+            .iter()
+            .find(|(claim, failures, _)| *claim == "T1-belief" && *failures > 0)
+            .and_then(|(_, _, seed)| *seed)
+    };
+    println!(
+        "skew sweep: replica r0's clock ahead by an offset; TTL {ttl_s} s, renewal every {} s; seeds {} per offset",
+        ttl_s / 2.0,
+        args.seeds
+    );
+    for algorithm in algorithms {
+        let mut coarse = None;
+        let mut offset = 0.0;
+        while offset <= 2.0 * ttl_s {
+            let failing = first_failure(offset, algorithm);
+            println!(
+                "  {} algorithm, offset {offset:>5.1} s: {}",
+                algorithm.name(),
+                failing.map_or("T1 holds".to_owned(), |seed| format!("T1 broken (seed {seed})"))
+            );
+            if failing.is_some() {
+                coarse = Some(offset);
+                break;
+            }
+            offset += 1.0;
+        }
+        let Some(coarse) = coarse else {
+            println!(
+                "  {} algorithm: no offset up to 2 TTL broke T1 in these seeds",
+                algorithm.name()
+            );
+            continue;
+        };
+        let mut smallest = (coarse, first_failure(coarse, algorithm).expect("failed above"));
+        let mut fine = (coarse - 1.0).max(0.0) + 0.1;
+        while fine < coarse - 1e-9 {
+            if let Some(seed) = first_failure(fine, algorithm) {
+                smallest = (fine, seed);
+                break;
+            }
+            fine += 0.1;
+        }
+        let (offset, seed) = smallest;
+        println!(
+            "  FINDING ({} algorithm): the smallest offset that broke T1 is {offset:.1} s (TTL {ttl_s} s); seed {seed}",
+            algorithm.name()
+        );
+        println!(
+            "           replay: {}",
+            replay_command("skew", seed, algorithm, &format!(" --offset-s {offset:.1}"))
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 pub fn sim(args: SimArgs) -> ExitCode {
@@ -189,18 +332,12 @@ pub fn sim(args: SimArgs) -> ExitCode {
     if let Err(error) = build(&args.scenario.scenario, seeds.start, Algorithm::Queue, &options) {
         return crate::usage_error(&error);
     }
+    if args.sweep_offsets {
+        return sweep_offsets(&args, &options, &seeds);
+    }
     let mut any_failed = false;
     for algorithm in args.algorithm.algorithms() {
         let started = Instant::now();
-        let tally = Mutex::new(Tally {
-            runs: 0,
-            failed_runs: 0,
-            per_claim: Vec::new(),
-            acquisitions: 0,
-            sim_seconds: 0.0,
-            hashes: 0,
-        });
-        let next = AtomicU64::new(seeds.start);
         let total = seeds.end - seeds.start;
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
@@ -211,26 +348,17 @@ pub fn sim(args: SimArgs) -> ExitCode {
             bar.set_message(format!("{} {}", args.scenario.scenario, algorithm.name()));
             bar
         });
-        std::thread::scope(|scope| {
-            for _ in 0..args.jobs.min(total as usize) {
-                scope.spawn(|| loop {
-                    let seed = next.fetch_add(1, Ordering::Relaxed);
-                    if seed >= seeds.end {
-                        break;
-                    }
-                    let config = build(&args.scenario.scenario, seed, algorithm, &options).expect("validated above");
-                    let outcome = run(&config, seed, false);
-                    tally_outcome(&tally, &outcome);
-                    if let Some(bar) = &bar {
-                        bar.inc(1);
-                    }
-                });
-            }
-        });
+        let tally = run_seeds(
+            &args.scenario.scenario,
+            &options,
+            &seeds,
+            args.jobs,
+            algorithm,
+            bar.as_ref(),
+        );
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
-        let tally = tally.into_inner().expect("tally");
         let seconds = started.elapsed().as_secs_f64();
         println!(
             "{} | {} algorithm | seeds {} | {} runs in {:.1} s ({:.0} seeds/minute on {} jobs) | {} acquisitions | {:.0} s simulated",
@@ -244,6 +372,12 @@ pub fn sim(args: SimArgs) -> ExitCode {
             tally.acquisitions,
             tally.sim_seconds
         );
+        if let Some(seed) = tally.panics {
+            println!(
+                "  HARNESS PANIC in a run; first seed {seed}: {}",
+                replay_command(&args.scenario.scenario, seed, algorithm, &args.scenario.flags())
+            );
+        }
         if tally.failed_runs == 0 {
             println!("  every run passed every check (T1-belief, T1-resource, tokens, T2, K3)");
         }
@@ -349,13 +483,4 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
     } else {
         ExitCode::from(1)
     }
-}
-
-/// The scenario table, for --help texts and errors.
-pub fn scenario_table() -> String {
-    SCENARIOS
-        .iter()
-        .map(|s| format!("  {:<18} {} -> expected: {}", s.name, s.setup, s.expected))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

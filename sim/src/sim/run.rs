@@ -88,6 +88,9 @@ fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
     SimClock::new(specs.get(i).cloned().unwrap_or_default(), start)
 }
 
+/// How often a holder looks at `guard.is_lost()` during its critical section.
+const LEASE_CHECK_MS: u64 = 100;
+
 /// State a client keeps across restarts of its node.
 struct ClientState {
     index: usize,
@@ -309,9 +312,29 @@ async fn client_main(config: Arc<RunConfig>, state: Arc<ClientState>, clock: Sim
         };
         let token = guard.fencing_token().to_string();
         let _ = write(token.clone(), Phase::Enter).await;
-        let hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
-        clock.sleep_ms(hold).await;
-        let _ = write(token, Phase::Exit).await;
+        // The critical section, watching the lease as a careful user would: a lost lease ends
+        // it early (a paused process cannot look, which is K1).
+        let mut hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
+        let mut abandoned = false;
+        while hold > 0 {
+            let slice = hold.min(LEASE_CHECK_MS);
+            clock.sleep_ms(slice).await;
+            hold -= slice;
+            if config.lease_aware && guard.is_lost() {
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::Note(format!(
+                        "{client_id} sees its lease lost and abandons the critical section"
+                    )),
+                );
+                abandoned = true;
+                break;
+            }
+        }
+        if !abandoned {
+            let _ = write(token, Phase::Exit).await;
+        }
         let _ = guard.release().await;
         if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions {
             break;
@@ -423,6 +446,8 @@ impl Injector {
                     false,
                 );
                 self.killed.lock().expect("killed").remove(&client);
+                // madsim's restart does not free the old endpoint's address; a kill does.
+                self.handle.kill(self.clients[client]);
                 self.handle.restart(self.clients[client]);
             }
             FaultKind::CutOffHolder { for_ } => {
@@ -447,6 +472,7 @@ impl Injector {
                     Disruption::Killed,
                     false,
                 );
+                self.handle.kill(self.replicas[replica]);
                 self.handle.restart(self.replicas[replica]);
             }
             FaultKind::PauseReplica { replica, for_ } => {

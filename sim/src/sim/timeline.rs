@@ -49,11 +49,11 @@ fn lanes(outcome: &RunOutcome) -> BTreeMap<String, Vec<(Span, Duration, Duration
         Span::Holding => 1,
         Span::Disrupted(d) => 2 + d as u8,
     };
-    let mut close = |lanes: &mut BTreeMap<String, Vec<(Span, Duration, Duration)>>,
-                     node: &str,
-                     span: Span,
-                     at: Duration,
-                     open: &mut BTreeMap<(String, u8), (Span, Duration)>| {
+    let close = |lanes: &mut BTreeMap<String, Vec<(Span, Duration, Duration)>>,
+                 node: &str,
+                 span: Span,
+                 at: Duration,
+                 open: &mut BTreeMap<(String, u8), (Span, Duration)>| {
         if let Some((span, from)) = open.remove(&(node.to_owned(), key(span))) {
             lanes.entry(node.to_owned()).or_default().push((span, from, at));
         }
@@ -99,11 +99,26 @@ fn lanes(outcome: &RunOutcome) -> BTreeMap<String, Vec<(Span, Duration, Duration
 /// Draw `outcome` into an SVG file.
 pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
     let lanes = lanes(outcome);
-    let names: Vec<String> = lanes.keys().cloned().collect();
+    // Clients on top, then replicas, then time-service replicas.
+    let mut names: Vec<String> = lanes.keys().cloned().collect();
+    names.sort_by_key(|name| {
+        let rank = if name.starts_with('c') {
+            0
+        } else if name.starts_with('r') {
+            1
+        } else {
+            2
+        };
+        (rank, name.clone())
+    });
+    let count = names.len();
+    // Lane i (top first) is centred on y = count - 1 - i.
+    let y_of = |i: usize| (count - 1 - i) as f64;
     let seconds = outcome.sim_time.as_secs_f64().max(1.0);
-    let height = 140 + 34 * names.len() as u32;
+    let height = 150 + 40 * count as u32;
     let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (plot, legend) = root.split_vertically(height - 56);
     let title = format!(
         "{} / {} algorithm / seed {}: T1-belief {}, T1-resource {}, K3 {}",
         outcome.config.scenario,
@@ -125,104 +140,108 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
             "VIOLATED"
         },
     );
-    let lane_count = names.len() as i32;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&plot)
         .caption(title, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(48)
-        .build_cartesian_2d(0.0..seconds, 0..lane_count)
+        .build_cartesian_2d(0.0..seconds, -0.5..(count as f64 - 0.5))
         .map_err(|e| e.to_string())?;
     let label_names = names.clone();
     chart
         .configure_mesh()
         .x_desc("simulated seconds")
-        .y_labels(names.len())
-        .y_label_formatter(&move |y| label_names.get(*y as usize).cloned().unwrap_or_default())
+        .y_labels(count)
+        .y_label_formatter(&move |y: &f64| {
+            let lane = count as f64 - 1.0 - y.round();
+            if (y - y.round()).abs() < 1e-6 && lane >= 0.0 {
+                label_names.get(lane as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
         .disable_y_mesh()
         .draw()
         .map_err(|e| e.to_string())?;
-    for (row, name) in names.iter().enumerate() {
-        let row = row as i32;
+    let min_width = seconds / 2000.0;
+    for (i, name) in names.iter().enumerate() {
+        let y = y_of(i);
+        // Waiting and holding as the lane's bar; disruptions as a strip above it, so that a
+        // paused holder shows both.
         for &(span, from, to) in &lanes[name] {
-            let (bottom, top) = match span {
-                Span::Waiting => (0.35, 0.65),
-                _ => (0.15, 0.85),
+            let (low, high) = match span {
+                Span::Waiting => (y - 0.15, y + 0.15),
+                Span::Holding => (y - 0.3, y + 0.2),
+                Span::Disrupted(_) => (y + 0.22, y + 0.4),
             };
-            let _ = bottom;
-            let _ = top;
+            let to = to.as_secs_f64().max(from.as_secs_f64() + min_width);
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [
-                        (from.as_secs_f64(), row),
-                        (to.as_secs_f64().max(from.as_secs_f64() + seconds / 2000.0), row + 1),
-                    ],
-                    colour(span)
-                        .mix(if matches!(span, Span::Waiting) { 0.6 } else { 0.85 })
-                        .filled(),
+                    [(from.as_secs_f64(), low), (to, high)],
+                    colour(span).filled(),
                 )))
                 .map_err(|e| e.to_string())?;
         }
     }
-    // Violations: overlapping beliefs in red, across the whole chart.
+    // Violations: overlapping beliefs as red bands across the client lanes.
+    let clients = outcome.config.clients;
+    let client_band = (y_of(clients - 1) - 0.5, y_of(0) + 0.5);
     for overlap in &outcome.verdicts.overlaps {
+        let to = overlap
+            .to
+            .as_secs_f64()
+            .max(overlap.from.as_secs_f64() + seconds / 500.0);
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [
-                    (overlap.from.as_secs_f64(), 0),
-                    (
-                        overlap
-                            .to
-                            .as_secs_f64()
-                            .max(overlap.from.as_secs_f64() + seconds / 500.0),
-                        lane_count,
-                    ),
-                ],
-                RED.mix(0.35).filled(),
+                [(overlap.from.as_secs_f64(), client_band.0), (to, client_band.1)],
+                RED.mix(0.25).filled(),
             )))
             .map_err(|e| e.to_string())?;
     }
-    // Stale resource writes (refused or accepted) and K3 resurrections as red marks.
-    let lane_of: BTreeMap<&str, i32> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i as i32)).collect();
+    // Stale-token writes and K3 resurrections as red crosses on the writer's lane.
+    let lane_of: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
     for record in &outcome.records {
-        let mark = match &record.what {
+        let lane = match &record.what {
             What::Resource {
                 client, stale: true, ..
             } => client.split('-').next().and_then(|node| lane_of.get(node)).copied(),
-            What::Resurrected { .. } => Some(lane_count - 1),
+            What::Resurrected { thread, .. } => thread.split('-').next().and_then(|node| lane_of.get(node)).copied(),
             _ => None,
         };
-        if let Some(row) = mark {
+        if let Some(lane) = lane {
             chart
                 .draw_series(std::iter::once(Cross::new(
-                    (record.at.as_secs_f64(), row),
+                    (record.at.as_secs_f64(), y_of(lane)),
                     7,
                     RED.stroke_width(3),
                 )))
                 .map_err(|e| e.to_string())?;
         }
     }
-    let legend = [
+    let entries = [
         ("waiting", Span::Waiting),
         ("holding (believes it holds)", Span::Holding),
         ("paused", Span::Disrupted(Disruption::Paused)),
         ("dead", Span::Disrupted(Disruption::Killed)),
         ("cut off / isolated", Span::Disrupted(Disruption::CutOff)),
+        ("message loss", Span::Disrupted(Disruption::Lossy)),
     ];
-    for (i, (label, span)) in legend.iter().enumerate() {
-        let x = 60 + 220 * i as i32;
-        let y = height as i32 - 22;
-        root.draw(&Rectangle::new([(x, y - 8), (x + 16, y + 6)], colour(*span).filled()))
+    for (i, (label, span)) in entries.iter().enumerate() {
+        let x = 60 + 185 * i as i32;
+        legend
+            .draw(&Rectangle::new([(x, 8), (x + 16, 22)], colour(*span).filled()))
             .map_err(|e| e.to_string())?;
-        root.draw(&Text::new(*label, (x + 22, y - 6), ("sans-serif", 13)))
+        legend
+            .draw(&Text::new(*label, (x + 22, 9), ("sans-serif", 13)))
             .map_err(|e| e.to_string())?;
     }
-    root.draw(&Text::new(
-        "red band: two believers at once (T1); red x: a stale-token write or a K3 resurrection",
-        (60, height as i32 - 46),
-        ("sans-serif", 13).into_font().color(&RED),
-    ))
-    .map_err(|e| e.to_string())?;
+    legend
+        .draw(&Text::new(
+            "red band: two clients believe they hold the lock (T1); red x: a write with a stale fencing token, or a K3 resurrection",
+            (60, 34),
+            ("sans-serif", 13).into_font().color(&RED),
+        ))
+        .map_err(|e| e.to_string())?;
     root.present().map_err(|e| e.to_string())?;
     Ok(())
 }
