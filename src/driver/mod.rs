@@ -273,9 +273,14 @@ impl<S: Store, C: Clock> Engine<S, C> {
                             if *stop.borrow() {
                                 Input::StopRequested
                             } else {
+                                // `biased`: poll in the written order. An unbiased select
+                                // draws its order from tokio's own thread-local generator,
+                                // which no seed controls (it broke the simulator's
+                                // determinism when a stop and a renewal timer met).
                                 tokio::select! {
-                                    _ = self.clock.sleep_ms(ms) => Input::Woke,
+                                    biased;
                                     _ = stop.changed() => Input::StopRequested,
+                                    _ = self.clock.sleep_ms(ms) => Input::Woke,
                                 }
                             }
                         }

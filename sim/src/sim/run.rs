@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use super::clock::{ClockSpec, SimClock};
 use super::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
-use super::scenario::{Fault, FaultKind, RunConfig, LOCK};
+use super::scenario::{ClientMode, Fault, FaultKind, RunConfig, LOCK};
 use super::trace::{serve_resource, Disruption, NodeObserver, Phase, Record, Recorder, ResourceWrite, What};
 use super::verdict::{judge, Verdicts};
 
@@ -32,13 +32,31 @@ pub struct RunOutcome {
     pub sim_time: Duration,
     /// A hash of every record: equal for two runs of the same (scenario, seed, options).
     pub trace_hash: u64,
+    /// Store requests made by the lock clients (renewals and releases included).
+    pub requests: u64,
 }
 
 /// Run `config` on `seed`. `detailed` keeps every store request and reply in the records.
 pub fn run(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
+    // Every run gets a fresh OS thread. std seeds HashMap keys once per thread and advances them
+    // with every map it makes, so a thread reused across runs carries the runs before into the
+    // next one's hash orders (and madsim's scheduling): measured, the same seed gave different
+    // traces after other runs on its thread.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(format!("sim-seed-{seed}"))
+            .stack_size(16 << 20)
+            .spawn_scoped(scope, || run_on_fresh_thread(config, seed, detailed))
+            .expect("a thread for the run")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let for_run = config.clone();
-    let (records, sim_time, killed) = runtime.block_on(async move { simulate(for_run, detailed).await });
+    let (records, sim_time, killed, requests) = runtime.block_on(async move { simulate(for_run, detailed).await });
     let verdicts = judge(config, &records, sim_time, &killed);
     let trace_hash = hash_records(&records);
     RunOutcome {
@@ -48,6 +66,7 @@ pub fn run(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
         verdicts,
         sim_time,
         trace_hash,
+        requests,
     }
 }
 
@@ -100,7 +119,7 @@ struct ClientState {
     finished: std::sync::atomic::AtomicBool,
 }
 
-async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, BTreeSet<usize>) {
+async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, BTreeSet<usize>, u64) {
     let handle = Handle::current();
     let start = Instant::now();
     let recorder = Recorder::new(start, detailed);
@@ -235,7 +254,7 @@ async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, 
         }
     }
     let killed = killed.lock().expect("killed").clone();
-    (recorder.records(), start.elapsed(), killed)
+    (recorder.records(), start.elapsed(), killed, recorder.requests())
 }
 
 async fn client_main(config: Arc<RunConfig>, state: Arc<ClientState>, clock: SimClock, recorder: Arc<Recorder>) {
@@ -284,7 +303,7 @@ async fn client_main(config: Arc<RunConfig>, state: Arc<ClientState>, clock: Sim
     };
     loop {
         let done = state.done.load(Ordering::Relaxed);
-        if done >= config.acquisitions {
+        if done >= config.acquisitions && !config.open_ended {
             break;
         }
         recorder.record(
@@ -295,8 +314,24 @@ async fn client_main(config: Arc<RunConfig>, state: Arc<ClientState>, clock: Sim
                 n: done + 1,
             },
         );
-        let guard = match locker.lock(LOCK).await {
-            Ok(guard) => guard,
+        let attempt = match config.mode {
+            ClientMode::GetLock => locker.lock(LOCK).await.map(Some),
+            ClientMode::TryGetLock => locker.try_lock(LOCK).await,
+        };
+        let guard = match attempt {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::TryRefused {
+                        client: client_id.clone(),
+                    },
+                );
+                let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
+                clock.sleep_ms(think.max(1)).await;
+                continue;
+            }
             Err(error) => {
                 recorder.record(
                     &node,
@@ -336,7 +371,7 @@ async fn client_main(config: Arc<RunConfig>, state: Arc<ClientState>, clock: Sim
             let _ = write(token, Phase::Exit).await;
         }
         let _ = guard.release().await;
-        if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions {
+        if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions && !config.open_ended {
             break;
         }
         let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
