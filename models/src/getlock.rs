@@ -58,14 +58,20 @@ pub fn config(spec: &Spec) -> Result<LockModelConfig, SpecError> {
 }
 
 /// The fault presets shared by the three lock models.
-pub fn apply_fault(mut cfg: LockModelConfig, fault: Fault, mutant: Option<Mutant>, fencing: bool) -> LockModelConfig {
+pub fn apply_fault(
+    mut cfg: LockModelConfig,
+    fault: Fault,
+    mutant: Option<Mutant>,
+    fencing: bool,
+    leases: bool,
+) -> LockModelConfig {
     const TTL_TICKS: u32 = 2;
     // Clocks start at 1: TTL-driven faults play out within a few ticks.
     let ticks_max = 3 + cfg.acquisitions;
     match fault {
         Fault::None | Fault::DelayedEnqueue => {
             cfg.delayed_enqueue = fault == Fault::DelayedEnqueue;
-            if mutant == Some(Mutant::K3) {
+            if mutant == Some(Mutant::K3) || leases {
                 cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
                 cfg.fairness = false;
             }

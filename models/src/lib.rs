@@ -116,6 +116,8 @@ pub struct Spec {
     pub fault: Fault,
     pub mutant: Option<Mutant>,
     pub fencing: bool,
+    /// Lock models: cells carry a TTL and holders renew (ticks), even without a fault.
+    pub leases: bool,
 }
 
 impl Spec {
@@ -127,6 +129,7 @@ impl Spec {
             fault: Fault::None,
             mutant: None,
             fencing: false,
+            leases: false,
         }
     }
 }
@@ -171,7 +174,8 @@ fn size(
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
-    let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue) || spec.mutant == Some(Mutant::K3);
+    let timed =
+        !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue) || spec.mutant == Some(Mutant::K3) || spec.leases;
     let (threads, acquisitions) = match (algorithm, timed) {
         (LockAlgorithm::GetLock, false) if spec.fault == Fault::DelayedEnqueue => {
             let threads = size("--threads", spec.threads, 2, 1..=3, "delayed enqueue")?;
@@ -205,7 +209,13 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
     }
     let cfg = LockModelConfig::new(algorithm, threads, acquisitions);
-    Ok(getlock::apply_fault(cfg, spec.fault, spec.mutant, spec.fencing))
+    Ok(getlock::apply_fault(
+        cfg,
+        spec.fault,
+        spec.mutant,
+        spec.fencing,
+        spec.leases,
+    ))
 }
 
 /// A model ready to run.

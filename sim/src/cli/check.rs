@@ -74,6 +74,9 @@ pub struct CheckArgs {
     /// Holders write to a resource that refuses stale fencing tokens.
     #[arg(long)]
     fencing: bool,
+    /// Lock models: cells carry a TTL and holders renew them (clock ticks), even without a fault.
+    #[arg(long)]
+    leases: bool,
     /// Check only this claim (T1, T2, T3, T4, T5, F-order, F-overtakes, T1-resource, K3, L1, S1).
     #[arg(long, value_name = "ID")]
     property: Option<String>,
@@ -114,6 +117,7 @@ fn spec(args: &CheckArgs) -> Spec {
         MutantArg::K3 => Mutant::K3,
     });
     spec.fencing = args.fencing;
+    spec.leases = args.leases;
     spec
 }
 

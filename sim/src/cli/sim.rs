@@ -55,6 +55,9 @@ pub struct ScenarioArgs {
     /// Override the scenario's consistency level.
     #[arg(long, value_enum)]
     pub consistency: Option<ConsistencyArg>,
+    /// Clients call TryGetLock (and try again after a "no") instead of GetLock.
+    #[arg(long)]
+    pub try_lock: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -89,6 +92,7 @@ impl ScenarioArgs {
                 ConsistencyArg::Quorum => Consistency::Quorum,
                 ConsistencyArg::All => Consistency::All,
             }),
+            try_lock: self.try_lock,
         })
     }
 
@@ -105,6 +109,7 @@ impl ScenarioArgs {
             (self.k3, " --k3"),
             (self.no_fencing, " --no-fencing"),
             (self.lose_unsynced, " --lose-unsynced"),
+            (self.try_lock, " --try-lock"),
         ] {
             if on {
                 flags.push_str(flag);

@@ -3,6 +3,7 @@
 
 pub mod clock;
 pub mod cluster;
+pub mod metrics;
 pub mod run;
 pub mod scenario;
 pub mod timeline;

@@ -75,11 +75,21 @@ pub struct Fault {
     pub kind: FaultKind,
 }
 
+/// How clients take the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ClientMode {
+    /// `lock()`: GetLock, wait until held.
+    GetLock,
+    /// `try_lock()`: TryGetLock; on "no", think and try again.
+    TryGetLock,
+}
+
 /// Everything one run needs.
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub scenario: &'static str,
     pub algorithm: Algorithm,
+    pub mode: ClientMode,
     pub clients: usize,
     pub acquisitions: u32,
     pub cluster: ClusterConfig,
@@ -105,6 +115,8 @@ pub struct RunConfig {
     pub faults: Vec<Fault>,
     /// Stop the run after this much simulated time, finished or not.
     pub max_sim: Duration,
+    /// Ignore `acquisitions`: every client keeps acquiring until `max_sim` (throughput runs).
+    pub open_ended: bool,
 }
 
 /// Knobs a user may set on the command line.
@@ -120,6 +132,8 @@ pub struct SimOptions {
     pub lose_unsynced: bool,
     /// Override the scenario's consistency level (cl-one at QUORUM is the control run).
     pub consistency: Option<Consistency>,
+    /// Clients use TryGetLock (and try again after a "no") instead of GetLock.
+    pub try_lock: bool,
 }
 
 /// A named scenario.
@@ -129,7 +143,7 @@ pub struct Scenario {
     pub expected: &'static str,
 }
 
-pub const SCENARIOS: [Scenario; 9] = [
+pub const SCENARIOS: [Scenario; 10] = [
     Scenario {
         name: "contention",
         setup: "5 clients x 20 acquisitions, QUORUM, no faults",
@@ -171,6 +185,11 @@ pub const SCENARIOS: [Scenario; 9] = [
         expected: "GlobalTime stalls for about 20 s (S1)",
     },
     Scenario {
+        name: "loss",
+        setup: "20% of all messages lost for 40 s",
+        expected: "timeouts and retries; T1 kept; everyone finishes after the loss ends",
+    },
+    Scenario {
         name: "swarm",
         setup: "clients, faults, clock offsets, drift and jumps all drawn from the seed",
         expected: "no resource damage while tokens increase; anomalies reported",
@@ -203,6 +222,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
     let mut config = RunConfig {
         scenario: found.name,
         algorithm,
+        mode: ClientMode::GetLock,
         clients: 3,
         acquisitions: 5,
         cluster: ClusterConfig {
@@ -224,6 +244,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         time_replica_clocks: Vec::new(),
         faults: Vec::new(),
         max_sim: s(900),
+        open_ended: false,
     };
     let ttl = s(u64::from(config.ttl_s));
     match found.name {
@@ -316,11 +337,24 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
                 kind: FaultKind::KillTimeReplica { replica: 0 },
             });
         }
+        "loss" => {
+            config.acquisitions = 8;
+            config.faults.push(Fault {
+                at: s(rng.gen_range(2..8)),
+                kind: FaultKind::Loss {
+                    rate_percent: 20,
+                    for_: s(40),
+                },
+            });
+        }
         "swarm" => swarm(&mut config, &mut rng),
         other => unreachable!("scenario {other} is listed but not built"),
     }
     if let Some(consistency) = options.consistency {
         config.cluster.consistency = consistency;
+    }
+    if options.try_lock {
+        config.mode = ClientMode::TryGetLock;
     }
     config.faults.sort_by_key(|f| f.at);
     Ok(config)
@@ -489,5 +523,60 @@ impl RunConfig {
             lines.push(format!("  at {:>7.3} s: {}", fault.at.as_secs_f64(), fault.kind));
         }
         lines.join("\n")
+    }
+}
+
+/// The workload of the fairness and performance report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FairnessParams {
+    pub algorithm: Algorithm,
+    pub mode: ClientMode,
+    pub threads: usize,
+    /// Client clocks are offset uniformly in 0..=skew.
+    pub skew_ms: u64,
+    /// Queue times come from the global time service (3 replicas) instead of local clocks.
+    pub global_time: bool,
+    pub hold_ms: (u64, u64),
+    pub think_ms: (u64, u64),
+    /// Simulated time every client keeps acquiring for.
+    pub duration: Duration,
+}
+
+/// An open-ended run: `threads` clients acquire (or try to) for `duration`, no faults.
+pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xFA1E);
+    let defaults = Settings::new("sim");
+    RunConfig {
+        scenario: "fairness",
+        algorithm: params.algorithm,
+        mode: params.mode,
+        clients: params.threads,
+        acquisitions: u32::MAX,
+        cluster: ClusterConfig::default(),
+        ttl_s: defaults.ttl_s,
+        renew_every_ms: defaults.renew_every_ms,
+        poll_ms: defaults.poll_ms,
+        hold_ms: params.hold_ms,
+        think_ms: params.think_ms,
+        time_source: if params.global_time {
+            TimeSource::Global
+        } else {
+            TimeSource::Local
+        },
+        time_replicas: if params.global_time { 3 } else { 0 },
+        k3: false,
+        fencing: true,
+        lease_aware: true,
+        replica_clocks: Vec::new(),
+        client_clocks: (0..params.threads)
+            .map(|_| ClockSpec {
+                offset_us: rng.gen_range(0..=params.skew_ms * 1000) as i64,
+                ..ClockSpec::default()
+            })
+            .collect(),
+        time_replica_clocks: Vec::new(),
+        faults: Vec::new(),
+        max_sim: params.duration,
+        open_ended: true,
     }
 }

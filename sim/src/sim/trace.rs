@@ -38,6 +38,10 @@ pub enum What {
         client: String,
         error: String,
     },
+    /// `try_lock()` said no.
+    TryRefused {
+        client: String,
+    },
     /// The resource saw a write. `stale`: its token is below the highest already accepted.
     Resource {
         client: String,
@@ -91,6 +95,8 @@ pub struct Recorder {
     /// Keep store requests, replies and sleeps (replay); otherwise only lock-level events.
     pub detailed: bool,
     records: Mutex<Vec<Record>>,
+    /// Store requests made by every locker and time-service replica, recorded or not.
+    requests: std::sync::atomic::AtomicU64,
 }
 
 impl Recorder {
@@ -99,6 +105,7 @@ impl Recorder {
             start,
             detailed,
             records: Mutex::new(Vec::new()),
+            requests: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -114,6 +121,9 @@ impl Recorder {
             what,
         };
         self.records.lock().expect("recorder").push(record);
+    }
+    pub fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn records(&self) -> Vec<Record> {
@@ -138,6 +148,11 @@ impl Observer for NodeObserver {
             event,
             LockEvent::Request { .. } | LockEvent::Reply { .. } | LockEvent::Sleep { .. }
         );
+        if matches!(event, LockEvent::Request { .. }) && self.node.starts_with('c') {
+            self.recorder
+                .requests
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         if detail && !self.recorder.detailed {
             return;
         }
@@ -214,6 +229,7 @@ impl fmt::Display for What {
             What::Waiting { client, n } => write!(f, "{client} waits for the lock (acquisition {n})"),
             What::ClientDone { client } => write!(f, "{client} done"),
             What::ClientError { client, error } => write!(f, "{client} lock() failed: {error}"),
+            What::TryRefused { client } => write!(f, "{client} try_lock(): not acquired"),
             What::Resource {
                 client,
                 token,

@@ -185,7 +185,7 @@ pub fn judge(
             }
             What::Resurrected { .. } => v.resurrections += 1,
             What::GlobalTime { .. } => global_changes.push(record.at),
-            What::Lock(_) | What::Note(_) => {}
+            What::Lock(_) | What::Note(_) | What::TryRefused { .. } => {}
         }
     }
     for (thread, (node, from)) in open {

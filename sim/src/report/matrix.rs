@@ -1,0 +1,828 @@
+//! `cassalock report matrix`: every algorithm against every fault model, each cell judged by the
+//! model checker where it applies and by the simulator over N seeds.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use cassalock::driver::{Algorithm, LockEvent};
+use cassalock_models::check::{Limits, Report, Verdict};
+use cassalock_models::{build as build_model, Fault, ModelName, Spec};
+
+use super::write_file;
+use crate::sim::run::{run, RunOutcome};
+use crate::sim::scenario::{build, SimOptions};
+use crate::sim::trace::{render, What};
+
+/// The rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Row {
+    Old,
+    Queue,
+    TryGetLock,
+    GlobalTime,
+}
+
+impl Row {
+    pub const ALL: [Row; 4] = [Row::Old, Row::Queue, Row::TryGetLock, Row::GlobalTime];
+
+    fn name(self) -> &'static str {
+        match self {
+            Row::Old => "old GetLock (L3-4)",
+            Row::Queue => "queue GetLock (L6)",
+            Row::TryGetLock => "TryGetLock (L7)",
+            Row::GlobalTime => "global time (L8)",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Row::Old => "old",
+            Row::Queue => "queue",
+            Row::TryGetLock => "trygetlock",
+            Row::GlobalTime => "globaltime",
+        }
+    }
+}
+
+/// The columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Column {
+    None,
+    Loss,
+    Partition,
+    Crash,
+    Pause,
+    SkewBelowTtl,
+    SkewAtTtl,
+    ClOne,
+    RenewalRace,
+}
+
+impl Column {
+    pub const ALL: [Column; 9] = [
+        Column::None,
+        Column::Loss,
+        Column::Partition,
+        Column::Crash,
+        Column::Pause,
+        Column::SkewBelowTtl,
+        Column::SkewAtTtl,
+        Column::ClOne,
+        Column::RenewalRace,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Column::None => "none",
+            Column::Loss => "message loss",
+            Column::Partition => "partition",
+            Column::Crash => "crash",
+            Column::Pause => "pause",
+            Column::SkewBelowTtl => "skew below the TTL",
+            Column::SkewAtTtl => "skew at or above the TTL",
+            Column::ClOne => "CL=ONE",
+            Column::RenewalRace => "renewal race",
+        }
+    }
+
+    fn key(self) -> &'static str {
+        match self {
+            Column::None => "none",
+            Column::Loss => "loss",
+            Column::Partition => "partition",
+            Column::Crash => "crash",
+            Column::Pause => "pause",
+            Column::SkewBelowTtl => "skew-below-ttl",
+            Column::SkewAtTtl => "skew-at-ttl",
+            Column::ClOne => "cl-one",
+            Column::RenewalRace => "renewal-race",
+        }
+    }
+}
+
+/// How a fault is brought about in a simulation run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Firing {
+    /// By configuration (clock offsets, consistency level): always in effect.
+    Configured,
+    /// An injected fault: it fired if the run recorded it.
+    Injected,
+    /// A renewal ran during a release of the same acquisition (needs detailed records).
+    RenewalDuringRelease,
+}
+
+/// One way of judging a cell.
+#[derive(Clone, Debug)]
+enum Source {
+    Model {
+        spec: Spec,
+        label: &'static str,
+    },
+    Sim {
+        scenario: &'static str,
+        options: SimOptions,
+        label: &'static str,
+        firing: Firing,
+    },
+    NotApplicable(&'static str),
+}
+
+fn model(model: ModelName, fault: Fault, label: &'static str) -> Source {
+    let mut spec = Spec::new(model);
+    spec.fault = fault;
+    Source::Model { spec, label }
+}
+
+fn sim(scenario: &'static str, label: &'static str, firing: Firing) -> Source {
+    Source::Sim {
+        scenario,
+        options: SimOptions::default(),
+        label,
+        firing,
+    }
+}
+
+fn skew(offset_s: f64, label: &'static str) -> Source {
+    Source::Sim {
+        scenario: "skew",
+        options: SimOptions {
+            offset_s: Some(offset_s),
+            ..SimOptions::default()
+        },
+        label,
+        firing: Firing::Configured,
+    }
+}
+
+fn sources(row: Row, column: Column) -> Vec<Source> {
+    use Column as C;
+    use Firing::*;
+    if row == Row::GlobalTime {
+        return match column {
+            C::None => vec![model(ModelName::GlobalTime, Fault::None, "model, clocks in any order")],
+            C::Crash => vec![
+                model(ModelName::GlobalTime, Fault::Crash, "model, r0 3 ticks ahead, crashes"),
+                sim("timeservice-stall", "sim, ts0 20 s ahead, killed", Injected),
+            ],
+            C::SkewBelowTtl | C::SkewAtTtl => {
+                vec![model(ModelName::GlobalTime, Fault::Skew, "model, r0 2 ticks ahead")]
+            }
+            _ => vec![Source::NotApplicable(
+                "the time service's claim (T5) is about clock order and crashes",
+            )],
+        };
+    }
+    let lock_model = match row {
+        Row::Old => ModelName::Old,
+        Row::Queue => ModelName::GetLock,
+        _ => ModelName::TryGetLock,
+    };
+    let mut list = match column {
+        C::None => vec![
+            model(lock_model, Fault::None, "model, perfect clock"),
+            sim("contention", "sim, contention", Configured),
+        ],
+        C::Loss => vec![sim("loss", "sim, 20% loss for 40 s", Injected)],
+        C::Partition => vec![sim("partition", "sim, holder cut off TTL + 15 s", Injected)],
+        C::Crash => vec![
+            model(lock_model, Fault::Crash, "model, holder crashes"),
+            sim("crash-holder", "sim, holder killed", Injected),
+        ],
+        C::Pause => {
+            let mut spec = Spec::new(lock_model);
+            spec.fault = Fault::Pause;
+            spec.fencing = true;
+            vec![
+                Source::Model {
+                    spec,
+                    label: "model, holder paused, fencing",
+                },
+                sim("pause", "sim, holder paused TTL + 10 s, fencing", Injected),
+            ]
+        }
+        C::SkewBelowTtl => vec![
+            model(lock_model, Fault::Skew, "model, a client clock a tick behind"),
+            skew(7.5, "sim, r0 7.5 s ahead (TTL/4)"),
+            skew(20.0, "sim, r0 20 s ahead (2 TTL/3)"),
+        ],
+        C::SkewAtTtl => vec![
+            model(lock_model, Fault::TtlSkew, "model, coordinator a TTL ahead (S2)"),
+            skew(30.0, "sim, r0 30 s ahead (= TTL)"),
+        ],
+        C::ClOne => vec![sim("cl-one", "sim, CL ONE, a replica briefly away", Configured)],
+        C::RenewalRace => {
+            let mut spec = Spec::new(lock_model);
+            spec.leases = true;
+            vec![
+                Source::Model {
+                    spec,
+                    label: "model, leases and renewal",
+                },
+                sim("renew-race", "sim, renewals racing releases", RenewalDuringRelease),
+            ]
+        }
+    };
+    if row == Row::TryGetLock {
+        for source in &mut list {
+            if let Source::Sim { options, .. } = source {
+                options.try_lock = true;
+            }
+        }
+    }
+    list
+}
+
+/// The sim claims shown per row.
+fn sim_claims(row: Row) -> &'static [&'static str] {
+    match row {
+        Row::TryGetLock => &["T1-belief", "T1-resource", "K3"],
+        _ => &["T1-belief", "T1-resource", "T2", "K3"],
+    }
+}
+
+fn algorithm(row: Row) -> Algorithm {
+    match row {
+        Row::Old => Algorithm::Old,
+        _ => Algorithm::Queue,
+    }
+}
+
+/// Options of a matrix run.
+#[derive(Clone, Debug)]
+pub struct MatrixOptions {
+    pub out: PathBuf,
+    pub seeds: u64,
+    pub jobs: usize,
+}
+
+/// Did the fault of a sim source fire in this run?
+fn fired(firing: Firing, outcome: &RunOutcome) -> bool {
+    match firing {
+        Firing::Configured => true,
+        Firing::Injected => outcome
+            .records
+            .iter()
+            .any(|r| matches!(r.what, What::Fault { begins: true, .. })),
+        Firing::RenewalDuringRelease => {
+            let mut releasing: BTreeMap<String, bool> = BTreeMap::new();
+            for record in &outcome.records {
+                match &record.what {
+                    What::Lock(LockEvent::Releasing { thread, .. }) => {
+                        releasing.insert(thread.to_string(), true);
+                    }
+                    What::Lock(LockEvent::Released { thread, .. }) => {
+                        releasing.remove(thread.as_str());
+                    }
+                    What::Lock(LockEvent::Request { thread, tag, .. })
+                        if tag.note.starts_with("renewal:") && releasing.contains_key(thread.as_str()) =>
+                    {
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            false
+        }
+    }
+}
+
+/// What a sim source found over its seeds.
+struct SimResult {
+    runs: u64,
+    fired: u64,
+    /// claim -> (failing runs, first failing seed)
+    failures: BTreeMap<&'static str, (u64, Option<u64>)>,
+    /// Longest GlobalTime stall (S1 runs).
+    stall_s: Option<f64>,
+    token_drops: u64,
+}
+
+/// Run the matrix and write matrix.md and its trace files.
+pub fn run_matrix(
+    options: &MatrixOptions,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<Vec<String>, String> {
+    let out_dir = options.out.join("matrix");
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    let mut files = Vec::new();
+    let mut cells: BTreeMap<(Row, Column), Vec<String>> = BTreeMap::new();
+    let mut findings: Vec<String> = Vec::new();
+    let total_cells = Row::ALL.len() * Column::ALL.len();
+    let mut done_cells = 0;
+    for row in Row::ALL {
+        for column in Column::ALL {
+            done_cells += 1;
+            progress(&format!("{} / {}", row.key(), column.key()), done_cells, total_cells);
+            let mut lines = Vec::new();
+            for source in sources(row, column) {
+                match source {
+                    Source::NotApplicable(why) => lines.push(format!("n/a: {why}")),
+                    Source::Model { spec, label } => {
+                        let report = build_model(&spec)
+                            .map_err(|e| format!("{label}: {e}"))?
+                            .check(Limits::default());
+                        if !report.internal_errors.is_empty() {
+                            return Err(format!(
+                                "model checker disagreement in {label}: {:?}",
+                                report.internal_errors
+                            ));
+                        }
+                        lines.push(model_line(
+                            row,
+                            column,
+                            label,
+                            &report,
+                            &out_dir,
+                            &mut files,
+                            &mut findings,
+                        )?);
+                    }
+                    Source::Sim {
+                        scenario,
+                        options: sim_options,
+                        label,
+                        firing,
+                    } => {
+                        let result = run_sims(row, scenario, &sim_options, firing, options);
+                        lines.push(sim_line(
+                            row,
+                            column,
+                            scenario,
+                            &sim_options,
+                            label,
+                            &result,
+                            options,
+                            &out_dir,
+                            &mut files,
+                            &mut findings,
+                        )?);
+                    }
+                }
+            }
+            cells.insert((row, column), lines);
+        }
+    }
+    let mutants = mutant_checks(options, &out_dir, &mut files)?;
+    write_file(
+        &options.out,
+        "matrix.md",
+        &markdown(&cells, &findings, &mutants, options),
+    )?;
+    files.push("matrix.md".into());
+    Ok(files)
+}
+
+fn short(verdict: &Verdict) -> String {
+    match verdict {
+        Verdict::Holds => "holds (exhaustive)".into(),
+        Verdict::HoldsWithinClockBound(max) => format!("holds (all states, clocks <= {max} ticks)"),
+        Verdict::Violated => "VIOLATED".into(),
+        Verdict::Bounded(_) => "bounded".into(),
+        Verdict::Reachable => "reachable".into(),
+        Verdict::Unreachable => "unreachable".into(),
+    }
+}
+
+fn model_line(
+    row: Row,
+    column: Column,
+    label: &str,
+    report: &Report,
+    out_dir: &std::path::Path,
+    files: &mut Vec<String>,
+    findings: &mut Vec<String>,
+) -> Result<String, String> {
+    let mut parts = Vec::new();
+    for property in &report.rows {
+        let claim = property.property.split_whitespace().next().unwrap_or("");
+        let verdict = short(&property.verdict);
+        match &property.trace {
+            Some(trace) if matches!(property.verdict, Verdict::Violated | Verdict::Reachable) => {
+                let name = format!("{}-{}-model-{}.txt", row.key(), column.key(), claim.to_lowercase());
+                let text = format!(
+                    "{}\n\n{} -- {}\n{}{}",
+                    report.title,
+                    property.property,
+                    property.verdict,
+                    property.detail.as_deref().map(|d| format!("{d}\n")).unwrap_or_default(),
+                    trace
+                );
+                write_file(out_dir, &name, &text)?;
+                files.push(format!("matrix/{name}"));
+                parts.push(format!("{claim} [{verdict}](matrix/{name})"));
+                if property.verdict == Verdict::Violated {
+                    findings.push(format!(
+                        "{} / {}: model: {claim} violated ({} steps): [trace](matrix/{name})",
+                        row.name(),
+                        column.name(),
+                        trace.steps
+                    ));
+                }
+            }
+            _ => parts.push(format!("{claim} {verdict}")),
+        }
+    }
+    Ok(format!(
+        "**{label}** ({} states): {}",
+        report.graph_states,
+        parts.join(", ")
+    ))
+}
+
+/// One seed's result: (the fault fired, per-claim violated flags, S1 stall seconds, token drops).
+type SeedOutcome = (bool, Vec<(&'static str, bool)>, Option<f64>, u64);
+
+fn run_sims(
+    row: Row,
+    scenario: &'static str,
+    sim_options: &SimOptions,
+    firing: Firing,
+    options: &MatrixOptions,
+) -> SimResult {
+    let detailed = firing == Firing::RenewalDuringRelease;
+    let outcomes: Mutex<BTreeMap<u64, SeedOutcome>> = Mutex::new(BTreeMap::new());
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.max(1) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, Ordering::Relaxed) as u64;
+                if seed >= options.seeds {
+                    break;
+                }
+                let config = build(scenario, seed, algorithm(row), sim_options).expect("a known scenario");
+                let outcome = run(&config, seed, detailed);
+                let checks: Vec<(&'static str, bool)> = sim_claims(row)
+                    .iter()
+                    .map(|&claim| (claim, outcome.verdicts.passed(claim)))
+                    .collect();
+                let stall = outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64());
+                let summary = (
+                    fired(firing, &outcome),
+                    checks,
+                    stall,
+                    outcome.verdicts.token_drops as u64,
+                );
+                outcomes.lock().expect("outcomes").insert(seed, summary);
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().expect("outcomes");
+    let mut result = SimResult {
+        runs: outcomes.len() as u64,
+        fired: 0,
+        failures: BTreeMap::new(),
+        stall_s: None,
+        token_drops: 0,
+    };
+    for (seed, (fired, checks, stall, drops)) in outcomes {
+        result.fired += u64::from(fired);
+        result.token_drops += drops;
+        if let Some(stall) = stall {
+            result.stall_s = Some(result.stall_s.map_or(stall, |s: f64| s.max(stall)));
+        }
+        for (claim, passed) in checks {
+            let entry = result.failures.entry(claim).or_insert((0, None));
+            if !passed {
+                entry.0 += 1;
+                entry.1.get_or_insert(seed);
+            }
+        }
+    }
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sim_line(
+    row: Row,
+    column: Column,
+    scenario: &str,
+    sim_options: &SimOptions,
+    label: &str,
+    result: &SimResult,
+    options: &MatrixOptions,
+    out_dir: &std::path::Path,
+    files: &mut Vec<String>,
+    findings: &mut Vec<String>,
+) -> Result<String, String> {
+    if result.fired == 0 {
+        return Ok(format!(
+            "**{label}**: the fault never fired in {} seeds: no verdict",
+            result.runs
+        ));
+    }
+    let mut flags = String::new();
+    if let Some(offset) = sim_options.offset_s {
+        flags.push_str(&format!(" --offset-s {offset}"));
+    }
+    if sim_options.try_lock {
+        flags.push_str(" --try-lock");
+    }
+    let mut parts = Vec::new();
+    for (claim, (failures, first)) in &result.failures {
+        match first {
+            None => parts.push(format!("{claim} ok")),
+            Some(seed) => {
+                let name = format!(
+                    "{}-{}-{}-{}-seed{seed}.txt",
+                    row.key(),
+                    column.key(),
+                    scenario,
+                    claim.to_lowercase()
+                );
+                let config = build(scenario, *seed, algorithm(row), sim_options).expect("known");
+                let outcome = run(&config, *seed, false);
+                let command = format!(
+                    "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
+                    algorithm(row).name()
+                );
+                let text = format!(
+                    "{}\nseed {seed}\n\n{}\nverdicts:\n{}\nreplay (with every store request): {command}\n",
+                    config.plan(),
+                    render(&outcome.records),
+                    outcome.verdicts
+                );
+                write_file(out_dir, &name, &text)?;
+                files.push(format!("matrix/{name}"));
+                parts.push(format!("{claim} [VIOLATED {failures}/{}](matrix/{name})", result.runs));
+                findings.push(format!(
+                    "{} / {}: {label}: {claim} violated in {failures} of {} seeds; first seed {seed}: `{command}`",
+                    row.name(),
+                    column.name(),
+                    result.runs
+                ));
+            }
+        }
+    }
+    let fired = if result.fired < result.runs {
+        format!(", the fault fired in {} of them", result.fired)
+    } else {
+        String::new()
+    };
+    let mut line = format!("**{label}** ({} seeds{fired}): {}", options.seeds, parts.join(", "));
+    if let Some(stall) = result.stall_s {
+        line.push_str(&format!("; S1: GlobalTime stood still up to {stall:.1} s"));
+    }
+    if result.token_drops > 0 {
+        line.push_str(&format!("; fencing tokens went down {} times", result.token_drops));
+    }
+    Ok(line)
+}
+
+fn markdown(
+    cells: &BTreeMap<(Row, Column), Vec<String>>,
+    findings: &[String],
+    mutants: &[(String, String)],
+    options: &MatrixOptions,
+) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Property matrix: algorithm x fault model\n");
+    let _ = writeln!(
+        md,
+        "Generated by `cassalock report matrix --seeds {}`. Each cell says how its claims fared under that fault, judged two ways: **model** rows come from the stateright models (`cassalock check`: every reachable state, exhaustively or up to a clock bound); **sim** rows come from the simulator ({} seeds per configuration, the library's own code against a simulated 3-replica cluster). The same command on the same commit writes the same bytes.\n",
+        options.seeds, options.seeds
+    );
+    let _ = writeln!(md, "Claims: T1 (model) / T1-belief (sim): never two holders at once; T3 for TryGetLock. T1-resource: the resource never accepts a stale fencing token (fencing on). T2: every waiter acquires (model: no fair cycle or deadlock starves it; sim: every client finishes). T4: some TryGetLock caller acquires. F-order, F-overtakes: queue order. K3: no released lock stays taken. T5: GlobalTime never decreases. S1: a crashed replica that ran ahead freezes GlobalTime.\n");
+    let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds (all states, clocks <= N ticks)\": every state up to the model's clock bound; \"ok\": no violation in the N seeds (never a proof); VIOLATED links to the shortest counterexample (model) or the first failing seed's trace (sim); \"the fault never fired\": no verdict, never a pass.\n");
+    for row in Row::ALL {
+        let _ = writeln!(md, "## {}\n", row.name());
+        let _ = writeln!(md, "| fault | verdicts |");
+        let _ = writeln!(md, "|---|---|");
+        for column in Column::ALL {
+            let lines = &cells[&(row, column)];
+            let _ = writeln!(md, "| {} | {} |", column.name(), lines.join("<br>"));
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "## Compact view\n");
+    let _ = write!(md, "| |");
+    for column in Column::ALL {
+        let _ = write!(md, " {} |", column.name());
+    }
+    let _ = writeln!(md);
+    let _ = write!(md, "|---|");
+    for _ in Column::ALL {
+        let _ = write!(md, "---|");
+    }
+    let _ = writeln!(md);
+    for row in Row::ALL {
+        let _ = write!(md, "| {} |", row.name());
+        for column in Column::ALL {
+            let text = cells[&(row, column)].join(" ");
+            let mark = if text.starts_with("n/a") {
+                "n/a"
+            } else if text.contains("VIOLATED") {
+                "**broken**"
+            } else if text.contains("S1 [reachable") {
+                "**S1 stall**"
+            } else if text.contains("never fired") {
+                "no verdict"
+            } else {
+                "no violation"
+            };
+            let _ = write!(md, " {mark} |");
+        }
+        let _ = writeln!(md);
+    }
+    let _ = writeln!(md, "\n\"broken\": some claim was violated in that cell (details above); \"S1 stall\": the time service can freeze; \"no violation\": no check made there found one (exhaustive, clock-bounded or seeded: see the cell for which).\n");
+    thesis_section(&mut md, cells);
+    let _ = writeln!(md, "## Broken variants (mutants)\n");
+    for (text, link) in mutants {
+        let _ = writeln!(md, "- {text}{link}");
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(md, "## Every violation found\n");
+    for finding in findings {
+        let _ = writeln!(md, "- {finding}");
+    }
+    md
+}
+
+/// What the matrix says about the thesis's claims, read off the cells themselves so that the
+/// prose cannot drift from the verdicts.
+fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>) {
+    let cell = |row: Row, column: Column| cells[&(row, column)].join(" ");
+    let says = |row: Row, column: Column, needle: &str| cell(row, column).contains(needle);
+    let _ = writeln!(md, "## What this says about the thesis\n");
+    let t1_exhaustive = says(Row::Queue, Column::None, "T1 holds (exhaustive)");
+    let t1_tolerant = [
+        Column::Loss,
+        Column::Partition,
+        Column::Crash,
+        Column::ClOne,
+        Column::RenewalRace,
+    ]
+    .iter()
+    .all(|&column| !cell(Row::Queue, column).contains("VIOLATED"));
+    let _ = writeln!(
+        md,
+        "- **Theorem 1 (mutual exclusion, queue GetLock).** With no faults: {}. Under message loss, a partition, a crashed holder, CL=ONE and renewal racing release: {}. It needs its assumptions: a holder paused past the TTL (K1) and a coordinator clock ahead break it, as SPEC.md's K1 and S2 predict.",
+        if t1_exhaustive { "holds in every reachable state of the bounded model" } else { "see the table, it did not hold" },
+        if t1_tolerant { "no violation in the model or the seeds" } else { "violated in at least one of them (see the table)" }
+    );
+    let below = says(Row::Queue, Column::SkewBelowTtl, "T1-belief [VIOLATED");
+    let _ = writeln!(
+        md,
+        "- **S2 (skew versus the TTL).** The thesis puts the danger at clock differences of the TTL or more. {}",
+        if below {
+            "The simulator breaks T1 below that: with TTL 30 s and renewal every 15 s, a coordinator 20 s ahead already lets a second holder in. A renewed cell is only guaranteed to live TTL - renewal interval past the last renewal, so the real bound is TTL - renewal interval (15 s here); `cassalock sim --scenario skew --sweep-offsets` finds the smallest breaking offset."
+        } else {
+            "Below the TTL the simulator found no violation."
+        }
+    );
+    let fenced = [Row::Old, Row::Queue, Row::TryGetLock]
+        .iter()
+        .all(|&row| !says(row, Column::Pause, "T1-resource [VIOLATED"));
+    let _ = writeln!(
+        md,
+        "- **Pauses (K1).** Every lock variant lets two clients believe they hold the lock after a pause longer than the TTL. {}",
+        if fenced {
+            "With the resource checking fencing tokens the stale holder's write was refused in every check: the damage needs fencing to prevent, and the thesis does not mention it."
+        } else {
+            "Even with fencing the resource accepted a stale write (see the table)."
+        }
+    );
+    let old_t2 = says(Row::Old, Column::None, "T2 [VIOLATED");
+    let queue_t2 = says(Row::Queue, Column::None, "T2 holds (exhaustive)");
+    let _ = writeln!(
+        md,
+        "- **Theorem 2 (liveness) and the old lock's unfairness.** Old lock: {}. Queue lock: {}.",
+        if old_t2 {
+            "T2 fails, with a weakly fair cycle in which one thread never acquires, as the thesis says"
+        } else {
+            "no starvation cycle found, against the thesis"
+        },
+        if queue_t2 {
+            "T2 holds in the bounded model (no fair cycle starves a waiter)"
+        } else {
+            "T2 did not hold exhaustively (see the table)"
+        }
+    );
+    let t4 = says(Row::TryGetLock, Column::None, "T4 holds (exhaustive)");
+    let _ = writeln!(
+        md,
+        "- **Theorems 3-4 (TryGetLock).** T3 {} with no faults; T4 (some caller of a free lock acquires) {}.",
+        if says(Row::TryGetLock, Column::None, "T3 holds (exhaustive)") {
+            "holds in every reachable state"
+        } else {
+            "did not hold"
+        },
+        if t4 {
+            "holds in the bounded model"
+        } else {
+            "did not hold in the model (see the table)"
+        }
+    );
+    let _ = writeln!(
+        md,
+        "- **Theorem 5 and S1 (global time).** T5 (GlobalTime never decreases) {}; S1 {}.",
+        if says(Row::GlobalTime, Column::Crash, "T5 holds") {
+            "held in every model configuration"
+        } else {
+            "was violated"
+        },
+        if says(Row::GlobalTime, Column::Crash, "S1 [reachable") {
+            "is real: a replica that ran ahead and crashed freezes GlobalTime for about as long as its lead (measured in the simulator)"
+        } else {
+            "was not reached"
+        }
+    );
+    let drops: Vec<&str> = Column::ALL
+        .iter()
+        .filter(|&&column| {
+            cell(Row::Queue, column).contains("fencing tokens went down")
+                || cell(Row::TryGetLock, column).contains("fencing tokens went down")
+        })
+        .map(|&column| column.name())
+        .collect();
+    let _ = writeln!(
+        md,
+        "- **Fencing tokens (our addition, not a thesis claim).** The queue column name is the token. It went down across holders under: {}. A token that can go down lets the resource refuse a legitimate holder, so the queue name is a weak token outside fault-free runs.\n",
+        if drops.is_empty() { "no fault model".to_string() } else { drops.join(", ") }
+    );
+}
+
+/// The deliberately broken variants: each must break its claim, or the checks prove nothing.
+fn mutant_checks(
+    options: &MatrixOptions,
+    out_dir: &std::path::Path,
+    files: &mut Vec<String>,
+) -> Result<Vec<(String, String)>, String> {
+    use cassalock_models::Mutant;
+    let mut lines = Vec::new();
+    let shortest = |spec: &Spec, claim: &str| -> Result<Report, String> {
+        let limits = Limits {
+            stop_at_first_violation: true,
+            only_claim: Some(claim.to_owned()),
+            ..Limits::default()
+        };
+        Ok(build_model(spec).map_err(|e| e.to_string())?.check(limits))
+    };
+    for (label, model_name, fault, mutant, claim, key) in [
+        (
+            "M1 (first in the queue skips the main-row check) with delayed enqueue, queue GetLock",
+            ModelName::GetLock,
+            Fault::DelayedEnqueue,
+            Mutant::M1,
+            "T1",
+            "queue-m1-delayed-t1",
+        ),
+        (
+            "K3 (release does not wait for renewal), queue GetLock",
+            ModelName::GetLock,
+            Fault::None,
+            Mutant::K3,
+            "K3",
+            "queue-k3-k3",
+        ),
+        (
+            "K3, old GetLock",
+            ModelName::Old,
+            Fault::None,
+            Mutant::K3,
+            "K3",
+            "old-k3-k3",
+        ),
+    ] {
+        let mut spec = Spec::new(model_name);
+        spec.fault = fault;
+        spec.mutant = Some(mutant);
+        let report = shortest(&spec, claim)?;
+        let row = report.row(claim);
+        let name = format!("mutant-{key}.txt");
+        let link = match &row.trace {
+            Some(trace) => {
+                write_file(
+                    out_dir,
+                    &name,
+                    &format!("{}\n\n{} -- {}\n{}", report.title, row.property, row.verdict, trace),
+                )?;
+                files.push(format!("matrix/{name}"));
+                format!(" [{} steps](matrix/{name})", trace.steps)
+            }
+            None => String::new(),
+        };
+        lines.push((format!("model: {label}: {claim} {}", short(&row.verdict)), link));
+    }
+    for row in [Row::Old, Row::Queue] {
+        let options_k3 = SimOptions {
+            k3: true,
+            ..SimOptions::default()
+        };
+        let result = run_sims(row, "renew-race", &options_k3, Firing::Configured, options);
+        let (failures, first) = result.failures.get("K3").copied().unwrap_or((0, None));
+        let text = match first {
+            Some(seed) => format!(
+                "sim: K3, {}, renew-race --k3: a released lock came back to life in {failures} of {} seeds; first: `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
+                row.name(),
+                result.runs,
+                algorithm(row).name()
+            ),
+            None => format!("sim: K3, {}, renew-race --k3: not seen in {} seeds", row.name(), result.runs),
+        };
+        lines.push((text, String::new()));
+    }
+    Ok(lines)
+}
