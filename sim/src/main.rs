@@ -30,9 +30,15 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
     Replay(cli::sim::ReplayArgs),
+    /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
+    #[cfg(madsim)]
+    Report(cli::report::ReportArgs),
+    /// Run lockers against a real Cassandra cluster and judge T1 (the real build only).
+    Real(cli::real::RealArgs),
 }
 
 /// Shown under `sim --help` and `replay --help`.
+#[cfg(madsim)]
 const SCENARIOS_HELP: &str = "Scenarios:
   contention         5 clients x 20 acquisitions, QUORUM, no faults
   skew               replica r0's clock ahead by 0..=2 TTL (--offset-s to choose)
@@ -66,5 +72,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => cli::sim::sim(args),
         #[cfg(madsim)]
         Command::Replay(args) => cli::sim::replay(args),
+        #[cfg(madsim)]
+        Command::Report(args) => cli::report::run(args),
+        Command::Real(args) => cli::real::run(args),
     }
 }

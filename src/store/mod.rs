@@ -6,6 +6,8 @@
 //! [`MonotonicTimestamps`] and hands it to a [`Store`]: the in-memory store, the simulated
 //! Cassandra cluster (`sim/`), or a real cluster (`cassandra`, outside the simulation build).
 
+#[cfg(not(madsim))]
+pub mod cassandra;
 pub mod memory;
 pub mod row_store;
 

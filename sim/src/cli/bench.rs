@@ -15,6 +15,9 @@ pub enum Suite {
     /// Simulation: seeds per minute of the contention scenario (2 jobs, release build).
     #[cfg(madsim)]
     Sim,
+    /// Real cluster: old, queue and LWT locks at 1, 4 and 16 lockers (the real build only);
+    /// writes reports/real-cluster.md.
+    Real,
 }
 
 /// Measure and print speed figures.
@@ -23,6 +26,18 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
+    /// real: Cassandra nodes, host:port, comma-separated.
+    #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
+    contact_points: Vec<String>,
+    /// real: locker counts, comma-separated.
+    #[arg(long, default_value = "1,4,16", value_delimiter = ',')]
+    lockers: Vec<usize>,
+    /// real: seconds per configuration.
+    #[arg(long, default_value_t = 20)]
+    seconds: u64,
+    /// real: where the report goes.
+    #[arg(long, default_value = "reports")]
+    out: std::path::PathBuf,
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -30,6 +45,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
         Suite::Models => models(),
         #[cfg(madsim)]
         Suite::Sim => sim(),
+        #[cfg(not(madsim))]
+        Suite::Real => super::real::bench(args.contact_points, args.lockers, args.seconds, args.out),
+        #[cfg(madsim)]
+        Suite::Real => super::real::not_the_real_build(),
     }
 }
 

@@ -1,0 +1,198 @@
+//! Running lockers against a real cluster (the build without `--cfg madsim`).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
+use cassalock::{Algorithm, RemoteLocker, Settings, SystemClock};
+
+use super::{lwt, now_us, Event, Job, Monitor, Variant};
+
+pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, String> {
+    use cassalock::store::cassandra::Consistency;
+    match name.to_ascii_lowercase().as_str() {
+        "one" => Ok(Consistency::One),
+        "quorum" => Ok(Consistency::Quorum),
+        "all" => Ok(Consistency::All),
+        other => Err(format!("unknown consistency {other:?}: use one, quorum or all")),
+    }
+}
+
+/// Run this process's lockers; every event goes to `emit`, in the order it happened here.
+pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), String> {
+    let config = CassandraConfig {
+        contact_points: job.contact_points.clone(),
+        keyspace: job.keyspace.clone(),
+        consistency: consistency(&job.consistency)?,
+        ..CassandraConfig::default()
+    };
+    let store = Arc::new(CassandraStore::connect(&config).await.map_err(|e| e.to_string())?);
+    let monitor = Arc::new(Monitor::open(&job.monitor));
+    let started = Instant::now();
+    let lwt = match job.variant {
+        Variant::Lwt => Some(Arc::new(
+            lwt::LwtLock::new(
+                Arc::clone(store.session()),
+                &job.keyspace,
+                job.ttl_s,
+                Duration::from_millis(job.poll_ms),
+            )
+            .await
+            .map_err(|e| e.to_string())?,
+        )),
+        _ => None,
+    };
+    let mut tasks = Vec::new();
+    for name in &job.lockers {
+        let (job, name, emit, monitor) = (job.clone(), name.clone(), Arc::clone(&emit), Arc::clone(&monitor));
+        let (store, lwt) = (Arc::clone(&store), lwt.clone());
+        tasks.push(tokio::spawn(async move {
+            match lwt {
+                Some(lwt) => run_lwt_locker(&job, &name, &lwt, &monitor, &*emit, started).await,
+                None => run_locker(&job, &name, store, &monitor, &*emit, started).await,
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.map_err(|e| format!("a locker task failed: {e}"))??;
+    }
+    let requests = store.requests() + lwt.map(|l| l.requests()).unwrap_or(0);
+    emit(Event::Done { process, requests });
+    Ok(())
+}
+
+fn out_of_time(job: &Job, started: Instant) -> bool {
+    job.run_limit_s > 0 && started.elapsed() >= Duration::from_secs(job.run_limit_s)
+}
+
+fn critical_section(job: &Job, name: &str, token: &str, monitor: &Monitor, emit: &(dyn Fn(Event) + Send + Sync)) {
+    match monitor.write(token, job.fencing) {
+        Ok((accepted, stale)) => emit(Event::Resource {
+            locker: name.into(),
+            token: token.into(),
+            accepted,
+            stale,
+        }),
+        Err(e) => emit(Event::Error {
+            locker: name.into(),
+            during: "resource".into(),
+            message: e.to_string(),
+        }),
+    }
+}
+
+async fn run_locker(
+    job: &Job,
+    name: &str,
+    store: Arc<CassandraStore>,
+    monitor: &Monitor,
+    emit: &(dyn Fn(Event) + Send + Sync),
+    started: Instant,
+) -> Result<(), String> {
+    let mut settings = Settings::new(name);
+    settings.algorithm = if job.variant == Variant::Old {
+        Algorithm::Old
+    } else {
+        Algorithm::Queue
+    };
+    settings.ttl_s = job.ttl_s;
+    settings.renew_every_ms = job.renew_ms;
+    settings.poll_ms = job.poll_ms;
+    settings.max_wait_ms = Some(job.max_wait_s * 1000);
+    let locker = RemoteLocker::new(store, SystemClock, settings).map_err(|e| e.to_string())?;
+    for _ in 0..job.acquisitions {
+        if out_of_time(job, started) {
+            break;
+        }
+        let asked = Instant::now();
+        let guard = match locker.lock(&job.lock_id).await {
+            Ok(guard) => guard,
+            Err(e) => {
+                emit(Event::Error {
+                    locker: name.into(),
+                    during: "lock".into(),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let token = guard.fencing_token().to_string();
+        emit(Event::Acquired {
+            locker: name.into(),
+            at_us: now_us(),
+            wait_us: asked.elapsed().as_micros() as u64,
+            token: token.clone(),
+        });
+        critical_section(job, name, &token, monitor, emit);
+        tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;
+        let lost = guard.is_lost();
+        emit(Event::Released {
+            locker: name.into(),
+            at_us: now_us(),
+            lost,
+        });
+        if let Err(e) = guard.release().await {
+            emit(Event::Error {
+                locker: name.into(),
+                during: "release".into(),
+                message: e.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+async fn run_lwt_locker(
+    job: &Job,
+    name: &str,
+    lwt: &lwt::LwtLock,
+    monitor: &Monitor,
+    emit: &(dyn Fn(Event) + Send + Sync),
+    started: Instant,
+) -> Result<(), String> {
+    for _ in 0..job.acquisitions {
+        if out_of_time(job, started) {
+            break;
+        }
+        let asked = Instant::now();
+        if let Err(e) = lwt.lock(&job.lock_id, name, Duration::from_secs(job.max_wait_s)).await {
+            emit(Event::Error {
+                locker: name.into(),
+                during: "lock".into(),
+                message: e.to_string(),
+            });
+            continue;
+        }
+        let at_us = now_us();
+        // The LWT lock has no token of its own: use the acquisition time, as the queue
+        // column does (a clock-based token, as weak as that clock).
+        let token = format!("{at_us:020}{name}");
+        emit(Event::Acquired {
+            locker: name.into(),
+            at_us,
+            wait_us: asked.elapsed().as_micros() as u64,
+            token: token.clone(),
+        });
+        critical_section(job, name, &token, monitor, emit);
+        tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;
+        emit(Event::Released {
+            locker: name.into(),
+            at_us: now_us(),
+            lost: false,
+        });
+        match lwt.unlock(&job.lock_id, name).await {
+            Ok(true) => {}
+            Ok(false) => emit(Event::Error {
+                locker: name.into(),
+                during: "release".into(),
+                message: "the conditional delete did not apply (the lock had expired or changed owner)".into(),
+            }),
+            Err(e) => emit(Event::Error {
+                locker: name.into(),
+                during: "release".into(),
+                message: e.to_string(),
+            }),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,387 @@
+//! The real-cluster configuration: the library's own lock code against a running Cassandra,
+//! with a resource check.
+//!
+//! `T` lockers take one lock `K` times each, spread over `P` processes. Every locker reports
+//! what it did as [`Event`]s (a JSON line each when it runs in a worker process). The parent
+//! judges the run from the events alone:
+//! - **T1-belief**: two lockers' holding intervals (from the moment `lock` returned to the
+//!   moment `release` was called, both read from the machine's shared wall clock) overlap;
+//! - **T1-resource**: the [`Monitor`], a file under an exclusive `flock` that every process on
+//!   this machine shares, accepted a fencing token lower than one it had already accepted.
+//!   With fencing on (the default) it refuses such a write; the refusal is counted.
+
+//!
+//! The judging code here compiles in every build (and is tested in the simulation build);
+//! [`cluster`] and [`lwt`], which talk to Cassandra, only in the real one.
+
+#[cfg(not(madsim))]
+pub mod cluster;
+#[cfg(not(madsim))]
+pub mod lwt;
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// Which lock the lockers use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+pub enum Variant {
+    /// The old shadow-row lock (Listings 3-4).
+    Old,
+    /// The fair queue GetLock (Listing 6).
+    Queue,
+    /// A lightweight-transaction lock (INSERT IF NOT EXISTS / DELETE IF owner), the reference.
+    Lwt,
+}
+
+impl Variant {
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Old => "old GetLock",
+            Variant::Queue => "queue GetLock",
+            Variant::Lwt => "LWT lock",
+        }
+    }
+}
+
+/// Everything one process needs to run its lockers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Job {
+    pub contact_points: Vec<String>,
+    pub keyspace: String,
+    pub consistency: String,
+    pub variant: Variant,
+    pub lock_id: String,
+    /// Locker names this process runs (`p0-t3`, ...).
+    pub lockers: Vec<String>,
+    pub acquisitions: u32,
+    pub hold_ms: u64,
+    pub ttl_s: u32,
+    pub renew_ms: u64,
+    pub poll_ms: u64,
+    /// Give up one acquisition after this long.
+    pub max_wait_s: u64,
+    /// Stop starting new acquisitions after this long (`0`: no limit).
+    pub run_limit_s: u64,
+    pub monitor: PathBuf,
+    pub fencing: bool,
+}
+
+/// What a locker did. Times are wall-clock microseconds since the Unix epoch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Acquired {
+        locker: String,
+        at_us: u64,
+        wait_us: u64,
+        token: String,
+    },
+    /// The monitor's answer to the holder's write inside its critical section.
+    Resource {
+        locker: String,
+        token: String,
+        accepted: bool,
+        stale: bool,
+    },
+    Released {
+        locker: String,
+        at_us: u64,
+        lost: bool,
+    },
+    /// A lock or release call failed (after the library's own retries).
+    Error {
+        locker: String,
+        during: String,
+        message: String,
+    },
+    /// A process finished: its store requests.
+    Done {
+        process: usize,
+        requests: u64,
+    },
+}
+
+pub fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+/// The shared resource: the highest fencing token accepted so far, in a file that every
+/// process on this machine updates under an exclusive lock.
+pub struct Monitor {
+    path: PathBuf,
+}
+
+impl Monitor {
+    pub fn create(path: &Path) -> std::io::Result<Monitor> {
+        File::create(path)?;
+        Ok(Monitor {
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn open(path: &Path) -> Monitor {
+        Monitor {
+            path: path.to_path_buf(),
+        }
+    }
+
+    /// Write under `token`: (accepted, stale). A token below the highest seen is stale and is
+    /// refused when `fencing` is on. The same rule as the simulator's resource node.
+    pub fn write(&self, token: &str, fencing: bool) -> std::io::Result<(bool, bool)> {
+        let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
+        let _guard = FileLock::exclusive(&file)?;
+        let mut file = &file;
+        let mut highest = String::new();
+        file.read_to_string(&mut highest)?;
+        let stale = !highest.is_empty() && token < highest.as_str();
+        let accepted = !(stale && fencing);
+        if accepted && !stale {
+            file.seek(SeekFrom::Start(0))?;
+            file.set_len(0)?;
+            file.write_all(token.as_bytes())?;
+        }
+        Ok((accepted, stale))
+    }
+}
+
+struct FileLock<'a> {
+    file: &'a File,
+}
+
+impl<'a> FileLock<'a> {
+    fn exclusive(file: &'a File) -> std::io::Result<Self> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file descriptor we own for the guard's lifetime.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(FileLock { file })
+    }
+}
+
+impl Drop for FileLock<'_> {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as above; unlocking a descriptor we hold.
+        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+/// The verdicts and figures of one run, judged from its events.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub variant: String,
+    pub lockers: usize,
+    pub processes: usize,
+    pub acquisitions: u64,
+    pub elapsed_s: f64,
+    pub acquisitions_per_s: f64,
+    pub wait_p50_ms: f64,
+    pub wait_p99_ms: f64,
+    pub wait_max_ms: f64,
+    pub requests: u64,
+    pub requests_per_acquisition: f64,
+    pub errors: u64,
+    pub lost_leases: u64,
+    /// Pairs of holding intervals that overlapped (T1-belief violations).
+    pub belief_overlaps: u64,
+    /// Stale tokens the monitor saw (refused with fencing on, accepted without).
+    pub stale_tokens: u64,
+    /// Stale tokens the monitor accepted (T1-resource violations: only without fencing).
+    pub stale_accepted: u64,
+    /// Examples of what went wrong, for the printout.
+    pub examples: Vec<String>,
+}
+
+impl Summary {
+    pub fn t1_belief_holds(&self) -> bool {
+        self.belief_overlaps == 0
+    }
+
+    pub fn t1_resource_holds(&self) -> bool {
+        self.stale_accepted == 0
+    }
+}
+
+/// Judge a run from all its events (any order across processes).
+pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Duration, events: &[Event]) -> Summary {
+    let mut summary = Summary {
+        variant: variant.name().into(),
+        lockers,
+        processes,
+        elapsed_s: elapsed.as_secs_f64(),
+        ..Summary::default()
+    };
+    // Holding intervals per locker, paired in each locker's own order.
+    let mut open: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
+    let mut intervals: Vec<(u64, u64, &str)> = Vec::new();
+    let mut waits: Vec<f64> = Vec::new();
+    for event in events {
+        match event {
+            Event::Acquired {
+                locker, at_us, wait_us, ..
+            } => {
+                summary.acquisitions += 1;
+                waits.push(*wait_us as f64 / 1000.0);
+                open.insert(locker, *at_us);
+            }
+            Event::Released { locker, at_us, lost } => {
+                if let Some(start) = open.remove(locker.as_str()) {
+                    intervals.push((start, *at_us, locker));
+                }
+                summary.lost_leases += u64::from(*lost);
+            }
+            Event::Resource {
+                locker,
+                token,
+                accepted,
+                stale,
+            } => {
+                if *stale {
+                    summary.stale_tokens += 1;
+                    if *accepted {
+                        summary.stale_accepted += 1;
+                    }
+                    if summary.examples.len() < 5 {
+                        summary.examples.push(format!(
+                            "{locker} wrote with stale token {token} ({})",
+                            if *accepted {
+                                "ACCEPTED: damage"
+                            } else {
+                                "refused by fencing"
+                            }
+                        ));
+                    }
+                }
+            }
+            Event::Error {
+                locker,
+                during,
+                message,
+            } => {
+                summary.errors += 1;
+                if summary.examples.len() < 5 {
+                    summary.examples.push(format!("{locker} {during} failed: {message}"));
+                }
+            }
+            Event::Done { requests, .. } => summary.requests += requests,
+        }
+    }
+    // A locker still open at the end held until the end.
+    for (locker, start) in open {
+        intervals.push((start, u64::MAX, locker));
+    }
+    intervals.sort();
+    let mut latest: Option<(u64, &str)> = None;
+    for &(start, end, locker) in &intervals {
+        if let Some((latest_end, holder)) = latest {
+            if start < latest_end && holder != locker {
+                summary.belief_overlaps += 1;
+                if summary.examples.len() < 5 {
+                    summary.examples.push(format!(
+                        "T1-belief: {locker} acquired at {start} us while {holder} held until {latest_end} us"
+                    ));
+                }
+            }
+        }
+        if latest.is_none_or(|(latest_end, _)| end > latest_end) {
+            latest = Some((end, locker));
+        }
+    }
+    waits.sort_by(f64::total_cmp);
+    let rank = |q: f64| -> f64 {
+        if waits.is_empty() {
+            return f64::NAN;
+        }
+        let index = ((q * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1;
+        waits[index]
+    };
+    summary.wait_p50_ms = rank(0.50);
+    summary.wait_p99_ms = rank(0.99);
+    summary.wait_max_ms = waits.last().copied().unwrap_or(f64::NAN);
+    summary.acquisitions_per_s = summary.acquisitions as f64 / summary.elapsed_s.max(1e-9);
+    summary.requests_per_acquisition = summary.requests as f64 / (summary.acquisitions.max(1) as f64);
+    summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acquired(locker: &str, at_us: u64) -> Event {
+        Event::Acquired {
+            locker: locker.into(),
+            at_us,
+            wait_us: 1000,
+            token: format!("{at_us:020}"),
+        }
+    }
+
+    fn released(locker: &str, at_us: u64) -> Event {
+        Event::Released {
+            locker: locker.into(),
+            at_us,
+            lost: false,
+        }
+    }
+
+    #[test]
+    fn t1_belief_is_violated_exactly_when_holding_intervals_of_two_lockers_overlap() {
+        let back_to_back = [
+            acquired("a", 10),
+            released("a", 20),
+            acquired("b", 20),
+            released("b", 30),
+        ];
+        let s = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &back_to_back);
+        assert!(s.t1_belief_holds(), "touching intervals are not an overlap: {s:?}");
+        assert_eq!(s.acquisitions, 2);
+        let overlapping = [
+            acquired("a", 10),
+            acquired("b", 15),
+            released("a", 20),
+            released("b", 30),
+        ];
+        let s = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &overlapping);
+        assert_eq!(s.belief_overlaps, 1, "{s:?}");
+        // Nested inside a long interval that is not the latest to start.
+        let nested = [
+            acquired("a", 0),
+            released("a", 100),
+            acquired("b", 10),
+            released("b", 20),
+            acquired("c", 50),
+            released("c", 60),
+        ];
+        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &nested);
+        assert_eq!(s.belief_overlaps, 2, "{s:?}");
+    }
+
+    #[test]
+    fn the_monitor_refuses_a_lower_token_with_fencing_and_accepts_it_without() {
+        let dir = std::env::temp_dir().join(format!("cassalock-monitor-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let monitor = Monitor::create(&dir.join("m")).unwrap();
+        assert_eq!(monitor.write("0002", true).unwrap(), (true, false));
+        assert_eq!(
+            monitor.write("0002", true).unwrap(),
+            (true, false),
+            "the same holder writes again"
+        );
+        assert_eq!(monitor.write("0001", true).unwrap(), (false, true), "stale, refused");
+        assert_eq!(
+            monitor.write("0001", false).unwrap(),
+            (true, true),
+            "stale, accepted without fencing"
+        );
+        assert_eq!(monitor.write("0003", true).unwrap(), (true, false));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

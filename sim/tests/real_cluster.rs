@@ -1,0 +1,355 @@
+//! The library's lock code against a real local Cassandra cluster (the real build, without
+//! `--cfg madsim`). `.ci/run` starts a 3-node cluster with `cluster/cassalock-cluster`, runs
+//! these tests and stops it:
+//!
+//! ```sh
+//! cluster/cassalock-cluster start --nodes 3
+//! RUSTFLAGS="" CARGO_TARGET_DIR=target/real cargo test --release -p cassalock-sim --test real_cluster
+//! cluster/cassalock-cluster stop
+//! ```
+//!
+//! Each test drives the `cassalock real` command (lockers spread over processes, a shared
+//! monitor for the resource check) and the cluster script (kill, pause, resume, restart).
+//! A test skips, saying so, only when no cluster answers on 127.0.0.1:9042 *and* it is not
+//! running in CI (`CI` or `CASSALOCK_REQUIRE_CLUSTER` set); in CI a missing cluster fails.
+#![cfg(not(madsim))]
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use cassalock_sim::real::{Event, Summary};
+
+/// The tests share one cluster and inject faults into it: one at a time.
+static CLUSTER: Mutex<()> = Mutex::new(());
+
+const CONTACT_POINTS: &str = "127.0.0.1:9042,127.0.0.2:9042,127.0.0.3:9042";
+
+fn cluster_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../cluster/cassalock-cluster")
+}
+
+fn in_ci() -> bool {
+    std::env::var_os("CI").is_some() || std::env::var_os("CASSALOCK_REQUIRE_CLUSTER").is_some()
+}
+
+fn cql_reachable(host: &str) -> bool {
+    let address: SocketAddr = format!("{host}:9042").parse().expect("address");
+    TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
+}
+
+/// The running cluster's node count, or `None` (after saying why) when the test must skip.
+fn cluster_or_skip(test: &str) -> Option<usize> {
+    if !cql_reachable("127.0.0.1") {
+        assert!(
+            !in_ci(),
+            "{test}: no Cassandra answers on 127.0.0.1:9042, and this is CI: `.ci/run` should have started it (cluster/cassalock-cluster start --nodes 3)"
+        );
+        eprintln!(
+            "SKIPPED {test}: no Cassandra cluster on 127.0.0.1:9042 (start one: cluster/cassalock-cluster start --nodes 3)"
+        );
+        return None;
+    }
+    Some((1..=3).filter(|n| cql_reachable(&format!("127.0.0.{n}"))).count())
+}
+
+fn three_nodes_or_skip(test: &str) -> bool {
+    match cluster_or_skip(test) {
+        None => false,
+        Some(3) => true,
+        Some(nodes) => {
+            assert!(
+                !in_ci(),
+                "{test}: needs 3 nodes (QUORUM survives one fault), found {nodes}"
+            );
+            eprintln!("SKIPPED {test}: needs a 3-node cluster, found {nodes}");
+            false
+        }
+    }
+}
+
+fn script(args: &[&str]) -> Output {
+    let output = Command::new(cluster_script())
+        .args(args)
+        .output()
+        .expect("cluster script runs");
+    assert!(
+        output.status.success(),
+        "cassalock-cluster {args:?} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn cassalock() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+}
+
+fn unique_lock(name: &str) -> String {
+    format!("test-{name}-{}-{}", std::process::id(), cassalock_sim::real::now_us())
+}
+
+/// Run `cassalock real` to completion and parse its JSON summary.
+fn run_real(args: &[&str]) -> (Summary, bool) {
+    let output = cassalock()
+        .arg("real")
+        .args(["--contact-points", CONTACT_POINTS, "--json"])
+        .args(args)
+        .output()
+        .expect("cassalock real runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: Summary = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap_or_else(|e| {
+        panic!(
+            "no summary from cassalock real {args:?} ({e}): stdout {stdout} stderr {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (summary, output.status.success())
+}
+
+/// A `cassalock real` run printing its events, to act on them while it runs.
+struct LiveRun {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl LiveRun {
+    fn start(args: &[&str]) -> LiveRun {
+        let mut child = cassalock()
+            .arg("real")
+            .args(["--contact-points", CONTACT_POINTS, "--events", "--json"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cassalock real starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        LiveRun { child, lines }
+    }
+
+    /// Wait (at most `limit`) until `count` acquisitions have been reported.
+    fn wait_for_acquisitions(&mut self, count: usize, limit: Duration) -> Vec<String> {
+        let deadline = Instant::now() + limit;
+        let mut seen = Vec::new();
+        let mut acquired = 0;
+        while acquired < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self
+                .lines
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("only {acquired} of {count} acquisitions within {limit:?}: {seen:?}"));
+            if matches!(serde_json::from_str::<Event>(&line), Ok(Event::Acquired { .. })) {
+                acquired += 1;
+            }
+            seen.push(line);
+        }
+        seen
+    }
+
+    /// Wait (at most `limit`) for the run to end; its summary.
+    fn finish(mut self, limit: Duration) -> (Summary, bool) {
+        let deadline = Instant::now() + limit;
+        let mut last = String::new();
+        loop {
+            match self
+                .lines
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            {
+                Ok(line) => last = line,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let _ = self.child.kill();
+                    panic!("the run did not finish within {limit:?}");
+                }
+            }
+        }
+        let status = self.child.wait().expect("child");
+        let summary: Summary =
+            serde_json::from_str(&last).unwrap_or_else(|e| panic!("no summary at the end ({e}): {last}"));
+        (summary, status.success())
+    }
+}
+
+fn assert_exclusive(summary: &Summary, what: &str) {
+    assert_eq!(summary.belief_overlaps, 0, "{what}: T1-belief violated: {summary:?}");
+    assert_eq!(summary.stale_accepted, 0, "{what}: T1-resource violated: {summary:?}");
+}
+
+#[test]
+fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if cluster_or_skip("t1_holds_for_both_algorithms_with_8_lockers_in_2_processes").is_none() {
+        return;
+    }
+    for algorithm in ["old", "queue"] {
+        let lock = unique_lock(algorithm);
+        let (summary, ok) = run_real(&[
+            "--algorithm",
+            algorithm,
+            "--threads",
+            "8",
+            "--processes",
+            "2",
+            "--acquisitions",
+            "5",
+            "--hold-ms",
+            "5",
+            "--lock-id",
+            &lock,
+        ]);
+        assert!(ok, "{algorithm}: the run reported a failure: {summary:?}");
+        assert_eq!(
+            summary.acquisitions, 40,
+            "{algorithm}: every locker acquires 5 times: {summary:?}"
+        );
+        assert_exclusive(&summary, algorithm);
+        eprintln!(
+            "{algorithm}: {} acquisitions, {:.1} acq/s, wait p99 {:.0} ms",
+            summary.acquisitions, summary.acquisitions_per_s, summary.wait_p99_ms
+        );
+    }
+}
+
+#[test]
+fn a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if !three_nodes_or_skip("a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes") {
+        return;
+    }
+    let lock = unique_lock("kill");
+    let mut run = LiveRun::start(&[
+        "--algorithm",
+        "queue",
+        "--threads",
+        "8",
+        "--acquisitions",
+        "6",
+        "--hold-ms",
+        "10",
+        "--lock-id",
+        &lock,
+    ]);
+    run.wait_for_acquisitions(8, Duration::from_secs(120));
+    script(&["kill", "3"]);
+    let killed_at = Instant::now();
+    let (summary, ok) = run.finish(Duration::from_secs(300));
+    eprintln!(
+        "after killing node 3: {summary:?} ({:.1} s after the kill)",
+        killed_at.elapsed().as_secs_f64()
+    );
+    script(&["restart", "3"]);
+    assert!(ok, "the run reported a failure: {summary:?}");
+    assert_eq!(
+        summary.acquisitions, 48,
+        "every acquisition completes with 2 of 3 nodes: {summary:?}"
+    );
+    assert_exclusive(&summary, "node killed");
+}
+
+#[test]
+fn a_node_paused_then_resumed_leaves_one_holder_and_the_run_completes() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if !three_nodes_or_skip("a_node_paused_then_resumed_leaves_one_holder_and_the_run_completes") {
+        return;
+    }
+    let lock = unique_lock("pause");
+    let mut run = LiveRun::start(&[
+        "--algorithm",
+        "queue",
+        "--threads",
+        "8",
+        "--acquisitions",
+        "6",
+        "--hold-ms",
+        "10",
+        "--lock-id",
+        &lock,
+    ]);
+    run.wait_for_acquisitions(8, Duration::from_secs(120));
+    script(&["pause", "2"]);
+    std::thread::sleep(Duration::from_secs(8));
+    script(&["resume", "2"]);
+    let (summary, ok) = run.finish(Duration::from_secs(300));
+    eprintln!("with node 2 paused for 8 s: {summary:?}");
+    assert!(ok, "the run reported a failure: {summary:?}");
+    assert_eq!(summary.acquisitions, 48, "every acquisition completes: {summary:?}");
+    assert_exclusive(&summary, "node paused");
+}
+
+#[test]
+fn the_lock_frees_a_ttl_after_its_holders_process_is_killed() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if cluster_or_skip("the_lock_frees_a_ttl_after_its_holders_process_is_killed").is_none() {
+        return;
+    }
+    const TTL_S: u64 = 6;
+    for algorithm in ["old", "queue"] {
+        let lock = unique_lock(&format!("crash-{algorithm}"));
+        let ttl = TTL_S.to_string();
+        let mut holder = LiveRun::start(&[
+            "--algorithm",
+            algorithm,
+            "--threads",
+            "1",
+            "--acquisitions",
+            "1",
+            "--hold-ms",
+            "60000",
+            "--ttl-s",
+            &ttl,
+            "--lock-id",
+            &lock,
+        ]);
+        holder.wait_for_acquisitions(1, Duration::from_secs(60));
+        // Let at least one renewal happen, so the freeing is the TTL's doing, not the first
+        // write's.
+        std::thread::sleep(Duration::from_millis(TTL_S * 1000 / 2 + 500));
+        holder.child.kill().expect("kill the holder");
+        let killed = Instant::now();
+        let _ = holder.child.wait();
+        let (summary, ok) = run_real(&[
+            "--algorithm",
+            algorithm,
+            "--threads",
+            "1",
+            "--acquisitions",
+            "1",
+            "--hold-ms",
+            "1",
+            "--ttl-s",
+            &ttl,
+            "--lock-id",
+            &lock,
+        ]);
+        let freed_after = killed.elapsed();
+        eprintln!(
+            "{algorithm}: acquired {:.2} s after the holder was killed (TTL {TTL_S} s)",
+            freed_after.as_secs_f64()
+        );
+        assert!(
+            ok && summary.acquisitions == 1,
+            "{algorithm}: the lock is taken again: {summary:?}"
+        );
+        // The killed holder's cells were last written at most TTL/2 before the kill, so they
+        // outlive it by at least TTL/2: the new holder cannot get in much sooner.
+        assert!(
+            freed_after >= Duration::from_millis(TTL_S * 1000 / 2 - 1000),
+            "{algorithm}: acquired {freed_after:?} after the kill, before the dead holder's lease could have expired"
+        );
+        assert!(
+            freed_after <= Duration::from_secs(TTL_S + 10),
+            "{algorithm}: the lock stayed taken {freed_after:?} after the kill, well past the TTL of {TTL_S} s"
+        );
+    }
+}
