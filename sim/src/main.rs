@@ -48,7 +48,8 @@ const SCENARIOS_HELP: &str = "Scenarios:
   crash-holder       the holder's process is killed
   renew-race         renewal racing release (--k3 for the broken release)
   timeservice-stall  a time-service replica 20 s ahead crashes at 10 s (S1)
-  swarm              the whole fault plan drawn from the seed";
+  swarm              the whole fault plan drawn from the seed
+  loss               20% message loss for 40 s, then healed";
 
 /// Print a usage error and return exit status 2.
 pub(crate) fn usage_error(message: &str) -> ExitCode {

@@ -221,16 +221,13 @@ fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
     }
 }
 
-#[test]
-fn a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes() {
-    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
-    if !three_nodes_or_skip("a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes") {
-        return;
-    }
-    let lock = unique_lock("kill");
+/// 8 lockers x 6 acquisitions of `algorithm`; once 8 acquisitions are in, `inject` a node
+/// fault; then the run must complete with one holder at a time.
+fn run_through_a_node_fault(fault: &str, algorithm: &str, inject: impl FnOnce()) {
+    let lock = unique_lock(&format!("{fault}-{algorithm}"));
     let mut run = LiveRun::start(&[
         "--algorithm",
-        "queue",
+        algorithm,
         "--threads",
         "8",
         "--acquisitions",
@@ -241,20 +238,33 @@ fn a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes() {
         &lock,
     ]);
     run.wait_for_acquisitions(8, Duration::from_secs(120));
-    script(&["kill", "3"]);
-    let killed_at = Instant::now();
+    let injected = Instant::now();
+    inject();
     let (summary, ok) = run.finish(Duration::from_secs(300));
     eprintln!(
-        "after killing node 3: {summary:?} ({:.1} s after the kill)",
-        killed_at.elapsed().as_secs_f64()
+        "{algorithm}, {fault}: finished {:.1} s after the fault: {summary:?}",
+        injected.elapsed().as_secs_f64()
     );
-    script(&["restart", "3"]);
-    assert!(ok, "the run reported a failure: {summary:?}");
+    assert!(ok, "{algorithm}, {fault}: the run reported a failure: {summary:?}");
     assert_eq!(
         summary.acquisitions, 48,
-        "every acquisition completes with 2 of 3 nodes: {summary:?}"
+        "{algorithm}, {fault}: every acquisition completes: {summary:?}"
     );
-    assert_exclusive(&summary, "node killed");
+    assert_exclusive(&summary, &format!("{algorithm}, {fault}"));
+}
+
+#[test]
+fn a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    if !three_nodes_or_skip("a_node_killed_mid_run_at_quorum_leaves_one_holder_and_the_run_completes") {
+        return;
+    }
+    for algorithm in ["old", "queue"] {
+        run_through_a_node_fault("node 3 killed", algorithm, || {
+            script(&["kill", "3"]);
+        });
+        script(&["restart", "3"]);
+    }
 }
 
 #[test]
@@ -263,28 +273,13 @@ fn a_node_paused_then_resumed_leaves_one_holder_and_the_run_completes() {
     if !three_nodes_or_skip("a_node_paused_then_resumed_leaves_one_holder_and_the_run_completes") {
         return;
     }
-    let lock = unique_lock("pause");
-    let mut run = LiveRun::start(&[
-        "--algorithm",
-        "queue",
-        "--threads",
-        "8",
-        "--acquisitions",
-        "6",
-        "--hold-ms",
-        "10",
-        "--lock-id",
-        &lock,
-    ]);
-    run.wait_for_acquisitions(8, Duration::from_secs(120));
-    script(&["pause", "2"]);
-    std::thread::sleep(Duration::from_secs(8));
-    script(&["resume", "2"]);
-    let (summary, ok) = run.finish(Duration::from_secs(300));
-    eprintln!("with node 2 paused for 8 s: {summary:?}");
-    assert!(ok, "the run reported a failure: {summary:?}");
-    assert_eq!(summary.acquisitions, 48, "every acquisition completes: {summary:?}");
-    assert_exclusive(&summary, "node paused");
+    for algorithm in ["old", "queue"] {
+        run_through_a_node_fault("node 2 paused for 8 s", algorithm, || {
+            script(&["pause", "2"]);
+            std::thread::sleep(Duration::from_secs(8));
+            script(&["resume", "2"]);
+        });
+    }
 }
 
 #[test]

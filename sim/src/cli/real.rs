@@ -302,6 +302,7 @@ mod imp {
             "  store requests/acq      {:.1} ({} requests)",
             summary.requests_per_acquisition, summary.requests
         );
+        println!("  Jain, longest run       {:.3}, {}", summary.jain, summary.longest_run);
         println!("  errors, lost leases     {}, {}", summary.errors, summary.lost_leases);
         println!(
             "  T1-belief               {}",

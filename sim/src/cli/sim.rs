@@ -37,7 +37,7 @@ impl AlgorithmArg {
 /// Knobs shared by `sim` and `replay`.
 #[derive(Args, Debug, Clone)]
 pub struct ScenarioArgs {
-    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm.
+    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss.
     #[arg(long)]
     pub scenario: String,
     /// skew: replica r0's clock offset in seconds (default: drawn from the seed in 0..=2 TTL).

@@ -190,6 +190,10 @@ pub struct Summary {
     pub requests_per_acquisition: f64,
     pub errors: u64,
     pub lost_leases: u64,
+    /// Jain's index of per-locker acquisition counts (1: equal shares).
+    pub jain: f64,
+    /// Longest stretch of consecutive acquisitions by one locker (the thesis's "batches").
+    pub longest_run: u64,
     /// Pairs of holding intervals that overlapped (T1-belief violations).
     pub belief_overlaps: u64,
     /// Stale tokens the monitor saw (refused with fencing on, accepted without).
@@ -295,6 +299,30 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
             latest = Some((end, locker));
         }
     }
+    // Fairness: shares per locker (every locker counts, even one that never acquired) and the
+    // longest run of one locker in acquisition order.
+    let mut acquired: Vec<(u64, &str)> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Acquired { locker, at_us, .. } => Some((*at_us, locker.as_str())),
+            _ => None,
+        })
+        .collect();
+    acquired.sort();
+    let mut shares: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
+    let (mut run, mut previous): (u64, Option<&str>) = (0, None);
+    for &(_, locker) in &acquired {
+        *shares.entry(locker).or_default() += 1.0;
+        run = if previous == Some(locker) { run + 1 } else { 1 };
+        summary.longest_run = summary.longest_run.max(run);
+        previous = Some(locker);
+    }
+    let (sum, squares): (f64, f64) = shares.values().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
+    summary.jain = if squares > 0.0 {
+        sum * sum / (lockers.max(1) as f64 * squares)
+    } else {
+        f64::NAN
+    };
     waits.sort_by(f64::total_cmp);
     let rank = |q: f64| -> f64 {
         if waits.is_empty() {
@@ -362,6 +390,24 @@ mod tests {
         ];
         let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &nested);
         assert_eq!(s.belief_overlaps, 2, "{s:?}");
+    }
+
+    #[test]
+    fn fairness_counts_every_locker_and_the_longest_run_in_acquisition_order() {
+        let events = [
+            acquired("a", 10),
+            released("a", 11),
+            acquired("a", 12),
+            released("a", 13),
+            acquired("b", 14),
+            released("b", 15),
+            acquired("a", 16),
+            released("a", 17),
+        ];
+        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &events);
+        assert_eq!(s.longest_run, 2, "{s:?}");
+        // Shares 3, 1 and 0 (locker c never acquired): 16 / (3 x 10).
+        assert!((s.jain - 16.0 / 30.0).abs() < 1e-9, "{s:?}");
     }
 
     #[test]
