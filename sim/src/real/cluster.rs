@@ -61,6 +61,9 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     Ok(())
 }
 
+/// Attempts per acquisition before a locker moves on to the next one.
+const MAX_LOCK_ATTEMPTS: u32 = 3;
+
 fn out_of_time(job: &Job, started: Instant) -> bool {
     job.run_limit_s > 0 && started.elapsed() >= Duration::from_secs(job.run_limit_s)
 }
@@ -105,17 +108,26 @@ async fn run_locker(
             break;
         }
         let asked = Instant::now();
-        let guard = match locker.lock(&job.lock_id).await {
-            Ok(guard) => guard,
-            Err(e) => {
-                emit(Event::Error {
-                    locker: name.into(),
-                    during: "lock".into(),
-                    message: e.to_string(),
-                });
-                continue;
+        // A failed acquisition (the library's own retries exhausted, say while a node dies) is
+        // reported and asked again, as a service would, up to 3 times.
+        let mut failures = 0;
+        let guard = loop {
+            match locker.lock(&job.lock_id).await {
+                Ok(guard) => break Some(guard),
+                Err(e) => {
+                    emit(Event::Error {
+                        locker: name.into(),
+                        during: "lock".into(),
+                        message: e.to_string(),
+                    });
+                    failures += 1;
+                    if failures >= MAX_LOCK_ATTEMPTS || out_of_time(job, started) {
+                        break None;
+                    }
+                }
             }
         };
+        let Some(guard) = guard else { continue };
         let token = guard.fencing_token().to_string();
         emit(Event::Acquired {
             locker: name.into(),
