@@ -718,8 +718,13 @@ impl LockModel {
 
     fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
         let resource = &mut world.resource;
-        let stale = resource.highest.as_ref().is_some_and(|highest| token < highest);
-        if stale && self.cfg.fencing {
+        let admission = cassalock::algo::admit(
+            resource.highest.as_ref().map(FencingToken::as_str),
+            token.as_str(),
+            self.cfg.fencing,
+        );
+        let stale = admission.stale;
+        if !admission.accepted {
             resource.refused = resource.refused.saturating_add(1);
             let highest = short_column(resource.highest.as_ref().expect("stale").as_str());
             note(events, || {

@@ -33,7 +33,7 @@ use std::fmt;
 
 use crate::store::{StoreCommand, StoreFailure, StoreReply};
 
-pub use queue_column::{FencingToken, LockId, ThreadId};
+pub use queue_column::{admit, Admission, FencingToken, LockId, ThreadId};
 
 /// Where a step comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -168,6 +168,34 @@ impl FencingToken {
     }
 }
 
+/// What a fenced resource does with a write carrying `token`, given the highest token it has
+/// accepted so far. The one rule the model's resource actor, the simulator's resource node and
+/// the real-cluster monitor all apply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Admission {
+    /// The token is below one already accepted.
+    pub stale: bool,
+    /// The write goes through: always when fresh; when stale, only without fencing (damage).
+    pub accepted: bool,
+}
+
+impl Admission {
+    /// Whether the resource's highest token becomes `token` (a fresh, accepted write).
+    pub fn raises_highest(self) -> bool {
+        self.accepted && !self.stale
+    }
+}
+
+/// Judge a write under `token`; see [`Admission`]. Tokens compare as bytes; an equal token is
+/// the same holder writing again, not stale.
+pub fn admit(highest: Option<&str>, token: &str, fencing: bool) -> Admission {
+    let stale = highest.is_some_and(|highest| token < highest);
+    Admission {
+        stale,
+        accepted: !(stale && fencing),
+    }
+}
+
 macro_rules! show_as_str {
     ($($t:ty),*) => {$(
         impl fmt::Debug for $t {

@@ -26,6 +26,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::stats;
+
 /// Which lock the lockers use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum Variant {
@@ -133,16 +135,17 @@ impl Monitor {
     }
 
     /// Write under `token`: (accepted, stale). A token below the highest seen is stale and is
-    /// refused when `fencing` is on. The same rule as the simulator's resource node.
+    /// refused when `fencing` is on: [`cassalock::algo::admit`], the rule the model and the
+    /// simulator apply too.
     pub fn write(&self, token: &str, fencing: bool) -> std::io::Result<(bool, bool)> {
         let file = OpenOptions::new().read(true).write(true).open(&self.path)?;
         let _guard = FileLock::exclusive(&file)?;
         let mut file = &file;
         let mut highest = String::new();
         file.read_to_string(&mut highest)?;
-        let stale = !highest.is_empty() && token < highest.as_str();
-        let accepted = !(stale && fencing);
-        if accepted && !stale {
+        let admission = cassalock::algo::admit(Some(highest.as_str()).filter(|h| !h.is_empty()), token, fencing);
+        let (accepted, stale) = (admission.accepted, admission.stale);
+        if admission.raises_highest() {
             file.seek(SeekFrom::Start(0))?;
             file.set_len(0)?;
             file.write_all(token.as_bytes())?;
@@ -310,30 +313,16 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
         .collect();
     acquired.sort();
     let mut shares: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
-    let (mut run, mut previous): (u64, Option<&str>) = (0, None);
     for &(_, locker) in &acquired {
         *shares.entry(locker).or_default() += 1.0;
-        run = if previous == Some(locker) { run + 1 } else { 1 };
-        summary.longest_run = summary.longest_run.max(run);
-        previous = Some(locker);
     }
-    let (sum, squares): (f64, f64) = shares.values().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
-    summary.jain = if squares > 0.0 {
-        sum * sum / (lockers.max(1) as f64 * squares)
-    } else {
-        f64::NAN
-    };
-    waits.sort_by(f64::total_cmp);
-    let rank = |q: f64| -> f64 {
-        if waits.is_empty() {
-            return f64::NAN;
-        }
-        let index = ((q * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1;
-        waits[index]
-    };
-    summary.wait_p50_ms = rank(0.50);
-    summary.wait_p99_ms = rank(0.99);
-    summary.wait_max_ms = waits.last().copied().unwrap_or(f64::NAN);
+    let mut share_list: Vec<f64> = shares.into_values().collect();
+    share_list.resize(lockers.max(share_list.len()), 0.0);
+    summary.jain = stats::jain(&share_list);
+    summary.longest_run = stats::longest_run(acquired.iter().map(|&(_, locker)| locker));
+    summary.wait_p50_ms = stats::percentile(&waits, 50);
+    summary.wait_p99_ms = stats::percentile(&waits, 99);
+    summary.wait_max_ms = waits.iter().copied().fold(f64::NAN, f64::max);
     summary.acquisitions_per_s = summary.acquisitions as f64 / summary.elapsed_s.max(1e-9);
     summary.requests_per_acquisition = summary.requests as f64 / (summary.acquisitions.max(1) as f64);
     summary

@@ -184,11 +184,11 @@ pub async fn serve_resource(fencing: bool, recorder: Arc<Recorder>) {
         let recorder = Arc::clone(&recorder);
         async move {
             let mut highest = highest.lock().expect("resource");
-            let stale = highest.as_ref().is_some_and(|h| token < *h);
-            let accepted = !(stale && fencing);
-            if accepted && !stale {
+            let admission = cassalock::algo::admit(highest.as_deref(), &token, fencing);
+            if admission.raises_highest() {
                 *highest = Some(token.clone());
             }
+            let (accepted, stale) = (admission.accepted, admission.stale);
             recorder.record(
                 "resource",
                 None,
