@@ -221,6 +221,45 @@ mod tests {
     }
 
     #[test]
+    fn a_fenced_resource_refuses_a_lower_token_and_an_unfenced_one_takes_it_without_raising_its_mark() {
+        assert_eq!(
+            admit(None, "5", true),
+            Admission {
+                stale: false,
+                accepted: true
+            }
+        );
+        assert_eq!(
+            admit(Some("5"), "5", true),
+            Admission {
+                stale: false,
+                accepted: true
+            },
+            "same holder again"
+        );
+        assert_eq!(
+            admit(Some("5"), "4", true),
+            Admission {
+                stale: true,
+                accepted: false
+            }
+        );
+        let unfenced = admit(Some("5"), "4", false);
+        assert_eq!(
+            unfenced,
+            Admission {
+                stale: true,
+                accepted: true
+            }
+        );
+        assert!(
+            !unfenced.raises_highest(),
+            "a stale write never lowers or replaces the mark"
+        );
+        assert!(admit(Some("5"), "6", true).raises_highest());
+    }
+
+    #[test]
     fn l5_queue_columns_sort_by_time_then_thread_id() {
         let a = queue_column(999, &thread("b"));
         let b = queue_column(1000, &thread("a"));
