@@ -9,9 +9,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
-use statrs::statistics::{Data, OrderStatistics};
 
 use super::charts::{colour, LineChart, Series};
+use super::stats::percentile;
 use super::write_file;
 use crate::sim::metrics::FairnessMetrics;
 use crate::sim::run::run;
@@ -83,7 +83,6 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
         .iter()
         .flat_map(|m| m.waits.iter().map(|w| w.as_secs_f64() * 1000.0))
         .collect();
-    let mut data = Data::new(waits.clone());
     let per = |x: u64| {
         if acquisitions == 0 {
             f64::NAN
@@ -95,16 +94,8 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
         runs,
         acquisitions,
         throughput: metrics.iter().map(FairnessMetrics::throughput).sum::<f64>() / runs.max(1) as f64,
-        wait_p50_ms: if waits.is_empty() {
-            f64::NAN
-        } else {
-            data.percentile(50)
-        },
-        wait_p99_ms: if waits.is_empty() {
-            f64::NAN
-        } else {
-            data.percentile(99)
-        },
+        wait_p50_ms: percentile(&waits, 50),
+        wait_p99_ms: percentile(&waits, 99),
         wait_max_ms: waits.iter().copied().fold(f64::NAN, f64::max),
         requests_per_acquisition: per(requests),
         requests_per_handoff: if handoffs == 0 {

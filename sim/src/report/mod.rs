@@ -7,6 +7,7 @@ pub mod fairness;
 #[cfg(madsim)]
 pub mod matrix;
 pub mod real_cluster;
+pub mod stats;
 
 use std::path::Path;
 

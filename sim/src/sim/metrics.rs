@@ -78,12 +78,8 @@ impl FairnessMetrics {
     /// Jain's fairness index of per-client acquisitions: 1 = perfectly even, 1/n = one client
     /// got everything.
     pub fn jain(&self) -> f64 {
-        let sum: f64 = self.per_client.iter().map(|&x| x as f64).sum();
-        let squares: f64 = self.per_client.iter().map(|&x| (x as f64).powi(2)).sum();
-        if squares == 0.0 {
-            return 0.0;
-        }
-        sum * sum / (self.per_client.len() as f64 * squares)
+        let shares: Vec<f64> = self.per_client.iter().map(|&x| x as f64).collect();
+        crate::report::stats::jain(&shares)
     }
 
     pub fn throughput(&self) -> f64 {
