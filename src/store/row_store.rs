@@ -115,6 +115,27 @@ pub struct LiveCell {
     pub timestamp_us: u64,
 }
 
+/// The first `count` live cells among `versions` (in column order), as a reader whose clock
+/// reads `reader_now_us` sees them: deleted and expired cells are skipped. A replica's slice
+/// read and a coordinator's merge of replica answers both end here.
+pub fn live_slice<'a>(
+    versions: impl IntoIterator<Item = (&'a String, &'a CellVersion)>,
+    count: usize,
+    reader_now_us: u64,
+) -> Vec<LiveCell> {
+    versions
+        .into_iter()
+        .filter_map(|(column, version)| {
+            version.live_value_at(reader_now_us).map(|value| LiveCell {
+                column: column.clone(),
+                value: value.to_owned(),
+                timestamp_us: version.timestamp_us,
+            })
+        })
+        .take(count)
+        .collect()
+}
+
 /// Rows of cells sorted by column name, with Cassandra's reconciliation rules.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RowStore {
@@ -176,17 +197,11 @@ impl RowStore {
         let Some(cells) = self.rows.get(row) else {
             return Vec::new();
         };
-        cells
-            .range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded))
-            .filter_map(|(column, version)| {
-                version.live_value_at(reader_now_us).map(|value| LiveCell {
-                    column: column.clone(),
-                    value: value.to_owned(),
-                    timestamp_us: version.timestamp_us,
-                })
-            })
-            .take(count)
-            .collect()
+        live_slice(
+            cells.range::<str, _>((std::ops::Bound::Included(start), std::ops::Bound::Unbounded)),
+            count,
+            reader_now_us,
+        )
     }
 
     /// Every stored version of `row` with `column >= start` (tombstones and expired cells

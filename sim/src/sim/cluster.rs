@@ -402,17 +402,7 @@ impl Replica {
         }
         self.repair(endpoint, row, &merged, per_replica).await?;
         let now_us = self.clock.now_us();
-        let cells: Vec<LiveCell> = merged
-            .iter()
-            .filter_map(|(column, version)| {
-                version.live_value_at(now_us).map(|value| LiveCell {
-                    column: column.clone(),
-                    value: value.to_owned(),
-                    timestamp_us: version.timestamp_us,
-                })
-            })
-            .take(count)
-            .collect();
+        let cells: Vec<LiveCell> = cassalock::store::live_slice(&merged, count, now_us);
         let complete = complete_up_to.is_none() || cells.len() >= count;
         Ok((cells, complete))
     }
