@@ -91,7 +91,7 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
     );
     let _ = writeln!(
         md,
-        "Workload: every locker loops lock, hold {} ms, release, for {} s; all lockers in one process; consistency {}; TTL {} s; waiters poll every {} ms (the queue lock's head read, the LWT lock's retry). The LWT lock is `INSERT .. IF NOT EXISTS USING TTL` / `DELETE .. IF owner = ?`, the reference a user would pick instead.\n",
+        "Workload (after 15 s of unreported warm-up load): every locker loops lock, hold {} ms, release, for {} s; all lockers in one process; consistency {}; TTL {} s; waiters poll every {} ms (the queue lock's head read, the LWT lock's retry). The LWT lock is `INSERT .. IF NOT EXISTS USING TTL` / `DELETE .. IF owner = ?`, the reference a user would pick instead.\n",
         setup.hold_ms, setup.seconds_per_run, setup.consistency, setup.ttl_s, setup.poll_ms
     );
     let _ = writeln!(
