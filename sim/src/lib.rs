@@ -1,10 +1,22 @@
 //! # cassalock-sim
 //!
-//! A madsim simulation of a Cassandra cluster running the real cassalock code, and the
-//! `cassalock` command. The simulation exists only in the simulation build (`--cfg madsim`,
-//! the default here); the real-cluster build compiles the command without it.
+//! The deterministic simulation: the real lock code (`cassalock::RemoteLocker` and the
+//! machines) against a simulated Cassandra cluster under madsim. It exists only in the
+//! simulation build (`--cfg madsim`, the default here); the real build compiles it empty.
 
-pub mod real;
-pub mod report;
 #[cfg(madsim)]
-pub mod sim;
+pub mod clock;
+#[cfg(madsim)]
+pub mod cluster;
+#[cfg(madsim)]
+pub mod metrics;
+#[cfg(madsim)]
+pub mod run;
+#[cfg(madsim)]
+pub mod scenario;
+#[cfg(madsim)]
+pub mod timeline;
+#[cfg(madsim)]
+pub mod trace;
+#[cfg(madsim)]
+pub mod verdict;

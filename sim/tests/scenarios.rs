@@ -8,9 +8,9 @@ use std::ops::Range;
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
-use cassalock_sim::sim::cluster::Consistency;
-use cassalock_sim::sim::run::{check_determinism, run, RunOutcome};
-use cassalock_sim::sim::scenario::{build, SimOptions};
+use cassalock_sim::cluster::Consistency;
+use cassalock_sim::run::{check_determinism, run, RunOutcome};
+use cassalock_sim::scenario::{build, SimOptions};
 
 const BOTH: [Algorithm; 2] = [Algorithm::Old, Algorithm::Queue];
 
@@ -239,7 +239,7 @@ fn partition_the_cut_off_holder_learns_it_lost_and_the_lock_stays_live() {
                     && r.at < cut_at + Duration::from_secs(45)
                     && matches!(
                         &r.what,
-                        cassalock_sim::sim::trace::What::Lock(cassalock::LockEvent::Acquired { .. })
+                        cassalock_sim::trace::What::Lock(cassalock::LockEvent::Acquired { .. })
                     )
             });
             others
@@ -361,7 +361,7 @@ fn the_timeline_renders_lanes_and_violations() {
     let config = build("pause", 0, Algorithm::Queue, &SimOptions::default()).unwrap();
     let outcome = run(&config, 0, false);
     let path = std::env::temp_dir().join(format!("cassalock-timeline-{}.svg", std::process::id()));
-    cassalock_sim::sim::timeline::write_svg(&outcome, &path).expect("written");
+    cassalock_sim::timeline::write_svg(&outcome, &path).expect("written");
     let svg = std::fs::read_to_string(&path).unwrap();
     let _ = std::fs::remove_file(&path);
     assert!(svg.starts_with("<svg"));
@@ -387,7 +387,7 @@ fn the_timeline_renders_lanes_and_violations() {
 /// from run to run, before the second fix.
 #[test]
 fn a_run_does_not_depend_on_the_runs_before_it_in_the_process() {
-    use cassalock_sim::sim::scenario::{fairness, ClientMode, FairnessParams};
+    use cassalock_sim::scenario::{fairness, ClientMode, FairnessParams};
     let params = FairnessParams {
         algorithm: Algorithm::Queue,
         mode: ClientMode::TryGetLock,

@@ -1,6 +1,12 @@
 //! The `cassalock` command: model checking, simulation, reports and the real cluster.
 
-mod cli;
+mod bench;
+mod check;
+mod real;
+#[cfg(madsim)]
+mod report;
+#[cfg(madsim)]
+mod sim;
 
 use std::process::ExitCode;
 
@@ -19,22 +25,22 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Model-check an algorithm with stateright (L1, T1-T5, F; M1, S2, K1, K3 under faults).
-    Check(cli::check::CheckArgs),
+    Check(check::CheckArgs),
     /// Measure speed figures (benchmarks that print numbers, not tests).
-    Bench(cli::bench::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Simulate a scenario over many seeds (the real lock code against a simulated cluster).
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
-    Sim(cli::sim::SimArgs),
+    Sim(sim::SimArgs),
     /// Replay one simulated run in full: plan, every event, verdicts, and an SVG timeline.
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
-    Replay(cli::sim::ReplayArgs),
+    Replay(sim::ReplayArgs),
     /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
     #[cfg(madsim)]
-    Report(cli::report::ReportArgs),
+    Report(report::ReportArgs),
     /// Run lockers against a real Cassandra cluster and judge T1 (the real build only).
-    Real(cli::real::RealArgs),
+    Real(real::RealArgs),
 }
 
 /// Shown under `sim --help` and `replay --help`.
@@ -67,14 +73,14 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     match cli.command {
-        Command::Check(args) => cli::check::run(args),
-        Command::Bench(args) => cli::bench::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Bench(args) => bench::run(args),
         #[cfg(madsim)]
-        Command::Sim(args) => cli::sim::sim(args),
+        Command::Sim(args) => sim::sim(args),
         #[cfg(madsim)]
-        Command::Replay(args) => cli::sim::replay(args),
+        Command::Replay(args) => sim::replay(args),
         #[cfg(madsim)]
-        Command::Report(args) => cli::report::run(args),
-        Command::Real(args) => cli::real::run(args),
+        Command::Report(args) => report::run(args),
+        Command::Real(args) => real::run(args),
     }
 }

@@ -10,8 +10,8 @@ use madsim::net::rpc::{Deserialize, Request, Serialize};
 use madsim::net::Endpoint;
 use tokio::time::Instant;
 
-use super::clock::SimClock;
-use super::cluster::resource_addr;
+use crate::clock::SimClock;
+use crate::cluster::resource_addr;
 
 /// Inside or leaving the critical section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -259,7 +259,7 @@ impl fmt::Display for What {
 pub fn short_token(token: &FencingToken) -> String {
     match cassalock::algo::queue_column::parse_queue_column(token.as_str()) {
         Some((time_us, thread)) => {
-            let since = time_us as i128 - super::clock::EPOCH_US as i128;
+            let since = time_us as i128 - crate::clock::EPOCH_US as i128;
             format!("{:.6}|{thread}", since as f64 / 1e6)
         }
         None => token.to_string(),
@@ -271,7 +271,7 @@ pub fn render(records: &[Record]) -> String {
     let mut out = String::new();
     for (i, record) in records.iter().enumerate() {
         let clock = match record.clock_us {
-            Some(us) => format!("{:>12.6}", (us as i128 - super::clock::EPOCH_US as i128) as f64 / 1e6),
+            Some(us) => format!("{:>12.6}", (us as i128 - crate::clock::EPOCH_US as i128) as f64 / 1e6),
             None => format!("{:>12}", "-"),
         };
         let _ = writeln!(

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use cassalock::driver::LockEvent;
 
-use super::scenario::RunConfig;
-use super::trace::{Record, What};
+use crate::scenario::RunConfig;
+use crate::trace::{Record, What};
 
 /// Two overlapping beliefs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,7 +166,7 @@ pub fn judge(
             } => {
                 v.last_heal = v.last_heal.max(record.at);
                 let killed_client = match (node, period, begins) {
-                    (Some(node), super::trace::Disruption::Killed, true) => node_index(node),
+                    (Some(node), crate::trace::Disruption::Killed, true) => node_index(node),
                     _ => None,
                 };
                 if let Some(client) = killed_client {

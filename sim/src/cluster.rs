@@ -35,7 +35,7 @@ use cassalock::Clock;
 use madsim::net::rpc::{Deserialize, Request, Serialize};
 use madsim::net::Endpoint;
 
-use super::clock::SimClock;
+use crate::clock::SimClock;
 
 /// The port every simulated service listens on.
 pub const PORT: u16 = 9042;

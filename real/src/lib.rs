@@ -18,6 +18,8 @@
 pub mod cluster;
 #[cfg(not(madsim))]
 pub mod lwt;
+#[cfg(not(madsim))]
+pub mod runner;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -26,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::stats;
+use cassalock_history::stats;
 
 /// Which lock the lockers use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]

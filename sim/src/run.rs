@@ -16,11 +16,11 @@ use madsim::task::NodeId;
 use rand::Rng;
 use tokio::time::Instant;
 
-use super::clock::{ClockSpec, SimClock};
-use super::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
-use super::scenario::{ClientMode, Fault, FaultKind, RunConfig, LOCK};
-use super::trace::{serve_resource, Disruption, NodeObserver, Phase, Record, Recorder, ResourceWrite, What};
-use super::verdict::{judge, Verdicts};
+use crate::clock::{ClockSpec, SimClock};
+use crate::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
+use crate::scenario::{ClientMode, Fault, FaultKind, RunConfig, LOCK};
+use crate::trace::{serve_resource, Disruption, NodeObserver, Phase, Record, Recorder, ResourceWrite, What};
+use crate::verdict::{judge, Verdicts};
 
 /// The outcome of one run.
 pub struct RunOutcome {

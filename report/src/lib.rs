@@ -1,5 +1,8 @@
-//! The reports in `reports/`: fairness and performance, and the property matrix. Both are
-//! functions of the commit: the same command gives byte-identical files.
+//! # cassalock-report
+//!
+//! The reports in `reports/`: fairness and performance, the property matrix, and the real-cluster
+//! comparison. Each is a function of the commit and its options: the same command gives
+//! byte-identical files.
 
 pub mod charts;
 #[cfg(madsim)]
@@ -7,7 +10,6 @@ pub mod fairness;
 #[cfg(madsim)]
 pub mod matrix;
 pub mod real_cluster;
-pub mod stats;
 
 use std::path::Path;
 

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use cassalock_sim::real::Variant;
+use cassalock_real::Variant;
 
 /// Run lockers against a real cluster and judge mutual exclusion.
 #[derive(Args, Debug, Clone)]
@@ -97,195 +97,35 @@ pub use imp::{bench, run};
 
 #[cfg(not(madsim))]
 mod imp {
-    use std::io::{BufRead, BufReader, Write};
     use std::path::{Path, PathBuf};
-    use std::process::{Command, ExitCode, Stdio};
-    use std::sync::{Arc, Mutex};
-    use std::time::{Duration, Instant};
+    use std::process::ExitCode;
+    use std::time::Duration;
 
-    use cassalock_sim::real::cluster::consistency;
-    use cassalock_sim::real::cluster::run_job;
-    use cassalock_sim::real::{now_us, summarize, Event, Job, Monitor, Summary, Variant};
-    use cassalock_sim::report::real_cluster::{self, Setup};
+    use cassalock_real::runner::{check, execute, worker, RunSpec};
+    use cassalock_real::{Summary, Variant};
+    use cassalock_report::real_cluster::{self, Setup};
 
     use super::RealArgs;
     use crate::usage_error;
 
-    fn check(args: &RealArgs) -> Result<(), String> {
-        if args.contact_points.is_empty() || args.contact_points.iter().any(|c| c.trim().is_empty()) {
-            return Err("--contact-points: give host:port[,host:port...]".into());
-        }
-        if !(1..=256).contains(&args.threads) {
-            return Err(format!("--threads must be between 1 and 256, not {}", args.threads));
-        }
-        if !(1..=100_000).contains(&args.acquisitions) {
-            return Err(format!(
-                "--acquisitions must be between 1 and 100000, not {}",
-                args.acquisitions
-            ));
-        }
-        if args.processes == 0 || args.processes > args.threads {
-            return Err(format!(
-                "--processes must be between 1 and --threads ({}), not {}",
-                args.threads, args.processes
-            ));
-        }
-        if args.hold_ms > 60_000 {
-            return Err("--hold-ms must be at most 60000".into());
-        }
-        if !(2..=3600).contains(&args.ttl_s) {
-            return Err(format!("--ttl-s must be between 2 and 3600, not {}", args.ttl_s));
-        }
-        if !(1..=60_000).contains(&args.poll_ms) {
-            return Err("--poll-ms must be between 1 and 60000".into());
-        }
-        if !(1..=3600).contains(&args.max_wait_s) {
-            return Err("--max-wait-s must be between 1 and 3600".into());
-        }
-        consistency(&args.consistency)?;
-        cassalock::store::cassandra::validate_name("keyspace", &args.keyspace).map_err(|e| e.to_string())?;
-        if let Some(id) = &args.lock_id {
-            cassalock::LockId::new(id).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
-
-    fn job(args: &RealArgs, lockers: Vec<String>, monitor: &Path) -> Job {
-        Job {
+    fn spec(args: &RealArgs) -> RunSpec {
+        RunSpec {
             contact_points: args.contact_points.clone(),
-            keyspace: args.keyspace.clone(),
-            consistency: args.consistency.clone(),
             variant: args.algorithm,
-            lock_id: args
-                .lock_id
-                .clone()
-                .unwrap_or_else(|| format!("run-{}-{}", std::process::id(), now_us())),
-            lockers,
+            threads: args.threads,
             acquisitions: args.acquisitions,
+            processes: args.processes,
             hold_ms: args.hold_ms,
             ttl_s: args.ttl_s,
-            renew_ms: args.renew_ms.unwrap_or(args.ttl_s as u64 * 500),
+            renew_ms: args.renew_ms,
             poll_ms: args.poll_ms,
+            consistency: args.consistency.clone(),
+            keyspace: args.keyspace.clone(),
+            lock_id: args.lock_id.clone(),
             max_wait_s: args.max_wait_s,
             run_limit_s: args.run_limit_s,
-            monitor: monitor.to_path_buf(),
             fencing: !args.no_fencing,
         }
-    }
-
-    fn runtime() -> Result<tokio::runtime::Runtime, String> {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the async runtime: {e}"))
-    }
-
-    /// Run one configuration: in this process (P = 1) or in P worker processes.
-    pub fn execute(args: &RealArgs, print_events: bool) -> Result<Summary, String> {
-        check(args)?;
-        let run_dir = std::env::temp_dir().join(format!("cassalock-real-{}-{}", std::process::id(), now_us()));
-        std::fs::create_dir_all(&run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
-        let monitor = run_dir.join("monitor");
-        Monitor::create(&monitor).map_err(|e| format!("cannot create the monitor file: {e}"))?;
-        let run_tag = format!("r{}x{}", std::process::id(), now_us() % 1_000_000_000);
-        let per_process: Vec<Vec<String>> = (0..args.processes)
-            .map(|p| {
-                (0..args.threads)
-                    .filter(|t| t % args.processes == p)
-                    // Unique among every user of the lock, across runs too: a locker that reused
-                    // a dead process's name would find "its own" lock cell and walk in (the
-                    // thesis's thread ids identify owners; found by the crash test).
-                    .map(|t| format!("{run_tag}-p{p}-t{t}"))
-                    .collect()
-            })
-            .collect();
-        let all_lockers: Vec<String> = per_process.iter().flatten().cloned().collect();
-        let base = job(args, all_lockers, &monitor);
-        let events: Arc<Mutex<Vec<Event>>> = Arc::new(Mutex::new(Vec::new()));
-        let began = Instant::now();
-        if args.processes == 1 {
-            let sink = Arc::clone(&events);
-            let emit: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event: Event| {
-                if print_events {
-                    println!("{}", serde_json::to_string(&event).expect("events serialize"));
-                    let _ = std::io::stdout().flush();
-                }
-                sink.lock().expect("events").push(event);
-            });
-            runtime()?.block_on(run_job(&base, 0, emit))?;
-        } else {
-            let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-            let mut children = Vec::new();
-            for (index, lockers) in per_process.into_iter().enumerate() {
-                let path = run_dir.join(format!("job-{index}.json"));
-                let job = Job {
-                    lockers,
-                    ..base.clone()
-                };
-                std::fs::write(&path, serde_json::to_vec(&job).expect("job serializes"))
-                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-                let child = Command::new(&exe)
-                    .arg("real")
-                    .arg("--worker-job")
-                    .arg(&path)
-                    .arg("--worker-index")
-                    .arg(index.to_string())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .map_err(|e| format!("cannot start worker {index}: {e}"))?;
-                children.push(child);
-            }
-            let readers: Vec<_> = children
-                .iter_mut()
-                .map(|child| {
-                    let stdout = child.stdout.take().expect("piped");
-                    let sink = Arc::clone(&events);
-                    std::thread::spawn(move || {
-                        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                            if print_events {
-                                println!("{line}");
-                            }
-                            if let Ok(event) = serde_json::from_str::<Event>(&line) {
-                                sink.lock().expect("events").push(event);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for reader in readers {
-                let _ = reader.join();
-            }
-            for (index, mut child) in children.into_iter().enumerate() {
-                let status = child.wait().map_err(|e| format!("worker {index}: {e}"))?;
-                if !status.success() {
-                    return Err(format!("worker process {index} failed ({status})"));
-                }
-            }
-        }
-        let elapsed = began.elapsed();
-        std::fs::remove_dir_all(&run_dir).ok();
-        let events = events.lock().expect("events").clone();
-        Ok(summarize(
-            args.algorithm,
-            args.threads,
-            args.processes,
-            elapsed,
-            &events,
-        ))
-    }
-
-    fn worker(path: &Path, index: usize) -> Result<(), String> {
-        let text = std::fs::read(path).map_err(|e| format!("cannot read the job {}: {e}", path.display()))?;
-        let job: Job =
-            serde_json::from_slice(&text).map_err(|e| format!("malformed job file {}: {e}", path.display()))?;
-        let out = Arc::new(Mutex::new(std::io::stdout()));
-        let emit: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event: Event| {
-            let mut out = out.lock().expect("stdout");
-            let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
-            let _ = out.flush();
-        });
-        runtime()?.block_on(run_job(&job, index, emit))
     }
 
     fn print(summary: &Summary) {
@@ -335,10 +175,11 @@ mod imp {
                 }
             };
         }
-        if let Err(e) = check(&args) {
+        let spec = spec(&args);
+        if let Err(e) = check(&spec) {
             return usage_error(&e);
         }
-        match execute(&args, args.events) {
+        match execute(&spec, args.events) {
             Ok(summary) => {
                 if args.json {
                     println!("{}", serde_json::to_string(&summary).expect("summary serializes"));
@@ -372,9 +213,9 @@ mod imp {
         if let Err(e) = std::fs::create_dir_all(&out) {
             return usage_error(&format!("cannot create {}: {e}", out.display()));
         }
-        let template = RealArgs {
+        let template = RunSpec {
             contact_points: contact_points.clone(),
-            algorithm: Variant::Queue,
+            variant: Variant::Queue,
             threads: 1,
             acquisitions: 100_000,
             processes: 1,
@@ -387,16 +228,12 @@ mod imp {
             lock_id: None,
             max_wait_s: 120,
             run_limit_s: seconds,
-            no_fencing: false,
-            json: false,
-            events: false,
-            worker_job: None,
-            worker_index: None,
+            fencing: true,
         };
         // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
         // cluster ran the first configuration at a third of its later speed. Not reported.
-        let warm_up = RealArgs {
-            algorithm: Variant::Queue,
+        let warm_up = RunSpec {
+            variant: Variant::Queue,
             threads: 1,
             run_limit_s: WARM_UP_S,
             ..template.clone()
@@ -409,13 +246,13 @@ mod imp {
         let mut runs = Vec::new();
         for variant in [Variant::Old, Variant::Queue, Variant::Lwt] {
             for &n in &lockers {
-                let args = RealArgs {
-                    algorithm: variant,
+                let spec = RunSpec {
+                    variant,
                     threads: n,
                     ..template.clone()
                 };
                 eprintln!("bench real: {} with {n} lockers for {seconds} s", variant.name());
-                match execute(&args, false) {
+                match execute(&spec, false) {
                     Ok(summary) => {
                         eprintln!(
                             "  {:.2} acq/s, wait p50 {:.1} ms p99 {:.1} ms, {:.1} requests/acq, {} errors",
@@ -437,7 +274,9 @@ mod imp {
                 std::thread::sleep(Duration::from_millis(500));
             }
         }
-        let nodes = runtime()
+        let nodes = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
             .ok()
             .and_then(|rt| {
                 rt.block_on(async {

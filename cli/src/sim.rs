@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use cassalock::driver::Algorithm;
-use cassalock_sim::sim::cluster::Consistency;
-use cassalock_sim::sim::run::{run, RunOutcome};
-use cassalock_sim::sim::scenario::{build, SimOptions};
+use cassalock_sim::cluster::Consistency;
+use cassalock_sim::run::{run, RunOutcome};
+use cassalock_sim::scenario::{build, SimOptions};
 use clap::{Args, ValueEnum};
 
 /// The most seeds one `sim` call will run.
@@ -459,7 +459,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             "{:>6} {:>12} {:<9} {:>12}  event",
             "#", "sim time", "node", "node clock"
         );
-        print!("{}", cassalock_sim::sim::trace::render(&outcome.records));
+        print!("{}", cassalock_sim::trace::render(&outcome.records));
     }
     println!();
     println!(
@@ -475,7 +475,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         replay_command(&args.scenario.scenario, args.seed, algorithm, &args.scenario.flags())
     );
     if let Some(path) = &args.svg {
-        match cassalock_sim::sim::timeline::write_svg(&outcome, path) {
+        match cassalock_sim::timeline::write_svg(&outcome, path) {
             Ok(()) => println!("timeline written to {}", path.display()),
             Err(error) => {
                 eprintln!("error: could not write {}: {error}", path.display());

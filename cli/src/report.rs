@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cassalock_sim::report::fairness::{measure, write, FairnessOptions};
-use cassalock_sim::report::matrix::{run_matrix, MatrixOptions};
+use cassalock_report::fairness::{measure, write, FairnessOptions};
+use cassalock_report::matrix::{run_matrix, MatrixOptions};
 use clap::{Args, Subcommand};
 
 /// Regenerate a report (deterministic: the same command on the same commit writes the same bytes).

@@ -12,8 +12,8 @@ use cassalock::driver::{Algorithm, Settings, TimeSource};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::clock::ClockSpec;
-use super::cluster::{ClusterConfig, Consistency};
+use crate::clock::ClockSpec;
+use crate::cluster::{ClusterConfig, Consistency};
 
 /// The lock every client contends for.
 pub const LOCK: &str = "shared";

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cluster/cassalock-cluster start --nodes 3
-//! RUSTFLAGS="" CARGO_TARGET_DIR=target/real cargo test --release -p cassalock-sim --test real_cluster
+//! RUSTFLAGS="" CARGO_TARGET_DIR=target/real cargo test --release -p cassalock-cli --test real_cluster
 //! cluster/cassalock-cluster stop
 //! ```
 //!
@@ -21,7 +21,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use cassalock_sim::real::{Event, Summary};
+use cassalock_real::{Event, Summary};
 
 /// The tests share one cluster and inject faults into it: one at a time.
 static CLUSTER: Mutex<()> = Mutex::new(());
@@ -90,7 +90,7 @@ fn cassalock() -> Command {
 }
 
 fn unique_lock(name: &str) -> String {
-    format!("test-{name}-{}-{}", std::process::id(), cassalock_sim::real::now_us())
+    format!("test-{name}-{}-{}", std::process::id(), cassalock_real::now_us())
 }
 
 /// Run `cassalock real` to completion and parse its JSON summary.

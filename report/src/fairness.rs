@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use cassalock::driver::Algorithm;
 
-use super::charts::{colour, LineChart, Series};
-use super::stats::percentile;
-use super::write_file;
-use crate::sim::metrics::FairnessMetrics;
-use crate::sim::run::run;
-use crate::sim::scenario::{build, fairness, ClientMode, FairnessParams, SimOptions};
+use crate::charts::{colour, LineChart, Series};
+use crate::write_file;
+use cassalock_history::stats::percentile;
+use cassalock_sim::metrics::FairnessMetrics;
+use cassalock_sim::run::run;
+use cassalock_sim::scenario::{build, fairness, ClientMode, FairnessParams, SimOptions};
 
 /// What to measure.
 #[derive(Clone, Debug)]

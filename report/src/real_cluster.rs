@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::charts::{colour, LineChart, Series};
-use super::write_file;
-use crate::real::Summary;
+use crate::charts::{colour, LineChart, Series};
+use crate::write_file;
+use cassalock_real::Summary;
 
 /// What the benchmark ran on, for the report's header.
 #[derive(Clone, Debug)]
@@ -191,7 +191,7 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
         md,
         "- Mutual exclusion: {}.",
         if broken.is_empty() {
-            "no two holding intervals overlapped and no stale token reached the resource in any run (no faults were injected here; the fault tests are in `sim/tests/real_cluster.rs`)".to_string()
+            "no two holding intervals overlapped and no stale token reached the resource in any run (no faults were injected here; the fault tests are in `cli/tests/real_cluster.rs`)".to_string()
         } else {
             format!("VIOLATED in {}", broken.join(", "))
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cassalock_sim::report::fairness::{measure, write, FairnessOptions};
+use cassalock_report::fairness::{measure, write, FairnessOptions};
 
 fn small_grid(out: &Path, jobs: usize) -> FairnessOptions {
     FairnessOptions {

@@ -8,8 +8,8 @@ use std::time::Duration;
 use cassalock::driver::LockEvent;
 use plotters::prelude::*;
 
-use super::run::RunOutcome;
-use super::trace::{Disruption, What};
+use crate::run::RunOutcome;
+use crate::trace::{Disruption, What};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Span {

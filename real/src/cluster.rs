@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
 use cassalock::{Algorithm, RemoteLocker, Settings, SystemClock};
 
-use super::{lwt, now_us, Event, Job, Monitor, Variant};
+use crate::{lwt, now_us, Event, Job, Monitor, Variant};
 
 pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, String> {
     use cassalock::store::cassandra::Consistency;

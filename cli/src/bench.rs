@@ -54,8 +54,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
 
 #[cfg(madsim)]
 fn sim() -> ExitCode {
-    use cassalock_sim::sim::run::run;
-    use cassalock_sim::sim::scenario::{build, SimOptions};
+    use cassalock_sim::run::run;
+    use cassalock_sim::scenario::{build, SimOptions};
     const SEEDS: u64 = 600;
     const JOBS: u64 = 2;
     println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {SEEDS} seeds on {JOBS} threads");

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use cassalock::driver::LockEvent;
 
-use super::run::RunOutcome;
-use super::trace::What;
+use crate::run::RunOutcome;
+use crate::trace::What;
 
 /// What the fairness report plots, for one run.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -79,7 +79,7 @@ impl FairnessMetrics {
     /// got everything.
     pub fn jain(&self) -> f64 {
         let shares: Vec<f64> = self.per_client.iter().map(|&x| x as f64).collect();
-        crate::report::stats::jain(&shares)
+        cassalock_history::stats::jain(&shares)
     }
 
     pub fn throughput(&self) -> f64 {

@@ -11,10 +11,10 @@ use cassalock::driver::{Algorithm, LockEvent};
 use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Fault, ModelName, Spec};
 
-use super::write_file;
-use crate::sim::run::{run, RunOutcome};
-use crate::sim::scenario::{build, SimOptions};
-use crate::sim::trace::{render, What};
+use crate::write_file;
+use cassalock_sim::run::{run, RunOutcome};
+use cassalock_sim::scenario::{build, SimOptions};
+use cassalock_sim::trace::{render, What};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

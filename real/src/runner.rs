@@ -1,0 +1,215 @@
+//! One run against a real cluster: `threads` lockers spread over `processes` processes (this
+//! one, or worker processes of the same program started as `<program> real --worker-job FILE
+//! --worker-index N`), their events gathered and summarized.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crate::cluster::{consistency, run_job};
+use crate::{now_us, summarize, Event, Job, Monitor, Summary, Variant};
+
+/// What to run: the settings of `cassalock real`, checked by [`check`].
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Cassandra nodes, host:port.
+    pub contact_points: Vec<String>,
+    pub variant: Variant,
+    /// Lockers contending for the one lock (1-256).
+    pub threads: usize,
+    /// Acquisitions per locker (1-100000).
+    pub acquisitions: u32,
+    /// Processes the lockers are spread over (1-threads).
+    pub processes: usize,
+    /// Critical-section length (0-60000 ms).
+    pub hold_ms: u64,
+    /// Lease TTL, whole seconds (2-3600).
+    pub ttl_s: u32,
+    /// Lease renewal interval (default: half the TTL).
+    pub renew_ms: Option<u64>,
+    /// How often a waiter polls (1-60000 ms).
+    pub poll_ms: u64,
+    /// one, quorum or all.
+    pub consistency: String,
+    pub keyspace: String,
+    /// Lock id (default: a fresh one per run).
+    pub lock_id: Option<String>,
+    /// Give up one acquisition after this long (1-3600 s).
+    pub max_wait_s: u64,
+    /// Stop starting acquisitions after this long (0: run every acquisition).
+    pub run_limit_s: u64,
+    /// The resource refuses stale tokens.
+    pub fencing: bool,
+}
+
+pub fn check(spec: &RunSpec) -> Result<(), String> {
+    if spec.contact_points.is_empty() || spec.contact_points.iter().any(|c| c.trim().is_empty()) {
+        return Err("--contact-points: give host:port[,host:port...]".into());
+    }
+    if !(1..=256).contains(&spec.threads) {
+        return Err(format!("--threads must be between 1 and 256, not {}", spec.threads));
+    }
+    if !(1..=100_000).contains(&spec.acquisitions) {
+        return Err(format!(
+            "--acquisitions must be between 1 and 100000, not {}",
+            spec.acquisitions
+        ));
+    }
+    if spec.processes == 0 || spec.processes > spec.threads {
+        return Err(format!(
+            "--processes must be between 1 and --threads ({}), not {}",
+            spec.threads, spec.processes
+        ));
+    }
+    if spec.hold_ms > 60_000 {
+        return Err("--hold-ms must be at most 60000".into());
+    }
+    if !(2..=3600).contains(&spec.ttl_s) {
+        return Err(format!("--ttl-s must be between 2 and 3600, not {}", spec.ttl_s));
+    }
+    if !(1..=60_000).contains(&spec.poll_ms) {
+        return Err("--poll-ms must be between 1 and 60000".into());
+    }
+    if !(1..=3600).contains(&spec.max_wait_s) {
+        return Err("--max-wait-s must be between 1 and 3600".into());
+    }
+    consistency(&spec.consistency)?;
+    cassalock::store::cassandra::validate_name("keyspace", &spec.keyspace).map_err(|e| e.to_string())?;
+    if let Some(id) = &spec.lock_id {
+        cassalock::LockId::new(id).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
+    Job {
+        contact_points: spec.contact_points.clone(),
+        keyspace: spec.keyspace.clone(),
+        consistency: spec.consistency.clone(),
+        variant: spec.variant,
+        lock_id: spec
+            .lock_id
+            .clone()
+            .unwrap_or_else(|| format!("run-{}-{}", std::process::id(), now_us())),
+        lockers,
+        acquisitions: spec.acquisitions,
+        hold_ms: spec.hold_ms,
+        ttl_s: spec.ttl_s,
+        renew_ms: spec.renew_ms.unwrap_or(u64::from(spec.ttl_s) * 500),
+        poll_ms: spec.poll_ms,
+        max_wait_s: spec.max_wait_s,
+        run_limit_s: spec.run_limit_s,
+        monitor: monitor.to_path_buf(),
+        fencing: spec.fencing,
+    }
+}
+
+/// Run one configuration: in this process (P = 1) or in P worker processes.
+pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
+    check(spec)?;
+    let run_dir = std::env::temp_dir().join(format!("cassalock-real-{}-{}", std::process::id(), now_us()));
+    std::fs::create_dir_all(&run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    let monitor = run_dir.join("monitor");
+    Monitor::create(&monitor).map_err(|e| format!("cannot create the monitor file: {e}"))?;
+    let run_tag = format!("r{}x{}", std::process::id(), now_us() % 1_000_000_000);
+    let per_process: Vec<Vec<String>> = (0..spec.processes)
+        .map(|p| {
+            (0..spec.threads)
+                .filter(|t| t % spec.processes == p)
+                // Unique among every user of the lock, across runs too: a locker that reused
+                // a dead process's name would find "its own" lock cell and walk in (the
+                // thesis's thread ids identify owners; found by the crash test).
+                .map(|t| format!("{run_tag}-p{p}-t{t}"))
+                .collect()
+        })
+        .collect();
+    let all_lockers: Vec<String> = per_process.iter().flatten().cloned().collect();
+    let base = job(spec, all_lockers, &monitor);
+    let events: Arc<Mutex<Vec<Event>>> = Arc::new(Mutex::new(Vec::new()));
+    let began = Instant::now();
+    if spec.processes == 1 {
+        let sink = Arc::clone(&events);
+        let emit: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event: Event| {
+            if print_events {
+                println!("{}", serde_json::to_string(&event).expect("events serialize"));
+                let _ = std::io::stdout().flush();
+            }
+            sink.lock().expect("events").push(event);
+        });
+        runtime()?.block_on(run_job(&base, 0, emit))?;
+    } else {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        let mut children = Vec::new();
+        for (index, lockers) in per_process.into_iter().enumerate() {
+            let path = run_dir.join(format!("job-{index}.json"));
+            let job = Job {
+                lockers,
+                ..base.clone()
+            };
+            std::fs::write(&path, serde_json::to_vec(&job).expect("job serializes"))
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            let child = Command::new(&exe)
+                .arg("real")
+                .arg("--worker-job")
+                .arg(&path)
+                .arg("--worker-index")
+                .arg(index.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+            children.push(child);
+        }
+        let readers: Vec<_> = children
+            .iter_mut()
+            .map(|child| {
+                let stdout = child.stdout.take().expect("piped");
+                let sink = Arc::clone(&events);
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                        if print_events {
+                            println!("{line}");
+                        }
+                        if let Ok(event) = serde_json::from_str::<Event>(&line) {
+                            sink.lock().expect("events").push(event);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for reader in readers {
+            let _ = reader.join();
+        }
+        for (index, mut child) in children.into_iter().enumerate() {
+            let status = child.wait().map_err(|e| format!("worker {index}: {e}"))?;
+            if !status.success() {
+                return Err(format!("worker process {index} failed ({status})"));
+            }
+        }
+    }
+    let elapsed = began.elapsed();
+    std::fs::remove_dir_all(&run_dir).ok();
+    let events = events.lock().expect("events").clone();
+    Ok(summarize(spec.variant, spec.threads, spec.processes, elapsed, &events))
+}
+
+pub fn worker(path: &Path, index: usize) -> Result<(), String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read the job {}: {e}", path.display()))?;
+    let job: Job = serde_json::from_slice(&text).map_err(|e| format!("malformed job file {}: {e}", path.display()))?;
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    let emit: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event: Event| {
+        let mut out = out.lock().expect("stdout");
+        let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
+        let _ = out.flush();
+    });
+    runtime()?.block_on(run_job(&job, index, emit))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
