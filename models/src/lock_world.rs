@@ -50,15 +50,10 @@
 
 use std::fmt;
 
-use cassalock::algo::lease::{Release, Released, Renewal, RenewalEnd};
-use cassalock::algo::old_shadow_lock::{OldGetLock, OldMode};
+use cassalock::algo::lease::RenewalEnd;
+use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, MainEnd};
 use cassalock::algo::queue_column::ClientId;
-use cassalock::algo::queue_get_lock::QueueGetLock;
-use cassalock::algo::queue_try_get_lock::QueueTryGetLock;
-use cassalock::algo::retry::Retrying;
-use cassalock::algo::{
-    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, StepTag,
-};
+use cassalock::algo::{Acquire, Action, FencingToken, Input, LockConfig, LockId, SleepKind, StepTag};
 use cassalock::store::{RowStore, StoreReply, StoreRequest, MICROS_PER_SECOND};
 
 /// The lock id every model thread contends for.
@@ -174,53 +169,17 @@ impl LockModelConfig {
     }
 }
 
-/// An acquisition machine, as the driver runs it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum AcquireMachine {
-    Queue(Retrying<QueueGetLock>),
-    Try(Retrying<QueueTryGetLock>),
-    Old(Retrying<OldGetLock>),
-}
-
-impl AcquireMachine {
-    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> cassalock::algo::Step<Acquire> {
-        match self {
-            AcquireMachine::Queue(machine) => machine.resume(config, input, now_us),
-            AcquireMachine::Try(machine) => machine.resume(config, input, now_us),
-            AcquireMachine::Old(machine) => machine.resume(config, input, now_us),
-        }
-    }
-
-    fn urgent(&self, config: &LockConfig, now_us: u64) -> bool {
-        match self {
-            AcquireMachine::Queue(machine) => machine.urgent(config, now_us),
-            AcquireMachine::Try(machine) => machine.urgent(config, now_us),
-            AcquireMachine::Old(machine) => machine.urgent(config, now_us),
-        }
-    }
-}
-
-/// A thread's main task.
+/// A thread's main task: what its current lifecycle's main lane is doing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Main {
     /// Between acquisitions.
     Idle,
-    /// Running an acquisition machine; `next` is its pending action and the step that asked
-    /// for it (`None`: not started).
-    Acquiring {
-        machine: AcquireMachine,
-        next: Option<Pending<Acquire>>,
-    },
-    /// Believes it holds the lock.
-    Holding {
-        lease: LeaseCells,
-        token: FencingToken,
-        wrote_resource: bool,
-    },
-    Releasing {
-        machine: Retrying<Release>,
-        next: Option<Pending<Released>>,
-    },
+    /// The main lane is acquiring; `next` is its pending action and the step that asked for it.
+    Acquiring { next: Option<Pending<MainEnd>> },
+    /// Believes it holds the lock (the critical section).
+    Holding { wrote_resource: bool },
+    /// The main lane is releasing.
+    Releasing { next: Option<Pending<MainEnd>> },
     /// All acquisitions done (or crashed).
     Finished,
 }
@@ -228,22 +187,25 @@ pub enum Main {
 /// An action a machine asked for, not yet carried out, and the step that asked.
 pub type Pending<O> = (StepTag, Action<O>);
 
-/// A renewal task (section 5.3).
+/// One acquisition of a thread: the library's lifecycle machine, and what the model has not yet
+/// carried out for its renewal lane.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RenewalTask {
-    machine: Retrying<Renewal>,
-    next: Option<Pending<RenewalEnd>>,
+pub struct Slot {
+    pub lifecycle: Lifecycle,
+    /// The renewal lane's pending action (`None`: not started).
+    pub renewal_next: Option<Pending<RenewalEnd>>,
     /// A pending renewal sleep ends when the thread's clock reaches this.
-    wake_at_us: u64,
-    /// Release asked it to stop.
-    stop_requested: bool,
+    pub wake_at_us: u64,
 }
 
 /// A thread actor's state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Thread {
     pub main: Main,
-    pub renewals: Vec<RenewalTask>,
+    /// Its acquisitions whose lifecycle has not ended: the current one last (while the main
+    /// task is acquiring, holding or releasing), before it released ones whose renewal lane
+    /// outlived the release (mutant K3).
+    pub slots: Vec<Slot>,
     /// Acquisitions (or TryGetLock attempts) finished.
     pub completed: u8,
     /// Acquisitions that got the lock.
@@ -370,7 +332,7 @@ impl LockModel {
             threads: (0..self.cfg.threads)
                 .map(|_| Thread {
                     main: Main::Idle,
-                    renewals: Vec::new(),
+                    slots: Vec::new(),
                     completed: 0,
                     acquired: 0,
                     overtaken: 0,
@@ -470,14 +432,15 @@ impl LockModel {
 
     // ---- stepping ----
 
-    fn start_acquisition(&self, thread: usize, acquisition: u8) -> AcquireMachine {
+    fn start_acquisition(&self, thread: usize, acquisition: u8) -> Lifecycle {
         let lock = LockId::new(LOCK).expect("valid");
         let id = self.cfg.thread_id(thread, acquisition);
-        match self.cfg.algorithm {
-            LockAlgorithm::GetLock => AcquireMachine::Queue(Retrying::new(QueueGetLock::new(lock, id))),
-            LockAlgorithm::TryGetLock => AcquireMachine::Try(Retrying::new(QueueTryGetLock::new(lock, id))),
-            LockAlgorithm::Old => AcquireMachine::Old(Retrying::new(OldGetLock::new(lock, id, OldMode::Blocking))),
-        }
+        let kind = match self.cfg.algorithm {
+            LockAlgorithm::GetLock => AcquireKind::QueueGetLock,
+            LockAlgorithm::TryGetLock => AcquireKind::QueueTryGetLock,
+            LockAlgorithm::Old => AcquireKind::OldGetLock,
+        };
+        Lifecycle::acquire(kind, lock, id)
     }
 
     /// Carry out a pending action for thread i; the answer for its machine.
@@ -520,12 +483,16 @@ impl LockModel {
                 Input::Time(time)
             }
             Action::StopRenewal { wait } => {
-                for task in &mut world.threads[thread].renewals {
-                    task.stop_requested = true;
+                for slot in &mut world.threads[thread].slots {
+                    slot.lifecycle.stop_renewal();
                 }
                 if wait {
-                    // Enabled only when every renewal task is asleep: it stops there.
-                    world.threads[thread].renewals.clear();
+                    // Enabled only when every renewal lane is asleep: it stops there.
+                    for slot in &mut world.threads[thread].slots {
+                        let stopped = slot.lifecycle.stop_sleeping_renewal();
+                        debug_assert!(stopped, "release waits only for a sleeping renewal lane");
+                        slot.renewal_next = None;
+                    }
                     did("stopped the renewal task, which was asleep".into());
                 } else {
                     did("told the renewal task to stop, and did NOT wait for it".into());
@@ -556,67 +523,83 @@ impl LockModel {
                     )
                 });
                 world.wait_order.push(i as u8);
-                let machine = self.start_acquisition(i, acquisition);
-                self.run_acquire(world, i, machine, Input::Start, events);
+                let lifecycle = self.start_acquisition(i, acquisition);
+                world.threads[i].slots.push(Slot {
+                    lifecycle,
+                    renewal_next: None,
+                    wake_at_us: 0,
+                });
+                self.run_main(world, i, Input::Start, events);
             }
-            Main::Acquiring { machine, next } => {
+            Main::Acquiring { next } | Main::Releasing { next } => {
                 let input = match next {
                     None => Input::Start,
                     Some(pending) => self.perform(world, i, pending, events),
                 };
-                self.run_acquire(world, i, machine, input, events);
+                self.run_main(world, i, input, events);
             }
-            Main::Holding {
-                lease,
-                token,
-                wrote_resource,
-            } => {
+            Main::Holding { wrote_resource } => {
                 if self.cfg.resource && !wrote_resource {
+                    let token = Self::current(world, i)
+                        .lifecycle
+                        .held()
+                        .map(|(_, token)| token.clone())
+                        .expect("a holding thread's lifecycle holds the lock");
                     self.write_resource(world, i, &token, events);
-                    world.threads[i].main = Main::Holding {
-                        lease,
-                        token,
-                        wrote_resource: true,
-                    };
+                    world.threads[i].main = Main::Holding { wrote_resource: true };
                 } else {
                     note(events, || format!("t{i} leaves its critical section and releases"));
-                    self.run_release(world, i, Retrying::new(Release::new(lease)), Input::Start, events);
+                    Self::current(world, i).lifecycle.begin_release();
+                    self.run_main(world, i, Input::Start, events);
                 }
-            }
-            Main::Releasing { machine, next } => {
-                let input = match next {
-                    None => Input::Start,
-                    Some(pending) => self.perform(world, i, pending, events),
-                };
-                self.run_release(world, i, machine, input, events);
             }
             Main::Finished => unreachable!("a finished thread takes no steps"),
         }
     }
 
-    fn run_acquire(&self, world: &mut World, i: usize, mut machine: AcquireMachine, input: Input, events: &mut Events) {
+    /// The thread's current lifecycle (the last slot while it acquires, holds or releases).
+    fn current(world: &mut World, i: usize) -> &mut Slot {
+        world.threads[i]
+            .slots
+            .last_mut()
+            .expect("a thread acquiring, holding or releasing has a lifecycle")
+    }
+
+    /// Step thread i's main lane with `input`, and keep its next action pending.
+    fn run_main(&self, world: &mut World, i: usize, input: Input, events: &mut Events) {
         let now = self.client_now_us(world, i);
-        let mut step = machine.resume(&self.cfg.lock, input, now);
+        let mut step = Self::current(world, i)
+            .lifecycle
+            .resume_main(&self.cfg.lock, input, now);
         if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue {
-            // The enqueue is one step: read the time and write the queue cell at once.
-            let input = self.perform(world, i, (step.tag, Action::<Acquire>::ReadTime), events);
-            step = machine.resume(&self.cfg.lock, input, now);
-            let queue_row = LockId::new(LOCK).expect("valid").queue_row();
-            if matches!(&step.action, Action::Store(command) if command.row() == queue_row) {
+            // The enqueue is one step: read the time (L5.1) and write the queue cell at once.
+            let input = self.perform(world, i, (step.tag, Action::<MainEnd>::ReadTime), events);
+            step = Self::current(world, i)
+                .lifecycle
+                .resume_main(&self.cfg.lock, input, now);
+            if completes_enqueue(&step.tag) {
                 let input = self.perform(world, i, (step.tag, step.action), events);
-                step = machine.resume(&self.cfg.lock, input, now);
+                step = Self::current(world, i)
+                    .lifecycle
+                    .resume_main(&self.cfg.lock, input, now);
             }
         }
         match step.action {
-            Action::Done(outcome) => {
+            Action::Done(MainEnd::Acquire(outcome)) => {
                 Self::done(events, step.tag, show_acquire(&outcome));
                 self.acquired(world, i, outcome, events);
             }
+            Action::Done(MainEnd::Release(outcome)) => {
+                Self::done(events, step.tag, format!("{outcome:?}").to_lowercase());
+                self.finish_round(world, i);
+            }
             action => {
-                world.threads[i].main = Main::Acquiring {
-                    machine,
-                    next: Some((step.tag, action)),
-                }
+                let next = Some((step.tag, action));
+                world.threads[i].main = if Self::current(world, i).lifecycle.is_acquiring() {
+                    Main::Acquiring { next }
+                } else {
+                    Main::Releasing { next }
+                };
             }
         }
     }
@@ -660,20 +643,8 @@ impl LockModel {
                         format!("F: t{i} overtook t{earlier}, which started waiting earlier")
                     });
                 }
-                if self.cfg.lock.ttl_s.is_some() {
-                    world.threads[i].renewals.push(RenewalTask {
-                        machine: Retrying::new(Renewal::new(lease.clone())),
-                        next: None,
-                        wake_at_us: 0,
-                        stop_requested: false,
-                    });
-                }
                 world.threads[i].acquired += 1;
-                world.threads[i].main = Main::Holding {
-                    lease,
-                    token,
-                    wrote_resource: false,
-                };
+                world.threads[i].main = Main::Holding { wrote_resource: false };
             }
             other => {
                 note(events, || format!("t{i} did not get the lock ({other:?})"));
@@ -690,30 +661,6 @@ impl LockModel {
         } else {
             Main::Idle
         };
-    }
-
-    fn run_release(
-        &self,
-        world: &mut World,
-        i: usize,
-        mut machine: Retrying<Release>,
-        input: Input,
-        events: &mut Events,
-    ) {
-        let now = self.client_now_us(world, i);
-        let step = machine.resume(&self.cfg.lock, input, now);
-        match step.action {
-            Action::Done(outcome) => {
-                Self::done(events, step.tag, format!("{outcome:?}").to_lowercase());
-                self.finish_round(world, i);
-            }
-            action => {
-                world.threads[i].main = Main::Releasing {
-                    machine,
-                    next: Some((step.tag, action)),
-                }
-            }
-        }
     }
 
     fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
@@ -755,15 +702,31 @@ impl LockModel {
     }
 
     /// A renewal task takes one step.
-    fn step_renewal(&self, world: &mut World, i: usize, task_index: usize, events: &mut Events) {
-        let mut task = world.threads[i].renewals.remove(task_index);
+    /// The slot of thread i's `task`-th running renewal lane.
+    fn renewal_slot(world: &World, i: usize, task: usize) -> usize {
+        world.threads[i]
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.lifecycle.renewal_running())
+            .nth(task)
+            .map(|(index, _)| index)
+            .expect("an enabled renewal lane exists")
+    }
+
+    /// A renewal lane takes one step.
+    fn step_renewal(&self, world: &mut World, i: usize, task: usize, events: &mut Events) {
+        let index = Self::renewal_slot(world, i, task);
         let now = self.client_now_us(world, i);
-        let input = match task.next.take() {
+        let slot = &mut world.threads[i].slots[index];
+        let input = match slot.renewal_next.take() {
             None => Input::Start,
-            Some((_, Action::Sleep { .. })) if task.stop_requested => Input::StopRequested,
+            // Release asked it to stop: the lifecycle ends the lane at this sleep.
+            Some((_, Action::Sleep { .. })) if slot.lifecycle.renewal_wakes_to_stop() => Input::Woke,
             Some(pending) => self.perform(world, i, pending, events),
         };
-        let step = task.machine.resume(&self.cfg.lock, input, now);
+        let slot = &mut world.threads[i].slots[index];
+        let step = slot.lifecycle.resume_renewal(&self.cfg.lock, input, now);
         match step.action {
             Action::Done(end) => {
                 Self::done(events, step.tag, format!("{end:?}"));
@@ -776,21 +739,22 @@ impl LockModel {
             }
             action => {
                 if let Action::Sleep { ms, kind } = action {
-                    task.wake_at_us = if kind == SleepKind::Renewal {
+                    slot.wake_at_us = if kind == SleepKind::Renewal {
                         now + ms * 1000
                     } else {
                         now
                     };
                 }
-                task.next = Some((step.tag, action));
-                world.threads[i].renewals.insert(task_index, task);
+                slot.renewal_next = Some((step.tag, action));
             }
         }
     }
 
-    fn renewal_enabled(&self, world: &World, i: usize, task: &RenewalTask) -> bool {
-        match &task.next {
-            Some((_, Action::Sleep { .. })) => task.stop_requested || self.client_now_us(world, i) >= task.wake_at_us,
+    fn renewal_enabled(&self, world: &World, i: usize, slot: &Slot) -> bool {
+        match &slot.renewal_next {
+            Some((_, Action::Sleep { .. })) => {
+                slot.lifecycle.renewal_stop_requested() || self.client_now_us(world, i) >= slot.wake_at_us
+            }
             _ => true,
         }
     }
@@ -802,12 +766,22 @@ impl LockModel {
             return false;
         }
         let now = self.client_now_us(world, i);
-        let renewal_due = t.renewals.iter().any(|task| match &task.next {
-            Some((_, Action::Sleep { .. })) => !task.stop_requested && now >= task.wake_at_us,
-            _ => !task.stop_requested,
-        });
+        let renewal_due = t
+            .slots
+            .iter()
+            .filter(|slot| slot.lifecycle.renewal_running())
+            .any(|slot| {
+                let stop_requested = slot.lifecycle.renewal_stop_requested();
+                match &slot.renewal_next {
+                    Some((_, Action::Sleep { .. })) => !stop_requested && now >= slot.wake_at_us,
+                    _ => !stop_requested,
+                }
+            });
         let main_due = match &t.main {
-            Main::Acquiring { machine, .. } => machine.urgent(&self.cfg.lock, now),
+            Main::Acquiring { .. } => t
+                .slots
+                .last()
+                .is_some_and(|slot| slot.lifecycle.main_urgent(&self.cfg.lock, now)),
             _ => false,
         };
         renewal_due || main_due
@@ -822,9 +796,10 @@ impl LockModel {
                 next: Some((_, Action::StopRenewal { wait: true })),
                 ..
             } => t
-                .renewals
+                .slots
                 .iter()
-                .all(|task| matches!(task.next, Some((_, Action::Sleep { .. })))),
+                .filter(|slot| slot.lifecycle.renewal_running())
+                .all(|slot| matches!(slot.renewal_next, Some((_, Action::Sleep { .. })))),
             _ => true,
         }
     }
@@ -859,10 +834,14 @@ impl LockModel {
                 let t = &mut next.threads[usize::from(i)];
                 t.crashed = true;
                 t.main = Main::Finished;
-                t.renewals.clear();
+                t.slots.clear();
                 next.wait_order.retain(|&w| w != i);
                 next.fault_used = true;
             }
+        }
+        for thread in &mut next.threads {
+            // A lifecycle whose lanes have both ended acts no more.
+            thread.slots.retain(|slot| !slot.lifecycle.is_over());
         }
         self.canonicalize(&mut next);
         (next, events)
@@ -885,8 +864,9 @@ impl LockModel {
             if self.main_enabled(world, i) {
                 acts.push(Act::Main(id));
             }
-            for (k, task) in t.renewals.iter().enumerate() {
-                if self.renewal_enabled(world, i, task) {
+            let running = t.slots.iter().filter(|slot| slot.lifecycle.renewal_running());
+            for (k, slot) in running.enumerate() {
+                if self.renewal_enabled(world, i, slot) {
                     acts.push(Act::Renew {
                         thread: id,
                         task: k as u8,

@@ -14,6 +14,7 @@
 //! | [`queue_get_lock`] | Listing 6: the fair queue GetLock |
 //! | [`queue_try_get_lock`] | Listing 7: TryGetLock |
 //! | [`lease`] | Section 5.3: lease renewal and release |
+//! | [`lifecycle`] | one acquisition's life: acquire, renew while held, release; what the holder knows about its lease |
 //! | [`global_time`] | Listing 8 and section 5.4: TryUpdateGlobalTime and the time client |
 //! | [`retry`] | ours: what every machine does when the store fails |
 //!
@@ -21,6 +22,7 @@
 
 pub mod global_time;
 pub mod lease;
+pub mod lifecycle;
 pub mod old_shadow_lock;
 pub mod queue_column;
 pub mod queue_get_lock;

@@ -74,7 +74,7 @@ pub struct QueueGetLock {
 }
 
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
-const L6_ENQUEUE: StepTag = StepTag::new(Source::L6, 1, "write own cell to the queue row");
+pub(crate) const L6_ENQUEUE: StepTag = StepTag::new(Source::L6, 1, "write own cell to the queue row");
 const L6_READ_HEAD: StepTag = StepTag::new(Source::L6, 2, "read the head of the queue");
 const L6_WRITE_MAIN: StepTag = StepTag::new(Source::L6, 3, "first in the queue: write own cell to the main row");
 const L6_READ_MAIN: StepTag = StepTag::new(Source::L6, 4, "read the main row");

@@ -68,7 +68,7 @@ pub struct QueueTryGetLock {
 const L7_CHECK_MAIN: StepTag = StepTag::new(Source::L7, 1, "read the main row");
 const L7_TAKEN: StepTag = StepTag::new(Source::L7, 2, "the main row holds a cell: return false");
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
-const L7_ENQUEUE: StepTag = StepTag::new(Source::L7, 3, "write own cell to the queue row");
+pub(crate) const L7_ENQUEUE: StepTag = StepTag::new(Source::L7, 3, "write own cell to the queue row");
 const L7_READ_HEAD: StepTag = StepTag::new(Source::L7, 4, "read the head of the queue");
 const L7_WRITE_MAIN: StepTag = StepTag::new(Source::L7, 5, "first in the queue: write own cell to the main row");
 const L7_READ_MAIN: StepTag = StepTag::new(Source::L7, 6, "read the main row");

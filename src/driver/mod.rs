@@ -2,9 +2,10 @@
 //!
 //! The driver only moves data and time: it executes store commands (stamping client writes
 //! with a [`MonotonicTimestamps`] reading), sleeps on the clock, draws random numbers from a
-//! seeded generator, reads the time source, and starts, stops and joins the renewal task. Every
-//! decision is the machine's. [`Engine::drive`] is the one loop that does this for every
-//! machine.
+//! seeded generator, reads the time source, and starts, signals and joins the renewal task.
+//! Every decision is the machine's: a lock's whole life (acquire, renew while held, release,
+//! what the guard knows about its lease) is one [`Lifecycle`], whose two lanes run here as two
+//! tasks. [`Engine::drive`] is the one loop that carries out any machine's actions.
 
 pub mod clock;
 pub mod settings;
@@ -20,15 +21,12 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 
 use crate::algo::global_time::{GlobalTimeReading, ReadGlobalTime};
-use crate::algo::lease::{lease_valid_until_us, LeaseLost, Release, Released, Renewal, RenewalEnd};
-use crate::algo::old_shadow_lock::{OldGetLock, OldMode};
+use crate::algo::lease::{LeaseLost, Released, RenewalEnd};
+use crate::algo::lifecycle::{AcquireKind, Lifecycle, MainEnd};
 use crate::algo::queue_column::{ClientId, InvalidName};
-use crate::algo::queue_get_lock::QueueGetLock;
-use crate::algo::queue_try_get_lock::QueueTryGetLock;
 use crate::algo::retry::Retrying;
 use crate::algo::{
-    Acquire, Action, FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, RetryPolicy, SleepKind, StepTag,
-    ThreadId,
+    Acquire, Action, FencingToken, Input, LockConfig, LockId, Machine, RetryPolicy, SleepKind, Step, StepTag, ThreadId,
 };
 use crate::store::{MonotonicTimestamps, Store, StoreFailure, StoreOp, StoreReply, StoreRequest};
 
@@ -151,10 +149,11 @@ pub struct Engine<S, C> {
 }
 
 /// What the loop needs besides the machine: the renewal task's stop signal (for renewal
-/// sleeps) and the renewal task itself (for [`Action::StopRenewal`]).
+/// sleeps), and the lifecycle and its renewal task (for [`Action::StopRenewal`]).
 #[derive(Default)]
 struct Hooks {
     stop: Option<watch::Receiver<bool>>,
+    lifecycle: Option<Arc<Mutex<Lifecycle>>>,
     renewal: Option<RenewalTask>,
 }
 
@@ -214,28 +213,20 @@ impl<S: Store, C: Clock> Engine<S, C> {
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
-        self.drive(machine, config, thread, &mut Hooks::default(), |_| {}).await
+        self.drive(Retrying::new(machine), config, thread, &mut Hooks::default())
+            .await
     }
 
-    /// Run `machine` to its end; `watch` sees the machine after every step (to read what the
-    /// driver must publish, such as a lease's validity).
-    async fn drive<M>(
-        &self,
-        machine: M,
-        config: &M::Config,
-        thread: &ThreadId,
-        hooks: &mut Hooks,
-        mut watch: impl FnMut(&M) + Send,
-    ) -> M::Output
+    /// Carry out `machine`'s actions until it is done. (Wrap it in [`Retrying`] first unless
+    /// it retries on its own, as a [`Lifecycle`]'s lanes do.)
+    async fn drive<M>(&self, mut machine: M, config: &M::Config, thread: &ThreadId, hooks: &mut Hooks) -> M::Output
     where
         M: Machine + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
-        let mut machine = Retrying::new(machine);
         let mut input = Input::Start;
         loop {
             let step = machine.resume(config, input, self.clock.now_us());
-            watch(machine.inner());
             input = match step.action {
                 Action::Done(output) => return output,
                 Action::Store(command) => {
@@ -303,6 +294,9 @@ impl<S: Store, C: Clock> Engine<S, C> {
                     Err(failure) => Input::Failed(failure),
                 },
                 Action::StopRenewal { wait } => {
+                    if let Some(lifecycle) = &hooks.lifecycle {
+                        lock_ignoring_poison(lifecycle).stop_renewal();
+                    }
                     if let Some(task) = hooks.renewal.take() {
                         // The task may have ended already (lease lost): then nobody listens.
                         let _ = task.stop.send(true);
@@ -332,11 +326,10 @@ impl<S: Store, C: Clock> Engine<S, C> {
                 TimeSource::Local => Ok(self.clock.now_us()),
                 TimeSource::Global => match self
                     .drive(
-                        ReadGlobalTime::new(),
+                        Retrying::new(ReadGlobalTime::new()),
                         &self.retry,
                         thread,
                         &mut Hooks::default(),
-                        |_| {},
                     )
                     .await
                 {
@@ -413,22 +406,11 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
 
     /// GetLock: wait until the lock is held.
     pub async fn lock(&self, lock_id: &str) -> Result<LockGuard<S, C>, LockError> {
-        let lock = LockId::new(lock_id)?;
-        let thread = self.next_thread();
-        let outcome = match self.inner.algorithm {
-            Algorithm::Old => {
-                self.run_acquire(
-                    OldGetLock::new(lock.clone(), thread.clone(), OldMode::Blocking),
-                    &thread,
-                )
-                .await
-            }
-            Algorithm::Queue => {
-                self.run_acquire(QueueGetLock::new(lock.clone(), thread.clone()), &thread)
-                    .await
-            }
+        let kind = match self.inner.algorithm {
+            Algorithm::Old => AcquireKind::OldGetLock,
+            Algorithm::Queue => AcquireKind::QueueGetLock,
         };
-        match self.finish_acquire(lock, thread, outcome)? {
+        match self.acquire(lock_id, kind).await? {
             Some(guard) => Ok(guard),
             None => unreachable!("GetLock returns only with the lock, a timeout or a failure"),
         }
@@ -436,19 +418,11 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
 
     /// TryGetLock: take the lock if that needs no waiting for another owner.
     pub async fn try_lock(&self, lock_id: &str) -> Result<Option<LockGuard<S, C>>, LockError> {
-        let lock = LockId::new(lock_id)?;
-        let thread = self.next_thread();
-        let outcome = match self.inner.algorithm {
-            Algorithm::Old => {
-                self.run_acquire(OldGetLock::new(lock.clone(), thread.clone(), OldMode::Once), &thread)
-                    .await
-            }
-            Algorithm::Queue => {
-                self.run_acquire(QueueTryGetLock::new(lock.clone(), thread.clone()), &thread)
-                    .await
-            }
+        let kind = match self.inner.algorithm {
+            Algorithm::Old => AcquireKind::OldTryLock,
+            Algorithm::Queue => AcquireKind::QueueTryGetLock,
         };
-        self.finish_acquire(lock, thread, outcome)
+        self.acquire(lock_id, kind).await
     }
 
     /// Store requests this locker has made (renewals and releases included).
@@ -475,22 +449,20 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
             .thread(self.inner.next_sequence.fetch_add(1, Ordering::Relaxed))
     }
 
-    async fn run_acquire<M>(&self, machine: M, thread: &ThreadId) -> (Acquire, u64)
-    where
-        M: Machine<Config = LockConfig, Output = Acquire> + Send,
-    {
-        let started_us = self.inner.engine.clock.now_us();
-        let outcome = self.inner.engine.run(machine, &self.inner.config, thread).await;
-        (outcome, started_us)
-    }
-
-    fn finish_acquire(
-        &self,
-        lock: LockId,
-        thread: ThreadId,
-        (outcome, started_us): (Acquire, u64),
-    ) -> Result<Option<LockGuard<S, C>>, LockError> {
+    /// Run a lifecycle's main lane through the acquisition.
+    async fn acquire(&self, lock_id: &str, kind: AcquireKind) -> Result<Option<LockGuard<S, C>>, LockError> {
+        let lock = LockId::new(lock_id)?;
+        let thread = self.next_thread();
         let engine = &self.inner.engine;
+        let lifecycle = Arc::new(Mutex::new(Lifecycle::acquire(kind, lock.clone(), thread.clone())));
+        let started_us = engine.clock.now_us();
+        let lane = MainLane(Arc::clone(&lifecycle));
+        let end = engine
+            .drive(lane, &self.inner.config, &thread, &mut Hooks::default())
+            .await;
+        let MainEnd::Acquire(outcome) = end else {
+            unreachable!("a lifecycle's first main-lane run ends with the acquisition")
+        };
         let now_us = engine.clock.now_us();
         match outcome {
             Acquire::Acquired { lease, token } => {
@@ -501,7 +473,13 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                     token: token.clone(),
                     client_us: now_us,
                 });
-                Ok(Some(LockGuard::start(Arc::clone(&self.inner), lease, token)))
+                Ok(Some(LockGuard::start(
+                    Arc::clone(&self.inner),
+                    lifecycle,
+                    lease.lock,
+                    lease.thread,
+                    token,
+                )))
             }
             other => {
                 engine.emit(|| LockEvent::NotAcquired {
@@ -524,64 +502,71 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
     }
 }
 
-/// Shared between a guard and its renewal task.
-#[derive(Default)]
-struct LeaseStatus {
-    lost: Mutex<Option<LeaseLost>>,
-    /// The client time until which the lease is certainly ours (u64::MAX: no TTL).
-    valid_until_us: AtomicU64,
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A lifecycle's main lane, as a machine the engine drives.
+struct MainLane(Arc<Mutex<Lifecycle>>);
+
+impl Machine for MainLane {
+    type Config = LockConfig;
+    type Output = MainEnd;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<MainEnd> {
+        lock_ignoring_poison(&self.0).resume_main(config, input, now_us)
+    }
+}
+
+/// A lifecycle's renewal lane, as a machine the engine drives.
+struct RenewalLane(Arc<Mutex<Lifecycle>>);
+
+impl Machine for RenewalLane {
+    type Config = LockConfig;
+    type Output = RenewalEnd;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
+        lock_ignoring_poison(&self.0).resume_renewal(config, input, now_us)
+    }
 }
 
 /// A held lock. Release it with [`LockGuard::release`]; dropping it unreleased stops renewal
 /// and releases in the background.
 pub struct LockGuard<S: Store, C: Clock> {
     inner: Arc<LockerInner<S, C>>,
-    lease: LeaseCells,
+    lifecycle: Arc<Mutex<Lifecycle>>,
+    lock: LockId,
+    thread: ThreadId,
     token: FencingToken,
-    status: Arc<LeaseStatus>,
     renewal: Option<RenewalTask>,
     released: bool,
 }
 
 impl<S: Store, C: Clock> LockGuard<S, C> {
-    fn start(inner: Arc<LockerInner<S, C>>, lease: LeaseCells, token: FencingToken) -> Self {
-        let status = Arc::new(LeaseStatus {
-            lost: Mutex::new(None),
-            valid_until_us: AtomicU64::new(lease_valid_until_us(&inner.config, &lease).unwrap_or(u64::MAX)),
-        });
-        let renewal = inner.config.ttl_s.map(|_| {
+    /// Hold the lock; run the renewal lane if the lifecycle armed it.
+    fn start(
+        inner: Arc<LockerInner<S, C>>,
+        lifecycle: Arc<Mutex<Lifecycle>>,
+        lock: LockId,
+        thread: ThreadId,
+        token: FencingToken,
+    ) -> Self {
+        let renewal = lock_ignoring_poison(&lifecycle).renewal_running().then(|| {
             let (stop, stop_rx) = watch::channel(false);
             let task_inner = Arc::clone(&inner);
-            let task_status = Arc::clone(&status);
-            let task_lease = lease.clone();
+            let lane = RenewalLane(Arc::clone(&lifecycle));
+            let (task_lock, task_thread) = (lock.clone(), thread.clone());
             let handle = tokio::spawn(async move {
                 let engine = &task_inner.engine;
-                let thread = task_lease.thread.clone();
                 let mut hooks = Hooks {
                     stop: Some(stop_rx),
-                    renewal: None,
+                    ..Hooks::default()
                 };
-                let config = &task_inner.config;
-                let watch_status = Arc::clone(&task_status);
-                let publish_validity = move |renewal: &Renewal| {
-                    if let Some(until) = renewal.valid_until_us(config) {
-                        watch_status.valid_until_us.store(until, Ordering::Relaxed);
-                    }
-                };
-                let end = engine
-                    .drive(
-                        Renewal::new(task_lease.clone()),
-                        config,
-                        &thread,
-                        &mut hooks,
-                        publish_validity,
-                    )
-                    .await;
+                let end = engine.drive(lane, &task_inner.config, &task_thread, &mut hooks).await;
                 if let RenewalEnd::Lost(why) = end {
-                    *task_status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
                     engine.emit(|| LockEvent::LeaseLost {
-                        thread,
-                        lock: task_lease.lock.clone(),
+                        thread: task_thread,
+                        lock: task_lock,
                         why,
                         client_us: engine.clock.now_us(),
                     });
@@ -591,20 +576,21 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
         });
         LockGuard {
             inner,
-            lease,
+            lifecycle,
+            lock,
+            thread,
             token,
-            status,
             renewal,
             released: false,
         }
     }
 
     pub fn lock_id(&self) -> &LockId {
-        &self.lease.lock
+        &self.lock
     }
 
     pub fn thread_id(&self) -> &ThreadId {
-        &self.lease.thread
+        &self.thread
     }
 
     /// The fencing token: pass it to the protected resource, which should refuse any token
@@ -613,26 +599,21 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
         &self.token
     }
 
-    /// Has the renewal task found the lease lost? Then another holder may exist.
     /// Has the lease been lost? True when renewal found it lost, and also as soon as this
     /// client's clock passes the lease's validity (the last successful write + TTL - 1 s)
     /// without a renewal: then another holder may exist, whatever renewal is still trying.
+    /// (The lifecycle decides; see [`Lifecycle::lost`].)
     pub fn is_lost(&self) -> bool {
         self.lost_reason().is_some()
     }
 
     pub fn lost_reason(&self) -> Option<LeaseLost> {
-        let reported = *self.status.lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        reported.or_else(|| {
-            let until = self.status.valid_until_us.load(Ordering::Relaxed);
-            (self.inner.engine.clock.now_us() >= until).then_some(LeaseLost::Expired)
-        })
+        lock_ignoring_poison(&self.lifecycle).lost(self.inner.engine.clock.now_us())
     }
 
     /// The client time until which the lease is certainly ours (`None` without a TTL).
     pub fn valid_until_us(&self) -> Option<u64> {
-        let until = self.status.valid_until_us.load(Ordering::Relaxed);
-        (until != u64::MAX).then_some(until)
+        lock_ignoring_poison(&self.lifecycle).valid_until_us()
     }
 
     /// Stop renewal (waiting for it), delete the cells. Reports a lease that was lost while
@@ -640,10 +621,10 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
     pub async fn release(mut self) -> Result<(), LockError> {
         self.released = true;
         let renewal = self.renewal.take();
-        let outcome = release_lease(&self.inner, self.lease.clone(), renewal).await;
+        let outcome = release_lease(&self.inner, Arc::clone(&self.lifecycle), renewal).await;
         if let Some(why) = self.lost_reason() {
             return Err(LockError::LeaseLost {
-                lock: self.lease.lock.to_string(),
+                lock: self.lock.to_string(),
                 why,
             });
         }
@@ -654,23 +635,36 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
     }
 }
 
+/// Run the lifecycle's main lane through the release.
 async fn release_lease<S: Store, C: Clock>(
     inner: &LockerInner<S, C>,
-    lease: LeaseCells,
+    lifecycle: Arc<Mutex<Lifecycle>>,
     renewal: Option<RenewalTask>,
 ) -> Released {
     let engine = &inner.engine;
-    let thread = lease.thread.clone();
-    let lock = lease.lock.clone();
+    let (lock, thread) = {
+        let mut held = lock_ignoring_poison(&lifecycle);
+        let (lease, _) = held.held().expect("release runs on a held lock");
+        let ids = (lease.lock.clone(), lease.thread.clone());
+        held.begin_release();
+        ids
+    };
     engine.emit(|| LockEvent::Releasing {
         thread: thread.clone(),
         lock: lock.clone(),
         client_us: engine.clock.now_us(),
     });
-    let mut hooks = Hooks { stop: None, renewal };
-    let outcome = engine
-        .drive(Release::new(lease), &inner.config, &thread, &mut hooks, |_| {})
+    let mut hooks = Hooks {
+        stop: None,
+        lifecycle: Some(Arc::clone(&lifecycle)),
+        renewal,
+    };
+    let end = engine
+        .drive(MainLane(lifecycle), &inner.config, &thread, &mut hooks)
         .await;
+    let MainEnd::Release(outcome) = end else {
+        unreachable!("a release run of the main lane ends with the release")
+    };
     engine.emit(|| LockEvent::Released {
         thread,
         lock,
@@ -694,9 +688,9 @@ impl<S: Store, C: Clock> Drop for LockGuard<S, C> {
             return;
         }
         let inner = Arc::clone(&self.inner);
-        let lease = self.lease.clone();
+        let lifecycle = Arc::clone(&self.lifecycle);
         tokio::spawn(async move {
-            release_lease(&inner, lease, renewal).await;
+            release_lease(&inner, lifecycle, renewal).await;
         });
     }
 }
