@@ -50,71 +50,9 @@
 //! renewal task (and turns leases on).
 
 use crate::lock_world::{LockAlgorithm, LockModelConfig};
-use crate::{Fault, Mutant, Spec, SpecError};
+use crate::{Spec, SpecError};
 
 /// Default sizes: 3 threads x 2 acquisitions untimed, 2 x 1 with ticks.
 pub fn config(spec: &Spec) -> Result<LockModelConfig, SpecError> {
     crate::lock_config(LockAlgorithm::GetLock, spec)
-}
-
-/// The fault presets shared by the three lock models.
-pub fn apply_fault(
-    mut cfg: LockModelConfig,
-    fault: Fault,
-    mutant: Option<Mutant>,
-    fencing: bool,
-    leases: bool,
-) -> LockModelConfig {
-    const TTL_TICKS: u32 = 2;
-    // Clocks start at 1: TTL-driven faults play out within a few ticks.
-    let ticks_max = 3 + cfg.acquisitions;
-    match fault {
-        Fault::None | Fault::DelayedEnqueue => {
-            cfg.delayed_enqueue = fault == Fault::DelayedEnqueue;
-            if mutant == Some(Mutant::K3) || leases {
-                cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
-                cfg.fairness = false;
-            }
-        }
-        Fault::Skew => {
-            let max = 2 + cfg.acquisitions * cfg.threads;
-            cfg = cfg.with_untimed_ticks(max);
-            if let crate::lock_world::Clocks::Ticks { client_offset, .. } = &mut cfg.clocks {
-                // Thread 0's clock is one tick behind everybody else's.
-                for (i, offset) in client_offset.iter_mut().enumerate() {
-                    *offset = u8::from(i != 0);
-                }
-            }
-        }
-        Fault::TtlSkew => {
-            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
-            cfg.fairness = false;
-            if let crate::lock_world::Clocks::Ticks { coordinator_offset, .. } = &mut cfg.clocks {
-                // Thread 1's requests are coordinated by a node a whole TTL ahead.
-                let victim = 1 % coordinator_offset.len();
-                coordinator_offset[victim] = TTL_TICKS as u8;
-            }
-        }
-        Fault::Pause => {
-            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
-            cfg.fairness = false;
-            cfg.pause = Some(0);
-            cfg.resource = true;
-        }
-        Fault::Crash => {
-            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
-            cfg.fairness = false;
-            cfg.crash = Some(0);
-        }
-    }
-    match mutant {
-        Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
-        Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
-        None => {}
-    }
-    if fencing {
-        cfg.resource = true;
-        cfg.fencing = true;
-    }
-    cfg
 }

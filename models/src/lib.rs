@@ -209,7 +209,7 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
     }
     let cfg = LockModelConfig::new(algorithm, threads, acquisitions);
-    Ok(getlock::apply_fault(
+    Ok(lock_world::apply_fault(
         cfg,
         spec.fault,
         spec.mutant,

@@ -1,0 +1,181 @@
+//! What a lock model run is parametrized by, and the fault presets shared by the lock models.
+
+use cassalock::algo::queue_column::ClientId;
+use cassalock::algo::LockConfig;
+
+use crate::{Fault, Mutant};
+
+/// The lock id every model thread contends for.
+pub const LOCK: &str = "L";
+
+/// Which lock algorithm the threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LockAlgorithm {
+    /// Listing 6 (GetLock).
+    GetLock,
+    /// Listing 7 (TryGetLock).
+    TryGetLock,
+    /// Listings 3–4 (the old shadow-row GetLock).
+    Old,
+}
+
+/// How clocks behave.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Clocks {
+    /// Strictly increasing time-source readings; no TTL.
+    Perfect,
+    /// A bounded global tick counter with per-thread offsets.
+    Ticks {
+        max: u8,
+        /// Thread i's clock reads `now + client_offset[i]` ticks.
+        client_offset: Vec<u8>,
+        /// Thread i's coordinator's clock reads `now + coordinator_offset[i]` ticks.
+        coordinator_offset: Vec<u8>,
+    },
+}
+
+/// Everything a lock model run is parametrized by.
+#[derive(Clone, Debug)]
+pub struct LockModelConfig {
+    pub algorithm: LockAlgorithm,
+    pub threads: u8,
+    /// Acquisitions per thread (TryGetLock: attempts per thread).
+    pub acquisitions: u8,
+    /// The machines' config (TTL, mutants). One tick is one second of it.
+    pub lock: LockConfig,
+    pub clocks: Clocks,
+    /// Reading the time and writing the queue cell are separate steps (else one step).
+    pub delayed_enqueue: bool,
+    /// This thread may be paused (once) while it holds the lock.
+    pub pause: Option<u8>,
+    /// This thread may crash (once) while it holds the lock.
+    pub crash: Option<u8>,
+    /// Holders write to the resource actor with their fencing token.
+    pub resource: bool,
+    /// The resource refuses tokens lower than the highest it has accepted.
+    pub fencing: bool,
+    /// Check F (queue order, overtakes). Off where clocks are coarse ticks for another purpose
+    /// (TTL, pause, crash): same-tick ties are then ordered by thread id, which is not what
+    /// those configurations test.
+    pub fairness: bool,
+    /// F: how often a waiter may be overtaken.
+    pub overtake_bound: u8,
+}
+
+impl LockModelConfig {
+    pub fn new(algorithm: LockAlgorithm, threads: u8, acquisitions: u8) -> Self {
+        let mut lock = LockConfig::untimed();
+        // Backoff durations are abstracted (draws answer 0), so the attempt counter that
+        // scales them is irrelevant: keep it at 1 instead of letting it multiply states.
+        lock.old_backoff.max_attempt = 1;
+        LockModelConfig {
+            algorithm,
+            threads,
+            acquisitions,
+            lock,
+            clocks: Clocks::Perfect,
+            delayed_enqueue: false,
+            pause: None,
+            crash: None,
+            resource: false,
+            fencing: false,
+            fairness: algorithm != LockAlgorithm::TryGetLock,
+            overtake_bound: 0,
+        }
+    }
+
+    /// Ticks mode with TTL `ttl_ticks`, renewals every `ttl_ticks / 2` (at least 1).
+    pub fn with_ticks(mut self, max: u8, ttl_ticks: u32) -> Self {
+        let n = usize::from(self.threads);
+        self.clocks = Clocks::Ticks {
+            max,
+            client_offset: vec![0; n],
+            coordinator_offset: vec![0; n],
+        };
+        self.lock.ttl_s = Some(ttl_ticks);
+        self.lock.renew_every_ms = u64::from((ttl_ticks / 2).max(1)) * 1000;
+        self
+    }
+
+    /// Ticks mode without TTL (for skew of the queue's time source only).
+    pub fn with_untimed_ticks(mut self, max: u8) -> Self {
+        self = self.with_ticks(max, 1);
+        self.lock.ttl_s = None;
+        self
+    }
+
+    pub fn max_ticks(&self) -> Option<u8> {
+        match &self.clocks {
+            Clocks::Perfect => None,
+            Clocks::Ticks { max, .. } => Some(*max),
+        }
+    }
+
+    pub(super) fn thread_id(&self, thread: usize, acquisition: u8) -> cassalock::ThreadId {
+        ClientId::new(&format!("t{thread}"))
+            .expect("model thread names are valid")
+            .thread(u64::from(acquisition))
+    }
+}
+
+/// The fault presets shared by the three lock models.
+pub fn apply_fault(
+    mut cfg: LockModelConfig,
+    fault: Fault,
+    mutant: Option<Mutant>,
+    fencing: bool,
+    leases: bool,
+) -> LockModelConfig {
+    const TTL_TICKS: u32 = 2;
+    // Clocks start at 1: TTL-driven faults play out within a few ticks.
+    let ticks_max = 3 + cfg.acquisitions;
+    match fault {
+        Fault::None | Fault::DelayedEnqueue => {
+            cfg.delayed_enqueue = fault == Fault::DelayedEnqueue;
+            if mutant == Some(Mutant::K3) || leases {
+                cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+                cfg.fairness = false;
+            }
+        }
+        Fault::Skew => {
+            let max = 2 + cfg.acquisitions * cfg.threads;
+            cfg = cfg.with_untimed_ticks(max);
+            if let Clocks::Ticks { client_offset, .. } = &mut cfg.clocks {
+                // Thread 0's clock is one tick behind everybody else's.
+                for (i, offset) in client_offset.iter_mut().enumerate() {
+                    *offset = u8::from(i != 0);
+                }
+            }
+        }
+        Fault::TtlSkew => {
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+            cfg.fairness = false;
+            if let Clocks::Ticks { coordinator_offset, .. } = &mut cfg.clocks {
+                // Thread 1's requests are coordinated by a node a whole TTL ahead.
+                let victim = 1 % coordinator_offset.len();
+                coordinator_offset[victim] = TTL_TICKS as u8;
+            }
+        }
+        Fault::Pause => {
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+            cfg.fairness = false;
+            cfg.pause = Some(0);
+            cfg.resource = true;
+        }
+        Fault::Crash => {
+            cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+            cfg.fairness = false;
+            cfg.crash = Some(0);
+        }
+    }
+    match mutant {
+        Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
+        Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
+        None => {}
+    }
+    if fencing {
+        cfg.resource = true;
+        cfg.fencing = true;
+    }
+    cfg
+}

@@ -1,0 +1,307 @@
+//! Every property, liveness obligation and measure of the lock models, in one place; and the
+//! checker's view of the model (its title, fairness, and how steps and states read).
+
+use cassalock::algo::LockId;
+
+use super::config::{Clocks, LockAlgorithm, LOCK};
+use super::state::{Act, World};
+use super::step::LockModel;
+use super::trace::{show_reply, show_request, show_time, Event};
+
+fn holds_fn(_: &LockModel, world: &World) -> bool {
+    LockModel::holders(world).count() <= 1
+}
+
+fn order_fn(_: &LockModel, world: &World) -> bool {
+    !world.order_broken
+}
+
+fn overtakes_fn(model: &LockModel, world: &World) -> bool {
+    world.threads.iter().all(|t| t.overtaken <= model.cfg.overtake_bound)
+}
+
+fn resource_fn(_: &LockModel, world: &World) -> bool {
+    !world.resource.stale_accepted
+}
+
+fn stuck_fn(model: &LockModel, world: &World) -> bool {
+    model.stuck_after_release(world).is_none()
+}
+
+fn waiting_fn(_: &LockModel, world: &World, thread: usize) -> bool {
+    LockModel::is_waiting(world, thread)
+}
+
+fn nobody_acquired_fn(_: &LockModel, world: &World, _: usize) -> bool {
+    world.threads.iter().all(|t| t.acquired == 0)
+}
+
+fn thread_name(thread: usize) -> String {
+    format!("t{thread}")
+}
+
+fn everyone(_: usize) -> String {
+    "every caller".into()
+}
+
+impl stateright::Model for LockModel {
+    type State = World;
+    type Action = Act;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &World, actions: &mut Vec<Act>) {
+        self.enabled(state, actions);
+    }
+
+    fn next_state(&self, state: &World, action: Act) -> Option<World> {
+        Some(self.apply(state, action, None).0)
+    }
+
+    fn format_action(&self, action: &Act) -> String {
+        action.to_string()
+    }
+
+    /// All properties of the lock models, in one place. The claim ID is the first word.
+    fn properties(&self) -> Vec<stateright::Property<Self>> {
+        use stateright::Property;
+        let mutual_exclusion = match self.cfg.algorithm {
+            LockAlgorithm::TryGetLock => Property::always("T3 at most one TryGetLock caller holds the lock", holds_fn),
+            _ => Property::always("T1 at most one thread holds the lock", holds_fn),
+        };
+        let mut properties = vec![mutual_exclusion];
+        if self.cfg.fairness {
+            if self.cfg.algorithm != LockAlgorithm::Old {
+                properties.push(Property::always(
+                    "F-order whoever acquires is at the head of the queue",
+                    order_fn,
+                ));
+            }
+            properties.push(Property::always(
+                "F-overtakes no waiter is overtaken more than the bound",
+                overtakes_fn,
+            ));
+        }
+        if self.cfg.resource {
+            properties.push(Property::always(
+                "T1-resource the resource never accepts a stale token",
+                resource_fn,
+            ));
+        }
+        if self.cfg.lock.ttl_s.is_some() {
+            properties.push(Property::always("K3 no released lock stays taken by nobody", stuck_fn));
+        }
+        properties
+    }
+}
+
+impl crate::liveness::Fairness for LockModel {
+    fn fair_actor(&self, action: &Act) -> Option<u8> {
+        let n = self.cfg.threads;
+        match *action {
+            Act::Main(i) | Act::Resume(i) => Some(i),
+            Act::Renew { thread, .. } => Some(n + thread),
+            Act::Tick => Some(2 * n),
+            Act::Pause(_) | Act::Crash(_) => None,
+        }
+    }
+
+    fn fair_actor_name(&self, actor: u8) -> String {
+        let n = self.cfg.threads;
+        match actor {
+            a if a < n => format!("t{a}"),
+            a if a < 2 * n => format!("t{}/renewal", a - n),
+            _ => "clock".into(),
+        }
+    }
+
+    fn at_bound(&self, world: &World) -> bool {
+        self.cfg.max_ticks() == Some(world.now)
+    }
+}
+
+impl crate::check::CheckedModel for LockModel {
+    fn title(&self) -> String {
+        let cfg = &self.cfg;
+        let name = match cfg.algorithm {
+            LockAlgorithm::GetLock => "getlock (Listing 6)",
+            LockAlgorithm::TryGetLock => "trygetlock (Listing 7)",
+            LockAlgorithm::Old => "old (Listings 3-4)",
+        };
+        let clocks = match &cfg.clocks {
+            Clocks::Perfect => "perfect clock, no TTL".to_owned(),
+            Clocks::Ticks {
+                max,
+                client_offset,
+                coordinator_offset,
+            } => {
+                let ttl = cfg.lock.ttl_s.map_or("no TTL".to_owned(), |ttl| {
+                    format!(
+                        "TTL {ttl} ticks, renewal every {} ticks",
+                        cfg.lock.renew_every_ms / 1000
+                    )
+                });
+                format!("ticks up to {max}, {ttl}, client clock offsets {client_offset:?}, coordinator offsets {coordinator_offset:?}")
+            }
+        };
+        let mut faults = Vec::new();
+        if cfg.delayed_enqueue {
+            faults.push("delayed enqueue".to_owned());
+        }
+        if let Some(t) = cfg.pause {
+            faults.push(format!("t{t} may pause while holding"));
+        }
+        if let Some(t) = cfg.crash {
+            faults.push(format!("t{t} may crash while holding"));
+        }
+        if cfg.lock.mutants.m1_skip_main_check {
+            faults.push("MUTANT M1".into());
+        }
+        if cfg.lock.mutants.k3_release_without_waiting {
+            faults.push("MUTANT K3".into());
+        }
+        if cfg.resource {
+            faults.push(if cfg.fencing {
+                "resource with fencing".into()
+            } else {
+                "resource without fencing".into()
+            });
+        }
+        let faults = if faults.is_empty() {
+            "none".to_owned()
+        } else {
+            faults.join(", ")
+        };
+        format!(
+            "{name} | {} threads x {} acquisitions | {clocks} | faults: {faults}",
+            cfg.threads, cfg.acquisitions
+        )
+    }
+
+    fn obligations(&self) -> Vec<crate::liveness::Obligation<Self>> {
+        use crate::liveness::Obligation;
+        match self.cfg.algorithm {
+            LockAlgorithm::TryGetLock => vec![Obligation {
+                name: "T4 some TryGetLock caller acquires",
+                count: 1,
+                open: nobody_acquired_fn,
+                subject: everyone,
+            }],
+            _ => vec![Obligation {
+                name: "T2 every waiting thread acquires",
+                count: usize::from(self.cfg.threads),
+                open: waiting_fn,
+                subject: thread_name,
+            }],
+        }
+    }
+
+    fn measures(&self) -> Vec<crate::check::Measure<Self>> {
+        use crate::check::Measure;
+        let mut measures = Vec::new();
+        if self.cfg.fairness {
+            measures.push(Measure {
+                name: "F-overtakes most times one waiter was overtaken",
+                unit: "(counted up to bound + 1)",
+                value: |_, world: &World| world.threads.iter().map(|t| u64::from(t.overtaken)).max(),
+            });
+        }
+        if self.cfg.lock.ttl_s.is_some() {
+            measures.push(Measure {
+                name: "K3 a released lock stays taken for",
+                unit: "more ticks",
+                value: |model: &LockModel, world: &World| model.stuck_after_release(world).map(|(_, ticks)| ticks),
+            });
+        }
+        measures
+    }
+
+    fn clock_bound(&self) -> Option<u8> {
+        self.cfg.max_ticks()
+    }
+
+    fn describe_step(&self, state: &World, action: &Act) -> (World, Vec<String>) {
+        let (next, events) = self.apply(state, *action, Some(Vec::new()));
+        let ticks = !matches!(self.cfg.clocks, Clocks::Perfect);
+        let mut lines: Vec<String> = events
+            .unwrap_or_default()
+            .into_iter()
+            .map(|event| match event {
+                Event::Store {
+                    tag,
+                    request,
+                    reply,
+                    coordinator_now_us,
+                } => {
+                    let clock = if ticks {
+                        format!("  (coordinator clock {})", show_time(coordinator_now_us))
+                    } else {
+                        String::new()
+                    };
+                    format!("{tag}: {} -> {}{clock}", show_request(&request), show_reply(&reply))
+                }
+                Event::Did { tag, what } => format!("{tag}: {what}"),
+                Event::Done { tag, what } => format!("{tag} => {what}"),
+                Event::Note(text) => text,
+            })
+            .collect();
+        match action {
+            Act::Tick => lines.push(format!("time passes: now {} -> {}", state.now, next.now)),
+            Act::Pause(i) => lines.push(format!(
+                "t{i} is PAUSED (a GC pause: none of its tasks run while time passes)"
+            )),
+            Act::Resume(i) => lines.push(format!(
+                "t{i} resumes after {} ticks, still believing what it believed",
+                next.now - state.threads[usize::from(*i)].paused_at.unwrap_or(next.now)
+            )),
+            Act::Crash(i) => lines.push(format!("t{i} CRASHES: no release, its renewal stops")),
+            _ => {}
+        }
+        if lines.is_empty() {
+            lines.push("(no visible effect)".into());
+        }
+        (next, lines)
+    }
+
+    fn describe_state(&self, world: &World) -> String {
+        let lock = LockId::new(LOCK).expect("valid");
+        let holders: Vec<String> = LockModel::holders(world).map(|i| format!("t{i}")).collect();
+        let holders = if holders.is_empty() {
+            "nobody".to_owned()
+        } else {
+            holders.join(" AND ")
+        };
+        let mut rows = format!("main [{}]", self.live_row(world, &lock.main_row()));
+        match self.cfg.algorithm {
+            LockAlgorithm::Old => rows.push_str(&format!(" shadow [{}]", self.live_row(world, &lock.shadow_row()))),
+            _ => rows.push_str(&format!(" queue [{}]", self.live_row(world, &lock.queue_row()))),
+        }
+        let clock = match &self.cfg.clocks {
+            Clocks::Perfect => String::new(),
+            Clocks::Ticks { .. } => format!(" | now {}", world.now),
+        };
+        let paused: Vec<String> = world
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.paused_at.is_some())
+            .map(|(i, _)| format!("t{i}"))
+            .collect();
+        let paused = if paused.is_empty() {
+            String::new()
+        } else {
+            format!(" | paused: {}", paused.join(" "))
+        };
+        format!("holders: {holders} | {rows}{clock}{paused}")
+    }
+
+    fn actor(&self, action: &Act) -> String {
+        match action {
+            Act::Pause(_) | Act::Crash(_) => "faults".into(),
+            Act::Resume(i) => format!("t{i}"),
+            other => other.to_string(),
+        }
+    }
+}

@@ -1,0 +1,565 @@
+//! The model's own driver: it carries out what the library's lifecycle machines ask for, against
+//! one linearizable `RowStore`, with the model's clocks and faults, and keeps the state canonical.
+
+use cassalock::algo::lease::RenewalEnd;
+use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, MainEnd};
+use cassalock::algo::{Acquire, Action, FencingToken, Input, LockId, SleepKind, StepTag};
+use cassalock::store::{RowStore, MICROS_PER_SECOND};
+
+use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
+use super::fairness;
+use super::state::{Act, Main, Pending, Resource, Slot, Thread, World};
+use super::trace::{note, parse_model_thread, short_column, show_acquire, show_time, Event, Events};
+
+/// The lock world as a stateright model.
+#[derive(Clone, Debug)]
+pub struct LockModel {
+    pub cfg: LockModelConfig,
+}
+
+impl LockModel {
+    pub fn new(cfg: LockModelConfig) -> Self {
+        LockModel { cfg }
+    }
+
+    pub fn initial(&self) -> World {
+        let start = match &self.cfg.clocks {
+            Clocks::Perfect => 0,
+            Clocks::Ticks { .. } => 1,
+        };
+        World {
+            now: start,
+            next_time: 1,
+            store: RowStore::new(),
+            threads: (0..self.cfg.threads)
+                .map(|_| Thread {
+                    main: Main::Idle,
+                    slots: Vec::new(),
+                    completed: 0,
+                    acquired: 0,
+                    overtaken: 0,
+                    paused_at: None,
+                    crashed: false,
+                    lost: false,
+                })
+                .collect(),
+            resource: Resource::default(),
+            wait_order: Vec::new(),
+            order_broken: false,
+            fault_used: false,
+        }
+    }
+
+    /// Thread i's clock, in microseconds (ticks are seconds).
+    pub fn client_now_us(&self, world: &World, thread: usize) -> u64 {
+        match &self.cfg.clocks {
+            Clocks::Perfect => 0,
+            Clocks::Ticks { client_offset, .. } => u64::from(world.now + client_offset[thread]) * MICROS_PER_SECOND,
+        }
+    }
+
+    /// The clock of the node coordinating thread i's requests, in microseconds.
+    pub fn coordinator_now_us(&self, world: &World, thread: usize) -> u64 {
+        match &self.cfg.clocks {
+            Clocks::Perfect => 0,
+            Clocks::Ticks { coordinator_offset, .. } => {
+                u64::from(world.now + coordinator_offset[thread]) * MICROS_PER_SECOND
+            }
+        }
+    }
+
+    /// The slowest coordinator clock: a cell dead there is dead for every reader.
+    pub(super) fn slowest_coordinator_us(&self, world: &World) -> u64 {
+        (0..world.threads.len())
+            .map(|i| self.coordinator_now_us(world, i))
+            .min()
+            .unwrap_or(0)
+    }
+
+    fn read_time_us(&self, world: &mut World, thread: usize) -> u64 {
+        match &self.cfg.clocks {
+            Clocks::Perfect => {
+                let time = u64::from(world.next_time) * MICROS_PER_SECOND;
+                world.next_time += 1;
+                time
+            }
+            Clocks::Ticks { .. } => self.client_now_us(world, thread),
+        }
+    }
+
+    /// Is thread i holding the lock in its own belief?
+    pub fn holders(world: &World) -> impl Iterator<Item = usize> + '_ {
+        world
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| matches!(t.main, Main::Holding { .. }))
+            .map(|(i, _)| i)
+    }
+
+    /// Is thread i waiting for the lock?
+    pub fn is_waiting(world: &World, thread: usize) -> bool {
+        let t = &world.threads[thread];
+        !t.crashed && matches!(t.main, Main::Acquiring { .. })
+    }
+
+    /// The acquisitions whose main cell is still live after they were released (K3): the lock
+    /// is taken by nobody. Returns (cell's thread id, ticks it stays live).
+    pub fn stuck_after_release(&self, world: &World) -> Option<(String, u64)> {
+        let lock = LockId::new(LOCK).expect("valid");
+        let reader_us = self.slowest_coordinator_us(world);
+        for (column, version) in world.store.raw_slice(&lock.main_row(), "") {
+            if !version.is_live_at(reader_us) {
+                continue;
+            }
+            let Some((thread, acquisition)) = parse_model_thread(column) else {
+                continue;
+            };
+            if acquisition < world.threads.get(thread)?.completed && !world.threads[thread].crashed {
+                let expires_s = match &version.body {
+                    cassalock::store::CellBody::Value {
+                        expires_at_s: Some(expiry),
+                        ..
+                    } => *expiry,
+                    _ => u64::MAX,
+                };
+                return Some((
+                    column.to_owned(),
+                    expires_s.saturating_sub(reader_us / MICROS_PER_SECOND),
+                ));
+            }
+        }
+        None
+    }
+
+    // ---- stepping ----
+
+    fn start_acquisition(&self, thread: usize, acquisition: u8) -> Lifecycle {
+        let lock = LockId::new(LOCK).expect("valid");
+        let id = self.cfg.thread_id(thread, acquisition);
+        let kind = match self.cfg.algorithm {
+            LockAlgorithm::GetLock => AcquireKind::QueueGetLock,
+            LockAlgorithm::TryGetLock => AcquireKind::QueueTryGetLock,
+            LockAlgorithm::Old => AcquireKind::OldGetLock,
+        };
+        Lifecycle::acquire(kind, lock, id)
+    }
+
+    /// Carry out a pending action for thread i; the answer for its machine.
+    fn perform<O>(&self, world: &mut World, thread: usize, (tag, action): Pending<O>, events: &mut Events) -> Input {
+        let mut did = |what: String| {
+            if let Some(events) = events {
+                events.push(Event::Did { tag, what });
+            }
+        };
+        match action {
+            Action::Store(command) => {
+                let timestamp = world.store.max_timestamp_us().unwrap_or(0) + 1;
+                let request = command.stamp(|| timestamp);
+                let coordinator_now_us = self.coordinator_now_us(world, thread);
+                let reply = request.apply_to(&mut world.store, coordinator_now_us);
+                if let Some(events) = events {
+                    events.push(Event::Store {
+                        tag,
+                        request,
+                        reply: reply.clone(),
+                        coordinator_now_us,
+                    });
+                }
+                Input::Reply(reply)
+            }
+            Action::Sleep { kind, .. } => {
+                did(match kind {
+                    SleepKind::Renewal => "slept until the renewal was due".into(),
+                    _ => format!("slept ({kind:?}; durations are abstracted)"),
+                });
+                Input::Woke
+            }
+            Action::Draw { max_ms } => {
+                did(format!("drew 0 from 0..={max_ms} ms (durations are abstracted)"));
+                Input::Drawn(0)
+            }
+            Action::ReadTime => {
+                let time = self.read_time_us(world, thread);
+                did(format!("the time source read {}", show_time(time)));
+                Input::Time(time)
+            }
+            Action::StopRenewal { wait } => {
+                for slot in &mut world.threads[thread].slots {
+                    slot.lifecycle.stop_renewal();
+                }
+                if wait {
+                    // Enabled only when every renewal lane is asleep: it stops there.
+                    for slot in &mut world.threads[thread].slots {
+                        let stopped = slot.lifecycle.stop_sleeping_renewal();
+                        debug_assert!(stopped, "release waits only for a sleeping renewal lane");
+                        slot.renewal_next = None;
+                    }
+                    did("stopped the renewal task, which was asleep".into());
+                } else {
+                    did("told the renewal task to stop, and did NOT wait for it".into());
+                }
+                Input::RenewalStopped
+            }
+            Action::Done(_) => unreachable!("a finished machine has no pending action"),
+        }
+    }
+
+    fn done(events: &mut Events, tag: StepTag, what: String) {
+        if let Some(events) = events {
+            events.push(Event::Done { tag, what });
+        }
+    }
+
+    /// Thread i's main task takes one step.
+    fn step_main(&self, world: &mut World, i: usize, events: &mut Events) {
+        let main = std::mem::replace(&mut world.threads[i].main, Main::Idle);
+        match main {
+            Main::Idle => {
+                let acquisition = world.threads[i].completed;
+                note(events, || {
+                    format!(
+                        "t{i} starts acquisition {} as thread {}",
+                        acquisition + 1,
+                        self.cfg.thread_id(i, acquisition)
+                    )
+                });
+                world.wait_order.push(i as u8);
+                let lifecycle = self.start_acquisition(i, acquisition);
+                world.threads[i].slots.push(Slot {
+                    lifecycle,
+                    renewal_next: None,
+                    wake_at_us: 0,
+                });
+                self.run_main(world, i, Input::Start, events);
+            }
+            Main::Acquiring { next } | Main::Releasing { next } => {
+                let input = match next {
+                    None => Input::Start,
+                    Some(pending) => self.perform(world, i, pending, events),
+                };
+                self.run_main(world, i, input, events);
+            }
+            Main::Holding { wrote_resource } => {
+                if self.cfg.resource && !wrote_resource {
+                    let token = Self::current(world, i)
+                        .lifecycle
+                        .held()
+                        .map(|(_, token)| token.clone())
+                        .expect("a holding thread's lifecycle holds the lock");
+                    self.write_resource(world, i, &token, events);
+                    world.threads[i].main = Main::Holding { wrote_resource: true };
+                } else {
+                    note(events, || format!("t{i} leaves its critical section and releases"));
+                    Self::current(world, i).lifecycle.begin_release();
+                    self.run_main(world, i, Input::Start, events);
+                }
+            }
+            Main::Finished => unreachable!("a finished thread takes no steps"),
+        }
+    }
+
+    /// The thread's current lifecycle (the last slot while it acquires, holds or releases).
+    fn current(world: &mut World, i: usize) -> &mut Slot {
+        world.threads[i]
+            .slots
+            .last_mut()
+            .expect("a thread acquiring, holding or releasing has a lifecycle")
+    }
+
+    /// Step thread i's main lane with `input`, and keep its next action pending.
+    fn run_main(&self, world: &mut World, i: usize, input: Input, events: &mut Events) {
+        let now = self.client_now_us(world, i);
+        let mut step = Self::current(world, i)
+            .lifecycle
+            .resume_main(&self.cfg.lock, input, now);
+        if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue {
+            // The enqueue is one step: read the time (L5.1) and write the queue cell at once.
+            let input = self.perform(world, i, (step.tag, Action::<MainEnd>::ReadTime), events);
+            step = Self::current(world, i)
+                .lifecycle
+                .resume_main(&self.cfg.lock, input, now);
+            if completes_enqueue(&step.tag) {
+                let input = self.perform(world, i, (step.tag, step.action), events);
+                step = Self::current(world, i)
+                    .lifecycle
+                    .resume_main(&self.cfg.lock, input, now);
+            }
+        }
+        match step.action {
+            Action::Done(MainEnd::Acquire(outcome)) => {
+                Self::done(events, step.tag, show_acquire(&outcome));
+                self.acquired(world, i, outcome, events);
+            }
+            Action::Done(MainEnd::Release(outcome)) => {
+                Self::done(events, step.tag, format!("{outcome:?}").to_lowercase());
+                self.finish_round(world, i);
+            }
+            action => {
+                let next = Some((step.tag, action));
+                world.threads[i].main = if Self::current(world, i).lifecycle.is_acquiring() {
+                    Main::Acquiring { next }
+                } else {
+                    Main::Releasing { next }
+                };
+            }
+        }
+    }
+
+    fn acquired(&self, world: &mut World, i: usize, outcome: Acquire, events: &mut Events) {
+        let earlier = fairness::leave_wait_order(world, i);
+        match outcome {
+            Acquire::Acquired { lease, token } => {
+                note(events, || {
+                    format!("t{i} HOLDS the lock (fencing token {})", short_column(token.as_str()))
+                });
+                let coordinator_now_us = self.coordinator_now_us(world, i);
+                fairness::check_queue_order(world, i, &lease, coordinator_now_us, events);
+                fairness::count_overtakes(world, i, &earlier, self.cfg.overtake_bound, events);
+                world.threads[i].acquired += 1;
+                world.threads[i].main = Main::Holding { wrote_resource: false };
+            }
+            other => {
+                note(events, || format!("t{i} did not get the lock ({other:?})"));
+                self.finish_round(world, i);
+            }
+        }
+    }
+
+    fn finish_round(&self, world: &mut World, i: usize) {
+        let thread = &mut world.threads[i];
+        thread.completed += 1;
+        thread.main = if thread.completed >= self.cfg.acquisitions {
+            Main::Finished
+        } else {
+            Main::Idle
+        };
+    }
+
+    fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
+        let resource = &mut world.resource;
+        let admission = cassalock::algo::admit(
+            resource.highest.as_ref().map(FencingToken::as_str),
+            token.as_str(),
+            self.cfg.fencing,
+        );
+        let stale = admission.stale;
+        if !admission.accepted {
+            resource.refused = resource.refused.saturating_add(1);
+            let highest = short_column(resource.highest.as_ref().expect("stale").as_str());
+            note(events, || {
+                format!(
+                    "resource REFUSES t{i}'s write: token {} is below {highest}",
+                    short_column(token.as_str())
+                )
+            });
+            return;
+        }
+        if stale {
+            resource.stale_accepted = true;
+            note(events, || {
+                format!(
+                    "resource ACCEPTS t{i}'s write with the stale token {} (no fencing): damage",
+                    short_column(token.as_str())
+                )
+            });
+        } else {
+            note(events, || {
+                format!(
+                    "resource accepts t{i}'s write with token {}",
+                    short_column(token.as_str())
+                )
+            });
+            resource.highest = Some(token.clone());
+        }
+    }
+
+    /// A renewal task takes one step.
+    /// The slot of thread i's `task`-th running renewal lane.
+    fn renewal_slot(world: &World, i: usize, task: usize) -> usize {
+        world.threads[i]
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, slot)| slot.lifecycle.renewal_running())
+            .nth(task)
+            .map(|(index, _)| index)
+            .expect("an enabled renewal lane exists")
+    }
+
+    /// A renewal lane takes one step.
+    fn step_renewal(&self, world: &mut World, i: usize, task: usize, events: &mut Events) {
+        let index = Self::renewal_slot(world, i, task);
+        let now = self.client_now_us(world, i);
+        let slot = &mut world.threads[i].slots[index];
+        let input = match slot.renewal_next.take() {
+            None => Input::Start,
+            // Release asked it to stop: the lifecycle ends the lane at this sleep.
+            Some((_, Action::Sleep { .. })) if slot.lifecycle.renewal_wakes_to_stop() => Input::Woke,
+            Some(pending) => self.perform(world, i, pending, events),
+        };
+        let slot = &mut world.threads[i].slots[index];
+        let step = slot.lifecycle.resume_renewal(&self.cfg.lock, input, now);
+        match step.action {
+            Action::Done(end) => {
+                Self::done(events, step.tag, format!("{end:?}"));
+                if let RenewalEnd::Lost(why) = end {
+                    note(events, || {
+                        format!("t{i}'s renewal finds the lease LOST ({why:?}); t{i} is not told until it looks")
+                    });
+                    world.threads[i].lost = true;
+                }
+            }
+            action => {
+                if let Action::Sleep { ms, kind } = action {
+                    slot.wake_at_us = if kind == SleepKind::Renewal {
+                        now + ms * 1000
+                    } else {
+                        now
+                    };
+                }
+                slot.renewal_next = Some((step.tag, action));
+            }
+        }
+    }
+
+    fn renewal_enabled(&self, world: &World, i: usize, slot: &Slot) -> bool {
+        match &slot.renewal_next {
+            Some((_, Action::Sleep { .. })) => {
+                slot.lifecycle.renewal_stop_requested() || self.client_now_us(world, i) >= slot.wake_at_us
+            }
+            _ => true,
+        }
+    }
+
+    /// Does thread i have a timed duty due, so that time may not pass?
+    fn urgent(&self, world: &World, i: usize) -> bool {
+        let t = &world.threads[i];
+        if t.crashed || t.paused_at.is_some() {
+            return false;
+        }
+        let now = self.client_now_us(world, i);
+        let renewal_due = t
+            .slots
+            .iter()
+            .filter(|slot| slot.lifecycle.renewal_running())
+            .any(|slot| {
+                let stop_requested = slot.lifecycle.renewal_stop_requested();
+                match &slot.renewal_next {
+                    Some((_, Action::Sleep { .. })) => !stop_requested && now >= slot.wake_at_us,
+                    _ => !stop_requested,
+                }
+            });
+        let main_due = match &t.main {
+            Main::Acquiring { .. } => t
+                .slots
+                .last()
+                .is_some_and(|slot| slot.lifecycle.main_urgent(&self.cfg.lock, now)),
+            _ => false,
+        };
+        renewal_due || main_due
+    }
+
+    fn main_enabled(&self, world: &World, i: usize) -> bool {
+        let t = &world.threads[i];
+        match &t.main {
+            Main::Finished => false,
+            Main::Idle => t.completed < self.cfg.acquisitions,
+            Main::Releasing {
+                next: Some((_, Action::StopRenewal { wait: true })),
+                ..
+            } => t
+                .slots
+                .iter()
+                .filter(|slot| slot.lifecycle.renewal_running())
+                .all(|slot| matches!(slot.renewal_next, Some((_, Action::Sleep { .. })))),
+            _ => true,
+        }
+    }
+
+    /// Canonical form: purge dead versions, rename timestamps to ranks.
+    fn canonicalize(&self, world: &mut World) {
+        let horizon = self.slowest_coordinator_us(world);
+        world.store.purge(u64::MAX, horizon);
+        let mut stamps: Vec<u64> = world.store.versions().map(|(_, _, v)| v.timestamp_us).collect();
+        stamps.sort_unstable();
+        stamps.dedup();
+        world
+            .store
+            .rename_timestamps(|ts| stamps.binary_search(&ts).expect("collected above") as u64 + 1);
+    }
+
+    /// The successor of `world` under `act`, with what happened (events only when asked).
+    pub fn apply(&self, world: &World, act: Act, mut events: Events) -> (World, Events) {
+        let mut next = world.clone();
+        match act {
+            Act::Main(i) => self.step_main(&mut next, usize::from(i), &mut events),
+            Act::Renew { thread, task } => {
+                self.step_renewal(&mut next, usize::from(thread), usize::from(task), &mut events)
+            }
+            Act::Tick => next.now += 1,
+            Act::Pause(i) => {
+                next.threads[usize::from(i)].paused_at = Some(next.now);
+                next.fault_used = true;
+            }
+            Act::Resume(i) => next.threads[usize::from(i)].paused_at = None,
+            Act::Crash(i) => {
+                let t = &mut next.threads[usize::from(i)];
+                t.crashed = true;
+                t.main = Main::Finished;
+                t.slots.clear();
+                next.wait_order.retain(|&w| w != i);
+                next.fault_used = true;
+            }
+        }
+        for thread in &mut next.threads {
+            // A lifecycle whose lanes have both ended acts no more.
+            thread.slots.retain(|slot| !slot.lifecycle.is_over());
+        }
+        self.canonicalize(&mut next);
+        (next, events)
+    }
+
+    /// Every action enabled in `world`.
+    pub fn enabled(&self, world: &World, acts: &mut Vec<Act>) {
+        for (i, t) in world.threads.iter().enumerate() {
+            let id = i as u8;
+            if t.crashed {
+                continue;
+            }
+            if t.paused_at.is_some() {
+                // A pause lasts at least one tick.
+                if world.now > t.paused_at.unwrap_or(0) {
+                    acts.push(Act::Resume(id));
+                }
+                continue;
+            }
+            if self.main_enabled(world, i) {
+                acts.push(Act::Main(id));
+            }
+            let running = t.slots.iter().filter(|slot| slot.lifecycle.renewal_running());
+            for (k, slot) in running.enumerate() {
+                if self.renewal_enabled(world, i, slot) {
+                    acts.push(Act::Renew {
+                        thread: id,
+                        task: k as u8,
+                    });
+                }
+            }
+            let holding = matches!(t.main, Main::Holding { .. });
+            if holding && !world.fault_used {
+                if self.cfg.pause == Some(id) {
+                    acts.push(Act::Pause(id));
+                }
+                if self.cfg.crash == Some(id) {
+                    acts.push(Act::Crash(id));
+                }
+            }
+        }
+        if let Some(max) = self.cfg.max_ticks() {
+            if world.now < max && !(0..world.threads.len()).any(|i| self.urgent(world, i)) {
+                acts.push(Act::Tick);
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! How a step and a state read in a counterexample trace.
+
+use cassalock::algo::{Acquire, StepTag};
+use cassalock::store::{StoreReply, StoreRequest, MICROS_PER_SECOND};
+
+use super::state::World;
+use super::step::LockModel;
+
+/// What a step did, for traces (computed only when a trace is printed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A store request made for a machine step, and its reply.
+    Store {
+        tag: StepTag,
+        request: StoreRequest,
+        reply: StoreReply,
+        coordinator_now_us: u64,
+    },
+    /// Another action carried out for a machine step.
+    Did {
+        tag: StepTag,
+        what: String,
+    },
+    /// A machine finished.
+    Done {
+        tag: StepTag,
+        what: String,
+    },
+    Note(String),
+}
+
+pub(crate) type Events = Option<Vec<Event>>;
+
+pub(super) fn note(events: &mut Events, text: impl FnOnce() -> String) {
+    if let Some(events) = events {
+        events.push(Event::Note(text()));
+    }
+}
+
+/// "t3:1" → (3, 1).
+pub fn parse_model_thread(id: &str) -> Option<(usize, u8)> {
+    let (client, sequence) = id.split_once(':')?;
+    Some((client.strip_prefix('t')?.parse().ok()?, sequence.parse().ok()?))
+}
+
+/// A microsecond time as ticks, for traces.
+pub fn show_time(time_us: u64) -> String {
+    format!("{}", time_us / MICROS_PER_SECOND)
+}
+
+pub(super) fn show_acquire(outcome: &Acquire) -> String {
+    match outcome {
+        Acquire::Acquired { .. } => "acquired".into(),
+        Acquire::NotAcquired => "not acquired".into(),
+        Acquire::TimedOut => "timed out".into(),
+        Acquire::Failed(failure) => format!("failed: {failure}"),
+    }
+}
+
+/// A queue column as "time|thread" (the 20 zero-padded digits are hard to read).
+pub fn short_column(column: &str) -> String {
+    match cassalock::algo::queue_column::parse_queue_column(column) {
+        Some((time, thread)) => format!("{}|{thread}", time / MICROS_PER_SECOND),
+        None => column.to_owned(),
+    }
+}
+
+pub(super) fn show_request(request: &StoreRequest) -> String {
+    use cassalock::store::StoreOp;
+    match request {
+        StoreOp::Write { row, cells, timestamp } => {
+            let cells: Vec<String> = cells
+                .iter()
+                .map(|cell| match cell.ttl_s {
+                    Some(ttl) => format!("{} ttl {ttl}", short_column(&cell.column)),
+                    None => short_column(&cell.column),
+                })
+                .collect();
+            format!("write {row} [{}] @ts{timestamp}", cells.join(", "))
+        }
+        StoreOp::Delete { row, column, timestamp } => format!("delete {row} [{}] @ts{timestamp}", short_column(column)),
+        StoreOp::ReadSlice { row, count, .. } => format!("read {row} first {count}"),
+    }
+}
+
+pub(super) fn show_reply(reply: &StoreReply) -> String {
+    match reply {
+        StoreReply::Done => "ok".into(),
+        StoreReply::Slice(cells) => {
+            let cells: Vec<String> = cells.iter().map(|cell| short_column(&cell.column)).collect();
+            format!("[{}]", cells.join(", "))
+        }
+    }
+}
+
+impl LockModel {
+    pub(super) fn live_row(&self, world: &World, row: &str) -> String {
+        let reader = self.slowest_coordinator_us(world);
+        let cells: Vec<String> = world
+            .store
+            .read_slice(row, "", 16, reader)
+            .iter()
+            .map(|cell| short_column(&cell.column))
+            .collect();
+        if cells.is_empty() {
+            "-".into()
+        } else {
+            cells.join(" ")
+        }
+    }
+}
