@@ -16,6 +16,7 @@
 //! | [`lease`] | Section 5.3: lease renewal and release |
 //! | [`lifecycle`] | one acquisition's life: acquire, renew while held, release; what the holder knows about its lease |
 //! | [`global_time`] | Listing 8 and section 5.4: TryUpdateGlobalTime and the time client |
+//! | [`time_service`] | section 5.4: a time-service replica runs Listing 8 once per period |
 //! | [`retry`] | ours: what every machine does when the store fails |
 //!
 //! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
@@ -30,6 +31,7 @@ pub mod queue_try_get_lock;
 pub mod retry;
 #[cfg(test)]
 pub(crate) mod testkit;
+pub mod time_service;
 
 use std::fmt;
 

@@ -1,13 +1,15 @@
-//! A replica of the global time service (section 5.4): runs Listing 8 every period.
+//! A replica of the global time service (section 5.4): runs the
+//! [`TimeServiceSchedule`](crate::algo::time_service::TimeServiceSchedule) machine, which runs
+//! Listing 8 once per period.
 
 use crate::algo::global_time::{GlobalTimeUpdate, TryUpdateGlobalTime};
 use crate::algo::queue_column::ClientId;
+use crate::algo::time_service::{TimeServiceConfig, TimeServiceSchedule};
 use crate::algo::RetryPolicy;
-use crate::driver::{Clock, Engine, TimeSource};
+use crate::driver::{Clock, Engine, Hooks, TimeSource};
 use crate::store::Store;
 
-/// The thesis's period between two TryUpdateGlobalTime runs of one replica.
-pub const THESIS_PERIOD_MS: u64 = 500;
+pub use crate::algo::time_service::THESIS_PERIOD_MS;
 
 /// One time-service replica: its own store handle and clock (its local time is the L of
 /// Listing 8).
@@ -46,13 +48,21 @@ impl<S: Store, C: Clock> TimeServiceReplica<S, C> {
             .await
     }
 
-    /// Run Listing 8 every period, `rounds` times (`None`: for ever).
-    pub async fn run(&self, rounds: Option<u64>) {
-        let mut done = 0u64;
-        while rounds.is_none_or(|rounds| done < rounds) {
-            self.update_once().await;
-            done += 1;
-            self.engine.clock().sleep_ms(self.period_ms).await;
-        }
+    /// Run Listing 8 every period, `rounds` times (`None`: for ever). Returns the rounds run.
+    pub async fn run(&self, rounds: Option<u64>) -> u64 {
+        let config = TimeServiceConfig {
+            period_ms: self.period_ms,
+            rounds,
+            retry: self.retry,
+        };
+        // The schedule retries inside its rounds: no Retrying wrapper around it.
+        self.engine
+            .drive(
+                TimeServiceSchedule::new(),
+                &config,
+                &self.name.thread(0),
+                &mut Hooks::default(),
+            )
+            .await
     }
 }
