@@ -54,8 +54,8 @@ use crate::liveness::{Fairness, Obligation};
 pub enum TimeKeeping {
     /// Ranks: exact, unbounded, no magnitudes.
     Ranks,
-    /// Whole ticks up to `max`; replica 0 starts `ahead` ticks ahead; it may crash once.
-    Ticks { max: u8, ahead: u8, crash: bool },
+    /// Whole ticks up to `max_tick`; replica 0 starts `ahead_ticks` ahead; it may crash once.
+    Ticks { max_tick: u8, ahead_ticks: u8, crash: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -336,7 +336,7 @@ impl Model for GlobalTimeModel {
     fn init_states(&self) -> Vec<TimeState> {
         let clock = |i: usize| match self.time {
             TimeKeeping::Ranks => 1,
-            TimeKeeping::Ticks { ahead, .. } => Self::ticks_us(1 + if i == 0 { ahead } else { 0 }),
+            TimeKeeping::Ticks { ahead_ticks, .. } => Self::ticks_us(1 + if i == 0 { ahead_ticks } else { 0 }),
         };
         let mut state = TimeState {
             store: RowStore::new(),
@@ -378,8 +378,8 @@ impl Model for GlobalTimeModel {
                         actions.push(TimeAct::Tick(id, position));
                     }
                 }
-                TimeKeeping::Ticks { max, crash, .. } => {
-                    if replica.clock < Self::ticks_us(max) {
+                TimeKeeping::Ticks { max_tick, crash, .. } => {
+                    if replica.clock < Self::ticks_us(max_tick) {
                         actions.push(TimeAct::Tick(id, replica.clock + MICROS_PER_SECOND));
                     }
                     if crash && !crashed_any && i == 0 {
@@ -458,7 +458,7 @@ impl Fairness for GlobalTimeModel {
     fn at_bound(&self, state: &TimeState) -> bool {
         match self.time {
             TimeKeeping::Ranks => false,
-            TimeKeeping::Ticks { max, .. } => state.replicas.iter().any(|r| r.clock >= Self::ticks_us(max)),
+            TimeKeeping::Ticks { max_tick, .. } => state.replicas.iter().any(|r| r.clock >= Self::ticks_us(max_tick)),
         }
     }
 }
@@ -470,8 +470,8 @@ impl CheckedModel for GlobalTimeModel {
                 "globaltime (Listing 8) | {} replicas | clocks advance independently by any amount (times kept as ranks, unbounded) | faults: none",
                 self.replicas
             ),
-            TimeKeeping::Ticks { max, ahead, crash } => format!(
-                "globaltime (Listing 8) | {} replicas | whole ticks up to {max}, r0 starts {ahead} ticks ahead | faults: {}",
+            TimeKeeping::Ticks { max_tick, ahead_ticks, crash } => format!(
+                "globaltime (Listing 8) | {} replicas | whole ticks up to {max_tick}, r0 starts {ahead_ticks} ticks ahead | faults: {}",
                 self.replicas,
                 if crash { "r0 may crash" } else { "none" }
             ),
@@ -496,7 +496,7 @@ impl CheckedModel for GlobalTimeModel {
     fn clock_bound(&self) -> Option<u8> {
         match self.time {
             TimeKeeping::Ranks => None,
-            TimeKeeping::Ticks { max, .. } => Some(max),
+            TimeKeeping::Ticks { max_tick, .. } => Some(max_tick),
         }
     }
 

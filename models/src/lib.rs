@@ -260,13 +260,13 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
             let time = match spec.fault {
                 Fault::None => globaltime::TimeKeeping::Ranks,
                 Fault::Skew => globaltime::TimeKeeping::Ticks {
-                    max: 5,
-                    ahead: 2,
+                    max_tick: 5,
+                    ahead_ticks: 2,
                     crash: false,
                 },
                 Fault::Crash => globaltime::TimeKeeping::Ticks {
-                    max: 5,
-                    ahead: 3,
+                    max_tick: 5,
+                    ahead_ticks: 3,
                     crash: true,
                 },
                 other => {

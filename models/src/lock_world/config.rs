@@ -26,11 +26,12 @@ pub enum Clocks {
     Perfect,
     /// A bounded global tick counter with per-thread offsets.
     Ticks {
-        max: u8,
-        /// Thread i's clock reads `now + client_offset[i]` ticks.
-        client_offset: Vec<u8>,
-        /// Thread i's coordinator's clock reads `now + coordinator_offset[i]` ticks.
-        coordinator_offset: Vec<u8>,
+        /// Time stops here: results are bounded by it.
+        max_tick: u8,
+        /// Thread i's clock reads `now + client_offset_ticks[i]` ticks.
+        client_offset_ticks: Vec<u8>,
+        /// Thread i's coordinator's clock reads `now + coordinator_offset_ticks[i]` ticks.
+        coordinator_offset_ticks: Vec<u8>,
     },
 }
 
@@ -85,12 +86,12 @@ impl LockModelConfig {
     }
 
     /// Ticks mode with TTL `ttl_ticks`, renewals every `ttl_ticks / 2` (at least 1).
-    pub fn with_ticks(mut self, max: u8, ttl_ticks: u32) -> Self {
+    pub fn with_ticks(mut self, max_tick: u8, ttl_ticks: u32) -> Self {
         let n = usize::from(self.threads);
         self.clocks = Clocks::Ticks {
-            max,
-            client_offset: vec![0; n],
-            coordinator_offset: vec![0; n],
+            max_tick,
+            client_offset_ticks: vec![0; n],
+            coordinator_offset_ticks: vec![0; n],
         };
         self.lock.ttl_s = Some(ttl_ticks);
         self.lock.renew_every_ms = u64::from((ttl_ticks / 2).max(1)) * 1000;
@@ -98,8 +99,8 @@ impl LockModelConfig {
     }
 
     /// Ticks mode without TTL (for skew of the queue's time source only).
-    pub fn with_untimed_ticks(mut self, max: u8) -> Self {
-        self = self.with_ticks(max, 1);
+    pub fn with_untimed_ticks(mut self, max_tick: u8) -> Self {
+        self = self.with_ticks(max_tick, 1);
         self.lock.ttl_s = None;
         self
     }
@@ -107,7 +108,7 @@ impl LockModelConfig {
     pub fn max_ticks(&self) -> Option<u8> {
         match &self.clocks {
             Clocks::Perfect => None,
-            Clocks::Ticks { max, .. } => Some(*max),
+            Clocks::Ticks { max_tick, .. } => Some(*max_tick),
         }
     }
 
@@ -140,9 +141,12 @@ pub fn apply_fault(
         Fault::Skew => {
             let max = 2 + cfg.acquisitions * cfg.threads;
             cfg = cfg.with_untimed_ticks(max);
-            if let Clocks::Ticks { client_offset, .. } = &mut cfg.clocks {
+            if let Clocks::Ticks {
+                client_offset_ticks, ..
+            } = &mut cfg.clocks
+            {
                 // Thread 0's clock is one tick behind everybody else's.
-                for (i, offset) in client_offset.iter_mut().enumerate() {
+                for (i, offset) in client_offset_ticks.iter_mut().enumerate() {
                     *offset = u8::from(i != 0);
                 }
             }
@@ -150,10 +154,14 @@ pub fn apply_fault(
         Fault::TtlSkew => {
             cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
             cfg.fairness = false;
-            if let Clocks::Ticks { coordinator_offset, .. } = &mut cfg.clocks {
+            if let Clocks::Ticks {
+                coordinator_offset_ticks,
+                ..
+            } = &mut cfg.clocks
+            {
                 // Thread 1's requests are coordinated by a node a whole TTL ahead.
-                let victim = 1 % coordinator_offset.len();
-                coordinator_offset[victim] = TTL_TICKS as u8;
+                let victim = 1 % coordinator_offset_ticks.len();
+                coordinator_offset_ticks[victim] = TTL_TICKS as u8;
             }
         }
         Fault::Pause => {

@@ -28,8 +28,8 @@
 //!   than the last one. Cells never expire and there is no renewal. Readings are counted, so
 //!   the state space is finite and explored exhaustively.
 //! - **Ticks** (TTL, skew, pause, crash): a global tick counter bounded by `max`; thread *i*'s
-//!   clock reads `now + client_offset[i]`, and its requests are coordinated by a node whose
-//!   clock reads `now + coordinator_offset[i]` (which fixes TTL expiry of what it writes and
+//!   clock reads `now + client_offset_ticks[i]`, and its requests are coordinated by a node whose
+//!   clock reads `now + coordinator_offset_ticks[i]` (which fixes TTL expiry of what it writes and
 //!   judges liveness of what it reads, as in Cassandra). A tick is not allowed while a running
 //!   thread has a timed duty due (a renewal, a waiting queue cell to refresh): renewal is
 //!   punctual unless the thread is paused. Results are bounded by `max`.

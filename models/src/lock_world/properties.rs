@@ -118,7 +118,7 @@ impl crate::liveness::Fairness for LockModel {
     }
 
     fn at_bound(&self, world: &World) -> bool {
-        self.cfg.max_ticks() == Some(world.now)
+        self.cfg.max_ticks() == Some(world.now_tick)
     }
 }
 
@@ -133,9 +133,9 @@ impl crate::check::CheckedModel for LockModel {
         let clocks = match &cfg.clocks {
             Clocks::Perfect => "perfect clock, no TTL".to_owned(),
             Clocks::Ticks {
-                max,
-                client_offset,
-                coordinator_offset,
+                max_tick,
+                client_offset_ticks,
+                coordinator_offset_ticks,
             } => {
                 let ttl = cfg.lock.ttl_s.map_or("no TTL".to_owned(), |ttl| {
                     format!(
@@ -143,7 +143,7 @@ impl crate::check::CheckedModel for LockModel {
                         cfg.lock.renew_every_ms / 1000
                     )
                 });
-                format!("ticks up to {max}, {ttl}, client clock offsets {client_offset:?}, coordinator offsets {coordinator_offset:?}")
+                format!("ticks up to {max_tick}, {ttl}, client clock offsets {client_offset_ticks:?}, coordinator offsets {coordinator_offset_ticks:?}")
             }
         };
         let mut faults = Vec::new();
@@ -248,13 +248,13 @@ impl crate::check::CheckedModel for LockModel {
             })
             .collect();
         match action {
-            Act::Tick => lines.push(format!("time passes: now {} -> {}", state.now, next.now)),
+            Act::Tick => lines.push(format!("time passes: now {} -> {}", state.now_tick, next.now_tick)),
             Act::Pause(i) => lines.push(format!(
                 "t{i} is PAUSED (a GC pause: none of its tasks run while time passes)"
             )),
             Act::Resume(i) => lines.push(format!(
                 "t{i} resumes after {} ticks, still believing what it believed",
-                next.now - state.threads[usize::from(*i)].paused_at.unwrap_or(next.now)
+                next.now_tick - state.threads[usize::from(*i)].paused_at_tick.unwrap_or(next.now_tick)
             )),
             Act::Crash(i) => lines.push(format!("t{i} CRASHES: no release, its renewal stops")),
             _ => {}
@@ -280,13 +280,13 @@ impl crate::check::CheckedModel for LockModel {
         }
         let clock = match &self.cfg.clocks {
             Clocks::Perfect => String::new(),
-            Clocks::Ticks { .. } => format!(" | now {}", world.now),
+            Clocks::Ticks { .. } => format!(" | now {}", world.now_tick),
         };
         let paused: Vec<String> = world
             .threads
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.paused_at.is_some())
+            .filter(|(_, t)| t.paused_at_tick.is_some())
             .map(|(i, _)| format!("t{i}"))
             .collect();
         let paused = if paused.is_empty() {

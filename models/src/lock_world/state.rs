@@ -51,7 +51,7 @@ pub struct Thread {
     /// F: how often a thread that started waiting later acquired before this one.
     pub overtaken: u8,
     /// Paused at this tick.
-    pub paused_at: Option<u8>,
+    pub paused_at_tick: Option<u8>,
     pub crashed: bool,
     /// Its renewal reported the lease lost.
     pub lost: bool,
@@ -72,9 +72,9 @@ pub struct Resource {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
     /// Global ticks (ticks mode).
-    pub now: u8,
+    pub now_tick: u8,
     /// Perfect clock: the next time-source reading.
-    pub next_time: u8,
+    pub next_time_s: u8,
     pub store: RowStore,
     pub threads: Vec<Thread>,
     pub resource: Resource,

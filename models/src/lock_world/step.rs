@@ -28,8 +28,8 @@ impl LockModel {
             Clocks::Ticks { .. } => 1,
         };
         World {
-            now: start,
-            next_time: 1,
+            now_tick: start,
+            next_time_s: 1,
             store: RowStore::new(),
             threads: (0..self.cfg.threads)
                 .map(|_| Thread {
@@ -38,7 +38,7 @@ impl LockModel {
                     completed: 0,
                     acquired: 0,
                     overtaken: 0,
-                    paused_at: None,
+                    paused_at_tick: None,
                     crashed: false,
                     lost: false,
                 })
@@ -54,7 +54,9 @@ impl LockModel {
     pub fn client_now_us(&self, world: &World, thread: usize) -> u64 {
         match &self.cfg.clocks {
             Clocks::Perfect => 0,
-            Clocks::Ticks { client_offset, .. } => u64::from(world.now + client_offset[thread]) * MICROS_PER_SECOND,
+            Clocks::Ticks {
+                client_offset_ticks, ..
+            } => u64::from(world.now_tick + client_offset_ticks[thread]) * MICROS_PER_SECOND,
         }
     }
 
@@ -62,9 +64,10 @@ impl LockModel {
     pub fn coordinator_now_us(&self, world: &World, thread: usize) -> u64 {
         match &self.cfg.clocks {
             Clocks::Perfect => 0,
-            Clocks::Ticks { coordinator_offset, .. } => {
-                u64::from(world.now + coordinator_offset[thread]) * MICROS_PER_SECOND
-            }
+            Clocks::Ticks {
+                coordinator_offset_ticks,
+                ..
+            } => u64::from(world.now_tick + coordinator_offset_ticks[thread]) * MICROS_PER_SECOND,
         }
     }
 
@@ -79,8 +82,8 @@ impl LockModel {
     fn read_time_us(&self, world: &mut World, thread: usize) -> u64 {
         match &self.cfg.clocks {
             Clocks::Perfect => {
-                let time = u64::from(world.next_time) * MICROS_PER_SECOND;
-                world.next_time += 1;
+                let time = u64::from(world.next_time_s) * MICROS_PER_SECOND;
+                world.next_time_s += 1;
                 time
             }
             Clocks::Ticks { .. } => self.client_now_us(world, thread),
@@ -435,7 +438,7 @@ impl LockModel {
     /// Does thread i have a timed duty due, so that time may not pass?
     fn urgent(&self, world: &World, i: usize) -> bool {
         let t = &world.threads[i];
-        if t.crashed || t.paused_at.is_some() {
+        if t.crashed || t.paused_at_tick.is_some() {
             return false;
         }
         let now = self.client_now_us(world, i);
@@ -497,12 +500,12 @@ impl LockModel {
             Act::Renew { thread, task } => {
                 self.step_renewal(&mut next, usize::from(thread), usize::from(task), &mut events)
             }
-            Act::Tick => next.now += 1,
+            Act::Tick => next.now_tick += 1,
             Act::Pause(i) => {
-                next.threads[usize::from(i)].paused_at = Some(next.now);
+                next.threads[usize::from(i)].paused_at_tick = Some(next.now_tick);
                 next.fault_used = true;
             }
-            Act::Resume(i) => next.threads[usize::from(i)].paused_at = None,
+            Act::Resume(i) => next.threads[usize::from(i)].paused_at_tick = None,
             Act::Crash(i) => {
                 let t = &mut next.threads[usize::from(i)];
                 t.crashed = true;
@@ -527,9 +530,9 @@ impl LockModel {
             if t.crashed {
                 continue;
             }
-            if t.paused_at.is_some() {
+            if t.paused_at_tick.is_some() {
                 // A pause lasts at least one tick.
-                if world.now > t.paused_at.unwrap_or(0) {
+                if world.now_tick > t.paused_at_tick.unwrap_or(0) {
                     acts.push(Act::Resume(id));
                 }
                 continue;
@@ -557,7 +560,7 @@ impl LockModel {
             }
         }
         if let Some(max) = self.cfg.max_ticks() {
-            if world.now < max && !(0..world.threads.len()).any(|i| self.urgent(world, i)) {
+            if world.now_tick < max && !(0..world.threads.len()).any(|i| self.urgent(world, i)) {
                 acts.push(Act::Tick);
             }
         }
