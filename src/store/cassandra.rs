@@ -262,6 +262,10 @@ impl CassandraStore {
                         timestamp_us: u64::try_from(written).unwrap_or(0),
                     });
                 }
+                debug_assert!(
+                    cells.windows(2).all(|pair| pair[0].column < pair[1].column),
+                    "Cassandra answered a slice read out of column order"
+                );
                 Ok(StoreReply::Slice(cells))
             }
         }
