@@ -1,9 +1,16 @@
 //! The verdicts the model checker must keep giving, with their unique-state counts pinned: a
 //! change in behaviour (of a machine, of the store rules, of a model) shows up here as a diff.
 //! Larger bounds go through `cassalock check`.
+//!
+//! Every report is also pinned whole, traces included, in `golden/*.txt` beside this file:
+//! after an intended change, regenerate them with
+//! `UPDATE_EXPECT=1 cargo test -p cassalock-models --test verdicts` and review `git diff`.
+
+use std::fmt::Write as _;
 
 use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
+use expect_test::{expect_file, ExpectFile};
 
 fn spec(model: ModelName, fault: Fault) -> Spec {
     let mut spec = Spec::new(model);
@@ -33,6 +40,84 @@ fn first_violation(spec: &Spec, claim: &str) -> Report {
     report
 }
 
+/// The report as the checker prints it, without what varies from run to run: the timings, and
+/// stateright's state count and depth (its BFS is multi-threaded, so a run stopped at the
+/// first violation counts a different number of states each time). Our graph's count, every
+/// verdict, detail and figure, and every trace (figures' traces too) are kept byte for byte.
+fn golden_text(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "model: {}", report.title);
+    let _ = writeln!(
+        out,
+        "our graph: {} unique states ({})",
+        report.graph_states,
+        if report.complete { "complete" } else { "incomplete" }
+    );
+    let width = report
+        .rows
+        .iter()
+        .map(|row| row.property.len())
+        .max()
+        .unwrap_or(8)
+        .max(8);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:<width$}  {:<10}  verdict", "property", "kind");
+    for row in &report.rows {
+        let _ = writeln!(out, "{:<width$}  {:<10}  {}", row.property, row.kind, row.verdict);
+    }
+    for row in &report.rows {
+        if let Some(detail) = &row.detail {
+            let claim = row.property.split_whitespace().next().unwrap_or("");
+            let _ = writeln!(out, "  {claim}: {detail}");
+        }
+    }
+    for error in &report.internal_errors {
+        let _ = writeln!(out, "INTERNAL ERROR: {error}");
+    }
+    for (figure, trace) in &report.figures {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "figure: {figure}");
+        if let Some(trace) = trace {
+            let _ = write!(out, "{trace}");
+        }
+    }
+    for row in &report.rows {
+        if let Some(trace) = &row.trace {
+            let what = match row.verdict {
+                Verdict::Reachable => "example",
+                Verdict::Violated => "counterexample",
+                _ => "counterexample that depends on the bound",
+            };
+            let _ = writeln!(out);
+            let _ = writeln!(
+                out,
+                "{} -- {} -- {what}, {} steps:",
+                row.property, row.verdict, trace.steps
+            );
+            let _ = write!(out, "{trace}");
+        }
+    }
+    out
+}
+
+/// Compare `actual` with a golden file. A difference fails with a line diff (`-` golden, `+`
+/// now); with `UPDATE_EXPECT=1` the file is rewritten instead.
+fn pin(golden: ExpectFile, actual: &str) {
+    let expected = golden.data();
+    if expected != actual && std::env::var_os("UPDATE_EXPECT").is_none() {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
+            .unified_diff()
+            .context_radius(3)
+            .header("golden", "now")
+            .to_string();
+        panic!(
+            "the output differs from models/tests/{} (- golden, + now):\n{diff}\nIf the change is intended: UPDATE_EXPECT=1 cargo test -p cassalock-models --test verdicts",
+            golden.path.display()
+        );
+    }
+    golden.assert_eq(actual);
+}
+
 fn verdicts(report: &Report) -> Vec<(String, String)> {
     report
         .rows
@@ -56,14 +141,14 @@ fn pinned(report: &Report, expected: &[(&str, &str)], states: usize) {
 
 #[test]
 fn l1_holds_for_two_and_three_writers() {
-    pinned(
-        &full(&Spec::new(ModelName::Lemma)),
-        &[("L1", "holds"), ("L1-not-vacuous", "reachable")],
-        17,
-    );
+    let two = full(&Spec::new(ModelName::Lemma));
+    pinned(&two, &[("L1", "holds"), ("L1-not-vacuous", "reachable")], 17);
+    pin(expect_file!["golden/lemma.txt"], &golden_text(&two));
     let mut three = Spec::new(ModelName::Lemma);
     three.threads = Some(3);
-    pinned(&full(&three), &[("L1", "holds"), ("L1-not-vacuous", "reachable")], 187);
+    let three = full(&three);
+    pinned(&three, &[("L1", "holds"), ("L1-not-vacuous", "reachable")], 187);
+    pin(expect_file!["golden/lemma_3_threads.txt"], &golden_text(&three));
 }
 
 #[test]
@@ -79,17 +164,16 @@ fn t1_t2_f_hold_for_getlock_3_threads_x_2_acquisitions() {
         ],
         5181,
     );
+    pin(expect_file!["golden/getlock.txt"], &golden_text(&report));
 }
 
 #[test]
 fn t3_t4_hold_for_trygetlock_3_threads() {
     // The thesis's T4 holds in this model: whenever several threads call TryGetLock on a free
     // lock, one gets it (no terminal state and no fair cycle without an acquisition).
-    pinned(
-        &full(&Spec::new(ModelName::TryGetLock)),
-        &[("T3", "holds"), ("T4", "holds")],
-        4937,
-    );
+    let report = full(&Spec::new(ModelName::TryGetLock));
+    pinned(&report, &[("T3", "holds"), ("T4", "holds")], 4937);
+    pin(expect_file!["golden/trygetlock.txt"], &golden_text(&report));
 }
 
 #[test]
@@ -111,15 +195,14 @@ fn old_algorithm_keeps_t1_but_starves_with_a_lasso() {
         "the two threads keep meeting in the shadow row:\n{trace}"
     );
     assert!(t2.detail.as_ref().unwrap().contains("fair cycle"));
+    pin(expect_file!["golden/old_t2_lasso.txt"], &golden_text(&report));
 }
 
 #[test]
 fn t5_holds_for_any_clock_order_and_s1_freezes_global_time() {
-    pinned(
-        &full(&Spec::new(ModelName::GlobalTime)),
-        &[("T5", "holds"), ("T5-race", "reachable")],
-        1691,
-    );
+    let report = full(&Spec::new(ModelName::GlobalTime));
+    pinned(&report, &[("T5", "holds"), ("T5-race", "reachable")], 1691);
+    pin(expect_file!["golden/globaltime_t5_race.txt"], &golden_text(&report));
     let report = full(&spec(ModelName::GlobalTime, Fault::Crash));
     pinned(
         &report,
@@ -136,6 +219,7 @@ fn t5_holds_for_any_clock_order_and_s1_freezes_global_time() {
         "{staleness}"
     );
     assert!(trace.as_ref().unwrap().to_string().contains("r0 CRASHES"));
+    pin(expect_file!["golden/globaltime_crash_s1.txt"], &golden_text(&report));
 }
 
 #[test]
@@ -148,6 +232,7 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
         trace.contains("MUTANT M1") && trace.contains("holders: t0 AND t1"),
         "{trace}"
     );
+    pin(expect_file!["golden/m1_delayed_enqueue_t1.txt"], &golden_text(&report));
     // Without the mutant, delayed enqueue only breaks the queue order.
     let report = full(&spec(ModelName::GetLock, Fault::DelayedEnqueue));
     pinned(
@@ -160,6 +245,10 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
         ],
         8745,
     );
+    pin(
+        expect_file!["golden/getlock_delayed_enqueue_f.txt"],
+        &golden_text(&report),
+    );
 }
 
 #[test]
@@ -170,6 +259,7 @@ fn s2_clocks_a_ttl_apart_break_t1() {
         trace.contains("coordinator clock 3") && trace.contains("t0 AND t1"),
         "{trace}"
     );
+    pin(expect_file!["golden/s2_ttl_skew_t1.txt"], &golden_text(&report));
 }
 
 #[test]
@@ -177,8 +267,10 @@ fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
     let pause = spec(ModelName::GetLock, Fault::Pause);
     let report = first_violation(&pause, "T1");
     assert!(report.row("T1").trace.as_ref().unwrap().to_string().contains("PAUSED"));
+    pin(expect_file!["golden/k1_pause_t1.txt"], &golden_text(&report));
     // The damage: without fencing the resource takes the paused holder's stale write ...
-    first_violation(&pause, "T1-resource");
+    let report = first_violation(&pause, "T1-resource");
+    pin(expect_file!["golden/k1_pause_t1_resource.txt"], &golden_text(&report));
     // ... with fencing it refuses it, in every reachable state.
     let mut fenced = pause.clone();
     fenced.fencing = true;
@@ -194,6 +286,10 @@ fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
         Verdict::HoldsWithinClockBound(4),
         "{report}"
     );
+    pin(
+        expect_file!["golden/k1_pause_fenced_t1_resource.txt"],
+        &golden_text(&report),
+    );
 }
 
 #[test]
@@ -206,21 +302,28 @@ fn k3_release_without_waiting_leaves_the_lock_taken_until_the_ttl() {
         trace.contains("did NOT wait") && trace.contains("renewal: rewrite own main cell"),
         "{trace}"
     );
+    pin(expect_file!["golden/k3_mutant.txt"], &golden_text(&report));
     // The default release (waiting for renewal) never leaves a released lock taken.
     let report = run(&spec(ModelName::GetLock, Fault::Crash), Limits::default());
     assert_eq!(report.row("K3").verdict, Verdict::HoldsWithinClockBound(4), "{report}");
     assert_eq!(report.row("T1").verdict, Verdict::HoldsWithinClockBound(4), "{report}");
+    pin(expect_file!["golden/getlock_crash.txt"], &golden_text(&report));
 }
 
 #[test]
 fn a_crashed_holders_lease_frees_the_lock_for_old_and_trygetlock_too() {
     // A contest slower than the TTL used to let two threads in (a shadow or main cell expiring
     // mid-contest); the machines now refuse such late successes.
-    for model in [ModelName::Old, ModelName::TryGetLock] {
-        let report = run(&spec(model, Fault::Crash), Limits::default());
-        let claim = if model == ModelName::Old { "T1" } else { "T3" };
-        assert_eq!(report.row(claim).verdict, Verdict::HoldsWithinClockBound(4), "{report}");
-    }
+    let old = run(&spec(ModelName::Old, Fault::Crash), Limits::default());
+    assert_eq!(old.row("T1").verdict, Verdict::HoldsWithinClockBound(4), "{old}");
+    pin(expect_file!["golden/old_crash.txt"], &golden_text(&old));
+    let try_get_lock = run(&spec(ModelName::TryGetLock, Fault::Crash), Limits::default());
+    assert_eq!(
+        try_get_lock.row("T3").verdict,
+        Verdict::HoldsWithinClockBound(4),
+        "{try_get_lock}"
+    );
+    pin(expect_file!["golden/trygetlock_crash.txt"], &golden_text(&try_get_lock));
 }
 
 #[test]

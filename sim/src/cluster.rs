@@ -14,6 +14,11 @@
 //!   answering it repairs the replicas that answered with stale data and waits for their
 //!   acknowledgement (Cassandra's blocking read repair), so two QUORUM reads never go backwards.
 //!   Reads carry every version from `start` on: perfect short-read protection.
+//! - **Limits.** A replica refuses to send more than [`MAX_RAW_VERSIONS`] versions for one
+//!   read, and a coordinator stops growing its per-replica limit there. Hitting either is a
+//!   store error the client sees ("limit hit: ..."), never a silently shorter slice: a slice
+//!   cut short could hide a queue head or a main cell and make a client believe it is first or
+//!   alone.
 //! - **Restarts.** A killed replica restarts with its data (the commit log reached the OS page
 //!   cache: process crash). With `lose_unsynced`, it restarts with only what the last commit-log
 //!   sync (every `sync_every`) had saved: a machine crash under `commitlog_sync: periodic`.
@@ -39,8 +44,16 @@ use crate::clock::SimClock;
 
 /// The port every simulated service listens on.
 pub const PORT: u16 = 9042;
-/// Versions one raw read may carry before it is refused (a row full of tombstones).
+/// Versions one raw read may carry before it is refused (a row full of tombstones). Hitting it
+/// fails the client's request with a store error that says so (see [`limit_hit`]).
 pub const MAX_RAW_VERSIONS: usize = 10_000;
+
+/// The failure a client gets when a read hits [`MAX_RAW_VERSIONS`]: an error, not an
+/// incomplete answer, so the lock code never acts on a slice that may miss cells (it retries,
+/// then gives up, and the verdicts count the failed acquisition).
+pub fn limit_hit(row: &str, why: &str) -> String {
+    format!("limit hit: {why} (MAX_RAW_VERSIONS = {MAX_RAW_VERSIONS}) reading {row}; refused rather than answered with a possibly incomplete slice")
+}
 
 pub fn replica_addr(i: usize) -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)), PORT)
@@ -189,7 +202,7 @@ impl Replica {
                 });
             }
             if versions.len() >= MAX_RAW_VERSIONS {
-                return Err(format!("more than {MAX_RAW_VERSIONS} versions in {row}"));
+                return Err(limit_hit(row, "a replica holds more versions than one read may carry"));
             }
             live += usize::from(version.is_live_at(now_us));
             versions.push((column.to_owned(), version.clone()));
@@ -317,7 +330,9 @@ impl Replica {
     /// Gather CL raw answers, reconcile, repair the stale responders, answer. Replicas stop
     /// after `limit` live cells; the merged view is only complete up to the last column of any
     /// truncated answer, so if that leaves fewer than `count` cells the read is redone with a
-    /// larger limit (short-read protection).
+    /// larger limit (short-read protection). If the limit cannot grow any more
+    /// ([`MAX_RAW_VERSIONS`]) and the view is still incomplete, the read fails with
+    /// [`limit_hit`].
     async fn read(
         &self,
         endpoint: &Endpoint,
@@ -328,8 +343,16 @@ impl Replica {
         let mut limit = count.max(1);
         loop {
             let (cells, complete) = self.read_round(endpoint, &row, &start, count, limit).await?;
-            if complete || limit >= MAX_RAW_VERSIONS {
+            if complete {
                 return Ok(StoreReply::Slice(cells));
+            }
+            if limit >= MAX_RAW_VERSIONS {
+                return Err(StoreFailure::Other(limit_hit(
+                    &row,
+                    &format!(
+                        "short-read protection would need more than {MAX_RAW_VERSIONS} live cells per replica to find {count}"
+                    ),
+                )));
             }
             limit = (limit * 4).min(MAX_RAW_VERSIONS);
         }

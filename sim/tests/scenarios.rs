@@ -2,6 +2,10 @@
 //!
 //! `MADSIM_TEST_SEED=S` runs only seed S (as printed by a failure). Each failure prints the seed,
 //! the `cassalock replay` command and the `cargo test` command that reproduce it.
+//!
+//! The failures the tests look for (plan and verdicts, and for pause seed 0 the whole rendered
+//! trace) are pinned in `golden/*.txt` beside this file: after an intended change, regenerate
+//! them with `UPDATE_EXPECT=1 cargo test -p cassalock-sim --test scenarios` and review `git diff`.
 #![cfg(madsim)]
 
 use std::ops::Range;
@@ -11,6 +15,7 @@ use cassalock::driver::Algorithm;
 use cassalock_sim::cluster::Consistency;
 use cassalock_sim::run::{check_determinism, run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
+use expect_test::{expect_file, ExpectFile};
 
 const BOTH: [Algorithm; 2] = [Algorithm::Old, Algorithm::Queue];
 
@@ -24,15 +29,53 @@ fn seeds(default: Range<u64>) -> Range<u64> {
     }
 }
 
-fn reproduce(test: &str, outcome: &RunOutcome, flags: &str) -> String {
+/// What a failure prints: seed, plan, verdicts and the replay command.
+fn printed(outcome: &RunOutcome, flags: &str) -> String {
     format!(
-        "\nseed {seed}, {algorithm} algorithm\nplan:\n{plan}\nverdicts:\n{verdicts}replay: cassalock replay --scenario {scenario} --seed {seed} --algorithm {algorithm}{flags}\ntest:   MADSIM_TEST_SEED={seed} cargo test -p cassalock-sim --test scenarios {test}",
+        "seed {seed}, {algorithm} algorithm\nplan:\n{plan}\nverdicts:\n{verdicts}replay: cassalock replay --scenario {scenario} --seed {seed} --algorithm {algorithm}{flags}",
         seed = outcome.seed,
         algorithm = outcome.config.algorithm.name(),
         plan = outcome.config.plan(),
         verdicts = outcome.verdicts,
         scenario = outcome.config.scenario,
     )
+}
+
+fn reproduce(test: &str, outcome: &RunOutcome, flags: &str) -> String {
+    format!(
+        "\n{}\ntest:   MADSIM_TEST_SEED={seed} cargo test -p cassalock-sim --test scenarios {test}",
+        printed(outcome, flags),
+        seed = outcome.seed,
+    )
+}
+
+/// Compare `actual` with a golden file. A difference fails with a line diff (`-` golden, `+`
+/// now); with `UPDATE_EXPECT=1` the file is rewritten instead.
+fn pin(golden: ExpectFile, actual: &str) {
+    let expected = golden.data();
+    if expected != actual && std::env::var_os("UPDATE_EXPECT").is_none() {
+        let diff = similar::TextDiff::from_lines(expected.as_str(), actual)
+            .unified_diff()
+            .context_radius(3)
+            .header("golden", "now")
+            .to_string();
+        panic!(
+            "the output differs from sim/tests/{} (- golden, + now):\n{diff}\nIf the change is intended: UPDATE_EXPECT=1 cargo test -p cassalock-sim --test scenarios",
+            golden.path.display()
+        );
+    }
+    golden.assert_eq(actual);
+}
+
+/// Pin what a failure prints, in `golden/{name}.txt`; skipped when `MADSIM_TEST_SEED` picks
+/// another seed than the one pinned.
+fn pin_printed(name: &str, outcome: &RunOutcome, flags: &str) {
+    if std::env::var_os("MADSIM_TEST_SEED").is_none() {
+        pin(
+            expect_file![format!("golden/{name}.txt")],
+            &format!("{}\n", printed(outcome, flags)),
+        );
+    }
 }
 
 fn runs(scenario: &str, algorithm: Algorithm, options: &SimOptions, seeds: Range<u64>) -> Vec<RunOutcome> {
@@ -63,11 +106,16 @@ fn always(
 }
 
 /// At least one run on the default seeds shows `found` (with `MADSIM_TEST_SEED`, that seed must).
+/// The first such run is pinned in `golden/{golden}-{algorithm}.txt`; `flags` are the replay
+/// command's options for `options`.
+#[allow(clippy::too_many_arguments)]
 fn sometimes(
     test: &str,
+    golden: &str,
     scenario: &str,
     algorithm: Algorithm,
     options: &SimOptions,
+    flags: &str,
     range: Range<u64>,
     found: impl Fn(&RunOutcome) -> bool,
 ) -> RunOutcome {
@@ -79,6 +127,7 @@ fn sometimes(
                 outcome.seed,
                 algorithm.name()
             );
+            pin_printed(&format!("{golden}-{}", algorithm.name()), &outcome, flags);
             outcome
         }
         None => panic!(
@@ -134,9 +183,16 @@ fn skew_below_the_renewal_margin_is_safe_above_it_s2_breaks_t1() {
         ..SimOptions::default()
     };
     for algorithm in BOTH {
-        sometimes("skew at the TTL", "skew", algorithm, &at_ttl, 0..8, |o| {
-            !o.verdicts.passed("T1-belief")
-        });
+        sometimes(
+            "skew at the TTL",
+            "skew-at-ttl-t1",
+            "skew",
+            algorithm,
+            &at_ttl,
+            " --offset-s 30",
+            0..8,
+            |o| !o.verdicts.passed("T1-belief"),
+        );
     }
 }
 
@@ -157,6 +213,7 @@ fn skew_finding_the_smallest_breaking_offset_is_about_ttl_minus_the_renewal_inte
         "{}",
         reproduce("skew_finding", &outcome, " --offset-s 14.1")
     );
+    pin_printed("skew-14.1s-seed-15-t1-queue", &outcome, " --offset-s 14.1");
     let holding = SimOptions {
         offset_s: Some(14.0),
         ..SimOptions::default()
@@ -194,17 +251,31 @@ fn pause_k1_breaks_belief_but_fencing_prevents_damage() {
         ..SimOptions::default()
     };
     for algorithm in BOTH {
-        sometimes("pause without fencing", "pause", algorithm, &unfenced, 0..6, |o| {
-            !o.verdicts.passed("T1-resource")
-        });
+        sometimes(
+            "pause without fencing",
+            "pause-unfenced-t1-resource",
+            "pause",
+            algorithm,
+            &unfenced,
+            " --no-fencing",
+            0..6,
+            |o| !o.verdicts.passed("T1-resource"),
+        );
     }
 }
 
 #[test]
 fn cl_one_k2_breaks_t1_and_the_same_plan_at_quorum_does_not() {
-    sometimes("cl-one", "cl-one", Algorithm::Old, &SimOptions::default(), 0..40, |o| {
-        !o.verdicts.passed("T1-belief")
-    });
+    sometimes(
+        "cl-one",
+        "cl-one-k2-t1",
+        "cl-one",
+        Algorithm::Old,
+        &SimOptions::default(),
+        "",
+        0..40,
+        |o| !o.verdicts.passed("T1-belief"),
+    );
     let quorum = SimOptions {
         consistency: Some(Consistency::Quorum),
         ..SimOptions::default()
@@ -288,9 +359,16 @@ fn renew_race_k3_leaves_the_lock_stuck_and_the_waiting_release_never_does() {
         ..SimOptions::default()
     };
     for algorithm in BOTH {
-        sometimes("renew-race --k3", "renew-race", algorithm, &k3, 0..10, |o| {
-            !o.verdicts.passed("K3")
-        });
+        sometimes(
+            "renew-race --k3",
+            "renew-race-k3",
+            "renew-race",
+            algorithm,
+            &k3,
+            " --k3",
+            0..10,
+            |o| !o.verdicts.passed("K3"),
+        );
     }
 }
 
@@ -360,6 +438,15 @@ fn bad_scenarios_are_refused() {
 fn the_timeline_renders_lanes_and_violations() {
     let config = build("pause", 0, Algorithm::Queue, &SimOptions::default()).unwrap();
     let outcome = run(&config, 0, false);
+    // Pause (K1) seed 0: what a failure prints, then the whole rendered trace.
+    pin(
+        expect_file!["golden/pause-k1-seed-0-queue.txt"],
+        &format!(
+            "{}\n\ntrace:\n{}",
+            printed(&outcome, ""),
+            cassalock_sim::trace::render(&outcome.records)
+        ),
+    );
     let path = std::env::temp_dir().join(format!("cassalock-timeline-{}.svg", std::process::id()));
     cassalock_sim::timeline::write_svg(&outcome, &path).expect("written");
     let svg = std::fs::read_to_string(&path).unwrap();

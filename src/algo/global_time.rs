@@ -18,7 +18,7 @@
 //! The value is written as 20 decimal digits (microseconds), so it reads well in traces and
 //! sorts as it compares.
 
-use super::{Input, Machine, RetryPolicy, Source, Step, StepTag};
+use super::{Action, Input, Machine, RetryPolicy, Source, Step, StepTag};
 use crate::store::{CellWrite, Stamp, StoreFailure, StoreOp, StoreReply};
 
 /// The row of the GlobalTime cell (its prefix differs from every lock row's).
@@ -135,17 +135,19 @@ impl TryUpdateGlobalTime {
                 if let Some(previous) = previous_us {
                     *previous = rename(*previous);
                 }
+                debug_assert!(
+                    previous_us.is_none_or(|previous| *local_us > previous),
+                    "rename_times: the renaming must be strictly increasing (it reordered G and L)"
+                );
             }
             UpdateState::Idle | UpdateState::Finished => {}
         }
     }
 }
 
-impl Machine for TryUpdateGlobalTime {
-    type Config = RetryPolicy;
-    type Output = GlobalTimeUpdate;
-
-    fn resume(&mut self, _config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
+impl TryUpdateGlobalTime {
+    /// One transition; [`Machine::resume`] checks it in debug builds.
+    fn advance(&mut self, _config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
         if let Input::Failed(failure) = input {
             self.state = UpdateState::Finished;
             return Step::done(L8_FAILED, GlobalTimeUpdate::Failed(failure));
@@ -166,6 +168,15 @@ impl Machine for TryUpdateGlobalTime {
                         Step::done(L8_UNCHANGED, GlobalTimeUpdate::Unchanged { local_us, global_us })
                     }
                     previous_us => {
+                        debug_assert!(
+                            previous_us.is_none_or(|previous| local_us > previous),
+                            "L8.3: GlobalTime is written only with a greater time"
+                        );
+                        debug_assert_eq!(
+                            decode_time(&encode_time(local_us)),
+                            Some(local_us),
+                            "L8.4: the written value decodes to its timestamp (Theorem 5)"
+                        );
                         self.state = UpdateState::Writing { previous_us, local_us };
                         let write = StoreOp::Write {
                             row: GLOBAL_TIME_ROW.to_owned(),
@@ -191,6 +202,26 @@ impl Machine for TryUpdateGlobalTime {
                 panic!("TryUpdateGlobalTime: input {input:?} does not answer state {state:?}")
             }
         }
+    }
+}
+
+impl Machine for TryUpdateGlobalTime {
+    type Config = RetryPolicy;
+    type Output = GlobalTimeUpdate;
+
+    fn resume(&mut self, config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
+        debug_assert!(
+            self.state != UpdateState::Finished,
+            "TryUpdateGlobalTime: resumed with {input:?} after it finished"
+        );
+        let step = self.advance(config, input, now_us);
+        debug_assert_eq!(
+            matches!(step.action, Action::Done(_)),
+            self.state == UpdateState::Finished,
+            "TryUpdateGlobalTime: finished exactly when it returns Done (step {})",
+            step.tag
+        );
+        step
     }
 }
 

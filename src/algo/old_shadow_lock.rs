@@ -164,6 +164,11 @@ impl OldGetLock {
                     .saturating_mul(u64::from(self.attempt));
                 // L4.10: attempt = attempt + 1 (ours: bounded by max_attempt).
                 self.attempt = (self.attempt + 1).min(config.old_backoff.max_attempt.max(1));
+                debug_assert!(
+                    (1..=config.old_backoff.max_attempt.max(1)).contains(&self.attempt),
+                    "L4.10: attempt {} outside 1..=max_attempt",
+                    self.attempt
+                );
                 Step::new(L4_CONCURRENT_BACKOFF, Action::Draw { max_ms })
             }
             TryLockResult::Success => unreachable!("Success ends GetLock"),
@@ -171,11 +176,9 @@ impl OldGetLock {
     }
 }
 
-impl Machine for OldGetLock {
-    type Config = LockConfig;
-    type Output = Acquire;
-
-    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+impl OldGetLock {
+    /// One transition; [`Machine::resume`] checks it in debug builds.
+    fn advance(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Input::Failed(failure) = input {
             self.state = State::Finished;
             return Step::done(GAVE_UP, Acquire::Failed(failure));
@@ -296,6 +299,26 @@ impl Machine for OldGetLock {
                 panic!("old GetLock: input {input:?} does not answer state {state:?}")
             }
         }
+    }
+}
+
+impl Machine for OldGetLock {
+    type Config = LockConfig;
+    type Output = Acquire;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+        debug_assert!(
+            self.state != State::Finished,
+            "old GetLock: resumed with {input:?} after it finished"
+        );
+        let step = self.advance(config, input, now_us);
+        debug_assert_eq!(
+            matches!(step.action, Action::Done(_)),
+            self.state == State::Finished,
+            "old GetLock: finished exactly when it returns Done (step {})",
+            step.tag
+        );
+        step
     }
 }
 

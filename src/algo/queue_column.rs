@@ -115,6 +115,10 @@ impl ClientId {
 
     /// The thread id of this client's `sequence`-th acquisition.
     pub fn thread(&self, sequence: u64) -> ThreadId {
+        debug_assert!(
+            !self.0.contains(THREAD_ID_SEPARATOR),
+            "a client id never contains the thread id separator"
+        );
         ThreadId(format!("{}{THREAD_ID_SEPARATOR}{sequence}", self.0).into())
     }
 }
@@ -137,7 +141,13 @@ impl ThreadId {
 /// Listing 5: the queue column for a thread that read `time_us` from the time source.
 pub fn queue_column(time_us: u64, thread: &ThreadId) -> String {
     // L5.1–2: the time in microseconds, zero-padded to 20 digits; L5.3: then the thread id.
-    format!("{time_us:0width$}{}", thread.as_str(), width = QUEUE_TIME_DIGITS)
+    let column = format!("{time_us:0width$}{}", thread.as_str(), width = QUEUE_TIME_DIGITS);
+    debug_assert_eq!(
+        parse_queue_column(&column),
+        Some((time_us, thread.as_str())),
+        "a queue column's time and thread id parse back"
+    );
+    column
 }
 
 /// Split a queue column into its time and thread id (the inverse of [`queue_column`]).

@@ -195,11 +195,9 @@ impl QueueGetLock {
     }
 }
 
-impl Machine for QueueGetLock {
-    type Config = LockConfig;
-    type Output = Acquire;
-
-    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+impl QueueGetLock {
+    /// One transition; [`Machine::resume`] checks it in debug builds.
+    fn advance(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Input::Failed(failure) = input {
             self.state = State::Finished;
             return Step::done(GAVE_UP, Acquire::Failed(failure));
@@ -253,6 +251,26 @@ impl Machine for QueueGetLock {
                 panic!("queue GetLock: input {input:?} does not answer state {state:?}")
             }
         }
+    }
+}
+
+impl Machine for QueueGetLock {
+    type Config = LockConfig;
+    type Output = Acquire;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+        debug_assert!(
+            self.state != State::Finished,
+            "queue GetLock: resumed with {input:?} after it finished"
+        );
+        let step = self.advance(config, input, now_us);
+        debug_assert_eq!(
+            matches!(step.action, Action::Done(_)),
+            self.state == State::Finished,
+            "queue GetLock: finished exactly when it returns Done (step {})",
+            step.tag
+        );
+        step
     }
 
     fn urgent(&self, config: &LockConfig, now_us: u64) -> bool {

@@ -140,11 +140,9 @@ impl QueueTryGetLock {
     }
 }
 
-impl Machine for QueueTryGetLock {
-    type Config = LockConfig;
-    type Output = Acquire;
-
-    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+impl QueueTryGetLock {
+    /// One transition; [`Machine::resume`] checks it in debug builds.
+    fn advance(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Input::Failed(failure) = input {
             self.state = State::Finished;
             return Step::done(GAVE_UP, Acquire::Failed(failure));
@@ -225,6 +223,26 @@ impl Machine for QueueTryGetLock {
             }
             (state, input) => panic!("TryGetLock: input {input:?} does not answer state {state:?}"),
         }
+    }
+}
+
+impl Machine for QueueTryGetLock {
+    type Config = LockConfig;
+    type Output = Acquire;
+
+    fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
+        debug_assert!(
+            self.state != State::Finished,
+            "TryGetLock: resumed with {input:?} after it finished"
+        );
+        let step = self.advance(config, input, now_us);
+        debug_assert_eq!(
+            matches!(step.action, Action::Done(_)),
+            self.state == State::Finished,
+            "TryGetLock: finished exactly when it returns Done (step {})",
+            step.tag
+        );
+        step
     }
 }
 
@@ -320,6 +338,16 @@ mod tests {
         let done = bench.run_until(&mut try_lock, Input::Reply(reply), |_| false);
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
         assert_eq!(bench.live_columns("m:L"), ["a:1", "b:1"]);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "resumed with Failed(Timeout) after it finished")]
+    fn a_finished_machine_is_never_resumed_in_debug_builds() {
+        let mut bench = Bench::new(LockConfig::untimed());
+        let mut try_lock = machine();
+        assert!(bench.run(&mut try_lock).is_acquired());
+        try_lock.resume(&bench.config, Input::Failed(crate::store::StoreFailure::Timeout), 0);
     }
 
     #[test]

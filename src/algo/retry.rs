@@ -53,6 +53,14 @@ where
 
     fn resume(&mut self, config: &M::Config, input: Input, now_us: u64) -> Step<M::Output> {
         let policy = *config.as_ref();
+        debug_assert!(
+            !self.waiting_to_retry || matches!(input, Input::Woke),
+            "Retrying: the backoff before a retry is not interruptible; it ends with Woke, not {input:?}"
+        );
+        debug_assert!(
+            !self.waiting_to_retry || self.in_flight.is_some(),
+            "Retrying: waiting to retry with no request in flight"
+        );
         let input = match input {
             Input::Failed(failure) if self.in_flight.is_some() => {
                 let failures = &mut self.in_flight.as_mut().expect("checked above").1;
@@ -72,7 +80,12 @@ where
             }
             Input::Woke if self.waiting_to_retry => {
                 self.waiting_to_retry = false;
-                let (command, _) = self.in_flight.as_ref().expect("a retry re-sends the request in flight");
+                let (command, failures) = self.in_flight.as_ref().expect("a retry re-sends the request in flight");
+                debug_assert!(
+                    (1..=policy.max_retries).contains(failures),
+                    "Retrying: retry {failures} of a request exceeds the policy's {} retries",
+                    policy.max_retries
+                );
                 return Step::store(RETRY, command.clone());
             }
             Input::Reply(reply) => {

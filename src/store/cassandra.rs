@@ -202,16 +202,19 @@ impl CassandraStore {
                 let values: Vec<(i64, i32, Vec<u8>, &str, &str)> = cells
                     .iter()
                     .map(|cell| {
-                        let ttl = i32::try_from(cell.ttl_s.unwrap_or(0)).unwrap_or(i32::MAX);
-                        (
+                        let ttl_s = cell.ttl_s.unwrap_or(0);
+                        // Refused, not clamped: a shorter TTL than asked would be a silent change.
+                        let ttl = i32::try_from(ttl_s)
+                            .map_err(|_| StoreFailure::Other(format!("TTL {ttl_s} s above the driver's i32")))?;
+                        Ok((
                             timestamp,
                             ttl,
                             cell.value.as_bytes().to_vec(),
                             row.as_str(),
                             cell.column.as_str(),
-                        )
+                        ))
                     })
-                    .collect();
+                    .collect::<Result<_, StoreFailure>>()?;
                 match values.as_slice() {
                     [] => Ok(StoreReply::Done),
                     [one] => {
@@ -238,6 +241,8 @@ impl CassandraStore {
                 Ok(StoreReply::Done)
             }
             StoreOp::ReadSlice { row, start, count } => {
+                // CQL refuses LIMIT 0 (asking for 1 and keeping none, below, is the same read);
+                // a count above i32::MAX asks for more rows than any partition holds.
                 let limit = i32::try_from(count.max(1)).unwrap_or(i32::MAX);
                 let result = self
                     .session
@@ -256,12 +261,21 @@ impl CassandraStore {
                         parsed.map_err(|e| StoreFailure::Other(format!("unreadable slice row: {e}")))?;
                     let value = String::from_utf8(value)
                         .map_err(|_| StoreFailure::Other(format!("cell {column:?} holds a value that is not UTF-8")))?;
+                    // Refused, not mapped to 0: the lock code only writes positive timestamps.
+                    let timestamp_us = u64::try_from(written).map_err(|_| {
+                        StoreFailure::Other(format!("cell {column:?} has a negative write time {written}"))
+                    })?;
                     cells.push(LiveCell {
                         column,
                         value,
-                        timestamp_us: u64::try_from(written).unwrap_or(0),
+                        timestamp_us,
                     });
                 }
+                cells.truncate(count as usize);
+                debug_assert!(
+                    cells.windows(2).all(|pair| pair[0].column < pair[1].column),
+                    "Cassandra answered a slice read out of column order"
+                );
                 Ok(StoreReply::Slice(cells))
             }
         }
@@ -307,7 +321,14 @@ async fn node_count(session: &Session) -> Result<usize, CassandraError> {
             statement: statement.into(),
             reason: e.to_string(),
         })?;
-    let peers = result.into_rows_result().map(|rows| rows.rows_num()).unwrap_or(0);
+    // An unreadable answer is an error, not "no peers" (which would pick replication factor 1).
+    let peers = result
+        .into_rows_result()
+        .map_err(|e| CassandraError::Statement {
+            statement: statement.into(),
+            reason: format!("no rows result: {e}"),
+        })?
+        .rows_num();
     Ok(peers + 1)
 }
 

@@ -115,7 +115,12 @@ impl StoreRequest {
                 StoreReply::Done
             }
             StoreOp::ReadSlice { row, start, count } => {
-                StoreReply::Slice(store.read_slice(row, start, *count as usize, coordinator_now_us))
+                let cells = store.read_slice(row, start, *count as usize, coordinator_now_us);
+                debug_assert!(
+                    cells.len() <= *count as usize && cells.iter().all(|cell| cell.column.as_str() >= start.as_str()),
+                    "a slice read returns at most `count` cells, none before `start`"
+                );
+                StoreReply::Slice(cells)
             }
         }
     }
@@ -225,6 +230,11 @@ impl MonotonicTimestamps {
     pub fn next(&self, clock_now_us: u64) -> u64 {
         let mut last = self.last_us.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let next = clock_now_us.max(last.saturating_add(1));
+        debug_assert!(
+            next > *last || *last == u64::MAX,
+            "client timestamps strictly increase ({} then {next})",
+            *last
+        );
         *last = next;
         next
     }

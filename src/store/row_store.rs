@@ -100,6 +100,10 @@ impl CellVersion {
 
 /// The winner of two versions of the same cell (commutative, associative, idempotent).
 pub fn reconcile(a: CellVersion, b: CellVersion) -> CellVersion {
+    debug_assert!(
+        a.rank() != b.rank() || a == b,
+        "reconcile: two different versions of equal rank ({a:?}, {b:?}) would make the winner depend on the order"
+    );
     if b.rank() > a.rank() {
         b
     } else {
@@ -123,7 +127,7 @@ pub fn live_slice<'a>(
     count: usize,
     reader_now_us: u64,
 ) -> Vec<LiveCell> {
-    versions
+    let cells: Vec<LiveCell> = versions
         .into_iter()
         .filter_map(|(column, version)| {
             version.live_value_at(reader_now_us).map(|value| LiveCell {
@@ -133,7 +137,12 @@ pub fn live_slice<'a>(
             })
         })
         .take(count)
-        .collect()
+        .collect();
+    debug_assert!(
+        cells.windows(2).all(|pair| pair[0].column < pair[1].column),
+        "live_slice: versions must come once per column, in column order"
+    );
+    cells
 }
 
 /// Rows of cells sorted by column name, with Cassandra's reconciliation rules.
@@ -159,6 +168,10 @@ impl RowStore {
                 true
             }
             Some(existing) => {
+                debug_assert!(
+                    existing.rank() != version.rank() || *existing == version,
+                    "apply {row}/{column}: two different versions of equal rank ({existing:?}, {version:?})"
+                );
                 if version.rank() > existing.rank() {
                     *existing = version;
                     true
@@ -258,21 +271,46 @@ impl RowStore {
     /// The model checker uses this to replace timestamps by their ranks: reconciliation only
     /// compares timestamps, so an order-preserving renaming changes no read.
     pub fn rename_timestamps(&mut self, mut rename: impl FnMut(u64) -> u64) {
+        #[cfg(debug_assertions)]
+        let mut renamed = Vec::new();
         for cells in self.rows.values_mut() {
             for version in cells.values_mut() {
-                version.timestamp_us = rename(version.timestamp_us);
+                let old = version.timestamp_us;
+                version.timestamp_us = rename(old);
+                #[cfg(debug_assertions)]
+                renamed.push((old, version.timestamp_us));
             }
         }
+        #[cfg(debug_assertions)]
+        debug_check_order_preserving("rename_timestamps: the timestamp renaming", renamed);
     }
 
     /// Rewrite every stored version in place with `rewrite`, which must preserve the order of
     /// timestamps and of values (a model checker's order-preserving renaming of times, as in
     /// Listing 8, where a cell's value is a time).
     pub fn rewrite_versions(&mut self, mut rewrite: impl FnMut(&mut CellVersion)) {
+        #[cfg(debug_assertions)]
+        let (mut timestamps, mut values) = (Vec::new(), Vec::new());
         for cells in self.rows.values_mut() {
             for version in cells.values_mut() {
+                #[cfg(debug_assertions)]
+                let before = version.clone();
                 rewrite(version);
+                #[cfg(debug_assertions)]
+                {
+                    timestamps.push((before.timestamp_us, version.timestamp_us));
+                    if let (CellBody::Value { value: old, .. }, CellBody::Value { value: new, .. }) =
+                        (before.body, &version.body)
+                    {
+                        values.push((old, new.clone()));
+                    }
+                }
             }
+        }
+        #[cfg(debug_assertions)]
+        {
+            debug_check_order_preserving("rewrite_versions: the rewriting of timestamps", timestamps);
+            debug_check_order_preserving("rewrite_versions: the rewriting of values", values);
         }
     }
 
@@ -291,6 +329,21 @@ impl RowStore {
             .values()
             .flat_map(|cells| cells.values().map(|v| v.timestamp_us))
             .max()
+    }
+}
+
+/// Debug builds: panic unless `pairs` (old, new) describe a strictly increasing renaming
+/// (equal olds map to equal news, and a smaller old to a smaller new).
+#[cfg(debug_assertions)]
+fn debug_check_order_preserving<T: Ord + std::fmt::Debug>(what: &str, mut pairs: Vec<(T, T)>) {
+    pairs.sort_unstable();
+    for pair in pairs.windows(2) {
+        let ((old_a, new_a), (old_b, new_b)) = (&pair[0], &pair[1]);
+        let kept = if old_a == old_b { new_a == new_b } else { new_a < new_b };
+        assert!(
+            kept,
+            "{what} must be strictly increasing: {old_a:?} -> {new_a:?} but {old_b:?} -> {new_b:?}"
+        );
     }
 }
 
@@ -355,6 +408,41 @@ mod tests {
         assert_eq!(columns, ["b", "d", "e"]);
         assert_eq!(store.read_slice("r", "", 2, 0).len(), 2);
         assert!(store.read_slice("other", "", 2, 0).is_empty());
+    }
+
+    #[test]
+    fn an_order_preserving_renaming_changes_no_read() {
+        let mut store = RowStore::new();
+        store.write("r", "a", "x", 10, None, 0);
+        store.write("r", "b", "y", 30, None, 0);
+        store.delete("r", "b", 20);
+        store.rename_timestamps(|ts| ts / 10);
+        assert_eq!(store.version("r", "b").unwrap().timestamp_us, 3);
+        assert_eq!(store.read_slice("r", "", 10, 0).len(), 2);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "must be strictly increasing")]
+    fn a_renaming_that_merges_two_timestamps_is_refused_in_debug_builds() {
+        let mut store = RowStore::new();
+        store.write("r", "a", "x", 10, None, 0);
+        store.write("r", "b", "y", 11, None, 0);
+        store.rename_timestamps(|ts| ts / 10);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "must be strictly increasing")]
+    fn a_rewrite_that_reorders_values_is_refused_in_debug_builds() {
+        let mut store = RowStore::new();
+        store.write("r", "a", "1", 10, None, 0);
+        store.write("r", "b", "2", 11, None, 0);
+        store.rewrite_versions(|version| {
+            if let CellBody::Value { value, .. } = &mut version.body {
+                *value = if value == "1" { "9".into() } else { "0".into() };
+            }
+        });
     }
 
     #[test]
