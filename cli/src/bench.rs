@@ -56,8 +56,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
 fn sim() -> ExitCode {
     use cassalock_sim::run::run;
     use cassalock_sim::scenario::{build, SimOptions};
+    use rayon::prelude::*;
     const SEEDS: u64 = 600;
-    const JOBS: u64 = 2;
+    const JOBS: usize = 2;
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(JOBS).build() {
+        Ok(pool) => pool,
+        Err(error) => {
+            eprintln!("error: cannot start the worker threads: {error}");
+            return ExitCode::from(1);
+        }
+    };
     println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {SEEDS} seeds on {JOBS} threads");
     println!(
         "{:<10} {:>9} {:>15} {:>14} {:>18}",
@@ -66,27 +74,24 @@ fn sim() -> ExitCode {
     let mut failed = false;
     for algorithm in [cassalock::Algorithm::Old, cassalock::Algorithm::Queue] {
         let started = Instant::now();
-        let totals = std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..JOBS)
-                .map(|job| {
-                    scope.spawn(move || {
-                        let mut totals = (0usize, 0.0f64, 0usize);
-                        for seed in (job..SEEDS).step_by(JOBS as usize) {
-                            let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
-                            let outcome = run(&config, seed, false);
-                            totals.0 += outcome.verdicts.acquisitions;
-                            totals.1 += outcome.sim_time.as_secs_f64();
-                            totals.2 += usize::from(!outcome.verdicts.all_passed());
-                        }
-                        totals
-                    })
+        // Per seed: acquisitions, simulated seconds, whether a check failed; in seed order.
+        let per_seed: Vec<(usize, f64, usize)> = pool.install(|| {
+            (0..SEEDS)
+                .into_par_iter()
+                .map(|seed| {
+                    let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
+                    let outcome = run(&config, seed, false);
+                    (
+                        outcome.verdicts.acquisitions,
+                        outcome.sim_time.as_secs_f64(),
+                        usize::from(!outcome.verdicts.all_passed()),
+                    )
                 })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("worker"))
-                .fold((0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+                .collect()
         });
+        let totals = per_seed
+            .iter()
+            .fold((0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
         let seconds = started.elapsed().as_secs_f64();
         failed |= totals.2 > 0;
         println!(

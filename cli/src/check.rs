@@ -9,45 +9,7 @@ use std::time::{Duration, Instant};
 
 use cassalock_models::check::{Limits, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
-use clap::{Args, ValueEnum};
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ModelArg {
-    /// Lemma 1: writers and readers of one row (L1).
-    Lemma,
-    /// Listing 6, the fair queue GetLock (T1, T2, F).
-    Getlock,
-    /// Listing 7, TryGetLock (T3, T4).
-    Trygetlock,
-    /// Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail).
-    Old,
-    /// Listing 8, the global time service (T5, S1).
-    Globaltime,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum FaultArg {
-    /// Perfect clocks, atomic enqueue, no TTL: exhaustive and unbounded.
-    None,
-    /// One thread's clock runs a tick behind (queue order).
-    Skew,
-    /// A node's clock ahead of another's by the TTL (S2).
-    TtlSkew,
-    /// A holder paused longer than its TTL (K1).
-    Pause,
-    /// Reading the time and writing the queue cell are separate steps.
-    DelayedEnqueue,
-    /// A holder crashes; its lease expires.
-    Crash,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum MutantArg {
-    /// First in the queue takes the lock without reading the main row.
-    M1,
-    /// Release does not wait for the renewal task (turns leases on).
-    K3,
-}
+use clap::Args;
 
 /// Check a model: one row per property, a numbered trace for each violation.
 ///
@@ -58,7 +20,7 @@ pub enum MutantArg {
 pub struct CheckArgs {
     /// Which model.
     #[arg(long, value_enum)]
-    model: ModelArg,
+    model: ModelName,
     /// Threads (replicas for globaltime). Default depends on the model and fault.
     #[arg(long)]
     threads: Option<u8>,
@@ -67,10 +29,10 @@ pub struct CheckArgs {
     acquisitions: Option<u8>,
     /// Fault knob.
     #[arg(long, value_enum, default_value = "none")]
-    fault: FaultArg,
+    fault: Fault,
     /// A deliberately broken variant.
     #[arg(long, value_enum)]
-    mutant: Option<MutantArg>,
+    mutant: Option<Mutant>,
     /// Holders write to a resource that refuses stale fencing tokens.
     #[arg(long)]
     fencing: bool,
@@ -95,27 +57,11 @@ pub struct CheckArgs {
 }
 
 fn spec(args: &CheckArgs) -> Spec {
-    let mut spec = Spec::new(match args.model {
-        ModelArg::Lemma => ModelName::Lemma,
-        ModelArg::Getlock => ModelName::GetLock,
-        ModelArg::Trygetlock => ModelName::TryGetLock,
-        ModelArg::Old => ModelName::Old,
-        ModelArg::Globaltime => ModelName::GlobalTime,
-    });
+    let mut spec = Spec::new(args.model);
     spec.threads = args.threads;
     spec.acquisitions = args.acquisitions;
-    spec.fault = match args.fault {
-        FaultArg::None => Fault::None,
-        FaultArg::Skew => Fault::Skew,
-        FaultArg::TtlSkew => Fault::TtlSkew,
-        FaultArg::Pause => Fault::Pause,
-        FaultArg::DelayedEnqueue => Fault::DelayedEnqueue,
-        FaultArg::Crash => Fault::Crash,
-    };
-    spec.mutant = args.mutant.map(|m| match m {
-        MutantArg::M1 => Mutant::M1,
-        MutantArg::K3 => Mutant::K3,
-    });
+    spec.fault = args.fault;
+    spec.mutant = args.mutant;
     spec.fencing = args.fencing;
     spec.leases = args.leases;
     spec

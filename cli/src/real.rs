@@ -177,7 +177,7 @@ mod imp {
         }
         let spec = spec(&args);
         if let Err(e) = check(&spec) {
-            return usage_error(&e);
+            return usage_error(&e.to_string());
         }
         match execute(&spec, args.events) {
             Ok(summary) => {

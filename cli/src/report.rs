@@ -5,8 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::{bail, Context};
 use cassalock_report::fairness::{measure, write, FairnessOptions};
 use cassalock_report::matrix::{run_matrix, MatrixOptions};
+use cassalock_sim::ranges::MsRange;
 use clap::{Args, Subcommand};
 
 /// Regenerate a report (deterministic: the same command on the same commit writes the same bytes).
@@ -59,11 +61,11 @@ struct FairnessArgs {
     #[arg(long, default_value_t = 3)]
     seeds: u64,
     /// Critical-section length, A-B milliseconds.
-    #[arg(long, default_value = "5-20", value_parser = parse_range)]
-    hold_ms: (u64, u64),
+    #[arg(long, default_value = "5-20", allow_hyphen_values = true)]
+    hold_ms: MsRange,
     /// Think time between a release and the next attempt, A-B milliseconds.
-    #[arg(long, default_value = "0-50", value_parser = parse_range)]
-    think_ms: (u64, u64),
+    #[arg(long, default_value = "0-50", allow_hyphen_values = true)]
+    think_ms: MsRange,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 60)]
     duration_s: u64,
@@ -73,22 +75,6 @@ struct FairnessArgs {
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-}
-
-fn parse_range(text: &str) -> Result<(u64, u64), String> {
-    let bad = || format!("{text:?}: write a range of milliseconds such as 5-20");
-    let (a, b) = text.split_once('-').ok_or_else(bad)?;
-    let (a, b): (u64, u64) = (
-        a.trim().parse().map_err(|_| bad())?,
-        b.trim().parse().map_err(|_| bad())?,
-    );
-    if b < a {
-        return Err(format!("{text:?}: the end is below the start"));
-    }
-    if b > 3_600_000 {
-        return Err(format!("{text:?}: at most an hour"));
-    }
-    Ok((a, b))
 }
 
 fn progress_bar(label: &str) -> Option<indicatif::ProgressBar> {
@@ -103,25 +89,25 @@ fn progress_bar(label: &str) -> Option<indicatif::ProgressBar> {
 }
 
 /// Fail before minutes of simulation, not after, when the output directory cannot be written.
-fn ensure_writable(out: &std::path::Path) -> Result<(), String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create the output directory {}: {e}", out.display()))?;
+fn ensure_writable(out: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create the output directory {}", out.display()))?;
     let probe = out.join(".cassalock-write-test");
-    std::fs::write(&probe, b"").map_err(|e| format!("cannot write into {}: {e}", out.display()))?;
-    std::fs::remove_file(&probe).map_err(|e| format!("cannot clean up {}: {e}", probe.display()))
+    std::fs::write(&probe, b"").with_context(|| format!("cannot write into {}", out.display()))?;
+    std::fs::remove_file(&probe).with_context(|| format!("cannot clean up {}", probe.display()))
 }
 
-fn fairness(args: &FairnessArgs) -> Result<(), String> {
+fn fairness(args: &FairnessArgs) -> anyhow::Result<()> {
     if args.seeds == 0 || args.seeds > 100 {
-        return Err("--seeds must be between 1 and 100".into());
+        bail!("--seeds must be between 1 and 100");
     }
     if args.duration_s == 0 || args.duration_s > 3600 {
-        return Err("--duration-s must be between 1 and 3600".into());
+        bail!("--duration-s must be between 1 and 3600");
     }
     if args.threads.is_empty() || args.threads.iter().any(|&t| t == 0 || t > 64) {
-        return Err("--threads: give thread counts between 1 and 64".into());
+        bail!("--threads: give thread counts between 1 and 64");
     }
     if args.jobs == 0 || args.jobs > 64 {
-        return Err("--jobs must be between 1 and 64".into());
+        bail!("--jobs must be between 1 and 64");
     }
     ensure_writable(&args.out)?;
     let mut threads = args.threads.clone();
@@ -131,8 +117,8 @@ fn fairness(args: &FairnessArgs) -> Result<(), String> {
         out: args.out.clone(),
         seeds: args.seeds,
         threads,
-        hold_ms: args.hold_ms,
-        think_ms: args.think_ms,
+        hold_ms: args.hold_ms.as_pair(),
+        think_ms: args.think_ms.as_pair(),
         duration: Duration::from_secs(args.duration_s),
         jobs: args.jobs,
     };
@@ -142,7 +128,7 @@ fn fairness(args: &FairnessArgs) -> Result<(), String> {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
         }
-    });
+    })?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -158,12 +144,12 @@ fn fairness(args: &FairnessArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn matrix(args: &MatrixArgs) -> Result<(), String> {
+fn matrix(args: &MatrixArgs) -> anyhow::Result<()> {
     if args.seeds == 0 || args.seeds > 1000 {
-        return Err("--seeds must be between 1 and 1000".into());
+        bail!("--seeds must be between 1 and 1000");
     }
     if args.jobs == 0 || args.jobs > 64 {
-        return Err("--jobs must be between 1 and 64".into());
+        bail!("--jobs must be between 1 and 64");
     }
     ensure_writable(&args.out)?;
     let options = MatrixOptions {
@@ -178,7 +164,8 @@ fn matrix(args: &MatrixArgs) -> Result<(), String> {
             bar.set_position(done as u64);
             bar.set_message(format!("matrix {cell}"));
         }
-    })?;
+    })
+    .map_err(anyhow::Error::msg)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -205,6 +192,6 @@ pub fn run(args: ReportArgs) -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(error) => crate::usage_error(&error),
+        Err(error) => crate::usage_error(&format!("{error:#}")),
     }
 }

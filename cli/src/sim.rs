@@ -1,35 +1,61 @@
 //! `cassalock sim` and `cassalock replay`: run the simulation over seeds, or one seed in full.
 
 use std::io::IsTerminal;
-use std::ops::Range;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::time::Instant;
 
+use anyhow::bail;
 use cassalock::driver::Algorithm;
 use cassalock_sim::cluster::Consistency;
+use cassalock_sim::ranges::SeedRange;
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
+use rayon::prelude::*;
 
 /// The most seeds one `sim` call will run.
 pub const MAX_SEEDS: u64 = 1_000_000;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum AlgorithmArg {
-    Old,
-    Queue,
+/// Seeds run per batch: each batch's outcomes are tallied in seed order, so the tally does
+/// not depend on which thread finished first, and at most a batch of outcomes is held.
+const BATCH: u64 = 1024;
+
+/// `--algorithm` of `sim`: one of the library's algorithms, or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithms {
+    One(Algorithm),
     /// Both, one after the other.
     Both,
 }
 
-impl AlgorithmArg {
+impl Algorithms {
     pub fn algorithms(self) -> Vec<Algorithm> {
         match self {
-            AlgorithmArg::Old => vec![Algorithm::Old],
-            AlgorithmArg::Queue => vec![Algorithm::Queue],
-            AlgorithmArg::Both => vec![Algorithm::Old, Algorithm::Queue],
+            Algorithms::One(algorithm) => vec![algorithm],
+            Algorithms::Both => Algorithm::value_variants().to_vec(),
+        }
+    }
+}
+
+/// The library's algorithms (their names and help), then `both`.
+impl ValueEnum for Algorithms {
+    fn value_variants<'a>() -> &'a [Self] {
+        static VARIANTS: OnceLock<Vec<Algorithms>> = OnceLock::new();
+        VARIANTS.get_or_init(|| {
+            Algorithm::value_variants()
+                .iter()
+                .map(|&algorithm| Algorithms::One(algorithm))
+                .chain([Algorithms::Both])
+                .collect()
+        })
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Algorithms::One(algorithm) => algorithm.to_possible_value(),
+            Algorithms::Both => Some(PossibleValue::new("both").help("Both, one after the other")),
         }
     }
 }
@@ -54,44 +80,31 @@ pub struct ScenarioArgs {
     pub lose_unsynced: bool,
     /// Override the scenario's consistency level.
     #[arg(long, value_enum)]
-    pub consistency: Option<ConsistencyArg>,
+    pub consistency: Option<Consistency>,
     /// Clients call TryGetLock (and try again after a "no") instead of GetLock.
     #[arg(long)]
     pub try_lock: bool,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ConsistencyArg {
-    One,
-    Quorum,
-    All,
-}
-
 impl ScenarioArgs {
-    pub fn options(&self) -> Result<SimOptions, String> {
+    pub fn options(&self) -> anyhow::Result<SimOptions> {
         if let Some(offset) = self.offset_s {
             if !offset.is_finite() || offset.abs() > 86_400.0 {
-                return Err(format!(
-                    "--offset-s {offset}: give an offset within one day (in seconds)"
-                ));
+                bail!("--offset-s {offset}: give an offset within one day (in seconds)");
             }
             if self.scenario != "skew" {
-                return Err("--offset-s applies to the skew scenario only".into());
+                bail!("--offset-s applies to the skew scenario only");
             }
         }
         if self.k3 && self.scenario != "renew-race" {
-            return Err("--k3 applies to the renew-race scenario only".into());
+            bail!("--k3 applies to the renew-race scenario only");
         }
         Ok(SimOptions {
             offset_s: self.offset_s,
             k3: self.k3,
             no_fencing: self.no_fencing,
             lose_unsynced: self.lose_unsynced,
-            consistency: self.consistency.map(|c| match c {
-                ConsistencyArg::One => Consistency::One,
-                ConsistencyArg::Quorum => Consistency::Quorum,
-                ConsistencyArg::All => Consistency::All,
-            }),
+            consistency: self.consistency,
             try_lock: self.try_lock,
         })
     }
@@ -102,8 +115,8 @@ impl ScenarioArgs {
         if let Some(offset) = self.offset_s {
             flags.push_str(&format!(" --offset-s {offset}"));
         }
-        if let Some(consistency) = self.consistency {
-            flags.push_str(&format!(" --consistency {}", format!("{consistency:?}").to_lowercase()));
+        if let Some(value) = self.consistency.as_ref().and_then(ValueEnum::to_possible_value) {
+            flags.push_str(&format!(" --consistency {}", value.get_name()));
         }
         for (on, flag) in [
             (self.k3, " --k3"),
@@ -128,13 +141,13 @@ pub struct SimArgs {
     #[command(flatten)]
     scenario: ScenarioArgs,
     /// Seeds as A..B (B excluded) or A..=B.
-    #[arg(long, default_value = "0..100")]
-    seeds: String,
+    #[arg(long, default_value = "0..100", allow_hyphen_values = true)]
+    seeds: SeedRange,
     /// Parallel runs (each on its own thread).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
     #[arg(long, value_enum, default_value = "both")]
-    algorithm: AlgorithmArg,
+    algorithm: Algorithms,
     /// skew only: sweep replica r0's offset over 0..=2 TTL (1 s steps, then 0.1 s below the first
     /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
     #[arg(long)]
@@ -149,41 +162,13 @@ pub struct ReplayArgs {
     #[arg(long)]
     seed: u64,
     #[arg(long, value_enum, default_value = "queue")]
-    algorithm: AlgorithmArg,
+    algorithm: Algorithm,
     /// Also draw the timeline as SVG into this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<std::path::PathBuf>,
     /// Print the plan and verdicts only, not every event.
     #[arg(long)]
     summary: bool,
-}
-
-/// Parse "A..B" or "A..=B".
-pub fn parse_seeds(text: &str) -> Result<Range<u64>, String> {
-    let bad = || format!("--seeds {text:?}: write a range such as 0..100 or 5..=9");
-    let (start, end) = text.split_once("..").ok_or_else(bad)?;
-    let start: u64 = start.trim().parse().map_err(|_| bad())?;
-    let end: u64 = match end.strip_prefix('=') {
-        Some(end) => end
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| bad())?
-            .checked_add(1)
-            .ok_or_else(bad)?,
-        None => end.trim().parse().map_err(|_| bad())?,
-    };
-    if end <= start {
-        return Err(format!(
-            "--seeds {text:?} is empty or inverted: the end must be above the start"
-        ));
-    }
-    if end - start > MAX_SEEDS {
-        return Err(format!(
-            "--seeds {text:?} asks for {} runs; at most {MAX_SEEDS} per call",
-            end - start
-        ));
-    }
-    Ok(start..end)
 }
 
 pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &str) -> String {
@@ -193,6 +178,7 @@ pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &s
     )
 }
 
+#[derive(Default)]
 struct Tally {
     /// The first seed whose run panicked (a harness bug).
     panics: Option<u64>,
@@ -204,54 +190,50 @@ struct Tally {
     hashes: u64,
 }
 
-/// Run every seed of `seeds` and tally.
+/// Run every seed of `seeds` on `pool` and tally, in seed order.
 fn run_seeds(
     scenario: &str,
     options: &SimOptions,
-    seeds: &Range<u64>,
-    jobs: usize,
+    seeds: &SeedRange,
+    pool: &rayon::ThreadPool,
     algorithm: Algorithm,
     bar: Option<&indicatif::ProgressBar>,
 ) -> Tally {
-    let tally = Mutex::new(Tally {
-        panics: None,
-        runs: 0,
-        failed_runs: 0,
-        per_claim: Vec::new(),
-        acquisitions: 0,
-        sim_seconds: 0.0,
-        hashes: 0,
-    });
-    let next = AtomicU64::new(seeds.start);
-    let total = seeds.end - seeds.start;
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.min(total as usize) {
-            scope.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed);
-                if seed >= seeds.end {
-                    break;
-                }
-                let config = build(scenario, seed, algorithm, options).expect("validated by the caller");
-                match std::panic::catch_unwind(|| run(&config, seed, false)) {
-                    Ok(outcome) => tally_outcome(&tally, &outcome),
-                    Err(_) => {
-                        let mut tally = tally.lock().expect("tally");
-                        tally.runs += 1;
-                        tally.failed_runs += 1;
-                        tally.panics.get_or_insert(seed);
+    let mut tally = Tally::default();
+    for batch in seeds.chunks(BATCH) {
+        let first = *batch.start();
+        let count = usize::try_from(batch.end() - first).expect("a batch fits") + 1;
+        // `None`: the run panicked.
+        let outcomes: Vec<Option<RunOutcome>> = pool.install(|| {
+            (0..count)
+                .into_par_iter()
+                .map(|index| {
+                    let seed = first + index as u64;
+                    let config = build(scenario, seed, algorithm, options).expect("validated by the caller");
+                    let outcome = std::panic::catch_unwind(|| run(&config, seed, false)).ok();
+                    if let Some(bar) = bar {
+                        bar.inc(1);
                     }
+                    outcome
+                })
+                .collect()
+        });
+        for (seed, outcome) in batch.zip(&outcomes) {
+            match outcome {
+                Some(outcome) => tally_outcome(&mut tally, outcome),
+                None => {
+                    tally.runs += 1;
+                    tally.failed_runs += 1;
+                    tally.panics.get_or_insert(seed);
                 }
-                if let Some(bar) = bar {
-                    bar.inc(1);
-                }
-            });
+            }
         }
-    });
-    tally.into_inner().expect("tally")
+    }
+    tally
 }
 
 /// The skew finding: the smallest offset of r0's clock that breaks T1.
-fn sweep_offsets(args: &SimArgs, options: &SimOptions, seeds: &Range<u64>) -> ExitCode {
+fn sweep_offsets(args: &SimArgs, options: &SimOptions, pool: &rayon::ThreadPool) -> ExitCode {
     if args.scenario.scenario != "skew" {
         return crate::usage_error("--sweep-offsets applies to the skew scenario only");
     }
@@ -265,7 +247,7 @@ fn sweep_offsets(args: &SimArgs, options: &SimOptions, seeds: &Range<u64>) -> Ex
             offset_s: Some(offset),
             ..options.clone()
         };
-        let tally = run_seeds("skew", &options, seeds, args.jobs, algorithm, None);
+        let tally = run_seeds("skew", &options, &args.seeds, pool, algorithm, None);
         tally
             .per_claim
             .iter()
@@ -325,25 +307,36 @@ fn sweep_offsets(args: &SimArgs, options: &SimOptions, seeds: &Range<u64>) -> Ex
 pub fn sim(args: SimArgs) -> ExitCode {
     let options = match args.scenario.options() {
         Ok(options) => options,
-        Err(error) => return crate::usage_error(&error),
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
-    let seeds = match parse_seeds(&args.seeds) {
-        Ok(seeds) => seeds,
-        Err(error) => return crate::usage_error(&error),
-    };
+    let seeds = args.seeds;
+    if seeds.len() > u128::from(MAX_SEEDS) {
+        return crate::usage_error(&format!(
+            "--seeds {:?} asks for {} runs; at most {MAX_SEEDS} per call",
+            seeds.to_string(),
+            seeds.len()
+        ));
+    }
     if args.jobs == 0 || args.jobs > 64 {
         return crate::usage_error("--jobs must be between 1 and 64");
     }
-    if let Err(error) = build(&args.scenario.scenario, seeds.start, Algorithm::Queue, &options) {
-        return crate::usage_error(&error);
+    if let Err(error) = build(&args.scenario.scenario, seeds.first(), Algorithm::Queue, &options) {
+        return crate::usage_error(&error.to_string());
     }
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
+        Ok(pool) => pool,
+        Err(error) => {
+            eprintln!("error: cannot start the worker threads: {error}");
+            return ExitCode::from(1);
+        }
+    };
     if args.sweep_offsets {
-        return sweep_offsets(&args, &options, &seeds);
+        return sweep_offsets(&args, &options, &pool);
     }
     let mut any_failed = false;
     for algorithm in args.algorithm.algorithms() {
         let started = Instant::now();
-        let total = seeds.end - seeds.start;
+        let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
@@ -357,7 +350,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
             &args.scenario.scenario,
             &options,
             &seeds,
-            args.jobs,
+            &pool,
             algorithm,
             bar.as_ref(),
         );
@@ -409,8 +402,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
     }
 }
 
-fn tally_outcome(tally: &Mutex<Tally>, outcome: &RunOutcome) {
-    let mut tally = tally.lock().expect("tally");
+fn tally_outcome(tally: &mut Tally, outcome: &RunOutcome) {
     tally.runs += 1;
     tally.acquisitions += outcome.verdicts.acquisitions as u64;
     tally.sim_seconds += outcome.sim_time.as_secs_f64();
@@ -440,15 +432,12 @@ fn tally_outcome(tally: &Mutex<Tally>, outcome: &RunOutcome) {
 pub fn replay(args: ReplayArgs) -> ExitCode {
     let options = match args.scenario.options() {
         Ok(options) => options,
-        Err(error) => return crate::usage_error(&error),
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
-    let algorithm = match args.algorithm {
-        AlgorithmArg::Both => return crate::usage_error("replay runs one algorithm: --algorithm old or queue"),
-        one => one.algorithms()[0],
-    };
+    let algorithm = args.algorithm;
     let config = match build(&args.scenario.scenario, args.seed, algorithm, &options) {
         Ok(config) => config,
-        Err(error) => return crate::usage_error(&error),
+        Err(error) => return crate::usage_error(&error.to_string()),
     };
     println!("{}", config.plan());
     println!("seed {}", args.seed);
@@ -487,5 +476,53 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Sim {
+        #[command(flatten)]
+        args: SimArgs,
+    }
+
+    fn parse(line: &[&str]) -> Result<SimArgs, clap::Error> {
+        Sim::try_parse_from(std::iter::once("sim").chain(line.iter().copied())).map(|sim| sim.args)
+    }
+
+    #[test]
+    fn algorithms_are_the_library_s_and_both() {
+        let choose = |name: &str| parse(&["--scenario", "contention", "--algorithm", name]).map(|a| a.algorithm);
+        assert_eq!(choose("old").unwrap(), Algorithms::One(Algorithm::Old));
+        assert_eq!(choose("queue").unwrap(), Algorithms::One(Algorithm::Queue));
+        assert_eq!(
+            choose("both").unwrap().algorithms(),
+            vec![Algorithm::Old, Algorithm::Queue]
+        );
+        assert!(choose("lwt").is_err());
+        let default = parse(&["--scenario", "contention"]).unwrap();
+        assert_eq!(default.algorithm, Algorithms::Both);
+        assert_eq!(default.seeds.to_string(), "0..100");
+    }
+
+    #[test]
+    fn seeds_parse_up_to_the_last_and_say_what_is_wrong() {
+        let seeds = |text: &str| parse(&["--scenario", "contention", "--seeds", text]).map(|a| a.seeds);
+        let last = seeds("18446744073709551613..18446744073709551615").unwrap();
+        assert_eq!(last.len(), 2);
+        let negative = seeds("-1..5").unwrap_err().to_string();
+        assert!(negative.contains("not negative"), "{negative}");
+        let overflow = seeds("0..18446744073709551616").unwrap_err().to_string();
+        assert!(overflow.contains("overflows"), "{overflow}");
+    }
+
+    #[test]
+    fn printed_flags_name_the_consistency_as_typed() {
+        let args = parse(&["--scenario", "cl-one", "--consistency", "quorum", "--try-lock"]).unwrap();
+        assert_eq!(args.scenario.flags(), " --consistency quorum --try-lock");
     }
 }

@@ -23,18 +23,25 @@ pub mod lock_world;
 pub mod old;
 pub mod trygetlock;
 
-use std::fmt;
-
 use check::{check, Limits, Report};
 use lock_world::{LockAlgorithm, LockModel, LockModelConfig};
 
 /// The models, by CLI name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ModelName {
+    /// Lemma 1: writers and readers of one row (L1).
     Lemma,
+    /// Listing 6, the fair queue GetLock (T1, T2, F).
+    #[cfg_attr(feature = "clap", value(name = "getlock"))]
     GetLock,
+    /// Listing 7, TryGetLock (T3, T4).
+    #[cfg_attr(feature = "clap", value(name = "trygetlock"))]
     TryGetLock,
+    /// Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail).
     Old,
+    /// Listing 8, the global time service (T5, S1).
+    #[cfg_attr(feature = "clap", value(name = "globaltime"))]
     GlobalTime,
 }
 
@@ -60,12 +67,19 @@ impl ModelName {
 
 /// Fault knobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Fault {
+    /// Perfect clocks, atomic enqueue, no TTL: exhaustive and unbounded.
     None,
+    /// One thread's clock runs a tick behind (queue order).
     Skew,
+    /// A node's clock ahead of another's by the TTL (S2).
     TtlSkew,
+    /// A holder paused longer than its TTL (K1).
     Pause,
+    /// Reading the time and writing the queue cell are separate steps.
     DelayedEnqueue,
+    /// A holder crashes; its lease expires.
     Crash,
 }
 
@@ -93,8 +107,11 @@ impl Fault {
 
 /// Deliberately broken variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Mutant {
+    /// First in the queue takes the lock without reading the main row.
     M1,
+    /// Release does not wait for the renewal task (turns leases on).
     K3,
 }
 
@@ -134,17 +151,10 @@ impl Spec {
     }
 }
 
-/// Why a spec was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why a spec was refused: a sentence naming the option and what it may be.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct SpecError(pub String);
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SpecError {}
 
 fn refuse<T>(message: impl Into<String>) -> Result<T, SpecError> {
     Err(SpecError(message.into()))

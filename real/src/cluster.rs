@@ -3,30 +3,50 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
-use cassalock::{Algorithm, RemoteLocker, Settings, SystemClock};
+use cassalock::store::cassandra::{CassandraConfig, CassandraError, CassandraStore};
+use cassalock::{Algorithm, LockError, RemoteLocker, Settings, SystemClock};
 
 use crate::{lwt, now_us, Event, Job, Monitor, Variant};
 
-pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, String> {
+/// A consistency level that is not one, quorum or all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown consistency {0:?}: use one, quorum or all")]
+pub struct UnknownConsistency(pub String);
+
+/// Why a process's lockers could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Consistency(#[from] UnknownConsistency),
+    /// Connecting, creating the tables or preparing the statements failed.
+    #[error(transparent)]
+    Cassandra(#[from] CassandraError),
+    /// The locker's settings were refused.
+    #[error(transparent)]
+    Settings(#[from] LockError),
+    #[error("a locker task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, UnknownConsistency> {
     use cassalock::store::cassandra::Consistency;
     match name.to_ascii_lowercase().as_str() {
         "one" => Ok(Consistency::One),
         "quorum" => Ok(Consistency::Quorum),
         "all" => Ok(Consistency::All),
-        other => Err(format!("unknown consistency {other:?}: use one, quorum or all")),
+        other => Err(UnknownConsistency(other.to_owned())),
     }
 }
 
 /// Run this process's lockers; every event goes to `emit`, in the order it happened here.
-pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), String> {
+pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), ClusterError> {
     let config = CassandraConfig {
         contact_points: job.contact_points.clone(),
         keyspace: job.keyspace.clone(),
         consistency: consistency(&job.consistency)?,
         ..CassandraConfig::default()
     };
-    let store = Arc::new(CassandraStore::connect(&config).await.map_err(|e| e.to_string())?);
+    let store = Arc::new(CassandraStore::connect(&config).await?);
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
     let lwt = match job.variant {
@@ -37,8 +57,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                 job.ttl_s,
                 Duration::from_millis(job.poll_ms),
             )
-            .await
-            .map_err(|e| e.to_string())?,
+            .await?,
         )),
         _ => None,
     };
@@ -54,7 +73,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         }));
     }
     for task in tasks {
-        task.await.map_err(|e| format!("a locker task failed: {e}"))??;
+        task.await??;
     }
     let requests = store.requests() + lwt.map(|l| l.requests()).unwrap_or(0);
     emit(Event::Done { process, requests });
@@ -91,7 +110,7 @@ async fn run_locker(
     monitor: &Monitor,
     emit: &(dyn Fn(Event) + Send + Sync),
     started: Instant,
-) -> Result<(), String> {
+) -> Result<(), ClusterError> {
     let mut settings = Settings::new(name);
     settings.algorithm = if job.variant == Variant::Old {
         Algorithm::Old
@@ -102,7 +121,7 @@ async fn run_locker(
     settings.renew_every_ms = job.renew_ms;
     settings.poll_ms = job.poll_ms;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);
-    let locker = RemoteLocker::new(store, SystemClock, settings).map_err(|e| e.to_string())?;
+    let locker = RemoteLocker::new(store, SystemClock, settings)?;
     for _ in 0..job.acquisitions {
         if out_of_time(job, started) {
             break;
@@ -161,7 +180,7 @@ async fn run_lwt_locker(
     monitor: &Monitor,
     emit: &(dyn Fn(Event) + Send + Sync),
     started: Instant,
-) -> Result<(), String> {
+) -> Result<(), ClusterError> {
     for _ in 0..job.acquisitions {
         if out_of_time(job, started) {
             break;

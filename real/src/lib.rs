@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 use cassalock_history::stats;
 
 /// Which lock the lockers use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Variant {
     /// The old shadow-row lock (Listings 3-4).
     Old,

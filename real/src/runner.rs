@@ -3,12 +3,15 @@
 //! --worker-index N`), their events gathered and summarized.
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use crate::cluster::{consistency, run_job};
+use cassalock::algo::queue_column::InvalidName;
+use cassalock::store::cassandra::CassandraError;
+
+use crate::cluster::{consistency, run_job, ClusterError, UnknownConsistency};
 use crate::{now_us, summarize, Event, Job, Monitor, Summary, Variant};
 
 /// What to run: the settings of `cassalock real`, checked by [`check`].
@@ -44,41 +47,95 @@ pub struct RunSpec {
     pub fencing: bool,
 }
 
-pub fn check(spec: &RunSpec) -> Result<(), String> {
+/// Why a [`RunSpec`] was refused: which option, and what it may be.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidSpec {
+    #[error("--contact-points: give host:port[,host:port...]")]
+    ContactPoints,
+    #[error("--threads must be between 1 and 256, not {0}")]
+    Threads(usize),
+    #[error("--acquisitions must be between 1 and 100000, not {0}")]
+    Acquisitions(u32),
+    #[error("--processes must be between 1 and --threads ({threads}), not {processes}")]
+    Processes { threads: usize, processes: usize },
+    #[error("--hold-ms must be at most 60000")]
+    HoldMs,
+    #[error("--ttl-s must be between 2 and 3600, not {0}")]
+    TtlS(u32),
+    #[error("--poll-ms must be between 1 and 60000")]
+    PollMs,
+    #[error("--max-wait-s must be between 1 and 3600")]
+    MaxWaitS,
+    #[error(transparent)]
+    Consistency(#[from] UnknownConsistency),
+    /// The keyspace is not a plain CQL name.
+    #[error(transparent)]
+    Keyspace(#[from] CassandraError),
+    #[error(transparent)]
+    LockId(#[from] InvalidName),
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Invalid(#[from] InvalidSpec),
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot create the monitor file: {0}")]
+    Monitor(std::io::Error),
+    #[error("cannot find this program: {0}")]
+    CurrentExe(std::io::Error),
+    #[error("cannot write {}: {source}", path.display())]
+    WriteJob { path: PathBuf, source: std::io::Error },
+    #[error("cannot start worker {index}: {source}")]
+    StartWorker { index: usize, source: std::io::Error },
+    #[error("worker {index}: {source}")]
+    WaitWorker { index: usize, source: std::io::Error },
+    #[error("worker process {index} failed ({status})")]
+    WorkerFailed { index: usize, status: ExitStatus },
+    #[error("cannot read the job {}: {source}", path.display())]
+    ReadJob { path: PathBuf, source: std::io::Error },
+    #[error("malformed job file {}: {source}", path.display())]
+    MalformedJob { path: PathBuf, source: serde_json::Error },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     if spec.contact_points.is_empty() || spec.contact_points.iter().any(|c| c.trim().is_empty()) {
-        return Err("--contact-points: give host:port[,host:port...]".into());
+        return Err(InvalidSpec::ContactPoints);
     }
     if !(1..=256).contains(&spec.threads) {
-        return Err(format!("--threads must be between 1 and 256, not {}", spec.threads));
+        return Err(InvalidSpec::Threads(spec.threads));
     }
     if !(1..=100_000).contains(&spec.acquisitions) {
-        return Err(format!(
-            "--acquisitions must be between 1 and 100000, not {}",
-            spec.acquisitions
-        ));
+        return Err(InvalidSpec::Acquisitions(spec.acquisitions));
     }
     if spec.processes == 0 || spec.processes > spec.threads {
-        return Err(format!(
-            "--processes must be between 1 and --threads ({}), not {}",
-            spec.threads, spec.processes
-        ));
+        return Err(InvalidSpec::Processes {
+            threads: spec.threads,
+            processes: spec.processes,
+        });
     }
     if spec.hold_ms > 60_000 {
-        return Err("--hold-ms must be at most 60000".into());
+        return Err(InvalidSpec::HoldMs);
     }
     if !(2..=3600).contains(&spec.ttl_s) {
-        return Err(format!("--ttl-s must be between 2 and 3600, not {}", spec.ttl_s));
+        return Err(InvalidSpec::TtlS(spec.ttl_s));
     }
     if !(1..=60_000).contains(&spec.poll_ms) {
-        return Err("--poll-ms must be between 1 and 60000".into());
+        return Err(InvalidSpec::PollMs);
     }
     if !(1..=3600).contains(&spec.max_wait_s) {
-        return Err("--max-wait-s must be between 1 and 3600".into());
+        return Err(InvalidSpec::MaxWaitS);
     }
     consistency(&spec.consistency)?;
-    cassalock::store::cassandra::validate_name("keyspace", &spec.keyspace).map_err(|e| e.to_string())?;
+    cassalock::store::cassandra::validate_name("keyspace", &spec.keyspace)?;
     if let Some(id) = &spec.lock_id {
-        cassalock::LockId::new(id).map_err(|e| e.to_string())?;
+        cassalock::LockId::new(id)?;
     }
     Ok(())
 }
@@ -107,12 +164,15 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
 }
 
 /// Run one configuration: in this process (P = 1) or in P worker processes.
-pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
+pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> {
     check(spec)?;
     let run_dir = std::env::temp_dir().join(format!("cassalock-real-{}-{}", std::process::id(), now_us()));
-    std::fs::create_dir_all(&run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    std::fs::create_dir_all(&run_dir).map_err(|source| RunError::CreateDir {
+        path: run_dir.clone(),
+        source,
+    })?;
     let monitor = run_dir.join("monitor");
-    Monitor::create(&monitor).map_err(|e| format!("cannot create the monitor file: {e}"))?;
+    Monitor::create(&monitor).map_err(RunError::Monitor)?;
     let run_tag = format!("r{}x{}", std::process::id(), now_us() % 1_000_000_000);
     let per_process: Vec<Vec<String>> = (0..spec.processes)
         .map(|p| {
@@ -140,7 +200,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
         });
         runtime()?.block_on(run_job(&base, 0, emit))?;
     } else {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        let exe = std::env::current_exe().map_err(RunError::CurrentExe)?;
         let mut children = Vec::new();
         for (index, lockers) in per_process.into_iter().enumerate() {
             let path = run_dir.join(format!("job-{index}.json"));
@@ -148,8 +208,12 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
                 lockers,
                 ..base.clone()
             };
-            std::fs::write(&path, serde_json::to_vec(&job).expect("job serializes"))
-                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            std::fs::write(&path, serde_json::to_vec(&job).expect("job serializes")).map_err(|source| {
+                RunError::WriteJob {
+                    path: path.clone(),
+                    source,
+                }
+            })?;
             let child = Command::new(&exe)
                 .arg("real")
                 .arg("--worker-job")
@@ -159,7 +223,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
-                .map_err(|e| format!("cannot start worker {index}: {e}"))?;
+                .map_err(|source| RunError::StartWorker { index, source })?;
             children.push(child);
         }
         let readers: Vec<_> = children
@@ -183,9 +247,9 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
             let _ = reader.join();
         }
         for (index, mut child) in children.into_iter().enumerate() {
-            let status = child.wait().map_err(|e| format!("worker {index}: {e}"))?;
+            let status = child.wait().map_err(|source| RunError::WaitWorker { index, source })?;
             if !status.success() {
-                return Err(format!("worker process {index} failed ({status})"));
+                return Err(RunError::WorkerFailed { index, status });
             }
         }
     }
@@ -195,21 +259,27 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, String> {
     Ok(summarize(spec.variant, spec.threads, spec.processes, elapsed, &events))
 }
 
-pub fn worker(path: &Path, index: usize) -> Result<(), String> {
-    let text = std::fs::read(path).map_err(|e| format!("cannot read the job {}: {e}", path.display()))?;
-    let job: Job = serde_json::from_slice(&text).map_err(|e| format!("malformed job file {}: {e}", path.display()))?;
+pub fn worker(path: &Path, index: usize) -> Result<(), RunError> {
+    let text = std::fs::read(path).map_err(|source| RunError::ReadJob {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let job: Job = serde_json::from_slice(&text).map_err(|source| RunError::MalformedJob {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let out = Arc::new(Mutex::new(std::io::stdout()));
     let emit: Arc<dyn Fn(Event) + Send + Sync> = Arc::new(move |event: Event| {
         let mut out = out.lock().expect("stdout");
         let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
         let _ = out.flush();
     });
-    runtime()?.block_on(run_job(&job, index, emit))
+    Ok(runtime()?.block_on(run_job(&job, index, emit))?)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))
+        .map_err(RunError::Runtime)
 }

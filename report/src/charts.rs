@@ -4,6 +4,11 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
+use crate::ReportError;
+
+/// What plotters' SVG backend fails with.
+type DrawError = DrawingAreaErrorKind<std::io::Error>;
+
 /// One line on a chart.
 pub struct Series {
     pub name: String,
@@ -53,20 +58,24 @@ pub fn colour(index: usize) -> RGBColor {
 }
 
 impl LineChart<'_> {
-    pub fn write(&self, path: &Path) -> Result<(), String> {
+    /// Draw the chart into the SVG file `path`.
+    pub fn write(&self, path: &Path) -> Result<(), ReportError> {
+        self.draw(path).map_err(|source| ReportError::Chart {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    fn draw(&self, path: &Path) -> Result<(), DrawError> {
         let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
+        root.fill(&WHITE)?;
         let (header, body) = root.split_vertically(54);
-        header
-            .draw(&Text::new(self.title, (20, 8), ("sans-serif", 18)))
-            .map_err(|e| e.to_string())?;
-        header
-            .draw(&Text::new(
-                self.subtitle,
-                (20, 32),
-                ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
-            ))
-            .map_err(|e| e.to_string())?;
+        header.draw(&Text::new(self.title, (20, 8), ("sans-serif", 18)))?;
+        header.draw(&Text::new(
+            self.subtitle,
+            (20, 32),
+            ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
+        ))?;
         let to_x = |x: f64| if self.log2_x { x.max(1e-9).log2() } else { x };
         let xs: Vec<f64> = self
             .series
@@ -98,13 +107,10 @@ impl LineChart<'_> {
         let x_formatter: &dyn Fn(&f64) -> String = if self.log2_x { &power_of_two_label } else { &plain_label };
         let mut builder = ChartBuilder::on(&body);
         builder.margin(14).x_label_area_size(40).y_label_area_size(70);
-        let draw_error = |e: DrawingAreaErrorKind<_>| e.to_string();
         if self.log_y {
             let positive = ys.iter().copied().filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min);
             let y_min = if positive.is_finite() { positive / 2.0 } else { 0.001 };
-            let mut chart = builder
-                .build_cartesian_2d(x_range, (y_min..(y_max.max(y_min) * 2.0)).log_scale())
-                .map_err(draw_error)?;
+            let mut chart = builder.build_cartesian_2d(x_range, (y_min..(y_max.max(y_min) * 2.0)).log_scale())?;
             chart
                 .configure_mesh()
                 .x_desc(self.x_label)
@@ -112,12 +118,11 @@ impl LineChart<'_> {
                 .light_line_style(WHITE)
                 .x_labels(x_labels)
                 .x_label_formatter(x_formatter)
-                .draw()
-                .map_err(draw_error)?;
+                .draw()?;
             self.draw_series(&mut chart, to_x)?;
         } else {
             let y_top = if y_max > 0.0 { y_max * 1.12 } else { 1.0 };
-            let mut chart = builder.build_cartesian_2d(x_range, 0.0..y_top).map_err(draw_error)?;
+            let mut chart = builder.build_cartesian_2d(x_range, 0.0..y_top)?;
             chart
                 .configure_mesh()
                 .x_desc(self.x_label)
@@ -125,11 +130,10 @@ impl LineChart<'_> {
                 .light_line_style(WHITE)
                 .x_labels(x_labels)
                 .x_label_formatter(x_formatter)
-                .draw()
-                .map_err(draw_error)?;
+                .draw()?;
             self.draw_series(&mut chart, to_x)?;
         }
-        root.present().map_err(|e| e.to_string())?;
+        root.present()?;
         Ok(())
     }
 
@@ -137,7 +141,7 @@ impl LineChart<'_> {
         &self,
         chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
         to_x: impl Fn(f64) -> f64,
-    ) -> Result<(), String>
+    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
     where
         X: Ranged<ValueType = f64>,
         Y: Ranged<ValueType = f64>,
@@ -156,19 +160,14 @@ impl LineChart<'_> {
                 chart.draw_series(LineSeries::new(points.clone(), style))
             };
             let (colour, dashed) = (series.colour, series.dashed);
-            drawn
-                .map_err(|e| e.to_string())?
-                .label(series.name.clone())
-                .legend(move |(x, y)| {
-                    // A dashed series gets a dashed key: two short strokes with a gap.
-                    let gap = if dashed { 4 } else { 0 };
-                    EmptyElement::at((x, y))
-                        + PathElement::new(vec![(0, 0), (7, 0)], colour.stroke_width(2))
-                        + PathElement::new(vec![(7 + gap, 0), (18, 0)], colour.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|&p| Circle::new(p, 3, series.colour.filled())))
-                .map_err(|e| e.to_string())?;
+            drawn?.label(series.name.clone()).legend(move |(x, y)| {
+                // A dashed series gets a dashed key: two short strokes with a gap.
+                let gap = if dashed { 4 } else { 0 };
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (7, 0)], colour.stroke_width(2))
+                    + PathElement::new(vec![(7 + gap, 0), (18, 0)], colour.stroke_width(2))
+            });
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, series.colour.filled())))?;
         }
         chart
             .configure_series_labels()
@@ -176,8 +175,7 @@ impl LineChart<'_> {
             .background_style(WHITE.mix(0.9))
             .border_style(RGBColor(180, 180, 180))
             .label_font(("sans-serif", 12))
-            .draw()
-            .map_err(|e| e.to_string())?;
+            .draw()?;
         Ok(())
     }
 }

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
+use rayon::prelude::*;
 
 use crate::charts::{colour, LineChart, Series};
-use crate::write_file;
+use crate::{create_dir, write_file, ReportError};
 use cassalock_history::stats::percentile;
 use cassalock_sim::metrics::FairnessMetrics;
 use cassalock_sim::run::run;
@@ -149,8 +149,6 @@ fn params(
     }
 }
 
-/// Run every job and seed (in parallel; results keyed, so the order of completion is
-/// irrelevant). `progress(done, total)` is called after each run.
 /// The time sources worth running a variant with: the old lock never reads the time source (its
 /// cells are named by thread id), so only the queue lock is run with the global time service.
 fn time_sources(variant: usize) -> &'static [bool] {
@@ -164,7 +162,10 @@ fn time_sources(variant: usize) -> &'static [bool] {
 /// One run's metrics and, for the S1 runs, how long GlobalTime stood still (seconds).
 type JobResult = (FairnessMetrics, Option<f64>);
 
-pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Measured {
+/// Run every job and seed on `options.jobs` threads. The results come back in job and seed
+/// order whatever the order of completion, so the report is a function of the options alone.
+/// `progress(done, total)` is called after each run.
+pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Measured, ReportError> {
     let mut jobs = Vec::new();
     for variant in 0..VARIANTS.len() {
         for &threads in &options.threads {
@@ -185,39 +186,20 @@ pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Syn
         .iter()
         .flat_map(|job| (0..options.seeds).map(move |seed| (job.clone(), seed)))
         .collect();
-    let results: Mutex<BTreeMap<(Job, u64), JobResult>> = Mutex::new(BTreeMap::new());
-    let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
-            scope.spawn(|| loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                let Some((job, seed)) = work.get(index) else { break };
-                let config = match job {
-                    Job::Threads(variant, threads) => fairness(&params(options, *variant, *threads, 0, false), *seed),
-                    Job::Skew(variant, skew, global) => {
-                        fairness(&params(options, *variant, SKEW_THREADS, *skew, *global), *seed)
-                    }
-                    Job::Stall(lead) => {
-                        let mut config =
-                            build("timeservice-stall", *seed, Algorithm::Queue, &SimOptions::default()).expect("known");
-                        config.time_replica_clocks[0].offset_us = *lead as i64 * 1_000_000;
-                        config.acquisitions = 30;
-                        config
-                    }
-                };
-                let outcome = run(&config, *seed, false);
-                let metrics = FairnessMetrics::from_run(&outcome);
-                let stall = outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64());
-                results
-                    .lock()
-                    .expect("results")
-                    .insert((job.clone(), *seed), (metrics, stall));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .build()?;
+    let outcomes: Vec<JobResult> = pool.install(|| {
+        work.par_iter()
+            .map(|(job, seed)| {
+                let result = run_job(options, job, *seed);
                 progress(done.fetch_add(1, Ordering::Relaxed) + 1, work.len());
-            });
-        }
+                result
+            })
+            .collect()
     });
-    let results = results.into_inner().expect("results");
+    let results: BTreeMap<(Job, u64), JobResult> = work.into_iter().zip(outcomes).collect();
     let mut measured = Measured {
         options: options.clone(),
         threads: BTreeMap::new(),
@@ -241,7 +223,25 @@ pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Syn
             }
         }
     }
-    measured
+    Ok(measured)
+}
+
+/// One run of `job` with `seed`.
+fn run_job(options: &FairnessOptions, job: &Job, seed: u64) -> JobResult {
+    let config = match job {
+        Job::Threads(variant, threads) => fairness(&params(options, *variant, *threads, 0, false), seed),
+        Job::Skew(variant, skew, global) => fairness(&params(options, *variant, SKEW_THREADS, *skew, *global), seed),
+        Job::Stall(lead) => {
+            let mut config = build("timeservice-stall", seed, Algorithm::Queue, &SimOptions::default()).expect("known");
+            config.time_replica_clocks[0].offset_us = *lead as i64 * 1_000_000;
+            config.acquisitions = 30;
+            config
+        }
+    };
+    let outcome = run(&config, seed, false);
+    let metrics = FairnessMetrics::from_run(&outcome);
+    let stall = outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64());
+    (metrics, stall)
 }
 
 fn f(value: f64, decimals: usize) -> String {
@@ -253,10 +253,10 @@ fn f(value: f64, decimals: usize) -> String {
 }
 
 /// Write fairness.md and its charts.
-pub fn write(measured: &Measured) -> Result<Vec<String>, String> {
+pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     let options = &measured.options;
     let out = &options.out;
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    create_dir(out)?;
     let seeds = format!("seeds 0..{}", options.seeds);
     let workload = format!(
         "{}; hold {}-{} ms, think {}-{} ms, {} s simulated per run; TTL 30 s, poll 100 ms, QUORUM, 3 replicas; no clock skew; local clocks",
@@ -285,20 +285,21 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, String> {
     let all = [0, 1, 2, 3];
     let getlock = [0, 1];
     let mut files = Vec::new();
-    let mut chart = |name: &str, title: &str, y_label: &str, log_y: bool, series: Vec<Series>| -> Result<(), String> {
-        LineChart {
-            title,
-            subtitle: &workload,
-            x_label: "threads (clients contending for one lock)",
-            y_label,
-            log2_x: true,
-            log_y,
-            series,
-        }
-        .write(&out.join(name))?;
-        files.push(name.to_owned());
-        Ok(())
-    };
+    let mut chart =
+        |name: &str, title: &str, y_label: &str, log_y: bool, series: Vec<Series>| -> Result<(), ReportError> {
+            LineChart {
+                title,
+                subtitle: &workload,
+                x_label: "threads (clients contending for one lock)",
+                y_label,
+                log2_x: true,
+                log_y,
+                series,
+            }
+            .write(&out.join(name))?;
+            files.push(name.to_owned());
+            Ok(())
+        };
     chart(
         "fairness-throughput.svg",
         "Throughput: acquisitions per simulated second",

@@ -11,11 +11,45 @@ pub mod fairness;
 pub mod matrix;
 pub mod real_cluster;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use plotters::drawing::DrawingAreaErrorKind;
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    /// plotters' SVG backend failed (in practice, writing the file).
+    #[error("cannot draw {}: {source}", path.display())]
+    Chart {
+        path: PathBuf,
+        source: DrawingAreaErrorKind<std::io::Error>,
+    },
+    #[error("cannot start the worker threads: {0}")]
+    Threads(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// For callers that still report errors as text (the matrix).
+impl From<ReportError> for String {
+    fn from(error: ReportError) -> String {
+        error.to_string()
+    }
+}
+
+/// Create `dir` and its parents.
+pub fn create_dir(dir: &Path) -> Result<(), ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
 
 /// Write `text` to `dir/name`, creating `dir`.
-pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
+    create_dir(dir)?;
     let path = dir.join(name);
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(&path, text).map_err(|source| ReportError::Write { path, source })
 }

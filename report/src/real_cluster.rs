@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::charts::{colour, LineChart, Series};
-use crate::write_file;
+use crate::{write_file, ReportError};
 use cassalock_real::Summary;
 
 /// What the benchmark ran on, for the report's header.
@@ -30,7 +30,7 @@ fn f(value: f64, digits: usize) -> String {
 }
 
 /// Write the markdown and its two charts; returns the file names.
-pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>, String> {
+pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>, ReportError> {
     let variants: Vec<String> = {
         let mut names: Vec<String> = runs.iter().map(|r| r.variant.clone()).collect();
         names.dedup();

@@ -43,7 +43,7 @@ fn fairness_report_is_byte_identical_across_runs_and_job_counts() {
     for (dir, jobs) in [(&first, 1), (&second, 2)] {
         std::fs::create_dir_all(dir).expect("temp dir");
         let options = small_grid(dir, jobs);
-        let measured = measure(&options, &|_, _| {});
+        let measured = measure(&options, &|_, _| {}).expect("measured");
         write(&measured).expect("report written");
     }
     let (a, b) = (written(&first), written(&second));

@@ -73,6 +73,7 @@ pub fn resource_addr() -> SocketAddr {
 
 /// Consistency level of every read and write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Consistency {
     One,
     Quorum,

@@ -11,6 +11,8 @@ pub mod cluster;
 #[cfg(madsim)]
 pub mod metrics;
 #[cfg(madsim)]
+pub mod ranges;
+#[cfg(madsim)]
 pub mod run;
 #[cfg(madsim)]
 pub mod scenario;

@@ -208,14 +208,21 @@ fn s(seconds: u64) -> Duration {
     Duration::from_secs(seconds)
 }
 
+/// A scenario name that is not in [`SCENARIOS`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown scenario {name:?}; the scenarios are {}", known_names())]
+pub struct UnknownScenario {
+    pub name: String,
+}
+
+fn known_names() -> String {
+    SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+}
+
 /// Build the run for `scenario` from `seed`.
-pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, String> {
+pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, UnknownScenario> {
     let Some(found) = scenario(name) else {
-        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
-        return Err(format!(
-            "unknown scenario {name:?}; the scenarios are {}",
-            names.join(", ")
-        ));
+        return Err(UnknownScenario { name: name.to_owned() });
     };
     let defaults = Settings::new("sim");
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA55);

@@ -96,8 +96,14 @@ fn lanes(outcome: &RunOutcome) -> BTreeMap<String, Vec<(Span, Duration, Duration
     lanes
 }
 
+/// Why the timeline could not be drawn: plotters' SVG backend failed, in practice an I/O error
+/// writing the file (its message names the cause, e.g. a missing directory).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct TimelineError(#[from] DrawingAreaErrorKind<std::io::Error>);
+
 /// Draw `outcome` into an SVG file.
-pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
+pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError> {
     let lanes = lanes(outcome);
     // Clients on top, then replicas, then time-service replicas.
     let mut names: Vec<String> = lanes.keys().cloned().collect();
@@ -117,7 +123,7 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
     let seconds = outcome.sim_time.as_secs_f64().max(1.0);
     let height = 150 + 40 * count as u32;
     let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    root.fill(&WHITE)?;
     let (plot, legend) = root.split_vertically(height - 56);
     let title = format!(
         "{} / {} algorithm / seed {}: T1-belief {}, T1-resource {}, K3 {}",
@@ -145,8 +151,7 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(48)
-        .build_cartesian_2d(0.0..seconds, -0.5..(count as f64 - 0.5))
-        .map_err(|e| e.to_string())?;
+        .build_cartesian_2d(0.0..seconds, -0.5..(count as f64 - 0.5))?;
     let label_names = names.clone();
     chart
         .configure_mesh()
@@ -161,8 +166,7 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
             }
         })
         .disable_y_mesh()
-        .draw()
-        .map_err(|e| e.to_string())?;
+        .draw()?;
     let min_width = seconds / 2000.0;
     for (i, name) in names.iter().enumerate() {
         let y = y_of(i);
@@ -175,12 +179,10 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
                 Span::Disrupted(_) => (y + 0.22, y + 0.4),
             };
             let to = to.as_secs_f64().max(from.as_secs_f64() + min_width);
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [(from.as_secs_f64(), low), (to, high)],
-                    colour(span).filled(),
-                )))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [(from.as_secs_f64(), low), (to, high)],
+                colour(span).filled(),
+            )))?;
         }
     }
     // Violations: overlapping beliefs as red bands across the client lanes.
@@ -191,12 +193,10 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
             .to
             .as_secs_f64()
             .max(overlap.from.as_secs_f64() + seconds / 500.0);
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(overlap.from.as_secs_f64(), client_band.0), (to, client_band.1)],
-                RED.mix(0.25).filled(),
-            )))
-            .map_err(|e| e.to_string())?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(overlap.from.as_secs_f64(), client_band.0), (to, client_band.1)],
+            RED.mix(0.25).filled(),
+        )))?;
     }
     // Stale-token writes and K3 resurrections as red crosses on the writer's lane.
     let lane_of: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
@@ -209,13 +209,11 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
             _ => None,
         };
         if let Some(lane) = lane {
-            chart
-                .draw_series(std::iter::once(Cross::new(
-                    (record.at.as_secs_f64(), y_of(lane)),
-                    7,
-                    RED.stroke_width(3),
-                )))
-                .map_err(|e| e.to_string())?;
+            chart.draw_series(std::iter::once(Cross::new(
+                (record.at.as_secs_f64(), y_of(lane)),
+                7,
+                RED.stroke_width(3),
+            )))?;
         }
     }
     let entries = [
@@ -228,20 +226,15 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), String> {
     ];
     for (i, (label, span)) in entries.iter().enumerate() {
         let x = 60 + 185 * i as i32;
-        legend
-            .draw(&Rectangle::new([(x, 8), (x + 16, 22)], colour(*span).filled()))
-            .map_err(|e| e.to_string())?;
-        legend
-            .draw(&Text::new(*label, (x + 22, 9), ("sans-serif", 13)))
-            .map_err(|e| e.to_string())?;
+        legend.draw(&Rectangle::new([(x, 8), (x + 16, 22)], colour(*span).filled()))?;
+        legend.draw(&Text::new(*label, (x + 22, 9), ("sans-serif", 13)))?;
     }
     legend
         .draw(&Text::new(
             "red band: two clients believe they hold the lock (T1); red x: a write with a stale fencing token, or a K3 resurrection",
             (60, 34),
             ("sans-serif", 13).into_font().color(&RED),
-        ))
-        .map_err(|e| e.to_string())?;
-    root.present().map_err(|e| e.to_string())?;
+        ))?;
+    root.present()?;
     Ok(())
 }

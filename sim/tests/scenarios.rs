@@ -427,7 +427,8 @@ fn a_run_is_determined_by_its_seed() {
 fn bad_scenarios_are_refused() {
     let error = build("nope", 0, Algorithm::Queue, &SimOptions::default())
         .err()
-        .unwrap();
+        .unwrap()
+        .to_string();
     assert!(
         error.contains("unknown scenario") && error.contains("contention"),
         "{error}"

@@ -8,6 +8,7 @@ pub const MAX_TTL_S: u32 = 630_720_000;
 
 /// Which lock algorithm a locker runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Algorithm {
     /// Listings 3–4: main row + shadow row, random backoff.
     Old,
@@ -26,6 +27,7 @@ impl Algorithm {
 
 /// Where the queue column's time (Listing 5) and fencing-token times come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum TimeSource {
     /// The client's own clock.
     Local,
