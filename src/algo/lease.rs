@@ -130,6 +130,7 @@ impl Renewal {
     }
 
     fn sleep_until_due(&mut self, config: &LockConfig, now_us: u64) -> Step<RenewalEnd> {
+        debug_assert!(config.ttl_s.is_some(), "only a lease whose cells expire is renewed");
         self.state = RenewalState::Sleeping;
         let due_us = self
             .lease

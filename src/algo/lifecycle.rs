@@ -166,7 +166,10 @@ impl Lifecycle {
                             token: token.clone(),
                         };
                     }
-                    _ => self.main = MainLane::Ended,
+                    _ => {
+                        debug_assert!(matches!(self.renewal, RenewalLane::Idle), "no renewal without the lock");
+                        self.main = MainLane::Ended;
+                    }
                 }
                 Step::done(step.tag, MainEnd::Acquire(outcome))
             }
@@ -197,6 +200,10 @@ impl Lifecycle {
     /// Step the renewal lane (start it with [`Input::Start`]). A wake-up after release asked
     /// renewal to stop is a stop: the renewal machine ends there.
     pub fn resume_renewal(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
+        debug_assert!(
+            !matches!(self.main, MainLane::Acquiring(_)),
+            "the renewal lane runs only after a successful acquisition"
+        );
         let RenewalLane::Running {
             machine,
             stop_requested,
@@ -211,6 +218,7 @@ impl Lifecycle {
         };
         let step = machine.resume(config, input, now_us);
         if let Some(until) = machine.inner().valid_until_us(config) {
+            // No assertion that validity only grows: a clock stepped back (NTP) may shorten it.
             self.valid_until_us = Some(until);
         }
         if let Action::Done(end) = &step.action {
