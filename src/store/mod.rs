@@ -128,27 +128,52 @@ impl StoreRequest {
 
 impl<T: fmt::Display> fmt::Display for StoreOp<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_columns(f, &|column| column.to_owned())
+    }
+}
+
+impl<T: fmt::Display> StoreOp<T> {
+    /// As `Display`, with every column name shown through `column` (a trace may shorten the
+    /// 20-digit queue columns).
+    pub fn show_with<'a>(&'a self, column: &'a dyn Fn(&str) -> String) -> impl fmt::Display + 'a {
+        ShowWith(move |f: &mut fmt::Formatter<'_>| self.fmt_columns(f, column))
+    }
+
+    fn fmt_columns(&self, f: &mut fmt::Formatter<'_>, column: &dyn Fn(&str) -> String) -> fmt::Result {
         match self {
             StoreOp::Write { row, cells, timestamp } => {
                 write!(f, "write {row} [")?;
                 for (i, cell) in cells.iter().enumerate() {
                     let sep = if i == 0 { "" } else { ", " };
                     match cell.ttl_s {
-                        Some(ttl) => write!(f, "{sep}{} ttl={ttl}s", cell.column)?,
-                        None => write!(f, "{sep}{}", cell.column)?,
+                        Some(ttl) => write!(f, "{sep}{} ttl={ttl}s", column(&cell.column))?,
+                        None => write!(f, "{sep}{}", column(&cell.column))?,
                     }
                 }
                 write!(f, "] @{timestamp}")
             }
-            StoreOp::Delete { row, column, timestamp } => write!(f, "delete {row} [{column}] @{timestamp}"),
+            StoreOp::Delete {
+                row,
+                column: name,
+                timestamp,
+            } => write!(f, "delete {row} [{}] @{timestamp}", column(name)),
             StoreOp::ReadSlice { row, start, count } => {
                 if start.is_empty() {
                     write!(f, "read {row} first {count}")
                 } else {
-                    write!(f, "read {row} from {start:?} first {count}")
+                    write!(f, "read {row} from {:?} first {count}", column(start))
                 }
             }
         }
+    }
+}
+
+/// A `Display` made of a closure.
+struct ShowWith<F>(F);
+
+impl<F: Fn(&mut fmt::Formatter<'_>) -> fmt::Result> fmt::Display for ShowWith<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (self.0)(f)
     }
 }
 
@@ -172,12 +197,23 @@ pub enum StoreReply {
 
 impl fmt::Display for StoreReply {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_columns(f, &|column| column.to_owned())
+    }
+}
+
+impl StoreReply {
+    /// As `Display`, with every column name shown through `column`.
+    pub fn show_with<'a>(&'a self, column: &'a dyn Fn(&str) -> String) -> impl fmt::Display + 'a {
+        ShowWith(move |f: &mut fmt::Formatter<'_>| self.fmt_columns(f, column))
+    }
+
+    fn fmt_columns(&self, f: &mut fmt::Formatter<'_>, column: &dyn Fn(&str) -> String) -> fmt::Result {
         match self {
             StoreReply::Done => write!(f, "ok"),
             StoreReply::Slice(cells) => {
                 write!(f, "[")?;
                 for (i, cell) in cells.iter().enumerate() {
-                    write!(f, "{}{}", if i == 0 { "" } else { ", " }, cell.column)?;
+                    write!(f, "{}{}", if i == 0 { "" } else { ", " }, column(&cell.column))?;
                 }
                 write!(f, "]")
             }

@@ -6,7 +6,7 @@ use cassalock::algo::LockId;
 use super::config::{Clocks, LockAlgorithm, LOCK};
 use super::state::{Act, World};
 use super::step::LockModel;
-use super::trace::{show_reply, show_request, show_time, Event};
+use super::trace::{short_column, show_time, Event};
 
 fn holds_fn(_: &LockModel, world: &World) -> bool {
     LockModel::holders(world).count() <= 1
@@ -240,7 +240,11 @@ impl crate::check::CheckedModel for LockModel {
                     } else {
                         String::new()
                     };
-                    format!("{tag}: {} -> {}{clock}", show_request(&request), show_reply(&reply))
+                    format!(
+                        "{tag}: {} -> {}{clock}",
+                        request.show_with(&short_column),
+                        reply.show_with(&short_column)
+                    )
                 }
                 Event::Did { tag, what } => format!("{tag}: {what}"),
                 Event::Done { tag, what } => format!("{tag} => {what}"),

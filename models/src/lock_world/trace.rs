@@ -65,34 +65,6 @@ pub fn short_column(column: &str) -> String {
     }
 }
 
-pub(super) fn show_request(request: &StoreRequest) -> String {
-    use cassalock::store::StoreOp;
-    match request {
-        StoreOp::Write { row, cells, timestamp } => {
-            let cells: Vec<String> = cells
-                .iter()
-                .map(|cell| match cell.ttl_s {
-                    Some(ttl) => format!("{} ttl {ttl}", short_column(&cell.column)),
-                    None => short_column(&cell.column),
-                })
-                .collect();
-            format!("write {row} [{}] @ts{timestamp}", cells.join(", "))
-        }
-        StoreOp::Delete { row, column, timestamp } => format!("delete {row} [{}] @ts{timestamp}", short_column(column)),
-        StoreOp::ReadSlice { row, count, .. } => format!("read {row} first {count}"),
-    }
-}
-
-pub(super) fn show_reply(reply: &StoreReply) -> String {
-    match reply {
-        StoreReply::Done => "ok".into(),
-        StoreReply::Slice(cells) => {
-            let cells: Vec<String> = cells.iter().map(|cell| short_column(&cell.column)).collect();
-            format!("[{}]", cells.join(", "))
-        }
-    }
-}
-
 impl LockModel {
     pub(super) fn live_row(&self, world: &World, row: &str) -> String {
         let reader = self.slowest_coordinator_us(world);
