@@ -145,7 +145,7 @@ impl ClaimId {
 
 impl fmt::Display for ClaimId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
