@@ -1030,3 +1030,107 @@ fn mutant_checks(
     }
     Ok(lines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(claims: &[(ClaimId, Verdict, bool)]) -> Judgement {
+        Judgement::Model {
+            label: "model, m",
+            states: 7,
+            claims: claims
+                .iter()
+                .map(|(claim, verdict, traced)| ModelClaim {
+                    claim: *claim,
+                    verdict: verdict.clone(),
+                    trace: traced.then(|| TraceFile {
+                        name: format!("x-{}.txt", claim.as_str().to_lowercase()),
+                        steps: 4,
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    fn sim(fired: u64, failures: &[(ClaimId, u64)]) -> Judgement {
+        Judgement::Sim {
+            label: "sim, s",
+            seeds: 5,
+            runs: 5,
+            fired,
+            claims: failures
+                .iter()
+                .map(|&(claim, failures)| SimClaim {
+                    claim,
+                    verdict: if fired == 0 {
+                        ClaimVerdict::NotExercised
+                    } else {
+                        ClaimVerdict::from_holds(failures == 0)
+                    },
+                    failures,
+                    first_failure: (fired > 0 && failures > 0).then(|| FirstFailure {
+                        seed: 2,
+                        file: "y.txt".into(),
+                        command: "cassalock replay".into(),
+                    }),
+                })
+                .collect(),
+            stall_s: None,
+            token_drops: 0,
+        }
+    }
+
+    #[test]
+    fn cells_render_as_the_matrix_always_wrote_them() {
+        let m = model(&[
+            (ClaimId::T1, Verdict::Holds, false),
+            (ClaimId::T2, Verdict::Violated, true),
+            (ClaimId::S1, Verdict::Reachable, true),
+            (ClaimId::K3, Verdict::HoldsWithinClockBound(4), false),
+        ]);
+        assert_eq!(
+            m.markdown(),
+            "**model, m** (7 states): T1 holds (exhaustive), T2 [VIOLATED](matrix/x-t2.txt), S1 [reachable](matrix/x-s1.txt), K3 holds within bound (clock <= 4 ticks)"
+        );
+        let s = sim(3, &[(ClaimId::K3, 0), (ClaimId::T1Belief, 2)]);
+        assert_eq!(
+            s.markdown(),
+            "**sim, s** (5 seeds, the fault fired in 3 of them): K3 ok, T1-belief [VIOLATED 2/5](matrix/y.txt)"
+        );
+        assert_eq!(
+            sim(0, &[(ClaimId::K3, 1)]).markdown(),
+            "**sim, s**: the fault never fired in 5 seeds: no verdict"
+        );
+        assert_eq!(
+            s.findings(Row::Queue, Column::Pause),
+            ["queue GetLock (L6) / pause: sim, s: T1-belief violated in 2 of 5 seeds; first seed 2: `cassalock replay`"]
+        );
+        assert_eq!(
+            m.findings(Row::Old, Column::None),
+            ["old GetLock (L3-4) / none: model: T2 violated (4 steps): [trace](matrix/x-t2.txt)"]
+        );
+    }
+
+    #[test]
+    fn the_compact_view_reads_verdicts_not_text() {
+        assert_eq!(compact_mark(&vec![Judgement::NotApplicable("why")]), "n/a");
+        assert_eq!(
+            compact_mark(&vec![
+                model(&[(ClaimId::T1, Verdict::Holds, false)]),
+                sim(5, &[(ClaimId::T2, 1)])
+            ]),
+            "**broken**"
+        );
+        assert_eq!(
+            compact_mark(&vec![model(&[(ClaimId::S1, Verdict::Reachable, true)])]),
+            "**S1 stall**"
+        );
+        // A fault that never fired hides its failures: no verdict, never a pass or a break.
+        assert_eq!(compact_mark(&vec![sim(0, &[(ClaimId::T1Belief, 3)])]), "no verdict");
+        assert_eq!(
+            compact_mark(&vec![model(&[(ClaimId::T5Race, Verdict::Reachable, true)])]),
+            "no violation"
+        );
+    }
+}
