@@ -418,11 +418,11 @@ fn tally_outcome(tally: &mut Tally, outcome: &RunOutcome) {
         {
             Some(i) => &mut tally.per_claim[i],
             None => {
-                tally.per_claim.push((check.claim, 0, None));
+                tally.per_claim.push((check.claim.as_str(), 0, None));
                 tally.per_claim.last_mut().expect("pushed")
             }
         };
-        if !check.passed {
+        if !check.passed() {
             entry.1 += 1;
             entry.2 = Some(entry.2.map_or(outcome.seed, |s| s.min(outcome.seed)));
         }

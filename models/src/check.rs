@@ -17,6 +17,7 @@ use std::fmt;
 use std::hash::Hash;
 use std::time::{Duration, Instant};
 
+use cassalock_history::{AsClaim, ClaimId};
 use stateright::{Checker, Expectation, Model};
 
 use crate::liveness::{Fairness, Graph, Lasso, LivenessVerdict, Obligation};
@@ -132,9 +133,17 @@ impl fmt::Display for Trace {
     }
 }
 
+/// The claim a property, obligation or measure is about: the first word of its name, parsed
+/// once. Every name must start with a claim ID (`cassalock_history::ClaimId`).
+pub fn claim_of(name: &str) -> ClaimId {
+    ClaimId::of_name(name).unwrap_or_else(|| panic!("{name:?} does not start with a claim ID"))
+}
+
 /// One row of the report.
 #[derive(Clone, Debug)]
 pub struct Row {
+    /// The claim, parsed from the property name's first word.
+    pub claim: ClaimId,
     pub property: &'static str,
     pub kind: &'static str,
     pub verdict: Verdict,
@@ -159,10 +168,12 @@ pub struct Report {
 }
 
 impl Report {
-    pub fn row(&self, claim: &str) -> &Row {
+    /// The row of `claim` (a [`ClaimId`], or its text).
+    pub fn row(&self, claim: impl AsClaim) -> &Row {
+        let claim = claim.claim_id();
         self.rows
             .iter()
-            .find(|row| row.property.split_whitespace().next() == Some(claim))
+            .find(|row| row.claim == claim)
             .unwrap_or_else(|| panic!("no property {claim} in {}", self.title))
     }
 
@@ -178,8 +189,8 @@ where
     M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
     M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
 {
-    let claim_of = |name: &str| name.split_whitespace().next().unwrap_or("").to_owned();
-    let wanted = |name: &str| limits.only_claim.as_ref().is_none_or(|only| claim_of(name) == *only);
+    let first_word = |name: &str| name.split_whitespace().next().unwrap_or("").to_owned();
+    let wanted = |name: &str| limits.only_claim.as_ref().is_none_or(|only| first_word(name) == *only);
     let mut properties = model.properties();
     properties.retain(|p| wanted(p.name));
     let mut obligations = model.obligations();
@@ -275,6 +286,7 @@ where
         };
         let trace = found_by_graph.map(|node| path_trace(model, &graph.path_to(node)));
         rows.push(Row {
+            claim: claim_of(property.name),
             property: property.name,
             kind: match property.expectation {
                 Expectation::Always => "always",
@@ -293,6 +305,7 @@ where
     for (o, obligation) in obligations.iter().enumerate() {
         if graph.stopped_early {
             rows.push(Row {
+                claim: claim_of(obligation.name),
                 property: obligation.name,
                 kind: "liveness",
                 verdict: Verdict::Bounded("not checked: stopped at the first violation".into()),
@@ -325,6 +338,7 @@ where
             }
         };
         rows.push(Row {
+            claim: claim_of(obligation.name),
             property: obligation.name,
             kind: "liveness",
             verdict,
@@ -537,11 +551,7 @@ impl fmt::Display for Report {
         }
         for row in &self.rows {
             if let Some(detail) = &row.detail {
-                writeln!(
-                    f,
-                    "  {}: {detail}",
-                    row.property.split_whitespace().next().unwrap_or("")
-                )?;
+                writeln!(f, "  {}: {detail}", row.claim)?;
             }
         }
         if !self.figures.is_empty() {

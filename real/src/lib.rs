@@ -5,7 +5,8 @@
 //! what it did as [`Event`]s (a JSON line each when it runs in a worker process). The parent
 //! judges the run from the events alone:
 //! - **T1-belief**: two lockers' holding intervals (from the moment `lock` returned to the
-//!   moment `release` was called, both read from the machine's shared wall clock) overlap;
+//!   moment `release` was called, both read from the machine's shared wall clock) overlap:
+//!   `cassalock_history::holding::overlaps`, the judge the simulator uses too;
 //! - **T1-resource**: the [`Monitor`], a file under an exclusive `flock` that every process on
 //!   this machine shares, accepted a fencing token lower than one it had already accepted.
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
@@ -28,7 +29,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use cassalock_history::holding::{overlaps, HoldingInterval, WallClockMicros};
 use cassalock_history::stats;
+
+/// The lock every locker of a run takes (its events do not name it: a run has one lock).
+const RUN_LOCK: &str = "the run's lock";
 
 /// Which lock the lockers use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,7 +205,8 @@ pub struct Summary {
     pub jain: f64,
     /// Longest stretch of consecutive acquisitions by one locker (the thesis's "batches").
     pub longest_run: u64,
-    /// Pairs of holding intervals that overlapped (T1-belief violations).
+    /// Pairs of holding intervals that overlapped (T1-belief violations): every pair counts, so
+    /// three lockers holding at once are three pairs.
     pub belief_overlaps: u64,
     /// Stale tokens the monitor saw (refused with fencing on, accepted without).
     pub stale_tokens: u64,
@@ -231,7 +237,7 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
     };
     // Holding intervals per locker, paired in each locker's own order.
     let mut open: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    let mut intervals: Vec<(u64, u64, &str)> = Vec::new();
+    let mut intervals: Vec<HoldingInterval<WallClockMicros>> = Vec::new();
     let mut waits: Vec<f64> = Vec::new();
     for event in events {
         match event {
@@ -244,7 +250,7 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
             }
             Event::Released { locker, at_us, lost } => {
                 if let Some(start) = open.remove(locker.as_str()) {
-                    intervals.push((start, *at_us, locker));
+                    intervals.push(HoldingInterval::new(locker.as_str(), RUN_LOCK, start, *at_us));
                 }
                 summary.lost_leases += u64::from(*lost);
             }
@@ -286,23 +292,17 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
     }
     // A locker still open at the end held until the end.
     for (locker, start) in open {
-        intervals.push((start, u64::MAX, locker));
+        intervals.push(HoldingInterval::new(locker, RUN_LOCK, start, u64::MAX));
     }
-    intervals.sort();
-    let mut latest: Option<(u64, &str)> = None;
-    for &(start, end, locker) in &intervals {
-        if let Some((latest_end, holder)) = latest {
-            if start < latest_end && holder != locker {
-                summary.belief_overlaps += 1;
-                if summary.examples.len() < 5 {
-                    summary.examples.push(format!(
-                        "T1-belief: {locker} acquired at {start} us while {holder} held until {latest_end} us"
-                    ));
-                }
-            }
-        }
-        if latest.is_none_or(|(latest_end, _)| end > latest_end) {
-            latest = Some((end, locker));
+    // Events come from several processes in any order: judge them in one order.
+    intervals.sort_by(|a, b| (a.acquired_at, a.released_at, &a.holder).cmp(&(b.acquired_at, b.released_at, &b.holder)));
+    for overlap in overlaps(&intervals) {
+        summary.belief_overlaps += 1;
+        if summary.examples.len() < 5 {
+            summary.examples.push(format!(
+                "T1-belief: {} acquired at {} us while {} held until {} us",
+                overlap.second.holder, overlap.from, overlap.first.holder, overlap.first.released_at
+            ));
         }
     }
     // Fairness: shares per locker (every locker counts, even one that never acquired) and the
@@ -382,6 +382,21 @@ mod tests {
         ];
         let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &nested);
         assert_eq!(s.belief_overlaps, 2, "{s:?}");
+        // Three at once: every pair counts.
+        let three = [
+            acquired("a", 0),
+            acquired("b", 10),
+            acquired("c", 20),
+            released("c", 80),
+            released("b", 90),
+            released("a", 100),
+        ];
+        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &three);
+        assert_eq!(s.belief_overlaps, 3, "{s:?}");
+        assert_eq!(
+            s.examples[0], "T1-belief: b acquired at 10 us while a held until 100 us",
+            "{s:?}"
+        );
     }
 
     #[test]

@@ -1,20 +1,25 @@
 //! `cassalock report matrix`: every algorithm against every fault model, each cell judged by the
 //! model checker where it applies and by the simulator over N seeds.
 
+//!
+//! Each cell is judged into typed values ([`Judgement`]: claim, verdict, model states or sim
+//! seeds, whether the fault fired, trace files); the markdown, the compact view and the thesis
+//! section are rendered from those values at the end, never from each other's text.
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
-use cassalock::driver::{Algorithm, LockEvent};
+use cassalock::driver::Algorithm;
+use cassalock_history::{ClaimId, ClaimVerdict};
 use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Fault, ModelName, Spec};
+use rayon::prelude::*;
 
 use crate::write_file;
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
-use cassalock_sim::trace::{render, What};
+use cassalock_sim::trace::render;
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -235,11 +240,11 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
     list
 }
 
-/// The sim claims shown per row.
-fn sim_claims(row: Row) -> &'static [&'static str] {
+/// The sim claims shown per row, in the order the cells list them (by ID text).
+fn sim_claims(row: Row) -> &'static [ClaimId] {
     match row {
-        Row::TryGetLock => &["T1-belief", "T1-resource", "K3"],
-        _ => &["T1-belief", "T1-resource", "T2", "K3"],
+        Row::TryGetLock => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource],
+        _ => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2],
     }
 }
 
@@ -262,30 +267,211 @@ pub struct MatrixOptions {
 fn fired(firing: Firing, outcome: &RunOutcome) -> bool {
     match firing {
         Firing::Configured => true,
-        Firing::Injected => outcome
-            .records
-            .iter()
-            .any(|r| matches!(r.what, What::Fault { begins: true, .. })),
-        Firing::RenewalDuringRelease => {
-            let mut releasing: BTreeMap<String, bool> = BTreeMap::new();
-            for record in &outcome.records {
-                match &record.what {
-                    What::Lock(LockEvent::Releasing { thread, .. }) => {
-                        releasing.insert(thread.to_string(), true);
-                    }
-                    What::Lock(LockEvent::Released { thread, .. }) => {
-                        releasing.remove(thread.as_str());
-                    }
-                    What::Lock(LockEvent::Request { thread, tag, .. })
-                        if tag.note.starts_with("renewal:") && releasing.contains_key(thread.as_str()) =>
-                    {
-                        return true;
-                    }
-                    _ => {}
-                }
-            }
-            false
+        Firing::Injected => outcome.verdicts.faults_begun > 0,
+        Firing::RenewalDuringRelease => outcome.verdicts.renewal_during_release,
+    }
+}
+
+// ---- the typed cells ----
+
+/// A model's trace file, linked from its cell.
+#[derive(Clone, Debug)]
+struct TraceFile {
+    /// Under `matrix/`.
+    name: String,
+    /// The trace's length.
+    steps: usize,
+}
+
+/// One claim as a model judged it.
+#[derive(Clone, Debug)]
+struct ModelClaim {
+    claim: ClaimId,
+    verdict: Verdict,
+    /// The shortest counterexample or example, for a violated or reachable property.
+    trace: Option<TraceFile>,
+}
+
+/// The first failing seed of a sim claim.
+#[derive(Clone, Debug)]
+struct FirstFailure {
+    seed: u64,
+    /// Its trace file, under `matrix/`.
+    file: String,
+    /// The replay command of that seed.
+    command: String,
+}
+
+/// One claim as the simulator judged it over the seeds.
+#[derive(Clone, Debug)]
+struct SimClaim {
+    claim: ClaimId,
+    /// Violated if any seed failed; not exercised if the fault never fired.
+    verdict: ClaimVerdict,
+    /// Failing seeds.
+    failures: u64,
+    first_failure: Option<FirstFailure>,
+}
+
+/// One way a cell was judged, with its verdicts: what the markdown is rendered from.
+#[derive(Clone, Debug)]
+enum Judgement {
+    NotApplicable(&'static str),
+    Model {
+        label: &'static str,
+        states: usize,
+        claims: Vec<ModelClaim>,
+    },
+    Sim {
+        label: &'static str,
+        /// Seeds asked for, seeds run, seeds in which the fault fired.
+        seeds: u64,
+        runs: u64,
+        fired: u64,
+        claims: Vec<SimClaim>,
+        /// The longest GlobalTime stall over the seeds (S1), in seconds.
+        stall_s: Option<f64>,
+        /// Times a fencing token went down, over the seeds.
+        token_drops: u64,
+    },
+}
+
+impl Judgement {
+    /// Did this judgement find `claim` violated (`None`: any claim)?
+    fn violated(&self, claim: Option<ClaimId>) -> bool {
+        let wanted = |c: ClaimId| claim.is_none_or(|claim| claim == c);
+        match self {
+            Judgement::NotApplicable(_) => false,
+            Judgement::Model { claims, .. } => claims.iter().any(|c| wanted(c.claim) && c.verdict == Verdict::Violated),
+            Judgement::Sim { claims, .. } => claims.iter().any(|c| wanted(c.claim) && c.verdict.is_violated()),
         }
+    }
+
+    /// The model's verdict on `claim`, if this is a model judgement that checked it.
+    fn model_verdict(&self, claim: ClaimId) -> Option<&Verdict> {
+        match self {
+            Judgement::Model { claims, .. } => claims.iter().find(|c| c.claim == claim).map(|c| &c.verdict),
+            _ => None,
+        }
+    }
+
+    /// A sim judgement whose fault never fired: no verdict.
+    fn never_fired(&self) -> bool {
+        matches!(self, Judgement::Sim { fired: 0, .. })
+    }
+
+    /// Fencing tokens went down in a sim judgement with a verdict.
+    fn tokens_went_down(&self) -> bool {
+        matches!(self, Judgement::Sim { fired, token_drops, .. } if *fired > 0 && *token_drops > 0)
+    }
+
+    fn markdown(&self) -> String {
+        match self {
+            Judgement::NotApplicable(why) => format!("n/a: {why}"),
+            Judgement::Model { label, states, claims } => {
+                let parts: Vec<String> = claims
+                    .iter()
+                    .map(|c| match &c.trace {
+                        Some(trace) => format!("{} [{}](matrix/{})", c.claim, short(&c.verdict), trace.name),
+                        None => format!("{} {}", c.claim, short(&c.verdict)),
+                    })
+                    .collect();
+                format!("**{label}** ({states} states): {}", parts.join(", "))
+            }
+            Judgement::Sim {
+                label,
+                seeds,
+                runs,
+                fired,
+                claims,
+                stall_s,
+                token_drops,
+            } => {
+                if *fired == 0 {
+                    return format!("**{label}**: the fault never fired in {runs} seeds: no verdict");
+                }
+                let parts: Vec<String> = claims
+                    .iter()
+                    .map(|c| match &c.first_failure {
+                        None => format!("{} ok", c.claim),
+                        Some(first) => format!("{} [VIOLATED {}/{runs}](matrix/{})", c.claim, c.failures, first.file),
+                    })
+                    .collect();
+                let fired = if fired < runs {
+                    format!(", the fault fired in {fired} of them")
+                } else {
+                    String::new()
+                };
+                let mut line = format!("**{label}** ({seeds} seeds{fired}): {}", parts.join(", "));
+                if let Some(stall) = stall_s {
+                    line.push_str(&format!("; S1: GlobalTime stood still up to {stall:.1} s"));
+                }
+                if *token_drops > 0 {
+                    line.push_str(&format!("; fencing tokens went down {token_drops} times"));
+                }
+                line
+            }
+        }
+    }
+
+    /// The violations this judgement found, one line each, for "Every violation found".
+    fn findings(&self, row: Row, column: Column) -> Vec<String> {
+        match self {
+            Judgement::NotApplicable(_) => Vec::new(),
+            Judgement::Model { claims, .. } => claims
+                .iter()
+                .filter(|c| c.verdict == Verdict::Violated)
+                .filter_map(|c| {
+                    let trace = c.trace.as_ref()?;
+                    Some(format!(
+                        "{} / {}: model: {} violated ({} steps): [trace](matrix/{})",
+                        row.name(),
+                        column.name(),
+                        c.claim,
+                        trace.steps,
+                        trace.name
+                    ))
+                })
+                .collect(),
+            Judgement::Sim {
+                label, runs, claims, ..
+            } => claims
+                .iter()
+                .filter_map(|c| {
+                    let first = c.first_failure.as_ref()?;
+                    Some(format!(
+                        "{} / {}: {label}: {} violated in {} of {runs} seeds; first seed {}: `{}`",
+                        row.name(),
+                        column.name(),
+                        c.claim,
+                        c.failures,
+                        first.seed,
+                        first.command
+                    ))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A cell: every judgement made of it, in source order.
+type Cell = Vec<Judgement>;
+
+/// What the compact view says of a cell.
+fn compact_mark(cell: &Cell) -> &'static str {
+    if matches!(cell.first(), Some(Judgement::NotApplicable(_))) {
+        "n/a"
+    } else if cell.iter().any(|j| j.violated(None)) {
+        "**broken**"
+    } else if cell
+        .iter()
+        .any(|j| j.model_verdict(ClaimId::S1) == Some(&Verdict::Reachable))
+    {
+        "**S1 stall**"
+    } else if cell.iter().any(Judgement::never_fired) {
+        "no verdict"
+    } else {
+        "no violation"
     }
 }
 
@@ -293,11 +479,20 @@ fn fired(firing: Firing, outcome: &RunOutcome) -> bool {
 struct SimResult {
     runs: u64,
     fired: u64,
-    /// claim -> (failing runs, first failing seed)
-    failures: BTreeMap<&'static str, (u64, Option<u64>)>,
+    /// Per claim (in [`sim_claims`] order): failing runs, first failing seed.
+    failures: Vec<(ClaimId, u64, Option<u64>)>,
     /// Longest GlobalTime stall (S1 runs).
     stall_s: Option<f64>,
     token_drops: u64,
+}
+
+impl SimResult {
+    fn failures_of(&self, claim: ClaimId) -> (u64, Option<u64>) {
+        self.failures
+            .iter()
+            .find(|(c, _, _)| *c == claim)
+            .map_or((0, None), |&(_, failures, first)| (failures, first))
+    }
 }
 
 /// Run the matrix and write matrix.md and its trace files.
@@ -307,19 +502,23 @@ pub fn run_matrix(
 ) -> Result<Vec<String>, String> {
     let out_dir = options.out.join("matrix");
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.jobs.max(1))
+        .thread_name(|i| format!("matrix-{i}"))
+        .build()
+        .map_err(|e| format!("cannot start {} worker threads: {e}", options.jobs))?;
     let mut files = Vec::new();
-    let mut cells: BTreeMap<(Row, Column), Vec<String>> = BTreeMap::new();
-    let mut findings: Vec<String> = Vec::new();
+    let mut cells: BTreeMap<(Row, Column), Cell> = BTreeMap::new();
     let total_cells = Row::ALL.len() * Column::ALL.len();
     let mut done_cells = 0;
     for row in Row::ALL {
         for column in Column::ALL {
             done_cells += 1;
             progress(&format!("{} / {}", row.key(), column.key()), done_cells, total_cells);
-            let mut lines = Vec::new();
+            let mut cell = Cell::new();
             for source in sources(row, column) {
                 match source {
-                    Source::NotApplicable(why) => lines.push(format!("n/a: {why}")),
+                    Source::NotApplicable(why) => cell.push(Judgement::NotApplicable(why)),
                     Source::Model { spec, label } => {
                         let report = build_model(&spec)
                             .map_err(|e| format!("{label}: {e}"))?
@@ -330,15 +529,7 @@ pub fn run_matrix(
                                 report.internal_errors
                             ));
                         }
-                        lines.push(model_line(
-                            row,
-                            column,
-                            label,
-                            &report,
-                            &out_dir,
-                            &mut files,
-                            &mut findings,
-                        )?);
+                        cell.push(model_judgement(row, column, label, &report, &out_dir, &mut files)?);
                     }
                     Source::Sim {
                         scenario,
@@ -346,8 +537,8 @@ pub fn run_matrix(
                         label,
                         firing,
                     } => {
-                        let result = run_sims(row, scenario, &sim_options, firing, options);
-                        lines.push(sim_line(
+                        let result = run_sims(&pool, row, scenario, &sim_options, firing, options);
+                        cell.push(sim_judgement(
                             row,
                             column,
                             scenario,
@@ -357,20 +548,15 @@ pub fn run_matrix(
                             options,
                             &out_dir,
                             &mut files,
-                            &mut findings,
                         )?);
                     }
                 }
             }
-            cells.insert((row, column), lines);
+            cells.insert((row, column), cell);
         }
     }
-    let mutants = mutant_checks(options, &out_dir, &mut files)?;
-    write_file(
-        &options.out,
-        "matrix.md",
-        &markdown(&cells, &findings, &mutants, options),
-    )?;
+    let mutants = mutant_checks(&pool, options, &out_dir, &mut files)?;
+    write_file(&options.out, "matrix.md", &markdown(&cells, &mutants, options))?;
     files.push("matrix.md".into());
     Ok(files)
 }
@@ -387,22 +573,26 @@ fn short(verdict: &Verdict) -> String {
     }
 }
 
-fn model_line(
+/// A model's verdicts on a cell; writes the trace of every violated or reachable property.
+fn model_judgement(
     row: Row,
     column: Column,
-    label: &str,
+    label: &'static str,
     report: &Report,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
-    findings: &mut Vec<String>,
-) -> Result<String, String> {
-    let mut parts = Vec::new();
+) -> Result<Judgement, String> {
+    let mut claims = Vec::new();
     for property in &report.rows {
-        let claim = property.property.split_whitespace().next().unwrap_or("");
-        let verdict = short(&property.verdict);
-        match &property.trace {
+        let claim = property.claim;
+        let trace = match &property.trace {
             Some(trace) if matches!(property.verdict, Verdict::Violated | Verdict::Reachable) => {
-                let name = format!("{}-{}-model-{}.txt", row.key(), column.key(), claim.to_lowercase());
+                let name = format!(
+                    "{}-{}-model-{}.txt",
+                    row.key(),
+                    column.key(),
+                    claim.as_str().to_lowercase()
+                );
                 let text = format!(
                     "{}\n\n{} -- {}\n{}{}",
                     report.title,
@@ -413,30 +603,41 @@ fn model_line(
                 );
                 write_file(out_dir, &name, &text)?;
                 files.push(format!("matrix/{name}"));
-                parts.push(format!("{claim} [{verdict}](matrix/{name})"));
-                if property.verdict == Verdict::Violated {
-                    findings.push(format!(
-                        "{} / {}: model: {claim} violated ({} steps): [trace](matrix/{name})",
-                        row.name(),
-                        column.name(),
-                        trace.steps
-                    ));
-                }
+                Some(TraceFile {
+                    name,
+                    steps: trace.steps,
+                })
             }
-            _ => parts.push(format!("{claim} {verdict}")),
-        }
+            _ => None,
+        };
+        claims.push(ModelClaim {
+            claim,
+            verdict: property.verdict.clone(),
+            trace,
+        });
     }
-    Ok(format!(
-        "**{label}** ({} states): {}",
-        report.graph_states,
-        parts.join(", ")
-    ))
+    Ok(Judgement::Model {
+        label,
+        states: report.graph_states,
+        claims,
+    })
 }
 
-/// One seed's result: (the fault fired, per-claim violated flags, S1 stall seconds, token drops).
-type SeedOutcome = (bool, Vec<(&'static str, bool)>, Option<f64>, u64);
+/// One seed's result.
+struct SeedOutcome {
+    seed: u64,
+    fired: bool,
+    /// Per claim of [`sim_claims`]: did it hold?
+    checks: Vec<(ClaimId, bool)>,
+    /// S1 stall, seconds.
+    stall_s: Option<f64>,
+    token_drops: u64,
+}
 
+/// Run every seed of a sim source on `pool`; the results come back in seed order, so the
+/// first failing seed is the lowest whatever thread ran it.
 fn run_sims(
+    pool: &rayon::ThreadPool,
     row: Row,
     scenario: &'static str,
     sim_options: &SimOptions,
@@ -444,76 +645,69 @@ fn run_sims(
     options: &MatrixOptions,
 ) -> SimResult {
     let detailed = firing == Firing::RenewalDuringRelease;
-    let outcomes: Mutex<BTreeMap<u64, SeedOutcome>> = Mutex::new(BTreeMap::new());
-    let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..options.jobs.max(1) {
-            scope.spawn(|| loop {
-                let seed = next.fetch_add(1, Ordering::Relaxed) as u64;
-                if seed >= options.seeds {
-                    break;
-                }
+    let outcomes: Vec<SeedOutcome> = pool.install(|| {
+        (0..options.seeds)
+            .into_par_iter()
+            .map(|seed| {
                 let config = build(scenario, seed, algorithm(row), sim_options).expect("a known scenario");
                 let outcome = run(&config, seed, detailed);
-                let checks: Vec<(&'static str, bool)> = sim_claims(row)
-                    .iter()
-                    .map(|&claim| (claim, outcome.verdicts.passed(claim)))
-                    .collect();
-                let stall = outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64());
-                let summary = (
-                    fired(firing, &outcome),
-                    checks,
-                    stall,
-                    outcome.verdicts.token_drops as u64,
-                );
-                outcomes.lock().expect("outcomes").insert(seed, summary);
-            });
-        }
+                SeedOutcome {
+                    seed,
+                    fired: fired(firing, &outcome),
+                    checks: sim_claims(row)
+                        .iter()
+                        .map(|&claim| (claim, outcome.verdicts.passed(claim)))
+                        .collect(),
+                    stall_s: outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64()),
+                    token_drops: outcome.verdicts.token_drops as u64,
+                }
+            })
+            .collect()
     });
-    let outcomes = outcomes.into_inner().expect("outcomes");
     let mut result = SimResult {
         runs: outcomes.len() as u64,
         fired: 0,
-        failures: BTreeMap::new(),
+        failures: sim_claims(row).iter().map(|&claim| (claim, 0, None)).collect(),
         stall_s: None,
         token_drops: 0,
     };
-    for (seed, (fired, checks, stall, drops)) in outcomes {
-        result.fired += u64::from(fired);
-        result.token_drops += drops;
-        if let Some(stall) = stall {
+    for outcome in outcomes {
+        result.fired += u64::from(outcome.fired);
+        result.token_drops += outcome.token_drops;
+        if let Some(stall) = outcome.stall_s {
             result.stall_s = Some(result.stall_s.map_or(stall, |s: f64| s.max(stall)));
         }
-        for (claim, passed) in checks {
-            let entry = result.failures.entry(claim).or_insert((0, None));
+        for (claim, passed) in outcome.checks {
+            let entry = result
+                .failures
+                .iter_mut()
+                .find(|(c, _, _)| *c == claim)
+                .expect("every claim listed");
             if !passed {
-                entry.0 += 1;
-                entry.1.get_or_insert(seed);
+                entry.1 += 1;
+                entry.2.get_or_insert(outcome.seed);
             }
         }
     }
     result
 }
 
+/// The simulator's verdicts on a cell; writes the first failing seed's trace of every violated
+/// claim.
 #[allow(clippy::too_many_arguments)]
-fn sim_line(
+fn sim_judgement(
     row: Row,
     column: Column,
     scenario: &str,
     sim_options: &SimOptions,
-    label: &str,
+    label: &'static str,
     result: &SimResult,
     options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
-    findings: &mut Vec<String>,
-) -> Result<String, String> {
-    if result.fired == 0 {
-        return Ok(format!(
-            "**{label}**: the fault never fired in {} seeds: no verdict",
-            result.runs
-        ));
-    }
+) -> Result<Judgement, String> {
+    let mut claims = Vec::new();
+    let exercised = result.fired > 0;
     let mut flags = String::new();
     if let Some(offset) = sim_options.offset_s {
         flags.push_str(&format!(" --offset-s {offset}"));
@@ -521,20 +715,18 @@ fn sim_line(
     if sim_options.try_lock {
         flags.push_str(" --try-lock");
     }
-    let mut parts = Vec::new();
-    for (claim, (failures, first)) in &result.failures {
-        match first {
-            None => parts.push(format!("{claim} ok")),
-            Some(seed) => {
+    for &(claim, failures, first) in &result.failures {
+        let first_failure = match first {
+            Some(seed) if exercised => {
                 let name = format!(
                     "{}-{}-{}-{}-seed{seed}.txt",
                     row.key(),
                     column.key(),
                     scenario,
-                    claim.to_lowercase()
+                    claim.as_str().to_lowercase()
                 );
-                let config = build(scenario, *seed, algorithm(row), sim_options).expect("known");
-                let outcome = run(&config, *seed, false);
+                let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
+                let outcome = run(&config, seed, false);
                 let command = format!(
                     "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
                     algorithm(row).name()
@@ -547,37 +739,39 @@ fn sim_line(
                 );
                 write_file(out_dir, &name, &text)?;
                 files.push(format!("matrix/{name}"));
-                parts.push(format!("{claim} [VIOLATED {failures}/{}](matrix/{name})", result.runs));
-                findings.push(format!(
-                    "{} / {}: {label}: {claim} violated in {failures} of {} seeds; first seed {seed}: `{command}`",
-                    row.name(),
-                    column.name(),
-                    result.runs
-                ));
+                Some(FirstFailure {
+                    seed,
+                    file: name,
+                    command,
+                })
             }
-        }
+            _ => None,
+        };
+        let verdict = if !exercised {
+            ClaimVerdict::NotExercised
+        } else {
+            ClaimVerdict::from_holds(failures == 0)
+        };
+        claims.push(SimClaim {
+            claim,
+            verdict,
+            failures,
+            first_failure,
+        });
     }
-    let fired = if result.fired < result.runs {
-        format!(", the fault fired in {} of them", result.fired)
-    } else {
-        String::new()
-    };
-    let mut line = format!("**{label}** ({} seeds{fired}): {}", options.seeds, parts.join(", "));
-    if let Some(stall) = result.stall_s {
-        line.push_str(&format!("; S1: GlobalTime stood still up to {stall:.1} s"));
-    }
-    if result.token_drops > 0 {
-        line.push_str(&format!("; fencing tokens went down {} times", result.token_drops));
-    }
-    Ok(line)
+    Ok(Judgement::Sim {
+        label,
+        seeds: options.seeds,
+        runs: result.runs,
+        fired: result.fired,
+        claims,
+        stall_s: result.stall_s,
+        token_drops: result.token_drops,
+    })
 }
 
-fn markdown(
-    cells: &BTreeMap<(Row, Column), Vec<String>>,
-    findings: &[String],
-    mutants: &[(String, String)],
-    options: &MatrixOptions,
-) -> String {
+/// The whole report, rendered from the typed cells.
+fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)], options: &MatrixOptions) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "# Property matrix: algorithm x fault model\n");
     let _ = writeln!(
@@ -592,7 +786,7 @@ fn markdown(
         let _ = writeln!(md, "| fault | verdicts |");
         let _ = writeln!(md, "|---|---|");
         for column in Column::ALL {
-            let lines = &cells[&(row, column)];
+            let lines: Vec<String> = cells[&(row, column)].iter().map(Judgement::markdown).collect();
             let _ = writeln!(md, "| {} | {} |", column.name(), lines.join("<br>"));
         }
         let _ = writeln!(md);
@@ -611,18 +805,7 @@ fn markdown(
     for row in Row::ALL {
         let _ = write!(md, "| {} |", row.name());
         for column in Column::ALL {
-            let text = cells[&(row, column)].join(" ");
-            let mark = if text.starts_with("n/a") {
-                "n/a"
-            } else if text.contains("VIOLATED") {
-                "**broken**"
-            } else if text.contains("S1 [reachable") {
-                "**S1 stall**"
-            } else if text.contains("never fired") {
-                "no verdict"
-            } else {
-                "no violation"
-            };
+            let mark = compact_mark(&cells[&(row, column)]);
             let _ = write!(md, " {mark} |");
         }
         let _ = writeln!(md);
@@ -635,19 +818,33 @@ fn markdown(
     }
     let _ = writeln!(md);
     let _ = writeln!(md, "## Every violation found\n");
-    for finding in findings {
-        let _ = writeln!(md, "- {finding}");
+    for row in Row::ALL {
+        for column in Column::ALL {
+            for judgement in &cells[&(row, column)] {
+                for finding in judgement.findings(row, column) {
+                    let _ = writeln!(md, "- {finding}");
+                }
+            }
+        }
     }
     md
 }
 
-/// What the matrix says about the thesis's claims, read off the cells themselves so that the
-/// prose cannot drift from the verdicts.
-fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>) {
-    let cell = |row: Row, column: Column| cells[&(row, column)].join(" ");
-    let says = |row: Row, column: Column, needle: &str| cell(row, column).contains(needle);
+/// What the matrix says about the thesis's claims, read off the cells' verdicts themselves so
+/// that the prose cannot drift from them.
+fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
+    let cell = |row: Row, column: Column| &cells[&(row, column)];
+    // Some judgement of the cell found `claim` violated.
+    let violated = |row: Row, column: Column, claim: ClaimId| cell(row, column).iter().any(|j| j.violated(Some(claim)));
+    // Some model of the cell gave `claim` a verdict that `wanted` accepts.
+    let model_says = |row: Row, column: Column, claim: ClaimId, wanted: fn(&Verdict) -> bool| {
+        cell(row, column)
+            .iter()
+            .any(|j| j.model_verdict(claim).is_some_and(wanted))
+    };
+    let exhaustive = |verdict: &Verdict| *verdict == Verdict::Holds;
     let _ = writeln!(md, "## What this says about the thesis\n");
-    let t1_exhaustive = says(Row::Queue, Column::None, "T1 holds (exhaustive)");
+    let t1_exhaustive = model_says(Row::Queue, Column::None, ClaimId::T1, exhaustive);
     let t1_tolerant = [
         Column::Loss,
         Column::Partition,
@@ -656,14 +853,14 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
         Column::RenewalRace,
     ]
     .iter()
-    .all(|&column| !cell(Row::Queue, column).contains("VIOLATED"));
+    .all(|&column| !cell(Row::Queue, column).iter().any(|j| j.violated(None)));
     let _ = writeln!(
         md,
         "- **Theorem 1 (mutual exclusion, queue GetLock).** With no faults: {}. Under message loss, a partition, a crashed holder, CL=ONE and renewal racing release: {}. It needs its assumptions: a holder paused past the TTL (K1) and a coordinator clock ahead break it, as SPEC.md's K1 and S2 predict.",
         if t1_exhaustive { "holds in every reachable state of the bounded model" } else { "see the table, it did not hold" },
         if t1_tolerant { "no violation in the model or the seeds" } else { "violated in at least one of them (see the table)" }
     );
-    let below = says(Row::Queue, Column::SkewBelowTtl, "T1-belief [VIOLATED");
+    let below = violated(Row::Queue, Column::SkewBelowTtl, ClaimId::T1Belief);
     let _ = writeln!(
         md,
         "- **S2 (skew versus the TTL).** The thesis puts the danger at clock differences of the TTL or more. {}",
@@ -675,7 +872,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
     );
     let fenced = [Row::Old, Row::Queue, Row::TryGetLock]
         .iter()
-        .all(|&row| !says(row, Column::Pause, "T1-resource [VIOLATED"));
+        .all(|&row| !violated(row, Column::Pause, ClaimId::T1Resource));
     let _ = writeln!(
         md,
         "- **Pauses (K1).** Every lock variant lets two clients believe they hold the lock after a pause longer than the TTL. {}",
@@ -685,8 +882,8 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
             "Even with fencing the resource accepted a stale write (see the table)."
         }
     );
-    let old_t2 = says(Row::Old, Column::None, "T2 [VIOLATED");
-    let queue_t2 = says(Row::Queue, Column::None, "T2 holds (exhaustive)");
+    let old_t2 = violated(Row::Old, Column::None, ClaimId::T2);
+    let queue_t2 = model_says(Row::Queue, Column::None, ClaimId::T2, exhaustive);
     let _ = writeln!(
         md,
         "- **Theorem 2 (liveness) and the old lock's unfairness.** Old lock: {}. Queue lock: {}.",
@@ -701,11 +898,11 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
             "T2 did not hold exhaustively (see the table)"
         }
     );
-    let t4 = says(Row::TryGetLock, Column::None, "T4 holds (exhaustive)");
+    let t4 = model_says(Row::TryGetLock, Column::None, ClaimId::T4, exhaustive);
     let _ = writeln!(
         md,
         "- **Theorems 3-4 (TryGetLock).** T3 {} with no faults; T4 (some caller of a free lock acquires) {}.",
-        if says(Row::TryGetLock, Column::None, "T3 holds (exhaustive)") {
+        if model_says(Row::TryGetLock, Column::None, ClaimId::T3, exhaustive) {
             "holds in every reachable state"
         } else {
             "did not hold"
@@ -719,12 +916,16 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
     let _ = writeln!(
         md,
         "- **Theorem 5 and S1 (global time).** T5 (GlobalTime never decreases) {}; S1 {}.",
-        if says(Row::GlobalTime, Column::Crash, "T5 holds") {
+        if model_says(Row::GlobalTime, Column::Crash, ClaimId::T5, |v| {
+            matches!(v, Verdict::Holds | Verdict::HoldsWithinClockBound(_))
+        }) {
             "held in every model configuration"
         } else {
             "was violated"
         },
-        if says(Row::GlobalTime, Column::Crash, "S1 [reachable") {
+        if model_says(Row::GlobalTime, Column::Crash, ClaimId::S1, |v| *v
+            == Verdict::Reachable)
+        {
             "is real: a replica that ran ahead and crashed freezes GlobalTime for about as long as its lead (measured in the simulator)"
         } else {
             "was not reached"
@@ -733,8 +934,9 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
     let drops: Vec<&str> = Column::ALL
         .iter()
         .filter(|&&column| {
-            cell(Row::Queue, column).contains("fencing tokens went down")
-                || cell(Row::TryGetLock, column).contains("fencing tokens went down")
+            [Row::Queue, Row::TryGetLock]
+                .iter()
+                .any(|&row| cell(row, column).iter().any(Judgement::tokens_went_down))
         })
         .map(|&column| column.name())
         .collect();
@@ -747,16 +949,17 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Vec<String>>)
 
 /// The deliberately broken variants: each must break its claim, or the checks prove nothing.
 fn mutant_checks(
+    pool: &rayon::ThreadPool,
     options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, String> {
     use cassalock_models::Mutant;
     let mut lines = Vec::new();
-    let shortest = |spec: &Spec, claim: &str| -> Result<Report, String> {
+    let shortest = |spec: &Spec, claim: ClaimId| -> Result<Report, String> {
         let limits = Limits {
             stop_at_first_violation: true,
-            only_claim: Some(claim.to_owned()),
+            only_claim: Some(claim.to_string()),
             ..Limits::default()
         };
         Ok(build_model(spec).map_err(|e| e.to_string())?.check(limits))
@@ -767,7 +970,7 @@ fn mutant_checks(
             ModelName::GetLock,
             Fault::DelayedEnqueue,
             Mutant::M1,
-            "T1",
+            ClaimId::T1,
             "queue-m1-delayed-t1",
         ),
         (
@@ -775,7 +978,7 @@ fn mutant_checks(
             ModelName::GetLock,
             Fault::None,
             Mutant::K3,
-            "K3",
+            ClaimId::K3,
             "queue-k3-k3",
         ),
         (
@@ -783,7 +986,7 @@ fn mutant_checks(
             ModelName::Old,
             Fault::None,
             Mutant::K3,
-            "K3",
+            ClaimId::K3,
             "old-k3-k3",
         ),
     ] {
@@ -812,8 +1015,8 @@ fn mutant_checks(
             k3: true,
             ..SimOptions::default()
         };
-        let result = run_sims(row, "renew-race", &options_k3, Firing::Configured, options);
-        let (failures, first) = result.failures.get("K3").copied().unwrap_or((0, None));
+        let result = run_sims(pool, row, "renew-race", &options_k3, Firing::Configured, options);
+        let (failures, first) = result.failures_of(ClaimId::K3);
         let text = match first {
             Some(seed) => format!(
                 "sim: K3, {}, renew-race --k3: a released lock came back to life in {failures} of {} seeds; first: `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
@@ -826,4 +1029,108 @@ fn mutant_checks(
         lines.push((text, String::new()));
     }
     Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(claims: &[(ClaimId, Verdict, bool)]) -> Judgement {
+        Judgement::Model {
+            label: "model, m",
+            states: 7,
+            claims: claims
+                .iter()
+                .map(|(claim, verdict, traced)| ModelClaim {
+                    claim: *claim,
+                    verdict: verdict.clone(),
+                    trace: traced.then(|| TraceFile {
+                        name: format!("x-{}.txt", claim.as_str().to_lowercase()),
+                        steps: 4,
+                    }),
+                })
+                .collect(),
+        }
+    }
+
+    fn sim(fired: u64, failures: &[(ClaimId, u64)]) -> Judgement {
+        Judgement::Sim {
+            label: "sim, s",
+            seeds: 5,
+            runs: 5,
+            fired,
+            claims: failures
+                .iter()
+                .map(|&(claim, failures)| SimClaim {
+                    claim,
+                    verdict: if fired == 0 {
+                        ClaimVerdict::NotExercised
+                    } else {
+                        ClaimVerdict::from_holds(failures == 0)
+                    },
+                    failures,
+                    first_failure: (fired > 0 && failures > 0).then(|| FirstFailure {
+                        seed: 2,
+                        file: "y.txt".into(),
+                        command: "cassalock replay".into(),
+                    }),
+                })
+                .collect(),
+            stall_s: None,
+            token_drops: 0,
+        }
+    }
+
+    #[test]
+    fn cells_render_as_the_matrix_always_wrote_them() {
+        let m = model(&[
+            (ClaimId::T1, Verdict::Holds, false),
+            (ClaimId::T2, Verdict::Violated, true),
+            (ClaimId::S1, Verdict::Reachable, true),
+            (ClaimId::K3, Verdict::HoldsWithinClockBound(4), false),
+        ]);
+        assert_eq!(
+            m.markdown(),
+            "**model, m** (7 states): T1 holds (exhaustive), T2 [VIOLATED](matrix/x-t2.txt), S1 [reachable](matrix/x-s1.txt), K3 holds within bound (clock <= 4 ticks)"
+        );
+        let s = sim(3, &[(ClaimId::K3, 0), (ClaimId::T1Belief, 2)]);
+        assert_eq!(
+            s.markdown(),
+            "**sim, s** (5 seeds, the fault fired in 3 of them): K3 ok, T1-belief [VIOLATED 2/5](matrix/y.txt)"
+        );
+        assert_eq!(
+            sim(0, &[(ClaimId::K3, 1)]).markdown(),
+            "**sim, s**: the fault never fired in 5 seeds: no verdict"
+        );
+        assert_eq!(
+            s.findings(Row::Queue, Column::Pause),
+            ["queue GetLock (L6) / pause: sim, s: T1-belief violated in 2 of 5 seeds; first seed 2: `cassalock replay`"]
+        );
+        assert_eq!(
+            m.findings(Row::Old, Column::None),
+            ["old GetLock (L3-4) / none: model: T2 violated (4 steps): [trace](matrix/x-t2.txt)"]
+        );
+    }
+
+    #[test]
+    fn the_compact_view_reads_verdicts_not_text() {
+        assert_eq!(compact_mark(&vec![Judgement::NotApplicable("why")]), "n/a");
+        assert_eq!(
+            compact_mark(&vec![
+                model(&[(ClaimId::T1, Verdict::Holds, false)]),
+                sim(5, &[(ClaimId::T2, 1)])
+            ]),
+            "**broken**"
+        );
+        assert_eq!(
+            compact_mark(&vec![model(&[(ClaimId::S1, Verdict::Reachable, true)])]),
+            "**S1 stall**"
+        );
+        // A fault that never fired hides its failures: no verdict, never a pass or a break.
+        assert_eq!(compact_mark(&vec![sim(0, &[(ClaimId::T1Belief, 3)])]), "no verdict");
+        assert_eq!(
+            compact_mark(&vec![model(&[(ClaimId::T5Race, Verdict::Reachable, true)])]),
+            "no violation"
+        );
+    }
 }

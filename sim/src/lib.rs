@@ -3,13 +3,23 @@
 //! The deterministic simulation: the real lock code (`cassalock::RemoteLocker` and the
 //! machines) against a simulated Cassandra cluster under madsim. It exists only in the
 //! simulation build (`--cfg madsim`, the default here); the real build compiles it empty.
+//!
+//! A run ([`run`]) is assembled from its parts: the nodes (`assembly`), the clients'
+//! workload (`workload`), the fault injector (`faults`) and the oracles (`oracles`); its
+//! records ([`trace`]) are judged in [`verdict`].
 
+#[cfg(madsim)]
+mod assembly;
 #[cfg(madsim)]
 pub mod clock;
 #[cfg(madsim)]
 pub mod cluster;
 #[cfg(madsim)]
+mod faults;
+#[cfg(madsim)]
 pub mod metrics;
+#[cfg(madsim)]
+mod oracles;
 #[cfg(madsim)]
 pub mod ranges;
 #[cfg(madsim)]
@@ -22,3 +32,5 @@ pub mod timeline;
 pub mod trace;
 #[cfg(madsim)]
 pub mod verdict;
+#[cfg(madsim)]
+mod workload;

@@ -11,33 +11,47 @@
 //! - **T2**: every client that was not killed for good finished its acquisitions; the bound is
 //!   the simulated time from the last fault's end to the last client's finish.
 //! - **K3**: an oracle saw a released acquisition's main cell live again (written after the
-//!   release began).
+//!   release began): `cassalock_history::k3`'s definition, applied by `crate::oracles`.
 //! - **S1**: the longest time the GlobalTime value stood still.
+//!
+//! Belief intervals and their overlaps are `cassalock_history::holding`'s, on simulated time:
+//! the real runner judges T1-belief with the same function.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
 use cassalock::driver::LockEvent;
+use cassalock_history::holding::{overlaps, HoldingInterval, SimulatedTime};
+use cassalock_history::{AsClaim, ClaimId, ClaimVerdict};
 
 use crate::scenario::RunConfig;
 use crate::trace::{Record, What};
 
-/// Two overlapping beliefs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Overlap {
-    pub first: String,
-    pub second: String,
-    pub from: Duration,
-    pub to: Duration,
-}
+/// Two overlapping beliefs, on simulated time.
+pub type Overlap = cassalock_history::holding::Overlap<SimulatedTime>;
 
 /// One claim's result in one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
-    pub claim: &'static str,
-    pub passed: bool,
+    pub claim: ClaimId,
+    /// Holds or violated (every claim a run checks is exercised by the run).
+    pub verdict: ClaimVerdict,
     pub detail: String,
+}
+
+impl Check {
+    fn new(claim: ClaimId, held: bool, detail: String) -> Self {
+        Check {
+            claim,
+            verdict: ClaimVerdict::from_holds(held),
+            detail,
+        }
+    }
+
+    pub fn passed(&self) -> bool {
+        !self.verdict.is_violated()
+    }
 }
 
 /// Everything judged about one run.
@@ -64,24 +78,37 @@ pub struct Verdicts {
     pub client_errors: usize,
     /// Simulated time the run took.
     pub sim_time: Duration,
+    /// Faults that began (injected faults that fired; configured ones are not recorded).
+    pub faults_begun: usize,
+    /// A renewal request of an acquisition was sent while that acquisition was being released
+    /// (seen only in detailed records, which keep store requests).
+    pub renewal_during_release: bool,
     pub checks: Vec<Check>,
 }
 
 impl Verdicts {
-    pub fn check(&self, claim: &str) -> &Check {
+    /// The check of `claim` (a [`ClaimId`], or its text); panics if the run made none.
+    pub fn check(&self, claim: impl AsClaim) -> &Check {
+        let claim = claim.claim_id();
         self.checks
             .iter()
             .find(|c| c.claim == claim)
             .unwrap_or_else(|| panic!("no check {claim}"))
     }
 
-    pub fn passed(&self, claim: &str) -> bool {
-        self.check(claim).passed
+    pub fn passed(&self, claim: impl AsClaim) -> bool {
+        self.check(claim).passed()
     }
 
     pub fn all_passed(&self) -> bool {
-        self.checks.iter().all(|c| c.passed)
+        self.checks.iter().all(Check::passed)
     }
+}
+
+/// Is `tag` one of the lease's renewal steps? The library's step tags carry no kind, only
+/// their note; its renewal notes all begin so (`cassalock::algo::lease`).
+fn is_renewal_step(tag: &cassalock::algo::StepTag) -> bool {
+    tag.note.starts_with("renewal:")
 }
 
 fn node_index(node: &str) -> Option<usize> {
@@ -98,9 +125,10 @@ pub fn judge(
         sim_time,
         ..Verdicts::default()
     };
-    // Belief intervals: thread -> (node, from, to).
-    let mut open: BTreeMap<String, (usize, Duration)> = BTreeMap::new();
-    let mut beliefs: Vec<(String, usize, Duration, Duration)> = Vec::new();
+    // Open beliefs: thread -> (node, lock, since).
+    let mut open: BTreeMap<String, (usize, String, Duration)> = BTreeMap::new();
+    let mut beliefs: Vec<HoldingInterval<SimulatedTime>> = Vec::new();
+    let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
     let mut tokens: Vec<(String, String)> = Vec::new();
     let mut done: BTreeSet<usize> = BTreeSet::new();
@@ -109,10 +137,12 @@ pub fn judge(
     let mut global_changes: Vec<Duration> = Vec::new();
     for record in records {
         match &record.what {
-            What::Lock(LockEvent::Acquired { thread, token, .. }) => {
+            What::Lock(LockEvent::Acquired {
+                thread, lock, token, ..
+            }) => {
                 let Some(node) = node_index(&record.node) else { continue };
                 v.acquisitions += 1;
-                open.insert(thread.to_string(), (node, record.at));
+                open.insert(thread.to_string(), (node, lock.as_str().to_owned(), record.at));
                 tokens.push((thread.to_string(), token.to_string()));
                 if let Some(since) = waiting_since.remove(&node) {
                     v.max_wait = v.max_wait.max(record.at - since);
@@ -124,8 +154,17 @@ pub fn judge(
                 }
             }
             What::Lock(LockEvent::Releasing { thread, .. }) => {
-                if let Some((node, from)) = open.remove(thread.as_str()) {
-                    beliefs.push((thread.to_string(), node, from, record.at));
+                releasing.insert(thread.to_string());
+                if let Some((_, lock, from)) = open.remove(thread.as_str()) {
+                    beliefs.push(HoldingInterval::new(thread.as_str(), lock, from, record.at));
+                }
+            }
+            What::Lock(LockEvent::Released { thread, .. }) => {
+                releasing.remove(thread.as_str());
+            }
+            What::Lock(LockEvent::Request { thread, tag, .. }) => {
+                if is_renewal_step(tag) && releasing.contains(thread.as_str()) {
+                    v.renewal_during_release = true;
                 }
             }
             What::Lock(LockEvent::LeaseLost { thread, .. }) => v.leases_lost.push(thread.to_string()),
@@ -165,6 +204,7 @@ pub fn judge(
                 node, period, begins, ..
             } => {
                 v.last_heal = v.last_heal.max(record.at);
+                v.faults_begun += usize::from(*begins);
                 let killed_client = match (node, period, begins) {
                     (Some(node), crate::trace::Disruption::Killed, true) => node_index(node),
                     _ => None,
@@ -173,12 +213,12 @@ pub fn judge(
                     // A dead process believes nothing any more.
                     let dead: Vec<String> = open
                         .iter()
-                        .filter(|(_, (node, _))| *node == client)
+                        .filter(|(_, (node, _, _))| *node == client)
                         .map(|(t, _)| t.clone())
                         .collect();
                     for thread in dead {
-                        let (node, from) = open.remove(&thread).expect("listed");
-                        beliefs.push((thread, node, from, record.at));
+                        let (_, lock, from) = open.remove(&thread).expect("listed");
+                        beliefs.push(HoldingInterval::new(thread, lock, from, record.at));
                     }
                     kill_at.get_or_insert((client, record.at));
                 }
@@ -188,25 +228,11 @@ pub fn judge(
             What::Lock(_) | What::Note(_) | What::TryRefused { .. } => {}
         }
     }
-    for (thread, (node, from)) in open {
-        beliefs.push((thread, node, from, sim_time));
+    // A belief still open when the run ended lasted to the end.
+    for (thread, (_, lock, from)) in open {
+        beliefs.push(HoldingInterval::new(thread, lock, from, sim_time));
     }
-    beliefs.sort_by_key(|b| b.2);
-    for (i, a) in beliefs.iter().enumerate() {
-        for b in &beliefs[i + 1..] {
-            if b.2 >= a.3 {
-                break;
-            }
-            if a.0 != b.0 {
-                v.overlaps.push(Overlap {
-                    first: a.0.clone(),
-                    second: b.0.clone(),
-                    from: b.2,
-                    to: a.3.min(b.3),
-                });
-            }
-        }
-    }
+    v.overlaps = overlaps(&beliefs);
     for pair in tokens.windows(2) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
@@ -223,41 +249,46 @@ pub fn judge(
     v.global_time_stall = global_changes.windows(2).map(|w| w[1] - w[0]).max();
 
     let s = |d: Duration| format!("{:.3} s", d.as_secs_f64());
-    let first_overlap = v
-        .overlaps
-        .first()
-        .map(|o| format!("{} and {} from {} to {}", o.first, o.second, s(o.from), s(o.to)));
+    let first_overlap = v.overlaps.first().map(|o| {
+        format!(
+            "{} and {} from {} to {}",
+            o.first.holder,
+            o.second.holder,
+            s(o.from),
+            s(o.to)
+        )
+    });
     v.checks = vec![
-        Check {
-            claim: "T1-belief",
-            passed: v.overlaps.is_empty(),
-            detail: match &first_overlap {
+        Check::new(
+            ClaimId::T1Belief,
+            v.overlaps.is_empty(),
+            match &first_overlap {
                 None => format!("{} acquisitions, never two believers", v.acquisitions),
                 Some(first) => format!("{} overlaps; first: {first}", v.overlaps.len()),
             },
-        },
-        Check {
-            claim: "T1-resource",
-            passed: v.stale_accepted == 0,
-            detail: format!(
+        ),
+        Check::new(
+            ClaimId::T1Resource,
+            v.stale_accepted == 0,
+            format!(
                 "{} stale writes accepted, {} refused by fencing{}",
                 v.stale_accepted,
                 v.stale_refused,
                 if config.fencing { "" } else { " (fencing off)" }
             ),
-        },
-        Check {
-            claim: "tokens",
-            passed: v.token_drops == 0,
-            detail: match &v.first_token_drop {
+        ),
+        Check::new(
+            ClaimId::Tokens,
+            v.token_drops == 0,
+            match &v.first_token_drop {
                 None => "every holder's token above the previous holder's".into(),
                 Some((a, b)) => format!("{} drops; first: {b} got a lower token than {a}", v.token_drops),
             },
-        },
-        Check {
-            claim: "T2",
-            passed: v.unfinished.is_empty(),
-            detail: match v.done_after_heal {
+        ),
+        Check::new(
+            ClaimId::T2,
+            v.unfinished.is_empty(),
+            match v.done_after_heal {
                 Some(after) if v.last_heal > Duration::ZERO => {
                     format!(
                         "every client finished, {} after the last fault ended; longest wait {}",
@@ -272,12 +303,12 @@ pub fn judge(
                     v.unfinished.join(", ")
                 ),
             },
-        },
-        Check {
-            claim: "K3",
-            passed: v.resurrections == 0,
-            detail: format!("{} released acquisitions came back to life", v.resurrections),
-        },
+        ),
+        Check::new(
+            ClaimId::K3,
+            v.resurrections == 0,
+            format!("{} released acquisitions came back to life", v.resurrections),
+        ),
     ];
     v
 }
@@ -288,8 +319,8 @@ impl fmt::Display for Verdicts {
             writeln!(
                 f,
                 "  {:<12} {:<8} {}",
-                check.claim,
-                if check.passed { "ok" } else { "FAILED" },
+                check.claim.as_str(),
+                if check.passed() { "ok" } else { "FAILED" },
                 check.detail
             )?;
         }

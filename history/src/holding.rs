@@ -1,0 +1,173 @@
+//! Who held which lock when, on a named clock, and the one T1-belief judge: two holders'
+//! intervals overlap.
+//!
+//! The simulator builds its intervals from its trace records (simulated time), the real runner
+//! from its lockers' events (the machine's wall clock); both ask [`overlaps`] the same question.
+
+use std::fmt;
+use std::hash::Hash;
+use std::time::Duration;
+
+/// The clock a history's instants are read from. Instants of two clocks never mix: an interval
+/// is typed by its clock.
+pub trait TimeBase: Copy + fmt::Debug + Default + PartialEq + Eq + Hash {
+    type Instant: Copy + Ord + fmt::Debug + Hash;
+    /// What the instants count ("simulated time since the run began").
+    const NAME: &'static str;
+    /// The time from `from` to `to` (zero if `to` is earlier).
+    fn between(from: Self::Instant, to: Self::Instant) -> Duration;
+}
+
+/// The simulator's clock: simulated time since the run began (the god view, not a node's clock).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SimulatedTime;
+
+impl TimeBase for SimulatedTime {
+    type Instant = Duration;
+    const NAME: &'static str = "simulated time since the run began";
+    fn between(from: Duration, to: Duration) -> Duration {
+        to.saturating_sub(from)
+    }
+}
+
+/// The real runner's clock: the machine's wall clock, microseconds since the Unix epoch (every
+/// locker process on the machine reads the same one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WallClockMicros;
+
+impl TimeBase for WallClockMicros {
+    type Instant = u64;
+    const NAME: &'static str = "wall clock, microseconds since the Unix epoch";
+    fn between(from: u64, to: u64) -> Duration {
+        Duration::from_micros(to.saturating_sub(from))
+    }
+}
+
+/// One holder's belief that it held one lock: from the moment it learned it acquired to the
+/// moment it stopped using the lock (release began, or its process died). An interval still
+/// open when the history ends runs to the history's end.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HoldingInterval<B: TimeBase> {
+    /// The thread (or locker) that held.
+    pub holder: String,
+    pub lock: String,
+    pub acquired_at: B::Instant,
+    pub released_at: B::Instant,
+}
+
+impl<B: TimeBase> HoldingInterval<B> {
+    pub fn new(
+        holder: impl Into<String>,
+        lock: impl Into<String>,
+        acquired_at: B::Instant,
+        released_at: B::Instant,
+    ) -> Self {
+        HoldingInterval {
+            holder: holder.into(),
+            lock: lock.into(),
+            acquired_at,
+            released_at,
+        }
+    }
+
+    pub fn length(&self) -> Duration {
+        B::between(self.acquired_at, self.released_at)
+    }
+}
+
+/// Two holders of the same lock at once (a T1-belief violation): `second` acquired at `from`
+/// while `first` still held; both held until `to`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Overlap<B: TimeBase> {
+    pub first: HoldingInterval<B>,
+    pub second: HoldingInterval<B>,
+    pub from: B::Instant,
+    pub to: B::Instant,
+}
+
+/// The T1-belief judge: every pair of intervals of the same lock, held by different holders,
+/// that share an instant. Intervals that only touch (one released when the other acquired) do
+/// not overlap.
+///
+/// Order: by the first interval's acquisition (ties: input order), then by the second's.
+pub fn overlaps<B: TimeBase>(intervals: &[HoldingInterval<B>]) -> Vec<Overlap<B>> {
+    let mut sorted: Vec<&HoldingInterval<B>> = intervals.iter().collect();
+    sorted.sort_by_key(|interval| interval.acquired_at);
+    let mut found = Vec::new();
+    for (i, a) in sorted.iter().enumerate() {
+        for b in &sorted[i + 1..] {
+            if b.acquired_at >= a.released_at {
+                break;
+            }
+            if a.holder != b.holder && a.lock == b.lock {
+                found.push(Overlap {
+                    first: (*a).clone(),
+                    second: (*b).clone(),
+                    from: b.acquired_at,
+                    to: a.released_at.min(b.released_at),
+                });
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wall(holder: &str, from: u64, to: u64) -> HoldingInterval<WallClockMicros> {
+        HoldingInterval::new(holder, "K", from, to)
+    }
+
+    #[test]
+    fn touching_intervals_do_not_overlap() {
+        assert!(overlaps(&[wall("a", 10, 20), wall("b", 20, 30)]).is_empty());
+        assert!(overlaps::<WallClockMicros>(&[]).is_empty());
+    }
+
+    #[test]
+    fn an_overlap_runs_from_the_second_acquisition_to_the_first_release() {
+        let found = overlaps(&[wall("b", 15, 30), wall("a", 10, 20)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].first.holder, "a");
+        assert_eq!(found[0].second.holder, "b");
+        assert_eq!((found[0].from, found[0].to), (15, 20));
+    }
+
+    #[test]
+    fn every_overlapping_pair_counts_once() {
+        // b and c both inside a, but not inside each other.
+        let nested = [wall("a", 0, 100), wall("b", 10, 20), wall("c", 50, 60)];
+        let found = overlaps(&nested);
+        let pairs: Vec<(&str, &str)> = found
+            .iter()
+            .map(|o| (o.first.holder.as_str(), o.second.holder.as_str()))
+            .collect();
+        assert_eq!(pairs, [("a", "b"), ("a", "c")]);
+        // Three at once: three pairs.
+        let three = [wall("a", 0, 100), wall("b", 10, 90), wall("c", 20, 80)];
+        assert_eq!(overlaps(&three).len(), 3);
+    }
+
+    #[test]
+    fn one_holder_and_different_locks_never_overlap() {
+        assert!(overlaps(&[wall("a", 0, 10), wall("a", 5, 15)]).is_empty());
+        let other_lock = HoldingInterval::<WallClockMicros>::new("b", "L", 5, 15);
+        assert!(overlaps(&[wall("a", 0, 10), other_lock]).is_empty());
+    }
+
+    #[test]
+    fn simulated_intervals_measure_in_durations() {
+        let a = HoldingInterval::<SimulatedTime>::new("a", "K", Duration::from_millis(100), Duration::from_millis(400));
+        let b = HoldingInterval::<SimulatedTime>::new("b", "K", Duration::from_millis(300), Duration::from_millis(900));
+        assert_eq!(a.length(), Duration::from_millis(300));
+        let found = overlaps(&[a, b]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            SimulatedTime::between(found[0].from, found[0].to),
+            Duration::from_millis(100)
+        );
+        assert_eq!(WallClockMicros::between(5, 3), Duration::ZERO);
+    }
+}

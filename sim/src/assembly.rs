@@ -1,0 +1,164 @@
+//! Node assembly: the replicas, the resource, the time service, the clients, the fault
+//! injector and the oracles of one run, and the wait until the clients are done.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::driver::time_service::{TimeServiceReplica, THESIS_PERIOD_MS};
+use madsim::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::clock::{ClockSpec, SimClock};
+use crate::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
+use crate::faults::Injector;
+use crate::oracles::{watch_global_time, watch_resurrections};
+use crate::scenario::RunConfig;
+use crate::trace::{serve_resource, NodeObserver, Record, Recorder};
+use crate::workload::{client_main, ClientState};
+
+fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
+    SimClock::new(specs.get(i).cloned().unwrap_or_default(), start)
+}
+
+/// Build every node of `config`, run until every client still alive is done (or the time
+/// limit): the records, the simulated time taken, the clients killed for good, the clients'
+/// store requests.
+pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, BTreeSet<usize>, u64) {
+    let handle = Handle::current();
+    let start = Instant::now();
+    let recorder = Recorder::new(start, detailed);
+    let config = Arc::new(config);
+
+    // Replicas.
+    let mut replica_nodes = Vec::new();
+    let mut replica_data = Vec::new();
+    for i in 0..config.cluster.replicas {
+        let replica = Replica {
+            index: i,
+            data: Arc::new(Mutex::new(ReplicaData::default())),
+            clock: clock_of(&config.replica_clocks, i, start),
+            config: config.cluster.clone(),
+        };
+        replica_data.push((Arc::clone(&replica.data), replica.clock.clone()));
+        let node = handle
+            .create_node()
+            .name(format!("r{i}"))
+            .ip(replica_addr(i).ip())
+            .init(move || replica.clone().serve())
+            .build();
+        replica_nodes.push(node.id());
+    }
+
+    // The resource.
+    let resource_recorder = Arc::clone(&recorder);
+    let fencing = config.fencing;
+    handle
+        .create_node()
+        .name("resource")
+        .ip(resource_addr().ip())
+        .init(move || serve_resource(fencing, Arc::clone(&resource_recorder)))
+        .build();
+
+    // The time service.
+    let mut time_nodes = Vec::new();
+    for i in 0..config.time_replicas {
+        let clock = clock_of(&config.time_replica_clocks, i, start);
+        let cluster = config.cluster.clone();
+        let recorder = Arc::clone(&recorder);
+        let node = handle
+            .create_node()
+            .name(format!("ts{i}"))
+            .ip(time_replica_ip(i))
+            .init(move || {
+                let clock = clock.clone();
+                let cluster = cluster.clone();
+                let recorder = Arc::clone(&recorder);
+                async move {
+                    let store = SimStore::connect(time_replica_ip(i), cluster).await;
+                    let observer = Arc::new(NodeObserver {
+                        node: format!("ts{i}"),
+                        clock: clock.clone(),
+                        recorder,
+                    });
+                    let replica = TimeServiceReplica::new(store, clock, &format!("ts{i}"), THESIS_PERIOD_MS)
+                        .expect("valid name")
+                        .with_observer(observer);
+                    replica.run(None).await;
+                }
+            })
+            .build();
+        time_nodes.push(node.id());
+    }
+
+    // Clients.
+    let mut client_nodes = Vec::new();
+    let mut client_states = Vec::new();
+    for i in 0..config.clients {
+        let state = Arc::new(ClientState {
+            index: i,
+            done: AtomicU32::new(0),
+            incarnations: AtomicU32::new(0),
+            finished: AtomicBool::new(false),
+        });
+        client_states.push(Arc::clone(&state));
+        let clock = clock_of(&config.client_clocks, i, start);
+        let config = Arc::clone(&config);
+        let recorder = Arc::clone(&recorder);
+        let node = handle
+            .create_node()
+            .name(format!("c{i}"))
+            .ip(client_ip(i))
+            .init(move || {
+                client_main(
+                    Arc::clone(&config),
+                    Arc::clone(&state),
+                    clock.clone(),
+                    Arc::clone(&recorder),
+                )
+            })
+            .build();
+        client_nodes.push(node.id());
+    }
+
+    // Faults.
+    let killed: Arc<Mutex<BTreeSet<usize>>> = Arc::default();
+    let injector = Injector {
+        handle: handle.clone(),
+        start,
+        recorder: Arc::clone(&recorder),
+        clients: client_nodes,
+        replicas: replica_nodes,
+        time_replicas: time_nodes,
+        killed: Arc::clone(&killed),
+    };
+    for fault in config.faults.clone() {
+        let injector = injector.clone();
+        madsim::task::spawn(async move { injector.inject(fault).await });
+    }
+
+    // Oracles.
+    let oracle_recorder = Arc::clone(&recorder);
+    let oracle_data = replica_data.clone();
+    let renew_ms = config.renew_every_ms;
+    madsim::task::spawn(async move { watch_resurrections(oracle_recorder, oracle_data, renew_ms).await });
+    if config.time_replicas > 0 {
+        let oracle_recorder = Arc::clone(&recorder);
+        madsim::task::spawn(async move { watch_global_time(oracle_recorder, replica_data).await });
+    }
+
+    // Until every client still alive is done, or the time limit.
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let killed_now = killed.lock().expect("killed").clone();
+        let finished = client_states
+            .iter()
+            .all(|c| killed_now.contains(&c.index) || c.finished.load(Ordering::Relaxed));
+        if finished || start.elapsed() >= config.max_sim {
+            break;
+        }
+    }
+    let killed = killed.lock().expect("killed").clone();
+    (recorder.records(), start.elapsed(), killed, recorder.requests())
+}

@@ -1,0 +1,269 @@
+//! The fault injector: each fault of the plan at its time, recorded as it begins and ends.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::driver::LockEvent;
+use madsim::net::NetSim;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use tokio::time::Instant;
+
+use crate::scenario::{Fault, FaultKind};
+use crate::trace::{Disruption, Recorder, What};
+
+#[derive(Clone)]
+pub(crate) struct Injector {
+    pub(crate) handle: Handle,
+    pub(crate) start: Instant,
+    pub(crate) recorder: Arc<Recorder>,
+    pub(crate) clients: Vec<NodeId>,
+    pub(crate) replicas: Vec<NodeId>,
+    pub(crate) time_replicas: Vec<NodeId>,
+    /// Clients killed and not restarted.
+    pub(crate) killed: Arc<Mutex<BTreeSet<usize>>>,
+}
+
+impl Injector {
+    fn note(&self, text: String) {
+        self.recorder.record("faults", None, What::Note(text));
+    }
+
+    fn mark(&self, text: String, node: String, period: Disruption, begins: bool) {
+        self.recorder.record(
+            "faults",
+            None,
+            What::Fault {
+                text,
+                node: Some(node),
+                period,
+                begins,
+            },
+        );
+    }
+
+    /// The client holding the lock now (believing it holds), if any.
+    fn holder(&self) -> Option<usize> {
+        self.recorder.with_records(|records| {
+            let mut holding: BTreeMap<String, usize> = BTreeMap::new();
+            for record in records {
+                if let What::Lock(event) = &record.what {
+                    match event {
+                        LockEvent::Acquired { thread, .. } => {
+                            if let Some(index) = record.node.strip_prefix('c').and_then(|i| i.parse().ok()) {
+                                holding.insert(thread.to_string(), index);
+                            }
+                        }
+                        LockEvent::Releasing { thread, .. } => {
+                            holding.remove(thread.as_str());
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            let killed = self.killed.lock().expect("killed");
+            holding.values().copied().find(|c| !killed.contains(c))
+        })
+    }
+
+    async fn target_holder(&self) -> Option<usize> {
+        for _ in 0..1000 {
+            if let Some(holder) = self.holder() {
+                return Some(holder);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.note("no client held the lock within 10 s: the holder fault did not fire".into());
+        None
+    }
+
+    fn cut(&self, client: usize, clog: bool) {
+        let net = NetSim::current();
+        for &replica in &self.replicas {
+            if clog {
+                net.clog_link(self.clients[client], replica);
+                net.clog_link(replica, self.clients[client]);
+            } else {
+                net.unclog_link(self.clients[client], replica);
+                net.unclog_link(replica, self.clients[client]);
+            }
+        }
+    }
+
+    pub(crate) async fn inject(self, fault: Fault) {
+        tokio::time::sleep_until(self.start + fault.at).await;
+        match fault.kind {
+            FaultKind::PauseHolder { for_ } => {
+                if let Some(client) = self.target_holder().await {
+                    self.pause_client(client, for_).await;
+                }
+            }
+            FaultKind::PauseClient { client, for_ } => self.pause_client(client, for_).await,
+            FaultKind::KillHolder => {
+                if let Some(client) = self.target_holder().await {
+                    self.kill_client(client);
+                }
+            }
+            FaultKind::KillClient { client } => self.kill_client(client),
+            FaultKind::RestartClient { client } => {
+                self.mark(
+                    format!("restart client c{client} (a new incarnation, a new client id)"),
+                    format!("c{client}"),
+                    Disruption::Killed,
+                    false,
+                );
+                self.killed.lock().expect("killed").remove(&client);
+                // madsim's restart does not free the old endpoint's address; a kill does.
+                self.handle.kill(self.clients[client]);
+                self.handle.restart(self.clients[client]);
+            }
+            FaultKind::CutOffHolder { for_ } => {
+                if let Some(client) = self.target_holder().await {
+                    self.cut_off(client, for_).await;
+                }
+            }
+            FaultKind::CutOffClient { client, for_ } => self.cut_off(client, for_).await,
+            FaultKind::KillReplica { replica } => {
+                self.mark(
+                    format!("kill replica r{replica}"),
+                    format!("r{replica}"),
+                    Disruption::Killed,
+                    true,
+                );
+                self.handle.kill(self.replicas[replica]);
+            }
+            FaultKind::RestartReplica { replica } => {
+                self.mark(
+                    format!("restart replica r{replica}"),
+                    format!("r{replica}"),
+                    Disruption::Killed,
+                    false,
+                );
+                self.handle.kill(self.replicas[replica]);
+                self.handle.restart(self.replicas[replica]);
+            }
+            FaultKind::PauseReplica { replica, for_ } => {
+                self.mark(
+                    format!("pause replica r{replica} for {:.1} s", for_.as_secs_f64()),
+                    format!("r{replica}"),
+                    Disruption::Paused,
+                    true,
+                );
+                self.handle.pause(self.replicas[replica]);
+                tokio::time::sleep(for_).await;
+                self.mark(
+                    format!("resume replica r{replica}"),
+                    format!("r{replica}"),
+                    Disruption::Paused,
+                    false,
+                );
+                self.handle.resume(self.replicas[replica]);
+            }
+            FaultKind::IsolateReplica { replica, for_ } => {
+                self.mark(
+                    format!("isolate replica r{replica} for {:.1} s", for_.as_secs_f64()),
+                    format!("r{replica}"),
+                    Disruption::Isolated,
+                    true,
+                );
+                NetSim::current().clog_node(self.replicas[replica]);
+                tokio::time::sleep(for_).await;
+                self.mark(
+                    format!("reconnect replica r{replica}"),
+                    format!("r{replica}"),
+                    Disruption::Isolated,
+                    false,
+                );
+                NetSim::current().unclog_node(self.replicas[replica]);
+            }
+            FaultKind::Loss { rate_percent, for_ } => {
+                self.recorder.record(
+                    "faults",
+                    None,
+                    What::Fault {
+                        text: format!("lose {rate_percent}% of messages for {:.1} s", for_.as_secs_f64()),
+                        node: None,
+                        period: Disruption::Lossy,
+                        begins: true,
+                    },
+                );
+                NetSim::current().update_config(|c| c.packet_loss_rate = f64::from(rate_percent) / 100.0);
+                tokio::time::sleep(for_).await;
+                self.recorder.record(
+                    "faults",
+                    None,
+                    What::Fault {
+                        text: "message loss ends".into(),
+                        node: None,
+                        period: Disruption::Lossy,
+                        begins: false,
+                    },
+                );
+                NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
+            }
+            FaultKind::KillTimeReplica { replica } => {
+                self.mark(
+                    format!("kill time-service replica ts{replica}"),
+                    format!("ts{replica}"),
+                    Disruption::Killed,
+                    true,
+                );
+                self.handle.kill(self.time_replicas[replica]);
+            }
+        }
+    }
+
+    async fn pause_client(&self, client: usize, for_: Duration) {
+        self.mark(
+            format!(
+                "pause client c{client} for {:.1} s (its renewal stops too)",
+                for_.as_secs_f64()
+            ),
+            format!("c{client}"),
+            Disruption::Paused,
+            true,
+        );
+        self.handle.pause(self.clients[client]);
+        tokio::time::sleep(for_).await;
+        self.mark(
+            format!("resume client c{client}"),
+            format!("c{client}"),
+            Disruption::Paused,
+            false,
+        );
+        self.handle.resume(self.clients[client]);
+    }
+
+    fn kill_client(&self, client: usize) {
+        self.mark(
+            format!("kill client c{client}"),
+            format!("c{client}"),
+            Disruption::Killed,
+            true,
+        );
+        self.killed.lock().expect("killed").insert(client);
+        self.handle.kill(self.clients[client]);
+    }
+
+    async fn cut_off(&self, client: usize, for_: Duration) {
+        self.mark(
+            format!(
+                "cut client c{client} off from every replica for {:.1} s",
+                for_.as_secs_f64()
+            ),
+            format!("c{client}"),
+            Disruption::CutOff,
+            true,
+        );
+        self.cut(client, true);
+        tokio::time::sleep(for_).await;
+        self.mark(
+            format!("heal: client c{client} reaches the replicas again"),
+            format!("c{client}"),
+            Disruption::CutOff,
+            false,
+        );
+        self.cut(client, false);
+    }
+}

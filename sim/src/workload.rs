@@ -1,0 +1,156 @@
+//! The workload: what one client does, acquisition after acquisition, with a critical section
+//! that writes to the resource under the fencing token.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cassalock::{Clock, RemoteLocker, Settings};
+use madsim::net::Endpoint;
+use rand::Rng;
+
+use crate::clock::SimClock;
+use crate::cluster::{client_ip, resource_addr, SimStore};
+use crate::scenario::{ClientMode, RunConfig, LOCK};
+use crate::trace::{NodeObserver, Phase, Recorder, ResourceWrite, What};
+
+/// How often a holder looks at `guard.is_lost()` during its critical section.
+const LEASE_CHECK_MS: u64 = 100;
+
+/// State a client keeps across restarts of its node.
+pub(crate) struct ClientState {
+    pub(crate) index: usize,
+    pub(crate) done: AtomicU32,
+    pub(crate) incarnations: AtomicU32,
+    /// Set once the client recorded that it is done.
+    pub(crate) finished: AtomicBool,
+}
+
+pub(crate) async fn client_main(
+    config: Arc<RunConfig>,
+    state: Arc<ClientState>,
+    clock: SimClock,
+    recorder: Arc<Recorder>,
+) {
+    let incarnation = state.incarnations.fetch_add(1, Ordering::Relaxed);
+    let node = format!("c{}", state.index);
+    // A new incarnation gets a new client id: thread ids must never repeat.
+    let client_id = format!("c{}-{incarnation}", state.index);
+    let store = SimStore::connect(client_ip(state.index), config.cluster.clone()).await;
+    let mut settings = Settings::new(client_id.clone());
+    settings.algorithm = config.algorithm;
+    settings.ttl_s = config.ttl_s;
+    settings.renew_every_ms = config.renew_every_ms;
+    settings.poll_ms = config.poll_ms;
+    settings.time_source = config.time_source;
+    settings.seed = Some(madsim::rand::random());
+    settings.mutants.k3_release_without_waiting = config.k3;
+    let observer = Arc::new(NodeObserver {
+        node: node.clone(),
+        clock: clock.clone(),
+        recorder: Arc::clone(&recorder),
+    });
+    let locker = match RemoteLocker::with_observer(store, clock.clone(), settings, observer) {
+        Ok(locker) => locker,
+        Err(error) => {
+            recorder.record(
+                &node,
+                None,
+                What::ClientError {
+                    client: client_id,
+                    error: error.to_string(),
+                },
+            );
+            return;
+        }
+    };
+    let resource = Endpoint::bind(std::net::SocketAddr::new(client_ip(state.index), 0))
+        .await
+        .expect("client address free");
+    let write = |token: String, phase: Phase| {
+        let message = ResourceWrite {
+            client: client_id.clone(),
+            token,
+            phase,
+        };
+        resource.call_timeout(resource_addr(), message, Duration::from_secs(3))
+    };
+    loop {
+        let done = state.done.load(Ordering::Relaxed);
+        if done >= config.acquisitions && !config.open_ended {
+            break;
+        }
+        recorder.record(
+            &node,
+            Some(clock.now_us()),
+            What::Waiting {
+                client: client_id.clone(),
+                n: done + 1,
+            },
+        );
+        let attempt = match config.mode {
+            ClientMode::GetLock => locker.lock(LOCK).await.map(Some),
+            ClientMode::TryGetLock => locker.try_lock(LOCK).await,
+        };
+        let guard = match attempt {
+            Ok(Some(guard)) => guard,
+            Ok(None) => {
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::TryRefused {
+                        client: client_id.clone(),
+                    },
+                );
+                let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
+                clock.sleep_ms(think.max(1)).await;
+                continue;
+            }
+            Err(error) => {
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::ClientError {
+                        client: client_id.clone(),
+                        error: error.to_string(),
+                    },
+                );
+                clock.sleep_ms(500).await;
+                continue;
+            }
+        };
+        let token = guard.fencing_token().to_string();
+        let _ = write(token.clone(), Phase::Enter).await;
+        // The critical section, watching the lease as a careful user would: a lost lease ends
+        // it early (a paused process cannot look, which is K1).
+        let mut hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
+        let mut abandoned = false;
+        while hold > 0 {
+            let slice = hold.min(LEASE_CHECK_MS);
+            clock.sleep_ms(slice).await;
+            hold -= slice;
+            if config.lease_aware && guard.is_lost() {
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::Note(format!(
+                        "{client_id} sees its lease lost and abandons the critical section"
+                    )),
+                );
+                abandoned = true;
+                break;
+            }
+        }
+        if !abandoned {
+            let _ = write(token, Phase::Exit).await;
+        }
+        let _ = guard.release().await;
+        if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions && !config.open_ended {
+            break;
+        }
+        let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
+        clock.sleep_ms(think).await;
+    }
+    recorder.record(&node, Some(clock.now_us()), What::ClientDone { client: client_id });
+    state.finished.store(true, Ordering::Relaxed);
+}
