@@ -105,10 +105,9 @@ impl Verdicts {
     }
 }
 
-/// Is `tag` one of the lease's renewal steps? The library's step tags carry no kind, only
-/// their note; its renewal notes all begin so (`cassalock::algo::lease`).
+/// Is `tag` one of the lease's renewal steps? The machine that owns the steps says.
 fn is_renewal_step(tag: &cassalock::algo::StepTag) -> bool {
-    tag.note.starts_with("renewal:")
+    cassalock::algo::lease::is_renewal_step(tag)
 }
 
 fn node_index(node: &str) -> Option<usize> {

@@ -98,6 +98,22 @@ const EXPIRED: StepTag = StepTag::new(
 );
 const RETRY_LATER: StepTag = StepTag::new(Source::Ours, 0, "renewal failed: try again shortly");
 
+/// Is `tag` one of the renewal task's steps (its sleeps, check, rewrites and how it ends)?
+pub fn is_renewal_step(tag: &StepTag) -> bool {
+    [
+        NOTHING_EXPIRES,
+        SLEEP,
+        STOPPED,
+        CHECK,
+        REWRITE_QUEUE,
+        REWRITE_MAIN,
+        GONE,
+        EXPIRED,
+        RETRY_LATER,
+    ]
+    .contains(tag)
+}
+
 impl Renewal {
     pub fn new(lease: LeaseCells) -> Self {
         Renewal {
