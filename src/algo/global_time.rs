@@ -18,7 +18,7 @@
 //! The value is written as 20 decimal digits (microseconds), so it reads well in traces and
 //! sorts as it compares.
 
-use super::{Action, Input, Machine, RetryPolicy, Source, Step, StepTag};
+use super::{Input, Machine, RetryPolicy, Source, Step, StepTag};
 use crate::store::{CellWrite, Stamp, StoreFailure, StoreOp, StoreReply};
 
 /// The row of the GlobalTime cell (its prefix differs from every lock row's).
@@ -210,18 +210,13 @@ impl Machine for TryUpdateGlobalTime {
     type Output = GlobalTimeUpdate;
 
     fn resume(&mut self, config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
-        debug_assert!(
-            self.state != UpdateState::Finished,
-            "TryUpdateGlobalTime: resumed with {input:?} after it finished"
-        );
-        let step = self.advance(config, input, now_us);
-        debug_assert_eq!(
-            matches!(step.action, Action::Done(_)),
-            self.state == UpdateState::Finished,
-            "TryUpdateGlobalTime: finished exactly when it returns Done (step {})",
-            step.tag
-        );
-        step
+        super::resume_checked(
+            "TryUpdateGlobalTime",
+            self,
+            |machine| machine.state == UpdateState::Finished,
+            Self::advance,
+            (config, input, now_us),
+        )
     }
 }
 

@@ -190,6 +190,27 @@ pub trait Machine {
     }
 }
 
+/// Run a machine's transition function `advance`, checking (in debug builds) the contract every
+/// machine keeps: it is never resumed after it finished, and it is finished exactly when it
+/// returns [`Action::Done`].
+pub(crate) fn resume_checked<M, C, T>(
+    name: &str,
+    machine: &mut M,
+    finished: fn(&M) -> bool,
+    advance: fn(&mut M, &C, Input, u64) -> Step<T>,
+    (config, input, now_us): (&C, Input, u64),
+) -> Step<T> {
+    debug_assert!(!finished(machine), "{name}: resumed with {input:?} after it finished");
+    let step = advance(machine, config, input, now_us);
+    debug_assert_eq!(
+        matches!(step.action, Action::Done(_)),
+        finished(machine),
+        "{name}: finished exactly when it returns Done (step {})",
+        step.tag
+    );
+    step
+}
+
 /// How a failed store request is retried before the machine is told it failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RetryPolicy {

@@ -307,18 +307,13 @@ impl Machine for OldGetLock {
     type Output = Acquire;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
-        debug_assert!(
-            self.state != State::Finished,
-            "old GetLock: resumed with {input:?} after it finished"
-        );
-        let step = self.advance(config, input, now_us);
-        debug_assert_eq!(
-            matches!(step.action, Action::Done(_)),
-            self.state == State::Finished,
-            "old GetLock: finished exactly when it returns Done (step {})",
-            step.tag
-        );
-        step
+        super::resume_checked(
+            "old GetLock",
+            self,
+            |machine| machine.state == State::Finished,
+            Self::advance,
+            (config, input, now_us),
+        )
     }
 }
 

@@ -231,18 +231,13 @@ impl Machine for QueueTryGetLock {
     type Output = Acquire;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
-        debug_assert!(
-            self.state != State::Finished,
-            "TryGetLock: resumed with {input:?} after it finished"
-        );
-        let step = self.advance(config, input, now_us);
-        debug_assert_eq!(
-            matches!(step.action, Action::Done(_)),
-            self.state == State::Finished,
-            "TryGetLock: finished exactly when it returns Done (step {})",
-            step.tag
-        );
-        step
+        super::resume_checked(
+            "TryGetLock",
+            self,
+            |machine| machine.state == State::Finished,
+            Self::advance,
+            (config, input, now_us),
+        )
     }
 }
 
