@@ -32,13 +32,6 @@ pub enum ReportError {
     Threads(#[from] rayon::ThreadPoolBuildError),
 }
 
-/// For callers that still report errors as text (the matrix).
-impl From<ReportError> for String {
-    fn from(error: ReportError) -> String {
-        error.to_string()
-    }
-}
-
 /// Create `dir` and its parents.
 pub fn create_dir(dir: &Path) -> Result<(), ReportError> {
     std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {

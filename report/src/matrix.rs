@@ -16,7 +16,7 @@ use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Fault, ModelName, Spec};
 use rayon::prelude::*;
 
-use crate::write_file;
+use crate::{write_file, ReportError};
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
 use cassalock_sim::trace::render;
@@ -495,18 +495,33 @@ impl SimResult {
     }
 }
 
+/// Why the matrix could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    #[error(transparent)]
+    Report(#[from] ReportError),
+    #[error("{label}: {source}")]
+    Model {
+        label: String,
+        source: cassalock_models::SpecError,
+    },
+    /// The checker's own cross-checks disagreed: a bug in the checker, not a verdict.
+    #[error("model checker disagreement in {label}: {errors:?}")]
+    CheckerDisagreement { label: String, errors: Vec<String> },
+}
+
 /// Run the matrix and write matrix.md and its trace files.
 pub fn run_matrix(
     options: &MatrixOptions,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, MatrixError> {
     let out_dir = options.out.join("matrix");
-    std::fs::create_dir_all(&out_dir).map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+    crate::create_dir(&out_dir)?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .thread_name(|i| format!("matrix-{i}"))
         .build()
-        .map_err(|e| format!("cannot start {} worker threads: {e}", options.jobs))?;
+        .map_err(ReportError::from)?;
     let mut files = Vec::new();
     let mut cells: BTreeMap<(Row, Column), Cell> = BTreeMap::new();
     let total_cells = Row::ALL.len() * Column::ALL.len();
@@ -521,13 +536,16 @@ pub fn run_matrix(
                     Source::NotApplicable(why) => cell.push(Judgement::NotApplicable(why)),
                     Source::Model { spec, label } => {
                         let report = build_model(&spec)
-                            .map_err(|e| format!("{label}: {e}"))?
+                            .map_err(|source| MatrixError::Model {
+                                label: label.to_owned(),
+                                source,
+                            })?
                             .check(Limits::default());
                         if !report.internal_errors.is_empty() {
-                            return Err(format!(
-                                "model checker disagreement in {label}: {:?}",
-                                report.internal_errors
-                            ));
+                            return Err(MatrixError::CheckerDisagreement {
+                                label: label.to_owned(),
+                                errors: report.internal_errors.clone(),
+                            });
                         }
                         cell.push(model_judgement(row, column, label, &report, &out_dir, &mut files)?);
                     }
@@ -581,7 +599,7 @@ fn model_judgement(
     report: &Report,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
-) -> Result<Judgement, String> {
+) -> Result<Judgement, ReportError> {
     let mut claims = Vec::new();
     for property in &report.rows {
         let claim = property.claim;
@@ -705,7 +723,7 @@ fn sim_judgement(
     options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
-) -> Result<Judgement, String> {
+) -> Result<Judgement, ReportError> {
     let mut claims = Vec::new();
     let exercised = result.fired > 0;
     let mut flags = String::new();
@@ -953,16 +971,20 @@ fn mutant_checks(
     options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, MatrixError> {
     use cassalock_models::Mutant;
     let mut lines = Vec::new();
-    let shortest = |spec: &Spec, claim: ClaimId| -> Result<Report, String> {
+    let shortest = |spec: &Spec, claim: ClaimId| -> Result<Report, MatrixError> {
         let limits = Limits {
             stop_at_first_violation: true,
             only_claim: Some(claim.to_string()),
             ..Limits::default()
         };
-        Ok(build_model(spec).map_err(|e| e.to_string())?.check(limits))
+        let model = build_model(spec).map_err(|source| MatrixError::Model {
+            label: format!("{claim} mutant"),
+            source,
+        })?;
+        Ok(model.check(limits))
     };
     for (label, model_name, fault, mutant, claim, key) in [
         (
