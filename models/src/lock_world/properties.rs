@@ -8,6 +8,23 @@ use super::state::{Act, World};
 use super::step::LockModel;
 use super::trace::{short_column, show_time, Event};
 
+impl LockModel {
+    fn live_row(&self, world: &World, row: &str) -> String {
+        let reader = self.slowest_coordinator_us(world);
+        let cells: Vec<String> = world
+            .store
+            .read_slice(row, "", 16, reader)
+            .iter()
+            .map(|cell| short_column(&cell.column))
+            .collect();
+        if cells.is_empty() {
+            "-".into()
+        } else {
+            cells.join(" ")
+        }
+    }
+}
+
 fn holds_fn(_: &LockModel, world: &World) -> bool {
     LockModel::holders(world).count() <= 1
 }

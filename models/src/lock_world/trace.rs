@@ -3,9 +3,6 @@
 use cassalock::algo::{Acquire, StepTag};
 use cassalock::store::{StoreReply, StoreRequest, MICROS_PER_SECOND};
 
-use super::state::World;
-use super::step::LockModel;
-
 /// What a step did, for traces (computed only when a trace is printed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -62,22 +59,5 @@ pub fn short_column(column: &str) -> String {
     match cassalock::algo::queue_column::parse_queue_column(column) {
         Some((time, thread)) => format!("{}|{thread}", time / MICROS_PER_SECOND),
         None => column.to_owned(),
-    }
-}
-
-impl LockModel {
-    pub(super) fn live_row(&self, world: &World, row: &str) -> String {
-        let reader = self.slowest_coordinator_us(world);
-        let cells: Vec<String> = world
-            .store
-            .read_slice(row, "", 16, reader)
-            .iter()
-            .map(|cell| short_column(&cell.column))
-            .collect();
-        if cells.is_empty() {
-            "-".into()
-        } else {
-            cells.join(" ")
-        }
     }
 }
