@@ -112,12 +112,96 @@ pub fn overlaps<B: TimeBase>(intervals: &[HoldingInterval<B>]) -> Vec<Overlap<B>
     found
 }
 
+/// Who believes they hold which lock as a history unfolds, and the holding intervals that
+/// closed: the one way every driver turns "acquired", "release began" and "process died" into
+/// [`HoldingInterval`]s for [`overlaps`].
+#[derive(Clone, Debug)]
+pub struct Beliefs<B: TimeBase> {
+    /// holder -> (its process, lock, since). Ordered by holder, so closing is deterministic.
+    open: std::collections::BTreeMap<String, (usize, String, B::Instant)>,
+    closed: Vec<HoldingInterval<B>>,
+}
+
+impl<B: TimeBase> Default for Beliefs<B> {
+    fn default() -> Self {
+        Beliefs {
+            open: std::collections::BTreeMap::new(),
+            closed: Vec::new(),
+        }
+    }
+}
+
+impl<B: TimeBase> Beliefs<B> {
+    /// `holder`, running in `process`, learned at `at` that it holds `lock`.
+    pub fn acquired(&mut self, holder: &str, process: usize, lock: &str, at: B::Instant) {
+        self.open.insert(holder.to_owned(), (process, lock.to_owned(), at));
+    }
+
+    /// `holder` stopped using its lock at `at` (release began).
+    pub fn stopped(&mut self, holder: &str, at: B::Instant) {
+        if let Some((_, lock, since)) = self.open.remove(holder) {
+            self.closed.push(HoldingInterval::new(holder, lock, since, at));
+        }
+    }
+
+    /// `process` died at `at`: a dead process believes nothing any more.
+    pub fn process_died(&mut self, process: usize, at: B::Instant) {
+        let dead: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, (owner, _, _))| *owner == process)
+            .map(|(holder, _)| holder.clone())
+            .collect();
+        for holder in dead {
+            self.stopped(&holder, at);
+        }
+    }
+
+    /// The holders that believe they hold a lock now.
+    pub fn holders(&self) -> impl Iterator<Item = &str> {
+        self.open.keys().map(String::as_str)
+    }
+
+    /// The history ended at `end`: beliefs still open lasted until then. Every interval, in
+    /// the order they closed (then the open ones, by holder).
+    pub fn finish(mut self, end: B::Instant) -> Vec<HoldingInterval<B>> {
+        for (holder, (_, lock, since)) in std::mem::take(&mut self.open) {
+            self.closed.push(HoldingInterval::new(holder, lock, since, end));
+        }
+        self.closed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn wall(holder: &str, from: u64, to: u64) -> HoldingInterval<WallClockMicros> {
         HoldingInterval::new(holder, "K", from, to)
+    }
+
+    #[test]
+    fn beliefs_close_on_release_on_death_and_at_the_end() {
+        let mut beliefs: Beliefs<WallClockMicros> = Beliefs::default();
+        beliefs.acquired("a", 0, "K", 10);
+        beliefs.acquired("b", 1, "K", 12);
+        beliefs.acquired("c", 1, "K", 14);
+        assert_eq!(beliefs.holders().collect::<Vec<_>>(), ["a", "b", "c"]);
+        beliefs.stopped("a", 20);
+        beliefs.stopped("nobody", 21);
+        beliefs.process_died(1, 30);
+        beliefs.acquired("d", 2, "K", 40);
+        let intervals = beliefs.finish(50);
+        assert_eq!(
+            intervals,
+            [
+                wall("a", 10, 20),
+                wall("b", 12, 30),
+                wall("c", 14, 30),
+                wall("d", 40, 50)
+            ]
+        );
+        assert_eq!(overlaps(&intervals).len(), 3, "a-b, a-c, b-c");
     }
 
     #[test]

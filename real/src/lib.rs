@@ -29,7 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use cassalock_history::holding::{overlaps, HoldingInterval, WallClockMicros};
+use cassalock_history::holding::{overlaps, Beliefs, WallClockMicros};
 use cassalock_history::stats;
 
 /// The lock every locker of a run takes (its events do not name it: a run has one lock).
@@ -235,9 +235,9 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
         elapsed_s: elapsed.as_secs_f64(),
         ..Summary::default()
     };
-    // Holding intervals per locker, paired in each locker's own order.
-    let mut open: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
-    let mut intervals: Vec<HoldingInterval<WallClockMicros>> = Vec::new();
+    // Who believes they hold, per locker (process 0: events do not say which process; nothing
+    // here needs it).
+    let mut beliefs: Beliefs<WallClockMicros> = Beliefs::default();
     let mut waits: Vec<f64> = Vec::new();
     for event in events {
         match event {
@@ -246,12 +246,10 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
             } => {
                 summary.acquisitions += 1;
                 waits.push(*wait_us as f64 / 1000.0);
-                open.insert(locker, *at_us);
+                beliefs.acquired(locker, 0, RUN_LOCK, *at_us);
             }
             Event::Released { locker, at_us, lost } => {
-                if let Some(start) = open.remove(locker.as_str()) {
-                    intervals.push(HoldingInterval::new(locker.as_str(), RUN_LOCK, start, *at_us));
-                }
+                beliefs.stopped(locker, *at_us);
                 summary.lost_leases += u64::from(*lost);
             }
             Event::Resource {
@@ -291,9 +289,7 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
         }
     }
     // A locker still open at the end held until the end.
-    for (locker, start) in open {
-        intervals.push(HoldingInterval::new(locker, RUN_LOCK, start, u64::MAX));
-    }
+    let mut intervals = beliefs.finish(u64::MAX);
     // Events come from several processes in any order: judge them in one order.
     intervals.sort_by(|a, b| (a.acquired_at, a.released_at, &a.holder).cmp(&(b.acquired_at, b.released_at, &b.holder)));
     for overlap in overlaps(&intervals) {

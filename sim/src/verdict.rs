@@ -22,7 +22,7 @@ use std::fmt;
 use std::time::Duration;
 
 use cassalock::driver::LockEvent;
-use cassalock_history::holding::{overlaps, HoldingInterval, SimulatedTime};
+use cassalock_history::holding::{overlaps, Beliefs, SimulatedTime};
 use cassalock_history::{AsClaim, ClaimId, ClaimVerdict};
 
 use crate::scenario::RunConfig;
@@ -124,9 +124,8 @@ pub fn judge(
         sim_time,
         ..Verdicts::default()
     };
-    // Open beliefs: thread -> (node, lock, since).
-    let mut open: BTreeMap<String, (usize, String, Duration)> = BTreeMap::new();
-    let mut beliefs: Vec<HoldingInterval<SimulatedTime>> = Vec::new();
+    // Who believes they hold, by thread (its process is its client node).
+    let mut beliefs: Beliefs<SimulatedTime> = Beliefs::default();
     let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
     let mut tokens: Vec<(String, String)> = Vec::new();
@@ -141,7 +140,7 @@ pub fn judge(
             }) => {
                 let Some(node) = node_index(&record.node) else { continue };
                 v.acquisitions += 1;
-                open.insert(thread.to_string(), (node, lock.as_str().to_owned(), record.at));
+                beliefs.acquired(thread.as_str(), node, lock.as_str(), record.at);
                 tokens.push((thread.to_string(), token.to_string()));
                 if let Some(since) = waiting_since.remove(&node) {
                     v.max_wait = v.max_wait.max(record.at - since);
@@ -154,9 +153,7 @@ pub fn judge(
             }
             What::Lock(LockEvent::Releasing { thread, .. }) => {
                 releasing.insert(thread.to_string());
-                if let Some((_, lock, from)) = open.remove(thread.as_str()) {
-                    beliefs.push(HoldingInterval::new(thread.as_str(), lock, from, record.at));
-                }
+                beliefs.stopped(thread.as_str(), record.at);
             }
             What::Lock(LockEvent::Released { thread, .. }) => {
                 releasing.remove(thread.as_str());
@@ -193,7 +190,7 @@ pub fn judge(
                 }
                 if !*accepted {
                     // Legitimate: the writer's thread is the only one believing it holds.
-                    let believers: Vec<&String> = open.keys().collect();
+                    let believers: Vec<&str> = beliefs.holders().collect();
                     if believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str()) {
                         v.legit_refused += 1;
                     }
@@ -209,16 +206,7 @@ pub fn judge(
                     _ => None,
                 };
                 if let Some(client) = killed_client {
-                    // A dead process believes nothing any more.
-                    let dead: Vec<String> = open
-                        .iter()
-                        .filter(|(_, (node, _, _))| *node == client)
-                        .map(|(t, _)| t.clone())
-                        .collect();
-                    for thread in dead {
-                        let (_, lock, from) = open.remove(&thread).expect("listed");
-                        beliefs.push(HoldingInterval::new(thread, lock, from, record.at));
-                    }
+                    beliefs.process_died(client, record.at);
                     kill_at.get_or_insert((client, record.at));
                 }
             }
@@ -228,10 +216,7 @@ pub fn judge(
         }
     }
     // A belief still open when the run ended lasted to the end.
-    for (thread, (_, lock, from)) in open {
-        beliefs.push(HoldingInterval::new(thread, lock, from, sim_time));
-    }
-    v.overlaps = overlaps(&beliefs);
+    v.overlaps = overlaps(&beliefs.finish(sim_time));
     for pair in tokens.windows(2) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
