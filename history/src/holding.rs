@@ -43,6 +43,18 @@ impl TimeBase for WallClockMicros {
     }
 }
 
+/// The model checker's clock: whole ticks (one tick is one second of the lock's config).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ModelTicks;
+
+impl TimeBase for ModelTicks {
+    type Instant = u64;
+    const NAME: &'static str = "model ticks";
+    fn between(from: u64, to: u64) -> Duration {
+        Duration::from_secs(to.saturating_sub(from))
+    }
+}
+
 /// One holder's belief that it held one lock: from the moment it learned it acquired to the
 /// moment it stopped using the lock (release began, or its process died). An interval still
 /// open when the history ends runs to the history's end.

@@ -3,9 +3,10 @@
 //! written after the release began (a renewal stamped after the release's delete); a replica
 //! that merely missed the delete holds an older version, which a quorum read overrules.
 //!
-//! The simulator's oracle looks at replicas' cells after releases and asks [`stuck`]; the
-//! model checker's `stuck_after_release` states the same rule on its single linearizable copy
-//! (there a cell live after a completed release was necessarily written after the delete).
+//! The simulator's oracle looks at replicas' cells after releases and asks [`stuck`]; so does the
+//! model checker's `stuck_after_release`, on its single linearizable copy (there a cell live
+//! after a completed release was necessarily written after the delete, so every such write
+//! counts as written after the release began).
 
 use std::time::Duration;
 

@@ -6,6 +6,9 @@ use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, Main
 use cassalock::algo::{Acquire, Action, FencingToken, Input, LockId, SleepKind, StepTag};
 use cassalock::store::{RowStore, MICROS_PER_SECOND};
 
+use cassalock_history::holding::ModelTicks;
+use cassalock_history::k3;
+
 use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
 use super::fairness;
 use super::state::{Act, Main, Pending, Resource, Slot, Thread, World};
@@ -106,11 +109,16 @@ impl LockModel {
         !t.crashed && matches!(t.main, Main::Acquiring { .. })
     }
 
-    /// The acquisitions whose main cell is still live after they were released (K3): the lock
-    /// is taken by nobody. Returns (cell's thread id, ticks it stays live).
+    /// The acquisitions whose main cell is still live after they were released (K3, as
+    /// `cassalock_history::k3` defines it): the lock is taken by nobody. Returns (cell's thread
+    /// id, ticks it stays live). On the model's one linearizable copy, a cell live after its
+    /// release completed was necessarily written after the release's delete (an older version
+    /// would be shadowed by the tombstone), so every such write counts as "after the release
+    /// began".
     pub fn stuck_after_release(&self, world: &World) -> Option<(String, u64)> {
         let lock = LockId::new(LOCK).expect("valid");
         let reader_us = self.slowest_coordinator_us(world);
+        let now_s = reader_us / MICROS_PER_SECOND;
         for (column, version) in world.store.raw_slice(&lock.main_row(), "") {
             if !version.is_live_at(reader_us) {
                 continue;
@@ -119,17 +127,31 @@ impl LockModel {
                 continue;
             };
             if acquisition < world.threads.get(thread)?.completed && !world.threads[thread].crashed {
-                let expires_s = match &version.body {
-                    cassalock::store::CellBody::Value {
-                        expires_at_s: Some(expiry),
-                        ..
-                    } => *expiry,
-                    _ => u64::MAX,
+                let release = k3::Release::<ModelTicks> {
+                    holder: column.to_owned(),
+                    lock: LOCK.to_owned(),
+                    began_stamp_us: 0,
+                    completed_at: now_s,
                 };
-                return Some((
-                    column.to_owned(),
-                    expires_s.saturating_sub(reader_us / MICROS_PER_SECOND),
-                ));
+                let cell = k3::LiveCell::<ModelTicks> {
+                    holder: column.to_owned(),
+                    lock: LOCK.to_owned(),
+                    seen_at: now_s,
+                    stamp_us: version.timestamp_us.max(1),
+                    live_until: match &version.body {
+                        cassalock::store::CellBody::Value {
+                            expires_at_s: Some(expiry),
+                            ..
+                        } => Some(*expiry),
+                        _ => None,
+                    },
+                };
+                if let Some(stuck) = k3::stuck(&release, &cell) {
+                    let ticks = stuck
+                        .remaining_when_seen()
+                        .map_or(u64::MAX.saturating_sub(now_s), |left| left.as_secs());
+                    return Some((column.to_owned(), ticks));
+                }
             }
         }
         None
