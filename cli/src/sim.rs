@@ -203,14 +203,15 @@ fn run_seeds(
     for batch in seeds.chunks(BATCH) {
         let first = *batch.start();
         let count = usize::try_from(batch.end() - first).expect("a batch fits") + 1;
-        // `None`: the run panicked.
-        let outcomes: Vec<Option<RunOutcome>> = pool.install(|| {
+        // `None`: the run panicked. Each run is cut down to its summary on its worker, so a
+        // batch holds 1024 small summaries, never 1024 runs' records.
+        let outcomes: Vec<Option<SeedSummary>> = pool.install(|| {
             (0..count)
                 .into_par_iter()
                 .map(|index| {
                     let seed = first + index as u64;
                     let config = build(scenario, seed, algorithm, options).expect("validated by the caller");
-                    let outcome = std::panic::catch_unwind(|| run(&config, seed, false)).ok();
+                    let outcome = std::panic::catch_unwind(|| SeedSummary::of(&run(&config, seed, false))).ok();
                     if let Some(bar) = bar {
                         bar.inc(1);
                     }
@@ -402,27 +403,51 @@ pub fn sim(args: SimArgs) -> ExitCode {
     }
 }
 
-fn tally_outcome(tally: &mut Tally, outcome: &RunOutcome) {
+/// What a sweep keeps of one run: its figures and each claim's pass or fail, not its records.
+struct SeedSummary {
+    seed: u64,
+    acquisitions: u64,
+    sim_seconds: f64,
+    trace_hash: u64,
+    all_passed: bool,
+    claims: Vec<(&'static str, bool)>,
+}
+
+impl SeedSummary {
+    fn of(outcome: &RunOutcome) -> Self {
+        SeedSummary {
+            seed: outcome.seed,
+            acquisitions: outcome.verdicts.acquisitions as u64,
+            sim_seconds: outcome.sim_time.as_secs_f64(),
+            trace_hash: outcome.trace_hash,
+            all_passed: outcome.verdicts.all_passed(),
+            claims: outcome
+                .verdicts
+                .checks
+                .iter()
+                .map(|check| (check.claim.as_str(), check.passed()))
+                .collect(),
+        }
+    }
+}
+
+fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     tally.runs += 1;
-    tally.acquisitions += outcome.verdicts.acquisitions as u64;
-    tally.sim_seconds += outcome.sim_time.as_secs_f64();
+    tally.acquisitions += outcome.acquisitions;
+    tally.sim_seconds += outcome.sim_seconds;
     tally.hashes ^= outcome.trace_hash;
-    if !outcome.verdicts.all_passed() {
+    if !outcome.all_passed {
         tally.failed_runs += 1;
     }
-    for check in &outcome.verdicts.checks {
-        let entry = match tally
-            .per_claim
-            .iter_mut()
-            .position(|(claim, _, _)| *claim == check.claim)
-        {
+    for &(claim, passed) in &outcome.claims {
+        let entry = match tally.per_claim.iter_mut().position(|(known, _, _)| *known == claim) {
             Some(i) => &mut tally.per_claim[i],
             None => {
-                tally.per_claim.push((check.claim.as_str(), 0, None));
+                tally.per_claim.push((claim, 0, None));
                 tally.per_claim.last_mut().expect("pushed")
             }
         };
-        if !check.passed() {
+        if !passed {
             entry.1 += 1;
             entry.2 = Some(entry.2.map_or(outcome.seed, |s| s.min(outcome.seed)));
         }
