@@ -1,4 +1,4 @@
-//! The claim IDs (SPEC.md): one typed name for every claim the model checker, the simulator,
+//! The claim IDs (SPEC.md, and the contract items of docs/contract.md): one typed name for every claim the model checker, the simulator,
 //! the real runner and the reports judge, so that none of them compares claim strings.
 //!
 //! `Display` gives the ID as every output has always printed it ("T1-belief", "F-order");
@@ -50,13 +50,25 @@ pub enum ClaimId {
     K3,
     /// M1: the mutant whose queue head skips the main-row check must break T1.
     M1,
-    /// Our addition, not a thesis claim: fencing tokens rise from one holder to the next.
-    Tokens,
+    /// Contract (docs/contract.md): `try_lock` never waits for another owner; its request count
+    /// is bounded independently of anyone's hold.
+    CTry,
+    /// Contract: a call that fails leaves nothing that keeps the lock from the next caller for
+    /// longer than a stated bound.
+    CFree,
+    /// Contract: after `release()` returns Ok, a waiter acquires within a stated bound.
+    CRelease,
+    /// Contract: a holder whose lease ran out learns it within a stated bound after another
+    /// client acquired.
+    CLost,
+    /// Contract: a later holder's fencing token is above an earlier holder's, and the resource
+    /// never refuses a write from the only current holder.
+    CToken,
 }
 
 impl ClaimId {
     /// Every claim, in declaration order.
-    pub const ALL: [ClaimId; 21] = [
+    pub const ALL: [ClaimId; 25] = [
         ClaimId::L1,
         ClaimId::L1NotVacuous,
         ClaimId::T1,
@@ -77,7 +89,11 @@ impl ClaimId {
         ClaimId::K2,
         ClaimId::K3,
         ClaimId::M1,
-        ClaimId::Tokens,
+        ClaimId::CTry,
+        ClaimId::CFree,
+        ClaimId::CRelease,
+        ClaimId::CLost,
+        ClaimId::CToken,
     ];
 
     /// The ID as printed everywhere ("T1-belief").
@@ -103,7 +119,11 @@ impl ClaimId {
             ClaimId::K2 => "K2",
             ClaimId::K3 => "K3",
             ClaimId::M1 => "M1",
-            ClaimId::Tokens => "tokens",
+            ClaimId::CTry => "C-try",
+            ClaimId::CFree => "C-free",
+            ClaimId::CRelease => "C-release",
+            ClaimId::CLost => "C-lost",
+            ClaimId::CToken => "C-token",
         }
     }
 
@@ -132,7 +152,11 @@ impl ClaimId {
             ClaimId::K2 => "with consistency ONE instead of QUORUM, L1 fails and so does T1",
             ClaimId::K3 => "a renewal stamped after the release's delete resurrects the cells: the lock stays taken by nobody until the TTL runs out",
             ClaimId::M1 => "the mutant whose queue head skips the main-row check breaks T1 under a delayed enqueue: the checks catch it",
-            ClaimId::Tokens => "fencing tokens rise from one holder to the next (our addition, not a thesis claim)",
+            ClaimId::CTry => "try_lock never waits for another owner: it sends a bounded number of requests, however long anyone holds the lock",
+            ClaimId::CFree => "after a call fails or gives up, nothing it wrote keeps the lock from the next caller for longer than a stated bound",
+            ClaimId::CRelease => "after release() returns Ok, a waiting client acquires within a stated bound",
+            ClaimId::CLost => "a holder whose lease ran out learns it (is_lost) within a stated bound after another client acquired",
+            ClaimId::CToken => "a later holder's fencing token is above an earlier holder's, and the resource never refuses a write of the only current holder",
         }
     }
 
@@ -261,7 +285,7 @@ mod tests {
         assert_eq!(ClaimId::T1Resource.to_string(), "T1-resource");
         assert_eq!(ClaimId::FOvertakes.to_string(), "F-overtakes");
         assert_eq!(ClaimId::T5Race.to_string(), "T5-race");
-        assert_eq!(ClaimId::Tokens.to_string(), "tokens");
+        assert_eq!(ClaimId::CToken.to_string(), "C-token");
         assert!("T7".parse::<ClaimId>().is_err());
         assert!("t1".parse::<ClaimId>().is_err(), "IDs are case-sensitive");
     }

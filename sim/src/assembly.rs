@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use crate::clock::{ClockSpec, SimClock};
 use crate::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
 use crate::faults::Injector;
-use crate::oracles::{watch_global_time, watch_resurrections};
+use crate::oracles::{watch_global_time, watch_replicas};
 use crate::scenario::RunConfig;
 use crate::trace::{serve_resource, NodeObserver, Record, Recorder};
 use crate::workload::{client_main, ClientState};
@@ -142,7 +142,13 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
     let oracle_recorder = Arc::clone(&recorder);
     let oracle_data = replica_data.clone();
     let renew_ms = config.renew_every_ms;
-    madsim::task::spawn(async move { watch_resurrections(oracle_recorder, oracle_data, renew_ms).await });
+    let ttl = Duration::from_secs(u64::from(config.ttl_s));
+    // A write of a failed call still in flight lands within one client timeout.
+    let settle = config.cluster.client_timeout + Duration::from_millis(500);
+    let read_quorum = config.cluster.consistency.required(config.cluster.replicas);
+    madsim::task::spawn(async move {
+        watch_replicas(oracle_recorder, oracle_data, renew_ms, ttl, settle, read_quorum).await
+    });
     if config.time_replicas > 0 {
         let oracle_recorder = Arc::clone(&recorder);
         madsim::task::spawn(async move { watch_global_time(oracle_recorder, replica_data).await });

@@ -24,7 +24,8 @@
 //!   sync (every `sync_every`) had saved: a machine crash under `commitlog_sync: periodic`.
 //! - **Compaction.** Each replica drops tombstones and expired cells older than `gc_grace` (by
 //!   its clock, compared with write timestamps) every few seconds. A write arriving later with an
-//!   older timestamp would come back to life, as in Cassandra.
+//!   older timestamp would come back to life, as in Cassandra; so would a cell on a replica that
+//!   missed its delete, which is why `gc_grace` must exceed the lock TTL.
 //! - Not modelled: hinted handoff, anti-entropy repair, Unavailable answers (a coordinator with
 //!   too few live replicas times out instead), speculative retries.
 
@@ -113,6 +114,20 @@ pub struct ClusterConfig {
     pub gc_grace: Duration,
 }
 
+impl ClusterConfig {
+    /// The tombstone grace a lock table with cells of `ttl_s` needs: just over the TTL. It must
+    /// outlast the TTL: a replica that missed a delete keeps the cell live until its TTL, and
+    /// once the other replicas drop the tombstone, reads see that cell again. With 10 s (the
+    /// value here before) and TTL 30 s, the C-free oracle saw a failed call's cleaned-up shadow
+    /// cell come back 10 s after its delete (`sim --scenario loss --seed 108 --algorithm old`).
+    /// No longer than that: the queue row's deleted entries sort first and every read of its
+    /// head walks them until compaction drops them (the real table's 60 s made the fairness
+    /// report's 32-thread runs several times slower).
+    pub fn gc_grace_for_ttl(ttl_s: u32) -> Duration {
+        Duration::from_secs(u64::from(ttl_s) + 5)
+    }
+}
+
 impl Default for ClusterConfig {
     fn default() -> Self {
         ClusterConfig {
@@ -122,9 +137,7 @@ impl Default for ClusterConfig {
             client_timeout: Duration::from_secs(3),
             lose_unsynced: false,
             sync_every: Duration::from_secs(10),
-            // Small, as recommended for lock tables: the queue row's deleted entries sort first
-            // and every read of its head walks them until compaction drops them.
-            gc_grace: Duration::from_secs(10),
+            gc_grace: ClusterConfig::gc_grace_for_ttl(30),
         }
     }
 }

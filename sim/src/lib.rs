@@ -6,7 +6,8 @@
 //!
 //! A run ([`run`]) is assembled from its parts: the nodes (`assembly`), the clients'
 //! workload (`workload`), the fault injector (`faults`) and the oracles (`oracles`); its
-//! records ([`trace`]) are judged in [`verdict`].
+//! records ([`trace`]) are judged in [`verdict`] (the theorems) and [`contract`] (what each
+//! public call promises, docs/contract.md).
 
 #[cfg(madsim)]
 mod assembly;
@@ -14,6 +15,8 @@ mod assembly;
 pub mod clock;
 #[cfg(madsim)]
 pub mod cluster;
+#[cfg(madsim)]
+pub mod contract;
 #[cfg(madsim)]
 mod faults;
 #[cfg(madsim)]

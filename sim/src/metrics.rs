@@ -49,7 +49,7 @@ impl FairnessMetrics {
                 What::Waiting { .. } => {
                     waiting_since.entry(client).or_insert(record.at);
                 }
-                What::TryRefused { .. } => {
+                What::TryReturned { acquired: false, .. } => {
                     m.refusals += 1;
                 }
                 What::Lock(LockEvent::Acquired { .. }) => {

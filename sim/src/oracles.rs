@@ -18,24 +18,38 @@ use crate::scenario::LOCK;
 use crate::trace::{Recorder, What};
 
 /// K3 oracle: after a successful release, no replica may hold a live main cell of that
-/// acquisition written *after* the release began: `cassalock_history::k3::stuck` decides. (The
+/// acquisition written *after* the release began, that a read could see ([`readable`]): `cassalock_history::k3::stuck` decides. (The
 /// same locker stamps writes with monotonic timestamps, so "after" is "timestamp above its clock
 /// when release began"; a replica that merely missed the delete holds an older version and is
 /// not counted.)
-pub(crate) async fn watch_resurrections(
+///
+/// C-free oracle, in the same task (one more task would change madsim's schedule and so every
+/// seed's run): after a call fails or gives up (an acquisition ending `Failed` or `TimedOut`, a
+/// release ending `Failed`), how long a read could still see a cell holding that thread's id
+/// ([`readable_cell_of`]), measured every 200 ms until none is left and no write of the call can still land
+/// (`settle`), or the TTL has passed. One [`What::Leftover`] record per failed call.
+pub(crate) async fn watch_replicas(
     recorder: Arc<Recorder>,
     replicas: Vec<(Arc<Mutex<ReplicaData>>, SimClock)>,
     renew_ms: u64,
+    ttl: Duration,
+    settle: Duration,
+    read_quorum: usize,
 ) {
     let main_row = LockId::new(LOCK).expect("valid").main_row();
     let mut releasing: BTreeMap<String, u64> = BTreeMap::new();
     let mut released: Vec<Release<SimulatedTime>> = Vec::new();
     let mut seen = 0usize;
     let mut reported: BTreeSet<String> = BTreeSet::new();
+    // C-free: failed calls being watched: thread -> (returned at, last seen live at).
+    let mut failed: BTreeMap<String, (Duration, Option<Duration>)> = BTreeMap::new();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
         recorder.with_records(|records| {
             for record in &records[seen..] {
+                if let Some(thread) = failed_call(&record.what) {
+                    failed.insert(thread, (record.at, None));
+                }
                 match &record.what {
                     What::Lock(LockEvent::Releasing { thread, client_us, .. }) => {
                         releasing.insert(thread.to_string(), *client_us);
@@ -90,7 +104,12 @@ pub(crate) async fn watch_resurrections(
                             _ => None,
                         },
                     });
-                if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some()) {
+                // A replica that missed the release's delete holds the cell live, but a read
+                // that also meets the delete does not see it: only a cell some read can see is
+                // stuck.
+                if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some())
+                    && readable(&replicas, read_quorum, &main_row, &release.holder, &release.holder)
+                {
                     reported.insert(release.holder.clone());
                     recorder.record(
                         "oracle",
@@ -105,6 +124,102 @@ pub(crate) async fn watch_resurrections(
             }
         }
         released.retain(|release| now.saturating_sub(release.completed_at) < window.end);
+
+        let mut settled = Vec::new();
+        for (thread, (returned_at, last_live)) in failed.iter_mut() {
+            let live = readable_cell_of(&replicas, read_quorum, thread);
+            if live {
+                *last_live = Some(now);
+            }
+            let age = now.saturating_sub(*returned_at);
+            if (!live && age >= settle) || age >= ttl + settle {
+                settled.push(thread.clone());
+                recorder.record(
+                    "oracle",
+                    None,
+                    What::Leftover {
+                        thread: thread.clone(),
+                        live_for: last_live.map_or(Duration::ZERO, |last| last.saturating_sub(*returned_at)),
+                    },
+                );
+            }
+        }
+        for thread in settled {
+            failed.remove(&thread);
+        }
+    }
+}
+
+/// Could a read at the run's consistency level (`read_quorum` replicas) see a live cell whose
+/// value is `thread`? Every such cell on any replica is tried with [`readable`].
+fn readable_cell_of(replicas: &[(Arc<Mutex<ReplicaData>>, SimClock)], read_quorum: usize, thread: &str) -> bool {
+    let mut candidates: BTreeSet<(String, String)> = BTreeSet::new();
+    for (data, clock) in replicas {
+        let now_us = clock.now_us();
+        let data = data.lock().expect("replica data");
+        candidates.extend(
+            data.live
+                .versions()
+                .filter(|(_, _, version)| version.live_value_at(now_us) == Some(thread))
+                .map(|(row, column, _)| (row.to_owned(), column.to_owned())),
+        );
+    }
+    candidates
+        .iter()
+        .any(|(row, column)| readable(replicas, read_quorum, row, column, thread))
+}
+
+/// Could a read of `read_quorum` replicas see cell (`row`, `column`) live with `value`? Every
+/// set of `read_quorum` replicas is tried: the versions they hold are reconciled as a
+/// coordinator would, and the winner judged on the first replica's clock. A cell that one
+/// replica still holds while enough others hold its delete is seen by no read.
+fn readable(
+    replicas: &[(Arc<Mutex<ReplicaData>>, SimClock)],
+    read_quorum: usize,
+    row: &str,
+    column: &str,
+    value: &str,
+) -> bool {
+    let views: Vec<(Option<cassalock::store::CellVersion>, u64)> = replicas
+        .iter()
+        .map(|(data, clock)| {
+            let version = data.lock().expect("replica data").live.version(row, column).cloned();
+            (version, clock.now_us())
+        })
+        .collect();
+    let quorum = read_quorum.clamp(1, views.len().max(1));
+    subsets(views.len(), quorum).any(|members| {
+        let merged = members
+            .iter()
+            .filter_map(|&i| views[i].0.clone())
+            .reduce(cassalock::store::reconcile);
+        let reader_us = views[members[0]].1;
+        merged.is_some_and(|version| version.live_value_at(reader_us) == Some(value))
+    })
+}
+
+/// Every `size`-element subset of `0..count`, in lexicographic order (count is a handful of
+/// replicas).
+fn subsets(count: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
+    (0u32..(1u32 << count.min(16)))
+        .filter(move |mask| mask.count_ones() as usize == size)
+        .map(move |mask| (0..count).filter(|i| mask & (1 << i) != 0).collect())
+}
+
+/// The thread of a call that failed or gave up, if `what` ends one (C-free).
+fn failed_call(what: &What) -> Option<String> {
+    match what {
+        What::Lock(LockEvent::NotAcquired {
+            thread,
+            outcome: cassalock::algo::Acquire::Failed { .. } | cassalock::algo::Acquire::TimedOut,
+            ..
+        })
+        | What::Lock(LockEvent::Released {
+            thread,
+            outcome: cassalock::algo::lease::Released::Failed(_),
+            ..
+        }) => Some(thread.to_string()),
+        _ => None,
     }
 }
 

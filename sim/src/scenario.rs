@@ -8,6 +8,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use cassalock::algo::Fixes;
 use cassalock::driver::{Algorithm, Settings, TimeSource};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -104,6 +105,8 @@ pub struct RunConfig {
     /// Replicas of the time service (0: none).
     pub time_replicas: usize,
     pub k3: bool,
+    /// Our fixes to the listings (`Fixes::THESIS`: the listings as written).
+    pub fixes: Fixes,
     pub fencing: bool,
     /// Holders look at `guard.is_lost()` during their critical section and abandon it. Off in
     /// `pause`: a pause can strike between that check and the write, so the worst case is a
@@ -134,6 +137,8 @@ pub struct SimOptions {
     pub consistency: Option<Consistency>,
     /// Clients use TryGetLock (and try again after a "no") instead of GetLock.
     pub try_lock: bool,
+    /// Run the thesis's listings as written, without our fixes.
+    pub thesis_listings: bool,
 }
 
 /// A named scenario.
@@ -244,6 +249,11 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         time_source: TimeSource::Local,
         time_replicas: 0,
         k3: false,
+        fixes: if options.thesis_listings {
+            Fixes::THESIS
+        } else {
+            Fixes::ALL
+        },
         fencing: !options.no_fencing,
         lease_aware: true,
         replica_clocks: Vec::new(),
@@ -363,6 +373,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
     if options.try_lock {
         config.mode = ClientMode::TryGetLock;
     }
+    config.cluster.gc_grace = ClusterConfig::gc_grace_for_ttl(config.ttl_s);
     config.faults.sort_by_key(|f| f.at);
     Ok(config)
 }
@@ -475,10 +486,37 @@ impl fmt::Display for FaultKind {
 }
 
 impl RunConfig {
+    /// The settings every client of this run uses (with its own client id).
+    pub fn settings(&self, client_id: &str) -> Settings {
+        let mut settings = Settings::new(client_id);
+        settings.algorithm = self.algorithm;
+        settings.ttl_s = self.ttl_s;
+        settings.renew_every_ms = self.renew_every_ms;
+        settings.poll_ms = self.poll_ms;
+        settings.time_source = self.time_source;
+        settings.mutants.k3_release_without_waiting = self.k3;
+        settings.fixes = self.fixes;
+        settings
+    }
+
+    /// The machines' configuration, for the contract's bounds; `None` if the settings are
+    /// invalid (every client then fails to start, which the run reports).
+    pub fn lock_config(&self) -> Option<cassalock::algo::LockConfig> {
+        self.settings("sim").validate().ok().map(|(_, config)| config)
+    }
+
+    /// The acquisition the clients run.
+    pub fn acquire_kind(&self) -> cassalock::algo::lifecycle::AcquireKind {
+        match self.mode {
+            ClientMode::GetLock => self.algorithm.get_lock(),
+            ClientMode::TryGetLock => self.algorithm.try_lock(),
+        }
+    }
+
     /// The plan, printed before a run.
     pub fn plan(&self) -> String {
         let mut lines = vec![format!(
-            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}",
+            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}{}",
             self.scenario,
             self.algorithm.name(),
             self.clients,
@@ -494,6 +532,7 @@ impl RunConfig {
             self.think_ms.1,
             self.time_source,
             if self.k3 { " | MUTANT K3" } else { "" },
+            if self.fixes == Fixes::THESIS { " | thesis listings as written" } else { "" },
             if self.fencing { " | fencing on" } else { " | fencing OFF" },
         )];
         let clocks = |prefix: &str, specs: &[ClockSpec]| -> Vec<String> {
@@ -572,6 +611,7 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         },
         time_replicas: if params.global_time { 3 } else { 0 },
         k3: false,
+        fixes: Fixes::ALL,
         fencing: true,
         lease_aware: true,
         replica_clocks: Vec::new(),

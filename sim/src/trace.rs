@@ -38,9 +38,24 @@ pub enum What {
         client: String,
         error: String,
     },
-    /// `try_lock()` said no.
-    TryRefused {
+    /// A `try_lock()` call returned, after sending `requests` store requests (retries included):
+    /// the figure C-try bounds.
+    TryReturned {
         client: String,
+        acquired: bool,
+        requests: u64,
+    },
+    /// The holder asked its guard and `is_lost()` said yes, for the first time in this
+    /// acquisition (C-lost); `abandons`: it leaves the critical section without writing.
+    LeaseLostSeen {
+        client: String,
+        abandons: bool,
+    },
+    /// Oracle (C-free): cells written by a call that failed (an acquisition or a release) stayed
+    /// live on some replica for `live_for` after the call returned (zero: none was left).
+    Leftover {
+        thread: String,
+        live_for: Duration,
     },
     /// The resource saw a write. `stale`: its token is below the highest already accepted.
     Resource {
@@ -71,7 +86,7 @@ pub enum What {
 }
 
 /// What a fault does to its node, for the timeline and the checks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Disruption {
     Paused,
     Killed,
@@ -229,7 +244,29 @@ impl fmt::Display for What {
             What::Waiting { client, n } => write!(f, "{client} waits for the lock (acquisition {n})"),
             What::ClientDone { client } => write!(f, "{client} done"),
             What::ClientError { client, error } => write!(f, "{client} lock() failed: {error}"),
-            What::TryRefused { client } => write!(f, "{client} try_lock(): not acquired"),
+            What::TryReturned {
+                client,
+                acquired,
+                requests,
+            } => write!(
+                f,
+                "{client} try_lock() returned {} after {requests} store requests",
+                if *acquired { "with the lock" } else { "without the lock" }
+            ),
+            What::LeaseLostSeen { client, abandons } => write!(
+                f,
+                "{client} sees is_lost() = true{}",
+                if *abandons {
+                    " and abandons the critical section"
+                } else {
+                    ""
+                }
+            ),
+            What::Leftover { thread, live_for } => write!(
+                f,
+                "oracle: cells of {thread}'s failed call stayed live {:.3} s after it returned (C-free)",
+                live_for.as_secs_f64()
+            ),
             What::Resource {
                 client,
                 token,

@@ -5,9 +5,17 @@
 //! - **T1-resource**: the resource accepted a write whose fencing token was below one it had
 //!   already accepted: real damage. With fencing on the resource refuses such writes; they are
 //!   counted as *stale writes refused*.
-//! - **tokens**: do fencing tokens increase from one holder to the next? A drop means a later
-//!   holder carries a lower token, so fencing would refuse a legitimate holder.
-//! - **legitimate holders refused**: a refused write from a thread that was the only believer.
+//! - **C-token** (docs/contract.md): fencing tokens increase from one holder to the next, and
+//!   the resource never refuses a write from the thread that is the only believer.
+//! - **C-try**: no `try_lock()` call sent more requests than the contract's bound
+//!   (`cassalock::algo::contract`); the longest call is shown against the longest hold.
+//! - **C-free**: cells of a call that failed stayed live (oracle) no longer than the bound after
+//!   it returned, unless the failed client was paused, killed or cut off when it returned.
+//! - **C-release**: after a release returned Ok while another client waited, someone acquired
+//!   within the bound; judged only where no fault was active in that window.
+//! - **C-lost**: a holder whose belief overlapped a later holder's heard `is_lost()` (or
+//!   stopped believing) within the bound after the other acquired, not counting time it spent
+//!   paused.
 //! - **T2**: every client that was not killed for good finished its acquisitions; the bound is
 //!   the simulated time from the last fault's end to the last client's finish.
 //! - **K3**: an oracle saw a released acquisition's main cell live again (written after the
@@ -41,10 +49,19 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(claim: ClaimId, held: bool, detail: String) -> Self {
+    pub(crate) fn new(claim: ClaimId, held: bool, detail: String) -> Self {
         Check {
             claim,
             verdict: ClaimVerdict::from_holds(held),
+            detail,
+        }
+    }
+
+    /// A claim the run gave no occasion to check (never a pass).
+    pub(crate) fn not_exercised(claim: ClaimId, detail: String) -> Self {
+        Check {
+            claim,
+            verdict: ClaimVerdict::NotExercised,
             detail,
         }
     }
@@ -83,6 +100,7 @@ pub struct Verdicts {
     /// A renewal request of an acquisition was sent while that acquisition was being released
     /// (seen only in detailed records, which keep store requests).
     pub renewal_during_release: bool,
+    pub contract: crate::contract::ContractFigures,
     pub checks: Vec<Check>,
 }
 
@@ -201,22 +219,31 @@ pub fn judge(
             } => {
                 v.last_heal = v.last_heal.max(record.at);
                 v.faults_begun += usize::from(*begins);
-                let killed_client = match (node, period, begins) {
-                    (Some(node), crate::trace::Disruption::Killed, true) => node_index(node),
+                // A restart (the end of a `Killed` period) kills the incarnation that runs, if
+                // one does (`crate::faults` restarts a live client too): its beliefs end there.
+                let client = match (node, period) {
+                    (Some(node), crate::trace::Disruption::Killed) => node_index(node),
                     _ => None,
                 };
-                if let Some(client) = killed_client {
+                if let Some(client) = client {
                     beliefs.process_died(client, record.at);
-                    kill_at.get_or_insert((client, record.at));
+                    if *begins {
+                        kill_at.get_or_insert((client, record.at));
+                    }
                 }
             }
             What::Resurrected { .. } => v.resurrections += 1,
             What::GlobalTime { .. } => global_changes.push(record.at),
-            What::Lock(_) | What::Note(_) | What::TryRefused { .. } => {}
+            What::Lock(_)
+            | What::Note(_)
+            | What::TryReturned { .. }
+            | What::LeaseLostSeen { .. }
+            | What::Leftover { .. } => {}
         }
     }
     // A belief still open when the run ended lasted to the end.
-    v.overlaps = overlaps(&beliefs.finish(sim_time));
+    let holds = beliefs.finish(sim_time);
+    v.overlaps = overlaps(&holds);
     for pair in tokens.windows(2) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
@@ -262,11 +289,17 @@ pub fn judge(
             ),
         ),
         Check::new(
-            ClaimId::Tokens,
-            v.token_drops == 0,
+            ClaimId::CToken,
+            v.token_drops == 0 && v.legit_refused == 0,
             match &v.first_token_drop {
-                None => "every holder's token above the previous holder's".into(),
-                Some((a, b)) => format!("{} drops; first: {b} got a lower token than {a}", v.token_drops),
+                None => format!(
+                    "every holder's token above the previous holder's; {} writes of the only holder refused",
+                    v.legit_refused
+                ),
+                Some((a, b)) => format!(
+                    "{} drops (first: {b} got a lower token than {a}); {} writes of the only holder refused",
+                    v.token_drops, v.legit_refused
+                ),
             },
         ),
         Check::new(
@@ -294,6 +327,9 @@ pub fn judge(
             format!("{} released acquisitions came back to life", v.resurrections),
         ),
     ];
+    let (figures, contract_checks) = crate::contract::judge_contract(config, records, sim_time, &holds, &v.overlaps);
+    v.contract = figures;
+    v.checks.extend(contract_checks);
     v
 }
 
@@ -304,15 +340,12 @@ impl fmt::Display for Verdicts {
                 f,
                 "  {:<12} {:<8} {}",
                 check.claim.as_str(),
-                if check.passed() { "ok" } else { "FAILED" },
+                match check.verdict {
+                    ClaimVerdict::Holds => "ok",
+                    ClaimVerdict::Violated => "FAILED",
+                    ClaimVerdict::NotExercised => "-",
+                },
                 check.detail
-            )?;
-        }
-        if self.legit_refused > 0 {
-            writeln!(
-                f,
-                "  anomaly      {} writes of a legitimate holder (the only believer) refused by fencing",
-                self.legit_refused
             )?;
         }
         if !self.leases_lost.is_empty() {

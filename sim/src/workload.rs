@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cassalock::{Clock, RemoteLocker, Settings};
+use cassalock::{Clock, RemoteLocker};
 use madsim::net::Endpoint;
 use rand::Rng;
 
@@ -37,14 +37,8 @@ pub(crate) async fn client_main(
     // A new incarnation gets a new client id: thread ids must never repeat.
     let client_id = format!("c{}-{incarnation}", state.index);
     let store = SimStore::connect(client_ip(state.index), config.cluster.clone()).await;
-    let mut settings = Settings::new(client_id.clone());
-    settings.algorithm = config.algorithm;
-    settings.ttl_s = config.ttl_s;
-    settings.renew_every_ms = config.renew_every_ms;
-    settings.poll_ms = config.poll_ms;
-    settings.time_source = config.time_source;
+    let mut settings = config.settings(&client_id);
     settings.seed = Some(madsim::rand::random());
-    settings.mutants.k3_release_without_waiting = config.k3;
     let observer = Arc::new(NodeObserver {
         node: node.clone(),
         clock: clock.clone(),
@@ -88,20 +82,26 @@ pub(crate) async fn client_main(
                 n: done + 1,
             },
         );
+        let requests_before = locker.requests().total();
         let attempt = match config.mode {
             ClientMode::GetLock => locker.lock(LOCK).await.map(Some),
-            ClientMode::TryGetLock => locker.try_lock(LOCK).await,
+            ClientMode::TryGetLock => {
+                let attempt = locker.try_lock(LOCK).await;
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::TryReturned {
+                        client: client_id.clone(),
+                        acquired: matches!(attempt, Ok(Some(_))),
+                        requests: locker.requests().total() - requests_before,
+                    },
+                );
+                attempt
+            }
         };
         let guard = match attempt {
             Ok(Some(guard)) => guard,
             Ok(None) => {
-                recorder.record(
-                    &node,
-                    Some(clock.now_us()),
-                    What::TryRefused {
-                        client: client_id.clone(),
-                    },
-                );
                 let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
                 clock.sleep_ms(think.max(1)).await;
                 continue;
@@ -124,21 +124,28 @@ pub(crate) async fn client_main(
         // The critical section, watching the lease as a careful user would: a lost lease ends
         // it early (a paused process cannot look, which is K1).
         let mut hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
+        // Every holder asks its guard (C-lost measures when it first hears the lease is lost);
+        // only a lease-aware one acts on the answer.
         let mut abandoned = false;
+        let mut seen_lost = false;
         while hold > 0 {
             let slice = hold.min(LEASE_CHECK_MS);
             clock.sleep_ms(slice).await;
             hold -= slice;
-            if config.lease_aware && guard.is_lost() {
+            if !seen_lost && guard.is_lost() {
+                seen_lost = true;
                 recorder.record(
                     &node,
                     Some(clock.now_us()),
-                    What::Note(format!(
-                        "{client_id} sees its lease lost and abandons the critical section"
-                    )),
+                    What::LeaseLostSeen {
+                        client: client_id.clone(),
+                        abandons: config.lease_aware,
+                    },
                 );
-                abandoned = true;
-                break;
+                if config.lease_aware {
+                    abandoned = true;
+                    break;
+                }
             }
         }
         if !abandoned {

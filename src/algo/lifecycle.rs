@@ -20,6 +20,7 @@
 //! sleep short); the model checker runs each lane as an actor. Both only carry out the
 //! [`Action`]s the lanes ask for.
 
+use super::clean_up::CleanUp;
 use super::lease::{lease_valid_until_us, LeaseLost, Release, Released, Renewal, RenewalEnd};
 use super::old_shadow_lock::{OldGetLock, OldMode};
 use super::queue_get_lock::QueueGetLock;
@@ -43,20 +44,30 @@ pub enum AcquireKind {
 /// An acquisition machine, inside the retry wrapper every driver uses.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AcquireMachine {
-    Queue(Retrying<QueueGetLock>),
-    Try(Retrying<QueueTryGetLock>),
-    Old(Retrying<OldGetLock>),
+    Queue(Retrying<CleanUp<QueueGetLock>>),
+    Try(Retrying<CleanUp<QueueTryGetLock>>),
+    Old(Retrying<CleanUp<OldGetLock>>),
 }
 
 impl AcquireMachine {
     pub fn new(kind: AcquireKind, lock: LockId, thread: ThreadId) -> Self {
         match kind {
-            AcquireKind::QueueGetLock => AcquireMachine::Queue(Retrying::new(QueueGetLock::new(lock, thread))),
-            AcquireKind::QueueTryGetLock => AcquireMachine::Try(Retrying::new(QueueTryGetLock::new(lock, thread))),
-            AcquireKind::OldGetLock => {
-                AcquireMachine::Old(Retrying::new(OldGetLock::new(lock, thread, OldMode::Blocking)))
+            AcquireKind::QueueGetLock => {
+                AcquireMachine::Queue(Retrying::new(CleanUp::new(QueueGetLock::new(lock, thread))))
             }
-            AcquireKind::OldTryLock => AcquireMachine::Old(Retrying::new(OldGetLock::new(lock, thread, OldMode::Once))),
+            AcquireKind::QueueTryGetLock => {
+                AcquireMachine::Try(Retrying::new(CleanUp::new(QueueTryGetLock::new(lock, thread))))
+            }
+            AcquireKind::OldGetLock => AcquireMachine::Old(Retrying::new(CleanUp::new(OldGetLock::new(
+                lock,
+                thread,
+                OldMode::Blocking,
+            )))),
+            AcquireKind::OldTryLock => AcquireMachine::Old(Retrying::new(CleanUp::new(OldGetLock::new(
+                lock,
+                thread,
+                OldMode::Once,
+            )))),
         }
     }
 }

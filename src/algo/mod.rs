@@ -18,9 +18,13 @@
 //! | [`global_time`] | Listing 8 and section 5.4: TryUpdateGlobalTime and the time client |
 //! | [`time_service`] | section 5.4: a time-service replica runs Listing 8 once per period |
 //! | [`retry`] | ours: what every machine does when the store fails |
+//! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
+//! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
 //!
 //! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
 
+pub mod clean_up;
+pub mod contract;
 pub mod global_time;
 pub mod lease;
 pub mod lifecycle;
@@ -262,6 +266,33 @@ pub struct Mutants {
     pub k3_release_without_waiting: bool,
 }
 
+/// Our fixes to the thesis's listings, each for a contract item (docs/contract.md) that the
+/// listing as written breaks. On by default; [`Fixes::THESIS`] runs the listings as written, so
+/// the harness can still show what they do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Fixes {
+    /// C-free: a failed acquisition deletes the cells it wrote before it returns
+    /// ([`clean_up`]).
+    pub clean_up_on_failure: bool,
+}
+
+impl Fixes {
+    /// The listings as the thesis gives them.
+    pub const THESIS: Fixes = Fixes {
+        clean_up_on_failure: false,
+    };
+    /// Every fix (the library's default).
+    pub const ALL: Fixes = Fixes {
+        clean_up_on_failure: true,
+    };
+}
+
+impl Default for Fixes {
+    fn default() -> Self {
+        Fixes::ALL
+    }
+}
+
 /// Everything the lock machines read, validated by [`crate::driver::Settings`] (or set
 /// directly by a model).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -277,6 +308,7 @@ pub struct LockConfig {
     /// Give up acquiring after this long on the client's clock (`None`: wait for ever).
     pub max_wait_ms: Option<u64>,
     pub mutants: Mutants,
+    pub fixes: Fixes,
 }
 
 impl Default for LockConfig {
@@ -289,6 +321,7 @@ impl Default for LockConfig {
             retry: RetryPolicy::default(),
             max_wait_ms: None,
             mutants: Mutants::default(),
+            fixes: Fixes::default(),
         }
     }
 }
@@ -327,6 +360,23 @@ pub struct LeaseCells {
     pub main_written_at_us: u64,
 }
 
+/// What a failed acquisition may have left in the store (contract item C-free).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Leftover {
+    /// Nothing: it wrote nothing, or deleted all it wrote ([`clean_up`]).
+    Nothing,
+    /// It tried to delete what it wrote and a delete failed too: a cell may stay until its TTL.
+    CleanUpFailed,
+    /// It did not try (the thesis's listings, [`Fixes::THESIS`]): its cells stay until their TTL.
+    NotCleanedUp,
+}
+
+impl Leftover {
+    pub fn cells_may_remain(self) -> bool {
+        self != Leftover::Nothing
+    }
+}
+
 /// How an acquisition ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Acquire {
@@ -336,8 +386,8 @@ pub enum Acquire {
     NotAcquired,
     /// `max_wait_ms` ran out; our queue cell was deleted.
     TimedOut,
-    /// The store kept failing; cells we wrote expire after their TTL.
-    Failed(StoreFailure),
+    /// The store kept failing; `left`: what this attempt may have left behind.
+    Failed { failure: StoreFailure, left: Leftover },
 }
 
 impl Acquire {

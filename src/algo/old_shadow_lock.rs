@@ -23,7 +23,7 @@ use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
     deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
+    FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -181,7 +181,13 @@ impl OldGetLock {
     fn advance(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Input::Failed(failure) = input {
             self.state = State::Finished;
-            return Step::done(GAVE_UP, Acquire::Failed(failure));
+            return Step::done(
+                GAVE_UP,
+                Acquire::Failed {
+                    failure,
+                    left: Leftover::NotCleanedUp,
+                },
+            );
         }
         match (std::mem::replace(&mut self.state, State::Finished), input) {
             (State::Idle, Input::Start) => {
@@ -464,7 +470,13 @@ mod tests {
         let mut old = machine(OldMode::Blocking);
         old.resume(&bench.config, Input::Start, 0);
         let failed = old.resume(&bench.config, Input::Failed(StoreFailure::Timeout), 0);
-        assert_eq!(failed.action, Action::Done(Acquire::Failed(StoreFailure::Timeout)));
+        assert_eq!(
+            failed.action,
+            Action::Done(Acquire::Failed {
+                failure: StoreFailure::Timeout,
+                left: Leftover::NotCleanedUp
+            })
+        );
 
         bench.config.max_wait_ms = Some(500);
         let other = thread("b");

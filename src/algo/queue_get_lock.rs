@@ -30,7 +30,7 @@ use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
     deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
+    FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -200,7 +200,13 @@ impl QueueGetLock {
     fn advance(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Input::Failed(failure) = input {
             self.state = State::Finished;
-            return Step::done(GAVE_UP, Acquire::Failed(failure));
+            return Step::done(
+                GAVE_UP,
+                Acquire::Failed {
+                    failure,
+                    left: Leftover::NotCleanedUp,
+                },
+            );
         }
         match (std::mem::replace(&mut self.state, State::Finished), input) {
             (State::Idle, Input::Start) => {

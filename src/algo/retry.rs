@@ -158,6 +158,12 @@ mod tests {
             ));
         }
         let end = machine.resume(&config, Input::Failed(StoreFailure::Unavailable), 0);
-        assert_eq!(end.action, Action::Done(Acquire::Failed(StoreFailure::Unavailable)));
+        assert_eq!(
+            end.action,
+            Action::Done(Acquire::Failed {
+                failure: StoreFailure::Unavailable,
+                left: crate::algo::Leftover::NotCleanedUp
+            })
+        );
     }
 }

@@ -25,6 +25,7 @@ use crate::algo::lease::{LeaseLost, Released, RenewalEnd};
 use crate::algo::lifecycle::{AcquireKind, Lifecycle, MainEnd};
 use crate::algo::queue_column::{ClientId, InvalidName};
 use crate::algo::retry::Retrying;
+use crate::algo::Leftover;
 use crate::algo::{
     Acquire, Action, FencingToken, Input, LockConfig, LockId, Machine, RetryPolicy, SleepKind, Step, StepTag, ThreadId,
 };
@@ -44,6 +45,16 @@ pub enum LockError {
     TimedOut { lock: String, waited_ms: u64 },
     #[error("the store kept failing: {0}")]
     Store(StoreFailure),
+    #[error("acquiring lock {lock}: the store kept failing ({failure}); {}", match left {
+        Leftover::Nothing => "nothing of this attempt was left behind",
+        Leftover::CleanUpFailed => "deleting what this attempt wrote failed too: its cells may keep others from the lock until their TTL runs out",
+        Leftover::NotCleanedUp => "cells of this attempt were left to their TTL (the thesis's listing does not clean up)",
+    })]
+    AcquireFailed {
+        lock: String,
+        failure: StoreFailure,
+        left: Leftover,
+    },
     #[error("the lease on lock {lock} was lost while held ({why:?}): another holder may have run concurrently; the cells were deleted anyway")]
     LeaseLost { lock: String, why: LeaseLost },
 }
@@ -406,11 +417,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
 
     /// GetLock: wait until the lock is held.
     pub async fn lock(&self, lock_id: &str) -> Result<LockGuard<S, C>, LockError> {
-        let kind = match self.inner.algorithm {
-            Algorithm::Old => AcquireKind::OldGetLock,
-            Algorithm::Queue => AcquireKind::QueueGetLock,
-        };
-        match self.acquire(lock_id, kind).await? {
+        match self.acquire(lock_id, self.inner.algorithm.get_lock()).await? {
             Some(guard) => Ok(guard),
             None => unreachable!("GetLock returns only with the lock, a timeout or a failure"),
         }
@@ -418,11 +425,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
 
     /// TryGetLock: take the lock if that needs no waiting for another owner.
     pub async fn try_lock(&self, lock_id: &str) -> Result<Option<LockGuard<S, C>>, LockError> {
-        let kind = match self.inner.algorithm {
-            Algorithm::Old => AcquireKind::OldTryLock,
-            Algorithm::Queue => AcquireKind::QueueTryGetLock,
-        };
-        self.acquire(lock_id, kind).await
+        self.acquire(lock_id, self.inner.algorithm.try_lock()).await
     }
 
     /// Store requests this locker has made (renewals and releases included).
@@ -494,7 +497,11 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                         lock: lock.to_string(),
                         waited_ms: now_us.saturating_sub(started_us) / 1000,
                     }),
-                    Acquire::Failed(failure) => Err(LockError::Store(failure)),
+                    Acquire::Failed { failure, left } => Err(LockError::AcquireFailed {
+                        lock: lock.to_string(),
+                        failure,
+                        left,
+                    }),
                     Acquire::Acquired { .. } => unreachable!("handled above"),
                 }
             }

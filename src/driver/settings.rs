@@ -1,7 +1,8 @@
 //! What a service author configures, and its validation into the machines' [`LockConfig`].
 
+use crate::algo::lifecycle::AcquireKind;
 use crate::algo::queue_column::{ClientId, InvalidName};
-use crate::algo::{LockConfig, Mutants, OldBackoff, RetryPolicy};
+use crate::algo::{Fixes, LockConfig, Mutants, OldBackoff, RetryPolicy};
 
 /// Cassandra's largest TTL (20 years), in seconds.
 pub const MAX_TTL_S: u32 = 630_720_000;
@@ -21,6 +22,22 @@ impl Algorithm {
         match self {
             Algorithm::Old => "old",
             Algorithm::Queue => "queue",
+        }
+    }
+
+    /// The acquisition `lock()` runs.
+    pub fn get_lock(self) -> AcquireKind {
+        match self {
+            Algorithm::Old => AcquireKind::OldGetLock,
+            Algorithm::Queue => AcquireKind::QueueGetLock,
+        }
+    }
+
+    /// The acquisition `try_lock()` runs.
+    pub fn try_lock(self) -> AcquireKind {
+        match self {
+            Algorithm::Old => AcquireKind::OldTryLock,
+            Algorithm::Queue => AcquireKind::QueueTryGetLock,
         }
     }
 }
@@ -55,6 +72,9 @@ pub struct Settings {
     pub old_backoff: OldBackoff,
     /// Deliberately broken variants for the harness; leave off.
     pub mutants: Mutants,
+    /// Our fixes to the thesis's listings (docs/contract.md); all on by default.
+    /// `Fixes::THESIS` runs the listings as written.
+    pub fixes: Fixes,
     /// Seed of the backoff draws; `None` derives one from the client id.
     pub seed: Option<u64>,
 }
@@ -75,6 +95,7 @@ impl Settings {
             retry: defaults.retry,
             old_backoff: defaults.old_backoff,
             mutants: Mutants::default(),
+            fixes: Fixes::default(),
             seed: None,
         }
     }
@@ -120,6 +141,7 @@ impl Settings {
             retry: self.retry,
             max_wait_ms: self.max_wait_ms,
             mutants: self.mutants,
+            fixes: self.fixes,
         };
         Ok((client, config))
     }

@@ -50,7 +50,7 @@ pub(super) fn show_acquire(outcome: &Acquire) -> String {
         Acquire::Acquired { .. } => "acquired".into(),
         Acquire::NotAcquired => "not acquired".into(),
         Acquire::TimedOut => "timed out".into(),
-        Acquire::Failed(failure) => format!("failed: {failure}"),
+        Acquire::Failed { failure, left } => format!("failed: {failure} (left: {left:?})"),
     }
 }
 

@@ -1,0 +1,398 @@
+//! The contract checks of one run (docs/contract.md): what each public call promises, judged
+//! from the run's records against the bounds of `cassalock::algo::contract`.
+//!
+//! - **C-try**: no `try_lock()` call sent more store requests than
+//!   [`contract::try_call_max_requests`]. The figure beside it is the longest call against the
+//!   longest hold by anyone: a call that waits for another owner grows with that hold.
+//! - **C-free**: after a call failed or gave up, the oracle measured how long any cell holding
+//!   its thread id stayed live on a replica ([`What::Leftover`]). Judged against
+//!   [`contract::LEFTOVER_AFTER_FAILED_CALL_MS`] (plus the oracle's sampling period), except
+//!   for calls whose client was paused, killed or cut off from the replicas when the call
+//!   returned, and calls whose clean-up was tried and failed (`Leftover::CleanUpFailed`, or a failed release): the
+//!   contract lets those expire with the TTL.
+//! - **C-release**: after a release returned Ok while another client waited, the next
+//!   acquisition came within [`contract::handover_ms`] (requests at [`FAULT_FREE_REQUEST_MS`]).
+//!   Judged only for releases with no fault active from one request's time with retries
+//!   before the release to the bound (a request sent during a fault may still be failing), not for
+//!   a release by a holder whose lease another client had already taken over.
+//! - **C-lost**: for two overlapping beliefs, the earlier holder heard `is_lost()`, or stopped
+//!   believing, within [`contract::lost_learned_ms`] (+ one [`LEASE_CHECK_MS`]) after the
+//!   later one acquired, not counting time the earlier holder's process was paused.
+//! - **C-token** is judged in [`crate::verdict`] (it needs the resource's records as they
+//!   stream past, with the beliefs at that instant).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use cassalock::algo::{contract, Leftover};
+use cassalock::driver::LockEvent;
+use cassalock_history::holding::SimulatedTime;
+use cassalock_history::ClaimId;
+
+use crate::scenario::{ClientMode, RunConfig};
+use crate::trace::{Disruption, Record, What};
+use crate::verdict::{Check, Overlap};
+
+/// The longest a request takes when no fault is active: a client-coordinator-replica round
+/// trip is four messages of at most 10 ms each in madsim's default network; 100 ms leaves room
+/// for a read repair. C-release's bound is computed with it.
+pub const FAULT_FREE_REQUEST_MS: u64 = 100;
+
+/// How often the oracle looks at the replicas (`crate::oracles::watch_replicas`): a cell seen
+/// live once after a failed call returned may have died any time before the next look.
+pub const ORACLE_PERIOD_MS: u64 = 200;
+
+/// How often the workload's holders ask `is_lost()` (`crate::workload`); C-lost's bound adds
+/// one period.
+pub const LEASE_CHECK_MS: u64 = 100;
+
+/// The contract's figures in one run.
+#[derive(Clone, Debug, Default)]
+pub struct ContractFigures {
+    /// C-try: `try_lock()` calls, the longest one (duration, requests) and the most requests.
+    pub try_calls: usize,
+    pub longest_try: Option<(Duration, u64)>,
+    pub most_try_requests: u64,
+    /// The longest hold (belief) of any client.
+    pub longest_hold: Duration,
+    /// C-free: failed calls measured by the oracle; the longest their cells stayed live; the
+    /// longest among the judged ones (the client could reach the store), with its thread.
+    pub failed_calls: usize,
+    pub leftover_max: Option<Duration>,
+    pub leftover_judged_max: Option<(Duration, String)>,
+    /// C-release: releases judged, and the longest wait from one to the next acquisition.
+    pub handovers: usize,
+    pub handover_max: Option<(Duration, String)>,
+    /// C-lost: overlaps judged, and the longest a holder went on not knowing.
+    pub lost_judged: usize,
+    pub lost_lag_max: Option<(Duration, String)>,
+}
+
+fn node_index(node: &str) -> Option<usize> {
+    node.strip_prefix('c')?.parse().ok()
+}
+
+fn secs(duration: Duration) -> String {
+    format!("{:.3} s", duration.as_secs_f64())
+}
+
+fn keep_max(slot: &mut Option<(Duration, String)>, value: Duration, what: impl FnOnce() -> String) {
+    if slot.as_ref().is_none_or(|(max, _)| value > *max) {
+        *slot = Some((value, what()));
+    }
+}
+
+/// Time inside `[from, to]` covered by `intervals`.
+fn covered(intervals: &[(Duration, Duration)], from: Duration, to: Duration) -> Duration {
+    intervals
+        .iter()
+        .map(|&(begin, end)| end.min(to).saturating_sub(begin.max(from)))
+        .sum()
+}
+
+/// Judge C-try, C-free, C-release and C-lost. `holds` are the run's belief intervals (closed
+/// at the end of the run), `overlaps` the T1-belief judge's.
+pub fn judge_contract(
+    config: &RunConfig,
+    records: &[Record],
+    sim_time: Duration,
+    holds: &[cassalock_history::holding::HoldingInterval<SimulatedTime>],
+    overlaps: &[Overlap],
+) -> (ContractFigures, Vec<Check>) {
+    let mut figures = ContractFigures {
+        longest_hold: holds
+            .iter()
+            .map(|hold| hold.released_at.saturating_sub(hold.acquired_at))
+            .max()
+            .unwrap_or_default(),
+        ..ContractFigures::default()
+    };
+    let kind = config.acquire_kind();
+    let Some(lock_config) = config.lock_config() else {
+        let why = "the run's settings are invalid: no client started".to_owned();
+        return (
+            figures,
+            [ClaimId::CTry, ClaimId::CFree, ClaimId::CRelease, ClaimId::CLost]
+                .into_iter()
+                .map(|claim| Check::not_exercised(claim, why.clone()))
+                .collect(),
+        );
+    };
+    let request_ms = u64::try_from(config.cluster.client_timeout.as_millis()).unwrap_or(u64::MAX);
+    let try_bound = contract::try_call_max_requests(kind, &lock_config);
+    let leftover_bound = Duration::from_millis(contract::LEFTOVER_AFTER_FAILED_CALL_MS + ORACLE_PERIOD_MS);
+    let handover_bound = Duration::from_millis(contract::handover_ms(kind, &lock_config, FAULT_FREE_REQUEST_MS));
+    let lost_bound =
+        contract::lost_learned_ms(&lock_config, request_ms).map(|ms| Duration::from_millis(ms + LEASE_CHECK_MS));
+
+    // One pass over the records.
+    let mut call_started: BTreeMap<usize, Duration> = BTreeMap::new();
+    let mut waiting: BTreeSet<usize> = BTreeSet::new();
+    let mut try_over_bound: Option<(u64, String)> = None;
+    // Disruptions in force per node, and pause intervals per client node.
+    let mut disrupted: BTreeMap<String, BTreeSet<Disruption>> = BTreeMap::new();
+    let mut pause_began: BTreeMap<usize, Duration> = BTreeMap::new();
+    let mut paused: BTreeMap<usize, Vec<(Duration, Duration)>> = BTreeMap::new();
+    let mut active_faults = 0i64;
+    let mut fault_times: Vec<Duration> = Vec::new();
+    // C-free: failed calls by thread: judged? (The client could reach the store when the call
+    // returned, and the call did not report cells left behind.)
+    let mut failed: BTreeMap<String, bool> = BTreeMap::new();
+    // C-release: (released at, thread) for releases while another client waited and no fault
+    // was active; acquisitions (at, thread).
+    let mut releases: Vec<(Duration, Duration, String)> = Vec::new();
+    let mut release_began: BTreeMap<String, Duration> = BTreeMap::new();
+    let mut acquisitions: Vec<(Duration, String)> = Vec::new();
+    // C-lost: when each client node heard is_lost().
+    let mut lost_seen: BTreeMap<usize, Vec<Duration>> = BTreeMap::new();
+    for record in records {
+        let node = node_index(&record.node);
+        match &record.what {
+            What::Waiting { .. } => {
+                if let Some(node) = node {
+                    call_started.insert(node, record.at);
+                    waiting.insert(node);
+                }
+            }
+            What::Lock(LockEvent::Acquired { thread, .. }) => {
+                if let Some(node) = node {
+                    waiting.remove(&node);
+                }
+                acquisitions.push((record.at, thread.to_string()));
+            }
+            What::Lock(LockEvent::NotAcquired { thread, outcome, .. }) => {
+                if let Some(node) = node {
+                    waiting.remove(&node);
+                }
+                let reported_left = match outcome {
+                    // Only a clean-up that was tried and failed excuses cells left behind.
+                    cassalock::algo::Acquire::Failed { left, .. } => Some(*left == Leftover::CleanUpFailed),
+                    cassalock::algo::Acquire::TimedOut => Some(false),
+                    _ => None,
+                };
+                if let Some(reported_left) = reported_left {
+                    let reachable = disrupted.get(&record.node).is_none_or(BTreeSet::is_empty);
+                    failed.insert(thread.to_string(), reachable && !reported_left);
+                }
+            }
+            What::Lock(LockEvent::Releasing { thread, .. }) => {
+                release_began.insert(thread.to_string(), record.at);
+            }
+            What::Lock(LockEvent::Released { thread, outcome, .. }) => match outcome {
+                cassalock::algo::lease::Released::Released => {
+                    let others_wait = waiting.iter().any(|&waiter| Some(waiter) != node);
+                    let began = release_began.remove(thread.as_str()).unwrap_or(record.at);
+                    if others_wait && active_faults == 0 && config.mode == ClientMode::GetLock {
+                        releases.push((began, record.at, thread.to_string()));
+                    }
+                }
+                // A failed release failed to delete: its error says the cells may be left.
+                cassalock::algo::lease::Released::Failed(_) => {
+                    failed.insert(thread.to_string(), false);
+                }
+            },
+            What::TryReturned { requests, .. } => {
+                figures.try_calls += 1;
+                figures.most_try_requests = figures.most_try_requests.max(*requests);
+                let took = node
+                    .and_then(|node| call_started.get(&node))
+                    .map_or(Duration::ZERO, |started| record.at.saturating_sub(*started));
+                if figures.longest_try.is_none_or(|(longest, _)| took > longest) {
+                    figures.longest_try = Some((took, *requests));
+                }
+                if try_bound.is_some_and(|bound| *requests > bound) && try_over_bound.is_none() {
+                    try_over_bound = Some((*requests, format!("{} at {}", record.node, secs(record.at))));
+                }
+            }
+            What::LeaseLostSeen { .. } => {
+                if let Some(node) = node {
+                    lost_seen.entry(node).or_default().push(record.at);
+                }
+            }
+            What::Leftover { thread, live_for } => {
+                figures.failed_calls += 1;
+                figures.leftover_max = Some(figures.leftover_max.map_or(*live_for, |max| max.max(*live_for)));
+                if failed.get(thread.as_str()).copied().unwrap_or(false) {
+                    keep_max(&mut figures.leftover_judged_max, *live_for, || thread.clone());
+                }
+            }
+            What::Fault {
+                node: fault_node,
+                period,
+                begins,
+                ..
+            } => {
+                fault_times.push(record.at);
+                active_faults += if *begins { 1 } else { -1 };
+                if let Some(fault_node) = fault_node {
+                    let now = disrupted.entry(fault_node.clone()).or_default();
+                    if *begins {
+                        now.insert(*period);
+                    } else {
+                        now.remove(period);
+                    }
+                    if let (Some(client), Disruption::Paused) = (node_index(fault_node), period) {
+                        // madsim's pauses do not nest: the first resume ends them all.
+                        if *begins {
+                            pause_began.entry(client).or_insert(record.at);
+                        } else if let Some(began) = pause_began.remove(&client) {
+                            paused.entry(client).or_default().push((began, record.at));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (client, began) in pause_began {
+        paused.entry(client).or_default().push((began, sim_time));
+    }
+
+    // C-release: the next acquisition after each judged release.
+    // (An acquisition while the release was still deleting counts: the lock was handed over.)
+    // A request sent while a fault was active may take up to one request with its retries to
+    // finish: a fault's effects last that long after its end.
+    let aftermath = Duration::from_millis(contract::request_with_retries_ms(&lock_config, request_ms));
+    for (began_at, released_at, thread) in &releases {
+        let window_end = *released_at + handover_bound;
+        let window_start = began_at.saturating_sub(aftermath);
+        if fault_times.iter().any(|at| (window_start..=window_end).contains(at)) {
+            continue;
+        }
+        // A release by a holder whose lease was already taken over hands nothing over.
+        let another_holds = holds
+            .iter()
+            .any(|hold| hold.holder != *thread && hold.acquired_at <= *began_at && *began_at < hold.released_at);
+        if another_holds {
+            continue;
+        }
+        figures.handovers += 1;
+        let next = acquisitions
+            .iter()
+            .find(|(at, acquirer)| at >= began_at && acquirer != thread)
+            .map_or(sim_time, |(at, _)| *at);
+        keep_max(&mut figures.handover_max, next.saturating_sub(*released_at), || {
+            format!("after {thread}'s release at {}", secs(*released_at))
+        });
+    }
+
+    // C-lost: for each overlap, when the earlier holder learned (or stopped believing).
+    for overlap in overlaps {
+        let (earlier, later) = (&overlap.first, &overlap.second);
+        let Some(node) = earlier
+            .holder
+            .strip_prefix('c')
+            .and_then(|rest| rest.split('-').next()?.parse::<usize>().ok())
+        else {
+            continue;
+        };
+        let taken_at = later.acquired_at;
+        let heard = lost_seen
+            .get(&node)
+            .and_then(|seen| seen.iter().find(|at| **at >= earlier.acquired_at).copied());
+        let learned = heard.map_or(earlier.released_at, |heard| heard.min(earlier.released_at));
+        let lag = learned.saturating_sub(taken_at).saturating_sub(covered(
+            paused.get(&node).map_or(&[][..], Vec::as_slice),
+            taken_at,
+            learned,
+        ));
+        figures.lost_judged += 1;
+        keep_max(&mut figures.lost_lag_max, lag, || {
+            format!(
+                "{} after {} acquired at {}",
+                earlier.holder,
+                later.holder,
+                secs(taken_at)
+            )
+        });
+    }
+
+    let mut checks = Vec::new();
+    checks.push(match (config.mode, try_bound) {
+        (ClientMode::TryGetLock, Some(bound)) if figures.try_calls > 0 => {
+            let (longest, requests) = figures.longest_try.unwrap_or_default();
+            let figure = format!(
+                "{} try_lock calls, the most requests in one {} (bound {bound}); longest call {} ({requests} requests) against a longest hold of {}",
+                figures.try_calls,
+                figures.most_try_requests,
+                secs(longest),
+                secs(figures.longest_hold)
+            );
+            match &try_over_bound {
+                None => Check::new(ClaimId::CTry, true, figure),
+                Some((requests, at)) => Check::new(
+                    ClaimId::CTry,
+                    false,
+                    format!("a call sent {requests} requests ({at}): it waited for another owner; {figure}"),
+                ),
+            }
+        }
+        _ => Check::not_exercised(ClaimId::CTry, "no try_lock calls".into()),
+    });
+    checks.push(if figures.failed_calls == 0 {
+        Check::not_exercised(ClaimId::CFree, "no call failed".into())
+    } else {
+        let worst = figures.leftover_max.unwrap_or_default();
+        match &figures.leftover_judged_max {
+            Some((judged, thread)) if *judged > leftover_bound => Check::new(
+                ClaimId::CFree,
+                false,
+                format!(
+                    "{thread}'s call failed and its cells stayed live {} after it returned (bound {}); {} failed calls",
+                    secs(*judged),
+                    secs(leftover_bound),
+                    figures.failed_calls
+                ),
+            ),
+            Some((judged, _)) => Check::new(
+                ClaimId::CFree,
+                true,
+                format!(
+                    "{} failed calls; cells left at most {} (bound {}; {} counting calls that said cells may be left, or whose client could not reach the store)",
+                    figures.failed_calls,
+                    secs(*judged),
+                    secs(leftover_bound),
+                    secs(worst)
+                ),
+            ),
+            None => Check::not_exercised(
+                ClaimId::CFree,
+                format!(
+                    "{} failed calls, all saying cells may be left or by clients that could not reach the store (cells left at most {})",
+                    figures.failed_calls,
+                    secs(worst)
+                ),
+            ),
+        }
+    });
+    checks.push(match &figures.handover_max {
+        None => Check::not_exercised(
+            ClaimId::CRelease,
+            "no release while another client waited and no fault was active".into(),
+        ),
+        Some((gap, what)) => Check::new(
+            ClaimId::CRelease,
+            *gap <= handover_bound,
+            format!(
+                "{} releases judged; longest wait for the next acquisition {} ({what}; bound {})",
+                figures.handovers,
+                secs(*gap),
+                secs(handover_bound)
+            ),
+        ),
+    });
+    checks.push(match (&figures.lost_lag_max, lost_bound) {
+        (Some((lag, what)), Some(bound)) => Check::new(
+            ClaimId::CLost,
+            *lag <= bound,
+            format!(
+                "{} overlapping holders; the longest one went on not knowing {} ({what}; bound {}, paused time not counted)",
+                figures.lost_judged,
+                secs(*lag),
+                secs(bound)
+            ),
+        ),
+        _ => Check::not_exercised(ClaimId::CLost, "no holder lost its lease to another".into()),
+    });
+    (figures, checks)
+}

@@ -1,0 +1,98 @@
+//! The contract a user relies on, as numbers: the bounds of `docs/contract.md`, computed from
+//! the configuration the machines run with.
+//!
+//! The thesis states theorems about the algorithm (one holder at a time, every waiter served).
+//! A user of the library also relies on what each call promises: how long `try_lock` can take,
+//! what a failed call leaves behind, how soon a release lets the next waiter in, how soon a
+//! holder learns it lost its lease, and what the fencing token guarantees. Each promise has an
+//! ID (`C-try`, `C-free`, `C-release`, `C-lost`, `C-token`) and, where it is a bound, the bound
+//! is computed here, once, so that the model, the simulator and the reports judge the same
+//! number. A bound takes the store's worst request time as a parameter (`request_ms`): the
+//! machines know how many requests they make, not how long the store takes to answer.
+
+use super::lifecycle::AcquireKind;
+use super::LockConfig;
+
+/// Store requests on the longest path through one TryLock or TryGetLock call that does not
+/// wait for anyone (first attempts; each may be retried):
+/// - Listing 3 (the old TryLock): read main, write shadow, read shadow, read main, write main,
+///   delete shadow: 6;
+/// - Listing 7 (TryGetLock): read main, enqueue, read head, write main, read main, delete main,
+///   delete own queue cell: 7.
+///
+/// Listing 7's step 10 ("go to 4") sends more: each turn of that loop waits for another
+/// thread's main cell to go away, which is what C-try forbids.
+pub fn try_call_requests(kind: AcquireKind) -> Option<u64> {
+    match kind {
+        AcquireKind::OldTryLock => Some(6),
+        AcquireKind::QueueTryGetLock => Some(7),
+        AcquireKind::QueueGetLock | AcquireKind::OldGetLock => None,
+    }
+}
+
+/// C-try: the most store requests one try call may send, retries included.
+pub fn try_call_max_requests(kind: AcquireKind, config: &LockConfig) -> Option<u64> {
+    try_call_requests(kind).map(|requests| requests * (1 + u64::from(config.retry.max_retries)))
+}
+
+/// The longest one request can take with its retries, if each attempt takes at most
+/// `request_ms` (the client's request timeout).
+pub fn request_with_retries_ms(config: &LockConfig, request_ms: u64) -> u64 {
+    let retries = u64::from(config.retry.max_retries);
+    (1 + retries)
+        .saturating_mul(request_ms)
+        .saturating_add(retries.saturating_mul(config.retry.backoff_ms))
+}
+
+/// C-release: after a release returned Ok, the longest a waiting client needs to acquire while
+/// the store answers every request within `request_ms` (no fault): the waiter's sleep before it
+/// looks again (a poll for the queue algorithm, the old algorithm's largest owner backoff) and
+/// the requests of one successful attempt.
+pub fn handover_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> u64 {
+    let (wait_ms, requests) = match kind {
+        // Read head, write main, read main.
+        AcquireKind::QueueGetLock | AcquireKind::QueueTryGetLock => (config.poll_ms, 3),
+        // Read main, write shadow, read shadow, read main, write main, delete shadow.
+        AcquireKind::OldGetLock | AcquireKind::OldTryLock => (config.old_backoff.owner_max_ms, 6),
+    };
+    wait_ms.saturating_add(requests * request_ms)
+}
+
+/// C-lost: the longest a holder's guard may go on answering `is_lost() == false` after another
+/// client acquired, while the holder's process runs and reaches the store within `request_ms`:
+/// renewal checks the main row every renewal interval and finds our cell gone.
+pub fn lost_learned_ms(config: &LockConfig, request_ms: u64) -> Option<u64> {
+    config.ttl_s.map(|_| {
+        config
+            .renew_every_ms
+            .saturating_add(request_with_retries_ms(config, request_ms))
+    })
+}
+
+/// C-free: how long cells written by a call that failed or gave up may still block the next
+/// caller once the call has returned, if the call's own clean-up deletes succeeded: not at all,
+/// because the call deletes what it wrote before it returns. (If the clean-up fails too, the
+/// error says so, and the cells expire with the TTL: the client cannot reach the store.)
+///
+/// The thesis's listings do not clean up: their cells stay until the TTL (30 s by default)
+/// and block every other caller meanwhile.
+pub const LEFTOVER_AFTER_FAILED_CALL_MS: u64 = 0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounds_follow_the_config() {
+        let config = LockConfig::default();
+        // 3 retries 100 ms apart, 1 s per attempt: 4 s + 300 ms.
+        assert_eq!(request_with_retries_ms(&config, 1000), 4300);
+        assert_eq!(try_call_max_requests(AcquireKind::QueueTryGetLock, &config), Some(28));
+        assert_eq!(try_call_max_requests(AcquireKind::OldTryLock, &config), Some(24));
+        assert_eq!(try_call_max_requests(AcquireKind::QueueGetLock, &config), None);
+        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 250);
+        assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1300);
+        assert_eq!(lost_learned_ms(&config, 1000), Some(19_300));
+        assert_eq!(lost_learned_ms(&LockConfig::untimed(), 1000), None);
+    }
+}
