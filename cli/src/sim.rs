@@ -179,19 +179,20 @@ pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &s
 }
 
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     /// The first seed whose run panicked (a harness bug).
-    panics: Option<u64>,
-    runs: u64,
-    failed_runs: u64,
+    pub(crate) panics: Option<u64>,
+    pub(crate) runs: u64,
+    pub(crate) failed_runs: u64,
     per_claim: Vec<(&'static str, u64, Option<u64>)>,
     acquisitions: u64,
     sim_seconds: f64,
     hashes: u64,
 }
 
-/// Run every seed of `seeds` on `pool` and tally, in seed order.
-fn run_seeds(
+/// Run every seed of `seeds` on `pool` and tally, in seed order. What it holds at once is
+/// bounded by [`BATCH`], whatever the number of seeds (`cassalock bench sweep-memory` measures it).
+pub(crate) fn run_seeds(
     scenario: &str,
     options: &SimOptions,
     seeds: &SeedRange,
