@@ -15,6 +15,10 @@ pub enum Suite {
     /// Simulation: seeds per minute of the contention scenario (2 jobs, release build).
     #[cfg(madsim)]
     Sim,
+    /// Simulation: peak resident memory (VmHWM) after each of --counts seeds of one scenario,
+    /// all in one sweep (the `sim` path), and its ratio to the first: it should stay flat.
+    #[cfg(madsim)]
+    SweepMemory,
     /// Real cluster: old, queue and LWT locks at 1, 4 and 16 lockers (the real build only);
     /// writes reports/real-cluster.md.
     Real,
@@ -38,6 +42,13 @@ pub struct BenchArgs {
     /// real: where the report goes.
     #[arg(long, default_value = "reports")]
     out: std::path::PathBuf,
+    /// sweep-memory: the scenario swept (the names `cassalock sim --help` lists).
+    #[arg(long, default_value = "contention")]
+    scenario: String,
+    /// sweep-memory: seed counts after which peak memory is read, increasing, comma-separated;
+    /// one sweep runs seeds 0.. up to the last count.
+    #[arg(long, default_value = "1000,10000,100000", value_delimiter = ',')]
+    counts: Vec<u64>,
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -45,6 +56,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
         Suite::Models => models(),
         #[cfg(madsim)]
         Suite::Sim => sim(),
+        #[cfg(madsim)]
+        Suite::SweepMemory => sweep_memory(&args.scenario, &args.counts),
         #[cfg(not(madsim))]
         Suite::Real => super::real::bench(args.contact_points, args.lockers, args.seconds, args.out),
         #[cfg(madsim)]
@@ -104,6 +117,160 @@ fn sim() -> ExitCode {
     }
     if failed {
         eprintln!("error: a contention run failed a check");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// The most checkpoints `bench sweep-memory` reads.
+#[cfg(madsim)]
+const MAX_COUNTS: usize = 8;
+
+/// Check `bench sweep-memory --counts`: 1 to [`MAX_COUNTS`] counts, strictly increasing, each
+/// from 1 to `sim`'s own limit on one call's seeds.
+#[cfg(madsim)]
+fn check_counts(counts: &[u64], max_seeds: u64) -> Result<(), String> {
+    if counts.is_empty() || counts.len() > MAX_COUNTS {
+        return Err(format!(
+            "--counts: give 1 to {MAX_COUNTS} seed counts, comma-separated (e.g. 1000,10000,100000)"
+        ));
+    }
+    if let Some(bad) = counts.iter().find(|&&count| count == 0 || count > max_seeds) {
+        return Err(format!(
+            "--counts {bad}: each count must be from 1 to {max_seeds} seeds"
+        ));
+    }
+    if counts.windows(2).any(|pair| pair[0] >= pair[1]) {
+        return Err(format!(
+            "--counts {}: give the counts in increasing order, each once (they are checkpoints of one sweep)",
+            counts.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+        ));
+    }
+    Ok(())
+}
+
+/// The `VmHWM` line of a `/proc/<pid>/status` text: the peak resident set size, in KiB.
+#[cfg(madsim)]
+fn parse_vm_hwm_kib(status: &str) -> Option<u64> {
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let mut words = line["VmHWM:".len()..].split_whitespace();
+    let kib = words.next()?.parse().ok()?;
+    (words.next() == Some("kB")).then_some(kib)
+}
+
+/// This process's peak resident set size so far, in KiB (Linux: `/proc/self/status`).
+#[cfg(madsim)]
+fn peak_rss_kib() -> std::io::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    parse_vm_hwm_kib(&status).ok_or_else(|| std::io::Error::other("/proc/self/status has no VmHWM line in kB"))
+}
+
+/// Peak memory of one long sweep, read after each count of seeds: the sweep must run in flat
+/// memory (issue 11, item 4), so the ratio of the last reading to the first should stay near 1.
+/// The seeds run through `sim`'s own `run_seeds` (2 jobs, the queue algorithm), so this measures
+/// what `cassalock sim --seeds 0..N` holds.
+#[cfg(madsim)]
+fn sweep_memory(scenario: &str, counts: &[u64]) -> ExitCode {
+    use std::io::IsTerminal;
+
+    use cassalock::Algorithm;
+    use cassalock_sim::ranges::SeedRange;
+    use cassalock_sim::scenario::{build, SimOptions};
+
+    use crate::sim::{run_seeds, MAX_SEEDS};
+    const JOBS: usize = 2;
+    /// Seeds per step between progress lines when stderr is not a terminal (no progress bar).
+    const STEP: u64 = 10_000;
+    let algorithm = Algorithm::Queue;
+    let options = SimOptions::default();
+    if let Err(message) = check_counts(counts, MAX_SEEDS) {
+        return crate::usage_error(&message);
+    }
+    let config = match build(scenario, 0, algorithm, &options) {
+        Ok(config) => config,
+        Err(error) => return crate::usage_error(&error.to_string()),
+    };
+    let before_kib = match peak_rss_kib() {
+        Ok(kib) => kib,
+        Err(error) => {
+            eprintln!("error: cannot read the peak resident memory: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(JOBS).build() {
+        Ok(pool) => pool,
+        Err(error) => {
+            eprintln!("error: cannot start the worker threads: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    let total = *counts.last().expect("checked: not empty");
+    let plan = config.plan();
+    println!("peak resident memory (VmHWM) of one sweep over seeds 0..{total} on {JOBS} jobs, read after each count");
+    println!("  {}", plan.lines().next().unwrap_or_default());
+    println!("  peak before the first seed: {:.1} MB", before_kib as f64 / 1024.0);
+    println!(
+        "{:>9} {:>15} {:>14} {:>10} {:>13} {:>12}",
+        "seeds", "peak RSS (MB)", "x first count", "seconds", "seeds/minute", "failed runs"
+    );
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta}")
+                .expect("template"),
+        );
+        bar.set_message(format!("sweep-memory {scenario} {}", algorithm.name()));
+        bar
+    });
+    let started = Instant::now();
+    let (mut done, mut failed_runs, mut first_kib) = (0u64, 0u64, None);
+    let mut panicked = None;
+    for &count in counts {
+        while done < count {
+            let step_end = count.min(done + STEP);
+            let seeds = SeedRange::new(done..=step_end - 1).expect("done < step_end");
+            let tally = run_seeds(scenario, &options, &seeds, &pool, algorithm, bar.as_ref(), None)
+                .expect("no per-seed file, nothing written");
+            failed_runs += tally.failed_runs;
+            panicked = panicked.or(tally.panics);
+            done = step_end;
+            if bar.is_none() && done < count {
+                let peak =
+                    peak_rss_kib().map_or("unreadable".to_owned(), |kib| format!("{:.1} MB", kib as f64 / 1024.0));
+                eprintln!(
+                    "sweep-memory: {done}/{total} seeds, peak RSS {peak}, {:.0} s",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+        }
+        let kib = match peak_rss_kib() {
+            Ok(kib) => kib,
+            Err(error) => {
+                eprintln!("error: cannot read the peak resident memory: {error}");
+                return ExitCode::from(1);
+            }
+        };
+        let first = *first_kib.get_or_insert(kib);
+        let seconds = started.elapsed().as_secs_f64();
+        let row = format!(
+            "{count:>9} {:>15.1} {:>14.2} {seconds:>10.0} {:>13.0} {failed_runs:>12}",
+            kib as f64 / 1024.0,
+            kib as f64 / first as f64,
+            count as f64 / seconds * 60.0
+        );
+        match &bar {
+            Some(bar) => bar.suspend(|| println!("{row}")),
+            None => println!("{row}"),
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    if let Some(seed) = panicked {
+        eprintln!(
+            "error: a run panicked (a harness bug); first seed {seed}: {}",
+            crate::sim::replay_command(scenario, seed, algorithm, "")
+        );
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
@@ -226,4 +393,38 @@ fn models() -> ExitCode {
         return ExitCode::from(1);
     }
     ExitCode::SUCCESS
+}
+
+#[cfg(all(test, madsim))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_increasing_bounded_checkpoints() {
+        assert!(check_counts(&[1000, 10_000, 100_000], 1_000_000).is_ok());
+        assert!(check_counts(&[1], 1).is_ok());
+        for (counts, says) in [
+            (&[][..], "give 1 to 8"),
+            (&[0, 10][..], "--counts 0: each count must be from 1"),
+            (
+                &[10, 2_000_000][..],
+                "--counts 2000000: each count must be from 1 to 1000000",
+            ),
+            (&[100, 100][..], "increasing order"),
+            (&[1000, 10][..], "--counts 1000,10: give the counts in increasing order"),
+            (&[1, 2, 3, 4, 5, 6, 7, 8, 9][..], "give 1 to 8"),
+        ] {
+            let message = check_counts(counts, 1_000_000).unwrap_err();
+            assert!(message.contains(says), "{counts:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn peak_rss_is_the_vm_hwm_line_in_kib() {
+        let status = "Name:\tcassalock\nVmPeak:\t  123456 kB\nVmHWM:\t    9284 kB\nVmRSS:\t    9000 kB\n";
+        assert_eq!(parse_vm_hwm_kib(status), Some(9284));
+        assert_eq!(parse_vm_hwm_kib("VmRSS:\t 9000 kB\n"), None);
+        assert_eq!(parse_vm_hwm_kib("VmHWM:\t 9000 MB\n"), None);
+        assert!(peak_rss_kib().expect("Linux /proc") > 0);
+    }
 }

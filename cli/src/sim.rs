@@ -1,6 +1,6 @@
 //! `cassalock sim` and `cassalock replay`: run the simulation over seeds, or one seed in full.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -154,6 +154,10 @@ pub struct SimArgs {
     jobs: usize,
     #[arg(long, value_enum, default_value = "both")]
     algorithm: Algorithms,
+    /// Write one JSON line per seed to FILE as the sweep goes (algorithm, seed, acquisitions,
+    /// simulated seconds, each claim's verdict), in seed order; nothing per seed is kept in memory.
+    #[arg(long, value_name = "FILE")]
+    per_seed_out: Option<std::path::PathBuf>,
     /// skew only: sweep replica r0's offset over 0..=2 TTL (1 s steps, then 0.1 s below the first
     /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
     #[arg(long)]
@@ -185,26 +189,30 @@ pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &s
 }
 
 #[derive(Default)]
-struct Tally {
+pub(crate) struct Tally {
     /// The first seed whose run panicked (a harness bug).
-    panics: Option<u64>,
-    runs: u64,
-    failed_runs: u64,
+    pub(crate) panics: Option<u64>,
+    pub(crate) runs: u64,
+    pub(crate) failed_runs: u64,
     per_claim: Vec<(&'static str, u64, Option<u64>)>,
     acquisitions: u64,
     sim_seconds: f64,
     hashes: u64,
 }
 
-/// Run every seed of `seeds` on `pool` and tally, in seed order.
-fn run_seeds(
+/// Run every seed of `seeds` on `pool` and tally, in seed order; with `per_seed`, also write one
+/// JSON line per seed there, a batch at a time. What it holds at once is bounded by [`BATCH`],
+/// whatever the number of seeds (`cassalock bench sweep-memory` measures it). Fails only on a
+/// write to `per_seed`.
+pub(crate) fn run_seeds(
     scenario: &str,
     options: &SimOptions,
     seeds: &SeedRange,
     pool: &rayon::ThreadPool,
     algorithm: Algorithm,
     bar: Option<&indicatif::ProgressBar>,
-) -> Tally {
+    mut per_seed: Option<&mut dyn Write>,
+) -> std::io::Result<Tally> {
     let mut tally = Tally::default();
     for batch in seeds.chunks(BATCH) {
         let first = *batch.start();
@@ -226,6 +234,9 @@ fn run_seeds(
                 .collect()
         });
         for (seed, outcome) in batch.zip(&outcomes) {
+            if let Some(out) = per_seed.as_mut() {
+                writeln!(out, "{}", per_seed_line(algorithm, seed, outcome.as_ref()))?;
+            }
             match outcome {
                 Some(outcome) => tally_outcome(&mut tally, outcome),
                 None => {
@@ -235,8 +246,29 @@ fn run_seeds(
                 }
             }
         }
+        if let Some(out) = per_seed.as_mut() {
+            out.flush()?;
+        }
     }
-    tally
+    Ok(tally)
+}
+
+/// One `--per-seed-out` line: the seed's figures and each claim's verdict, or that it panicked.
+fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>) -> serde_json::Value {
+    match outcome {
+        Some(outcome) => serde_json::json!({
+            "algorithm": algorithm.name(),
+            "seed": seed,
+            "acquisitions": outcome.acquisitions,
+            "sim_seconds": outcome.sim_seconds,
+            "claims": outcome
+                .claims
+                .iter()
+                .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
+                .collect::<serde_json::Map<_, _>>(),
+        }),
+        None => serde_json::json!({ "algorithm": algorithm.name(), "seed": seed, "panicked": true }),
+    }
 }
 
 /// The skew finding: the smallest offset of r0's clock that breaks T1.
@@ -254,7 +286,8 @@ fn sweep_offsets(args: &SimArgs, options: &SimOptions, pool: &rayon::ThreadPool)
             offset_s: Some(offset),
             ..options.clone()
         };
-        let tally = run_seeds("skew", &options, &args.seeds, pool, algorithm, None);
+        let tally = run_seeds("skew", &options, &args.seeds, pool, algorithm, None, None)
+            .expect("no --per-seed-out, nothing written");
         tally
             .per_claim
             .iter()
@@ -338,8 +371,18 @@ pub fn sim(args: SimArgs) -> ExitCode {
         }
     };
     if args.sweep_offsets {
+        if args.per_seed_out.is_some() {
+            return crate::usage_error("--per-seed-out applies to a plain sweep, not --sweep-offsets");
+        }
         return sweep_offsets(&args, &options, &pool);
     }
+    let mut per_seed = match &args.per_seed_out {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some((path, std::io::BufWriter::new(file))),
+            Err(error) => return crate::usage_error(&format!("--per-seed-out {}: {error}", path.display())),
+        },
+        None => None,
+    };
     let mut any_failed = false;
     for algorithm in args.algorithm.algorithms() {
         let started = Instant::now();
@@ -353,14 +396,25 @@ pub fn sim(args: SimArgs) -> ExitCode {
             bar.set_message(format!("{} {}", args.scenario.scenario, algorithm.name()));
             bar
         });
-        let tally = run_seeds(
+        let tally = match run_seeds(
             &args.scenario.scenario,
             &options,
             &seeds,
             &pool,
             algorithm,
             bar.as_ref(),
-        );
+            per_seed.as_mut().map(|(_, out)| out as &mut dyn Write),
+        ) {
+            Ok(tally) => tally,
+            Err(error) => {
+                let path = per_seed
+                    .as_ref()
+                    .map(|(path, _)| path.display().to_string())
+                    .unwrap_or_default();
+                eprintln!("error: cannot write --per-seed-out {path}: {error}");
+                return ExitCode::from(1);
+            }
+        };
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
@@ -554,6 +608,26 @@ mod tests {
         assert!(negative.contains("not negative"), "{negative}");
         let overflow = seeds("0..18446744073709551616").unwrap_err().to_string();
         assert!(overflow.contains("overflows"), "{overflow}");
+    }
+
+    #[test]
+    fn a_per_seed_line_holds_the_seed_s_figures_and_verdicts() {
+        let summary = SeedSummary {
+            seed: 7,
+            acquisitions: 15,
+            sim_seconds: 56.5,
+            trace_hash: 0,
+            all_passed: false,
+            claims: vec![("T1-belief", false), ("T2", true)],
+        };
+        assert_eq!(
+            per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5}"#
+        );
+        assert_eq!(
+            per_seed_line(Algorithm::Old, 8, None).to_string(),
+            r#"{"algorithm":"old","panicked":true,"seed":8}"#
+        );
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl Injector {
                 );
                 self.killed.lock().expect("killed").remove(&client);
                 // madsim's restart does not free the old endpoint's address; a kill does.
-                self.handle.kill(self.clients[client]);
+                self.kill_node(self.clients[client]);
                 self.handle.restart(self.clients[client]);
             }
             FaultKind::CutOffHolder { for_ } => {
@@ -131,7 +131,7 @@ impl Injector {
                     Disruption::Killed,
                     true,
                 );
-                self.handle.kill(self.replicas[replica]);
+                self.kill_node(self.replicas[replica]);
             }
             FaultKind::RestartReplica { replica } => {
                 self.mark(
@@ -140,7 +140,7 @@ impl Injector {
                     Disruption::Killed,
                     false,
                 );
-                self.handle.kill(self.replicas[replica]);
+                self.kill_node(self.replicas[replica]);
                 self.handle.restart(self.replicas[replica]);
             }
             FaultKind::PauseReplica { replica, for_ } => {
@@ -209,7 +209,7 @@ impl Injector {
                     Disruption::Killed,
                     true,
                 );
-                self.handle.kill(self.time_replicas[replica]);
+                self.kill_node(self.time_replicas[replica]);
             }
         }
     }
@@ -235,6 +235,22 @@ impl Injector {
         self.handle.resume(self.clients[client]);
     }
 
+    /// Kill a node's process, paused or not: none of its tasks runs again.
+    ///
+    /// madsim's kill drops a paused node's parked tasks on the spot, inside the caller's task
+    /// (this injector, on madsim's main node), so whatever their drops spawn lands on the main
+    /// node and runs: a client killed while paused released its lock from beyond the grave
+    /// (`LockGuard`'s drop spawns the release), and that task, never killed, kept the whole
+    /// runtime from being freed (see `assembly::stop_every_task`; seen in swarm seed 10, the
+    /// only scenario that kills a paused node). Resuming first moves the parked tasks to the
+    /// ready queue; the kill then marks the node killed before any of them can run, and the
+    /// executor drops each in its own task, where anything spawned belongs to the dead node and
+    /// never runs.
+    fn kill_node(&self, node: NodeId) {
+        self.handle.resume(node);
+        self.handle.kill(node);
+    }
+
     fn kill_client(&self, client: usize) {
         self.mark(
             format!("kill client c{client}"),
@@ -243,7 +259,7 @@ impl Injector {
             true,
         );
         self.killed.lock().expect("killed").insert(client);
-        self.handle.kill(self.clients[client]);
+        self.kill_node(self.clients[client]);
     }
 
     async fn cut_off(&self, client: usize, for_: Duration) {
