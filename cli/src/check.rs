@@ -39,7 +39,16 @@ pub struct CheckArgs {
     /// Lock models: cells carry a TTL and holders renew them (clock ticks), even without a fault.
     #[arg(long)]
     leases: bool,
-    /// Check only this claim (T1, T2, T3, T4, T5, F-order, F-overtakes, T1-resource, K3, L1, S1).
+    /// Lock models: run the thesis's listings as written, without the library's fixes (see
+    /// docs/contract.md), to show what each fix is for.
+    #[arg(long)]
+    thesis_listings: bool,
+    /// Lock models: drop the partial-synchrony assumption that a TryGetLock's poll interval
+    /// outlasts a contender's requests (the purely asynchronous model).
+    #[arg(long)]
+    asynchronous: bool,
+    /// Check only this claim (T1, T2, T3, T4, T5, F-order, F-overtakes, T1-resource, K3, L1, S1,
+    /// C-try, C-free, C-release, C-lost, C-token).
     #[arg(long, value_name = "ID")]
     property: Option<String>,
     /// Stop at the first violation (its trace is still the shortest).
@@ -64,6 +73,8 @@ fn spec(args: &CheckArgs) -> Spec {
     spec.mutant = args.mutant;
     spec.fencing = args.fencing;
     spec.leases = args.leases;
+    spec.thesis_listings = args.thesis_listings;
+    spec.asynchronous = args.asynchronous;
     spec
 }
 

@@ -81,16 +81,20 @@ pub enum Fault {
     DelayedEnqueue,
     /// A holder crashes; its lease expires.
     Crash,
+    /// One store request fails, before it is applied or after (the reply is lost): the
+    /// contract items C-free and C-release (leases on, retries exhausted at once).
+    StoreFailure,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 7] = [
         Fault::None,
         Fault::Skew,
         Fault::TtlSkew,
         Fault::Pause,
         Fault::DelayedEnqueue,
         Fault::Crash,
+        Fault::StoreFailure,
     ];
 
     pub fn name(self) -> &'static str {
@@ -101,6 +105,7 @@ impl Fault {
             Fault::Pause => "pause",
             Fault::DelayedEnqueue => "delayed-enqueue",
             Fault::Crash => "crash",
+            Fault::StoreFailure => "store-failure",
         }
     }
 }
@@ -135,6 +140,12 @@ pub struct Spec {
     pub fencing: bool,
     /// Lock models: cells carry a TTL and holders renew (ticks), even without a fault.
     pub leases: bool,
+    /// Lock models: run the thesis's listings as written, without the library's fixes
+    /// (`Fixes::THESIS`), to show what the fixes are for.
+    pub thesis_listings: bool,
+    /// Lock models: no bound on how long a contender's requests take against a TryGetLock's
+    /// poll interval (the purely asynchronous model; see `LockModelConfig::poll_outlasts_contention`).
+    pub asynchronous: bool,
 }
 
 impl Spec {
@@ -147,6 +158,8 @@ impl Spec {
             mutant: None,
             fencing: false,
             leases: false,
+            thesis_listings: false,
+            asynchronous: false,
         }
     }
 }
@@ -184,8 +197,9 @@ fn size(
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
-    let timed =
-        !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue) || spec.mutant == Some(Mutant::K3) || spec.leases;
+    let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue | Fault::StoreFailure)
+        || spec.mutant == Some(Mutant::K3)
+        || spec.leases;
     let (threads, acquisitions) = match (algorithm, timed) {
         (LockAlgorithm::GetLock, false) if spec.fault == Fault::DelayedEnqueue => {
             let threads = size("--threads", spec.threads, 2, 1..=3, "delayed enqueue")?;
@@ -218,7 +232,11 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
     if spec.mutant == Some(Mutant::M1) && algorithm == LockAlgorithm::Old {
         return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
     }
-    let cfg = LockModelConfig::new(algorithm, threads, acquisitions);
+    let mut cfg = LockModelConfig::new(algorithm, threads, acquisitions);
+    if spec.thesis_listings {
+        cfg.lock.fixes = cassalock::algo::Fixes::THESIS;
+    }
+    cfg.poll_outlasts_contention = !spec.asynchronous;
     Ok(lock_world::apply_fault(
         cfg,
         spec.fault,
@@ -245,9 +263,9 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                     spec.model.name()
                 ));
             }
-            if spec.mutant.is_some() || spec.fencing {
+            if spec.mutant.is_some() || spec.fencing || spec.thesis_listings || spec.asynchronous {
                 return refuse(format!(
-                    "--mutant and --fencing apply to the lock models (getlock, trygetlock, old), not to {}",
+                    "--mutant, --fencing, --thesis-listings and --asynchronous apply to the lock models (getlock, trygetlock, old), not to {}",
                     spec.model.name()
                 ));
             }

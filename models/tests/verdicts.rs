@@ -160,6 +160,8 @@ fn t1_t2_f_hold_for_getlock_3_threads_x_2_acquisitions() {
             ("T1", "holds"),
             ("F-order", "holds"),
             ("F-overtakes", "holds"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
             ("T2", "holds"),
         ],
         5181,
@@ -172,7 +174,17 @@ fn t3_t4_hold_for_trygetlock_3_threads() {
     // The thesis's T4 holds in this model: whenever several threads call TryGetLock on a free
     // lock, one gets it (no terminal state and no fair cycle without an acquisition).
     let report = full(&Spec::new(ModelName::TryGetLock));
-    pinned(&report, &[("T3", "holds"), ("T4", "holds")], 4937);
+    pinned(
+        &report,
+        &[
+            ("T3", "holds"),
+            ("C-try", "holds"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
+            ("T4", "holds"),
+        ],
+        5000,
+    );
     pin(expect_file!["golden/trygetlock.txt"], &golden_text(&report));
 }
 
@@ -181,7 +193,13 @@ fn old_algorithm_keeps_t1_but_starves_with_a_lasso() {
     let report = full(&Spec::new(ModelName::Old));
     pinned(
         &report,
-        &[("T1", "holds"), ("F-overtakes", "VIOLATED"), ("T2", "VIOLATED")],
+        &[
+            ("T1", "holds"),
+            ("F-overtakes", "VIOLATED"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
+            ("T2", "VIOLATED"),
+        ],
         372,
     );
     let t2 = report.row("T2");
@@ -241,6 +259,8 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
             ("T1", "holds"),
             ("F-order", "VIOLATED"),
             ("F-overtakes", "VIOLATED"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
             ("T2", "holds"),
         ],
         8745,
@@ -324,6 +344,121 @@ fn a_crashed_holders_lease_frees_the_lock_for_old_and_trygetlock_too() {
         "{try_get_lock}"
     );
     pin(expect_file!["golden/trygetlock_crash.txt"], &golden_text(&try_get_lock));
+}
+
+// ---- the contract (docs/contract.md) ----
+
+#[test]
+fn c_free_the_listings_leave_a_failed_call_s_cells_the_library_cleans_them_up() {
+    // One store request fails, before or after it applies; no TTL, so a leftover cell stays.
+    let library = spec(ModelName::GetLock, Fault::StoreFailure);
+    let report = full(&library);
+    pinned(
+        &report,
+        &[
+            ("T1", "holds"),
+            ("F-order", "holds"),
+            ("F-overtakes", "holds"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
+            ("T2", "VIOLATED"),
+        ],
+        51468,
+    );
+    // T2 needs a store that answers: a release whose delete fails says so, and leaves its
+    // cell to the TTL (none here), which blocks the waiters.
+    let t2 = report.row("T2").trace.as_ref().unwrap().to_string();
+    assert!(t2.contains("FAULT") && t2.contains("a delete kept failing"), "{t2}");
+    let mut thesis = library.clone();
+    thesis.thesis_listings = true;
+    let report = first_violation(&thesis, "C-free");
+    let trace = report.row("C-free").trace.as_ref().unwrap().to_string();
+    assert!(trace.contains("FAULT"), "{trace}");
+    pin(expect_file!["golden/c_free_getlock_thesis.txt"], &golden_text(&report));
+    for model in [ModelName::Old, ModelName::TryGetLock] {
+        let report = full(&spec(model, Fault::StoreFailure));
+        assert_eq!(report.row("C-free").verdict, Verdict::Holds, "{report}");
+        let mut thesis = spec(model, Fault::StoreFailure);
+        thesis.thesis_listings = true;
+        first_violation(&thesis, "C-free");
+    }
+}
+
+#[test]
+fn c_try_listing_7_loops_while_another_cell_stays_the_fix_gives_up_and_keeps_t3_t4() {
+    // Delayed enqueue lets a thread first in the queue find another's main cell: Listing 7
+    // loops on (C-try), the library gives up after its turns.
+    let mut thesis = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+    thesis.threads = Some(2);
+    thesis.thesis_listings = true;
+    let report = first_violation(&thesis, "C-try");
+    let trace = report.row("C-try").trace.as_ref().unwrap().to_string();
+    assert!(trace.contains("L7.9 not alone in the main row"), "{trace}");
+    pin(
+        expect_file!["golden/c_try_trygetlock_thesis.txt"],
+        &golden_text(&report),
+    );
+    // The fix keeps T3 and T4, exhaustively, under the partial synchrony it needs (a poll
+    // outlasts a contender's requests) ...
+    for threads in [2, 3] {
+        let mut library = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+        library.threads = Some(threads);
+        let report = full(&library);
+        for claim in ["T3", "C-try", "T4"] {
+            assert_eq!(report.row(claim).verdict, Verdict::Holds, "{threads} threads: {report}");
+        }
+    }
+    let mut library = spec(ModelName::TryGetLock, Fault::Skew);
+    library.threads = Some(2);
+    let report = full(&library);
+    for claim in ["T3", "C-try", "T4"] {
+        assert_eq!(report.row(claim).verdict, Verdict::HoldsWithinClockBound(4), "{report}");
+    }
+    // ... and loses T4 without it: no try-lock on registers can bound its steps and always
+    // let one caller in (test-and-set is not wait-free from registers).
+    let mut asynchronous = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+    asynchronous.threads = Some(2);
+    asynchronous.asynchronous = true;
+    let report = full(&asynchronous);
+    assert_eq!(report.row("C-try").verdict, Verdict::Holds, "{report}");
+    assert_eq!(report.row("T4").verdict, Verdict::Violated, "{report}");
+    pin(
+        expect_file!["golden/c_try_fix_asynchronous_t4.txt"],
+        &golden_text(&report),
+    );
+}
+
+#[test]
+fn c_release_k3_leaves_a_released_lock_s_cell_live() {
+    let mut k3 = Spec::new(ModelName::GetLock);
+    k3.mutant = Some(Mutant::K3);
+    let report = first_violation(&k3, "C-release");
+    let trace = report.row("C-release").trace.as_ref().unwrap().to_string();
+    assert!(trace.contains("did NOT wait"), "{trace}");
+    pin(expect_file!["golden/c_release_k3.txt"], &golden_text(&report));
+}
+
+#[test]
+fn c_lost_a_holder_learns_within_a_renewal_unless_its_coordinator_s_clock_runs_a_ttl_ahead() {
+    let report = full(&spec(ModelName::GetLock, Fault::Pause));
+    assert_eq!(
+        report.row("C-lost").verdict,
+        Verdict::HoldsWithinClockBound(4),
+        "{report}"
+    );
+    // S2: the holder's own coordinator still sees its cell live, so renewal never notices.
+    let report = first_violation(&spec(ModelName::GetLock, Fault::TtlSkew), "C-lost");
+    pin(expect_file!["golden/c_lost_ttl_skew.txt"], &golden_text(&report));
+}
+
+#[test]
+fn c_token_the_queue_column_as_a_token_goes_down_when_two_enqueue_in_the_same_tick() {
+    let mut pause = spec(ModelName::GetLock, Fault::Pause);
+    pause.fencing = true;
+    let report = first_violation(&pause, "C-token");
+    let trace = report.row("C-token").trace.as_ref().unwrap().to_string();
+    assert!(trace.contains("C-token: t0 is handed token"), "{trace}");
+    pin(expect_file!["golden/c_token_queue_column.txt"], &golden_text(&report));
 }
 
 #[test]

@@ -146,6 +146,12 @@ where
     fn urgent(&self, config: &LockConfig, now_us: u64) -> bool {
         self.cleaning.is_none() && self.inner.urgent(config, now_us)
     }
+
+    /// Cleaning up, it deletes what it wrote (its main cell among them) in a bounded number
+    /// of requests.
+    fn contending(&self) -> bool {
+        self.cleaning.is_some() || self.inner.contending()
+    }
 }
 
 #[cfg(test)]

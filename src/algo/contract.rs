@@ -13,26 +13,41 @@
 use super::lifecycle::AcquireKind;
 use super::LockConfig;
 
-/// Store requests on the longest path through one TryLock or TryGetLock call that does not
-/// wait for anyone (first attempts; each may be retried):
+/// Store requests on the longest path through one TryLock or TryGetLock call (first
+/// attempts; each may be retried):
 /// - Listing 3 (the old TryLock): read main, write shadow, read shadow, read main, write main,
 ///   delete shadow: 6;
-/// - Listing 7 (TryGetLock): read main, enqueue, read head, write main, read main, delete main,
-///   delete own queue cell: 7.
+/// - Listing 7 (TryGetLock): read main, enqueue, read head, write main, read main, delete main
+///   (6), then each turn of the step-10 loop ("go to 4": read head, write main, read main,
+///   delete main: 4), then delete own queue cell (1): 7 + 4 x [`LockConfig::try_turns`].
 ///
-/// Listing 7's step 10 ("go to 4") sends more: each turn of that loop waits for another
-/// thread's main cell to go away, which is what C-try forbids.
-pub fn try_call_requests(kind: AcquireKind) -> Option<u64> {
+/// The listing itself bounds the loop by nothing: each turn waits for another thread's main
+/// cell to go away, possibly a holder's, which is what C-try forbids. The library's fix
+/// ([`super::Fixes::try_bounded_loop`]) stops after `try_turns` turns; the listing run as
+/// written is judged against the same number.
+pub fn try_call_requests(kind: AcquireKind, config: &LockConfig) -> Option<u64> {
     match kind {
         AcquireKind::OldTryLock => Some(6),
-        AcquireKind::QueueTryGetLock => Some(7),
+        AcquireKind::QueueTryGetLock => Some(7 + 4 * u64::from(config.try_turns)),
         AcquireKind::QueueGetLock | AcquireKind::OldGetLock => None,
     }
 }
 
-/// C-try: the most store requests one try call may send, retries included.
+/// The deletes [`super::clean_up::CleanUp`] may add to a failed call: one per cell the call
+/// may have written (the main cell and the queue or shadow cell), when the fix is on.
+pub fn clean_up_requests(config: &LockConfig) -> u64 {
+    if config.fixes.clean_up_on_failure {
+        2
+    } else {
+        0
+    }
+}
+
+/// C-try: the most store requests one try call may send, its clean-up after a failure and
+/// every retry included.
 pub fn try_call_max_requests(kind: AcquireKind, config: &LockConfig) -> Option<u64> {
-    try_call_requests(kind).map(|requests| requests * (1 + u64::from(config.retry.max_retries)))
+    try_call_requests(kind, config)
+        .map(|requests| (requests + clean_up_requests(config)) * (1 + u64::from(config.retry.max_retries)))
 }
 
 /// The longest one request can take with its retries, if each attempt takes at most
@@ -87,8 +102,14 @@ mod tests {
         let config = LockConfig::default();
         // 3 retries 100 ms apart, 1 s per attempt: 4 s + 300 ms.
         assert_eq!(request_with_retries_ms(&config, 1000), 4300);
-        assert_eq!(try_call_max_requests(AcquireKind::QueueTryGetLock, &config), Some(28));
-        assert_eq!(try_call_max_requests(AcquireKind::OldTryLock, &config), Some(24));
+        // (7 + 4 x 2 turns + 2 clean-up deletes) x 4 attempts; (6 + 2) x 4.
+        assert_eq!(try_call_max_requests(AcquireKind::QueueTryGetLock, &config), Some(68));
+        assert_eq!(try_call_max_requests(AcquireKind::OldTryLock, &config), Some(32));
+        let thesis = LockConfig {
+            fixes: crate::algo::Fixes::THESIS,
+            ..LockConfig::default()
+        };
+        assert_eq!(try_call_max_requests(AcquireKind::QueueTryGetLock, &thesis), Some(60));
         assert_eq!(try_call_max_requests(AcquireKind::QueueGetLock, &config), None);
         assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 250);
         assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1300);

@@ -91,6 +91,14 @@ impl Machine for AcquireMachine {
             AcquireMachine::Old(machine) => machine.urgent(config, now_us),
         }
     }
+
+    fn contending(&self) -> bool {
+        match self {
+            AcquireMachine::Queue(machine) => machine.contending(),
+            AcquireMachine::Try(machine) => machine.contending(),
+            AcquireMachine::Old(machine) => machine.contending(),
+        }
+    }
 }
 
 /// Is this the queue write that completes an enqueue begun by reading the time (L5.1 then
@@ -294,6 +302,24 @@ impl Lifecycle {
     pub fn main_urgent(&self, config: &LockConfig, now_us: u64) -> bool {
         match &self.main {
             MainLane::Acquiring(machine) => machine.urgent(config, now_us),
+            _ => false,
+        }
+    }
+
+    /// Is the main lane in a contest it finishes in a bounded number of requests (see
+    /// [`Machine::contending`])?
+    pub fn main_contending(&self) -> bool {
+        match &self.main {
+            MainLane::Acquiring(machine) => machine.contending(),
+            _ => false,
+        }
+    }
+
+    /// Is the main lane a TryGetLock waiting a poll interval before its step-10 loop
+    /// ("go to 4")?
+    pub fn in_try_loop_wait(&self) -> bool {
+        match &self.main {
+            MainLane::Acquiring(AcquireMachine::Try(machine)) => machine.inner().inner().in_loop_wait(),
             _ => false,
         }
     }

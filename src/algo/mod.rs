@@ -192,6 +192,15 @@ pub trait Machine {
     fn urgent(&self, _config: &Self::Config, _now_us: u64) -> bool {
         false
     }
+
+    /// True while the machine is in a contest it finishes in a bounded number of its own
+    /// requests: its main cell is written (or about to be) and it will read the main row and
+    /// delete the cell unless it is alone. A model checker that assumes a poll interval
+    /// outlasts such a contest (partial synchrony) does not end another thread's poll while one
+    /// is open; the async drivers ignore it.
+    fn contending(&self) -> bool {
+        false
+    }
 }
 
 /// Run a machine's transition function `advance`, checking (in debug builds) the contract every
@@ -274,16 +283,21 @@ pub struct Fixes {
     /// C-free: a failed acquisition deletes the cells it wrote before it returns
     /// ([`clean_up`]).
     pub clean_up_on_failure: bool,
+    /// C-try: TryGetLock's step-10 loop ("go to 4") runs at most
+    /// [`LockConfig::try_turns`] times, then the call gives up ([`queue_try_get_lock`]).
+    pub try_bounded_loop: bool,
 }
 
 impl Fixes {
     /// The listings as the thesis gives them.
     pub const THESIS: Fixes = Fixes {
         clean_up_on_failure: false,
+        try_bounded_loop: false,
     };
     /// Every fix (the library's default).
     pub const ALL: Fixes = Fixes {
         clean_up_on_failure: true,
+        try_bounded_loop: true,
     };
 }
 
@@ -307,6 +321,9 @@ pub struct LockConfig {
     pub retry: RetryPolicy,
     /// Give up acquiring after this long on the client's clock (`None`: wait for ever).
     pub max_wait_ms: Option<u64>,
+    /// C-try ([`Fixes::try_bounded_loop`]): how many times TryGetLock goes back to step 4
+    /// after finding another cell beside its own in the main row.
+    pub try_turns: u8,
     pub mutants: Mutants,
     pub fixes: Fixes,
 }
@@ -320,6 +337,7 @@ impl Default for LockConfig {
             old_backoff: OldBackoff::default(),
             retry: RetryPolicy::default(),
             max_wait_ms: None,
+            try_turns: 2,
             mutants: Mutants::default(),
             fixes: Fixes::default(),
         }

@@ -277,6 +277,13 @@ impl Machine for QueueGetLock {
     fn urgent(&self, config: &LockConfig, now_us: u64) -> bool {
         !matches!(self.state, State::Idle | State::ReadingTime | State::Finished) && self.refresh_due(config, now_us)
     }
+
+    fn contending(&self) -> bool {
+        matches!(
+            self.state,
+            State::WritingMain { .. } | State::ReadingMain { .. } | State::DeletingMain
+        )
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,22 @@
 //!
 //! Ours: the step-10 loop waits one poll interval per turn; `max_wait_ms` bounds it. Mutant
 //! M1 skips step 6, as in Listing 6.
+//!
+//! Ours (C-try, [`Fixes::try_bounded_loop`](super::Fixes::try_bounded_loop), on by default):
+//! the loop goes back to step 4 at most [`LockConfig::try_turns`] times; then the call deletes
+//! its queue cell and returns false. A call then sends at most 7 + 4 x `try_turns` requests
+//! (before retries and clean-up), however long anybody holds the lock. The cell that keeps us
+//! looping may be an owner's (a holder whose queue cell sorts after ours, under clock skew: the
+//! listing then waits for its whole critical section, which C-try forbids) or a contender's (a
+//! thread that wrote its main cell a moment before us and will delete it when it sees ours):
+//! the listing cannot tell them apart. Giving up is what `try` promises for the first; for the
+//! second it costs Theorem 4 unless the contender's two requests finish within our turns. That
+//! is a real limit, not a flaw of this fix: cells compared by timestamp are registers, and a
+//! try-lock that always lets one of several callers in while every caller finishes in a
+//! bounded number of its own steps would be a wait-free test-and-set, which registers cannot
+//! implement (consensus number 1 against 2). The model checks T4 for this variant under the
+//! assumption that a poll interval outlasts a contender's requests, and shows it fails without
+//! (`cassalock check --model trygetlock --fault skew --asynchronous`).
 
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
@@ -63,6 +79,8 @@ pub struct QueueTryGetLock {
     column: Option<String>,
     state: State,
     deadline_us: Option<u64>,
+    /// Times the step-10 loop went back to step 4.
+    turns: u8,
 }
 
 const L7_CHECK_MAIN: StepTag = StepTag::new(Source::L7, 1, "read the main row");
@@ -85,6 +103,11 @@ const M1_HELD: StepTag = StepTag::new(
 const GIVE_UP_LEAVE: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: delete own queue cell");
 const TIMED_OUT: StepTag = StepTag::new(Source::Ours, 0, "max wait ran out: not acquired");
 const GAVE_UP: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
+const TRY_TURNS_USED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "C-try: another cell stayed in the main row for every turn of the step-10 loop: delete own queue cell and return false",
+);
 
 impl QueueTryGetLock {
     pub fn new(lock: LockId, thread: ThreadId) -> Self {
@@ -94,7 +117,13 @@ impl QueueTryGetLock {
             column: None,
             state: State::Idle,
             deadline_us: None,
+            turns: 0,
         }
+    }
+
+    /// Waiting a poll interval before going back to step 4 (L7.10)?
+    pub fn in_loop_wait(&self) -> bool {
+        self.state == State::Polling
     }
 
     pub fn thread(&self) -> &ThreadId {
@@ -210,6 +239,11 @@ impl QueueTryGetLock {
                 }
             }
             (State::DeletingMain, Input::Reply(StoreReply::Done)) => {
+                if config.fixes.try_bounded_loop && self.turns >= config.try_turns {
+                    self.state = State::Leaving { timed_out: false };
+                    return Step::store(TRY_TURNS_USED, delete_own_cell(self.lock.queue_row(), self.column()));
+                }
+                self.turns = self.turns.saturating_add(1);
                 self.state = State::Polling;
                 Step::new(
                     L7_LOOP_WAIT,
@@ -243,6 +277,13 @@ impl Machine for QueueTryGetLock {
             |machine| machine.state == State::Finished,
             Self::advance,
             (config, input, now_us),
+        )
+    }
+
+    fn contending(&self) -> bool {
+        matches!(
+            self.state,
+            State::WritingMain { .. } | State::ReadingMain { .. } | State::DeletingMain
         )
     }
 }
@@ -292,6 +333,49 @@ mod tests {
         assert_eq!(bench.run(&mut machine()), Acquire::NotAcquired);
         assert_eq!(bench.steps(), ["L7.1", "L5.1", "L7.3", "L7.4", "L7.12", "L7.13"]);
         assert_eq!(bench.live_columns("q:L"), [head], "our queue cell is gone");
+    }
+
+    /// Another cell that stays in the main row (an owner whose queue cell sorts after ours):
+    /// the listing loops until it goes; the fix gives up after `try_turns` turns. Returns the
+    /// outcome and the queue row after it, or `None` if it was still looping after 50 turns.
+    fn loop_against_a_cell_that_stays(config: LockConfig) -> Option<(Acquire, Vec<String>)> {
+        let mut bench = Bench::new(config);
+        let mut try_lock = machine();
+        let step = bench.run_until(&mut try_lock, Input::Start, |step| step.tag == L7_WRITE_MAIN);
+        let other = thread("b");
+        bench.execute(write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            other.as_str().into(),
+            &other,
+        ));
+        let Action::Store(write) = step.action else { panic!() };
+        let mut input = Input::Reply(bench.execute(write));
+        for _ in 0..50 {
+            let step = bench.run_until(&mut try_lock, input, |step| step.tag == L7_LOOP_WAIT);
+            if let Action::Done(outcome) = step.action {
+                return Some((outcome, bench.live_columns("q:L")));
+            }
+            input = Input::Woke;
+        }
+        None
+    }
+
+    #[test]
+    fn c_try_the_fix_gives_up_after_its_turns_the_listing_loops_on() {
+        let config = LockConfig::untimed();
+        let (outcome, queue) = loop_against_a_cell_that_stays(config.clone()).expect("the fix ends the loop");
+        assert_eq!(outcome, Acquire::NotAcquired);
+        assert!(queue.is_empty(), "it left the queue");
+        let thesis = LockConfig {
+            fixes: crate::algo::Fixes::THESIS,
+            ..config
+        };
+        assert_eq!(
+            loop_against_a_cell_that_stays(thesis),
+            None,
+            "the listing was still looping after 50 turns"
+        );
     }
 
     #[test]
@@ -355,6 +439,8 @@ mod tests {
     fn max_wait_ends_the_step_10_loop() {
         let mut bench = Bench::new(LockConfig {
             max_wait_ms: Some(1000),
+            // More turns than a second of polls: the deadline ends the loop.
+            try_turns: 100,
             ..LockConfig::untimed()
         });
         let mut try_lock = machine();

@@ -104,6 +104,10 @@ where
     fn urgent(&self, config: &M::Config, now_us: u64) -> bool {
         self.inner.urgent(config, now_us)
     }
+
+    fn contending(&self) -> bool {
+        self.inner.contending()
+    }
 }
 
 #[cfg(test)]

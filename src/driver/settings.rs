@@ -70,6 +70,10 @@ pub struct Settings {
     pub max_wait_ms: Option<u64>,
     pub retry: RetryPolicy,
     pub old_backoff: OldBackoff,
+    /// C-try: how often `try_lock` goes back to the queue head after finding another cell
+    /// beside its own in the main row, before it answers "no" (at least 1; see
+    /// docs/contract.md).
+    pub try_turns: u8,
     /// Deliberately broken variants for the harness; leave off.
     pub mutants: Mutants,
     /// Our fixes to the thesis's listings (docs/contract.md); all on by default.
@@ -94,6 +98,7 @@ impl Settings {
             max_wait_ms: None,
             retry: defaults.retry,
             old_backoff: defaults.old_backoff,
+            try_turns: defaults.try_turns,
             mutants: Mutants::default(),
             fixes: Fixes::default(),
             seed: None,
@@ -128,6 +133,9 @@ impl Settings {
                 renew_every_ms: self.renew_every_ms,
             });
         }
+        if self.try_turns == 0 {
+            return Err(SettingsError::ZeroInterval { name: "try_turns" });
+        }
         if self.old_backoff.max_attempt == 0 {
             return Err(SettingsError::ZeroInterval {
                 name: "old_backoff.max_attempt",
@@ -140,6 +148,7 @@ impl Settings {
             old_backoff: self.old_backoff,
             retry: self.retry,
             max_wait_ms: self.max_wait_ms,
+            try_turns: self.try_turns,
             mutants: self.mutants,
             fixes: self.fixes,
         };
@@ -166,7 +175,7 @@ pub enum SettingsError {
     TtlTooShort { ttl_s: u32 },
     #[error("ttl_s is {ttl_s}; Cassandra accepts at most {MAX_TTL_S} s (20 years)")]
     TtlTooLong { ttl_s: u32 },
-    #[error("{name} is 0; every interval must be at least 1")]
+    #[error("{name} is 0; it must be at least 1")]
     ZeroInterval { name: &'static str },
     #[error("TTL of {ttl_ms} ms is less than twice the renewal interval ({renew_every_ms} ms): one late renewal would lose the lock; renew at most every TTL/2")]
     TtlBelowTwoRenewals { ttl_ms: u64, renew_every_ms: u64 },

@@ -61,6 +61,13 @@ pub struct LockModelConfig {
     pub fairness: bool,
     /// F: how often a waiter may be overtaken.
     pub overtake_bound: u8,
+    /// Store requests the fault injector may fail in one run (before or after they apply).
+    pub store_failures: u8,
+    /// Partial synchrony: a TryGetLock waiting a poll interval in its step-10 loop does not
+    /// wake while another thread is in the middle of a main-row contest (it has written its
+    /// main cell and will read the row and delete the cell unless alone): a poll interval
+    /// outlasts a contender's two or three requests. Off: the purely asynchronous model.
+    pub poll_outlasts_contention: bool,
 }
 
 impl LockModelConfig {
@@ -82,6 +89,8 @@ impl LockModelConfig {
             fencing: false,
             fairness: algorithm != LockAlgorithm::TryGetLock,
             overtake_bound: 0,
+            store_failures: 0,
+            poll_outlasts_contention: true,
         }
     }
 
@@ -174,6 +183,19 @@ pub fn apply_fault(
             cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
             cfg.fairness = false;
             cfg.crash = Some(0);
+        }
+        Fault::StoreFailure => {
+            // Untimed by default (cells never expire: a leftover blocks for ever, and the
+            // checks are exhaustive); with leases, cells carry a TTL and what a failure leaves
+            // expires, and a failed renewal can lose the lease (as a pause does).
+            if leases {
+                cfg = cfg.with_ticks(ticks_max, TTL_TICKS);
+                cfg.fairness = false;
+            }
+            cfg.store_failures = 1;
+            // The failure reaches the machine at once: it stands for a request whose every
+            // retry failed (retries resend the same command, so they add states, not paths).
+            cfg.lock.retry.max_retries = 0;
         }
     }
     match mutant {

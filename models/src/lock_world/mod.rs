@@ -13,7 +13,8 @@
 //!   atomically, so the store is linearizable: every command takes effect at the step that
 //!   sends it. The reply is the thread's input for its next step.
 //! - **The clock** (ticks mode only): advances global time by one tick.
-//! - **The fault injector**: pauses or crashes a holder. It is not bound by fairness.
+//! - **The fault injector**: pauses or crashes a holder, or fails one store request before or
+//!   after the store applies it (`--fault store-failure`). It is not bound by fairness.
 //! - **The resource**: records the highest fencing token it accepted; with fencing on it
 //!   refuses lower ones.
 //!
@@ -67,6 +68,6 @@ mod step;
 mod trace;
 
 pub use config::{apply_fault, Clocks, LockAlgorithm, LockModelConfig, LOCK};
-pub use state::{Act, Main, Pending, Resource, Slot, Thread, World};
+pub use state::{Act, Lane, Main, Pending, Resource, Slot, Thread, World};
 pub use step::LockModel;
 pub use trace::{parse_model_thread, short_column, show_time, Event};

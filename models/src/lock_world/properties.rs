@@ -1,14 +1,67 @@
 //! Every property, liveness obligation and measure of the lock models, in one place; and the
 //! checker's view of the model (its title, fairness, and how steps and states read).
 
-use cassalock::algo::LockId;
+use cassalock::algo::{contract, LockId};
 
 use super::config::{Clocks, LockAlgorithm, LOCK};
-use super::state::{Act, World};
+use super::state::{Act, Main, World};
 use super::step::LockModel;
-use super::trace::{short_column, show_time, Event};
+use super::trace::{parse_model_thread, short_column, show_time, Event};
 
 impl LockModel {
+    /// The first live cell, in the main, queue or shadow row, of an acquisition for which
+    /// `owned_by(thread, k)` holds, as the slowest coordinator sees it (a cell live there is
+    /// live for some reader). Cells carry their thread id as their value.
+    pub(super) fn live_cell_of(&self, world: &World, owned_by: impl Fn(usize, u8) -> bool) -> Option<String> {
+        let lock = LockId::new(LOCK).expect("valid");
+        let reader = self.slowest_coordinator_us(world);
+        [lock.main_row(), lock.queue_row(), lock.shadow_row()]
+            .iter()
+            .flat_map(|row| world.store.read_slice(row, "", 16, reader))
+            .find(|cell| parse_model_thread(&cell.value).is_some_and(|(thread, k)| owned_by(thread, k)))
+            .map(|cell| format!("{} (of {})", short_column(&cell.column), cell.value))
+    }
+
+    /// C-free: a live cell of an acquisition that ended without the lock, unless it said a
+    /// clean-up delete failed (its cells then expire with the TTL).
+    pub fn left_by_failed_call(&self, world: &World) -> Option<String> {
+        self.live_cell_of(world, |thread, k| {
+            let t = &world.threads[thread];
+            let bit = LockModel::acquisition_bit(k);
+            !t.crashed && t.ended_without_lock & bit != 0 && t.clean_up_failed & bit == 0
+        })
+    }
+
+    /// C-release: a live cell of an acquisition whose release returned Ok.
+    pub fn left_after_release(&self, world: &World) -> Option<String> {
+        self.live_cell_of(world, |thread, k| {
+            let t = &world.threads[thread];
+            !t.crashed && t.released_ok & LockModel::acquisition_bit(k) != 0
+        })
+    }
+
+    /// C-lost: the ticks thread i has believed it holds since another thread acquired after
+    /// it, not counting time it spent paused (`None`: no such other holder, or i knows).
+    pub fn unaware_of_loss_ticks(&self, world: &World, i: usize) -> Option<u8> {
+        let t = &world.threads[i];
+        if t.lost || t.crashed || t.paused_at_tick.is_some() || !matches!(t.main, Main::Holding { .. }) {
+            return None;
+        }
+        LockModel::holders(world)
+            .filter(|&j| j != i && world.threads[j].held_since_tick >= t.held_since_tick)
+            .map(|j| {
+                let since = world.threads[j].held_since_tick.max(t.resumed_at_tick);
+                world.now_tick.saturating_sub(since)
+            })
+            .max()
+    }
+
+    /// C-lost: the bound in ticks (one tick is one second of the machines' config; requests
+    /// take no time in the model).
+    pub fn lost_bound_ticks(&self) -> Option<u8> {
+        contract::lost_learned_ms(&self.cfg.lock, 0).map(|ms| u8::try_from(ms / 1000).unwrap_or(u8::MAX))
+    }
+
     fn live_row(&self, world: &World, row: &str) -> String {
         let reader = self.slowest_coordinator_us(world);
         let cells: Vec<String> = world
@@ -43,6 +96,32 @@ fn resource_fn(_: &LockModel, world: &World) -> bool {
 
 fn stuck_fn(model: &LockModel, world: &World) -> bool {
     model.stuck_after_release(world).is_none()
+}
+
+fn c_try_fn(model: &LockModel, world: &World) -> bool {
+    let bound = model.try_request_bound().unwrap_or(u64::MAX);
+    world.threads.iter().all(|t| u64::from(t.try_requests) <= bound)
+}
+
+fn c_free_fn(model: &LockModel, world: &World) -> bool {
+    model.left_by_failed_call(world).is_none()
+}
+
+fn c_release_fn(model: &LockModel, world: &World) -> bool {
+    model.left_after_release(world).is_none()
+}
+
+fn c_lost_fn(model: &LockModel, world: &World) -> bool {
+    let bound = model.lost_bound_ticks().unwrap_or(u8::MAX);
+    (0..world.threads.len()).all(|i| model.unaware_of_loss_ticks(world, i).is_none_or(|ticks| ticks <= bound))
+}
+
+fn c_lost_open_fn(model: &LockModel, world: &World, thread: usize) -> bool {
+    model.unaware_of_loss_ticks(world, thread).is_some()
+}
+
+fn c_token_fn(_: &LockModel, world: &World) -> bool {
+    !world.resource.token_went_down && !world.resource.sole_holder_refused
 }
 
 fn waiting_fn(_: &LockModel, world: &World, thread: usize) -> bool {
@@ -110,6 +189,33 @@ impl stateright::Model for LockModel {
         if self.cfg.lock.ttl_s.is_some() {
             properties.push(Property::always("K3 no released lock stays taken by nobody", stuck_fn));
         }
+        // The contract (docs/contract.md).
+        if self.try_request_bound().is_some() {
+            properties.push(Property::always(
+                "C-try a try call sends at most its bound of store requests",
+                c_try_fn,
+            ));
+        }
+        properties.push(Property::always(
+            "C-free a call that failed or gave up leaves no live cell",
+            c_free_fn,
+        ));
+        properties.push(Property::always(
+            "C-release a released acquisition leaves no live cell",
+            c_release_fn,
+        ));
+        if self.cfg.lock.ttl_s.is_some() {
+            properties.push(Property::always(
+                "C-lost a holder learns its lease is lost within the bound after another acquires",
+                c_lost_fn,
+            ));
+        }
+        if self.cfg.resource {
+            properties.push(Property::always(
+                "C-token tokens only grow, and the sole holder is never refused",
+                c_token_fn,
+            ));
+        }
         properties
     }
 }
@@ -121,7 +227,7 @@ impl crate::liveness::Fairness for LockModel {
             Act::Main(i) | Act::Resume(i) => Some(i),
             Act::Renew { thread, .. } => Some(n + thread),
             Act::Tick => Some(2 * n),
-            Act::Pause(_) | Act::Crash(_) => None,
+            Act::Pause(_) | Act::Crash(_) | Act::FailStore { .. } => None,
         }
     }
 
@@ -173,6 +279,18 @@ impl crate::check::CheckedModel for LockModel {
         if let Some(t) = cfg.crash {
             faults.push(format!("t{t} may crash while holding"));
         }
+        if cfg.store_failures > 0 {
+            faults.push(format!(
+                "{} store request(s) may fail, before or after applying (retries {})",
+                cfg.store_failures, cfg.lock.retry.max_retries
+            ));
+        }
+        if cfg.algorithm == LockAlgorithm::TryGetLock && !cfg.poll_outlasts_contention {
+            faults.push("asynchronous (a contender may outlast any number of polls)".into());
+        }
+        if cfg.lock.fixes == cassalock::algo::Fixes::THESIS {
+            faults.push("the thesis's listings as written (no fixes)".into());
+        }
         if cfg.lock.mutants.m1_skip_main_check {
             faults.push("MUTANT M1".into());
         }
@@ -199,7 +317,7 @@ impl crate::check::CheckedModel for LockModel {
 
     fn obligations(&self) -> Vec<crate::liveness::Obligation<Self>> {
         use crate::liveness::Obligation;
-        match self.cfg.algorithm {
+        let mut obligations = match self.cfg.algorithm {
             LockAlgorithm::TryGetLock => vec![Obligation {
                 name: "T4 some TryGetLock caller acquires",
                 count: 1,
@@ -212,7 +330,16 @@ impl crate::check::CheckedModel for LockModel {
                 open: waiting_fn,
                 subject: thread_name,
             }],
+        };
+        if self.cfg.lock.ttl_s.is_some() {
+            obligations.push(Obligation {
+                name: "C-lost a holder whose lock another took eventually learns it",
+                count: usize::from(self.cfg.threads),
+                open: c_lost_open_fn,
+                subject: thread_name,
+            });
         }
+        obligations
     }
 
     fn measures(&self) -> Vec<crate::check::Measure<Self>> {
@@ -320,7 +447,7 @@ impl crate::check::CheckedModel for LockModel {
 
     fn actor(&self, action: &Act) -> String {
         match action {
-            Act::Pause(_) | Act::Crash(_) => "faults".into(),
+            Act::Pause(_) | Act::Crash(_) | Act::FailStore { .. } => "faults".into(),
             Act::Resume(i) => format!("t{i}"),
             other => other.to_string(),
         }

@@ -55,6 +55,20 @@ pub struct Thread {
     pub crashed: bool,
     /// Its renewal reported the lease lost.
     pub lost: bool,
+    /// C-try: store requests of the current TryGetLock call, counted up to the bound + 1.
+    pub try_requests: u8,
+    /// C-free: bit k is set when acquisition k ended without the lock (failed, timed out, or
+    /// "not acquired") and said it left nothing (or the thesis's listing did not say).
+    pub ended_without_lock: u8,
+    /// C-free: bit k is set when acquisition k failed and said a clean-up delete failed too
+    /// (`Leftover::CleanUpFailed`): its cells may stay until their TTL.
+    pub clean_up_failed: u8,
+    /// C-release: bit k is set when acquisition k's release returned Ok.
+    pub released_ok: u8,
+    /// C-lost: the tick at which the current hold began (ticks mode).
+    pub held_since_tick: u8,
+    /// C-lost: the tick of the last resume from a pause (time paused does not count).
+    pub resumed_at_tick: u8,
 }
 
 /// The resource the lock protects.
@@ -66,6 +80,12 @@ pub struct Resource {
     pub stale_accepted: bool,
     /// Writes refused by fencing.
     pub refused: u8,
+    /// C-token: the highest token any acquisition was handed.
+    pub highest_issued: Option<FencingToken>,
+    /// C-token: an acquisition was handed a token below one handed out before.
+    pub token_went_down: bool,
+    /// C-token: fencing refused a write from the only thread that believed it held the lock.
+    pub sole_holder_refused: bool,
 }
 
 /// The whole model state.
@@ -84,6 +104,17 @@ pub struct World {
     pub order_broken: bool,
     /// The one pause or crash of a run has happened.
     pub fault_used: bool,
+    /// Store requests failed so far (at most `LockModelConfig::store_failures`).
+    pub store_failures_used: u8,
+}
+
+/// Which of a thread's lanes a store failure hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Lane {
+    /// The main task (acquire, release).
+    Main,
+    /// The `task`-th running renewal lane.
+    Renewal(u8),
 }
 
 /// Who acts.
@@ -101,6 +132,9 @@ pub enum Act {
     Resume(u8),
     /// The fault injector crashes thread i.
     Crash(u8),
+    /// The fault injector fails the store request `lane` of thread i is about to send:
+    /// `applied` after the store applied it (the reply is lost), else before.
+    FailStore { thread: u8, lane: Lane, applied: bool },
 }
 
 impl fmt::Display for Act {
@@ -112,6 +146,18 @@ impl fmt::Display for Act {
             Act::Pause(i) => write!(f, "faults: pause t{i}"),
             Act::Resume(i) => write!(f, "t{i} resumes"),
             Act::Crash(i) => write!(f, "faults: crash t{i}"),
+            Act::FailStore { thread, lane, applied } => {
+                let lane = match lane {
+                    Lane::Main => String::new(),
+                    Lane::Renewal(_) => "/renewal".to_owned(),
+                };
+                let when = if *applied {
+                    "after it applied"
+                } else {
+                    "before it applied"
+                };
+                write!(f, "faults: t{thread}{lane}'s store request fails {when}")
+            }
         }
     }
 }

@@ -1,17 +1,17 @@
 //! The model's own driver: it carries out what the library's lifecycle machines ask for, against
 //! one linearizable `RowStore`, with the model's clocks and faults, and keeps the state canonical.
 
-use cassalock::algo::lease::RenewalEnd;
+use cassalock::algo::lease::{Released, RenewalEnd};
 use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, MainEnd};
-use cassalock::algo::{Acquire, Action, FencingToken, Input, LockId, SleepKind, StepTag};
-use cassalock::store::{RowStore, MICROS_PER_SECOND};
+use cassalock::algo::{contract, Acquire, Action, FencingToken, Input, Leftover, LockId, SleepKind, StepTag};
+use cassalock::store::{RowStore, StoreCommand, StoreFailure, MICROS_PER_SECOND};
 
 use cassalock_history::holding::ModelTicks;
 use cassalock_history::k3;
 
 use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
 use super::fairness;
-use super::state::{Act, Main, Pending, Resource, Slot, Thread, World};
+use super::state::{Act, Lane, Main, Pending, Resource, Slot, Thread, World};
 use super::trace::{note, parse_model_thread, short_column, show_acquire, show_time, Event, Events};
 
 /// The lock world as a stateright model.
@@ -44,12 +44,44 @@ impl LockModel {
                     paused_at_tick: None,
                     crashed: false,
                     lost: false,
+                    try_requests: 0,
+                    ended_without_lock: 0,
+                    clean_up_failed: 0,
+                    released_ok: 0,
+                    held_since_tick: 0,
+                    resumed_at_tick: 0,
                 })
                 .collect(),
             resource: Resource::default(),
             wait_order: Vec::new(),
             order_broken: false,
             fault_used: false,
+            store_failures_used: 0,
+        }
+    }
+
+    /// C-try: the most store requests one TryGetLock call may send (`None`: not a try lock).
+    pub fn try_request_bound(&self) -> Option<u64> {
+        match self.cfg.algorithm {
+            LockAlgorithm::TryGetLock => contract::try_call_max_requests(AcquireKind::QueueTryGetLock, &self.cfg.lock),
+            _ => None,
+        }
+    }
+
+    /// C-try: count a store request of thread i's main lane if it belongs to a try call
+    /// (counted up to the bound + 1, which is all the property needs).
+    fn count_try_request(&self, world: &mut World, i: usize) {
+        let Some(bound) = self.try_request_bound() else {
+            return;
+        };
+        let acquiring = world.threads[i]
+            .slots
+            .last()
+            .is_some_and(|slot| slot.lifecycle.is_acquiring());
+        if acquiring {
+            let cap = u8::try_from(bound.saturating_add(1)).unwrap_or(u8::MAX);
+            let t = &mut world.threads[i];
+            t.try_requests = t.try_requests.saturating_add(1).min(cap);
         }
     }
 
@@ -126,7 +158,10 @@ impl LockModel {
             let Some((thread, acquisition)) = parse_model_thread(column) else {
                 continue;
             };
-            if acquisition < world.threads.get(thread)?.completed && !world.threads[thread].crashed {
+            let t = world.threads.get(thread)?;
+            // Only a release that returned Ok: a failed one says its cells may stay (C-release
+            // judges the same set, in every row).
+            if t.released_ok & Self::acquisition_bit(acquisition) != 0 && !t.crashed {
                 let release = k3::Release::<ModelTicks> {
                     holder: column.to_owned(),
                     lock: LOCK.to_owned(),
@@ -171,7 +206,14 @@ impl LockModel {
     }
 
     /// Carry out a pending action for thread i; the answer for its machine.
-    fn perform<O>(&self, world: &mut World, thread: usize, (tag, action): Pending<O>, events: &mut Events) -> Input {
+    fn perform<O>(
+        &self,
+        world: &mut World,
+        thread: usize,
+        lane: Lane,
+        (tag, action): Pending<O>,
+        events: &mut Events,
+    ) -> Input {
         let mut did = |what: String| {
             if let Some(events) = events {
                 events.push(Event::Did { tag, what });
@@ -179,6 +221,9 @@ impl LockModel {
         };
         match action {
             Action::Store(command) => {
+                if lane == Lane::Main {
+                    self.count_try_request(world, thread);
+                }
                 let timestamp = world.store.max_timestamp_us().unwrap_or(0) + 1;
                 let request = command.stamp(|| timestamp);
                 let coordinator_now_us = self.coordinator_now_us(world, thread);
@@ -230,14 +275,54 @@ impl LockModel {
         }
     }
 
+    /// The fault injector fails a pending store request of thread i: `applied`, the store
+    /// applies it and the reply is lost (a timeout); else it never reaches the store. Either
+    /// way the machine is told the request failed (its retries are used up: see
+    /// `Fault::StoreFailure`).
+    fn fail_request<O>(
+        &self,
+        world: &mut World,
+        thread: usize,
+        lane: Lane,
+        pending: Pending<O>,
+        applied: bool,
+        events: &mut Events,
+    ) -> Input {
+        debug_assert!(matches!(pending.1, Action::Store(_)), "only a store request can fail");
+        world.store_failures_used += 1;
+        let tag = pending.0;
+        if applied {
+            let _lost_reply = self.perform(world, thread, lane, pending, events);
+            if let Some(events) = events {
+                events.push(Event::Did {
+                    tag,
+                    what: "FAULT: the store applied it, but the reply is lost: the client sees a timeout".into(),
+                });
+            }
+            Input::Failed(StoreFailure::Timeout)
+        } else {
+            if lane == Lane::Main {
+                self.count_try_request(world, thread);
+            }
+            if let Some(events) = events {
+                events.push(Event::Did {
+                    tag,
+                    what: "FAULT: the request fails before the store applies it".into(),
+                });
+            }
+            Input::Failed(StoreFailure::Unavailable)
+        }
+    }
+
     fn done(events: &mut Events, tag: StepTag, what: String) {
         if let Some(events) = events {
             events.push(Event::Done { tag, what });
         }
     }
 
-    /// Thread i's main task takes one step.
-    fn step_main(&self, world: &mut World, i: usize, events: &mut Events) {
+    /// Thread i's main task takes one step; `fail`: the fault injector fails its pending store
+    /// request (after it applied, or before).
+    fn step_main(&self, world: &mut World, i: usize, fail: Option<bool>, events: &mut Events) {
         let main = std::mem::replace(&mut world.threads[i].main, Main::Idle);
         match main {
             Main::Idle => {
@@ -250,6 +335,8 @@ impl LockModel {
                     )
                 });
                 world.wait_order.push(i as u8);
+                world.threads[i].try_requests = 0;
+                world.threads[i].lost = false;
                 let lifecycle = self.start_acquisition(i, acquisition);
                 world.threads[i].slots.push(Slot {
                     lifecycle,
@@ -259,9 +346,10 @@ impl LockModel {
                 self.run_main(world, i, Input::Start, events);
             }
             Main::Acquiring { next } | Main::Releasing { next } => {
-                let input = match next {
-                    None => Input::Start,
-                    Some(pending) => self.perform(world, i, pending, events),
+                let input = match (next, fail) {
+                    (None, _) => Input::Start,
+                    (Some(pending), None) => self.perform(world, i, Lane::Main, pending, events),
+                    (Some(pending), Some(applied)) => self.fail_request(world, i, Lane::Main, pending, applied, events),
                 };
                 self.run_main(world, i, input, events);
             }
@@ -300,12 +388,12 @@ impl LockModel {
             .resume_main(&self.cfg.lock, input, now);
         if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue {
             // The enqueue is one step: read the time (L5.1) and write the queue cell at once.
-            let input = self.perform(world, i, (step.tag, Action::<MainEnd>::ReadTime), events);
+            let input = self.perform(world, i, Lane::Main, (step.tag, Action::<MainEnd>::ReadTime), events);
             step = Self::current(world, i)
                 .lifecycle
                 .resume_main(&self.cfg.lock, input, now);
             if completes_enqueue(&step.tag) {
-                let input = self.perform(world, i, (step.tag, step.action), events);
+                let input = self.perform(world, i, Lane::Main, (step.tag, step.action), events);
                 step = Self::current(world, i)
                     .lifecycle
                     .resume_main(&self.cfg.lock, input, now);
@@ -318,6 +406,10 @@ impl LockModel {
             }
             Action::Done(MainEnd::Release(outcome)) => {
                 Self::done(events, step.tag, format!("{outcome:?}").to_lowercase());
+                if outcome == Released::Released {
+                    let t = &mut world.threads[i];
+                    t.released_ok |= Self::acquisition_bit(t.completed);
+                }
                 self.finish_round(world, i);
             }
             action => {
@@ -331,6 +423,33 @@ impl LockModel {
         }
     }
 
+    /// The bit of acquisition `k` in a thread's per-acquisition bit sets.
+    pub(super) fn acquisition_bit(k: u8) -> u8 {
+        debug_assert!(k < 8, "per-acquisition bits hold 8 acquisitions");
+        1u8 << k.min(7)
+    }
+
+    /// C-token: the token handed to thread i must be above every token handed out before.
+    fn issue_token(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
+        if !self.cfg.resource {
+            return;
+        }
+        let resource = &mut world.resource;
+        match &resource.highest_issued {
+            Some(highest) if token.as_str() <= highest.as_str() => {
+                resource.token_went_down = true;
+                let highest = short_column(highest.as_str());
+                note(events, || {
+                    format!(
+                        "C-token: t{i} is handed token {}, not above {highest}, handed out before",
+                        short_column(token.as_str())
+                    )
+                });
+            }
+            _ => resource.highest_issued = Some(token.clone()),
+        }
+    }
+
     fn acquired(&self, world: &mut World, i: usize, outcome: Acquire, events: &mut Events) {
         let earlier = fairness::leave_wait_order(world, i);
         match outcome {
@@ -338,6 +457,8 @@ impl LockModel {
                 note(events, || {
                     format!("t{i} HOLDS the lock (fencing token {})", short_column(token.as_str()))
                 });
+                self.issue_token(world, i, &token, events);
+                world.threads[i].held_since_tick = world.now_tick;
                 let coordinator_now_us = self.coordinator_now_us(world, i);
                 fairness::check_queue_order(world, i, &lease, coordinator_now_us, events);
                 fairness::count_overtakes(world, i, &earlier, self.cfg.overtake_bound, events);
@@ -346,6 +467,18 @@ impl LockModel {
             }
             other => {
                 note(events, || format!("t{i} did not get the lock ({other:?})"));
+                let t = &mut world.threads[i];
+                let bit = Self::acquisition_bit(t.completed);
+                t.ended_without_lock |= bit;
+                if matches!(
+                    other,
+                    Acquire::Failed {
+                        left: Leftover::CleanUpFailed,
+                        ..
+                    }
+                ) {
+                    t.clean_up_failed |= bit;
+                }
                 self.finish_round(world, i);
             }
         }
@@ -362,6 +495,8 @@ impl LockModel {
     }
 
     fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
+        // C-token: is i the only thread that believes it holds the lock?
+        let sole_holder = LockModel::holders(world).all(|holder| holder == i);
         let resource = &mut world.resource;
         let admission = cassalock::algo::admit(
             resource.highest.as_ref().map(FencingToken::as_str),
@@ -371,6 +506,12 @@ impl LockModel {
         let stale = admission.stale;
         if !admission.accepted {
             resource.refused = resource.refused.saturating_add(1);
+            if sole_holder {
+                resource.sole_holder_refused = true;
+                note(events, || {
+                    format!("C-token: t{i} is the only thread that believes it holds the lock, and is refused")
+                });
+            }
             let highest = short_column(resource.highest.as_ref().expect("stale").as_str());
             note(events, || {
                 format!(
@@ -413,15 +554,19 @@ impl LockModel {
     }
 
     /// A renewal lane takes one step.
-    fn step_renewal(&self, world: &mut World, i: usize, task: usize, events: &mut Events) {
+    fn step_renewal(&self, world: &mut World, i: usize, task: usize, fail: Option<bool>, events: &mut Events) {
         let index = Self::renewal_slot(world, i, task);
         let now = self.client_now_us(world, i);
         let slot = &mut world.threads[i].slots[index];
+        let lane = Lane::Renewal(task as u8);
         let input = match slot.renewal_next.take() {
             None => Input::Start,
             // Release asked it to stop: the lifecycle ends the lane at this sleep.
             Some((_, Action::Sleep { .. })) if slot.lifecycle.renewal_wakes_to_stop() => Input::Woke,
-            Some(pending) => self.perform(world, i, pending, events),
+            Some(pending) => match fail {
+                None => self.perform(world, i, lane, pending, events),
+                Some(applied) => self.fail_request(world, i, lane, pending, applied, events),
+            },
         };
         let slot = &mut world.threads[i].slots[index];
         let step = slot.lifecycle.resume_renewal(&self.cfg.lock, input, now);
@@ -490,6 +635,19 @@ impl LockModel {
         match &t.main {
             Main::Finished => false,
             Main::Idle => t.completed < self.cfg.acquisitions,
+            Main::Acquiring {
+                next: Some((_, Action::Sleep { .. })),
+            } if self.cfg.poll_outlasts_contention
+                && t.slots.last().is_some_and(|slot| slot.lifecycle.in_try_loop_wait()) =>
+            {
+                // Partial synchrony: the poll ends after every open contest has.
+                !world.threads.iter().enumerate().any(|(j, other)| {
+                    j != i
+                        && !other.crashed
+                        && other.paused_at_tick.is_none()
+                        && other.slots.last().is_some_and(|slot| slot.lifecycle.main_contending())
+                })
+            }
             Main::Releasing {
                 next: Some((_, Action::StopRenewal { wait: true })),
                 ..
@@ -518,16 +676,30 @@ impl LockModel {
     pub fn apply(&self, world: &World, act: Act, mut events: Events) -> (World, Events) {
         let mut next = world.clone();
         match act {
-            Act::Main(i) => self.step_main(&mut next, usize::from(i), &mut events),
+            Act::Main(i) => self.step_main(&mut next, usize::from(i), None, &mut events),
             Act::Renew { thread, task } => {
-                self.step_renewal(&mut next, usize::from(thread), usize::from(task), &mut events)
+                self.step_renewal(&mut next, usize::from(thread), usize::from(task), None, &mut events)
             }
+            Act::FailStore { thread, lane, applied } => match lane {
+                Lane::Main => self.step_main(&mut next, usize::from(thread), Some(applied), &mut events),
+                Lane::Renewal(task) => self.step_renewal(
+                    &mut next,
+                    usize::from(thread),
+                    usize::from(task),
+                    Some(applied),
+                    &mut events,
+                ),
+            },
             Act::Tick => next.now_tick += 1,
             Act::Pause(i) => {
                 next.threads[usize::from(i)].paused_at_tick = Some(next.now_tick);
                 next.fault_used = true;
             }
-            Act::Resume(i) => next.threads[usize::from(i)].paused_at_tick = None,
+            Act::Resume(i) => {
+                let t = &mut next.threads[usize::from(i)];
+                t.paused_at_tick = None;
+                t.resumed_at_tick = next.now_tick;
+            }
             Act::Crash(i) => {
                 let t = &mut next.threads[usize::from(i)];
                 t.crashed = true;
@@ -545,6 +717,23 @@ impl LockModel {
         (next, events)
     }
 
+    /// The ways the fault injector can fail `command`: a read fails (applied or not is the same);
+    /// a write or delete fails before or after the store applied it.
+    fn failures(thread: u8, lane: Lane, command: &StoreCommand, acts: &mut Vec<Act>) {
+        acts.push(Act::FailStore {
+            thread,
+            lane,
+            applied: false,
+        });
+        if !matches!(command, StoreCommand::ReadSlice { .. }) {
+            acts.push(Act::FailStore {
+                thread,
+                lane,
+                applied: true,
+            });
+        }
+    }
+
     /// Every action enabled in `world`.
     pub fn enabled(&self, world: &World, acts: &mut Vec<Act>) {
         for (i, t) in world.threads.iter().enumerate() {
@@ -559,8 +748,20 @@ impl LockModel {
                 }
                 continue;
             }
+            let may_fail = world.store_failures_used < self.cfg.store_failures;
             if self.main_enabled(world, i) {
                 acts.push(Act::Main(id));
+                if may_fail {
+                    if let Main::Acquiring {
+                        next: Some((_, Action::Store(command))),
+                    }
+                    | Main::Releasing {
+                        next: Some((_, Action::Store(command))),
+                    } = &t.main
+                    {
+                        Self::failures(id, Lane::Main, command, acts);
+                    }
+                }
             }
             let running = t.slots.iter().filter(|slot| slot.lifecycle.renewal_running());
             for (k, slot) in running.enumerate() {
@@ -569,6 +770,9 @@ impl LockModel {
                         thread: id,
                         task: k as u8,
                     });
+                    if let (true, Some((_, Action::Store(command)))) = (may_fail, &slot.renewal_next) {
+                        Self::failures(id, Lane::Renewal(k as u8), command, acts);
+                    }
                 }
             }
             let holding = matches!(t.main, Main::Holding { .. });
