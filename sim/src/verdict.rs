@@ -6,7 +6,10 @@
 //!   already accepted: real damage. With fencing on the resource refuses such writes; they are
 //!   counted as *stale writes refused*.
 //! - **C-token** (docs/contract.md): fencing tokens increase from one holder to the next, and
-//!   the resource never refuses a write from the thread that is the only believer.
+//!   the resource never refuses a write from the current holder: the thread that acquired
+//!   last, while it is the only one that believes it holds the lock. (A refused write from a
+//!   holder whose lock was taken over since, as after a pause longer than the TTL, is fencing
+//!   doing its job.)
 //! - **C-try**: no `try_lock()` call sent more requests than the contract's bound
 //!   (`cassalock::algo::contract`); the longest call is shown against the longest hold.
 //! - **C-free**: cells of a call that failed stayed live (oracle) no longer than the bound after
@@ -196,6 +199,7 @@ pub fn judge(
             What::ClientError { .. } => v.client_errors += 1,
             What::Resource {
                 client,
+                token,
                 accepted,
                 stale,
                 ..
@@ -207,9 +211,12 @@ pub fn judge(
                     v.stale_refused += 1;
                 }
                 if !*accepted {
-                    // Legitimate: the writer's thread is the only one believing it holds.
+                    // Legitimate: the writer acquired last (its token is the latest handed
+                    // out) and is the only thread believing it holds.
                     let believers: Vec<&str> = beliefs.holders().collect();
-                    if believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str()) {
+                    let acquired_last = tokens.last().is_some_and(|(_, last)| last == token.as_str());
+                    if acquired_last && believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str())
+                    {
                         v.legit_refused += 1;
                     }
                 }

@@ -110,7 +110,8 @@ where
         }
         let step = self.inner.resume(config, input, now_us);
         match &step.action {
-            Action::Store(StoreCommand::Write { row, cells, .. }) => {
+            // The token counter ([`super::fence`]) is the lock's, not the call's: never deleted.
+            Action::Store(StoreCommand::Write { row, cells, .. }) if !super::LockId::is_token_row(row) => {
                 for cell in cells {
                     self.written.insert((row.clone(), cell.column.clone()));
                 }

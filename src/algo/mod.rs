@@ -25,6 +25,7 @@
 
 pub mod clean_up;
 pub mod contract;
+pub mod fence;
 pub mod global_time;
 pub mod lease;
 pub mod lifecycle;
@@ -286,6 +287,9 @@ pub struct Fixes {
     /// C-try: TryGetLock's step-10 loop ("go to 4") runs at most
     /// [`LockConfig::try_turns`] times, then the call gives up ([`queue_try_get_lock`]).
     pub try_bounded_loop: bool,
+    /// C-token: the fencing token is a counter each holder bumps ([`fence`]), not the queue
+    /// column.
+    pub counter_token: bool,
 }
 
 impl Fixes {
@@ -293,11 +297,13 @@ impl Fixes {
     pub const THESIS: Fixes = Fixes {
         clean_up_on_failure: false,
         try_bounded_loop: false,
+        counter_token: false,
     };
     /// Every fix (the library's default).
     pub const ALL: Fixes = Fixes {
         clean_up_on_failure: true,
         try_bounded_loop: true,
+        counter_token: true,
     };
 }
 

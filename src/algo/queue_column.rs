@@ -50,6 +50,9 @@ pub enum InvalidName {
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LockId(Arc<str>);
 
+/// The prefix of a lock's token row.
+const TOKEN_ROW_PREFIX: &str = "t:";
+
 impl LockId {
     pub fn new(id: &str) -> Result<Self, InvalidName> {
         if id.is_empty() {
@@ -83,6 +86,16 @@ impl LockId {
     /// The shadow row of the old algorithm (Listing 3).
     pub fn shadow_row(&self) -> String {
         format!("s:{}", self.0)
+    }
+
+    /// The row of the fencing-token counter ([`crate::algo::fence`]).
+    pub fn token_row(&self) -> String {
+        format!("{TOKEN_ROW_PREFIX}{}", self.0)
+    }
+
+    /// Is `row` some lock's token row?
+    pub fn is_token_row(row: &str) -> bool {
+        row.starts_with(TOKEN_ROW_PREFIX)
     }
 }
 

@@ -84,7 +84,10 @@ pub struct Resource {
     pub highest_issued: Option<FencingToken>,
     /// C-token: an acquisition was handed a token below one handed out before.
     pub token_went_down: bool,
-    /// C-token: fencing refused a write from the only thread that believed it held the lock.
+    /// C-token: the thread that acquired last (the current holder while it believes).
+    pub last_acquirer: Option<u8>,
+    /// C-token: fencing refused a write from the current holder (it acquired last, and no other
+    /// thread believes it holds the lock).
     pub sole_holder_refused: bool,
 }
 

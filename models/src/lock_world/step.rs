@@ -435,6 +435,7 @@ impl LockModel {
             return;
         }
         let resource = &mut world.resource;
+        resource.last_acquirer = Some(i as u8);
         match &resource.highest_issued {
             Some(highest) if token.as_str() <= highest.as_str() => {
                 resource.token_went_down = true;
@@ -495,8 +496,9 @@ impl LockModel {
     }
 
     fn write_resource(&self, world: &mut World, i: usize, token: &FencingToken, events: &mut Events) {
-        // C-token: is i the only thread that believes it holds the lock?
-        let sole_holder = LockModel::holders(world).all(|holder| holder == i);
+        // C-token: is i the current holder: it acquired last, and nobody else believes?
+        let sole_holder =
+            world.resource.last_acquirer == Some(i as u8) && LockModel::holders(world).all(|holder| holder == i);
         let resource = &mut world.resource;
         let admission = cassalock::algo::admit(
             resource.highest.as_ref().map(FencingToken::as_str),
@@ -509,7 +511,7 @@ impl LockModel {
             if sole_holder {
                 resource.sole_holder_refused = true;
                 note(events, || {
-                    format!("C-token: t{i} is the only thread that believes it holds the lock, and is refused")
+                    format!("C-token: t{i}, the current holder (it acquired last, nobody else believes), is refused")
                 });
             }
             let highest = short_column(resource.highest.as_ref().expect("stale").as_str());

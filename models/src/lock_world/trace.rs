@@ -56,6 +56,9 @@ pub(super) fn show_acquire(outcome: &Acquire) -> String {
 
 /// A queue column as "time|thread" (the 20 zero-padded digits are hard to read).
 pub fn short_column(column: &str) -> String {
+    if let Some((counter, thread)) = cassalock::algo::fence::parse_counter_token(column) {
+        return format!("#{counter}/{thread}");
+    }
     match cassalock::algo::queue_column::parse_queue_column(column) {
         Some((time, thread)) => format!("{}|{thread}", time / MICROS_PER_SECOND),
         None => column.to_owned(),
