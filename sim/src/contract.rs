@@ -216,6 +216,9 @@ pub fn judge_contract(
                     keep_max(&mut figures.leftover_judged_max, *live_for, || thread.clone());
                 }
             }
+            // A store fault delays whatever call it hits by up to a request with its retries,
+            // like any other fault (C-release's windows).
+            What::StoreFault { .. } => fault_times.push(record.at),
             What::Fault {
                 node: fault_node,
                 period,

@@ -82,6 +82,13 @@ pub enum What {
     GlobalTime {
         value_us: u64,
     },
+    /// A store fault injected into one call of a lock client (the per-call store-fault knobs):
+    /// `applied`: the request was applied and its reply lost; otherwise it failed before being
+    /// applied.
+    StoreFault {
+        op: String,
+        applied: bool,
+    },
     Note(String),
 }
 
@@ -287,6 +294,13 @@ impl fmt::Display for What {
                 "oracle: released {thread}'s main cell is live again on r{replica} (K3)"
             ),
             What::GlobalTime { value_us } => write!(f, "oracle: GlobalTime = {value_us}"),
+            What::StoreFault { op, applied } => {
+                if *applied {
+                    write!(f, "STORE FAULT {op} applied, its reply lost (the client times out)")
+                } else {
+                    write!(f, "STORE FAULT {op} failed before being applied (Unavailable)")
+                }
+            }
             What::Note(text) => f.write_str(text),
         }
     }

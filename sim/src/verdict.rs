@@ -93,6 +93,10 @@ pub struct Verdicts {
     /// The longest the GlobalTime value stood still (after it was first written).
     pub global_time_stall: Option<Duration>,
     pub client_errors: usize,
+    /// Store faults injected per call (the store-fault knobs): failed before being applied,
+    /// and applied with the reply lost.
+    pub store_faults_before_apply: usize,
+    pub store_faults_after_apply: usize,
     /// Simulated time the run took.
     pub sim_time: Duration,
     /// Faults that began (injected faults that fired; configured ones are not recorded).
@@ -194,6 +198,13 @@ pub fn judge(
                 }
             }
             What::ClientError { .. } => v.client_errors += 1,
+            What::StoreFault { applied, .. } => {
+                if *applied {
+                    v.store_faults_after_apply += 1;
+                } else {
+                    v.store_faults_before_apply += 1;
+                }
+            }
             What::Resource {
                 client,
                 accepted,
@@ -368,6 +379,13 @@ impl fmt::Display for Verdicts {
                 f,
                 "  S1           GlobalTime stood still for at most {:.3} s",
                 stall.as_secs_f64()
+            )?;
+        }
+        if self.store_faults_before_apply + self.store_faults_after_apply > 0 {
+            writeln!(
+                f,
+                "  store faults {} calls failed before being applied, {} applied with the reply lost",
+                self.store_faults_before_apply, self.store_faults_after_apply
             )?;
         }
         if self.client_errors > 0 {

@@ -26,6 +26,17 @@ pub(crate) struct ClientState {
     pub(crate) finished: AtomicBool,
 }
 
+/// A critical section's length: from `hold_ms`, or, with a long-operation mix, from its range
+/// with its probability (one more draw, only when the mix is on).
+fn hold_ms(config: &RunConfig) -> u64 {
+    let mut rng = madsim::rand::thread_rng();
+    let range = match config.long_hold {
+        Some(long) if rng.gen_bool(long.percent / 100.0) => long.hold_ms,
+        _ => config.hold_ms,
+    };
+    rng.gen_range(range.0..=range.1)
+}
+
 pub(crate) async fn client_main(
     config: Arc<RunConfig>,
     state: Arc<ClientState>,
@@ -36,7 +47,9 @@ pub(crate) async fn client_main(
     let node = format!("c{}", state.index);
     // A new incarnation gets a new client id: thread ids must never repeat.
     let client_id = format!("c{}-{incarnation}", state.index);
-    let store = SimStore::connect(client_ip(state.index), config.cluster.clone()).await;
+    let store = SimStore::connect(client_ip(state.index), config.cluster.clone())
+        .await
+        .with_store_faults(Arc::clone(&recorder), node.clone());
     let mut settings = config.settings(&client_id);
     settings.seed = Some(madsim::rand::random());
     let observer = Arc::new(NodeObserver {
@@ -123,7 +136,7 @@ pub(crate) async fn client_main(
         let _ = write(token.clone(), Phase::Enter).await;
         // The critical section, watching the lease as a careful user would: a lost lease ends
         // it early (a paused process cannot look, which is K1).
-        let mut hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
+        let mut hold = hold_ms(&config);
         // Every holder asks its guard (C-lost measures when it first hears the lease is lost);
         // only a lease-aware one acts on the answer.
         let mut abandoned = false;

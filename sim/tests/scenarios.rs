@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use cassalock::driver::Algorithm;
 use cassalock_sim::cluster::Consistency;
+use cassalock_sim::knobs::{Knobs, MsRange};
 use cassalock_sim::run::{check_determinism, run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
 use expect_test::{expect_file, ExpectFile};
@@ -406,6 +407,112 @@ fn swarm_never_damages_the_resource() {
         0..30,
         |o| passes(o, &["T1-resource"]),
     );
+}
+
+/// The store-fault knobs (issue 11, item 2): failures before and after apply are injected per
+/// call and counted in the verdicts; with no retries some calls fail for good, and the library's
+/// clean-up leaves no cells behind the C-free oracle could see (no violation of the safety
+/// claims or C-free in seeds 0..4 of contention, either algorithm).
+#[test]
+fn store_faults_per_call_fire_and_every_check_still_passes() {
+    let options = SimOptions {
+        knobs: Box::new(Knobs {
+            fail_before_apply_percent: Some(5.0),
+            fail_after_apply_percent: Some(10.0),
+            acquisitions: Some(10),
+            // No retries: some calls fail for good, which C-free then judges.
+            retries: Some(0),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    let flags = " --retries 0 --acquisitions 10 --fail-before-apply-percent 5 --fail-after-apply-percent 10";
+    always(
+        "store_faults_per_call_fire_and_every_check_still_passes",
+        "contention",
+        &options,
+        flags,
+        0..4,
+        |o| {
+            let v = &o.verdicts;
+            if v.store_faults_before_apply == 0 || v.store_faults_after_apply == 0 {
+                return Err(format!(
+                    "store faults did not fire: {} before, {} after",
+                    v.store_faults_before_apply, v.store_faults_after_apply
+                ));
+            }
+            // Failed calls happened and C-free watched them.
+            if v.contract.failed_calls == 0 {
+                return Err("no failed call for C-free to judge".into());
+            }
+            // Safety, and C-free on the failed calls. (Not T2: without retries the old
+            // algorithm can fail to finish in 900 s at these rates, seed 0.)
+            passes(o, &["T1-belief", "T1-resource", "C-token", "K3", "C-free"])
+        },
+    );
+    // Off, nothing is drawn: the same seed without the knobs is the plain contention run.
+    let plain = build("contention", 0, Algorithm::Queue, &SimOptions::default()).unwrap();
+    let zero = SimOptions {
+        knobs: Box::new(Knobs {
+            fail_before_apply_percent: Some(0.0),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    let zeroed = build("contention", 0, Algorithm::Queue, &zero).unwrap();
+    assert_eq!(run(&plain, 0, false).trace_hash, run(&zeroed, 0, false).trace_hash);
+}
+
+/// The workload and clock knobs reach the run, and a run with them is still determined by its
+/// seed (madsim's check: the same draws at the same times).
+#[test]
+fn workload_and_clock_knobs_reach_the_run_and_stay_deterministic() {
+    let options = SimOptions {
+        knobs: Box::new(Knobs {
+            clients: Some(2),
+            acquisitions: Some(4),
+            hold_ms: Some(MsRange { lo: 10, hi: 10 }),
+            long_hold_ms: Some(MsRange { lo: 3000, hi: 3000 }),
+            long_hold_percent: Some(50.0),
+            clock_error_ms: Some(50),
+            backward_jump_s: Some(5.0),
+            fail_after_apply_percent: Some(5.0),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    // Swarm's client faults were drawn for its own client count; they now hit clients 0 and 1.
+    let swarm = build("swarm", 4, Algorithm::Queue, &options).unwrap();
+    assert_eq!(swarm.clients, 2);
+    let swarm_plan = swarm.plan();
+    assert!(swarm_plan.contains("client c"), "{swarm_plan}");
+    for client in ["c2", "c3", "c4"] {
+        assert!(!swarm_plan.contains(&format!("client {client}")), "{swarm_plan}");
+    }
+    let config = build("contention", 4, Algorithm::Queue, &options).unwrap();
+    let plan = config.plan();
+    assert!(plan.contains("2 clients x 4 acquisitions"), "{plan}");
+    assert!(plan.contains("50% of holds long, 3000-3000 ms"), "{plan}");
+    assert!(plan.contains("each reading off by up to ±50 ms"), "{plan}");
+    assert!(plan.contains("-5.000 s at"), "{plan}");
+    let outcome = run(&config, 4, true);
+    assert_eq!(outcome.verdicts.acquisitions, 8, "{}", outcome.verdicts);
+    // Holds of 10 ms and of 3 s, both: the long-operation mix fired.
+    let holds: Vec<Duration> = outcome
+        .records
+        .iter()
+        .filter_map(|r| match &r.what {
+            cassalock_sim::trace::What::Resource { phase, .. } => Some((r.at, *phase)),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .windows(2)
+        .filter(|w| w[0].1 == cassalock_sim::trace::Phase::Enter && w[1].1 == cassalock_sim::trace::Phase::Exit)
+        .map(|w| w[1].0 - w[0].0)
+        .collect();
+    assert!(holds.iter().any(|h| *h >= Duration::from_secs(3)), "{holds:?}");
+    assert!(holds.iter().any(|h| *h < Duration::from_secs(1)), "{holds:?}");
+    check_determinism(&config, 4);
 }
 
 #[test]
