@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::bail;
 use cassalock::driver::Algorithm;
 use cassalock_sim::cluster::Consistency;
-use cassalock_sim::knobs::{whole, Knobs, MsRange};
+use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
 use cassalock_sim::ranges::SeedRange;
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, BuildError, SimOptions};
@@ -159,6 +159,14 @@ pub struct ScenarioArgs {
     /// One node's clock (a client or a replica, drawn from the seed) steps back S seconds at a time in 1..15 s drawn from the seed.
     #[arg(long, value_name = "S", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
     pub backward_jump_s: Option<f64>,
+    /// Locks per acquisition (1..=16): each client takes shared-0 .. shared-{N-1}, holds them all,
+    /// releases them last first; every claim is judged per lock (C-release is not judged then).
+    #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub locks: Option<usize>,
+    /// The order a client takes its locks in: fixed (the same for all) or random (drawn per
+    /// acquisition; GetLock clients can then deadlock until --max-wait-ms or the time limit).
+    #[arg(long, value_name = "fixed|random", help_heading = KNOBS)]
+    pub lock_order: Option<LockOrder>,
 }
 
 /// The help heading of the knobs.
@@ -221,6 +229,8 @@ knob_fields!(
     fail_after_apply_percent,
     clock_error_ms,
     backward_jump_s,
+    locks,
+    lock_order,
 );
 
 /// A scenario with its options, from the flags and the scenario file.

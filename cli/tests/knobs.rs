@@ -112,6 +112,16 @@ const BAD: &[(&[&str], &str)] = &[
         "--backward-jump-s 0: the step back must be more than 0",
     ),
     (&["--backward-jump-s", "1e9"], "at most 86400 s"),
+    (&["--locks", "0"], "--locks 0: must be in 1..=16"),
+    (&["--locks", "17"], "--locks 17: must be in 1..=16"),
+    (
+        &["--lock-order", "random"],
+        "--lock-order random: an order needs several locks",
+    ),
+    (
+        &["--locks", "2", "--lock-order", "sideways"],
+        "\"sideways\" is not a lock order; use fixed or random",
+    ),
 ];
 
 #[test]

@@ -31,6 +31,8 @@ pub const MAX_ACQUISITIONS: u32 = 10_000;
 pub const MAX_RETRIES: u8 = 20;
 /// The longest timeout or backoff a knob may set: a minute.
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
+/// The most locks one acquisition takes.
+pub const MAX_LOCKS: usize = 16;
 /// The largest per-read clock error.
 pub const MAX_CLOCK_ERROR_MS: u64 = 60_000;
 /// The largest backward clock jump: a day.
@@ -157,6 +159,51 @@ pub struct Knobs {
     pub clock_error_ms: Option<u64>,
     /// One node's clock (drawn from the seed) steps back this far at a time drawn from the seed.
     pub backward_jump_s: Option<f64>,
+    /// Every acquisition takes this many locks (`shared-0`, `shared-1`, ...), one after the
+    /// other, holds them all, and releases them in the reverse order.
+    pub locks: Option<usize>,
+    /// The order a client takes its locks in.
+    pub lock_order: Option<LockOrder>,
+}
+
+/// The order an acquisition takes several locks in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LockOrder {
+    /// `shared-0`, `shared-1`, ...: every client in the same order (no deadlock possible).
+    #[default]
+    Fixed,
+    /// A new order per acquisition, drawn from madsim's generator: two clients can each hold a
+    /// lock the other waits for (with GetLock and no `max_wait_ms`, until the run's time limit).
+    Random,
+}
+
+impl FromStr for LockOrder {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "fixed" => Ok(LockOrder::Fixed),
+            "random" => Ok(LockOrder::Random),
+            other => Err(format!("{other:?} is not a lock order; use fixed or random")),
+        }
+    }
+}
+
+impl fmt::Display for LockOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LockOrder::Fixed => "fixed",
+            LockOrder::Random => "random",
+        })
+    }
+}
+
+/// In a scenario file: `"fixed"` or `"random"`.
+impl<'de> serde::Deserialize<'de> for LockOrder {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// A knob refused: which one, its value, the rule it breaks.
@@ -303,6 +350,20 @@ impl Knobs {
                 ));
             }
         }
+        if let Some(locks) = self.locks {
+            if locks == 0 || locks > MAX_LOCKS {
+                return Err(refuse("locks", locks, format!("must be in 1..={MAX_LOCKS}")));
+            }
+        }
+        if let Some(order) = self.lock_order {
+            if self.locks.unwrap_or(1) < 2 {
+                return Err(refuse(
+                    "lock_order",
+                    order,
+                    "an order needs several locks: add --locks N (2 or more)",
+                ));
+            }
+        }
         check_between(
             "clock_error_ms",
             self.clock_error_ms,
@@ -391,6 +452,12 @@ impl Knobs {
         }
         if let Some(jump_s) = self.backward_jump_s {
             backward_jump(config, jump_s, rng);
+        }
+        if let Some(locks) = self.locks {
+            config.locks = locks;
+        }
+        if let Some(order) = self.lock_order {
+            config.lock_order = order;
         }
     }
 }

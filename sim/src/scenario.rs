@@ -15,9 +15,9 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::clock::ClockSpec;
 use crate::cluster::{ClusterConfig, Consistency};
-use crate::knobs::{check_run, KnobError, Knobs, LongHold};
+use crate::knobs::{check_run, KnobError, Knobs, LockOrder, LongHold};
 
-/// The lock every client contends for.
+/// The lock every client contends for (with `--locks N`, N > 1: `shared-0` .. `shared-{N-1}`).
 pub const LOCK: &str = "shared";
 
 /// Faults the injector applies. "Holder" faults hit whichever client holds the lock when they
@@ -94,6 +94,9 @@ pub struct RunConfig {
     pub mode: ClientMode,
     pub clients: usize,
     pub acquisitions: u32,
+    /// Locks one acquisition takes (1: [`LOCK`]).
+    pub locks: usize,
+    pub lock_order: LockOrder,
     pub cluster: ClusterConfig,
     pub ttl_s: u32,
     pub renew_every_ms: u64,
@@ -257,6 +260,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         mode: ClientMode::GetLock,
         clients: 3,
         acquisitions: 5,
+        locks: 1,
+        lock_order: LockOrder::Fixed,
         cluster: ClusterConfig {
             lose_unsynced: options.lose_unsynced,
             ..ClusterConfig::default()
@@ -612,11 +617,25 @@ impl RunConfig {
 }
 
 impl RunConfig {
+    /// The locks every acquisition takes, in the fixed order.
+    pub fn lock_names(&self) -> Vec<String> {
+        if self.locks <= 1 {
+            return vec![LOCK.to_owned()];
+        }
+        (0..self.locks).map(|i| format!("{LOCK}-{i}")).collect()
+    }
+
     /// What the knobs changed that the plan's first line does not show (`None`: nothing).
     fn knobs_line(&self) -> Option<String> {
         let defaults = Settings::new("sim");
         let cluster = ClusterConfig::default();
         let mut parts = Vec::new();
+        if self.locks > 1 {
+            parts.push(format!(
+                "{} locks per acquisition, {} order",
+                self.locks, self.lock_order
+            ));
+        }
         if let Some(long) = self.long_hold {
             parts.push(format!(
                 "{}% of holds long, {}-{} ms",
@@ -693,6 +712,8 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         mode: params.mode,
         clients: params.threads,
         acquisitions: u32::MAX,
+        locks: 1,
+        lock_order: LockOrder::Fixed,
         cluster: ClusterConfig::default(),
         ttl_s: defaults.ttl_s,
         renew_every_ms: defaults.renew_every_ms,

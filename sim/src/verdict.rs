@@ -150,7 +150,8 @@ pub fn judge(
     let mut beliefs: Beliefs<SimulatedTime> = Beliefs::default();
     let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
-    let mut tokens: Vec<(String, String)> = Vec::new();
+    // Tokens in acquisition order, per lock (C-token compares each lock's holders).
+    let mut tokens: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut done: BTreeSet<usize> = BTreeSet::new();
     let mut last_done = Duration::ZERO;
     let mut kill_at: Option<(usize, Duration)> = None;
@@ -163,7 +164,10 @@ pub fn judge(
                 let Some(node) = node_index(&record.node) else { continue };
                 v.acquisitions += 1;
                 beliefs.acquired(thread.as_str(), node, lock.as_str(), record.at);
-                tokens.push((thread.to_string(), token.to_string()));
+                tokens
+                    .entry(lock.as_str().to_owned())
+                    .or_default()
+                    .push((thread.to_string(), token.to_string()));
                 if let Some(since) = waiting_since.remove(&node) {
                     v.max_wait = v.max_wait.max(record.at - since);
                 }
@@ -207,6 +211,7 @@ pub fn judge(
             }
             What::Resource {
                 client,
+                lock,
                 accepted,
                 stale,
                 ..
@@ -219,7 +224,7 @@ pub fn judge(
                 }
                 if !*accepted {
                     // Legitimate: the writer's thread is the only one believing it holds.
-                    let believers: Vec<&str> = beliefs.holders().collect();
+                    let believers: Vec<&str> = beliefs.holders_of(lock).collect();
                     if believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str()) {
                         v.legit_refused += 1;
                     }
@@ -255,7 +260,7 @@ pub fn judge(
     // A belief still open when the run ended lasted to the end.
     let holds = beliefs.finish(sim_time);
     v.overlaps = overlaps(&holds);
-    for pair in tokens.windows(2) {
+    for pair in tokens.values().flat_map(|tokens| tokens.windows(2)) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
             v.first_token_drop.get_or_insert((pair[0].0.clone(), pair[1].0.clone()));

@@ -12,8 +12,9 @@ use std::ops::Range;
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
+use cassalock_history::ClaimVerdict;
 use cassalock_sim::cluster::Consistency;
-use cassalock_sim::knobs::{Knobs, MsRange};
+use cassalock_sim::knobs::{Knobs, LockOrder, MsRange};
 use cassalock_sim::run::{check_determinism, run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
 use expect_test::{expect_file, ExpectFile};
@@ -513,6 +514,66 @@ fn workload_and_clock_knobs_reach_the_run_and_stay_deterministic() {
     assert!(holds.iter().any(|h| *h >= Duration::from_secs(3)), "{holds:?}");
     assert!(holds.iter().any(|h| *h < Duration::from_secs(1)), "{holds:?}");
     check_determinism(&config, 4);
+}
+
+/// Several locks per acquisition (`--locks N --lock-order fixed|random`), judged per lock: in a
+/// fixed order every claim holds on these seeds (holders of different locks are no overlap);
+/// in a random order GetLock clients deadlock (T2 fails at the time limit); K1 is still found
+/// per lock.
+#[test]
+fn several_locks_are_judged_per_lock() {
+    let locks = |order: LockOrder| SimOptions {
+        knobs: Box::new(Knobs {
+            locks: Some(3),
+            lock_order: Some(order),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    always(
+        "several_locks_are_judged_per_lock",
+        "contention",
+        &locks(LockOrder::Fixed),
+        " --locks 3 --lock-order fixed",
+        0..3,
+        |o| {
+            if o.verdicts.acquisitions != 5 * 20 * 3 {
+                return Err(format!("{} lock acquisitions, not 300", o.verdicts.acquisitions));
+            }
+            if o.verdicts.check("C-release").verdict != ClaimVerdict::NotExercised {
+                return Err("C-release judged with several locks".into());
+            }
+            passes(
+                o,
+                &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-free", "C-lost"],
+            )
+        },
+    );
+    let random = build("contention", 0, Algorithm::Queue, &locks(LockOrder::Random)).unwrap();
+    assert!(
+        random.plan().contains("3 locks per acquisition, random order"),
+        "{}",
+        random.plan()
+    );
+    let deadlocked = run(&random, 0, false);
+    assert!(
+        !deadlocked.verdicts.passed("T2"),
+        "random order, no deadline: expected a deadlock{}",
+        reproduce(
+            "several_locks_are_judged_per_lock",
+            &deadlocked,
+            " --locks 3 --lock-order random"
+        )
+    );
+    let pause = SimOptions {
+        knobs: Box::new(Knobs {
+            locks: Some(2),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    let paused = run(&build("pause", 0, Algorithm::Queue, &pause).unwrap(), 0, false);
+    assert!(!paused.verdicts.passed("T1-belief"), "{}", paused.verdicts);
 }
 
 #[test]
