@@ -470,17 +470,27 @@ pub(crate) fn run_seeds(
 /// One `--per-seed-out` line: the seed's figures and each claim's verdict, or that it panicked.
 fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>) -> serde_json::Value {
     match outcome {
-        Some(outcome) => serde_json::json!({
-            "algorithm": algorithm.name(),
-            "seed": seed,
-            "acquisitions": outcome.acquisitions,
-            "sim_seconds": outcome.sim_seconds,
-            "claims": outcome
-                .claims
-                .iter()
-                .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
-                .collect::<serde_json::Map<_, _>>(),
-        }),
+        Some(outcome) => {
+            let mut line = serde_json::json!({
+                "algorithm": algorithm.name(),
+                "seed": seed,
+                "acquisitions": outcome.acquisitions,
+                "sim_seconds": outcome.sim_seconds,
+                "claims": outcome
+                    .claims
+                    .iter()
+                    .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
+                    .collect::<serde_json::Map<_, _>>(),
+            });
+            // Only when the store-fault knobs injected some: other sweeps' lines stay as they were.
+            if outcome.store_faults != (0, 0) {
+                line["store_faults"] = serde_json::json!({
+                    "before_apply": outcome.store_faults.0,
+                    "after_apply": outcome.store_faults.1,
+                });
+            }
+            line
+        }
         None => serde_json::json!({ "algorithm": algorithm.name(), "seed": seed, "panicked": true }),
     }
 }
@@ -860,6 +870,14 @@ mod tests {
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
             r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5}"#
+        );
+        let faulty = SeedSummary {
+            store_faults: (2, 3),
+            ..summary
+        };
+        assert_eq!(
+            per_seed_line(Algorithm::Queue, 7, Some(&faulty)).to_string(),
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
         );
         assert_eq!(
             per_seed_line(Algorithm::Old, 8, None).to_string(),

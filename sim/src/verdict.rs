@@ -93,6 +93,8 @@ pub struct Verdicts {
     /// The longest the GlobalTime value stood still (after it was first written).
     pub global_time_stall: Option<Duration>,
     pub client_errors: usize,
+    /// The run gives acquisitions a deadline (`max_wait_ms`): client errors include give-ups.
+    pub deadline: bool,
     /// Store faults injected per call (the store-fault knobs): failed before being applied,
     /// and applied with the reply lost.
     pub store_faults_before_apply: usize,
@@ -144,6 +146,7 @@ pub fn judge(
 ) -> Verdicts {
     let mut v = Verdicts {
         sim_time,
+        deadline: config.max_wait_ms.is_some(),
         ..Verdicts::default()
     };
     // Who believes they hold, by thread (its process is its client node).
@@ -396,8 +399,9 @@ impl fmt::Display for Verdicts {
         if self.client_errors > 0 {
             writeln!(
                 f,
-                "  errors       lock() failed {} times (store failures), retried",
-                self.client_errors
+                "  errors       lock() failed {} times (store failures{}), retried",
+                self.client_errors,
+                if self.deadline { " or max_wait_ms give-ups" } else { "" }
             )?;
         }
         Ok(())
