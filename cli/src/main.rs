@@ -55,7 +55,11 @@ const SCENARIOS_HELP: &str = "Scenarios:
   renew-race         renewal racing release (--k3 for the broken release)
   timeservice-stall  a time-service replica 20 s ahead crashes at 10 s (S1)
   swarm              the whole fault plan drawn from the seed
-  loss               20% message loss for 40 s, then healed";
+  loss               20% message loss for 40 s, then healed
+
+Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
+sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and
+flags given too override the file. The replay command printed for a failing seed carries both.";
 
 /// Print a usage error and return exit status 2.
 pub(crate) fn usage_error(message: &str) -> ExitCode {

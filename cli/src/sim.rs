@@ -1,6 +1,7 @@
 //! `cassalock sim` and `cassalock replay`: run the simulation over seeds, or one seed in full.
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -8,9 +9,10 @@ use std::time::Instant;
 use anyhow::bail;
 use cassalock::driver::Algorithm;
 use cassalock_sim::cluster::Consistency;
+use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
 use cassalock_sim::ranges::SeedRange;
 use cassalock_sim::run::{run, RunOutcome};
-use cassalock_sim::scenario::{build, SimOptions};
+use cassalock_sim::scenario::{build, BuildError, SimOptions};
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
@@ -60,12 +62,22 @@ impl ValueEnum for Algorithms {
     }
 }
 
-/// Knobs shared by `sim` and `replay`.
-#[derive(Args, Debug, Clone)]
+/// Knobs shared by `sim` and `replay`. A scenario file (`--scenario-file`, TOML) sets the same
+/// fields under the same names in snake_case (`scenario`, `ttl_s`, `hold_ms`, ...); a flag given
+/// too overrides the file.
+#[derive(Args, Debug, Clone, Default, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct ScenarioArgs {
-    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss.
+    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss
+    /// (required unless the --scenario-file names one).
     #[arg(long)]
-    pub scenario: String,
+    pub scenario: Option<String>,
+    /// Read the scenario and its knobs from a TOML file (examples in scenarios/): `scenario =
+    /// "loss"` and any knob below in snake_case (`fail_after_apply_percent = 10`). Unknown keys
+    /// are refused; flags given too override the file.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub scenario_file: Option<PathBuf>,
     /// skew: replica r0's clock offset in seconds (default: drawn from the seed in 0..=2 TTL).
     #[arg(long, allow_hyphen_values = true)]
     pub offset_s: Option<f64>,
@@ -80,6 +92,7 @@ pub struct ScenarioArgs {
     pub lose_unsynced: bool,
     /// Override the scenario's consistency level.
     #[arg(long, value_enum)]
+    #[serde(deserialize_with = "consistency_named")]
     pub consistency: Option<Consistency>,
     /// Clients call TryGetLock (and try again after a "no") instead of GetLock.
     #[arg(long)]
@@ -88,35 +101,229 @@ pub struct ScenarioArgs {
     /// contract violations the fixes remove.
     #[arg(long)]
     pub thesis_listings: bool,
+
+    /// TTL of the lock cells, whole seconds (library rule: 2 or more, and at least twice the renewal interval).
+    #[arg(long, value_name = "S", value_parser = whole::<u32>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub ttl_s: Option<u32>,
+    /// How often a holder renews its cells (library rule: at most TTL/2).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub renew_every_ms: Option<u64>,
+    /// How often a waiter reads the queue head / main cell.
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub poll_ms: Option<u64>,
+    /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub max_wait_ms: Option<u64>,
+    /// Retries of a failed store request (library default 3; at most 20).
+    #[arg(long, value_name = "N", value_parser = whole::<u8>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub retries: Option<u8>,
+    /// Sleep before each retry (library default 100).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub retry_backoff_ms: Option<u64>,
+    /// Client side: give up waiting for the coordinator's answer after this long (default 3000).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub request_timeout_ms: Option<u64>,
+    /// Coordinator: give up waiting for replicas' read answers after this long (default 2000).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub read_timeout_ms: Option<u64>,
+    /// Coordinator: give up waiting for replicas' write acknowledgements after this long (default 2000).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub write_timeout_ms: Option<u64>,
+    /// Number of clients (1..=64); a scenario's client faults map onto them (client c -> c mod N).
+    #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub clients: Option<usize>,
+    /// Acquisitions per client (1..=10000).
+    #[arg(long, value_name = "N", value_parser = whole::<u32>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub acquisitions: Option<u32>,
+    /// Critical-section length, uniform in LO..HI ms (both included).
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
+    pub hold_ms: Option<MsRange>,
+    /// Pause between a release and the next acquisition, uniform in LO..HI ms.
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
+    pub think_ms: Option<MsRange>,
+    /// Long operations: a hold is drawn from this range instead, with --long-hold-percent.
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
+    pub long_hold_ms: Option<MsRange>,
+    /// How often a hold is long (0..=100), with --long-hold-ms.
+    #[arg(long, value_name = "P", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub long_hold_percent: Option<f64>,
+    /// Each store call of a lock client fails before it is applied (Unavailable at once) with this probability (0..100).
+    #[arg(long, value_name = "P", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub fail_before_apply_percent: Option<f64>,
+    /// Each store call of a lock client is applied but its reply is lost (the client times out) with this probability (0..100).
+    #[arg(long, value_name = "P", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub fail_after_apply_percent: Option<f64>,
+    /// Every clock reading of a client is off by an error uniform in ±D ms, drawn per reading.
+    #[arg(long, value_name = "D", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub clock_error_ms: Option<u64>,
+    /// One node's clock (a client or a replica, drawn from the seed) steps back S seconds at a time in 1..15 s drawn from the seed.
+    #[arg(long, value_name = "S", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub backward_jump_s: Option<f64>,
+    /// Locks per acquisition (1..=16): each client takes shared-0 .. shared-{N-1}, holds them all,
+    /// releases them last first; every claim is judged per lock (C-release is not judged then).
+    #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub locks: Option<usize>,
+    /// The order a client takes its locks in: fixed (the same for all) or random (drawn per
+    /// acquisition; GetLock clients can then deadlock until --max-wait-ms or the time limit).
+    #[arg(long, value_name = "fixed|random", help_heading = KNOBS)]
+    pub lock_order: Option<LockOrder>,
+}
+
+/// The help heading of the knobs.
+const KNOBS: &str = "Knobs (each overrides the scenario's value)";
+
+/// A decimal number for a knob: finite.
+fn number(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok(value),
+        _ => Err(format!("{text:?} is not a finite decimal number")),
+    }
+}
+
+/// `consistency = "quorum"` in a scenario file: the flag's names.
+fn consistency_named<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Consistency>, D::Error> {
+    let name = <String as serde::Deserialize>::deserialize(deserializer)?;
+    Consistency::from_str(&name, true)
+        .map(Some)
+        .map_err(|_| serde::de::Error::custom(format!("unknown consistency {name:?}; use one, quorum or all")))
+}
+
+/// The knobs, listed once: the file's fallback, the library's [`Knobs`], the printed flags.
+macro_rules! knob_fields {
+    ($($name:ident),* $(,)?) => {
+        impl ScenarioArgs {
+            /// Each knob's snake_case name and value as given here (`None`: not given).
+            fn knob_values(&self) -> Vec<(&'static str, Option<String>)> {
+                vec![$((stringify!($name), self.$name.as_ref().map(ToString::to_string))),*]
+            }
+
+            fn knobs(&self) -> Knobs {
+                Knobs { $($name: self.$name.clone()),* }
+            }
+
+            /// Take each knob not given here from `file`.
+            fn fill_knobs_from(&mut self, file: &ScenarioArgs) {
+                $(if self.$name.is_none() { self.$name = file.$name.clone(); })*
+            }
+        }
+    };
+}
+
+knob_fields!(
+    ttl_s,
+    renew_every_ms,
+    poll_ms,
+    max_wait_ms,
+    retries,
+    retry_backoff_ms,
+    request_timeout_ms,
+    read_timeout_ms,
+    write_timeout_ms,
+    clients,
+    acquisitions,
+    hold_ms,
+    think_ms,
+    long_hold_ms,
+    long_hold_percent,
+    fail_before_apply_percent,
+    fail_after_apply_percent,
+    clock_error_ms,
+    backward_jump_s,
+    locks,
+    lock_order,
+);
+
+/// A scenario with its options, from the flags and the scenario file.
+#[derive(Debug)]
+pub struct Resolved {
+    pub scenario: String,
+    pub options: SimOptions,
 }
 
 impl ScenarioArgs {
-    pub fn options(&self) -> anyhow::Result<SimOptions> {
-        if let Some(offset) = self.offset_s {
+    /// Read the scenario file, if any, and lay the flags over it.
+    fn merged(&self) -> anyhow::Result<ScenarioArgs> {
+        let Some(path) = &self.scenario_file else {
+            return Ok(self.clone());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| anyhow::anyhow!("--scenario-file {}: cannot read it: {error}", path.display()))?;
+        let file: ScenarioArgs = toml::from_str(&text)
+            .map_err(|error| anyhow::anyhow!("--scenario-file {}: {}", path.display(), error.to_string().trim_end()))?;
+        let mut merged = self.clone();
+        merged.scenario = self.scenario.clone().or(file.scenario.clone());
+        merged.offset_s = self.offset_s.or(file.offset_s);
+        merged.consistency = self.consistency.or(file.consistency);
+        merged.k3 |= file.k3;
+        merged.no_fencing |= file.no_fencing;
+        merged.lose_unsynced |= file.lose_unsynced;
+        merged.try_lock |= file.try_lock;
+        merged.thesis_listings |= file.thesis_listings;
+        merged.fill_knobs_from(&file);
+        Ok(merged)
+    }
+
+    /// The scenario and its options: the file (if any) with the flags over it, checked as far as
+    /// it can be without building the run ([`build`] checks the rest).
+    pub fn resolve(&self) -> anyhow::Result<Resolved> {
+        let merged = self.merged()?;
+        let Some(scenario) = merged.scenario.clone() else {
+            bail!("give --scenario NAME, or a --scenario-file that sets scenario = \"NAME\"");
+        };
+        if let Some(offset) = merged.offset_s {
             if !offset.is_finite() || offset.abs() > 86_400.0 {
                 bail!("--offset-s {offset}: give an offset within one day (in seconds)");
             }
-            if self.scenario != "skew" {
+            if scenario != "skew" {
                 bail!("--offset-s applies to the skew scenario only");
             }
         }
-        if self.k3 && self.scenario != "renew-race" {
+        if merged.k3 && scenario != "renew-race" {
             bail!("--k3 applies to the renew-race scenario only");
         }
-        Ok(SimOptions {
-            offset_s: self.offset_s,
-            k3: self.k3,
-            no_fencing: self.no_fencing,
-            lose_unsynced: self.lose_unsynced,
-            consistency: self.consistency,
-            try_lock: self.try_lock,
-            thesis_listings: self.thesis_listings,
+        Ok(Resolved {
+            scenario,
+            options: SimOptions {
+                offset_s: merged.offset_s,
+                k3: merged.k3,
+                no_fencing: merged.no_fencing,
+                lose_unsynced: merged.lose_unsynced,
+                consistency: merged.consistency,
+                try_lock: merged.try_lock,
+                thesis_listings: merged.thesis_listings,
+                knobs: Box::new(merged.knobs()),
+            },
         })
     }
 
-    /// The flags that reproduce these options, for printed commands.
+    /// A refused knob in the user's terms: the flag if it was given as one, else the file's key.
+    pub fn explain(&self, error: &BuildError) -> String {
+        let BuildError::Knob(knob) = error else {
+            return error.to_string();
+        };
+        let given_as_flag = self
+            .knob_values()
+            .iter()
+            .any(|(name, value)| *name == knob.knob && value.is_some());
+        match &self.scenario_file {
+            Some(path) if !given_as_flag => format!(
+                "--scenario-file {}: {} = {}: {}",
+                path.display(),
+                knob.knob,
+                knob.value,
+                knob.rule
+            ),
+            _ => format!("--{} {}: {}", knob.knob.replace('_', "-"), knob.value, knob.rule),
+        }
+    }
+
+    /// The flags that reproduce these options, for printed commands: the scenario file, then
+    /// every flag given (the file's values come from the file).
     pub fn flags(&self) -> String {
         let mut flags = String::new();
+        if let Some(path) = &self.scenario_file {
+            flags.push_str(&format!(" --scenario-file {}", path.display()));
+        }
         if let Some(offset) = self.offset_s {
             flags.push_str(&format!(" --offset-s {offset}"));
         }
@@ -132,6 +339,11 @@ impl ScenarioArgs {
         ] {
             if on {
                 flags.push_str(flag);
+            }
+        }
+        for (name, value) in self.knob_values() {
+            if let Some(value) = value {
+                flags.push_str(&format!(" --{} {value}", name.replace('_', "-")));
             }
         }
         flags
@@ -198,6 +410,8 @@ pub(crate) struct Tally {
     acquisitions: u64,
     sim_seconds: f64,
     hashes: u64,
+    /// Store faults injected: (before apply, after apply).
+    store_faults: (u64, u64),
 }
 
 /// Run every seed of `seeds` on `pool` and tally, in seed order; with `per_seed`, also write one
@@ -256,30 +470,44 @@ pub(crate) fn run_seeds(
 /// One `--per-seed-out` line: the seed's figures and each claim's verdict, or that it panicked.
 fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>) -> serde_json::Value {
     match outcome {
-        Some(outcome) => serde_json::json!({
-            "algorithm": algorithm.name(),
-            "seed": seed,
-            "acquisitions": outcome.acquisitions,
-            "sim_seconds": outcome.sim_seconds,
-            "claims": outcome
-                .claims
-                .iter()
-                .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
-                .collect::<serde_json::Map<_, _>>(),
-        }),
+        Some(outcome) => {
+            let mut line = serde_json::json!({
+                "algorithm": algorithm.name(),
+                "seed": seed,
+                "acquisitions": outcome.acquisitions,
+                "sim_seconds": outcome.sim_seconds,
+                "claims": outcome
+                    .claims
+                    .iter()
+                    .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
+                    .collect::<serde_json::Map<_, _>>(),
+            });
+            // Only when the store-fault knobs injected some: other sweeps' lines stay as they were.
+            if outcome.store_faults != (0, 0) {
+                line["store_faults"] = serde_json::json!({
+                    "before_apply": outcome.store_faults.0,
+                    "after_apply": outcome.store_faults.1,
+                });
+            }
+            line
+        }
         None => serde_json::json!({ "algorithm": algorithm.name(), "seed": seed, "panicked": true }),
     }
 }
 
 /// The skew finding: the smallest offset of r0's clock that breaks T1.
-fn sweep_offsets(args: &SimArgs, options: &SimOptions, pool: &rayon::ThreadPool) -> ExitCode {
-    if args.scenario.scenario != "skew" {
+fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &rayon::ThreadPool) -> ExitCode {
+    if scenario != "skew" {
         return crate::usage_error("--sweep-offsets applies to the skew scenario only");
     }
     if options.offset_s.is_some() {
         return crate::usage_error("--sweep-offsets chooses the offsets itself: drop --offset-s");
     }
-    let ttl_s = f64::from(cassalock::Settings::new("sweep").ttl_s);
+    let ttl_s = f64::from(options.knobs.ttl_s.unwrap_or(cassalock::Settings::new("sweep").ttl_s));
+    let renew_s = options
+        .knobs
+        .renew_every_ms
+        .map_or(ttl_s / 2.0, |ms| ms as f64 / 1000.0);
     let algorithms = args.algorithm.algorithms();
     let first_failure = |offset: f64, algorithm: Algorithm| -> Option<u64> {
         let options = SimOptions {
@@ -295,8 +523,7 @@ fn sweep_offsets(args: &SimArgs, options: &SimOptions, pool: &rayon::ThreadPool)
             .and_then(|(_, _, seed)| *seed)
     };
     println!(
-        "skew sweep: replica r0's clock ahead by an offset; TTL {ttl_s} s, renewal every {} s; seeds {} per offset",
-        ttl_s / 2.0,
+        "skew sweep: replica r0's clock ahead by an offset; TTL {ttl_s} s, renewal every {renew_s} s; seeds {} per offset",
         args.seeds
     );
     for algorithm in algorithms {
@@ -338,15 +565,20 @@ fn sweep_offsets(args: &SimArgs, options: &SimOptions, pool: &rayon::ThreadPool)
         );
         println!(
             "           replay: {}",
-            replay_command("skew", seed, algorithm, &format!(" --offset-s {offset:.1}"))
+            replay_command(
+                "skew",
+                seed,
+                algorithm,
+                &format!("{} --offset-s {offset:.1}", args.scenario.flags())
+            )
         );
     }
     ExitCode::SUCCESS
 }
 
 pub fn sim(args: SimArgs) -> ExitCode {
-    let options = match args.scenario.options() {
-        Ok(options) => options,
+    let Resolved { scenario, options } = match args.scenario.resolve() {
+        Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let seeds = args.seeds;
@@ -360,8 +592,8 @@ pub fn sim(args: SimArgs) -> ExitCode {
     if args.jobs == 0 || args.jobs > 64 {
         return crate::usage_error("--jobs must be between 1 and 64");
     }
-    if let Err(error) = build(&args.scenario.scenario, seeds.first(), Algorithm::Queue, &options) {
-        return crate::usage_error(&error.to_string());
+    if let Err(error) = build(&scenario, seeds.first(), Algorithm::Queue, &options) {
+        return crate::usage_error(&args.scenario.explain(&error));
     }
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
         Ok(pool) => pool,
@@ -374,7 +606,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         if args.per_seed_out.is_some() {
             return crate::usage_error("--per-seed-out applies to a plain sweep, not --sweep-offsets");
         }
-        return sweep_offsets(&args, &options, &pool);
+        return sweep_offsets(&args, &scenario, &options, &pool);
     }
     let mut per_seed = match &args.per_seed_out {
         Some(path) => match std::fs::File::create(path) {
@@ -393,11 +625,11 @@ pub fn sim(args: SimArgs) -> ExitCode {
                 indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta}")
                     .expect("template"),
             );
-            bar.set_message(format!("{} {}", args.scenario.scenario, algorithm.name()));
+            bar.set_message(format!("{} {}", scenario, algorithm.name()));
             bar
         });
         let tally = match run_seeds(
-            &args.scenario.scenario,
+            &scenario,
             &options,
             &seeds,
             &pool,
@@ -421,7 +653,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         let seconds = started.elapsed().as_secs_f64();
         println!(
             "{} | {} algorithm | seeds {} | {} runs in {:.1} s ({:.0} seeds/minute on {} jobs) | {} acquisitions | {:.0} s simulated",
-            args.scenario.scenario,
+            scenario,
             algorithm.name(),
             args.seeds,
             tally.runs,
@@ -434,7 +666,13 @@ pub fn sim(args: SimArgs) -> ExitCode {
         if let Some(seed) = tally.panics {
             println!(
                 "  HARNESS PANIC in a run; first seed {seed}: {}",
-                replay_command(&args.scenario.scenario, seed, algorithm, &args.scenario.flags())
+                replay_command(&scenario, seed, algorithm, &args.scenario.flags())
+            );
+        }
+        if options.knobs.fail_before_apply_percent.is_some() || options.knobs.fail_after_apply_percent.is_some() {
+            println!(
+                "  store faults injected: {} calls failed before being applied, {} applied with the reply lost (all runs)",
+                tally.store_faults.0, tally.store_faults.1
             );
         }
         if tally.failed_runs == 0 {
@@ -454,7 +692,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
                 );
                 println!(
                     "               replay: {}",
-                    replay_command(&args.scenario.scenario, seed, algorithm, &args.scenario.flags())
+                    replay_command(&scenario, seed, algorithm, &args.scenario.flags())
                 );
             }
         }
@@ -476,6 +714,8 @@ struct SeedSummary {
     trace_hash: u64,
     all_passed: bool,
     claims: Vec<(&'static str, bool)>,
+    /// Store faults injected: (before apply, after apply).
+    store_faults: (u64, u64),
 }
 
 impl SeedSummary {
@@ -486,6 +726,10 @@ impl SeedSummary {
             sim_seconds: outcome.sim_time.as_secs_f64(),
             trace_hash: outcome.trace_hash,
             all_passed: outcome.verdicts.all_passed(),
+            store_faults: (
+                outcome.verdicts.store_faults_before_apply as u64,
+                outcome.verdicts.store_faults_after_apply as u64,
+            ),
             claims: outcome
                 .verdicts
                 .checks
@@ -501,6 +745,8 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     tally.acquisitions += outcome.acquisitions;
     tally.sim_seconds += outcome.sim_seconds;
     tally.hashes ^= outcome.trace_hash;
+    tally.store_faults.0 += outcome.store_faults.0;
+    tally.store_faults.1 += outcome.store_faults.1;
     if !outcome.all_passed {
         tally.failed_runs += 1;
     }
@@ -520,14 +766,14 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
 }
 
 pub fn replay(args: ReplayArgs) -> ExitCode {
-    let options = match args.scenario.options() {
-        Ok(options) => options,
+    let Resolved { scenario, options } = match args.scenario.resolve() {
+        Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let algorithm = args.algorithm;
-    let config = match build(&args.scenario.scenario, args.seed, algorithm, &options) {
+    let config = match build(&scenario, args.seed, algorithm, &options) {
         Ok(config) => config,
-        Err(error) => return crate::usage_error(&error.to_string()),
+        Err(error) => return crate::usage_error(&args.scenario.explain(&error)),
     };
     println!("{}", config.plan());
     println!("seed {}", args.seed);
@@ -551,7 +797,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
     println!();
     println!(
         "replay: {}",
-        replay_command(&args.scenario.scenario, args.seed, algorithm, &args.scenario.flags())
+        replay_command(&scenario, args.seed, algorithm, &args.scenario.flags())
     );
     if let Some(path) = &args.svg {
         match cassalock_sim::timeline::write_svg(&outcome, path) {
@@ -619,10 +865,19 @@ mod tests {
             trace_hash: 0,
             all_passed: false,
             claims: vec![("T1-belief", false), ("T2", true)],
+            store_faults: (0, 0),
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
             r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5}"#
+        );
+        let faulty = SeedSummary {
+            store_faults: (2, 3),
+            ..summary
+        };
+        assert_eq!(
+            per_seed_line(Algorithm::Queue, 7, Some(&faulty)).to_string(),
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
         );
         assert_eq!(
             per_seed_line(Algorithm::Old, 8, None).to_string(),

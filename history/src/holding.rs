@@ -174,6 +174,14 @@ impl<B: TimeBase> Beliefs<B> {
         self.open.keys().map(String::as_str)
     }
 
+    /// The holders that believe they hold `lock` now.
+    pub fn holders_of<'a>(&'a self, lock: &'a str) -> impl Iterator<Item = &'a str> {
+        self.open
+            .iter()
+            .filter(move |(_, (_, held, _))| held == lock)
+            .map(|(holder, _)| holder.as_str())
+    }
+
     /// The history ended at `end`: beliefs still open lasted until then. Every interval, in
     /// the order they closed (then the open ones, by holder).
     pub fn finish(mut self, end: B::Instant) -> Vec<HoldingInterval<B>> {

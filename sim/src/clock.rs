@@ -4,7 +4,9 @@
 //! is madsim's simulated time since the run began. Sleeps go through the clock too: a sleep of
 //! `d` on a clock that runs fast by `drift` lasts `d / (1 + drift)` of global time, so drift
 //! affects timers (renewal, polling, backoff). Jumps (NTP steps) move readings only, as they
-//! would move the wall clock Cassandra reads while monotonic timers carry on.
+//! would move the wall clock Cassandra reads while monotonic timers carry on. A per-reading
+//! error (`error_us`, the `--clock-error-ms` knob) is added to each `now_us` reading only, so
+//! two readings in a row may go backwards; timers are not affected.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -23,8 +25,13 @@ pub struct ClockSpec {
     pub offset_us: i64,
     /// Parts per million faster (positive) or slower (negative) than global time.
     pub drift_ppm: i64,
-    /// (global ms since the run began, step in µs), in time order.
+    /// (global ms since the run began, step in µs), in time order. A negative step is a
+    /// backward jump.
     pub jumps: Vec<(u64, i64)>,
+    /// Every reading through [`Clock::now_us`] is off by an error drawn uniformly from
+    /// `-error_us..=error_us` (madsim's seeded generator), independently per reading: a clock
+    /// read over a noisy source. 0: exact readings, and no draw.
+    pub error_us: u64,
 }
 
 /// A node's clock.
@@ -65,7 +72,14 @@ impl SimClock {
 
 impl Clock for SimClock {
     fn now_us(&self) -> u64 {
-        self.reading_at(self.start.elapsed())
+        let exact = self.reading_at(self.start.elapsed());
+        if self.spec.error_us == 0 {
+            return exact;
+        }
+        use rand::Rng;
+        let bound = i64::try_from(self.spec.error_us).unwrap_or(i64::MAX);
+        let error = madsim::rand::thread_rng().gen_range(-bound..=bound);
+        exact.saturating_add_signed(error)
     }
 
     fn sleep_ms(&self, ms: u64) -> impl Future<Output = ()> + Send {
@@ -86,6 +100,7 @@ mod tests {
                 offset_us: -5_000_000,
                 drift_ppm: 100_000, // 10% fast
                 jumps: vec![(2_000, 1_000_000)],
+                error_us: 0,
             };
             let clock = SimClock::new(spec, start);
             assert_eq!(clock.reading_at(Duration::ZERO), EPOCH_US - 5_000_000);
@@ -100,6 +115,28 @@ mod tests {
             // A 1100 ms sleep on a clock 10% fast lasts 1000 ms of global time.
             clock.sleep_ms(1100).await;
             assert_eq!(start.elapsed().as_millis(), 1000);
+        });
+    }
+
+    #[test]
+    fn a_per_reading_error_stays_within_its_bound_and_varies() {
+        madsim::runtime::Runtime::new().block_on(async {
+            let start = Instant::now();
+            let clock = SimClock::new(
+                ClockSpec {
+                    error_us: 50_000,
+                    ..ClockSpec::default()
+                },
+                start,
+            );
+            let readings: Vec<u64> = (0..200).map(|_| clock.now_us()).collect();
+            assert!(readings.iter().all(|r| r.abs_diff(EPOCH_US) <= 50_000));
+            assert!(readings.iter().any(|r| *r < EPOCH_US) && readings.iter().any(|r| *r > EPOCH_US));
+            assert_eq!(
+                clock.reading_at(Duration::ZERO),
+                EPOCH_US,
+                "the exact reading has no error"
+            );
         });
     }
 }

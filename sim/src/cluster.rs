@@ -6,7 +6,7 @@
 //! - **Coordinator.** A client sends each request to a replica picked by madsim's seeded RNG.
 //!   The coordinator fixes a write's TTL expiry from *its own* clock, sends the versions to
 //!   every replica (applying its own copy at once) and answers after CL acknowledgements, or
-//!   with a timeout after `request_timeout`. The writes it sent keep travelling: a timed-out
+//!   with a timeout after `write_timeout` (reads: `read_timeout`). The writes it sent keep travelling: a timed-out
 //!   write may have reached no replica, some, or all.
 //! - **Reads.** The coordinator asks every replica for the raw versions of the slice (tombstones
 //!   and expired cells included), waits for CL answers, reconciles them with the library's rules,
@@ -26,6 +26,12 @@
 //!   its clock, compared with write timestamps) every few seconds. A write arriving later with an
 //!   older timestamp would come back to life, as in Cassandra; so would a cell on a replica that
 //!   missed its delete, which is why `gc_grace` must exceed the lock TTL.
+//! - **Store faults per call** (the `--fail-before-apply-percent` and `--fail-after-apply-percent`
+//!   knobs): each request of a lock client may fail before it is applied (the coordinator
+//!   answers Unavailable at once: nothing was applied) or be applied with its reply lost (the
+//!   coordinator does all its work, the client hears nothing and times out after
+//!   `client_timeout`). Drawn from madsim's seeded generator, per call; each injection is
+//!   recorded (`What::StoreFault`). The time service's requests are spared.
 //! - Not modelled: hinted handoff, anti-entropy repair, Unavailable answers (a coordinator with
 //!   too few live replicas times out instead), speculative retries.
 
@@ -42,6 +48,8 @@ use madsim::net::rpc::{Deserialize, Request, Serialize};
 use madsim::net::Endpoint;
 
 use crate::clock::SimClock;
+use crate::knobs::StoreFaults;
+use crate::trace::{Recorder, What};
 
 /// The port every simulated service listens on.
 pub const PORT: u16 = 9042;
@@ -104,14 +112,18 @@ impl Consistency {
 pub struct ClusterConfig {
     pub replicas: usize,
     pub consistency: Consistency,
-    /// The coordinator gives up waiting for replicas after this long.
-    pub request_timeout: Duration,
+    /// The coordinator gives up waiting for replicas' read answers (and read repair) after this long.
+    pub read_timeout: Duration,
+    /// The coordinator gives up waiting for replicas' write acknowledgements after this long.
+    pub write_timeout: Duration,
     /// The client gives up waiting for the coordinator after this long.
     pub client_timeout: Duration,
     /// A restarted replica keeps only what the last commit-log sync saved.
     pub lose_unsynced: bool,
     pub sync_every: Duration,
     pub gc_grace: Duration,
+    /// Per-call faults of the lock clients' requests.
+    pub store_faults: StoreFaults,
 }
 
 impl ClusterConfig {
@@ -133,11 +145,13 @@ impl Default for ClusterConfig {
         ClusterConfig {
             replicas: 3,
             consistency: Consistency::Quorum,
-            request_timeout: Duration::from_secs(2),
+            read_timeout: Duration::from_secs(2),
+            write_timeout: Duration::from_secs(2),
             client_timeout: Duration::from_secs(3),
             lose_unsynced: false,
             sync_every: Duration::from_secs(10),
             gc_grace: ClusterConfig::gc_grace_for_ttl(30),
+            store_faults: StoreFaults::default(),
         }
     }
 }
@@ -315,7 +329,7 @@ impl Replica {
                 row: row.clone(),
                 versions: versions.clone(),
             };
-            let timeout = self.config.request_timeout;
+            let timeout = self.config.write_timeout;
             madsim::task::spawn(async move {
                 if endpoint
                     .call_timeout(replica_addr(replica), message, timeout)
@@ -335,7 +349,7 @@ impl Replica {
             }
             Some(())
         };
-        match tokio::time::timeout(self.config.request_timeout, wait).await {
+        match tokio::time::timeout(self.config.write_timeout, wait).await {
             Ok(Some(())) => Ok(StoreReply::Done),
             _ => Err(StoreFailure::Timeout),
         }
@@ -394,7 +408,7 @@ impl Replica {
                 start: start.to_owned(),
                 live_limit: limit,
             };
-            let timeout = self.config.request_timeout;
+            let timeout = self.config.read_timeout;
             madsim::task::spawn(async move {
                 if let Ok(answer) = endpoint.call_timeout(replica_addr(replica), message, timeout).await {
                     let _ = answers.send((replica, answer));
@@ -409,7 +423,7 @@ impl Replica {
             }
             Some(got)
         };
-        let responses = match tokio::time::timeout(self.config.request_timeout, gather).await {
+        let responses = match tokio::time::timeout(self.config.read_timeout, gather).await {
             Ok(Some(responses)) => responses,
             _ => return Err(StoreFailure::Timeout),
         };
@@ -477,7 +491,7 @@ impl Replica {
                 row: row.to_owned(),
                 versions: missing,
             };
-            pending.push(endpoint.call_timeout(replica_addr(replica), message, self.config.request_timeout));
+            pending.push(endpoint.call_timeout(replica_addr(replica), message, self.config.read_timeout));
         }
         for repair in pending {
             repair.await.map_err(|_| StoreFailure::Timeout)?;
@@ -490,6 +504,16 @@ impl Replica {
 pub struct SimStore {
     endpoint: Endpoint,
     config: ClusterConfig,
+    /// Where injected store faults are recorded, and the node's name; `None`: no store faults
+    /// for this store (the time service's).
+    faults_to: Option<(Arc<Recorder>, String)>,
+}
+
+/// Which store fault a call gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CallFault {
+    BeforeApply,
+    AfterApply,
 }
 
 impl SimStore {
@@ -497,14 +521,76 @@ impl SimStore {
         let endpoint = Endpoint::bind(SocketAddr::new(ip, 0))
             .await
             .expect("client address free");
-        SimStore { endpoint, config }
+        SimStore {
+            endpoint,
+            config,
+            faults_to: None,
+        }
+    }
+
+    /// Subject this store's calls to the cluster's per-call store faults, recorded as `node`'s.
+    pub fn with_store_faults(mut self, recorder: Arc<Recorder>, node: String) -> Self {
+        self.faults_to = Some((recorder, node));
+        self
+    }
+
+    /// Draw this call's fault, if store faults are on (no draw when they are off, so a run
+    /// without them draws what it always drew).
+    fn draw_fault(&self, request: &StoreRequest) -> Option<CallFault> {
+        use rand::Rng;
+        let faults = self.config.store_faults;
+        let (recorder, node) = self.faults_to.as_ref()?;
+        if !faults.any() {
+            return None;
+        }
+        let draw = madsim::rand::thread_rng().gen_range(0..1_000_000u32);
+        let fault = if draw < faults.before_apply_ppm {
+            CallFault::BeforeApply
+        } else if draw < faults.before_apply_ppm.saturating_add(faults.after_apply_ppm) {
+            CallFault::AfterApply
+        } else {
+            return None;
+        };
+        let op = match request {
+            StoreOp::Write { row, .. } => format!("write to {row}"),
+            StoreOp::Delete { row, column, .. } => format!("delete of {row}/{column}"),
+            StoreOp::ReadSlice { row, .. } => format!("read of {row}"),
+        };
+        recorder.record(
+            node,
+            None,
+            What::StoreFault {
+                op,
+                applied: fault == CallFault::AfterApply,
+            },
+        );
+        Some(fault)
     }
 }
 
 impl Store for SimStore {
     async fn execute(&self, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
         use rand::Rng;
+        let fault = self.draw_fault(&request);
+        if fault == Some(CallFault::BeforeApply) {
+            return Err(StoreFailure::Unavailable);
+        }
         let coordinator = madsim::rand::thread_rng().gen_range(0..self.config.replicas);
+        if fault == Some(CallFault::AfterApply) {
+            // The coordinator does all its work; its answer never arrives, so the client waits
+            // out its timeout.
+            let sent = tokio::time::Instant::now();
+            let _ = self
+                .endpoint
+                .call_timeout(
+                    replica_addr(coordinator),
+                    Coordinate(request),
+                    self.config.client_timeout,
+                )
+                .await;
+            tokio::time::sleep_until(sent + self.config.client_timeout).await;
+            return Err(StoreFailure::Timeout);
+        }
         match self
             .endpoint
             .call_timeout(

@@ -216,6 +216,9 @@ pub fn judge_contract(
                     keep_max(&mut figures.leftover_judged_max, *live_for, || thread.clone());
                 }
             }
+            // A store fault delays whatever call it hits by up to a request with its retries,
+            // like any other fault (C-release's windows).
+            What::StoreFault { .. } => fault_times.push(record.at),
             What::Fault {
                 node: fault_node,
                 period,
@@ -366,6 +369,12 @@ pub fn judge_contract(
         }
     });
     checks.push(match &figures.handover_max {
+        // A waiter's record does not say which lock it waits for, so with several locks a
+        // release cannot be matched with the acquisition it should let in.
+        _ if config.locks > 1 => Check::not_exercised(
+            ClaimId::CRelease,
+            format!("not judged with {} locks per acquisition", config.locks),
+        ),
         None => Check::not_exercised(
             ClaimId::CRelease,
             "no release while another client waited and no fault was active".into(),

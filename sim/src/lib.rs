@@ -20,6 +20,8 @@ pub mod contract;
 #[cfg(madsim)]
 mod faults;
 #[cfg(madsim)]
+pub mod knobs;
+#[cfg(madsim)]
 pub mod metrics;
 #[cfg(madsim)]
 mod oracles;

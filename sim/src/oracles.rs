@@ -14,7 +14,6 @@ use cassalock_history::k3::{self, LiveCell, Release};
 
 use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
-use crate::scenario::LOCK;
 use crate::trace::{Recorder, What};
 
 /// K3 oracle: after a successful release, no replica may hold a live main cell of that
@@ -36,7 +35,6 @@ pub(crate) async fn watch_replicas(
     settle: Duration,
     read_quorum: usize,
 ) {
-    let main_row = LockId::new(LOCK).expect("valid").main_row();
     let mut releasing: BTreeMap<String, u64> = BTreeMap::new();
     let mut released: Vec<Release<SimulatedTime>> = Vec::new();
     let mut seen = 0usize;
@@ -83,6 +81,7 @@ pub(crate) async fn watch_replicas(
             if !window.contains(&age) || reported.contains(&release.holder) {
                 continue;
             }
+            let main_row = LockId::new(&release.lock).expect("a lock the clients took").main_row();
             for (index, (data, clock)) in replicas.iter().enumerate() {
                 let reader_us = clock.now_us();
                 let cell = data

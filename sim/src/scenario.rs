@@ -8,15 +8,16 @@
 use std::fmt;
 use std::time::Duration;
 
-use cassalock::algo::Fixes;
+use cassalock::algo::{Fixes, RetryPolicy};
 use cassalock::driver::{Algorithm, Settings, TimeSource};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::ClockSpec;
 use crate::cluster::{ClusterConfig, Consistency};
+use crate::knobs::{check_run, KnobError, Knobs, LockOrder, LongHold};
 
-/// The lock every client contends for.
+/// The lock every client contends for (with `--locks N`, N > 1: `shared-0` .. `shared-{N-1}`).
 pub const LOCK: &str = "shared";
 
 /// Faults the injector applies. "Holder" faults hit whichever client holds the lock when they
@@ -93,12 +94,21 @@ pub struct RunConfig {
     pub mode: ClientMode,
     pub clients: usize,
     pub acquisitions: u32,
+    /// Locks one acquisition takes (1: [`LOCK`]).
+    pub locks: usize,
+    pub lock_order: LockOrder,
     pub cluster: ClusterConfig,
     pub ttl_s: u32,
     pub renew_every_ms: u64,
     pub poll_ms: u64,
     /// Critical section length, uniform in this range.
     pub hold_ms: (u64, u64),
+    /// A mix of long operations: some holds are drawn from another range (`None`: none).
+    pub long_hold: Option<LongHold>,
+    /// The library's acquisition deadline (`None`: wait for ever).
+    pub max_wait_ms: Option<u64>,
+    /// The library's retry policy for failed store requests.
+    pub retry: RetryPolicy,
     /// Pause between a release and the next acquisition.
     pub think_ms: (u64, u64),
     pub time_source: TimeSource,
@@ -139,6 +149,9 @@ pub struct SimOptions {
     pub try_lock: bool,
     /// Run the thesis's listings as written, without our fixes.
     pub thesis_listings: bool,
+    /// Timing, workload, store-fault and clock knobs that override the scenario's values
+    /// (boxed: they are large, and options travel by value in the report's tables).
+    pub knobs: Box<Knobs>,
 }
 
 /// A named scenario.
@@ -224,10 +237,20 @@ fn known_names() -> String {
     SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
-/// Build the run for `scenario` from `seed`.
-pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, UnknownScenario> {
+/// Why a run could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error(transparent)]
+    UnknownScenario(#[from] UnknownScenario),
+    /// A knob, alone or with the scenario's values, breaks a rule.
+    #[error(transparent)]
+    Knob(#[from] KnobError),
+}
+
+/// Build the run for `scenario` from `seed`, with the knobs of `options` applied and checked.
+pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, BuildError> {
     let Some(found) = scenario(name) else {
-        return Err(UnknownScenario { name: name.to_owned() });
+        return Err(UnknownScenario { name: name.to_owned() }.into());
     };
     let defaults = Settings::new("sim");
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA55);
@@ -237,6 +260,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         mode: ClientMode::GetLock,
         clients: 3,
         acquisitions: 5,
+        locks: 1,
+        lock_order: LockOrder::Fixed,
         cluster: ClusterConfig {
             lose_unsynced: options.lose_unsynced,
             ..ClusterConfig::default()
@@ -245,6 +270,9 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
         hold_ms: (100, 2000),
+        long_hold: None,
+        max_wait_ms: defaults.max_wait_ms,
+        retry: defaults.retry,
         think_ms: (0, 500),
         time_source: TimeSource::Local,
         time_replicas: 0,
@@ -263,6 +291,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         max_sim: s(900),
         open_ended: false,
     };
+    options.knobs.check(config.max_sim)?;
+    options.knobs.apply_timing(&mut config);
     let ttl = s(u64::from(config.ttl_s));
     match found.name {
         "contention" => {
@@ -373,6 +403,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
     if options.try_lock {
         config.mode = ClientMode::TryGetLock;
     }
+    options.knobs.apply(&mut config, &mut rng);
+    check_run(&config, &options.knobs)?;
     config.cluster.gc_grace = ClusterConfig::gc_grace_for_ttl(config.ttl_s);
     config.faults.sort_by_key(|f| f.at);
     Ok(config)
@@ -401,6 +433,7 @@ fn swarm(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
             offset_us: offset_s * 1_000_000 * if rng.gen_bool(0.5) { 1 } else { -1 },
             drift_ppm: rng.gen_range(-200..=200),
             jumps,
+            error_us: 0,
         });
     }
     for _ in 0..config.clients {
@@ -412,6 +445,7 @@ fn swarm(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
             } else {
                 Vec::new()
             },
+            error_us: 0,
         });
     }
     let count = rng.gen_range(0..=6);
@@ -494,6 +528,8 @@ impl RunConfig {
         settings.renew_every_ms = self.renew_every_ms;
         settings.poll_ms = self.poll_ms;
         settings.time_source = self.time_source;
+        settings.max_wait_ms = self.max_wait_ms;
+        settings.retry = self.retry;
         settings.mutants.k3_release_without_waiting = self.k3;
         settings.fixes = self.fixes;
         settings
@@ -547,18 +583,26 @@ impl RunConfig {
                         .map(|(at, step)| format!("{:+.3} s at {:.1} s", *step as f64 / 1e6, *at as f64 / 1e3))
                         .collect();
                     format!(
-                        "  clock {prefix}{i}: offset {:+.3} s, drift {:+} ppm{}",
+                        "  clock {prefix}{i}: offset {:+.3} s, drift {:+} ppm{}{}",
                         c.offset_us as f64 / 1e6,
                         c.drift_ppm,
                         if jumps.is_empty() {
                             String::new()
                         } else {
                             format!(", jumps {}", jumps.join(", "))
+                        },
+                        if c.error_us == 0 {
+                            String::new()
+                        } else {
+                            format!(", each reading off by up to ±{} ms (uniform)", c.error_us as f64 / 1e3)
                         }
                     )
                 })
                 .collect()
         };
+        if let Some(knobs) = self.knobs_line() {
+            lines.push(knobs);
+        }
         lines.extend(clocks("r", &self.replica_clocks));
         lines.extend(clocks("c", &self.client_clocks));
         lines.extend(clocks("ts", &self.time_replica_clocks));
@@ -569,6 +613,76 @@ impl RunConfig {
             lines.push(format!("  at {:>7.3} s: {}", fault.at.as_secs_f64(), fault.kind));
         }
         lines.join("\n")
+    }
+}
+
+impl RunConfig {
+    /// The locks every acquisition takes, in the fixed order.
+    pub fn lock_names(&self) -> Vec<String> {
+        if self.locks <= 1 {
+            return vec![LOCK.to_owned()];
+        }
+        (0..self.locks).map(|i| format!("{LOCK}-{i}")).collect()
+    }
+
+    /// What the knobs changed that the plan's first line does not show (`None`: nothing).
+    fn knobs_line(&self) -> Option<String> {
+        let defaults = Settings::new("sim");
+        let cluster = ClusterConfig::default();
+        let mut parts = Vec::new();
+        if self.locks > 1 {
+            parts.push(format!(
+                "{} locks per acquisition, {} order",
+                self.locks, self.lock_order
+            ));
+        }
+        if let Some(long) = self.long_hold {
+            parts.push(format!(
+                "{}% of holds long, {}-{} ms",
+                long.percent, long.hold_ms.0, long.hold_ms.1
+            ));
+        }
+        if let Some(max_wait) = self.max_wait_ms {
+            parts.push(format!("max wait {max_wait} ms"));
+        }
+        if self.retry != defaults.retry {
+            parts.push(format!(
+                "{} retries, {} ms apart",
+                self.retry.max_retries, self.retry.backoff_ms
+            ));
+        }
+        if self.cluster.client_timeout != cluster.client_timeout {
+            parts.push(format!(
+                "client request timeout {} ms",
+                self.cluster.client_timeout.as_millis()
+            ));
+        }
+        if self.cluster.read_timeout != cluster.read_timeout {
+            parts.push(format!(
+                "coordinator read timeout {} ms",
+                self.cluster.read_timeout.as_millis()
+            ));
+        }
+        if self.cluster.write_timeout != cluster.write_timeout {
+            parts.push(format!(
+                "coordinator write timeout {} ms",
+                self.cluster.write_timeout.as_millis()
+            ));
+        }
+        let faults = self.cluster.store_faults;
+        if faults.before_apply_ppm > 0 {
+            parts.push(format!(
+                "{}% of store calls fail before being applied",
+                f64::from(faults.before_apply_ppm) / 1e4
+            ));
+        }
+        if faults.after_apply_ppm > 0 {
+            parts.push(format!(
+                "{}% of store calls applied with the reply lost",
+                f64::from(faults.after_apply_ppm) / 1e4
+            ));
+        }
+        (!parts.is_empty()).then(|| format!("  knobs: {}", parts.join(" | ")))
     }
 }
 
@@ -598,11 +712,16 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         mode: params.mode,
         clients: params.threads,
         acquisitions: u32::MAX,
+        locks: 1,
+        lock_order: LockOrder::Fixed,
         cluster: ClusterConfig::default(),
         ttl_s: defaults.ttl_s,
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
         hold_ms: params.hold_ms,
+        long_hold: None,
+        max_wait_ms: defaults.max_wait_ms,
+        retry: defaults.retry,
         think_ms: params.think_ms,
         time_source: if params.global_time {
             TimeSource::Global

@@ -1,5 +1,6 @@
 //! What happened in a run: one record per event, in simulated time, with the node and its clock.
 
+use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -60,6 +61,7 @@ pub enum What {
     /// The resource saw a write. `stale`: its token is below the highest already accepted.
     Resource {
         client: String,
+        lock: String,
         token: FencingToken,
         phase: Phase,
         accepted: bool,
@@ -81,6 +83,13 @@ pub enum What {
     /// Oracle: the GlobalTime cell's value on a quorum, read every 100 ms.
     GlobalTime {
         value_us: u64,
+    },
+    /// A store fault injected into one call of a lock client (the per-call store-fault knobs):
+    /// `applied`: the request was applied and its reply lost; otherwise it failed before being
+    /// applied.
+    StoreFault {
+        op: String,
+        applied: bool,
     },
     Note(String),
 }
@@ -180,6 +189,8 @@ impl Observer for NodeObserver {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ResourceWrite {
     pub client: String,
+    /// The lock whose token guards this write (the resource keeps a highest token per lock).
+    pub lock: String,
     pub token: String,
     pub phase: Phase,
 }
@@ -193,31 +204,40 @@ impl Request for ResourceWrite {
 /// lower ones.
 pub async fn serve_resource(fencing: bool, recorder: Arc<Recorder>) {
     let endpoint = Endpoint::bind(resource_addr()).await.expect("resource address free");
-    let highest: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    endpoint.add_rpc_handler(move |ResourceWrite { client, token, phase }| {
-        let highest = Arc::clone(&highest);
-        let recorder = Arc::clone(&recorder);
-        async move {
-            let mut highest = highest.lock().expect("resource");
-            let admission = cassalock::algo::admit(highest.as_deref(), &token, fencing);
-            if admission.raises_highest() {
-                *highest = Some(token.clone());
+    // The highest token accepted, per lock (one part of the resource per lock).
+    let highest: Arc<Mutex<BTreeMap<String, String>>> = Arc::default();
+    endpoint.add_rpc_handler(
+        move |ResourceWrite {
+                  client,
+                  lock,
+                  token,
+                  phase,
+              }| {
+            let highest = Arc::clone(&highest);
+            let recorder = Arc::clone(&recorder);
+            async move {
+                let mut highest = highest.lock().expect("resource");
+                let admission = cassalock::algo::admit(highest.get(&lock).map(String::as_str), &token, fencing);
+                if admission.raises_highest() {
+                    highest.insert(lock.clone(), token.clone());
+                }
+                let (accepted, stale) = (admission.accepted, admission.stale);
+                recorder.record(
+                    "resource",
+                    None,
+                    What::Resource {
+                        client,
+                        lock,
+                        token: FencingToken(token),
+                        phase,
+                        accepted,
+                        stale,
+                    },
+                );
+                accepted
             }
-            let (accepted, stale) = (admission.accepted, admission.stale);
-            recorder.record(
-                "resource",
-                None,
-                What::Resource {
-                    client,
-                    token: FencingToken(token),
-                    phase,
-                    accepted,
-                    stale,
-                },
-            );
-            accepted
-        }
-    });
+        },
+    );
     std::future::pending::<()>().await;
 }
 
@@ -269,6 +289,7 @@ impl fmt::Display for What {
             ),
             What::Resource {
                 client,
+                lock,
                 token,
                 phase,
                 accepted,
@@ -279,7 +300,17 @@ impl fmt::Display for What {
                     (true, true) => "ACCEPTED A STALE TOKEN (damage)",
                     (false, _) => "REFUSED (stale token)",
                 };
-                write!(f, "resource: {client} {phase:?} token {} {verdict}", short_token(token))
+                // The one-lock runs print as they always did.
+                let part = if lock == crate::scenario::LOCK {
+                    String::new()
+                } else {
+                    format!(" {lock}")
+                };
+                write!(
+                    f,
+                    "resource: {client} {phase:?}{part} token {} {verdict}",
+                    short_token(token)
+                )
             }
             What::Fault { text, .. } => write!(f, "FAULT {text}"),
             What::Resurrected { thread, replica } => write!(
@@ -287,13 +318,24 @@ impl fmt::Display for What {
                 "oracle: released {thread}'s main cell is live again on r{replica} (K3)"
             ),
             What::GlobalTime { value_us } => write!(f, "oracle: GlobalTime = {value_us}"),
+            What::StoreFault { op, applied } => {
+                if *applied {
+                    write!(f, "STORE FAULT {op} applied, its reply lost (the client times out)")
+                } else {
+                    write!(f, "STORE FAULT {op} failed before being applied (Unavailable)")
+                }
+            }
             What::Note(text) => f.write_str(text),
         }
     }
 }
 
-/// A token as "seconds.micros|thread" relative to the simulated epoch.
+/// A token as "#counter/thread" (the library's counter token), or as "seconds.micros|thread"
+/// relative to the simulated epoch (the listings' queue column).
 pub fn short_token(token: &FencingToken) -> String {
+    if let Some((counter, thread)) = cassalock::algo::fence::parse_counter_token(token.as_str()) {
+        return format!("#{counter}/{thread}");
+    }
     match cassalock::algo::queue_column::parse_queue_column(token.as_str()) {
         Some((time_us, thread)) => {
             let since = time_us as i128 - crate::clock::EPOCH_US as i128;

@@ -96,6 +96,12 @@ pub struct Verdicts {
     /// The longest the GlobalTime value stood still (after it was first written).
     pub global_time_stall: Option<Duration>,
     pub client_errors: usize,
+    /// The run gives acquisitions a deadline (`max_wait_ms`): client errors include give-ups.
+    pub deadline: bool,
+    /// Store faults injected per call (the store-fault knobs): failed before being applied,
+    /// and applied with the reply lost.
+    pub store_faults_before_apply: usize,
+    pub store_faults_after_apply: usize,
     /// Simulated time the run took.
     pub sim_time: Duration,
     /// Faults that began (injected faults that fired; configured ones are not recorded).
@@ -143,13 +149,15 @@ pub fn judge(
 ) -> Verdicts {
     let mut v = Verdicts {
         sim_time,
+        deadline: config.max_wait_ms.is_some(),
         ..Verdicts::default()
     };
     // Who believes they hold, by thread (its process is its client node).
     let mut beliefs: Beliefs<SimulatedTime> = Beliefs::default();
     let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
-    let mut tokens: Vec<(String, String)> = Vec::new();
+    // Tokens in acquisition order, per lock (C-token compares each lock's holders).
+    let mut tokens: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut done: BTreeSet<usize> = BTreeSet::new();
     let mut last_done = Duration::ZERO;
     let mut kill_at: Option<(usize, Duration)> = None;
@@ -162,7 +170,10 @@ pub fn judge(
                 let Some(node) = node_index(&record.node) else { continue };
                 v.acquisitions += 1;
                 beliefs.acquired(thread.as_str(), node, lock.as_str(), record.at);
-                tokens.push((thread.to_string(), token.to_string()));
+                tokens
+                    .entry(lock.as_str().to_owned())
+                    .or_default()
+                    .push((thread.to_string(), token.to_string()));
                 if let Some(since) = waiting_since.remove(&node) {
                     v.max_wait = v.max_wait.max(record.at - since);
                 }
@@ -197,9 +208,17 @@ pub fn judge(
                 }
             }
             What::ClientError { .. } => v.client_errors += 1,
+            What::StoreFault { applied, .. } => {
+                if *applied {
+                    v.store_faults_after_apply += 1;
+                } else {
+                    v.store_faults_before_apply += 1;
+                }
+            }
             What::Resource {
                 client,
                 token,
+                lock,
                 accepted,
                 stale,
                 ..
@@ -211,10 +230,13 @@ pub fn judge(
                     v.stale_refused += 1;
                 }
                 if !*accepted {
-                    // Legitimate: the writer acquired last (its token is the latest handed
-                    // out) and is the only thread believing it holds.
-                    let believers: Vec<&str> = beliefs.holders().collect();
-                    let acquired_last = tokens.last().is_some_and(|(_, last)| last == token.as_str());
+                    // Legitimate: the writer acquired this lock last (its token is the latest
+                    // handed out for it) and is the only thread believing it holds it.
+                    let believers: Vec<&str> = beliefs.holders_of(lock).collect();
+                    let acquired_last = tokens
+                        .get(lock.as_str())
+                        .and_then(|tokens| tokens.last())
+                        .is_some_and(|(_, last)| last == token.as_str());
                     if acquired_last && believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str())
                     {
                         v.legit_refused += 1;
@@ -251,7 +273,7 @@ pub fn judge(
     // A belief still open when the run ended lasted to the end.
     let holds = beliefs.finish(sim_time);
     v.overlaps = overlaps(&holds);
-    for pair in tokens.windows(2) {
+    for pair in tokens.values().flat_map(|tokens| tokens.windows(2)) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
             v.first_token_drop.get_or_insert((pair[0].0.clone(), pair[1].0.clone()));
@@ -377,11 +399,19 @@ impl fmt::Display for Verdicts {
                 stall.as_secs_f64()
             )?;
         }
+        if self.store_faults_before_apply + self.store_faults_after_apply > 0 {
+            writeln!(
+                f,
+                "  store faults {} calls failed before being applied, {} applied with the reply lost",
+                self.store_faults_before_apply, self.store_faults_after_apply
+            )?;
+        }
         if self.client_errors > 0 {
             writeln!(
                 f,
-                "  errors       lock() failed {} times (store failures), retried",
-                self.client_errors
+                "  errors       lock() failed {} times (store failures{}), retried",
+                self.client_errors,
+                if self.deadline { " or max_wait_ms give-ups" } else { "" }
             )?;
         }
         Ok(())

@@ -7,11 +7,13 @@ use std::time::Duration;
 
 use cassalock::{Clock, RemoteLocker};
 use madsim::net::Endpoint;
+use rand::seq::SliceRandom;
 use rand::Rng;
 
 use crate::clock::SimClock;
 use crate::cluster::{client_ip, resource_addr, SimStore};
-use crate::scenario::{ClientMode, RunConfig, LOCK};
+use crate::knobs::LockOrder;
+use crate::scenario::{ClientMode, RunConfig};
 use crate::trace::{NodeObserver, Phase, Recorder, ResourceWrite, What};
 
 /// How often a holder looks at `guard.is_lost()` during its critical section.
@@ -26,6 +28,17 @@ pub(crate) struct ClientState {
     pub(crate) finished: AtomicBool,
 }
 
+/// A critical section's length: from `hold_ms`, or, with a long-operation mix, from its range
+/// with its probability (one more draw, only when the mix is on).
+fn hold_ms(config: &RunConfig) -> u64 {
+    let mut rng = madsim::rand::thread_rng();
+    let range = match config.long_hold {
+        Some(long) if rng.gen_bool(long.percent / 100.0) => long.hold_ms,
+        _ => config.hold_ms,
+    };
+    rng.gen_range(range.0..=range.1)
+}
+
 pub(crate) async fn client_main(
     config: Arc<RunConfig>,
     state: Arc<ClientState>,
@@ -36,7 +49,9 @@ pub(crate) async fn client_main(
     let node = format!("c{}", state.index);
     // A new incarnation gets a new client id: thread ids must never repeat.
     let client_id = format!("c{}-{incarnation}", state.index);
-    let store = SimStore::connect(client_ip(state.index), config.cluster.clone()).await;
+    let store = SimStore::connect(client_ip(state.index), config.cluster.clone())
+        .await
+        .with_store_faults(Arc::clone(&recorder), node.clone());
     let mut settings = config.settings(&client_id);
     settings.seed = Some(madsim::rand::random());
     let observer = Arc::new(NodeObserver {
@@ -61,14 +76,16 @@ pub(crate) async fn client_main(
     let resource = Endpoint::bind(std::net::SocketAddr::new(client_ip(state.index), 0))
         .await
         .expect("client address free");
-    let write = |token: String, phase: Phase| {
+    let write = |lock: String, token: String, phase: Phase| {
         let message = ResourceWrite {
             client: client_id.clone(),
+            lock,
             token,
             phase,
         };
         resource.call_timeout(resource_addr(), message, Duration::from_secs(3))
     };
+    let names = config.lock_names();
     loop {
         let done = state.done.load(Ordering::Relaxed);
         if done >= config.acquisitions && !config.open_ended {
@@ -82,49 +99,79 @@ pub(crate) async fn client_main(
                 n: done + 1,
             },
         );
-        let requests_before = locker.requests().total();
-        let attempt = match config.mode {
-            ClientMode::GetLock => locker.lock(LOCK).await.map(Some),
-            ClientMode::TryGetLock => {
-                let attempt = locker.try_lock(LOCK).await;
-                recorder.record(
-                    &node,
-                    Some(clock.now_us()),
-                    What::TryReturned {
-                        client: client_id.clone(),
-                        acquired: matches!(attempt, Ok(Some(_))),
-                        requests: locker.requests().total() - requests_before,
-                    },
-                );
-                attempt
+        // The locks of this acquisition, in its order (one lock: no draw).
+        let mut order: Vec<&str> = names.iter().map(String::as_str).collect();
+        if config.lock_order == LockOrder::Random && order.len() > 1 {
+            order.shuffle(&mut madsim::rand::thread_rng());
+        }
+        let mut guards = Vec::with_capacity(order.len());
+        // Why the acquisition stopped short of every lock: a "no" from try_lock, or an error.
+        let mut short: Option<Option<String>> = None;
+        for lock in &order {
+            let requests_before = locker.requests().total();
+            let attempt = match config.mode {
+                ClientMode::GetLock => locker.lock(lock).await.map(Some),
+                ClientMode::TryGetLock => {
+                    let attempt = locker.try_lock(lock).await;
+                    recorder.record(
+                        &node,
+                        Some(clock.now_us()),
+                        What::TryReturned {
+                            client: client_id.clone(),
+                            acquired: matches!(attempt, Ok(Some(_))),
+                            requests: locker.requests().total() - requests_before,
+                        },
+                    );
+                    attempt
+                }
+            };
+            match attempt {
+                Ok(Some(guard)) => guards.push((lock.to_string(), guard)),
+                Ok(None) => {
+                    short = Some(None);
+                    break;
+                }
+                Err(error) => {
+                    short = Some(Some(error.to_string()));
+                    break;
+                }
             }
-        };
-        let guard = match attempt {
-            Ok(Some(guard)) => guard,
-            Ok(None) => {
-                let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
-                clock.sleep_ms(think.max(1)).await;
-                continue;
+        }
+        if let Some(error) = short {
+            // Give back what was taken, last first, then try the whole acquisition again.
+            while let Some((_, guard)) = guards.pop() {
+                let _ = guard.release().await;
             }
-            Err(error) => {
-                recorder.record(
-                    &node,
-                    Some(clock.now_us()),
-                    What::ClientError {
-                        client: client_id.clone(),
-                        error: error.to_string(),
-                    },
-                );
-                clock.sleep_ms(500).await;
-                continue;
+            match error {
+                None => {
+                    let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
+                    clock.sleep_ms(think.max(1)).await;
+                }
+                Some(error) => {
+                    recorder.record(
+                        &node,
+                        Some(clock.now_us()),
+                        What::ClientError {
+                            client: client_id.clone(),
+                            error,
+                        },
+                    );
+                    clock.sleep_ms(500).await;
+                }
             }
-        };
-        let token = guard.fencing_token().to_string();
-        let _ = write(token.clone(), Phase::Enter).await;
-        // The critical section, watching the lease as a careful user would: a lost lease ends
+            continue;
+        }
+        let tokens: Vec<(String, String)> = guards
+            .iter()
+            .map(|(lock, guard)| (lock.clone(), guard.fencing_token().to_string()))
+            .collect();
+        for (lock, token) in &tokens {
+            let _ = write(lock.clone(), token.clone(), Phase::Enter).await;
+        }
+        // The critical section, watching the leases as a careful user would: a lost lease ends
         // it early (a paused process cannot look, which is K1).
-        let mut hold = madsim::rand::thread_rng().gen_range(config.hold_ms.0..=config.hold_ms.1);
-        // Every holder asks its guard (C-lost measures when it first hears the lease is lost);
+        let mut hold = hold_ms(&config);
+        // Every holder asks its guards (C-lost measures when it first hears a lease is lost);
         // only a lease-aware one acts on the answer.
         let mut abandoned = false;
         let mut seen_lost = false;
@@ -132,7 +179,7 @@ pub(crate) async fn client_main(
             let slice = hold.min(LEASE_CHECK_MS);
             clock.sleep_ms(slice).await;
             hold -= slice;
-            if !seen_lost && guard.is_lost() {
+            if !seen_lost && guards.iter().any(|(_, guard)| guard.is_lost()) {
                 seen_lost = true;
                 recorder.record(
                     &node,
@@ -149,9 +196,13 @@ pub(crate) async fn client_main(
             }
         }
         if !abandoned {
-            let _ = write(token, Phase::Exit).await;
+            for (lock, token) in tokens {
+                let _ = write(lock, token, Phase::Exit).await;
+            }
         }
-        let _ = guard.release().await;
+        while let Some((_, guard)) = guards.pop() {
+            let _ = guard.release().await;
+        }
         if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions && !config.open_ended {
             break;
         }

@@ -66,7 +66,10 @@ enum State {
     Inner,
     /// Acquired (`won`: the listing's step that decided it); the read of the token row is in
     /// flight.
-    Reading { lease: LeaseCells, won: StepTag },
+    Reading {
+        lease: LeaseCells,
+        won: StepTag,
+    },
     /// The write of the new counter is in flight.
     Writing {
         lease: LeaseCells,

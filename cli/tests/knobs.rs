@@ -1,0 +1,313 @@
+//! The simulator's knobs on the command line and in scenario files (issue 11, item 2): every bad
+//! value is refused before anything runs, with exit status 2 and a message that names the flag
+//! (or the file's key) and the rule; good ones reach the run, and the printed replay command
+//! reproduces it.
+#![cfg(madsim)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn cassalock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(args)
+        .current_dir(workspace())
+        .output()
+        .expect("the cassalock binary runs")
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// A scenario file in a fresh temporary directory.
+fn scenario_file(name: &str, body: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cassalock-knobs-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, body).expect("scenario file written");
+    path
+}
+
+/// (flags after `sim --scenario contention --seeds 0..1`, what the error must say).
+const BAD: &[(&[&str], &str)] = &[
+    (&["--ttl-s", "1"], "--ttl-s 1: ttl_s is 1"),
+    (&["--ttl-s", "0"], "use at least 2 s"),
+    (&["--ttl-s", "-3"], "-3 is negative"),
+    (&["--ttl-s", "99999999999"], "too large"),
+    (&["--ttl-s", "ten"], "not a whole number"),
+    (
+        &["--renew-every-ms", "20000"],
+        "--renew-every-ms 20000: TTL of 30000 ms is less than twice the renewal interval (20000 ms)",
+    ),
+    (&["--renew-every-ms", "20000"], "renew at most every TTL/2"),
+    (&["--renew-every-ms", "0"], "--renew-every-ms 0: renew_every_ms is 0"),
+    (&["--ttl-s", "10"], "--ttl-s 10: TTL of 10000 ms is less than twice"),
+    (&["--ttl-s", "10"], "the TTL must be at least 30 s"),
+    (
+        &["--poll-ms", "0"],
+        "--poll-ms 0: must be in 1..=900000 (0 would poll in a busy loop",
+    ),
+    (&["--poll-ms", "900001"], "the run stops after 900 s"),
+    (&["--max-wait-ms", "0"], "--max-wait-ms 0: must be in 1..=900000"),
+    (&["--retries", "21"], "--retries 21: at most 20 retries"),
+    (&["--retries", "300"], "too large (it overflows a 8-bit number)"),
+    (
+        &["--retry-backoff-ms", "0"],
+        "--retry-backoff-ms 0: must be in 1..=60000",
+    ),
+    (
+        &["--request-timeout-ms", "0"],
+        "--request-timeout-ms 0: must be in 1..=60000 (a timeout of 0",
+    ),
+    (
+        &["--read-timeout-ms", "60001"],
+        "--read-timeout-ms 60001: must be in 1..=60000",
+    ),
+    (
+        &["--write-timeout-ms", "0"],
+        "--write-timeout-ms 0: must be in 1..=60000",
+    ),
+    (&["--clients", "0"], "--clients 0: must be in 1..=64"),
+    (&["--clients", "65"], "--clients 65: must be in 1..=64"),
+    (&["--acquisitions", "0"], "--acquisitions 0: must be in 1..=10000"),
+    (&["--hold-ms", "9..3"], "LO 9 is above HI 3"),
+    (
+        &["--hold-ms", "0..900001"],
+        "--hold-ms 0..900001: HI is beyond the run's time limit (900000 ms)",
+    ),
+    (&["--think-ms", "x..2"], "LO: \"x\" is not a whole number"),
+    (&["--think-ms", "0..-2"], "HI: -2 is negative"),
+    (
+        &["--long-hold-ms", "1000..2000"],
+        "--long-hold-ms 1000..2000: needs long_hold_percent",
+    ),
+    (
+        &["--long-hold-percent", "5"],
+        "--long-hold-percent 5: needs long_hold_ms",
+    ),
+    (
+        &["--long-hold-ms", "1..2", "--long-hold-percent", "101"],
+        "--long-hold-percent 101: a percentage must be between 0 and 100",
+    ),
+    (&["--fail-before-apply-percent", "100"], "use less than 100"),
+    (
+        &["--fail-after-apply-percent", "-1"],
+        "--fail-after-apply-percent -1: a percentage must be between 0 and 100",
+    ),
+    (&["--fail-after-apply-percent", "NaN"], "not a finite decimal number"),
+    (
+        &["--fail-before-apply-percent", "60", "--fail-after-apply-percent", "40"],
+        "keep their sum below 100",
+    ),
+    (
+        &["--clock-error-ms", "60001"],
+        "--clock-error-ms 60001: must be in 0..=60000",
+    ),
+    (
+        &["--backward-jump-s", "0"],
+        "--backward-jump-s 0: the step back must be more than 0",
+    ),
+    (&["--backward-jump-s", "1e9"], "at most 86400 s"),
+    (&["--locks", "0"], "--locks 0: must be in 1..=16"),
+    (&["--locks", "17"], "--locks 17: must be in 1..=16"),
+    (
+        &["--lock-order", "random"],
+        "--lock-order random: an order needs several locks",
+    ),
+    (
+        &["--locks", "2", "--lock-order", "sideways"],
+        "\"sideways\" is not a lock order; use fixed or random",
+    ),
+];
+
+#[test]
+fn bad_knob_values_are_refused_before_anything_runs() {
+    for (flags, expected) in BAD {
+        let mut args = vec![
+            "sim",
+            "--scenario",
+            "contention",
+            "--seeds",
+            "0..1",
+            "--algorithm",
+            "queue",
+        ];
+        args.extend_from_slice(flags);
+        let out = cassalock(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: exit {:?}\n{stderr}", out.status);
+        assert!(
+            stderr.contains(expected),
+            "{flags:?}: expected {expected:?} in:\n{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{flags:?} ran something:\n{}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn knobs_are_checked_with_the_scenario_s_own_values() {
+    // renew-race runs TTL 4 s: a renewal every 3 s breaks TTL/2 there, not in the default TTL.
+    let out = cassalock(&[
+        "sim",
+        "--scenario",
+        "renew-race",
+        "--seeds",
+        "0..1",
+        "--renew-every-ms",
+        "3000",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--renew-every-ms 3000: TTL of 4000 ms is less than twice"),
+        "{stderr}"
+    );
+    let replay = cassalock(&["replay", "--scenario", "contention", "--seed", "0", "--poll-ms", "0"]);
+    assert_eq!(replay.status.code(), Some(2));
+    assert!(
+        text(&replay.stderr).contains("--poll-ms 0:"),
+        "{}",
+        text(&replay.stderr)
+    );
+}
+
+#[test]
+fn a_scenario_file_refuses_unknown_keys_and_bad_values_naming_file_and_key() {
+    let unknown = scenario_file("unknown", "scenario = \"contention\"\nttl_seconds = 10\n");
+    let out = cassalock(&["sim", "--scenario-file", unknown.to_str().unwrap(), "--seeds", "0..1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(unknown.to_str().unwrap()), "{stderr}");
+    assert!(stderr.contains("unknown field `ttl_seconds`"), "{stderr}");
+
+    let bad = scenario_file("bad", "scenario = \"contention\"\nrenew_every_ms = 20000\n");
+    let out = cassalock(&["sim", "--scenario-file", bad.to_str().unwrap(), "--seeds", "0..1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--scenario-file {}: renew_every_ms = 20000: TTL of 30000 ms",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+
+    let typed = scenario_file("typed", "scenario = \"contention\"\nclients = \"many\"\n");
+    let out = cassalock(&["sim", "--scenario-file", typed.to_str().unwrap(), "--seeds", "0..1"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("clients"), "{stderr}");
+
+    let nameless = scenario_file("nameless", "ttl_s = 10\nrenew_every_ms = 5000\n");
+    let out = cassalock(&["sim", "--scenario-file", nameless.to_str().unwrap(), "--seeds", "0..1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("give --scenario NAME"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let missing = cassalock(&["sim", "--scenario-file", "/nonexistent/knobs.toml"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("cannot read it"),
+        "{}",
+        text(&missing.stderr)
+    );
+}
+
+#[test]
+fn flags_override_the_file_and_the_printed_replay_reproduces_the_run() {
+    // The file's renewal breaks TTL/2; the flag overrides it, so the run goes ahead.
+    let file = scenario_file(
+        "override",
+        "scenario = \"contention\"\nrenew_every_ms = 20000\nclients = 2\nacquisitions = 3\nfail_after_apply_percent = 20\n",
+    );
+    let out = cassalock(&[
+        "replay",
+        "--scenario-file",
+        file.to_str().unwrap(),
+        "--seed",
+        "3",
+        "--summary",
+        "--renew-every-ms",
+        "5000",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("2 clients x 3 acquisitions") && stdout.contains("renew every 5000 ms"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("20% of store calls applied with the reply lost"),
+        "{stdout}"
+    );
+    let replay_line = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("replay: "))
+        .expect("a replay line");
+    assert!(
+        replay_line.contains(&format!("--scenario-file {}", file.display()))
+            && replay_line.contains("--renew-every-ms 5000"),
+        "{replay_line}"
+    );
+    // Run the printed command: the same verdicts and trace hash.
+    let words: Vec<&str> = replay_line.split_whitespace().skip(1).collect();
+    let mut again_args = words.clone();
+    again_args.push("--summary");
+    let again = cassalock(&again_args);
+    let verdicts = |out: &str| {
+        out.lines()
+            .skip_while(|line| !line.starts_with("verdicts"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(verdicts(&text(&again.stdout)), verdicts(&stdout));
+}
+
+#[test]
+fn the_example_scenario_files_parse_and_run() {
+    for (file, fired) in [
+        ("scenarios/flaky-store.toml", "store faults injected: "),
+        ("scenarios/noisy-clocks.toml", "noisy"),
+    ] {
+        let out = cassalock(&[
+            "sim",
+            "--scenario-file",
+            file,
+            "--seeds",
+            "0..3",
+            "--algorithm",
+            "queue",
+        ]);
+        let stdout = text(&out.stdout);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{file}: exit {:?}\n{}",
+            out.status,
+            text(&out.stderr)
+        );
+        assert!(
+            stdout.contains("contention | queue algorithm | seeds 0..3 | 3 runs"),
+            "{file}:\n{stdout}"
+        );
+        if fired == "noisy" {
+            let plan = text(&cassalock(&["replay", "--scenario-file", file, "--seed", "0", "--summary"]).stdout);
+            assert!(plan.contains("each reading off by up to ±50 ms"), "{plan}");
+            assert!(plan.contains("jumps -5.000 s at"), "{plan}");
+        } else {
+            let injected = stdout
+                .split(fired)
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|count| count.parse::<u64>().ok())
+                .expect("a count of injected failures");
+            assert!(injected > 0, "{stdout}");
+        }
+    }
+}
