@@ -34,7 +34,7 @@ enum Which {
 /// The seed budget of each simulator search in the matrix (seeds 0..N at most).
 const MATRIX_MAX_SEEDS: u64 = 200;
 /// The wall-time cap of each simulator search in the matrix, seconds.
-const MATRIX_CELL_TIME_S: u64 = 300;
+const MATRIX_CELL_TIME_S: u64 = 600;
 /// Seeds of each run behind the matrix's "What the contract checks found".
 const MATRIX_CONTRACT_SEEDS: u64 = 100;
 

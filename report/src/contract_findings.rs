@@ -429,10 +429,7 @@ pub fn render(md: &mut String, findings: &ContractFindings) {
         } else if before.is_empty() {
             format!("**the library's default violates it too**: {}", after.join("; "))
         } else {
-            format!(
-                "**the library's default still violates it (not fixed)**: {}",
-                after.join("; ")
-            )
+            format!("**the library's default still violates it**: {}", after.join("; "))
         };
         let _ = writeln!(md, "- **{item}**: {before_text}. After: {after_text}.");
     }

@@ -981,8 +981,27 @@ fn replay_flags(sim_options: &SimOptions) -> String {
     flags
 }
 
+/// Lines of a run's events kept in a trace file, half from the start and half from the end:
+/// a long run's full trace is megabytes, and its replay command prints it all.
+const TRACE_LINES: usize = 3000;
+
+/// `events` with its middle left out if it is longer than [`TRACE_LINES`] lines.
+fn shortened(events: &str, command: &str) -> String {
+    let lines: Vec<&str> = events.lines().collect();
+    if lines.len() <= TRACE_LINES {
+        return events.to_owned();
+    }
+    let half = TRACE_LINES / 2;
+    format!(
+        "{}\n... {} lines left out here: `{command}` prints every event ...\n{}\n",
+        lines[..half].join("\n"),
+        lines.len() - 2 * half,
+        lines[lines.len() - half..].join("\n")
+    )
+}
+
 /// The simulator's verdicts on a cell; writes the first failing seed's trace of every violated
-/// claim.
+/// claim (one file per seed).
 #[allow(clippy::too_many_arguments)]
 fn sim_judgement(
     row: Row,
@@ -997,36 +1016,44 @@ fn sim_judgement(
     let mut claims = Vec::new();
     let exercised = result.fired > 0;
     let flags = replay_flags(sim_options);
+    // One trace per failing seed: claims first violated in the same seed share its file.
+    let mut traces: BTreeMap<u64, FirstFailure> = BTreeMap::new();
     for search in &result.claims {
         let claim = search.claim;
         let first_failure = match search.first_violation {
             Some(seed) if exercised => {
-                let name = format!(
-                    "{}-{}-{}-{}-seed{seed}.txt",
-                    row.key(),
-                    column.key(),
-                    scenario,
-                    claim.as_str().to_lowercase()
-                );
-                let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
-                let outcome = run(&config, seed, false);
-                let command = format!(
-                    "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
-                    algorithm(row).name()
-                );
-                let text = format!(
-                    "{}\nseed {seed}\n\n{}\nverdicts:\n{}\nreplay (with every store request): {command}\n",
-                    config.plan(),
-                    render(&outcome.records),
-                    outcome.verdicts
-                );
-                write_file(out_dir, &name, &text)?;
-                files.push(format!("matrix/{name}"));
-                Some(FirstFailure {
-                    seed,
-                    file: name,
-                    command,
-                })
+                if let Some(known) = traces.get(&seed) {
+                    Some(known.clone())
+                } else {
+                    let name = format!(
+                        "{}-{}-{}-{}-seed{seed}.txt",
+                        row.key(),
+                        column.key(),
+                        scenario,
+                        claim.as_str().to_lowercase()
+                    );
+                    let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
+                    let outcome = run(&config, seed, false);
+                    let command = format!(
+                        "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
+                        algorithm(row).name()
+                    );
+                    let text = format!(
+                        "{}\nseed {seed}\n\nverdicts:\n{}\nreplay (with every store request): {command}\n\n{}",
+                        config.plan(),
+                        outcome.verdicts,
+                        shortened(&render(&outcome.records), &command)
+                    );
+                    write_file(out_dir, &name, &text)?;
+                    files.push(format!("matrix/{name}"));
+                    let first = FirstFailure {
+                        seed,
+                        file: name,
+                        command,
+                    };
+                    traces.insert(seed, first.clone());
+                    Some(first)
+                }
             }
             _ => None,
         };
@@ -1091,7 +1118,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
                     })
                     .collect();
                 let text = if parts.is_empty() {
-                    "not checked: no simulator run here".to_string()
+                    "not checked (model only)".to_string()
                 } else {
                     parts.join("<br>")
                 };
@@ -1531,6 +1558,19 @@ mod tests {
             Some("[violated at seed 3 (4 seeds tried)](matrix/y.txt)")
         );
         assert_eq!(contract_compact_mark(&vec![stopped.clone()], ClaimId::T2), "time limit");
+    }
+
+    #[test]
+    fn long_traces_keep_their_start_and_end() {
+        let events: String = (0..TRACE_LINES + 10).map(|i| format!("event {i}\n")).collect();
+        let short = shortened(&events, "cassalock replay x");
+        assert!(short.starts_with("event 0\n"));
+        assert!(short.contains("... 10 lines left out here: `cassalock replay x` prints every event ..."));
+        assert!(short.ends_with(&format!("event {}\n", TRACE_LINES + 9)));
+        assert!(!short.contains(&format!("event {}\n", TRACE_LINES / 2 + 5)));
+        assert_eq!(short.lines().count(), TRACE_LINES + 1);
+        let few = "a\nb\n";
+        assert_eq!(shortened(few, "x"), few);
     }
 
     fn pool() -> rayon::ThreadPool {
