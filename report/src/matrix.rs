@@ -1222,6 +1222,35 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
         if t1_exhaustive { "holds in every reachable state of the bounded model" } else { "see the table, it did not hold" },
         if t1_tolerant { "no violation in the model or the seeds" } else { "violated in at least one of them (see the table)" }
     );
+    // K2: CL ONE instead of QUORUM breaks L1 and so T1; the seed search shows which locks.
+    let k2: Vec<String> = [Row::Old, Row::Queue, Row::TryGetLock]
+        .iter()
+        .map(|&row| {
+            let found = cell(row, Column::ClOne).iter().find_map(|j| match j {
+                Judgement::Sim {
+                    tried, fired, claims, ..
+                } if *fired > 0 => claims
+                    .iter()
+                    .find(|c| c.search.claim == ClaimId::T1Belief)
+                    .map(|c| (*tried, c.search.first_violation)),
+                _ => None,
+            });
+            match found {
+                Some((_, Some(seed))) => format!(
+                    "{}: T1-belief violated at seed {seed} ({} tried)",
+                    row.name(),
+                    seeds(seed + 1)
+                ),
+                Some((tried, None)) => format!("{}: no violation in {}", row.name(), seeds(tried)),
+                None => format!("{}: no verdict", row.name()),
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "- **K2 (consistency ONE).** With CL ONE a read can miss a write, so L1 and with it T1 can fail; how soon the seed search finds it: {}. A lock that shows no violation here is not shown safe at CL ONE: the thesis requires QUORUM.",
+        k2.join("; ")
+    );
     let below = violated(Row::Queue, Column::SkewBelowTtl, ClaimId::T1Belief);
     let _ = writeln!(
         md,
