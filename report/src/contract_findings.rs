@@ -431,7 +431,19 @@ pub fn render(md: &mut String, findings: &ContractFindings) {
         } else {
             format!("**the library's default still violates it**: {}", after.join("; "))
         };
-        let _ = writeln!(md, "- **{item}**: {before_text}. After: {after_text}.");
+        let stopped = exposing(item).iter().any(|&scenario| {
+            ALGORITHMS.iter().any(|&algorithm| {
+                [true, false]
+                    .iter()
+                    .any(|&thesis| findings.runs[&(scenario, algorithm, thesis)].stopped_by_time)
+            })
+        });
+        let stopped_text = if stopped {
+            " Some of these runs were stopped by the time limit before their seeds were done: where they found nothing, that is not a verdict."
+        } else {
+            ""
+        };
+        let _ = writeln!(md, "- **{item}**: {before_text}. After: {after_text}.{stopped_text}");
     }
     let _ = writeln!(md);
 }
