@@ -26,30 +26,63 @@ enum Which {
     /// Every algorithm against every fault model, judged by the model checker and the
     /// simulator: reports/matrix.md and the traces under reports/matrix/.
     Matrix(MatrixArgs),
-    /// Both reports (the fairness options; the matrix uses --matrix-seeds).
+    /// Both reports (the fairness options, and the matrix's as --matrix-max-seeds,
+    /// --matrix-cell-time-s and --matrix-contract-seeds).
     All(AllArgs),
 }
 
+/// The seed budget of each simulator search in the matrix (seeds 0..N at most).
+const MATRIX_MAX_SEEDS: u64 = 200;
+/// The wall-time cap of each simulator search in the matrix, seconds.
+const MATRIX_CELL_TIME_S: u64 = 600;
+/// Seeds of each run behind the matrix's "What the contract checks found".
+const MATRIX_CONTRACT_SEEDS: u64 = 100;
+
+/// Exit status when a wall-time cap stopped a search: the report was written, but it depends
+/// on the machine's speed.
+const STOPPED_BY_TIME: u8 = 3;
+
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine."
+)]
 struct MatrixArgs {
     /// Where to write.
     #[arg(long, default_value = "reports")]
     out: PathBuf,
-    /// Simulation seeds per cell.
-    #[arg(long, default_value_t = 20)]
-    seeds: u64,
+    /// Seed search: each simulator line of a cell runs seeds 0, 1, 2, ... until each of its
+    /// claims is violated, or this many seeds.
+    #[arg(long, default_value_t = MATRIX_MAX_SEEDS)]
+    max_seeds: u64,
+    /// Seed search: wall-time cap of each simulator line, seconds. A search it stops says
+    /// "stopped by the time limit: not a verdict", and the command exits with status 3.
+    #[arg(long, default_value_t = MATRIX_CELL_TIME_S)]
+    cell_time_s: u64,
+    /// Seeds of each run (scenario x algorithm x thesis listings or library) behind "What the
+    /// contract checks found".
+    #[arg(long, default_value_t = MATRIX_CONTRACT_SEEDS)]
+    contract_seeds: u64,
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine."
+)]
 struct AllArgs {
     #[command(flatten)]
     fairness: FairnessArgs,
-    /// Simulation seeds per matrix cell.
-    #[arg(long, default_value_t = 20)]
-    matrix_seeds: u64,
+    /// The matrix's seed budget per simulator search (`report matrix --max-seeds`).
+    #[arg(long, default_value_t = MATRIX_MAX_SEEDS)]
+    matrix_max_seeds: u64,
+    /// The matrix's wall-time cap per simulator search, seconds (`report matrix --cell-time-s`).
+    #[arg(long, default_value_t = MATRIX_CELL_TIME_S)]
+    matrix_cell_time_s: u64,
+    /// Seeds per run of the matrix's contract findings (`report matrix --contract-seeds`).
+    #[arg(long, default_value_t = MATRIX_CONTRACT_SEEDS)]
+    matrix_contract_seeds: u64,
 }
 
 #[derive(Args, Debug)]
@@ -144,21 +177,43 @@ fn fairness(args: &FairnessArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn matrix(args: &MatrixArgs) -> anyhow::Result<()> {
-    if args.seeds == 0 || args.seeds > 1000 {
-        bail!("--seeds must be between 1 and 1000");
+/// What a report run ended with, when it wrote its files.
+enum Written {
+    /// A function of the commit and the options.
+    Deterministic,
+    /// Some search was stopped by its wall-time cap.
+    StoppedByTime,
+}
+
+/// Refuse bad matrix options (before `report all` spends minutes on the fairness grid).
+fn check_matrix_args(args: &MatrixArgs) -> anyhow::Result<()> {
+    if args.max_seeds == 0 || args.max_seeds > 100_000 {
+        bail!("--max-seeds (--matrix-max-seeds) must be between 1 and 100000");
+    }
+    if args.cell_time_s == 0 || args.cell_time_s > 86_400 {
+        bail!("--cell-time-s (--matrix-cell-time-s) must be between 1 and 86400 seconds");
+    }
+    if args.contract_seeds == 0 || args.contract_seeds > 100_000 {
+        bail!("--contract-seeds (--matrix-contract-seeds) must be between 1 and 100000");
     }
     if args.jobs == 0 || args.jobs > 64 {
         bail!("--jobs must be between 1 and 64");
     }
+    Ok(())
+}
+
+fn matrix(args: &MatrixArgs) -> anyhow::Result<Written> {
+    check_matrix_args(args)?;
     ensure_writable(&args.out)?;
     let options = MatrixOptions {
         out: args.out.clone(),
-        seeds: args.seeds,
+        max_seeds: args.max_seeds,
+        cell_time: Duration::from_secs(args.cell_time_s),
+        contract_seeds: args.contract_seeds,
         jobs: args.jobs,
     };
     let bar = progress_bar("matrix");
-    let files = run_matrix(&options, &|cell, done, total| {
+    let written = run_matrix(&options, &|cell, done, total| {
         if let Some(bar) = &bar {
             bar.set_length(total as u64);
             bar.set_position(done as u64);
@@ -172,26 +227,43 @@ fn matrix(args: &MatrixArgs) -> anyhow::Result<()> {
     println!(
         "matrix report: {} and {} trace files under {}",
         args.out.join("matrix.md").display(),
-        files.len() - 1,
+        written.files.len() - 1,
         args.out.join("matrix").display()
     );
-    Ok(())
+    if written.stopped_by_time.is_empty() {
+        return Ok(Written::Deterministic);
+    }
+    eprintln!(
+        "warning: the wall-time cap ({} s per search) stopped {} search(es) before their seed budget; those cells say \"not a verdict\", and the report depends on this machine's speed (raise --cell-time-s / --matrix-cell-time-s, or lower the seeds):",
+        args.cell_time_s,
+        written.stopped_by_time.len()
+    );
+    for search in &written.stopped_by_time {
+        eprintln!("  {search}");
+    }
+    Ok(Written::StoppedByTime)
 }
 
 pub fn run(args: ReportArgs) -> ExitCode {
     let result = match &args.which {
-        Which::Fairness(fairness_args) => fairness(fairness_args),
+        Which::Fairness(fairness_args) => fairness(fairness_args).map(|()| Written::Deterministic),
         Which::Matrix(matrix_args) => matrix(matrix_args),
-        Which::All(all) => fairness(&all.fairness).and_then(|()| {
-            matrix(&MatrixArgs {
+        Which::All(all) => {
+            let matrix_args = MatrixArgs {
                 out: all.fairness.out.clone(),
-                seeds: all.matrix_seeds,
+                max_seeds: all.matrix_max_seeds,
+                cell_time_s: all.matrix_cell_time_s,
+                contract_seeds: all.matrix_contract_seeds,
                 jobs: all.fairness.jobs,
-            })
-        }),
+            };
+            check_matrix_args(&matrix_args)
+                .and_then(|()| fairness(&all.fairness))
+                .and_then(|()| matrix(&matrix_args))
+        }
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Written::Deterministic) => ExitCode::SUCCESS,
+        Ok(Written::StoppedByTime) => ExitCode::from(STOPPED_BY_TIME),
         Err(error) => crate::usage_error(&format!("{error:#}")),
     }
 }

@@ -6,6 +6,8 @@
 
 pub mod charts;
 #[cfg(madsim)]
+pub mod contract_findings;
+#[cfg(madsim)]
 pub mod fairness;
 #[cfg(madsim)]
 pub mod matrix;

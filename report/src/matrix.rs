@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
 use cassalock_history::{ClaimId, ClaimVerdict};
@@ -240,12 +241,49 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
     list
 }
 
-/// The sim claims shown per row, in the order the cells list them (by ID text).
+/// The theorem-level claims a sim cell judges per row (the "verdicts" column), in the order the
+/// cells list them (by ID text).
 fn sim_claims(row: Row) -> &'static [ClaimId] {
     match row {
         Row::TryGetLock => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource],
         _ => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2],
     }
+}
+
+/// The contract items (docs/contract.md), one column each.
+const CONTRACT: [ClaimId; 5] = [
+    ClaimId::CTry,
+    ClaimId::CFree,
+    ClaimId::CRelease,
+    ClaimId::CLost,
+    ClaimId::CToken,
+];
+
+fn is_contract(claim: ClaimId) -> bool {
+    CONTRACT.contains(&claim)
+}
+
+/// The contract items a sim cell of this row judges: C-try where clients call `try_lock`,
+/// C-release where they call `lock()` (the simulator judges handovers for `lock()` callers).
+fn contract_claims(row: Row) -> &'static [ClaimId] {
+    match row {
+        Row::TryGetLock => &[ClaimId::CTry, ClaimId::CFree, ClaimId::CLost, ClaimId::CToken],
+        _ => &[ClaimId::CFree, ClaimId::CRelease, ClaimId::CLost, ClaimId::CToken],
+    }
+}
+
+/// Why a row's sim cells do not judge a contract item.
+fn contract_not_applicable(claim: ClaimId) -> &'static str {
+    match claim {
+        ClaimId::CTry => "n/a: clients call lock()",
+        ClaimId::CRelease => "n/a: judged for lock() callers",
+        _ => "n/a",
+    }
+}
+
+/// Every claim a sim cell of this row judges, and searches seeds for.
+fn all_sim_claims(row: Row) -> Vec<ClaimId> {
+    sim_claims(row).iter().chain(contract_claims(row)).copied().collect()
 }
 
 fn algorithm(row: Row) -> Algorithm {
@@ -259,8 +297,23 @@ fn algorithm(row: Row) -> Algorithm {
 #[derive(Clone, Debug)]
 pub struct MatrixOptions {
     pub out: PathBuf,
-    pub seeds: u64,
+    /// The seed budget of each simulator search: seeds 0, 1, ... up to this many.
+    pub max_seeds: u64,
+    /// The wall-time cap of each simulator search (each sim line of a cell). A search it stops
+    /// is no verdict, and the report says so: its output depends on the machine.
+    pub cell_time: Duration,
+    /// Seeds of each run behind "What the contract checks found".
+    pub contract_seeds: u64,
     pub jobs: usize,
+}
+
+/// What a matrix run wrote, and what made its output depend on the machine.
+#[derive(Clone, Debug)]
+pub struct MatrixRun {
+    pub files: Vec<String>,
+    /// The searches the wall-time cap stopped before their seed budget (empty: the report is a
+    /// function of the commit and the options).
+    pub stopped_by_time: Vec<String>,
 }
 
 /// Did the fault of a sim source fire in this run?
@@ -302,14 +355,20 @@ struct FirstFailure {
     command: String,
 }
 
-/// One claim as the simulator judged it over the seeds.
+/// One claim's seed search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClaimSearch {
+    claim: ClaimId,
+    /// The lowest seed in which it was violated.
+    first_violation: Option<u64>,
+    /// Seeds (of those tried) whose run gave the check an occasion.
+    exercised: u64,
+}
+
+/// One claim as the simulator's seed search judged it.
 #[derive(Clone, Debug)]
 struct SimClaim {
-    claim: ClaimId,
-    /// Violated if any seed failed; not exercised if the fault never fired.
-    verdict: ClaimVerdict,
-    /// Failing seeds.
-    failures: u64,
+    search: ClaimSearch,
     first_failure: Option<FirstFailure>,
 }
 
@@ -324,10 +383,12 @@ enum Judgement {
     },
     Sim {
         label: &'static str,
-        /// Seeds asked for, seeds run, seeds in which the fault fired.
-        seeds: u64,
-        runs: u64,
+        /// Seeds tried (0..tried), and whether the wall-time cap ended the search.
+        tried: u64,
+        stopped_by_time: bool,
+        /// Seeds in which the fault fired.
         fired: u64,
+        /// Theorem-level claims, then contract items.
         claims: Vec<SimClaim>,
         /// The longest GlobalTime stall over the seeds (S1), in seconds.
         stall_s: Option<f64>,
@@ -336,14 +397,30 @@ enum Judgement {
     },
 }
 
+/// "1 seed" or "N seeds".
+fn seeds(n: u64) -> String {
+    if n == 1 {
+        "1 seed".into()
+    } else {
+        format!("{n} seeds")
+    }
+}
+
 impl Judgement {
-    /// Did this judgement find `claim` violated (`None`: any claim)?
+    /// Did this judgement find `claim` violated (`None`: any theorem-level claim, not the
+    /// contract items)?
     fn violated(&self, claim: Option<ClaimId>) -> bool {
-        let wanted = |c: ClaimId| claim.is_none_or(|claim| claim == c);
+        let wanted = |c: ClaimId| claim.map_or(!is_contract(c), |claim| claim == c);
         match self {
             Judgement::NotApplicable(_) => false,
             Judgement::Model { claims, .. } => claims.iter().any(|c| wanted(c.claim) && c.verdict == Verdict::Violated),
-            Judgement::Sim { claims, .. } => claims.iter().any(|c| wanted(c.claim) && c.verdict.is_violated()),
+            // A fault that never fired hides its failures: no verdict.
+            Judgement::Sim { claims, fired, .. } => {
+                *fired > 0
+                    && claims
+                        .iter()
+                        .any(|c| wanted(c.search.claim) && c.search.first_violation.is_some())
+            }
         }
     }
 
@@ -365,6 +442,28 @@ impl Judgement {
         matches!(self, Judgement::Sim { fired, token_drops, .. } if *fired > 0 && *token_drops > 0)
     }
 
+    /// A sim claim's search result in words (no link).
+    fn search_text(tried: u64, stopped_by_time: bool, search: &ClaimSearch) -> String {
+        match search.first_violation {
+            Some(seed) => format!("violated at seed {seed} ({} tried)", seeds(seed + 1)),
+            None if stopped_by_time => {
+                format!("stopped by the time limit after {}: not a verdict", seeds(tried))
+            }
+            None if search.exercised == 0 => format!("no occasion in {}", seeds(tried)),
+            None => format!("no violation in {}", seeds(tried)),
+        }
+    }
+
+    /// A sim claim's search result, linked to the first failing seed's trace.
+    fn search_markdown(tried: u64, stopped_by_time: bool, claim: &SimClaim) -> String {
+        let text = Self::search_text(tried, stopped_by_time, &claim.search);
+        match &claim.first_failure {
+            Some(first) => format!("[{text}](matrix/{})", first.file),
+            None => text,
+        }
+    }
+
+    /// The "verdicts" column: the theorem-level claims.
     fn markdown(&self) -> String {
         match self {
             Judgement::NotApplicable(why) => format!("n/a: {why}"),
@@ -380,29 +479,35 @@ impl Judgement {
             }
             Judgement::Sim {
                 label,
-                seeds,
-                runs,
+                tried,
+                stopped_by_time,
                 fired,
                 claims,
                 stall_s,
                 token_drops,
             } => {
                 if *fired == 0 {
-                    return format!("**{label}**: the fault never fired in {runs} seeds: no verdict");
+                    return format!("**{label}**: the fault never fired in {}: no verdict", seeds(*tried));
                 }
-                let parts: Vec<String> = claims
+                // Claims with the same result share it: "K3, T2: no violation in 200 seeds".
+                let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+                for claim in claims.iter().filter(|c| !is_contract(c.search.claim)) {
+                    let text = Self::search_markdown(*tried, *stopped_by_time, claim);
+                    match groups.iter_mut().find(|(t, _)| *t == text) {
+                        Some((_, ids)) => ids.push(claim.search.claim.to_string()),
+                        None => groups.push((text, vec![claim.search.claim.to_string()])),
+                    }
+                }
+                let parts: Vec<String> = groups
                     .iter()
-                    .map(|c| match &c.first_failure {
-                        None => format!("{} ok", c.claim),
-                        Some(first) => format!("{} [VIOLATED {}/{runs}](matrix/{})", c.claim, c.failures, first.file),
-                    })
+                    .map(|(text, ids)| format!("{}: {text}", ids.join(", ")))
                     .collect();
-                let fired = if fired < runs {
+                let fired = if fired < tried {
                     format!(", the fault fired in {fired} of them")
                 } else {
                     String::new()
                 };
-                let mut line = format!("**{label}** ({seeds} seeds{fired}): {}", parts.join(", "));
+                let mut line = format!("**{label}** ({} searched{fired}): {}", seeds(*tried), parts.join("; "));
                 if let Some(stall) = stall_s {
                     line.push_str(&format!("; S1: GlobalTime stood still up to {stall:.1} s"));
                 }
@@ -411,6 +516,26 @@ impl Judgement {
                 }
                 line
             }
+        }
+    }
+
+    /// A contract column: this judgement's result on `claim` (`None`: a model, which does not
+    /// judge the contract).
+    fn contract_markdown(&self, claim: ClaimId) -> Option<String> {
+        match self {
+            Judgement::NotApplicable(_) => Some("n/a".into()),
+            Judgement::Model { .. } => None,
+            Judgement::Sim {
+                tried,
+                stopped_by_time,
+                fired,
+                claims,
+                ..
+            } => Some(match claims.iter().find(|c| c.search.claim == claim) {
+                None => contract_not_applicable(claim).into(),
+                Some(_) if *fired == 0 => "no verdict: the fault never fired".into(),
+                Some(c) => Self::search_markdown(*tried, *stopped_by_time, c),
+            }),
         }
     }
 
@@ -433,19 +558,17 @@ impl Judgement {
                     ))
                 })
                 .collect(),
-            Judgement::Sim {
-                label, runs, claims, ..
-            } => claims
+            Judgement::Sim { label, claims, .. } => claims
                 .iter()
                 .filter_map(|c| {
                     let first = c.first_failure.as_ref()?;
                     Some(format!(
-                        "{} / {}: {label}: {} violated in {} of {runs} seeds; first seed {}: `{}`",
+                        "{} / {}: {label}: {} violated at seed {} ({} tried): `{}`",
                         row.name(),
                         column.name(),
-                        c.claim,
-                        c.failures,
+                        c.search.claim,
                         first.seed,
+                        seeds(first.seed + 1),
                         first.command
                     ))
                 })
@@ -475,23 +598,140 @@ fn compact_mark(cell: &Cell) -> &'static str {
     }
 }
 
-/// What a sim source found over its seeds.
+/// What the compact contract view says of `claim` in a cell: the lowest first-violating seed
+/// over the cell's simulator configurations, else the smallest search.
+fn contract_compact_mark(cell: &Cell, claim: ClaimId) -> String {
+    let mut lowest: Option<u64> = None;
+    let mut searched: Option<u64> = None;
+    let (mut judged, mut exercised, mut stopped, mut unfired) = (false, false, false, false);
+    for judgement in cell {
+        let Judgement::Sim {
+            tried,
+            stopped_by_time,
+            fired,
+            claims,
+            ..
+        } = judgement
+        else {
+            continue;
+        };
+        let Some(c) = claims.iter().find(|c| c.search.claim == claim) else {
+            continue;
+        };
+        judged = true;
+        if *fired == 0 {
+            unfired = true;
+            continue;
+        }
+        if let Some(seed) = c.search.first_violation {
+            lowest = Some(lowest.map_or(seed, |l| l.min(seed)));
+        }
+        searched = Some(searched.map_or(*tried, |s| s.min(*tried)));
+        exercised |= c.search.exercised > 0;
+        stopped |= *stopped_by_time;
+    }
+    match (lowest, searched) {
+        _ if matches!(cell.first(), Some(Judgement::NotApplicable(_))) => "n/a".into(),
+        (Some(seed), _) => format!("**seed {seed}**"),
+        _ if !judged => "-".into(),
+        _ if stopped => "time limit".into(),
+        (None, Some(n)) if exercised => format!("none in {n}"),
+        (None, Some(n)) => format!("no occasion in {n}"),
+        (None, None) if unfired => "no verdict".into(),
+        (None, None) => "-".into(),
+    }
+}
+
+/// What one seed's run says, kept small: the run's records are dropped in the worker.
+struct SeedOutcome {
+    fired: bool,
+    /// Per searched claim: (violated, exercised).
+    checks: Vec<(bool, bool)>,
+    /// S1 stall, seconds.
+    stall_s: Option<f64>,
+    token_drops: u64,
+}
+
+/// What a sim source's seed search found: aggregates only, whatever the number of seeds.
+#[derive(Clone, Debug, PartialEq)]
 struct SimResult {
-    runs: u64,
+    /// Seeds tried: 0..tried.
+    tried: u64,
+    /// The wall-time cap ended the search before the seed budget.
+    stopped_by_time: bool,
     fired: u64,
-    /// Per claim (in [`sim_claims`] order): failing runs, first failing seed.
-    failures: Vec<(ClaimId, u64, Option<u64>)>,
+    claims: Vec<ClaimSearch>,
     /// Longest GlobalTime stall (S1 runs).
     stall_s: Option<f64>,
     token_drops: u64,
 }
 
 impl SimResult {
-    fn failures_of(&self, claim: ClaimId) -> (u64, Option<u64>) {
-        self.failures
+    fn new(claims: &[ClaimId]) -> Self {
+        SimResult {
+            tried: 0,
+            stopped_by_time: false,
+            fired: 0,
+            claims: claims
+                .iter()
+                .map(|&claim| ClaimSearch {
+                    claim,
+                    first_violation: None,
+                    exercised: 0,
+                })
+                .collect(),
+            stall_s: None,
+            token_drops: 0,
+        }
+    }
+
+    /// Add the next seed's outcome (seeds come in order: `self.tried` is its seed).
+    fn add(&mut self, outcome: &SeedOutcome) {
+        let seed = self.tried;
+        self.tried += 1;
+        self.fired += u64::from(outcome.fired);
+        self.token_drops += outcome.token_drops;
+        if let Some(stall) = outcome.stall_s {
+            self.stall_s = Some(self.stall_s.map_or(stall, |s: f64| s.max(stall)));
+        }
+        for (search, &(violated, exercised)) in self.claims.iter_mut().zip(&outcome.checks) {
+            search.exercised += u64::from(exercised);
+            if violated {
+                search.first_violation.get_or_insert(seed);
+            }
+        }
+    }
+
+    /// Every searched claim has its first violation: nothing left to search for.
+    fn all_violated(&self) -> bool {
+        self.claims.iter().all(|c| c.first_violation.is_some())
+    }
+
+    fn first_violation(&self, claim: ClaimId) -> Option<u64> {
+        self.claims
             .iter()
-            .find(|(c, _, _)| *c == claim)
-            .map_or((0, None), |&(_, failures, first)| (failures, first))
+            .find(|c| c.claim == claim)
+            .and_then(|c| c.first_violation)
+    }
+}
+
+/// The budget of one seed search.
+#[derive(Clone, Copy, Debug)]
+struct Budget {
+    max_seeds: u64,
+    time: Duration,
+    /// Seeds run in parallel at a time. The result does not depend on it: seeds past the
+    /// point where the search stops are dropped unread.
+    batch: u64,
+}
+
+impl Budget {
+    fn of(options: &MatrixOptions) -> Self {
+        Budget {
+            max_seeds: options.max_seeds,
+            time: options.cell_time,
+            batch: (options.jobs.max(1) as u64) * 4,
+        }
     }
 }
 
@@ -514,7 +754,7 @@ pub enum MatrixError {
 pub fn run_matrix(
     options: &MatrixOptions,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
-) -> Result<Vec<String>, MatrixError> {
+) -> Result<MatrixRun, MatrixError> {
     let out_dir = options.out.join("matrix");
     crate::create_dir(&out_dir)?;
     let pool = rayon::ThreadPoolBuilder::new()
@@ -523,8 +763,10 @@ pub fn run_matrix(
         .build()
         .map_err(ReportError::from)?;
     let mut files = Vec::new();
+    let mut stopped_by_time = Vec::new();
     let mut cells: BTreeMap<(Row, Column), Cell> = BTreeMap::new();
-    let total_cells = Row::ALL.len() * Column::ALL.len();
+    // The cells, then the mutants and the contract findings.
+    let total_cells = Row::ALL.len() * Column::ALL.len() + 2;
     let mut done_cells = 0;
     for row in Row::ALL {
         for column in Column::ALL {
@@ -555,7 +797,16 @@ pub fn run_matrix(
                         label,
                         firing,
                     } => {
-                        let result = run_sims(&pool, row, scenario, &sim_options, firing, options);
+                        let claims = all_sim_claims(row);
+                        let result = search(&pool, row, scenario, &sim_options, firing, &claims, Budget::of(options));
+                        if result.stopped_by_time {
+                            stopped_by_time.push(format!(
+                                "{} / {}: {label} (after {})",
+                                row.name(),
+                                column.name(),
+                                seeds(result.tried)
+                            ));
+                        }
                         cell.push(sim_judgement(
                             row,
                             column,
@@ -563,7 +814,6 @@ pub fn run_matrix(
                             &sim_options,
                             label,
                             &result,
-                            options,
                             &out_dir,
                             &mut files,
                         )?);
@@ -573,10 +823,16 @@ pub fn run_matrix(
             cells.insert((row, column), cell);
         }
     }
-    let mutants = mutant_checks(&pool, options, &out_dir, &mut files)?;
-    write_file(&options.out, "matrix.md", &markdown(&cells, &mutants, options))?;
+    progress("mutants", total_cells - 1, total_cells);
+    let mutants = mutant_checks(&pool, options, &out_dir, &mut files, &mut stopped_by_time)?;
+    progress("contract findings", total_cells, total_cells);
+    let findings = crate::contract_findings::measure(&pool, options);
+    stopped_by_time.extend(findings.stopped_by_time());
+    let mut md = markdown(&cells, &mutants, options);
+    crate::contract_findings::render(&mut md, &findings);
+    write_file(&options.out, "matrix.md", &md)?;
     files.push("matrix.md".into());
-    Ok(files)
+    Ok(MatrixRun { files, stopped_by_time })
 }
 
 fn short(verdict: &Verdict) -> String {
@@ -641,77 +897,111 @@ fn model_judgement(
     })
 }
 
-/// One seed's result.
-struct SeedOutcome {
+/// Run one seed of a sim source and keep only what the search needs.
+fn one_seed(
+    row: Row,
+    scenario: &str,
+    sim_options: &SimOptions,
+    firing: Firing,
+    claims: &[ClaimId],
     seed: u64,
-    fired: bool,
-    /// Per claim of [`sim_claims`]: did it hold?
-    checks: Vec<(ClaimId, bool)>,
-    /// S1 stall, seconds.
-    stall_s: Option<f64>,
-    token_drops: u64,
+) -> SeedOutcome {
+    let config = build(scenario, seed, algorithm(row), sim_options).expect("a known scenario");
+    let outcome = run(&config, seed, firing == Firing::RenewalDuringRelease);
+    SeedOutcome {
+        fired: fired(firing, &outcome),
+        checks: claims
+            .iter()
+            .map(|&claim| {
+                let check = outcome.verdicts.check(claim);
+                (check.verdict.is_violated(), check.verdict != ClaimVerdict::NotExercised)
+            })
+            .collect(),
+        stall_s: outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64()),
+        token_drops: outcome.verdicts.token_drops as u64,
+    }
 }
 
-/// Run every seed of a sim source on `pool`; the results come back in seed order, so the
-/// first failing seed is the lowest whatever thread ran it.
-fn run_sims(
+/// The seed search of a sim source: seeds 0, 1, 2, ... in parallel batches of `budget.batch`,
+/// read in seed order, until every claim in `claims` has its first violation, or the seed
+/// budget, or the wall-time cap (checked between batches). Each claim's first violation is
+/// its lowest violating seed whatever the batch size or thread count, and the aggregates cover
+/// exactly the seeds up to where the search stopped, so the result is a function of the
+/// options, unless the time cap stopped it (`stopped_by_time`).
+fn search(
     pool: &rayon::ThreadPool,
     row: Row,
     scenario: &'static str,
     sim_options: &SimOptions,
     firing: Firing,
-    options: &MatrixOptions,
+    claims: &[ClaimId],
+    budget: Budget,
 ) -> SimResult {
-    let detailed = firing == Firing::RenewalDuringRelease;
-    let outcomes: Vec<SeedOutcome> = pool.install(|| {
-        (0..options.seeds)
-            .into_par_iter()
-            .map(|seed| {
-                let config = build(scenario, seed, algorithm(row), sim_options).expect("a known scenario");
-                let outcome = run(&config, seed, detailed);
-                SeedOutcome {
-                    seed,
-                    fired: fired(firing, &outcome),
-                    checks: sim_claims(row)
-                        .iter()
-                        .map(|&claim| (claim, outcome.verdicts.passed(claim)))
-                        .collect(),
-                    stall_s: outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64()),
-                    token_drops: outcome.verdicts.token_drops as u64,
-                }
-            })
-            .collect()
-    });
-    let mut result = SimResult {
-        runs: outcomes.len() as u64,
-        fired: 0,
-        failures: sim_claims(row).iter().map(|&claim| (claim, 0, None)).collect(),
-        stall_s: None,
-        token_drops: 0,
-    };
-    for outcome in outcomes {
-        result.fired += u64::from(outcome.fired);
-        result.token_drops += outcome.token_drops;
-        if let Some(stall) = outcome.stall_s {
-            result.stall_s = Some(result.stall_s.map_or(stall, |s: f64| s.max(stall)));
+    let started = Instant::now();
+    let mut result = SimResult::new(claims);
+    let mut next = 0u64;
+    'search: while next < budget.max_seeds {
+        if started.elapsed() >= budget.time {
+            result.stopped_by_time = true;
+            break;
         }
-        for (claim, passed) in outcome.checks {
-            let entry = result
-                .failures
-                .iter_mut()
-                .find(|(c, _, _)| *c == claim)
-                .expect("every claim listed");
-            if !passed {
-                entry.1 += 1;
-                entry.2.get_or_insert(outcome.seed);
+        let end = next.saturating_add(budget.batch.max(1)).min(budget.max_seeds);
+        let outcomes: Vec<SeedOutcome> = pool.install(|| {
+            (next..end)
+                .into_par_iter()
+                .map(|seed| one_seed(row, scenario, sim_options, firing, claims, seed))
+                .collect()
+        });
+        for outcome in &outcomes {
+            result.add(outcome);
+            if result.all_violated() {
+                break 'search;
             }
         }
+        next = end;
     }
     result
 }
 
+/// The replay flags of a sim source's options.
+fn replay_flags(sim_options: &SimOptions) -> String {
+    let mut flags = String::new();
+    if let Some(offset) = sim_options.offset_s {
+        flags.push_str(&format!(" --offset-s {offset}"));
+    }
+    if sim_options.try_lock {
+        flags.push_str(" --try-lock");
+    }
+    if sim_options.k3 {
+        flags.push_str(" --k3");
+    }
+    if sim_options.thesis_listings {
+        flags.push_str(" --thesis-listings");
+    }
+    flags
+}
+
+/// Lines of a run's events kept in a trace file, half from the start and half from the end:
+/// a long run's full trace is megabytes, and its replay command prints it all.
+const TRACE_LINES: usize = 3000;
+
+/// `events` with its middle left out if it is longer than [`TRACE_LINES`] lines.
+fn shortened(events: &str, command: &str) -> String {
+    let lines: Vec<&str> = events.lines().collect();
+    if lines.len() <= TRACE_LINES {
+        return events.to_owned();
+    }
+    let half = TRACE_LINES / 2;
+    format!(
+        "{}\n... {} lines left out here: `{command}` prints every event ...\n{}\n",
+        lines[..half].join("\n"),
+        lines.len() - 2 * half,
+        lines[lines.len() - half..].join("\n")
+    )
+}
+
 /// The simulator's verdicts on a cell; writes the first failing seed's trace of every violated
-/// claim.
+/// claim (one file per seed).
 #[allow(clippy::too_many_arguments)]
 fn sim_judgement(
     row: Row,
@@ -720,67 +1010,62 @@ fn sim_judgement(
     sim_options: &SimOptions,
     label: &'static str,
     result: &SimResult,
-    options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
 ) -> Result<Judgement, ReportError> {
     let mut claims = Vec::new();
     let exercised = result.fired > 0;
-    let mut flags = String::new();
-    if let Some(offset) = sim_options.offset_s {
-        flags.push_str(&format!(" --offset-s {offset}"));
-    }
-    if sim_options.try_lock {
-        flags.push_str(" --try-lock");
-    }
-    for &(claim, failures, first) in &result.failures {
-        let first_failure = match first {
+    let flags = replay_flags(sim_options);
+    // One trace per failing seed: claims first violated in the same seed share its file.
+    let mut traces: BTreeMap<u64, FirstFailure> = BTreeMap::new();
+    for search in &result.claims {
+        let claim = search.claim;
+        let first_failure = match search.first_violation {
             Some(seed) if exercised => {
-                let name = format!(
-                    "{}-{}-{}-{}-seed{seed}.txt",
-                    row.key(),
-                    column.key(),
-                    scenario,
-                    claim.as_str().to_lowercase()
-                );
-                let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
-                let outcome = run(&config, seed, false);
-                let command = format!(
-                    "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
-                    algorithm(row).name()
-                );
-                let text = format!(
-                    "{}\nseed {seed}\n\n{}\nverdicts:\n{}\nreplay (with every store request): {command}\n",
-                    config.plan(),
-                    render(&outcome.records),
-                    outcome.verdicts
-                );
-                write_file(out_dir, &name, &text)?;
-                files.push(format!("matrix/{name}"));
-                Some(FirstFailure {
-                    seed,
-                    file: name,
-                    command,
-                })
+                if let Some(known) = traces.get(&seed) {
+                    Some(known.clone())
+                } else {
+                    let name = format!(
+                        "{}-{}-{}-{}-seed{seed}.txt",
+                        row.key(),
+                        column.key(),
+                        scenario,
+                        claim.as_str().to_lowercase()
+                    );
+                    let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
+                    let outcome = run(&config, seed, false);
+                    let command = format!(
+                        "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
+                        algorithm(row).name()
+                    );
+                    let text = format!(
+                        "{}\nseed {seed}\n\nverdicts:\n{}\nreplay (with every store request): {command}\n\n{}",
+                        config.plan(),
+                        outcome.verdicts,
+                        shortened(&render(&outcome.records), &command)
+                    );
+                    write_file(out_dir, &name, &text)?;
+                    files.push(format!("matrix/{name}"));
+                    let first = FirstFailure {
+                        seed,
+                        file: name,
+                        command,
+                    };
+                    traces.insert(seed, first.clone());
+                    Some(first)
+                }
             }
             _ => None,
         };
-        let verdict = if !exercised {
-            ClaimVerdict::NotExercised
-        } else {
-            ClaimVerdict::from_holds(failures == 0)
-        };
         claims.push(SimClaim {
-            claim,
-            verdict,
-            failures,
+            search: search.clone(),
             first_failure,
         });
     }
     Ok(Judgement::Sim {
         label,
-        seeds: options.seeds,
-        runs: result.runs,
+        tried: result.tried,
+        stopped_by_time: result.stopped_by_time,
         fired: result.fired,
         claims,
         stall_s: result.stall_s,
@@ -794,32 +1079,57 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "# Property matrix: algorithm x fault model\n");
     let _ = writeln!(
         md,
-        "Generated by `cassalock report matrix --seeds {}`. Each cell says how its claims fared under that fault, judged two ways: **model** rows come from the stateright models (`cassalock check`: every reachable state, exhaustively or up to a clock bound); **sim** rows come from the simulator ({} seeds per configuration, the library's own code against a simulated 3-replica cluster). The same command on the same commit writes the same bytes.\n",
-        options.seeds, options.seeds
+        "Generated by `cassalock report matrix --max-seeds {max} --cell-time-s {time} --contract-seeds {contract}`. Each cell says how its claims fared under that fault, judged two ways: **model** rows come from the stateright models (`cassalock check`: every reachable state, exhaustively or up to a clock bound); **sim** rows come from the simulator (the library's own code against a simulated 3-replica cluster). The same command on the same commit writes the same bytes.\n",
+        max = options.max_seeds,
+        time = options.cell_time.as_secs(),
+        contract = options.contract_seeds,
+    );
+    let _ = writeln!(
+        md,
+        "**Seed search.** Each sim line of a cell runs seeds 0, 1, 2, ... until every claim it judges has been violated, or the budget runs out: {} and {} s of wall time per sim line. Each claim reports the lowest seed that violates it (\"violated at seed S (S+1 seeds tried)\") or \"no violation in N seeds\"; a check the runs gave no occasion for says \"no occasion in N seeds\", never \"ok\". A search stopped by the time limit says \"stopped by the time limit after N seeds: not a verdict\" (that output depends on the machine, and `cassalock report` then exits with status 3).\n",
+        seeds(options.max_seeds),
+        options.cell_time.as_secs()
     );
     let _ = writeln!(md, "Claims: T1 (model) / T1-belief (sim): never two holders at once; T3 for TryGetLock. T1-resource: the resource never accepts a stale fencing token (fencing on). T2: every waiter acquires (model: no fair cycle or deadlock starves it; sim: every client finishes). T4: some TryGetLock caller acquires. F-order, F-overtakes: queue order. K3: no released lock stays taken. T5: GlobalTime never decreases. S1: a crashed replica that ran ahead freezes GlobalTime.\n");
-    let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"ok\": no violation in the N seeds (never a proof); VIOLATED links to the shortest counterexample (model) or the first failing seed's trace (sim); \"the fault never fired\": no verdict, never a pass.\n");
+    let _ = writeln!(md, "The contract (docs/contract.md), judged by the simulator only: C-try: `try_lock` never waits for another owner (TryGetLock row); C-free: a failed call leaves nothing that keeps the lock from the next caller; C-release: after `release()` returns, a waiter acquires within a bound (lock() rows); C-lost: a holder whose lease ran out learns it within a bound; C-token: a later holder's token is higher, and the only holder's writes are never refused.\n");
+    let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass.\n");
     for row in Row::ALL {
         let _ = writeln!(md, "## {}\n", row.name());
-        let _ = writeln!(md, "| fault | verdicts |");
-        let _ = writeln!(md, "|---|---|");
+        let _ = write!(md, "| fault | verdicts |");
+        for claim in CONTRACT {
+            let _ = write!(md, " {claim} |");
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(md, "|---|---|---|---|---|---|---|");
         for column in Column::ALL {
-            let lines: Vec<String> = cells[&(row, column)].iter().map(Judgement::markdown).collect();
-            let _ = writeln!(md, "| {} | {} |", column.name(), lines.join("<br>"));
+            let cell = &cells[&(row, column)];
+            let lines: Vec<String> = cell.iter().map(Judgement::markdown).collect();
+            let _ = write!(md, "| {} | {} |", column.name(), lines.join("<br>"));
+            let sims = cell.iter().filter(|j| matches!(j, Judgement::Sim { .. })).count();
+            for claim in CONTRACT {
+                let parts: Vec<String> = cell
+                    .iter()
+                    .filter_map(|j| {
+                        let text = j.contract_markdown(claim)?;
+                        Some(match j {
+                            Judgement::Sim { label, .. } if sims > 1 => format!("{}: {text}", sim_short_label(label)),
+                            _ => text,
+                        })
+                    })
+                    .collect();
+                let text = if parts.is_empty() {
+                    "not checked (model only)".to_string()
+                } else {
+                    parts.join("<br>")
+                };
+                let _ = write!(md, " {text} |");
+            }
+            let _ = writeln!(md);
         }
         let _ = writeln!(md);
     }
     let _ = writeln!(md, "## Compact view\n");
-    let _ = write!(md, "| |");
-    for column in Column::ALL {
-        let _ = write!(md, " {} |", column.name());
-    }
-    let _ = writeln!(md);
-    let _ = write!(md, "|---|");
-    for _ in Column::ALL {
-        let _ = write!(md, "---|");
-    }
-    let _ = writeln!(md);
+    compact_header(&mut md);
     for row in Row::ALL {
         let _ = write!(md, "| {} |", row.name());
         for column in Column::ALL {
@@ -828,7 +1138,20 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         }
         let _ = writeln!(md);
     }
-    let _ = writeln!(md, "\n\"broken\": some claim was violated in that cell (details above); \"S1 stall\": the time service can freeze; \"no violation\": no check made there found one (exhaustive, clock-bounded or seeded: see the cell for which).\n");
+    let _ = writeln!(md, "\n\"broken\": some theorem-level claim was violated in that cell (details above); \"S1 stall\": the time service can freeze; \"no violation\": no check made there found one (exhaustive, clock-bounded or seeded: see the cell for which).\n");
+    let _ = writeln!(md, "## Compact view: the contract\n");
+    compact_header(&mut md);
+    for row in Row::ALL {
+        for claim in contract_claims(row) {
+            let _ = write!(md, "| {} {claim} |", row.name());
+            for column in Column::ALL {
+                let mark = contract_compact_mark(&cells[&(row, column)], *claim);
+                let _ = write!(md, " {mark} |");
+            }
+            let _ = writeln!(md);
+        }
+    }
+    let _ = writeln!(md, "\n\"seed S\": violated, S the lowest violating seed over the cell's simulator configurations (details and traces above); \"none in N\": no violation in the N seeds searched; \"no occasion in N\": the runs never gave the check an occasion (no failed call, no handover, no lost lease): no verdict; \"time limit\": the search was stopped by the wall-time cap, no verdict; \"-\": no simulator run in that cell.\n");
     thesis_section(&mut md, cells);
     let _ = writeln!(md, "## Broken variants (mutants)\n");
     for (text, link) in mutants {
@@ -845,7 +1168,28 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
             }
         }
     }
+    let _ = writeln!(md);
     md
+}
+
+/// The header of a compact table: one column per fault.
+fn compact_header(md: &mut String) {
+    let _ = write!(md, "| |");
+    for column in Column::ALL {
+        let _ = write!(md, " {} |", column.name());
+    }
+    let _ = writeln!(md);
+    let _ = write!(md, "|---|");
+    for _ in Column::ALL {
+        let _ = write!(md, "---|");
+    }
+    let _ = writeln!(md);
+}
+
+/// A sim label without its "sim, " prefix, to tell a cell's sim lines apart in the contract
+/// columns.
+fn sim_short_label(label: &str) -> &str {
+    label.strip_prefix("sim, ").unwrap_or(label)
 }
 
 /// What the matrix says about the thesis's claims, read off the cells' verdicts themselves so
@@ -877,6 +1221,35 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
         "- **Theorem 1 (mutual exclusion, queue GetLock).** With no faults: {}. Under message loss, a partition, a crashed holder, CL=ONE and renewal racing release: {}. It needs its assumptions: a holder paused past the TTL (K1) and a coordinator clock ahead break it, as SPEC.md's K1 and S2 predict.",
         if t1_exhaustive { "holds in every reachable state of the bounded model" } else { "see the table, it did not hold" },
         if t1_tolerant { "no violation in the model or the seeds" } else { "violated in at least one of them (see the table)" }
+    );
+    // K2: CL ONE instead of QUORUM breaks L1 and so T1; the seed search shows which locks.
+    let k2: Vec<String> = [Row::Old, Row::Queue, Row::TryGetLock]
+        .iter()
+        .map(|&row| {
+            let found = cell(row, Column::ClOne).iter().find_map(|j| match j {
+                Judgement::Sim {
+                    tried, fired, claims, ..
+                } if *fired > 0 => claims
+                    .iter()
+                    .find(|c| c.search.claim == ClaimId::T1Belief)
+                    .map(|c| (*tried, c.search.first_violation)),
+                _ => None,
+            });
+            match found {
+                Some((_, Some(seed))) => format!(
+                    "{}: T1-belief violated at seed {seed} ({} tried)",
+                    row.name(),
+                    seeds(seed + 1)
+                ),
+                Some((tried, None)) => format!("{}: no violation in {}", row.name(), seeds(tried)),
+                None => format!("{}: no verdict", row.name()),
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        md,
+        "- **K2 (consistency ONE).** With CL ONE a read can miss a write, so L1 and with it T1 can fail; how soon the seed search finds it: {}. A lock that shows no violation here is not shown safe at CL ONE: the thesis requires QUORUM.",
+        k2.join("; ")
     );
     let below = violated(Row::Queue, Column::SkewBelowTtl, ClaimId::T1Belief);
     let _ = writeln!(
@@ -971,6 +1344,7 @@ fn mutant_checks(
     options: &MatrixOptions,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
+    stopped_by_time: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, MatrixError> {
     use cassalock_models::Mutant;
     let mut lines = Vec::new();
@@ -1037,16 +1411,35 @@ fn mutant_checks(
             k3: true,
             ..SimOptions::default()
         };
-        let result = run_sims(pool, row, "renew-race", &options_k3, Firing::Configured, options);
-        let (failures, first) = result.failures_of(ClaimId::K3);
-        let text = match first {
+        let result = search(
+            pool,
+            row,
+            "renew-race",
+            &options_k3,
+            Firing::Configured,
+            &[ClaimId::K3],
+            Budget::of(options),
+        );
+        let text = match result.first_violation(ClaimId::K3) {
             Some(seed) => format!(
-                "sim: K3, {}, renew-race --k3: a released lock came back to life in {failures} of {} seeds; first: `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
+                "sim: K3, {}, renew-race --k3: a released lock came back to life, violated at seed {seed} ({} tried): `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
                 row.name(),
-                result.runs,
+                seeds(seed + 1),
                 algorithm(row).name()
             ),
-            None => format!("sim: K3, {}, renew-race --k3: not seen in {} seeds", row.name(), result.runs),
+            None if result.stopped_by_time => {
+                stopped_by_time.push(format!("mutant K3, {}, renew-race --k3 (after {})", row.name(), seeds(result.tried)));
+                format!(
+                    "sim: K3, {}, renew-race --k3: stopped by the time limit after {}: not a verdict",
+                    row.name(),
+                    seeds(result.tried)
+                )
+            }
+            None => format!(
+                "sim: K3, {}, renew-race --k3: not seen in {}: the check missed the mutant",
+                row.name(),
+                seeds(result.tried)
+            ),
         };
         lines.push((text, String::new()));
     }
@@ -1075,24 +1468,24 @@ mod tests {
         }
     }
 
-    fn sim(fired: u64, failures: &[(ClaimId, u64)]) -> Judgement {
+    /// A sim judgement over 5 seeds: per claim, its first violating seed and the seeds that
+    /// exercised it.
+    fn sim_searched(fired: u64, stopped_by_time: bool, claims: &[(ClaimId, Option<u64>, u64)]) -> Judgement {
         Judgement::Sim {
             label: "sim, s",
-            seeds: 5,
-            runs: 5,
+            tried: 5,
+            stopped_by_time,
             fired,
-            claims: failures
+            claims: claims
                 .iter()
-                .map(|&(claim, failures)| SimClaim {
-                    claim,
-                    verdict: if fired == 0 {
-                        ClaimVerdict::NotExercised
-                    } else {
-                        ClaimVerdict::from_holds(failures == 0)
+                .map(|&(claim, first_violation, exercised)| SimClaim {
+                    search: ClaimSearch {
+                        claim,
+                        first_violation,
+                        exercised,
                     },
-                    failures,
-                    first_failure: (fired > 0 && failures > 0).then(|| FirstFailure {
-                        seed: 2,
+                    first_failure: first_violation.filter(|_| fired > 0).map(|seed| FirstFailure {
+                        seed,
                         file: "y.txt".into(),
                         command: "cassalock replay".into(),
                     }),
@@ -1101,6 +1494,14 @@ mod tests {
             stall_s: None,
             token_drops: 0,
         }
+    }
+
+    fn sim(fired: u64, failures: &[(ClaimId, u64)]) -> Judgement {
+        let claims: Vec<(ClaimId, Option<u64>, u64)> = failures
+            .iter()
+            .map(|&(claim, failures)| (claim, (failures > 0).then_some(2), 5))
+            .collect();
+        sim_searched(fired, false, &claims)
     }
 
     #[test]
@@ -1115,10 +1516,10 @@ mod tests {
             m.markdown(),
             "**model, m** (7 states): T1 holds (exhaustive), T2 [VIOLATED](matrix/x-t2.txt), S1 [reachable](matrix/x-s1.txt), K3 holds within bound (clock <= 4 ticks)"
         );
-        let s = sim(3, &[(ClaimId::K3, 0), (ClaimId::T1Belief, 2)]);
+        let s = sim(3, &[(ClaimId::K3, 0), (ClaimId::T1Belief, 2), (ClaimId::T2, 0)]);
         assert_eq!(
             s.markdown(),
-            "**sim, s** (5 seeds, the fault fired in 3 of them): K3 ok, T1-belief [VIOLATED 2/5](matrix/y.txt)"
+            "**sim, s** (5 seeds searched, the fault fired in 3 of them): K3, T2: no violation in 5 seeds; T1-belief: [violated at seed 2 (3 seeds tried)](matrix/y.txt)"
         );
         assert_eq!(
             sim(0, &[(ClaimId::K3, 1)]).markdown(),
@@ -1126,12 +1527,154 @@ mod tests {
         );
         assert_eq!(
             s.findings(Row::Queue, Column::Pause),
-            ["queue GetLock (L6) / pause: sim, s: T1-belief violated in 2 of 5 seeds; first seed 2: `cassalock replay`"]
+            ["queue GetLock (L6) / pause: sim, s: T1-belief violated at seed 2 (3 seeds tried): `cassalock replay`"]
         );
         assert_eq!(
             m.findings(Row::Old, Column::None),
             ["old GetLock (L3-4) / none: model: T2 violated (4 steps): [trace](matrix/x-t2.txt)"]
         );
+    }
+
+    #[test]
+    fn contract_columns_never_read_a_check_without_occasion_as_a_pass() {
+        let s = sim_searched(
+            5,
+            false,
+            &[
+                (ClaimId::T1Belief, None, 5),
+                (ClaimId::CFree, None, 0),
+                (ClaimId::CRelease, Some(0), 4),
+                (ClaimId::CToken, None, 5),
+            ],
+        );
+        assert_eq!(
+            s.contract_markdown(ClaimId::CFree).as_deref(),
+            Some("no occasion in 5 seeds")
+        );
+        assert_eq!(
+            s.contract_markdown(ClaimId::CRelease).as_deref(),
+            Some("[violated at seed 0 (1 seed tried)](matrix/y.txt)")
+        );
+        assert_eq!(
+            s.contract_markdown(ClaimId::CToken).as_deref(),
+            Some("no violation in 5 seeds")
+        );
+        assert_eq!(
+            s.contract_markdown(ClaimId::CTry).as_deref(),
+            Some("n/a: clients call lock()")
+        );
+        // A model does not judge the contract: no entry, never "ok".
+        assert_eq!(
+            model(&[(ClaimId::T1, Verdict::Holds, false)]).contract_markdown(ClaimId::CFree),
+            None
+        );
+        // The contract items do not make the theorem view "broken".
+        assert_eq!(compact_mark(&vec![s.clone()]), "no violation");
+        assert_eq!(contract_compact_mark(&vec![s.clone()], ClaimId::CRelease), "**seed 0**");
+        assert_eq!(
+            contract_compact_mark(&vec![s.clone()], ClaimId::CFree),
+            "no occasion in 5"
+        );
+        assert_eq!(contract_compact_mark(&vec![s], ClaimId::CToken), "none in 5");
+        let stopped = sim_searched(5, true, &[(ClaimId::T2, None, 5), (ClaimId::CFree, Some(3), 4)]);
+        assert_eq!(
+            stopped.markdown(),
+            "**sim, s** (5 seeds searched): T2: stopped by the time limit after 5 seeds: not a verdict"
+        );
+        // A violation found before the time limit is still a finding.
+        assert_eq!(
+            stopped.contract_markdown(ClaimId::CFree).as_deref(),
+            Some("[violated at seed 3 (4 seeds tried)](matrix/y.txt)")
+        );
+        assert_eq!(contract_compact_mark(&vec![stopped.clone()], ClaimId::T2), "time limit");
+    }
+
+    #[test]
+    fn long_traces_keep_their_start_and_end() {
+        let events: String = (0..TRACE_LINES + 10).map(|i| format!("event {i}\n")).collect();
+        let short = shortened(&events, "cassalock replay x");
+        assert!(short.starts_with("event 0\n"));
+        assert!(short.contains("... 10 lines left out here: `cassalock replay x` prints every event ..."));
+        assert!(short.ends_with(&format!("event {}\n", TRACE_LINES + 9)));
+        assert!(!short.contains(&format!("event {}\n", TRACE_LINES / 2 + 5)));
+        assert_eq!(short.lines().count(), TRACE_LINES + 1);
+        let few = "a\nb\n";
+        assert_eq!(shortened(few, "x"), few);
+    }
+
+    fn pool() -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new().num_threads(2).build().expect("pool")
+    }
+
+    fn budget(max_seeds: u64, batch: u64) -> Budget {
+        Budget {
+            max_seeds,
+            time: Duration::from_secs(600),
+            batch,
+        }
+    }
+
+    #[test]
+    fn the_seed_search_reports_the_lowest_violating_seed_whatever_the_batch() {
+        let pool = pool();
+        let options = SimOptions::default();
+        // A pause past the TTL breaks T1-belief (K1) in every seed: the search stops at seed 0.
+        let k1 = search(
+            &pool,
+            Row::Queue,
+            "pause",
+            &options,
+            Firing::Injected,
+            &[ClaimId::T1Belief],
+            budget(50, 4),
+        );
+        assert_eq!(k1.tried, 1, "stops at the first violation, not at the budget");
+        assert_eq!(k1.first_violation(ClaimId::T1Belief), Some(0));
+        // K3 never breaks here: the search runs the whole budget, and its result (aggregates
+        // over exactly the seeds tried) is the same with any batch size.
+        let claims = [ClaimId::T1Belief, ClaimId::K3];
+        let one = search(
+            &pool,
+            Row::Queue,
+            "pause",
+            &options,
+            Firing::Injected,
+            &claims,
+            budget(5, 1),
+        );
+        let four = search(
+            &pool,
+            Row::Queue,
+            "pause",
+            &options,
+            Firing::Injected,
+            &claims,
+            budget(5, 4),
+        );
+        assert_eq!(one, four);
+        assert_eq!(one.tried, 5);
+        assert_eq!(one.first_violation(ClaimId::K3), None);
+        assert!(!one.stopped_by_time);
+    }
+
+    #[test]
+    fn a_search_stopped_by_the_time_cap_says_so() {
+        let pool = pool();
+        let stopped = search(
+            &pool,
+            Row::Queue,
+            "contention",
+            &SimOptions::default(),
+            Firing::Configured,
+            &[ClaimId::T1Belief],
+            Budget {
+                max_seeds: 10,
+                time: Duration::ZERO,
+                batch: 2,
+            },
+        );
+        assert!(stopped.stopped_by_time);
+        assert_eq!(stopped.tried, 0);
     }
 
     #[test]

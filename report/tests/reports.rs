@@ -75,3 +75,43 @@ fn fairness_report_is_byte_identical_across_runs_and_job_counts() {
     );
     std::fs::remove_dir_all(&base).ok();
 }
+
+/// The matrix end to end on a tiny budget: every sim line searched, the contract columns and
+/// compact view, the contract findings with both columns, and nothing stopped by the time cap.
+#[test]
+fn matrix_report_searches_seeds_and_shows_the_contract() {
+    use cassalock_report::matrix::{run_matrix, MatrixOptions};
+    let out = std::env::temp_dir().join(format!("cassalock-matrix-test-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temp dir");
+    let options = MatrixOptions {
+        out: out.clone(),
+        max_seeds: 2,
+        cell_time: Duration::from_secs(600),
+        contract_seeds: 2,
+        jobs: 2,
+    };
+    let written = run_matrix(&options, &|_, _, _| {}).expect("matrix written");
+    assert!(written.stopped_by_time.is_empty(), "{:?}", written.stopped_by_time);
+    let md = std::fs::read_to_string(out.join("matrix.md")).expect("matrix.md");
+    assert!(md.contains("`cassalock report matrix --max-seeds 2 --cell-time-s 600 --contract-seeds 2`"));
+    assert!(md.contains("| fault | verdicts | C-try | C-free | C-release | C-lost | C-token |"));
+    // A pause past the TTL breaks T1-belief at seed 0: the search says so, with the trace.
+    assert!(
+        md.contains("T1-belief: [violated at seed 0 (1 seed tried)](matrix/queue-pause-pause-t1-belief-seed0.txt)"),
+        "the pause cell reports its first violating seed"
+    );
+    assert!(out.join("matrix/queue-pause-pause-t1-belief-seed0.txt").is_file());
+    assert!(md.contains("K3, T1-belief, T1-resource, T2: no violation in 2 seeds"));
+    assert!(md.contains("## Compact view: the contract"));
+    assert!(md.contains("| TryGetLock (L7) C-try |"));
+    assert!(md.contains("## What the contract checks found"));
+    assert!(md.contains("| C-free | `loss` | queue |"));
+    assert!(
+        !md.contains(" ok,") && !md.contains(" ok |"),
+        "no check reads a bare \"ok\""
+    );
+    for file in &written.files {
+        assert!(out.join(file).is_file(), "{file} listed but not written");
+    }
+    std::fs::remove_dir_all(&out).ok();
+}

@@ -66,6 +66,22 @@ pub struct ContractFigures {
     /// C-lost: overlaps judged, and the longest a holder went on not knowing.
     pub lost_judged: usize,
     pub lost_lag_max: Option<(Duration, String)>,
+    /// The bounds the run was judged against.
+    pub bounds: ContractBounds,
+}
+
+/// The contract's bounds in one run, as computed from its configuration (`None`: the item has
+/// no bound in this run, e.g. C-try for `lock()` callers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContractBounds {
+    /// C-try: store requests in one `try_lock` call.
+    pub try_requests: Option<u64>,
+    /// C-free: how long a failed call's cells may stay live (with the oracle's period).
+    pub leftover: Duration,
+    /// C-release: from a release's return to the next acquisition.
+    pub handover: Duration,
+    /// C-lost: from another client's acquisition to the holder learning it (with one check period).
+    pub lost: Option<Duration>,
 }
 
 fn node_index(node: &str) -> Option<usize> {
@@ -124,6 +140,12 @@ pub fn judge_contract(
     let handover_bound = Duration::from_millis(contract::handover_ms(kind, &lock_config, FAULT_FREE_REQUEST_MS));
     let lost_bound =
         contract::lost_learned_ms(&lock_config, request_ms).map(|ms| Duration::from_millis(ms + LEASE_CHECK_MS));
+    figures.bounds = ContractBounds {
+        try_requests: try_bound.filter(|_| config.mode == ClientMode::TryGetLock),
+        leftover: leftover_bound,
+        handover: handover_bound,
+        lost: lost_bound,
+    };
 
     // One pass over the records.
     let mut call_started: BTreeMap<usize, Duration> = BTreeMap::new();
