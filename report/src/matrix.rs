@@ -65,10 +65,14 @@ pub enum Column {
     SkewAtTtl,
     ClOne,
     RenewalRace,
+    /// Store requests fail, before or after they apply (issue 11, item 2).
+    StoreFailure,
+    /// A node's clock steps back (issue 11, item 2).
+    BackwardJump,
 }
 
 impl Column {
-    pub const ALL: [Column; 9] = [
+    pub const ALL: [Column; 11] = [
         Column::None,
         Column::Loss,
         Column::Partition,
@@ -78,6 +82,8 @@ impl Column {
         Column::SkewAtTtl,
         Column::ClOne,
         Column::RenewalRace,
+        Column::StoreFailure,
+        Column::BackwardJump,
     ];
 
     fn name(self) -> &'static str {
@@ -91,6 +97,8 @@ impl Column {
             Column::SkewAtTtl => "skew at or above the TTL",
             Column::ClOne => "CL=ONE",
             Column::RenewalRace => "renewal race",
+            Column::StoreFailure => "store failures",
+            Column::BackwardJump => "clock steps back",
         }
     }
 
@@ -105,6 +113,8 @@ impl Column {
             Column::SkewAtTtl => "skew-at-ttl",
             Column::ClOne => "cl-one",
             Column::RenewalRace => "renewal-race",
+            Column::StoreFailure => "store-failure",
+            Column::BackwardJump => "backward-jump",
         }
     }
 }
@@ -229,6 +239,30 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
                 },
                 sim("renew-race", "sim, renewals racing releases", RenewalDuringRelease),
             ]
+        }
+        C::StoreFailure => {
+            let mut options = SimOptions::default();
+            options.knobs.fail_before_apply_percent = Some(5.0);
+            options.knobs.fail_after_apply_percent = Some(5.0);
+            vec![
+                model(lock_model, Fault::StoreFailure, "model, one request fails, applied or not"),
+                Source::Sim {
+                    scenario: "contention",
+                    options,
+                    label: "sim, contention, 5% of requests fail before and 5% after applying",
+                    firing: Configured,
+                },
+            ]
+        }
+        C::BackwardJump => {
+            let mut options = SimOptions::default();
+            options.knobs.backward_jump_s = Some(5.0);
+            vec![Source::Sim {
+                scenario: "contention",
+                options,
+                label: "sim, contention, one node's clock steps back 5 s",
+                firing: Configured,
+            }]
         }
     };
     if row == Row::TryGetLock {

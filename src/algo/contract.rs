@@ -64,13 +64,24 @@ pub fn request_with_retries_ms(config: &LockConfig, request_ms: u64) -> u64 {
 /// looks again (a poll for the queue algorithm, the old algorithm's largest owner backoff) and
 /// the requests of one successful attempt.
 pub fn handover_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> u64 {
-    let (wait_ms, requests) = match kind {
+    let (wait_ms, listing_requests) = match kind {
         // Read head, write main, read main.
         AcquireKind::QueueGetLock | AcquireKind::QueueTryGetLock => (config.poll_ms, 3),
         // Read main, write shadow, read shadow, read main, write main, delete shadow.
         AcquireKind::OldGetLock | AcquireKind::OldTryLock => (config.old_backoff.owner_max_ms, 6),
     };
+    let requests = listing_requests + token_requests(config);
     wait_ms.saturating_add(requests * request_ms)
+}
+
+/// The requests the counter token ([`super::fence`]) adds to a successful acquisition: a read
+/// and a write of the token row.
+pub fn token_requests(config: &LockConfig) -> u64 {
+    if config.fixes.counter_token {
+        2
+    } else {
+        0
+    }
 }
 
 /// C-lost: the longest a holder's guard may go on answering `is_lost() == false` after another
@@ -111,8 +122,10 @@ mod tests {
         };
         assert_eq!(try_call_max_requests(AcquireKind::QueueTryGetLock, &thesis), Some(60));
         assert_eq!(try_call_max_requests(AcquireKind::QueueGetLock, &config), None);
-        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 250);
-        assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1300);
+        // A poll, then read head, write main, read main, read and write the token: 5 x 50.
+        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 350);
+        assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1400);
+        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &thesis, 50), 250);
         assert_eq!(lost_learned_ms(&config, 1000), Some(19_300));
         assert_eq!(lost_learned_ms(&LockConfig::untimed(), 1000), None);
     }
