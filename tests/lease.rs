@@ -108,13 +108,18 @@ fn dropping_a_guard_releases_in_the_background() {
     });
 }
 
-#[test]
-fn a_lease_lost_while_held_is_reported_by_the_guard_and_by_release() {
-    on_seed(4, || async {
+/// Take the lock, have someone delete our main cell (as an expiry during a pause, or on a
+/// coordinator whose clock is ahead, would), let renewal run once; then release. Returns what
+/// the guard said, the main row after the renewal, and what release said.
+fn lose_the_main_cell_while_held(
+    mutants: cassalock::algo::Mutants,
+) -> (Option<LeaseLost>, Vec<String>, Result<(), LockError>) {
+    on_seed(4, || async move {
         let store = Arc::new(InMemoryStore::new(SystemClock));
-        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings("a", Algorithm::Queue)).unwrap();
+        let mut settings = settings("a", Algorithm::Queue);
+        settings.mutants = mutants;
+        let locker = RemoteLocker::new(Arc::clone(&store), SystemClock, settings).unwrap();
         let guard = locker.lock("L").await.unwrap();
-        // Someone deletes our main cell (as an expiry during a pause would).
         let row = store.snapshot();
         let stamp = row.version("m:L", guard.thread_id().as_str()).unwrap().timestamp_us + 1;
         use cassalock::store::{Store, StoreOp};
@@ -127,23 +132,41 @@ fn a_lease_lost_while_held_is_reported_by_the_guard_and_by_release() {
             .await
             .unwrap();
         sleep_ms(2500).await;
-        assert_eq!(guard.lost_reason(), Some(LeaseLost::MainCellGone));
-        assert!(
-            store.read_now("m:L", 10).is_empty(),
-            "renewal did not write the lost cell back"
-        );
-        let released = guard.release().await;
-        assert!(
-            matches!(
-                released,
-                Err(LockError::LeaseLost {
-                    why: LeaseLost::MainCellGone,
-                    ..
-                })
-            ),
-            "{released:?}"
-        );
-    });
+        let lost = guard.lost_reason();
+        let main_row = store.read_now("m:L", 10).into_iter().map(|cell| cell.column).collect();
+        (lost, main_row, guard.release().await.map(|_| ()))
+    })
+}
+
+#[test]
+fn a_lease_lost_while_held_is_reported_by_the_guard_and_by_release() {
+    let (lost, main_row, released) = lose_the_main_cell_while_held(Default::default());
+    assert_eq!(lost, Some(LeaseLost::MainCellGone));
+    assert!(main_row.is_empty(), "renewal did not write the lost cell back");
+    assert!(
+        matches!(
+            released,
+            Err(LockError::LeaseLost {
+                why: LeaseLost::MainCellGone,
+                ..
+            })
+        ),
+        "{released:?}"
+    );
+}
+
+/// Mutant M2 (docs/mutants.md): renewal skips its check. The test above must fail on it:
+/// the guard is never told, and the lost cell is written back.
+#[test]
+fn m2_renewal_without_its_check_is_caught_the_guard_never_learns() {
+    let m2 = cassalock::algo::Mutants {
+        m2_renew_without_checking: true,
+        ..Default::default()
+    };
+    let (lost, main_row, released) = lose_the_main_cell_while_held(m2);
+    assert_eq!(lost, None, "M2 never reports the loss");
+    assert_eq!(main_row.len(), 1, "M2 writes the lost cell back");
+    assert!(released.is_ok(), "{released:?}");
 }
 
 #[test]

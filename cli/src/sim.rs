@@ -84,6 +84,14 @@ pub struct ScenarioArgs {
     /// renew-race: release without waiting for renewal (mutant K3).
     #[arg(long)]
     pub k3: bool,
+    /// Mutant M2, any scenario: renewal rewrites the holder's cells without first checking that
+    /// its main cell is still there, so a holder whose lease ran out never learns it (C-lost).
+    #[arg(long)]
+    pub m2: bool,
+    /// Mutant M3, any scenario: release stamps its deletes at the lease's start instead of
+    /// afresh, so a renewed cell outlives its tombstone (C-release).
+    #[arg(long)]
+    pub m3: bool,
     /// Let the resource accept stale tokens (to see the damage fencing prevents).
     #[arg(long)]
     pub no_fencing: bool,
@@ -255,6 +263,8 @@ impl ScenarioArgs {
         merged.offset_s = self.offset_s.or(file.offset_s);
         merged.consistency = self.consistency.or(file.consistency);
         merged.k3 |= file.k3;
+        merged.m2 |= file.m2;
+        merged.m3 |= file.m3;
         merged.no_fencing |= file.no_fencing;
         merged.lose_unsynced |= file.lose_unsynced;
         merged.try_lock |= file.try_lock;
@@ -286,6 +296,8 @@ impl ScenarioArgs {
             options: SimOptions {
                 offset_s: merged.offset_s,
                 k3: merged.k3,
+                m2: merged.m2,
+                m3: merged.m3,
                 no_fencing: merged.no_fencing,
                 lose_unsynced: merged.lose_unsynced,
                 consistency: merged.consistency,
@@ -332,6 +344,8 @@ impl ScenarioArgs {
         }
         for (on, flag) in [
             (self.k3, " --k3"),
+            (self.m2, " --m2"),
+            (self.m3, " --m3"),
             (self.no_fencing, " --no-fencing"),
             (self.lose_unsynced, " --lose-unsynced"),
             (self.try_lock, " --try-lock"),

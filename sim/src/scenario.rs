@@ -115,6 +115,10 @@ pub struct RunConfig {
     /// Replicas of the time service (0: none).
     pub time_replicas: usize,
     pub k3: bool,
+    /// Mutant M2: renewal rewrites without checking the holder's main cell is still there.
+    pub m2: bool,
+    /// Mutant M3: release stamps its deletes at the lease's start.
+    pub m3: bool,
     /// Our fixes to the listings (`Fixes::THESIS`: the listings as written).
     pub fixes: Fixes,
     pub fencing: bool,
@@ -149,6 +153,10 @@ pub struct SimOptions {
     pub try_lock: bool,
     /// Run the thesis's listings as written, without our fixes.
     pub thesis_listings: bool,
+    /// Mutant M2 (any scenario): renewal rewrites without checking it still holds.
+    pub m2: bool,
+    /// Mutant M3 (any scenario): release stamps its deletes at the lease's start.
+    pub m3: bool,
     /// Timing, workload, store-fault and clock knobs that override the scenario's values
     /// (boxed: they are large, and options travel by value in the report's tables).
     pub knobs: Box<Knobs>,
@@ -277,6 +285,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         time_source: TimeSource::Local,
         time_replicas: 0,
         k3: false,
+        m2: options.m2,
+        m3: options.m3,
         fixes: if options.thesis_listings {
             Fixes::THESIS
         } else {
@@ -531,6 +541,8 @@ impl RunConfig {
         settings.max_wait_ms = self.max_wait_ms;
         settings.retry = self.retry;
         settings.mutants.k3_release_without_waiting = self.k3;
+        settings.mutants.m2_renew_without_checking = self.m2;
+        settings.mutants.m3_delete_stamped_at_acquisition = self.m3;
         settings.fixes = self.fixes;
         settings
     }
@@ -552,7 +564,7 @@ impl RunConfig {
     /// The plan, printed before a run.
     pub fn plan(&self) -> String {
         let mut lines = vec![format!(
-            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}{}",
+            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}{}{}{}",
             self.scenario,
             self.algorithm.name(),
             self.clients,
@@ -568,6 +580,8 @@ impl RunConfig {
             self.think_ms.1,
             self.time_source,
             if self.k3 { " | MUTANT K3" } else { "" },
+            if self.m2 { " | MUTANT M2" } else { "" },
+            if self.m3 { " | MUTANT M3" } else { "" },
             if self.fixes == Fixes::THESIS { " | thesis listings as written" } else { "" },
             if self.fencing { " | fencing on" } else { " | fencing OFF" },
         )];
@@ -730,6 +744,8 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         },
         time_replicas: if params.global_time { 3 } else { 0 },
         k3: false,
+        m2: false,
+        m3: false,
         fixes: Fixes::ALL,
         fencing: true,
         lease_aware: true,

@@ -378,6 +378,41 @@ fn renew_race_k3_leaves_the_lock_stuck_and_the_waiting_release_never_does() {
     }
 }
 
+/// Mutant M3 (docs/mutants.md): release stamps its deletes at the lease's start. cargo-mutants
+/// cannot reach this (it would have to invent a timestamp), so it is a switch; the simulator
+/// must catch it: the renewed cells outlive their tombstones and the released lock stays taken.
+#[test]
+fn m3_deletes_stamped_at_the_lease_start_leave_a_renewed_lock_taken_c_release() {
+    always(
+        "m3_deletes_stamped_at_the_lease_start_leave_a_renewed_lock_taken_c_release",
+        "renew-race",
+        &SimOptions::default(),
+        "",
+        0..5,
+        |o| passes(o, &["K3", "C-release"]),
+    );
+    let m3 = SimOptions {
+        m3: true,
+        ..SimOptions::default()
+    };
+    for algorithm in BOTH {
+        let found = sometimes(
+            "renew-race --m3",
+            "renew-race-m3",
+            "renew-race",
+            algorithm,
+            &m3,
+            " --m3",
+            0..5,
+            |o| !o.verdicts.passed("C-release"),
+        );
+        assert!(
+            printed(&found, " --m3").contains("MUTANT M3"),
+            "the trace names the mutant's steps"
+        );
+    }
+}
+
 #[test]
 fn timeservice_stall_s1_freezes_global_time_for_the_lead_of_the_crashed_replica() {
     always(

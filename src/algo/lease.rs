@@ -28,7 +28,7 @@
 use super::{
     delete_own_cell, write_own_cell, Action, Input, LeaseCells, LockConfig, Machine, SleepKind, Source, Step, StepTag,
 };
-use crate::store::{StoreFailure, StoreOp, StoreReply};
+use crate::store::{Stamp, StoreFailure, StoreOp, StoreReply};
 
 /// The client time until which a lease is certainly still ours, if cells expire at all: one
 /// TTL after the main cell's last write, less one second, because Cassandra fixes expiry in
@@ -88,6 +88,16 @@ const NOTHING_EXPIRES: StepTag = StepTag::new(Source::Lease, 0, "cells have no T
 const SLEEP: StepTag = StepTag::new(Source::Lease, 0, "renewal: wait for the next rewrite");
 const STOPPED: StepTag = StepTag::new(Source::Lease, 0, "renewal stopped by release");
 const CHECK: StepTag = StepTag::new(Source::Ours, 0, "renewal: check own main cell is still there");
+const REWRITE_QUEUE_UNCHECKED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT M2: renewal: rewrite own queue cell without checking",
+);
+const REWRITE_MAIN_UNCHECKED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT M2: renewal: rewrite own main cell without checking",
+);
 const REWRITE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own queue cell");
 const REWRITE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own main cell");
 const GONE: StepTag = StepTag::new(Source::Ours, 0, "own main cell is gone: the lease is lost");
@@ -107,6 +117,8 @@ pub fn is_renewal_step(tag: &StepTag) -> bool {
         CHECK,
         REWRITE_QUEUE,
         REWRITE_MAIN,
+        REWRITE_QUEUE_UNCHECKED,
+        REWRITE_MAIN_UNCHECKED,
         GONE,
         EXPIRED,
         RETRY_LATER,
@@ -167,6 +179,23 @@ impl Renewal {
         Step::done(tag, end)
     }
 
+    /// Rewrite the queue cell (if any), then the main cell.
+    fn rewrite(&mut self, config: &LockConfig, now_us: u64) -> Step<RenewalEnd> {
+        match self.lease.queue_column.clone() {
+            Some(column) => {
+                self.state = RenewalState::WritingQueue { started_us: now_us };
+                let command = write_own_cell(config, self.lease.lock.queue_row(), column, &self.lease.thread);
+                let tag = if config.mutants.m2_renew_without_checking {
+                    REWRITE_QUEUE_UNCHECKED
+                } else {
+                    REWRITE_QUEUE
+                };
+                Step::store(tag, command)
+            }
+            None => self.write_main(config, now_us),
+        }
+    }
+
     fn write_main(&mut self, config: &LockConfig, started_us: u64) -> Step<RenewalEnd> {
         self.state = RenewalState::WritingMain { started_us };
         let lease = &self.lease;
@@ -176,7 +205,12 @@ impl Renewal {
             lease.thread.as_str().to_owned(),
             &lease.thread,
         );
-        Step::store(REWRITE_MAIN, command)
+        let tag = if config.mutants.m2_renew_without_checking {
+            REWRITE_MAIN_UNCHECKED
+        } else {
+            REWRITE_MAIN
+        };
+        Step::store(tag, command)
     }
 }
 
@@ -197,6 +231,9 @@ impl Machine for Renewal {
                 if self.expired(config, now_us) {
                     return self.finish(EXPIRED, RenewalEnd::Lost(LeaseLost::Expired));
                 }
+                if config.mutants.m2_renew_without_checking {
+                    return self.rewrite(config, now_us);
+                }
                 self.state = RenewalState::Checking;
                 let check = StoreOp::ReadSlice {
                     row: self.lease.lock.main_row(),
@@ -212,14 +249,7 @@ impl Machine for Renewal {
                 {
                     return self.finish(GONE, RenewalEnd::Lost(LeaseLost::MainCellGone));
                 }
-                match self.lease.queue_column.clone() {
-                    Some(column) => {
-                        self.state = RenewalState::WritingQueue { started_us: now_us };
-                        let command = write_own_cell(config, self.lease.lock.queue_row(), column, &self.lease.thread);
-                        Step::store(REWRITE_QUEUE, command)
-                    }
-                    None => self.write_main(config, now_us),
-                }
+                self.rewrite(config, now_us)
             }
             (RenewalState::WritingQueue { started_us }, Input::Reply(StoreReply::Done)) => {
                 self.write_main(config, started_us)
@@ -288,6 +318,16 @@ const STOP_NO_WAIT: StepTag = StepTag::new(
 );
 const DELETE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "release: delete own main cell");
 const DELETE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "release: delete own queue cell");
+const DELETE_MAIN_STALE: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT M3: release: delete own main cell, stamped at the lease's start",
+);
+const DELETE_QUEUE_STALE: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT M3: release: delete own queue cell, stamped at the lease's start",
+);
 const RELEASED: StepTag = StepTag::new(Source::Lease, 0, "released");
 const RELEASE_FAILED: StepTag = StepTag::new(
     Source::Ours,
@@ -307,11 +347,32 @@ impl Release {
         &self.lease
     }
 
-    fn after_main(&mut self, main_failed: Option<StoreFailure>) -> Step<Released> {
+    /// Delete one of our cells: stamped by the client's timestamp generator, so the tombstone
+    /// is newer than every write of ours before it (renewal's included); under mutant M3,
+    /// stamped at the lease's start instead.
+    fn delete(&self, config: &LockConfig, tags: [StepTag; 2], row: String, column: String) -> Step<Released> {
+        let [tag, stale_tag] = tags;
+        if !config.mutants.m3_delete_stamped_at_acquisition {
+            return Step::store(tag, delete_own_cell(row, column));
+        }
+        let command = StoreOp::Delete {
+            row,
+            column,
+            timestamp: Stamp::At(self.lease.main_written_at_us),
+        };
+        Step::store(stale_tag, command)
+    }
+
+    fn after_main(&mut self, config: &LockConfig, main_failed: Option<StoreFailure>) -> Step<Released> {
         match self.lease.queue_column.clone() {
             Some(column) => {
                 self.state = ReleaseState::DeletingQueue { main_failed };
-                Step::store(DELETE_QUEUE, delete_own_cell(self.lease.lock.queue_row(), column))
+                self.delete(
+                    config,
+                    [DELETE_QUEUE, DELETE_QUEUE_STALE],
+                    self.lease.lock.queue_row(),
+                    column,
+                )
             }
             None => self.finish(main_failed),
         }
@@ -342,14 +403,11 @@ impl Machine for Release {
             }
             (ReleaseState::StoppingRenewal, Input::RenewalStopped) => {
                 self.state = ReleaseState::DeletingMain;
-                let lease = &self.lease;
-                Step::store(
-                    DELETE_MAIN,
-                    delete_own_cell(lease.lock.main_row(), lease.thread.as_str().to_owned()),
-                )
+                let (row, column) = (self.lease.lock.main_row(), self.lease.thread.as_str().to_owned());
+                self.delete(config, [DELETE_MAIN, DELETE_MAIN_STALE], row, column)
             }
-            (ReleaseState::DeletingMain, Input::Reply(StoreReply::Done)) => self.after_main(None),
-            (ReleaseState::DeletingMain, Input::Failed(failure)) => self.after_main(Some(failure)),
+            (ReleaseState::DeletingMain, Input::Reply(StoreReply::Done)) => self.after_main(config, None),
+            (ReleaseState::DeletingMain, Input::Failed(failure)) => self.after_main(config, Some(failure)),
             (ReleaseState::DeletingQueue { main_failed }, Input::Reply(StoreReply::Done)) => self.finish(main_failed),
             (ReleaseState::DeletingQueue { .. }, Input::Failed(failure)) => self.finish(Some(failure)),
             (state, input) => panic!("release: input {input:?} does not answer state {state:?}"),
@@ -531,6 +589,76 @@ mod tests {
         assert_eq!(bench.live_columns("m:L"), ["a:1"], "released, yet taken until the TTL");
         bench.now_us += 10_000_000;
         assert!(bench.live_columns("m:L").is_empty(), "free again once the TTL ran out");
+    }
+
+    /// Renewal of `lease` after its main cell was deleted (another holder's lease began): the
+    /// store's main row afterwards.
+    fn renew_after_our_cell_is_gone(mutants: crate::algo::Mutants) -> (RenewalEnd, Vec<String>) {
+        let mut bench = Bench::new(LockConfig { mutants, ..timed() });
+        let lease = held(&mut bench);
+        bench.execute(delete_own_cell("m:L".into(), "a:1".into()));
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let step = bench.run_until(&mut renewal, Input::Woke, |step| {
+            matches!(step.action, Action::Sleep { .. } | Action::Done(_))
+        });
+        let end = match step.action {
+            Action::Done(end) => end,
+            _ => RenewalEnd::Stopped,
+        };
+        (end, bench.live_columns("m:L"))
+    }
+
+    #[test]
+    fn m2_mutant_renews_without_checking_and_never_learns_the_lease_is_lost() {
+        let (end, main_row) = renew_after_our_cell_is_gone(crate::algo::Mutants::default());
+        assert_eq!(end, RenewalEnd::Lost(LeaseLost::MainCellGone));
+        assert!(main_row.is_empty());
+        let m2 = crate::algo::Mutants {
+            m2_renew_without_checking: true,
+            ..Default::default()
+        };
+        let (end, main_row) = renew_after_our_cell_is_gone(m2);
+        assert_eq!(
+            end,
+            RenewalEnd::Stopped,
+            "M2 goes back to sleep: it never reports the loss"
+        );
+        assert_eq!(main_row, ["a:1"], "M2 writes the lost cell back");
+    }
+
+    /// Hold, let renewal rewrite once, release: the main row afterwards.
+    fn release_after_a_renewal(mutants: crate::algo::Mutants) -> Vec<String> {
+        let mut bench = Bench::new(LockConfig { mutants, ..timed() });
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease.clone());
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        bench.run_until(&mut renewal, Input::Woke, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        let mut release = Release::new(lease);
+        bench.run_until(&mut release, Input::Start, |_| false);
+        bench.live_columns("m:L")
+    }
+
+    #[test]
+    fn m3_mutant_stamps_the_delete_at_the_lease_start_and_a_renewed_cell_survives_it() {
+        assert!(release_after_a_renewal(crate::algo::Mutants::default()).is_empty());
+        let m3 = crate::algo::Mutants {
+            m3_delete_stamped_at_acquisition: true,
+            ..Default::default()
+        };
+        assert_eq!(
+            release_after_a_renewal(m3),
+            ["a:1"],
+            "the renewal's write is newer than M3's tombstone: released, yet taken until the TTL"
+        );
     }
 
     #[test]

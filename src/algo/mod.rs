@@ -274,6 +274,15 @@ pub struct Mutants {
     /// K3: release deletes the cells without waiting for the renewal task to stop, so a
     /// renewal write stamped after the delete brings the cells back.
     pub k3_release_without_waiting: bool,
+    /// M2: renewal rewrites our cells without first reading the main row to check that our
+    /// cell is still there. A holder whose lease ran out (paused, cut off) then writes its cell
+    /// back next to the new holder's and never learns it lost the lock (C-lost).
+    pub m2_renew_without_checking: bool,
+    /// M3: release stamps its deletes with the lease's start (the client time of the
+    /// acquisition's main-cell write) instead of a fresh timestamp. Once renewal has rewritten
+    /// the cells, the older tombstone loses to the newer write and the released lock stays
+    /// taken until the TTL (C-release).
+    pub m3_delete_stamped_at_acquisition: bool,
 }
 
 /// Our fixes to the thesis's listings, each for a contract item (docs/contract.md) that the
