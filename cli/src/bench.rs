@@ -30,36 +30,79 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real: Cassandra nodes, host:port, comma-separated.
-    #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
-    contact_points: Vec<String>,
-    /// real: locker counts, comma-separated.
-    #[arg(long, default_value = "1,4,16", value_delimiter = ',')]
-    lockers: Vec<usize>,
-    /// real: seconds per configuration.
-    #[arg(long, default_value_t = 20)]
-    seconds: u64,
-    /// real: where the report goes.
-    #[arg(long, default_value = "reports")]
-    out: std::path::PathBuf,
-    /// sweep-memory: the scenario swept (the names `cassalock sim --help` lists).
-    #[arg(long, default_value = "contention")]
-    scenario: String,
+    /// real: Cassandra nodes, host:port, comma-separated [default: 127.0.0.1:9042].
+    #[arg(long, value_delimiter = ',')]
+    contact_points: Option<Vec<String>>,
+    /// real: locker counts, comma-separated [default: 1,4,16].
+    #[arg(long, value_delimiter = ',')]
+    lockers: Option<Vec<usize>>,
+    /// real: seconds per configuration [default: 20].
+    #[arg(long)]
+    seconds: Option<u64>,
+    /// real: where the report goes [default: reports].
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+    /// sweep-memory: the scenario swept (the names `cassalock sim --help` lists) [default:
+    /// contention].
+    #[arg(long)]
+    scenario: Option<String>,
     /// sweep-memory: seed counts after which peak memory is read, increasing, comma-separated;
-    /// one sweep runs seeds 0.. up to the last count.
-    #[arg(long, default_value = "1000,10000,100000", value_delimiter = ',')]
-    counts: Vec<u64>,
+    /// one sweep runs seeds 0.. up to the last count [default: 1000,10000,100000].
+    #[arg(long, value_delimiter = ',')]
+    counts: Option<Vec<u64>>,
+}
+
+impl BenchArgs {
+    /// A flag given for a suite that does not read it: the flag's name and the suite it is for.
+    fn misplaced_flag(&self) -> Option<(&'static str, &'static str)> {
+        let real = [
+            ("--contact-points", self.contact_points.is_some()),
+            ("--lockers", self.lockers.is_some()),
+            ("--seconds", self.seconds.is_some()),
+            ("--out", self.out.is_some()),
+        ];
+        let sweep_memory = [
+            ("--scenario", self.scenario.is_some()),
+            ("--counts", self.counts.is_some()),
+        ];
+        let (real_ok, sweep_memory_ok) = match self.suite {
+            Suite::Real => (true, false),
+            #[cfg(madsim)]
+            Suite::SweepMemory => (false, true),
+            _ => (false, false),
+        };
+        let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
+            flags
+                .iter()
+                .find(|(_, given)| *given && !ok)
+                .map(|(flag, _)| (*flag, suite))
+        };
+        misplaced(&real, real_ok, "bench real")
+            .or_else(|| misplaced(&sweep_memory, sweep_memory_ok, "bench sweep-memory"))
+    }
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
+    if let Some((flag, suite)) = args.misplaced_flag() {
+        eprintln!("error: {flag} applies to `cassalock {suite}` only; drop it or choose that suite");
+        return ExitCode::from(2);
+    }
     match args.suite {
         Suite::Models => models(),
         #[cfg(madsim)]
         Suite::Sim => sim(),
         #[cfg(madsim)]
-        Suite::SweepMemory => sweep_memory(&args.scenario, &args.counts),
+        Suite::SweepMemory => sweep_memory(
+            args.scenario.as_deref().unwrap_or("contention"),
+            args.counts.as_deref().unwrap_or(&[1000, 10_000, 100_000]),
+        ),
         #[cfg(not(madsim))]
-        Suite::Real => super::real::bench(args.contact_points, args.lockers, args.seconds, args.out),
+        Suite::Real => super::real::bench(
+            args.contact_points.unwrap_or_else(|| vec!["127.0.0.1:9042".to_owned()]),
+            args.lockers.unwrap_or_else(|| vec![1, 4, 16]),
+            args.seconds.unwrap_or(20),
+            args.out.unwrap_or_else(|| "reports".into()),
+        ),
         #[cfg(madsim)]
         Suite::Real => super::real::not_the_real_build(),
     }

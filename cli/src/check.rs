@@ -92,6 +92,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
                 "--explore {address}: the Explorer only listens on loopback addresses (127.0.0.1, ::1)"
             ));
         }
+        // stateright binds the address itself and panics if it cannot: try it first (the
+        // probe is released at once, so only a port taken in between slips through).
+        if let Err(error) = std::net::TcpListener::bind(address) {
+            let why = match error.kind() {
+                std::io::ErrorKind::AddrInUse => "address in use".to_owned(),
+                _ => error.to_string(),
+            };
+            return crate::usage_error(&format!(
+                "--explore {address}: cannot listen there ({why}); choose a free port"
+            ));
+        }
         println!("{}", model.title());
         println!("stateright Explorer on http://{address}/ (Ctrl-C to stop)");
         model.explore(address);

@@ -1,0 +1,121 @@
+//! Bad usage of every command (issue 12): zero, negative, huge, overflowing, unknown and
+//! wrong-command values. Each is refused before anything runs, with exit status 2 and a message
+//! that names the flag the user typed; never a panic, a hang or a silently ignored flag. The
+//! simulator's knobs have their own table in `knobs.rs`.
+#![cfg(madsim)]
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+fn cassalock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(args)
+        .output()
+        .expect("the cassalock binary runs")
+}
+
+/// (the command line, what its error must say).
+const BAD: &[(&[&str], &str)] = &[
+    // A flag of another suite is refused, not ignored.
+    (
+        &["bench", "models", "--lockers", "0"],
+        "--lockers applies to `cassalock bench real` only",
+    ),
+    (
+        &["bench", "models", "--seconds", "5"],
+        "--seconds applies to `cassalock bench real` only",
+    ),
+    (
+        &["bench", "sim", "--counts", "5"],
+        "--counts applies to `cassalock bench sweep-memory` only",
+    ),
+    (
+        &["bench", "models", "--scenario", "skew"],
+        "--scenario applies to `cassalock bench sweep-memory` only",
+    ),
+    (&["bench", "nope"], "invalid value 'nope'"),
+    // Seeds: empty, inverted, negative, overflowing, not a number.
+    (
+        &["sim", "--scenario", "contention", "--seeds", "5..3"],
+        "the range is empty or inverted",
+    ),
+    (
+        &["sim", "--scenario", "contention", "--seeds", "-5..3"],
+        "seeds are not negative",
+    ),
+    (
+        &[
+            "sim",
+            "--scenario",
+            "contention",
+            "--seeds",
+            "0..12345678901234567890123",
+        ],
+        "12345678901234567890123 overflows",
+    ),
+    (&["sim", "--scenario", "contention", "--seeds", ""], "--seeds"),
+    (
+        &["replay", "--scenario", "contention", "--seed", "x"],
+        "invalid value 'x' for '--seed",
+    ),
+    (&["replay", "--scenario", "contention", "--seed", "-1"], "--seed"),
+    (
+        &["sim", "--scenario", "nope", "--seeds", "0..1"],
+        "unknown scenario \"nope\"",
+    ),
+    // The model checker.
+    (&["check", "--model", "nope"], "invalid value 'nope' for '--model"),
+    (
+        &["check", "--model", "getlock", "--threads", "0"],
+        "--threads must be at least 1",
+    ),
+    (&["check", "--model", "getlock", "--threads", "300"], "--threads"),
+    (&["check", "--model", "getlock", "--threads", "9"], "--threads"),
+    (
+        &["check", "--model", "getlock", "--max-states", "0"],
+        "--max-states and --max-seconds must be at least 1",
+    ),
+    (
+        &["check", "--model", "getlock", "--explore", "8.8.8.8:3000"],
+        "only listens on loopback",
+    ),
+    // Reports: every stage's argument checked before the first stage runs.
+    (&["report", "all", "--seeds", "0"], "--seeds must be between 1 and 100"),
+    (&["report", "all", "--matrix-max-seeds", "0"], "--matrix-max-seeds"),
+    (
+        &["report", "all", "--matrix-max-seeds", "100000000"],
+        "--matrix-max-seeds",
+    ),
+    (&["report", "matrix", "--cell-time-s", "0"], "--cell-time-s"),
+];
+
+#[test]
+fn bad_usage_is_refused_at_once_with_exit_2_and_the_flag_named() {
+    for (args, expected) in BAD {
+        let started = Instant::now();
+        let out = cassalock(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: exit {:?}\n{stderr}", out.status);
+        assert!(
+            stderr.contains(expected),
+            "{args:?}: expected {expected:?} in:\n{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: panicked:\n{stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{args:?}: refused only after {:?}: the check must come before any work",
+            started.elapsed()
+        );
+    }
+}
+
+#[test]
+fn explore_on_a_busy_port_says_address_in_use_instead_of_panicking() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let address = busy.local_addr().expect("its address").to_string();
+    let out = cassalock(&["check", "--model", "getlock", "--explore", &address]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("address in use"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
