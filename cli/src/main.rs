@@ -4,6 +4,8 @@ mod bench;
 mod check;
 mod real;
 #[cfg(madsim)]
+mod recorded;
+#[cfg(madsim)]
 mod report;
 #[cfg(madsim)]
 mod sim;

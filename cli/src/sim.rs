@@ -384,6 +384,10 @@ pub struct SimArgs {
     /// simulated seconds, each claim's verdict), in seed order; nothing per seed is kept in memory.
     #[arg(long, value_name = "FILE")]
     per_seed_out: Option<std::path::PathBuf>,
+    /// Record each claim's first failing seed in regressions/<scenario>.seeds (created if
+    /// missing; a seed already there is not added twice), for `cargo test` to replay.
+    #[arg(long)]
+    record: bool,
     /// skew only: sweep replica r0's offset over 0..=2 TTL (1 s steps, then 0.1 s below the first
     /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
     #[arg(long)]
@@ -405,6 +409,14 @@ pub struct ReplayArgs {
     /// Print the plan and verdicts only, not every event.
     #[arg(long)]
     summary: bool,
+    /// Check the run against recorded verdicts (a line of regressions/*.seeds): these claims,
+    /// comma-separated, must be violated. With --expect-violated or --expect-passed the exit
+    /// status says whether the recording still holds (0) or not (1), not whether claims hold.
+    #[arg(long, value_delimiter = ',', value_name = "CLAIMS")]
+    expect_violated: Vec<String>,
+    /// ... and these claims must hold (checked and not violated: a bug since fixed).
+    #[arg(long, value_delimiter = ',', value_name = "CLAIMS")]
+    expect_passed: Vec<String>,
 }
 
 pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &str) -> String {
@@ -697,6 +709,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
                 claims.join(", ")
             );
         }
+        let mut recorded_seeds: Vec<u64> = Vec::new();
         for (claim, failures, first) in &tally.per_claim {
             if *failures > 0 {
                 let seed = first.expect("a failure has a seed");
@@ -708,6 +721,37 @@ pub fn sim(args: SimArgs) -> ExitCode {
                     "               replay: {}",
                     replay_command(&scenario, seed, algorithm, &args.scenario.flags())
                 );
+                if recorded_seeds.contains(&seed) {
+                    continue;
+                }
+                recorded_seeds.push(seed);
+                let config = build(&scenario, seed, algorithm, &options).expect("validated above");
+                let outcome = run(&config, seed, false);
+                let replay_args = replay_command(&scenario, seed, algorithm, &args.scenario.flags());
+                let replay_args = replay_args.trim_start_matches("cassalock replay ");
+                let found_by = format!(
+                    "found by: cassalock sim --scenario {scenario}{} --seeds {} --algorithm {}",
+                    args.scenario.flags(),
+                    args.seeds,
+                    algorithm.name()
+                );
+                let line = crate::recorded::line(replay_args, &outcome.verdicts, &found_by);
+                let path = crate::recorded::file_for(std::path::Path::new(""), &scenario);
+                if args.record {
+                    match crate::recorded::append(&path, &line) {
+                        Ok(true) => println!("               recorded in {}", path.display()),
+                        Ok(false) => println!("               already recorded in {}", path.display()),
+                        Err(error) => {
+                            eprintln!("error: cannot record in {}: {error}", path.display());
+                            return ExitCode::from(2);
+                        }
+                    }
+                } else {
+                    println!(
+                        "               record (or rerun with --record): echo '{line}' >> {}",
+                        path.display()
+                    );
+                }
             }
         }
         let _ = tally.hashes;
@@ -785,6 +829,10 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let algorithm = args.algorithm;
+    let expectation = match crate::recorded::Expectation::parse(&args.expect_violated, &args.expect_passed) {
+        Ok(expectation) => expectation,
+        Err(error) => return crate::usage_error(&error),
+    };
     let config = match build(&scenario, args.seed, algorithm, &options) {
         Ok(config) => config,
         Err(error) => return crate::usage_error(&args.scenario.explain(&error)),
@@ -821,6 +869,21 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         }
+    }
+    if !expectation.is_empty() {
+        let unmet = expectation.unmet(&outcome.verdicts);
+        if unmet.is_empty() {
+            println!("recorded verdicts reproduced");
+            return ExitCode::SUCCESS;
+        }
+        println!("RECORDED VERDICTS NOT REPRODUCED:");
+        for sentence in &unmet {
+            println!("  {sentence}");
+        }
+        println!(
+            "  a recorded violation that is gone means the harness went blind or the scenario changed; a recorded pass that fails means a fix regressed. Run the command above without --expect-* for the trace."
+        );
+        return ExitCode::from(1);
     }
     if outcome.verdicts.all_passed() {
         ExitCode::SUCCESS

@@ -404,12 +404,6 @@ pub enum Leftover {
     NotCleanedUp,
 }
 
-impl Leftover {
-    pub fn cells_may_remain(self) -> bool {
-        self != Leftover::Nothing
-    }
-}
-
 /// How an acquisition ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Acquire {
