@@ -319,7 +319,9 @@ mod tests {
             other.as_str().into(),
             &other,
         ));
-        assert_eq!(bench.run(&mut machine()), Acquire::NotAcquired);
+        let outcome = bench.run(&mut machine());
+        assert_eq!(outcome, Acquire::NotAcquired);
+        assert!(!outcome.is_acquired(), "a refusal is not an acquisition");
         assert_eq!(bench.steps(), ["L7.1", "L7.2"]);
         assert!(bench.live_columns("q:L").is_empty());
     }
