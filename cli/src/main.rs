@@ -17,8 +17,20 @@ use clap::{Parser, Subcommand};
 /// cassalock: distributed locks on Cassandra rows (the Kontur thesis), checked.
 ///
 /// Is the lock safe, live, fair and fast, and under exactly which faults does it break?
+/// The exit statuses, the same for every command (shown under every `--help`).
+macro_rules! exit_status_help {
+    () => {
+        "Exit status:
+  0  done, and every claim checked holds
+  1  a claim was violated (replay --expect-*: a recorded verdict did not reproduce)
+  2  bad usage: nothing ran (the message names the flag)
+  3  no violation, but a bound stopped a verdict (a model-checking budget, a time cap)
+  4  a backend could not be reached or set up (the real cluster)"
+    };
+}
+
 #[derive(Parser, Debug)]
-#[command(name = "cassalock", version)]
+#[command(name = "cassalock", version, after_help = exit_status_help!())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -27,8 +39,10 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Model-check an algorithm with stateright (L1, T1-T5, F; M1, S2, K1, K3 under faults).
+    #[command(after_help = exit_status_help!())]
     Check(check::CheckArgs),
     /// Measure speed figures (benchmarks that print numbers, not tests).
+    #[command(after_help = exit_status_help!())]
     Bench(bench::BenchArgs),
     /// Simulate a scenario over many seeds (the real lock code against a simulated cluster).
     #[cfg(madsim)]
@@ -40,14 +54,17 @@ enum Command {
     Replay(sim::ReplayArgs),
     /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
     #[cfg(madsim)]
+    #[command(after_help = exit_status_help!())]
     Report(report::ReportArgs),
     /// Run lockers against a real Cassandra cluster and judge T1 (the real build only).
+    #[command(after_help = exit_status_help!())]
     Real(real::RealArgs),
 }
 
 /// Shown under `sim --help` and `replay --help`.
 #[cfg(madsim)]
-const SCENARIOS_HELP: &str = "Scenarios:
+const SCENARIOS_HELP: &str = concat!(
+    "Scenarios:
   contention         5 clients x 20 acquisitions, QUORUM, no faults
   skew               replica r0's clock ahead by 0..=2 TTL (--offset-s to choose)
   pause              the holder pauses for TTL + 10 s (K1), fencing on
@@ -61,7 +78,11 @@ const SCENARIOS_HELP: &str = "Scenarios:
 
 Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
 sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and
-flags given too override the file. The replay command printed for a failing seed carries both.";
+flags given too override the file. The replay command printed for a failing seed carries both.
+
+",
+    exit_status_help!()
+);
 
 /// Print a usage error and return exit status 2.
 pub(crate) fn usage_error(message: &str) -> ExitCode {

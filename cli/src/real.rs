@@ -12,6 +12,12 @@ use clap::Args;
 
 use cassalock_real::Variant;
 
+/// `--connect-timeout-s` by default: the store's own default (checked below in the real build,
+/// which has the store; this command's flags exist in both builds).
+const CONNECT_TIMEOUT_S: u64 = 15;
+#[cfg(not(madsim))]
+const _: () = assert!(CONNECT_TIMEOUT_S == cassalock::store::cassandra::DEFAULT_CONNECT_TIMEOUT_S);
+
 /// Run lockers against a real cluster and judge mutual exclusion.
 #[derive(Args, Debug, Clone)]
 pub struct RealArgs {
@@ -58,6 +64,11 @@ pub struct RealArgs {
     /// Stop starting acquisitions after this many seconds (0: run every acquisition).
     #[arg(long, default_value_t = 0)]
     pub run_limit_s: u64,
+    /// Give up connecting to the cluster and setting up its table after this many seconds
+    /// (1-600): a contact point that accepts connections but never answers (a paused node)
+    /// fails with exit status 4 instead of hanging.
+    #[arg(long, default_value_t = CONNECT_TIMEOUT_S)]
+    pub connect_timeout_s: u64,
     /// Let the resource accept stale tokens (shows damage instead of refusals).
     #[arg(long)]
     pub no_fencing: bool,
@@ -125,6 +136,7 @@ mod imp {
             max_wait_s: args.max_wait_s,
             run_limit_s: args.run_limit_s,
             fencing: !args.no_fencing,
+            connect_timeout_s: args.connect_timeout_s,
         }
     }
 
@@ -171,7 +183,7 @@ mod imp {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("error: worker: {e}");
-                    ExitCode::from(1)
+                    ExitCode::from(BACKEND_UNAVAILABLE)
                 }
             };
         }
@@ -194,10 +206,14 @@ mod imp {
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                ExitCode::from(1)
+                ExitCode::from(BACKEND_UNAVAILABLE)
             }
         }
     }
+
+    /// Exit status when the cluster cannot be reached or set up (or a worker process cannot
+    /// run): not a verdict, so not 1.
+    const BACKEND_UNAVAILABLE: u8 = 4;
 
     /// Seconds of unreported load before the benchmark's first configuration.
     const WARM_UP_S: u64 = 15;
@@ -229,6 +245,7 @@ mod imp {
             max_wait_s: 120,
             run_limit_s: seconds,
             fencing: true,
+            connect_timeout_s: super::CONNECT_TIMEOUT_S,
         };
         // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
         // cluster ran the first configuration at a third of its later speed. Not reported.
@@ -241,7 +258,7 @@ mod imp {
         eprintln!("bench real: warming up for {WARM_UP_S} s (not reported)");
         if let Err(e) = execute(&warm_up, false) {
             eprintln!("error: warm-up: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(BACKEND_UNAVAILABLE);
         }
         let mut runs = Vec::new();
         for variant in [Variant::Old, Variant::Queue, Variant::Lwt] {
@@ -266,7 +283,7 @@ mod imp {
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
-                        return ExitCode::from(1);
+                        return ExitCode::from(BACKEND_UNAVAILABLE);
                     }
                 }
                 // Let the last run's lease cells and tombstones age out of the picture: every

@@ -44,6 +44,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         contact_points: job.contact_points.clone(),
         keyspace: job.keyspace.clone(),
         consistency: consistency(&job.consistency)?,
+        connect_timeout: std::time::Duration::from_secs(job.connect_timeout_s),
         ..CassandraConfig::default()
     };
     let store = Arc::new(CassandraStore::connect(&config).await?);

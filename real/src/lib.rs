@@ -78,6 +78,8 @@ pub struct Job {
     pub run_limit_s: u64,
     pub monitor: PathBuf,
     pub fencing: bool,
+    /// Give up connecting after this long.
+    pub connect_timeout_s: u64,
 }
 
 /// What a locker did. Times are wall-clock microseconds since the Unix epoch.

@@ -45,6 +45,8 @@ pub struct RunSpec {
     pub run_limit_s: u64,
     /// The resource refuses stale tokens.
     pub fencing: bool,
+    /// Give up connecting to the cluster (and setting up its table) after this long (1-600 s).
+    pub connect_timeout_s: u64,
 }
 
 /// Why a [`RunSpec`] was refused: which option, and what it may be.
@@ -66,6 +68,8 @@ pub enum InvalidSpec {
     PollMs,
     #[error("--max-wait-s must be between 1 and 3600")]
     MaxWaitS,
+    #[error("--connect-timeout-s must be between 1 and 600, not {0}")]
+    ConnectTimeoutS(u64),
     #[error(transparent)]
     Consistency(#[from] UnknownConsistency),
     /// The keyspace is not a plain CQL name.
@@ -73,6 +77,13 @@ pub enum InvalidSpec {
     Keyspace(#[from] CassandraError),
     #[error(transparent)]
     LockId(#[from] InvalidName),
+    /// The library refuses the lease settings (the TTL / renewal pair, the poll interval).
+    #[error("--ttl-s {ttl_s} with --renew-ms {renew_ms}: {source}")]
+    Lease {
+        ttl_s: u32,
+        renew_ms: u64,
+        source: cassalock::driver::SettingsError,
+    },
 }
 
 /// Why a run failed.
@@ -132,12 +143,33 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     if !(1..=3600).contains(&spec.max_wait_s) {
         return Err(InvalidSpec::MaxWaitS);
     }
+    if !(1..=600).contains(&spec.connect_timeout_s) {
+        return Err(InvalidSpec::ConnectTimeoutS(spec.connect_timeout_s));
+    }
     consistency(&spec.consistency)?;
+    // The same rules the lockers' settings will be held to, checked before any process starts.
+    let renew_ms = renew_ms(spec);
+    let mut settings = cassalock::Settings::new("check");
+    settings.ttl_s = spec.ttl_s;
+    settings.renew_every_ms = renew_ms;
+    settings.poll_ms = spec.poll_ms;
+    if let Err(source) = settings.validate() {
+        return Err(InvalidSpec::Lease {
+            ttl_s: spec.ttl_s,
+            renew_ms,
+            source,
+        });
+    }
     cassalock::store::cassandra::validate_name("keyspace", &spec.keyspace)?;
     if let Some(id) = &spec.lock_id {
         cassalock::LockId::new(id)?;
     }
     Ok(())
+}
+
+/// The renewal interval: given, or half the TTL.
+fn renew_ms(spec: &RunSpec) -> u64 {
+    spec.renew_ms.unwrap_or(u64::from(spec.ttl_s) * 500)
 }
 
 fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
@@ -154,12 +186,13 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         acquisitions: spec.acquisitions,
         hold_ms: spec.hold_ms,
         ttl_s: spec.ttl_s,
-        renew_ms: spec.renew_ms.unwrap_or(u64::from(spec.ttl_s) * 500),
+        renew_ms: renew_ms(spec),
         poll_ms: spec.poll_ms,
         max_wait_s: spec.max_wait_s,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),
         fencing: spec.fencing,
+        connect_timeout_s: spec.connect_timeout_s,
     }
 }
 

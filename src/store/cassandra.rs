@@ -62,10 +62,17 @@ pub struct CassandraConfig {
     /// Client-side limit on one request; above the servers' own timeouts (5 s in the
     /// cluster's yaml) so that a server-side timeout arrives as one.
     pub request_timeout: Duration,
+    /// Limit on connecting and setting up (session, keyspace, table, prepared statements): a
+    /// contact point that accepts connections but never answers (a paused node) fails after
+    /// this instead of the driver's own minute.
+    pub connect_timeout: Duration,
     /// `gc_grace_seconds` of the lock table: how long tombstones are kept. Lock rows are
     /// deleted and expire all the time; a short grace keeps reads from wading through them.
     pub gc_grace_s: u32,
 }
+
+/// The default of [`CassandraConfig::connect_timeout`], seconds.
+pub const DEFAULT_CONNECT_TIMEOUT_S: u64 = 15;
 
 impl Default for CassandraConfig {
     fn default() -> Self {
@@ -76,6 +83,7 @@ impl Default for CassandraConfig {
             replication_factor: None,
             consistency: Consistency::Quorum,
             request_timeout: Duration::from_secs(12),
+            connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_S),
             gc_grace_s: 60,
         }
     }
@@ -96,6 +104,8 @@ pub enum CassandraError {
     Connect { contact_points: String, reason: String },
     #[error("Cassandra refused `{statement}`: {reason}")]
     Statement { statement: String, reason: String },
+    #[error("no answer from Cassandra at {contact_points} within {seconds} s of connecting and setting up (a paused or overloaded node? `cluster/cassalock-cluster status`; the limit is --connect-timeout-s)")]
+    ConnectTimeout { contact_points: String, seconds: u64 },
 }
 
 /// Check a keyspace or table name: the names are spliced into CQL text, so only plain
@@ -128,6 +138,16 @@ impl CassandraStore {
     /// Connect, create the keyspace and table if they do not exist, and prepare the
     /// statements.
     pub async fn connect(config: &CassandraConfig) -> Result<Self, CassandraError> {
+        match tokio::time::timeout(config.connect_timeout, Self::connect_unbounded(config)).await {
+            Ok(result) => result,
+            Err(_) => Err(CassandraError::ConnectTimeout {
+                contact_points: config.contact_points.join(","),
+                seconds: config.connect_timeout.as_secs(),
+            }),
+        }
+    }
+
+    async fn connect_unbounded(config: &CassandraConfig) -> Result<Self, CassandraError> {
         validate_name("keyspace", &config.keyspace)?;
         validate_name("table", &config.table)?;
         let session = Arc::new(open_session(config).await?);
