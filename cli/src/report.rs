@@ -110,15 +110,83 @@ struct FairnessArgs {
     jobs: usize,
 }
 
-fn progress_bar(label: &str) -> Option<indicatif::ProgressBar> {
-    std::io::stderr().is_terminal().then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} runs, eta {eta}").expect("template"),
-        );
-        bar.set_message(label.to_owned());
-        bar
-    })
+/// Progress of one stage of a report. On a terminal, a bar, created only once the first total
+/// is known (so it never shows "0/0, eta 0s"); otherwise a line on stderr at each tenth of the
+/// work and one when the stage ends, so a run in CI or under `nohup` shows it is alive.
+struct Progress {
+    stage: &'static str,
+    unit: &'static str,
+    started: std::time::Instant,
+    terminal: bool,
+    bar: std::sync::OnceLock<indicatif::ProgressBar>,
+    /// The last tenth of the work reported by a line (non-terminal output).
+    last_tenth: std::sync::atomic::AtomicUsize,
+}
+
+impl Progress {
+    fn new(stage: &'static str, unit: &'static str) -> Self {
+        Progress {
+            stage,
+            unit,
+            started: std::time::Instant::now(),
+            terminal: std::io::stderr().is_terminal(),
+            bar: std::sync::OnceLock::new(),
+            last_tenth: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    fn update(&self, what: &str, done: usize, total: usize) {
+        let label = if what.is_empty() {
+            self.stage.to_owned()
+        } else {
+            format!("{} {what}", self.stage)
+        };
+        if self.terminal {
+            let bar = self.bar.get_or_init(|| {
+                let bar = indicatif::ProgressBar::new(total as u64);
+                let template = format!("{{msg}} [{{bar:40}}] {{pos}}/{{len}} {}, eta {{eta}}", self.unit);
+                bar.set_style(indicatif::ProgressStyle::with_template(&template).expect("template"));
+                bar.set_message(label.clone());
+                bar
+            });
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(label);
+            return;
+        }
+        let tenth = done.saturating_mul(10) / total.max(1);
+        let previous = self.last_tenth.fetch_max(tenth, std::sync::atomic::Ordering::Relaxed);
+        if tenth > previous && done < total {
+            eprintln!(
+                "report: {label}: {done}/{total} {} ({}%), {} elapsed",
+                self.unit,
+                done * 100 / total.max(1),
+                minutes_seconds(self.started.elapsed())
+            );
+        }
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+        if !self.terminal {
+            eprintln!(
+                "report: {} done in {}",
+                self.stage,
+                minutes_seconds(self.started.elapsed())
+            );
+        }
+    }
+}
+
+fn minutes_seconds(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs();
+    if seconds < 60 {
+        format!("{seconds} s")
+    } else {
+        format!("{} min {} s", seconds / 60, seconds % 60)
+    }
 }
 
 /// Fail before minutes of simulation, not after, when the output directory cannot be written.
@@ -155,16 +223,9 @@ fn fairness(args: &FairnessArgs) -> anyhow::Result<()> {
         duration: Duration::from_secs(args.duration_s),
         jobs: args.jobs,
     };
-    let bar = progress_bar("fairness");
-    let measured = measure(&options, &|done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-    })?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let progress = Progress::new("fairness", "runs");
+    let measured = measure(&options, &|done, total| progress.update("", done, total))?;
+    progress.finish();
     let files = write(&measured)?;
     println!(
         "fairness report: {}",
@@ -212,18 +273,10 @@ fn matrix(args: &MatrixArgs) -> anyhow::Result<Written> {
         contract_seeds: args.contract_seeds,
         jobs: args.jobs,
     };
-    let bar = progress_bar("matrix");
-    let written = run_matrix(&options, &|cell, done, total| {
-        if let Some(bar) = &bar {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-            bar.set_message(format!("matrix {cell}"));
-        }
-    })
-    .map_err(anyhow::Error::msg)?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let progress = Progress::new("matrix", "cells");
+    let written =
+        run_matrix(&options, &|cell, done, total| progress.update(cell, done, total)).map_err(anyhow::Error::msg)?;
+    progress.finish();
     println!(
         "matrix report: {} and {} trace files under {}",
         args.out.join("matrix.md").display(),
