@@ -12,7 +12,7 @@ use cassalock_sim::cluster::Consistency;
 use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
 use cassalock_sim::ranges::SeedRange;
 use cassalock_sim::run::{run, RunOutcome};
-use cassalock_sim::scenario::{build, BuildError, SimOptions};
+use cassalock_sim::scenario::{build, BuildError, FaultKind, SimOptions};
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
@@ -438,6 +438,10 @@ pub(crate) struct Tally {
     hashes: u64,
     /// Store faults injected: (before apply, after apply).
     store_faults: (u64, u64),
+    /// Per claim (the index in `per_claim`), the failing runs whose plan had each fault kind.
+    failures_by_kind: Vec<[u64; FaultKind::NAMES.len()]>,
+    /// Runs with a planned fault that never fired, and how many such faults in all.
+    unfired: (u64, u64),
 }
 
 /// Run every seed of `seeds` on `pool` and tally, in seed order; with `per_seed`, also write one
@@ -709,8 +713,14 @@ pub fn sim(args: SimArgs) -> ExitCode {
                 claims.join(", ")
             );
         }
+        if tally.unfired.0 > 0 {
+            println!(
+                "  planned faults that never fired: {} in {} of {} runs (a holder fault that found no holder within 10 s, or a fault planned after the run ended): those runs did not test them",
+                tally.unfired.1, tally.unfired.0, tally.runs
+            );
+        }
         let mut recorded_seeds: Vec<u64> = Vec::new();
-        for (claim, failures, first) in &tally.per_claim {
+        for (index, (claim, failures, first)) in tally.per_claim.iter().enumerate() {
             if *failures > 0 {
                 let seed = first.expect("a failure has a seed");
                 println!(
@@ -721,11 +731,29 @@ pub fn sim(args: SimArgs) -> ExitCode {
                     "               replay: {}",
                     replay_command(&scenario, seed, algorithm, &args.scenario.flags())
                 );
+                let by_kind: Vec<String> = tally
+                    .failures_by_kind
+                    .get(index)
+                    .into_iter()
+                    .flat_map(|counts| counts.iter().enumerate())
+                    .filter(|(_, count)| **count > 0)
+                    .map(|(kind, count)| format!("{} {count}", FaultKind::NAMES[kind]))
+                    .collect();
+                if !by_kind.is_empty() {
+                    println!(
+                        "               failing runs whose plan had each fault: {}",
+                        by_kind.join(", ")
+                    );
+                }
+                let config = build(&scenario, seed, algorithm, &options).expect("validated above");
+                let plan = config.plan();
+                for line in plan.lines().skip(1) {
+                    println!("               seed {seed} plan: {}", line.trim_start());
+                }
                 if recorded_seeds.contains(&seed) {
                     continue;
                 }
                 recorded_seeds.push(seed);
-                let config = build(&scenario, seed, algorithm, &options).expect("validated above");
                 let outcome = run(&config, seed, false);
                 let replay_args = replay_command(&scenario, seed, algorithm, &args.scenario.flags());
                 let replay_args = replay_args.trim_start_matches("cassalock replay ");
@@ -774,6 +802,10 @@ struct SeedSummary {
     claims: Vec<(&'static str, bool)>,
     /// Store faults injected: (before apply, after apply).
     store_faults: (u64, u64),
+    /// Which kinds of fault the plan has (bit i: `FaultKind::NAMES[i]`).
+    fault_kinds: u32,
+    /// Planned faults that never fired.
+    faults_unfired: u64,
 }
 
 impl SeedSummary {
@@ -794,6 +826,12 @@ impl SeedSummary {
                 .iter()
                 .map(|check| (check.claim.as_str(), check.passed()))
                 .collect(),
+            fault_kinds: outcome
+                .config
+                .faults
+                .iter()
+                .fold(0, |kinds, fault| kinds | 1 << fault.kind.index()),
+            faults_unfired: outcome.verdicts.faults_unfired as u64,
         }
     }
 }
@@ -820,6 +858,26 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
             entry.1 += 1;
             entry.2 = Some(entry.2.map_or(outcome.seed, |s| s.min(outcome.seed)));
         }
+    }
+    tally
+        .failures_by_kind
+        .resize(tally.per_claim.len(), [0; FaultKind::NAMES.len()]);
+    for &(claim, passed) in &outcome.claims {
+        if passed {
+            continue;
+        }
+        let index = tally
+            .per_claim
+            .iter()
+            .position(|(known, _, _)| *known == claim)
+            .expect("tallied above");
+        for (kind, count) in tally.failures_by_kind[index].iter_mut().enumerate() {
+            *count += u64::from(outcome.fault_kinds >> kind & 1);
+        }
+    }
+    if outcome.faults_unfired > 0 {
+        tally.unfired.0 += 1;
+        tally.unfired.1 += outcome.faults_unfired;
     }
 }
 
@@ -943,6 +1001,8 @@ mod tests {
             all_passed: false,
             claims: vec![("T1-belief", false), ("T2", true)],
             store_faults: (0, 0),
+            fault_kinds: 0,
+            faults_unfired: 0,
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
@@ -960,6 +1020,34 @@ mod tests {
             per_seed_line(Algorithm::Old, 8, None).to_string(),
             r#"{"algorithm":"old","panicked":true,"seed":8}"#
         );
+    }
+
+    #[test]
+    fn failures_are_tallied_by_the_fault_kinds_of_their_plans_and_unfired_faults_counted() {
+        let run = |seed, passed, fault_kinds, faults_unfired| SeedSummary {
+            seed,
+            acquisitions: 1,
+            sim_seconds: 1.0,
+            trace_hash: 0,
+            all_passed: passed,
+            claims: vec![("T1-belief", passed), ("T2", true)],
+            store_faults: (0, 0),
+            fault_kinds,
+            faults_unfired,
+        };
+        let mut tally = Tally::default();
+        tally_outcome(&mut tally, &run(1, false, 0b101, 0)); // pause-holder, kill-holder
+        tally_outcome(&mut tally, &run(2, false, 0b001, 2)); // pause-holder, 2 never fired
+        tally_outcome(&mut tally, &run(3, true, 0b111, 1));
+        let t1 = &tally.failures_by_kind[0];
+        assert_eq!(FaultKind::NAMES[0], "pause-holder");
+        assert_eq!((t1[0], t1[1], t1[2]), (2, 0, 1), "passing runs are not counted");
+        assert_eq!(
+            tally.failures_by_kind[1],
+            [0; FaultKind::NAMES.len()],
+            "T2 never failed"
+        );
+        assert_eq!(tally.unfired, (2, 3));
     }
 
     #[test]

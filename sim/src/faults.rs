@@ -13,6 +13,9 @@ use tokio::time::Instant;
 use crate::scenario::{Fault, FaultKind};
 use crate::trace::{Disruption, Recorder, What};
 
+/// How a note says a planned fault did not fire (the verdicts count such notes).
+pub(crate) const DID_NOT_FIRE: &str = "the holder fault did not fire";
+
 #[derive(Clone)]
 pub(crate) struct Injector {
     pub(crate) handle: Handle,
@@ -74,7 +77,7 @@ impl Injector {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        self.note("no client held the lock within 10 s: the holder fault did not fire".into());
+        self.note(format!("no client held the lock within 10 s: {DID_NOT_FIRE}"));
         None
     }
 

@@ -70,6 +70,48 @@ pub enum FaultKind {
     },
 }
 
+impl FaultKind {
+    /// Every kind's name, in a fixed order (for tallies by kind).
+    pub const NAMES: [&'static str; 13] = [
+        "pause-holder",
+        "pause-client",
+        "kill-holder",
+        "kill-client",
+        "restart-client",
+        "cut-off-holder",
+        "cut-off-client",
+        "kill-replica",
+        "restart-replica",
+        "pause-replica",
+        "isolate-replica",
+        "loss",
+        "kill-time-replica",
+    ];
+
+    /// This kind's index in [`FaultKind::NAMES`].
+    pub fn index(&self) -> usize {
+        match self {
+            FaultKind::PauseHolder { .. } => 0,
+            FaultKind::PauseClient { .. } => 1,
+            FaultKind::KillHolder => 2,
+            FaultKind::KillClient { .. } => 3,
+            FaultKind::RestartClient { .. } => 4,
+            FaultKind::CutOffHolder { .. } => 5,
+            FaultKind::CutOffClient { .. } => 6,
+            FaultKind::KillReplica { .. } => 7,
+            FaultKind::RestartReplica { .. } => 8,
+            FaultKind::PauseReplica { .. } => 9,
+            FaultKind::IsolateReplica { .. } => 10,
+            FaultKind::Loss { .. } => 11,
+            FaultKind::KillTimeReplica { .. } => 12,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        Self::NAMES[self.index()]
+    }
+}
+
 /// A fault at a simulated time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Fault {

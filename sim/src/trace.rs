@@ -159,6 +159,21 @@ impl Recorder {
     }
 }
 
+/// Store requests, replies and sleeps: recorded only in detailed runs (replay).
+pub fn is_detail(event: &LockEvent) -> bool {
+    matches!(
+        event,
+        LockEvent::Request { .. } | LockEvent::Reply { .. } | LockEvent::Sleep { .. }
+    )
+}
+
+impl Record {
+    /// Recorded only in detailed runs (see [`is_detail`]).
+    pub fn is_detail(&self) -> bool {
+        matches!(&self.what, What::Lock(event) if is_detail(event))
+    }
+}
+
 /// Feeds a node's `LockEvent`s to the recorder with the node's clock reading.
 pub struct NodeObserver {
     pub node: String,
@@ -168,10 +183,7 @@ pub struct NodeObserver {
 
 impl Observer for NodeObserver {
     fn on_event(&self, event: LockEvent) {
-        let detail = matches!(
-            event,
-            LockEvent::Request { .. } | LockEvent::Reply { .. } | LockEvent::Sleep { .. }
-        );
+        let detail = is_detail(&event);
         if matches!(event, LockEvent::Request { .. }) && self.node.starts_with('c') {
             self.recorder
                 .requests

@@ -106,6 +106,9 @@ pub struct Verdicts {
     pub sim_time: Duration,
     /// Faults that began (injected faults that fired; configured ones are not recorded).
     pub faults_begun: usize,
+    /// Planned faults that never fired: a holder fault that found no holder, or a fault
+    /// planned after the run had ended.
+    pub faults_unfired: usize,
     /// A renewal request of an acquisition was sent while that acquisition was being released
     /// (seen only in detailed records, which keep store requests).
     pub renewal_during_release: bool,
@@ -150,6 +153,8 @@ pub fn judge(
     let mut v = Verdicts {
         sim_time,
         deadline: config.max_wait_ms.is_some(),
+        // A fault planned at or after the run's end never fires (and leaves no record).
+        faults_unfired: config.faults.iter().filter(|fault| fault.at >= sim_time).count(),
         ..Verdicts::default()
     };
     // Who believes they hold, by thread (its process is its client node).
@@ -263,6 +268,7 @@ pub fn judge(
             }
             What::Resurrected { .. } => v.resurrections += 1,
             What::GlobalTime { .. } => global_changes.push(record.at),
+            What::Note(text) if text.ends_with(crate::faults::DID_NOT_FIRE) => v.faults_unfired += 1,
             What::Lock(_)
             | What::Note(_)
             | What::TryReturned { .. }

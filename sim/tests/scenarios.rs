@@ -612,6 +612,23 @@ fn several_locks_are_judged_per_lock() {
 }
 
 #[test]
+fn a_detailed_run_and_a_summary_run_of_one_seed_have_one_trace_hash() {
+    for scenario in ["contention", "loss"] {
+        let config = build(scenario, 3, Algorithm::Queue, &SimOptions::default()).expect("a known scenario");
+        let summary = run(&config, 3, false);
+        let detailed = run(&config, 3, true);
+        assert!(
+            detailed.records.len() > summary.records.len(),
+            "{scenario}: replay records more"
+        );
+        assert_eq!(
+            detailed.trace_hash, summary.trace_hash,
+            "{scenario}: replay --summary and replay print one hash"
+        );
+    }
+}
+
+#[test]
 fn a_run_is_determined_by_its_seed() {
     for (scenario, seed) in [("contention", 7), ("swarm", 3), ("pause", 1)] {
         let config = build(scenario, seed, Algorithm::Queue, &SimOptions::default()).unwrap();
