@@ -213,11 +213,17 @@ async fn run_lwt_locker(
             lost: false,
         });
         match lwt.unlock(&job.lock_id, name).await {
-            Ok(true) => {}
-            Ok(false) => emit(Event::Error {
+            Ok(unlocked) if unlocked.kept_until_release() => {}
+            Ok(unlocked) => emit(Event::Error {
                 locker: name.into(),
                 during: "release".into(),
-                message: "the conditional delete did not apply (the lock had expired or changed owner)".into(),
+                message: match unlocked {
+                    lwt::Unlocked::TakenOver => {
+                        "the conditional delete did not apply: another owner holds the lock (ours had expired)"
+                    }
+                    _ => "the conditional delete did not apply: our row had expired before the release",
+                }
+                .into(),
             }),
             Err(e) => emit(Event::Error {
                 locker: name.into(),

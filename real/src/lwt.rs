@@ -102,10 +102,10 @@ impl LwtLock {
     }
 
     /// The conditional delete, tried up to 3 times while its outcome is unknown (a timed-out
-    /// Paxos round); `Ok(false)`: the row was not ours any more (expired or taken over).
-    pub async fn unlock(&self, lock: &str, owner: &str) -> Result<bool, StoreFailure> {
+    /// Paxos round).
+    pub async fn unlock(&self, lock: &str, owner: &str) -> Result<Unlocked, StoreFailure> {
         let mut last = StoreFailure::Timeout;
-        for _ in 0..3 {
+        for attempt in 0..3 {
             self.requests.fetch_add(1, Ordering::Relaxed);
             match self
                 .session
@@ -113,12 +113,44 @@ impl LwtLock {
                 .await
                 .map_err(failure)
             {
-                Ok(result) => return Ok(applied_row(result).is_some_and(|(applied, _)| applied)),
+                Ok(result) => return Ok(Unlocked::judge(applied_row(result), attempt > 0)),
                 Err(StoreFailure::Other(message)) => return Err(StoreFailure::Other(message)),
                 Err(unknown) => last = unknown,
             }
         }
         Err(last)
+    }
+}
+
+/// How a release ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unlocked {
+    /// The conditional delete applied.
+    Released,
+    /// A retry found no row: an earlier attempt whose reply was lost had deleted it (or the
+    /// row expired meanwhile); either way nobody holds the lock by our row.
+    GoneAfterLostReply,
+    /// The row had expired before the first attempt: the lease ran out while held.
+    Expired,
+    /// Another owner holds the lock now.
+    TakenOver,
+}
+
+impl Unlocked {
+    /// Judge a conditional delete's answer (`[applied]`, and the owner of the row it found);
+    /// `retried`: an earlier attempt timed out, so it may have applied.
+    fn judge(answer: Option<(bool, Option<String>)>, retried: bool) -> Self {
+        match answer {
+            Some((true, _)) => Unlocked::Released,
+            Some((false, Some(_))) => Unlocked::TakenOver,
+            _ if retried => Unlocked::GoneAfterLostReply,
+            _ => Unlocked::Expired,
+        }
+    }
+
+    /// Did the lock stay ours until the release?
+    pub fn kept_until_release(self) -> bool {
+        matches!(self, Unlocked::Released | Unlocked::GoneAfterLostReply)
     }
 }
 
@@ -142,5 +174,24 @@ fn held_by(result: scylla::response::query_result::QueryResult, owner: &str) -> 
         Some((true, _)) => true,
         Some((false, Some(found))) => found == owner,
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_that_finds_no_row_is_told_from_a_lost_lock() {
+        assert_eq!(Unlocked::judge(Some((true, None)), false), Unlocked::Released);
+        assert_eq!(Unlocked::judge(Some((false, None)), true), Unlocked::GoneAfterLostReply);
+        assert_eq!(Unlocked::judge(None, true), Unlocked::GoneAfterLostReply);
+        assert_eq!(Unlocked::judge(Some((false, None)), false), Unlocked::Expired);
+        assert_eq!(
+            Unlocked::judge(Some((false, Some("b".into()))), true),
+            Unlocked::TakenOver
+        );
+        assert!(Unlocked::GoneAfterLostReply.kept_until_release());
+        assert!(!Unlocked::TakenOver.kept_until_release());
     }
 }
