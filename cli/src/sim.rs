@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::bail;
 use cassalock::driver::Algorithm;
+use cassalock_history::text::count;
 use cassalock_sim::cluster::Consistency;
 use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
 use cassalock_sim::ranges::SeedRange;
@@ -682,15 +683,15 @@ pub fn sim(args: SimArgs) -> ExitCode {
         }
         let seconds = started.elapsed().as_secs_f64();
         println!(
-            "{} | {} algorithm | seeds {} | {} runs in {:.1} s ({:.0} seeds/minute on {} jobs) | {} acquisitions | {:.0} s simulated",
+            "{} | {} algorithm | seeds {} | {} in {:.1} s ({:.0} seeds/minute on {} jobs) | {} | {:.0} s simulated",
             scenario,
             algorithm.name(),
             args.seeds,
-            tally.runs,
+            count(tally.runs, "run"),
             seconds,
             tally.runs as f64 / seconds * 60.0,
             args.jobs,
-            tally.acquisitions,
+            count(tally.acquisitions, "acquisition"),
             tally.sim_seconds
         );
         if let Some(seed) = tally.panics {
@@ -708,15 +709,17 @@ pub fn sim(args: SimArgs) -> ExitCode {
         if tally.failed_runs == 0 {
             let claims: Vec<&str> = tally.per_claim.iter().map(|(claim, _, _)| *claim).collect();
             println!(
-                "  no violation in {} runs of any check ({}; a check a run gave no occasion to is not counted as passed in its trace)",
-                tally.runs,
+                "  no violation in {} of any check ({}; a check a run gave no occasion to is not counted as passed in its trace)",
+                count(tally.runs, "run"),
                 claims.join(", ")
             );
         }
         if tally.unfired.0 > 0 {
             println!(
-                "  planned faults that never fired: {} in {} of {} runs (a holder fault that found no holder within 10 s, or a fault planned after the run ended): those runs did not test them",
-                tally.unfired.1, tally.unfired.0, tally.runs
+                "  planned faults that never fired: {} in {} of {} (a holder fault that found no holder within 10 s, or a fault planned after the run ended): those runs did not test them",
+                tally.unfired.1,
+                tally.unfired.0,
+                count(tally.runs, "run")
             );
         }
         let mut recorded_seeds: Vec<u64> = Vec::new();
@@ -724,8 +727,8 @@ pub fn sim(args: SimArgs) -> ExitCode {
             if *failures > 0 {
                 let seed = first.expect("a failure has a seed");
                 println!(
-                    "  {claim:<12} FAILED in {failures} of {} runs; first failing seed {seed}",
-                    tally.runs
+                    "  {claim:<12} FAILED in {failures} of {}; first failing seed {seed}",
+                    count(tally.runs, "run")
                 );
                 println!(
                     "               replay: {}",

@@ -13,5 +13,6 @@ pub mod claims;
 pub mod holding;
 pub mod k3;
 pub mod stats;
+pub mod text;
 
 pub use claims::{AsClaim, ClaimId, ClaimVerdict};
