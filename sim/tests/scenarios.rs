@@ -378,6 +378,17 @@ fn renew_race_k3_leaves_the_lock_stuck_and_the_waiting_release_never_does() {
     }
 }
 
+/// The renew-race scenario does race renewal against release (the matrix's renew-race cells
+/// count as fired only then): a detailed run shows a renewal request while a release runs.
+#[test]
+fn renew_race_races_renewals_against_releases() {
+    let raced = (0..5).any(|seed| {
+        let config = build("renew-race", seed, Algorithm::Queue, &SimOptions::default()).expect("a known scenario");
+        run(&config, seed, true).verdicts.renewal_during_release
+    });
+    assert!(raced, "no renewal request during a release in seeds 0..5");
+}
+
 /// Mutant M3 (docs/mutants.md): release stamps its deletes at the lease's start. cargo-mutants
 /// cannot reach this (it would have to invent a timestamp), so it is a switch; the simulator
 /// must catch it: the renewed cells outlive their tombstones and the released lock stays taken.

@@ -662,6 +662,26 @@ mod tests {
     }
 
     #[test]
+    fn renewal_steps_are_told_from_release_steps() {
+        // The simulator finds "a renewal request while the release ran" by these tags (the
+        // renew-race cell of the matrix fires on it).
+        for tag in [
+            SLEEP,
+            CHECK,
+            REWRITE_QUEUE,
+            REWRITE_MAIN,
+            REWRITE_MAIN_UNCHECKED,
+            GONE,
+            EXPIRED,
+        ] {
+            assert!(is_renewal_step(&tag), "{tag}");
+        }
+        for tag in [STOP_AND_WAIT, DELETE_MAIN, DELETE_QUEUE, DELETE_MAIN_STALE, RELEASED] {
+            assert!(!is_renewal_step(&tag), "{tag}");
+        }
+    }
+
+    #[test]
     fn release_still_deletes_the_queue_cell_when_the_main_delete_fails() {
         let mut bench = Bench::new(timed());
         let lease = held(&mut bench);

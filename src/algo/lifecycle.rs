@@ -367,11 +367,6 @@ impl Lifecycle {
         })
     }
 
-    /// What renewal reported, if it found the lease lost.
-    pub fn reported_lost(&self) -> Option<LeaseLost> {
-        self.lost
-    }
-
     /// The acquisition machine, while acquiring (for a model checker's renamings).
     pub fn acquiring_mut(&mut self) -> Option<&mut AcquireMachine> {
         match &mut self.main {
