@@ -161,7 +161,10 @@ mod imp {
             if summary.t1_belief_holds() {
                 "no two holders at once".to_string()
             } else {
-                format!("VIOLATED: {} overlaps", summary.belief_overlaps)
+                format!(
+                    "VIOLATED: {}",
+                    cassalock_history::text::count(summary.belief_overlaps, "overlap")
+                )
             }
         );
         println!(
@@ -169,7 +172,10 @@ mod imp {
             if summary.t1_resource_holds() {
                 format!("no stale write accepted ({} refused by fencing)", summary.stale_tokens)
             } else {
-                format!("VIOLATED: {} stale writes accepted", summary.stale_accepted)
+                format!(
+                    "VIOLATED: {} accepted",
+                    cassalock_history::text::count(summary.stale_accepted, "stale write")
+                )
             }
         );
         for example in &summary.examples {

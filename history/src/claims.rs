@@ -1,4 +1,4 @@
-//! The claim IDs (SPEC.md, and the contract items of docs/contract.md): one typed name for every claim the model checker, the simulator,
+//! The claim IDs (docs/claims.md, and the contract items of docs/contract.md): one typed name for every claim the model checker, the simulator,
 //! the real runner and the reports judge, so that none of them compares claim strings.
 //!
 //! `Display` gives the ID as every output has always printed it ("T1-belief", "F-order");
@@ -7,7 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// A claim (SPEC.md's IDs, with the sub-claims the checks judge separately).
+/// A claim (docs/claims.md's IDs, with the sub-claims the checks judge separately).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClaimId {
     /// Lemma 1: two writers that then read, one sees both cells.
@@ -127,7 +127,7 @@ impl ClaimId {
         }
     }
 
-    /// What the claim says, in one line (SPEC.md's wording, shortened).
+    /// What the claim says, in one line (docs/claims.md, shortened).
     pub const fn definition(self) -> &'static str {
         match self {
             ClaimId::L1 => {

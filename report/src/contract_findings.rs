@@ -4,6 +4,7 @@
 //! fixes of `src/algo`). Every number is computed here from runs, so the "after" column follows
 //! the library when its fixes change.
 
+use cassalock_history::text::count;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
@@ -349,10 +350,10 @@ fn figure(figures: &Figures, item: ClaimId) -> String {
         ClaimId::CLost => match (figures.lost_lag_max, bounds.lost) {
             (None, _) => "no holder lost its lease to another".to_owned(),
             (Some(lag), bound) => format!(
-                "longest a holder went on not knowing {} (bound {}) over {} overlaps",
+                "longest a holder went on not knowing {} (bound {}) over {}",
                 secs(lag),
                 bound.map_or_else(|| "none".to_owned(), secs),
-                figures.lost_judged
+                count(figures.lost_judged, "overlap")
             ),
         },
         _ => format!(

@@ -1,6 +1,7 @@
 //! `reports/real-cluster.md`: the old lock, the queue lock and a lightweight-transaction lock
 //! measured on a real local Cassandra cluster (`cassalock bench real`).
 
+use cassalock_history::text::count;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -118,7 +119,7 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
             if r.t1_belief_holds() {
                 "no overlap".to_string()
             } else {
-                format!("**{} overlaps**", r.belief_overlaps)
+                format!("**{}**", count(r.belief_overlaps, "overlap"))
             },
             if r.t1_resource_holds() {
                 format!("ok ({} stale refused)", r.stale_tokens)

@@ -21,6 +21,7 @@
 //! - **C-token** is judged in [`crate::verdict`] (it needs the resource's records as they
 //!   stream past, with the beliefs at that instant).
 
+use cassalock_history::text::count;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
@@ -405,8 +406,8 @@ pub fn judge_contract(
             ClaimId::CRelease,
             *gap <= handover_bound,
             format!(
-                "{} releases judged; longest wait for the next acquisition {} ({what}; bound {})",
-                figures.handovers,
+                "{} judged; longest wait for the next acquisition {} ({what}; bound {})",
+                count(figures.handovers, "release"),
                 secs(*gap),
                 secs(handover_bound)
             ),
@@ -417,8 +418,8 @@ pub fn judge_contract(
             ClaimId::CLost,
             *lag <= bound,
             format!(
-                "{} overlapping holders; the longest one went on not knowing {} ({what}; bound {}, paused time not counted)",
-                figures.lost_judged,
+                "{}; the longest one went on not knowing {} ({what}; bound {}, paused time not counted)",
+                count(figures.lost_judged, "overlapping holder"),
                 secs(*lag),
                 secs(bound)
             ),

@@ -28,6 +28,7 @@
 //! Belief intervals and their overlaps are `cassalock_history::holding`'s, on simulated time:
 //! the real runner judges T1-belief with the same function.
 
+use cassalock_history::text::count;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
@@ -309,16 +310,16 @@ pub fn judge(
             ClaimId::T1Belief,
             v.overlaps.is_empty(),
             match &first_overlap {
-                None => format!("{} acquisitions, never two believers", v.acquisitions),
-                Some(first) => format!("{} overlaps; first: {first}", v.overlaps.len()),
+                None => format!("{}, never two believers", count(v.acquisitions, "acquisition")),
+                Some(first) => format!("{}; first: {first}", count(v.overlaps.len(), "overlap")),
             },
         ),
         Check::new(
             ClaimId::T1Resource,
             v.stale_accepted == 0,
             format!(
-                "{} stale writes accepted, {} refused by fencing{}",
-                v.stale_accepted,
+                "{} accepted, {} refused by fencing{}",
+                count(v.stale_accepted, "stale write"),
                 v.stale_refused,
                 if config.fencing { "" } else { " (fencing off)" }
             ),
@@ -328,12 +329,13 @@ pub fn judge(
             v.token_drops == 0 && v.legit_refused == 0,
             match &v.first_token_drop {
                 None => format!(
-                    "every holder's token above the previous holder's; {} writes of the only holder refused",
-                    v.legit_refused
+                    "every holder's token above the previous holder's; {} of the only holder refused",
+                    count(v.legit_refused, "write")
                 ),
                 Some((a, b)) => format!(
-                    "{} drops (first: {b} got a lower token than {a}); {} writes of the only holder refused",
-                    v.token_drops, v.legit_refused
+                    "{} (first: {b} got a lower token than {a}); {} of the only holder refused",
+                    count(v.token_drops, "drop"),
+                    count(v.legit_refused, "write")
                 ),
             },
         ),
