@@ -639,6 +639,27 @@ fn a_detailed_run_and_a_summary_run_of_one_seed_have_one_trace_hash() {
     }
 }
 
+/// Planned faults that never fired are counted (sim prints them; such runs did not test them):
+/// a fault planned after the run's end counts, and a run without injected faults has none.
+#[test]
+fn planned_faults_that_never_fired_are_counted() {
+    let plain = build("contention", 0, Algorithm::Queue, &SimOptions::default()).expect("a known scenario");
+    assert_eq!(run(&plain, 0, false).verdicts.faults_unfired, 0);
+    let mut unfired_runs = 0;
+    for seed in 0..30 {
+        let config = build("swarm", seed, Algorithm::Queue, &SimOptions::default()).expect("a known scenario");
+        let outcome = run(&config, seed, false);
+        let after_the_end = config.faults.iter().filter(|f| f.at >= outcome.sim_time).count();
+        assert!(outcome.verdicts.faults_unfired >= after_the_end, "seed {seed}");
+        assert!(outcome.verdicts.faults_unfired <= config.faults.len(), "seed {seed}");
+        unfired_runs += usize::from(outcome.verdicts.faults_unfired > 0);
+    }
+    assert!(
+        unfired_runs > 0,
+        "no swarm run of seeds 0..30 left a planned fault unfired"
+    );
+}
+
 #[test]
 fn a_run_is_determined_by_its_seed() {
     for (scenario, seed) in [("contention", 7), ("swarm", 3), ("pause", 1)] {
