@@ -565,7 +565,10 @@ fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &ra
             println!(
                 "  {} algorithm, offset {offset:>5.1} s: {}",
                 algorithm.name(),
-                failing.map_or("T1 holds".to_owned(), |seed| format!("T1 broken (seed {seed})"))
+                failing.map_or_else(
+                    || format!("no T1-belief violation in {}", count(args.seeds.len(), "seed")),
+                    |seed| format!("T1-belief violated (seed {seed})")
+                )
             );
             if failing.is_some() {
                 coarse = Some(offset);
@@ -575,7 +578,7 @@ fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &ra
         }
         let Some(coarse) = coarse else {
             println!(
-                "  {} algorithm: no offset up to 2 TTL broke T1 in these seeds",
+                "  {} algorithm: no offset up to 2 TTL broke T1 in these seeds (a seeded search, not a proof)",
                 algorithm.name()
             );
             continue;

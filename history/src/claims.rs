@@ -7,6 +7,43 @@
 use std::fmt;
 use std::str::FromStr;
 
+/// What kind of promise a claim is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Aspect {
+    /// Nothing bad happens: two holders, a stale token accepted, time going back.
+    Safety,
+    /// Something good happens, within a bound where the contract states one: a waiter
+    /// acquires, a released lock becomes free, a holder learns it lost the lock.
+    Liveness,
+    /// Waiters are served in order.
+    Fairness,
+    /// What the lock costs the store (S3: polling).
+    Cost,
+    /// A state that can be reached: a sanity check of a model, neither good nor bad.
+    Reachability,
+}
+
+impl Aspect {
+    /// Every aspect, in the order reports list them.
+    pub const ALL: [Aspect; 5] = [
+        Aspect::Safety,
+        Aspect::Liveness,
+        Aspect::Fairness,
+        Aspect::Cost,
+        Aspect::Reachability,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Aspect::Safety => "safety",
+            Aspect::Liveness => "liveness",
+            Aspect::Fairness => "fairness",
+            Aspect::Cost => "cost",
+            Aspect::Reachability => "reachability",
+        }
+    }
+}
+
 /// A claim (docs/claims.md's IDs, with the sub-claims the checks judge separately).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ClaimId {
@@ -124,6 +161,35 @@ impl ClaimId {
             ClaimId::CRelease => "C-release",
             ClaimId::CLost => "C-lost",
             ClaimId::CToken => "C-token",
+        }
+    }
+
+    /// What kind of promise the claim is, so that a report never shows an unfair lock as an
+    /// unsafe one (docs/claims.md, "Safety, liveness, fairness").
+    pub const fn aspect(self) -> Aspect {
+        match self {
+            ClaimId::L1
+            | ClaimId::T1
+            | ClaimId::T1Belief
+            | ClaimId::T1Resource
+            | ClaimId::T3
+            | ClaimId::T5
+            | ClaimId::S2
+            | ClaimId::K1
+            | ClaimId::K2
+            | ClaimId::M1
+            | ClaimId::CToken => Aspect::Safety,
+            ClaimId::T2
+            | ClaimId::T4
+            | ClaimId::S1
+            | ClaimId::K3
+            | ClaimId::CTry
+            | ClaimId::CFree
+            | ClaimId::CRelease
+            | ClaimId::CLost => Aspect::Liveness,
+            ClaimId::F | ClaimId::FOrder | ClaimId::FOvertakes => Aspect::Fairness,
+            ClaimId::S3 => Aspect::Cost,
+            ClaimId::L1NotVacuous | ClaimId::T5Race => Aspect::Reachability,
         }
     }
 

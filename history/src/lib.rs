@@ -15,4 +15,4 @@ pub mod k3;
 pub mod stats;
 pub mod text;
 
-pub use claims::{AsClaim, ClaimId, ClaimVerdict};
+pub use claims::{AsClaim, Aspect, ClaimId, ClaimVerdict};

@@ -5,6 +5,7 @@
 //! byte-identical files.
 
 pub mod charts;
+pub mod command_line;
 #[cfg(madsim)]
 pub mod contract_findings;
 #[cfg(madsim)]

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
-use cassalock_history::{ClaimId, ClaimVerdict};
+use cassalock_history::{Aspect, ClaimId, ClaimVerdict};
 use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Fault, ModelName, Spec};
 use rayon::prelude::*;
@@ -378,6 +378,9 @@ struct TraceFile {
 #[derive(Clone, Debug)]
 struct ModelClaim {
     claim: ClaimId,
+    /// The claim as the cell prints it: its ID, tagged "(always)" or "(liveness)" when the
+    /// model checks it both ways (C-lost: within its bound, and eventually).
+    name: String,
     verdict: Verdict,
     /// The shortest counterexample or example, for a violated or reachable property.
     trace: Option<TraceFile>,
@@ -418,6 +421,9 @@ enum Judgement {
         label: &'static str,
         states: usize,
         claims: Vec<ModelClaim>,
+        /// The same model run (same spec) was already shown in this row's cell of that fault:
+        /// the cell points there instead of repeating it, and its violations are listed once.
+        same_run_as: Option<&'static str>,
     },
     Sim {
         label: &'static str,
@@ -505,12 +511,19 @@ impl Judgement {
     fn markdown(&self) -> String {
         match self {
             Judgement::NotApplicable(why) => format!("n/a: {why}"),
-            Judgement::Model { label, states, claims } => {
+            Judgement::Model {
+                label,
+                same_run_as: Some(column),
+                ..
+            } => format!("**{label}**: the same model run as the *{column}* row above (its verdicts count here too)"),
+            Judgement::Model {
+                label, states, claims, ..
+            } => {
                 let parts: Vec<String> = claims
                     .iter()
                     .map(|c| match &c.trace {
-                        Some(trace) => format!("{} [{}](matrix/{})", c.claim, short(&c.verdict), trace.name),
-                        None => format!("{} {}", c.claim, short(&c.verdict)),
+                        Some(trace) => format!("{} [{}](matrix/{})", c.name, short(&c.verdict), trace.name),
+                        None => format!("{} {}", c.name, short(&c.verdict)),
                     })
                     .collect();
                 format!("**{label}** ({states} states): {}", parts.join(", "))
@@ -581,6 +594,9 @@ impl Judgement {
     fn findings(&self, row: Row, column: Column) -> Vec<String> {
         match self {
             Judgement::NotApplicable(_) => Vec::new(),
+            Judgement::Model {
+                same_run_as: Some(_), ..
+            } => Vec::new(),
             Judgement::Model { claims, .. } => claims
                 .iter()
                 .filter(|c| c.verdict == Verdict::Violated)
@@ -590,7 +606,7 @@ impl Judgement {
                         "{} / {}: model: {} violated ({} steps): [trace](matrix/{})",
                         row.name(),
                         column.name(),
-                        c.claim,
+                        c.name,
                         trace.steps,
                         trace.name
                     ))
@@ -618,22 +634,82 @@ impl Judgement {
 /// A cell: every judgement made of it, in source order.
 type Cell = Vec<Judgement>;
 
-/// What the compact view says of a cell.
-fn compact_mark(cell: &Cell) -> &'static str {
-    if matches!(cell.first(), Some(Judgement::NotApplicable(_))) {
-        "n/a"
-    } else if cell.iter().any(|j| j.violated(None)) {
-        "**broken**"
-    } else if cell
-        .iter()
-        .any(|j| j.model_verdict(ClaimId::S1) == Some(&Verdict::Reachable))
-    {
-        "**S1 stall**"
-    } else if cell.iter().any(Judgement::never_fired) {
-        "no verdict"
-    } else {
-        "no violation"
+/// The aspects the compact view shows apart, so that an unfair lock never reads as unsafe.
+const COMPACT_ASPECTS: [Aspect; 3] = [Aspect::Safety, Aspect::Liveness, Aspect::Fairness];
+
+impl Judgement {
+    /// The claims of `aspect` this judgement gave a verdict on, and whether each was violated
+    /// and had an occasion (a model always has one; a simulator check may not).
+    fn aspect_claims(&self, aspect: Aspect) -> Vec<(ClaimId, bool, bool)> {
+        match self {
+            Judgement::NotApplicable(_) => Vec::new(),
+            Judgement::Model { claims, .. } => claims
+                .iter()
+                .filter(|c| c.claim.aspect() == aspect)
+                .map(|c| (c.claim, c.verdict == Verdict::Violated, true))
+                .collect(),
+            // A fault that never fired gives no verdict: nothing judged here.
+            Judgement::Sim { fired: 0, .. } => Vec::new(),
+            Judgement::Sim { claims, .. } => claims
+                .iter()
+                .filter(|c| c.search.claim.aspect() == aspect)
+                .map(|c| {
+                    (
+                        c.search.claim,
+                        c.search.first_violation.is_some(),
+                        c.search.exercised > 0,
+                    )
+                })
+                .collect(),
+        }
     }
+
+    /// Does this judgement check any claim of `aspect` (whether or not its fault fired)?
+    fn checks(&self, aspect: Aspect) -> bool {
+        match self {
+            Judgement::NotApplicable(_) => false,
+            Judgement::Model { claims, .. } => claims.iter().any(|c| c.claim.aspect() == aspect),
+            Judgement::Sim { claims, .. } => claims.iter().any(|c| c.search.claim.aspect() == aspect),
+        }
+    }
+}
+
+/// What the compact view says of one aspect (safety, liveness, fairness) of a cell.
+fn aspect_mark(cell: &Cell, aspect: Aspect) -> String {
+    if matches!(cell.first(), Some(Judgement::NotApplicable(_))) {
+        return "n/a".into();
+    }
+    let judged: Vec<(ClaimId, bool, bool)> = cell.iter().flat_map(|j| j.aspect_claims(aspect)).collect();
+    let mut violated: Vec<ClaimId> = judged.iter().filter(|c| c.1).map(|c| c.0).collect();
+    violated.sort();
+    violated.dedup();
+    if !violated.is_empty() {
+        let ids: Vec<&str> = violated.iter().map(|c| c.as_str()).collect();
+        return format!("**violated: {}**", ids.join(", "));
+    }
+    if aspect == Aspect::Liveness
+        && cell
+            .iter()
+            .any(|j| j.model_verdict(ClaimId::S1) == Some(&Verdict::Reachable))
+    {
+        return "**S1 stall**".into();
+    }
+    if judged.is_empty() {
+        // Checked only by a fault that never fired, or not checked at all.
+        return if cell.iter().any(|j| j.checks(aspect)) {
+            "no verdict".into()
+        } else {
+            "-".into()
+        };
+    }
+    if judged.iter().all(|c| !c.2) {
+        return "no occasion".into();
+    }
+    if cell.iter().any(|j| j.never_fired() && j.checks(aspect)) {
+        // Some line's fault never fired: what was judged found nothing, the rest is unknown.
+        return "no violation (part: no verdict)".into();
+    }
+    "no violation".into()
 }
 
 /// What the compact contract view says of `claim` in a cell: the lowest first-violating seed
@@ -803,6 +879,8 @@ pub fn run_matrix(
     let mut files = Vec::new();
     let mut stopped_by_time = Vec::new();
     let mut cells: BTreeMap<(Row, Column), Cell> = BTreeMap::new();
+    // Per row, the model runs made so far (by spec) and the fault whose cell shows them.
+    let mut model_runs: Vec<(Row, Spec, &'static str, Judgement)> = Vec::new();
     // The cells, then the mutants and the contract findings.
     let total_cells = Row::ALL.len() * Column::ALL.len() + 2;
     let mut done_cells = 0;
@@ -815,6 +893,16 @@ pub fn run_matrix(
                 match source {
                     Source::NotApplicable(why) => cell.push(Judgement::NotApplicable(why)),
                     Source::Model { spec, label } => {
+                        if let Some((_, _, shown_in, judgement)) =
+                            model_runs.iter().find(|(r, s, _, _)| *r == row && *s == spec)
+                        {
+                            let mut same = judgement.clone();
+                            if let Judgement::Model { same_run_as, .. } = &mut same {
+                                *same_run_as = Some(*shown_in);
+                            }
+                            cell.push(same);
+                            continue;
+                        }
                         let report = build_model(&spec)
                             .map_err(|source| MatrixError::Model {
                                 label: label.to_owned(),
@@ -827,7 +915,9 @@ pub fn run_matrix(
                                 errors: report.internal_errors.clone(),
                             });
                         }
-                        cell.push(model_judgement(row, column, label, &report, &out_dir, &mut files)?);
+                        let judgement = model_judgement(row, column, label, &report, &out_dir, &mut files)?;
+                        model_runs.push((row, spec, column.name(), judgement.clone()));
+                        cell.push(judgement);
                     }
                     Source::Sim {
                         scenario,
@@ -897,10 +987,16 @@ fn model_judgement(
     let mut claims = Vec::new();
     for property in &report.rows {
         let claim = property.claim;
+        let checked_twice = report.rows.iter().filter(|other| other.claim == claim).count() > 1;
+        let (claim_name, file_suffix) = if checked_twice {
+            (format!("{claim} ({})", property.kind), format!("-{}", property.kind))
+        } else {
+            (claim.to_string(), String::new())
+        };
         let trace = match &property.trace {
             Some(trace) if matches!(property.verdict, Verdict::Violated | Verdict::Reachable) => {
                 let name = format!(
-                    "{}-{}-model-{}.txt",
+                    "{}-{}-model-{}{file_suffix}.txt",
                     row.key(),
                     column.key(),
                     claim.as_str().to_lowercase()
@@ -924,6 +1020,7 @@ fn model_judgement(
         };
         claims.push(ModelClaim {
             claim,
+            name: claim_name,
             verdict: property.verdict.clone(),
             trace,
         });
@@ -932,6 +1029,7 @@ fn model_judgement(
         label,
         states: report.graph_states,
         claims,
+        same_run_as: None,
     })
 }
 
@@ -1117,10 +1215,8 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "# Property matrix: algorithm x fault model\n");
     let _ = writeln!(
         md,
-        "Generated by `cassalock report matrix --max-seeds {max} --cell-time-s {time} --contract-seeds {contract}`. Each cell says how its claims fared under that fault, judged two ways: **model** rows come from the stateright models (`cassalock check`: every reachable state, exhaustively or up to a clock bound); **sim** rows come from the simulator (the library's own code against a simulated 3-replica cluster). The same command on the same commit writes the same bytes.\n",
-        max = options.max_seeds,
-        time = options.cell_time.as_secs(),
-        contract = options.contract_seeds,
+        "Generated by `{command}`. Each cell says how its claims fared under that fault, judged two ways: **model** rows come from the stateright models (`cassalock check`: every reachable state, exhaustively or up to a clock bound); **sim** rows come from the simulator (the library's own code against a simulated 3-replica cluster). The same command on the same commit writes the same bytes.\n",
+        command = options.command_line(),
     );
     let _ = writeln!(
         md,
@@ -1166,17 +1262,43 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         }
         let _ = writeln!(md);
     }
-    let _ = writeln!(md, "## Compact view\n");
+    let _ = writeln!(md, "## Compact view: safety, liveness and fairness apart\n");
     compact_header(&mut md);
     for row in Row::ALL {
-        let _ = write!(md, "| {} |", row.name());
-        for column in Column::ALL {
-            let mark = compact_mark(&cells[&(row, column)]);
-            let _ = write!(md, " {mark} |");
+        for aspect in COMPACT_ASPECTS {
+            let marks: Vec<String> = Column::ALL
+                .iter()
+                .map(|column| aspect_mark(&cells[&(row, *column)], aspect))
+                .collect();
+            if marks.iter().all(|mark| mark == "-" || mark == "n/a") {
+                continue;
+            }
+            let _ = writeln!(md, "| {} {} | {} |", row.name(), aspect.name(), marks.join(" | "));
         }
-        let _ = writeln!(md);
     }
-    let _ = writeln!(md, "\n\"broken\": some theorem-level claim was violated in that cell (details above); \"S1 stall\": the time service can freeze; \"no violation\": no check made there found one (exhaustive, clock-bounded or seeded: see the cell for which).\n");
+    // The claims of each aspect that some cell judges, in ID order.
+    let claims_of = |aspect: Aspect| -> String {
+        let mut ids: Vec<ClaimId> = cells
+            .values()
+            .flatten()
+            .flat_map(|judgement| match judgement {
+                Judgement::NotApplicable(_) => Vec::new(),
+                Judgement::Model { claims, .. } => claims.iter().map(|c| c.claim).collect(),
+                Judgement::Sim { claims, .. } => claims.iter().map(|c| c.search.claim).collect(),
+            })
+            .filter(|claim| claim.aspect() == aspect)
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ")
+    };
+    let _ = writeln!(
+        md,
+        "\nSafety: {}. Liveness: {}. Fairness: {}. A lock can be safe and still unfair or stall: each line says only what it names. \"violated: X\": X failed in that cell (details and traces above); \"S1 stall\": the time service can freeze; \"no violation\": no check of that kind made there found one (exhaustive, clock-bounded or seeded: see the cell for which); \"no occasion\": the simulator's checks of that kind never had an occasion (no handover, no failed call, no lost lease); \"no verdict\": its fault never fired; \"(part: no verdict)\": one of the cell's lines gave none; \"-\": not checked there; a lock without fairness claims has no fairness line.\n",
+        claims_of(Aspect::Safety),
+        claims_of(Aspect::Liveness),
+        claims_of(Aspect::Fairness),
+    );
     let _ = writeln!(md, "## Compact view: the contract\n");
     compact_header(&mut md);
     for row in Row::ALL {
@@ -1294,7 +1416,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
         md,
         "- **S2 (skew versus the TTL).** The thesis puts the danger at clock differences of the TTL or more. {}",
         if below {
-            "The simulator breaks T1 below that: with TTL 30 s and renewal every 15 s, a coordinator 20 s ahead already lets a second holder in. A renewed cell is only guaranteed to live TTL - renewal interval past the last renewal, so the real bound is TTL - renewal interval (15 s here); `cassalock sim --scenario skew --sweep-offsets` finds the smallest breaking offset."
+            "The simulator breaks T1 below that: with TTL 30 s and renewal every 15 s, a coordinator 20 s ahead already lets a second holder in. A renewed cell has to outlive only the renewal interval before its next rewrite, so a coordinator ahead by TTL - renewal interval (15 s here) sees it expire first. The bound is a little lower still, between 14 and 15 s here: the writing coordinator fixes a cell's expiry in whole seconds of its clock (up to 1 s lost), and the rewrite lands a few requests after the interval (renewal first reads its own cell). `cassalock sim --scenario skew --sweep-offsets` finds the smallest breaking offset: 14.0 s for the queue lock (seed 53: the main cell was written 0.96 s into a second, and a waiter's read through the skewed coordinator came 15.04 s later, just before the rewrite)."
         } else {
             "Below the TTL the simulator found no violation."
         }
@@ -1496,6 +1618,7 @@ mod tests {
                 .iter()
                 .map(|(claim, verdict, traced)| ModelClaim {
                     claim: *claim,
+                    name: claim.to_string(),
                     verdict: verdict.clone(),
                     trace: traced.then(|| TraceFile {
                         name: format!("x-{}.txt", claim.as_str().to_lowercase()),
@@ -1503,6 +1626,7 @@ mod tests {
                     }),
                 })
                 .collect(),
+            same_run_as: None,
         }
     }
 
@@ -1606,8 +1730,12 @@ mod tests {
             model(&[(ClaimId::T1, Verdict::Holds, false)]).contract_markdown(ClaimId::CFree),
             None
         );
-        // The contract items do not make the theorem view "broken".
-        assert_eq!(compact_mark(&vec![s.clone()]), "no violation");
+        // A liveness item of the contract (C-release) is not a safety finding.
+        assert_eq!(aspect_mark(&vec![s.clone()], Aspect::Safety), "no violation");
+        assert_eq!(
+            aspect_mark(&vec![s.clone()], Aspect::Liveness),
+            "**violated: C-release**"
+        );
         assert_eq!(contract_compact_mark(&vec![s.clone()], ClaimId::CRelease), "**seed 0**");
         assert_eq!(
             contract_compact_mark(&vec![s.clone()], ClaimId::CFree),
@@ -1716,24 +1844,93 @@ mod tests {
     }
 
     #[test]
-    fn the_compact_view_reads_verdicts_not_text() {
-        assert_eq!(compact_mark(&vec![Judgement::NotApplicable("why")]), "n/a");
-        assert_eq!(
-            compact_mark(&vec![
-                model(&[(ClaimId::T1, Verdict::Holds, false)]),
-                sim(5, &[(ClaimId::T2, 1)])
+    fn the_compact_view_keeps_safety_liveness_and_fairness_apart() {
+        let na = vec![Judgement::NotApplicable("why")];
+        assert_eq!(aspect_mark(&na, Aspect::Safety), "n/a");
+        // The old lock with no faults: T1 holds, T2 and F-overtakes fail. Not "unsafe".
+        let old_none = vec![
+            model(&[
+                (ClaimId::T1, Verdict::Holds, false),
+                (ClaimId::FOvertakes, Verdict::Violated, true),
+                (ClaimId::T2, Verdict::Violated, true),
             ]),
-            "**broken**"
-        );
+            sim(5, &[(ClaimId::T1Belief, 0), (ClaimId::K3, 0)]),
+        ];
+        assert_eq!(aspect_mark(&old_none, Aspect::Safety), "no violation");
+        assert_eq!(aspect_mark(&old_none, Aspect::Liveness), "**violated: T2**");
+        assert_eq!(aspect_mark(&old_none, Aspect::Fairness), "**violated: F-overtakes**");
+        // Every violated claim of the aspect is named, once, whichever line found it.
+        let broken = vec![
+            model(&[(ClaimId::T1, Verdict::Violated, true)]),
+            sim(5, &[(ClaimId::T1Belief, 2), (ClaimId::CToken, 1)]),
+            sim(5, &[(ClaimId::T1Belief, 1)]),
+        ];
         assert_eq!(
-            compact_mark(&vec![model(&[(ClaimId::S1, Verdict::Reachable, true)])]),
+            aspect_mark(&broken, Aspect::Safety),
+            "**violated: T1, T1-belief, C-token**"
+        );
+        assert_eq!(aspect_mark(&broken, Aspect::Fairness), "-");
+        assert_eq!(
+            aspect_mark(
+                &vec![model(&[(ClaimId::S1, Verdict::Reachable, true)])],
+                Aspect::Liveness
+            ),
             "**S1 stall**"
         );
         // A fault that never fired hides its failures: no verdict, never a pass or a break.
-        assert_eq!(compact_mark(&vec![sim(0, &[(ClaimId::T1Belief, 3)])]), "no verdict");
         assert_eq!(
-            compact_mark(&vec![model(&[(ClaimId::T5Race, Verdict::Reachable, true)])]),
-            "no violation"
+            aspect_mark(&vec![sim(0, &[(ClaimId::T1Belief, 3)])], Aspect::Safety),
+            "no verdict"
         );
+        assert_eq!(
+            aspect_mark(
+                &vec![
+                    model(&[(ClaimId::T1, Verdict::Holds, false)]),
+                    sim(0, &[(ClaimId::T1Belief, 3)])
+                ],
+                Aspect::Safety
+            ),
+            "no violation (part: no verdict)"
+        );
+        // A check that never had an occasion is not a pass.
+        assert_eq!(
+            aspect_mark(
+                &vec![sim_searched(5, false, &[(ClaimId::CFree, None, 0)])],
+                Aspect::Liveness
+            ),
+            "no occasion"
+        );
+        // A reachability check is neither safety nor liveness.
+        assert_eq!(
+            aspect_mark(
+                &vec![model(&[(ClaimId::T5Race, Verdict::Reachable, true)])],
+                Aspect::Safety
+            ),
+            "-"
+        );
+    }
+
+    #[test]
+    fn a_claim_checked_twice_by_one_model_is_named_apart() {
+        let dir = std::env::temp_dir().join(format!("cassalock-matrix-twice-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut spec = Spec::new(ModelName::Old);
+        spec.fault = Fault::Crash;
+        let report = build_model(&spec).expect("spec").check(Limits::default());
+        let mut files = Vec::new();
+        let judgement = model_judgement(
+            Row::Old,
+            Column::Crash,
+            "model, holder crashes",
+            &report,
+            &dir,
+            &mut files,
+        )
+        .expect("judged");
+        let text = judgement.markdown();
+        assert!(text.contains("C-lost (always) "), "{text}");
+        assert!(text.contains("C-lost (liveness) "), "{text}");
+        assert!(!text.contains("C-lost holds"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

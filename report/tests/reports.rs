@@ -103,6 +103,18 @@ fn matrix_report_searches_seeds_and_shows_the_contract() {
     assert!(out.join("matrix/queue-pause-pause-t1-belief-seed0.txt").is_file());
     assert!(md.contains("K3, T1-belief, T1-resource, T2: no violation in 2 seeds"));
     assert!(md.contains("## Compact view: the contract"));
+    // Safety, liveness and fairness apart: the old lock with no faults is unfair and can
+    // starve a waiter, but no check found two holders.
+    assert!(md.contains("## Compact view: safety, liveness and fairness apart"));
+    assert!(md.contains("| old GetLock (L3-4) safety | no violation |"), "old lock, no faults: safe");
+    assert!(md.contains("| old GetLock (L3-4) liveness | **violated: T2** |"));
+    assert!(md.contains("| old GetLock (L3-4) fairness | **violated: F-overtakes** |"));
+    assert!(!md.contains("**broken**"), "no mark lumps the aspects together");
+    // One model checks C-lost twice (within its bound, and eventually): both are named.
+    assert!(md.contains("C-lost (always) ") && md.contains("C-lost (liveness) "));
+    // The time service's two skew columns are one model run: shown once, its traces written once.
+    assert!(md.contains("the same model run as the *skew below the TTL* row above"));
+    assert!(!out.join("matrix/globaltime-skew-at-ttl-model-t5-race.txt").exists());
     assert!(md.contains("| TryGetLock (L7) C-try |"));
     assert!(md.contains("## What the contract checks found"));
     assert!(md.contains("| C-free | `loss` | queue |"));
