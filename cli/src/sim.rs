@@ -335,7 +335,7 @@ impl ScenarioArgs {
     pub fn flags(&self) -> String {
         let mut flags = String::new();
         if let Some(path) = &self.scenario_file {
-            flags.push_str(&format!(" --scenario-file {}", path.display()));
+            flags.push_str(&format!(" --scenario-file {}", shell_word(&path.display().to_string())));
         }
         if let Some(offset) = self.offset_s {
             flags.push_str(&format!(" --offset-s {offset}"));
@@ -418,6 +418,13 @@ pub struct ReplayArgs {
     /// ... and these claims must hold (checked and not violated: a bug since fixed).
     #[arg(long, value_delimiter = ',', value_name = "CLAIMS")]
     expect_passed: Vec<String>,
+}
+
+/// `text` as one shell word: as it is when the shell would read it unchanged, else quoted, so
+/// that every printed command (and every recorded line) can be pasted back (a scenario file
+/// under a path with spaces, say).
+pub fn shell_word(text: &str) -> String {
+    shlex::try_quote(text).map_or_else(|_| text.to_owned(), |quoted| quoted.into_owned())
 }
 
 pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &str) -> String {
@@ -782,8 +789,9 @@ pub fn sim(args: SimArgs) -> ExitCode {
                     }
                 } else {
                     println!(
-                        "               record (or rerun with --record): echo '{line}' >> {}",
-                        path.display()
+                        "               record (or rerun with --record): echo {} >> {}",
+                        shell_word(&line),
+                        shell_word(&path.display().to_string())
                     );
                 }
             }

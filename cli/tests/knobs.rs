@@ -311,3 +311,46 @@ fn the_example_scenario_files_parse_and_run() {
         }
     }
 }
+
+/// A scenario file under a path with spaces and a quote: the printed replay command and the
+/// record line quote it, so both paste back into a shell (and into regressions/*.seeds).
+#[test]
+fn printed_commands_quote_a_path_with_spaces() {
+    let dir = std::env::temp_dir().join(format!("cassalock knobs {} it's here", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let path = dir.join("pause run.toml");
+    std::fs::write(&path, "scenario = \"pause\"\n").expect("scenario file written");
+    let path_text = path.display().to_string();
+    let out = cassalock(&["sim", "--scenario-file", &path_text, "--seeds", "0..1"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the pause scenario violates T1-belief at seed 0: {stdout}"
+    );
+    let replay = stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("replay: "))
+        .unwrap_or_else(|| panic!("no replay line: {stdout}"));
+    let words = shlex::split(replay).unwrap_or_else(|| panic!("unbalanced quotes: {replay}"));
+    assert!(words.contains(&path_text), "the path is one word: {words:?}");
+    let echo = stdout
+        .lines()
+        .find_map(|line| line.split("--record): ").nth(1))
+        .unwrap_or_else(|| panic!("no record line: {stdout}"));
+    let echo_words = shlex::split(echo).unwrap_or_else(|| panic!("unbalanced quotes: {echo}"));
+    assert_eq!(echo_words[0], "echo");
+    let recorded = shlex::split(&echo_words[1]).expect("the recorded line is shell words");
+    assert!(recorded.contains(&path_text), "{recorded:?}");
+    // The replay command runs as printed.
+    let replayed = cassalock(
+        &[
+            &words[1..].iter().map(String::as_str).collect::<Vec<_>>()[..],
+            &["--summary"],
+        ]
+        .concat(),
+    );
+    assert_eq!(replayed.status.code(), Some(1), "{}", text(&replayed.stderr));
+    assert!(text(&replayed.stdout).contains("T1-belief    FAILED"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,8 +33,10 @@ fn recorded() -> Vec<(String, usize, Vec<String>)> {
         let text = std::fs::read_to_string(&path).expect("a readable seeds file");
         let name = path.file_name().expect("a file name").to_string_lossy().into_owned();
         for (index, line) in text.lines().enumerate() {
-            let arguments = line.split('#').next().unwrap_or_default();
-            let arguments: Vec<String> = arguments.split_whitespace().map(str::to_owned).collect();
+            // Shell words: a quoted path (a scenario file with spaces) is one argument; `#`
+            // starts a comment.
+            let arguments: Vec<String> =
+                shlex::split(line).unwrap_or_else(|| panic!("{name}:{}: unbalanced quotes: {line}", index + 1));
             if !arguments.is_empty() {
                 lines.push((name.clone(), index + 1, arguments));
             }
