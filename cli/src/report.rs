@@ -354,7 +354,10 @@ mod tests {
 
     /// The fields that shape the report (not `out`, not `jobs`), as text.
     fn fairness_shape(o: &FairnessOptions) -> String {
-        format!("{} {:?} {:?} {:?} {:?}", o.seeds, o.threads, o.hold_ms, o.think_ms, o.duration)
+        format!(
+            "{} {:?} {:?} {:?} {:?}",
+            o.seeds, o.threads, o.hold_ms, o.think_ms, o.duration
+        )
     }
 
     #[test]

@@ -106,7 +106,10 @@ fn matrix_report_searches_seeds_and_shows_the_contract() {
     // Safety, liveness and fairness apart: the old lock with no faults is unfair and can
     // starve a waiter, but no check found two holders.
     assert!(md.contains("## Compact view: safety, liveness and fairness apart"));
-    assert!(md.contains("| old GetLock (L3-4) safety | no violation |"), "old lock, no faults: safe");
+    assert!(
+        md.contains("| old GetLock (L3-4) safety | no violation |"),
+        "old lock, no faults: safe"
+    );
     assert!(md.contains("| old GetLock (L3-4) liveness | **violated: T2** |"));
     assert!(md.contains("| old GetLock (L3-4) fairness | **violated: F-overtakes** |"));
     assert!(!md.contains("**broken**"), "no mark lumps the aspects together");
