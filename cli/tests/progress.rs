@@ -1,0 +1,56 @@
+//! Progress of a long run, without a terminal (CI, `nohup`): `report` prints a line per tenth of
+//! each stage's real total and one when the stage ends, so a 10-minute run shows it is alive,
+//! never "0/0" and never a count past its total.
+#![cfg(madsim)]
+
+use std::process::Command;
+
+#[test]
+fn report_prints_progress_lines_with_real_totals_when_stderr_is_not_a_terminal() {
+    let out = std::env::temp_dir().join(format!("cassalock-progress-{}", std::process::id()));
+    let output = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args([
+            "report",
+            "fairness",
+            "--seeds",
+            "1",
+            "--threads",
+            "1,2",
+            "--duration-s",
+            "1",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .expect("cassalock runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    // "report: fairness: 3/21 runs (14%), 0 s elapsed"
+    let counts: Vec<(usize, usize)> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("report: fairness: "))
+        .map(|rest| {
+            let fraction = rest.split_whitespace().next().expect("a count");
+            let (done, total) = fraction.split_once('/').expect("done/total");
+            (done.parse().expect("done"), total.parse().expect("total"))
+        })
+        .collect();
+    assert!(counts.len() >= 5, "a line per tenth of the work: {stderr}");
+    assert!(counts.len() <= 10, "at most one line per tenth: {stderr}");
+    let total = counts[0].1;
+    assert!(total > 0, "a real total, never 0/0: {stderr}");
+    assert!(counts.iter().all(|&(_, t)| t == total), "one total per stage: {stderr}");
+    assert!(counts.windows(2).all(|w| w[0].0 < w[1].0), "counts only grow: {stderr}");
+    assert!(
+        counts.iter().all(|&(done, _)| done < total),
+        "the last line is the stage's end: {stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .is_some_and(|line| line.starts_with("report: fairness done in ")),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
