@@ -34,6 +34,23 @@ pub struct ClockSpec {
     pub error_us: u64,
 }
 
+impl ClockSpec {
+    /// How far this clock reads ahead of global time (negative: behind) at a global elapsed
+    /// time: the offset, the drift so far and the jumps so far, without the per-reading error.
+    /// [`SimClock::reading_at`] is global time plus this; the timeline draws it.
+    pub fn ahead_us_at(&self, elapsed: Duration) -> i64 {
+        let elapsed_us = elapsed.as_micros() as i64;
+        let elapsed_ms = elapsed.as_millis() as u64;
+        let jumped: i64 = self
+            .jumps
+            .iter()
+            .filter(|(at, _)| *at <= elapsed_ms)
+            .map(|(_, step)| step)
+            .sum();
+        elapsed_us * self.drift_ppm / 1_000_000 + self.offset_us + jumped
+    }
+}
+
 /// A node's clock.
 #[derive(Clone, Debug)]
 pub struct SimClock {
@@ -57,16 +74,7 @@ impl SimClock {
     /// The reading at a global elapsed time.
     pub fn reading_at(&self, elapsed: Duration) -> u64 {
         let elapsed_us = elapsed.as_micros() as i64;
-        let drifted = elapsed_us + elapsed_us * self.spec.drift_ppm / 1_000_000;
-        let elapsed_ms = elapsed.as_millis() as u64;
-        let jumped: i64 = self
-            .spec
-            .jumps
-            .iter()
-            .filter(|(at, _)| *at <= elapsed_ms)
-            .map(|(_, step)| step)
-            .sum();
-        (EPOCH_US as i64 + drifted + self.spec.offset_us + jumped).max(0) as u64
+        (EPOCH_US as i64 + elapsed_us + self.spec.ahead_us_at(elapsed)).max(0) as u64
     }
 }
 

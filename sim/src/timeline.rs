@@ -1,15 +1,61 @@
-//! A run as a picture: one lane per client (waiting, holding, paused, cut off, dead), one per
-//! replica (down periods shaded), violations marked.
+//! A run as a picture: one lane per node, top to bottom the clients, the replicas and the
+//! time-service replicas, on simulated time.
+//!
+//! A lane's bar is what the node does: a client waits (grey) or believes it holds the lock
+//! (green); a replica or time-service replica is down, paused or cut off. A client's
+//! disruptions (paused, dead, cut off) run in a strip above its bar, so that a paused holder
+//! shows both. Behind the bar, the lane is tinted by the node's clock against simulated time,
+//! taken from the [`ClockSpec`] the run's clocks read ([`ClockSpec::ahead_us_at`]): ahead (blue)
+//! or behind (pink), with its offset, drift and per-reading error written under the bar, and a
+//! marker with the step at every jump.
+//!
+//! On top, what the judge found: a red band where two clients believed they held the same
+//! lock (T1-belief), and one mark per resource write or K3 oracle record that matters, each of
+//! its own shape: a stale token accepted (damage, T1-resource), a stale holder's write refused
+//! (fencing doing its job), the only holder's write refused (C-token: the judge decides which
+//! refusals are these, [`crate::verdict::Refusal`]), a released lock live again (K3). The title
+//! names every claim the run violated; the legend counts every mark.
+//!
+//! Nothing here decides anything about the lock: the lanes come from the records, the clocks
+//! from the run's configuration, the verdicts and refusals from [`crate::verdict`].
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use cassalock::driver::LockEvent;
+use cassalock_history::ClaimVerdict;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::clock::ClockSpec;
 use crate::run::RunOutcome;
 use crate::trace::{Disruption, What};
+
+/// The picture's width, and the height of one lane, in pixels.
+const WIDTH: u32 = 1200;
+const LANE_PX: u32 = 50;
+const TITLE_FONT: u32 = 18;
+const LEGEND_FONT: u32 = 13;
+const CLOCK_FONT: u32 = 11;
+
+/// The strips of a lane, in lane units around its centre (a lane is 1 high).
+const DISRUPTION: (f64, f64) = (0.27, 0.45);
+const HOLDING: (f64, f64) = (-0.13, 0.24);
+const WAITING: (f64, f64) = (-0.02, 0.13);
+/// A clock's tint covers the whole lane (a gap to the next), its words sit under the bar.
+const CLOCK_TINT: (f64, f64) = (-0.46, 0.46);
+const CLOCK_WORDS: f64 = -0.31;
+/// Where a mark sits: on the holding bar.
+const MARK: f64 = 0.055;
+
+const STALE_ACCEPTED: RGBColor = RGBColor(230, 0, 0);
+const STALE_REFUSED: RGBColor = RGBColor(30, 110, 230);
+const LEGIT_REFUSED: RGBColor = RGBColor(200, 0, 160);
+const RESURRECTED: RGBColor = RGBColor(140, 0, 60);
+const CLOCK_AHEAD: RGBColor = RGBColor(205, 225, 248);
+const CLOCK_BEHIND: RGBColor = RGBColor(248, 215, 232);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Span {
@@ -30,45 +76,95 @@ fn colour(span: Span) -> RGBColor {
     }
 }
 
-/// Lanes: name -> spans (kind, from, to).
-fn lanes(outcome: &RunOutcome) -> BTreeMap<String, Vec<(Span, Duration, Duration)>> {
+/// (kind, from, to).
+type Spans = Vec<(Span, Duration, Duration)>;
+
+/// A lane's node: clients first, then replicas, then time-service replicas, each by number.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Lane {
+    Client(usize),
+    Replica(usize),
+    TimeReplica(usize),
+}
+
+impl Lane {
+    fn parse(node: &str) -> Option<Lane> {
+        if let Some(i) = node.strip_prefix("ts") {
+            return i.parse().ok().map(Lane::TimeReplica);
+        }
+        if let Some(i) = node.strip_prefix('r') {
+            return i.parse().ok().map(Lane::Replica);
+        }
+        // A client node is `c3`; a client id or thread `c3-0`, `c3-0:2` names its node first.
+        let node = node.split(['-', ':']).next()?;
+        node.strip_prefix('c')?.parse().ok().map(Lane::Client)
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Lane::Client(i) => format!("c{i}"),
+            Lane::Replica(i) => format!("r{i}"),
+            Lane::TimeReplica(i) => format!("ts{i}"),
+        }
+    }
+
+    fn is_client(&self) -> bool {
+        matches!(self, Lane::Client(_))
+    }
+}
+
+/// Every lane with its spans, in drawing order; and the periods of message loss (all nodes).
+fn lanes(outcome: &RunOutcome) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>) {
     let end = outcome.sim_time;
-    let mut lanes: BTreeMap<String, Vec<(Span, Duration, Duration)>> = BTreeMap::new();
-    for i in 0..outcome.config.clients {
-        lanes.insert(format!("c{i}"), Vec::new());
-    }
-    for i in 0..outcome.config.cluster.replicas {
-        lanes.insert(format!("r{i}"), Vec::new());
-    }
-    for i in 0..outcome.config.time_replicas {
-        lanes.insert(format!("ts{i}"), Vec::new());
-    }
-    let mut open: BTreeMap<(String, u8), (Span, Duration)> = BTreeMap::new();
+    let mut lanes: BTreeMap<Lane, Spans> = BTreeMap::new();
+    lanes.extend((0..outcome.config.clients).map(|i| (Lane::Client(i), Vec::new())));
+    lanes.extend((0..outcome.config.cluster.replicas).map(|i| (Lane::Replica(i), Vec::new())));
+    lanes.extend((0..outcome.config.time_replicas).map(|i| (Lane::TimeReplica(i), Vec::new())));
+    let mut open: BTreeMap<(Lane, u8), (Span, Duration)> = BTreeMap::new();
     let key = |span: Span| match span {
         Span::Waiting => 0u8,
         Span::Holding => 1,
         Span::Disrupted(d) => 2 + d as u8,
     };
-    let close = |lanes: &mut BTreeMap<String, Vec<(Span, Duration, Duration)>>,
-                 node: &str,
+    let close = |lanes: &mut BTreeMap<Lane, Spans>,
+                 open: &mut BTreeMap<(Lane, u8), (Span, Duration)>,
+                 lane: &Lane,
                  span: Span,
-                 at: Duration,
-                 open: &mut BTreeMap<(String, u8), (Span, Duration)>| {
-        if let Some((span, from)) = open.remove(&(node.to_owned(), key(span))) {
-            lanes.entry(node.to_owned()).or_default().push((span, from, at));
+                 at: Duration| {
+        if let Some((span, from)) = open.remove(&(lane.clone(), key(span))) {
+            lanes.entry(lane.clone()).or_default().push((span, from, at));
         }
     };
+    let mut loss: Vec<(Duration, Duration)> = Vec::new();
+    let mut loss_from: Option<Duration> = None;
     for record in &outcome.records {
         match &record.what {
-            What::Waiting { .. } => {
-                open.insert((record.node.clone(), key(Span::Waiting)), (Span::Waiting, record.at));
-            }
-            What::Lock(LockEvent::Acquired { .. }) => {
-                close(&mut lanes, &record.node, Span::Waiting, record.at, &mut open);
-                open.insert((record.node.clone(), key(Span::Holding)), (Span::Holding, record.at));
-            }
-            What::Lock(LockEvent::Releasing { .. }) => {
-                close(&mut lanes, &record.node, Span::Holding, record.at, &mut open)
+            What::Waiting { .. }
+            | What::Lock(LockEvent::Acquired { .. })
+            | What::Lock(LockEvent::Releasing { .. })
+            | What::ClientError { .. }
+            | What::TryReturned { acquired: false, .. } => {
+                let Some(lane) = Lane::parse(&record.node) else {
+                    continue;
+                };
+                let at = record.at;
+                // A span opens once: a second lock of the same acquisition does not move its
+                // holding's start.
+                match &record.what {
+                    What::Waiting { .. } => {
+                        open.entry((lane, key(Span::Waiting))).or_insert((Span::Waiting, at));
+                    }
+                    What::Lock(LockEvent::Acquired { .. }) => {
+                        close(&mut lanes, &mut open, &lane, Span::Waiting, at);
+                        open.entry((lane, key(Span::Holding))).or_insert((Span::Holding, at));
+                    }
+                    What::Lock(LockEvent::Releasing { .. }) => {
+                        close(&mut lanes, &mut open, &lane, Span::Holding, record.at)
+                    }
+                    // The attempt failed, or try_lock said no: the client stops waiting until
+                    // its next attempt.
+                    _ => close(&mut lanes, &mut open, &lane, Span::Waiting, record.at),
+                }
             }
             What::Fault {
                 node: Some(node),
@@ -76,24 +172,404 @@ fn lanes(outcome: &RunOutcome) -> BTreeMap<String, Vec<(Span, Duration, Duration
                 begins,
                 ..
             } => {
+                let Some(lane) = Lane::parse(node) else { continue };
                 let span = Span::Disrupted(*period);
                 if *begins {
                     if *period == Disruption::Killed {
-                        close(&mut lanes, node, Span::Waiting, record.at, &mut open);
-                        close(&mut lanes, node, Span::Holding, record.at, &mut open);
+                        close(&mut lanes, &mut open, &lane, Span::Waiting, record.at);
+                        close(&mut lanes, &mut open, &lane, Span::Holding, record.at);
                     }
-                    open.insert((node.clone(), key(span)), (span, record.at));
+                    open.insert((lane, key(span)), (span, record.at));
                 } else {
-                    close(&mut lanes, node, span, record.at, &mut open);
+                    close(&mut lanes, &mut open, &lane, span, record.at);
+                }
+            }
+            What::Fault {
+                node: None,
+                period: Disruption::Lossy,
+                begins,
+                ..
+            } => {
+                if *begins {
+                    loss_from.get_or_insert(record.at);
+                } else if let Some(from) = loss_from.take() {
+                    loss.push((from, record.at));
                 }
             }
             _ => {}
         }
     }
-    for ((node, _), (span, from)) in open {
-        lanes.entry(node).or_default().push((span, from, end));
+    for ((lane, _), (span, from)) in open {
+        lanes.entry(lane).or_default().push((span, from, end));
     }
-    lanes
+    loss.extend(loss_from.map(|from| (from, end)));
+    (lanes, loss)
+}
+
+/// The track of each span in its strip: disruptions that overlap in time get different tracks
+/// (the first free one, in order of start), so that none hides another; the bar's spans are 0.
+fn disruption_tracks(spans: &[(Span, Duration, Duration)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..spans.len())
+        .filter(|&i| matches!(spans[i].0, Span::Disrupted(_)))
+        .collect();
+    order.sort_by_key(|&i| (spans[i].1, spans[i].2));
+    let mut tracks = vec![0; spans.len()];
+    // Where each track is free from.
+    let mut free_from: Vec<Duration> = Vec::new();
+    for i in order {
+        let (_, from, to) = spans[i];
+        let track = match free_from.iter().position(|&free| free <= from) {
+            Some(track) => track,
+            None => {
+                free_from.push(Duration::ZERO);
+                free_from.len() - 1
+            }
+        };
+        free_from[track] = to;
+        tracks[i] = track;
+    }
+    tracks
+}
+
+/// A stretch of a node's clock between jumps: how far ahead it reads at `from` (negative:
+/// behind), and the jump that began it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct ClockStretch {
+    from: Duration,
+    to: Duration,
+    ahead_us: i64,
+    jump_us: Option<i64>,
+}
+
+/// The clock of lane `lane` as the run configured it (`None`: it reads simulated time).
+fn clock_of<'a>(outcome: &'a RunOutcome, lane: &Lane) -> Option<&'a ClockSpec> {
+    let config = &outcome.config;
+    let spec = match *lane {
+        Lane::Client(i) => config.client_clocks.get(i),
+        Lane::Replica(i) => config.replica_clocks.get(i),
+        Lane::TimeReplica(i) => config.time_replica_clocks.get(i),
+    }?;
+    (*spec != ClockSpec::default()).then_some(spec)
+}
+
+/// The clock's stretches from the run's start to `end`: one, and one more per jump before
+/// `end` (steps at the same millisecond add up).
+fn clock_stretches(spec: &ClockSpec, end: Duration) -> Vec<ClockStretch> {
+    let mut jumps: BTreeMap<u64, i64> = BTreeMap::new();
+    for &(at_ms, step_us) in &spec.jumps {
+        // A jump at 0 is part of the clock's first reading, not an event in the run.
+        if at_ms > 0 && Duration::from_millis(at_ms) < end {
+            *jumps.entry(at_ms).or_default() += step_us;
+        }
+    }
+    let starts = std::iter::once((Duration::ZERO, None)).chain(
+        jumps
+            .into_iter()
+            .map(|(at_ms, step)| (Duration::from_millis(at_ms), Some(step))),
+    );
+    let starts: Vec<(Duration, Option<i64>)> = starts.collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(i, &(from, jump_us))| ClockStretch {
+            from,
+            to: starts.get(i + 1).map_or(end, |next| next.0),
+            ahead_us: spec.ahead_us_at(from),
+            jump_us,
+        })
+        .collect()
+}
+
+/// Seconds in the shortest form that keeps milliseconds, signed: "+30 s", "−5 s", "+0.25 s".
+fn signed_seconds(us: i64) -> String {
+    let sign = if us < 0 { "\u{2212}" } else { "+" };
+    format!("{sign}{} s", shortest(us.unsigned_abs() as f64 / 1e6, 3))
+}
+
+/// `x` with at most `decimals` decimals, no trailing zeros: 50, 2.5, 0.125.
+fn shortest(x: f64, decimals: usize) -> String {
+    let text = format!("{x:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        &text
+    };
+    if text == "-0" {
+        "0".to_owned()
+    } else {
+        text.to_owned()
+    }
+}
+
+/// What a clock stretch says, longest first; the drawing takes the first that fits.
+fn clock_labels(spec: &ClockSpec, stretch: &ClockStretch) -> Vec<String> {
+    let offset = match stretch.ahead_us {
+        0 => "exact".to_owned(),
+        us if us > 0 => format!("{} ahead", signed_seconds(us)),
+        us => format!("{} behind", signed_seconds(us)),
+    };
+    let mut long = match stretch.jump_us {
+        Some(step) => format!("clock jumps {}: {offset}", signed_seconds(step)),
+        None => format!("clock {offset}"),
+    };
+    if spec.drift_ppm != 0 {
+        long.push_str(&format!(", drifting {:+} ppm", spec.drift_ppm));
+    }
+    if spec.error_us != 0 {
+        long.push_str(&format!(
+            ", readings \u{b1}{} ms",
+            shortest(spec.error_us as f64 / 1e3, 3)
+        ));
+    }
+    let short = match stretch.jump_us {
+        Some(step) => signed_seconds(step),
+        None => signed_seconds(stretch.ahead_us),
+    };
+    vec![long, short]
+}
+
+/// A text's width in pixels, generously: plotters draws a font of size `font` at `font / 1.24`
+/// pixels, and its own width estimate is too narrow for the SVG viewers' sans-serif; a label
+/// that overruns its room is worse than one dropped.
+fn text_width(text: &str, font: u32) -> i32 {
+    (text.chars().count() as f64 * f64::from(font) / 1.24 * 0.6).ceil() as i32
+}
+
+/// A mark on a lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Glyph {
+    /// The resource accepted a stale token (damage: T1-resource).
+    StaleAccepted,
+    /// The resource refused a stale holder's write (fencing worked).
+    StaleRefused,
+    /// The resource refused the only holder's write (C-token).
+    LegitRefused,
+    /// A released acquisition's main cell live again (K3).
+    Resurrected,
+    /// A clock stepped back (or forward).
+    JumpBack,
+    JumpForward,
+}
+
+/// Every mark the judge and the resource's records call for: (glyph, time, lane).
+fn marks(outcome: &RunOutcome) -> Vec<(Glyph, Duration, Lane)> {
+    let mut marks = Vec::new();
+    for record in &outcome.records {
+        match &record.what {
+            What::Resource {
+                client,
+                stale: true,
+                accepted: true,
+                ..
+            } => marks.extend(Lane::parse(client).map(|lane| (Glyph::StaleAccepted, record.at, lane))),
+            What::Resurrected { thread, .. } => {
+                marks.extend(Lane::parse(thread).map(|lane| (Glyph::Resurrected, record.at, lane)))
+            }
+            _ => {}
+        }
+    }
+    for refusal in &outcome.verdicts.refusals {
+        let glyph = if refusal.legitimate {
+            Glyph::LegitRefused
+        } else {
+            Glyph::StaleRefused
+        };
+        marks.extend(Lane::parse(&refusal.client).map(|lane| (glyph, refusal.at, lane)));
+    }
+    marks
+}
+
+type Fallible = Result<(), DrawingAreaErrorKind<std::io::Error>>;
+
+/// Draw `glyph` centred on `at`, in `area`'s coordinates.
+fn draw_glyph<CT: CoordTranslate>(area: &DrawingArea<SVGBackend<'_>, CT>, glyph: Glyph, at: CT::From) -> Fallible {
+    let at = EmptyElement::at(at);
+    match glyph {
+        Glyph::StaleAccepted => area.draw(&(at + Cross::new((0, 0), 6, STALE_ACCEPTED.stroke_width(3)))),
+        Glyph::StaleRefused => area.draw(&(at + Circle::new((0, 0), 6, STALE_REFUSED.stroke_width(3)))),
+        Glyph::LegitRefused => area.draw(&(at + TriangleMarker::new((0, 0), 8, LEGIT_REFUSED.filled()))),
+        Glyph::Resurrected => {
+            area.draw(&(at + Polygon::new(vec![(0, -8), (8, 0), (0, 8), (-8, 0)], RESURRECTED.filled())))
+        }
+        Glyph::JumpBack | Glyph::JumpForward => draw_jump(area, glyph, at, 8),
+    }
+}
+
+/// A jump: a bar `half_px` above and below `at`, with a triangle at its foot pointing the way
+/// the clock went.
+fn draw_jump<'a, CT: CoordTranslate>(
+    area: &DrawingArea<SVGBackend<'a>, CT>,
+    glyph: Glyph,
+    at: EmptyElement<CT::From, SVGBackend<'a>>,
+    half_px: i32,
+) -> Fallible {
+    let tip = if glyph == Glyph::JumpBack { -7 } else { 7 };
+    let foot = half_px - 5;
+    area.draw(
+        &(at + PathElement::new(vec![(0, -half_px), (0, half_px)], BLACK.stroke_width(2))
+            + Polygon::new(vec![(tip, foot), (0, foot - 5), (0, foot + 5)], BLACK.filled())),
+    )
+}
+
+/// The title: the run, then every claim it violated, then what held and what had no occasion;
+/// wrapped at item boundaries to lines of at most `width` pixels.
+fn title_lines(outcome: &RunOutcome, width: i32) -> Vec<String> {
+    let checks = &outcome.verdicts.checks;
+    let named = |verdict: ClaimVerdict| -> Vec<&str> {
+        checks
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .map(|c| c.claim.as_str())
+            .collect()
+    };
+    let (violated, held, idle) = (
+        named(ClaimVerdict::Violated),
+        named(ClaimVerdict::Holds),
+        named(ClaimVerdict::NotExercised),
+    );
+    // Items, each with the separator that follows it.
+    let mut items: Vec<String> = Vec::new();
+    for (i, claim) in violated.iter().enumerate() {
+        let separator = if i + 1 < violated.len() { ", " } else { "; " };
+        items.push(format!("{claim} VIOLATED{separator}"));
+    }
+    items.push(format!(
+        "{}{}",
+        match (violated.is_empty(), held.len()) {
+            (true, n) => format!("all {n} judged claims ok"),
+            (false, 0) => "no other claim ok".to_owned(),
+            (false, n) => format!("the other {n} ok"),
+        },
+        if idle.is_empty() { "" } else { "; " }
+    ));
+    for (i, claim) in idle.iter().enumerate() {
+        let lead = if i == 0 { "no occasion for " } else { "" };
+        let separator = if i + 1 < idle.len() { ", " } else { "" };
+        items.push(format!("{lead}{claim}{separator}"));
+    }
+    let mut lines = vec![format!(
+        "{} / {} algorithm / seed {}: ",
+        outcome.config.scenario,
+        outcome.config.algorithm.name(),
+        outcome.seed
+    )];
+    for item in items {
+        let line = lines.last_mut().expect("a line");
+        if text_width(&format!("{line}{item}"), TITLE_FONT) > width && text_width(line, TITLE_FONT) > 0 {
+            lines.push(item);
+        } else {
+            line.push_str(&item);
+        }
+    }
+    lines.iter().map(|line| line.trim_end().to_owned()).collect()
+}
+
+/// A legend entry's key.
+#[derive(Clone, Copy)]
+enum Key {
+    Bar(RGBColor),
+    Band(RGBAColor),
+    Glyph(Glyph),
+}
+
+/// The legend: one row of lane strips, one of clock strips, one of the judge's marks (each
+/// counted in this run), each row wrapped to the picture's width.
+fn legend(outcome: &RunOutcome, marks: &[(Glyph, Duration, Lane)], jumps: usize) -> Vec<Vec<(Key, String)>> {
+    let count = |glyph: Glyph| marks.iter().filter(|mark| mark.0 == glyph).count();
+    let bar = |span: Span| Key::Bar(colour(span));
+    let groups: Vec<Vec<(Key, String)>> = vec![
+        vec![
+            (bar(Span::Waiting), "waiting".into()),
+            (bar(Span::Holding), "holding (believes it holds)".into()),
+            (bar(Span::Disrupted(Disruption::Paused)), "paused".into()),
+            (bar(Span::Disrupted(Disruption::Killed)), "dead / down".into()),
+            (bar(Span::Disrupted(Disruption::CutOff)), "cut off / isolated".into()),
+            (
+                Key::Band(colour(Span::Disrupted(Disruption::Lossy)).mix(0.3)),
+                "message loss (every node)".into(),
+            ),
+        ],
+        vec![
+            (Key::Bar(CLOCK_AHEAD), "clock ahead of simulated time".into()),
+            (Key::Bar(CLOCK_BEHIND), "clock behind".into()),
+            (Key::Glyph(Glyph::JumpBack), format!("clock jump: {jumps}")),
+        ],
+        vec![
+            (
+                Key::Band(RED.mix(0.25)),
+                format!(
+                    "two clients believe they hold it (T1-belief): {}",
+                    outcome.verdicts.overlaps.len()
+                ),
+            ),
+            (
+                Key::Glyph(Glyph::StaleAccepted),
+                format!("stale token accepted (T1-resource): {}", count(Glyph::StaleAccepted)),
+            ),
+            (
+                Key::Glyph(Glyph::StaleRefused),
+                format!(
+                    "stale holder's write refused (fencing worked): {}",
+                    count(Glyph::StaleRefused)
+                ),
+            ),
+            (
+                Key::Glyph(Glyph::LegitRefused),
+                format!("only holder's write refused (C-token): {}", count(Glyph::LegitRefused)),
+            ),
+            (
+                Key::Glyph(Glyph::Resurrected),
+                format!("released lock live again (K3): {}", count(Glyph::Resurrected)),
+            ),
+        ],
+    ];
+    let mut rows = Vec::new();
+    for group in groups {
+        let mut row: Vec<(Key, String)> = Vec::new();
+        let mut x = LEGEND_LEFT;
+        for (key, label) in group {
+            let w = legend_entry_width(&label);
+            if !row.is_empty() && x + w > WIDTH as i32 - 10 {
+                rows.push(std::mem::take(&mut row));
+                x = LEGEND_LEFT;
+            }
+            row.push((key, label));
+            x += w;
+        }
+        rows.push(row);
+    }
+    rows
+}
+
+const LEGEND_LEFT: i32 = 60;
+const LEGEND_ROW_PX: i32 = 22;
+
+fn legend_entry_width(label: &str) -> i32 {
+    22 + text_width(label, LEGEND_FONT) + 24
+}
+
+fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, rows: &[Vec<(Key, String)>]) -> Fallible {
+    for (r, row) in rows.iter().enumerate() {
+        let y = 8 + LEGEND_ROW_PX * r as i32;
+        let mut x = LEGEND_LEFT;
+        for (key, label) in row {
+            match *key {
+                Key::Bar(colour) => area.draw(&Rectangle::new([(x, y), (x + 16, y + 14)], colour.filled()))?,
+                Key::Band(colour) => area.draw(&Rectangle::new([(x, y - 2), (x + 16, y + 16)], colour.filled()))?,
+                Key::Glyph(glyph) => draw_glyph(area, glyph, (x + 8, y + 7))?,
+            }
+            area.draw(&Text::new(
+                label.as_str(),
+                (x + 22, y + 7),
+                ("sans-serif", LEGEND_FONT)
+                    .into_font()
+                    .into_text_style(area)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+            x += legend_entry_width(label);
+        }
+    }
+    Ok(())
 }
 
 /// Why the timeline could not be drawn: plotters' SVG backend failed, in practice an I/O error
@@ -104,58 +580,58 @@ pub struct TimelineError(#[from] DrawingAreaErrorKind<std::io::Error>);
 
 /// Draw `outcome` into an SVG file.
 pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError> {
-    let lanes = lanes(outcome);
-    // Clients on top, then replicas, then time-service replicas.
-    let mut names: Vec<String> = lanes.keys().cloned().collect();
-    names.sort_by_key(|name| {
-        let rank = if name.starts_with('c') {
-            0
-        } else if name.starts_with('r') {
-            1
-        } else {
-            2
-        };
-        (rank, name.clone())
-    });
+    let (lanes, loss) = lanes(outcome);
+    let names: Vec<&Lane> = lanes.keys().collect();
     let count = names.len();
     // Lane i (top first) is centred on y = count - 1 - i.
     let y_of = |i: usize| (count - 1 - i) as f64;
+    let lane_index: BTreeMap<&Lane, usize> = names.iter().enumerate().map(|(i, lane)| (*lane, i)).collect();
     let seconds = outcome.sim_time.as_secs_f64().max(1.0);
-    let height = 150 + 40 * count as u32;
-    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
+    let clocks: Vec<(usize, &ClockSpec, Vec<ClockStretch>)> = names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, lane)| clock_of(outcome, lane).map(|spec| (i, spec, clock_stretches(spec, outcome.sim_time))))
+        .collect();
+    let jumps = clocks
+        .iter()
+        .map(|(_, _, stretches)| stretches.iter().filter(|s| s.jump_us.is_some()).count())
+        .sum();
+    let marks = marks(outcome);
+
+    let title = title_lines(outcome, WIDTH as i32 - 40);
+    let legend_rows = legend(outcome, &marks, jumps);
+    let title_px = 14 + 24 * title.len() as u32;
+    let plot_px = LANE_PX * count as u32 + 12 + 40;
+    let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
+    let height = title_px + plot_px + legend_px;
+
+    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let (plot, legend) = root.split_vertically(height - 56);
-    let title = format!(
-        "{} / {} algorithm / seed {}: T1-belief {}, T1-resource {}, K3 {}",
-        outcome.config.scenario,
-        outcome.config.algorithm.name(),
-        outcome.seed,
-        if outcome.verdicts.passed("T1-belief") {
-            "ok"
-        } else {
-            "VIOLATED"
-        },
-        if outcome.verdicts.passed("T1-resource") {
-            "ok"
-        } else {
-            "VIOLATED"
-        },
-        if outcome.verdicts.passed("K3") {
-            "ok"
-        } else {
-            "VIOLATED"
-        },
-    );
+    let (top, rest) = root.split_vertically(title_px);
+    let (plot, legend_area) = rest.split_vertically(plot_px);
+    for (i, line) in title.iter().enumerate() {
+        top.draw(&Text::new(
+            line.as_str(),
+            (WIDTH as i32 / 2, 10 + 24 * i as i32),
+            ("sans-serif", TITLE_FONT)
+                .into_font()
+                .into_text_style(&top)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+        ))?;
+    }
+
     let mut chart = ChartBuilder::on(&plot)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .x_label_area_size(36)
+        .margin_left(12)
+        .margin_right(12)
+        .margin_top(6)
+        .x_label_area_size(40)
         .y_label_area_size(48)
         .build_cartesian_2d(0.0..seconds, -0.5..(count as f64 - 0.5))?;
-    let label_names = names.clone();
+    let label_names: Vec<String> = names.iter().map(|lane| lane.name()).collect();
     chart
         .configure_mesh()
         .x_desc("simulated seconds")
+        .x_label_formatter(&|x: &f64| shortest(*x, 6))
         .y_labels(count)
         .y_label_formatter(&move |y: &f64| {
             let lane = count as f64 - 1.0 - y.round();
@@ -167,74 +643,178 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError>
         })
         .disable_y_mesh()
         .draw()?;
+    let area = chart.plotting_area();
+    let px_per_s = f64::from(area.dim_in_pixel().0) / seconds;
     let min_width = seconds / 2000.0;
-    for (i, name) in names.iter().enumerate() {
-        let y = y_of(i);
-        // Waiting and holding as the lane's bar; disruptions as a strip above it, so that a
-        // paused holder shows both.
-        for &(span, from, to) in &lanes[name] {
-            let (low, high) = match span {
-                Span::Waiting => (y - 0.15, y + 0.15),
-                Span::Holding => (y - 0.3, y + 0.2),
-                Span::Disrupted(_) => (y + 0.22, y + 0.4),
-            };
-            let to = to.as_secs_f64().max(from.as_secs_f64() + min_width);
-            chart.draw_series(std::iter::once(Rectangle::new(
-                [(from.as_secs_f64(), low), (to, high)],
-                colour(span).filled(),
-            )))?;
-        }
-    }
-    // Violations: overlapping beliefs as red bands across the client lanes.
-    let clients = outcome.config.clients;
-    let client_band = (y_of(clients - 1) - 0.5, y_of(0) + 0.5);
-    for overlap in &outcome.verdicts.overlaps {
-        let to = overlap
-            .to
-            .as_secs_f64()
-            .max(overlap.from.as_secs_f64() + seconds / 500.0);
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [(overlap.from.as_secs_f64(), client_band.0), (to, client_band.1)],
-            RED.mix(0.25).filled(),
-        )))?;
-    }
-    // Stale-token writes and K3 resurrections as red crosses on the writer's lane.
-    let lane_of: BTreeMap<&str, usize> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
-    for record in &outcome.records {
-        let lane = match &record.what {
-            What::Resource {
-                client, stale: true, ..
-            } => client.split('-').next().and_then(|node| lane_of.get(node)).copied(),
-            What::Resurrected { thread, .. } => thread.split('-').next().and_then(|node| lane_of.get(node)).copied(),
-            _ => None,
-        };
-        if let Some(lane) = lane {
-            chart.draw_series(std::iter::once(Cross::new(
-                (record.at.as_secs_f64(), y_of(lane)),
-                7,
-                RED.stroke_width(3),
-            )))?;
-        }
-    }
-    let entries = [
-        ("waiting", Span::Waiting),
-        ("holding (believes it holds)", Span::Holding),
-        ("paused", Span::Disrupted(Disruption::Paused)),
-        ("dead", Span::Disrupted(Disruption::Killed)),
-        ("cut off / isolated", Span::Disrupted(Disruption::CutOff)),
-        ("message loss", Span::Disrupted(Disruption::Lossy)),
-    ];
-    for (i, (label, span)) in entries.iter().enumerate() {
-        let x = 60 + 185 * i as i32;
-        legend.draw(&Rectangle::new([(x, 8), (x + 16, 22)], colour(*span).filled()))?;
-        legend.draw(&Text::new(*label, (x + 22, 9), ("sans-serif", 13)))?;
-    }
-    legend
-        .draw(&Text::new(
-            "red band: two clients believe they hold the lock (T1); red x: a write with a stale fencing token, or a K3 resurrection",
-            (60, 34),
-            ("sans-serif", 13).into_font().color(&RED),
+    let band = |from: f64, to: f64, low: f64, high: f64, colour: ShapeStyle| {
+        Rectangle::new([(from, low), (to.max(from + min_width), high)], colour)
+    };
+
+    // Message loss hits every node: a band behind all lanes.
+    for &(from, to) in &loss {
+        let colour = colour(Span::Disrupted(Disruption::Lossy)).mix(0.3).filled();
+        area.draw(&band(
+            from.as_secs_f64(),
+            to.as_secs_f64(),
+            -0.5,
+            count as f64 - 0.5,
+            colour,
         ))?;
+    }
+    // Clocks: the tint, its words, a marker at each jump (the tints first, under the bars).
+    let clock_font = ("sans-serif", CLOCK_FONT)
+        .into_font()
+        .into_text_style(area)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, spec, stretches) in &clocks {
+        let y = y_of(*i);
+        for stretch in stretches {
+            let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
+            // A clock exact at the stretch's start but drifting is tinted the way it drifts.
+            let ahead = if stretch.ahead_us != 0 {
+                stretch.ahead_us
+            } else {
+                spec.drift_ppm
+            };
+            if ahead != 0 {
+                let colour = if ahead > 0 { CLOCK_AHEAD } else { CLOCK_BEHIND };
+                area.draw(&band(from, to, y + CLOCK_TINT.0, y + CLOCK_TINT.1, colour.filled()))?;
+            }
+        }
+    }
+    for (i, lane) in names.iter().enumerate() {
+        let y = y_of(i);
+        let spans = &lanes[*lane];
+        let tracks = disruption_tracks(spans);
+        let track_count = tracks.iter().copied().max().map_or(1, |last| last + 1);
+        for (&(span, from, to), &track) in spans.iter().zip(&tracks) {
+            // A client's disruptions above its bar; a replica's are its bar (it holds nothing).
+            // Disruptions that overlap share the strip, one track each, the first on top.
+            let (low, high) = match span {
+                Span::Waiting => WAITING,
+                Span::Holding => HOLDING,
+                Span::Disrupted(_) => {
+                    let (low, high) = if lane.is_client() { DISRUPTION } else { HOLDING };
+                    let step = (high - low) / track_count as f64;
+                    let top = high - step * track as f64;
+                    (top - step + if track_count > 1 { 0.02 } else { 0.0 }, top)
+                }
+            };
+            area.draw(&band(
+                from.as_secs_f64(),
+                to.as_secs_f64(),
+                y + low,
+                y + high,
+                colour(span).filled(),
+            ))?;
+        }
+    }
+    let half_lane_px = (LANE_PX as i32 * 46) / 100;
+    for (i, spec, stretches) in &clocks {
+        let y = y_of(*i);
+        for stretch in stretches {
+            let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
+            let exact = stretch.ahead_us == 0 && spec.drift_ppm == 0 && spec.error_us == 0;
+            let indent_px = if stretch.jump_us.is_some() { 12 } else { 4 };
+            if let Some(step) = stretch.jump_us {
+                let glyph = if step < 0 { Glyph::JumpBack } else { Glyph::JumpForward };
+                draw_jump(area, glyph, EmptyElement::at((from, y)), half_lane_px)?;
+            }
+            let room = ((to - from) * px_per_s) as i32 - indent_px - 2;
+            let label = clock_labels(spec, stretch)
+                .into_iter()
+                .find(|label| text_width(label, CLOCK_FONT) <= room);
+            if let (Some(label), false) = (label, exact && stretch.jump_us.is_none()) {
+                area.draw(
+                    &(EmptyElement::at((from, y + CLOCK_WORDS)) + Text::new(label, (indent_px, 0), clock_font.clone())),
+                )?;
+            }
+        }
+    }
+    // Overlapping beliefs: red bands across the client lanes.
+    let clients = outcome.config.clients;
+    if clients > 0 {
+        let (low, high) = (y_of(clients - 1) - 0.5, y_of(0) + 0.5);
+        for overlap in &outcome.verdicts.overlaps {
+            let to = overlap
+                .to
+                .as_secs_f64()
+                .max(overlap.from.as_secs_f64() + seconds / 500.0);
+            area.draw(&band(overlap.from.as_secs_f64(), to, low, high, RED.mix(0.25).filled()))?;
+        }
+    }
+    for (glyph, at, lane) in &marks {
+        if let Some(&i) = lane_index.get(lane) {
+            draw_glyph(area, *glyph, (at.as_secs_f64(), y_of(i) + MARK))?;
+        }
+    }
+    draw_legend(&legend_area, &legend_rows)?;
     root.present()?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_print_in_their_shortest_form() {
+        assert_eq!(shortest(50.0, 6), "50");
+        assert_eq!(shortest(2.5, 6), "2.5");
+        assert_eq!(shortest(0.1 + 0.2, 6), "0.3");
+        assert_eq!(shortest(-0.0, 6), "0");
+        assert_eq!(signed_seconds(30_000_000), "+30 s");
+        assert_eq!(signed_seconds(-5_000_000), "\u{2212}5 s");
+        assert_eq!(signed_seconds(14_200_000), "+14.2 s");
+    }
+
+    #[test]
+    fn a_clock_splits_at_its_jumps() {
+        let spec = ClockSpec {
+            offset_us: 30_000_000,
+            jumps: vec![(5_800, -5_000_000), (90_000, 1_000_000), (500_000, 1)],
+            ..ClockSpec::default()
+        };
+        let end = Duration::from_secs(100);
+        let stretches = clock_stretches(&spec, end);
+        assert_eq!(
+            stretches,
+            vec![
+                ClockStretch {
+                    from: Duration::ZERO,
+                    to: Duration::from_millis(5_800),
+                    ahead_us: 30_000_000,
+                    jump_us: None,
+                },
+                ClockStretch {
+                    from: Duration::from_millis(5_800),
+                    to: Duration::from_secs(90),
+                    ahead_us: 25_000_000,
+                    jump_us: Some(-5_000_000),
+                },
+                ClockStretch {
+                    from: Duration::from_secs(90),
+                    to: end,
+                    ahead_us: 26_000_000,
+                    jump_us: Some(1_000_000),
+                },
+            ],
+            "the jump after the run's end is left out"
+        );
+        assert_eq!(
+            clock_labels(&spec, &stretches[1]),
+            vec!["clock jumps \u{2212}5 s: +25 s ahead", "\u{2212}5 s"]
+        );
+    }
+
+    #[test]
+    fn lanes_are_named_by_node_client_id_or_thread() {
+        assert_eq!(Lane::parse("c3"), Some(Lane::Client(3)));
+        assert_eq!(Lane::parse("c3-1"), Some(Lane::Client(3)));
+        assert_eq!(Lane::parse("c12-0:4"), Some(Lane::Client(12)));
+        assert_eq!(Lane::parse("r2"), Some(Lane::Replica(2)));
+        assert_eq!(Lane::parse("ts0"), Some(Lane::TimeReplica(0)));
+        assert_eq!(Lane::parse("resource"), None);
+        assert!(Lane::Client(10) < Lane::Replica(0) && Lane::Client(2) < Lane::Client(10));
+    }
 }

@@ -75,6 +75,18 @@ impl Check {
     }
 }
 
+/// A write the resource refused (its token was below the highest it had accepted).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub at: Duration,
+    /// The writer's client id (`c0-0`: client c0, incarnation 0).
+    pub client: String,
+    pub lock: String,
+    /// The writer acquired this lock last and is the only thread believing it holds it: the
+    /// refusal broke C-token. Otherwise a stale holder was fenced off, as fencing should.
+    pub legitimate: bool,
+}
+
 /// Everything judged about one run.
 #[derive(Clone, Debug, Default)]
 pub struct Verdicts {
@@ -83,6 +95,9 @@ pub struct Verdicts {
     pub stale_accepted: usize,
     pub stale_refused: usize,
     pub legit_refused: usize,
+    /// Every write the resource refused, in time order, with the judge's reading of it: a
+    /// stale holder's write (fencing working) or the legitimate holder's (C-token).
+    pub refusals: Vec<Refusal>,
     pub token_drops: usize,
     pub first_token_drop: Option<(String, String)>,
     pub unfinished: Vec<String>,
@@ -243,10 +258,16 @@ pub fn judge(
                         .get(lock.as_str())
                         .and_then(|tokens| tokens.last())
                         .is_some_and(|(_, last)| last == token.as_str());
-                    if acquired_last && believers.len() == 1 && believers[0].split(':').next() == Some(client.as_str())
-                    {
-                        v.legit_refused += 1;
-                    }
+                    let legitimate = acquired_last
+                        && believers.len() == 1
+                        && believers[0].split(':').next() == Some(client.as_str());
+                    v.legit_refused += usize::from(legitimate);
+                    v.refusals.push(Refusal {
+                        at: record.at,
+                        client: client.clone(),
+                        lock: lock.clone(),
+                        legitimate,
+                    });
                 }
             }
             What::Fault {

@@ -713,11 +713,11 @@ fn the_timeline_renders_lanes_and_violations() {
     for lane in ["c0", "c1", "c2", "r0", "r1", "r2"] {
         assert!(svg.contains(&format!(">\n{lane}\n</text>")), "lane {lane} is labelled");
     }
-    // One translucent red band per overlap of beliefs.
+    // One translucent red band per overlap of beliefs, and the legend's key.
     let bands = svg.matches("opacity=\"0.25\" fill=\"#FF0000\"").count();
     assert_eq!(
         bands,
-        outcome.verdicts.overlaps.len(),
+        outcome.verdicts.overlaps.len() + 1,
         "one red band per T1-belief overlap"
     );
     assert!(bands > 0);
