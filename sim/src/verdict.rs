@@ -338,12 +338,23 @@ pub fn judge(
         Check::new(
             ClaimId::T1Resource,
             v.stale_accepted == 0,
-            format!(
-                "{} accepted, {} refused by fencing{}",
-                count(v.stale_accepted, "stale write"),
-                v.stale_refused,
-                if config.fencing { "" } else { " (fencing off)" }
-            ),
+            {
+                // A refused write of the only holder (its token went down) is C-token's
+                // finding, not fencing stopping a stale holder: counted apart.
+                let fenced_off = v.refusals.iter().filter(|r| !r.legitimate).count();
+                let mut text = format!(
+                    "{} accepted, {fenced_off} refused by fencing{}",
+                    count(v.stale_accepted, "stale write"),
+                    if config.fencing { "" } else { " (fencing off)" }
+                );
+                if v.legit_refused > 0 {
+                    text.push_str(&format!(
+                        "; {} of the only holder refused too (C-token)",
+                        count(v.legit_refused, "write")
+                    ));
+                }
+                text
+            },
         ),
         Check::new(
             ClaimId::CToken,
@@ -382,7 +393,7 @@ pub fn judge(
         Check::new(
             ClaimId::K3,
             v.resurrections == 0,
-            format!("{} released acquisitions came back to life", v.resurrections),
+            format!("{} came back to life", count(v.resurrections, "released acquisition")),
         ),
     ];
     let (figures, contract_checks) = crate::contract::judge_contract(config, records, sim_time, &holds, &v.overlaps);
