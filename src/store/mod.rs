@@ -9,6 +9,7 @@
 #[cfg(not(madsim))]
 pub mod cassandra;
 pub mod memory;
+pub mod redis_keyspace;
 pub mod row_store;
 
 use std::fmt;
