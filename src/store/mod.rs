@@ -10,6 +10,7 @@
 pub mod cassandra;
 pub mod memory;
 pub mod redis_keyspace;
+pub mod redis_replication;
 pub mod row_store;
 
 use std::fmt;
