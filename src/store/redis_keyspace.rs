@@ -19,7 +19,8 @@
 //!   [`RedisKeyspace::purge_expired`] runs; the command then deletes it and reports a
 //!   [`RedisEffect::Del`], as the Redis primary synthesises a `DEL` for its replicas. Replicas never
 //!   expire keys on their own (they wait for that `DEL`), which is what keeps a replica's stored
-//!   data equal to the primary's whatever their clocks say (see `redis_replication`).
+//!   data equal to the primary's whatever their clocks say (see
+//!   [`crate::store::redis_replication`]).
 //! - **Overwriting clears the TTL, altering keeps it.** `SET` without `KEEPTTL` discards any
 //!   previous expiry; `HINCRBY` changes a hash in place and leaves its expiry alone. The Redisson
 //!   scripts always follow `HINCRBY` with `PEXPIRE`, so for them the order does not matter; a
@@ -51,7 +52,10 @@
 //!   raises `IllegalMonitorStateException`); else decrement our count; still above 0: reset the
 //!   expiry and reply 0 (held again, reentrantly); at 0: delete the key, publish the unlock
 //!   message on the lock's channel and reply 1. The publication is returned in
-//!   [`Executed::published`] so a driver can deliver it, lose it or delay it.
+//!   [`Executed::published`] so a driver can deliver it, lose it or delay it. This is the
+//!   release of recent Redisson 3.x (checked against 3.45.1); early versions instead published
+//!   and replied 1 when the key was missing altogether, and 3.45.1 also records each release's
+//!   outcome under a request id so a retried release is answered the same (not modelled).
 //!
 //! With only these commands a hash always holds one field, with a count above 0: the key of an
 //! RLock is created by its first holder and deleted when that holder's count reaches 0. Each
@@ -253,8 +257,9 @@ pub struct Executed {
 /// How a server keeps its data across a crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Persistence {
-    /// No AOF (or `appendfsync no` with nothing flushed yet): the key space is empty after a
-    /// crash. A lock acquired before the crash is free after the restart.
+    /// Neither AOF nor snapshots (or the worst case of `appendfsync no` / `everysec`: nothing
+    /// flushed since the write): the key space is empty after a crash. A lock acquired before
+    /// the crash is free after the restart.
     None,
     /// `appendonly yes` with `appendfsync always`: every acknowledged write was on disk before
     /// the reply, so a restart loses nothing.
