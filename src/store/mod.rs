@@ -8,7 +8,10 @@
 
 #[cfg(not(madsim))]
 pub mod cassandra;
+pub mod memcached;
 pub mod memory;
+pub mod redis_keyspace;
+pub mod redis_replication;
 pub mod row_store;
 
 use std::fmt;

@@ -1,0 +1,429 @@
+//! `RedisKeyspace` against a deliberately naive reference, over random sequences of every
+//! command and script on a few keys and owners, with random advances of the server's clock.
+//!
+//! The reference keeps every command ever applied, with the clock reading it ran at, in a list.
+//! To answer anything it replays the whole list from nothing over a flat list of records,
+//! judging each command with plain `if`s. It never deletes an expired record: a record whose
+//! instant is past is simply not looked at, and a write replaces it. Nothing is shared with
+//! `RedisKeyspace` but the command, reply and entry types.
+
+use std::collections::BTreeMap;
+
+use cassalock::store::redis_keyspace::{
+    Published, RedisCommand, RedisEntry, RedisError, RedisKeyspace, RedisReply, RedisValue, MAX_EXPIRES_AT_MS,
+    UNLOCK_MESSAGE,
+};
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Data {
+    Text(String),
+    Counters(Vec<(String, i64)>),
+}
+
+#[derive(Clone, Debug)]
+struct Record {
+    key: String,
+    data: Data,
+    expires_at_ms: Option<u64>,
+}
+
+/// The flat key space the reference replays into.
+#[derive(Default)]
+struct Flat {
+    records: Vec<Record>,
+}
+
+impl Flat {
+    /// The index of the record of `key` if it is live at `now`: not past its instant.
+    fn live(&self, key: &str, now: u64) -> Option<usize> {
+        for (i, record) in self.records.iter().enumerate() {
+            if record.key == key {
+                let live = match record.expires_at_ms {
+                    None => true,
+                    Some(at) => now <= at,
+                };
+                if live {
+                    return Some(i);
+                }
+            }
+        }
+        None
+    }
+
+    fn remove(&mut self, key: &str) {
+        self.records.retain(|record| record.key != key);
+    }
+
+    fn put(&mut self, key: &str, data: Data, expires_at_ms: Option<u64>) {
+        self.remove(key);
+        self.records.push(Record {
+            key: key.to_owned(),
+            data,
+            expires_at_ms,
+        });
+    }
+
+    /// `now + ttl` if Redis accepts it as an instant.
+    fn instant(now: u64, ttl: u64) -> Option<u64> {
+        let sum = now as u128 + ttl as u128;
+        if sum > MAX_EXPIRES_AT_MS as u128 {
+            None
+        } else {
+            Some(sum as u64)
+        }
+    }
+
+    /// PEXPIRE on the live record at `i`: a TTL of 0 removes it. The caller has checked the
+    /// instant fits.
+    fn expire_record(&mut self, i: usize, now: u64, ttl: u64) {
+        if ttl == 0 {
+            let key = self.records[i].key.clone();
+            self.remove(&key);
+        } else {
+            self.records[i].expires_at_ms = Some(now + ttl);
+        }
+    }
+
+    fn pttl_of(&self, i: usize, now: u64) -> i64 {
+        match self.records[i].expires_at_ms {
+            None => -1,
+            Some(at) => (at - now) as i64,
+        }
+    }
+
+    fn step(&mut self, command: &RedisCommand, now: u64, published: &mut Vec<Published>) -> RedisReply {
+        match command {
+            RedisCommand::Set {
+                key,
+                value,
+                only_if_absent,
+                ttl_ms,
+            } => {
+                let mut expires_at_ms = None;
+                if let Some(ttl) = ttl_ms {
+                    if *ttl == 0 {
+                        return RedisReply::Error(RedisError::InvalidExpireTime);
+                    }
+                    match Self::instant(now, *ttl) {
+                        None => return RedisReply::Error(RedisError::InvalidExpireTime),
+                        Some(at) => expires_at_ms = Some(at),
+                    }
+                }
+                if *only_if_absent && self.live(key, now).is_some() {
+                    return RedisReply::Nil;
+                }
+                self.put(key, Data::Text(value.clone()), expires_at_ms);
+                RedisReply::Ok
+            }
+            RedisCommand::Get { key } => match self.live(key, now) {
+                None => RedisReply::Nil,
+                Some(i) => match &self.records[i].data {
+                    Data::Text(value) => RedisReply::Bulk(value.clone()),
+                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                },
+            },
+            RedisCommand::Del { key } => {
+                if self.live(key, now).is_some() {
+                    self.remove(key);
+                    RedisReply::Integer(1)
+                } else {
+                    RedisReply::Integer(0)
+                }
+            }
+            RedisCommand::PExpire { key, ttl_ms } => {
+                if Self::instant(now, *ttl_ms).is_none() {
+                    return RedisReply::Error(RedisError::InvalidExpireTime);
+                }
+                match self.live(key, now) {
+                    None => RedisReply::Integer(0),
+                    Some(i) => {
+                        self.expire_record(i, now, *ttl_ms);
+                        RedisReply::Integer(1)
+                    }
+                }
+            }
+            RedisCommand::PTtl { key } => match self.live(key, now) {
+                None => RedisReply::Integer(-2),
+                Some(i) => RedisReply::Integer(self.pttl_of(i, now)),
+            },
+            RedisCommand::HGet { key, field } => match self.live(key, now) {
+                None => RedisReply::Nil,
+                Some(i) => match &self.records[i].data {
+                    Data::Text(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Counters(counters) => {
+                        for (name, count) in counters {
+                            if name == field {
+                                return RedisReply::Integer(*count);
+                            }
+                        }
+                        RedisReply::Nil
+                    }
+                },
+            },
+            RedisCommand::DeleteIfEquals { key, token } => match self.live(key, now) {
+                None => RedisReply::Integer(0),
+                Some(i) => match &self.records[i].data {
+                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Text(value) if value == token => {
+                        self.remove(key);
+                        RedisReply::Integer(1)
+                    }
+                    Data::Text(_) => RedisReply::Integer(0),
+                },
+            },
+            RedisCommand::PExpireIfEquals { key, token, ttl_ms } => match self.live(key, now) {
+                None => RedisReply::Integer(0),
+                Some(i) => match &self.records[i].data {
+                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Text(value) if value == token => {
+                        if Self::instant(now, *ttl_ms).is_none() {
+                            return RedisReply::Error(RedisError::InvalidExpireTime);
+                        }
+                        self.expire_record(i, now, *ttl_ms);
+                        RedisReply::Integer(1)
+                    }
+                    Data::Text(_) => RedisReply::Integer(0),
+                },
+            },
+            RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
+                let i = match self.live(key, now) {
+                    None => {
+                        self.put(key, Data::Counters(vec![(owner.clone(), 1)]), None);
+                        self.records.len() - 1
+                    }
+                    Some(i) => {
+                        let Data::Counters(counters) = &mut self.records[i].data else {
+                            return RedisReply::Error(RedisError::WrongType);
+                        };
+                        let mut ours = false;
+                        for (name, count) in counters.iter_mut() {
+                            if name == owner {
+                                ours = true;
+                                match count.checked_add(1) {
+                                    Some(more) => *count = more,
+                                    None => return RedisReply::Error(RedisError::Overflow),
+                                }
+                            }
+                        }
+                        if !ours {
+                            return RedisReply::Integer(self.pttl_of(i, now));
+                        }
+                        i
+                    }
+                };
+                if Self::instant(now, *lease_ms).is_none() {
+                    return RedisReply::Error(RedisError::InvalidExpireTime); // the count stays
+                }
+                self.expire_record(i, now, *lease_ms);
+                RedisReply::Nil
+            }
+            RedisCommand::RedissonRenew { key, owner, lease_ms } => match self.live(key, now) {
+                None => RedisReply::Integer(0),
+                Some(i) => match &self.records[i].data {
+                    Data::Text(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Counters(counters) => {
+                        if !counters.iter().any(|(name, _)| name == owner) {
+                            return RedisReply::Integer(0);
+                        }
+                        if Self::instant(now, *lease_ms).is_none() {
+                            return RedisReply::Error(RedisError::InvalidExpireTime);
+                        }
+                        self.expire_record(i, now, *lease_ms);
+                        RedisReply::Integer(1)
+                    }
+                },
+            },
+            RedisCommand::RedissonRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+            } => {
+                let Some(i) = self.live(key, now) else {
+                    return RedisReply::Nil;
+                };
+                let Data::Counters(counters) = &mut self.records[i].data else {
+                    return RedisReply::Error(RedisError::WrongType);
+                };
+                let mut remaining = None;
+                for (name, count) in counters.iter_mut() {
+                    if name == owner {
+                        *count -= 1;
+                        remaining = Some(*count);
+                    }
+                }
+                match remaining {
+                    None => RedisReply::Nil,
+                    Some(count) if count > 0 => {
+                        if Self::instant(now, *lease_ms).is_none() {
+                            return RedisReply::Error(RedisError::InvalidExpireTime);
+                            // decremented
+                        }
+                        self.expire_record(i, now, *lease_ms);
+                        RedisReply::Integer(0)
+                    }
+                    Some(_) => {
+                        self.remove(key);
+                        published.push(Published {
+                            channel: channel.clone(),
+                            message: UNLOCK_MESSAGE.to_owned(),
+                        });
+                        RedisReply::Integer(1)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every live record at `now`, as `RedisKeyspace::live_entries` shows it.
+    fn observe(&self, now: u64) -> Vec<(String, RedisEntry)> {
+        let mut seen = Vec::new();
+        for record in &self.records {
+            if self.live(&record.key, now).is_some() {
+                let value = match &record.data {
+                    Data::Text(value) => RedisValue::Text(value.clone()),
+                    Data::Counters(counters) => RedisValue::Hash(counters.iter().cloned().collect::<BTreeMap<_, _>>()),
+                };
+                seen.push((
+                    record.key.clone(),
+                    RedisEntry {
+                        value,
+                        expires_at_ms: record.expires_at_ms,
+                    },
+                ));
+            }
+        }
+        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        seen
+    }
+}
+
+/// Every command ever applied, with the clock reading it ran at.
+#[derive(Default)]
+struct Reference {
+    log: Vec<(RedisCommand, u64)>,
+}
+
+impl Reference {
+    /// Replay the whole log from nothing: the records, and the last command's reply and
+    /// publications.
+    fn replay(&self) -> (Flat, RedisReply, Vec<Published>) {
+        let mut flat = Flat::default();
+        let mut reply = RedisReply::Nil;
+        let mut published = Vec::new();
+        for (command, now) in &self.log {
+            published.clear();
+            reply = flat.step(command, *now, &mut published);
+        }
+        (flat, reply, published)
+    }
+}
+
+fn observe(keyspace: &RedisKeyspace, now: u64) -> Vec<(String, RedisEntry)> {
+    keyspace
+        .live_entries(now)
+        .map(|(key, entry)| (key.to_owned(), entry.clone()))
+        .collect()
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Command(RedisCommand),
+    Advance { by_ms: u64 },
+    Purge,
+}
+
+fn key() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["k0", "k1", "k2"]).prop_map(String::from)
+}
+
+fn owner() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["c1:1", "c1:2", "c2:1"]).prop_map(String::from)
+}
+
+fn token() -> impl Strategy<Value = String> {
+    prop::sample::select(vec!["t1", "t2"]).prop_map(String::from)
+}
+
+/// TTLs and leases: mostly short ones against clock steps of the same size, 0 (invalid for
+/// SET, a delete for PEXPIRE) and instants past Redis's range.
+fn ttl_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        6 => 1u64..6,
+        2 => Just(10u64),
+        1 => Just(0u64),
+        1 => Just(u64::MAX),
+        1 => Just(MAX_EXPIRES_AT_MS - 1_000),
+    ]
+}
+
+fn command() -> impl Strategy<Value = RedisCommand> {
+    prop_oneof![
+        3 => (key(), token(), any::<bool>(), prop::option::weighted(0.8, ttl_ms())).prop_map(
+            |(key, value, only_if_absent, ttl_ms)| RedisCommand::Set { key, value, only_if_absent, ttl_ms }
+        ),
+        2 => key().prop_map(|key| RedisCommand::Get { key }),
+        1 => key().prop_map(|key| RedisCommand::Del { key }),
+        2 => (key(), ttl_ms()).prop_map(|(key, ttl_ms)| RedisCommand::PExpire { key, ttl_ms }),
+        2 => key().prop_map(|key| RedisCommand::PTtl { key }),
+        1 => (key(), owner()).prop_map(|(key, field)| RedisCommand::HGet { key, field }),
+        2 => (key(), token()).prop_map(|(key, token)| RedisCommand::DeleteIfEquals { key, token }),
+        2 => (key(), token(), ttl_ms()).prop_map(|(key, token, ttl_ms)| RedisCommand::PExpireIfEquals { key, token, ttl_ms }),
+        4 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonAcquire { key, owner, lease_ms }),
+        2 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRenew { key, owner, lease_ms }),
+        3 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRelease {
+            channel: format!("unlock:{key}"), key, owner, lease_ms
+        }),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => command().prop_map(Op::Command),
+        3 => prop_oneof![0u64..3, Just(5u64), Just(10), Just(11)].prop_map(|by_ms| Op::Advance { by_ms }),
+        1 => Just(Op::Purge),
+    ]
+}
+
+/// Where the server's clock starts: an ordinary reading, or one close to the end of Redis's
+/// instant range (so that short TTLs overflow it).
+fn start_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(1_000u64), Just(MAX_EXPIRES_AT_MS - 40)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Every reply and publication of `RedisKeyspace`, and the key space it shows after every
+    /// step, equal the reference's, whatever came before.
+    #[test]
+    fn keyspace_matches_the_naive_reference(start_ms in start_ms(), ops in prop::collection::vec(op(), 1..60)) {
+        let mut keyspace = RedisKeyspace::new();
+        let mut reference = Reference::default();
+        let mut now = start_ms;
+        for op in ops {
+            match op {
+                Op::Command(command) => {
+                    let executed = keyspace.execute(&command, now);
+                    reference.log.push((command.clone(), now));
+                    let (flat, reply, published) = reference.replay();
+                    prop_assert_eq!(&executed.reply, &reply, "reply to {:?} at {}", command, now);
+                    prop_assert_eq!(&executed.published, &published, "publications of {:?}", command);
+                    prop_assert_eq!(observe(&keyspace, now), flat.observe(now), "after {:?} at {}", command, now);
+                }
+                Op::Advance { by_ms } => now += by_ms,
+                Op::Purge => {
+                    let deleted = keyspace.purge_expired(now).len();
+                    prop_assert!(keyspace.entries().all(|(_, entry)| entry.is_live_at(now)), "purge left an expired key");
+                    prop_assert!(deleted <= 3);
+                    prop_assert_eq!(observe(&keyspace, now), reference.replay().0.observe(now));
+                }
+            }
+        }
+        let (flat, _, _) = reference.replay();
+        for later_ms in [0, 1, 5, 10, 100] {
+            prop_assert_eq!(observe(&keyspace, now + later_ms), flat.observe(now + later_ms), "{} ms later", later_ms);
+        }
+    }
+}
