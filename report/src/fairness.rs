@@ -70,6 +70,8 @@ pub struct Aggregate {
     pub wait_max_ms: f64,
     pub requests_per_acquisition: f64,
     pub requests_per_handoff: f64,
+    /// Mean over the runs with at least one acquisition (NaN when none had any: the index of
+    /// zero shares is 0/0).
     pub jain: f64,
     pub longest_run: u64,
     pub overtakes_per_acquisition: f64,
@@ -92,6 +94,11 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
             x as f64 / acquisitions as f64
         }
     };
+    let jains: Vec<f64> = metrics
+        .iter()
+        .filter(|m| m.acquisitions > 0)
+        .map(FairnessMetrics::jain)
+        .collect();
     Aggregate {
         runs,
         acquisitions,
@@ -106,7 +113,11 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
         } else {
             requests as f64 / handoffs as f64
         },
-        jain: metrics.iter().map(FairnessMetrics::jain).sum::<f64>() / runs.max(1) as f64,
+        jain: if jains.is_empty() {
+            f64::NAN
+        } else {
+            jains.iter().sum::<f64>() / jains.len() as f64
+        },
         longest_run: metrics.iter().map(|m| m.longest_run).max().unwrap_or(0),
         overtakes_per_acquisition: per(metrics.iter().map(|m| m.overtakes).sum()),
         refusals_per_acquisition: per(metrics.iter().map(|m| m.refusals).sum()),
@@ -531,7 +542,7 @@ fn markdown(measured: &Measured, workload: &str) -> String {
         ("fairness-wait.svg", "Wait time p50 and p99", "From the moment a client asks until it holds, pooled over all acquisitions of all seeds (GetLock only)."),
         ("fairness-wait-max.svg", "Longest wait", "The single longest wait of any client: starvation shows here first."),
         ("fairness-requests.svg", "Store requests per acquisition and per handoff", "Every read, write and delete a client sent (renewals and releases included), divided by acquisitions, or by handoffs (acquisitions by a different client than the previous holder)."),
-        ("fairness-jain.svg", "Jain's fairness index", "(sum of per-client acquisitions)^2 / (clients x sum of squares), averaged over seeds: 1 when every client got the same share, 1/n when one got everything."),
+        ("fairness-jain.svg", "Jain's fairness index", "(sum of per-client acquisitions)^2 / (clients x sum of squares), averaged over the seeds with at least one acquisition (with none there are no shares to compare: \"-\" in the table, not plotted): 1 when every client got the same share, 1/n when one got everything."),
         ("fairness-longest-run.svg", "Longest run by one client", "The longest stretch of consecutive acquisitions by the same client, over all seeds: the thesis's \"batches\"."),
         ("fairness-overtakes.svg", "Overtakes", "For each acquisition, the number of other clients that had started waiting earlier and were still waiting, divided by acquisitions."),
         ("fairness-s1-staleness.svg", "Time-service staleness under S1", "How long the GlobalTime value stood still after the replica that ran ahead was killed, against how far ahead it ran."),
@@ -610,4 +621,30 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     let _ = writeln!(md, "- \"old TryLock\" is the old algorithm's single TryLock (Listing 3) used as TryGetLock; \"queue TryGetLock\" is Listing 7. A refusal is a try that found the lock taken; their clients think and try again, so their acquisitions are not comparable with GetLock's one for one.");
     let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network has 1-10 ms per message, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-cluster.md` for that).");
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(per_client: Vec<u64>) -> FairnessMetrics {
+        FairnessMetrics {
+            acquisitions: per_client.iter().sum(),
+            per_client,
+            duration: Duration::from_secs(60),
+            ..FairnessMetrics::default()
+        }
+    }
+
+    /// Jain's index of zero acquisitions is 0/0: a run without acquisitions does not pull the
+    /// mean down, and with none at all the table prints "-" and the chart leaves the point off.
+    #[test]
+    fn jain_is_undefined_without_acquisitions() {
+        let mixed = aggregate(&[run(vec![0, 0]), run(vec![3, 3])]);
+        assert_eq!(mixed.jain, 1.0);
+        let none = aggregate(&[run(vec![0, 0]), run(vec![0, 0])]);
+        assert_eq!(f(none.jain, 3), "-");
+        assert_eq!(none.of_acquisitions(none.jain), Y::Undefined("0 acquisitions".into()));
+        assert_eq!(none.throughput, 0.0, "a rate of 0 acquisitions is 0, and is plotted");
+    }
 }
