@@ -1,20 +1,59 @@
 //! Line charts as SVG (plotters). Output is a pure function of the data: same data, same bytes.
+//!
+//! Every chart keeps the same promises, here in one place rather than in each report:
+//!
+//! - **The legend never covers data.** It is drawn in a band under the plot, as a grid of
+//!   entries sized from the longest name, never inside the plot area.
+//! - **Axis labels are numbers as a reader writes them.** A log axis is labelled at the powers of
+//!   ten, 1, 10, 100, 1k, 10k, 100k, 1M (with 2 and 5 between them when it spans less than two
+//!   decades); a linear axis at round steps in the shortest exact form: 0.5, 2.5, 50, never
+//!   "50.0".
+//! - **A value that does not exist is not drawn.** A point is [`Y::Undefined`] when its metric
+//!   means nothing for that configuration (Jain's index of zero acquisitions), and a value of 0 or
+//!   less has no place on a log axis. Such a point breaks its line, and a note under the chart
+//!   names it with the reason: "not plotted (0 acquisitions): old TryLock at 32 threads".
+//! - **A line flat on zero gets its own scale.** On a linear axis, a series whose largest value is
+//!   under [`NEAR_ZERO`] of the axis is drawn again in a panel under the chart with a y axis of
+//!   its own; and any point that close to zero has its value printed beside it, as the report's
+//!   table prints it, so 0.02 and 0.00 can be told apart.
 
 use std::path::Path;
 
+use std::ops::Range;
+
+use plotters::coord::combinators::LogCoord;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::ReportError;
 
 /// What plotters' SVG backend fails with.
 type DrawError = DrawingAreaErrorKind<std::io::Error>;
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
-/// One line on a chart.
+/// A point closer to zero than this fraction of a linear axis cannot be read off the chart: its
+/// value is printed beside it, and a series lying wholly that close gets its own panel.
+pub const NEAR_ZERO: f64 = 0.03;
+
+/// The value of one point.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Y {
+    Value(f64),
+    /// The metric means nothing for this configuration; the reason ("0 acquisitions") is printed
+    /// under the chart, and the line breaks here.
+    Undefined(String),
+}
+
+/// One line on a chart: points in x order.
+#[derive(Clone, Debug)]
 pub struct Series {
     pub name: String,
     pub colour: RGBColor,
     pub dashed: bool,
-    pub points: Vec<(f64, f64)>,
+    pub points: Vec<(f64, Y)>,
 }
 
 /// A chart: x on a log-2 axis (thread counts) or a linear one, y linear or log.
@@ -24,24 +63,16 @@ pub struct LineChart<'a> {
     pub subtitle: &'a str,
     pub x_label: &'a str,
     pub y_label: &'a str,
+    /// What an x value counts, singular and plural, for the notes: ("thread", "threads") gives
+    /// "at 1 thread", "at 16 and 32 threads".
+    pub x_unit: (&'a str, &'a str),
     /// x on a log-2 axis labelled at powers of two (thread counts); otherwise linear.
     pub log2_x: bool,
     pub log_y: bool,
+    /// Decimals of a value printed on the chart: those of the report's table, so the two read the
+    /// same.
+    pub y_decimals: usize,
     pub series: Vec<Series>,
-}
-
-/// On a log-2 axis the chart plots log2(x); label the whole exponents with 2^exponent.
-fn power_of_two_label(exponent: &f64) -> String {
-    let rounded = exponent.round();
-    if (exponent - rounded).abs() < 1e-6 && (0.0..=62.0).contains(&rounded) {
-        format!("{}", 1u64 << rounded as u32)
-    } else {
-        String::new()
-    }
-}
-
-fn plain_label(x: &f64) -> String {
-    format!("{x}")
 }
 
 /// A colour per algorithm/mode, stable across charts.
@@ -57,6 +88,138 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// An axis label in the shortest exact form: 0.5, 2.5, 50, 1k, 1.5k, 10k, 1M. Six decimals at
+/// most, so a tick computed as 3 x 0.1 reads 0.3.
+pub fn axis_label(value: f64) -> String {
+    let (scaled, suffix) = if value.abs() >= 1e6 {
+        (value / 1e6, "M")
+    } else if value.abs() >= 1e3 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let fixed = format!("{scaled:.6}");
+    let trimmed = fixed.trim_end_matches('0').trim_end_matches('.');
+    let number = if trimmed == "-0" { "0" } else { trimmed };
+    format!("{number}{suffix}")
+}
+
+/// On a log-2 axis the chart plots log2(x); label the whole exponents with 2^exponent.
+fn power_of_two_label(exponent: f64) -> String {
+    let rounded = exponent.round();
+    if (exponent - rounded).abs() < 1e-6 && (0.0..=62.0).contains(&rounded) {
+        format!("{}", 1u64 << rounded as u32)
+    } else {
+        String::new()
+    }
+}
+
+/// Ticks of a log axis over `low..high`: the powers of ten inside, and 2 and 5 times them when
+/// fewer than three powers fit.
+pub fn log_ticks(low: f64, high: f64) -> Vec<f64> {
+    let (first, last) = (low.log10().ceil() as i32, high.log10().floor() as i32);
+    let power = |e: i32| 10f64.powi(e);
+    let powers: Vec<f64> = (first..=last).map(power).collect();
+    if powers.len() >= 3 {
+        return powers;
+    }
+    (first - 1..=last)
+        .flat_map(|e| [1.0, 2.0, 5.0].map(|m| m * power(e)))
+        .filter(|t| (low..=high).contains(t))
+        .collect()
+}
+
+/// Ticks of a linear axis over `low..high`: multiples of a step of 1, 2, 2.5 or 5 times a power
+/// of ten, about `count` of them.
+pub fn linear_ticks(low: f64, high: f64, count: usize) -> Vec<f64> {
+    let raw = (high - low) / count.max(1) as f64;
+    if raw <= 0.0 || !raw.is_finite() {
+        return vec![low];
+    }
+    let magnitude = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * magnitude)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * magnitude);
+    let (first, last) = ((low / step - 1e-9).ceil() as i64, (high / step + 1e-9).floor() as i64);
+    (first..=last).map(|k| k as f64 * step).collect()
+}
+
+/// A point left off the chart, and why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Omitted {
+    pub series: String,
+    pub x: f64,
+    pub reason: String,
+}
+
+/// The y axis of one plot.
+#[derive(Clone, Debug, PartialEq)]
+enum Axis {
+    Linear { top: f64, ticks: Vec<f64> },
+    Log { low: f64, high: f64, ticks: Vec<f64> },
+}
+
+impl Axis {
+    /// A linear axis from 0 over `max`, a tick about every `TICK_SPACING` pixels of `height`.
+    fn linear(max: f64, height: u32) -> Axis {
+        let top = if max > 0.0 { max * 1.12 } else { 1.0 };
+        Axis::Linear {
+            top,
+            ticks: linear_ticks(0.0, top, (height / TICK_SPACING) as usize),
+        }
+    }
+
+    /// The largest value a point may have and still count as on zero.
+    fn near_zero(&self) -> Option<f64> {
+        match self {
+            Axis::Linear { top, .. } => Some(top * NEAR_ZERO),
+            Axis::Log { .. } => None,
+        }
+    }
+}
+
+/// Pixel sizes of the picture.
+const WIDTH: u32 = 900;
+const HEADER: u32 = 54;
+const MAIN_PLOT: u32 = 466;
+const PANEL_CAPTION: u32 = 22;
+const PANEL_PLOT: u32 = 200;
+const LEGEND_ROW: u32 = 20;
+const TICK_SPACING: u32 = 45;
+const NOTE_LINE: u32 = 16;
+const BAND_PAD: u32 = 8;
+const LEFT: i32 = 20;
+const FONT_SIZE: f64 = 12.0;
+/// A generous average advance of a character of the legend and the notes: plotters draws font
+/// size s at s / 1.24 pixels, and the SVG's reader picks the font, so widths are estimates.
+const CHAR_WIDTH: f64 = 0.62 * FONT_SIZE / 1.24;
+const LEGEND_KEY: u32 = 26;
+const LEGEND_GAP: u32 = 24;
+
+/// Everything decided before drawing: a function of the chart's data alone.
+#[derive(Clone, Debug)]
+struct Layout {
+    /// Per series, per point: the plotted (x on the drawn axis, y), or None when left off.
+    plotted: Vec<Vec<Option<(f64, f64)>>>,
+    x_range: (f64, f64),
+    x_ticks: Vec<f64>,
+    y: Axis,
+    /// Series lying wholly near zero, redrawn on their own scale.
+    own_scale: Vec<usize>,
+    own_axis: Option<Axis>,
+    legend_columns: usize,
+    legend_column_width: u32,
+    notes: Vec<String>,
+}
+
+impl Layout {
+    fn legend_rows(&self, entries: usize) -> u32 {
+        entries.div_ceil(self.legend_columns.max(1)) as u32
+    }
+}
+
 impl LineChart<'_> {
     /// Draw the chart into the SVG file `path`.
     pub fn write(&self, path: &Path) -> Result<(), ReportError> {
@@ -66,27 +229,94 @@ impl LineChart<'_> {
         })
     }
 
-    fn draw(&self, path: &Path) -> Result<(), DrawError> {
-        let root = SVGBackend::new(path, (900, 520)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let (header, body) = root.split_vertically(54);
-        header.draw(&Text::new(self.title, (20, 8), ("sans-serif", 18)))?;
-        header.draw(&Text::new(
-            self.subtitle,
-            (20, 32),
-            ("sans-serif", 12).into_font().color(&RGBColor(90, 90, 90)),
-        ))?;
+    /// The points left off the chart, with the reason, in series and x order.
+    pub fn omitted(&self) -> Vec<Omitted> {
+        let mut omitted = Vec::new();
+        for series in &self.series {
+            for (x, y) in &series.points {
+                if let Err(reason) = self.plottable(y) {
+                    omitted.push(Omitted {
+                        series: series.name.clone(),
+                        x: *x,
+                        reason,
+                    });
+                }
+            }
+        }
+        omitted
+    }
+
+    /// The notes printed under the chart, one per reason, before wrapping.
+    pub fn notes(&self) -> Vec<String> {
+        let omitted = self.omitted();
+        let mut reasons: Vec<&str> = Vec::new();
+        for o in &omitted {
+            if !reasons.contains(&o.reason.as_str()) {
+                reasons.push(&o.reason);
+            }
+        }
+        reasons
+            .into_iter()
+            .map(|reason| {
+                // Series left off at the same x values are named together.
+                let mut groups: Vec<(Vec<f64>, Vec<&str>)> = Vec::new();
+                for series in &self.series {
+                    let xs: Vec<f64> = omitted
+                        .iter()
+                        .filter(|o| o.reason == reason && o.series == series.name)
+                        .map(|o| o.x)
+                        .collect();
+                    if xs.is_empty() {
+                        continue;
+                    }
+                    match groups.iter_mut().find(|(group_xs, _)| *group_xs == xs) {
+                        Some((_, names)) => names.push(&series.name),
+                        None => groups.push((xs, vec![&series.name])),
+                    }
+                }
+                let items: Vec<String> = groups
+                    .iter()
+                    .map(|(xs, names)| format!("{} at {}", and_list(names), self.x_values(xs)))
+                    .collect();
+                format!("not plotted ({reason}): {}", items.join("; "))
+            })
+            .collect()
+    }
+
+    /// "1 thread", "16 and 32 threads".
+    fn x_values(&self, xs: &[f64]) -> String {
+        let labels: Vec<String> = xs.iter().map(|&x| axis_label(x)).collect();
+        let unit = if xs == [1.0] { self.x_unit.0 } else { self.x_unit.1 };
+        format!("{} {unit}", and_list(&labels))
+    }
+
+    /// The value to draw, or why there is none.
+    fn plottable(&self, y: &Y) -> Result<f64, String> {
+        match y {
+            Y::Undefined(reason) => Err(reason.clone()),
+            Y::Value(v) if !v.is_finite() => Err("no value".into()),
+            Y::Value(v) if self.log_y && *v <= 0.0 => Err(format!("{} has no place on a log axis", axis_label(*v))),
+            Y::Value(v) => Ok(*v),
+        }
+    }
+
+    fn layout(&self) -> Layout {
         let to_x = |x: f64| if self.log2_x { x.max(1e-9).log2() } else { x };
+        let plotted: Vec<Vec<Option<(f64, f64)>>> = self
+            .series
+            .iter()
+            .map(|s| {
+                s.points
+                    .iter()
+                    .map(|(x, y)| self.plottable(y).ok().map(|y| (to_x(*x), y)))
+                    .collect()
+            })
+            .collect();
+        // The x axis spans every point, plotted or not: a configuration left off keeps its place.
         let xs: Vec<f64> = self
             .series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| to_x(p.0)))
-            .collect();
-        let ys: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .filter(|y| y.is_finite())
             .collect();
         let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
         let x_max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -95,87 +325,382 @@ impl LineChart<'_> {
         } else {
             (0.0, 1.0)
         };
-        let y_max = ys.iter().copied().fold(0.0, f64::max);
         let pad = (x_max - x_min) * 0.05;
-        let x_range = (x_min - pad)..(x_max + pad);
-        // One label per whole exponent on a log-2 axis; a handful on a linear one.
-        let x_labels = if self.log2_x {
-            (x_max - x_min).round() as usize + 1
+        let x_ticks = if self.log2_x {
+            (x_min.ceil() as i64..=x_max.floor() as i64).map(|e| e as f64).collect()
         } else {
-            8
+            linear_ticks(x_min, x_max, 8)
         };
-        let x_formatter: &dyn Fn(&f64) -> String = if self.log2_x { &power_of_two_label } else { &plain_label };
-        let mut builder = ChartBuilder::on(&body);
-        builder.margin(14).x_label_area_size(40).y_label_area_size(70);
-        if self.log_y {
-            let positive = ys.iter().copied().filter(|y| *y > 0.0).fold(f64::INFINITY, f64::min);
-            let y_min = if positive.is_finite() { positive / 2.0 } else { 0.001 };
-            let mut chart = builder.build_cartesian_2d(x_range, (y_min..(y_max.max(y_min) * 2.0)).log_scale())?;
-            chart
-                .configure_mesh()
-                .x_desc(self.x_label)
-                .y_desc(self.y_label)
-                .light_line_style(WHITE)
-                .x_labels(x_labels)
-                .x_label_formatter(x_formatter)
-                .draw()?;
-            self.draw_series(&mut chart, to_x)?;
+        let max_of = |indices: &mut dyn Iterator<Item = usize>| -> f64 {
+            indices
+                .flat_map(|i| plotted[i].iter().flatten().map(|p| p.1))
+                .fold(0.0, f64::max)
+        };
+        let y_max = max_of(&mut (0..self.series.len()));
+        let y = if self.log_y {
+            let positive = plotted
+                .iter()
+                .flatten()
+                .flatten()
+                .map(|p| p.1)
+                .fold(f64::INFINITY, f64::min);
+            // Down to the power of ten at or below the smallest value, so the lowest points have
+            // a labelled tick beneath them.
+            let low = if positive.is_finite() {
+                (positive / 2.0).min(10f64.powf(positive.log10().floor()))
+            } else {
+                0.001
+            };
+            let high = y_max.max(low) * 2.0;
+            Axis::Log {
+                low,
+                high,
+                ticks: log_ticks(low, high),
+            }
         } else {
-            let y_top = if y_max > 0.0 { y_max * 1.12 } else { 1.0 };
-            let mut chart = builder.build_cartesian_2d(x_range, 0.0..y_top)?;
-            chart
-                .configure_mesh()
-                .x_desc(self.x_label)
-                .y_desc(self.y_label)
-                .light_line_style(WHITE)
-                .x_labels(x_labels)
-                .x_label_formatter(x_formatter)
-                .draw()?;
-            self.draw_series(&mut chart, to_x)?;
+            Axis::linear(y_max, MAIN_PLOT)
+        };
+        let own_scale: Vec<usize> = match y.near_zero() {
+            Some(limit) => (0..self.series.len())
+                .filter(|&i| {
+                    let max = max_of(&mut std::iter::once(i));
+                    max > 0.0 && max < limit
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let own_axis =
+            (!own_scale.is_empty()).then(|| Axis::linear(max_of(&mut own_scale.iter().copied()), PANEL_PLOT));
+        let longest_name = self.series.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+        let legend_column_width = LEGEND_KEY + text_width(longest_name) + LEGEND_GAP;
+        let fit = ((WIDTH - 2 * LEFT as u32) / legend_column_width).max(1) as usize;
+        let rows = self.series.len().div_ceil(fit).max(1);
+        let legend_columns = self.series.len().div_ceil(rows).max(1);
+        let note_chars = ((WIDTH - 2 * LEFT as u32) as f64 / CHAR_WIDTH) as usize;
+        let notes = self.notes().iter().flat_map(|n| wrap(n, note_chars)).collect();
+        Layout {
+            plotted,
+            x_range: (x_min - pad, x_max + pad),
+            x_ticks,
+            y,
+            own_scale,
+            own_axis,
+            legend_columns,
+            legend_column_width,
+            notes,
+        }
+    }
+
+    fn draw(&self, path: &Path) -> Result<(), DrawError> {
+        let layout = self.layout();
+        let panel = if layout.own_axis.is_some() {
+            PANEL_CAPTION + PANEL_PLOT
+        } else {
+            0
+        };
+        let legend = BAND_PAD + layout.legend_rows(self.series.len()) * LEGEND_ROW;
+        let notes = if layout.notes.is_empty() {
+            0
+        } else {
+            BAND_PAD + layout.notes.len() as u32 * NOTE_LINE
+        };
+        let height = HEADER + MAIN_PLOT + panel + legend + notes + BAND_PAD;
+        let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (header, rest) = root.split_vertically(HEADER);
+        header.draw(&Text::new(self.title, (LEFT, 8), ("sans-serif", 18)))?;
+        header.draw(&Text::new(self.subtitle, (LEFT, 32), grey(12.0)))?;
+        let (main, rest) = rest.split_vertically(MAIN_PLOT);
+        let all: Vec<usize> = (0..self.series.len()).collect();
+        // A series on its own scale has its values read in its panel, not labelled on zero here.
+        let readable: Vec<usize> = all.iter().copied().filter(|i| !layout.own_scale.contains(i)).collect();
+        self.plot(&main, &layout, &layout.y, &all, &readable)?;
+        let rest = match &layout.own_axis {
+            Some(axis) => {
+                let (caption, rest) = rest.split_vertically(PANEL_CAPTION);
+                let names: Vec<&str> = layout.own_scale.iter().map(|&i| self.series[i].name.as_str()).collect();
+                caption.draw(&Text::new(
+                    format!(
+                        "{} again on {} own scale (flat on zero above: under {}% of its axis)",
+                        and_list(&names),
+                        if names.len() == 1 { "its" } else { "their" },
+                        axis_label(NEAR_ZERO * 100.0)
+                    ),
+                    (LEFT, 4),
+                    grey(FONT_SIZE),
+                ))?;
+                let (plot, rest) = rest.split_vertically(PANEL_PLOT);
+                self.plot(&plot, &layout, axis, &layout.own_scale, &layout.own_scale)?;
+                rest
+            }
+            None => rest,
+        };
+        let (legend_area, notes_area) = rest.split_vertically(legend);
+        self.draw_legend(&legend_area, &layout)?;
+        for (i, line) in layout.notes.iter().enumerate() {
+            notes_area.draw(&Text::new(
+                line.as_str(),
+                (LEFT, (BAND_PAD + i as u32 * NOTE_LINE) as i32),
+                grey(FONT_SIZE),
+            ))?;
         }
         root.present()?;
         Ok(())
     }
 
-    fn draw_series<'a, DB: DrawingBackend + 'a, X, Y>(
+    /// One plot of `series` on `area` with the y axis `axis`; the points of `labelled` near zero
+    /// get their values printed.
+    fn plot(
         &self,
-        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-        to_x: impl Fn(f64) -> f64,
-    ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>>
-    where
-        X: Ranged<ValueType = f64>,
-        Y: Ranged<ValueType = f64>,
-    {
-        for series in &self.series {
-            let points: Vec<(f64, f64)> = series
-                .points
-                .iter()
-                .filter(|(_, y)| y.is_finite())
-                .map(|&(x, y)| (to_x(x), y))
-                .collect();
-            let style = series.colour.stroke_width(2);
-            let drawn = if series.dashed {
-                chart.draw_series(DashedLineSeries::new(points.clone(), 6, 4, style))
-            } else {
-                chart.draw_series(LineSeries::new(points.clone(), style))
-            };
-            let (colour, dashed) = (series.colour, series.dashed);
-            drawn?.label(series.name.clone()).legend(move |(x, y)| {
-                // A dashed series gets a dashed key: two short strokes with a gap.
-                let gap = if dashed { 4 } else { 0 };
-                EmptyElement::at((x, y))
-                    + PathElement::new(vec![(0, 0), (7, 0)], colour.stroke_width(2))
-                    + PathElement::new(vec![(7 + gap, 0), (18, 0)], colour.stroke_width(2))
-            });
-            chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, series.colour.filled())))?;
+        area: &Area,
+        layout: &Layout,
+        axis: &Axis,
+        series: &[usize],
+        labelled: &[usize],
+    ) -> Result<(), DrawError> {
+        let (x_low, x_high) = layout.x_range;
+        let x = Ticked::new(RangedCoordf64::from(x_low..x_high), &layout.x_ticks);
+        match axis {
+            Axis::Linear { top, ticks } => {
+                let y = Ticked::new(RangedCoordf64::from(0.0..*top), ticks);
+                self.plot_on(
+                    area,
+                    layout,
+                    x,
+                    y,
+                    series,
+                    axis.near_zero().map(|limit| (limit, labelled)),
+                )
+            }
+            Axis::Log { low, high, ticks } => {
+                let y = Ticked::new(LogCoord::from((*low..*high).log_scale()), ticks);
+                self.plot_on(area, layout, x, y, series, None)
+            }
         }
+    }
+
+    fn plot_on<YR: Ranged<ValueType = f64>>(
+        &self,
+        area: &Area,
+        layout: &Layout,
+        x: Ticked<RangedCoordf64>,
+        y: Ticked<YR>,
+        series: &[usize],
+        near_zero: Option<(f64, &[usize])>,
+    ) -> Result<(), DrawError> {
+        let mut chart = ChartBuilder::on(area)
+            .margin(14)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(x, y)?;
+        let x_label = |v: &f64| {
+            if self.log2_x {
+                power_of_two_label(*v)
+            } else {
+                axis_label(*v)
+            }
+        };
         chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font(("sans-serif", 12))
+            .configure_mesh()
+            .x_desc(self.x_label)
+            .y_desc(self.y_label)
+            .light_line_style(WHITE)
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&|v| axis_label(*v))
             .draw()?;
+        for &i in series {
+            let s = &self.series[i];
+            let style = s.colour.stroke_width(2);
+            // The line breaks at a point left off: one stretch per run of plotted points.
+            for stretch in layout.plotted[i].split(Option::is_none) {
+                let points: Vec<(f64, f64)> = stretch.iter().flatten().copied().collect();
+                if s.dashed {
+                    chart.draw_series(DashedLineSeries::new(points.clone(), 6, 4, style))?;
+                } else {
+                    chart.draw_series(LineSeries::new(points.clone(), style))?;
+                }
+                chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, s.colour.filled())))?;
+            }
+        }
+        // Values too close to zero to read: printed above the point, stacked where several
+        // series share an x.
+        if let Some((limit, labelled)) = near_zero {
+            let mut stacked: Vec<(u64, i32)> = Vec::new();
+            for &i in labelled {
+                let s = &self.series[i];
+                for &(px, py) in layout.plotted[i].iter().flatten() {
+                    if py.abs() >= limit {
+                        continue;
+                    }
+                    let key = px.to_bits();
+                    let level = stacked.iter().filter(|(k, _)| *k == key).count() as i32;
+                    stacked.push((key, level));
+                    let font = ("sans-serif", FONT_SIZE)
+                        .into_font()
+                        .color(&s.colour)
+                        .pos(Pos::new(HPos::Center, VPos::Bottom));
+                    chart.draw_series(std::iter::once(
+                        EmptyElement::at((px, py))
+                            + Text::new(
+                                format!("{py:.prec$}", prec = self.y_decimals),
+                                (0, -6 - 13 * level),
+                                font,
+                            ),
+                    ))?;
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The legend: a grid under the plots, row by row in series order.
+    fn draw_legend(&self, area: &Area, layout: &Layout) -> Result<(), DrawError> {
+        for (i, s) in self.series.iter().enumerate() {
+            let (row, column) = (i / layout.legend_columns, i % layout.legend_columns);
+            let x = LEFT + (column as u32 * layout.legend_column_width) as i32;
+            let y = (BAND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+            let style = s.colour.stroke_width(2);
+            // A dashed series gets a dashed key: two short strokes with a gap.
+            let gap = if s.dashed { 4 } else { 0 };
+            area.draw(&PathElement::new(vec![(x, y), (x + 7, y)], style))?;
+            area.draw(&PathElement::new(vec![(x + 7 + gap, y), (x + 18, y)], style))?;
+            area.draw(&Text::new(
+                s.name.as_str(),
+                (x + LEGEND_KEY as i32, y),
+                ("sans-serif", FONT_SIZE)
+                    .into_font()
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))?;
+        }
+        Ok(())
+    }
+}
+
+/// An axis with the ticks the layout chose (plotters' own `WithKeyPoints` cannot take a label
+/// formatter on an f64 axis).
+struct Ticked<R> {
+    inner: R,
+    ticks: Vec<f64>,
+}
+
+impl<R: Ranged<ValueType = f64>> Ticked<R> {
+    fn new(inner: R, ticks: &[f64]) -> Self {
+        Ticked {
+            inner,
+            ticks: ticks.to_vec(),
+        }
+    }
+}
+
+impl<R: Ranged<ValueType = f64>> Ranged for Ticked<R> {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+
+    /// The ticks, labelled; no light mesh lines between them.
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> Range<f64> {
+        self.inner.range()
+    }
+}
+
+fn grey(size: f64) -> TextStyle<'static> {
+    ("sans-serif", size).into_font().color(&RGBColor(90, 90, 90))
+}
+
+fn text_width(chars: usize) -> u32 {
+    (chars as f64 * CHAR_WIDTH).ceil() as u32
+}
+
+/// "a", "a and b", "a, b and c".
+fn and_list(items: &[impl AsRef<str>]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [init @ .., last] => {
+            let init: Vec<&str> = init.iter().map(AsRef::as_ref).collect();
+            format!("{} and {}", init.join(", "), last.as_ref())
+        }
+    }
+}
+
+/// Break `text` at spaces into lines of at most `width` characters (a longer word stands alone).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_labels_are_the_shortest_exact_form() {
+        let labels: Vec<String> = [
+            0.0,
+            0.5,
+            2.5,
+            50.0,
+            0.1 * 3.0,
+            100.0,
+            1000.0,
+            1500.0,
+            10_000.0,
+            100_000.0,
+            1e6,
+            -0.0,
+        ]
+        .map(axis_label)
+        .to_vec();
+        assert_eq!(
+            labels,
+            ["0", "0.5", "2.5", "50", "0.3", "100", "1k", "1.5k", "10k", "100k", "1M", "0"]
+        );
+    }
+
+    #[test]
+    fn log_ticks_are_powers_of_ten_and_fill_in_short_ranges() {
+        assert_eq!(log_ticks(0.5, 414.0), [1.0, 10.0, 100.0]);
+        assert_eq!(log_ticks(4.0, 54_000.0), [10.0, 100.0, 1000.0, 10_000.0]);
+        assert_eq!(log_ticks(150.0, 1200.0), [200.0, 500.0, 1000.0]);
+    }
+
+    #[test]
+    fn linear_ticks_are_round_steps_from_zero() {
+        assert_eq!(
+            linear_ticks(0.0, 1.12, 8),
+            [0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
+        assert_eq!(linear_ticks(0.0, 18.4, 8), [0.0, 2.5, 5.0, 7.5, 10.0, 12.5, 15.0, 17.5]);
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces() {
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("aaaaaaa b", 3), ["aaaaaaa", "b"]);
     }
 }

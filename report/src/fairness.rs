@@ -10,7 +10,7 @@ use std::time::Duration;
 use cassalock::driver::Algorithm;
 use rayon::prelude::*;
 
-use crate::charts::{colour, LineChart, Series};
+use crate::charts::{axis_label, colour, LineChart, Series, NEAR_ZERO, Y};
 use crate::{create_dir, write_file, ReportError};
 use cassalock_history::stats::percentile;
 use cassalock_sim::metrics::FairnessMetrics;
@@ -62,12 +62,16 @@ const S1_LEADS_S: [u64; 4] = [5, 10, 20, 40];
 pub struct Aggregate {
     pub runs: u64,
     pub acquisitions: u64,
+    /// Acquisitions by a different client than the previous holder.
+    pub handoffs: u64,
     pub throughput: f64,
     pub wait_p50_ms: f64,
     pub wait_p99_ms: f64,
     pub wait_max_ms: f64,
     pub requests_per_acquisition: f64,
     pub requests_per_handoff: f64,
+    /// Mean over the runs with at least one acquisition (NaN when none had any: the index of
+    /// zero shares is 0/0).
     pub jain: f64,
     pub longest_run: u64,
     pub overtakes_per_acquisition: f64,
@@ -90,9 +94,15 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
             x as f64 / acquisitions as f64
         }
     };
+    let jains: Vec<f64> = metrics
+        .iter()
+        .filter(|m| m.acquisitions > 0)
+        .map(FairnessMetrics::jain)
+        .collect();
     Aggregate {
         runs,
         acquisitions,
+        handoffs,
         throughput: metrics.iter().map(FairnessMetrics::throughput).sum::<f64>() / runs.max(1) as f64,
         wait_p50_ms: percentile(&waits, 50),
         wait_p99_ms: percentile(&waits, 99),
@@ -103,7 +113,11 @@ fn aggregate(metrics: &[FairnessMetrics]) -> Aggregate {
         } else {
             requests as f64 / handoffs as f64
         },
-        jain: metrics.iter().map(FairnessMetrics::jain).sum::<f64>() / runs.max(1) as f64,
+        jain: if jains.is_empty() {
+            f64::NAN
+        } else {
+            jains.iter().sum::<f64>() / jains.len() as f64
+        },
         longest_run: metrics.iter().map(|m| m.longest_run).max().unwrap_or(0),
         overtakes_per_acquisition: per(metrics.iter().map(|m| m.overtakes).sum()),
         refusals_per_acquisition: per(metrics.iter().map(|m| m.refusals).sum()),
@@ -244,6 +258,27 @@ fn run_job(options: &FairnessOptions, job: &Job, seed: u64) -> JobResult {
     (metrics, stall)
 }
 
+impl Aggregate {
+    /// A figure of the acquisitions (a wait, a rate per acquisition, Jain's index, a run): none
+    /// when there were no acquisitions.
+    fn of_acquisitions(&self, value: f64) -> Y {
+        if self.acquisitions == 0 {
+            Y::Undefined("0 acquisitions".into())
+        } else {
+            Y::Value(value)
+        }
+    }
+
+    /// A rate per handoff: none without handoffs.
+    fn of_handoffs(&self, value: f64) -> Y {
+        if self.handoffs == 0 {
+            Y::Undefined("0 handoffs".into())
+        } else {
+            Y::Value(value)
+        }
+    }
+}
+
 fn f(value: f64, decimals: usize) -> String {
     if value.is_nan() {
         "-".into()
@@ -267,7 +302,7 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         options.think_ms.1,
         options.duration.as_secs()
     );
-    let series = |variants: &[usize], value: &dyn Fn(&Aggregate) -> f64, dashed: bool, suffix: &str| -> Vec<Series> {
+    let series = |variants: &[usize], value: &dyn Fn(&Aggregate) -> Y, dashed: bool, suffix: &str| -> Vec<Series> {
         variants
             .iter()
             .map(|&v| Series {
@@ -285,35 +320,45 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     let all = [0, 1, 2, 3];
     let getlock = [0, 1];
     let mut files = Vec::new();
-    let mut chart =
-        |name: &str, title: &str, y_label: &str, log_y: bool, series: Vec<Series>| -> Result<(), ReportError> {
-            LineChart {
-                title,
-                subtitle: &workload,
-                x_label: "threads (clients contending for one lock)",
-                y_label,
-                log2_x: true,
-                log_y,
-                series,
-            }
-            .write(&out.join(name))?;
-            files.push(name.to_owned());
-            Ok(())
-        };
+    // `decimals`: those of the figure's column in the Data table.
+    let mut chart = |name: &str,
+                     title: &str,
+                     y_label: &str,
+                     log_y: bool,
+                     decimals: usize,
+                     series: Vec<Series>|
+     -> Result<(), ReportError> {
+        LineChart {
+            title,
+            subtitle: &workload,
+            x_label: "threads (clients contending for one lock)",
+            y_label,
+            x_unit: ("thread", "threads"),
+            log2_x: true,
+            log_y,
+            y_decimals: decimals,
+            series,
+        }
+        .write(&out.join(name))?;
+        files.push(name.to_owned());
+        Ok(())
+    };
     chart(
         "fairness-throughput.svg",
         "Throughput: acquisitions per simulated second",
         "acquisitions / s",
         false,
-        series(&all, &|a| a.throughput, false, ""),
+        2,
+        series(&all, &|a| Y::Value(a.throughput), false, ""),
     )?;
-    let mut waits = series(&getlock, &|a| a.wait_p50_ms, false, " p50");
-    waits.extend(series(&getlock, &|a| a.wait_p99_ms, true, " p99"));
+    let mut waits = series(&getlock, &|a| a.of_acquisitions(a.wait_p50_ms), false, " p50");
+    waits.extend(series(&getlock, &|a| a.of_acquisitions(a.wait_p99_ms), true, " p99"));
     chart(
         "fairness-wait.svg",
         "GetLock wait, from asking to holding: p50 (solid) and p99 (dashed)",
         "milliseconds (log)",
         true,
+        1,
         waits,
     )?;
     chart(
@@ -321,15 +366,27 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         "GetLock wait: the longest single wait",
         "milliseconds (log)",
         true,
-        series(&getlock, &|a| a.wait_max_ms, false, " max"),
+        1,
+        series(&getlock, &|a| a.of_acquisitions(a.wait_max_ms), false, " max"),
     )?;
-    let mut requests = series(&all, &|a| a.requests_per_acquisition, false, " per acquisition");
-    requests.extend(series(&all, &|a| a.requests_per_handoff, true, " per handoff"));
+    let mut requests = series(
+        &all,
+        &|a| a.of_acquisitions(a.requests_per_acquisition),
+        false,
+        " per acquisition",
+    );
+    requests.extend(series(
+        &all,
+        &|a| a.of_handoffs(a.requests_per_handoff),
+        true,
+        " per handoff",
+    ));
     chart(
         "fairness-requests.svg",
         "Store requests per acquisition (solid) and per handoff (dashed)",
         "requests (log)",
         true,
+        1,
         requests,
     )?;
     chart(
@@ -337,21 +394,24 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         "Jain's fairness index of acquisitions per client (1 = even)",
         "index",
         false,
-        series(&all, &|a| a.jain, false, ""),
+        3,
+        series(&all, &|a| a.of_acquisitions(a.jain), false, ""),
     )?;
     chart(
         "fairness-longest-run.svg",
         "Longest run of consecutive acquisitions by one client",
         "acquisitions (log)",
         true,
-        series(&all, &|a| a.longest_run as f64, false, ""),
+        0,
+        series(&all, &|a| a.of_acquisitions(a.longest_run as f64), false, ""),
     )?;
     chart(
         "fairness-overtakes.svg",
         "Overtakes: clients passed by someone who started waiting later, per acquisition",
         "overtakes per acquisition",
         false,
-        series(&getlock, &|a| a.overtakes_per_acquisition, false, ""),
+        3,
+        series(&getlock, &|a| a.of_acquisitions(a.overtakes_per_acquisition), false, ""),
     )?;
     let stall_series = vec![
         Series {
@@ -361,14 +421,17 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
             points: measured
                 .stalls
                 .iter()
-                .map(|(&lead, &stall)| (lead as f64, stall))
+                .map(|(&lead, &stall)| (lead as f64, Y::Value(stall)))
                 .collect(),
         },
         Series {
             name: "the crashed replica's lead".into(),
             colour: colour(5),
             dashed: true,
-            points: S1_LEADS_S.iter().map(|&lead| (lead as f64, lead as f64)).collect(),
+            points: S1_LEADS_S
+                .iter()
+                .map(|&lead| (lead as f64, Y::Value(lead as f64)))
+                .collect(),
         },
     ];
     LineChart {
@@ -376,8 +439,10 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         subtitle: &format!("timeservice-stall scenario, 3 time-service replicas, ts0 ahead by the lead and killed at 10 s; longest stall over {seeds}"),
         x_label: "lead of the crashed replica (s)",
         y_label: "seconds GlobalTime stood still",
+        x_unit: ("s lead", "s lead"),
         log2_x: false,
         log_y: false,
+        y_decimals: 1,
         series: stall_series,
     }
     .write(&out.join("fairness-s1-staleness.svg"))?;
@@ -477,7 +542,7 @@ fn markdown(measured: &Measured, workload: &str) -> String {
         ("fairness-wait.svg", "Wait time p50 and p99", "From the moment a client asks until it holds, pooled over all acquisitions of all seeds (GetLock only)."),
         ("fairness-wait-max.svg", "Longest wait", "The single longest wait of any client: starvation shows here first."),
         ("fairness-requests.svg", "Store requests per acquisition and per handoff", "Every read, write and delete a client sent (renewals and releases included), divided by acquisitions, or by handoffs (acquisitions by a different client than the previous holder)."),
-        ("fairness-jain.svg", "Jain's fairness index", "(sum of per-client acquisitions)^2 / (clients x sum of squares), averaged over seeds: 1 when every client got the same share, 1/n when one got everything."),
+        ("fairness-jain.svg", "Jain's fairness index", "(sum of per-client acquisitions)^2 / (clients x sum of squares), averaged over the seeds with at least one acquisition (with none there are no shares to compare: \"-\" in the table, not plotted): 1 when every client got the same share, 1/n when one got everything."),
         ("fairness-longest-run.svg", "Longest run by one client", "The longest stretch of consecutive acquisitions by the same client, over all seeds: the thesis's \"batches\"."),
         ("fairness-overtakes.svg", "Overtakes", "For each acquisition, the number of other clients that had started waiting earlier and were still waiting, divided by acquisitions."),
         ("fairness-s1-staleness.svg", "Time-service staleness under S1", "How long the GlobalTime value stood still after the replica that ran ahead was killed, against how far ahead it ran."),
@@ -552,7 +617,34 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     }
     let _ = writeln!(md, "\n## Reading the figures\n");
     let _ = writeln!(md, "- Thread counts are on a log scale. A flat throughput line means handoffs cost the same however many clients wait.");
+    let _ = writeln!(md, "- A figure that means nothing for a configuration (Jain's index or a wait with 0 acquisitions, requests per handoff with 0 handoffs, 0 on a log axis) is not plotted: its line breaks there and a note under the chart names it. A value too close to zero to read off a linear axis is printed beside its point, and a line lying wholly that close (under {}% of the axis) is drawn again under the chart on its own scale.", axis_label(NEAR_ZERO * 100.0));
     let _ = writeln!(md, "- \"old TryLock\" is the old algorithm's single TryLock (Listing 3) used as TryGetLock; \"queue TryGetLock\" is Listing 7. A refusal is a try that found the lock taken; their clients think and try again, so their acquisitions are not comparable with GetLock's one for one.");
     let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network has 1-10 ms per message, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-cluster.md` for that).");
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(per_client: Vec<u64>) -> FairnessMetrics {
+        FairnessMetrics {
+            acquisitions: per_client.iter().sum(),
+            per_client,
+            duration: Duration::from_secs(60),
+            ..FairnessMetrics::default()
+        }
+    }
+
+    /// Jain's index of zero acquisitions is 0/0: a run without acquisitions does not pull the
+    /// mean down, and with none at all the table prints "-" and the chart leaves the point off.
+    #[test]
+    fn jain_is_undefined_without_acquisitions() {
+        let mixed = aggregate(&[run(vec![0, 0]), run(vec![3, 3])]);
+        assert_eq!(mixed.jain, 1.0);
+        let none = aggregate(&[run(vec![0, 0]), run(vec![0, 0])]);
+        assert_eq!(f(none.jain, 3), "-");
+        assert_eq!(none.of_acquisitions(none.jain), Y::Undefined("0 acquisitions".into()));
+        assert_eq!(none.throughput, 0.0, "a rate of 0 acquisitions is 0, and is plotted");
+    }
 }

@@ -5,7 +5,7 @@ use cassalock_history::text::count;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::charts::{colour, LineChart, Series};
+use crate::charts::{colour, LineChart, Series, Y};
 use crate::{write_file, ReportError};
 use cassalock_real::Summary;
 
@@ -52,7 +52,14 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
                 points: runs
                     .iter()
                     .filter(|r| &r.variant == name)
-                    .map(|r| (r.lockers as f64, value(r)))
+                    .map(|r| {
+                        let y = if r.acquisitions == 0 {
+                            Y::Undefined("0 acquisitions".into())
+                        } else {
+                            Y::Value(value(r))
+                        };
+                        (r.lockers as f64, y)
+                    })
                     .collect(),
             })
             .collect()
@@ -62,8 +69,10 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
         subtitle: &subtitle,
         x_label: "lockers contending for one lock",
         y_label: "acquisitions / s",
+        x_unit: ("locker", "lockers"),
         log2_x: true,
         log_y: false,
+        y_decimals: 2,
         series: series(&|r| r.acquisitions_per_s, false, ""),
     }
     .write(&out.join("real-cluster-throughput.svg"))?;
@@ -74,8 +83,10 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary]) -> Result<Vec<String>,
         subtitle: &subtitle,
         x_label: "lockers contending for one lock",
         y_label: "milliseconds (log)",
+        x_unit: ("locker", "lockers"),
         log2_x: true,
         log_y: true,
+        y_decimals: 1,
         series: waits,
     }
     .write(&out.join("real-cluster-wait.svg"))?;
