@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// real: seconds per configuration [default: 20].
     #[arg(long)]
     seconds: Option<u64>,
+    /// real: runs of each configuration, interleaved (run 1 of every configuration, then
+    /// run 2, ...), so that the report gives a spread, not one noisy figure [default: 3].
+    #[arg(long)]
+    repeats: Option<usize>,
     /// real: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -59,6 +63,7 @@ impl BenchArgs {
             ("--contact-points", self.contact_points.is_some()),
             ("--lockers", self.lockers.is_some()),
             ("--seconds", self.seconds.is_some()),
+            ("--repeats", self.repeats.is_some()),
             ("--out", self.out.is_some()),
         ];
         let sweep_memory = [
@@ -101,6 +106,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             args.contact_points.unwrap_or_else(|| vec!["127.0.0.1:9042".to_owned()]),
             args.lockers.unwrap_or_else(|| vec![1, 4, 16]),
             args.seconds.unwrap_or(20),
+            args.repeats.unwrap_or(3),
             args.out.unwrap_or_else(|| "reports".into()),
         ),
         #[cfg(madsim)]

@@ -26,6 +26,10 @@ const BAD: &[(&[&str], &str)] = &[
         "--seconds applies to `cassalock bench real` only",
     ),
     (
+        &["bench", "models", "--repeats", "3"],
+        "--repeats applies to `cassalock bench real` only",
+    ),
+    (
         &["bench", "sim", "--counts", "5"],
         "--counts applies to `cassalock bench sweep-memory` only",
     ),

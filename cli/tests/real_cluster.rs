@@ -171,6 +171,31 @@ fn assert_exclusive(summary: &Summary, what: &str) {
     assert_eq!(summary.stale_accepted, 0, "{what}: T1-resource violated: {summary:?}");
 }
 
+/// `bench real` refuses bad options before it connects to anything (no cluster needed): exit 2,
+/// the flag named, and no report written.
+#[test]
+fn bench_real_refuses_bad_options_before_connecting() {
+    let out = std::env::temp_dir().join(format!("cassalock-bench-real-bad-{}", std::process::id()));
+    for (args, message) in [
+        (&["--repeats", "0"][..], "--repeats must be between 1 and 20"),
+        (&["--repeats", "21"][..], "--repeats must be between 1 and 20"),
+        (&["--seconds", "0"][..], "--seconds must be between 1 and 3600"),
+        (&["--lockers", "0"][..], "--lockers: give counts between 1 and 256"),
+    ] {
+        let output = cassalock()
+            .args(["bench", "real", "--contact-points", "127.0.0.1:1", "--out"])
+            .arg(&out)
+            .args(args)
+            .output()
+            .expect("cassalock runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert!(!out.join("real-cluster.md").exists(), "{args:?} wrote a report");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 #[test]
 #[ignore = "needs a local Cassandra cluster (cluster/cassalock-cluster start --nodes 3); run with -- --include-ignored"]
 fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
