@@ -335,27 +335,23 @@ pub fn judge(
                 Some(first) => format!("{}; first: {first}", count(v.overlaps.len(), "overlap")),
             },
         ),
-        Check::new(
-            ClaimId::T1Resource,
-            v.stale_accepted == 0,
-            {
-                // A refused write of the only holder (its token went down) is C-token's
-                // finding, not fencing stopping a stale holder: counted apart.
-                let fenced_off = v.refusals.iter().filter(|r| !r.legitimate).count();
-                let mut text = format!(
-                    "{} accepted, {fenced_off} refused by fencing{}",
-                    count(v.stale_accepted, "stale write"),
-                    if config.fencing { "" } else { " (fencing off)" }
-                );
-                if v.legit_refused > 0 {
-                    text.push_str(&format!(
-                        "; {} of the only holder refused too (C-token)",
-                        count(v.legit_refused, "write")
-                    ));
-                }
-                text
-            },
-        ),
+        Check::new(ClaimId::T1Resource, v.stale_accepted == 0, {
+            // A refused write of the only holder (its token went down) is C-token's
+            // finding, not fencing stopping a stale holder: counted apart.
+            let fenced_off = v.refusals.iter().filter(|r| !r.legitimate).count();
+            let mut text = format!(
+                "{} accepted, {fenced_off} refused by fencing{}",
+                count(v.stale_accepted, "stale write"),
+                if config.fencing { "" } else { " (fencing off)" }
+            );
+            if v.legit_refused > 0 {
+                text.push_str(&format!(
+                    "; {} of the only holder refused too (C-token)",
+                    count(v.legit_refused, "write")
+                ));
+            }
+            text
+        }),
         Check::new(
             ClaimId::CToken,
             v.token_drops == 0 && v.legit_refused == 0,
