@@ -299,9 +299,10 @@ mod imp {
                         ..template.clone()
                     };
                     eprintln!(
-                    "bench real: run {}/{total_runs} (round {round}/{repeats}): {} with {n} lockers for {seconds} s",
+                    "bench real: run {}/{total_runs} (round {round}/{repeats}): {} with {} for {seconds} s",
                     runs.len() + 1,
-                    variant.name()
+                    variant.name(),
+                    cassalock_history::text::count(n, "locker")
                 );
                     match execute(&spec, false) {
                         Ok(summary) => {
