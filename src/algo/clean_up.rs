@@ -86,10 +86,17 @@ impl<M> CleanUp<M> {
 
 impl<M> Machine for CleanUp<M>
 where
-    M: Machine<Config = LockConfig, Output = Acquire>,
+    M: Machine<
+        Config = LockConfig,
+        Output = Acquire,
+        Command = crate::store::StoreCommand,
+        Reply = crate::store::StoreReply,
+    >,
 {
     type Config = LockConfig;
     type Output = Acquire;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         if let Some(cleaning) = &mut self.cleaning {

@@ -211,6 +211,8 @@ impl TryUpdateGlobalTime {
 impl Machine for TryUpdateGlobalTime {
     type Config = RetryPolicy;
     type Output = GlobalTimeUpdate;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &RetryPolicy, input: Input, now_us: u64) -> Step<GlobalTimeUpdate> {
         super::resume_checked(
@@ -250,6 +252,8 @@ impl ReadGlobalTime {
 impl Machine for ReadGlobalTime {
     type Config = RetryPolicy;
     type Output = GlobalTimeReading;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, _config: &RetryPolicy, input: Input, _now_us: u64) -> Step<GlobalTimeReading> {
         match (self.asked, input) {
@@ -278,7 +282,7 @@ mod tests {
     use crate::store::RowStore;
 
     /// Run one machine against `store`, coordinated at `now_us`.
-    fn run<M: Machine<Config = RetryPolicy>>(
+    fn run<M: Machine<Config = RetryPolicy, Command = crate::store::StoreCommand, Reply = crate::store::StoreReply>>(
         machine: &mut M,
         store: &mut RowStore,
         now_us: u64,

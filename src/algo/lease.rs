@@ -217,6 +217,8 @@ impl Renewal {
 impl Machine for Renewal {
     type Config = LockConfig;
     type Output = RenewalEnd;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
         match (std::mem::replace(&mut self.state, RenewalState::Finished), input) {
@@ -390,6 +392,8 @@ impl Release {
 impl Machine for Release {
     type Config = LockConfig;
     type Output = Released;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, _now_us: u64) -> Step<Released> {
         match (std::mem::replace(&mut self.state, ReleaseState::Finished), input) {

@@ -76,6 +76,8 @@ impl AcquireMachine {
 impl Machine for AcquireMachine {
     type Config = LockConfig;
     type Output = Acquire;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         match self {
@@ -403,6 +405,8 @@ mod tests {
     impl Machine for MainOf<'_> {
         type Config = LockConfig;
         type Output = MainEnd;
+        type Command = crate::store::StoreCommand;
+        type Reply = crate::store::StoreReply;
         fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<MainEnd> {
             self.0.resume_main(config, input, now_us)
         }
@@ -411,6 +415,8 @@ mod tests {
     impl Machine for RenewalOf<'_> {
         type Config = LockConfig;
         type Output = RenewalEnd;
+        type Command = crate::store::StoreCommand;
+        type Reply = crate::store::StoreReply;
         fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
             self.0.resume_renewal(config, input, now_us)
         }

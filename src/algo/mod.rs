@@ -20,6 +20,7 @@
 //! | [`retry`] | ours: what every machine does when the store fails |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
+//! | [`redis`] | issue 13: the Redis family's locks over [`crate::store::redis_keyspace`] (`SET NX PX`; more to come) |
 //!
 //! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
 
@@ -33,6 +34,7 @@ pub mod old_shadow_lock;
 pub mod queue_column;
 pub mod queue_get_lock;
 pub mod queue_try_get_lock;
+pub mod redis;
 pub mod retry;
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -63,6 +65,9 @@ pub enum Source {
     Lease,
     /// Section 5.4: asking the time service for the time.
     TimeClient,
+    /// The Redis documentation's single-instance lock (`SET NX PX`, compare-and-delete), as
+    /// the seeds 001–003 describe it.
+    Redis,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -93,6 +98,7 @@ impl fmt::Display for StepTag {
             Source::L8 => "L8",
             Source::Lease => "5.3",
             Source::TimeClient => "5.4",
+            Source::Redis => "redis",
             Source::Ours => "ours",
         };
         if self.step == 0 {
@@ -105,11 +111,12 @@ impl fmt::Display for StepTag {
 
 /// What the driver hands a machine: the answer to the machine's last action.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Input {
+pub enum Input<R = StoreReply> {
     /// The first call.
     Start,
-    /// The store answered the last [`Action::Store`].
-    Reply(StoreReply),
+    /// The store answered the last [`Action::Store`] (a Cassandra family machine's reply is a
+    /// [`StoreReply`]; another family's is its own store's reply type).
+    Reply(R),
     /// The store failed the last [`Action::Store`] (after [`retry::Retrying`]'s retries).
     Failed(StoreFailure),
     /// The last [`Action::Sleep`] ended.
@@ -140,9 +147,9 @@ pub enum SleepKind {
 
 /// What a machine asks its driver to do.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Action<T> {
+pub enum Action<T, C = StoreCommand> {
     /// Execute a store command; answer with [`Input::Reply`] or [`Input::Failed`].
-    Store(StoreCommand),
+    Store(C),
     /// Sleep on the client's clock; answer with [`Input::Woke`] (or [`Input::StopRequested`]).
     Sleep { ms: u64, kind: SleepKind },
     /// Draw a uniform integer in `0..=max_ms`; answer with [`Input::Drawn`].
@@ -158,17 +165,17 @@ pub enum Action<T> {
 
 /// An action and the thesis step that asked for it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Step<T> {
+pub struct Step<T, C = StoreCommand> {
     pub tag: StepTag,
-    pub action: Action<T>,
+    pub action: Action<T, C>,
 }
 
-impl<T> Step<T> {
-    pub fn new(tag: StepTag, action: Action<T>) -> Self {
+impl<T, C> Step<T, C> {
+    pub fn new(tag: StepTag, action: Action<T, C>) -> Self {
         Step { tag, action }
     }
 
-    pub fn store(tag: StepTag, command: StoreCommand) -> Self {
+    pub fn store(tag: StepTag, command: C) -> Self {
         Step::new(tag, Action::Store(command))
     }
 
@@ -183,9 +190,18 @@ pub trait Machine {
     type Config;
     /// What the machine returns when done.
     type Output;
+    /// The store commands it asks for, and the store's replies: its store family's
+    /// ([`StoreCommand`] and [`StoreReply`] for the Cassandra locks, [`redis`]'s for Redis).
+    type Command;
+    type Reply;
 
     /// Advance with the answer to the last action. `now_us` is the client's clock.
-    fn resume(&mut self, config: &Self::Config, input: Input, now_us: u64) -> Step<Self::Output>;
+    fn resume(
+        &mut self,
+        config: &Self::Config,
+        input: Input<Self::Reply>,
+        now_us: u64,
+    ) -> Step<Self::Output, Self::Command>;
 
     /// True while the machine has a timed duty that is due at `now_us` (a renewal in progress,
     /// a waiting queue cell to refresh). The model checker does not let time pass while any
@@ -207,13 +223,13 @@ pub trait Machine {
 /// Run a machine's transition function `advance`, checking (in debug builds) the contract every
 /// machine keeps: it is never resumed after it finished, and it is finished exactly when it
 /// returns [`Action::Done`].
-pub(crate) fn resume_checked<M, C, T>(
+pub(crate) fn resume_checked<M, C, R: fmt::Debug, T, K>(
     name: &str,
     machine: &mut M,
     finished: fn(&M) -> bool,
-    advance: fn(&mut M, &C, Input, u64) -> Step<T>,
-    (config, input, now_us): (&C, Input, u64),
-) -> Step<T> {
+    advance: fn(&mut M, &C, Input<R>, u64) -> Step<T, K>,
+    (config, input, now_us): (&C, Input<R>, u64),
+) -> Step<T, K> {
     debug_assert!(!finished(machine), "{name}: resumed with {input:?} after it finished");
     let step = advance(machine, config, input, now_us);
     debug_assert_eq!(

@@ -263,6 +263,8 @@ impl QueueGetLock {
 impl Machine for QueueGetLock {
     type Config = LockConfig;
     type Output = Acquire;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         super::resume_checked(

@@ -269,6 +269,8 @@ impl QueueTryGetLock {
 impl Machine for QueueTryGetLock {
     type Config = LockConfig;
     type Output = Acquire;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<Acquire> {
         super::resume_checked(

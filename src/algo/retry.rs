@@ -45,11 +45,13 @@ impl<M> Retrying<M> {
 
 impl<M> Machine for Retrying<M>
 where
-    M: Machine,
+    M: Machine<Command = crate::store::StoreCommand, Reply = crate::store::StoreReply>,
     M::Config: AsRef<RetryPolicy>,
 {
     type Config = M::Config;
     type Output = M::Output;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &M::Config, input: Input, now_us: u64) -> Step<M::Output> {
         let policy = *config.as_ref();

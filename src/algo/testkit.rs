@@ -39,7 +39,9 @@ impl Bench {
 
     /// Run `machine` from `input` until it finishes or asks for something in `stop_at`;
     /// answers store commands, sleeps, draws and time readings itself.
-    pub fn run_until<M: Machine<Config = LockConfig>>(
+    pub fn run_until<
+        M: Machine<Config = LockConfig, Command = crate::store::StoreCommand, Reply = crate::store::StoreReply>,
+    >(
         &mut self,
         machine: &mut M,
         mut input: Input,
@@ -67,7 +69,12 @@ impl Bench {
     }
 
     /// Run to the end.
-    pub fn run<M: Machine<Config = LockConfig>>(&mut self, machine: &mut M) -> M::Output {
+    pub fn run<
+        M: Machine<Config = LockConfig, Command = crate::store::StoreCommand, Reply = crate::store::StoreReply>,
+    >(
+        &mut self,
+        machine: &mut M,
+    ) -> M::Output {
         match self.run_until(machine, Input::Start, |_| false).action {
             Action::Done(output) => output,
             _ => unreachable!("run_until returns early only on a stop condition"),

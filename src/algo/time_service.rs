@@ -113,6 +113,8 @@ impl TimeServiceSchedule {
 impl Machine for TimeServiceSchedule {
     type Config = TimeServiceConfig;
     type Output = u64;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &TimeServiceConfig, input: Input, now_us: u64) -> Step<u64> {
         debug_assert!(config.period_ms >= 1, "a period of 0 would spin");

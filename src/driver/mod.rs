@@ -221,7 +221,7 @@ impl<S: Store, C: Clock> Engine<S, C> {
     /// Run `machine` to its end (inside [`Retrying`]).
     pub async fn run<M>(&self, machine: M, config: &M::Config, thread: &ThreadId) -> M::Output
     where
-        M: Machine + Send,
+        M: Machine<Command = crate::store::StoreCommand, Reply = crate::store::StoreReply> + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
         self.drive(Retrying::new(machine), config, thread, &mut Hooks::default())
@@ -232,7 +232,7 @@ impl<S: Store, C: Clock> Engine<S, C> {
     /// it retries on its own, as a [`Lifecycle`]'s lanes do.)
     async fn drive<M>(&self, mut machine: M, config: &M::Config, thread: &ThreadId, hooks: &mut Hooks) -> M::Output
     where
-        M: Machine + Send,
+        M: Machine<Command = crate::store::StoreCommand, Reply = crate::store::StoreReply> + Send,
         M::Config: AsRef<RetryPolicy> + Sync,
     {
         let mut input = Input::Start;
@@ -519,6 +519,8 @@ struct MainLane(Arc<Mutex<Lifecycle>>);
 impl Machine for MainLane {
     type Config = LockConfig;
     type Output = MainEnd;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<MainEnd> {
         lock_ignoring_poison(&self.0).resume_main(config, input, now_us)
@@ -531,6 +533,8 @@ struct RenewalLane(Arc<Mutex<Lifecycle>>);
 impl Machine for RenewalLane {
     type Config = LockConfig;
     type Output = RenewalEnd;
+    type Command = crate::store::StoreCommand;
+    type Reply = crate::store::StoreReply;
 
     fn resume(&mut self, config: &LockConfig, input: Input, now_us: u64) -> Step<RenewalEnd> {
         lock_ignoring_poison(&self.0).resume_renewal(config, input, now_us)
