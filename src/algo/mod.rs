@@ -20,6 +20,7 @@
 //! | [`retry`] | ours: what every machine does when the store fails |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
+//! | [`memcached`] | issue 13: the Memcached `add` lock, its release and extension as usually written and checked with `gets` + `cas` |
 //! | [`redis`] | issue 13: the Redis family's locks over [`crate::store::redis_keyspace`] (`SET NX PX`; more to come) |
 //!
 //! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
@@ -30,6 +31,7 @@ pub mod fence;
 pub mod global_time;
 pub mod lease;
 pub mod lifecycle;
+pub mod memcached;
 pub mod old_shadow_lock;
 pub mod queue_column;
 pub mod queue_get_lock;
@@ -68,6 +70,8 @@ pub enum Source {
     /// The Redis documentation's single-instance lock (`SET NX PX`, compare-and-delete), as
     /// the seeds 001–003 describe it.
     Redis,
+    /// The Memcached `add` lock as usually written (`add`, `delete`, `touch`).
+    Memcached,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -99,6 +103,7 @@ impl fmt::Display for StepTag {
             Source::Lease => "5.3",
             Source::TimeClient => "5.4",
             Source::Redis => "redis",
+            Source::Memcached => "memcached",
             Source::Ours => "ours",
         };
         if self.step == 0 {
