@@ -72,6 +72,8 @@ pub enum Source {
     Redis,
     /// The Memcached `add` lock as usually written (`add`, `delete`, `touch`).
     Memcached,
+    /// Redisson's `RLock`: the hash lock's scripts, the pub/sub wait, the watchdog (seed 001).
+    Redisson,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -104,6 +106,7 @@ impl fmt::Display for StepTag {
             Source::TimeClient => "5.4",
             Source::Redis => "redis",
             Source::Memcached => "memcached",
+            Source::Redisson => "redisson",
             Source::Ours => "ours",
         };
         if self.step == 0 {
@@ -137,7 +140,8 @@ pub enum Input<R = StoreReply> {
 }
 
 /// Why a machine sleeps. Drivers treat all kinds alike except [`SleepKind::Renewal`], which a
-/// stop request may cut short; the model checker treats only renewal sleeps as timed.
+/// stop request may cut short, and [`SleepKind::UntilNotified`], which a message may cut short;
+/// the model checker treats only renewal sleeps as timed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SleepKind {
     /// Waiting for our turn in the queue.
@@ -148,6 +152,10 @@ pub enum SleepKind {
     Retry,
     /// The renewal task's wait between rewrites (interruptible by release).
     Renewal,
+    /// Redisson's waiter: sleep until the holder's key expires, unless the lock's unlock
+    /// message arrives first (the driver then ends the sleep early with [`Input::Woke`]; a lost
+    /// message costs the rest of the sleep).
+    UntilNotified,
 }
 
 /// What a machine asks its driver to do.

@@ -1,0 +1,817 @@
+//! Redisson's `RLock` (seed 001): a reentrant lock in a Redis hash, kept alive by a watchdog.
+//!
+//! The lock is a hash at `key` with one field per owner (client id and thread), counting how
+//! many times the owner holds it (reentrancy). Three scripts do all the work, atomically on the
+//! server ([`RedisCommand::RedissonAcquire`], `RedissonRenew`, `RedissonRelease`):
+//!
+//! - **acquire** (D1): if the key is absent or the hash has our field, increment our count and
+//!   set the key's expiry to the lease, answer nil; otherwise answer the key's remaining TTL.
+//! - **wait** (D2): a waiter does not poll. It subscribes to the lock's channel and sleeps until
+//!   an unlock message arrives or the holder's TTL runs out, whichever comes first, then tries
+//!   again (`tryLock(waitTime, ...)` gives up when `waitTime` is spent). A lost or late message
+//!   costs the waiter the rest of the holder's TTL, not safety.
+//! - **watchdog** (D3): with no lease time given (`lock()`, `tryLock(waitTime)`), the lease is
+//!   `lockWatchdogTimeout` (30 s) and a timer renews it every third of that (10 s) while held.
+//!   With a lease time given (`lock(leaseTime)`, `tryLock(waitTime, leaseTime)`) there is no
+//!   watchdog: the lock simply expires.
+//! - **release** (D4): if our field is absent, answer nil (Redisson throws
+//!   `IllegalMonitorStateException`: the lock was lost); decrement; still above 0, reset the
+//!   expiry and answer 0 (still held, reentrant); at 0 delete the key, publish the unlock
+//!   message, answer 1.
+//!
+//! Ours, as for `SET NX` ([`super::set_nx`]): a failed acquire script may have run with its reply
+//! lost. Running it again would count a *second* hold (the script sees our field and
+//! increments), and the one release the caller makes would leave the count at 1: the lock
+//! stays taken by nobody until its lease runs out (C-release; Redisson later added per-request
+//! records for this). After an uncertain attempt the machine reads our count (`HGET`) instead.
+//!
+//! The known bug switch [`RedissonMutants::watchdog_stops_after_a_failed_renewal`] is Redisson
+//! issue 775: a renewal that fails (a timeout during a failover) is not rescheduled, so the
+//! watchdog stops, the lease runs out 30 s later while the holder still believes it holds the
+//! lock, and nobody tells it. The fixed watchdog tries again at the next interval and reports a
+//! lost lease only when the server says the field is gone.
+
+use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::StoreFailure;
+
+const D1_ACQUIRE: StepTag = StepTag::new(
+    Source::Redisson,
+    1,
+    "acquire script: take or re-enter the hash lock with the lease",
+);
+const D1_ACQUIRED: StepTag = StepTag::new(Source::Redisson, 1, "nil: the lock is ours");
+const D2_WAIT: StepTag = StepTag::new(
+    Source::Redisson,
+    2,
+    "taken: wait for the unlock message or the holder's TTL, whichever comes first",
+);
+const D2_GIVE_UP: StepTag = StepTag::new(Source::Redisson, 2, "taken and the wait time is spent: give up");
+const D3_WAIT: StepTag = StepTag::new(Source::Redisson, 3, "watchdog: wait a third of the lease");
+const D3_RENEW: StepTag = StepTag::new(
+    Source::Redisson,
+    3,
+    "watchdog: renew script, reset the expiry if our field is there",
+);
+const D3_LOST: StepTag = StepTag::new(Source::Redisson, 3, "watchdog: our field is gone, the lock is lost");
+const D3_STOPPED: StepTag = StepTag::new(Source::Redisson, 3, "watchdog: stopped by the release");
+const MUTANT_775: StepTag = StepTag::new(
+    Source::Redisson,
+    3,
+    "MUTANT 775: a renewal failed, the watchdog is not rescheduled",
+);
+const D4_RELEASE: StepTag = StepTag::new(
+    Source::Redisson,
+    4,
+    "release script: count down our hold, delete and publish at 0",
+);
+const D4_DONE: StepTag = StepTag::new(Source::Redisson, 4, "released, still held (reentrant), or not ours");
+const CHECK_OURS: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "after an acquire that may have run: read our hold count instead of running it again",
+);
+const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
+const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
+
+/// Known bugs of the real client, off by default, so the checks can show they catch them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedissonMutants {
+    /// Redisson issue 775: one failed renewal stops the watchdog for good.
+    pub watchdog_stops_after_a_failed_renewal: bool,
+}
+
+/// What the Redisson machines read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedissonConfig {
+    /// `lockWatchdogTimeout`: the lease when no lease time is given (Redisson: 30 s).
+    pub watchdog_timeout_ms: u64,
+    /// A lease time given to `lock(leaseTime)` / `tryLock(waitTime, leaseTime)`: no watchdog.
+    pub lease_ms: Option<u64>,
+    /// `tryLock(waitTime, ...)`: give up after this long; `None`: `lock()`, wait for ever.
+    pub wait_ms: Option<u64>,
+    pub retry: RetryPolicy,
+    pub mutants: RedissonMutants,
+}
+
+impl Default for RedissonConfig {
+    fn default() -> Self {
+        RedissonConfig {
+            watchdog_timeout_ms: 30_000,
+            lease_ms: None,
+            wait_ms: None,
+            retry: RetryPolicy::default(),
+            mutants: RedissonMutants::default(),
+        }
+    }
+}
+
+impl RedissonConfig {
+    /// The lease the acquire and release scripts set.
+    pub fn lease_ms(&self) -> u64 {
+        self.lease_ms.unwrap_or(self.watchdog_timeout_ms)
+    }
+
+    /// Whether a watchdog keeps the lock alive (no lease time given).
+    pub fn watchdog(&self) -> bool {
+        self.lease_ms.is_none()
+    }
+
+    /// The watchdog's period: a third of the lease.
+    pub fn renew_every_ms(&self) -> u64 {
+        (self.watchdog_timeout_ms / 3).max(1)
+    }
+}
+
+/// The unlock channel of a lock key.
+pub fn channel(key: &str) -> String {
+    format!("redisson_lock__channel:{{{key}}}")
+}
+
+/// What a Redisson holder owns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedissonLease {
+    pub key: String,
+    /// Our field in the hash: client id and thread.
+    pub owner: String,
+    /// The client time the request that last set the expiry was sent.
+    pub set_sent_at_us: u64,
+}
+
+/// How an acquisition ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RedissonAcquired {
+    Acquired {
+        lease: RedissonLease,
+    },
+    /// `tryLock`'s wait time ran out.
+    TimedOut,
+    Failed(StoreFailure),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum AcquireState {
+    Idle,
+    Running { sent_at_us: u64 },
+    CheckingOurs,
+    Waiting,
+    Finished,
+}
+
+/// D1–D2: acquire (or re-enter) the lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedissonAcquire {
+    key: String,
+    owner: String,
+    state: AcquireState,
+    deadline_us: Option<u64>,
+    uncertain_since_us: Option<u64>,
+    failures_in_a_row: u8,
+}
+
+impl RedissonAcquire {
+    pub fn new(key: impl Into<String>, owner: impl Into<String>) -> Self {
+        RedissonAcquire {
+            key: key.into(),
+            owner: owner.into(),
+            state: AcquireState::Idle,
+            deadline_us: None,
+            uncertain_since_us: None,
+            failures_in_a_row: 0,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state == AcquireState::Finished
+    }
+
+    fn run_script(&mut self, config: &RedissonConfig, now_us: u64) -> Step<RedissonAcquired, RedisCommand> {
+        self.state = AcquireState::Running { sent_at_us: now_us };
+        Step::store(
+            D1_ACQUIRE,
+            RedisCommand::RedissonAcquire {
+                key: self.key.clone(),
+                owner: self.owner.clone(),
+                lease_ms: config.lease_ms(),
+            },
+        )
+    }
+
+    fn finish(&mut self, tag: StepTag, output: RedissonAcquired) -> Step<RedissonAcquired, RedisCommand> {
+        self.state = AcquireState::Finished;
+        Step::done(tag, output)
+    }
+
+    fn acquired(&mut self, tag: StepTag, set_sent_at_us: u64) -> Step<RedissonAcquired, RedisCommand> {
+        let lease = RedissonLease {
+            key: self.key.clone(),
+            owner: self.owner.clone(),
+            set_sent_at_us,
+        };
+        self.finish(tag, RedissonAcquired::Acquired { lease })
+    }
+
+    fn failed(
+        &mut self,
+        config: &RedissonConfig,
+        failure: StoreFailure,
+        sent: Option<u64>,
+    ) -> Step<RedissonAcquired, RedisCommand> {
+        if let (Some(sent), true) = (sent, failure != StoreFailure::Unavailable) {
+            self.uncertain_since_us = Some(self.uncertain_since_us.map_or(sent, |first| first.min(sent)));
+        }
+        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
+        if self.failures_in_a_row > config.retry.max_retries {
+            return self.finish(FAILED, RedissonAcquired::Failed(failure));
+        }
+        self.state = AcquireState::Waiting;
+        Step::new(
+            RETRY_AFTER_FAILURE,
+            Action::Sleep {
+                ms: config.retry.backoff_ms,
+                kind: SleepKind::Retry,
+            },
+        )
+    }
+
+    /// Try again: read our count first if an attempt may have run.
+    fn again(&mut self, config: &RedissonConfig, now_us: u64) -> Step<RedissonAcquired, RedisCommand> {
+        if self.uncertain_since_us.is_some() {
+            self.state = AcquireState::CheckingOurs;
+            return Step::store(
+                CHECK_OURS,
+                RedisCommand::HGet {
+                    key: self.key.clone(),
+                    field: self.owner.clone(),
+                },
+            );
+        }
+        self.run_script(config, now_us)
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedissonAcquired, RedisCommand> {
+        use AcquireState as S;
+        match (std::mem::replace(&mut self.state, S::Finished), input) {
+            (S::Idle, Input::Start) => {
+                self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
+                self.run_script(config, now_us)
+            }
+            (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) => self.acquired(D1_ACQUIRED, sent_at_us),
+            (S::Running { .. }, Input::Reply(RedisReply::Integer(pttl_ms))) => {
+                self.failures_in_a_row = 0;
+                let remaining_us = self.deadline_us.map(|deadline| deadline.saturating_sub(now_us));
+                if remaining_us == Some(0) {
+                    return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
+                }
+                // Sleep until the holder's key expires (at least 1 ms), or the wait time ends;
+                // the unlock message cuts it short.
+                let until_expiry_ms = u64::try_from(pttl_ms).unwrap_or(1).max(1);
+                let ms = remaining_us.map_or(until_expiry_ms, |us| until_expiry_ms.min(us.div_ceil(1000)));
+                self.state = S::Waiting;
+                Step::new(
+                    D2_WAIT,
+                    Action::Sleep {
+                        ms,
+                        kind: SleepKind::UntilNotified,
+                    },
+                )
+            }
+            (S::CheckingOurs, Input::Reply(RedisReply::Integer(count))) if count > 0 => {
+                let since = self
+                    .uncertain_since_us
+                    .expect("checked only after an uncertain attempt");
+                self.acquired(D1_ACQUIRED, since)
+            }
+            (S::CheckingOurs, Input::Reply(RedisReply::Nil)) => {
+                // Our attempt did not run (or its hold expired): nothing of ours is there.
+                self.uncertain_since_us = None;
+                self.run_script(config, now_us)
+            }
+            (S::Running { sent_at_us }, Input::Failed(failure)) => self.failed(config, failure, Some(sent_at_us)),
+            (S::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, None),
+            (S::Waiting, Input::Woke) => {
+                if self.deadline_us.is_some_and(|deadline| now_us >= deadline) && self.uncertain_since_us.is_none() {
+                    return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
+                }
+                self.again(config, now_us)
+            }
+            (S::Running { .. } | S::CheckingOurs, Input::Reply(reply)) => self.finish(
+                FAILED,
+                RedissonAcquired::Failed(StoreFailure::Other(format!("unexpected reply {reply:?}"))),
+            ),
+            (state, input) => panic!("RedissonAcquire: {input:?} in state {state:?}"),
+        }
+    }
+}
+
+impl Machine for RedissonAcquire {
+    type Config = RedissonConfig;
+    type Output = RedissonAcquired;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedissonAcquired, RedisCommand> {
+        super::super::resume_checked(
+            "RedissonAcquire",
+            self,
+            RedissonAcquire::is_finished,
+            RedissonAcquire::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+/// How the watchdog ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum WatchdogEnd {
+    /// The release stopped it.
+    Stopped,
+    /// The server said our field is gone: the lock is lost, and the holder must be told.
+    Lost,
+    /// MUTANT 775: a renewal failed and the watchdog quietly ended; the holder is not told.
+    QuietlyEnded,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum WatchdogState {
+    Idle,
+    Sleeping,
+    Renewing { sent_at_us: u64 },
+    Finished,
+}
+
+/// D3: renew every third of the lease while held.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Watchdog {
+    lease: RedissonLease,
+    state: WatchdogState,
+}
+
+impl Watchdog {
+    pub fn new(lease: RedissonLease) -> Self {
+        Watchdog {
+            lease,
+            state: WatchdogState::Idle,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state == WatchdogState::Finished
+    }
+
+    /// The lease as the last successful renewal left it.
+    pub fn lease(&self) -> &RedissonLease {
+        &self.lease
+    }
+
+    fn sleep(&mut self, config: &RedissonConfig) -> Step<WatchdogEnd, RedisCommand> {
+        self.state = WatchdogState::Sleeping;
+        Step::new(
+            D3_WAIT,
+            Action::Sleep {
+                ms: config.renew_every_ms(),
+                kind: SleepKind::Renewal,
+            },
+        )
+    }
+
+    fn finish(&mut self, tag: StepTag, end: WatchdogEnd) -> Step<WatchdogEnd, RedisCommand> {
+        self.state = WatchdogState::Finished;
+        Step::done(tag, end)
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<WatchdogEnd, RedisCommand> {
+        use WatchdogState as S;
+        match (std::mem::replace(&mut self.state, S::Finished), input) {
+            (S::Idle, Input::Start) => self.sleep(config),
+            (S::Sleeping, Input::StopRequested) => self.finish(D3_STOPPED, WatchdogEnd::Stopped),
+            (S::Sleeping, Input::Woke) => {
+                self.state = S::Renewing { sent_at_us: now_us };
+                Step::store(
+                    D3_RENEW,
+                    RedisCommand::RedissonRenew {
+                        key: self.lease.key.clone(),
+                        owner: self.lease.owner.clone(),
+                        lease_ms: config.lease_ms(),
+                    },
+                )
+            }
+            (S::Renewing { sent_at_us }, Input::Reply(RedisReply::Integer(1))) => {
+                self.lease.set_sent_at_us = sent_at_us;
+                self.sleep(config)
+            }
+            (S::Renewing { .. }, Input::Reply(_)) => self.finish(D3_LOST, WatchdogEnd::Lost),
+            (S::Renewing { .. }, Input::Failed(_)) if config.mutants.watchdog_stops_after_a_failed_renewal => {
+                self.finish(MUTANT_775, WatchdogEnd::QuietlyEnded)
+            }
+            // Fixed: the lease may still be good; try again at the next interval.
+            (S::Renewing { .. }, Input::Failed(_)) => self.sleep(config),
+            (state, input) => panic!("Watchdog: {input:?} in state {state:?}"),
+        }
+    }
+}
+
+impl Machine for Watchdog {
+    type Config = RedissonConfig;
+    type Output = WatchdogEnd;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<WatchdogEnd, RedisCommand> {
+        super::super::resume_checked(
+            "Watchdog",
+            self,
+            Watchdog::is_finished,
+            Watchdog::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+/// How a release ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RedissonReleased {
+    /// Count 0: the key is deleted and the unlock message published.
+    Released,
+    /// Count still above 0: re-entered holds remain.
+    StillHeld,
+    /// Our field was not there: the lock had been lost (`IllegalMonitorStateException`).
+    NotOurs,
+    Failed(StoreFailure),
+}
+
+/// D4: count down our hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedissonRelease {
+    lease: RedissonLease,
+    sent: bool,
+    finished: bool,
+}
+
+impl RedissonRelease {
+    pub fn new(lease: RedissonLease) -> Self {
+        RedissonRelease {
+            lease,
+            sent: false,
+            finished: false,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        _now_us: u64,
+    ) -> Step<RedissonReleased, RedisCommand> {
+        let output = match (self.sent, input) {
+            (false, Input::Start) => {
+                self.sent = true;
+                return Step::store(
+                    D4_RELEASE,
+                    RedisCommand::RedissonRelease {
+                        key: self.lease.key.clone(),
+                        owner: self.lease.owner.clone(),
+                        lease_ms: config.lease_ms(),
+                        channel: channel(&self.lease.key),
+                    },
+                );
+            }
+            (true, Input::Reply(RedisReply::Integer(1))) => RedissonReleased::Released,
+            (true, Input::Reply(RedisReply::Integer(0))) => RedissonReleased::StillHeld,
+            (true, Input::Reply(RedisReply::Nil)) => RedissonReleased::NotOurs,
+            (true, Input::Reply(reply)) => {
+                RedissonReleased::Failed(StoreFailure::Other(format!("unexpected reply {reply:?}")))
+            }
+            // Not retried: a release script that ran and lost its reply would count down twice.
+            (true, Input::Failed(failure)) => RedissonReleased::Failed(failure),
+            (sent, input) => panic!("RedissonRelease: {input:?} (sent {sent})"),
+        };
+        self.finished = true;
+        Step::done(D4_DONE, output)
+    }
+}
+
+impl Machine for RedissonRelease {
+    type Config = RedissonConfig;
+    type Output = RedissonReleased;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedissonReleased, RedisCommand> {
+        super::super::resume_checked(
+            "RedissonRelease",
+            self,
+            RedissonRelease::is_finished,
+            RedissonRelease::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::store::redis_keyspace::RedisKeyspace;
+
+    enum Fate {
+        Answered,
+        LostBefore(StoreFailure),
+        LostAfter(StoreFailure),
+    }
+
+    /// A client and one Redis server with the same clock; every request takes 1 ms. A sleep
+    /// `UntilNotified` ends early when an unlock message is pending for the waiter, unless the
+    /// bench drops messages.
+    struct Bench {
+        server: RedisKeyspace,
+        now_us: u64,
+        fates: VecDeque<Fate>,
+        tags: Vec<StepTag>,
+        /// Unlock messages published and not yet delivered.
+        unlocks: usize,
+        drop_messages: bool,
+        /// At this client time, stop the machine's renewal sleep (the release).
+        stop_at_us: Option<u64>,
+    }
+
+    impl Bench {
+        fn new() -> Self {
+            Bench {
+                server: RedisKeyspace::new(),
+                now_us: 1_000_000,
+                fates: VecDeque::new(),
+                tags: Vec::new(),
+                unlocks: 0,
+                drop_messages: false,
+                stop_at_us: None,
+            }
+        }
+
+        fn now_ms(&self) -> u64 {
+            self.now_us / 1000
+        }
+
+        fn apply(&mut self, command: &RedisCommand) -> RedisReply {
+            let executed = self.server.execute(command, self.now_ms());
+            self.unlocks += executed.published.len();
+            executed.reply
+        }
+
+        fn run<M>(&mut self, config: &RedissonConfig, machine: &mut M) -> M::Output
+        where
+            M: Machine<Config = RedissonConfig, Command = RedisCommand, Reply = RedisReply>,
+        {
+            let mut input = Input::Start;
+            for _ in 0..100_000 {
+                let step = machine.resume(config, input, self.now_us);
+                self.tags.push(step.tag);
+                input = match step.action {
+                    Action::Store(command) => {
+                        self.now_us += 1000;
+                        match self.fates.pop_front().unwrap_or(Fate::Answered) {
+                            Fate::Answered => Input::Reply(self.apply(&command)),
+                            Fate::LostBefore(failure) => Input::Failed(failure),
+                            Fate::LostAfter(failure) => {
+                                self.apply(&command);
+                                Input::Failed(failure)
+                            }
+                        }
+                    }
+                    Action::Sleep {
+                        kind: SleepKind::UntilNotified,
+                        ms,
+                    } if self.unlocks > 0 && !self.drop_messages => {
+                        self.unlocks -= 1;
+                        self.now_us += (ms * 1000).min(2000);
+                        Input::Woke
+                    }
+                    Action::Sleep {
+                        kind: SleepKind::Renewal,
+                        ms,
+                    } if self.stop_at_us.is_some_and(|stop| stop <= self.now_us + ms * 1000) => {
+                        self.now_us = self.stop_at_us.expect("checked").max(self.now_us);
+                        Input::StopRequested
+                    }
+                    Action::Sleep { ms, .. } => {
+                        self.now_us += ms * 1000;
+                        Input::Woke
+                    }
+                    Action::Done(output) => return output,
+                    Action::Draw { .. } | Action::ReadTime | Action::StopRenewal { .. } => {
+                        panic!("a Redisson machine draws nothing, reads no time source, stops no task")
+                    }
+                };
+            }
+            panic!("the machine did not finish in 100000 steps")
+        }
+    }
+
+    fn lease(output: RedissonAcquired) -> RedissonLease {
+        match output {
+            RedissonAcquired::Acquired { lease } => lease,
+            other => panic!("expected the lock, got {other:?}"),
+        }
+    }
+
+    fn hold_count(bench: &mut Bench, owner: &str) -> RedisReply {
+        bench.apply(&RedisCommand::HGet {
+            key: "lock".into(),
+            field: owner.into(),
+        })
+    }
+
+    #[test]
+    fn reentrant_holds_need_as_many_releases() {
+        let config = RedissonConfig::default();
+        let mut bench = Bench::new();
+        let first = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        let _again = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        assert_eq!(hold_count(&mut bench, "c1:t1"), RedisReply::Integer(2));
+        let release = |bench: &mut Bench| bench.run(&config, &mut RedissonRelease::new(first.clone()));
+        assert_eq!(release(&mut bench), RedissonReleased::StillHeld);
+        assert_eq!(release(&mut bench), RedissonReleased::Released);
+        assert_eq!(bench.unlocks, 1, "the last release publishes the unlock message");
+        assert_eq!(release(&mut bench), RedissonReleased::NotOurs);
+    }
+
+    #[test]
+    fn a_waiter_wakes_on_the_unlock_message_and_a_lost_message_costs_the_holders_ttl() {
+        for (drop_messages, longest_wait_s) in [(false, 3), (true, 31)] {
+            let config = RedissonConfig::default();
+            let mut bench = Bench::new();
+            bench.drop_messages = drop_messages;
+            let holder = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+            // The waiter's first attempt finds the lock taken; the holder releases meanwhile.
+            let mut waiter = RedissonAcquire::new("lock", "c2:t1");
+            let first = waiter.resume(&config, Input::Start, bench.now_us);
+            assert!(matches!(first.action, Action::Store(_)));
+            let reply = bench.apply(match &first.action {
+                Action::Store(command) => command,
+                _ => unreachable!(),
+            });
+            assert!(matches!(reply, RedisReply::Integer(ttl) if ttl > 29_000), "{reply:?}");
+            assert_eq!(
+                bench.run(&config, &mut RedissonRelease::new(holder.clone())),
+                RedissonReleased::Released
+            );
+            let started = bench.now_us;
+            let step = waiter.resume(&config, Input::Reply(reply), bench.now_us);
+            assert_eq!(step.tag, D2_WAIT);
+            // Hand the rest to the bench, starting with the sleep just asked for.
+            let slept_ms = match step.action {
+                Action::Sleep { ms, .. } => ms,
+                _ => panic!("the waiter sleeps"),
+            };
+            if bench.unlocks > 0 && !drop_messages {
+                bench.unlocks -= 1;
+                bench.now_us += 2000;
+            } else {
+                bench.now_us += slept_ms * 1000;
+            }
+            let output = {
+                let mut input = Input::Woke;
+                loop {
+                    let step = waiter.resume(&config, input, bench.now_us);
+                    match step.action {
+                        Action::Store(command) => {
+                            bench.now_us += 1000;
+                            input = Input::Reply(bench.apply(&command));
+                        }
+                        Action::Done(output) => break output,
+                        _ => panic!("one more attempt finds the lock free"),
+                    }
+                }
+            };
+            assert!(matches!(output, RedissonAcquired::Acquired { .. }));
+            let waited_s = (bench.now_us - started) / 1_000_000;
+            assert!(
+                waited_s < longest_wait_s,
+                "messages dropped: {drop_messages}; waited {waited_s} s"
+            );
+            if drop_messages {
+                assert!(
+                    waited_s >= 29,
+                    "without the message the waiter sleeps out the holder's 30 s TTL"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn try_lock_gives_up_after_its_wait_time() {
+        let config = RedissonConfig {
+            wait_ms: Some(2_000),
+            lease_ms: Some(10_000),
+            ..RedissonConfig::default()
+        };
+        let mut bench = Bench::new();
+        lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        let started = bench.now_us;
+        assert_eq!(
+            bench.run(&config, &mut RedissonAcquire::new("lock", "c2:t1")),
+            RedissonAcquired::TimedOut
+        );
+        assert!(bench.now_us - started <= 2_100_000, "gave up at its wait time");
+        assert!(!config.watchdog(), "a lease time given: no watchdog");
+    }
+
+    #[test]
+    fn an_acquire_whose_reply_was_lost_is_not_counted_twice() {
+        let config = RedissonConfig::default();
+        let mut bench = Bench::new();
+        bench.fates.push_back(Fate::LostAfter(StoreFailure::Timeout));
+        let held = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        assert!(bench.tags.contains(&CHECK_OURS));
+        assert_eq!(
+            hold_count(&mut bench, "c1:t1"),
+            RedisReply::Integer(1),
+            "one hold, not two"
+        );
+        assert_eq!(
+            bench.run(&config, &mut RedissonRelease::new(held)),
+            RedissonReleased::Released,
+            "one release frees the lock"
+        );
+    }
+
+    #[test]
+    fn the_watchdog_renews_until_stopped_and_reports_a_lost_lock() {
+        let config = RedissonConfig::default();
+        let mut bench = Bench::new();
+        let held = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        // Renew for 100 s (well past the 30 s lease), then the release stops it.
+        bench.stop_at_us = Some(bench.now_us + 100_000_000);
+        assert_eq!(
+            bench.run(&config, &mut Watchdog::new(held.clone())),
+            WatchdogEnd::Stopped
+        );
+        assert!(
+            matches!(hold_count(&mut bench, "c1:t1"), RedisReply::Integer(1)),
+            "still held after 100 s"
+        );
+        // The key deleted under it (a failover lost it): the next renewal says so.
+        bench.apply(&RedisCommand::Del { key: "lock".into() });
+        bench.stop_at_us = None;
+        assert_eq!(bench.run(&config, &mut Watchdog::new(held)), WatchdogEnd::Lost);
+    }
+
+    /// Redisson issue 775: one failed renewal and the mutant's watchdog is gone; the lease runs
+    /// out while the holder believes it holds. The fixed watchdog rides it out.
+    #[test]
+    fn mutant_775_a_watchdog_that_stops_after_one_failed_renewal_loses_the_lock_silently() {
+        for mutant in [false, true] {
+            let config = RedissonConfig {
+                mutants: RedissonMutants {
+                    watchdog_stops_after_a_failed_renewal: mutant,
+                },
+                ..RedissonConfig::default()
+            };
+            let mut bench = Bench::new();
+            let held = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+            bench.fates.push_back(Fate::LostBefore(StoreFailure::Timeout));
+            bench.stop_at_us = Some(bench.now_us + 60_000_000);
+            let end = bench.run(&config, &mut Watchdog::new(held));
+            bench.now_us = bench.now_us.max(1_000_000 + 60_000_000);
+            let still_held = matches!(hold_count(&mut bench, "c1:t1"), RedisReply::Integer(1));
+            if mutant {
+                assert_eq!(end, WatchdogEnd::QuietlyEnded);
+                assert!(bench.tags.contains(&MUTANT_775));
+                assert!(!still_held, "the mutant's lease ran out after 30 s, unannounced");
+            } else {
+                assert_eq!(end, WatchdogEnd::Stopped);
+                assert!(still_held, "the fixed watchdog renewed at the next interval");
+            }
+        }
+    }
+}
