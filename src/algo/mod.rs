@@ -74,6 +74,8 @@ pub enum Source {
     Memcached,
     /// Redisson's `RLock`: the hash lock's scripts, the pub/sub wait, the watchdog (seed 001).
     Redisson,
+    /// Redlock over N Redis masters, as the Redis documentation gives it (seeds 002, 003).
+    Redlock,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -107,6 +109,7 @@ impl fmt::Display for StepTag {
             Source::Redis => "redis",
             Source::Memcached => "memcached",
             Source::Redisson => "redisson",
+            Source::Redlock => "redlock",
             Source::Ours => "ours",
         };
         if self.step == 0 {

@@ -1,0 +1,612 @@
+//! Redlock: one lock over N independent Redis masters (seeds 002, 003).
+//!
+//! The Redis documentation's algorithm, step by step (tagged `redlock.2`–`redlock.5` below):
+//! 1. read the clock (`start`);
+//! 2. try `SET key token NX PX ttl` on every master in turn, each with a short request timeout;
+//! 3. the lock is acquired when a majority of masters said OK *and* the time left,
+//!    `validity = ttl - (now - start) - drift`, is positive; the holder may use it only until
+//!    `start + ttl - drift`;
+//! 4. otherwise unlock every master (also those that seemed to fail: the reply may have been
+//!    lost) and try again after a random delay, up to a retry count;
+//! 5. release: the compare-and-delete script on every master.
+//!
+//! Extending is the same as acquiring with the compare-and-pexpire script: a majority must say
+//! yes within the validity.
+//!
+//! What Redlock assumes and the checks attack (Kleppmann's critique): clocks that advance at
+//! about the same rate on every master and client (a master whose clock jumps forward expires
+//! the key early), processes that are not paused longer than the validity between checking it and
+//! using the lock (nothing fences a paused holder: the random token only names it), and masters
+//! that keep their keys across a restart (without fsync a restarted master forgets the key, and a
+//! second client can gather a majority). The simulator drives those faults; the machine cannot
+//! see them.
+//!
+//! Known client bugs as switches ([`RedlockMutants`]):
+//! - node-redlock: the validity of every attempt is computed from the start of the *first*
+//!   attempt. After retries whose delays add up past the TTL, no attempt can have validity left:
+//!   a client that gathers a majority on a free lock still gives up (and unlocks), for ever.
+//! - go-redsync: an extension that gathers a majority but ends after the validity is over (a
+//!   slow round: the masters extended first have already let the key expire again) is taken as
+//!   good, and the holder believes in a fresh TTL while fewer than a majority of keys live: a
+//!   second client can gather a majority.
+
+use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use super::{RedisLease, RedisLockConfig};
+use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+
+const L2_SET: StepTag = StepTag::new(Source::Redlock, 2, "SET key token NX PX ttl on the next master");
+const L3_ACQUIRED: StepTag = StepTag::new(Source::Redlock, 3, "a majority said OK within the validity: acquired");
+const L4_UNLOCK: StepTag = StepTag::new(
+    Source::Redlock,
+    4,
+    "no majority or no validity left: unlock every master",
+);
+const L4_DELAY: StepTag = StepTag::new(Source::Redlock, 4, "wait a random delay before the next attempt");
+const L4_GIVE_UP: StepTag = StepTag::new(Source::Redlock, 4, "the retries are spent: give up");
+const L5_RELEASE: StepTag = StepTag::new(Source::Redlock, 5, "release: compare-and-delete on every master");
+const L5_RELEASED: StepTag = StepTag::new(Source::Redlock, 5, "released on every master that answered");
+const EXTEND: StepTag = StepTag::new(Source::Redlock, 0, "extend: compare-and-pexpire on every master");
+const EXTENDED: StepTag = StepTag::new(
+    Source::Redlock,
+    0,
+    "extension done: a majority within the validity, or lost",
+);
+
+/// Known bugs of real Redlock clients, off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedlockMutants {
+    /// node-redlock's bug: every attempt's validity is counted from the first attempt's start.
+    pub validity_from_first_attempt: bool,
+    /// go-redsync's bug: an extension succeeds when a majority said yes, however long it took,
+    /// and the holder believes in a fresh TTL from its end.
+    pub extend_ignores_validity: bool,
+}
+
+/// What a Redlock client reads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedlockConfig {
+    /// The masters' count (N); a majority is N/2 + 1.
+    pub masters: usize,
+    pub lock: RedisLockConfig,
+    /// Attempts before giving up (the documentation's retry count).
+    pub attempts: u32,
+    /// The random delay between attempts is drawn in `0..=retry_delay_max_ms`.
+    pub retry_delay_max_ms: u64,
+    pub mutants: RedlockMutants,
+}
+
+impl Default for RedlockConfig {
+    fn default() -> Self {
+        RedlockConfig {
+            masters: 5,
+            lock: RedisLockConfig::default(),
+            attempts: 3,
+            retry_delay_max_ms: 200,
+            mutants: RedlockMutants::default(),
+        }
+    }
+}
+
+impl AsRef<RetryPolicy> for RedlockConfig {
+    fn as_ref(&self) -> &RetryPolicy {
+        &self.lock.retry
+    }
+}
+
+impl RedlockConfig {
+    pub fn majority(&self) -> usize {
+        self.masters / 2 + 1
+    }
+
+    /// `ttl - elapsed - drift` in microseconds (0 when nothing is left), drift being the
+    /// documentation's 1% of the TTL plus 2 ms.
+    pub fn validity_us(&self, elapsed_us: u64) -> u64 {
+        let ttl_us = self.lock.ttl_ms.saturating_mul(1000);
+        let drift_us = ttl_us / 100 + 2000;
+        ttl_us.saturating_sub(elapsed_us).saturating_sub(drift_us)
+    }
+}
+
+/// A command for one master.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ToMaster {
+    /// 0..masters.
+    pub master: usize,
+    pub command: RedisCommand,
+}
+
+/// How an acquisition ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RedlockAcquire {
+    /// The lock is ours until `lease.valid_until_us` (a [`RedisLease`] whose `set_sent_at_us` is
+    /// the attempt's start, and whose drift is the documentation's).
+    Acquired { lease: RedisLease, valid_until_us: u64 },
+    /// Every attempt failed to gather a majority within the validity.
+    NotAcquired,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Phase {
+    Idle,
+    /// Sending `SET NX PX` to master `next - 1`; `oks` masters said OK so far.
+    Setting {
+        next: usize,
+        oks: usize,
+    },
+    /// Unlocking master `next - 1` after a failed attempt.
+    Unlocking {
+        next: usize,
+    },
+    Drawing,
+    Delaying,
+    Finished,
+}
+
+/// L1–L4: acquire over N masters, sequentially.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedlockAcquireMachine {
+    key: String,
+    token: String,
+    phase: Phase,
+    attempt: u32,
+    attempt_start_us: u64,
+    first_attempt_start_us: u64,
+}
+
+impl RedlockAcquireMachine {
+    pub fn new(key: impl Into<String>, token: impl Into<String>) -> Self {
+        RedlockAcquireMachine {
+            key: key.into(),
+            token: token.into(),
+            phase: Phase::Idle,
+            attempt: 0,
+            attempt_start_us: 0,
+            first_attempt_start_us: 0,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Finished
+    }
+
+    fn send(&mut self, tag: StepTag, master: usize, command: RedisCommand) -> Step<RedlockAcquire, ToMaster> {
+        Step::store(tag, ToMaster { master, command })
+    }
+
+    fn start_attempt(&mut self, config: &RedlockConfig, now_us: u64) -> Step<RedlockAcquire, ToMaster> {
+        self.attempt += 1;
+        self.attempt_start_us = now_us;
+        if self.attempt == 1 {
+            self.first_attempt_start_us = now_us;
+        }
+        self.phase = Phase::Setting { next: 1, oks: 0 };
+        self.send(
+            L2_SET,
+            0,
+            RedisCommand::set_nx_px(&self.key, &self.token, config.lock.ttl_ms),
+        )
+    }
+
+    fn after_set(
+        &mut self,
+        config: &RedlockConfig,
+        next: usize,
+        oks: usize,
+        now_us: u64,
+    ) -> Step<RedlockAcquire, ToMaster> {
+        if next < config.masters {
+            self.phase = Phase::Setting { next: next + 1, oks };
+            return self.send(
+                L2_SET,
+                next,
+                RedisCommand::set_nx_px(&self.key, &self.token, config.lock.ttl_ms),
+            );
+        }
+        let start_us = if config.mutants.validity_from_first_attempt {
+            self.first_attempt_start_us
+        } else {
+            self.attempt_start_us
+        };
+        let validity_us = config.validity_us(now_us.saturating_sub(start_us));
+        if oks >= config.majority() && validity_us > 0 {
+            self.phase = Phase::Finished;
+            let lease = RedisLease {
+                key: self.key.clone(),
+                token: self.token.clone(),
+                set_sent_at_us: self.attempt_start_us,
+            };
+            let valid_until_us = now_us.saturating_add(validity_us);
+            return Step::done(L3_ACQUIRED, RedlockAcquire::Acquired { lease, valid_until_us });
+        }
+        self.phase = Phase::Unlocking { next: 1 };
+        self.send(L4_UNLOCK, 0, self.unlock())
+    }
+
+    fn unlock(&self) -> RedisCommand {
+        RedisCommand::DeleteIfEquals {
+            key: self.key.clone(),
+            token: self.token.clone(),
+        }
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedlockConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedlockAcquire, ToMaster> {
+        match (self.phase.clone(), input) {
+            (Phase::Idle, Input::Start) => self.start_attempt(config, now_us),
+            (Phase::Setting { next, oks }, Input::Reply(RedisReply::Ok)) => {
+                self.after_set(config, next, oks + 1, now_us)
+            }
+            // Nil (taken), an error or a failed request: this master did not give us the lock.
+            (Phase::Setting { next, oks }, Input::Reply(_) | Input::Failed(_)) => {
+                self.after_set(config, next, oks, now_us)
+            }
+            (Phase::Unlocking { next }, Input::Reply(_) | Input::Failed(_)) if next < config.masters => {
+                self.phase = Phase::Unlocking { next: next + 1 };
+                self.send(L4_UNLOCK, next, self.unlock())
+            }
+            (Phase::Unlocking { .. }, Input::Reply(_) | Input::Failed(_)) => {
+                if self.attempt >= config.attempts {
+                    self.phase = Phase::Finished;
+                    return Step::done(L4_GIVE_UP, RedlockAcquire::NotAcquired);
+                }
+                self.phase = Phase::Drawing;
+                Step::new(
+                    L4_DELAY,
+                    Action::Draw {
+                        max_ms: config.retry_delay_max_ms,
+                    },
+                )
+            }
+            (Phase::Drawing, Input::Drawn(ms)) => {
+                self.phase = Phase::Delaying;
+                Step::new(
+                    L4_DELAY,
+                    Action::Sleep {
+                        ms,
+                        kind: SleepKind::Backoff,
+                    },
+                )
+            }
+            (Phase::Delaying, Input::Woke) => self.start_attempt(config, now_us),
+            (phase, input) => panic!("RedlockAcquireMachine: {input:?} in {phase:?}"),
+        }
+    }
+}
+
+impl Machine for RedlockAcquireMachine {
+    type Config = RedlockConfig;
+    type Output = RedlockAcquire;
+    type Command = ToMaster;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedlockConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedlockAcquire, ToMaster> {
+        super::super::resume_checked(
+            "RedlockAcquireMachine",
+            self,
+            RedlockAcquireMachine::is_finished,
+            RedlockAcquireMachine::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+/// Release (L5) or extension: one script on every master in turn, counting yeses.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedlockAllMasters {
+    lease: RedisLease,
+    extend: bool,
+    next: usize,
+    yes: usize,
+    started_us: Option<u64>,
+    finished: bool,
+}
+
+/// What a release or an extension over every master found.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RedlockOutcome {
+    /// Released: how many masters deleted our key.
+    Released { deleted: usize },
+    /// Extended: valid until this client time.
+    Extended { valid_until_us: u64 },
+    /// No majority within the validity: the lock must be taken as lost.
+    ExtensionFailed { yes: usize },
+}
+
+impl RedlockAllMasters {
+    pub fn release(lease: RedisLease) -> Self {
+        Self::new(lease, false)
+    }
+
+    pub fn extend(lease: RedisLease) -> Self {
+        Self::new(lease, true)
+    }
+
+    fn new(lease: RedisLease, extend: bool) -> Self {
+        RedlockAllMasters {
+            lease,
+            extend,
+            next: 0,
+            yes: 0,
+            started_us: None,
+            finished: false,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn command(&self, config: &RedlockConfig) -> RedisCommand {
+        if self.extend {
+            RedisCommand::PExpireIfEquals {
+                key: self.lease.key.clone(),
+                token: self.lease.token.clone(),
+                ttl_ms: config.lock.ttl_ms,
+            }
+        } else {
+            RedisCommand::DeleteIfEquals {
+                key: self.lease.key.clone(),
+                token: self.lease.token.clone(),
+            }
+        }
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedlockConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedlockOutcome, ToMaster> {
+        let tag = if self.extend { EXTEND } else { L5_RELEASE };
+        match input {
+            Input::Start => self.started_us = Some(now_us),
+            Input::Reply(RedisReply::Integer(1)) => self.yes += 1,
+            Input::Reply(_) | Input::Failed(_) => {}
+            other => panic!("RedlockAllMasters: {other:?}"),
+        }
+        if self.next < config.masters {
+            self.next += 1;
+            return Step::store(
+                tag,
+                ToMaster {
+                    master: self.next - 1,
+                    command: self.command(config),
+                },
+            );
+        }
+        self.finished = true;
+        if !self.extend {
+            return Step::done(L5_RELEASED, RedlockOutcome::Released { deleted: self.yes });
+        }
+        let started = self.started_us.expect("set at the start");
+        let validity_us = config.validity_us(now_us.saturating_sub(started));
+        if self.yes >= config.majority() && config.mutants.extend_ignores_validity {
+            // MUTANT: a fresh TTL from now, whatever the round cost.
+            let valid_until_us = now_us.saturating_add(config.validity_us(0));
+            return Step::done(EXTENDED, RedlockOutcome::Extended { valid_until_us });
+        }
+        if self.yes >= config.majority() && validity_us > 0 {
+            Step::done(
+                EXTENDED,
+                RedlockOutcome::Extended {
+                    valid_until_us: now_us.saturating_add(validity_us),
+                },
+            )
+        } else {
+            Step::done(EXTENDED, RedlockOutcome::ExtensionFailed { yes: self.yes })
+        }
+    }
+}
+
+impl Machine for RedlockAllMasters {
+    type Config = RedlockConfig;
+    type Output = RedlockOutcome;
+    type Command = ToMaster;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedlockConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<RedlockOutcome, ToMaster> {
+        super::super::resume_checked(
+            "RedlockAllMasters",
+            self,
+            RedlockAllMasters::is_finished,
+            RedlockAllMasters::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::redis_keyspace::RedisKeyspace;
+
+    /// A client and N masters with the client's clock; every request takes `request_ms`;
+    /// masters listed in `down` do not answer.
+    struct Bench {
+        masters: Vec<RedisKeyspace>,
+        down: Vec<usize>,
+        now_us: u64,
+        request_ms: u64,
+        draws: u64,
+    }
+
+    impl Bench {
+        fn new(masters: usize) -> Self {
+            Bench {
+                masters: vec![RedisKeyspace::new(); masters],
+                down: Vec::new(),
+                now_us: 1_000_000,
+                request_ms: 1,
+                draws: 0,
+            }
+        }
+
+        fn run<M>(&mut self, config: &RedlockConfig, machine: &mut M) -> M::Output
+        where
+            M: Machine<Config = RedlockConfig, Command = ToMaster, Reply = RedisReply>,
+        {
+            let mut input = Input::Start;
+            for _ in 0..100_000 {
+                let step = machine.resume(config, input, self.now_us);
+                input = match step.action {
+                    Action::Store(ToMaster { master, command }) => {
+                        self.now_us += self.request_ms * 1000;
+                        if self.down.contains(&master) {
+                            Input::Failed(crate::store::StoreFailure::Timeout)
+                        } else {
+                            Input::Reply(self.masters[master].apply(&command, self.now_us / 1000))
+                        }
+                    }
+                    Action::Draw { max_ms } => {
+                        self.draws += 1;
+                        Input::Drawn(max_ms)
+                    }
+                    Action::Sleep { ms, .. } => {
+                        self.now_us += ms * 1000;
+                        Input::Woke
+                    }
+                    Action::Done(output) => return output,
+                    Action::ReadTime | Action::StopRenewal { .. } => panic!("Redlock reads no time source"),
+                };
+            }
+            panic!("the machine did not finish")
+        }
+
+        fn holders(&self, token: &str) -> usize {
+            self.masters
+                .iter()
+                .filter(|m| {
+                    m.live_entry("lock", self.now_us / 1000)
+                        .is_some_and(|e| format!("{:?}", e.value).contains(token))
+                })
+                .count()
+        }
+    }
+
+    fn config() -> RedlockConfig {
+        RedlockConfig {
+            lock: RedisLockConfig {
+                ttl_ms: 10_000,
+                ..RedisLockConfig::default()
+            },
+            ..RedlockConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_majority_within_the_validity_acquires_and_a_minority_unlocks_and_retries() {
+        let mut bench = Bench::new(5);
+        bench.down = vec![3, 4];
+        let start = bench.now_us;
+        match bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "a")) {
+            RedlockAcquire::Acquired { valid_until_us, lease } => {
+                assert_eq!(lease.set_sent_at_us, start);
+                // ttl 10 s - 5 ms of requests - drift (1% + 2 ms).
+                assert_eq!(valid_until_us, start + 10_000_000 - 100_000 - 2_000);
+            }
+            other => panic!("3 of 5 masters is a majority: {other:?}"),
+        }
+        assert_eq!(bench.holders("a"), 3);
+        // A second client finds 3 masters taken: no majority, it unlocks and retries, then gives up.
+        let output = bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "b"));
+        assert_eq!(output, RedlockAcquire::NotAcquired);
+        assert_eq!(bench.draws, 2, "a random delay between each of the 3 attempts");
+        assert_eq!(bench.holders("b"), 0, "a failed attempt leaves no key of its own");
+        assert_eq!(bench.holders("a"), 3, "and never unlocks another client's key");
+    }
+
+    #[test]
+    fn validity_is_counted_per_attempt_and_the_node_redlock_mutant_counts_from_the_first() {
+        // Masters 0-2 hold another client's keys for 11 s; attempts are 6 s apart (the random
+        // delay): the first two find them taken, the third (12 s after the first) is free.
+        for mutant in [false, true] {
+            let mut bench = Bench::new(5);
+            for master in 0..3 {
+                bench.masters[master].apply(&RedisCommand::set_nx_px("lock", "other", 11_000), 1_000);
+            }
+            let config = RedlockConfig {
+                retry_delay_max_ms: 6_000,
+                mutants: RedlockMutants {
+                    validity_from_first_attempt: mutant,
+                    extend_ignores_validity: false,
+                },
+                ..config()
+            };
+            let output = bench.run(&config, &mut RedlockAcquireMachine::new("lock", "a"));
+            match (mutant, output) {
+                (false, RedlockAcquire::Acquired { .. }) => {}
+                // 12 s after the first attempt's start, a 10 s TTL has no validity left by the
+                // mutant's count: it takes a free lock's majority for a failure and gives up.
+                (true, RedlockAcquire::NotAcquired) => {}
+                (mutant, output) => panic!("mutant {mutant}: {output:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_slow_extension_past_the_validity_fails_and_the_go_redsync_mutant_believes_it() {
+        for mutant in [false, true] {
+            let mut bench = Bench::new(5);
+            let lease = match bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "a")) {
+                RedlockAcquire::Acquired { lease, .. } => lease,
+                other => panic!("{other:?}"),
+            };
+            // Each request now takes 3 s: the round of 5 takes 15 s, longer than the TTL.
+            bench.request_ms = 3_000;
+            let config = RedlockConfig {
+                mutants: RedlockMutants {
+                    validity_from_first_attempt: false,
+                    extend_ignores_validity: mutant,
+                },
+                ..config()
+            };
+            let outcome = bench.run(&config, &mut RedlockAllMasters::extend(lease));
+            // When the round ends, the masters extended first have let the key go again.
+            let live = bench.holders("a");
+            assert!(live < config.majority(), "only {live} keys live after the slow round");
+            match (mutant, outcome) {
+                (false, RedlockOutcome::ExtensionFailed { .. }) => {}
+                (true, RedlockOutcome::Extended { valid_until_us }) => {
+                    assert!(
+                        valid_until_us > bench.now_us,
+                        "the mutant believes it holds a minority lock"
+                    );
+                }
+                (mutant, outcome) => panic!("mutant {mutant}: {outcome:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn release_deletes_our_key_on_every_master_that_answers() {
+        let mut bench = Bench::new(5);
+        let lease = match bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "a")) {
+            RedlockAcquire::Acquired { lease, .. } => lease,
+            other => panic!("{other:?}"),
+        };
+        bench.down = vec![4];
+        assert_eq!(
+            bench.run(&config(), &mut RedlockAllMasters::release(lease)),
+            RedlockOutcome::Released { deleted: 4 }
+        );
+        assert_eq!(
+            bench.holders("a"),
+            1,
+            "the master that did not answer keeps it until its TTL"
+        );
+    }
+}
