@@ -299,11 +299,11 @@ mod imp {
                         ..template.clone()
                     };
                     eprintln!(
-                    "bench real: run {}/{total_runs} (round {round}/{repeats}): {} with {} for {seconds} s",
-                    runs.len() + 1,
-                    variant.name(),
-                    cassalock_history::text::count(n, "locker")
-                );
+                        "bench real: run {}/{total_runs} (round {round}/{repeats}): {} with {} for {seconds} s",
+                        runs.len() + 1,
+                        variant.name(),
+                        cassalock_history::text::count(n, "locker")
+                    );
                     match execute(&spec, false) {
                         Ok(summary) => {
                             eprintln!(
