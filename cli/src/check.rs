@@ -1,4 +1,5 @@
-//! `cassalock check`: run a stateright model of the thesis's algorithms.
+//! `cassalock check`: run a stateright model of the thesis's algorithms (and of the Redis
+//! `SET NX PX` lock, issue 13).
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -47,8 +48,12 @@ pub struct CheckArgs {
     /// outlasts a contender's requests (the purely asynchronous model).
     #[arg(long)]
     asynchronous: bool,
-    /// Check only this claim (T1, T2, T3, T4, T5, F-order, F-overtakes, T1-resource, K3, L1, S1,
-    /// C-try, C-free, C-release, C-lost, C-token).
+    /// redis-set-nx: each holder extends its key once (compare-and-pexpire) between two uses of
+    /// the resource.
+    #[arg(long)]
+    extend: bool,
+    /// Check only this claim (T1, T1-belief, T2, T3, T4, T5, F-order, F-overtakes, T1-resource,
+    /// K3, L1, S1, C-try, C-free, C-release, C-lost, C-token).
     #[arg(long, value_name = "ID")]
     property: Option<String>,
     /// Stop at the first violation (its trace is still the shortest).
@@ -75,6 +80,7 @@ fn spec(args: &CheckArgs) -> Spec {
     spec.leases = args.leases;
     spec.thesis_listings = args.thesis_listings;
     spec.asynchronous = args.asynchronous;
+    spec.extend = args.extend;
     spec
 }
 

@@ -83,6 +83,24 @@ const BAD: &[(&[&str], &str)] = &[
         &["check", "--model", "getlock", "--explore", "8.8.8.8:3000"],
         "only listens on loopback",
     ),
+    // A fault or flag of one family's models is refused by another's.
+    (
+        &["check", "--model", "getlock", "--fault", "failover"],
+        "--fault failover is a fault of a Redis server",
+    ),
+    (
+        &["check", "--model", "redis-set-nx", "--fault", "skew"],
+        "the redis-set-nx model supports --fault none, pause, store-failure, restart, failover or server-clock-jump, not skew",
+    ),
+    (
+        &["check", "--model", "redis-set-nx", "--fencing"],
+        "not to redis-set-nx",
+    ),
+    (
+        &["check", "--model", "globaltime", "--extend"],
+        "--extend applies to the redis-set-nx model",
+    ),
+    (&["check", "--model", "redis-set-nx", "--threads", "4"], "--threads (clients) 4"),
     // Reports: every stage's argument checked before the first stage runs.
     (&["report", "all", "--seeds", "0"], "--seeds must be between 1 and 100"),
     (&["report", "all", "--matrix-max-seeds", "0"], "--matrix-max-seeds"),

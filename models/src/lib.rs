@@ -1,7 +1,8 @@
 //! # cassalock-models
 //!
-//! stateright models of the thesis's algorithms. The thread actors step the very machines the
-//! library runs (`cassalock::algo`), against one linearizable copy of the library's `RowStore`.
+//! stateright models of the thesis's algorithms, and of the other families' locks (issue 13). The
+//! thread actors step the very machines the library runs (`cassalock::algo`), against the
+//! library's own store value types (`RowStore`; `RedisKeyspace` and `ReplicatedRedis`).
 //!
 //! | model | claims | file |
 //! |---|---|---|
@@ -10,6 +11,7 @@
 //! | trygetlock | T3, T4 | [`trygetlock`] |
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
+//! | redis-set-nx | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock under a pause, lost requests, a restart, a failover, a server clock jump | [`redis_set_nx`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
 //! check; [`check`] runs a model and produces one row per property.
@@ -21,6 +23,7 @@ pub mod lemma;
 pub mod liveness;
 pub mod lock_world;
 pub mod old;
+pub mod redis_set_nx;
 pub mod trygetlock;
 
 use check::{check, Limits, Report};
@@ -43,15 +46,20 @@ pub enum ModelName {
     /// Listing 8, the global time service (T5, S1).
     #[cfg_attr(feature = "clap", value(name = "globaltime"))]
     GlobalTime,
+    /// Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource,
+    /// C-free, C-release, T2; issue 13).
+    #[cfg_attr(feature = "clap", value(name = "redis-set-nx"))]
+    RedisSetNx,
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 5] = [
+    pub const ALL: [ModelName; 6] = [
         ModelName::Lemma,
         ModelName::GetLock,
         ModelName::TryGetLock,
         ModelName::Old,
         ModelName::GlobalTime,
+        ModelName::RedisSetNx,
     ];
 
     pub fn name(self) -> &'static str {
@@ -61,6 +69,7 @@ impl ModelName {
             ModelName::TryGetLock => "trygetlock",
             ModelName::Old => "old",
             ModelName::GlobalTime => "globaltime",
+            ModelName::RedisSetNx => "redis-set-nx",
         }
     }
 }
@@ -82,12 +91,22 @@ pub enum Fault {
     /// A holder crashes; its lease expires.
     Crash,
     /// One store request fails, before it is applied or after (the reply is lost): the
-    /// contract items C-free and C-release (leases on, retries exhausted at once).
+    /// contract items C-free and C-release (leases on, retries exhausted at once). In
+    /// redis-set-nx: one request lost before the server sees it, or its reply after it
+    /// applied (one retry).
     StoreFailure,
+    /// redis-set-nx: the Redis server restarts without persistence (`Persistence::None`): every
+    /// key is gone, acknowledged or not.
+    Restart,
+    /// redis-set-nx: the primary acknowledged a write, and the replica is promoted before the
+    /// write reached it (asynchronous replication).
+    Failover,
+    /// redis-set-nx: the Redis server's clock jumps forward by the TTL: a key expires early.
+    ServerClockJump,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 10] = [
         Fault::None,
         Fault::Skew,
         Fault::TtlSkew,
@@ -95,6 +114,9 @@ impl Fault {
         Fault::DelayedEnqueue,
         Fault::Crash,
         Fault::StoreFailure,
+        Fault::Restart,
+        Fault::Failover,
+        Fault::ServerClockJump,
     ];
 
     pub fn name(self) -> &'static str {
@@ -106,7 +128,15 @@ impl Fault {
             Fault::DelayedEnqueue => "delayed-enqueue",
             Fault::Crash => "crash",
             Fault::StoreFailure => "store-failure",
+            Fault::Restart => "restart",
+            Fault::Failover => "failover",
+            Fault::ServerClockJump => "server-clock-jump",
         }
+    }
+
+    /// A fault of a Redis server, which the Cassandra lock models do not have.
+    pub fn is_redis_server_fault(self) -> bool {
+        matches!(self, Fault::Restart | Fault::Failover | Fault::ServerClockJump)
     }
 }
 
@@ -146,6 +176,9 @@ pub struct Spec {
     /// Lock models: no bound on how long a contender's requests take against a TryGetLock's
     /// poll interval (the purely asynchronous model; see `LockModelConfig::poll_outlasts_contention`).
     pub asynchronous: bool,
+    /// redis-set-nx: each holder extends its key once (`SetNxExtend`) between two uses of the
+    /// resource.
+    pub extend: bool,
 }
 
 impl Spec {
@@ -160,6 +193,7 @@ impl Spec {
             leases: false,
             thesis_listings: false,
             asynchronous: false,
+            extend: false,
         }
     }
 }
@@ -197,6 +231,13 @@ fn size(
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
+    if spec.fault.is_redis_server_fault() {
+        return refuse(format!(
+            "--fault {} is a fault of a Redis server; the {} model's store is Cassandra (use --model redis-set-nx)",
+            spec.fault.name(),
+            spec.model.name()
+        ));
+    }
     let timed = !matches!(spec.fault, Fault::None | Fault::DelayedEnqueue | Fault::StoreFailure)
         || spec.mutant == Some(Mutant::K3)
         || spec.leases;
@@ -251,10 +292,17 @@ pub enum Runnable {
     Lock(LockModel),
     Lemma(lemma::LemmaModel),
     GlobalTime(globaltime::GlobalTimeModel),
+    RedisSetNx(redis_set_nx::RedisSetNxModel),
 }
 
 /// Validate a spec and build its model.
 pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
+    if spec.extend && spec.model != ModelName::RedisSetNx {
+        return refuse(format!(
+            "--extend applies to the redis-set-nx model, not to {}",
+            spec.model.name()
+        ));
+    }
     match spec.model {
         ModelName::Lemma | ModelName::GlobalTime => {
             if spec.acquisitions.is_some() {
@@ -313,6 +361,31 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 time,
             }))
         }
+        ModelName::RedisSetNx => {
+            if spec.mutant.is_some() || spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous {
+                return refuse("--mutant, --fencing, --leases, --thesis-listings and --asynchronous apply to the Cassandra lock models (getlock, trygetlock, old), not to redis-set-nx (its key always carries a TTL; --extend makes holders extend it)");
+            }
+            if !redis_set_nx::RedisSetNxModel::supports(spec.fault) {
+                return refuse(format!(
+                    "the redis-set-nx model supports --fault none, pause, store-failure, restart, failover or server-clock-jump, not {}",
+                    spec.fault.name()
+                ));
+            }
+            let clients = size("--threads (clients)", spec.threads, 2, 1..=3, "clients")?;
+            let acquisitions = size(
+                "--acquisitions",
+                spec.acquisitions,
+                1,
+                1..=2,
+                "clients and a TTL in ticks",
+            )?;
+            Ok(Runnable::RedisSetNx(redis_set_nx::RedisSetNxModel::new(
+                clients,
+                acquisitions,
+                spec.extend,
+                spec.fault,
+            )))
+        }
     }
 }
 
@@ -322,6 +395,7 @@ impl Runnable {
             Runnable::Lock(model) => check(model, limits),
             Runnable::Lemma(model) => check(model, limits),
             Runnable::GlobalTime(model) => check(model, limits),
+            Runnable::RedisSetNx(model) => check(model, limits),
         }
     }
 
@@ -346,6 +420,7 @@ impl Runnable {
             Runnable::Lock(model) => ids(model),
             Runnable::Lemma(model) => ids(model),
             Runnable::GlobalTime(model) => ids(model),
+            Runnable::RedisSetNx(model) => ids(model),
         }
     }
 
@@ -355,6 +430,7 @@ impl Runnable {
             Runnable::Lock(model) => model.title(),
             Runnable::Lemma(model) => model.title(),
             Runnable::GlobalTime(model) => model.title(),
+            Runnable::RedisSetNx(model) => model.title(),
         }
     }
 
@@ -369,6 +445,9 @@ impl Runnable {
                 model.checker().serve(address);
             }
             Runnable::GlobalTime(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::RedisSetNx(model) => {
                 model.checker().serve(address);
             }
         }

@@ -197,6 +197,9 @@ pub fn apply_fault(
             // retry failed (retries resend the same command, so they add states, not paths).
             cfg.lock.retry.max_retries = 0;
         }
+        Fault::Restart | Fault::Failover | Fault::ServerClockJump => {
+            unreachable!("crate::lock_config refuses a Redis server's faults for the Cassandra lock models")
+        }
     }
     match mutant {
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,

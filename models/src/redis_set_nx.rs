@@ -1,0 +1,1258 @@
+//! # redis-set-nx: the single-instance Redis lock, `SET key token NX PX ttl` (issue 13)
+//!
+//! ## The lock
+//!
+//! The lock most engineers reach for is one Redis key. To acquire, a client sets the key to a
+//! token only it knows, only if the key does not exist, with an expiry: `SET lock token NX PX
+//! ttl`. Nil means someone else holds it: wait a little and try again. To release, it deletes
+//! the key only if the key still holds its token (a script, so that the check and the delete are
+//! one step). To hold longer than one TTL it extends the expiry the same way, only if the value
+//! is its token. The *server's* clock decides when the key expires; the client knows only when it
+//! *sent* the request that set the expiry, so it counts its lease from that send, minus a drift
+//! margin: `RedisLease::valid_until_us`. Before each use of the protected resource it checks that
+//! its own clock is still below that instant.
+//!
+//! Why it works, when it works: the key is written at or after the send, so it lives at least
+//! until `send + ttl` on a server clock that runs at the client's rate; the client stops
+//! believing at `send + ttl - drift`. A second client's `SET NX` succeeds only once the key is
+//! gone, after the first client stopped believing. Each of the faults below breaks one premise
+//! of that argument.
+//!
+//! ## What the model runs
+//!
+//! The clients step the library's own machines, unchanged: [`SetNxAcquire`] (waiting,
+//! `Patience::Wait`, no deadline), [`SetNxExtend`] and [`SetNxRelease`]
+//! (`cassalock::algo::redis::set_nx`). The model decides nothing about the lock: it carries the
+//! machines' requests to the server, hands them the replies, ends their sleeps, and plays the
+//! user's code around them. Each client runs `--acquisitions` rounds of:
+//!
+//! 1. `lock()`: the acquire machine until it returns;
+//! 2. *use*: check `now < lease.valid_until_us` on its own clock, and if so write to the
+//!    resource (two steps: the check, then the write);
+//! 3. with `--extend`: extend once ([`SetNxExtend`]), then *use* again with the new lease;
+//! 4. `unlock()`: the release machine, always (as a `finally` block would), even when the lease
+//!    is known to be lost.
+//!
+//! The server is one [`RedisKeyspace`] (for `--fault failover`, a [`ReplicatedRedis`] primary
+//! and replica): the store's rules exist once, in the library, and the model calls them.
+//!
+//! **Requests travel.** A store request the machine asks for is *sent* at the client's step (the
+//! machine reads the client clock then: that is the instant a lease counts from), *applied* by
+//! the server at a later step of its own (on the server's clock, which may have moved on), and
+//! its reply is *received* at a later step of the client. So two clients' requests interleave in
+//! every order, and time can pass while one is in flight. Nothing is lost unless the
+//! store-failure fault loses it.
+//!
+//! **Time** is a global tick counter, from 1 up to a bound (`2 + TTL + acquisitions - 1` ticks);
+//! a tick is one second of the machines' config. The clients' clocks read it; the server's
+//! clock reads it plus a jump (0 unless the clock-jump fault fired). TTL is 2 ticks, the drift
+//! margin the library's default 1%, so a lease acquired with a send at tick `s` is believed
+//! while the client clock is at most `s + 1`, and its key lives through server tick `a + 2`,
+//! where `a >= s` is when it was applied. A sleep ends when the client's clock reaches its
+//! wake-up tick (the machines sleep whole ticks: retry every 1 s, back off 1 s). Time may not
+//! pass between a client's check and its write: that gap is the pause fault's, and nothing
+//! else's. At the bound time stops, and a sleep there ends at once, so waiters keep retrying
+//! and a starvation shows as a cycle at the bound (reported bounded) rather than as a deadlock.
+//! Every verdict is "within the bound": `holds within bound (clock <= N ticks)`.
+//!
+//! **The resource** is a register that records the last writer (the acquisition's grant number:
+//! the order in which acquisitions returned). Without fencing (a random token only names its
+//! holder; it does not grow) it accepts every write; the model only notes a write from an
+//! acquisition older than one that already wrote.
+//!
+//! **State reduction:** expired keys are purged from the single server after every step (every
+//! command treats an expired key as absent, and the server clock never goes back, so no reply
+//! changes). The replicated pair keeps Redis's lazy expiry, whose `DEL`s travel to the replica.
+//!
+//! ## Faults (`--fault`, each at most once per run, by an injector bound by no fairness)
+//!
+//! | fault | what happens | premise it breaks |
+//! |---|---|---|
+//! | `none` | | |
+//! | `pause` | t0, between checking its lease and writing, stops taking steps while time passes (Kleppmann's GC pause); it resumes at least a tick later, on its own (fairly); not at the bound, where no time is left to pass | the check and the use are one instant |
+//! | `store-failure` | one request is lost before the server sees it (the client is told `Unavailable`, as in the Cassandra models: nothing applied) or its reply after it applied (`Timeout`: it may have); the machines retry once (`max_retries` 1), so one loss never exhausts a call (the tests also run two losses in a row, where `lock()` gives up and cleans up) | every request is answered |
+//! | `restart` | the server restarts without persistence (`Persistence::None`): every key is gone | an acknowledged key stays until its TTL |
+//! | `failover` | the primary acknowledges, the replica is promoted before the write reached it: the batches in flight are lost (`ReplicatedRedis::failover`); replication otherwise delivers batches in order, fairly | same |
+//! | `server-clock-jump` | the server's clock jumps forward by the TTL: a key expires early | the server's clock runs at the client's rate |
+//!
+//! ## Properties (claim IDs of docs/claims.md and docs/contract.md)
+//!
+//! | property | kind | meaning |
+//! |---|---|---|
+//! | T1-belief | always | no two clients believe at once that they hold the lock: acquired, not yet calling unlock, not told the lease is lost, own clock below `valid_until` |
+//! | T1-resource | always | the resource never receives a write from an acquisition after a later acquisition wrote (without fencing nothing stops it) |
+//! | C-free | always | a `lock()` that failed or gave up saying it left nothing leaves no key holding its token |
+//! | C-release | always | an acquisition whose `unlock()` returned (released, not ours, or gone either way) leaves no key holding its token (the K3 question for Redis: a released lock taken by nobody) |
+//! | T2 | liveness | every client that calls `lock()` acquires (our fair-cycle check; a starvation that depends on the clock's bound is bounded) |
+//!
+//! The outcome, pinned in `models/tests/redis_set_nx.rs`: with no fault everything holds (T2
+//! too), with or without the extension; a pause breaks T1-resource but not T1-belief (the
+//! paused client's clock ran past its lease: it would know, if it looked, and it writes
+//! anyway); a restart without persistence, a failover and a server clock jump each break
+//! T1-belief (and so T1-resource). A failover also breaks C-release: a release's delete that
+//! the replica had not received is lost, while the acquiring `SET` had reached it, so the
+//! released key comes back, taken by nobody until its TTL (the report's figure says for how
+//! long; T2 is then bounded: only the clock's bound keeps that TTL from running out). A lost
+//! request or reply breaks nothing: the acquire machine reads the key after a nil that may hide
+//! its own earlier `SET`, and every call leaves nothing behind.
+//!
+//! ## What the model cannot see
+//!
+//! Durations below a tick (requests take no time; a server apply and a client step are
+//! instants), clock *rates* (the clocks move together; only the jump separates them), client
+//! clocks that disagree with each other, more than one fault per run, Redis Cluster or Sentinel
+//! (one primary, one replica), persistence settings between none and every write, a request
+//! applied after its client gave up on it (a late duplicate: a request is either answered,
+//! lost before applying, or applied with its reply lost), and anything past the clock's bound.
+//! The bounds are small (2 clients, 1 acquisition, 4 ticks by default): a verdict "holds" is
+//! about this world only.
+
+use std::fmt;
+
+use cassalock::algo::redis::set_nx::{
+    Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease,
+};
+use cassalock::algo::redis::{RedisLease, RedisLockConfig};
+use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, Step, StepTag};
+use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
+use cassalock::store::redis_replication::ReplicatedRedis;
+use cassalock::store::{StoreFailure, MICROS_PER_SECOND};
+use stateright::{Model, Property};
+
+use crate::check::{CheckedModel, Measure};
+use crate::liveness::{Fairness, Obligation};
+use crate::lock_world::parse_model_thread;
+use crate::Fault;
+
+/// The key every client contends for.
+pub const KEY: &str = "lock";
+/// The key's TTL, in ticks (one tick is one second of the machines' config).
+pub const TTL_TICKS: u8 = 2;
+/// Clocks start here.
+const FIRST_TICK: u8 = 1;
+const MILLIS_PER_TICK: u64 = 1000;
+
+/// An acquisition's place in the order in which acquisitions returned (0 first).
+pub type Grant = u8;
+
+/// The model's parameters.
+#[derive(Clone, Debug)]
+pub struct RedisSetNxModel {
+    pub clients: u8,
+    /// Acquisitions per client.
+    pub acquisitions: u8,
+    /// Each holder extends its key once, between two uses of the resource.
+    pub extend: bool,
+    pub fault: Fault,
+    /// Time stops here: every verdict is within it.
+    pub max_tick: u8,
+    /// The machines' config: TTL, retry interval, drift margin, retries.
+    pub lock: RedisLockConfig,
+    /// Requests (or replies) the fault injector may lose in one run.
+    pub store_failures: u8,
+}
+
+impl RedisSetNxModel {
+    /// The faults this model has: the client's pause, the store's failures, and the Redis
+    /// server's own (restart, failover, clock jump).
+    pub fn supports(fault: Fault) -> bool {
+        matches!(
+            fault,
+            Fault::None
+                | Fault::Pause
+                | Fault::StoreFailure
+                | Fault::Restart
+                | Fault::Failover
+                | Fault::ServerClockJump
+        )
+    }
+
+    pub fn new(clients: u8, acquisitions: u8, extend: bool, fault: Fault) -> Self {
+        assert!(Self::supports(fault), "redis-set-nx has no fault {}", fault.name());
+        let ttl_ms = u64::from(TTL_TICKS) * MILLIS_PER_TICK;
+        let store_failures = u8::from(fault == Fault::StoreFailure);
+        RedisSetNxModel {
+            clients,
+            acquisitions,
+            extend,
+            fault,
+            // Room for a key to run out and the next client to take it (the first key, set at
+            // tick 1, lives through tick 3; another SET lands at 4), and a tick more for each
+            // further acquisition.
+            max_tick: FIRST_TICK + 1 + TTL_TICKS + acquisitions.saturating_sub(1),
+            lock: RedisLockConfig {
+                ttl_ms,
+                retry_every_ms: MILLIS_PER_TICK,
+                max_wait_ms: None,
+                // Documentation only: the model's holders extend once, at a point of the
+                // schedule's choosing (no lifecycle drives the Redis machines yet).
+                extend_every_ms: extend.then_some(ttl_ms / 2),
+                drift_ppm: RedisLockConfig::default().drift_ppm,
+                // One retry: a single lost request or reply is retried, so the acquire
+                // machine's check of a nil that may hide its own key is reached.
+                retry: RetryPolicy {
+                    max_retries: 1,
+                    backoff_ms: MILLIS_PER_TICK,
+                },
+            },
+            store_failures,
+        }
+    }
+
+    fn client_now_us(&self, world: &World) -> u64 {
+        u64::from(world.now_tick) * MICROS_PER_SECOND
+    }
+
+    fn server_now_ms(&self, world: &World) -> u64 {
+        u64::from(world.now_tick + world.server_ahead_ticks) * MILLIS_PER_TICK
+    }
+}
+
+// ---- the state ----
+
+/// The Redis server.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Server {
+    Single(RedisKeyspace),
+    /// `--fault failover`: a primary, its replica, the batches between them.
+    Replicated(ReplicatedRedis),
+}
+
+impl Server {
+    /// The key space clients talk to.
+    pub fn primary(&self) -> &RedisKeyspace {
+        match self {
+            Server::Single(keyspace) => keyspace,
+            Server::Replicated(pair) => pair.primary(),
+        }
+    }
+
+    fn apply(&mut self, command: &RedisCommand, server_now_ms: u64) -> RedisReply {
+        match self {
+            Server::Single(keyspace) => keyspace.apply(command, server_now_ms),
+            Server::Replicated(pair) => {
+                pair.apply(command, server_now_ms)
+                    .expect("a bounded run sends far fewer requests than the replication stream's cap")
+                    .reply
+            }
+        }
+    }
+}
+
+/// A holder's view of its lock, between `lock()` and `unlock()`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Hold {
+    pub lease: RedisLease,
+    pub grant: Grant,
+    /// Writes to the resource so far.
+    pub uses: u8,
+    pub extended: bool,
+    /// It learned the lease is lost: its check found the clock past `valid_until`, or the
+    /// extension answered "not ours".
+    pub lost: bool,
+    /// It checked its lease and is about to write (the pause fault's gap).
+    pub checked: bool,
+}
+
+/// What a client is doing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Between acquisitions.
+    Idle,
+    Acquiring(SetNxAcquire),
+    Holding(Hold),
+    Extending(SetNxExtend, Hold),
+    Releasing(SetNxRelease),
+    /// Every acquisition done.
+    Finished,
+}
+
+/// A running machine's pending action, as it travels.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Pending {
+    Nothing,
+    /// A sleep that ends when the client's clock reaches `wake_tick`.
+    Sleep {
+        wake_tick: u8,
+    },
+    /// Sent, not yet applied by the server.
+    Request {
+        tag: StepTag,
+        command: RedisCommand,
+    },
+    /// The answer on its way back (a reply, or the failure the client will see).
+    Answer {
+        tag: StepTag,
+        command: RedisCommand,
+        input: Input<RedisReply>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    pub phase: Phase,
+    pub pending: Pending,
+    /// Acquisitions finished (the current one's index while one runs).
+    pub completed: u8,
+    pub paused_at_tick: Option<u8>,
+    /// C-release: bit k set when acquisition k's `unlock()` returned other than `Failed`.
+    pub released: u8,
+    /// C-free: bit k set when acquisition k's `lock()` ended without the lock and said it left
+    /// nothing.
+    pub gave_up_clean: u8,
+}
+
+/// The resource the lock protects: it records the last writer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Resource {
+    /// (client, grant) of the last write.
+    pub last_write: Option<(u8, Grant)>,
+    /// A write came from an acquisition older than one that had already written.
+    pub stale_write: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World {
+    pub now_tick: u8,
+    /// The server's clock reads `now_tick + server_ahead_ticks`.
+    pub server_ahead_ticks: u8,
+    pub server: Server,
+    pub clients: Vec<Client>,
+    /// Acquisitions granted so far.
+    pub grants: u8,
+    pub resource: Resource,
+    /// The run's one pause, restart, failover or clock jump has happened.
+    pub fault_used: bool,
+    pub store_failures_used: u8,
+}
+
+/// Who acts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Act {
+    /// Client i takes its next step: start a call, receive an answer, wake, check, write.
+    Client(u8),
+    /// The server applies client i's request in flight.
+    Apply(u8),
+    /// Replication delivers the oldest pending batch to the replica.
+    Replicate,
+    /// Time passes one tick.
+    Tick,
+    /// Faults: client i's request is lost before the server sees it, or (`after_apply`) its
+    /// reply is lost after the server applied it.
+    Lose {
+        client: u8,
+        after_apply: bool,
+    },
+    Pause(u8),
+    /// Client i resumes from its pause (its own step, so fairness ends every pause).
+    Resume(u8),
+    /// Faults: the server restarts without persistence.
+    Restart,
+    /// Faults: the replica is promoted, losing the batches in flight.
+    Failover,
+    /// Faults: the server's clock jumps forward by the TTL.
+    ClockJump,
+}
+
+impl fmt::Display for Act {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Act::Client(i) => write!(f, "t{i}"),
+            Act::Apply(i) => write!(f, "server applies t{i}'s request"),
+            Act::Replicate => write!(f, "replication"),
+            Act::Tick => write!(f, "clock"),
+            Act::Lose { client, after_apply } => write!(
+                f,
+                "faults: t{client}'s {} is lost",
+                if *after_apply { "reply" } else { "request" }
+            ),
+            Act::Pause(i) => write!(f, "faults: pause t{i}"),
+            Act::Resume(i) => write!(f, "t{i} resumes"),
+            Act::Restart => write!(f, "faults: server restart"),
+            Act::Failover => write!(f, "faults: failover"),
+            Act::ClockJump => write!(f, "faults: server clock jump"),
+        }
+    }
+}
+
+// ---- how things read in traces ----
+
+type Notes = Option<Vec<String>>;
+
+fn note(notes: &mut Notes, text: impl FnOnce() -> String) {
+    if let Some(notes) = notes {
+        notes.push(text());
+    }
+}
+
+fn token(client: usize, acquisition: u8) -> String {
+    format!("t{client}:{acquisition}")
+}
+
+fn acquisition_bit(k: u8) -> u8 {
+    debug_assert!(k < 8, "per-acquisition bits hold 8 acquisitions");
+    1u8 << k.min(7)
+}
+
+/// A time in ticks, with the fraction a drift margin leaves ("2.98").
+fn show_us(time_us: u64) -> String {
+    if time_us % MICROS_PER_SECOND == 0 {
+        format!("{}", time_us / MICROS_PER_SECOND)
+    } else {
+        format!("{:.2}", time_us as f64 / MICROS_PER_SECOND as f64)
+    }
+}
+
+fn show_command(command: &RedisCommand) -> String {
+    match command {
+        RedisCommand::Set {
+            key,
+            value,
+            only_if_absent,
+            ttl_ms,
+        } => format!(
+            "SET {key} {value}{}{}",
+            if *only_if_absent { " NX" } else { "" },
+            ttl_ms.map_or(String::new(), |ms| format!(" PX {ms}"))
+        ),
+        RedisCommand::Get { key } => format!("GET {key}"),
+        RedisCommand::DeleteIfEquals { key, token } => format!("DEL {key} if it holds {token}"),
+        RedisCommand::PExpireIfEquals { key, token, ttl_ms } => {
+            format!("PEXPIRE {key} {ttl_ms} if it holds {token}")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+fn show_reply(reply: &RedisReply) -> String {
+    match reply {
+        RedisReply::Ok => "OK".into(),
+        RedisReply::Nil => "nil".into(),
+        RedisReply::Integer(n) => n.to_string(),
+        RedisReply::Bulk(text) => format!("\"{text}\""),
+        RedisReply::Error(error) => error.to_string(),
+    }
+}
+
+fn show_input(input: &Input<RedisReply>) -> String {
+    match input {
+        Input::Reply(reply) => show_reply(reply),
+        Input::Failed(failure) => format!("FAILED ({failure:?})"),
+        other => format!("{other:?}"),
+    }
+}
+
+// ---- stepping ----
+
+impl RedisSetNxModel {
+    fn initial(&self) -> World {
+        World {
+            now_tick: FIRST_TICK,
+            server_ahead_ticks: 0,
+            server: if self.fault == Fault::Failover {
+                Server::Replicated(ReplicatedRedis::new())
+            } else {
+                Server::Single(RedisKeyspace::new())
+            },
+            clients: (0..self.clients)
+                .map(|_| Client {
+                    phase: Phase::Idle,
+                    pending: Pending::Nothing,
+                    completed: 0,
+                    paused_at_tick: None,
+                    released: 0,
+                    gave_up_clean: 0,
+                })
+                .collect(),
+            grants: 0,
+            resource: Resource::default(),
+            fault_used: false,
+            store_failures_used: 0,
+        }
+    }
+
+    /// Does client i believe it holds the lock: acquired, not yet releasing, not told it lost
+    /// the lease, and its own clock below the lease's `valid_until`?
+    pub fn believes(&self, world: &World, i: usize) -> bool {
+        match &world.clients[i].phase {
+            Phase::Holding(hold) | Phase::Extending(_, hold) => {
+                !hold.lost && self.client_now_us(world) < hold.lease.valid_until_us(&self.lock)
+            }
+            _ => false,
+        }
+    }
+
+    /// The live key's owner (client, acquisition), if the key holds a model token.
+    fn key_owner(&self, world: &World) -> Option<(usize, u8)> {
+        let entry = world.server.primary().live_entry(KEY, self.server_now_ms(world))?;
+        match &entry.value {
+            RedisValue::Text(value) => parse_model_thread(value),
+            RedisValue::Hash(_) => None,
+        }
+    }
+
+    /// C-release: the ticks (on the server's clock) the live key still has when it holds the
+    /// token of an acquisition whose `unlock()` returned.
+    fn released_key_left_ticks(&self, world: &World) -> Option<u64> {
+        let (i, k) = self.key_owner(world)?;
+        if world.clients.get(i)?.released & acquisition_bit(k) == 0 {
+            return None;
+        }
+        let server_now_ms = self.server_now_ms(world);
+        let entry = world.server.primary().live_entry(KEY, server_now_ms)?;
+        let expires_at_ms = entry.expires_at_ms?;
+        Some((expires_at_ms - server_now_ms) / MILLIS_PER_TICK)
+    }
+
+    /// Carry out a machine's step: a request goes on the wire, a sleep is noted; its output
+    /// when it finished.
+    fn carry_out<O>(&self, world: &mut World, i: usize, step: Step<O, RedisCommand>, notes: &mut Notes) -> Option<O> {
+        let tag = step.tag;
+        let client = &mut world.clients[i];
+        match step.action {
+            Action::Store(command) => {
+                note(notes, || format!("{tag}: sends {}", show_command(&command)));
+                client.pending = Pending::Request { tag, command };
+                None
+            }
+            Action::Sleep { ms, .. } => {
+                let ticks = u8::try_from(ms.div_ceil(MILLIS_PER_TICK).max(1)).unwrap_or(u8::MAX);
+                let wake_tick = world.now_tick.saturating_add(ticks);
+                note(notes, || format!("{tag}: sleeps {ms} ms, until tick {wake_tick}"));
+                client.pending = Pending::Sleep { wake_tick };
+                None
+            }
+            Action::Done(output) => {
+                client.pending = Pending::Nothing;
+                Some(output)
+            }
+            Action::Draw { .. } | Action::ReadTime | Action::StopRenewal { .. } => {
+                unreachable!("{tag}: a SET NX machine draws nothing, reads no time source, has no renewal task")
+            }
+        }
+    }
+
+    /// The answer a running machine waits for: the reply (or failure) that arrived, or the end
+    /// of its sleep.
+    fn take_input(world: &mut World, i: usize, notes: &mut Notes) -> Input<RedisReply> {
+        match std::mem::replace(&mut world.clients[i].pending, Pending::Nothing) {
+            Pending::Answer { tag, input, .. } => {
+                note(notes, || format!("{tag}: receives {}", show_input(&input)));
+                input
+            }
+            Pending::Sleep { wake_tick } => {
+                if world.now_tick < wake_tick {
+                    note(notes, || {
+                        format!("t{i} wakes before tick {wake_tick}: time stops at the bound, so a sleep there ends at once")
+                    });
+                }
+                Input::Woke
+            }
+            other => unreachable!("t{i} stepped while its machine waits for {other:?}"),
+        }
+    }
+
+    fn finish_round(&self, world: &mut World, i: usize) {
+        let client = &mut world.clients[i];
+        client.completed += 1;
+        client.phase = if client.completed >= self.acquisitions {
+            Phase::Finished
+        } else {
+            Phase::Idle
+        };
+    }
+
+    fn after_acquire(
+        &self,
+        world: &mut World,
+        i: usize,
+        mut machine: SetNxAcquire,
+        input: Input<RedisReply>,
+        notes: &mut Notes,
+    ) {
+        let now_us = self.client_now_us(world);
+        let step = machine.resume(&self.lock, input, now_us);
+        let tag = step.tag;
+        let Some(output) = self.carry_out(world, i, step, notes) else {
+            world.clients[i].phase = Phase::Acquiring(machine);
+            return;
+        };
+        let k = world.clients[i].completed;
+        match output {
+            RedisAcquire::Acquired { lease } => {
+                let grant = world.grants;
+                world.grants += 1;
+                note(notes, || {
+                    format!(
+                        "{tag} => t{i} HOLDS the lock (grant {grant}): its lease counts from its send at {}, valid while its clock < {}",
+                        show_us(lease.set_sent_at_us),
+                        show_us(lease.valid_until_us(&self.lock))
+                    )
+                });
+                world.clients[i].phase = Phase::Holding(Hold {
+                    lease,
+                    grant,
+                    uses: 0,
+                    extended: false,
+                    lost: false,
+                    checked: false,
+                });
+            }
+            other => {
+                note(notes, || format!("{tag} => t{i} did not get the lock: {other:?}"));
+                let clean = !matches!(
+                    other,
+                    RedisAcquire::Failed {
+                        left: Leftover::CleanUpFailed | Leftover::NotCleanedUp,
+                        ..
+                    }
+                );
+                if clean {
+                    world.clients[i].gave_up_clean |= acquisition_bit(k);
+                }
+                self.finish_round(world, i);
+            }
+        }
+    }
+
+    fn after_extend(
+        &self,
+        world: &mut World,
+        i: usize,
+        mut machine: SetNxExtend,
+        mut hold: Hold,
+        input: Input<RedisReply>,
+        notes: &mut Notes,
+    ) {
+        let step = machine.resume(&self.lock, input, self.client_now_us(world));
+        let tag = step.tag;
+        let Some(output) = self.carry_out(world, i, step, notes) else {
+            world.clients[i].phase = Phase::Extending(machine, hold);
+            return;
+        };
+        match output {
+            Extended::Extended { lease } => {
+                note(notes, || {
+                    format!(
+                        "{tag} => t{i}'s lease now counts from {}, valid while its clock < {}",
+                        show_us(lease.set_sent_at_us),
+                        show_us(lease.valid_until_us(&self.lock))
+                    )
+                });
+                hold.lease = lease;
+            }
+            Extended::Lost => {
+                note(notes, || format!("{tag} => t{i} learns its lease is LOST"));
+                hold.lost = true;
+            }
+            Extended::Failed(failure) => {
+                note(notes, || {
+                    format!("{tag} => the extension failed ({failure:?}): t{i} keeps its old lease")
+                });
+            }
+        }
+        world.clients[i].phase = Phase::Holding(hold);
+    }
+
+    fn after_release(
+        &self,
+        world: &mut World,
+        i: usize,
+        mut machine: SetNxRelease,
+        input: Input<RedisReply>,
+        notes: &mut Notes,
+    ) {
+        let step = machine.resume(&self.lock, input, self.client_now_us(world));
+        let tag = step.tag;
+        let Some(output) = self.carry_out(world, i, step, notes) else {
+            world.clients[i].phase = Phase::Releasing(machine);
+            return;
+        };
+        note(notes, || format!("{tag} => unlock() returns {output:?}"));
+        if !matches!(output, RedisReleased::Failed(_)) {
+            let k = world.clients[i].completed;
+            world.clients[i].released |= acquisition_bit(k);
+        }
+        self.finish_round(world, i);
+    }
+
+    /// The user's code while holding: use the resource (check, then write), extend once if
+    /// configured, use it again, release.
+    fn hold_step(&self, world: &mut World, i: usize, mut hold: Hold, notes: &mut Notes) {
+        let now_us = self.client_now_us(world);
+        if hold.checked {
+            self.write_resource(world, i, hold.grant, notes);
+            hold.checked = false;
+            hold.uses += 1;
+            world.clients[i].phase = Phase::Holding(hold);
+        } else if !hold.lost && hold.uses < 1 + u8::from(hold.extended) {
+            let valid_until_us = hold.lease.valid_until_us(&self.lock);
+            if now_us < valid_until_us {
+                note(notes, || {
+                    format!(
+                        "t{i} checks its lease: clock {} < {}: valid, it will write",
+                        show_us(now_us),
+                        show_us(valid_until_us)
+                    )
+                });
+                hold.checked = true;
+            } else {
+                note(notes, || {
+                    format!(
+                        "t{i} checks its lease: clock {} >= {}: it ran out, t{i} does not write",
+                        show_us(now_us),
+                        show_us(valid_until_us)
+                    )
+                });
+                hold.lost = true;
+            }
+            world.clients[i].phase = Phase::Holding(hold);
+        } else if self.extend && !hold.extended && !hold.lost {
+            note(notes, || format!("t{i} extends its lock"));
+            hold.extended = true;
+            let machine = SetNxExtend::new(hold.lease.clone());
+            self.after_extend(world, i, machine, hold, Input::Start, notes);
+        } else {
+            note(notes, || format!("t{i} calls unlock()"));
+            let machine = SetNxRelease::new(hold.lease);
+            self.after_release(world, i, machine, Input::Start, notes);
+        }
+    }
+
+    fn write_resource(&self, world: &mut World, i: usize, grant: Grant, notes: &mut Notes) {
+        let resource = &mut world.resource;
+        match resource.last_write {
+            Some((writer, last)) if last > grant => {
+                resource.stale_write = true;
+                note(notes, || {
+                    format!(
+                        "the resource ACCEPTS t{i}'s write (grant {grant}) after t{writer}'s (grant {last}), a later acquisition's: no fencing stops it"
+                    )
+                });
+            }
+            _ => note(notes, || format!("the resource accepts t{i}'s write (grant {grant})")),
+        }
+        resource.last_write = Some((i as u8, grant));
+    }
+
+    fn step_client(&self, world: &mut World, i: usize, notes: &mut Notes) {
+        match std::mem::replace(&mut world.clients[i].phase, Phase::Idle) {
+            Phase::Idle => {
+                let k = world.clients[i].completed;
+                let token = token(i, k);
+                note(notes, || {
+                    format!("t{i} calls lock() (acquisition {}, token {token})", k + 1)
+                });
+                let machine = SetNxAcquire::new(KEY, token, Patience::Wait);
+                self.after_acquire(world, i, machine, Input::Start, notes);
+            }
+            Phase::Acquiring(machine) => {
+                let input = Self::take_input(world, i, notes);
+                self.after_acquire(world, i, machine, input, notes);
+            }
+            Phase::Extending(machine, hold) => {
+                let input = Self::take_input(world, i, notes);
+                self.after_extend(world, i, machine, hold, input, notes);
+            }
+            Phase::Releasing(machine) => {
+                let input = Self::take_input(world, i, notes);
+                self.after_release(world, i, machine, input, notes);
+            }
+            Phase::Holding(hold) => self.hold_step(world, i, hold, notes),
+            Phase::Finished => unreachable!("a finished client takes no step"),
+        }
+    }
+
+    fn apply_request(&self, world: &mut World, i: usize, notes: &mut Notes) {
+        let server_now_ms = self.server_now_ms(world);
+        let Pending::Request { tag, command } = std::mem::replace(&mut world.clients[i].pending, Pending::Nothing)
+        else {
+            unreachable!("the server applies only a request in flight");
+        };
+        let reply = world.server.apply(&command, server_now_ms);
+        note(notes, || {
+            format!(
+                "{tag}: the server (clock {}) applies t{i}'s {} -> {}",
+                server_now_ms / MILLIS_PER_TICK,
+                show_command(&command),
+                show_reply(&reply)
+            )
+        });
+        world.clients[i].pending = Pending::Answer {
+            tag,
+            command,
+            input: Input::Reply(reply),
+        };
+    }
+
+    fn lose(world: &mut World, i: usize, after_apply: bool, notes: &mut Notes) {
+        world.store_failures_used += 1;
+        let pending = &mut world.clients[i].pending;
+        match std::mem::replace(pending, Pending::Nothing) {
+            Pending::Request { tag, command } if !after_apply => {
+                note(notes, || {
+                    format!(
+                        "{tag}: FAULT: t{i}'s {} is lost before the server sees it; t{i} is told it failed (nothing applied)",
+                        show_command(&command)
+                    )
+                });
+                *pending = Pending::Answer {
+                    tag,
+                    command,
+                    input: Input::Failed(StoreFailure::Unavailable),
+                };
+            }
+            Pending::Answer {
+                tag,
+                command,
+                input: Input::Reply(reply),
+            } if after_apply => {
+                note(notes, || {
+                    format!(
+                        "{tag}: FAULT: the reply {} to t{i}'s {} is lost after it applied; t{i} sees a timeout",
+                        show_reply(&reply),
+                        show_command(&command)
+                    )
+                });
+                *pending = Pending::Answer {
+                    tag,
+                    command,
+                    input: Input::Failed(StoreFailure::Timeout),
+                };
+            }
+            other => unreachable!("no {after_apply} loss of {other:?}"),
+        }
+    }
+
+    /// The successor of `world` under `act`, with what happened (notes only when asked).
+    fn apply(&self, world: &World, act: Act, mut notes: Notes) -> (World, Notes) {
+        let mut next = world.clone();
+        let w = &mut next;
+        match act {
+            Act::Client(i) => self.step_client(w, usize::from(i), &mut notes),
+            Act::Apply(i) => self.apply_request(w, usize::from(i), &mut notes),
+            Act::Replicate => {
+                if let Server::Replicated(pair) = &mut w.server {
+                    pair.deliver(1);
+                    note(&mut notes, || {
+                        format!("one batch reaches the replica ({} still pending)", pair.pending_len())
+                    });
+                }
+            }
+            Act::Tick => {
+                w.now_tick += 1;
+                note(&mut notes, || {
+                    format!("time passes: now {} -> {}", world.now_tick, world.now_tick + 1)
+                });
+            }
+            Act::Lose { client, after_apply } => Self::lose(w, usize::from(client), after_apply, &mut notes),
+            Act::Pause(i) => {
+                w.clients[usize::from(i)].paused_at_tick = Some(w.now_tick);
+                w.fault_used = true;
+                note(&mut notes, || {
+                    format!("t{i} is PAUSED between its check and its write (a GC pause): it takes no step while time passes")
+                });
+            }
+            Act::Resume(i) => {
+                let since = w.clients[usize::from(i)].paused_at_tick.take().unwrap_or(w.now_tick);
+                note(&mut notes, || {
+                    format!(
+                        "t{i} resumes after {} ticks, right where it was: about to write",
+                        w.now_tick - since
+                    )
+                });
+            }
+            Act::Restart => {
+                if let Server::Single(keyspace) = &mut w.server {
+                    keyspace.crash_restart(Persistence::None);
+                }
+                w.fault_used = true;
+                note(&mut notes, || {
+                    "the server RESTARTS without persistence: every key is gone".to_owned()
+                });
+            }
+            Act::Failover => {
+                let lost = match &mut w.server {
+                    Server::Replicated(pair) => pair.failover(),
+                    Server::Single(_) => 0,
+                };
+                w.fault_used = true;
+                note(&mut notes, || {
+                    format!(
+                        "FAILOVER: the replica is promoted; {lost} acknowledged batch(es) it had not received are lost"
+                    )
+                });
+            }
+            Act::ClockJump => {
+                w.server_ahead_ticks = TTL_TICKS;
+                w.fault_used = true;
+                note(&mut notes, || {
+                    format!(
+                        "the server's clock JUMPS forward by the TTL: {} -> {}",
+                        world.now_tick,
+                        world.now_tick + TTL_TICKS
+                    )
+                });
+            }
+        }
+        // Canonical form: an expired key behaves as absent for every command, and the server's
+        // clock never goes back, so the single server drops it (a replicated pair keeps Redis's
+        // lazy expiry: its DELs travel to the replica).
+        let server_now_ms = self.server_now_ms(w);
+        if let Server::Single(keyspace) = &mut w.server {
+            keyspace.purge_expired(server_now_ms);
+        }
+        (next, notes)
+    }
+
+    fn client_enabled(&self, world: &World, i: usize) -> bool {
+        let client = &world.clients[i];
+        match &client.phase {
+            Phase::Idle | Phase::Holding(_) => true,
+            Phase::Finished => false,
+            Phase::Acquiring(_) | Phase::Extending(..) | Phase::Releasing(_) => match client.pending {
+                Pending::Answer { .. } => true,
+                // At the bound time stops: a sleep ends at once.
+                Pending::Sleep { wake_tick } => world.now_tick >= wake_tick || world.now_tick >= self.max_tick,
+                Pending::Request { .. } => false,
+                Pending::Nothing => unreachable!("a running machine always has a pending action"),
+            },
+        }
+    }
+
+    /// Time may not pass while a running client is between its check and its write.
+    fn urgent(world: &World) -> bool {
+        world
+            .clients
+            .iter()
+            .any(|c| c.paused_at_tick.is_none() && matches!(&c.phase, Phase::Holding(hold) if hold.checked))
+    }
+
+    fn enabled(&self, world: &World, acts: &mut Vec<Act>) {
+        let may_lose = world.store_failures_used < self.store_failures;
+        for (i, client) in world.clients.iter().enumerate() {
+            let id = i as u8;
+            if let Some(paused_at) = client.paused_at_tick {
+                if world.now_tick > paused_at {
+                    acts.push(Act::Resume(id));
+                }
+                continue;
+            }
+            if self.client_enabled(world, i) {
+                acts.push(Act::Client(id));
+            }
+            match &client.pending {
+                Pending::Request { .. } => {
+                    acts.push(Act::Apply(id));
+                    if may_lose {
+                        acts.push(Act::Lose {
+                            client: id,
+                            after_apply: false,
+                        });
+                    }
+                }
+                // A read's reply lost after it applied is the same as the request lost before.
+                Pending::Answer {
+                    command,
+                    input: Input::Reply(_),
+                    ..
+                } if may_lose && !matches!(command, RedisCommand::Get { .. }) => acts.push(Act::Lose {
+                    client: id,
+                    after_apply: true,
+                }),
+                _ => {}
+            }
+            let about_to_write = matches!(&client.phase, Phase::Holding(hold) if hold.checked);
+            // A pause needs time to pass: none at the bound, where time stops.
+            let time_left = world.now_tick < self.max_tick;
+            if self.fault == Fault::Pause && i == 0 && about_to_write && !world.fault_used && time_left {
+                acts.push(Act::Pause(id));
+            }
+        }
+        if let Server::Replicated(pair) = &world.server {
+            if pair.pending_len() > 0 {
+                acts.push(Act::Replicate);
+                // A failover with nothing in flight loses nothing: it changes no reply.
+                if self.fault == Fault::Failover && !world.fault_used {
+                    acts.push(Act::Failover);
+                }
+            }
+        }
+        if !world.fault_used {
+            match (self.fault, &world.server) {
+                // A restart of an empty server loses nothing.
+                (Fault::Restart, Server::Single(keyspace)) if !keyspace.is_empty() => acts.push(Act::Restart),
+                (Fault::ServerClockJump, _) => acts.push(Act::ClockJump),
+                _ => {}
+            }
+        }
+        if world.now_tick < self.max_tick && !Self::urgent(world) {
+            acts.push(Act::Tick);
+        }
+    }
+
+    fn show_pending(pending: &Pending) -> String {
+        match pending {
+            Pending::Nothing => String::new(),
+            Pending::Sleep { wake_tick } => format!(" [asleep until {wake_tick}]"),
+            Pending::Request { command, .. } => format!(" [{} in flight]", show_command(command)),
+            Pending::Answer { input, .. } => format!(" [answer {} in flight]", show_input(input)),
+        }
+    }
+
+    fn show_client(&self, world: &World, i: usize) -> String {
+        let client = &world.clients[i];
+        let what = match &client.phase {
+            Phase::Idle => "idle".to_owned(),
+            Phase::Acquiring(_) => "acquiring".to_owned(),
+            Phase::Holding(hold) | Phase::Extending(_, hold) => {
+                let mut text = format!(
+                    "{} (lease < {}{})",
+                    if matches!(client.phase, Phase::Extending(..)) {
+                        "extends"
+                    } else {
+                        "holds"
+                    },
+                    show_us(hold.lease.valid_until_us(&self.lock)),
+                    if hold.lost { ", knows it is lost" } else { "" }
+                );
+                if hold.checked {
+                    text.push_str(" checked, about to write");
+                }
+                text
+            }
+            Phase::Releasing(_) => "releasing".to_owned(),
+            Phase::Finished => "done".to_owned(),
+        };
+        let paused = if client.paused_at_tick.is_some() { " PAUSED" } else { "" };
+        format!("t{i} {what}{}{paused}", Self::show_pending(&client.pending))
+    }
+
+    fn show_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
+        match keyspace.live_entry(KEY, server_now_ms) {
+            None => "-".to_owned(),
+            Some(entry) => {
+                let value = match &entry.value {
+                    RedisValue::Text(text) => text.clone(),
+                    RedisValue::Hash(hash) => format!("{hash:?}"),
+                };
+                match entry.expires_at_ms {
+                    Some(at) => format!("{value} through {}", at / MILLIS_PER_TICK),
+                    None => value,
+                }
+            }
+        }
+    }
+}
+
+// ---- properties, in one place ----
+
+fn t1_belief(model: &RedisSetNxModel, world: &World) -> bool {
+    (0..world.clients.len()).filter(|&i| model.believes(world, i)).count() <= 1
+}
+
+fn t1_resource(_: &RedisSetNxModel, world: &World) -> bool {
+    !world.resource.stale_write
+}
+
+fn c_free(model: &RedisSetNxModel, world: &World) -> bool {
+    model.key_owner(world).is_none_or(|(i, k)| {
+        world
+            .clients
+            .get(i)
+            .is_none_or(|c| c.gave_up_clean & acquisition_bit(k) == 0)
+    })
+}
+
+fn c_release(model: &RedisSetNxModel, world: &World) -> bool {
+    model.key_owner(world).is_none_or(|(i, k)| {
+        world
+            .clients
+            .get(i)
+            .is_none_or(|c| c.released & acquisition_bit(k) == 0)
+    })
+}
+
+fn t2_open(_: &RedisSetNxModel, world: &World, client: usize) -> bool {
+    matches!(world.clients[client].phase, Phase::Acquiring(_))
+}
+
+fn client_name(client: usize) -> String {
+    format!("t{client}")
+}
+
+impl Model for RedisSetNxModel {
+    type State = World;
+    type Action = Act;
+
+    fn init_states(&self) -> Vec<World> {
+        vec![self.initial()]
+    }
+
+    fn actions(&self, state: &World, actions: &mut Vec<Act>) {
+        self.enabled(state, actions);
+    }
+
+    fn next_state(&self, state: &World, action: Act) -> Option<World> {
+        Some(self.apply(state, action, None).0)
+    }
+
+    fn format_action(&self, action: &Act) -> String {
+        action.to_string()
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![
+            Property::always("T1-belief at most one client believes it holds the lock", t1_belief),
+            Property::always(
+                "T1-resource no write from an acquisition after a later one's",
+                t1_resource,
+            ),
+            Property::always("C-free a lock() that gave up leaves no key with its token", c_free),
+            Property::always(
+                "C-release an unlock() that returned leaves no key with its token",
+                c_release,
+            ),
+        ]
+    }
+}
+
+impl Fairness for RedisSetNxModel {
+    fn fair_actor(&self, action: &Act) -> Option<u8> {
+        let n = self.clients;
+        match *action {
+            Act::Client(i) | Act::Resume(i) => Some(i),
+            Act::Apply(i) => Some(n + i),
+            Act::Replicate => Some(2 * n),
+            Act::Tick => Some(2 * n + 1),
+            Act::Lose { .. } | Act::Pause(_) | Act::Restart | Act::Failover | Act::ClockJump => None,
+        }
+    }
+
+    fn fair_actor_name(&self, actor: u8) -> String {
+        let n = self.clients;
+        match actor {
+            a if a < n => format!("t{a}"),
+            a if a < 2 * n => format!("server for t{}", a - n),
+            a if a == 2 * n => "replication".into(),
+            _ => "clock".into(),
+        }
+    }
+
+    fn at_bound(&self, world: &World) -> bool {
+        world.now_tick >= self.max_tick
+    }
+}
+
+impl CheckedModel for RedisSetNxModel {
+    fn title(&self) -> String {
+        let fault = match self.fault {
+            Fault::None => "none".to_owned(),
+            Fault::Pause => "t0 may pause between checking its lease and writing".to_owned(),
+            Fault::StoreFailure => format!(
+                "{} request(s) may be lost before applying, or their reply after (retries {})",
+                self.store_failures, self.lock.retry.max_retries
+            ),
+            Fault::Restart => "the server may restart without persistence".to_owned(),
+            Fault::Failover => "the replica may be promoted before it has the primary's writes".to_owned(),
+            Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
+            other => other.name().to_owned(),
+        };
+        format!(
+            "redis-set-nx (SET NX PX, compare-and-delete{}) | {} clients x {} acquisitions | ticks up to {}, TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick | resource without fencing | faults: {fault}",
+            if self.extend { ", one compare-and-pexpire extension" } else { "" },
+            self.clients,
+            self.acquisitions,
+            self.max_tick,
+            self.lock.drift_ppm,
+        )
+    }
+
+    fn obligations(&self) -> Vec<Obligation<Self>> {
+        vec![Obligation {
+            name: "T2 every client that calls lock() acquires",
+            count: usize::from(self.clients),
+            open: t2_open,
+            subject: client_name,
+        }]
+    }
+
+    fn measures(&self) -> Vec<Measure<Self>> {
+        vec![
+            Measure {
+                name: "C-free lock() calls that gave up (the store kept failing)",
+                unit: "call(s)",
+                value: |_, world: &World| {
+                    Some(
+                        world
+                            .clients
+                            .iter()
+                            .map(|c| u64::from(c.gave_up_clean.count_ones()))
+                            .sum(),
+                    )
+                },
+            },
+            Measure {
+                name: "C-release a released acquisition's key stays live for",
+                unit: "more ticks",
+                value: |model: &RedisSetNxModel, world: &World| model.released_key_left_ticks(world),
+            },
+        ]
+    }
+
+    fn clock_bound(&self) -> Option<u8> {
+        Some(self.max_tick)
+    }
+
+    fn describe_step(&self, state: &World, action: &Act) -> (World, Vec<String>) {
+        let (next, notes) = self.apply(state, *action, Some(Vec::new()));
+        let mut lines = notes.unwrap_or_default();
+        if lines.is_empty() {
+            lines.push("(no visible effect)".into());
+        }
+        (next, lines)
+    }
+
+    fn describe_state(&self, world: &World) -> String {
+        let server_now_ms = self.server_now_ms(world);
+        let believers: Vec<String> = (0..world.clients.len())
+            .filter(|&i| self.believes(world, i))
+            .map(|i| format!("t{i}"))
+            .collect();
+        let believers = if believers.is_empty() {
+            "nobody".to_owned()
+        } else {
+            believers.join(" AND ")
+        };
+        let clients: Vec<String> = (0..world.clients.len()).map(|i| self.show_client(world, i)).collect();
+        let replica = match &world.server {
+            Server::Single(_) => String::new(),
+            Server::Replicated(pair) => format!(
+                " | replica key: {}, {} batch(es) pending",
+                Self::show_key(pair.replica(), server_now_ms),
+                pair.pending_len()
+            ),
+        };
+        let last_write = world
+            .resource
+            .last_write
+            .map_or("-".to_owned(), |(i, grant)| format!("t{i} (grant {grant})"));
+        format!(
+            "now {} (server {}) | key: {}{replica} | believe: {believers} | {} | resource last written by {last_write}",
+            world.now_tick,
+            server_now_ms / MILLIS_PER_TICK,
+            Self::show_key(world.server.primary(), server_now_ms),
+            clients.join(", "),
+        )
+    }
+
+    fn actor(&self, action: &Act) -> String {
+        match action {
+            Act::Client(i) | Act::Resume(i) => format!("t{i}"),
+            Act::Apply(_) => "server".into(),
+            Act::Replicate => "replication".into(),
+            Act::Tick => "clock".into(),
+            Act::Lose { .. } | Act::Pause(_) | Act::Restart | Act::Failover | Act::ClockJump => "faults".into(),
+        }
+    }
+}
