@@ -1159,10 +1159,10 @@ impl CheckedModel for RedisSetNxModel {
             other => other.name().to_owned(),
         };
         format!(
-            "redis-set-nx (SET NX PX, compare-and-delete{}) | {} clients x {} acquisitions | ticks up to {}, TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick | resource without fencing | faults: {fault}",
+            "redis-set-nx (SET NX PX, compare-and-delete{}) | {} x {} | ticks up to {}, TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick | resource without fencing | faults: {fault}",
             if self.extend { ", one compare-and-pexpire extension" } else { "" },
-            self.clients,
-            self.acquisitions,
+            cassalock_history::text::count(self.clients, "client"),
+            cassalock_history::text::count(self.acquisitions, "acquisition"),
             self.max_tick,
             self.lock.drift_ppm,
         )
