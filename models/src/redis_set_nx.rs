@@ -403,40 +403,9 @@ fn show_us(time_us: u64) -> String {
     }
 }
 
-fn show_command(command: &RedisCommand) -> String {
-    match command {
-        RedisCommand::Set {
-            key,
-            value,
-            only_if_absent,
-            ttl_ms,
-        } => format!(
-            "SET {key} {value}{}{}",
-            if *only_if_absent { " NX" } else { "" },
-            ttl_ms.map_or(String::new(), |ms| format!(" PX {ms}"))
-        ),
-        RedisCommand::Get { key } => format!("GET {key}"),
-        RedisCommand::DeleteIfEquals { key, token } => format!("DEL {key} if it holds {token}"),
-        RedisCommand::PExpireIfEquals { key, token, ttl_ms } => {
-            format!("PEXPIRE {key} {ttl_ms} if it holds {token}")
-        }
-        other => format!("{other:?}"),
-    }
-}
-
-fn show_reply(reply: &RedisReply) -> String {
-    match reply {
-        RedisReply::Ok => "OK".into(),
-        RedisReply::Nil => "nil".into(),
-        RedisReply::Integer(n) => n.to_string(),
-        RedisReply::Bulk(text) => format!("\"{text}\""),
-        RedisReply::Error(error) => error.to_string(),
-    }
-}
-
 fn show_input(input: &Input<RedisReply>) -> String {
     match input {
-        Input::Reply(reply) => show_reply(reply),
+        Input::Reply(reply) => reply.to_string(),
         Input::Failed(failure) => format!("FAILED ({failure:?})"),
         other => format!("{other:?}"),
     }
@@ -511,7 +480,7 @@ impl RedisSetNxModel {
         let client = &mut world.clients[i];
         match step.action {
             Action::Store(command) => {
-                note(notes, || format!("{tag}: sends {}", show_command(&command)));
+                note(notes, || format!("{tag}: sends {}", command));
                 client.pending = Pending::Request { tag, command };
                 None
             }
@@ -774,8 +743,8 @@ impl RedisSetNxModel {
             format!(
                 "{tag}: the server (clock {}) applies t{i}'s {} -> {}",
                 server_now_ms / MILLIS_PER_TICK,
-                show_command(&command),
-                show_reply(&reply)
+                command,
+                reply
             )
         });
         world.clients[i].pending = Pending::Answer {
@@ -793,7 +762,7 @@ impl RedisSetNxModel {
                 note(notes, || {
                     format!(
                         "{tag}: FAULT: t{i}'s {} is lost before the server sees it; t{i} is told it failed (nothing applied)",
-                        show_command(&command)
+                        command
                     )
                 });
                 *pending = Pending::Answer {
@@ -810,8 +779,7 @@ impl RedisSetNxModel {
                 note(notes, || {
                     format!(
                         "{tag}: FAULT: the reply {} to t{i}'s {} is lost after it applied; t{i} sees a timeout",
-                        show_reply(&reply),
-                        show_command(&command)
+                        reply, command
                     )
                 });
                 *pending = Pending::Answer {
@@ -995,7 +963,7 @@ impl RedisSetNxModel {
         match pending {
             Pending::Nothing => String::new(),
             Pending::Sleep { wake_tick } => format!(" [asleep until {wake_tick}]"),
-            Pending::Request { command, .. } => format!(" [{} in flight]", show_command(command)),
+            Pending::Request { command, .. } => format!(" [{} in flight]", command),
             Pending::Answer { input, .. } => format!(" [answer {} in flight]", show_input(input)),
         }
     }

@@ -205,6 +205,66 @@ pub enum RedisReply {
     Error(RedisError),
 }
 
+/// As traces print a command: Redis's own syntax for the plain commands, a sentence for the
+/// scripts (what they check, then what they do).
+impl std::fmt::Display for RedisCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RedisCommand::Set {
+                key,
+                value,
+                only_if_absent,
+                ttl_ms,
+            } => {
+                write!(f, "SET {key} {value}")?;
+                if *only_if_absent {
+                    write!(f, " NX")?;
+                }
+                match ttl_ms {
+                    Some(ms) => write!(f, " PX {ms}"),
+                    None => Ok(()),
+                }
+            }
+            RedisCommand::Get { key } => write!(f, "GET {key}"),
+            RedisCommand::Del { key } => write!(f, "DEL {key}"),
+            RedisCommand::PExpire { key, ttl_ms } => write!(f, "PEXPIRE {key} {ttl_ms}"),
+            RedisCommand::PTtl { key } => write!(f, "PTTL {key}"),
+            RedisCommand::HGet { key, field } => write!(f, "HGET {key} {field}"),
+            RedisCommand::DeleteIfEquals { key, token } => write!(f, "DEL {key} if it holds {token}"),
+            RedisCommand::PExpireIfEquals { key, token, ttl_ms } => {
+                write!(f, "PEXPIRE {key} {ttl_ms} if it holds {token}")
+            }
+            RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
+                write!(f, "acquire {key} for {owner}, lease {lease_ms} ms (Redisson script)")
+            }
+            RedisCommand::RedissonRenew { key, owner, lease_ms } => {
+                write!(f, "renew {key} for {owner}, lease {lease_ms} ms (Redisson script)")
+            }
+            RedisCommand::RedissonRelease {
+                key, owner, channel, ..
+            } => {
+                write!(
+                    f,
+                    "release {key} for {owner}, publish on {channel} at 0 (Redisson script)"
+                )
+            }
+        }
+    }
+}
+
+/// As traces print a reply: `OK`, `nil`, an integer, a quoted string, the error's text.
+impl std::fmt::Display for RedisReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RedisReply::Ok => write!(f, "OK"),
+            RedisReply::Nil => write!(f, "nil"),
+            RedisReply::Integer(n) => write!(f, "{n}"),
+            RedisReply::Bulk(text) => write!(f, "\"{text}\""),
+            RedisReply::Error(error) => write!(f, "{error}"),
+        }
+    }
+}
+
 /// One write a command made, as it is replicated. Expiries travel as absolute instants of the
 /// primary's clock (Redis replicates TTLs as absolute `PEXPIREAT` instants), so a replica keeps
 /// the primary's instant and later judges it by its own clock.
