@@ -28,8 +28,9 @@
 //! The known bug switch [`RedissonMutants::watchdog_stops_after_a_failed_renewal`] is Redisson
 //! issue 775: a renewal that fails (a timeout during a failover) is not rescheduled, so the
 //! watchdog stops, the lease runs out 30 s later while the holder still believes it holds the
-//! lock, and nobody tells it. The fixed watchdog tries again at the next interval and reports a
-//! lost lease only when the server says the field is gone.
+//! lock, and nobody tells it. The fixed watchdog tries again at the next interval; it reports
+//! the lock lost when the server says our field is gone, and expired when renewals have failed
+//! for a whole lease since the last one that got through.
 
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
@@ -54,6 +55,11 @@ const D3_RENEW: StepTag = StepTag::new(
     "watchdog: renew script, reset the expiry if our field is there",
 );
 const D3_LOST: StepTag = StepTag::new(Source::Redisson, 3, "watchdog: our field is gone, the lock is lost");
+const D3_EXPIRED: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "watchdog: renewals failed for a whole lease since the last good one: the lock has expired",
+);
 const D3_STOPPED: StepTag = StepTag::new(Source::Redisson, 3, "watchdog: stopped by the release");
 const MUTANT_775: StepTag = StepTag::new(
     Source::Redisson,
@@ -340,6 +346,10 @@ pub enum WatchdogEnd {
     Lost,
     /// MUTANT 775: a renewal failed and the watchdog quietly ended; the holder is not told.
     QuietlyEnded,
+    /// Renewals kept failing until a whole lease had passed since the last one that got
+    /// through: the key has expired (on a server clock at the client's rate), and the holder
+    /// must be told (C-lost), not left with a watchdog retrying for ever.
+    Expired,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -419,8 +429,19 @@ impl Watchdog {
             (S::Renewing { .. }, Input::Failed(_)) if config.mutants.watchdog_stops_after_a_failed_renewal => {
                 self.finish(MUTANT_775, WatchdogEnd::QuietlyEnded)
             }
-            // Fixed: the lease may still be good; try again at the next interval.
-            (S::Renewing { .. }, Input::Failed(_)) => self.sleep(config),
+            // Fixed: the lease may still be good; try again at the next interval, until a whole
+            // lease has passed since the last renewal that got through.
+            (S::Renewing { .. }, Input::Failed(_)) => {
+                let expires_us = self
+                    .lease
+                    .set_sent_at_us
+                    .saturating_add(config.lease_ms().saturating_mul(1000));
+                if now_us >= expires_us {
+                    self.finish(D3_EXPIRED, WatchdogEnd::Expired)
+                } else {
+                    self.sleep(config)
+                }
+            }
             (state, input) => panic!("Watchdog: {input:?} in state {state:?}"),
         }
     }
@@ -784,6 +805,27 @@ mod tests {
         bench.apply(&RedisCommand::Del { key: "lock".into() });
         bench.stop_at_us = None;
         assert_eq!(bench.run(&config, &mut Watchdog::new(held)), WatchdogEnd::Lost);
+    }
+
+    #[test]
+    fn a_watchdog_whose_renewals_keep_failing_reports_the_expiry_instead_of_retrying_for_ever() {
+        let config = RedissonConfig::default();
+        let mut bench = Bench::new();
+        let held = lease(bench.run(&config, &mut RedissonAcquire::new("lock", "c1:t1")));
+        // The server stops answering: renewals at 10, 20 and 30 s fail.
+        for _ in 0..10 {
+            bench.fates.push_back(Fate::LostBefore(StoreFailure::Timeout));
+        }
+        assert_eq!(
+            bench.run(&config, &mut Watchdog::new(held.clone())),
+            WatchdogEnd::Expired
+        );
+        assert!(bench.tags.contains(&D3_EXPIRED));
+        let since_good_us = bench.now_us - held.set_sent_at_us;
+        assert!(
+            (30_000_000..=31_000_000).contains(&since_good_us),
+            "told at the lease's end, not later: {since_good_us} us"
+        );
     }
 
     /// Redisson issue 775: one failed renewal and the mutant's watchdog is gone; the lease runs
