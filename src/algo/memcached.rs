@@ -23,6 +23,7 @@
 //! exptime above 2,592,000 s is an absolute Unix time: a lock "for 31 days" is dead on arrival),
 //! which [`MemcachedLockConfig::check`] refuses.
 
+use super::retry::Uncertainty;
 use super::{Action, Input, Leftover, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use crate::store::memcached::{MemcachedCommand, MemcachedReply, MAX_RELATIVE_EXPTIME_S};
 use crate::store::StoreFailure;
@@ -199,8 +200,8 @@ pub struct AddAcquire {
     patience: Patience,
     state: AcquireState,
     deadline_us: Option<u64>,
-    uncertain_since_us: Option<u64>,
-    failures_in_a_row: u8,
+    /// Failed requests that may have applied, and failures in a row.
+    uncertainty: Uncertainty,
 }
 
 impl AddAcquire {
@@ -211,8 +212,7 @@ impl AddAcquire {
             patience,
             state: AcquireState::Idle,
             deadline_us: None,
-            uncertain_since_us: None,
-            failures_in_a_row: 0,
+            uncertainty: Uncertainty::default(),
         }
     }
 
@@ -267,7 +267,7 @@ impl AddAcquire {
 
     /// Give up with `failure`; first release the key if an attempt may have stored it.
     fn give_up(&mut self, failure: StoreFailure) -> Step<MemcachedAcquire, MemcachedCommand> {
-        if self.uncertain_since_us.is_some() {
+        if self.uncertainty.may_have_applied() {
             self.state = AcquireState::CleaningUpRead { failure };
             return Step::store(CLEAN_UP, MemcachedCommand::Gets { key: self.key.clone() });
         }
@@ -286,11 +286,7 @@ impl AddAcquire {
         failure: StoreFailure,
         sent_at_us: Option<u64>,
     ) -> Step<MemcachedAcquire, MemcachedCommand> {
-        if let (Some(sent), true) = (sent_at_us, failure != StoreFailure::Unavailable) {
-            self.uncertain_since_us = Some(self.uncertain_since_us.map_or(sent, |first| first.min(sent)));
-        }
-        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
-        if self.failures_in_a_row > config.retry.max_retries {
+        if self.uncertainty.failed(&failure, sent_at_us, &config.retry) {
             return self.give_up(failure);
         }
         self.state = AcquireState::Waiting;
@@ -322,14 +318,12 @@ impl AddAcquire {
                 self.add(config, now_us)
             }
             (S::Adding { sent_at_us }, Input::Reply(MemcachedReply::Stored)) => {
-                let since = self
-                    .uncertain_since_us
-                    .map_or(sent_at_us, |first| first.min(sent_at_us));
+                let since = self.uncertainty.lease_start_us(sent_at_us);
                 self.acquired(M1_ACQUIRED, since)
             }
             (S::Adding { .. }, Input::Reply(MemcachedReply::NotStored)) => {
-                self.failures_in_a_row = 0;
-                if self.uncertain_since_us.is_some() {
+                self.uncertainty.answered();
+                if self.uncertainty.may_have_applied() {
                     self.state = S::CheckingOurs;
                     Step::store(CHECK_OURS, MemcachedCommand::Get { key: self.key.clone() })
                 } else {
@@ -337,19 +331,22 @@ impl AddAcquire {
                 }
             }
             (S::CheckingOurs, Input::Reply(MemcachedReply::Value { value })) if value == self.token => {
-                let since = self.uncertain_since_us.expect("checked only after an uncertain add");
+                debug_assert!(
+                    self.uncertainty.may_have_applied(),
+                    "checked only after an uncertain attempt"
+                );
+                let since = self.uncertainty.lease_start_us(now_us);
                 self.acquired(CHECKED_OURS, since)
             }
             (S::CheckingOurs, Input::Reply(MemcachedReply::Value { .. } | MemcachedReply::Miss)) => {
-                self.failures_in_a_row = 0;
-                self.uncertain_since_us = None;
+                self.uncertainty.settled();
                 self.taken(config, now_us)
             }
             (S::Adding { sent_at_us }, Input::Failed(failure)) => self.failed(config, failure, Some(sent_at_us)),
             (S::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, None),
             (S::Waiting, Input::Woke) => {
                 if self.patience == Patience::Wait && self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
-                    if self.uncertain_since_us.is_some() {
+                    if self.uncertainty.may_have_applied() {
                         return self.give_up(StoreFailure::Timeout);
                     }
                     return self.finish(M2_DEADLINE, MemcachedAcquire::TimedOut);

@@ -9,7 +9,7 @@
 //! or for renewal, try again at the next interval).
 
 use super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
-use crate::store::StoreCommand;
+use crate::store::{StoreCommand, StoreFailure};
 
 const RETRY: StepTag = StepTag::new(Source::Ours, 0, "retry the failed request");
 const WAIT_BEFORE_RETRY: StepTag = StepTag::new(Source::Ours, 0, "wait before retrying a failed request");
@@ -112,6 +112,52 @@ where
     }
 }
 
+/// What an acquisition that re-sends its own requests (the Redis and Memcached locks: not
+/// wrapped in [`Retrying`], because a re-sent `SET NX` or `add` after a lost reply answers "taken"
+/// *because of our own key*) must remember about its failed requests: whether one may have
+/// applied, since when, and how many failed in a row. One place for the rule every such
+/// machine follows: a failure other than `Unavailable` may have applied; the lease of a key that
+/// turns out ours counts from the earliest send that may have set it; a reply resets the count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Uncertainty {
+    /// The client time of the first send whose outcome is unknown.
+    since_us: Option<u64>,
+    failures_in_a_row: u8,
+}
+
+impl Uncertainty {
+    /// A request sent at `sent_at_us` (`None`: a read, which applies nothing) failed. True when
+    /// the failures in a row exceed the policy's retries: give up.
+    pub fn failed(&mut self, failure: &StoreFailure, sent_at_us: Option<u64>, policy: &RetryPolicy) -> bool {
+        if let (Some(sent), true) = (sent_at_us, *failure != StoreFailure::Unavailable) {
+            self.since_us = Some(self.since_us.map_or(sent, |first| first.min(sent)));
+        }
+        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
+        self.failures_in_a_row > policy.max_retries
+    }
+
+    /// The store answered.
+    pub fn answered(&mut self) {
+        self.failures_in_a_row = 0;
+    }
+
+    /// Some earlier attempt may have applied.
+    pub fn may_have_applied(&self) -> bool {
+        self.since_us.is_some()
+    }
+
+    /// The earliest send that may have set our key: the uncertain ones' first, or `sent_at_us`.
+    pub fn lease_start_us(&self, sent_at_us: u64) -> u64 {
+        self.since_us.map_or(sent_at_us, |first| first.min(sent_at_us))
+    }
+
+    /// A read showed nothing of ours is there: no earlier attempt left anything.
+    pub fn settled(&mut self) {
+        self.since_us = None;
+        self.failures_in_a_row = 0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +217,35 @@ mod tests {
                 left: crate::algo::Leftover::NotCleanedUp
             })
         );
+    }
+
+    #[test]
+    fn uncertainty_keeps_the_earliest_send_that_may_have_applied_and_counts_failures_in_a_row() {
+        let policy = RetryPolicy {
+            max_retries: 2,
+            backoff_ms: 1,
+        };
+        let mut u = Uncertainty::default();
+        assert!(
+            !u.failed(&StoreFailure::Unavailable, Some(5), &policy),
+            "the first failure"
+        );
+        assert!(!u.may_have_applied(), "Unavailable applied nothing");
+        assert!(!u.failed(&StoreFailure::Timeout, Some(9), &policy), "retry 1 failed");
+        assert_eq!(u.lease_start_us(20), 9, "the earliest send that may have set the key");
+        assert!(
+            u.failed(&StoreFailure::Timeout, None, &policy),
+            "retry 2 failed too: give up"
+        );
+        assert_eq!(u.lease_start_us(20), 9, "a read applies nothing");
+        u.answered();
+        assert!(
+            !u.failed(&StoreFailure::Timeout, Some(40), &policy),
+            "a reply reset the count"
+        );
+        assert_eq!(u.lease_start_us(50), 9);
+        u.settled();
+        assert!(!u.may_have_applied());
+        assert_eq!(u.lease_start_us(50), 50);
     }
 }

@@ -32,6 +32,7 @@
 //! the lock lost when the server says our field is gone, and expired when renewals have failed
 //! for a whole lease since the last one that got through.
 
+use super::super::retry::Uncertainty;
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::StoreFailure;
@@ -171,8 +172,8 @@ pub struct RedissonAcquire {
     owner: String,
     state: AcquireState,
     deadline_us: Option<u64>,
-    uncertain_since_us: Option<u64>,
-    failures_in_a_row: u8,
+    /// Failed requests that may have applied, and failures in a row.
+    uncertainty: Uncertainty,
 }
 
 impl RedissonAcquire {
@@ -182,8 +183,7 @@ impl RedissonAcquire {
             owner: owner.into(),
             state: AcquireState::Idle,
             deadline_us: None,
-            uncertain_since_us: None,
-            failures_in_a_row: 0,
+            uncertainty: Uncertainty::default(),
         }
     }
 
@@ -223,11 +223,7 @@ impl RedissonAcquire {
         failure: StoreFailure,
         sent: Option<u64>,
     ) -> Step<RedissonAcquired, RedisCommand> {
-        if let (Some(sent), true) = (sent, failure != StoreFailure::Unavailable) {
-            self.uncertain_since_us = Some(self.uncertain_since_us.map_or(sent, |first| first.min(sent)));
-        }
-        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
-        if self.failures_in_a_row > config.retry.max_retries {
+        if self.uncertainty.failed(&failure, sent, &config.retry) {
             return self.finish(FAILED, RedissonAcquired::Failed(failure));
         }
         self.state = AcquireState::Waiting;
@@ -242,7 +238,7 @@ impl RedissonAcquire {
 
     /// Try again: read our count first if an attempt may have run.
     fn again(&mut self, config: &RedissonConfig, now_us: u64) -> Step<RedissonAcquired, RedisCommand> {
-        if self.uncertain_since_us.is_some() {
+        if self.uncertainty.may_have_applied() {
             self.state = AcquireState::CheckingOurs;
             return Step::store(
                 CHECK_OURS,
@@ -269,7 +265,7 @@ impl RedissonAcquire {
             }
             (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) => self.acquired(D1_ACQUIRED, sent_at_us),
             (S::Running { .. }, Input::Reply(RedisReply::Integer(pttl_ms))) => {
-                self.failures_in_a_row = 0;
+                self.uncertainty.answered();
                 let remaining_us = self.deadline_us.map(|deadline| deadline.saturating_sub(now_us));
                 if remaining_us == Some(0) {
                     return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
@@ -288,20 +284,22 @@ impl RedissonAcquire {
                 )
             }
             (S::CheckingOurs, Input::Reply(RedisReply::Integer(count))) if count > 0 => {
-                let since = self
-                    .uncertain_since_us
-                    .expect("checked only after an uncertain attempt");
+                debug_assert!(
+                    self.uncertainty.may_have_applied(),
+                    "checked only after an uncertain attempt"
+                );
+                let since = self.uncertainty.lease_start_us(now_us);
                 self.acquired(D1_ACQUIRED, since)
             }
             (S::CheckingOurs, Input::Reply(RedisReply::Nil)) => {
                 // Our attempt did not run (or its hold expired): nothing of ours is there.
-                self.uncertain_since_us = None;
+                self.uncertainty.settled();
                 self.run_script(config, now_us)
             }
             (S::Running { sent_at_us }, Input::Failed(failure)) => self.failed(config, failure, Some(sent_at_us)),
             (S::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, None),
             (S::Waiting, Input::Woke) => {
-                if self.deadline_us.is_some_and(|deadline| now_us >= deadline) && self.uncertain_since_us.is_none() {
+                if self.deadline_us.is_some_and(|deadline| now_us >= deadline) && !self.uncertainty.may_have_applied() {
                     return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
                 }
                 self.again(config, now_us)

@@ -26,6 +26,7 @@
 //! (asynchronous replication) or a restart without fsync. The simulator shows both.
 
 use super::{RedisLease, RedisLockConfig};
+use crate::algo::retry::Uncertainty;
 use crate::algo::{Action, Input, Leftover, Machine, SleepKind, Source, Step, StepTag};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::StoreFailure;
@@ -111,11 +112,8 @@ pub struct SetNxAcquire {
     patience: Patience,
     state: AcquireState,
     deadline_us: Option<u64>,
-    /// The client time of the first `SET` whose outcome is unknown (it failed, so it may have
-    /// applied): the earliest the server can have stamped a key that is ours.
-    uncertain_since_us: Option<u64>,
-    /// Failed requests in a row (a reply resets it).
-    failures_in_a_row: u8,
+    /// Failed `SET`s that may have applied, and failures in a row.
+    uncertainty: Uncertainty,
 }
 
 impl SetNxAcquire {
@@ -127,8 +125,7 @@ impl SetNxAcquire {
             patience,
             state: AcquireState::Idle,
             deadline_us: None,
-            uncertain_since_us: None,
-            failures_in_a_row: 0,
+            uncertainty: Uncertainty::default(),
         }
     }
 
@@ -160,8 +157,8 @@ impl SetNxAcquire {
 
     /// Give up: delete the key first if an attempt may have left it ours.
     fn give_up(&mut self, tag: StepTag, output: RedisAcquire) -> Step<RedisAcquire, RedisCommand> {
-        match (&output, self.uncertain_since_us) {
-            (RedisAcquire::Failed { failure, .. }, Some(_)) => {
+        match (&output, self.uncertainty.may_have_applied()) {
+            (RedisAcquire::Failed { failure, .. }, true) => {
                 self.state = AcquireState::CleaningUp {
                     failure: failure.clone(),
                 };
@@ -201,17 +198,10 @@ impl SetNxAcquire {
         &mut self,
         config: &RedisLockConfig,
         failure: StoreFailure,
-        may_have_applied: bool,
         sent_at_us: Option<u64>,
     ) -> Step<RedisAcquire, RedisCommand> {
-        if may_have_applied {
-            if let Some(sent) = sent_at_us {
-                self.uncertain_since_us = Some(self.uncertain_since_us.map_or(sent, |first| first.min(sent)));
-            }
-        }
-        self.failures_in_a_row = self.failures_in_a_row.saturating_add(1);
-        if self.failures_in_a_row > config.retry.max_retries {
-            let left = if self.uncertain_since_us.is_some() {
+        if self.uncertainty.failed(&failure, sent_at_us, &config.retry) {
+            let left = if self.uncertainty.may_have_applied() {
                 Leftover::CleanUpFailed
             } else {
                 Leftover::Nothing
@@ -242,17 +232,15 @@ impl SetNxAcquire {
                 self.set(config, now_us)
             }
             (AcquireState::Setting { sent_at_us }, Input::Reply(RedisReply::Ok)) => {
-                self.failures_in_a_row = 0;
+                self.uncertainty.answered();
                 // An earlier attempt may have set the key first; this one then overwrote
                 // nothing (NX), so the key is the earlier one's: count from the earliest.
-                let since = self
-                    .uncertain_since_us
-                    .map_or(sent_at_us, |first| first.min(sent_at_us));
+                let since = self.uncertainty.lease_start_us(sent_at_us);
                 self.acquired(R1_ACQUIRED, since)
             }
             (AcquireState::Setting { .. }, Input::Reply(RedisReply::Nil)) => {
-                self.failures_in_a_row = 0;
-                if self.uncertain_since_us.is_some() {
+                self.uncertainty.answered();
+                if self.uncertainty.may_have_applied() {
                     self.state = AcquireState::CheckingOurs;
                     Step::new(CHECK_OURS, Action::Store(RedisCommand::Get { key: self.key.clone() }))
                 } else {
@@ -260,16 +248,17 @@ impl SetNxAcquire {
                 }
             }
             (AcquireState::CheckingOurs, Input::Reply(RedisReply::Bulk(value))) if value == self.token => {
-                let since = self
-                    .uncertain_since_us
-                    .expect("checked only after an uncertain attempt");
+                debug_assert!(
+                    self.uncertainty.may_have_applied(),
+                    "checked only after an uncertain attempt"
+                );
+                let since = self.uncertainty.lease_start_us(now_us);
                 self.acquired(CHECKED_OURS, since)
             }
             (AcquireState::CheckingOurs, Input::Reply(RedisReply::Bulk(_) | RedisReply::Nil)) => {
                 // Another client's key, or none (expired meanwhile): ours did not apply, or has
                 // expired already. Either way nothing of ours is there now.
-                self.failures_in_a_row = 0;
-                self.uncertain_since_us = None;
+                self.uncertainty.settled();
                 self.taken(config, now_us)
             }
             (AcquireState::Setting { .. } | AcquireState::CheckingOurs, Input::Reply(reply)) => {
@@ -284,18 +273,18 @@ impl SetNxAcquire {
                 )
             }
             (AcquireState::Setting { sent_at_us }, Input::Failed(failure)) => {
-                let may_have_applied = failure != StoreFailure::Unavailable;
-                self.failed(config, failure, may_have_applied, Some(sent_at_us))
+                self.failed(config, failure, Some(sent_at_us))
             }
-            (AcquireState::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, false, None),
+            (AcquireState::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, None),
             (AcquireState::Waiting, Input::Woke) => {
                 if self.patience == Patience::Wait && self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
-                    let output = match self.uncertain_since_us {
-                        Some(_) => RedisAcquire::Failed {
+                    let output = if self.uncertainty.may_have_applied() {
+                        RedisAcquire::Failed {
                             failure: StoreFailure::Timeout,
                             left: Leftover::CleanUpFailed,
-                        },
-                        None => RedisAcquire::TimedOut,
+                        }
+                    } else {
+                        RedisAcquire::TimedOut
                     };
                     return self.give_up(R2_GIVE_UP_DEADLINE, output);
                 }
