@@ -20,6 +20,7 @@
 //! | [`retry`] | ours: what every machine does when the store fails |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
+//! | [`family`] | issue 13: what the other families' lease locks share, so one driver runs them: acquire, extend, release, and how each machine's outcome reads |
 //! | [`memcached`] | issue 13: the Memcached `add` lock, its release and extension as usually written and checked with `gets` + `cas` |
 //! | [`redis`] | issue 13: the Redis family's locks over [`crate::store::redis_keyspace`] (`SET NX PX`; more to come) |
 //!
@@ -27,6 +28,7 @@
 
 pub mod clean_up;
 pub mod contract;
+pub mod family;
 pub mod fence;
 pub mod global_time;
 pub mod lease;

@@ -8,6 +8,7 @@
 //! tasks. [`Engine::drive`] is the one loop that carries out any machine's actions.
 
 pub mod clock;
+pub mod family;
 pub mod settings;
 pub mod time_service;
 

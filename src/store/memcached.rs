@@ -139,6 +139,43 @@ pub enum MemcachedReply {
     Miss,
 }
 
+/// As traces print a command: Memcached's text protocol, without flags and byte counts.
+impl std::fmt::Display for MemcachedCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemcachedCommand::Add { key, value, exptime_s } => write!(f, "add {key} {value} exptime {exptime_s}"),
+            MemcachedCommand::Set { key, value, exptime_s } => write!(f, "set {key} {value} exptime {exptime_s}"),
+            MemcachedCommand::Get { key } => write!(f, "get {key}"),
+            MemcachedCommand::Gets { key } => write!(f, "gets {key}"),
+            MemcachedCommand::Delete { key } => write!(f, "delete {key}"),
+            MemcachedCommand::Touch { key, exptime_s } => write!(f, "touch {key} {exptime_s}"),
+            MemcachedCommand::Cas {
+                key,
+                value,
+                exptime_s,
+                cas_unique,
+            } => write!(f, "cas {key} {value} exptime {exptime_s} unique {cas_unique}"),
+        }
+    }
+}
+
+/// As traces print a reply: the protocol's words.
+impl std::fmt::Display for MemcachedReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemcachedReply::Stored => write!(f, "STORED"),
+            MemcachedReply::NotStored => write!(f, "NOT_STORED"),
+            MemcachedReply::Exists => write!(f, "EXISTS"),
+            MemcachedReply::NotFound => write!(f, "NOT_FOUND"),
+            MemcachedReply::Deleted => write!(f, "DELETED"),
+            MemcachedReply::Touched => write!(f, "TOUCHED"),
+            MemcachedReply::Value { value } => write!(f, "VALUE \"{value}\""),
+            MemcachedReply::ValueWithCas { value, cas_unique } => write!(f, "VALUE \"{value}\" unique {cas_unique}"),
+            MemcachedReply::Miss => write!(f, "END (miss)"),
+        }
+    }
+}
+
 /// A Memcached server's items. See the module documentation for the rules.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Memcached {

@@ -8,6 +8,7 @@
 
 #[cfg(not(madsim))]
 pub mod cassandra;
+pub mod family_memory;
 pub mod memcached;
 pub mod memory;
 pub mod redis_keyspace;

@@ -115,6 +115,12 @@ pub struct ToMaster {
     pub command: RedisCommand,
 }
 
+impl std::fmt::Display for ToMaster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "master {}: {}", self.master, self.command)
+    }
+}
+
 /// How an acquisition ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RedlockAcquire {

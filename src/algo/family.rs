@@ -1,0 +1,341 @@
+//! What every lease lock of the other families (Redis `SET NX`, Redlock, Memcached `add`) has
+//! in common, so that one driver runs them all: an acquire machine, an extension machine and a
+//! release machine over one store's commands, and how each machine's own outcome reads as one
+//! of the few outcomes a user sees.
+//!
+//! The reading is a lock decision (is "the key held someone else's token" a lost lease or a
+//! released one?), so it lives here beside the machines, not in the driver: the driver runs
+//! [`FamilyLock::acquire`] and acts on the [`Acquisition`] it is told, and never looks inside a
+//! reply.
+
+use std::fmt;
+
+use super::memcached::{self as mc, MemcachedAcquire, MemcachedLease, MemcachedLockConfig};
+use super::redis::redlock::{
+    RedlockAcquire, RedlockAcquireMachine, RedlockAllMasters, RedlockConfig, RedlockOutcome, ToMaster,
+};
+use super::redis::set_nx::{Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease};
+use super::redis::{RedisLease, RedisLockConfig};
+use super::{Leftover, Machine, RetryPolicy};
+use crate::store::memcached::{MemcachedCommand, MemcachedReply};
+use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::StoreFailure;
+
+/// How an acquisition ended, for every family.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Acquisition<L> {
+    Acquired(L),
+    /// `try_lock` found the lock taken (or Redlock's attempts found no majority).
+    NotAcquired,
+    /// `max_wait_ms` ran out.
+    TimedOut,
+    /// The store kept failing; `left`: what the attempt may have left behind.
+    Failed {
+        failure: StoreFailure,
+        left: Leftover,
+    },
+}
+
+/// How an extension ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Extension<L> {
+    /// Ours for longer: the new lease.
+    Extended(L),
+    /// The key was not ours any more (or, for Redlock, no majority within the validity): the
+    /// lease is lost (C-lost).
+    Lost,
+    /// The store did not answer: the old lease stands until its validity ends.
+    Failed(StoreFailure),
+}
+
+/// How a release ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Release {
+    /// Our key was deleted.
+    Released,
+    /// The key was not ours when the release ran: the lease had been lost before.
+    WasNotOurs,
+    /// Released or lost before: the store cannot tell (a retry after a lost reply found the
+    /// key gone; or Memcached's plain `delete` found nothing).
+    GoneEitherWay,
+    /// The release acted on the key without knowing whose it was (Memcached's `delete` as
+    /// usually written, after our lease ran out): it may have freed another holder's lock.
+    ActedBlind,
+    /// The store kept failing: the key stays until its TTL unless an attempt applied.
+    Failed(StoreFailure),
+}
+
+/// A lease lock of a family with its store's commands, as the family driver runs it.
+pub trait FamilyLock: Send + Sync + 'static {
+    /// The lock's name in traces and reports (`redis-set-nx`).
+    const NAME: &'static str;
+    type Config: AsRef<RetryPolicy> + fmt::Debug + Send + Sync + 'static;
+    type Command: fmt::Display + fmt::Debug + Clone + Send + Sync + 'static;
+    type Reply: fmt::Display + fmt::Debug + Clone + Send + Sync + 'static;
+    /// What a holder owns.
+    type Lease: fmt::Debug + Clone + Send + Sync + 'static;
+    type AcquireMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
+    type ExtendMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
+    type ReleaseMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> Self::AcquireMachine;
+    fn acquired(output: <Self::AcquireMachine as Machine>::Output) -> Acquisition<Self::Lease>;
+    fn extend(lease: Self::Lease) -> Self::ExtendMachine;
+    /// `old`: the lease the extension started from (Redlock's machine answers only the new validity).
+    fn extended(old: &Self::Lease, output: <Self::ExtendMachine as Machine>::Output) -> Extension<Self::Lease>;
+    fn release(lease: Self::Lease) -> Self::ReleaseMachine;
+    fn released(output: <Self::ReleaseMachine as Machine>::Output) -> Release;
+    /// The client time until which the holder may believe it holds (its clock below it).
+    fn valid_until_us(lease: &Self::Lease, config: &Self::Config) -> u64;
+    /// The token the holder's key carries (what the resource sees; it does not grow).
+    fn token(lease: &Self::Lease) -> &str;
+    /// Settings the lock cannot work with, said in a sentence.
+    fn check(config: &Self::Config) -> Result<(), String>;
+}
+
+/// Settings every Redis-family lock needs.
+fn check_redis(config: &RedisLockConfig) -> Result<(), String> {
+    if config.ttl_ms == 0 {
+        return Err("ttl_ms is 0: Redis refuses PX 0; give the key's time to live".into());
+    }
+    if config.retry_every_ms == 0 {
+        return Err("retry_every_ms is 0: a waiter would ask the server in a busy loop; use 1 ms or more".into());
+    }
+    if config.drift_ppm >= 1_000_000 {
+        return Err(format!(
+            "drift_ppm {} leaves no lease at all (the margin is the whole TTL); use less than 1000000",
+            config.drift_ppm
+        ));
+    }
+    if config
+        .extend_every_ms
+        .is_some_and(|every| every == 0 || every >= config.ttl_ms)
+    {
+        return Err("extend_every_ms must be above 0 and below ttl_ms, or the key expires between extensions".into());
+    }
+    Ok(())
+}
+
+/// `SET key token NX PX ttl`, compare-and-pexpire, compare-and-delete ([`super::redis::set_nx`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SetNxLock;
+
+impl FamilyLock for SetNxLock {
+    const NAME: &'static str = "redis-set-nx";
+    type Config = RedisLockConfig;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+    type Lease = RedisLease;
+    type AcquireMachine = SetNxAcquire;
+    type ExtendMachine = SetNxExtend;
+    type ReleaseMachine = SetNxRelease;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> SetNxAcquire {
+        SetNxAcquire::new(key, token, patience)
+    }
+
+    fn acquired(output: RedisAcquire) -> Acquisition<RedisLease> {
+        match output {
+            RedisAcquire::Acquired { lease } => Acquisition::Acquired(lease),
+            RedisAcquire::NotAcquired => Acquisition::NotAcquired,
+            RedisAcquire::TimedOut => Acquisition::TimedOut,
+            RedisAcquire::Failed { failure, left } => Acquisition::Failed { failure, left },
+        }
+    }
+
+    fn extend(lease: RedisLease) -> SetNxExtend {
+        SetNxExtend::new(lease)
+    }
+
+    fn extended(_old: &RedisLease, output: Extended) -> Extension<RedisLease> {
+        match output {
+            Extended::Extended { lease } => Extension::Extended(lease),
+            Extended::Lost => Extension::Lost,
+            Extended::Failed(failure) => Extension::Failed(failure),
+        }
+    }
+
+    fn release(lease: RedisLease) -> SetNxRelease {
+        SetNxRelease::new(lease)
+    }
+
+    fn released(output: RedisReleased) -> Release {
+        match output {
+            RedisReleased::Released => Release::Released,
+            RedisReleased::WasNotOurs => Release::WasNotOurs,
+            RedisReleased::GoneEitherWay => Release::GoneEitherWay,
+            RedisReleased::Failed(failure) => Release::Failed(failure),
+        }
+    }
+
+    fn valid_until_us(lease: &RedisLease, config: &RedisLockConfig) -> u64 {
+        lease.valid_until_us(config)
+    }
+
+    fn token(lease: &RedisLease) -> &str {
+        &lease.token
+    }
+
+    fn check(config: &RedisLockConfig) -> Result<(), String> {
+        check_redis(config)
+    }
+}
+
+/// A Redlock holder: the key and token on every master, and the validity the acquisition (or
+/// the last extension) computed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RedlockHold {
+    pub lease: RedisLease,
+    pub valid_until_us: u64,
+}
+
+/// Redlock over N masters ([`super::redis::redlock`]); `try_lock` and `lock` both run its
+/// attempts (the algorithm has no "wait for ever").
+#[derive(Clone, Copy, Debug)]
+pub struct RedlockLock;
+
+impl FamilyLock for RedlockLock {
+    const NAME: &'static str = "redlock";
+    type Config = RedlockConfig;
+    type Command = ToMaster;
+    type Reply = RedisReply;
+    type Lease = RedlockHold;
+    type AcquireMachine = RedlockAcquireMachine;
+    type ExtendMachine = RedlockAllMasters;
+    type ReleaseMachine = RedlockAllMasters;
+
+    fn acquire(key: &str, token: &str, _patience: Patience) -> RedlockAcquireMachine {
+        RedlockAcquireMachine::new(key, token)
+    }
+
+    fn acquired(output: RedlockAcquire) -> Acquisition<RedlockHold> {
+        match output {
+            RedlockAcquire::Acquired { lease, valid_until_us } => {
+                Acquisition::Acquired(RedlockHold { lease, valid_until_us })
+            }
+            RedlockAcquire::NotAcquired => Acquisition::NotAcquired,
+        }
+    }
+
+    fn extend(hold: RedlockHold) -> RedlockAllMasters {
+        RedlockAllMasters::extend(hold.lease)
+    }
+
+    fn extended(old: &RedlockHold, output: RedlockOutcome) -> Extension<RedlockHold> {
+        match output {
+            RedlockOutcome::Extended { valid_until_us } => Extension::Extended(RedlockHold {
+                lease: old.lease.clone(),
+                valid_until_us,
+            }),
+            RedlockOutcome::ExtensionFailed { .. } => Extension::Lost,
+            RedlockOutcome::Released { .. } => unreachable!("an extension does not release"),
+        }
+    }
+
+    fn release(hold: RedlockHold) -> RedlockAllMasters {
+        RedlockAllMasters::release(hold.lease)
+    }
+
+    fn released(output: RedlockOutcome) -> Release {
+        match output {
+            RedlockOutcome::Released { deleted: 0 } => Release::WasNotOurs,
+            RedlockOutcome::Released { .. } => Release::Released,
+            RedlockOutcome::Extended { .. } | RedlockOutcome::ExtensionFailed { .. } => {
+                unreachable!("a release does not extend")
+            }
+        }
+    }
+
+    fn valid_until_us(hold: &RedlockHold, _config: &RedlockConfig) -> u64 {
+        hold.valid_until_us
+    }
+
+    fn token(hold: &RedlockHold) -> &str {
+        &hold.lease.token
+    }
+
+    fn check(config: &RedlockConfig) -> Result<(), String> {
+        if !(1..=MAX_MASTERS).contains(&config.masters) {
+            return Err(format!("masters {}: give 1 to {MAX_MASTERS}", config.masters));
+        }
+        if config.attempts == 0 {
+            return Err("attempts is 0: Redlock would never try".into());
+        }
+        check_redis(&config.lock)
+    }
+}
+
+/// The most Redlock masters a lock may use.
+pub const MAX_MASTERS: usize = 15;
+
+/// Memcached `add` with expiry; release and extension as configured ([`super::memcached`]).
+#[derive(Clone, Copy, Debug)]
+pub struct MemcachedLock;
+
+impl FamilyLock for MemcachedLock {
+    const NAME: &'static str = "memcached";
+    type Config = MemcachedLockConfig;
+    type Command = MemcachedCommand;
+    type Reply = MemcachedReply;
+    type Lease = MemcachedLease;
+    type AcquireMachine = mc::AddAcquire;
+    type ExtendMachine = mc::LeaseCall;
+    type ReleaseMachine = mc::LeaseCall;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> mc::AddAcquire {
+        mc::AddAcquire::new(key, token, patience)
+    }
+
+    fn acquired(output: MemcachedAcquire) -> Acquisition<MemcachedLease> {
+        match output {
+            MemcachedAcquire::Acquired { lease } => Acquisition::Acquired(lease),
+            MemcachedAcquire::NotAcquired => Acquisition::NotAcquired,
+            MemcachedAcquire::TimedOut => Acquisition::TimedOut,
+            MemcachedAcquire::Failed { failure, left } => Acquisition::Failed { failure, left },
+        }
+    }
+
+    fn extend(lease: MemcachedLease) -> mc::LeaseCall {
+        mc::touch(lease)
+    }
+
+    fn extended(_old: &MemcachedLease, output: mc::Outcome) -> Extension<MemcachedLease> {
+        match output {
+            mc::Outcome::Done { lease: Some(lease) } => Extension::Extended(lease),
+            mc::Outcome::Done { lease: None } => unreachable!("an extension returns the new lease"),
+            // `touch` as written extended whoever held it: not ours to believe in.
+            mc::Outcome::NotOurs | mc::Outcome::Gone | mc::Outcome::ActedOnWhoeverHeldIt => Extension::Lost,
+            mc::Outcome::Failed(failure) => Extension::Failed(failure),
+        }
+    }
+
+    fn release(lease: MemcachedLease) -> mc::LeaseCall {
+        mc::release(lease)
+    }
+
+    fn released(output: mc::Outcome) -> Release {
+        match output {
+            mc::Outcome::Done { .. } => Release::Released,
+            mc::Outcome::NotOurs => Release::WasNotOurs,
+            mc::Outcome::Gone => Release::GoneEitherWay,
+            mc::Outcome::ActedOnWhoeverHeldIt => Release::ActedBlind,
+            mc::Outcome::Failed(failure) => Release::Failed(failure),
+        }
+    }
+
+    fn valid_until_us(lease: &MemcachedLease, config: &MemcachedLockConfig) -> u64 {
+        lease.valid_until_us(config)
+    }
+
+    fn token(lease: &MemcachedLease) -> &str {
+        &lease.token
+    }
+
+    fn check(config: &MemcachedLockConfig) -> Result<(), String> {
+        config.check().map_err(|error| error.to_string())?;
+        if config.retry_every_ms == 0 {
+            return Err("retry_every_ms is 0: a waiter would ask the server in a busy loop; use 1 ms or more".into());
+        }
+        Ok(())
+    }
+}

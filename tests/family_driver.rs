@@ -1,0 +1,277 @@
+//! The family driver (issue 13) with the library's machines against in-memory servers: what
+//! each call of `FamilyLocker` and `FamilyGuard` promises (contract items of docs/contract.md),
+//! for `SET NX`, Redlock and Memcached. Runs under madsim with fixed seeds (simulated time).
+#![cfg(madsim)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cassalock::algo::family::{MemcachedLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::memcached::MemcachedLockConfig;
+use cassalock::algo::redis::redlock::RedlockConfig;
+use cassalock::algo::redis::RedisLockConfig;
+use cassalock::driver::family::{FamilyError, FamilyLocker};
+use cassalock::store::family_memory::{InMemoryMemcached, InMemoryRedis, Masters};
+use cassalock::SystemClock;
+
+type Redis = Arc<InMemoryRedis<SystemClock>>;
+
+fn on_seed<F: std::future::Future>(seed: u64, test: impl FnOnce() -> F) -> F::Output {
+    madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default()).block_on(test())
+}
+
+fn sleep_ms(ms: u64) -> impl std::future::Future<Output = ()> {
+    tokio::time::sleep(Duration::from_millis(ms))
+}
+
+fn redis_config() -> RedisLockConfig {
+    RedisLockConfig {
+        ttl_ms: 2000,
+        retry_every_ms: 20,
+        max_wait_ms: None,
+        extend_every_ms: None,
+        ..RedisLockConfig::default()
+    }
+}
+
+fn set_nx(store: &Redis, client: &str, config: RedisLockConfig) -> FamilyLocker<SetNxLock, Redis, SystemClock> {
+    FamilyLocker::new(Arc::clone(store), SystemClock, config, client, 7, None).unwrap()
+}
+
+#[test]
+fn t1_set_nx_eight_lockers_never_hold_at_once_and_release_leaves_no_key() {
+    on_seed(3, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let locker = set_nx(&store, &format!("c{i}"), redis_config());
+            let inside = Arc::clone(&inside);
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..5 {
+                    let guard = locker.lock("L").await.unwrap();
+                    assert!(guard.is_valid());
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    sleep_ms(15).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    assert_eq!(guard.release().await.unwrap(), Release::Released);
+                }
+                locker.acquisitions()
+            }));
+        }
+        let mut total = 0;
+        for task in tasks {
+            total += task.await.unwrap();
+        }
+        assert_eq!(total, 40);
+        assert!(store.snapshot().is_empty(), "C-release: a released key stayed");
+    });
+}
+
+#[test]
+fn try_lock_says_no_while_held_and_yes_after_release() {
+    on_seed(1, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        let b = set_nx(&store, "b", redis_config());
+        let guard = a.try_lock("L").await.unwrap().expect("free lock");
+        assert!(b.try_lock("L").await.unwrap().is_none());
+        guard.release().await.unwrap();
+        let again = b.try_lock("L").await.unwrap().expect("released lock");
+        assert_ne!(again.token(), "", "a token names its holder");
+    });
+}
+
+#[test]
+fn c_lost_an_expired_holder_stops_believing_before_the_next_acquires_and_learns_on_extend() {
+    on_seed(2, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        let b = set_nx(&store, "b", redis_config());
+        let mut first = a.lock("L").await.unwrap();
+        let second = b.lock("L").await.unwrap(); // waits for the key to expire
+        assert!(!first.is_valid(), "T1-belief: the expired holder still believes");
+        assert!(second.is_valid());
+        assert_eq!(first.extend().await, Err(FamilyError::LeaseLost { key: "L".into() }));
+        assert!(!first.is_valid());
+        assert_eq!(first.release().await.unwrap(), Release::WasNotOurs);
+        assert!(second.is_valid(), "the stale release left the new holder's key alone");
+        assert_eq!(second.release().await.unwrap(), Release::Released);
+    });
+}
+
+#[test]
+fn extend_keeps_the_key_past_its_ttl() {
+    on_seed(4, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        let b = set_nx(&store, "b", redis_config());
+        let mut guard = a.lock("L").await.unwrap();
+        for _ in 0..4 {
+            sleep_ms(1000).await;
+            guard.extend().await.unwrap();
+            assert!(b.try_lock("L").await.unwrap().is_none(), "the extended key was taken");
+        }
+        assert!(guard.is_valid());
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+    });
+}
+
+#[test]
+fn lock_gives_up_at_max_wait_and_says_how_long_it_waited() {
+    on_seed(5, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        let patient = RedisLockConfig {
+            max_wait_ms: Some(500),
+            ..redis_config()
+        };
+        let b = set_nx(&store, "b", patient);
+        let _held = a.lock("L").await.unwrap();
+        match b.lock("L").await {
+            Err(FamilyError::TimedOut { waited_ms, .. }) => assert!((500..600).contains(&waited_ms), "{waited_ms}"),
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn a_server_that_stays_down_fails_the_acquisition_and_leaves_nothing() {
+    on_seed(6, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        store.set_down(true);
+        let a = set_nx(&store, "a", redis_config());
+        match a.lock("L").await {
+            Err(FamilyError::AcquireFailed { .. }) => {}
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        store.set_down(false);
+        assert!(store.snapshot().is_empty());
+    });
+}
+
+#[test]
+fn bad_names_and_settings_are_refused_with_a_reason() {
+    on_seed(7, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        for key in ["", "has space", &"k".repeat(201)] {
+            assert!(
+                matches!(a.try_lock(key).await, Err(FamilyError::Name { .. })),
+                "{key:?}"
+            );
+        }
+        let refused = |config: RedisLockConfig| {
+            FamilyLocker::<SetNxLock, _, _>::new(Arc::clone(&store), SystemClock, config, "a", 1, None).err()
+        };
+        assert!(matches!(
+            refused(RedisLockConfig {
+                ttl_ms: 0,
+                ..redis_config()
+            }),
+            Some(FamilyError::Config(_))
+        ));
+        assert!(matches!(
+            refused(RedisLockConfig {
+                retry_every_ms: 0,
+                ..redis_config()
+            }),
+            Some(FamilyError::Config(_))
+        ));
+        assert!(matches!(
+            refused(RedisLockConfig {
+                extend_every_ms: Some(5000),
+                ..redis_config()
+            }),
+            Some(FamilyError::Config(_))
+        ));
+        assert!(
+            FamilyLocker::<SetNxLock, _, _>::new(Arc::clone(&store), SystemClock, redis_config(), "", 1, None).is_err()
+        );
+        let memcached = Arc::new(InMemoryMemcached::new(SystemClock));
+        for ttl_s in [0, 1, 2_592_001] {
+            let config = MemcachedLockConfig {
+                ttl_s,
+                ..MemcachedLockConfig::default()
+            };
+            let refused =
+                FamilyLocker::<MemcachedLock, _, _>::new(Arc::clone(&memcached), SystemClock, config, "a", 1, None);
+            assert!(matches!(refused, Err(FamilyError::Config(_))), "ttl_s {ttl_s}");
+        }
+    });
+}
+
+fn masters(n: usize) -> Arc<Masters<Redis>> {
+    Arc::new(Masters::new(
+        (0..n).map(|_| Arc::new(InMemoryRedis::new(SystemClock))).collect(),
+    ))
+}
+
+fn redlock(masters: &Arc<Masters<Redis>>, client: &str) -> FamilyLocker<RedlockLock, Arc<Masters<Redis>>, SystemClock> {
+    let config = RedlockConfig {
+        masters: masters.len(),
+        lock: redis_config(),
+        ..RedlockConfig::default()
+    };
+    FamilyLocker::new(Arc::clone(masters), SystemClock, config, client, 11, None).unwrap()
+}
+
+#[test]
+fn redlock_takes_a_majority_with_two_of_five_masters_down_and_not_with_three() {
+    on_seed(8, || async {
+        let five = masters(5);
+        for down in 0..2 {
+            five.get(down).unwrap().set_down(true);
+        }
+        let a = redlock(&five, "a");
+        let b = redlock(&five, "b");
+        let guard = a.lock("L").await.unwrap();
+        assert!(guard.is_valid());
+        assert!(b.try_lock("L").await.unwrap().is_none(), "T1: a second majority");
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        five.get(2).unwrap().set_down(true);
+        assert_eq!(
+            a.lock("L").await.err(),
+            Some(FamilyError::NoMajority { key: "L".into() })
+        );
+        for up in 3..5 {
+            assert!(
+                five.get(up).unwrap().snapshot().is_empty(),
+                "a failed attempt left its key on master {up}"
+            );
+        }
+    });
+}
+
+#[test]
+fn memcached_add_lock_serves_four_lockers_one_at_a_time() {
+    on_seed(9, || async {
+        let server = Arc::new(InMemoryMemcached::new(SystemClock));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..4 {
+            let config = MemcachedLockConfig {
+                ttl_s: 5,
+                retry_every_ms: 20,
+                ..MemcachedLockConfig::default()
+            };
+            let locker: FamilyLocker<MemcachedLock, _, _> =
+                FamilyLocker::new(Arc::clone(&server), SystemClock, config, &format!("m{i}"), i, None).unwrap();
+            let inside = Arc::clone(&inside);
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..3 {
+                    let guard = locker.lock("L").await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    sleep_ms(10).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    assert_eq!(guard.release().await.unwrap(), Release::Released);
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert!(server.snapshot().is_empty());
+    });
+}
