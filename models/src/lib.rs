@@ -11,19 +11,19 @@
 //! | trygetlock | T3, T4 | [`trygetlock`] |
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
-//! | redis-set-nx | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock under a pause, lost requests, a restart, a failover, a server clock jump | [`redis_set_nx`] |
+//! | redis-set-nx, redlock, memcached | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters and Memcached's `add` lock, under a pause, lost requests, a restart, a failover (Redis), a server clock jump | [`family`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
 //! check; [`check`] runs a model and produces one row per property.
 
 pub mod check;
+pub mod family;
 pub mod getlock;
 pub mod globaltime;
 pub mod lemma;
 pub mod liveness;
 pub mod lock_world;
 pub mod old;
-pub mod redis_set_nx;
 pub mod trygetlock;
 
 use check::{check, Limits, Report};
@@ -50,16 +50,23 @@ pub enum ModelName {
     /// C-free, C-release, T2; issue 13).
     #[cfg_attr(feature = "clap", value(name = "redis-set-nx"))]
     RedisSetNx,
+    /// Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free,
+    /// C-release, T2; issue 13).
+    Redlock,
+    /// Memcached's `add` lock with expiry, released and extended with gets + cas (issue 13).
+    Memcached,
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 6] = [
+    pub const ALL: [ModelName; 8] = [
         ModelName::Lemma,
         ModelName::GetLock,
         ModelName::TryGetLock,
         ModelName::Old,
         ModelName::GlobalTime,
         ModelName::RedisSetNx,
+        ModelName::Redlock,
+        ModelName::Memcached,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +77,8 @@ impl ModelName {
             ModelName::Old => "old",
             ModelName::GlobalTime => "globaltime",
             ModelName::RedisSetNx => "redis-set-nx",
+            ModelName::Redlock => "redlock",
+            ModelName::Memcached => "memcached",
         }
     }
 }
@@ -148,6 +157,14 @@ pub enum Mutant {
     M1,
     /// Release does not wait for the renewal task (turns leases on).
     K3,
+    /// redlock: node-redlock's bug, every attempt's validity counted from the first attempt's
+    /// start.
+    #[cfg_attr(feature = "clap", value(name = "node-redlock-validity"))]
+    NodeRedlockValidity,
+    /// redlock with --extend: go-redsync's bug, an extension that took a majority however long
+    /// it took, the holder believing in a fresh TTL from its end.
+    #[cfg_attr(feature = "clap", value(name = "go-redsync-extend"))]
+    GoRedsyncExtend,
 }
 
 impl Mutant {
@@ -155,7 +172,14 @@ impl Mutant {
         match self {
             Mutant::M1 => "m1",
             Mutant::K3 => "k3",
+            Mutant::NodeRedlockValidity => "node-redlock-validity",
+            Mutant::GoRedsyncExtend => "go-redsync-extend",
         }
+    }
+
+    /// A bug of a Redlock client (the redlock model's), not of the thesis's locks.
+    pub fn is_redlock_client_bug(self) -> bool {
+        matches!(self, Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend)
     }
 }
 
@@ -231,6 +255,12 @@ fn size(
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
+    if let Some(mutant) = spec.mutant.filter(|m| m.is_redlock_client_bug()) {
+        return refuse(format!(
+            "--mutant {} is a bug of a Redlock client; use --model redlock",
+            mutant.name()
+        ));
+    }
     if spec.fault.is_redis_server_fault() {
         return refuse(format!(
             "--fault {} is a fault of a Redis server; the {} model's store is Cassandra (use --model redis-set-nx)",
@@ -292,14 +322,21 @@ pub enum Runnable {
     Lock(LockModel),
     Lemma(lemma::LemmaModel),
     GlobalTime(globaltime::GlobalTimeModel),
-    RedisSetNx(redis_set_nx::RedisSetNxModel),
+    RedisSetNx(family::RedisSetNxModel),
+    Redlock(family::RedlockModel),
+    Memcached(family::MemcachedModel),
 }
 
 /// Validate a spec and build its model.
 pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
-    if spec.extend && spec.model != ModelName::RedisSetNx {
+    if spec.extend
+        && !matches!(
+            spec.model,
+            ModelName::RedisSetNx | ModelName::Redlock | ModelName::Memcached
+        )
+    {
         return refuse(format!(
-            "--extend applies to the redis-set-nx model, not to {}",
+            "--extend applies to the redis-set-nx, redlock and memcached models, not to {}",
             spec.model.name()
         ));
     }
@@ -361,32 +398,64 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 time,
             }))
         }
-        ModelName::RedisSetNx => {
-            if spec.mutant.is_some() || spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous {
-                return refuse("--mutant, --fencing, --leases, --thesis-listings and --asynchronous apply to the Cassandra lock models (getlock, trygetlock, old), not to redis-set-nx (its key always carries a TTL; --extend makes holders extend it)");
+        ModelName::RedisSetNx => Ok(Runnable::RedisSetNx(family_model(spec)?)),
+        ModelName::Redlock => Ok(Runnable::Redlock(family_model(spec)?)),
+        ModelName::Memcached => Ok(Runnable::Memcached(family_model(spec)?)),
+    }
+}
+
+/// Build one of the other families' models (redis-set-nx, redlock, memcached) from a spec.
+fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
+    let name = F::MODEL;
+    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous {
+        return refuse(format!("--fencing, --leases, --thesis-listings and --asynchronous apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
+    }
+    let mut mutants = family::FamilyMutants::default();
+    match spec.mutant {
+        None => {}
+        Some(Mutant::NodeRedlockValidity) if name == "redlock" => {
+            mutants.redlock.validity_from_first_attempt = true;
+        }
+        Some(Mutant::GoRedsyncExtend) if name == "redlock" => {
+            if !spec.extend {
+                return refuse("--mutant go-redsync-extend is a bug of the extension: add --extend");
             }
-            if !redis_set_nx::RedisSetNxModel::supports(spec.fault) {
-                return refuse(format!(
-                    "the redis-set-nx model supports --fault none, pause, store-failure, restart, failover or server-clock-jump, not {}",
-                    spec.fault.name()
-                ));
-            }
-            let clients = size("--threads (clients)", spec.threads, 2, 1..=3, "clients")?;
-            let acquisitions = size(
-                "--acquisitions",
-                spec.acquisitions,
-                1,
-                1..=2,
-                "clients and a TTL in ticks",
-            )?;
-            Ok(Runnable::RedisSetNx(redis_set_nx::RedisSetNxModel::new(
-                clients,
-                acquisitions,
-                spec.extend,
-                spec.fault,
-            )))
+            mutants.redlock.extend_ignores_validity = true;
+        }
+        Some(mutant) => {
+            return refuse(format!(
+                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock)",
+                mutant.name()
+            ))
         }
     }
+    if !F::supports(spec.fault) {
+        let supported: Vec<&str> = Fault::ALL
+            .iter()
+            .filter(|f| F::supports(**f))
+            .map(|f| f.name())
+            .collect();
+        return refuse(format!(
+            "the {name} model supports --fault {}, not {}",
+            supported.join(", "),
+            spec.fault.name()
+        ));
+    }
+    let clients = size("--threads (clients)", spec.threads, 2, 1..=3, "clients")?;
+    let acquisitions = size(
+        "--acquisitions",
+        spec.acquisitions,
+        1,
+        1..=2,
+        "clients and a TTL in ticks",
+    )?;
+    Ok(family::FamilyModel::with_mutants(
+        clients,
+        acquisitions,
+        spec.extend,
+        spec.fault,
+        mutants,
+    ))
 }
 
 impl Runnable {
@@ -396,6 +465,8 @@ impl Runnable {
             Runnable::Lemma(model) => check(model, limits),
             Runnable::GlobalTime(model) => check(model, limits),
             Runnable::RedisSetNx(model) => check(model, limits),
+            Runnable::Redlock(model) => check(model, limits),
+            Runnable::Memcached(model) => check(model, limits),
         }
     }
 
@@ -421,6 +492,8 @@ impl Runnable {
             Runnable::Lemma(model) => ids(model),
             Runnable::GlobalTime(model) => ids(model),
             Runnable::RedisSetNx(model) => ids(model),
+            Runnable::Redlock(model) => ids(model),
+            Runnable::Memcached(model) => ids(model),
         }
     }
 
@@ -431,6 +504,8 @@ impl Runnable {
             Runnable::Lemma(model) => model.title(),
             Runnable::GlobalTime(model) => model.title(),
             Runnable::RedisSetNx(model) => model.title(),
+            Runnable::Redlock(model) => model.title(),
+            Runnable::Memcached(model) => model.title(),
         }
     }
 
@@ -448,6 +523,12 @@ impl Runnable {
                 model.checker().serve(address);
             }
             Runnable::RedisSetNx(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Redlock(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Memcached(model) => {
                 model.checker().serve(address);
             }
         }

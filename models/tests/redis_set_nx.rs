@@ -1,4 +1,4 @@
-//! Redis's `SET NX PX` lock (`models/src/redis_set_nx.rs`, issue 13): the verdict on every
+//! Redis's `SET NX PX` lock (`models/src/family.rs`, issue 13): the verdict on every
 //! claim under each fault, with the unique-state counts pinned and every report pinned whole,
 //! traces included, in `golden/redis_set_nx*.txt` beside this file. After an intended change:
 //! `UPDATE_EXPECT=1 cargo test -p cassalock-models --test redis_set_nx`, then review `git diff`.
@@ -9,11 +9,12 @@
 
 mod pinning;
 
+use cassalock::algo::family::SetNxLock;
 use cassalock::algo::Input;
 use cassalock::store::redis_keyspace::{RedisCommand, RedisReply};
 use cassalock_models::check::{check, Limits, Report};
+use cassalock_models::family::{Pending, Phase, RedisSetNxModel};
 use cassalock_models::liveness::Graph;
-use cassalock_models::redis_set_nx::{Pending, Phase, RedisSetNxModel, World};
 use cassalock_models::{build, Fault, ModelName, Spec};
 use expect_test::expect_file;
 use pinning::{full, golden_text, pin, pinned, spec};
@@ -45,6 +46,7 @@ fn without_faults_every_claim_holds_with_or_without_extension() {
             ("C-free", HOLDS),
             ("C-release", HOLDS),
             ("T2", HOLDS),
+            ("T2", HOLDS),
         ],
         3903,
     );
@@ -61,6 +63,7 @@ fn without_faults_every_claim_holds_with_or_without_extension() {
             ("T1-resource", HOLDS),
             ("C-free", HOLDS),
             ("C-release", HOLDS),
+            ("T2", HOLDS),
             ("T2", HOLDS),
         ],
         8047,
@@ -86,6 +89,7 @@ fn a_pause_between_check_and_write_breaks_t1_resource_not_t1_belief() {
             ("T1-resource", VIOLATED),
             ("C-free", HOLDS),
             ("C-release", HOLDS),
+            ("T2", HOLDS),
             ("T2", HOLDS),
         ],
         5084,
@@ -113,6 +117,7 @@ fn a_restart_without_persistence_breaks_t1_belief() {
             ("C-free", HOLDS),
             ("C-release", HOLDS),
             ("T2", HOLDS),
+            ("T2", HOLDS),
         ],
         13852,
     );
@@ -133,6 +138,7 @@ fn a_failover_breaks_t1_belief_and_brings_back_a_released_key() {
             ("T1-resource", VIOLATED),
             ("C-free", HOLDS),
             ("C-release", VIOLATED),
+            ("T2", HOLDS),
             ("T2", bounded),
         ],
         46434,
@@ -166,6 +172,7 @@ fn a_server_clock_jump_breaks_t1_belief() {
             ("C-free", HOLDS),
             ("C-release", HOLDS),
             ("T2", HOLDS),
+            ("T2", HOLDS),
         ],
         13948,
     );
@@ -179,6 +186,8 @@ fn a_server_clock_jump_breaks_t1_belief() {
 }
 
 /// Does some reachable state satisfy `wanted`?
+type World = cassalock_models::family::World<SetNxLock>;
+
 fn reachable(model: &RedisSetNxModel, wanted: impl Fn(&World) -> bool) -> bool {
     let mut found = false;
     let graph = Graph::build_with(model, &[], 1_000_000, |_, world: &World| {
@@ -235,6 +244,7 @@ fn lost_requests_and_replies_keep_t1_and_leave_nothing_behind() {
             ("C-free", HOLDS),
             ("C-release", HOLDS),
             ("T2", HOLDS),
+            ("T2", HOLDS),
         ],
         29588,
     );
@@ -263,6 +273,7 @@ fn lost_requests_and_replies_keep_t1_and_leave_nothing_behind() {
             ("T1-resource", HOLDS),
             ("C-free", HOLDS),
             ("C-release", HOLDS),
+            ("T2", HOLDS),
             ("T2", bounded),
         ],
         100_356,
@@ -306,7 +317,7 @@ fn faults_and_flags_are_refused_where_they_do_not_apply() {
     assert!(refused(&fencing).contains("not to redis-set-nx"));
     let mut extend = spec(ModelName::GetLock, Fault::None);
     extend.extend = true;
-    assert!(refused(&extend).contains("--extend applies to the redis-set-nx model"));
+    assert!(refused(&extend).contains("--extend applies to the redis-set-nx, redlock and memcached models"));
     let mut four = redis(Fault::None);
     four.threads = Some(4);
     assert!(refused(&four).contains("outside 1..=3"));

@@ -117,7 +117,7 @@ fn check_redis(config: &RedisLockConfig) -> Result<(), String> {
 }
 
 /// `SET key token NX PX ttl`, compare-and-pexpire, compare-and-delete ([`super::redis::set_nx`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SetNxLock;
 
 impl FamilyLock for SetNxLock {
@@ -191,7 +191,7 @@ pub struct RedlockHold {
 
 /// Redlock over N masters ([`super::redis::redlock`]); `try_lock` and `lock` both run its
 /// attempts (the algorithm has no "wait for ever").
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct RedlockLock;
 
 impl FamilyLock for RedlockLock {
@@ -269,7 +269,7 @@ impl FamilyLock for RedlockLock {
 pub const MAX_MASTERS: usize = 15;
 
 /// Memcached `add` with expiry; release and extension as configured ([`super::memcached`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MemcachedLock;
 
 impl FamilyLock for MemcachedLock {

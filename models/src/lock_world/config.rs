@@ -204,6 +204,9 @@ pub fn apply_fault(
     match mutant {
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
         Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
+        Some(Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend) => {
+            unreachable!("crate::lock_config refuses a Redlock client's bugs for the Cassandra lock models")
+        }
         None => {}
     }
     if fencing {

@@ -1,6 +1,13 @@
-//! # redis-set-nx: the single-instance Redis lock, `SET key token NX PX ttl` (issue 13)
+//! # The lease locks people use instead: redis-set-nx, redlock, memcached (issue 13)
 //!
-//! ## The lock
+//! One model runs the three locks whose key the *server* expires: Redis's single-instance
+//! `SET NX PX` lock, Redlock over three Redis masters, and Memcached's `add` lock. Each is the
+//! library's [`FamilyLock`] (its acquire, extend and release machines, unchanged) against its
+//! server's value type ([`ModelServer`]: `RedisKeyspace` or `ReplicatedRedis`, three
+//! `RedisKeyspace`s, `Memcached`). Everything below is said of `SET NX`, then what differs for
+//! the other two.
+//!
+//! ## The lock (`SET NX`)
 //!
 //! The lock most engineers reach for is one Redis key. To acquire, a client sets the key to a
 //! token only it knows, only if the key does not exist, with an expiry: `SET lock token NX PX
@@ -18,18 +25,41 @@
 //! gone, after the first client stopped believing. Each of the faults below breaks one premise
 //! of that argument.
 //!
+//! ## Redlock and Memcached
+//!
+//! **Redlock** (`--model redlock`): each client sends `SET NX PX` to masters 0, 1, 2 in turn;
+//! with a majority (2) within the validity (`TTL - elapsed - (1% of the TTL + 2 ms)`) it holds
+//! until `start + validity`; otherwise it deletes its key on every master, sleeps a random delay
+//! (the model draws 0: the sleep lasts a tick) and tries once more (2 attempts), then returns
+//! *not acquired*. Release and extension run a compare-and-delete / compare-and-pexpire on
+//! every master. The faults strike master 0: a restart without persistence and without delay,
+//! a clock jump by the TTL: Kleppmann's cases, where a holder with a bare majority loses one of
+//! its keys and another client builds a majority from the rest. `--mutant go-redsync-extend`
+//! (with `--extend`) believes in a fresh TTL from the end of an extension round however long
+//! it took; `--mutant node-redlock-validity` counts every attempt's validity from the first
+//! attempt's start (a liveness bug: it gives up on a lock it got; the unit tests catch it, this
+//! model's T2 (always) fails under contention with or without it).
+//!
+//! **Memcached** (`--model memcached`): `add key token exptime` stores only if no live item
+//! holds the key; the server counts whole seconds, so a holder believes for `TTL - 1 s` from
+//! its send (`MemcachedLease::valid_until_us`); release and extension read the item with
+//! `gets` and act with `cas` only if it holds the token. Memcached keeps nothing across a
+//! restart, so `--fault restart` is its normal restart.
+//!
 //! ## What the model runs
 //!
-//! The clients step the library's own machines, unchanged: [`SetNxAcquire`] (waiting,
-//! `Patience::Wait`, no deadline), [`SetNxExtend`] and [`SetNxRelease`]
-//! (`cassalock::algo::redis::set_nx`). The model decides nothing about the lock: it carries the
-//! machines' requests to the server, hands them the replies, ends their sleeps, and plays the
-//! user's code around them. Each client runs `--acquisitions` rounds of:
+//! The clients step the library's own machines, unchanged: for `SET NX`, [`SetNxLock`]'s
+//! `SetNxAcquire` (waiting, `Patience::Wait`, no deadline), `SetNxExtend` and `SetNxRelease`
+//! (`cassalock::algo::redis::set_nx`); for the others, [`RedlockLock`]'s and
+//! [`MemcachedLock`]'s. The model decides nothing about the lock: it carries the machines'
+//! requests to the server, hands them the replies, ends their sleeps, reads their outcomes
+//! through [`FamilyLock`], and plays the user's code around them. Each client runs
+//! `--acquisitions` rounds of:
 //!
 //! 1. `lock()`: the acquire machine until it returns;
 //! 2. *use*: check `now < lease.valid_until_us` on its own clock, and if so write to the
 //!    resource (two steps: the check, then the write);
-//! 3. with `--extend`: extend once ([`SetNxExtend`]), then *use* again with the new lease;
+//! 3. with `--extend`: extend once (the extension machine), then *use* again with the new lease;
 //! 4. `unlock()`: the release machine, always (as a `finally` block would), even when the lease
 //!    is known to be lost.
 //!
@@ -83,6 +113,7 @@
 //! | T1-resource | always | the resource never receives a write from an acquisition after a later acquisition wrote (without fencing nothing stops it) |
 //! | C-free | always | a `lock()` that failed or gave up saying it left nothing leaves no key holding its token |
 //! | C-release | always | an acquisition whose `unlock()` returned (released, not ours, or gone either way) leaves no key holding its token (the K3 question for Redis: a released lock taken by nobody) |
+//! | T2 | always | no `lock()` returns without the lock while the store answers (Redlock's attempts can run out under contention; the others wait for ever) |
 //! | T2 | liveness | every client that calls `lock()` acquires (our fair-cycle check; a starvation that depends on the clock's bound is bounded) |
 //!
 //! The outcome, pinned in `models/tests/redis_set_nx.rs`: with no fault everything holds (T2
@@ -96,6 +127,15 @@
 //! request or reply breaks nothing: the acquire machine reads the key after a nil that may hide
 //! its own earlier `SET`, and every call leaves nothing behind.
 //!
+//! Redlock and Memcached, pinned in `models/tests/family.rs`: Redlock keeps T1 with no fault
+//! and loses it (T1-belief) to a restart or a clock jump of one master; a pause breaks
+//! T1-resource for all three; Redlock's `lock()` can return empty-handed when two clients split
+//! the masters (T2 always VIOLATED, T2 liveness holds: the client stops asking); a lost
+//! request in Redlock's release or give-up leaves its key on that master until the TTL
+//! (C-free, C-release VIOLATED: the documented release is one best-effort round). Memcached
+//! keeps everything with no fault and with lost requests, and loses T1 to a restart or a clock
+//! jump, like `SET NX`.
+//!
 //! ## What the model cannot see
 //!
 //! Durations below a tick (requests take no time; a server apply and a client step are
@@ -108,12 +148,16 @@
 //! about this world only.
 
 use std::fmt;
+use std::hash::Hash;
+use std::marker::PhantomData;
 
-use cassalock::algo::redis::set_nx::{
-    Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease,
-};
-use cassalock::algo::redis::{RedisLease, RedisLockConfig};
+use cassalock::algo::family::{Acquisition, Extension, FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::memcached::MemcachedLockConfig;
+use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants, ToMaster};
+use cassalock::algo::redis::set_nx::Patience;
+use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, Step, StepTag};
+use cassalock::store::memcached::{Memcached, MemcachedCommand};
 use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::{StoreFailure, MICROS_PER_SECOND};
@@ -131,31 +175,446 @@ pub const TTL_TICKS: u8 = 2;
 /// Clocks start here.
 const FIRST_TICK: u8 = 1;
 const MILLIS_PER_TICK: u64 = 1000;
+/// A machine that draws more often than this between two actions is broken.
+const MAX_DRAWS_IN_A_ROW: usize = 8;
 
 /// An acquisition's place in the order in which acquisitions returned (0 first).
 pub type Grant = u8;
 
-/// The model's parameters.
-#[derive(Clone, Debug)]
-pub struct RedisSetNxModel {
-    pub clients: u8,
-    /// Acquisitions per client.
-    pub acquisitions: u8,
-    /// Each holder extends its key once, between two uses of the resource.
-    pub extend: bool,
-    pub fault: Fault,
-    /// Time stops here: every verdict is within it.
-    pub max_tick: u8,
-    /// The machines' config: TTL, retry interval, drift margin, retries.
-    pub lock: RedisLockConfig,
-    /// Requests (or replies) the fault injector may lose in one run.
-    pub store_failures: u8,
+// ---- the families ----
+
+/// What a model state may hold: stateright hashes, compares and clones states across threads.
+pub trait ModelState: Clone + fmt::Debug + Eq + Hash + Send + Sync + 'static {}
+impl<T: Clone + fmt::Debug + Eq + Hash + Send + Sync + 'static> ModelState for T {}
+
+/// A lock the model can run: the library's [`FamilyLock`], its server as the model steps it,
+/// and how the model configures it.
+pub trait ModelFamily:
+    FamilyLock<
+        AcquireMachine: ModelState,
+        ExtendMachine: ModelState,
+        ReleaseMachine: ModelState,
+        Lease: ModelState,
+        Command: ModelState,
+        Reply: ModelState,
+        Config: Clone,
+    > + ModelState
+    + Default
+{
+    type Server: ModelServer<Command = Self::Command, Reply = Self::Reply>;
+
+    /// The model's CLI name (`redis-set-nx`).
+    const MODEL: &'static str;
+
+    /// The faults this lock's model has.
+    fn supports(fault: Fault) -> bool;
+
+    /// The machines' config for a TTL of `ttl_ticks` ticks of `ms_per_tick`, retrying every tick.
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, mutants: &FamilyMutants) -> Self::Config;
+
+    fn server(fault: Fault) -> Self::Server;
+
+    /// The lock as the title line names it: `redis-set-nx (SET NX PX, compare-and-delete)`.
+    fn describe_lock(config: &Self::Config, extend: bool) -> String;
+
+    /// Its timing, for the title line: `TTL 2 ticks, drift 10000 ppm, retry every tick`.
+    fn describe_timing(config: &Self::Config) -> String;
+
+    /// The client time a lease counts from (the send of the request that set its expiry);
+    /// `None` when the machine gave the validity itself (Redlock: TTL minus the round's time).
+    fn counted_from_us(lease: &Self::Lease) -> Option<u64>;
+
+    /// The title's words for a server fault.
+    fn describe_fault(fault: Fault) -> String {
+        match fault {
+            Fault::Restart => "the server may restart without persistence".to_owned(),
+            Fault::Failover => "the replica may be promoted before it has the primary's writes".to_owned(),
+            Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
+            other => other.name().to_owned(),
+        }
+    }
 }
 
-impl RedisSetNxModel {
-    /// The faults this model has: the client's pause, the store's failures, and the Redis
-    /// server's own (restart, failover, clock jump).
-    pub fn supports(fault: Fault) -> bool {
+/// Known client bugs a model may switch on (`--mutant`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct FamilyMutants {
+    pub redlock: RedlockMutants,
+}
+
+/// A server (or Redlock's masters) as the model steps it: the library's value types, with the
+/// faults of the model's runs.
+pub trait ModelServer: ModelState {
+    type Command: ModelState + fmt::Display;
+    type Reply: ModelState + fmt::Display;
+
+    /// Apply a client's command when the clients' clock reads `now_tick`: the reply, and the
+    /// reading (ms) of the clock of the server that applied it.
+    fn apply(&mut self, command: &Self::Command, now_tick: u8) -> (Self::Reply, u64);
+
+    /// A read: losing its reply after it applied is the same as losing the request before.
+    fn is_read(command: &Self::Command) -> bool;
+
+    /// Replication batches in flight to a replica.
+    fn pending_batches(&self) -> usize {
+        0
+    }
+
+    /// Deliver the oldest batch to the replica.
+    fn replicate(&mut self) {}
+
+    /// Promote the replica; how many acknowledged batches were lost.
+    fn failover(&mut self) -> usize {
+        0
+    }
+
+    /// A restart would lose something.
+    fn can_restart(&self) -> bool;
+
+    /// Restart without persistence; what happened, for the trace.
+    fn restart(&mut self) -> String;
+
+    /// A server clock jumps forward by `ticks`; what happened, for the trace.
+    fn clock_jump(&mut self, ticks: u8, now_tick: u8) -> String;
+
+    /// Drop what no command can tell from absent (expired keys on a clock that never goes back).
+    fn canonical(&mut self, now_tick: u8);
+
+    /// The live values of the lock's key on every instance, with the milliseconds each still
+    /// lives (on its server's clock; `None`: no expiry).
+    fn live_tokens(&self, now_tick: u8) -> Vec<(String, Option<u64>)>;
+
+    /// The server's clock(s) and key(s), for a state line: `(server 3) | key: t0:0 through 5`.
+    fn describe(&self, now_tick: u8) -> String;
+}
+
+fn ms_of_tick(tick: u8) -> u64 {
+    u64::from(tick) * MILLIS_PER_TICK
+}
+
+fn show_redis_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
+    match keyspace.live_entry(KEY, server_now_ms) {
+        None => "-".to_owned(),
+        Some(entry) => {
+            let value = match &entry.value {
+                RedisValue::Text(text) => text.clone(),
+                RedisValue::Hash(hash) => format!("{hash:?}"),
+            };
+            match entry.expires_at_ms {
+                Some(at) => format!("{value} through {}", at / MILLIS_PER_TICK),
+                None => value,
+            }
+        }
+    }
+}
+
+fn redis_live_token(keyspace: &RedisKeyspace, server_now_ms: u64) -> Option<(String, Option<u64>)> {
+    let entry = keyspace.live_entry(KEY, server_now_ms)?;
+    match &entry.value {
+        RedisValue::Text(value) => Some((
+            value.clone(),
+            entry.expires_at_ms.map(|at| at.saturating_sub(server_now_ms)),
+        )),
+        RedisValue::Hash(_) => None,
+    }
+}
+
+/// The Redis server of `redis-set-nx`: one instance, or (`--fault failover`) a primary, its
+/// replica and the batches between them; its clock reads the clients' plus a jump.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RedisServer {
+    pub instance: RedisInstance,
+    pub ahead_ticks: u8,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RedisInstance {
+    Single(RedisKeyspace),
+    Replicated(ReplicatedRedis),
+}
+
+impl RedisServer {
+    /// The key space clients talk to.
+    pub fn primary(&self) -> &RedisKeyspace {
+        match &self.instance {
+            RedisInstance::Single(keyspace) => keyspace,
+            RedisInstance::Replicated(pair) => pair.primary(),
+        }
+    }
+
+    fn now_ms(&self, now_tick: u8) -> u64 {
+        ms_of_tick(now_tick + self.ahead_ticks)
+    }
+}
+
+impl ModelServer for RedisServer {
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+
+    fn apply(&mut self, command: &RedisCommand, now_tick: u8) -> (RedisReply, u64) {
+        let now_ms = self.now_ms(now_tick);
+        let reply = match &mut self.instance {
+            RedisInstance::Single(keyspace) => keyspace.apply(command, now_ms),
+            RedisInstance::Replicated(pair) => {
+                pair.apply(command, now_ms)
+                    .expect("a bounded run sends far fewer requests than the replication stream's cap")
+                    .reply
+            }
+        };
+        (reply, now_ms)
+    }
+
+    fn is_read(command: &RedisCommand) -> bool {
+        matches!(command, RedisCommand::Get { .. })
+    }
+
+    fn pending_batches(&self) -> usize {
+        match &self.instance {
+            RedisInstance::Single(_) => 0,
+            RedisInstance::Replicated(pair) => pair.pending_len(),
+        }
+    }
+
+    fn replicate(&mut self) {
+        if let RedisInstance::Replicated(pair) = &mut self.instance {
+            pair.deliver(1);
+        }
+    }
+
+    fn failover(&mut self) -> usize {
+        match &mut self.instance {
+            RedisInstance::Replicated(pair) => pair.failover(),
+            RedisInstance::Single(_) => 0,
+        }
+    }
+
+    fn can_restart(&self) -> bool {
+        matches!(&self.instance, RedisInstance::Single(keyspace) if !keyspace.is_empty())
+    }
+
+    fn restart(&mut self) -> String {
+        if let RedisInstance::Single(keyspace) = &mut self.instance {
+            keyspace.crash_restart(Persistence::None);
+        }
+        "the server RESTARTS without persistence: every key is gone".to_owned()
+    }
+
+    fn clock_jump(&mut self, ticks: u8, now_tick: u8) -> String {
+        self.ahead_ticks = ticks;
+        format!(
+            "the server's clock JUMPS forward by the TTL: {} -> {}",
+            now_tick,
+            now_tick + ticks
+        )
+    }
+
+    fn canonical(&mut self, now_tick: u8) {
+        let now_ms = self.now_ms(now_tick);
+        // The replicated pair keeps Redis's lazy expiry: its DELs travel to the replica.
+        if let RedisInstance::Single(keyspace) = &mut self.instance {
+            keyspace.purge_expired(now_ms);
+        }
+    }
+
+    fn live_tokens(&self, now_tick: u8) -> Vec<(String, Option<u64>)> {
+        redis_live_token(self.primary(), self.now_ms(now_tick))
+            .into_iter()
+            .collect()
+    }
+
+    fn describe(&self, now_tick: u8) -> String {
+        let now_ms = self.now_ms(now_tick);
+        let replica = match &self.instance {
+            RedisInstance::Single(_) => String::new(),
+            RedisInstance::Replicated(pair) => format!(
+                " | replica key: {}, {} batch(es) pending",
+                show_redis_key(pair.replica(), now_ms),
+                pair.pending_len()
+            ),
+        };
+        format!(
+            "(server {}) | key: {}{replica}",
+            now_ms / MILLIS_PER_TICK,
+            show_redis_key(self.primary(), now_ms)
+        )
+    }
+}
+
+/// The number of Redlock masters in the model.
+pub const REDLOCK_MASTERS: usize = 3;
+
+/// Redlock's independent masters; the faults strike master 0 (a restart without persistence,
+/// a clock jump).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RedlockMasters {
+    pub masters: Vec<RedisKeyspace>,
+    pub ahead_ticks: Vec<u8>,
+}
+
+impl RedlockMasters {
+    fn now_ms(&self, master: usize, now_tick: u8) -> u64 {
+        ms_of_tick(now_tick + self.ahead_ticks[master])
+    }
+}
+
+impl ModelServer for RedlockMasters {
+    type Command = ToMaster;
+    type Reply = RedisReply;
+
+    fn apply(&mut self, command: &ToMaster, now_tick: u8) -> (RedisReply, u64) {
+        let now_ms = self.now_ms(command.master, now_tick);
+        (self.masters[command.master].apply(&command.command, now_ms), now_ms)
+    }
+
+    fn is_read(command: &ToMaster) -> bool {
+        RedisServer::is_read(&command.command)
+    }
+
+    fn can_restart(&self) -> bool {
+        !self.masters[0].is_empty()
+    }
+
+    fn restart(&mut self) -> String {
+        self.masters[0].crash_restart(Persistence::None);
+        "master 0 RESTARTS at once without persistence: its keys are gone".to_owned()
+    }
+
+    fn clock_jump(&mut self, ticks: u8, now_tick: u8) -> String {
+        self.ahead_ticks[0] = ticks;
+        format!(
+            "master 0's clock JUMPS forward by the TTL: {} -> {}",
+            now_tick,
+            now_tick + ticks
+        )
+    }
+
+    fn canonical(&mut self, now_tick: u8) {
+        for master in 0..self.masters.len() {
+            let now_ms = self.now_ms(master, now_tick);
+            self.masters[master].purge_expired(now_ms);
+        }
+    }
+
+    fn live_tokens(&self, now_tick: u8) -> Vec<(String, Option<u64>)> {
+        (0..self.masters.len())
+            .filter_map(|m| redis_live_token(&self.masters[m], self.now_ms(m, now_tick)))
+            .collect()
+    }
+
+    fn describe(&self, now_tick: u8) -> String {
+        let clocks: Vec<String> = (0..self.masters.len())
+            .map(|m| (self.now_ms(m, now_tick) / MILLIS_PER_TICK).to_string())
+            .collect();
+        let keys: Vec<String> = (0..self.masters.len())
+            .map(|m| show_redis_key(&self.masters[m], self.now_ms(m, now_tick)))
+            .collect();
+        format!("(masters {}) | keys: {}", clocks.join(" "), keys.join(", "))
+    }
+}
+
+/// One Memcached server; its clock reads the clients' plus a jump.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemcachedServer {
+    pub items: Memcached,
+    pub ahead_ticks: u8,
+}
+
+impl MemcachedServer {
+    fn now_ms(&self, now_tick: u8) -> u64 {
+        ms_of_tick(now_tick + self.ahead_ticks)
+    }
+}
+
+impl ModelServer for MemcachedServer {
+    type Command = MemcachedCommand;
+    type Reply = cassalock::store::memcached::MemcachedReply;
+
+    fn apply(&mut self, command: &MemcachedCommand, now_tick: u8) -> (Self::Reply, u64) {
+        let now_ms = self.now_ms(now_tick);
+        (self.items.apply(command, now_ms), now_ms)
+    }
+
+    fn is_read(command: &MemcachedCommand) -> bool {
+        matches!(command, MemcachedCommand::Get { .. } | MemcachedCommand::Gets { .. })
+    }
+
+    fn can_restart(&self) -> bool {
+        !self.items.is_empty()
+    }
+
+    fn restart(&mut self) -> String {
+        self.items.crash_restart();
+        "the server RESTARTS (Memcached keeps nothing): every item is gone".to_owned()
+    }
+
+    fn clock_jump(&mut self, ticks: u8, now_tick: u8) -> String {
+        self.ahead_ticks = ticks;
+        format!(
+            "the server's clock JUMPS forward by the TTL: {} -> {}",
+            now_tick,
+            now_tick + ticks
+        )
+    }
+
+    fn canonical(&mut self, now_tick: u8) {
+        let now_ms = self.now_ms(now_tick);
+        self.items.purge_expired(now_ms);
+    }
+
+    fn live_tokens(&self, now_tick: u8) -> Vec<(String, Option<u64>)> {
+        let now_ms = self.now_ms(now_tick);
+        self.items
+            .live_items(now_ms)
+            .filter(|(key, _)| *key == KEY)
+            .map(|(_, item)| {
+                (
+                    item.value.clone(),
+                    item.expires_at_s.map(|at_s| (at_s * 1000).saturating_sub(now_ms)),
+                )
+            })
+            .collect()
+    }
+
+    fn describe(&self, now_tick: u8) -> String {
+        let now_ms = self.now_ms(now_tick);
+        let item = match self.items.live_items(now_ms).find(|(key, _)| *key == KEY) {
+            None => "-".to_owned(),
+            Some((_, item)) => match item.expires_at_s {
+                Some(at_s) => format!("{} through {}", item.value, at_s * 1000 / MILLIS_PER_TICK),
+                None => item.value.clone(),
+            },
+        };
+        format!("(server {}) | key: {item}", now_ms / MILLIS_PER_TICK)
+    }
+}
+
+fn model_retry() -> RetryPolicy {
+    // One retry: a single lost request or reply is retried, so the acquire machine's check of
+    // a nil that may hide its own key is reached.
+    RetryPolicy {
+        max_retries: 1,
+        backoff_ms: MILLIS_PER_TICK,
+    }
+}
+
+fn model_redis_config(ttl_ticks: u8, ms_per_tick: u64, extend: bool) -> RedisLockConfig {
+    let ttl_ms = u64::from(ttl_ticks) * ms_per_tick;
+    RedisLockConfig {
+        ttl_ms,
+        retry_every_ms: ms_per_tick,
+        max_wait_ms: None,
+        // Documentation only: the model's holders extend once, at a point of the schedule's
+        // choosing.
+        extend_every_ms: extend.then_some(ttl_ms / 2),
+        drift_ppm: RedisLockConfig::default().drift_ppm,
+        retry: model_retry(),
+    }
+}
+
+impl ModelFamily for SetNxLock {
+    type Server = RedisServer;
+    const MODEL: &'static str = "redis-set-nx";
+
+    fn supports(fault: Fault) -> bool {
         matches!(
             fault,
             Fault::None
@@ -167,11 +626,205 @@ impl RedisSetNxModel {
         )
     }
 
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, _: &FamilyMutants) -> RedisLockConfig {
+        model_redis_config(ttl_ticks, ms_per_tick, extend)
+    }
+
+    fn server(fault: Fault) -> RedisServer {
+        RedisServer {
+            instance: if fault == Fault::Failover {
+                RedisInstance::Replicated(ReplicatedRedis::new())
+            } else {
+                RedisInstance::Single(RedisKeyspace::new())
+            },
+            ahead_ticks: 0,
+        }
+    }
+
+    fn describe_lock(config: &RedisLockConfig, extend: bool) -> String {
+        let _ = config;
+        format!(
+            "redis-set-nx (SET NX PX, compare-and-delete{})",
+            if extend {
+                ", one compare-and-pexpire extension"
+            } else {
+                ""
+            },
+        )
+    }
+
+    fn describe_timing(config: &RedisLockConfig) -> String {
+        format!(
+            "TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick",
+            config.drift_ppm
+        )
+    }
+
+    fn counted_from_us(lease: &cassalock::algo::redis::RedisLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+}
+
+impl ModelFamily for RedlockLock {
+    type Server = RedlockMasters;
+    const MODEL: &'static str = "redlock";
+
+    fn supports(fault: Fault) -> bool {
+        matches!(
+            fault,
+            Fault::None | Fault::Pause | Fault::StoreFailure | Fault::Restart | Fault::ServerClockJump
+        )
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, mutants: &FamilyMutants) -> RedlockConfig {
+        RedlockConfig {
+            masters: REDLOCK_MASTERS,
+            lock: model_redis_config(ttl_ticks, ms_per_tick, extend),
+            // Two attempts: a failed first attempt (another client has a master) is retried once.
+            attempts: 2,
+            retry_delay_max_ms: ms_per_tick,
+            mutants: mutants.redlock,
+        }
+    }
+
+    fn server(_: Fault) -> RedlockMasters {
+        RedlockMasters {
+            masters: vec![RedisKeyspace::new(); REDLOCK_MASTERS],
+            ahead_ticks: vec![0; REDLOCK_MASTERS],
+        }
+    }
+
+    fn describe_lock(config: &RedlockConfig, extend: bool) -> String {
+        let mut mutants = Vec::new();
+        if config.mutants.validity_from_first_attempt {
+            mutants.push("mutant: validity from the first attempt (node-redlock)");
+        }
+        if config.mutants.extend_ignores_validity {
+            mutants.push("mutant: an extension ignores the validity (go-redsync)");
+        }
+        format!(
+            "redlock ({} masters, majority {}, {} attempts{}{})",
+            config.masters,
+            config.majority(),
+            config.attempts,
+            if extend { ", one extension on every master" } else { "" },
+            mutants.iter().map(|m| format!(", {m}")).collect::<String>(),
+        )
+    }
+
+    fn describe_timing(_: &RedlockConfig) -> String {
+        format!("TTL {TTL_TICKS} ticks, drift 1% + 2 ms, the retry's random delay drawn as 0 (a sleep of one tick)")
+    }
+
+    fn counted_from_us(_: &cassalock::algo::family::RedlockHold) -> Option<u64> {
+        None
+    }
+
+    fn describe_fault(fault: Fault) -> String {
+        match fault {
+            Fault::Restart => "master 0 may restart at once without persistence".to_owned(),
+            Fault::ServerClockJump => "master 0's clock may jump forward by the TTL".to_owned(),
+            other => other.name().to_owned(),
+        }
+    }
+}
+
+impl ModelFamily for MemcachedLock {
+    type Server = MemcachedServer;
+    const MODEL: &'static str = "memcached";
+
+    fn supports(fault: Fault) -> bool {
+        matches!(
+            fault,
+            Fault::None | Fault::Pause | Fault::StoreFailure | Fault::Restart | Fault::ServerClockJump
+        )
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, _extend: bool, _: &FamilyMutants) -> MemcachedLockConfig {
+        debug_assert_eq!(ms_per_tick, 1000, "Memcached counts whole seconds: a tick is one");
+        MemcachedLockConfig {
+            ttl_s: u32::from(ttl_ticks),
+            retry_every_ms: ms_per_tick,
+            max_wait_ms: None,
+            checks: cassalock::algo::memcached::Checks::CasChecked,
+            retry: model_retry(),
+        }
+    }
+
+    fn server(_: Fault) -> MemcachedServer {
+        MemcachedServer {
+            items: Memcached::new(),
+            ahead_ticks: 0,
+        }
+    }
+
+    fn describe_lock(config: &MemcachedLockConfig, extend: bool) -> String {
+        format!(
+            "memcached (add with exptime, release and touch {}{})",
+            match config.checks {
+                cassalock::algo::memcached::Checks::CasChecked => "checked with gets + cas",
+                cassalock::algo::memcached::Checks::AsWritten => "as usually written (delete, touch)",
+            },
+            if extend { ", one extension" } else { "" },
+        )
+    }
+
+    fn describe_timing(_: &MemcachedLockConfig) -> String {
+        format!("TTL {TTL_TICKS} s, believed for TTL - 1 s (the server counts whole seconds), retry every tick")
+    }
+
+    fn counted_from_us(lease: &cassalock::algo::memcached::MemcachedLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+
+    fn describe_fault(fault: Fault) -> String {
+        match fault {
+            Fault::Restart => "the server may restart (Memcached keeps nothing)".to_owned(),
+            Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
+            other => other.name().to_owned(),
+        }
+    }
+}
+
+/// The model's parameters.
+#[derive(Clone, Debug)]
+pub struct FamilyModel<F: ModelFamily> {
+    pub clients: u8,
+    /// Acquisitions per client.
+    pub acquisitions: u8,
+    /// Each holder extends its key once, between two uses of the resource.
+    pub extend: bool,
+    pub fault: Fault,
+    /// Time stops here: every verdict is within it.
+    pub max_tick: u8,
+    /// The machines' config: TTL, retry interval, drift margin, retries.
+    pub lock: F::Config,
+    /// Requests (or replies) the fault injector may lose in one run.
+    pub store_failures: u8,
+    family: PhantomData<F>,
+}
+
+/// The `SET NX PX` model.
+pub type RedisSetNxModel = FamilyModel<SetNxLock>;
+/// The Redlock model (3 masters).
+pub type RedlockModel = FamilyModel<RedlockLock>;
+/// The Memcached `add` model.
+pub type MemcachedModel = FamilyModel<MemcachedLock>;
+
+impl<F: ModelFamily> FamilyModel<F> {
+    /// The faults this lock's model has.
+    pub fn supports(fault: Fault) -> bool {
+        F::supports(fault)
+    }
+
     pub fn new(clients: u8, acquisitions: u8, extend: bool, fault: Fault) -> Self {
-        assert!(Self::supports(fault), "redis-set-nx has no fault {}", fault.name());
-        let ttl_ms = u64::from(TTL_TICKS) * MILLIS_PER_TICK;
+        Self::with_mutants(clients, acquisitions, extend, fault, FamilyMutants::default())
+    }
+
+    pub fn with_mutants(clients: u8, acquisitions: u8, extend: bool, fault: Fault, mutants: FamilyMutants) -> Self {
+        assert!(F::supports(fault), "{} has no fault {}", F::MODEL, fault.name());
         let store_failures = u8::from(fault == Fault::StoreFailure);
-        RedisSetNxModel {
+        FamilyModel {
             clients,
             acquisitions,
             extend,
@@ -180,69 +833,23 @@ impl RedisSetNxModel {
             // tick 1, lives through tick 3; another SET lands at 4), and a tick more for each
             // further acquisition.
             max_tick: FIRST_TICK + 1 + TTL_TICKS + acquisitions.saturating_sub(1),
-            lock: RedisLockConfig {
-                ttl_ms,
-                retry_every_ms: MILLIS_PER_TICK,
-                max_wait_ms: None,
-                // Documentation only: the model's holders extend once, at a point of the
-                // schedule's choosing (no lifecycle drives the Redis machines yet).
-                extend_every_ms: extend.then_some(ttl_ms / 2),
-                drift_ppm: RedisLockConfig::default().drift_ppm,
-                // One retry: a single lost request or reply is retried, so the acquire
-                // machine's check of a nil that may hide its own key is reached.
-                retry: RetryPolicy {
-                    max_retries: 1,
-                    backoff_ms: MILLIS_PER_TICK,
-                },
-            },
+            lock: F::config(TTL_TICKS, MILLIS_PER_TICK, extend, &mutants),
             store_failures,
+            family: PhantomData,
         }
     }
 
-    fn client_now_us(&self, world: &World) -> u64 {
+    fn client_now_us(&self, world: &World<F>) -> u64 {
         u64::from(world.now_tick) * MICROS_PER_SECOND
-    }
-
-    fn server_now_ms(&self, world: &World) -> u64 {
-        u64::from(world.now_tick + world.server_ahead_ticks) * MILLIS_PER_TICK
     }
 }
 
 // ---- the state ----
 
-/// The Redis server.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Server {
-    Single(RedisKeyspace),
-    /// `--fault failover`: a primary, its replica, the batches between them.
-    Replicated(ReplicatedRedis),
-}
-
-impl Server {
-    /// The key space clients talk to.
-    pub fn primary(&self) -> &RedisKeyspace {
-        match self {
-            Server::Single(keyspace) => keyspace,
-            Server::Replicated(pair) => pair.primary(),
-        }
-    }
-
-    fn apply(&mut self, command: &RedisCommand, server_now_ms: u64) -> RedisReply {
-        match self {
-            Server::Single(keyspace) => keyspace.apply(command, server_now_ms),
-            Server::Replicated(pair) => {
-                pair.apply(command, server_now_ms)
-                    .expect("a bounded run sends far fewer requests than the replication stream's cap")
-                    .reply
-            }
-        }
-    }
-}
-
 /// A holder's view of its lock, between `lock()` and `unlock()`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Hold {
-    pub lease: RedisLease,
+pub struct Hold<L> {
+    pub lease: L,
     pub grant: Grant,
     /// Writes to the resource so far.
     pub uses: u8,
@@ -256,20 +863,20 @@ pub struct Hold {
 
 /// What a client is doing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
+pub enum Phase<F: ModelFamily> {
     /// Between acquisitions.
     Idle,
-    Acquiring(SetNxAcquire),
-    Holding(Hold),
-    Extending(SetNxExtend, Hold),
-    Releasing(SetNxRelease),
+    Acquiring(F::AcquireMachine),
+    Holding(Hold<F::Lease>),
+    Extending(F::ExtendMachine, Hold<F::Lease>),
+    Releasing(F::ReleaseMachine),
     /// Every acquisition done.
     Finished,
 }
 
 /// A running machine's pending action, as it travels.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Pending {
+pub enum Pending<C, R> {
     Nothing,
     /// A sleep that ends when the client's clock reaches `wake_tick`.
     Sleep {
@@ -278,20 +885,20 @@ pub enum Pending {
     /// Sent, not yet applied by the server.
     Request {
         tag: StepTag,
-        command: RedisCommand,
+        command: C,
     },
     /// The answer on its way back (a reply, or the failure the client will see).
     Answer {
         tag: StepTag,
-        command: RedisCommand,
-        input: Input<RedisReply>,
+        command: C,
+        input: Input<R>,
     },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Client {
-    pub phase: Phase,
-    pub pending: Pending,
+pub struct Client<F: ModelFamily> {
+    pub phase: Phase<F>,
+    pub pending: Pending<F::Command, F::Reply>,
     /// Acquisitions finished (the current one's index while one runs).
     pub completed: u8,
     pub paused_at_tick: Option<u8>,
@@ -300,6 +907,9 @@ pub struct Client {
     /// C-free: bit k set when acquisition k's `lock()` ended without the lock and said it left
     /// nothing.
     pub gave_up_clean: u8,
+    /// T2 (always): bit k set when acquisition k's `lock()` returned without the lock while the
+    /// store answered (Redlock's attempts ran out under contention).
+    pub gave_up_waiting: u8,
 }
 
 /// The resource the lock protects: it records the last writer.
@@ -312,12 +922,10 @@ pub struct Resource {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct World {
+pub struct World<F: ModelFamily> {
     pub now_tick: u8,
-    /// The server's clock reads `now_tick + server_ahead_ticks`.
-    pub server_ahead_ticks: u8,
-    pub server: Server,
-    pub clients: Vec<Client>,
+    pub server: F::Server,
+    pub clients: Vec<Client<F>>,
     /// Acquisitions granted so far.
     pub grants: u8,
     pub resource: Resource,
@@ -403,7 +1011,7 @@ fn show_us(time_us: u64) -> String {
     }
 }
 
-fn show_input(input: &Input<RedisReply>) -> String {
+fn show_input<R: fmt::Display + fmt::Debug>(input: &Input<R>) -> String {
     match input {
         Input::Reply(reply) => reply.to_string(),
         Input::Failed(failure) => format!("FAILED ({failure:?})"),
@@ -413,16 +1021,11 @@ fn show_input(input: &Input<RedisReply>) -> String {
 
 // ---- stepping ----
 
-impl RedisSetNxModel {
-    fn initial(&self) -> World {
+impl<F: ModelFamily> FamilyModel<F> {
+    fn initial(&self) -> World<F> {
         World {
             now_tick: FIRST_TICK,
-            server_ahead_ticks: 0,
-            server: if self.fault == Fault::Failover {
-                Server::Replicated(ReplicatedRedis::new())
-            } else {
-                Server::Single(RedisKeyspace::new())
-            },
+            server: F::server(self.fault),
             clients: (0..self.clients)
                 .map(|_| Client {
                     phase: Phase::Idle,
@@ -431,6 +1034,7 @@ impl RedisSetNxModel {
                     paused_at_tick: None,
                     released: 0,
                     gave_up_clean: 0,
+                    gave_up_waiting: 0,
                 })
                 .collect(),
             grants: 0,
@@ -442,40 +1046,83 @@ impl RedisSetNxModel {
 
     /// Does client i believe it holds the lock: acquired, not yet releasing, not told it lost
     /// the lease, and its own clock below the lease's `valid_until`?
-    pub fn believes(&self, world: &World, i: usize) -> bool {
+    pub fn believes(&self, world: &World<F>, i: usize) -> bool {
         match &world.clients[i].phase {
             Phase::Holding(hold) | Phase::Extending(_, hold) => {
-                !hold.lost && self.client_now_us(world) < hold.lease.valid_until_us(&self.lock)
+                !hold.lost && self.client_now_us(world) < F::valid_until_us(&hold.lease, &self.lock)
             }
             _ => false,
         }
     }
 
-    /// The live key's owner (client, acquisition), if the key holds a model token.
-    fn key_owner(&self, world: &World) -> Option<(usize, u8)> {
-        let entry = world.server.primary().live_entry(KEY, self.server_now_ms(world))?;
-        match &entry.value {
-            RedisValue::Text(value) => parse_model_thread(value),
-            RedisValue::Hash(_) => None,
+    /// The owners (client, acquisition) of the live keys that hold a model token, with the
+    /// milliseconds each still lives.
+    fn key_owners(&self, world: &World<F>) -> Vec<((usize, u8), Option<u64>)> {
+        world
+            .server
+            .live_tokens(world.now_tick)
+            .into_iter()
+            .filter_map(|(value, left_ms)| Some((parse_model_thread(&value)?, left_ms)))
+            .collect()
+    }
+
+    /// C-release: the ticks (on the server's clock) a live key still has when it holds the
+    /// token of an acquisition whose `unlock()` returned (the longest, over Redlock's masters).
+    fn released_key_left_ticks(&self, world: &World<F>) -> Option<u64> {
+        self.key_owners(world)
+            .into_iter()
+            .filter(|((i, k), _)| {
+                world
+                    .clients
+                    .get(*i)
+                    .is_some_and(|c| c.released & acquisition_bit(*k) != 0)
+            })
+            .filter_map(|(_, left_ms)| left_ms.map(|ms| ms / MILLIS_PER_TICK))
+            .max()
+    }
+
+    /// "its lease counts from its send at 1, valid while its clock < 2.98", or, when the machine
+    /// computed the validity itself, "its lease is valid while its clock < 2.98".
+    fn show_validity(&self, lease: &F::Lease) -> String {
+        let until = show_us(F::valid_until_us(lease, &self.lock));
+        match F::counted_from_us(lease) {
+            Some(from_us) => format!(
+                "its lease counts from its send at {}, valid while its clock < {until}",
+                show_us(from_us)
+            ),
+            None => format!("its lease is valid while its clock < {until}"),
         }
     }
 
-    /// C-release: the ticks (on the server's clock) the live key still has when it holds the
-    /// token of an acquisition whose `unlock()` returned.
-    fn released_key_left_ticks(&self, world: &World) -> Option<u64> {
-        let (i, k) = self.key_owner(world)?;
-        if world.clients.get(i)?.released & acquisition_bit(k) == 0 {
-            return None;
+    /// Resume `machine`, answering its random draws with 0 at once (Redlock's retry delay:
+    /// the sleep that follows takes at least a tick either way).
+    fn resume<M>(
+        &self,
+        machine: &mut M,
+        mut input: Input<F::Reply>,
+        now_us: u64,
+        notes: &mut Notes,
+    ) -> Step<M::Output, F::Command>
+    where
+        M: Machine<Config = F::Config, Command = F::Command, Reply = F::Reply>,
+    {
+        for _ in 0..MAX_DRAWS_IN_A_ROW {
+            let step = machine.resume(&self.lock, input, now_us);
+            match step.action {
+                Action::Draw { max_ms } => {
+                    let tag = step.tag;
+                    note(notes, || format!("{tag}: draws a delay in 0..={max_ms} ms: 0"));
+                    input = Input::Drawn(0);
+                }
+                _ => return step,
+            }
         }
-        let server_now_ms = self.server_now_ms(world);
-        let entry = world.server.primary().live_entry(KEY, server_now_ms)?;
-        let expires_at_ms = entry.expires_at_ms?;
-        Some((expires_at_ms - server_now_ms) / MILLIS_PER_TICK)
+        unreachable!("a machine drew {MAX_DRAWS_IN_A_ROW} times in a row without acting")
     }
 
     /// Carry out a machine's step: a request goes on the wire, a sleep is noted; its output
     /// when it finished.
-    fn carry_out<O>(&self, world: &mut World, i: usize, step: Step<O, RedisCommand>, notes: &mut Notes) -> Option<O> {
+    fn carry_out<O>(&self, world: &mut World<F>, i: usize, step: Step<O, F::Command>, notes: &mut Notes) -> Option<O> {
         let tag = step.tag;
         let client = &mut world.clients[i];
         match step.action {
@@ -496,14 +1143,16 @@ impl RedisSetNxModel {
                 Some(output)
             }
             Action::Draw { .. } | Action::ReadTime | Action::StopRenewal { .. } => {
-                unreachable!("{tag}: a SET NX machine draws nothing, reads no time source, has no renewal task")
+                unreachable!(
+                    "{tag}: draws are answered in `resume`; these locks read no time source and have no renewal task"
+                )
             }
         }
     }
 
     /// The answer a running machine waits for: the reply (or failure) that arrived, or the end
     /// of its sleep.
-    fn take_input(world: &mut World, i: usize, notes: &mut Notes) -> Input<RedisReply> {
+    fn take_input(world: &mut World<F>, i: usize, notes: &mut Notes) -> Input<F::Reply> {
         match std::mem::replace(&mut world.clients[i].pending, Pending::Nothing) {
             Pending::Answer { tag, input, .. } => {
                 note(notes, || format!("{tag}: receives {}", show_input(&input)));
@@ -521,7 +1170,7 @@ impl RedisSetNxModel {
         }
     }
 
-    fn finish_round(&self, world: &mut World, i: usize) {
+    fn finish_round(&self, world: &mut World<F>, i: usize) {
         let client = &mut world.clients[i];
         client.completed += 1;
         client.phase = if client.completed >= self.acquisitions {
@@ -533,29 +1182,28 @@ impl RedisSetNxModel {
 
     fn after_acquire(
         &self,
-        world: &mut World,
+        world: &mut World<F>,
         i: usize,
-        mut machine: SetNxAcquire,
-        input: Input<RedisReply>,
+        mut machine: F::AcquireMachine,
+        input: Input<F::Reply>,
         notes: &mut Notes,
     ) {
         let now_us = self.client_now_us(world);
-        let step = machine.resume(&self.lock, input, now_us);
+        let step = self.resume(&mut machine, input, now_us, notes);
         let tag = step.tag;
         let Some(output) = self.carry_out(world, i, step, notes) else {
             world.clients[i].phase = Phase::Acquiring(machine);
             return;
         };
         let k = world.clients[i].completed;
-        match output {
-            RedisAcquire::Acquired { lease } => {
+        match F::acquired(output) {
+            Acquisition::Acquired(lease) => {
                 let grant = world.grants;
                 world.grants += 1;
                 note(notes, || {
                     format!(
-                        "{tag} => t{i} HOLDS the lock (grant {grant}): its lease counts from its send at {}, valid while its clock < {}",
-                        show_us(lease.set_sent_at_us),
-                        show_us(lease.valid_until_us(&self.lock))
+                        "{tag} => t{i} HOLDS the lock (grant {grant}): {}",
+                        self.show_validity(&lease)
                     )
                 });
                 world.clients[i].phase = Phase::Holding(Hold {
@@ -571,13 +1219,16 @@ impl RedisSetNxModel {
                 note(notes, || format!("{tag} => t{i} did not get the lock: {other:?}"));
                 let clean = !matches!(
                     other,
-                    RedisAcquire::Failed {
+                    Acquisition::Failed {
                         left: Leftover::CleanUpFailed | Leftover::NotCleanedUp,
                         ..
                     }
                 );
                 if clean {
                     world.clients[i].gave_up_clean |= acquisition_bit(k);
+                }
+                if matches!(other, Acquisition::NotAcquired | Acquisition::TimedOut) {
+                    world.clients[i].gave_up_waiting |= acquisition_bit(k);
                 }
                 self.finish_round(world, i);
             }
@@ -586,35 +1237,36 @@ impl RedisSetNxModel {
 
     fn after_extend(
         &self,
-        world: &mut World,
+        world: &mut World<F>,
         i: usize,
-        mut machine: SetNxExtend,
-        mut hold: Hold,
-        input: Input<RedisReply>,
+        mut machine: F::ExtendMachine,
+        mut hold: Hold<F::Lease>,
+        input: Input<F::Reply>,
         notes: &mut Notes,
     ) {
-        let step = machine.resume(&self.lock, input, self.client_now_us(world));
+        let now_us = self.client_now_us(world);
+        let step = self.resume(&mut machine, input, now_us, notes);
         let tag = step.tag;
         let Some(output) = self.carry_out(world, i, step, notes) else {
             world.clients[i].phase = Phase::Extending(machine, hold);
             return;
         };
-        match output {
-            Extended::Extended { lease } => {
+        match F::extended(&hold.lease, output) {
+            Extension::Extended(lease) => {
                 note(notes, || {
+                    let validity = self.show_validity(&lease);
                     format!(
-                        "{tag} => t{i}'s lease now counts from {}, valid while its clock < {}",
-                        show_us(lease.set_sent_at_us),
-                        show_us(lease.valid_until_us(&self.lock))
+                        "{tag} => t{i}'s lease now {}",
+                        validity.strip_prefix("its lease ").unwrap_or(&validity)
                     )
                 });
                 hold.lease = lease;
             }
-            Extended::Lost => {
+            Extension::Lost => {
                 note(notes, || format!("{tag} => t{i} learns its lease is LOST"));
                 hold.lost = true;
             }
-            Extended::Failed(failure) => {
+            Extension::Failed(failure) => {
                 note(notes, || {
                     format!("{tag} => the extension failed ({failure:?}): t{i} keeps its old lease")
                 });
@@ -625,20 +1277,22 @@ impl RedisSetNxModel {
 
     fn after_release(
         &self,
-        world: &mut World,
+        world: &mut World<F>,
         i: usize,
-        mut machine: SetNxRelease,
-        input: Input<RedisReply>,
+        mut machine: F::ReleaseMachine,
+        input: Input<F::Reply>,
         notes: &mut Notes,
     ) {
-        let step = machine.resume(&self.lock, input, self.client_now_us(world));
+        let now_us = self.client_now_us(world);
+        let step = self.resume(&mut machine, input, now_us, notes);
         let tag = step.tag;
         let Some(output) = self.carry_out(world, i, step, notes) else {
             world.clients[i].phase = Phase::Releasing(machine);
             return;
         };
+        let output = F::released(output);
         note(notes, || format!("{tag} => unlock() returns {output:?}"));
-        if !matches!(output, RedisReleased::Failed(_)) {
+        if !matches!(output, Release::Failed(_)) {
             let k = world.clients[i].completed;
             world.clients[i].released |= acquisition_bit(k);
         }
@@ -647,7 +1301,7 @@ impl RedisSetNxModel {
 
     /// The user's code while holding: use the resource (check, then write), extend once if
     /// configured, use it again, release.
-    fn hold_step(&self, world: &mut World, i: usize, mut hold: Hold, notes: &mut Notes) {
+    fn hold_step(&self, world: &mut World<F>, i: usize, mut hold: Hold<F::Lease>, notes: &mut Notes) {
         let now_us = self.client_now_us(world);
         if hold.checked {
             self.write_resource(world, i, hold.grant, notes);
@@ -655,7 +1309,7 @@ impl RedisSetNxModel {
             hold.uses += 1;
             world.clients[i].phase = Phase::Holding(hold);
         } else if !hold.lost && hold.uses < 1 + u8::from(hold.extended) {
-            let valid_until_us = hold.lease.valid_until_us(&self.lock);
+            let valid_until_us = F::valid_until_us(&hold.lease, &self.lock);
             if now_us < valid_until_us {
                 note(notes, || {
                     format!(
@@ -679,16 +1333,16 @@ impl RedisSetNxModel {
         } else if self.extend && !hold.extended && !hold.lost {
             note(notes, || format!("t{i} extends its lock"));
             hold.extended = true;
-            let machine = SetNxExtend::new(hold.lease.clone());
+            let machine = F::extend(hold.lease.clone());
             self.after_extend(world, i, machine, hold, Input::Start, notes);
         } else {
             note(notes, || format!("t{i} calls unlock()"));
-            let machine = SetNxRelease::new(hold.lease);
+            let machine = F::release(hold.lease);
             self.after_release(world, i, machine, Input::Start, notes);
         }
     }
 
-    fn write_resource(&self, world: &mut World, i: usize, grant: Grant, notes: &mut Notes) {
+    fn write_resource(&self, world: &mut World<F>, i: usize, grant: Grant, notes: &mut Notes) {
         let resource = &mut world.resource;
         match resource.last_write {
             Some((writer, last)) if last > grant => {
@@ -704,7 +1358,7 @@ impl RedisSetNxModel {
         resource.last_write = Some((i as u8, grant));
     }
 
-    fn step_client(&self, world: &mut World, i: usize, notes: &mut Notes) {
+    fn step_client(&self, world: &mut World<F>, i: usize, notes: &mut Notes) {
         match std::mem::replace(&mut world.clients[i].phase, Phase::Idle) {
             Phase::Idle => {
                 let k = world.clients[i].completed;
@@ -712,7 +1366,7 @@ impl RedisSetNxModel {
                 note(notes, || {
                     format!("t{i} calls lock() (acquisition {}, token {token})", k + 1)
                 });
-                let machine = SetNxAcquire::new(KEY, token, Patience::Wait);
+                let machine = F::acquire(KEY, &token, Patience::Wait);
                 self.after_acquire(world, i, machine, Input::Start, notes);
             }
             Phase::Acquiring(machine) => {
@@ -732,13 +1386,12 @@ impl RedisSetNxModel {
         }
     }
 
-    fn apply_request(&self, world: &mut World, i: usize, notes: &mut Notes) {
-        let server_now_ms = self.server_now_ms(world);
+    fn apply_request(&self, world: &mut World<F>, i: usize, notes: &mut Notes) {
         let Pending::Request { tag, command } = std::mem::replace(&mut world.clients[i].pending, Pending::Nothing)
         else {
             unreachable!("the server applies only a request in flight");
         };
-        let reply = world.server.apply(&command, server_now_ms);
+        let (reply, server_now_ms) = world.server.apply(&command, world.now_tick);
         note(notes, || {
             format!(
                 "{tag}: the server (clock {}) applies t{i}'s {} -> {}",
@@ -754,7 +1407,7 @@ impl RedisSetNxModel {
         };
     }
 
-    fn lose(world: &mut World, i: usize, after_apply: bool, notes: &mut Notes) {
+    fn lose(world: &mut World<F>, i: usize, after_apply: bool, notes: &mut Notes) {
         world.store_failures_used += 1;
         let pending = &mut world.clients[i].pending;
         match std::mem::replace(pending, Pending::Nothing) {
@@ -793,19 +1446,20 @@ impl RedisSetNxModel {
     }
 
     /// The successor of `world` under `act`, with what happened (notes only when asked).
-    fn apply(&self, world: &World, act: Act, mut notes: Notes) -> (World, Notes) {
+    fn apply(&self, world: &World<F>, act: Act, mut notes: Notes) -> (World<F>, Notes) {
         let mut next = world.clone();
         let w = &mut next;
         match act {
             Act::Client(i) => self.step_client(w, usize::from(i), &mut notes),
             Act::Apply(i) => self.apply_request(w, usize::from(i), &mut notes),
             Act::Replicate => {
-                if let Server::Replicated(pair) = &mut w.server {
-                    pair.deliver(1);
-                    note(&mut notes, || {
-                        format!("one batch reaches the replica ({} still pending)", pair.pending_len())
-                    });
-                }
+                w.server.replicate();
+                note(&mut notes, || {
+                    format!(
+                        "one batch reaches the replica ({} still pending)",
+                        w.server.pending_batches()
+                    )
+                });
             }
             Act::Tick => {
                 w.now_tick += 1;
@@ -831,19 +1485,12 @@ impl RedisSetNxModel {
                 });
             }
             Act::Restart => {
-                if let Server::Single(keyspace) = &mut w.server {
-                    keyspace.crash_restart(Persistence::None);
-                }
+                let what = w.server.restart();
                 w.fault_used = true;
-                note(&mut notes, || {
-                    "the server RESTARTS without persistence: every key is gone".to_owned()
-                });
+                note(&mut notes, || what);
             }
             Act::Failover => {
-                let lost = match &mut w.server {
-                    Server::Replicated(pair) => pair.failover(),
-                    Server::Single(_) => 0,
-                };
+                let lost = w.server.failover();
                 w.fault_used = true;
                 note(&mut notes, || {
                     format!(
@@ -852,28 +1499,18 @@ impl RedisSetNxModel {
                 });
             }
             Act::ClockJump => {
-                w.server_ahead_ticks = TTL_TICKS;
+                let what = w.server.clock_jump(TTL_TICKS, world.now_tick);
                 w.fault_used = true;
-                note(&mut notes, || {
-                    format!(
-                        "the server's clock JUMPS forward by the TTL: {} -> {}",
-                        world.now_tick,
-                        world.now_tick + TTL_TICKS
-                    )
-                });
+                note(&mut notes, || what);
             }
         }
-        // Canonical form: an expired key behaves as absent for every command, and the server's
-        // clock never goes back, so the single server drops it (a replicated pair keeps Redis's
-        // lazy expiry: its DELs travel to the replica).
-        let server_now_ms = self.server_now_ms(w);
-        if let Server::Single(keyspace) = &mut w.server {
-            keyspace.purge_expired(server_now_ms);
-        }
+        // Canonical form: an expired key behaves as absent for every command, and a server's
+        // clock never goes back, so the server drops it.
+        w.server.canonical(w.now_tick);
         (next, notes)
     }
 
-    fn client_enabled(&self, world: &World, i: usize) -> bool {
+    fn client_enabled(&self, world: &World<F>, i: usize) -> bool {
         let client = &world.clients[i];
         match &client.phase {
             Phase::Idle | Phase::Holding(_) => true,
@@ -889,14 +1526,14 @@ impl RedisSetNxModel {
     }
 
     /// Time may not pass while a running client is between its check and its write.
-    fn urgent(world: &World) -> bool {
+    fn urgent(world: &World<F>) -> bool {
         world
             .clients
             .iter()
             .any(|c| c.paused_at_tick.is_none() && matches!(&c.phase, Phase::Holding(hold) if hold.checked))
     }
 
-    fn enabled(&self, world: &World, acts: &mut Vec<Act>) {
+    fn enabled(&self, world: &World<F>, acts: &mut Vec<Act>) {
         let may_lose = world.store_failures_used < self.store_failures;
         for (i, client) in world.clients.iter().enumerate() {
             let id = i as u8;
@@ -924,7 +1561,7 @@ impl RedisSetNxModel {
                     command,
                     input: Input::Reply(_),
                     ..
-                } if may_lose && !matches!(command, RedisCommand::Get { .. }) => acts.push(Act::Lose {
+                } if may_lose && !<F::Server as ModelServer>::is_read(command) => acts.push(Act::Lose {
                     client: id,
                     after_apply: true,
                 }),
@@ -937,20 +1574,18 @@ impl RedisSetNxModel {
                 acts.push(Act::Pause(id));
             }
         }
-        if let Server::Replicated(pair) = &world.server {
-            if pair.pending_len() > 0 {
-                acts.push(Act::Replicate);
-                // A failover with nothing in flight loses nothing: it changes no reply.
-                if self.fault == Fault::Failover && !world.fault_used {
-                    acts.push(Act::Failover);
-                }
+        if world.server.pending_batches() > 0 {
+            acts.push(Act::Replicate);
+            // A failover with nothing in flight loses nothing: it changes no reply.
+            if self.fault == Fault::Failover && !world.fault_used {
+                acts.push(Act::Failover);
             }
         }
         if !world.fault_used {
-            match (self.fault, &world.server) {
+            match self.fault {
                 // A restart of an empty server loses nothing.
-                (Fault::Restart, Server::Single(keyspace)) if !keyspace.is_empty() => acts.push(Act::Restart),
-                (Fault::ServerClockJump, _) => acts.push(Act::ClockJump),
+                Fault::Restart if world.server.can_restart() => acts.push(Act::Restart),
+                Fault::ServerClockJump => acts.push(Act::ClockJump),
                 _ => {}
             }
         }
@@ -959,7 +1594,7 @@ impl RedisSetNxModel {
         }
     }
 
-    fn show_pending(pending: &Pending) -> String {
+    fn show_pending(pending: &Pending<F::Command, F::Reply>) -> String {
         match pending {
             Pending::Nothing => String::new(),
             Pending::Sleep { wake_tick } => format!(" [asleep until {wake_tick}]"),
@@ -968,7 +1603,7 @@ impl RedisSetNxModel {
         }
     }
 
-    fn show_client(&self, world: &World, i: usize) -> String {
+    fn show_client(&self, world: &World<F>, i: usize) -> String {
         let client = &world.clients[i];
         let what = match &client.phase {
             Phase::Idle => "idle".to_owned(),
@@ -981,7 +1616,7 @@ impl RedisSetNxModel {
                     } else {
                         "holds"
                     },
-                    show_us(hold.lease.valid_until_us(&self.lock)),
+                    show_us(F::valid_until_us(&hold.lease, &self.lock)),
                     if hold.lost { ", knows it is lost" } else { "" }
                 );
                 if hold.checked {
@@ -995,36 +1630,20 @@ impl RedisSetNxModel {
         let paused = if client.paused_at_tick.is_some() { " PAUSED" } else { "" };
         format!("t{i} {what}{}{paused}", Self::show_pending(&client.pending))
     }
-
-    fn show_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
-        match keyspace.live_entry(KEY, server_now_ms) {
-            None => "-".to_owned(),
-            Some(entry) => {
-                let value = match &entry.value {
-                    RedisValue::Text(text) => text.clone(),
-                    RedisValue::Hash(hash) => format!("{hash:?}"),
-                };
-                match entry.expires_at_ms {
-                    Some(at) => format!("{value} through {}", at / MILLIS_PER_TICK),
-                    None => value,
-                }
-            }
-        }
-    }
 }
 
 // ---- properties, in one place ----
 
-fn t1_belief(model: &RedisSetNxModel, world: &World) -> bool {
+fn t1_belief<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
     (0..world.clients.len()).filter(|&i| model.believes(world, i)).count() <= 1
 }
 
-fn t1_resource(_: &RedisSetNxModel, world: &World) -> bool {
+fn t1_resource<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
     !world.resource.stale_write
 }
 
-fn c_free(model: &RedisSetNxModel, world: &World) -> bool {
-    model.key_owner(world).is_none_or(|(i, k)| {
+fn c_free<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
+    model.key_owners(world).into_iter().all(|((i, k), _)| {
         world
             .clients
             .get(i)
@@ -1032,8 +1651,8 @@ fn c_free(model: &RedisSetNxModel, world: &World) -> bool {
     })
 }
 
-fn c_release(model: &RedisSetNxModel, world: &World) -> bool {
-    model.key_owner(world).is_none_or(|(i, k)| {
+fn c_release<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
+    model.key_owners(world).into_iter().all(|((i, k), _)| {
         world
             .clients
             .get(i)
@@ -1041,7 +1660,11 @@ fn c_release(model: &RedisSetNxModel, world: &World) -> bool {
     })
 }
 
-fn t2_open(_: &RedisSetNxModel, world: &World, client: usize) -> bool {
+fn t2_never_gives_up<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
+    world.clients.iter().all(|c| c.gave_up_waiting == 0)
+}
+
+fn t2_open<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>, client: usize) -> bool {
     matches!(world.clients[client].phase, Phase::Acquiring(_))
 }
 
@@ -1049,19 +1672,19 @@ fn client_name(client: usize) -> String {
     format!("t{client}")
 }
 
-impl Model for RedisSetNxModel {
-    type State = World;
+impl<F: ModelFamily> Model for FamilyModel<F> {
+    type State = World<F>;
     type Action = Act;
 
-    fn init_states(&self) -> Vec<World> {
+    fn init_states(&self) -> Vec<World<F>> {
         vec![self.initial()]
     }
 
-    fn actions(&self, state: &World, actions: &mut Vec<Act>) {
+    fn actions(&self, state: &World<F>, actions: &mut Vec<Act>) {
         self.enabled(state, actions);
     }
 
-    fn next_state(&self, state: &World, action: Act) -> Option<World> {
+    fn next_state(&self, state: &World<F>, action: Act) -> Option<World<F>> {
         Some(self.apply(state, action, None).0)
     }
 
@@ -1081,11 +1704,15 @@ impl Model for RedisSetNxModel {
                 "C-release an unlock() that returned leaves no key with its token",
                 c_release,
             ),
+            Property::always(
+                "T2 no lock() returns without the lock while the store answers",
+                t2_never_gives_up,
+            ),
         ]
     }
 }
 
-impl Fairness for RedisSetNxModel {
+impl<F: ModelFamily> Fairness for FamilyModel<F> {
     fn fair_actor(&self, action: &Act) -> Option<u8> {
         let n = self.clients;
         match *action {
@@ -1107,32 +1734,30 @@ impl Fairness for RedisSetNxModel {
         }
     }
 
-    fn at_bound(&self, world: &World) -> bool {
+    fn at_bound(&self, world: &World<F>) -> bool {
         world.now_tick >= self.max_tick
     }
 }
 
-impl CheckedModel for RedisSetNxModel {
+impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
     fn title(&self) -> String {
         let fault = match self.fault {
             Fault::None => "none".to_owned(),
             Fault::Pause => "t0 may pause between checking its lease and writing".to_owned(),
             Fault::StoreFailure => format!(
                 "{} request(s) may be lost before applying, or their reply after (retries {})",
-                self.store_failures, self.lock.retry.max_retries
+                self.store_failures,
+                self.lock.as_ref().max_retries
             ),
-            Fault::Restart => "the server may restart without persistence".to_owned(),
-            Fault::Failover => "the replica may be promoted before it has the primary's writes".to_owned(),
-            Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
-            other => other.name().to_owned(),
+            other => F::describe_fault(other),
         };
         format!(
-            "redis-set-nx (SET NX PX, compare-and-delete{}) | {} x {} | ticks up to {}, TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick | resource without fencing | faults: {fault}",
-            if self.extend { ", one compare-and-pexpire extension" } else { "" },
+            "{} | {} x {} | ticks up to {}, {} | resource without fencing | faults: {fault}",
+            F::describe_lock(&self.lock, self.extend),
             cassalock_history::text::count(self.clients, "client"),
             cassalock_history::text::count(self.acquisitions, "acquisition"),
             self.max_tick,
-            self.lock.drift_ppm,
+            F::describe_timing(&self.lock),
         )
     }
 
@@ -1150,7 +1775,7 @@ impl CheckedModel for RedisSetNxModel {
             Measure {
                 name: "C-free lock() calls that gave up (the store kept failing)",
                 unit: "call(s)",
-                value: |_, world: &World| {
+                value: |_, world: &World<F>| {
                     Some(
                         world
                             .clients
@@ -1163,7 +1788,7 @@ impl CheckedModel for RedisSetNxModel {
             Measure {
                 name: "C-release a released acquisition's key stays live for",
                 unit: "more ticks",
-                value: |model: &RedisSetNxModel, world: &World| model.released_key_left_ticks(world),
+                value: |model: &FamilyModel<F>, world: &World<F>| model.released_key_left_ticks(world),
             },
         ]
     }
@@ -1172,7 +1797,7 @@ impl CheckedModel for RedisSetNxModel {
         Some(self.max_tick)
     }
 
-    fn describe_step(&self, state: &World, action: &Act) -> (World, Vec<String>) {
+    fn describe_step(&self, state: &World<F>, action: &Act) -> (World<F>, Vec<String>) {
         let (next, notes) = self.apply(state, *action, Some(Vec::new()));
         let mut lines = notes.unwrap_or_default();
         if lines.is_empty() {
@@ -1181,8 +1806,7 @@ impl CheckedModel for RedisSetNxModel {
         (next, lines)
     }
 
-    fn describe_state(&self, world: &World) -> String {
-        let server_now_ms = self.server_now_ms(world);
+    fn describe_state(&self, world: &World<F>) -> String {
         let believers: Vec<String> = (0..world.clients.len())
             .filter(|&i| self.believes(world, i))
             .map(|i| format!("t{i}"))
@@ -1193,23 +1817,14 @@ impl CheckedModel for RedisSetNxModel {
             believers.join(" AND ")
         };
         let clients: Vec<String> = (0..world.clients.len()).map(|i| self.show_client(world, i)).collect();
-        let replica = match &world.server {
-            Server::Single(_) => String::new(),
-            Server::Replicated(pair) => format!(
-                " | replica key: {}, {} batch(es) pending",
-                Self::show_key(pair.replica(), server_now_ms),
-                pair.pending_len()
-            ),
-        };
         let last_write = world
             .resource
             .last_write
             .map_or("-".to_owned(), |(i, grant)| format!("t{i} (grant {grant})"));
         format!(
-            "now {} (server {}) | key: {}{replica} | believe: {believers} | {} | resource last written by {last_write}",
+            "now {} {} | believe: {believers} | {} | resource last written by {last_write}",
             world.now_tick,
-            server_now_ms / MILLIS_PER_TICK,
-            Self::show_key(world.server.primary(), server_now_ms),
+            world.server.describe(world.now_tick),
             clients.join(", "),
         )
     }
