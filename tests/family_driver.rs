@@ -275,3 +275,103 @@ fn memcached_add_lock_serves_four_lockers_one_at_a_time() {
         assert!(server.snapshot().is_empty());
     });
 }
+
+// ---- Redisson's RLock: the watchdog as the holder's renewal lane ----
+
+use cassalock::algo::family::{RedissonLock, RenewalEnd};
+use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
+
+fn redisson_config(mutant_775: bool) -> RedissonConfig {
+    RedissonConfig {
+        watchdog_timeout_ms: 3000, // renewed every 1000 ms
+        mutants: RedissonMutants {
+            watchdog_stops_after_a_failed_renewal: mutant_775,
+        },
+        ..RedissonConfig::default()
+    }
+}
+
+fn redisson(store: &Redis, client: &str, config: RedissonConfig) -> FamilyLocker<RedissonLock, Redis, SystemClock> {
+    FamilyLocker::new(Arc::clone(store), SystemClock, config, client, 13, None).unwrap()
+}
+
+#[test]
+fn redisson_watchdog_keeps_the_lock_past_its_lease_until_release() {
+    on_seed(10, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = redisson(&store, "a", redisson_config(false));
+        let b = redisson(&store, "b", redisson_config(false));
+        let guard = a.lock("L").await.unwrap();
+        // Three leases long: the watchdog renews every third of one.
+        for _ in 0..18 {
+            sleep_ms(500).await;
+            assert!(guard.is_valid(), "the watchdog let the lease run out");
+            assert!(b.try_lock("L").await.unwrap().is_none(), "T1: taken while renewed");
+        }
+        assert_eq!(guard.renewal_ended(), None, "still renewing");
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        assert!(store.snapshot().is_empty(), "released: the hash is gone");
+        assert!(b.try_lock("L").await.unwrap().is_some());
+    });
+}
+
+#[test]
+fn c_lost_redisson_watchdog_tells_the_holder_when_renewals_fail_for_a_whole_lease() {
+    on_seed(11, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = redisson(&store, "a", redisson_config(false));
+        let guard = a.lock("L").await.unwrap();
+        store.set_down(true);
+        sleep_ms(4500).await;
+        assert_eq!(guard.renewal_ended(), Some(RenewalEnd::Expired));
+        assert!(!guard.is_valid());
+        store.set_down(false);
+        let b = redisson(&store, "b", redisson_config(false));
+        assert!(b.try_lock("L").await.unwrap().is_some(), "the expired hash is free");
+    });
+}
+
+#[test]
+fn redisson_issue_775_one_failed_renewal_stops_the_watchdog_quietly_and_the_lock_expires() {
+    for mutant in [false, true] {
+        on_seed(12, || async move {
+            let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+            let a = redisson(&store, "a", redisson_config(mutant));
+            let b = redisson(&store, "b", redisson_config(false));
+            let guard = a.lock("L").await.unwrap();
+            // A short outage across one renewal (as during a failover).
+            sleep_ms(700).await;
+            store.set_down(true);
+            sleep_ms(600).await;
+            store.set_down(false);
+            sleep_ms(4000).await;
+            let taken_over = b.try_lock("L").await.unwrap().is_some();
+            if mutant {
+                assert_eq!(guard.renewal_ended(), Some(RenewalEnd::QuietlyEnded));
+                assert!(taken_over, "775: the lease ran out under a holder that was not told");
+                // Our guard still judges by its clock: it stopped believing at the last
+                // renewal's validity (the harm is to users who trust the watchdog instead).
+                assert!(!guard.is_valid());
+            } else {
+                assert_eq!(guard.renewal_ended(), None, "the fixed watchdog tried again");
+                assert!(!taken_over, "the fixed watchdog kept the lock");
+                assert!(guard.is_valid());
+            }
+        });
+    }
+}
+
+#[test]
+fn a_dropped_redisson_guard_stops_its_watchdog_and_the_lock_expires() {
+    on_seed(13, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = redisson(&store, "a", redisson_config(false));
+        let b = redisson(&store, "b", redisson_config(false));
+        drop(a.lock("L").await.unwrap());
+        sleep_ms(4500).await;
+        assert!(
+            b.try_lock("L").await.unwrap().is_some(),
+            "nobody renews a dropped guard's lock"
+        );
+    });
+}

@@ -8,15 +8,21 @@
 //! [`FamilyLock::acquire`] and acts on the [`Acquisition`] it is told, and never looks inside a
 //! reply.
 
+use std::convert::Infallible;
 use std::fmt;
+use std::marker::PhantomData;
 
 use super::memcached::{self as mc, MemcachedAcquire, MemcachedLease, MemcachedLockConfig};
+use super::redis::redisson::{
+    self, RedissonAcquire, RedissonAcquired, RedissonConfig, RedissonLease, RedissonRelease, RedissonReleased, Renewed,
+    Watchdog, WatchdogEnd,
+};
 use super::redis::redlock::{
     RedlockAcquire, RedlockAcquireMachine, RedlockAllMasters, RedlockConfig, RedlockOutcome, ToMaster,
 };
 use super::redis::set_nx::{Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease};
 use super::redis::{RedisLease, RedisLockConfig};
-use super::{Leftover, Machine, RetryPolicy};
+use super::{Input, Leftover, Machine, RetryPolicy, Step};
 use crate::store::memcached::{MemcachedCommand, MemcachedReply};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::StoreFailure;
@@ -65,6 +71,37 @@ pub enum Release {
     Failed(StoreFailure),
 }
 
+/// How a holder's background renewal lane (Redisson's watchdog) ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RenewalEnd {
+    /// The release stopped it.
+    Stopped,
+    /// The server said the key is not ours: the holder is told its lease is lost.
+    Lost,
+    /// Renewals failed for a whole lease: the holder is told its lease has expired.
+    Expired,
+    /// It ended without telling the holder (Redisson issue 775's mutant): the holder believes
+    /// until its own clock passes the last renewal's validity.
+    QuietlyEnded,
+}
+
+/// The renewal lane of a lock that has none: a machine that cannot be built.
+pub struct NoRenewal<K, C, R>(Infallible, Types<K, C, R>);
+
+/// Names the types a [`NoRenewal`] would run with (and nothing else: `fn` keeps it `Send`).
+type Types<K, C, R> = PhantomData<fn() -> (K, C, R)>;
+
+impl<K, C, R> Machine for NoRenewal<K, C, R> {
+    type Config = K;
+    type Output = RenewalEnd;
+    type Command = C;
+    type Reply = R;
+
+    fn resume(&mut self, _: &K, _: Input<R>, _: u64) -> Step<RenewalEnd, C> {
+        match self.0 {}
+    }
+}
+
 /// A lease lock of a family with its store's commands, as the family driver runs it.
 pub trait FamilyLock: Send + Sync + 'static {
     /// The lock's name in traces and reports (`redis-set-nx`).
@@ -77,6 +114,10 @@ pub trait FamilyLock: Send + Sync + 'static {
     type AcquireMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
     type ExtendMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
     type ReleaseMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
+    /// A holder's background renewal lane ([`NoRenewal`] for the locks that have none).
+    type RenewalMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply, Output: Send>
+        + Send
+        + 'static;
 
     fn acquire(key: &str, token: &str, patience: Patience) -> Self::AcquireMachine;
     fn acquired(output: <Self::AcquireMachine as Machine>::Output) -> Acquisition<Self::Lease>;
@@ -91,6 +132,31 @@ pub trait FamilyLock: Send + Sync + 'static {
     fn token(lease: &Self::Lease) -> &str;
     /// Settings the lock cannot work with, said in a sentence.
     fn check(config: &Self::Config) -> Result<(), String>;
+
+    /// The renewal lane a new holder runs in the background, if the lock has one.
+    fn renewal(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::RenewalMachine> {
+        None
+    }
+
+    /// How the renewal lane's end reads.
+    fn renewal_ended(output: <Self::RenewalMachine as Machine>::Output) -> RenewalEnd;
+
+    /// The lease as the renewal lane has left it so far.
+    fn renewed_lease(machine: &Self::RenewalMachine) -> Self::Lease;
+}
+
+/// [`FamilyLock::renewal_ended`] and [`FamilyLock::renewed_lease`] of a lock without a
+/// renewal lane.
+macro_rules! no_renewal {
+    () => {
+        fn renewal_ended(output: RenewalEnd) -> RenewalEnd {
+            output
+        }
+
+        fn renewed_lease(machine: &Self::RenewalMachine) -> Self::Lease {
+            match machine.0 {}
+        }
+    };
 }
 
 /// Settings every Redis-family lock needs.
@@ -129,6 +195,7 @@ impl FamilyLock for SetNxLock {
     type AcquireMachine = SetNxAcquire;
     type ExtendMachine = SetNxExtend;
     type ReleaseMachine = SetNxRelease;
+    type RenewalMachine = NoRenewal<Self::Config, Self::Command, Self::Reply>;
 
     fn acquire(key: &str, token: &str, patience: Patience) -> SetNxAcquire {
         SetNxAcquire::new(key, token, patience)
@@ -179,6 +246,8 @@ impl FamilyLock for SetNxLock {
     fn check(config: &RedisLockConfig) -> Result<(), String> {
         check_redis(config)
     }
+
+    no_renewal!();
 }
 
 /// A Redlock holder: the key and token on every master, and the validity the acquisition (or
@@ -203,6 +272,7 @@ impl FamilyLock for RedlockLock {
     type AcquireMachine = RedlockAcquireMachine;
     type ExtendMachine = RedlockAllMasters;
     type ReleaseMachine = RedlockAllMasters;
+    type RenewalMachine = NoRenewal<Self::Config, Self::Command, Self::Reply>;
 
     fn acquire(key: &str, token: &str, _patience: Patience) -> RedlockAcquireMachine {
         RedlockAcquireMachine::new(key, token)
@@ -263,6 +333,8 @@ impl FamilyLock for RedlockLock {
         }
         check_redis(&config.lock)
     }
+
+    no_renewal!();
 }
 
 /// The most Redlock masters a lock may use.
@@ -281,6 +353,7 @@ impl FamilyLock for MemcachedLock {
     type AcquireMachine = mc::AddAcquire;
     type ExtendMachine = mc::LeaseCall;
     type ReleaseMachine = mc::LeaseCall;
+    type RenewalMachine = NoRenewal<Self::Config, Self::Command, Self::Reply>;
 
     fn acquire(key: &str, token: &str, patience: Patience) -> mc::AddAcquire {
         mc::AddAcquire::new(key, token, patience)
@@ -337,5 +410,108 @@ impl FamilyLock for MemcachedLock {
             return Err("retry_every_ms is 0: a waiter would ask the server in a busy loop; use 1 ms or more".into());
         }
         Ok(())
+    }
+
+    no_renewal!();
+}
+
+/// Redisson's `RLock` ([`super::redis::redisson`]): the hash lock's scripts, the wait for the
+/// holder's TTL (the family driver has no pub/sub: a wait lasts the holder's TTL, as when the
+/// unlock message is lost), and the watchdog as the holder's renewal lane when no lease time is
+/// given. Each acquisition is its own owner (the family API is not reentrant).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RedissonLock;
+
+impl FamilyLock for RedissonLock {
+    const NAME: &'static str = "redisson";
+    type Config = RedissonConfig;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+    type Lease = RedissonLease;
+    type AcquireMachine = RedissonAcquire;
+    type ExtendMachine = redisson::RenewOnce;
+    type ReleaseMachine = RedissonRelease;
+    type RenewalMachine = Watchdog;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> RedissonAcquire {
+        match patience {
+            Patience::Wait => RedissonAcquire::new(key, token),
+            Patience::Once => RedissonAcquire::once(key, token),
+        }
+    }
+
+    fn acquired(output: RedissonAcquired) -> Acquisition<RedissonLease> {
+        match output {
+            RedissonAcquired::Acquired { lease } => Acquisition::Acquired(lease),
+            RedissonAcquired::NotAcquired => Acquisition::NotAcquired,
+            RedissonAcquired::TimedOut => Acquisition::TimedOut,
+            // The machine reads its own hold count before giving up after an uncertain
+            // attempt only while it keeps trying; a hold it may have taken expires with the
+            // lease (the release is not retried either: see `RedissonRelease`).
+            RedissonAcquired::Failed(failure) => Acquisition::Failed {
+                failure,
+                left: Leftover::NotCleanedUp,
+            },
+        }
+    }
+
+    fn extend(lease: RedissonLease) -> redisson::RenewOnce {
+        redisson::RenewOnce::new(lease)
+    }
+
+    fn extended(_old: &RedissonLease, output: Renewed) -> Extension<RedissonLease> {
+        match output {
+            Renewed::Renewed { lease } => Extension::Extended(lease),
+            Renewed::Lost => Extension::Lost,
+            Renewed::Failed(failure) => Extension::Failed(failure),
+        }
+    }
+
+    fn release(lease: RedissonLease) -> RedissonRelease {
+        RedissonRelease::new(lease)
+    }
+
+    fn released(output: RedissonReleased) -> Release {
+        match output {
+            // One owner per acquisition: a count above 0 cannot remain.
+            RedissonReleased::Released | RedissonReleased::StillHeld => Release::Released,
+            RedissonReleased::NotOurs => Release::WasNotOurs,
+            RedissonReleased::Failed(failure) => Release::Failed(failure),
+        }
+    }
+
+    fn valid_until_us(lease: &RedissonLease, config: &RedissonConfig) -> u64 {
+        lease.valid_until_us(config)
+    }
+
+    fn token(lease: &RedissonLease) -> &str {
+        &lease.owner
+    }
+
+    fn check(config: &RedissonConfig) -> Result<(), String> {
+        if config.watchdog_timeout_ms < 3 {
+            return Err("watchdog_timeout_ms below 3 ms leaves the watchdog no period".into());
+        }
+        if config.lease_ms == Some(0) {
+            return Err("lease_ms 0: Redis refuses an expiry of 0; give a lease or none (watchdog)".into());
+        }
+        Ok(())
+    }
+
+    fn renewal(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        config.watchdog().then(|| Watchdog::new(lease.clone()))
+    }
+
+    fn renewal_ended(output: WatchdogEnd) -> RenewalEnd {
+        match output {
+            WatchdogEnd::Stopped => RenewalEnd::Stopped,
+            WatchdogEnd::Lost => RenewalEnd::Lost,
+            WatchdogEnd::Expired => RenewalEnd::Expired,
+            WatchdogEnd::QuietlyEnded => RenewalEnd::QuietlyEnded,
+        }
+    }
+
+    fn renewed_lease(watchdog: &Watchdog) -> RedissonLease {
+        watchdog.lease().clone()
     }
 }

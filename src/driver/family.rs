@@ -18,9 +18,10 @@ use std::sync::{Arc, Mutex};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use tokio::sync::watch;
 
 use super::clock::Clock;
-use crate::algo::family::{Acquisition, Extension, FamilyLock, Release};
+use crate::algo::family::{Acquisition, Extension, FamilyLock, Release, RenewalEnd};
 use crate::algo::redis::set_nx::Patience;
 use crate::algo::{Action, Input, Leftover, Machine, SleepKind, StepTag};
 use crate::store::StoreFailure;
@@ -273,12 +274,15 @@ where
                     valid_until_us,
                     client_us: now_us,
                 });
+                let renewal =
+                    F::renewal(&lease, &inner.config).map(|machine| self.start_renewal(machine, &lease, key, &thread));
                 Ok(Some(FamilyGuard {
                     locker: self.clone(),
                     key: key.to_owned(),
                     thread,
                     lease,
                     lost: false,
+                    renewal,
                 }))
             }
             other => {
@@ -305,6 +309,44 @@ where
         }
     }
 
+    /// Run a holder's renewal lane as a task; the guard reads the lease it leaves and stops it.
+    fn start_renewal(&self, machine: F::RenewalMachine, lease: &F::Lease, key: &str, thread: &str) -> RenewalLane<F> {
+        let (stop, mut stopped) = watch::channel(false);
+        let shared = Arc::new(Mutex::new(RenewalState {
+            lease: lease.clone(),
+            ended: None,
+        }));
+        let locker = self.clone();
+        let state = Arc::clone(&shared);
+        let (key, thread) = (key.to_owned(), thread.to_owned());
+        let handle = tokio::spawn(async move {
+            let end = locker
+                .drive_lane(machine, &thread, &key, Some(&mut stopped), |machine| {
+                    let lease = F::renewed_lease(machine);
+                    let mut state = lock_ignoring_poison(&state);
+                    let before = F::valid_until_us(&state.lease, &locker.inner.config);
+                    let after = F::valid_until_us(&lease, &locker.inner.config);
+                    state.lease = lease;
+                    (after > before).then_some(after)
+                })
+                .await;
+            let end = F::renewal_ended(end);
+            lock_ignoring_poison(&state).ended = Some(end);
+            if matches!(end, RenewalEnd::Lost | RenewalEnd::Expired) {
+                locker.emit(|| FamilyEvent::LeaseLost {
+                    thread: thread.clone(),
+                    key: key.clone(),
+                    client_us: locker.inner.clock.now_us(),
+                });
+            }
+        });
+        RenewalLane {
+            stop,
+            handle: Some(handle),
+            shared,
+        }
+    }
+
     fn emit(&self, event: impl FnOnce() -> FamilyEvent) {
         if let Some(observer) = &self.inner.observer {
             observer.on_event(event());
@@ -312,15 +354,31 @@ where
     }
 
     /// Carry out `machine`'s actions until it is done.
-    async fn drive<M>(&self, mut machine: M, thread: &str) -> M::Output
+    async fn drive<M>(&self, machine: M, thread: &str) -> M::Output
+    where
+        M: Machine<Config = F::Config, Command = F::Command, Reply = F::Reply> + Send,
+    {
+        self.drive_lane(machine, thread, "", None, |_| None).await
+    }
+
+    /// [`Self::drive`], with a stop signal that cuts renewal sleeps short, and `after_reply`
+    /// called once the machine has taken in each reply (a renewal lane answers the client
+    /// time its lease now lasts until, when that moved on: reported as `Extended`).
+    async fn drive_lane<M>(
+        &self,
+        mut machine: M,
+        thread: &str,
+        key: &str,
+        mut stop: Option<&mut watch::Receiver<bool>>,
+        mut after_reply: impl FnMut(&M) -> Option<u64> + Send,
+    ) -> M::Output
     where
         M: Machine<Config = F::Config, Command = F::Command, Reply = F::Reply> + Send,
     {
         let inner = &self.inner;
-        let mut input = Input::Start;
+        let mut step = machine.resume(&inner.config, Input::Start, inner.clock.now_us());
         loop {
-            let step = machine.resume(&inner.config, input, inner.clock.now_us());
-            input = match step.action {
+            let input = match step.action {
                 Action::Done(output) => return output,
                 Action::Store(command) => {
                     inner.requests.fetch_add(1, Ordering::Relaxed);
@@ -339,10 +397,20 @@ where
                         reply: result.as_ref().map(ToString::to_string).map_err(Clone::clone),
                         client_us: inner.clock.now_us(),
                     });
-                    match result {
+                    let input = match result {
                         Ok(reply) => Input::Reply(reply),
                         Err(failure) => Input::Failed(failure),
+                    };
+                    step = machine.resume(&inner.config, input, inner.clock.now_us());
+                    if let Some(valid_until_us) = after_reply(&machine) {
+                        self.emit(|| FamilyEvent::Extended {
+                            thread: thread.to_owned(),
+                            key: key.to_owned(),
+                            valid_until_us,
+                            client_us: inner.clock.now_us(),
+                        });
                     }
+                    continue;
                 }
                 Action::Sleep { ms, kind } => {
                     self.emit(|| FamilyEvent::Sleep {
@@ -351,18 +419,50 @@ where
                         ms,
                         kind,
                     });
-                    // No notification channel here: a sleep until notified runs its full
-                    // length, as when every notification is lost.
-                    inner.clock.sleep_ms(ms).await;
-                    Input::Woke
+                    match (&mut stop, kind) {
+                        (Some(stop), SleepKind::Renewal) => {
+                            if *stop.borrow() {
+                                Input::StopRequested
+                            } else {
+                                // `biased`: poll in the written order (an unbiased select draws
+                                // from a generator no seed controls).
+                                tokio::select! {
+                                    biased;
+                                    _ = stop.changed() => Input::StopRequested,
+                                    _ = inner.clock.sleep_ms(ms) => Input::Woke,
+                                }
+                            }
+                        }
+                        // No notification channel here: a sleep until notified runs its full
+                        // length, as when every notification is lost.
+                        _ => {
+                            inner.clock.sleep_ms(ms).await;
+                            Input::Woke
+                        }
+                    }
                 }
                 Action::Draw { max_ms } => Input::Drawn(lock_ignoring_poison(&inner.rng).gen_range(0..=max_ms)),
                 Action::ReadTime => Input::Time(inner.clock.now_us()),
-                // These locks have no renewal task of the driver's.
+                // The renewal lane is the guard's to stop (`FamilyGuard::release`).
                 Action::StopRenewal { .. } => Input::RenewalStopped,
             };
+            step = machine.resume(&inner.config, input, inner.clock.now_us());
         }
     }
+}
+
+/// What a holder's renewal lane has left: the lease as its last renewal set it, and how it
+/// ended, once it has.
+struct RenewalState<L> {
+    lease: L,
+    ended: Option<RenewalEnd>,
+}
+
+/// A running renewal lane: its stop signal, its task, what it has left.
+struct RenewalLane<F: FamilyLock> {
+    stop: watch::Sender<bool>,
+    handle: Option<tokio::task::JoinHandle<()>>,
+    shared: Arc<Mutex<RenewalState<F::Lease>>>,
 }
 
 /// A held family lock. Check [`FamilyGuard::is_valid`] before each use of what it protects;
@@ -373,8 +473,21 @@ pub struct FamilyGuard<F: FamilyLock, S, C> {
     locker: FamilyLocker<F, S, C>,
     key: String,
     thread: String,
+    /// The lease as acquired, or as the holder's last `extend` left it.
     lease: F::Lease,
     lost: bool,
+    /// The background renewal (Redisson's watchdog), if the lock has one.
+    renewal: Option<RenewalLane<F>>,
+}
+
+impl<F: FamilyLock, S, C> Drop for FamilyGuard<F, S, C> {
+    /// A guard dropped unreleased stops its renewal lane (at the lane's next sleep), so that
+    /// the key runs out with its TTL instead of being renewed by nobody for ever.
+    fn drop(&mut self) {
+        if let Some(lane) = &self.renewal {
+            let _ = lane.stop.send(true);
+        }
+    }
 }
 
 impl<F: FamilyLock, S, C> fmt::Debug for FamilyGuard<F, S, C> {
@@ -395,8 +508,19 @@ where
     S: FamilyStore<F::Command, Reply = F::Reply>,
     C: Clock,
 {
-    pub fn lease(&self) -> &F::Lease {
-        &self.lease
+    /// The lease as it stands: as acquired, extended, or renewed by the renewal lane.
+    pub fn lease(&self) -> F::Lease {
+        match &self.renewal {
+            Some(lane) => lock_ignoring_poison(&lane.shared).lease.clone(),
+            None => self.lease.clone(),
+        }
+    }
+
+    /// How the renewal lane ended, if the lock has one and it has ended.
+    pub fn renewal_ended(&self) -> Option<RenewalEnd> {
+        self.renewal
+            .as_ref()
+            .and_then(|lane| lock_ignoring_poison(&lane.shared).ended)
     }
 
     pub fn key(&self) -> &str {
@@ -415,21 +539,27 @@ where
 
     /// The client time until which the lease is ours, if the server's clock keeps pace.
     pub fn valid_until_us(&self) -> u64 {
-        F::valid_until_us(&self.lease, &self.locker.inner.config)
+        F::valid_until_us(&self.lease(), &self.locker.inner.config)
     }
 
-    /// Not known lost, and the client's clock still below [`Self::valid_until_us`].
+    /// Not known lost (by an extension or the renewal lane), and the client's clock still below
+    /// [`Self::valid_until_us`].
     pub fn is_valid(&self) -> bool {
-        !self.lost && self.locker.inner.clock.now_us() < self.valid_until_us()
+        let told_lost = matches!(self.renewal_ended(), Some(RenewalEnd::Lost | RenewalEnd::Expired));
+        !self.lost && !told_lost && self.locker.inner.clock.now_us() < self.valid_until_us()
     }
 
     /// Extend the lease by one TTL, only if the key is still ours.
     pub async fn extend(&mut self) -> Result<(), FamilyError> {
         let locker = &self.locker;
-        let output = locker.drive(F::extend(self.lease.clone()), &self.thread).await;
+        let current = self.lease();
+        let output = locker.drive(F::extend(current.clone()), &self.thread).await;
         let now_us = locker.inner.clock.now_us();
-        match F::extended(&self.lease, output) {
+        match F::extended(&current, output) {
             Extension::Extended(lease) => {
+                if let Some(lane) = &self.renewal {
+                    lock_ignoring_poison(&lane.shared).lease = lease.clone();
+                }
                 self.lease = lease;
                 let valid_until_us = self.valid_until_us();
                 locker.emit(|| FamilyEvent::Extended {
@@ -453,15 +583,23 @@ where
         }
     }
 
-    /// Release: delete the key if it is still ours. The answer says whether it was.
-    pub async fn release(self) -> Result<Release, FamilyError> {
-        let locker = &self.locker;
+    /// Release: stop the renewal lane (waiting for a renewal in flight), then delete the key if
+    /// it is still ours. The answer says whether it was.
+    pub async fn release(mut self) -> Result<Release, FamilyError> {
+        let locker = self.locker.clone();
         locker.emit(|| FamilyEvent::Releasing {
             thread: self.thread.clone(),
             key: self.key.clone(),
             client_us: locker.inner.clock.now_us(),
         });
-        let output = locker.drive(F::release(self.lease.clone()), &self.thread).await;
+        if let Some(lane) = &mut self.renewal {
+            let _ = lane.stop.send(true);
+            if let Some(handle) = lane.handle.take() {
+                // The lane may have ended already (lease lost): then nobody listens.
+                let _ = handle.await;
+            }
+        }
+        let output = locker.drive(F::release(self.lease()), &self.thread).await;
         let outcome = F::released(output);
         locker.emit(|| FamilyEvent::Released {
             thread: self.thread.clone(),

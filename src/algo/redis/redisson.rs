@@ -113,6 +113,12 @@ impl Default for RedissonConfig {
     }
 }
 
+impl AsRef<RetryPolicy> for RedissonConfig {
+    fn as_ref(&self) -> &RetryPolicy {
+        &self.retry
+    }
+}
+
 impl RedissonConfig {
     /// The lease the acquire and release scripts set.
     pub fn lease_ms(&self) -> u64 {
@@ -145,6 +151,20 @@ pub struct RedissonLease {
     pub set_sent_at_us: u64,
 }
 
+/// Ours: the margin a holder keeps below the lease for the server's clock running faster than
+/// its own, parts per million (Redisson itself trusts the watchdog and computes no validity).
+pub const DRIFT_PPM: u64 = 10_000;
+
+impl RedissonLease {
+    /// The client time until which the lease is certainly ours if the server's clock keeps
+    /// pace: `sent + lease - 1%` ([`DRIFT_PPM`]).
+    pub fn valid_until_us(&self, config: &RedissonConfig) -> u64 {
+        let lease_us = config.lease_ms().saturating_mul(1000);
+        let drift_us = lease_us.saturating_mul(DRIFT_PPM) / 1_000_000;
+        self.set_sent_at_us.saturating_add(lease_us).saturating_sub(drift_us)
+    }
+}
+
 /// How an acquisition ended.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RedissonAcquired {
@@ -153,6 +173,8 @@ pub enum RedissonAcquired {
     },
     /// `tryLock`'s wait time ran out.
     TimedOut,
+    /// `tryLock(0)` (the family driver's `try_lock`): taken, and no waiting asked for.
+    NotAcquired,
     Failed(StoreFailure),
 }
 
@@ -170,6 +192,8 @@ enum AcquireState {
 pub struct RedissonAcquire {
     key: String,
     owner: String,
+    /// `tryLock(0)`: one answer decides (a taken lock is `NotAcquired`, not a wait).
+    once: bool,
     state: AcquireState,
     deadline_us: Option<u64>,
     /// Failed requests that may have applied, and failures in a row.
@@ -181,9 +205,19 @@ impl RedissonAcquire {
         RedissonAcquire {
             key: key.into(),
             owner: owner.into(),
+            once: false,
             state: AcquireState::Idle,
             deadline_us: None,
             uncertainty: Uncertainty::default(),
+        }
+    }
+
+    /// `tryLock(0)`: take the lock if it is free now, else answer `NotAcquired` (after an
+    /// uncertain attempt it still reads its own hold count first).
+    pub fn once(key: impl Into<String>, owner: impl Into<String>) -> Self {
+        RedissonAcquire {
+            once: true,
+            ..Self::new(key, owner)
         }
     }
 
@@ -264,6 +298,10 @@ impl RedissonAcquire {
                 self.run_script(config, now_us)
             }
             (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) => self.acquired(D1_ACQUIRED, sent_at_us),
+            (S::Running { .. }, Input::Reply(RedisReply::Integer(_))) if self.once => {
+                self.uncertainty.answered();
+                self.finish(D2_GIVE_UP, RedissonAcquired::NotAcquired)
+            }
             (S::Running { .. }, Input::Reply(RedisReply::Integer(pttl_ms))) => {
                 self.uncertainty.answered();
                 let remaining_us = self.deadline_us.map(|deadline| deadline.saturating_sub(now_us));
@@ -462,6 +500,100 @@ impl Machine for Watchdog {
             self,
             Watchdog::is_finished,
             Watchdog::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+/// How a one-off renewal ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Renewed {
+    /// Our field is there: the expiry is reset, counted from the renewal's send.
+    Renewed {
+        lease: RedissonLease,
+    },
+    /// Our field is gone: the lock is lost.
+    Lost,
+    Failed(StoreFailure),
+}
+
+/// D3 once, on the holder's request (what the watchdog does each period; `RLock.expire` in
+/// spirit): reset the expiry if our field is there.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RenewOnce {
+    lease: RedissonLease,
+    sent_at_us: Option<u64>,
+    finished: bool,
+}
+
+impl RenewOnce {
+    pub fn new(lease: RedissonLease) -> Self {
+        RenewOnce {
+            lease,
+            sent_at_us: None,
+            finished: false,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn advance(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<Renewed, RedisCommand> {
+        let output = match (self.sent_at_us, input) {
+            (None, Input::Start) => {
+                self.sent_at_us = Some(now_us);
+                return Step::store(
+                    D3_RENEW,
+                    RedisCommand::RedissonRenew {
+                        key: self.lease.key.clone(),
+                        owner: self.lease.owner.clone(),
+                        lease_ms: config.lease_ms(),
+                    },
+                );
+            }
+            (Some(sent_at_us), Input::Reply(RedisReply::Integer(1))) => Renewed::Renewed {
+                lease: RedissonLease {
+                    set_sent_at_us: sent_at_us,
+                    ..self.lease.clone()
+                },
+            },
+            (Some(_), Input::Reply(_)) => Renewed::Lost,
+            (Some(_), Input::Failed(failure)) => Renewed::Failed(failure),
+            (sent, input) => panic!("RenewOnce: {input:?} with the request sent at {sent:?}"),
+        };
+        self.finished = true;
+        let tag = if matches!(output, Renewed::Lost) {
+            D3_LOST
+        } else {
+            D3_RENEW
+        };
+        Step::done(tag, output)
+    }
+}
+
+impl Machine for RenewOnce {
+    type Config = RedissonConfig;
+    type Output = Renewed;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+
+    fn resume(
+        &mut self,
+        config: &RedissonConfig,
+        input: Input<RedisReply>,
+        now_us: u64,
+    ) -> Step<Renewed, RedisCommand> {
+        super::super::resume_checked(
+            "RenewOnce",
+            self,
+            RenewOnce::is_finished,
+            RenewOnce::advance,
             (config, input, now_us),
         )
     }
