@@ -101,16 +101,17 @@ pub enum Fault {
     Crash,
     /// One store request fails, before it is applied or after (the reply is lost): the
     /// contract items C-free and C-release (leases on, retries exhausted at once). In
-    /// redis-set-nx: one request lost before the server sees it, or its reply after it
-    /// applied (one retry).
+    /// redis-set-nx, redlock and memcached: one request lost before the server sees it, or its
+    /// reply after it applied (one retry).
     StoreFailure,
-    /// redis-set-nx: the Redis server restarts without persistence (`Persistence::None`): every
-    /// key is gone, acknowledged or not.
+    /// redis-set-nx, memcached: the server restarts without persistence (`Persistence::None`):
+    /// every key is gone, acknowledged or not; redlock: master 0 does, at once.
     Restart,
     /// redis-set-nx: the primary acknowledged a write, and the replica is promoted before the
     /// write reached it (asynchronous replication).
     Failover,
-    /// redis-set-nx: the Redis server's clock jumps forward by the TTL: a key expires early.
+    /// redis-set-nx, memcached: the server's clock jumps forward by the TTL, a key expires
+    /// early; redlock: master 0's clock does.
     ServerClockJump,
 }
 

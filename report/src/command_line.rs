@@ -32,10 +32,11 @@ impl MatrixOptions {
     /// `cassalock report matrix ...` with every option that shapes the report.
     pub fn command_line(&self) -> String {
         format!(
-            "cassalock report matrix --max-seeds {} --cell-time-s {} --contract-seeds {}",
+            "cassalock report matrix --max-seeds {} --cell-time-s {} --contract-seeds {}{}",
             self.max_seeds,
             self.cell_time.as_secs(),
-            self.contract_seeds
+            self.contract_seeds,
+            if self.thesis_only { " --thesis-only" } else { "" }
         )
     }
 }

@@ -29,10 +29,22 @@ pub enum Row {
     Queue,
     TryGetLock,
     GlobalTime,
+    /// Issue 13: the locks people use instead, whose key the server expires.
+    RedisSetNx,
+    Redlock,
+    Memcached,
 }
 
 impl Row {
-    pub const ALL: [Row; 4] = [Row::Old, Row::Queue, Row::TryGetLock, Row::GlobalTime];
+    pub const ALL: [Row; 7] = [
+        Row::Old,
+        Row::Queue,
+        Row::TryGetLock,
+        Row::GlobalTime,
+        Row::RedisSetNx,
+        Row::Redlock,
+        Row::Memcached,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -40,6 +52,9 @@ impl Row {
             Row::Queue => "queue GetLock (L6)",
             Row::TryGetLock => "TryGetLock (L7)",
             Row::GlobalTime => "global time (L8)",
+            Row::RedisSetNx => "Redis SET NX PX (redis-set-nx)",
+            Row::Redlock => "Redlock, 3 masters (redlock)",
+            Row::Memcached => "Memcached add (memcached)",
         }
     }
 
@@ -49,6 +64,25 @@ impl Row {
             Row::Queue => "queue",
             Row::TryGetLock => "trygetlock",
             Row::GlobalTime => "globaltime",
+            Row::RedisSetNx => "redis-set-nx",
+            Row::Redlock => "redlock",
+            Row::Memcached => "memcached",
+        }
+    }
+
+    /// A lock of the other families (issue 13), not the thesis's.
+    pub fn is_family(self) -> bool {
+        matches!(self, Row::RedisSetNx | Row::Redlock | Row::Memcached)
+    }
+
+    /// The faults this row is judged under: the thesis's rows under the Cassandra cluster's
+    /// faults, the other families' under their servers' (a Redis server has no consistency
+    /// level; a Cassandra cluster has no failover of a primary).
+    pub fn columns(self) -> &'static [Column] {
+        if self.is_family() {
+            &Column::FAMILY
+        } else {
+            &Column::THESIS
         }
     }
 }
@@ -69,10 +103,17 @@ pub enum Column {
     StoreFailure,
     /// A node's clock steps back (issue 11, item 2).
     BackwardJump,
+    /// A server restarts without persistence (issue 13).
+    Restart,
+    /// A replica is promoted before it has the primary's acknowledged writes (issue 13).
+    Failover,
+    /// A server's clock jumps forward by the TTL (issue 13).
+    ServerClockJump,
 }
 
 impl Column {
-    pub const ALL: [Column; 11] = [
+    /// The columns of the thesis's rows.
+    pub const THESIS: [Column; 11] = [
         Column::None,
         Column::Loss,
         Column::Partition,
@@ -84,6 +125,16 @@ impl Column {
         Column::RenewalRace,
         Column::StoreFailure,
         Column::BackwardJump,
+    ];
+
+    /// The columns of the other families' rows (issue 13).
+    pub const FAMILY: [Column; 6] = [
+        Column::None,
+        Column::Pause,
+        Column::StoreFailure,
+        Column::Restart,
+        Column::Failover,
+        Column::ServerClockJump,
     ];
 
     fn name(self) -> &'static str {
@@ -99,6 +150,9 @@ impl Column {
             Column::RenewalRace => "renewal race",
             Column::StoreFailure => "store failures",
             Column::BackwardJump => "clock steps back",
+            Column::Restart => "restart without persistence",
+            Column::Failover => "failover",
+            Column::ServerClockJump => "server clock jumps",
         }
     }
 
@@ -115,6 +169,9 @@ impl Column {
             Column::RenewalRace => "renewal-race",
             Column::StoreFailure => "store-failure",
             Column::BackwardJump => "backward-jump",
+            Column::Restart => "restart",
+            Column::Failover => "failover",
+            Column::ServerClockJump => "server-clock-jump",
         }
     }
 }
@@ -191,6 +248,9 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
             )],
         };
     }
+    if row.is_family() {
+        return family_sources(row, column);
+    }
     let lock_model = match row {
         Row::Old => ModelName::Old,
         Row::Queue => ModelName::GetLock,
@@ -258,6 +318,9 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
                 },
             ]
         }
+        C::Restart | C::Failover | C::ServerClockJump => {
+            unreachable!("{} is a column of the other families' rows", column.name())
+        }
         C::BackwardJump => {
             let mut options = SimOptions::default();
             options.knobs.backward_jump_s = Some(5.0);
@@ -277,6 +340,52 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
         }
     }
     list
+}
+
+/// The other families' cells: their model (`models/src/family.rs`) under each of its faults.
+fn family_sources(row: Row, column: Column) -> Vec<Source> {
+    let model_name = match row {
+        Row::RedisSetNx => ModelName::RedisSetNx,
+        Row::Redlock => ModelName::Redlock,
+        _ => ModelName::Memcached,
+    };
+    let (fault, label) = match column {
+        Column::None => (Fault::None, "model, no fault"),
+        Column::Pause => (Fault::Pause, "model, holder paused between its check and its write"),
+        Column::StoreFailure => (Fault::StoreFailure, "model, one request or reply lost"),
+        Column::Restart => (
+            Fault::Restart,
+            match row {
+                Row::Redlock => "model, master 0 restarts at once without persistence",
+                Row::Memcached => "model, the server restarts (Memcached keeps nothing)",
+                _ => "model, the server restarts without persistence",
+            },
+        ),
+        Column::Failover => (
+            Fault::Failover,
+            "model, the replica promoted before it has the acknowledged writes",
+        ),
+        Column::ServerClockJump => (
+            Fault::ServerClockJump,
+            match row {
+                Row::Redlock => "model, master 0's clock jumps forward by the TTL",
+                _ => "model, the server's clock jumps forward by the TTL",
+            },
+        ),
+        other => unreachable!("{} is not a column of the family rows", other.name()),
+    };
+    let supported = match row {
+        Row::RedisSetNx => cassalock_models::family::RedisSetNxModel::supports(fault),
+        Row::Redlock => cassalock_models::family::RedlockModel::supports(fault),
+        _ => cassalock_models::family::MemcachedModel::supports(fault),
+    };
+    if !supported {
+        return vec![Source::NotApplicable(match column {
+            Column::Failover => "no replica (independent servers)",
+            _ => "not a fault of this lock's server",
+        })];
+    }
+    vec![model(model_name, fault, label)]
 }
 
 /// The theorem-level claims a sim cell judges per row (the "verdicts" column), in the order the
@@ -343,6 +452,18 @@ pub struct MatrixOptions {
     /// Seeds of each run behind "What the contract checks found".
     pub contract_seeds: u64,
     pub jobs: usize,
+    /// Only the thesis's rows (`--thesis-only`): the other families' are left out.
+    pub thesis_only: bool,
+}
+
+impl MatrixOptions {
+    /// The rows this run judges.
+    pub fn rows(&self) -> Vec<Row> {
+        Row::ALL
+            .into_iter()
+            .filter(|row| !(self.thesis_only && row.is_family()))
+            .collect()
+    }
 }
 
 /// What a matrix run wrote, and what made its output depend on the machine.
@@ -882,10 +1003,11 @@ pub fn run_matrix(
     // Per row, the model runs made so far (by spec) and the fault whose cell shows them.
     let mut model_runs: Vec<(Row, Spec, &'static str, Judgement)> = Vec::new();
     // The cells, then the mutants and the contract findings.
-    let total_cells = Row::ALL.len() * Column::ALL.len() + 2;
+    let rows = options.rows();
+    let total_cells = rows.iter().map(|row| row.columns().len()).sum::<usize>() + 2;
     let mut done_cells = 0;
-    for row in Row::ALL {
-        for column in Column::ALL {
+    for &row in &rows {
+        for &column in row.columns() {
             done_cells += 1;
             progress(&format!("{} / {}", row.key(), column.key()), done_cells, total_cells);
             let mut cell = Cell::new();
@@ -1227,7 +1349,12 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "Claims: T1 (model) / T1-belief (sim): never two holders at once; T3 for TryGetLock. T1-resource: the resource never accepts a stale fencing token (fencing on). T2: every waiter acquires (model: no fair cycle or deadlock starves it; sim: every client finishes). T4: some TryGetLock caller acquires. F-order, F-overtakes: queue order. K3: no released lock stays taken. T5: GlobalTime never decreases. S1: a crashed replica that ran ahead freezes GlobalTime.\n");
     let _ = writeln!(md, "The contract (docs/contract.md): the C-* columns give the simulator's seed search; the model's verdicts on the same items (C-try, C-free, C-release, C-lost, C-token) are in the verdicts column. C-try: `try_lock` never waits for another owner (TryGetLock row); C-free: a failed call leaves nothing that keeps the lock from the next caller; C-release: after `release()` returns, a waiter acquires within a bound (lock() rows); C-lost: a holder whose lease ran out learns it within a bound; C-token: a later holder's token is higher, and the current holder's writes are never refused.\n");
     let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"bounded\": a liveness property whose only counterexamples reach the model's last tick (where time stops), or a search its budget stopped: no verdict either way; \"reachable\" / \"unreachable\" (S1, T5-race, which say what *can* happen): the model found such a state, or proved there is none; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass. Every claim ID is defined in [docs/claims.md](../docs/claims.md), the contract items in [docs/contract.md](../docs/contract.md).\n");
-    for row in Row::ALL {
+    let rows = options.rows();
+    if rows.iter().any(|row| row.is_family()) {
+        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`) are judged under their servers' faults: a pause between the holder's validity check and its write, a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet. Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires.\n");
+    }
+    which_lock_section(&mut md, cells, &rows);
+    for &row in &rows {
         let _ = writeln!(md, "## {}\n", row.name());
         let _ = write!(md, "| fault | verdicts |");
         for claim in CONTRACT {
@@ -1235,7 +1362,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         }
         let _ = writeln!(md);
         let _ = writeln!(md, "|---|---|---|---|---|---|---|");
-        for column in Column::ALL {
+        for &column in row.columns() {
             let cell = &cells[&(row, column)];
             let lines: Vec<String> = cell.iter().map(Judgement::markdown).collect();
             let _ = write!(md, "| {} | {} |", column.name(), lines.join("<br>"));
@@ -1263,17 +1390,30 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         let _ = writeln!(md);
     }
     let _ = writeln!(md, "## Compact view: safety, liveness and fairness apart\n");
-    compact_header(&mut md);
-    for row in Row::ALL {
-        for aspect in COMPACT_ASPECTS {
-            let marks: Vec<String> = Column::ALL
-                .iter()
-                .map(|column| aspect_mark(&cells[&(row, *column)], aspect))
-                .collect();
-            if marks.iter().all(|mark| mark == "-" || mark == "n/a") {
-                continue;
+    for family in [false, true] {
+        let rows: Vec<Row> = rows.iter().copied().filter(|row| row.is_family() == family).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        if family {
+            let _ = writeln!(
+                md,
+                "\nThe locks people use instead (issue 13), under their servers' faults (model only so far):\n"
+            );
+        }
+        compact_header(&mut md, rows[0].columns());
+        for row in rows {
+            for aspect in COMPACT_ASPECTS {
+                let marks: Vec<String> = row
+                    .columns()
+                    .iter()
+                    .map(|column| aspect_mark(&cells[&(row, *column)], aspect))
+                    .collect();
+                if marks.iter().all(|mark| mark == "-" || mark == "n/a") {
+                    continue;
+                }
+                let _ = writeln!(md, "| {} {} | {} |", row.name(), aspect.name(), marks.join(" | "));
             }
-            let _ = writeln!(md, "| {} {} | {} |", row.name(), aspect.name(), marks.join(" | "));
         }
     }
     // The claims of each aspect that some cell judges, in ID order.
@@ -1300,11 +1440,12 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         claims_of(Aspect::Fairness),
     );
     let _ = writeln!(md, "## Compact view: the contract\n");
-    compact_header(&mut md);
-    for row in Row::ALL {
+    compact_header(&mut md, &Column::THESIS);
+    // The other families' contract items are their models' (in their tables' verdicts column).
+    for row in Row::ALL.into_iter().filter(|row| !row.is_family()) {
         for claim in contract_claims(row) {
             let _ = write!(md, "| {} {claim} |", row.name());
-            for column in Column::ALL {
+            for column in Column::THESIS {
                 let mark = contract_compact_mark(&cells[&(row, column)], *claim);
                 let _ = write!(md, " {mark} |");
             }
@@ -1319,8 +1460,8 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     }
     let _ = writeln!(md);
     let _ = writeln!(md, "## Every violation found\n");
-    for row in Row::ALL {
-        for column in Column::ALL {
+    for &row in &rows {
+        for &column in row.columns() {
             for judgement in &cells[&(row, column)] {
                 for finding in judgement.findings(row, column) {
                     let _ = writeln!(md, "- {finding}");
@@ -1333,14 +1474,14 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
 }
 
 /// The header of a compact table: one column per fault.
-fn compact_header(md: &mut String) {
+fn compact_header(md: &mut String, columns: &[Column]) {
     let _ = write!(md, "| |");
-    for column in Column::ALL {
+    for column in columns {
         let _ = write!(md, " {} |", column.name());
     }
     let _ = writeln!(md);
     let _ = write!(md, "|---|");
-    for _ in Column::ALL {
+    for _ in columns {
         let _ = write!(md, "---|");
     }
     let _ = writeln!(md);
@@ -1350,6 +1491,72 @@ fn compact_header(md: &mut String) {
 /// columns.
 fn sim_short_label(label: &str) -> &str {
     label.strip_prefix("sim, ").unwrap_or(label)
+}
+
+/// "Which lock, under which faults": one line per lock, read off the cells' verdicts (the
+/// faults under which some check found two holders, or a stale write reaching the resource),
+/// so that the summary cannot drift from the tables below it.
+fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, rows: &[Row]) {
+    let broken_under = |row: Row, claims: &[ClaimId]| -> String {
+        let names: Vec<&str> = row
+            .columns()
+            .iter()
+            .filter(|&&column| {
+                cells[&(row, column)]
+                    .iter()
+                    .any(|judgement| claims.iter().any(|&claim| judgement.violated(Some(claim))))
+            })
+            .map(|column| column.name())
+            .collect();
+        if names.is_empty() {
+            "none found".to_owned()
+        } else {
+            names.join(", ")
+        }
+    };
+    let fencing = |row: Row| match row {
+        Row::Old | Row::Queue | Row::TryGetLock => {
+            let down = broken_under(row, &[ClaimId::CToken]);
+            if down == "none found" {
+                "yes: the resource refuses a stale token; no check found a token going down".to_owned()
+            } else {
+                format!("yes, but a later holder's token was not always higher (C-token) under: {down}")
+            }
+        }
+        Row::GlobalTime => String::new(),
+        Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
+        Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
+    };
+    let _ = writeln!(md, "## Which lock, under which faults\n");
+    let _ = writeln!(md, "Read off the cells below (model and simulator verdicts alike; a fault with no line here was not checked for that lock). \"Two holders\": some check found two clients believing they held the lock at once (T1, T1-belief; T3 for TryGetLock). \"Stale write\": the resource received a write from a holder whose lock had passed to a later one (T1-resource; with fencing on for the thesis's locks, without fencing for the others, which have none).\n");
+    let _ = writeln!(
+        md,
+        "| lock | no fault | two holders under | stale write reaches the resource under | fencing token |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for &row in rows.iter().filter(|row| **row != Row::GlobalTime) {
+        let t1: &[ClaimId] = match row {
+            Row::TryGetLock => &[ClaimId::T3, ClaimId::T1Belief],
+            _ => &[ClaimId::T1, ClaimId::T1Belief],
+        };
+        let none_safe = !cells[&(row, Column::None)]
+            .iter()
+            .any(|judgement| t1.iter().any(|&claim| judgement.violated(Some(claim))));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            row.name(),
+            if none_safe {
+                "no two holders found"
+            } else {
+                "**two holders**"
+            },
+            broken_under(row, t1),
+            broken_under(row, &[ClaimId::T1Resource]),
+            fencing(row),
+        );
+    }
+    let _ = writeln!(md);
 }
 
 /// What the matrix says about the thesis's claims, read off the cells' verdicts themselves so
@@ -1482,7 +1689,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
             "was not reached"
         }
     );
-    let drops: Vec<&str> = Column::ALL
+    let drops: Vec<&str> = Column::THESIS
         .iter()
         .filter(|&&column| {
             [Row::Old, Row::Queue, Row::TryGetLock]
