@@ -861,3 +861,78 @@ fn the_lock_frees_a_ttl_after_its_holders_process_is_killed() {
         );
     }
 }
+
+/// Bad flags are refused before anything connects (exit 2, the flag named); a server that does
+/// not answer ends the run before it starts (exit 4, the server named). No servers needed.
+#[test]
+fn bad_servers_flags_exit_2_and_an_unreachable_server_exits_4() {
+    let sixteen = vec!["127.0.0.1:16380"; 16].join(",");
+    for (args, code, message) in [
+        (&["--algorithm", "redis-set-nx"][..], 2, "--servers: give host:port"),
+        (
+            &["--algorithm", "memcached", "--servers", "127.0.0.1:1,127.0.0.1:2"][..],
+            2,
+            "give one Memcached server",
+        ),
+        (&["--algorithm", "redlock", "--servers", &sixteen][..], 2, "at most 15"),
+        (
+            &["--algorithm", "redis-set-nx", "--servers", "127.0.0.1:0"][..],
+            2,
+            "is not host:port",
+        ),
+        (
+            &["--algorithm", "redis-set-nx", "--servers", "nohost"][..],
+            2,
+            "is not host:port",
+        ),
+        (
+            &["--algorithm", "queue", "--servers", "127.0.0.1:16380"][..],
+            2,
+            "--servers is for redis-set-nx, redlock and memcached",
+        ),
+        (
+            &[
+                "--algorithm",
+                "memcached",
+                "--servers",
+                "127.0.0.1:1",
+                "--lock-id",
+                "a b",
+            ][..],
+            2,
+            "--lock-id",
+        ),
+        (
+            &[
+                "--algorithm",
+                "redis-set-nx",
+                "--servers",
+                "127.0.0.1:1",
+                "--poll-ms",
+                "0",
+            ][..],
+            2,
+            "--poll-ms",
+        ),
+        (
+            &["--algorithm", "redis-set-nx", "--servers", "127.0.0.1:1"][..],
+            4,
+            "server unreachable: 127.0.0.1:1",
+        ),
+        (
+            &["--algorithm", "memcached", "--servers", "127.0.0.1:1"][..],
+            4,
+            "server unreachable: 127.0.0.1:1",
+        ),
+    ] {
+        let output = cassalock()
+            .arg("real")
+            .args(args)
+            .args(["--threads", "1", "--acquisitions", "1"])
+            .output()
+            .expect("cassalock runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+}
