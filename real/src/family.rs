@@ -155,12 +155,30 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_s).map_err(FamilyRunError::Servers)?;
     // Every server must answer before the run: a wrong port is said at once, not as a run of
     // failed acquisitions.
-    for server in &job.servers {
-        let reached = match job.variant {
-            Variant::Memcached => RealMemcached::new(server)?.ping().await,
-            _ => RealRedis::new(std::slice::from_ref(server))?.ping().await,
-        };
-        reached.map_err(FamilyRunError::Unreachable)?;
+    // SET NX's list is one server or a primary and its replicas: one of them must be a master
+    // (the others may be down after a failover). Redlock needs every master answering at the
+    // start; Memcached has one server.
+    match job.variant {
+        Variant::RedisSetNx => {
+            RealRedis::new(&job.servers)?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        Variant::Memcached => {
+            RealMemcached::new(&job.servers[0])?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        _ => {
+            for server in &job.servers {
+                RealRedis::new(std::slice::from_ref(server))?
+                    .ping()
+                    .await
+                    .map_err(FamilyRunError::Unreachable)?;
+            }
+        }
     }
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
