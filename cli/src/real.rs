@@ -24,9 +24,15 @@ pub struct RealArgs {
     /// Cassandra nodes, host:port, comma-separated.
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
-    /// Which lock.
+    /// Which lock: Cassandra's (old, queue, lwt; --contact-points) or another family's
+    /// (redis-set-nx, redlock, memcached; --servers).
     #[arg(long, value_enum, default_value = "queue")]
     pub algorithm: Variant,
+    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx one server (or a
+    /// primary and its replicas: the lockers use the master), redlock every master (1-15),
+    /// memcached one server.
+    #[arg(long, value_delimiter = ',')]
+    pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
     #[arg(long, default_value_t = 8)]
     pub threads: usize,
@@ -122,6 +128,7 @@ mod imp {
     fn spec(args: &RealArgs) -> RunSpec {
         RunSpec {
             contact_points: args.contact_points.clone(),
+            servers: args.servers.clone(),
             variant: args.algorithm,
             threads: args.threads,
             acquisitions: args.acquisitions,
@@ -156,6 +163,9 @@ mod imp {
         );
         println!("  Jain, longest run       {:.3}, {}", summary.jain, summary.longest_run);
         println!("  errors, lost leases     {}, {}", summary.errors, summary.lost_leases);
+        if !summary.tokens.is_empty() {
+            println!("  resource tokens         {}", summary.tokens);
+        }
         println!(
             "  T1-belief               {}",
             if summary.t1_belief_holds() {
@@ -170,7 +180,11 @@ mod imp {
         println!(
             "  T1-resource             {}",
             if summary.t1_resource_holds() {
-                format!("no stale write accepted ({} refused by fencing)", summary.stale_tokens)
+                if summary.tokens.is_empty() {
+                    format!("no stale write accepted ({} refused by fencing)", summary.stale_tokens)
+                } else {
+                    "no stale write (fencing off)".to_string()
+                }
             } else {
                 format!(
                     "VIOLATED: {} accepted",
@@ -258,6 +272,7 @@ mod imp {
         }
         let template = RunSpec {
             contact_points: contact_points.clone(),
+            servers: Vec::new(),
             variant: Variant::Queue,
             threads: 1,
             acquisitions: 100_000,

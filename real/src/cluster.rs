@@ -26,6 +26,9 @@ pub enum ClusterError {
     Settings(#[from] LockError),
     #[error("a locker task failed: {0}")]
     Task(#[from] tokio::task::JoinError),
+    /// The Redis / Memcached lockers could not run (a server unreachable, say).
+    #[error(transparent)]
+    Family(#[from] crate::family::FamilyRunError),
 }
 
 pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, UnknownConsistency> {
@@ -40,6 +43,9 @@ pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistenc
 
 /// Run this process's lockers; every event goes to `emit`, in the order it happened here.
 pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), ClusterError> {
+    if job.variant.is_family() {
+        return Ok(crate::family::run_job(job, process, emit).await?);
+    }
     let config = CassandraConfig {
         contact_points: job.contact_points.clone(),
         keyspace: job.keyspace.clone(),

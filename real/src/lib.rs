@@ -12,13 +12,28 @@
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
 
 //!
+//! The same judges serve the other families' locks (issue 13: [`Variant::RedisSetNx`],
+//! [`Variant::Redlock`], [`Variant::Memcached`], run through the library's family driver
+//! against real Redis and Memcached servers, see [`family`]). Those locks hand out no growing
+//! token, so their holders give the monitor one that orders acquisitions instead: the
+//! acquisition's wall-clock time in microseconds, zero-padded, then the locker's name. Fencing
+//! is off for them (there is nothing to fence with): a "stale" write is an older acquisition
+//! writing after a newer one did, which only two holders at once can cause.
+//!
 //! The judging code here compiles in every build (and is tested in the simulation build);
-//! [`cluster`] and [`lwt`], which talk to Cassandra, only in the real one.
+//! [`cluster`] and [`lwt`], which talk to Cassandra, [`redis`] and [`memcached`], the real
+//! servers' stores, and [`family`], only in the real one.
 
 #[cfg(not(madsim))]
 pub mod cluster;
 #[cfg(not(madsim))]
+pub mod family;
+#[cfg(not(madsim))]
 pub mod lwt;
+#[cfg(not(madsim))]
+pub mod memcached;
+#[cfg(not(madsim))]
+pub mod redis;
 #[cfg(not(madsim))]
 pub mod runner;
 
@@ -45,6 +60,13 @@ pub enum Variant {
     Queue,
     /// A lightweight-transaction lock (INSERT IF NOT EXISTS / DELETE IF owner), the reference.
     Lwt,
+    /// Redis `SET key token NX PX ttl`, compare-and-delete release (one server, or a primary
+    /// and its replicas of which the master is used).
+    RedisSetNx,
+    /// Redlock over every listed Redis server as a master.
+    Redlock,
+    /// Memcached `add` with expiry, `gets` + `cas` release (one server).
+    Memcached,
 }
 
 impl Variant {
@@ -53,14 +75,40 @@ impl Variant {
             Variant::Old => "old GetLock",
             Variant::Queue => "queue GetLock",
             Variant::Lwt => "LWT lock",
+            Variant::RedisSetNx => "Redis SET NX lock",
+            Variant::Redlock => "Redlock",
+            Variant::Memcached => "Memcached add lock",
+        }
+    }
+
+    /// One of the other families' locks (Redis, Memcached), run with `--servers`; the others
+    /// are Cassandra's, run with `--contact-points`.
+    pub fn is_family(self) -> bool {
+        matches!(self, Variant::RedisSetNx | Variant::Redlock | Variant::Memcached)
+    }
+
+    /// What the resource's tokens are, for the summary: empty for the Cassandra locks' own
+    /// fencing tokens.
+    pub fn token_note(self) -> &'static str {
+        if self.is_family() {
+            FAMILY_TOKENS
+        } else {
+            ""
         }
     }
 }
+
+/// How the family locks' runs make their resource tokens (see the module documentation).
+pub const FAMILY_TOKENS: &str = "acquire time in us + locker name (these locks have no growing token; fencing off: \
+     a stale write is an older acquisition writing after a newer one)";
 
 /// Everything one process needs to run its lockers.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Job {
     pub contact_points: Vec<String>,
+    /// The family locks' servers, host:port (Redlock: every one a master).
+    #[serde(default)]
+    pub servers: Vec<String>,
     pub keyspace: String,
     pub consistency: String,
     pub variant: Variant,
@@ -214,6 +262,10 @@ pub struct Summary {
     pub stale_tokens: u64,
     /// Stale tokens the monitor accepted (T1-resource violations: only without fencing).
     pub stale_accepted: u64,
+    /// What the resource's tokens were, when not the lock's own fencing tokens
+    /// ([`Variant::token_note`]).
+    #[serde(default)]
+    pub tokens: String,
     /// Examples of what went wrong, for the printout.
     pub examples: Vec<String>,
 }
@@ -235,6 +287,7 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
         lockers,
         processes,
         elapsed_s: elapsed.as_secs_f64(),
+        tokens: variant.token_note().into(),
         ..Summary::default()
     };
     // Who believes they hold, per locker (process 0: events do not say which process; nothing

@@ -19,6 +19,8 @@ use crate::{now_us, summarize, Event, Job, Monitor, Summary, Variant};
 pub struct RunSpec {
     /// Cassandra nodes, host:port.
     pub contact_points: Vec<String>,
+    /// The Redis / Memcached servers of the family variants, host:port.
+    pub servers: Vec<String>,
     pub variant: Variant,
     /// Lockers contending for the one lock (1-256).
     pub threads: usize,
@@ -54,6 +56,9 @@ pub struct RunSpec {
 pub enum InvalidSpec {
     #[error("--contact-points: give host:port[,host:port...]")]
     ContactPoints,
+    /// The family variants' `--servers` or lease settings.
+    #[error("{0}")]
+    Servers(String),
     #[error("--threads must be between 1 and 256, not {0}")]
     Threads(usize),
     #[error("--acquisitions must be between 1 and 100000, not {0}")]
@@ -119,6 +124,7 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     if spec.contact_points.is_empty() || spec.contact_points.iter().any(|c| c.trim().is_empty()) {
         return Err(InvalidSpec::ContactPoints);
     }
+
     if !(1..=256).contains(&spec.threads) {
         return Err(InvalidSpec::Threads(spec.threads));
     }
@@ -145,6 +151,17 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     }
     if !(1..=600).contains(&spec.connect_timeout_s) {
         return Err(InvalidSpec::ConnectTimeoutS(spec.connect_timeout_s));
+    }
+    if spec.variant.is_family() {
+        crate::family::check(spec.variant, &spec.servers, spec.ttl_s, spec.poll_ms, spec.max_wait_s)
+            .map_err(InvalidSpec::Servers)?;
+        if let Some(id) = &spec.lock_id {
+            crate::family::check_key(id).map_err(InvalidSpec::Servers)?;
+        }
+    } else if !spec.servers.is_empty() {
+        return Err(InvalidSpec::Servers(
+            "--servers is for redis-set-nx, redlock and memcached; the Cassandra locks use --contact-points".into(),
+        ));
     }
     consistency(&spec.consistency)?;
     // The same rules the lockers' settings will be held to, checked before any process starts.
@@ -175,6 +192,7 @@ fn renew_ms(spec: &RunSpec) -> u64 {
 fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
     Job {
         contact_points: spec.contact_points.clone(),
+        servers: spec.servers.clone(),
         keyspace: spec.keyspace.clone(),
         consistency: spec.consistency.clone(),
         variant: spec.variant,
@@ -191,7 +209,8 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         max_wait_s: spec.max_wait_s,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),
-        fencing: spec.fencing,
+        // The family locks have no fencing token: the monitor only counts stale writes.
+        fencing: spec.fencing && !spec.variant.is_family(),
         connect_timeout_s: spec.connect_timeout_s,
     }
 }

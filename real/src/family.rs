@@ -1,0 +1,368 @@
+//! Running the other families' locks (Redis `SET NX`, Redlock, Memcached `add`) against real
+//! servers: each locker is the library's [`FamilyLocker`] over its own connection(s)
+//! ([`RealRedis`], [`Masters`] of them for Redlock, [`RealMemcached`]), and reports the same
+//! [`Event`]s as the Cassandra lockers, so the same judges read them.
+//!
+//! A holder:
+//! 1. takes the lock with `lock` (Redlock's attempts are asked again while `max_wait_s` lasts:
+//!    "no majority" is contention, not an error);
+//! 2. checks [`FamilyGuard::is_valid`] before writing to the resource (the [`Monitor`]), with a
+//!    token that orders acquisitions (see the crate documentation); a lease already over is not
+//!    written with, and the release reports it lost;
+//! 3. holds for `hold_ms`, extending every `renew_ms` (the family driver has no background
+//!    renewal), and stops believing (the release call) before it releases.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock, MAX_MASTERS};
+use cassalock::algo::memcached::{Checks, MemcachedLockConfig};
+use cassalock::algo::redis::redlock::RedlockConfig;
+use cassalock::algo::redis::RedisLockConfig;
+use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore, MAX_NAME_LEN};
+use cassalock::store::family_memory::Masters;
+use cassalock::SystemClock;
+
+use crate::memcached::{RealMemcached, RealMemcachedError};
+use crate::redis::{RealRedis, RealRedisError, MAX_ADDRESSES};
+use crate::{now_us, Event, Job, Monitor, Variant};
+
+/// Why the family lockers could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum FamilyRunError {
+    #[error("--servers: {0}")]
+    Servers(String),
+    #[error(transparent)]
+    Redis(#[from] RealRedisError),
+    #[error(transparent)]
+    Memcached(#[from] RealMemcachedError),
+    /// A server did not answer before the run (exit status 4 of `cassalock real`).
+    #[error("server unreachable: {0}")]
+    Unreachable(String),
+    #[error("lock settings: {0}")]
+    Settings(#[from] FamilyError),
+    #[error("a locker task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Failed acquisitions (the store kept failing) before a locker moves on to the next one.
+const MAX_LOCK_FAILURES: u32 = 5;
+
+/// The most `lock` calls one acquisition makes (Redlock's "no majority" asks again): a bound
+/// on the loop besides `max_wait_s`.
+const MAX_LOCK_CALLS: u32 = 100_000;
+
+/// The most extensions in one hold (`hold_ms` / `renew_ms` is at most 60000).
+const MAX_EXTENSIONS: u64 = 60_000;
+
+/// The Redis lock settings a job asks for.
+pub fn redis_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> RedisLockConfig {
+    RedisLockConfig {
+        ttl_ms: u64::from(job_ttl_s) * 1000,
+        retry_every_ms: poll_ms,
+        max_wait_ms: Some(max_wait_s * 1000),
+        // The runner extends by hand (the driver has no background renewal).
+        extend_every_ms: None,
+        ..RedisLockConfig::default()
+    }
+}
+
+pub fn redlock_config(masters: usize, job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> RedlockConfig {
+    RedlockConfig {
+        masters,
+        lock: redis_config(job_ttl_s, poll_ms, max_wait_s),
+        retry_delay_max_ms: poll_ms,
+        ..RedlockConfig::default()
+    }
+}
+
+pub fn memcached_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> MemcachedLockConfig {
+    MemcachedLockConfig {
+        ttl_s: job_ttl_s,
+        retry_every_ms: poll_ms,
+        max_wait_ms: Some(max_wait_s * 1000),
+        checks: Checks::CasChecked,
+        ..MemcachedLockConfig::default()
+    }
+}
+
+/// A `host:port` with a port above 0.
+fn well_formed(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.trim().is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+}
+
+/// Check a family variant's servers and settings before anything starts (exit status 2).
+pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), String> {
+    if servers.is_empty() {
+        return Err(format!(
+            "--servers: give host:port[,host:port...] for --algorithm {}",
+            cli_name(variant)
+        ));
+    }
+    if let Some(bad) = servers.iter().find(|s| !well_formed(s)) {
+        return Err(format!("--servers: {bad:?} is not host:port"));
+    }
+    let (most, what) = match variant {
+        Variant::RedisSetNx => (MAX_ADDRESSES, "a Redis server, or a primary and its replicas"),
+        Variant::Redlock => (MAX_MASTERS, "the Redlock masters"),
+        Variant::Memcached => (1, "one Memcached server"),
+        _ => return Err("--servers is for redis-set-nx, redlock and memcached".into()),
+    };
+    if servers.len() > most {
+        return Err(format!(
+            "--servers: {} given; give {what} (at most {most})",
+            servers.len()
+        ));
+    }
+    let checked = match variant {
+        Variant::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
+        Variant::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
+        _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
+    };
+    checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
+}
+
+/// A lock id the family locks can use as a key (Memcached's rules: no spaces, not too long).
+pub fn check_key(lock_id: &str) -> Result<(), String> {
+    let fine = !lock_id.is_empty()
+        && lock_id.len() <= MAX_NAME_LEN
+        && lock_id.chars().all(|c| !c.is_whitespace() && !c.is_control());
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "--lock-id {lock_id:?}: give 1 to {MAX_NAME_LEN} printable characters without spaces"
+        ))
+    }
+}
+
+/// The variant's name on the command line.
+pub fn cli_name(variant: Variant) -> &'static str {
+    match variant {
+        Variant::Old => "old",
+        Variant::Queue => "queue",
+        Variant::Lwt => "lwt",
+        Variant::RedisSetNx => "redis-set-nx",
+        Variant::Redlock => "redlock",
+        Variant::Memcached => "memcached",
+    }
+}
+
+/// Run this process's family lockers; every event goes to `emit`.
+pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), FamilyRunError> {
+    check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_s).map_err(FamilyRunError::Servers)?;
+    // Every server must answer before the run: a wrong port is said at once, not as a run of
+    // failed acquisitions.
+    // SET NX's list is one server or a primary and its replicas: one of them must be a master
+    // (the others may be down after a failover). Redlock needs every master answering at the
+    // start; Memcached has one server.
+    match job.variant {
+        Variant::RedisSetNx => {
+            RealRedis::new(&job.servers)?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        Variant::Memcached => {
+            RealMemcached::new(&job.servers[0])?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        _ => {
+            for server in &job.servers {
+                RealRedis::new(std::slice::from_ref(server))?
+                    .ping()
+                    .await
+                    .map_err(FamilyRunError::Unreachable)?;
+            }
+        }
+    }
+    let monitor = Arc::new(Monitor::open(&job.monitor));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for (index, name) in job.lockers.iter().enumerate() {
+        let seed = now_us() ^ ((process as u64) << 32) ^ index as u64;
+        let (job, name, emit, monitor) = (job.clone(), name.clone(), Arc::clone(&emit), Arc::clone(&monitor));
+        let (ttl_s, poll_ms, max_wait_s) = (job.ttl_s, job.poll_ms, job.max_wait_s);
+        match job.variant {
+            Variant::RedisSetNx => {
+                let store = RealRedis::new(&job.servers)?;
+                let locker = FamilyLocker::<SetNxLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    redis_config(ttl_s, poll_ms, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            Variant::Redlock => {
+                let masters = job
+                    .servers
+                    .iter()
+                    .map(|server| RealRedis::new(std::slice::from_ref(server)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let locker = FamilyLocker::<RedlockLock, _, _>::new(
+                    Masters::new(masters),
+                    SystemClock,
+                    redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            _ => {
+                let store = RealMemcached::new(&job.servers[0])?;
+                let locker = FamilyLocker::<MemcachedLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    memcached_config(ttl_s, poll_ms, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+        }
+    }
+    let mut requests = 0;
+    for task in tasks {
+        requests += task.await?;
+    }
+    emit(Event::Done { process, requests });
+    Ok(())
+}
+
+fn out_of_time(job: &Job, started: Instant) -> bool {
+    job.run_limit_s > 0 && started.elapsed() >= Duration::from_secs(job.run_limit_s)
+}
+
+fn error(emit: &(dyn Fn(Event) + Send + Sync), locker: &str, during: &str, message: String) {
+    emit(Event::Error {
+        locker: locker.into(),
+        during: during.into(),
+        message,
+    });
+}
+
+/// One locker's acquisitions; its store requests.
+async fn run_locker<F, S>(
+    job: &Job,
+    name: &str,
+    locker: FamilyLocker<F, S, SystemClock>,
+    monitor: &Monitor,
+    emit: &(dyn Fn(Event) + Send + Sync),
+    started: Instant,
+) -> u64
+where
+    F: FamilyLock,
+    S: FamilyStore<F::Command, Reply = F::Reply>,
+{
+    for _ in 0..job.acquisitions {
+        if out_of_time(job, started) {
+            break;
+        }
+        let asked = Instant::now();
+        let give_up_at = asked + Duration::from_secs(job.max_wait_s);
+        let mut failures = 0;
+        let mut guard = None;
+        for _ in 0..MAX_LOCK_CALLS {
+            match locker.lock(&job.lock_id).await {
+                Ok(held) => {
+                    guard = Some(held);
+                    break;
+                }
+                // Redlock found no majority in its attempts: contention; ask again.
+                Err(FamilyError::NoMajority { .. }) if Instant::now() < give_up_at => {}
+                Err(e) => {
+                    error(emit, name, "lock", e.to_string());
+                    failures += 1;
+                    if failures >= MAX_LOCK_FAILURES || Instant::now() >= give_up_at || out_of_time(job, started) {
+                        break;
+                    }
+                    // The store kept failing (a server down, a failover): give it a moment.
+                    tokio::time::sleep(Duration::from_millis(job.poll_ms)).await;
+                }
+            }
+        }
+        let Some(mut guard) = guard else { continue };
+        let at_us = now_us();
+        let token = format!("{at_us:020}-{name}");
+        emit(Event::Acquired {
+            locker: name.into(),
+            at_us,
+            wait_us: asked.elapsed().as_micros() as u64,
+            token: token.clone(),
+        });
+        let mut lost = false;
+        if guard.is_valid() {
+            // These locks have no fencing token: the monitor only counts stale writes.
+            match monitor.write(&token, false) {
+                Ok((accepted, stale)) => emit(Event::Resource {
+                    locker: name.into(),
+                    token: token.clone(),
+                    accepted,
+                    stale,
+                }),
+                Err(e) => error(emit, name, "resource", e.to_string()),
+            }
+        } else {
+            lost = true;
+            error(
+                emit,
+                name,
+                "resource",
+                "the lease was over before the write (not written)".into(),
+            );
+        }
+        // Hold, extending every renew_ms.
+        let hold_until = Instant::now() + Duration::from_millis(job.hold_ms);
+        for _ in 0..MAX_EXTENSIONS {
+            let left = hold_until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let nap = left.min(Duration::from_millis(job.renew_ms.max(1)));
+            tokio::time::sleep(nap).await;
+            if Instant::now() >= hold_until || lost {
+                continue;
+            }
+            match guard.extend().await {
+                Ok(()) => {}
+                Err(FamilyError::LeaseLost { .. }) => {
+                    lost = true;
+                    error(emit, name, "extend", "the key was not ours any more".into());
+                }
+                Err(e) => error(emit, name, "extend", e.to_string()),
+            }
+        }
+        let lost = lost || !guard.is_valid();
+        emit(Event::Released {
+            locker: name.into(),
+            at_us: now_us(),
+            lost,
+        });
+        match guard.release().await {
+            Ok(Release::Released | Release::GoneEitherWay) => {}
+            Ok(other) => error(
+                emit,
+                name,
+                "release",
+                format!("{other:?}: the key was not ours any more"),
+            ),
+            Err(e) => error(emit, name, "release", e.to_string()),
+        }
+    }
+    locker.requests()
+}

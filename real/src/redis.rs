@@ -1,0 +1,447 @@
+//! A real Redis server as a [`FamilyStore`] of [`RedisCommand`]s: the family driver's locks
+//! (`SET NX`, Redlock through [`cassalock::store::family_memory::Masters`]) against a running
+//! `redis-server`.
+//!
+//! Every command is translated to what a Redis client sends, and every answer back to the
+//! [`RedisReply`] that [`cassalock::store::redis_keyspace::RedisKeyspace::apply`] gives for the
+//! same command at the same moment (the differential test in `cli/tests/real_servers.rs` holds
+//! the two to that). The scripts are Lua of our own, written from the rules in
+//! `redis_keyspace.rs`, run with `EVALSHA` (the client falls back to `EVAL` when the server
+//! does not know the script yet).
+//!
+//! Failures, as the lock machines read them:
+//! - **no connection could be made** (refused, nothing listening, no master among the
+//!   addresses, the connect timing out): [`StoreFailure::Unavailable`]; nothing was sent, so
+//!   nothing applied;
+//! - **the command was sent and no answer came** within the command timeout (1000 ms by
+//!   default), or the connection broke meanwhile: [`StoreFailure::Timeout`]; the command may
+//!   have applied. The connection is dropped and the next command connects again;
+//! - **an error reply** the key space knows ([`RedisError`]: `WRONGTYPE`, an invalid expire
+//!   time, an overflow) is the reply [`RedisReply::Error`]; any other (`READONLY` from a demoted
+//!   primary, a script error of ours) is [`StoreFailure::Other`]. After `READONLY` the
+//!   connection is dropped too, so that the next command looks for the master again.
+//!
+//! With several addresses (a primary and its replicas) the store connects to the first one
+//! whose `ROLE` is `master`, and looks again after every broken connection: a failover's
+//! promoted replica is found without the lockers knowing.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Script, Value};
+
+use cassalock::driver::family::FamilyStore;
+use cassalock::store::redis_keyspace::{RedisCommand, RedisError, RedisReply};
+use cassalock::store::StoreFailure;
+
+/// How long one command may take before it counts as [`StoreFailure::Timeout`], by default.
+pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 1000;
+
+/// How long making one connection (to one address) may take, by default.
+pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 1000;
+
+/// The most addresses one store may be given (a primary and its replicas).
+pub const MAX_ADDRESSES: usize = 16;
+
+/// `DeleteIfEquals`: delete the key only when it holds the token. `GET` raises `WRONGTYPE` on
+/// a hash, as the key space's rule does.
+const DELETE_IF_EQUALS: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0";
+
+/// `PExpireIfEquals`: reset the TTL only when the key holds the token.
+const PEXPIRE_IF_EQUALS: &str = "\
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0";
+
+/// Redisson's acquire: free or already ours: one more hold, lease armed, nil; else the
+/// holder's remaining TTL. ARGV: lease ms, owner.
+const REDISSON_ACQUIRE: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('PTTL', KEYS[1])";
+
+/// Redisson's watchdog renewal. ARGV: lease ms, owner.
+const REDISSON_RENEW: &str = "\
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return 1
+end
+return 0";
+
+/// Redisson's release. ARGV: lease ms, owner, channel, unlock message.
+const REDISSON_RELEASE: &str = "\
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+if redis.call('HINCRBY', KEYS[1], ARGV[2], -1) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1";
+
+/// Why a [`RealRedis`] could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RealRedisError {
+    #[error("no Redis address given")]
+    NoAddress,
+    #[error("{count} Redis addresses: give at most {MAX_ADDRESSES}")]
+    TooManyAddresses { count: usize },
+    #[error("Redis address {address:?}: {source}")]
+    Address { address: String, source: redis::RedisError },
+    #[error("the command timeout must be 1 to 60000 ms, not {0}")]
+    Timeout(u64),
+}
+
+/// One live connection and the number that tells it from its successors.
+struct Connected {
+    generation: u64,
+    address: usize,
+    connection: MultiplexedConnection,
+}
+
+/// A Redis server (or a primary with replicas, of which the master is used) reached over TCP.
+pub struct RealRedis {
+    clients: Vec<(String, redis::Client)>,
+    command_timeout: Duration,
+    connect_timeout: Duration,
+    slot: tokio::sync::Mutex<Option<Connected>>,
+    generations: AtomicU64,
+    scripts: Scripts,
+}
+
+struct Scripts {
+    delete_if_equals: Script,
+    pexpire_if_equals: Script,
+    redisson_acquire: Script,
+    redisson_renew: Script,
+    redisson_release: Script,
+}
+
+impl RealRedis {
+    /// A store over `addresses` (`host:port`), with the default timeouts. Connects lazily: the
+    /// first command makes the connection ([`RealRedis::ping`] to check one up front).
+    pub fn new(addresses: &[String]) -> Result<RealRedis, RealRedisError> {
+        RealRedis::with_timeouts(addresses, DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_CONNECT_TIMEOUT_MS)
+    }
+
+    pub fn with_timeouts(
+        addresses: &[String],
+        command_timeout_ms: u64,
+        connect_timeout_ms: u64,
+    ) -> Result<RealRedis, RealRedisError> {
+        if addresses.is_empty() {
+            return Err(RealRedisError::NoAddress);
+        }
+        if addresses.len() > MAX_ADDRESSES {
+            return Err(RealRedisError::TooManyAddresses { count: addresses.len() });
+        }
+        for timeout_ms in [command_timeout_ms, connect_timeout_ms] {
+            if !(1..=60_000).contains(&timeout_ms) {
+                return Err(RealRedisError::Timeout(timeout_ms));
+            }
+        }
+        let clients = addresses
+            .iter()
+            .map(|address| {
+                redis::Client::open(format!("redis://{address}/"))
+                    .map(|client| (address.clone(), client))
+                    .map_err(|source| RealRedisError::Address {
+                        address: address.clone(),
+                        source,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RealRedis {
+            clients,
+            command_timeout: Duration::from_millis(command_timeout_ms),
+            connect_timeout: Duration::from_millis(connect_timeout_ms),
+            slot: tokio::sync::Mutex::new(None),
+            generations: AtomicU64::new(0),
+            scripts: Scripts {
+                delete_if_equals: Script::new(DELETE_IF_EQUALS),
+                pexpire_if_equals: Script::new(PEXPIRE_IF_EQUALS),
+                redisson_acquire: Script::new(REDISSON_ACQUIRE),
+                redisson_renew: Script::new(REDISSON_RENEW),
+                redisson_release: Script::new(REDISSON_RELEASE),
+            },
+        })
+    }
+
+    /// Check the server answers (connecting if need be): the address in use, or why not.
+    pub async fn ping(&self) -> Result<String, String> {
+        let (generation, address, mut connection) = self.connection().await?;
+        let pinged = tokio::time::timeout(
+            self.command_timeout,
+            redis::cmd("PING").query_async::<Value>(&mut connection),
+        )
+        .await;
+        match pinged {
+            Ok(Ok(_)) => Ok(self.clients[address].0.clone()),
+            Ok(Err(error)) => {
+                self.forget(generation).await;
+                Err(format!("{}: PING failed: {error}", self.clients[address].0))
+            }
+            Err(_) => {
+                self.forget(generation).await;
+                Err(format!(
+                    "{}: PING got no answer within {} ms",
+                    self.clients[address].0,
+                    self.command_timeout.as_millis()
+                ))
+            }
+        }
+    }
+
+    /// The live connection, or a new one to the first address that is a master; else why none.
+    async fn connection(&self) -> Result<(u64, usize, MultiplexedConnection), String> {
+        let mut slot = self.slot.lock().await;
+        if let Some(connected) = &*slot {
+            return Ok((connected.generation, connected.address, connected.connection.clone()));
+        }
+        let mut why = Vec::new();
+        for (index, (address, client)) in self.clients.iter().enumerate() {
+            match self.connect(client).await {
+                Ok(connection) => {
+                    let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+                    *slot = Some(Connected {
+                        generation,
+                        address: index,
+                        connection: connection.clone(),
+                    });
+                    return Ok((generation, index, connection));
+                }
+                Err(reason) => why.push(format!("{address}: {reason}")),
+            }
+        }
+        Err(why.join("; "))
+    }
+
+    /// Connect to one server and, when there is a choice, check it is a master.
+    async fn connect(&self, client: &redis::Client) -> Result<MultiplexedConnection, String> {
+        let config = AsyncConnectionConfig::new().set_connection_timeout(self.connect_timeout);
+        let mut connection = client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .map_err(|error| error.to_string())?;
+        if self.clients.len() > 1 {
+            let role = tokio::time::timeout(
+                self.connect_timeout,
+                redis::cmd("ROLE").query_async::<Value>(&mut connection),
+            )
+            .await
+            .map_err(|_| "ROLE did not answer in time".to_string())?
+            .map_err(|error| error.to_string())?;
+            let is_master = match role {
+                Value::Array(parts) => matches!(parts.first(),
+                    Some(Value::BulkString(role)) if role == b"master"),
+                _ => false,
+            };
+            if !is_master {
+                return Err("not a master".into());
+            }
+        }
+        Ok(connection)
+    }
+
+    /// Drop the connection `generation` (if it is still the one in use).
+    async fn forget(&self, generation: u64) {
+        let mut slot = self.slot.lock().await;
+        if slot
+            .as_ref()
+            .is_some_and(|connected| connected.generation == generation)
+        {
+            *slot = None;
+        }
+    }
+
+    /// Send one command (or script) and wait for its raw answer.
+    async fn send(&self, command: &RedisCommand, connection: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
+        let scripts = &self.scripts;
+        match command {
+            RedisCommand::Set {
+                key,
+                value,
+                only_if_absent,
+                ttl_ms,
+            } => {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(key).arg(value);
+                if *only_if_absent {
+                    cmd.arg("NX");
+                }
+                if let Some(ttl_ms) = ttl_ms {
+                    cmd.arg("PX").arg(*ttl_ms);
+                }
+                cmd.query_async(connection).await
+            }
+            RedisCommand::Get { key } => redis::cmd("GET").arg(key).query_async(connection).await,
+            RedisCommand::Del { key } => redis::cmd("DEL").arg(key).query_async(connection).await,
+            RedisCommand::PExpire { key, ttl_ms } => {
+                redis::cmd("PEXPIRE")
+                    .arg(key)
+                    .arg(*ttl_ms)
+                    .query_async(connection)
+                    .await
+            }
+            RedisCommand::PTtl { key } => redis::cmd("PTTL").arg(key).query_async(connection).await,
+            RedisCommand::HGet { key, field } => redis::cmd("HGET").arg(key).arg(field).query_async(connection).await,
+            RedisCommand::DeleteIfEquals { key, token } => {
+                scripts
+                    .delete_if_equals
+                    .key(key)
+                    .arg(token)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::PExpireIfEquals { key, token, ttl_ms } => {
+                scripts
+                    .pexpire_if_equals
+                    .key(key)
+                    .arg(token)
+                    .arg(*ttl_ms)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
+                scripts
+                    .redisson_acquire
+                    .key(key)
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonRenew { key, owner, lease_ms } => {
+                scripts
+                    .redisson_renew
+                    .key(key)
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+            } => {
+                scripts
+                    .redisson_release
+                    .key(key)
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .arg(channel)
+                    .arg(cassalock::store::redis_keyspace::UNLOCK_MESSAGE)
+                    .invoke_async(connection)
+                    .await
+            }
+        }
+    }
+}
+
+/// Does this command carry an expiry argument (whose out-of-range value Redis refuses before
+/// it parses it as an expiry)?
+fn has_expiry_argument(command: &RedisCommand) -> bool {
+    matches!(
+        command,
+        RedisCommand::Set { ttl_ms: Some(_), .. }
+            | RedisCommand::PExpire { .. }
+            | RedisCommand::PExpireIfEquals { .. }
+            | RedisCommand::RedissonAcquire { .. }
+            | RedisCommand::RedissonRenew { .. }
+            | RedisCommand::RedissonRelease { .. }
+    )
+}
+
+/// An error reply as the key space's [`RedisError`], when it is one of those.
+fn known_error(command: &RedisCommand, code: &str, detail: &str) -> Option<RedisError> {
+    match code {
+        "WRONGTYPE" => Some(RedisError::WrongType),
+        "ERR" if detail.contains("invalid expire time") => Some(RedisError::InvalidExpireTime),
+        // An expiry beyond i64 is refused as a number before it is read as an expiry; the key
+        // space calls both "invalid expire time".
+        "ERR" if detail.contains("not an integer or out of range") && has_expiry_argument(command) => {
+            Some(RedisError::InvalidExpireTime)
+        }
+        "ERR" if detail.contains("increment or decrement would overflow") => Some(RedisError::Overflow),
+        _ => None,
+    }
+}
+
+/// A raw answer as the key space's reply to `command`.
+fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailure> {
+    let text = |bytes: Vec<u8>| {
+        String::from_utf8(bytes).map_err(|_| StoreFailure::Other(format!("{command}: the value is not UTF-8")))
+    };
+    match value {
+        Value::Okay => Ok(RedisReply::Ok),
+        Value::SimpleString(status) if status == "OK" => Ok(RedisReply::Ok),
+        Value::Nil => Ok(RedisReply::Nil),
+        Value::Int(n) => Ok(RedisReply::Integer(n)),
+        // HGET answers the counter as a string; the key space as the integer it holds.
+        Value::BulkString(bytes) if matches!(command, RedisCommand::HGet { .. }) => {
+            let counter = text(bytes)?;
+            counter
+                .parse::<i64>()
+                .map(RedisReply::Integer)
+                .map_err(|_| StoreFailure::Other(format!("{command}: the field holds {counter:?}, not a counter")))
+        }
+        Value::BulkString(bytes) => Ok(RedisReply::Bulk(text(bytes)?)),
+        other => Err(StoreFailure::Other(format!("{command}: unexpected reply {other:?}"))),
+    }
+}
+
+impl FamilyStore<RedisCommand> for RealRedis {
+    type Reply = RedisReply;
+
+    async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
+        // No connection: nothing was sent, so nothing applied.
+        let (generation, _, mut connection) = self.connection().await.map_err(|_| StoreFailure::Unavailable)?;
+        let answer = tokio::time::timeout(self.command_timeout, self.send(&command, &mut connection)).await;
+        match answer {
+            Err(_elapsed) => {
+                self.forget(generation).await;
+                Err(StoreFailure::Timeout)
+            }
+            Ok(Ok(value)) => reply(&command, value),
+            Ok(Err(error)) => match error.code() {
+                // The server answered with an error.
+                Some(code) => {
+                    let code = code.to_owned();
+                    let detail = error.detail().unwrap_or("").to_owned();
+                    match known_error(&command, &code, &detail) {
+                        Some(known) => Ok(RedisReply::Error(known)),
+                        None => {
+                            if code == "READONLY" {
+                                // A demoted primary: look for the master again.
+                                self.forget(generation).await;
+                            }
+                            Err(StoreFailure::Other(format!("{command}: {code} {detail}")))
+                        }
+                    }
+                }
+                // No answer: the connection broke after the command may have been sent.
+                None if error.is_io_error() || error.is_connection_dropped() || error.is_timeout() => {
+                    self.forget(generation).await;
+                    Err(StoreFailure::Timeout)
+                }
+                None => {
+                    self.forget(generation).await;
+                    Err(StoreFailure::Other(format!("{command}: {error}")))
+                }
+            },
+        }
+    }
+}
