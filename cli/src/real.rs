@@ -25,12 +25,13 @@ pub struct RealArgs {
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
     /// Which lock: Cassandra's (old, queue, lwt; --contact-points) or another family's
-    /// (redis-set-nx, redlock, memcached; --servers).
+    /// (redis-set-nx, redisson, redlock, memcached; --servers).
     #[arg(long, value_enum, default_value = "queue")]
     pub algorithm: Variant,
-    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx one server (or a
-    /// primary and its replicas: the lockers use the master), redlock every master (1-15),
-    /// memcached one server.
+    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx and redisson one
+    /// server (or a primary and its replicas: the lockers use the master), redlock every
+    /// master (1-15), memcached one server. Redisson's waiters have no pub/sub here: a handoff
+    /// waits up to the holder's remaining lease.
     #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).

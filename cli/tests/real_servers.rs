@@ -657,6 +657,43 @@ fn masters_flag() -> String {
 }
 
 #[test]
+#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
+fn t1_holds_for_redisson_whose_watchdog_renews_holds_longer_than_the_ttl() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    let test = "t1_holds_for_redisson_whose_watchdog_renews_holds_longer_than_the_ttl";
+    require_masters(test);
+    let lock = unique("redisson");
+    // Each hold (2.5 s) outlasts the 2 s lease: only the watchdog keeps the hash alive.
+    let (summary, ok) = run_real(&[
+        "--algorithm",
+        "redisson",
+        "--servers",
+        REDIS_MASTERS[0],
+        "--threads",
+        "4",
+        "--processes",
+        "2",
+        "--acquisitions",
+        "2",
+        "--hold-ms",
+        "2500",
+        "--ttl-s",
+        "2",
+        "--lock-id",
+        &lock,
+    ]);
+    assert!(ok, "redisson: the run reported a failure: {summary:?}");
+    assert_eq!(summary.acquisitions, 8, "every locker acquires twice: {summary:?}");
+    assert_eq!(summary.errors, 0, "{summary:?}");
+    assert_eq!(summary.lost_leases, 0, "the watchdog kept every lease: {summary:?}");
+    assert_exclusive(&summary, "redisson");
+    eprintln!(
+        "redisson: {} acquisitions, {:.2} acq/s, wait p99 {:.0} ms, {:.1} requests/acq",
+        summary.acquisitions, summary.acquisitions_per_s, summary.wait_p99_ms, summary.requests_per_acquisition
+    );
+}
+
+#[test]
 #[ignore = "needs local Redis and Memcached (cluster/cassalock-servers start redis --instances 3; start memcached); run with -- --include-ignored"]
 fn t1_holds_for_set_nx_redlock_and_memcached_with_8_lockers_in_2_processes() {
     let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
@@ -888,7 +925,7 @@ fn bad_servers_flags_exit_2_and_an_unreachable_server_exits_4() {
         (
             &["--algorithm", "queue", "--servers", "127.0.0.1:16380"][..],
             2,
-            "--servers is for redis-set-nx, redlock and memcached",
+            "--servers is for redis-set-nx, redisson, redlock and memcached",
         ),
         (
             &[

@@ -15,8 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock, MAX_MASTERS};
+use cassalock::algo::family::{FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock, MAX_MASTERS};
 use cassalock::algo::memcached::{Checks, MemcachedLockConfig};
+use cassalock::algo::redis::redisson::RedissonConfig;
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore, MAX_NAME_LEN};
@@ -76,6 +77,17 @@ pub fn redlock_config(masters: usize, job_ttl_s: u32, poll_ms: u64, max_wait_s: 
     }
 }
 
+/// Redisson with its watchdog: the lease (`lockWatchdogTimeout`) is the TTL, renewed every
+/// third of it by the guard's renewal lane; `lock()` waits up to `--max-wait-s`.
+pub fn redisson_config(job_ttl_s: u32, max_wait_s: u64) -> RedissonConfig {
+    RedissonConfig {
+        watchdog_timeout_ms: u64::from(job_ttl_s) * 1000,
+        lease_ms: None,
+        wait_ms: Some(max_wait_s * 1000),
+        ..RedissonConfig::default()
+    }
+}
+
 pub fn memcached_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> MemcachedLockConfig {
     MemcachedLockConfig {
         ttl_s: job_ttl_s,
@@ -105,10 +117,10 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         return Err(format!("--servers: {bad:?} is not host:port"));
     }
     let (most, what) = match variant {
-        Variant::RedisSetNx => (MAX_ADDRESSES, "a Redis server, or a primary and its replicas"),
+        Variant::RedisSetNx | Variant::Redisson => (MAX_ADDRESSES, "a Redis server, or a primary and its replicas"),
         Variant::Redlock => (MAX_MASTERS, "the Redlock masters"),
         Variant::Memcached => (1, "one Memcached server"),
-        _ => return Err("--servers is for redis-set-nx, redlock and memcached".into()),
+        _ => return Err("--servers is for redis-set-nx, redisson, redlock and memcached".into()),
     };
     if servers.len() > most {
         return Err(format!(
@@ -119,6 +131,7 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
     let checked = match variant {
         Variant::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
         Variant::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
+        Variant::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
         _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
     };
     checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
@@ -147,6 +160,7 @@ pub fn cli_name(variant: Variant) -> &'static str {
         Variant::RedisSetNx => "redis-set-nx",
         Variant::Redlock => "redlock",
         Variant::Memcached => "memcached",
+        Variant::Redisson => "redisson",
     }
 }
 
@@ -159,7 +173,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     // (the others may be down after a failover). Redlock needs every master answering at the
     // start; Memcached has one server.
     match job.variant {
-        Variant::RedisSetNx => {
+        Variant::RedisSetNx | Variant::Redisson => {
             RealRedis::new(&job.servers)?
                 .ping()
                 .await
@@ -194,6 +208,20 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     store,
                     SystemClock,
                     redis_config(ttl_s, poll_ms, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            Variant::Redisson => {
+                let store = RealRedis::new(&job.servers)?;
+                let locker = FamilyLocker::<RedissonLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    redisson_config(ttl_s, max_wait_s),
                     &name,
                     seed,
                     None,

@@ -67,6 +67,9 @@ pub enum Variant {
     Redlock,
     /// Memcached `add` with expiry, `gets` + `cas` release (one server).
     Memcached,
+    /// Redisson's RLock: the hash lock's scripts with the watchdog renewing every third of
+    /// the TTL (one server, or a primary and its replicas).
+    Redisson,
 }
 
 impl Variant {
@@ -78,13 +81,17 @@ impl Variant {
             Variant::RedisSetNx => "Redis SET NX lock",
             Variant::Redlock => "Redlock",
             Variant::Memcached => "Memcached add lock",
+            Variant::Redisson => "Redisson RLock",
         }
     }
 
     /// One of the other families' locks (Redis, Memcached), run with `--servers`; the others
     /// are Cassandra's, run with `--contact-points`.
     pub fn is_family(self) -> bool {
-        matches!(self, Variant::RedisSetNx | Variant::Redlock | Variant::Memcached)
+        matches!(
+            self,
+            Variant::RedisSetNx | Variant::Redlock | Variant::Memcached | Variant::Redisson
+        )
     }
 
     /// What the resource's tokens are, for the summary: empty for the Cassandra locks' own
