@@ -1,0 +1,273 @@
+//! `cassalock sim-family`: the other lock families (Redis SET NX, Redlock, Memcached) in the
+//! simulator, over seeds or one seed in full (docs/simulator-families.md).
+//!
+//! Exit status: 0 no violation in any seed; 1 a claim was violated (the first violating seed
+//! and the command that replays it are printed); 2 bad usage; 3 no violation, but some run hit
+//! its time bound (T2 bounded).
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cassalock_sim::family::scenario::{build, names, FamilyScenario, SCENARIOS};
+use cassalock_sim::family::{run_family, Claim, Verdict};
+use cassalock_sim::ranges::SeedRange;
+use clap::Args;
+use rayon::prelude::*;
+
+use crate::usage_error;
+
+/// The most seeds one call runs, per scenario.
+pub const MAX_SEEDS: u64 = 1_000_000;
+/// Seeds per batch: tallied in seed order, at most a batch of outcomes held at once.
+const BATCH: u64 = 256;
+
+/// Shown under `sim-family --help`.
+pub const HELP: &str = "Scenarios: see docs/simulator-families.md, or give an unknown name to list them.
+
+Exit status:
+  0  no violation in any seed
+  1  a claim was violated (the first seed and its replay command are printed)
+  2  bad usage: nothing ran
+  3  no violation, but a run hit its time bound (T2 bounded)";
+
+#[derive(Args, Debug)]
+pub struct SimFamilyArgs {
+    /// Scenario name, several separated by commas, or `all`.
+    #[arg(long)]
+    scenario: String,
+    /// Seeds as A..B (B excluded) or A..=B.
+    #[arg(long, default_value = "0..100", allow_hyphen_values = true)]
+    seeds: SeedRange,
+    /// Run this one seed only (with --trace: print every event).
+    #[arg(long, conflicts_with = "seeds")]
+    seed: Option<u64>,
+    /// With --seed: print the run's whole trace (every request, reply and sleep too).
+    #[arg(long, requires = "seed")]
+    trace: bool,
+    /// Parallel runs.
+    #[arg(long, default_value_t = 2)]
+    jobs: usize,
+}
+
+/// The command that replays one seed of one scenario with its trace.
+pub fn replay_command(scenario: &str, seed: u64) -> String {
+    format!("cassalock sim-family --scenario {scenario} --seed {seed} --trace")
+}
+
+fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
+    if text == "all" {
+        return Ok(names());
+    }
+    let mut chosen = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        match SCENARIOS.iter().find(|named| named.name == name) {
+            Some(named) if !chosen.contains(&named.name) => chosen.push(named.name),
+            Some(_) => {}
+            None => {
+                let list: Vec<String> = SCENARIOS
+                    .iter()
+                    .map(|named| format!("  {:<40} {}", named.name, named.help))
+                    .collect();
+                return Err(format!(
+                    "no scenario named {name:?}; give one of (or several, comma-separated, or all):\n{}",
+                    list.join("\n")
+                ));
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+pub fn run(args: SimFamilyArgs) -> ExitCode {
+    let chosen = match scenarios_named(&args.scenario) {
+        Ok(chosen) => chosen,
+        Err(message) => return usage_error(&message),
+    };
+    if args.jobs == 0 || args.jobs > 256 {
+        return usage_error(&format!("--jobs {}: give 1 to 256", args.jobs));
+    }
+    if let Some(seed) = args.seed {
+        return one_seed(&chosen, seed, args.trace);
+    }
+    if args.seeds.len() > u128::from(MAX_SEEDS) {
+        return usage_error(&format!(
+            "--seeds {} asks for {} runs per scenario; at most {MAX_SEEDS}",
+            args.seeds,
+            args.seeds.len()
+        ));
+    }
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
+        Ok(pool) => pool,
+        Err(error) => return usage_error(&format!("--jobs {}: {error}", args.jobs)),
+    };
+    let mut violated = false;
+    let mut bounded = false;
+    for name in chosen {
+        let (v, b) = sweep(name, &args.seeds, &pool);
+        violated |= v;
+        bounded |= b;
+    }
+    if violated {
+        ExitCode::from(1)
+    } else if bounded {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn describe(scenario: &FamilyScenario) {
+    println!("{} ({}): {}", scenario.name, scenario.lock.name(), scenario.premise);
+}
+
+fn one_seed(chosen: &[&'static str], seed: u64, trace: bool) -> ExitCode {
+    let mut violated = false;
+    let mut bounded = false;
+    for name in chosen {
+        let scenario = match build(name, seed) {
+            Ok(scenario) => scenario,
+            Err(error) => return usage_error(&error.to_string()),
+        };
+        describe(&scenario);
+        println!("seed {seed}, {} client(s)", scenario.clients);
+        let outcome = run_family(&scenario, seed, trace);
+        if trace {
+            for record in &outcome.records {
+                println!("  {record}");
+            }
+            for left in &outcome.left {
+                println!(
+                    "  left at the end: server {} key {} = {}",
+                    left.server, left.key, left.token
+                );
+            }
+        }
+        for (claim, verdict) in &outcome.verdicts.claims {
+            println!("  {:<12} {verdict}", claim.name());
+        }
+        println!(
+            "  simulated {:.3} s, trace hash {:016x}",
+            outcome.sim_time.as_secs_f64(),
+            outcome.trace_hash
+        );
+        violated |= outcome.verdicts.any_violated();
+        bounded |= outcome.verdicts.any_bounded();
+    }
+    if violated {
+        ExitCode::from(1)
+    } else if bounded {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// One seed's verdicts and simulated seconds (`None`: the run panicked).
+type SeedResult = Option<(Vec<(Claim, Verdict)>, f64)>;
+
+/// Per claim: seeds violated, the first of them and why; seeds bounded and the first.
+#[derive(Default)]
+struct Tally {
+    violated: u64,
+    first_violation: Option<(u64, String)>,
+    bounded: u64,
+    first_bounded: Option<u64>,
+    checked: u64,
+}
+
+/// Sweep one scenario; returns (some claim violated, some run bounded).
+fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool) {
+    let first_scenario = build(name, seeds.first()).expect("named above");
+    describe(&first_scenario);
+    let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
+    let started = Instant::now();
+    let mut tallies: Vec<(Claim, Tally)> = Claim::ALL.into_iter().map(|c| (c, Tally::default())).collect();
+    let mut panicked: Option<u64> = None;
+    let mut sim_seconds = 0.0;
+    let mut done = 0u64;
+    for batch in seeds.chunks(BATCH) {
+        let batch_seeds: Vec<u64> = batch.collect();
+        let outcomes: Vec<SeedResult> = pool.install(|| {
+            batch_seeds
+                .par_iter()
+                .map(|&seed| {
+                    let scenario = build(name, seed).expect("named above");
+                    std::panic::catch_unwind(|| {
+                        let outcome = run_family(&scenario, seed, false);
+                        (outcome.verdicts.claims, outcome.sim_time.as_secs_f64())
+                    })
+                    .ok()
+                })
+                .collect()
+        });
+        for (seed, outcome) in batch_seeds.iter().zip(outcomes) {
+            let Some((claims, sim_s)) = outcome else {
+                panicked.get_or_insert(*seed);
+                continue;
+            };
+            sim_seconds += sim_s;
+            for ((claim, verdict), (tallied, tally)) in claims.into_iter().zip(tallies.iter_mut()) {
+                debug_assert_eq!(claim, *tallied);
+                match verdict {
+                    Verdict::NoViolation => tally.checked += 1,
+                    Verdict::Violated(why) => {
+                        tally.checked += 1;
+                        tally.violated += 1;
+                        tally.first_violation.get_or_insert((*seed, why));
+                    }
+                    Verdict::Bounded(_) => {
+                        tally.bounded += 1;
+                        tally.first_bounded.get_or_insert(*seed);
+                    }
+                    Verdict::NotChecked => {}
+                }
+            }
+        }
+        done += batch_seeds.len() as u64;
+        if total > BATCH {
+            eprintln!(
+                "  {name}: {done}/{total} seeds, {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut violated = false;
+    let mut bounded = false;
+    for (claim, tally) in &tallies {
+        let line = if let Some((seed, why)) = &tally.first_violation {
+            violated = true;
+            format!(
+                "VIOLATED in {} of {total} seeds; first seed {seed}: {why}\n  {:<12}   replay: {}",
+                tally.violated,
+                "",
+                replay_command(name, *seed)
+            )
+        } else if tally.checked == 0 && tally.bounded == 0 {
+            "not checked in this scenario".to_owned()
+        } else if let Some(seed) = tally.first_bounded {
+            bounded = true;
+            format!(
+                "no violation in {} seeds; bounded in {} (first seed {seed}: replay: {})",
+                tally.checked,
+                tally.bounded,
+                replay_command(name, seed)
+            )
+        } else {
+            format!("no violation in {} seeds", tally.checked)
+        };
+        println!("  {:<12} {line}", claim.name());
+    }
+    if let Some(seed) = panicked {
+        violated = true;
+        println!(
+            "  a run panicked (a harness bug), first seed {seed}: replay: {}",
+            replay_command(name, seed)
+        );
+    }
+    println!(
+        "  {total} seeds in {elapsed:.1} s ({:.0} seeds/min), {sim_seconds:.0} simulated s",
+        total as f64 / elapsed.max(1e-9) * 60.0
+    );
+    (violated, bounded)
+}
