@@ -145,9 +145,38 @@ pub struct FamilyNet {
     pub slots: Vec<ServerSlot>,
     pub cuts: Vec<Cut>,
     pub request_timeout: Duration,
+    /// Per request, parts per million: the request is lost (not applied; the client times out).
+    pub lost_request_ppm: u32,
+    /// Per request, parts per million: the command applies, its reply is lost (the client
+    /// times out).
+    pub lost_reply_ppm: u32,
+}
+
+/// Which message of a request a loss fault drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loss {
+    Request,
+    Reply,
 }
 
 impl FamilyNet {
+    /// This request's loss, drawn from madsim's generator only when losses are on (a run
+    /// without them draws what it always drew).
+    fn draw_loss(&self) -> Option<Loss> {
+        use rand::Rng;
+        if self.lost_request_ppm == 0 && self.lost_reply_ppm == 0 {
+            return None;
+        }
+        let draw = madsim::rand::thread_rng().gen_range(0..1_000_000u32);
+        if draw < self.lost_request_ppm {
+            Some(Loss::Request)
+        } else if draw < self.lost_request_ppm.saturating_add(self.lost_reply_ppm) {
+            Some(Loss::Reply)
+        } else {
+            None
+        }
+    }
+
     fn cut(&self, client: usize, server: usize) -> Option<CutMode> {
         let now_ms = self.start.elapsed().as_millis() as u64;
         self.cuts
@@ -325,6 +354,21 @@ impl SimServerStore {
             // Connection refused: the server is down, nothing was applied.
             tokio::time::sleep(Duration::from_millis(1)).await;
             return Err(StoreFailure::Unavailable);
+        }
+        let lost = self.net.draw_loss();
+        if lost == Some(Loss::Request) {
+            tokio::time::sleep(self.net.request_timeout).await;
+            return Err(StoreFailure::Timeout);
+        }
+        let sent = Instant::now();
+        if lost == Some(Loss::Reply) {
+            // The server applies the command; its answer never arrives.
+            let _ = self
+                .endpoint
+                .call_timeout(server_addr(slot.node()), request, self.net.request_timeout)
+                .await;
+            tokio::time::sleep_until(sent + self.net.request_timeout).await;
+            return Err(StoreFailure::Timeout);
         }
         match self
             .endpoint

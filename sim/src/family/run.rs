@@ -553,6 +553,8 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         slots: (0..logical).map(ServerSlot::new).collect(),
         cuts: scenario.cuts.clone(),
         request_timeout: Duration::from_millis(scenario.request_timeout_ms),
+        lost_request_ppm: scenario.lost_request_ppm,
+        lost_reply_ppm: scenario.lost_reply_ppm,
     });
 
     // The resource.
@@ -567,7 +569,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     // Clients.
     let done = Arc::new(AtomicUsize::new(0));
     let client_clocks: Vec<SimClock> = (0..scenario.clients)
-        .map(|_| SimClock::new(Default::default(), start))
+        .map(|client| SimClock::new(scenario.client_clock(client), start))
         .collect();
     for (index, clock) in client_clocks.iter().enumerate() {
         let scenario = Arc::clone(&scenario);

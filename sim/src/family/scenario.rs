@@ -112,8 +112,14 @@ pub struct FamilyScenario {
     pub think_max_ms: u64,
     /// When each client starts, global ms (missing: 0).
     pub start_ms: Vec<u64>,
-    /// Each logical server's clock (missing: exact).
+    /// Each logical server's clock (missing: exact). A replicated SET NX server's replica
+    /// is server 1 here.
     pub server_clocks: Vec<ClockSpec>,
+    /// Each client's clock (missing: exact).
+    pub client_clocks: Vec<ClockSpec>,
+    /// Per request, parts per million, lost before it applies / applied with its reply lost.
+    pub lost_request_ppm: u32,
+    pub lost_reply_ppm: u32,
     /// Replication lag of the SET NX server's replica (`None`: a single server).
     pub replication_lag_ms: Option<u64>,
     pub slow: Vec<(usize, Slow)>,
@@ -145,6 +151,9 @@ impl FamilyScenario {
             think_max_ms: 0,
             start_ms: Vec::new(),
             server_clocks: Vec::new(),
+            client_clocks: Vec::new(),
+            lost_request_ppm: 0,
+            lost_reply_ppm: 0,
             replication_lag_ms: None,
             slow: Vec::new(),
             cuts: Vec::new(),
@@ -157,12 +166,20 @@ impl FamilyScenario {
         }
     }
 
+    fn renamed(self, name: &'static str, premise: &'static str) -> Self {
+        FamilyScenario { name, premise, ..self }
+    }
+
     pub fn start_ms(&self, client: usize) -> u64 {
         self.start_ms.get(client).copied().unwrap_or(0)
     }
 
     pub fn server_clock(&self, server: usize) -> ClockSpec {
         self.server_clocks.get(server).cloned().unwrap_or_default()
+    }
+
+    pub fn client_clock(&self, client: usize) -> ClockSpec {
+        self.client_clocks.get(client).cloned().unwrap_or_default()
     }
 
     /// Settings the run cannot work with.
@@ -207,6 +224,16 @@ pub const SCENARIOS: &[Named] = &[
         build: set_nx_contention,
     },
     Named {
+        name: "set-nx-lost-messages",
+        help: "8 clients, one Redis, 5% of requests and 5% of replies lost (control)",
+        build: set_nx_lost,
+    },
+    Named {
+        name: "set-nx-clock-drift",
+        help: "the Redis server's clock runs 5% fast, beyond the lock's 1% drift margin",
+        build: set_nx_clock_drift,
+    },
+    Named {
         name: "set-nx-failover-after-acquire",
         help: "the primary fails over right after a client acquired, before replication",
         build: set_nx_failover,
@@ -225,6 +252,11 @@ pub const SCENARIOS: &[Named] = &[
         name: "redlock-contention",
         help: "5 clients, 5 masters, no faults (control)",
         build: redlock_contention,
+    },
+    Named {
+        name: "redlock-lost-messages",
+        help: "5 clients, 5 masters, 5% of requests and 5% of replies lost (control)",
+        build: redlock_lost,
     },
     Named {
         name: "redlock-clock-jump",
@@ -270,6 +302,11 @@ pub const SCENARIOS: &[Named] = &[
         name: "memcached-contention",
         help: "5..=32 clients, one Memcached, no faults (control)",
         build: memcached_contention,
+    },
+    Named {
+        name: "memcached-lost-messages",
+        help: "8 clients, one Memcached, 5% of requests and 5% of replies lost (control)",
+        build: memcached_lost,
     },
     Named {
         name: "memcached-pause",
@@ -336,6 +373,67 @@ fn set_nx_contention(seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "set-nx-contention",
             "none broken: one server that keeps its keys and a clock that keeps pace",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+/// 5% of requests lost before they apply, 5% of replies lost after: the machines' handling of
+/// a request that may have applied (retry, check the key's value) is what is tested.
+const LOSS_PPM: u32 = 50_000;
+
+fn set_nx_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..FamilyScenario::base(
+            "set-nx-lost-messages",
+            "none broken: a request whose reply was lost may have applied, and the lock code knows it",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+fn redlock_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..redlock_contention(0)
+    }
+    .renamed("redlock-lost-messages", "none broken: a master whose reply was lost may hold the key; Redlock unlocks every master after a failed attempt")
+}
+
+fn memcached_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..memcached_contention(0)
+    }
+    .renamed(
+        "memcached-lost-messages",
+        "none broken: an add whose reply was lost may have stored the item, and the lock code knows it",
+    )
+}
+
+/// The holder keeps the lock its whole lease (a hold longer than the TTL, its validity checked
+/// before the write only); the second client starts 100 ms later and waits.
+fn set_nx_clock_drift(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        hold_ms: 2500,
+        start_ms: vec![0, 100],
+        server_clocks: vec![ClockSpec {
+            drift_ppm: 50_000,
+            ..ClockSpec::default()
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "set-nx-clock-drift",
+            "the server's clock keeps pace with the client's within drift_ppm (1%): at 5% fast the key expires about 95 ms before the holder stops believing",
             LockKind::SetNx(redis(2000)),
         )
     }
