@@ -271,3 +271,39 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool
     );
     (violated, bounded)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_names_are_checked_listed_and_deduplicated() {
+        assert_eq!(scenarios_named("all").unwrap().len(), SCENARIOS.len());
+        assert_eq!(
+            scenarios_named("memcached-pause, redlock-gc-pause,memcached-pause").unwrap(),
+            vec!["memcached-pause", "redlock-gc-pause"]
+        );
+        let error = scenarios_named("set-nx-contention,nope").unwrap_err();
+        assert!(error.contains("\"nope\""), "{error}");
+        for named in SCENARIOS {
+            assert!(error.contains(named.name), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_replay_command_parses_back_to_one_seed_with_its_trace() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            args: SimFamilyArgs,
+        }
+        let line = replay_command("redlock-gc-pause", 17);
+        let words: Vec<&str> = line.split(' ').skip(1).collect();
+        assert_eq!(words[0], "sim-family");
+        let parsed = Wrapper::try_parse_from(words).unwrap().args;
+        assert_eq!(parsed.scenario, "redlock-gc-pause");
+        assert_eq!(parsed.seed, Some(17));
+        assert!(parsed.trace);
+    }
+}

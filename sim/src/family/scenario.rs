@@ -481,7 +481,11 @@ fn set_nx_restart_none(_seed: u64) -> FamilyScenario {
 }
 
 fn set_nx_restart_fsync(_seed: u64) -> FamilyScenario {
-    set_nx_restart("set-nx-restart-persistence", Persistence::EveryWrite, None)
+    FamilyScenario {
+        premise:
+            "none broken (the control): with appendfsync always the restarted server comes back with the holder's key",
+        ..set_nx_restart("set-nx-restart-persistence", Persistence::EveryWrite, None)
+    }
 }
 
 fn redlock_contention(_seed: u64) -> FamilyScenario {
@@ -567,7 +571,10 @@ fn redlock_restart_now(_seed: u64) -> FamilyScenario {
 fn redlock_restart_delayed(_seed: u64) -> FamilyScenario {
     // Down for the TTL plus the longest the holder's key can have been set after its attempt
     // began (a slow reply): every key the crashed master held has expired elsewhere too.
-    redlock_restart("redlock-restart-delayed", 2000 + 200, None)
+    FamilyScenario {
+        premise: "none broken (Kleppmann's fix): master 2 restarts empty but stays down longer than the TTL, so every key it forgot has expired on the other masters too",
+        ..redlock_restart("redlock-restart-delayed", 2000 + 200, None)
+    }
 }
 
 fn redlock_gc_pause(_seed: u64) -> FamilyScenario {
@@ -594,7 +601,7 @@ fn slow_extend(name: &'static str, mutants: RedlockMutants, expect: Option<&'sta
     FamilyScenario {
         extends: 1,
         extend_after_ms: Some(100),
-        hold_ms: 800,
+        hold_ms: 1200,
         start_ms: vec![0, 1750],
         request_timeout_ms: 500,
         slow: (0..5)
@@ -619,7 +626,10 @@ fn slow_extend(name: &'static str, mutants: RedlockMutants, expect: Option<&'sta
 }
 
 fn redlock_slow_extend(_seed: u64) -> FamilyScenario {
-    slow_extend("redlock-slow-extend", RedlockMutants::default(), None)
+    FamilyScenario {
+        premise: "none broken (the control for go-redsync): the unmutated extension finds the slow round past the validity and reports the lease lost",
+        ..slow_extend("redlock-slow-extend", RedlockMutants::default(), None)
+    }
 }
 
 fn redlock_slow_extend_mutant(_seed: u64) -> FamilyScenario {
@@ -660,7 +670,10 @@ fn retry(name: &'static str, mutants: RedlockMutants, expect: Option<&'static st
 }
 
 fn redlock_retry(_seed: u64) -> FamilyScenario {
-    retry("redlock-retry-after-drop", RedlockMutants::default(), None)
+    FamilyScenario {
+        premise: "none broken (the control for node-redlock): the second attempt counts its validity from its own start and acquires",
+        ..retry("redlock-retry-after-drop", RedlockMutants::default(), None)
+    }
 }
 
 fn redlock_retry_mutant(_seed: u64) -> FamilyScenario {
