@@ -47,11 +47,28 @@ pub struct SimFamilyArgs {
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    /// Stop each run at this many simulated milliseconds instead of the scenario's bound
+    /// (clients not done by then make T2 bounded, exit status 3).
+    #[arg(long, value_name = "MS")]
+    bound_ms: Option<u64>,
+}
+
+/// The longest bound `--bound-ms` accepts: one simulated hour.
+pub const MAX_BOUND_MS: u64 = 3_600_000;
+
+/// The scenario `name` on `seed`, with the command line's bound.
+fn scenario(name: &str, seed: u64, bound_ms: Option<u64>) -> FamilyScenario {
+    let mut scenario = build(name, seed).expect("named above");
+    if let Some(bound_ms) = bound_ms {
+        scenario.bound_ms = bound_ms;
+    }
+    scenario
 }
 
 /// The command that replays one seed of one scenario with its trace.
-pub fn replay_command(scenario: &str, seed: u64) -> String {
-    format!("cassalock sim-family --scenario {scenario} --seed {seed} --trace")
+pub fn replay_command(scenario: &str, seed: u64, bound_ms: Option<u64>) -> String {
+    let bound = bound_ms.map(|ms| format!(" --bound-ms {ms}")).unwrap_or_default();
+    format!("cassalock sim-family --scenario {scenario} --seed {seed}{bound} --trace")
 }
 
 fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
@@ -86,8 +103,14 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     if args.jobs == 0 || args.jobs > 256 {
         return usage_error(&format!("--jobs {}: give 1 to 256", args.jobs));
     }
+    if args.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS) {
+        return usage_error(&format!(
+            "--bound-ms {}: give 1 to {MAX_BOUND_MS} (simulated milliseconds)",
+            args.bound_ms.unwrap_or_default()
+        ));
+    }
     if let Some(seed) = args.seed {
-        return one_seed(&chosen, seed, args.trace);
+        return one_seed(&chosen, seed, args.trace, args.bound_ms);
     }
     if args.seeds.len() > u128::from(MAX_SEEDS) {
         return usage_error(&format!(
@@ -103,7 +126,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
-        let (v, b) = sweep(name, &args.seeds, &pool);
+        let (v, b) = sweep(name, &args.seeds, &pool, args.bound_ms);
         violated |= v;
         bounded |= b;
     }
@@ -120,14 +143,11 @@ fn describe(scenario: &FamilyScenario) {
     println!("{} ({}): {}", scenario.name, scenario.lock.name(), scenario.premise);
 }
 
-fn one_seed(chosen: &[&'static str], seed: u64, trace: bool) -> ExitCode {
+fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, bound_ms: Option<u64>) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
-        let scenario = match build(name, seed) {
-            Ok(scenario) => scenario,
-            Err(error) => return usage_error(&error.to_string()),
-        };
+        let scenario = scenario(name, seed, bound_ms);
         describe(&scenario);
         println!("seed {seed}, {} client(s)", scenario.clients);
         let outcome = run_family(&scenario, seed, trace);
@@ -176,8 +196,8 @@ struct Tally {
 }
 
 /// Sweep one scenario; returns (some claim violated, some run bounded).
-fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool) {
-    let first_scenario = build(name, seeds.first()).expect("named above");
+fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Option<u64>) -> (bool, bool) {
+    let first_scenario = scenario(name, seeds.first(), bound_ms);
     describe(&first_scenario);
     let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
     let started = Instant::now();
@@ -191,7 +211,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool
             batch_seeds
                 .par_iter()
                 .map(|&seed| {
-                    let scenario = build(name, seed).expect("named above");
+                    let scenario = scenario(name, seed, bound_ms);
                     std::panic::catch_unwind(|| {
                         let outcome = run_family(&scenario, seed, false);
                         (outcome.verdicts.claims, outcome.sim_time.as_secs_f64())
@@ -241,7 +261,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool
                 "VIOLATED in {} of {total} seeds; first seed {seed}: {why}\n  {:<12}   replay: {}",
                 tally.violated,
                 "",
-                replay_command(name, *seed)
+                replay_command(name, *seed, bound_ms)
             )
         } else if tally.checked == 0 && tally.bounded == 0 {
             "not checked in this scenario".to_owned()
@@ -251,7 +271,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool
                 "no violation in {} seeds; bounded in {} (first seed {seed}: replay: {})",
                 tally.checked,
                 tally.bounded,
-                replay_command(name, seed)
+                replay_command(name, seed, bound_ms)
             )
         } else {
             format!("no violation in {} seeds", tally.checked)
@@ -262,7 +282,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool) -> (bool, bool
         violated = true;
         println!(
             "  a run panicked (a harness bug), first seed {seed}: replay: {}",
-            replay_command(name, seed)
+            replay_command(name, seed, bound_ms)
         );
     }
     println!(
@@ -298,12 +318,13 @@ mod tests {
             #[command(flatten)]
             args: SimFamilyArgs,
         }
-        let line = replay_command("redlock-gc-pause", 17);
+        let line = replay_command("redlock-gc-pause", 17, Some(900));
         let words: Vec<&str> = line.split(' ').skip(1).collect();
         assert_eq!(words[0], "sim-family");
         let parsed = Wrapper::try_parse_from(words).unwrap().args;
         assert_eq!(parsed.scenario, "redlock-gc-pause");
         assert_eq!(parsed.seed, Some(17));
         assert!(parsed.trace);
+        assert_eq!(parsed.bound_ms, Some(900));
     }
 }

@@ -360,3 +360,167 @@ fn t2_free(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
         })
         .unwrap_or(Verdict::NoViolation)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ClockSpec, EPOCH_US};
+    use crate::family::run::LeftKey;
+    use crate::family::scenario::build;
+
+    fn at(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn record(ms: u64, node: &str, what: FamilyWhat) -> FamilyRecord {
+        FamilyRecord {
+            at: at(ms),
+            node: node.to_owned(),
+            what,
+        }
+    }
+
+    fn acquired(ms: u64, client: usize, thread: &str, valid_until_ms: u64) -> FamilyRecord {
+        record(
+            ms,
+            &format!("c{client}"),
+            FamilyWhat::Lock(FamilyEvent::Acquired {
+                thread: thread.into(),
+                key: "L".into(),
+                token: format!("tok-{thread}"),
+                valid_until_us: EPOCH_US + valid_until_ms * 1000,
+                client_us: 0,
+            }),
+        )
+    }
+
+    fn releasing(ms: u64, client: usize, thread: &str) -> FamilyRecord {
+        record(
+            ms,
+            &format!("c{client}"),
+            FamilyWhat::Lock(FamilyEvent::Releasing {
+                thread: thread.into(),
+                key: "L".into(),
+                client_us: 0,
+            }),
+        )
+    }
+
+    fn write(ms: u64, thread: &str, acquisition: u64) -> FamilyRecord {
+        record(
+            ms,
+            "resource",
+            FamilyWhat::Write {
+                token: format!("tok-{thread}"),
+                acquisition: Some(acquisition),
+            },
+        )
+    }
+
+    fn with_facts<T>(left: Vec<LeftKey>, judge: impl FnOnce(&RunFacts) -> T) -> T {
+        madsim::runtime::Runtime::new().block_on(async move {
+            let start = tokio::time::Instant::now();
+            let facts = RunFacts {
+                end: at(10_000),
+                clients_done: 2,
+                client_clocks: (0..2).map(|_| SimClock::new(ClockSpec::default(), start)).collect(),
+                left,
+            };
+            judge(&facts)
+        })
+    }
+
+    #[test]
+    fn belief_ends_at_release_or_when_the_holder_s_clock_passes_its_validity() {
+        let records = vec![
+            acquired(0, 0, "c0-0", 1000),
+            acquired(900, 1, "c1-0", 3000),
+            releasing(2000, 0, "c0-0"),
+            releasing(2500, 1, "c1-0"),
+        ];
+        let intervals = with_facts(Vec::new(), |facts| holding_intervals(&records, facts));
+        assert_eq!(
+            intervals[0].released_at,
+            at(1000),
+            "the clock passed before the release"
+        );
+        assert_eq!(intervals[1].released_at, at(2500));
+        assert!(with_facts(Vec::new(), |facts| t1_belief(&records, facts)).is_violated());
+        let apart = vec![acquired(0, 0, "c0-0", 1000), acquired(1000, 1, "c1-0", 3000)];
+        assert_eq!(
+            with_facts(Vec::new(), |facts| t1_belief(&apart, facts)),
+            Verdict::NoViolation
+        );
+    }
+
+    #[test]
+    fn an_extension_after_the_belief_lapsed_starts_a_new_interval() {
+        let extended = record(
+            1500,
+            "c0",
+            FamilyWhat::Lock(FamilyEvent::Extended {
+                thread: "c0-0".into(),
+                key: "L".into(),
+                valid_until_us: EPOCH_US + 2_500_000,
+                client_us: 0,
+            }),
+        );
+        let records = vec![acquired(0, 0, "c0-0", 1000), extended, releasing(2000, 0, "c0-0")];
+        let intervals = with_facts(Vec::new(), |facts| holding_intervals(&records, facts));
+        let spans: Vec<(Duration, Duration)> = intervals.iter().map(|i| (i.acquired_at, i.released_at)).collect();
+        assert_eq!(spans, vec![(at(0), at(1000)), (at(1500), at(2000))]);
+    }
+
+    #[test]
+    fn an_older_acquisition_writing_after_a_newer_one_violates_t1_resource() {
+        let ordered = vec![write(10, "a", 0), write(20, "a", 0), write(30, "b", 1)];
+        assert_eq!(t1_resource(&ordered), Verdict::NoViolation);
+        let stale = vec![write(10, "a", 0), write(30, "b", 1), write(40, "a", 0)];
+        assert!(t1_resource(&stale).is_violated());
+    }
+
+    #[test]
+    fn a_released_token_left_on_a_majority_of_masters_violates_c_release() {
+        let scenario = build("redlock-contention", 0).unwrap();
+        let released = record(
+            100,
+            "c0",
+            FamilyWhat::Lock(FamilyEvent::Released {
+                thread: "c0-0".into(),
+                key: "L".into(),
+                outcome: Release::Released,
+                client_us: 0,
+            }),
+        );
+        let records = vec![acquired(0, 0, "c0-0", 1000), released];
+        let left = |servers: &[usize]| -> Vec<LeftKey> {
+            servers
+                .iter()
+                .map(|&server| LeftKey {
+                    server,
+                    key: "L".into(),
+                    token: "tok-c0-0".into(),
+                })
+                .collect()
+        };
+        let two = with_facts(left(&[0, 1]), |facts| c_release(&scenario, &records, facts));
+        assert_eq!(two, Verdict::NoViolation, "2 of 5 masters keep no one out");
+        let three = with_facts(left(&[0, 1, 4]), |facts| c_release(&scenario, &records, facts));
+        assert!(three.is_violated());
+    }
+
+    #[test]
+    fn clients_still_running_at_the_bound_make_t2_bounded_not_violated() {
+        let scenario = build("redlock-gc-pause", 0).unwrap();
+        let verdict = with_facts(Vec::new(), |facts| {
+            let cut = RunFacts {
+                clients_done: 1,
+                end: facts.end,
+                client_clocks: facts.client_clocks.clone(),
+                left: Vec::new(),
+            };
+            t2(&scenario, &cut)
+        });
+        assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
+    }
+}
