@@ -11,7 +11,7 @@ use std::time::Duration;
 use cassalock_sim::clock::{ClockSpec, SimClock, EPOCH_US};
 use cassalock_sim::family::scenario::{build, SCENARIOS};
 use cassalock_sim::family::verdict::clock_passes;
-use cassalock_sim::family::{run_family, Claim, Verdict};
+use cassalock_sim::family::{check_family_determinism, run_family, Claim, Verdict};
 
 /// Per claim, the seeds that violated it; and the seeds whose run hit the bound.
 struct Sweep {
@@ -145,11 +145,23 @@ fn a_seed_replays_exactly_and_another_seed_differs() {
         );
         assert_eq!(first.trace_hash, second.trace_hash);
         assert_eq!(first.verdicts, second.verdicts);
+        let summary = run_family(&scenario, 7, false);
+        assert_eq!(
+            summary.trace_hash, first.trace_hash,
+            "{name}: the details changed the run"
+        );
         let other = run_family(&build(name, 8).unwrap(), 8, true);
         assert_ne!(
             first.trace_hash, other.trace_hash,
             "{name}: seeds 7 and 8 gave one trace"
         );
+    }
+}
+
+#[test]
+fn madsim_finds_the_same_random_draws_in_two_runs_of_a_seed() {
+    for name in ["set-nx-lost-messages", "redlock-restart-no-fsync", "memcached-pause"] {
+        check_family_determinism(&build(name, 3).unwrap(), 3);
     }
 }
 

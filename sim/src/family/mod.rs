@@ -19,6 +19,6 @@ pub mod run;
 pub mod scenario;
 pub mod verdict;
 
-pub use run::{run_family, FamilyOutcome, FamilyRecord, FamilyWhat};
+pub use run::{check_family_determinism, run_family, FamilyOutcome, FamilyRecord, FamilyWhat};
 pub use scenario::{FamilyScenario, ScenarioError, SCENARIOS};
 pub use verdict::{Claim, FamilyVerdicts, Verdict};

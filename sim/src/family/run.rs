@@ -85,6 +85,16 @@ pub enum FamilyWhat {
     Done,
 }
 
+impl FamilyRecord {
+    /// A request, reply or sleep: kept only in detailed runs.
+    pub fn is_detail(&self) -> bool {
+        matches!(
+            self.what,
+            FamilyWhat::Lock(FamilyEvent::Request { .. } | FamilyEvent::Reply { .. } | FamilyEvent::Sleep { .. })
+        )
+    }
+}
+
 impl fmt::Display for FamilyWhat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -433,7 +443,8 @@ pub struct FamilyOutcome {
     pub left: Vec<LeftKey>,
     pub verdicts: FamilyVerdicts,
     pub sim_time: Duration,
-    /// Equal for two runs of the same scenario and seed (and detail).
+    /// Equal for two runs of the same scenario and seed, detailed or not (the details are
+    /// left out of it).
     pub trace_hash: u64,
 }
 
@@ -466,7 +477,7 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
     let (records, facts) = runtime.block_on(async move { simulate(for_run, seed, detailed).await });
     let verdicts = judge(scenario, &records, &facts);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    for record in &records {
+    for record in records.iter().filter(|record| !record.is_detail()) {
         record.to_string().hash(&mut hasher);
     }
     facts.left.hash(&mut hasher);
@@ -479,6 +490,24 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
         sim_time: facts.end,
         trace_hash: hasher.finish(),
     }
+}
+
+/// Run `scenario` twice on `seed` under madsim's own determinism check (it panics if the two
+/// runs draw different random numbers at different times).
+pub fn check_family_determinism(scenario: &FamilyScenario, seed: u64) {
+    // madsim takes a plain `fn()`, so the scenario travels through a static; the lock keeps
+    // two checks from sharing it.
+    static SERIAL: Mutex<()> = Mutex::new(());
+    static SCENARIO: Mutex<Option<(FamilyScenario, u64)>> = Mutex::new(None);
+    let _serial = lock(&SERIAL);
+    *lock(&SCENARIO) = Some((scenario.clone(), seed));
+    fn body() -> impl std::future::Future<Output = ()> {
+        let (scenario, seed) = lock(&SCENARIO).clone().expect("set above");
+        async move {
+            simulate(scenario, seed, true).await;
+        }
+    }
+    madsim::runtime::Runtime::check_determinism(seed, madsim::Config::default(), body);
 }
 
 /// The server side of a run: nodes and their data, per logical server.
