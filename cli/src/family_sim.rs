@@ -51,24 +51,55 @@ pub struct SimFamilyArgs {
     /// (clients not done by then make T2 bounded, exit status 3).
     #[arg(long, value_name = "MS")]
     bound_ms: Option<u64>,
+    /// The replica's lag behind the primary, simulated ms, instead of the scenario's (only
+    /// for scenarios with a replica: 0 makes the failover lose nothing).
+    #[arg(long, value_name = "MS")]
+    replication_lag_ms: Option<u64>,
+}
+
+/// What the command line changes in a scenario (and a replay command must repeat).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Knobs {
+    pub bound_ms: Option<u64>,
+    pub replication_lag_ms: Option<u64>,
+}
+
+impl Knobs {
+    /// The flags that set these knobs, each with a leading space.
+    fn flags(self) -> String {
+        let mut flags = String::new();
+        if let Some(ms) = self.bound_ms {
+            flags.push_str(&format!(" --bound-ms {ms}"));
+        }
+        if let Some(ms) = self.replication_lag_ms {
+            flags.push_str(&format!(" --replication-lag-ms {ms}"));
+        }
+        flags
+    }
 }
 
 /// The longest bound `--bound-ms` accepts: one simulated hour.
 pub const MAX_BOUND_MS: u64 = 3_600_000;
 
-/// The scenario `name` on `seed`, with the command line's bound.
-fn scenario(name: &str, seed: u64, bound_ms: Option<u64>) -> FamilyScenario {
+/// The scenario `name` on `seed`, with the command line's knobs.
+fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
     let mut scenario = build(name, seed).expect("named above");
-    if let Some(bound_ms) = bound_ms {
+    if let Some(bound_ms) = knobs.bound_ms {
         scenario.bound_ms = bound_ms;
+    }
+    if let Some(lag_ms) = knobs.replication_lag_ms {
+        debug_assert!(scenario.replication_lag_ms.is_some(), "checked by run");
+        scenario.replication_lag_ms = Some(lag_ms);
     }
     scenario
 }
 
 /// The command that replays one seed of one scenario with its trace.
-pub fn replay_command(scenario: &str, seed: u64, bound_ms: Option<u64>) -> String {
-    let bound = bound_ms.map(|ms| format!(" --bound-ms {ms}")).unwrap_or_default();
-    format!("cassalock sim-family --scenario {scenario} --seed {seed}{bound} --trace")
+pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
+    format!(
+        "cassalock sim-family --scenario {scenario} --seed {seed}{} --trace",
+        knobs.flags()
+    )
 }
 
 fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
@@ -109,8 +140,25 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
             args.bound_ms.unwrap_or_default()
         ));
     }
+    if let Some(lag_ms) = args.replication_lag_ms {
+        if lag_ms > MAX_BOUND_MS {
+            return usage_error(&format!("--replication-lag-ms {lag_ms}: give 0 to {MAX_BOUND_MS}"));
+        }
+        if let Some(name) = chosen
+            .iter()
+            .find(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
+        {
+            return usage_error(&format!(
+                "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire), not {name}"
+            ));
+        }
+    }
+    let knobs = Knobs {
+        bound_ms: args.bound_ms,
+        replication_lag_ms: args.replication_lag_ms,
+    };
     if let Some(seed) = args.seed {
-        return one_seed(&chosen, seed, args.trace, args.bound_ms);
+        return one_seed(&chosen, seed, args.trace, knobs);
     }
     if args.seeds.len() > u128::from(MAX_SEEDS) {
         return usage_error(&format!(
@@ -126,7 +174,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
-        let (v, b) = sweep(name, &args.seeds, &pool, args.bound_ms);
+        let (v, b) = sweep(name, &args.seeds, &pool, knobs);
         violated |= v;
         bounded |= b;
     }
@@ -143,11 +191,11 @@ fn describe(scenario: &FamilyScenario) {
     println!("{} ({}): {}", scenario.name, scenario.lock.name(), scenario.premise);
 }
 
-fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, bound_ms: Option<u64>) -> ExitCode {
+fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
-        let scenario = scenario(name, seed, bound_ms);
+        let scenario = scenario(name, seed, knobs);
         describe(&scenario);
         println!("seed {seed}, {} client(s)", scenario.clients);
         let outcome = run_family(&scenario, seed, trace);
@@ -196,8 +244,8 @@ struct Tally {
 }
 
 /// Sweep one scenario; returns (some claim violated, some run bounded).
-fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Option<u64>) -> (bool, bool) {
-    let first_scenario = scenario(name, seeds.first(), bound_ms);
+fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) -> (bool, bool) {
+    let first_scenario = scenario(name, seeds.first(), knobs);
     describe(&first_scenario);
     let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
     let started = Instant::now();
@@ -211,7 +259,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Opti
             batch_seeds
                 .par_iter()
                 .map(|&seed| {
-                    let scenario = scenario(name, seed, bound_ms);
+                    let scenario = scenario(name, seed, knobs);
                     std::panic::catch_unwind(|| {
                         let outcome = run_family(&scenario, seed, false);
                         (outcome.verdicts.claims, outcome.sim_time.as_secs_f64())
@@ -261,7 +309,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Opti
                 "VIOLATED in {} of {total} seeds; first seed {seed}: {why}\n  {:<12}   replay: {}",
                 tally.violated,
                 "",
-                replay_command(name, *seed, bound_ms)
+                replay_command(name, *seed, knobs)
             )
         } else if tally.checked == 0 && tally.bounded == 0 {
             "not checked in this scenario".to_owned()
@@ -271,7 +319,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Opti
                 "no violation in {} seeds; bounded in {} (first seed {seed}: replay: {})",
                 tally.checked,
                 tally.bounded,
-                replay_command(name, seed, bound_ms)
+                replay_command(name, seed, knobs)
             )
         } else {
             format!("no violation in {} seeds", tally.checked)
@@ -282,7 +330,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, bound_ms: Opti
         violated = true;
         println!(
             "  a run panicked (a harness bug), first seed {seed}: replay: {}",
-            replay_command(name, seed, bound_ms)
+            replay_command(name, seed, knobs)
         );
     }
     println!(
@@ -318,13 +366,18 @@ mod tests {
             #[command(flatten)]
             args: SimFamilyArgs,
         }
-        let line = replay_command("redlock-gc-pause", 17, Some(900));
+        let knobs = Knobs {
+            bound_ms: Some(900),
+            replication_lag_ms: Some(0),
+        };
+        let line = replay_command("set-nx-failover-after-acquire", 17, knobs);
         let words: Vec<&str> = line.split(' ').skip(1).collect();
         assert_eq!(words[0], "sim-family");
         let parsed = Wrapper::try_parse_from(words).unwrap().args;
-        assert_eq!(parsed.scenario, "redlock-gc-pause");
+        assert_eq!(parsed.scenario, "set-nx-failover-after-acquire");
         assert_eq!(parsed.seed, Some(17));
         assert!(parsed.trace);
         assert_eq!(parsed.bound_ms, Some(900));
+        assert_eq!(parsed.replication_lag_ms, Some(0));
     }
 }

@@ -97,3 +97,27 @@ fn a_control_exits_0_and_a_run_cut_by_its_bound_exits_3() {
     assert!(stdout.contains("bounded in 2"), "{stdout}");
     assert!(stdout.contains("--bound-ms 50 --trace"), "{stdout}");
 }
+
+#[test]
+fn a_failover_loses_the_lock_only_when_the_replica_lags() {
+    let lagging = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "set-nx-failover-after-acquire",
+        "--seeds",
+        "0..20",
+    ]);
+    assert_eq!(lagging.status.code(), Some(1), "{}", text(&lagging.stdout));
+    let in_step = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "set-nx-failover-after-acquire",
+        "--seeds",
+        "0..20",
+        "--replication-lag-ms",
+        "0",
+    ]);
+    let stdout = text(&in_step.stdout);
+    assert_eq!(in_step.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("T1-belief    no violation in 20 seeds"), "{stdout}");
+}
