@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, SetNxLock};
+use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock};
 use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::store::family_memory::Masters;
 use cassalock::store::memcached::Memcached;
@@ -72,6 +72,12 @@ pub enum FamilyWhat {
         token: String,
         acquisition: Option<u64>,
     },
+    /// A release said `Released`, and at that instant these logical servers still held the
+    /// token's key.
+    KeptAfterRelease {
+        token: String,
+        servers: Vec<usize>,
+    },
     /// `lock` returned an error; the client may try again.
     GaveUp {
         error: String,
@@ -104,6 +110,9 @@ impl fmt::Display for FamilyWhat {
                 Some(n) => write!(f, "write from {token} (acquisition #{n})"),
                 None => write!(f, "write from {token} (no acquisition of that token)"),
             },
+            FamilyWhat::KeptAfterRelease { token, servers } => {
+                write!(f, "released, yet server(s) {servers:?} still hold {token}")
+            }
             FamilyWhat::GaveUp { error } => write!(f, "lock gave up: {error}"),
             FamilyWhat::Paused { ms } => write!(f, "PAUSE {ms} ms between the validity check and the write"),
             FamilyWhat::Fault(what) => write!(f, "FAULT {what}"),
@@ -173,8 +182,12 @@ pub struct Recorder {
     detailed: bool,
     records: Mutex<Vec<FamilyRecord>>,
     acquisitions: Mutex<BTreeMap<String, u64>>,
+    /// Token by thread (acquisition name).
+    tokens: Mutex<BTreeMap<String, String>>,
     first_acquired: AtomicBool,
     wake: Notify,
+    /// The servers, to see what a release left behind at the instant it said `Released`.
+    probe: Mutex<Option<(Arc<Servers>, Arc<FamilyNet>)>>,
 }
 
 impl Recorder {
@@ -184,8 +197,10 @@ impl Recorder {
             detailed,
             records: Mutex::new(Vec::new()),
             acquisitions: Mutex::new(BTreeMap::new()),
+            tokens: Mutex::new(BTreeMap::new()),
             first_acquired: AtomicBool::new(false),
             wake: Notify::new(),
+            probe: Mutex::new(None),
         }
     }
 
@@ -200,6 +215,19 @@ impl Recorder {
 
     fn acquisition_of(&self, token: &str) -> Option<u64> {
         lock(&self.acquisitions).get(token).copied()
+    }
+
+    /// The logical servers whose live key holds `token` now.
+    fn servers_holding(&self, token: &str) -> Vec<usize> {
+        let probe = lock(&self.probe).clone();
+        let Some((servers, net)) = probe else {
+            return Vec::new();
+        };
+        left_keys(&servers, &net)
+            .into_iter()
+            .filter(|left| left.token == token)
+            .map(|left| left.server)
+            .collect()
     }
 
     async fn first_acquisition(&self) {
@@ -231,7 +259,8 @@ impl FamilyObserver for ClientObserver {
             return;
         }
         let numbered = match &event {
-            FamilyEvent::Acquired { token, .. } => {
+            FamilyEvent::Acquired { token, thread, .. } => {
+                lock(&self.recorder.tokens).insert(thread.clone(), token.clone());
                 let mut acquisitions = lock(&self.recorder.acquisitions);
                 let acquisition = acquisitions.len() as u64;
                 let previous = acquisitions.insert(token.clone(), acquisition);
@@ -240,7 +269,25 @@ impl FamilyObserver for ClientObserver {
             }
             _ => None,
         };
+        let released = match &event {
+            FamilyEvent::Released {
+                thread,
+                outcome: Release::Released,
+                ..
+            } => Some(thread.clone()),
+            _ => None,
+        };
         self.recorder.record(&self.node, FamilyWhat::Lock(event));
+        if let Some(thread) = released {
+            let token = lock(&self.recorder.tokens).get(&thread).cloned();
+            if let Some(token) = token {
+                let servers = self.recorder.servers_holding(&token);
+                if !servers.is_empty() {
+                    self.recorder
+                        .record(&self.node, FamilyWhat::KeptAfterRelease { token, servers });
+                }
+            }
+        }
         if let Some((token, acquisition)) = numbered {
             self.recorder
                 .record(&self.node, FamilyWhat::Numbered { token, acquisition });
@@ -636,6 +683,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
 
     // Faults, each on its own task of the supervisor.
     let servers = Arc::new(servers);
+    *lock(&recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
     for fault in scenario.faults.iter().copied() {
         let recorder = Arc::clone(&recorder);
         let net = Arc::clone(&net);

@@ -9,8 +9,9 @@
 //!   had written (acquisitions numbered in the order they happened). What a fencing token would
 //!   have refused; the lock's belief can be right while this is violated (a pause between the
 //!   check and the write).
-//! - **C-release**: at the end of the run, a key still holds a token whose release said
-//!   `Released` (for Redlock: on a majority of the masters).
+//! - **C-release**: at the instant a release said `Released`, or at the end of the run, a key
+//!   still holds the released token (for Redlock: on a majority of the masters, enough to keep
+//!   every other client out until the TTL).
 //! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
 //!   bound is reported *bounded*: nothing was shown either way.
 //! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
@@ -316,6 +317,19 @@ fn c_release(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
         LockKind::Redlock(config) => config.majority(),
         _ => 1,
     };
+    // At the instant a release said Released (recorded by the run).
+    for record in records {
+        if let FamilyWhat::KeptAfterRelease { token, servers } = &record.what {
+            if servers.len() >= needed {
+                return Verdict::Violated(format!(
+                    "{}'s release of {token} said Released at {}, yet server(s) {servers:?} still held its key",
+                    record.node,
+                    ms(record.at)
+                ));
+            }
+        }
+    }
+    // At the end of the run.
     let mut holding: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
     for left in &facts.left {
         if released.contains(left.token.as_str()) {
