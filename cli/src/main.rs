@@ -2,6 +2,8 @@
 
 mod bench;
 mod check;
+#[cfg(madsim)]
+mod family_sim;
 mod real;
 #[cfg(madsim)]
 mod recorded;
@@ -52,6 +54,10 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
     Replay(sim::ReplayArgs),
+    /// Simulate the other lock families (Redis SET NX, Redlock, Memcached) over seeds.
+    #[cfg(madsim)]
+    #[command(after_help = family_sim::HELP)]
+    SimFamily(family_sim::SimFamilyArgs),
     /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
     #[cfg(madsim)]
     #[command(after_help = exit_status_help!())]
@@ -106,6 +112,8 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::sim(args),
         #[cfg(madsim)]
         Command::Replay(args) => sim::replay(args),
+        #[cfg(madsim)]
+        Command::SimFamily(args) => family_sim::run(args),
         #[cfg(madsim)]
         Command::Report(args) => report::run(args),
         Command::Real(args) => real::run(args),

@@ -1,0 +1,123 @@
+//! `cassalock sim-family`: bad usage refused with exit 2 and the flag named, a violating sweep
+//! exits 1 and prints a replay command that reproduces the violation with its trace, a control
+//! exits 0, and a run cut by its bound exits 3 (T2 bounded, never "no violation").
+#![cfg(madsim)]
+
+use std::process::{Command, Output};
+
+fn cassalock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(args)
+        .output()
+        .expect("the cassalock binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn bad_usage_exits_2_and_names_the_flag() {
+    let bad: &[(&[&str], &str)] = &[
+        (&["sim-family", "--scenario", "nope"], "redlock-gc-pause"),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--seeds", "5..5"],
+            "empty",
+        ),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--seeds", "0..2000000"],
+            "at most 1000000",
+        ),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--seeds", "abc"],
+            "--seeds",
+        ),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--seed", "x"],
+            "--seed",
+        ),
+        (&["sim-family", "--scenario", "memcached-pause", "--trace"], "--seed"),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--jobs", "0"],
+            "--jobs",
+        ),
+        (
+            &["sim-family", "--scenario", "memcached-pause", "--bound-ms", "0"],
+            "--bound-ms",
+        ),
+    ];
+    for (args, expected) in bad {
+        let out = cassalock(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_violation_exits_1_and_its_replay_command_reproduces_it_with_the_trace() {
+    let out = cassalock(&["sim-family", "--scenario", "redlock-gc-pause", "--seeds", "0..3"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("T1-resource  VIOLATED in 3 of 3 seeds; first seed 0"),
+        "{stdout}"
+    );
+    let replay = stdout
+        .lines()
+        .find_map(|line| line.split("replay: ").nth(1))
+        .expect("a replay command");
+    let words: Vec<&str> = replay.split(' ').collect();
+    assert_eq!(words[0], "cassalock");
+    let again = cassalock(&words[1..]);
+    let trace = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{trace}");
+    assert!(trace.contains("PAUSE 2500 ms"), "{trace}");
+    assert!(trace.contains("T1-resource  VIOLATED"), "{trace}");
+}
+
+#[test]
+fn a_control_exits_0_and_a_run_cut_by_its_bound_exits_3() {
+    let out = cassalock(&["sim-family", "--scenario", "redlock-restart-delayed", "--seeds", "0..3"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("T1-belief    no violation in 3 seeds"), "{stdout}");
+    let out = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "set-nx-contention",
+        "--seeds",
+        "0..2",
+        "--bound-ms",
+        "50",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("bounded in 2"), "{stdout}");
+    assert!(stdout.contains("--bound-ms 50 --trace"), "{stdout}");
+}
+
+#[test]
+fn a_failover_loses_the_lock_only_when_the_replica_lags() {
+    let lagging = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "set-nx-failover-after-acquire",
+        "--seeds",
+        "0..20",
+    ]);
+    assert_eq!(lagging.status.code(), Some(1), "{}", text(&lagging.stdout));
+    let in_step = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "set-nx-failover-after-acquire",
+        "--seeds",
+        "0..20",
+        "--replication-lag-ms",
+        "0",
+    ]);
+    let stdout = text(&in_step.stdout);
+    assert_eq!(in_step.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("T1-belief    no violation in 20 seeds"), "{stdout}");
+}

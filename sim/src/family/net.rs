@@ -1,0 +1,409 @@
+//! The simulated servers of the other families and the clients' way to them.
+//!
+//! - **A server is a madsim node** with its own [`SimClock`] (offset, drift, jumps: the clock
+//!   that decides expiry) and its data in an `Arc` captured by the node's `init`, so that it
+//!   survives a restart of the node as a disk would; [`ServerData`] says which value type it
+//!   holds: one Redis key space, a Redis primary+replica pair (`ReplicatedRedis`), or one
+//!   Memcached server. A command is applied when it *arrives* (after an optional extra delay
+//!   of a slow window, [`Slow`]), on the server's clock at that moment.
+//! - **A replicated pair** is two nodes sharing one `ReplicatedRedis`: the primary applies and
+//!   acknowledges at once; each batch of effects reaches the replica `lag_ms` later, in order.
+//!   A failover ([`Replication::failover`]) kills the primary node, drops what was pending and
+//!   points the clients at the promoted replica, which from then on applies commands on *its*
+//!   clock. Clients find the current primary at once (a perfect Sentinel).
+//! - **The client side**, [`SimServerStore`], sends each command over madsim RPC with a
+//!   request timeout. The failure it reports says what the client can know: a server that is
+//!   down or a link that refuses (a [`Cut`] in mode [`CutMode::Refused`]) fails at once with
+//!   `Unavailable`, the command surely not applied; a lost request ([`CutMode::Dropped`]), a lost
+//!   reply, a crash while the request was in flight or a slow server all end in `Timeout` after
+//!   the request timeout: the command may or may not have applied.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::driver::family::FamilyStore;
+use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
+use cassalock::store::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
+use cassalock::store::redis_replication::ReplicatedRedis;
+use cassalock::store::StoreFailure;
+use cassalock::Clock;
+use madsim::net::rpc::{Deserialize, Request, Serialize};
+use madsim::net::Endpoint;
+use tokio::time::Instant;
+
+use crate::clock::SimClock;
+
+/// The port every family server listens on.
+pub const PORT: u16 = 6379;
+
+/// The address of server node `node` (a pair's replica is a node of its own).
+pub fn server_addr(node: usize) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1 + node as u8)), PORT)
+}
+
+pub fn client_ip(i: usize) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 1, 1, 1 + i as u8))
+}
+
+pub fn resource_addr() -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 1)), PORT)
+}
+
+/// Client → Redis server: one command.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RedisCall(pub RedisCommand);
+impl Request for RedisCall {
+    type Response = Result<RedisReply, StoreFailure>;
+    const ID: u64 = 0xFA41_0001;
+}
+
+/// Client → Memcached server: one command.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MemcachedCall(pub MemcachedCommand);
+impl Request for MemcachedCall {
+    type Response = Result<MemcachedReply, StoreFailure>;
+    const ID: u64 = 0xFA41_0002;
+}
+
+/// What a server node holds.
+#[derive(Clone, Debug)]
+pub enum ServerData {
+    Redis(RedisKeyspace),
+    /// A primary and its replica (two nodes share it).
+    Pair(ReplicatedRedis),
+    Memcached(Memcached),
+}
+
+/// A window of global time (ms since the run began) in which a server takes `extra_ms` longer
+/// before applying each command that arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slow {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub extra_ms: u64,
+}
+
+/// How a cut link fails a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutMode {
+    /// At once, `Unavailable` (no route, connection refused): surely not applied.
+    Refused,
+    /// The request is lost; the client waits out its timeout and hears `Timeout`.
+    Dropped,
+}
+
+/// Client `client` (every client: `None`) cannot reach logical server `server` during
+/// `from_ms..to_ms` of global time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    pub client: Option<usize>,
+    pub server: usize,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub mode: CutMode,
+}
+
+/// Where a logical server is reachable now, and whether it is up.
+#[derive(Debug)]
+pub struct ServerSlot {
+    /// The node serving it (changes on a failover).
+    node: AtomicU64,
+    up: AtomicBool,
+}
+
+impl ServerSlot {
+    pub fn new(node: usize) -> Self {
+        ServerSlot {
+            node: AtomicU64::new(node as u64),
+            up: AtomicBool::new(true),
+        }
+    }
+
+    pub fn node(&self) -> usize {
+        self.node.load(Ordering::SeqCst) as usize
+    }
+
+    pub fn set_node(&self, node: usize) {
+        self.node.store(node as u64, Ordering::SeqCst);
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::SeqCst)
+    }
+
+    pub fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::SeqCst);
+    }
+}
+
+/// The network as the clients see it: logical servers, cuts, the request timeout.
+#[derive(Debug)]
+pub struct FamilyNet {
+    pub start: Instant,
+    pub slots: Vec<ServerSlot>,
+    pub cuts: Vec<Cut>,
+    pub request_timeout: Duration,
+    /// Per request, parts per million: the request is lost (not applied; the client times out).
+    pub lost_request_ppm: u32,
+    /// Per request, parts per million: the command applies, its reply is lost (the client
+    /// times out).
+    pub lost_reply_ppm: u32,
+}
+
+/// Which message of a request a loss fault drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loss {
+    Request,
+    Reply,
+}
+
+impl FamilyNet {
+    /// This request's loss, drawn from madsim's generator only when losses are on (a run
+    /// without them draws what it always drew).
+    fn draw_loss(&self) -> Option<Loss> {
+        use rand::Rng;
+        if self.lost_request_ppm == 0 && self.lost_reply_ppm == 0 {
+            return None;
+        }
+        let draw = madsim::rand::thread_rng().gen_range(0..1_000_000u32);
+        if draw < self.lost_request_ppm {
+            Some(Loss::Request)
+        } else if draw < self.lost_request_ppm.saturating_add(self.lost_reply_ppm) {
+            Some(Loss::Reply)
+        } else {
+            None
+        }
+    }
+
+    fn cut(&self, client: usize, server: usize) -> Option<CutMode> {
+        let now_ms = self.start.elapsed().as_millis() as u64;
+        self.cuts
+            .iter()
+            .find(|cut| {
+                cut.server == server
+                    && cut.client.is_none_or(|c| c == client)
+                    && (cut.from_ms..cut.to_ms).contains(&now_ms)
+            })
+            .map(|cut| cut.mode)
+    }
+}
+
+/// The asynchronous replication of a pair: its lag, and the failover's generation (a batch
+/// scheduled before a failover is not delivered after it).
+#[derive(Debug)]
+pub struct Replication {
+    pub lag_ms: u64,
+    generation: AtomicU64,
+}
+
+impl Replication {
+    pub fn new(lag_ms: u64) -> Self {
+        Replication {
+            lag_ms,
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Promote the replica: pending batches lost. Returns how many. The caller kills the old
+    /// primary's node and points the slot at the replica's.
+    pub fn failover(&self, data: &Mutex<ServerData>) -> usize {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        match &mut *lock(data) {
+            ServerData::Pair(pair) => pair.failover(),
+            other => panic!("failover of a server without a replica: {other:?}"),
+        }
+    }
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One server node (a pair has two, sharing `data`).
+#[derive(Clone)]
+pub struct ServerNode {
+    pub node: usize,
+    pub data: Arc<Mutex<ServerData>>,
+    pub clock: SimClock,
+    pub slow: Vec<Slow>,
+    pub start: Instant,
+    pub replication: Option<Arc<Replication>>,
+}
+
+impl ServerNode {
+    fn extra_delay(&self) -> Duration {
+        let now_ms = self.start.elapsed().as_millis() as u64;
+        let extra_ms = self
+            .slow
+            .iter()
+            .filter(|slow| (slow.from_ms..slow.to_ms).contains(&now_ms))
+            .map(|slow| slow.extra_ms)
+            .max()
+            .unwrap_or(0);
+        Duration::from_millis(extra_ms)
+    }
+
+    fn apply_redis(&self, command: &RedisCommand) -> Result<RedisReply, StoreFailure> {
+        let now_ms = self.clock.now_us() / 1000;
+        let mut data = lock(&self.data);
+        match &mut *data {
+            ServerData::Redis(keyspace) => Ok(keyspace.apply(command, now_ms)),
+            ServerData::Pair(pair) => {
+                let executed = pair
+                    .apply(command, now_ms)
+                    .map_err(|e| StoreFailure::Other(e.to_string()))?;
+                if !executed.effects.is_empty() {
+                    self.schedule_delivery();
+                }
+                Ok(executed.reply)
+            }
+            ServerData::Memcached(_) => Err(StoreFailure::Other("a Redis command sent to Memcached".into())),
+        }
+    }
+
+    /// The batch just pushed reaches the replica `lag_ms` from now (batches stay in order:
+    /// every one waits the same lag).
+    fn schedule_delivery(&self) {
+        let Some(replication) = self.replication.clone() else {
+            return;
+        };
+        let generation = replication.generation.load(Ordering::SeqCst);
+        let data = Arc::clone(&self.data);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(replication.lag_ms)).await;
+            if replication.generation.load(Ordering::SeqCst) != generation {
+                return; // a failover came first: the batch is lost
+            }
+            if let ServerData::Pair(pair) = &mut *lock(&data) {
+                pair.deliver(1);
+            }
+        });
+    }
+
+    fn apply_memcached(&self, command: &MemcachedCommand) -> Result<MemcachedReply, StoreFailure> {
+        let now_ms = self.clock.now_us() / 1000;
+        match &mut *lock(&self.data) {
+            ServerData::Memcached(items) => Ok(items.apply(command, now_ms)),
+            _ => Err(StoreFailure::Other("a Memcached command sent to Redis".into())),
+        }
+    }
+
+    /// The node's main task, run again on every restart.
+    pub async fn serve(self) {
+        let endpoint = Endpoint::bind(server_addr(self.node))
+            .await
+            .expect("server address free");
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |RedisCall(command)| {
+            let this = this.clone();
+            async move {
+                let extra = this.extra_delay();
+                if !extra.is_zero() {
+                    tokio::time::sleep(extra).await;
+                }
+                this.apply_redis(&command)
+            }
+        });
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |MemcachedCall(command)| {
+            let this = this.clone();
+            async move {
+                let extra = this.extra_delay();
+                if !extra.is_zero() {
+                    tokio::time::sleep(extra).await;
+                }
+                this.apply_memcached(&command)
+            }
+        });
+        // Keep the endpoint (and its handlers) for the node's life.
+        std::future::pending::<()>().await;
+        drop(endpoint);
+    }
+}
+
+/// A client's connection to one logical server.
+#[derive(Clone)]
+pub struct SimServerStore {
+    pub endpoint: Endpoint,
+    pub client: usize,
+    pub server: usize,
+    pub net: Arc<FamilyNet>,
+}
+
+impl SimServerStore {
+    pub async fn call<R>(&self, request: R) -> Result<<R::Response as Answer>::Ok, StoreFailure>
+    where
+        R: Request,
+        R::Response: Answer,
+    {
+        let slot = &self.net.slots[self.server];
+        match self.net.cut(self.client, self.server) {
+            Some(CutMode::Refused) => {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                return Err(StoreFailure::Unavailable);
+            }
+            Some(CutMode::Dropped) => {
+                tokio::time::sleep(self.net.request_timeout).await;
+                return Err(StoreFailure::Timeout);
+            }
+            None => {}
+        }
+        if !slot.is_up() {
+            // Connection refused: the server is down, nothing was applied.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            return Err(StoreFailure::Unavailable);
+        }
+        let lost = self.net.draw_loss();
+        if lost == Some(Loss::Request) {
+            tokio::time::sleep(self.net.request_timeout).await;
+            return Err(StoreFailure::Timeout);
+        }
+        let sent = Instant::now();
+        if lost == Some(Loss::Reply) {
+            // The server applies the command; its answer never arrives.
+            let _ = self
+                .endpoint
+                .call_timeout(server_addr(slot.node()), request, self.net.request_timeout)
+                .await;
+            tokio::time::sleep_until(sent + self.net.request_timeout).await;
+            return Err(StoreFailure::Timeout);
+        }
+        match self
+            .endpoint
+            .call_timeout(server_addr(slot.node()), request, self.net.request_timeout)
+            .await
+        {
+            Ok(answer) => answer.into_result(),
+            Err(_) => Err(StoreFailure::Timeout),
+        }
+    }
+}
+
+/// An RPC answer that is a store result.
+pub trait Answer {
+    type Ok;
+    fn into_result(self) -> Result<Self::Ok, StoreFailure>;
+}
+
+impl<T> Answer for Result<T, StoreFailure> {
+    type Ok = T;
+    fn into_result(self) -> Result<T, StoreFailure> {
+        self
+    }
+}
+
+impl FamilyStore<RedisCommand> for SimServerStore {
+    type Reply = RedisReply;
+    async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
+        self.call(RedisCall(command)).await
+    }
+}
+
+impl FamilyStore<MemcachedCommand> for SimServerStore {
+    type Reply = MemcachedReply;
+    async fn execute(&self, command: MemcachedCommand) -> Result<MemcachedReply, StoreFailure> {
+        self.call(MemcachedCall(command)).await
+    }
+}

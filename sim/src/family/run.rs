@@ -1,0 +1,812 @@
+//! One run of a family scenario on one seed: the nodes, the clients' workload, the faults, the
+//! records; then the judges of [`super::verdict`].
+//!
+//! - **Servers**: one node per logical server ([`super::net::ServerNode`]); the SET NX
+//!   scenarios with a replica have two nodes for server 0 (node 0 the primary, node 1 the
+//!   replica).
+//! - **Clients**: one node each, running `acquisitions` times: `lock(key)` (again after it gave
+//!   up, up to `max_tries` calls), then, if `guard.is_valid()`, a write to the resource node
+//!   carrying the holder's token (a planned [`super::scenario::Pause`] stops the client between
+//!   the check and the write), a hold, the planned extensions (each followed by the same check,
+//!   write and hold), and `release`.
+//! - **The resource** records every write it receives with the acquisition it came from
+//!   (acquisitions are numbered in the order their `Acquired` events happened).
+//! - **Faults** fire at a global time or right after the run's first acquisition.
+//!
+//! Everything random comes from the seed: madsim's generator (latencies, think times) and the
+//! lockers' own generators, seeded from the run's seed and the client's index.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock};
+use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
+use cassalock::store::family_memory::Masters;
+use cassalock::store::memcached::Memcached;
+use cassalock::store::redis_keyspace::{RedisKeyspace, RedisValue};
+use cassalock::store::redis_replication::ReplicatedRedis;
+use cassalock::Clock;
+use madsim::net::rpc::{Deserialize, Request, Serialize};
+use madsim::net::Endpoint;
+use madsim::runtime::Handle;
+use madsim::task::NodeId;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::net::{
+    client_ip, lock, resource_addr, server_addr, FamilyNet, Replication, ServerData, ServerNode, ServerSlot,
+    SimServerStore,
+};
+use super::scenario::{FamilyScenario, LockKind, ServerAction, ServerFault, Trigger};
+use super::verdict::{judge, FamilyVerdicts};
+use crate::clock::SimClock;
+
+/// The one lock key every client contends for.
+pub const KEY: &str = "L";
+
+/// Something that happened, at a simulated instant (global time since the run began).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FamilyRecord {
+    pub at: Duration,
+    /// The node it happened on (`c3`, `resource`, `faults`).
+    pub node: String,
+    pub what: FamilyWhat,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FamilyWhat {
+    /// The client's lock code reported this (client clock readings inside).
+    Lock(FamilyEvent),
+    /// An `Acquired` event's place in the order of acquisitions (recorded right after it).
+    Numbered {
+        token: String,
+        acquisition: u64,
+    },
+    /// The resource received a write from the holder of `token`.
+    Write {
+        token: String,
+        acquisition: Option<u64>,
+    },
+    /// A release said `Released`, and at that instant these logical servers still held the
+    /// token's key.
+    KeptAfterRelease {
+        token: String,
+        servers: Vec<usize>,
+    },
+    /// `lock` returned an error; the client may try again.
+    GaveUp {
+        error: String,
+    },
+    /// The client stops (a GC pause) between its validity check and its write.
+    Paused {
+        ms: u64,
+    },
+    Fault(String),
+    /// The client finished its acquisitions.
+    Done,
+}
+
+impl FamilyRecord {
+    /// A request, reply or sleep: kept only in detailed runs.
+    pub fn is_detail(&self) -> bool {
+        matches!(
+            self.what,
+            FamilyWhat::Lock(FamilyEvent::Request { .. } | FamilyEvent::Reply { .. } | FamilyEvent::Sleep { .. })
+        )
+    }
+}
+
+impl fmt::Display for FamilyWhat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FamilyWhat::Lock(event) => write_event(f, event),
+            FamilyWhat::Numbered { token, acquisition } => write!(f, "acquisition #{acquisition} is {token}"),
+            FamilyWhat::Write { token, acquisition } => match acquisition {
+                Some(n) => write!(f, "write from {token} (acquisition #{n})"),
+                None => write!(f, "write from {token} (no acquisition of that token)"),
+            },
+            FamilyWhat::KeptAfterRelease { token, servers } => {
+                write!(f, "released, yet server(s) {servers:?} still hold {token}")
+            }
+            FamilyWhat::GaveUp { error } => write!(f, "lock gave up: {error}"),
+            FamilyWhat::Paused { ms } => write!(f, "PAUSE {ms} ms between the validity check and the write"),
+            FamilyWhat::Fault(what) => write!(f, "FAULT {what}"),
+            FamilyWhat::Done => write!(f, "done"),
+        }
+    }
+}
+
+fn write_event(f: &mut fmt::Formatter<'_>, event: &FamilyEvent) -> fmt::Result {
+    match event {
+        FamilyEvent::Request {
+            thread,
+            command,
+            client_us,
+            ..
+        } => write!(f, "{thread} -> {command} (client {client_us} us)"),
+        FamilyEvent::Reply {
+            thread,
+            reply,
+            client_us,
+        } => match reply {
+            Ok(reply) => write!(f, "{thread} <- {reply} (client {client_us} us)"),
+            Err(failure) => write!(f, "{thread} <- failed: {failure} (client {client_us} us)"),
+        },
+        FamilyEvent::Sleep { thread, ms, kind, .. } => write!(f, "{thread} sleeps {ms} ms ({kind:?})"),
+        FamilyEvent::Acquired {
+            thread,
+            token,
+            valid_until_us,
+            client_us,
+            ..
+        } => write!(
+            f,
+            "{thread} ACQUIRED token {token}, valid until client {valid_until_us} us (client {client_us} us)"
+        ),
+        FamilyEvent::NotAcquired { thread, why, .. } => write!(f, "{thread} not acquired: {why}"),
+        FamilyEvent::Extended {
+            thread,
+            valid_until_us,
+            client_us,
+            ..
+        } => write!(
+            f,
+            "{thread} EXTENDED, valid until client {valid_until_us} us (client {client_us} us)"
+        ),
+        FamilyEvent::LeaseLost { thread, .. } => write!(f, "{thread} LEASE LOST"),
+        FamilyEvent::Releasing { thread, .. } => write!(f, "{thread} releasing"),
+        FamilyEvent::Released { thread, outcome, .. } => write!(f, "{thread} released: {outcome:?}"),
+    }
+}
+
+impl fmt::Display for FamilyRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:>10.3} ms  {:<8} {}",
+            self.at.as_secs_f64() * 1000.0,
+            self.node,
+            self.what
+        )
+    }
+}
+
+/// Collects the run's records; numbers acquisitions; wakes the faults waiting for the first.
+pub struct Recorder {
+    start: Instant,
+    detailed: bool,
+    records: Mutex<Vec<FamilyRecord>>,
+    acquisitions: Mutex<BTreeMap<String, u64>>,
+    /// Token by thread (acquisition name).
+    tokens: Mutex<BTreeMap<String, String>>,
+    first_acquired: AtomicBool,
+    wake: Notify,
+    /// The servers, to see what a release left behind at the instant it said `Released`.
+    probe: Mutex<Option<(Arc<Servers>, Arc<FamilyNet>)>>,
+}
+
+impl Recorder {
+    fn new(start: Instant, detailed: bool) -> Self {
+        Recorder {
+            start,
+            detailed,
+            records: Mutex::new(Vec::new()),
+            acquisitions: Mutex::new(BTreeMap::new()),
+            tokens: Mutex::new(BTreeMap::new()),
+            first_acquired: AtomicBool::new(false),
+            wake: Notify::new(),
+            probe: Mutex::new(None),
+        }
+    }
+
+    fn record(&self, node: &str, what: FamilyWhat) {
+        let record = FamilyRecord {
+            at: self.start.elapsed(),
+            node: node.to_owned(),
+            what,
+        };
+        lock(&self.records).push(record);
+    }
+
+    fn acquisition_of(&self, token: &str) -> Option<u64> {
+        lock(&self.acquisitions).get(token).copied()
+    }
+
+    /// The logical servers whose live key holds `token` now.
+    fn servers_holding(&self, token: &str) -> Vec<usize> {
+        let probe = lock(&self.probe).clone();
+        let Some((servers, net)) = probe else {
+            return Vec::new();
+        };
+        left_keys(&servers, &net)
+            .into_iter()
+            .filter(|left| left.token == token)
+            .map(|left| left.server)
+            .collect()
+    }
+
+    async fn first_acquisition(&self) {
+        // Bounded: each pass either returns or waits for a notification, which comes once.
+        for _ in 0..2 {
+            let notified = self.wake.notified();
+            if self.first_acquired.load(Ordering::SeqCst) {
+                return;
+            }
+            notified.await;
+        }
+        debug_assert!(self.first_acquired.load(Ordering::SeqCst));
+    }
+}
+
+/// A client's observer: its node name on every event.
+struct ClientObserver {
+    node: String,
+    recorder: Arc<Recorder>,
+}
+
+impl FamilyObserver for ClientObserver {
+    fn on_event(&self, event: FamilyEvent) {
+        let chatty = matches!(
+            event,
+            FamilyEvent::Request { .. } | FamilyEvent::Reply { .. } | FamilyEvent::Sleep { .. }
+        );
+        if chatty && !self.recorder.detailed {
+            return;
+        }
+        let numbered = match &event {
+            FamilyEvent::Acquired { token, thread, .. } => {
+                lock(&self.recorder.tokens).insert(thread.clone(), token.clone());
+                let mut acquisitions = lock(&self.recorder.acquisitions);
+                let acquisition = acquisitions.len() as u64;
+                let previous = acquisitions.insert(token.clone(), acquisition);
+                debug_assert!(previous.is_none(), "a token is acquired once: {token}");
+                Some((token.clone(), acquisition))
+            }
+            _ => None,
+        };
+        let released = match &event {
+            FamilyEvent::Released {
+                thread,
+                outcome: Release::Released,
+                ..
+            } => Some(thread.clone()),
+            _ => None,
+        };
+        self.recorder.record(&self.node, FamilyWhat::Lock(event));
+        if let Some(thread) = released {
+            let token = lock(&self.recorder.tokens).get(&thread).cloned();
+            if let Some(token) = token {
+                let servers = self.recorder.servers_holding(&token);
+                if !servers.is_empty() {
+                    self.recorder
+                        .record(&self.node, FamilyWhat::KeptAfterRelease { token, servers });
+                }
+            }
+        }
+        if let Some((token, acquisition)) = numbered {
+            self.recorder
+                .record(&self.node, FamilyWhat::Numbered { token, acquisition });
+            if !self.recorder.first_acquired.swap(true, Ordering::SeqCst) {
+                self.recorder.wake.notify_waiters();
+            }
+        }
+    }
+}
+
+/// Client → resource: a write by the holder of `token`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ResourceWrite {
+    pub token: String,
+}
+impl Request for ResourceWrite {
+    type Response = ();
+    const ID: u64 = 0xFA41_0010;
+}
+
+async fn serve_resource(recorder: Arc<Recorder>) {
+    let endpoint = Endpoint::bind(resource_addr()).await.expect("resource address free");
+    endpoint.add_rpc_handler(move |ResourceWrite { token }| {
+        let recorder = Arc::clone(&recorder);
+        async move {
+            let acquisition = recorder.acquisition_of(&token);
+            recorder.record("resource", FamilyWhat::Write { token, acquisition });
+        }
+    });
+    std::future::pending::<()>().await;
+    drop(endpoint);
+}
+
+/// What a client needs besides its locker.
+struct ClientCtx {
+    index: usize,
+    node: String,
+    scenario: Arc<FamilyScenario>,
+    clock: SimClock,
+    endpoint: Endpoint,
+    recorder: Arc<Recorder>,
+}
+
+impl ClientCtx {
+    async fn sleep_ms(&self, ms: u64) {
+        if ms > 0 {
+            self.clock.sleep_ms(ms).await;
+        }
+    }
+
+    async fn write(&self, token: &str) {
+        let timeout = Duration::from_millis(self.scenario.request_timeout_ms);
+        let write = ResourceWrite {
+            token: token.to_owned(),
+        };
+        // A lost write is not a violation of anything: the resource judges what arrives.
+        let _ = self.endpoint.call_timeout(resource_addr(), write, timeout).await;
+    }
+
+    fn pause_ms(&self, acquisition: u32) -> Option<u64> {
+        self.scenario
+            .pauses
+            .iter()
+            .find(|pause| pause.client == self.index && pause.acquisition == acquisition)
+            .map(|pause| pause.pause_ms)
+    }
+}
+
+async fn workload<F, S>(locker: FamilyLocker<F, S, SimClock>, ctx: &ClientCtx)
+where
+    F: FamilyLock,
+    S: FamilyStore<F::Command, Reply = F::Reply>,
+{
+    use rand::Rng;
+    let scenario = &ctx.scenario;
+    for acquisition in 0..scenario.acquisitions {
+        if scenario.think_max_ms > 0 {
+            let think_ms = madsim::rand::thread_rng().gen_range(0..=scenario.think_max_ms);
+            ctx.sleep_ms(think_ms).await;
+        }
+        let mut held = None;
+        for _ in 0..scenario.max_tries {
+            match locker.lock(KEY).await {
+                Ok(guard) => {
+                    held = Some(guard);
+                    break;
+                }
+                Err(error) => {
+                    ctx.recorder.record(
+                        &ctx.node,
+                        FamilyWhat::GaveUp {
+                            error: error.to_string(),
+                        },
+                    );
+                    ctx.sleep_ms(20).await;
+                }
+            }
+        }
+        let Some(mut guard) = held else { continue };
+        for round in 0..=scenario.extends {
+            if round > 0 && guard.extend().await.is_err() {
+                break;
+            }
+            if guard.is_valid() {
+                if round == 0 {
+                    if let Some(ms) = ctx.pause_ms(acquisition) {
+                        ctx.recorder.record(&ctx.node, FamilyWhat::Paused { ms });
+                        // The whole process stops: a plain sleep of global time.
+                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    }
+                }
+                ctx.write(guard.token()).await;
+            }
+            let hold_ms = match scenario.extend_after_ms {
+                Some(ms) if round < scenario.extends => ms,
+                _ => scenario.hold_ms,
+            };
+            ctx.sleep_ms(hold_ms).await;
+        }
+        // The outcome is in the events (Released); an error here is a store failure.
+        let _ = guard.release().await;
+    }
+}
+
+fn locker_seed(seed: u64, client: usize) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (client as u64 + 1)
+}
+
+async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<AtomicUsize>) {
+    let start_ms = ctx.scenario.start_ms(ctx.index);
+    tokio::time::sleep_until(net.start + Duration::from_millis(start_ms)).await;
+    let store = |server: usize| SimServerStore {
+        endpoint: ctx.endpoint.clone(),
+        client: ctx.index,
+        server,
+        net: Arc::clone(&net),
+    };
+    let observer: Arc<dyn FamilyObserver> = Arc::new(ClientObserver {
+        node: ctx.node.clone(),
+        recorder: Arc::clone(&ctx.recorder),
+    });
+    let locker_seed = locker_seed(seed, ctx.index);
+    let name = ctx.node.clone();
+    match &ctx.scenario.lock {
+        LockKind::SetNx(config) => {
+            let locker = FamilyLocker::<SetNxLock, _, _>::new(
+                store(0),
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
+        LockKind::Redlock(config) => {
+            let masters = Masters::new((0..config.masters).map(store).collect());
+            let locker = FamilyLocker::<RedlockLock, _, _>::new(
+                masters,
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
+        LockKind::Memcached(config) => {
+            let locker = FamilyLocker::<MemcachedLock, _, _>::new(
+                store(0),
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
+    }
+    ctx.recorder.record(&ctx.node, FamilyWhat::Done);
+    done.fetch_add(1, Ordering::SeqCst);
+}
+
+/// A live lock key at the end of the run, on a logical server, by that server's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeftKey {
+    pub server: usize,
+    pub key: String,
+    pub token: String,
+}
+
+/// The outcome of one run.
+pub struct FamilyOutcome {
+    pub scenario: FamilyScenario,
+    pub seed: u64,
+    pub records: Vec<FamilyRecord>,
+    pub left: Vec<LeftKey>,
+    pub verdicts: FamilyVerdicts,
+    pub sim_time: Duration,
+    /// Equal for two runs of the same scenario and seed, detailed or not (the details are
+    /// left out of it).
+    pub trace_hash: u64,
+}
+
+/// Everything the judges read besides the records.
+pub struct RunFacts {
+    pub end: Duration,
+    pub clients_done: usize,
+    /// Each client's clock (to find when a holder's clock passed its validity).
+    pub client_clocks: Vec<SimClock>,
+    pub left: Vec<LeftKey>,
+}
+
+/// Run `scenario` on `seed`; `detailed` keeps every request, reply and sleep in the records.
+pub fn run_family(scenario: &FamilyScenario, seed: u64, detailed: bool) -> FamilyOutcome {
+    // A fresh OS thread per run, as `crate::run::run` explains (hash seeds carry over).
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(format!("family-seed-{seed}"))
+            .stack_size(16 << 20)
+            .spawn_scoped(scope, || run_on_fresh_thread(scenario, seed, detailed))
+            .expect("a thread for the run")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> FamilyOutcome {
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let for_run = scenario.clone();
+    let (records, facts) = runtime.block_on(async move { simulate(for_run, seed, detailed).await });
+    let verdicts = judge(scenario, &records, &facts);
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for record in records.iter().filter(|record| !record.is_detail()) {
+        record.to_string().hash(&mut hasher);
+    }
+    facts.left.hash(&mut hasher);
+    FamilyOutcome {
+        scenario: scenario.clone(),
+        seed,
+        records,
+        left: facts.left.clone(),
+        verdicts,
+        sim_time: facts.end,
+        trace_hash: hasher.finish(),
+    }
+}
+
+/// Run `scenario` twice on `seed` under madsim's own determinism check (it panics if the two
+/// runs draw different random numbers at different times).
+pub fn check_family_determinism(scenario: &FamilyScenario, seed: u64) {
+    // madsim takes a plain `fn()`, so the scenario travels through a static; the lock keeps
+    // two checks from sharing it.
+    static SERIAL: Mutex<()> = Mutex::new(());
+    static SCENARIO: Mutex<Option<(FamilyScenario, u64)>> = Mutex::new(None);
+    let _serial = lock(&SERIAL);
+    *lock(&SCENARIO) = Some((scenario.clone(), seed));
+    fn body() -> impl std::future::Future<Output = ()> {
+        let (scenario, seed) = lock(&SCENARIO).clone().expect("set above");
+        async move {
+            simulate(scenario, seed, true).await;
+        }
+    }
+    madsim::runtime::Runtime::check_determinism(seed, madsim::Config::default(), body);
+}
+
+/// The server side of a run: nodes and their data, per logical server.
+struct Servers {
+    node_ids: Vec<NodeId>,
+    /// Per node: its data (shared by a pair's two nodes) and clock.
+    nodes: Vec<ServerNode>,
+    replication: Option<Arc<Replication>>,
+}
+
+async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<FamilyRecord>, RunFacts) {
+    let handle = Handle::current();
+    let start = Instant::now();
+    let scenario = Arc::new(scenario);
+    let recorder = Arc::new(Recorder::new(start, detailed));
+    let logical = scenario.lock.servers();
+
+    // Servers: per logical server a node; a replicated SET NX server a second one.
+    let replication = scenario
+        .replication_lag_ms
+        .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
+    let mut nodes = Vec::new();
+    for server in 0..logical {
+        let data = match (&scenario.lock, &replication) {
+            (LockKind::Memcached(_), _) => ServerData::Memcached(Memcached::new()),
+            (_, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
+            (_, None) => ServerData::Redis(RedisKeyspace::new()),
+        };
+        nodes.push(ServerNode {
+            node: server,
+            data: Arc::new(Mutex::new(data)),
+            clock: SimClock::new(scenario.server_clock(server), start),
+            slow: scenario
+                .slow
+                .iter()
+                .filter(|(s, _)| *s == server)
+                .map(|(_, slow)| *slow)
+                .collect(),
+            start,
+            replication: replication.clone(),
+        });
+    }
+    if replication.is_some() {
+        debug_assert_eq!(logical, 1, "only a single SET NX server has a replica");
+        let primary = nodes[0].clone();
+        nodes.push(ServerNode {
+            node: 1,
+            // The replica's own clock: the scenario's clock of "server 1".
+            clock: SimClock::new(scenario.server_clock(1), start),
+            ..primary
+        });
+    }
+    let mut node_ids = Vec::new();
+    for server in &nodes {
+        let server = server.clone();
+        let id = handle
+            .create_node()
+            .name(format!("s{}", server.node))
+            .ip(server_addr(server.node).ip())
+            .init(move || server.clone().serve())
+            .build()
+            .id();
+        node_ids.push(id);
+    }
+    let servers = Servers {
+        node_ids,
+        nodes,
+        replication,
+    };
+    let net = Arc::new(FamilyNet {
+        start,
+        slots: (0..logical).map(ServerSlot::new).collect(),
+        cuts: scenario.cuts.clone(),
+        request_timeout: Duration::from_millis(scenario.request_timeout_ms),
+        lost_request_ppm: scenario.lost_request_ppm,
+        lost_reply_ppm: scenario.lost_reply_ppm,
+    });
+
+    // The resource.
+    let resource_recorder = Arc::clone(&recorder);
+    handle
+        .create_node()
+        .name("resource")
+        .ip(resource_addr().ip())
+        .init(move || serve_resource(Arc::clone(&resource_recorder)))
+        .build();
+
+    // Clients.
+    let done = Arc::new(AtomicUsize::new(0));
+    let client_clocks: Vec<SimClock> = (0..scenario.clients)
+        .map(|client| SimClock::new(scenario.client_clock(client), start))
+        .collect();
+    for (index, clock) in client_clocks.iter().enumerate() {
+        let scenario = Arc::clone(&scenario);
+        let recorder = Arc::clone(&recorder);
+        let net = Arc::clone(&net);
+        let done = Arc::clone(&done);
+        let clock = clock.clone();
+        handle
+            .create_node()
+            .name(format!("c{index}"))
+            .ip(client_ip(index))
+            .init(move || {
+                let scenario = Arc::clone(&scenario);
+                let recorder = Arc::clone(&recorder);
+                let net = Arc::clone(&net);
+                let done = Arc::clone(&done);
+                let clock = clock.clone();
+                async move {
+                    let endpoint = Endpoint::bind(SocketAddr::new(client_ip(index), 0))
+                        .await
+                        .expect("client address free");
+                    let ctx = ClientCtx {
+                        index,
+                        node: format!("c{index}"),
+                        scenario,
+                        clock,
+                        endpoint,
+                        recorder,
+                    };
+                    client_main(ctx, net, seed, done).await;
+                }
+            })
+            .build();
+    }
+
+    // Faults, each on its own task of the supervisor.
+    let servers = Arc::new(servers);
+    *lock(&recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
+    for fault in scenario.faults.iter().copied() {
+        let recorder = Arc::clone(&recorder);
+        let net = Arc::clone(&net);
+        let servers = Arc::clone(&servers);
+        tokio::spawn(async move { inject(fault, &recorder, &net, &servers).await });
+    }
+
+    // Wait for the clients, up to the bound.
+    let poll = Duration::from_millis(10);
+    let polls = scenario.bound_ms / 10 + 1;
+    for _ in 0..polls {
+        if done.load(Ordering::SeqCst) == scenario.clients {
+            break;
+        }
+        tokio::time::sleep(poll).await;
+    }
+    let end = start.elapsed();
+    let left = left_keys(&servers, &net);
+    let records = std::mem::take(&mut *lock(&recorder.records));
+    let facts = RunFacts {
+        end,
+        clients_done: done.load(Ordering::SeqCst),
+        client_clocks,
+        left,
+    };
+    (records, facts)
+}
+
+/// Every live key on every logical server now, by the serving node's clock.
+fn left_keys(servers: &Servers, net: &FamilyNet) -> Vec<LeftKey> {
+    let mut left = Vec::new();
+    for (server, slot) in net.slots.iter().enumerate() {
+        let node = &servers.nodes[slot.node()];
+        let now_ms = node.clock.now_us() / 1000;
+        let data = lock(&node.data);
+        let keyspace = match &*data {
+            ServerData::Redis(keyspace) => Some(keyspace),
+            ServerData::Pair(pair) => Some(pair.primary()),
+            ServerData::Memcached(items) => {
+                for (key, item) in items.live_items(now_ms) {
+                    left.push(LeftKey {
+                        server,
+                        key: key.to_owned(),
+                        token: item.value.clone(),
+                    });
+                }
+                None
+            }
+        };
+        for (key, entry) in keyspace.into_iter().flat_map(|keyspace| keyspace.live_entries(now_ms)) {
+            if let RedisValue::Text(token) = &entry.value {
+                left.push(LeftKey {
+                    server,
+                    key: key.to_owned(),
+                    token: token.clone(),
+                });
+            }
+        }
+    }
+    left
+}
+
+async fn inject(fault: ServerFault, recorder: &Recorder, net: &FamilyNet, servers: &Servers) {
+    match fault.trigger {
+        Trigger::AtMs(at_ms) => tokio::time::sleep_until(net.start + Duration::from_millis(at_ms)).await,
+        Trigger::FirstAcquired { delay_ms } => {
+            recorder.first_acquisition().await;
+            if delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+        }
+    }
+    let handle = Handle::current();
+    match fault.action {
+        ServerAction::Failover => {
+            let replication = servers.replication.as_ref().expect("a failover needs a replica");
+            let primary = net.slots[0].node();
+            debug_assert_eq!(primary, 0, "one failover per run");
+            handle.kill(servers.node_ids[primary]);
+            let lost = replication.failover(&servers.nodes[primary].data);
+            net.slots[0].set_node(1);
+            recorder.record(
+                "faults",
+                FamilyWhat::Fault(format!(
+                    "failover: primary s0 killed, replica s1 promoted; {lost} acknowledged batch(es) lost"
+                )),
+            );
+        }
+        ServerAction::Restart {
+            server,
+            persistence,
+            down_ms,
+        } => {
+            let slot = &net.slots[server];
+            let node = slot.node();
+            slot.set_up(false);
+            handle.kill(servers.node_ids[node]);
+            let lost = {
+                let mut data = lock(&servers.nodes[node].data);
+                match &mut *data {
+                    ServerData::Redis(keyspace) => {
+                        let before = keyspace.len();
+                        keyspace.crash_restart(persistence);
+                        before - keyspace.len()
+                    }
+                    ServerData::Memcached(items) => {
+                        let before = items.len();
+                        items.crash_restart();
+                        before - items.len()
+                    }
+                    ServerData::Pair(_) => panic!("restart of a replicated pair: use a failover"),
+                }
+            };
+            recorder.record(
+                "faults",
+                FamilyWhat::Fault(format!(
+                    "s{server} crashed ({persistence:?} persistence: {lost} key(s) lost), down for {down_ms} ms"
+                )),
+            );
+            tokio::time::sleep(Duration::from_millis(down_ms)).await;
+            handle.restart(servers.node_ids[node]);
+            slot.set_up(true);
+            recorder.record("faults", FamilyWhat::Fault(format!("s{server} back up")));
+        }
+    }
+}

@@ -1,0 +1,730 @@
+//! The named scenarios of the family simulator. Each states the premise of the lock that its
+//! fault breaks (or that no fault breaks: the contention scenarios are the controls), and the
+//! claim a sweep is expected to find violated ([`FamilyScenario::expect_violated`]; the tests
+//! and docs/simulator-families.md pin the seeds).
+//!
+//! Every scenario is a function of the seed: what varies with it (the number of clients in the
+//! contention scenarios, a client's think times, message latencies, Redlock's retry delays) is
+//! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
+
+use cassalock::algo::memcached::MemcachedLockConfig;
+use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
+use cassalock::algo::redis::RedisLockConfig;
+use cassalock::store::redis_keyspace::Persistence;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::net::{Cut, CutMode, Slow};
+use crate::clock::ClockSpec;
+
+/// Which lock the clients run, with its settings.
+#[derive(Clone, Debug)]
+pub enum LockKind {
+    SetNx(RedisLockConfig),
+    Redlock(RedlockConfig),
+    Memcached(MemcachedLockConfig),
+}
+
+impl LockKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            LockKind::SetNx(_) => "redis-set-nx",
+            LockKind::Redlock(_) => "redlock",
+            LockKind::Memcached(_) => "memcached",
+        }
+    }
+
+    /// Logical servers: Redlock's masters, else one.
+    pub fn servers(&self) -> usize {
+        match self {
+            LockKind::Redlock(config) => config.masters,
+            _ => 1,
+        }
+    }
+
+    /// The key's time to live, milliseconds.
+    pub fn ttl_ms(&self) -> u64 {
+        match self {
+            LockKind::SetNx(config) => config.ttl_ms,
+            LockKind::Redlock(config) => config.lock.ttl_ms,
+            LockKind::Memcached(config) => u64::from(config.ttl_s) * 1000,
+        }
+    }
+}
+
+/// When a server fault fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// At this global time (ms since the run began).
+    AtMs(u64),
+    /// `delay_ms` after the run's first `Acquired` event.
+    FirstAcquired { delay_ms: u64 },
+}
+
+/// What a server fault does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerAction {
+    /// The pair's primary dies; the replica is promoted with what it had received.
+    Failover,
+    /// Logical server `server` crashes and comes back `down_ms` later with what `persistence`
+    /// kept.
+    Restart {
+        server: usize,
+        persistence: Persistence,
+        down_ms: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerFault {
+    pub trigger: Trigger,
+    pub action: ServerAction,
+}
+
+/// Client `client` stops for `pause_ms` (a GC pause) in its acquisition number `acquisition`
+/// (0-based), between the validity check and the write to the resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pause {
+    pub client: usize,
+    pub acquisition: u32,
+    pub pause_ms: u64,
+}
+
+/// Everything one run needs.
+#[derive(Clone, Debug)]
+pub struct FamilyScenario {
+    pub name: &'static str,
+    /// The premise the scenario's fault breaks, in a sentence.
+    pub premise: &'static str,
+    pub lock: LockKind,
+    pub clients: usize,
+    /// Acquisitions each client makes (each one a `lock` call, retried after it gave up).
+    pub acquisitions: u32,
+    /// `lock` calls per acquisition before the client stops trying (a limit, not a fault).
+    pub max_tries: u32,
+    /// Hold time after the last write of an acquisition, ms.
+    pub hold_ms: u64,
+    /// Hold time after a write that an extension follows, ms (`None`: `hold_ms`).
+    pub extend_after_ms: Option<u64>,
+    /// Extensions per acquisition (each followed by a validity check, a write and a hold).
+    pub extends: u32,
+    /// A client sleeps `0..=think_max_ms` between acquisitions (drawn by madsim).
+    pub think_max_ms: u64,
+    /// When each client starts, global ms (missing: 0).
+    pub start_ms: Vec<u64>,
+    /// Each logical server's clock (missing: exact). A replicated SET NX server's replica
+    /// is server 1 here.
+    pub server_clocks: Vec<ClockSpec>,
+    /// Each client's clock (missing: exact).
+    pub client_clocks: Vec<ClockSpec>,
+    /// Per request, parts per million, lost before it applies / applied with its reply lost.
+    pub lost_request_ppm: u32,
+    pub lost_reply_ppm: u32,
+    /// Replication lag of the SET NX server's replica (`None`: a single server).
+    pub replication_lag_ms: Option<u64>,
+    pub slow: Vec<(usize, Slow)>,
+    pub cuts: Vec<Cut>,
+    pub faults: Vec<ServerFault>,
+    pub pauses: Vec<Pause>,
+    pub request_timeout_ms: u64,
+    /// The run stops here (simulated ms); clients not done by then make T2 "bounded".
+    pub bound_ms: u64,
+    /// Judge T2-free (a `lock` call gave up on a lock nobody else held): only where one client
+    /// runs, so that no other client can have kept the lock (or split Redlock's votes).
+    pub check_free_progress: bool,
+    /// The claim this scenario exists to violate (`None`: a control, no violation expected).
+    pub expect_violated: Option<&'static str>,
+}
+
+impl FamilyScenario {
+    fn base(name: &'static str, premise: &'static str, lock: LockKind) -> Self {
+        FamilyScenario {
+            name,
+            premise,
+            lock,
+            clients: 2,
+            acquisitions: 1,
+            max_tries: 200,
+            hold_ms: 300,
+            extend_after_ms: None,
+            extends: 0,
+            think_max_ms: 0,
+            start_ms: Vec::new(),
+            server_clocks: Vec::new(),
+            client_clocks: Vec::new(),
+            lost_request_ppm: 0,
+            lost_reply_ppm: 0,
+            replication_lag_ms: None,
+            slow: Vec::new(),
+            cuts: Vec::new(),
+            faults: Vec::new(),
+            pauses: Vec::new(),
+            request_timeout_ms: 200,
+            bound_ms: 60_000,
+            check_free_progress: false,
+            expect_violated: None,
+        }
+    }
+
+    fn renamed(self, name: &'static str, premise: &'static str) -> Self {
+        FamilyScenario { name, premise, ..self }
+    }
+
+    fn expecting(self, claim: &'static str) -> Self {
+        FamilyScenario {
+            expect_violated: Some(claim),
+            ..self
+        }
+    }
+
+    pub fn start_ms(&self, client: usize) -> u64 {
+        self.start_ms.get(client).copied().unwrap_or(0)
+    }
+
+    pub fn server_clock(&self, server: usize) -> ClockSpec {
+        self.server_clocks.get(server).cloned().unwrap_or_default()
+    }
+
+    pub fn client_clock(&self, client: usize) -> ClockSpec {
+        self.client_clocks.get(client).cloned().unwrap_or_default()
+    }
+
+    /// Settings the run cannot work with.
+    pub fn check(&self) -> Result<(), ScenarioError> {
+        if self.clients == 0 || self.clients > MAX_CLIENTS {
+            return Err(ScenarioError::Clients(self.clients));
+        }
+        if self.lock.servers() > MAX_SERVERS {
+            return Err(ScenarioError::Servers(self.lock.servers()));
+        }
+        Ok(())
+    }
+}
+
+/// Most clients a run may have (client addresses are one byte).
+pub const MAX_CLIENTS: usize = 64;
+/// Most logical servers (a pair takes two nodes).
+pub const MAX_SERVERS: usize = 15;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("no scenario named {name:?}; the scenarios are: {}", names().join(", "))]
+    Unknown { name: String },
+    #[error("{0} clients: give 1 to {MAX_CLIENTS}")]
+    Clients(usize),
+    #[error("{0} servers: give 1 to {MAX_SERVERS}")]
+    Servers(usize),
+}
+
+/// A named scenario: its name, a line of help, its builder.
+pub struct Named {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub build: fn(u64) -> FamilyScenario,
+}
+
+/// Every scenario, in the order the CLI lists them.
+pub const SCENARIOS: &[Named] = &[
+    Named {
+        name: "set-nx-contention",
+        help: "5..=32 clients, one Redis, no faults (control)",
+        build: set_nx_contention,
+    },
+    Named {
+        name: "set-nx-lost-messages",
+        help: "8 clients, one Redis, 5% of requests and 5% of replies lost (control)",
+        build: set_nx_lost,
+    },
+    Named {
+        name: "set-nx-clock-drift",
+        help: "the Redis server's clock runs 5% fast, beyond the lock's 1% drift margin",
+        build: set_nx_clock_drift,
+    },
+    Named {
+        name: "set-nx-failover-after-acquire",
+        help: "the primary fails over right after a client acquired, before replication",
+        build: set_nx_failover,
+    },
+    Named {
+        name: "set-nx-restart-no-persistence",
+        help: "the Redis server restarts empty right after a client acquired",
+        build: set_nx_restart_none,
+    },
+    Named {
+        name: "set-nx-restart-persistence",
+        help: "the same restart with appendfsync always (control)",
+        build: set_nx_restart_fsync,
+    },
+    Named {
+        name: "redlock-contention",
+        help: "5 clients, 5 masters, no faults (control)",
+        build: redlock_contention,
+    },
+    Named {
+        name: "redlock-lost-messages",
+        help: "5 clients, 5 masters, 5% of requests and 5% of replies lost (finds a release said Released while a majority kept the key)",
+        build: redlock_lost,
+    },
+    Named {
+        name: "redlock-clock-jump",
+        help: "one master of the holder's majority jumps forward by the TTL",
+        build: redlock_clock_jump,
+    },
+    Named {
+        name: "redlock-gc-pause",
+        help: "the holder pauses longer than the TTL between its check and its write",
+        build: redlock_gc_pause,
+    },
+    Named {
+        name: "redlock-restart-no-fsync",
+        help: "a master of the holder's majority restarts empty at once",
+        build: redlock_restart_now,
+    },
+    Named {
+        name: "redlock-restart-delayed",
+        help: "the same restart, delayed by the TTL (Kleppmann's fix; control)",
+        build: redlock_restart_delayed,
+    },
+    Named {
+        name: "redlock-slow-extend",
+        help: "masters slow during the holder's extension (control for go-redsync)",
+        build: redlock_slow_extend,
+    },
+    Named {
+        name: "redlock-slow-extend-go-redsync",
+        help: "the same with go-redsync's extend_ignores_validity",
+        build: redlock_slow_extend_mutant,
+    },
+    Named {
+        name: "redlock-retry-after-drop",
+        help: "3 of 5 masters drop the first second's requests (control for node-redlock)",
+        build: redlock_retry,
+    },
+    Named {
+        name: "redlock-retry-after-drop-node-redlock",
+        help: "the same with node-redlock's validity_from_first_attempt",
+        build: redlock_retry_mutant,
+    },
+    Named {
+        name: "memcached-contention",
+        help: "5..=32 clients, one Memcached, no faults (control)",
+        build: memcached_contention,
+    },
+    Named {
+        name: "memcached-lost-messages",
+        help: "8 clients, one Memcached, 5% of requests and 5% of replies lost (control)",
+        build: memcached_lost,
+    },
+    Named {
+        name: "memcached-pause",
+        help: "the holder pauses longer than the TTL between its check and its write",
+        build: memcached_pause,
+    },
+];
+
+pub fn names() -> Vec<&'static str> {
+    SCENARIOS.iter().map(|named| named.name).collect()
+}
+
+/// The scenario `name` on `seed`.
+pub fn build(name: &str, seed: u64) -> Result<FamilyScenario, ScenarioError> {
+    let named = SCENARIOS
+        .iter()
+        .find(|named| named.name == name)
+        .ok_or_else(|| ScenarioError::Unknown { name: name.to_owned() })?;
+    let scenario = (named.build)(seed);
+    debug_assert_eq!(scenario.name, named.name);
+    scenario.check()?;
+    Ok(scenario)
+}
+
+fn redis(ttl_ms: u64) -> RedisLockConfig {
+    RedisLockConfig {
+        ttl_ms,
+        retry_every_ms: 20,
+        max_wait_ms: None,
+        extend_every_ms: None,
+        ..RedisLockConfig::default()
+    }
+}
+
+fn redlock(ttl_ms: u64, mutants: RedlockMutants) -> RedlockConfig {
+    RedlockConfig {
+        masters: 5,
+        lock: redis(ttl_ms),
+        attempts: 3,
+        retry_delay_max_ms: 200,
+        mutants,
+    }
+}
+
+fn memcached(ttl_s: u32) -> MemcachedLockConfig {
+    MemcachedLockConfig {
+        ttl_s,
+        retry_every_ms: 20,
+        ..MemcachedLockConfig::default()
+    }
+}
+
+/// 5..=32 clients, from the seed.
+fn contention_clients(seed: u64) -> usize {
+    ChaCha8Rng::seed_from_u64(seed).gen_range(5..=32)
+}
+
+fn set_nx_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "set-nx-contention",
+            "none broken: one server that keeps its keys and a clock that keeps pace",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+/// 5% of requests lost before they apply, 5% of replies lost after: the machines' handling of
+/// a request that may have applied (retry, check the key's value) is what is tested.
+const LOSS_PPM: u32 = 50_000;
+
+fn set_nx_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..FamilyScenario::base(
+            "set-nx-lost-messages",
+            "none broken: a request whose reply was lost may have applied, and the lock code knows it",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+fn redlock_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..redlock_contention(0)
+    }
+    .renamed(
+        "redlock-lost-messages",
+        "none of Redlock's premises is broken (5% of requests and replies lost), but a release whose DEL was lost on a majority of masters still reads as Released (the library maps 'deleted on at least one master' to Released) while that majority keeps every other client out until the TTL",
+    )
+    .expecting("C-release")
+}
+
+fn memcached_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..memcached_contention(0)
+    }
+    .renamed(
+        "memcached-lost-messages",
+        "none broken: an add whose reply was lost may have stored the item, and the lock code knows it",
+    )
+}
+
+/// The holder keeps the lock its whole lease (a hold longer than the TTL, its validity checked
+/// before the write only); the second client starts 100 ms later and waits.
+fn set_nx_clock_drift(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        hold_ms: 2500,
+        start_ms: vec![0, 100],
+        server_clocks: vec![ClockSpec {
+            drift_ppm: 50_000,
+            ..ClockSpec::default()
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "set-nx-clock-drift",
+            "the server's clock keeps pace with the client's within drift_ppm (1%): at 5% fast the key expires about 95 ms before the holder stops believing",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+fn set_nx_failover(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        replication_lag_ms: Some(100),
+        faults: vec![ServerFault {
+            trigger: Trigger::FirstAcquired { delay_ms: 0 },
+            action: ServerAction::Failover,
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "set-nx-failover-after-acquire",
+            "an acknowledged SET survives: asynchronous replication loses it when the primary fails over before the batch reached the replica",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+fn set_nx_restart(name: &'static str, persistence: Persistence, expect: Option<&'static str>) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        faults: vec![ServerFault {
+            trigger: Trigger::FirstAcquired { delay_ms: 0 },
+            action: ServerAction::Restart {
+                server: 0,
+                persistence,
+                down_ms: 5,
+            },
+        }],
+        expect_violated: expect,
+        ..FamilyScenario::base(
+            name,
+            "the server keeps its keys across a restart: without persistence it comes back empty and the next client takes the lock",
+            LockKind::SetNx(redis(2000)),
+        )
+    }
+}
+
+fn set_nx_restart_none(_seed: u64) -> FamilyScenario {
+    set_nx_restart("set-nx-restart-no-persistence", Persistence::None, Some("T1-belief"))
+}
+
+fn set_nx_restart_fsync(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        premise:
+            "none broken (the control): with appendfsync always the restarted server comes back with the holder's key",
+        ..set_nx_restart("set-nx-restart-persistence", Persistence::EveryWrite, None)
+    }
+}
+
+fn redlock_contention(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 3,
+        hold_ms: 30,
+        think_max_ms: 100,
+        ..FamilyScenario::base(
+            "redlock-contention",
+            "none broken: masters that keep their keys and clocks that keep pace",
+            LockKind::Redlock(redlock(2000, RedlockMutants::default())),
+        )
+    }
+}
+
+/// Client 0 cannot reach masters 3 and 4 (refused) for the whole run: its majority is exactly
+/// masters 0, 1 and 2, as in Kleppmann's example; the other clients start 150 ms later.
+fn holder_with_bare_majority(name: &'static str, premise: &'static str, ttl_ms: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        hold_ms: 1000,
+        start_ms: vec![0, 150, 150],
+        cuts: [3, 4]
+            .into_iter()
+            .map(|server| Cut {
+                client: Some(0),
+                server,
+                from_ms: 0,
+                to_ms: u64::MAX,
+                mode: CutMode::Refused,
+            })
+            .collect(),
+        ..FamilyScenario::base(
+            name,
+            premise,
+            LockKind::Redlock(redlock(ttl_ms, RedlockMutants::default())),
+        )
+    }
+}
+
+fn redlock_clock_jump(_seed: u64) -> FamilyScenario {
+    let ttl_ms = 2000;
+    let mut scenario = holder_with_bare_majority(
+        "redlock-clock-jump",
+        "clocks advance at about the same rate: master 2's clock steps forward by the TTL at 100 ms and expires the holder's key early",
+        ttl_ms,
+    );
+    scenario.server_clocks = vec![
+        ClockSpec::default(),
+        ClockSpec::default(),
+        ClockSpec {
+            jumps: vec![(100, ttl_ms as i64 * 1000)],
+            ..ClockSpec::default()
+        },
+    ];
+    scenario.expect_violated = Some("T1-belief");
+    scenario
+}
+
+fn redlock_restart(name: &'static str, down_ms: u64, expect: Option<&'static str>) -> FamilyScenario {
+    let mut scenario = holder_with_bare_majority(
+        name,
+        "masters keep their keys across a restart: master 2 restarts without fsync right after the holder acquired, and a second client gathers masters 2, 3 and 4",
+        2000,
+    );
+    scenario.faults = vec![ServerFault {
+        trigger: Trigger::FirstAcquired { delay_ms: 0 },
+        action: ServerAction::Restart {
+            server: 2,
+            persistence: Persistence::None,
+            down_ms,
+        },
+    }];
+    scenario.expect_violated = expect;
+    scenario
+}
+
+fn redlock_restart_now(_seed: u64) -> FamilyScenario {
+    redlock_restart("redlock-restart-no-fsync", 5, Some("T1-belief"))
+}
+
+fn redlock_restart_delayed(_seed: u64) -> FamilyScenario {
+    // Down for the TTL plus the longest the holder's key can have been set after its attempt
+    // began (a slow reply): every key the crashed master held has expired elsewhere too.
+    FamilyScenario {
+        premise: "none broken (Kleppmann's fix): master 2 restarts empty but stays down longer than the TTL, so every key it forgot has expired on the other masters too",
+        ..redlock_restart("redlock-restart-delayed", 2000 + 200, None)
+    }
+}
+
+fn redlock_gc_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 50],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 2500,
+        }],
+        expect_violated: Some("T1-resource"),
+        ..FamilyScenario::base(
+            "redlock-gc-pause",
+            "a holder is not paused between checking its validity and using the lock: a 2.5 s pause with a 2 s TTL lets a second client acquire and write first",
+            LockKind::Redlock(redlock(2000, RedlockMutants::default())),
+        )
+    }
+}
+
+/// The holder extends once, about 100 ms into its lease, while every master takes 250 ms more per
+/// command (200..1700 ms): the extension's round takes longer than the TTL, so the keys it
+/// extended first expire again before it ends. A second client starts at 1750 ms.
+fn slow_extend(name: &'static str, mutants: RedlockMutants, expect: Option<&'static str>) -> FamilyScenario {
+    FamilyScenario {
+        extends: 1,
+        extend_after_ms: Some(100),
+        hold_ms: 1200,
+        start_ms: vec![0, 1750],
+        request_timeout_ms: 500,
+        slow: (0..5)
+            .map(|server| {
+                (
+                    server,
+                    Slow {
+                        from_ms: 200,
+                        to_ms: 1700,
+                        extra_ms: 250,
+                    },
+                )
+            })
+            .collect(),
+        expect_violated: expect,
+        ..FamilyScenario::base(
+            name,
+            "an extension counts only if a majority said yes within the validity: a slow round ends after the first keys it extended expired again",
+            LockKind::Redlock(redlock(1000, mutants)),
+        )
+    }
+}
+
+fn redlock_slow_extend(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        premise: "none broken (the control for go-redsync): the unmutated extension finds the slow round past the validity and reports the lease lost",
+        ..slow_extend("redlock-slow-extend", RedlockMutants::default(), None)
+    }
+}
+
+fn redlock_slow_extend_mutant(_seed: u64) -> FamilyScenario {
+    slow_extend(
+        "redlock-slow-extend-go-redsync",
+        RedlockMutants {
+            extend_ignores_validity: true,
+            ..RedlockMutants::default()
+        },
+        Some("T1-belief"),
+    )
+}
+
+/// One client; masters 0, 1 and 2 drop its requests for the first second (its first attempt
+/// and the unlock after it wait out 200 ms timeouts each): the second attempt, after the drop,
+/// finds every master free.
+fn retry(name: &'static str, mutants: RedlockMutants, expect: Option<&'static str>) -> FamilyScenario {
+    FamilyScenario {
+        clients: 1,
+        max_tries: 1,
+        cuts: (0..3)
+            .map(|server| Cut {
+                client: None,
+                server,
+                from_ms: 0,
+                to_ms: 1000,
+                mode: CutMode::Dropped,
+            })
+            .collect(),
+        check_free_progress: true,
+        expect_violated: expect,
+        ..FamilyScenario::base(
+            name,
+            "each attempt's validity counts from that attempt's start: counted from the first, a retry after a slow first attempt can never succeed",
+            LockKind::Redlock(redlock(1000, mutants)),
+        )
+    }
+}
+
+fn redlock_retry(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        premise: "none broken (the control for node-redlock): the second attempt counts its validity from its own start and acquires",
+        ..retry("redlock-retry-after-drop", RedlockMutants::default(), None)
+    }
+}
+
+fn redlock_retry_mutant(_seed: u64) -> FamilyScenario {
+    retry(
+        "redlock-retry-after-drop-node-redlock",
+        RedlockMutants {
+            validity_from_first_attempt: true,
+            ..RedlockMutants::default()
+        },
+        Some("T2-free"),
+    )
+}
+
+fn memcached_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "memcached-contention",
+            "none broken: one server that keeps its items and a clock that keeps pace",
+            LockKind::Memcached(memcached(3)),
+        )
+    }
+}
+
+fn memcached_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 50],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 3500,
+        }],
+        expect_violated: Some("T1-resource"),
+        ..FamilyScenario::base(
+            "memcached-pause",
+            "a holder is not paused between checking its validity and using the lock: a 3.5 s pause with a 3 s item lets a second client acquire and write first",
+            LockKind::Memcached(memcached(3)),
+        )
+    }
+}

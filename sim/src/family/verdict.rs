@@ -1,0 +1,540 @@
+//! The judges of a family run, from its records (simulated time since the run began):
+//!
+//! - **T1-belief**: two holders believed they held the lock at once. A holder's interval runs
+//!   from its `Acquired` event to the first of `Releasing`, `LeaseLost`, and the moment its own
+//!   clock passed the lease's `valid_until_us` (an `Extended` event before that moment moves the
+//!   end; one after it starts a new interval). Judged by the shared
+//!   [`cassalock_history::holding::overlaps`].
+//! - **T1-resource**: the resource received a write from an older acquisition after a newer one
+//!   had written (acquisitions numbered in the order they happened). What a fencing token would
+//!   have refused; the lock's belief can be right while this is violated (a pause between the
+//!   check and the write).
+//! - **C-release**: at the instant a release said `Released`, or at the end of the run, a key
+//!   still holds the released token (for Redlock: on a majority of the masters, enough to keep
+//!   every other client out until the TTL).
+//! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
+//!   bound is reported *bounded*: nothing was shown either way.
+//! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
+//!   could have held the lock.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+use cassalock::algo::family::Release;
+use cassalock::driver::family::FamilyEvent;
+use cassalock_history::holding::{overlaps, HoldingInterval, SimulatedTime};
+
+use super::run::{FamilyRecord, FamilyWhat, RunFacts};
+use super::scenario::{FamilyScenario, LockKind};
+use crate::clock::SimClock;
+
+/// The claims, in the order they are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Claim {
+    T1Belief,
+    T1Resource,
+    CRelease,
+    T2,
+    T2Free,
+}
+
+impl Claim {
+    pub const ALL: [Claim; 5] = [
+        Claim::T1Belief,
+        Claim::T1Resource,
+        Claim::CRelease,
+        Claim::T2,
+        Claim::T2Free,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::T1Belief => "T1-belief",
+            Claim::T1Resource => "T1-resource",
+            Claim::CRelease => "C-release",
+            Claim::T2 => "T2",
+            Claim::T2Free => "T2-free",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Claim> {
+        Claim::ALL.into_iter().find(|claim| claim.name() == name)
+    }
+}
+
+/// One claim's verdict on one run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    NoViolation,
+    /// What broke, in a sentence (the first instance).
+    Violated(String),
+    /// The run's bound stopped the judge: neither held nor violated.
+    Bounded(String),
+    /// The judge does not apply to this scenario.
+    NotChecked,
+}
+
+impl Verdict {
+    pub fn is_violated(&self) -> bool {
+        matches!(self, Verdict::Violated(_))
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::NoViolation => write!(f, "no violation"),
+            Verdict::Violated(why) => write!(f, "VIOLATED: {why}"),
+            Verdict::Bounded(why) => write!(f, "bounded: {why}"),
+            Verdict::NotChecked => write!(f, "not checked"),
+        }
+    }
+}
+
+/// Every claim's verdict on one run, in [`Claim::ALL`] order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FamilyVerdicts {
+    pub claims: Vec<(Claim, Verdict)>,
+}
+
+impl FamilyVerdicts {
+    pub fn get(&self, claim: Claim) -> &Verdict {
+        &self
+            .claims
+            .iter()
+            .find(|(c, _)| *c == claim)
+            .expect("every claim is judged")
+            .1
+    }
+
+    pub fn any_violated(&self) -> bool {
+        self.claims.iter().any(|(_, verdict)| verdict.is_violated())
+    }
+
+    pub fn any_bounded(&self) -> bool {
+        self.claims
+            .iter()
+            .any(|(_, verdict)| matches!(verdict, Verdict::Bounded(_)))
+    }
+}
+
+/// Judge one run.
+pub fn judge(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFacts) -> FamilyVerdicts {
+    debug_assert!(
+        records.windows(2).all(|pair| pair[0].at <= pair[1].at),
+        "records are in time order"
+    );
+    let claims = vec![
+        (Claim::T1Belief, t1_belief(records, facts)),
+        (Claim::T1Resource, t1_resource(records)),
+        (Claim::CRelease, c_release(scenario, records, facts)),
+        (Claim::T2, t2(scenario, facts)),
+        (Claim::T2Free, t2_free(scenario, records)),
+    ];
+    debug_assert!(claims.iter().map(|(c, _)| *c).eq(Claim::ALL));
+    FamilyVerdicts { claims }
+}
+
+/// The most 1 ms steps spent correcting an estimate of when a clock passes a reading.
+const MAX_STEPS: u32 = 100_000;
+
+/// The first global instant at or after `from` (and at most `end`) at which `clock` reads
+/// `valid_until_us` or more.
+pub fn clock_passes(clock: &SimClock, from: Duration, valid_until_us: u64, end: Duration) -> Duration {
+    let reading = |at: Duration| clock.reading_at(at);
+    if reading(from) >= valid_until_us {
+        return from;
+    }
+    // A clock that keeps pace passes it exactly this far on; drift and jumps are corrected
+    // 1 ms at a time.
+    let mut at = from + Duration::from_micros(valid_until_us - reading(from));
+    let step = Duration::from_millis(1);
+    for _ in 0..MAX_STEPS {
+        if at >= end || reading(at) >= valid_until_us {
+            break;
+        }
+        at += step;
+    }
+    for _ in 0..MAX_STEPS {
+        match at.checked_sub(step) {
+            Some(earlier) if earlier >= from && reading(earlier) >= valid_until_us => at = earlier,
+            _ => break,
+        }
+    }
+    at.min(end)
+}
+
+fn client_index(node: &str) -> Option<usize> {
+    node.strip_prefix('c')?.parse().ok()
+}
+
+/// The holders' intervals (see the module documentation), in the order they closed.
+pub fn holding_intervals(records: &[FamilyRecord], facts: &RunFacts) -> Vec<HoldingInterval<SimulatedTime>> {
+    struct Open {
+        client: usize,
+        since: Duration,
+        valid_until_us: u64,
+    }
+    let mut open: BTreeMap<String, Open> = BTreeMap::new();
+    let mut intervals = Vec::new();
+    let passes = |client: usize, since: Duration, valid_until_us: u64| {
+        clock_passes(&facts.client_clocks[client], since, valid_until_us, facts.end)
+    };
+    for record in records {
+        let FamilyWhat::Lock(event) = &record.what else {
+            continue;
+        };
+        let Some(client) = client_index(&record.node) else {
+            continue;
+        };
+        match event {
+            FamilyEvent::Acquired {
+                thread, valid_until_us, ..
+            } => {
+                let previous = open.insert(
+                    thread.clone(),
+                    Open {
+                        client,
+                        since: record.at,
+                        valid_until_us: *valid_until_us,
+                    },
+                );
+                debug_assert!(previous.is_none(), "{thread} acquired twice");
+            }
+            FamilyEvent::Extended {
+                thread, valid_until_us, ..
+            } => {
+                let lapsed = open.get(thread).and_then(|held| {
+                    let lapse = passes(held.client, held.since, held.valid_until_us);
+                    (lapse <= record.at).then_some((held.since, lapse))
+                });
+                if let Some((since, lapse)) = lapsed {
+                    intervals.push(HoldingInterval::new(thread.clone(), super::run::KEY, since, lapse));
+                    open.remove(thread);
+                }
+                let held = open.entry(thread.clone()).or_insert(Open {
+                    client,
+                    since: record.at,
+                    valid_until_us: *valid_until_us,
+                });
+                held.valid_until_us = *valid_until_us;
+            }
+            FamilyEvent::LeaseLost { thread, .. } | FamilyEvent::Releasing { thread, .. } => {
+                if let Some(held) = open.remove(thread) {
+                    let lapse = passes(held.client, held.since, held.valid_until_us);
+                    intervals.push(HoldingInterval::new(
+                        thread.clone(),
+                        super::run::KEY,
+                        held.since,
+                        lapse.min(record.at),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (thread, held) in open {
+        let lapse = passes(held.client, held.since, held.valid_until_us);
+        intervals.push(HoldingInterval::new(
+            thread,
+            super::run::KEY,
+            held.since,
+            lapse.min(facts.end),
+        ));
+    }
+    intervals
+}
+
+fn ms(at: Duration) -> String {
+    format!("{:.3} ms", at.as_secs_f64() * 1000.0)
+}
+
+fn t1_belief(records: &[FamilyRecord], facts: &RunFacts) -> Verdict {
+    let intervals = holding_intervals(records, facts);
+    match overlaps(&intervals).first() {
+        None => Verdict::NoViolation,
+        Some(overlap) => Verdict::Violated(format!(
+            "{} and {} both believed they held {} from {} to {}",
+            overlap.first.holder,
+            overlap.second.holder,
+            overlap.first.lock,
+            ms(overlap.from),
+            ms(overlap.to)
+        )),
+    }
+}
+
+fn t1_resource(records: &[FamilyRecord]) -> Verdict {
+    let mut newest: Option<(u64, &str, Duration)> = None;
+    for record in records {
+        let FamilyWhat::Write { token, acquisition } = &record.what else {
+            continue;
+        };
+        let Some(acquisition) = *acquisition else {
+            return Verdict::Violated(format!(
+                "a write from {token} at {}, a token no acquisition had",
+                ms(record.at)
+            ));
+        };
+        match newest {
+            Some((newer, newer_token, newer_at)) if acquisition < newer => {
+                return Verdict::Violated(format!(
+                    "acquisition #{acquisition} ({token}) wrote at {} after acquisition #{newer} ({newer_token}) had written at {}",
+                    ms(record.at),
+                    ms(newer_at)
+                ));
+            }
+            Some((newer, _, _)) if acquisition == newer => {}
+            _ => newest = Some((acquisition, token, record.at)),
+        }
+    }
+    Verdict::NoViolation
+}
+
+fn c_release(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFacts) -> Verdict {
+    // Tokens by thread, from the Acquired events; threads whose release said Released.
+    let mut token_of: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut released: BTreeSet<&str> = BTreeSet::new();
+    for record in records {
+        match &record.what {
+            FamilyWhat::Lock(FamilyEvent::Acquired { thread, token, .. }) => {
+                token_of.insert(thread, token);
+            }
+            FamilyWhat::Lock(FamilyEvent::Released {
+                thread,
+                outcome: Release::Released,
+                ..
+            }) => {
+                if let Some(token) = token_of.get(thread.as_str()) {
+                    released.insert(token);
+                }
+            }
+            _ => {}
+        }
+    }
+    let needed = match &scenario.lock {
+        LockKind::Redlock(config) => config.majority(),
+        _ => 1,
+    };
+    // At the instant a release said Released (recorded by the run).
+    for record in records {
+        if let FamilyWhat::KeptAfterRelease { token, servers } = &record.what {
+            if servers.len() >= needed {
+                return Verdict::Violated(format!(
+                    "{}'s release of {token} said Released at {}, yet server(s) {servers:?} still held its key",
+                    record.node,
+                    ms(record.at)
+                ));
+            }
+        }
+    }
+    // At the end of the run.
+    let mut holding: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for left in &facts.left {
+        if released.contains(left.token.as_str()) {
+            holding.entry(&left.token).or_default().push(left.server);
+        }
+    }
+    match holding.into_iter().find(|(_, servers)| servers.len() >= needed) {
+        None => Verdict::NoViolation,
+        Some((token, servers)) => Verdict::Violated(format!(
+            "token {token} was released (Released) but still holds the key on server(s) {servers:?} at the end"
+        )),
+    }
+}
+
+fn t2(scenario: &FamilyScenario, facts: &RunFacts) -> Verdict {
+    if facts.clients_done == scenario.clients {
+        Verdict::NoViolation
+    } else {
+        Verdict::Bounded(format!(
+            "{} of {} clients still running at the bound of {} ms",
+            scenario.clients - facts.clients_done,
+            scenario.clients,
+            scenario.bound_ms
+        ))
+    }
+}
+
+fn t2_free(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
+    if !scenario.check_free_progress {
+        return Verdict::NotChecked;
+    }
+    debug_assert_eq!(scenario.clients, 1, "T2-free is judged only with one client");
+    records
+        .iter()
+        .find_map(|record| match &record.what {
+            FamilyWhat::GaveUp { error } => Some(Verdict::Violated(format!(
+                "{} gave up at {} on a lock no other client held: {error}",
+                record.node,
+                ms(record.at)
+            ))),
+            _ => None,
+        })
+        .unwrap_or(Verdict::NoViolation)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{ClockSpec, EPOCH_US};
+    use crate::family::run::LeftKey;
+    use crate::family::scenario::build;
+
+    fn at(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn record(ms: u64, node: &str, what: FamilyWhat) -> FamilyRecord {
+        FamilyRecord {
+            at: at(ms),
+            node: node.to_owned(),
+            what,
+        }
+    }
+
+    fn acquired(ms: u64, client: usize, thread: &str, valid_until_ms: u64) -> FamilyRecord {
+        record(
+            ms,
+            &format!("c{client}"),
+            FamilyWhat::Lock(FamilyEvent::Acquired {
+                thread: thread.into(),
+                key: "L".into(),
+                token: format!("tok-{thread}"),
+                valid_until_us: EPOCH_US + valid_until_ms * 1000,
+                client_us: 0,
+            }),
+        )
+    }
+
+    fn releasing(ms: u64, client: usize, thread: &str) -> FamilyRecord {
+        record(
+            ms,
+            &format!("c{client}"),
+            FamilyWhat::Lock(FamilyEvent::Releasing {
+                thread: thread.into(),
+                key: "L".into(),
+                client_us: 0,
+            }),
+        )
+    }
+
+    fn write(ms: u64, thread: &str, acquisition: u64) -> FamilyRecord {
+        record(
+            ms,
+            "resource",
+            FamilyWhat::Write {
+                token: format!("tok-{thread}"),
+                acquisition: Some(acquisition),
+            },
+        )
+    }
+
+    fn with_facts<T>(left: Vec<LeftKey>, judge: impl FnOnce(&RunFacts) -> T) -> T {
+        madsim::runtime::Runtime::new().block_on(async move {
+            let start = tokio::time::Instant::now();
+            let facts = RunFacts {
+                end: at(10_000),
+                clients_done: 2,
+                client_clocks: (0..2).map(|_| SimClock::new(ClockSpec::default(), start)).collect(),
+                left,
+            };
+            judge(&facts)
+        })
+    }
+
+    #[test]
+    fn belief_ends_at_release_or_when_the_holder_s_clock_passes_its_validity() {
+        let records = vec![
+            acquired(0, 0, "c0-0", 1000),
+            acquired(900, 1, "c1-0", 3000),
+            releasing(2000, 0, "c0-0"),
+            releasing(2500, 1, "c1-0"),
+        ];
+        let intervals = with_facts(Vec::new(), |facts| holding_intervals(&records, facts));
+        assert_eq!(
+            intervals[0].released_at,
+            at(1000),
+            "the clock passed before the release"
+        );
+        assert_eq!(intervals[1].released_at, at(2500));
+        assert!(with_facts(Vec::new(), |facts| t1_belief(&records, facts)).is_violated());
+        let apart = vec![acquired(0, 0, "c0-0", 1000), acquired(1000, 1, "c1-0", 3000)];
+        assert_eq!(
+            with_facts(Vec::new(), |facts| t1_belief(&apart, facts)),
+            Verdict::NoViolation
+        );
+    }
+
+    #[test]
+    fn an_extension_after_the_belief_lapsed_starts_a_new_interval() {
+        let extended = record(
+            1500,
+            "c0",
+            FamilyWhat::Lock(FamilyEvent::Extended {
+                thread: "c0-0".into(),
+                key: "L".into(),
+                valid_until_us: EPOCH_US + 2_500_000,
+                client_us: 0,
+            }),
+        );
+        let records = vec![acquired(0, 0, "c0-0", 1000), extended, releasing(2000, 0, "c0-0")];
+        let intervals = with_facts(Vec::new(), |facts| holding_intervals(&records, facts));
+        let spans: Vec<(Duration, Duration)> = intervals.iter().map(|i| (i.acquired_at, i.released_at)).collect();
+        assert_eq!(spans, vec![(at(0), at(1000)), (at(1500), at(2000))]);
+    }
+
+    #[test]
+    fn an_older_acquisition_writing_after_a_newer_one_violates_t1_resource() {
+        let ordered = vec![write(10, "a", 0), write(20, "a", 0), write(30, "b", 1)];
+        assert_eq!(t1_resource(&ordered), Verdict::NoViolation);
+        let stale = vec![write(10, "a", 0), write(30, "b", 1), write(40, "a", 0)];
+        assert!(t1_resource(&stale).is_violated());
+    }
+
+    #[test]
+    fn a_released_token_left_on_a_majority_of_masters_violates_c_release() {
+        let scenario = build("redlock-contention", 0).unwrap();
+        let released = record(
+            100,
+            "c0",
+            FamilyWhat::Lock(FamilyEvent::Released {
+                thread: "c0-0".into(),
+                key: "L".into(),
+                outcome: Release::Released,
+                client_us: 0,
+            }),
+        );
+        let records = vec![acquired(0, 0, "c0-0", 1000), released];
+        let left = |servers: &[usize]| -> Vec<LeftKey> {
+            servers
+                .iter()
+                .map(|&server| LeftKey {
+                    server,
+                    key: "L".into(),
+                    token: "tok-c0-0".into(),
+                })
+                .collect()
+        };
+        let two = with_facts(left(&[0, 1]), |facts| c_release(&scenario, &records, facts));
+        assert_eq!(two, Verdict::NoViolation, "2 of 5 masters keep no one out");
+        let three = with_facts(left(&[0, 1, 4]), |facts| c_release(&scenario, &records, facts));
+        assert!(three.is_violated());
+    }
+
+    #[test]
+    fn clients_still_running_at_the_bound_make_t2_bounded_not_violated() {
+        let scenario = build("redlock-gc-pause", 0).unwrap();
+        let verdict = with_facts(Vec::new(), |facts| {
+            let cut = RunFacts {
+                clients_done: 1,
+                end: facts.end,
+                client_clocks: facts.client_clocks.clone(),
+                left: Vec::new(),
+            };
+            t2(&scenario, &cut)
+        });
+        assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
+    }
+}
