@@ -308,7 +308,11 @@ impl FamilyLock for RedlockLock {
 
     fn released(output: RedlockOutcome) -> Release {
         match output {
-            RedlockOutcome::Released { deleted: 0 } => Release::WasNotOurs,
+            // A master that never answered may still hold our key: the release is not done.
+            RedlockOutcome::Released { unanswered, .. } if unanswered > 0 => Release::Failed(StoreFailure::Other(
+                format!("{unanswered} master(s) did not answer the release: our key may stay there until its TTL"),
+            )),
+            RedlockOutcome::Released { deleted: 0, .. } => Release::WasNotOurs,
             RedlockOutcome::Released { .. } => Release::Released,
             RedlockOutcome::Extended { .. } | RedlockOutcome::ExtensionFailed { .. } => {
                 unreachable!("a release does not extend")

@@ -45,6 +45,11 @@ const L4_DELAY: StepTag = StepTag::new(Source::Redlock, 4, "wait a random delay 
 const L4_GIVE_UP: StepTag = StepTag::new(Source::Redlock, 4, "the retries are spent: give up");
 const L5_RELEASE: StepTag = StepTag::new(Source::Redlock, 5, "release: compare-and-delete on every master");
 const L5_RELEASED: StepTag = StepTag::new(Source::Redlock, 5, "released on every master that answered");
+const RETRY_RELEASE: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "release again on the masters that did not answer (compare-and-delete is safe to repeat)",
+);
 const EXTEND: StepTag = StepTag::new(Source::Redlock, 0, "extend: compare-and-pexpire on every master");
 const EXTENDED: StepTag = StepTag::new(
     Source::Redlock,
@@ -306,11 +311,21 @@ impl Machine for RedlockAcquireMachine {
 }
 
 /// Release (L5) or extension: one script on every master in turn, counting yeses.
+///
+/// Ours: a release sends its compare-and-delete again to the masters that did not answer, up
+/// to `max_retries` more rounds (the documentation's release is one best-effort round, which
+/// can leave a majority holding the key until its TTL while reporting "released"), and says
+/// how many never answered.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RedlockAllMasters {
     lease: RedisLease,
     extend: bool,
-    next: usize,
+    /// Masters still to ask in this round, the next one last.
+    to_send: Vec<usize>,
+    in_flight: Option<usize>,
+    /// Masters whose request failed in this round.
+    failed: Vec<usize>,
+    rounds_left: u8,
     yes: usize,
     started_us: Option<u64>,
     finished: bool,
@@ -319,8 +334,9 @@ pub struct RedlockAllMasters {
 /// What a release or an extension over every master found.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RedlockOutcome {
-    /// Released: how many masters deleted our key.
-    Released { deleted: usize },
+    /// Released: how many masters deleted our key, and how many never answered (their key, if
+    /// it was still ours, stays until its TTL).
+    Released { deleted: usize, unanswered: usize },
     /// Extended: valid until this client time.
     Extended { valid_until_us: u64 },
     /// No majority within the validity: the lock must be taken as lost.
@@ -340,7 +356,10 @@ impl RedlockAllMasters {
         RedlockAllMasters {
             lease,
             extend,
-            next: 0,
+            to_send: Vec::new(),
+            in_flight: None,
+            failed: Vec::new(),
+            rounds_left: 0,
             yes: 0,
             started_us: None,
             finished: false,
@@ -372,26 +391,44 @@ impl RedlockAllMasters {
         input: Input<RedisReply>,
         now_us: u64,
     ) -> Step<RedlockOutcome, ToMaster> {
-        let tag = if self.extend { EXTEND } else { L5_RELEASE };
+        let mut tag = if self.extend { EXTEND } else { L5_RELEASE };
         match input {
-            Input::Start => self.started_us = Some(now_us),
+            Input::Start => {
+                self.started_us = Some(now_us);
+                self.to_send = (0..config.masters).rev().collect();
+                self.rounds_left = if self.extend { 0 } else { config.lock.retry.max_retries };
+            }
             Input::Reply(RedisReply::Integer(1)) => self.yes += 1,
-            Input::Reply(_) | Input::Failed(_) => {}
+            Input::Reply(_) => {}
+            Input::Failed(_) => self.failed.extend(self.in_flight),
             other => panic!("RedlockAllMasters: {other:?}"),
         }
-        if self.next < config.masters {
-            self.next += 1;
+        self.in_flight = None;
+        if self.to_send.is_empty() && !self.failed.is_empty() && self.rounds_left > 0 {
+            self.rounds_left -= 1;
+            self.to_send = std::mem::take(&mut self.failed);
+            self.to_send.reverse();
+            tag = RETRY_RELEASE;
+        }
+        if let Some(master) = self.to_send.pop() {
+            self.in_flight = Some(master);
             return Step::store(
                 tag,
                 ToMaster {
-                    master: self.next - 1,
+                    master,
                     command: self.command(config),
                 },
             );
         }
         self.finished = true;
         if !self.extend {
-            return Step::done(L5_RELEASED, RedlockOutcome::Released { deleted: self.yes });
+            return Step::done(
+                L5_RELEASED,
+                RedlockOutcome::Released {
+                    deleted: self.yes,
+                    unanswered: self.failed.len(),
+                },
+            );
         }
         let started = self.started_us.expect("set at the start");
         let validity_us = config.validity_us(now_us.saturating_sub(started));
@@ -607,7 +644,10 @@ mod tests {
         bench.down = vec![4];
         assert_eq!(
             bench.run(&config(), &mut RedlockAllMasters::release(lease)),
-            RedlockOutcome::Released { deleted: 4 }
+            RedlockOutcome::Released {
+                deleted: 4,
+                unanswered: 1
+            }
         );
         assert_eq!(
             bench.holders("a"),
