@@ -98,7 +98,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["check", "--model", "globaltime", "--extend"],
-        "--extend applies to the redis-set-nx model",
+        "--extend applies to the redis-set-nx, redlock and memcached models",
     ),
     (&["check", "--model", "redis-set-nx", "--threads", "4"], "--threads (clients) 4"),
     // Reports: every stage's argument checked before the first stage runs.

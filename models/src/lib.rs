@@ -436,9 +436,13 @@ fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyMod
             .filter(|f| F::supports(**f))
             .map(|f| f.name())
             .collect();
+        let listed = match supported.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        };
         return refuse(format!(
-            "the {name} model supports --fault {}, not {}",
-            supported.join(", "),
+            "the {name} model supports --fault {listed}, not {}",
             spec.fault.name()
         ));
     }

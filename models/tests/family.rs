@@ -144,7 +144,7 @@ fn memcached_lost_requests_keep_t1_and_leave_nothing_behind() {
 fn the_family_models_refuse_what_does_not_apply_to_them() {
     let refused = |spec: &Spec| build(spec).err().expect("refused").0;
     assert!(refused(&spec(ModelName::Redlock, Fault::Failover)).contains(
-        "the redlock model supports --fault none, pause, store-failure, restart, server-clock-jump, not failover"
+        "the redlock model supports --fault none, pause, store-failure, restart or server-clock-jump, not failover"
     ));
     assert!(refused(&spec(ModelName::Memcached, Fault::Skew)).contains("the memcached model supports"));
     let mut wrong = spec(ModelName::Memcached, Fault::None);

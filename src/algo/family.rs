@@ -298,7 +298,9 @@ impl FamilyLock for RedlockLock {
                 valid_until_us,
             }),
             RedlockOutcome::ExtensionFailed { .. } => Extension::Lost,
-            RedlockOutcome::Released { .. } => unreachable!("an extension does not release"),
+            RedlockOutcome::Released { .. } | RedlockOutcome::ReleaseUnconfirmed { .. } => {
+                unreachable!("an extension does not release")
+            }
         }
     }
 
@@ -308,11 +310,17 @@ impl FamilyLock for RedlockLock {
 
     fn released(output: RedlockOutcome) -> Release {
         match output {
-            // A master that never answered may still hold our key: the release is not done.
-            RedlockOutcome::Released { unanswered, .. } if unanswered > 0 => Release::Failed(StoreFailure::Other(
-                format!("{unanswered} master(s) did not answer the release: our key may stay there until its TTL"),
-            )),
-            RedlockOutcome::Released { deleted: 0, .. } => Release::WasNotOurs,
+            // A majority may still hold our key: the lock stays taken until the TTL.
+            RedlockOutcome::ReleaseUnconfirmed { unanswered } => Release::Failed(StoreFailure::Other(format!(
+                "{unanswered} masters, a majority, did not answer the release: our key may keep the lock taken until its TTL"
+            ))),
+            RedlockOutcome::Released {
+                deleted: 0,
+                unanswered: 0,
+            } => Release::WasNotOurs,
+            // Nobody that answered had our key, and some never answered: released, or lost
+            // before, the masters cannot tell.
+            RedlockOutcome::Released { deleted: 0, .. } => Release::GoneEitherWay,
             RedlockOutcome::Released { .. } => Release::Released,
             RedlockOutcome::Extended { .. } | RedlockOutcome::ExtensionFailed { .. } => {
                 unreachable!("a release does not extend")

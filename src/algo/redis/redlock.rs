@@ -335,8 +335,11 @@ pub struct RedlockAllMasters {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RedlockOutcome {
     /// Released: how many masters deleted our key, and how many never answered (their key, if
-    /// it was still ours, stays until its TTL).
+    /// it was still ours, stays until its TTL; fewer than a majority: the others can lock).
     Released { deleted: usize, unanswered: usize },
+    /// A majority of the masters never answered the release: they may all still hold our key,
+    /// keeping every other client out until its TTL.
+    ReleaseUnconfirmed { unanswered: usize },
     /// Extended: valid until this client time.
     Extended { valid_until_us: u64 },
     /// No majority within the validity: the lock must be taken as lost.
@@ -422,13 +425,16 @@ impl RedlockAllMasters {
         }
         self.finished = true;
         if !self.extend {
-            return Step::done(
-                L5_RELEASED,
+            let unanswered = self.failed.len();
+            let outcome = if unanswered >= config.majority() {
+                RedlockOutcome::ReleaseUnconfirmed { unanswered }
+            } else {
                 RedlockOutcome::Released {
                     deleted: self.yes,
-                    unanswered: self.failed.len(),
-                },
-            );
+                    unanswered,
+                }
+            };
+            return Step::done(L5_RELEASED, outcome);
         }
         let started = self.started_us.expect("set at the start");
         let validity_us = config.validity_us(now_us.saturating_sub(started));
@@ -632,6 +638,22 @@ mod tests {
                 (mutant, outcome) => panic!("mutant {mutant}: {outcome:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_release_that_a_majority_never_answers_is_unconfirmed() {
+        let mut bench = Bench::new(5);
+        let lease = match bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "a")) {
+            RedlockAcquire::Acquired { lease, .. } => lease,
+            other => panic!("{other:?}"),
+        };
+        bench.down = vec![0, 2, 4];
+        assert_eq!(
+            bench.run(&config(), &mut RedlockAllMasters::release(lease)),
+            RedlockOutcome::ReleaseUnconfirmed { unanswered: 3 },
+            "three of five masters may still hold the key: the lock is not free"
+        );
+        assert_eq!(bench.holders("a"), 3);
     }
 
     #[test]
