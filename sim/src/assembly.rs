@@ -208,7 +208,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
 /// supervisor's task, and anything their drops spawn (`LockGuard`'s release) would land on
 /// madsim's main node, which cannot be killed, and leak again. Called after the run's outcome
 /// is taken, so records, verdicts and trace hashes are unchanged.
-fn stop_every_task(handle: &Handle, nodes: &[NodeId], supervisor_tasks: &[madsim::task::JoinHandle<()>]) {
+pub(crate) fn stop_every_task(handle: &Handle, nodes: &[NodeId], supervisor_tasks: &[madsim::task::JoinHandle<()>]) {
     for &node in nodes {
         handle.resume(node);
         handle.kill(node);

@@ -635,12 +635,13 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
 
     // The resource.
     let resource_recorder = Arc::clone(&recorder);
-    handle
+    let mut other_nodes = vec![handle
         .create_node()
         .name("resource")
         .ip(resource_addr().ip())
         .init(move || serve_resource(Arc::clone(&resource_recorder)))
-        .build();
+        .build()
+        .id()];
 
     // Clients.
     let done = Arc::new(AtomicUsize::new(0));
@@ -653,7 +654,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         let net = Arc::clone(&net);
         let done = Arc::clone(&done);
         let clock = clock.clone();
-        handle
+        let client = handle
             .create_node()
             .name(format!("c{index}"))
             .ip(client_ip(index))
@@ -679,16 +680,20 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
                 }
             })
             .build();
+        other_nodes.push(client.id());
     }
 
     // Faults, each on its own task of the supervisor.
     let servers = Arc::new(servers);
     *lock(&recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
+    let mut fault_tasks = Vec::new();
     for fault in scenario.faults.iter().copied() {
         let recorder = Arc::clone(&recorder);
         let net = Arc::clone(&net);
         let servers = Arc::clone(&servers);
-        tokio::spawn(async move { inject(fault, &recorder, &net, &servers).await });
+        fault_tasks.push(tokio::spawn(
+            async move { inject(fault, &recorder, &net, &servers).await },
+        ));
     }
 
     // Wait for the clients, up to the bound.
@@ -709,6 +714,12 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         client_clocks,
         left,
     };
+    // Stop every node and fault task once the outcome is taken, or the run's runtime (nodes,
+    // tasks, records) is never freed: a sweep grew by about 280 KB a seed (1.1 GB after 4,000
+    // seeds of set-nx-contention). The recorder's probe holds the servers: let it go too.
+    *lock(&recorder.probe) = None;
+    let every_node: Vec<NodeId> = servers.node_ids.iter().copied().chain(other_nodes).collect();
+    crate::assembly::stop_every_task(&handle, &every_node, &fault_tasks);
     (records, facts)
 }
 
