@@ -375,3 +375,40 @@ fn a_dropped_redisson_guard_stops_its_watchdog_and_the_lock_expires() {
         );
     });
 }
+
+/// How long (simulated ms) `b`'s `lock()` waits after `a` holds for 200 ms and releases, with
+/// the unlock message delivered or lost.
+async fn redisson_wait_after_release_ms(drop_messages: bool) -> u64 {
+    let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+    store.drop_messages(drop_messages);
+    let a = redisson(&store, "a", redisson_config(false));
+    let b = redisson(&store, "b", redisson_config(false));
+    let guard = a.lock("L").await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let guard = b.lock("L").await.unwrap();
+        let at = tokio::time::Instant::now();
+        guard.release().await.unwrap();
+        at
+    });
+    sleep_ms(200).await;
+    let released_at = tokio::time::Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    let acquired_at = waiter.await.unwrap();
+    acquired_at.duration_since(released_at).as_millis() as u64
+}
+
+#[test]
+fn redisson_waiter_wakes_on_the_unlock_message_and_without_it_sleeps_out_the_holders_ttl() {
+    on_seed(15, || async {
+        let notified_ms = redisson_wait_after_release_ms(false).await;
+        assert!(notified_ms < 50, "woken by the unlock message: took {notified_ms} ms");
+        // Lost message: the waiter's sleep is the holder's remaining PTTL (the watchdog keeps it
+        // near 3000 ms), so it retries only when that sleep ends.
+        let lost_ms = redisson_wait_after_release_ms(true).await;
+        eprintln!("waited after the release: {notified_ms} ms notified, {lost_ms} ms with the message lost");
+        assert!(
+            lost_ms >= 1500,
+            "a lost message costs the rest of the sleep: took {lost_ms} ms"
+        );
+    });
+}

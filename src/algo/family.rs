@@ -133,6 +133,12 @@ pub trait FamilyLock: Send + Sync + 'static {
     /// Settings the lock cannot work with, said in a sentence.
     fn check(config: &Self::Config) -> Result<(), String>;
 
+    /// The channel on which a waiter of `key` holding `token` is told to try again (Redisson's
+    /// unlock message), if the lock's waiters sleep until notified.
+    fn notification_channel(_key: &str, _token: &str) -> Option<String> {
+        None
+    }
+
     /// The renewal lane a new holder runs in the background, if the lock has one.
     fn renewal(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::RenewalMachine> {
         None
@@ -465,6 +471,10 @@ impl FamilyLock for RedissonLock {
                 left: Leftover::NotCleanedUp,
             },
         }
+    }
+
+    fn notification_channel(key: &str, _token: &str) -> Option<String> {
+        Some(redisson::channel(key))
     }
 
     fn extend(lease: RedissonLease) -> redisson::RenewOnce {
