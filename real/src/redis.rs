@@ -24,14 +24,28 @@
 //! With several addresses (a primary and its replicas) the store connects to the first one
 //! whose `ROLE` is `master`, and looks again after every broken connection: a failover's
 //! promoted replica is found without the lockers knowing.
+//!
+//! Pub/sub (Redisson's unlock message, [`FamilyStore::subscribe`]): one more connection, to the
+//! server the commands go to, carries every `SUBSCRIBE` of this store; a task forwards each
+//! message it receives to the local subscribers ([`Channels`]). A channel stays subscribed on
+//! the server while the store lives, up to [`MAX_SUBSCRIBED_CHANNELS`]; past that, channels
+//! without a local subscriber are unsubscribed first. When that connection breaks (the server
+//! died, a failover), the next subscription connects again; messages published meanwhile are
+//! lost, which the waiters survive by sleeping out the holder's TTL. When subscribing fails the
+//! waiter gets no subscription and sleeps out its whole wait.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script, Value};
 
 use cassalock::driver::family::FamilyStore;
+use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::redis_keyspace::{RedisCommand, RedisError, RedisReply};
 use cassalock::store::StoreFailure;
 
@@ -43,6 +57,9 @@ pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 1000;
 
 /// The most addresses one store may be given (a primary and its replicas).
 pub const MAX_ADDRESSES: usize = 16;
+
+/// The most channels one store keeps subscribed on the server (one per Redisson lock key).
+pub const MAX_SUBSCRIBED_CHANNELS: usize = 1024;
 
 /// `DeleteIfEquals`: delete the key only when it holds the token. `GET` raises `WRONGTYPE` on
 /// a hash, as the key space's rule does.
@@ -110,6 +127,14 @@ struct Connected {
     connection: MultiplexedConnection,
 }
 
+/// The pub/sub connection: its sink (the forwarding task owns the stream), the channels it is
+/// subscribed to, and the number that tells it from its successors.
+struct Listening {
+    generation: u64,
+    sink: redis::aio::PubSubSink,
+    subscribed: BTreeSet<String>,
+}
+
 /// A Redis server (or a primary with replicas, of which the master is used) reached over TCP.
 pub struct RealRedis {
     clients: Vec<(String, redis::Client)>,
@@ -118,6 +143,8 @@ pub struct RealRedis {
     slot: tokio::sync::Mutex<Option<Connected>>,
     generations: AtomicU64,
     scripts: Scripts,
+    listening: Arc<tokio::sync::Mutex<Option<Listening>>>,
+    channels: Arc<Channels>,
 }
 
 struct Scripts {
@@ -168,6 +195,8 @@ impl RealRedis {
             connect_timeout: Duration::from_millis(connect_timeout_ms),
             slot: tokio::sync::Mutex::new(None),
             generations: AtomicU64::new(0),
+            listening: Arc::new(tokio::sync::Mutex::new(None)),
+            channels: Arc::new(Channels::new()),
             scripts: Scripts {
                 delete_if_equals: Script::new(DELETE_IF_EQUALS),
                 pexpire_if_equals: Script::new(PEXPIRE_IF_EQUALS),
@@ -252,6 +281,77 @@ impl RealRedis {
             }
         }
         Ok(connection)
+    }
+
+    /// Subscribe `channel` on the server (connecting the pub/sub connection if need be), then
+    /// locally; why not, if the server could not be reached or did not confirm in time.
+    async fn listen(&self, channel: &str) -> Result<Subscription, String> {
+        let mut listening = self.listening.lock().await;
+        if listening.is_none() {
+            // The server the commands go to (a master, when there is a choice).
+            let (_, address, _) = self.connection().await?;
+            let client = &self.clients[address].1;
+            let pubsub = tokio::time::timeout(self.connect_timeout, client.get_async_pubsub())
+                .await
+                .map_err(|_| "the pub/sub connection did not open in time".to_string())?
+                .map_err(|error| error.to_string())?;
+            let (sink, mut stream) = pubsub.split();
+            let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+            let (channels, slot) = (Arc::clone(&self.channels), Arc::clone(&self.listening));
+            tokio::spawn(async move {
+                while let Some(message) = stream.next().await {
+                    channels.publish(message.get_channel_name());
+                }
+                // The connection broke: the next subscription makes a new one.
+                let mut slot = slot.lock().await;
+                if slot.as_ref().is_some_and(|l| l.generation == generation) {
+                    *slot = None;
+                }
+            });
+            *listening = Some(Listening {
+                generation,
+                sink,
+                subscribed: BTreeSet::new(),
+            });
+        }
+        let link = listening.as_mut().expect("connected above");
+        // Subscribe locally first: a message that arrives right after the server confirms
+        // then finds us.
+        let subscription = self.channels.subscribe(channel);
+        if !link.subscribed.contains(channel) {
+            if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
+                let idle: Vec<String> = link
+                    .subscribed
+                    .iter()
+                    .filter(|name| !self.channels.is_subscribed(name))
+                    .cloned()
+                    .collect();
+                for name in idle {
+                    let unsubscribed = tokio::time::timeout(self.command_timeout, link.sink.unsubscribe(&name)).await;
+                    if matches!(unsubscribed, Ok(Ok(()))) {
+                        link.subscribed.remove(&name);
+                    }
+                }
+                if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
+                    return Err(format!(
+                        "{MAX_SUBSCRIBED_CHANNELS} channels are subscribed and in use (MAX_SUBSCRIBED_CHANNELS)"
+                    ));
+                }
+            }
+            match tokio::time::timeout(self.command_timeout, link.sink.subscribe(channel)).await {
+                Ok(Ok(())) => {
+                    link.subscribed.insert(channel.to_owned());
+                }
+                failed => {
+                    *listening = None;
+                    return Err(match failed {
+                        Ok(Err(error)) => format!("SUBSCRIBE {channel}: {error}"),
+                        _ => format!("SUBSCRIBE {channel}: no answer in time"),
+                    });
+                }
+            }
+        }
+        Ok(subscription)
     }
 
     /// Drop the connection `generation` (if it is still the one in use).
@@ -405,6 +505,11 @@ fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailur
 
 impl FamilyStore<RedisCommand> for RealRedis {
     type Reply = RedisReply;
+
+    /// A waiter without a subscription sleeps out its whole wait: slower, never unsafe.
+    async fn subscribe(&self, channel: &str) -> Option<Subscription> {
+        self.listen(channel).await.ok()
+    }
 
     async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
         // No connection: nothing was sent, so nothing applied.

@@ -55,6 +55,12 @@ impl Channels {
         Subscription { receiver }
     }
 
+    /// Whether `channel` has a live subscriber.
+    pub fn is_subscribed(&self, channel: &str) -> bool {
+        let counts = lock_ignoring_poison(&self.counts);
+        counts.get(channel).is_some_and(|sender| sender.receiver_count() > 0)
+    }
+
     /// Channels with a live subscriber (for tests of the limit).
     pub fn channels(&self) -> usize {
         let counts = lock_ignoring_poison(&self.counts);
