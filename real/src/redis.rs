@@ -46,7 +46,7 @@ use redis::{AsyncConnectionConfig, Script, Value};
 
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
-use cassalock::store::redis_keyspace::{RedisCommand, RedisError, RedisReply};
+use cassalock::store::redis_keyspace::{fair_queue_key, fair_timeouts_key, RedisCommand, RedisError, RedisReply};
 use cassalock::store::StoreFailure;
 
 /// How long one command may take before it counts as [`StoreFailure::Timeout`], by default.
@@ -107,6 +107,96 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1";
 
+/// The fair lock's scripts drop the stale waiters at the head of the queue first: a waiter
+/// whose deadline is not after the caller's clock (or who has none). KEYS: lock, queue,
+/// deadlines; `now` is the caller's clock in ms.
+const FAIR_DROP_STALE: &str = "\
+while true do
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if first == false then break end
+  local deadline = tonumber(redis.call('ZSCORE', KEYS[3], first))
+  if deadline ~= nil and deadline > now then break end
+  redis.call('LPOP', KEYS[2])
+  redis.call('ZREM', KEYS[3], first)
+end
+";
+
+/// The fair acquire's rest. ARGV: lease ms, owner, slot ms, client now ms. Scores travel as
+/// whole numbers (`%.0f`: exact below 2^53 ms).
+const FAIR_ACQUIRE_BODY: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if first == false or first == ARGV[2] then
+    redis.call('LPOP', KEYS[2])
+    redis.call('ZREM', KEYS[3], ARGV[2])
+    local others = redis.call('ZRANGE', KEYS[3], 0, -1)
+    for i = 1, #others do
+      redis.call('ZINCRBY', KEYS[3], string.format('%.0f', -slot), others[i])
+    end
+    redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    return nil
+  end
+end
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return nil
+end
+local mine = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if mine ~= false then
+  return tonumber(mine) - slot - now
+end
+local last = redis.call('LINDEX', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] then
+  local deadline = redis.call('ZSCORE', KEYS[3], last)
+  if deadline == false then ttl = 0 else ttl = tonumber(deadline) - now end
+else
+  ttl = redis.call('PTTL', KEYS[1])
+end
+redis.call('ZADD', KEYS[3], string.format('%.0f', ttl + slot + now), ARGV[2])
+if redis.call('LPOS', KEYS[2], ARGV[2]) == false then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+end
+return ttl";
+
+/// The fair release's rest. ARGV: lease ms, owner, channel, unlock message, client now ms.
+const FAIR_RELEASE_BODY: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+    return nil
+  end
+  if redis.call('HINCRBY', KEYS[1], ARGV[2], -1) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+end
+local first = redis.call('LINDEX', KEYS[2], 0)
+if first ~= false then
+  redis.call('PUBLISH', ARGV[3] .. ':' .. first, ARGV[4])
+end
+return 1";
+
+/// The fair give-up: leave the queue, and those behind move a slot earlier. KEYS: lock,
+/// queue, deadlines. ARGV: owner, slot ms.
+const FAIR_GIVE_UP: &str = "\
+local queue = redis.call('LRANGE', KEYS[2], 0, -1)
+local at = nil
+for i = 1, #queue do
+  if queue[i] == ARGV[1] then at = i; break end
+end
+if at == nil then return 0 end
+for i = at + 1, #queue do
+  if redis.call('ZSCORE', KEYS[3], queue[i]) ~= false then
+    redis.call('ZINCRBY', KEYS[3], string.format('%.0f', -tonumber(ARGV[2])), queue[i])
+  end
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 1";
+
 /// Why a [`RealRedis`] could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum RealRedisError {
@@ -153,6 +243,9 @@ struct Scripts {
     redisson_acquire: Script,
     redisson_renew: Script,
     redisson_release: Script,
+    fair_acquire: Script,
+    fair_release: Script,
+    fair_give_up: Script,
 }
 
 impl RealRedis {
@@ -203,6 +296,13 @@ impl RealRedis {
                 redisson_acquire: Script::new(REDISSON_ACQUIRE),
                 redisson_renew: Script::new(REDISSON_RENEW),
                 redisson_release: Script::new(REDISSON_RELEASE),
+                fair_acquire: Script::new(&format!(
+                    "local slot = tonumber(ARGV[3])\nlocal now = tonumber(ARGV[4])\n{FAIR_DROP_STALE}{FAIR_ACQUIRE_BODY}"
+                )),
+                fair_release: Script::new(&format!(
+                    "local now = tonumber(ARGV[5])\n{FAIR_DROP_STALE}{FAIR_RELEASE_BODY}"
+                )),
+                fair_give_up: Script::new(FAIR_GIVE_UP),
             },
         })
     }
@@ -447,6 +547,60 @@ impl RealRedis {
                     .invoke_async(connection)
                     .await
             }
+            RedisCommand::RedissonFairAcquire {
+                key,
+                owner,
+                lease_ms,
+                thread_wait_ms,
+                client_now_ms,
+            } => {
+                scripts
+                    .fair_acquire
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .arg(*thread_wait_ms)
+                    .arg(*client_now_ms)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonFairRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+                client_now_ms,
+            } => {
+                scripts
+                    .fair_release
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .arg(channel)
+                    .arg(cassalock::store::redis_keyspace::UNLOCK_MESSAGE)
+                    .arg(*client_now_ms)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonFairGiveUp {
+                key,
+                owner,
+                thread_wait_ms,
+            } => {
+                scripts
+                    .fair_give_up
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(owner)
+                    .arg(*thread_wait_ms)
+                    .invoke_async(connection)
+                    .await
+            }
         }
     }
 }
@@ -462,6 +616,8 @@ fn has_expiry_argument(command: &RedisCommand) -> bool {
             | RedisCommand::RedissonAcquire { .. }
             | RedisCommand::RedissonRenew { .. }
             | RedisCommand::RedissonRelease { .. }
+            | RedisCommand::RedissonFairAcquire { .. }
+            | RedisCommand::RedissonFairRelease { .. }
     )
 }
 
