@@ -452,16 +452,10 @@ where
                     });
                     match (&mut stop, kind) {
                         (Some(stop), SleepKind::Renewal) => {
-                            if *stop.borrow() {
+                            if super::sleep_unless_stopped(&inner.clock, ms, stop).await {
                                 Input::StopRequested
                             } else {
-                                // `biased`: poll in the written order (an unbiased select draws
-                                // from a generator no seed controls).
-                                tokio::select! {
-                                    biased;
-                                    _ = stop.changed() => Input::StopRequested,
-                                    _ = inner.clock.sleep_ms(ms) => Input::Woke,
-                                }
+                                Input::Woke
                             }
                         }
                         (_, SleepKind::UntilNotified) if notified.is_some() => {

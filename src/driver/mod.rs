@@ -274,18 +274,10 @@ impl<S: Store, C: Clock> Engine<S, C> {
                     });
                     match (&mut hooks.stop, kind) {
                         (Some(stop), SleepKind::Renewal) => {
-                            if *stop.borrow() {
+                            if sleep_unless_stopped(&self.clock, ms, stop).await {
                                 Input::StopRequested
                             } else {
-                                // `biased`: poll in the written order. An unbiased select
-                                // draws its order from tokio's own thread-local generator,
-                                // which no seed controls (it broke the simulator's
-                                // determinism when a stop and a renewal timer met).
-                                tokio::select! {
-                                    biased;
-                                    _ = stop.changed() => Input::StopRequested,
-                                    _ = self.clock.sleep_ms(ms) => Input::Woke,
-                                }
+                                Input::Woke
                             }
                         }
                         _ => {
@@ -705,5 +697,21 @@ impl<S: Store, C: Clock> Drop for LockGuard<S, C> {
         tokio::spawn(async move {
             release_lease(&inner, lifecycle, renewal).await;
         });
+    }
+}
+
+/// A renewal lane's sleep of `ms` on `clock`, cut short by a stop request: true when stopped
+/// (at once if the stop was asked before).
+pub(crate) async fn sleep_unless_stopped<C: Clock>(clock: &C, ms: u64, stop: &mut watch::Receiver<bool>) -> bool {
+    if *stop.borrow() {
+        return true;
+    }
+    // `biased`: poll in the written order. An unbiased select draws its order from tokio's own
+    // thread-local generator, which no seed controls (it broke the simulator's determinism
+    // when a stop and a renewal timer met).
+    tokio::select! {
+        biased;
+        _ = stop.changed() => true,
+        _ = clock.sleep_ms(ms) => false,
     }
 }
