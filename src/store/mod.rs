@@ -14,6 +14,7 @@ pub mod memory;
 pub mod redis_keyspace;
 pub mod redis_replication;
 pub mod row_store;
+pub mod znode_tree;
 
 use std::fmt;
 use std::future::Future;
