@@ -43,6 +43,7 @@ pub mod retry;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod time_service;
+pub mod zookeeper;
 
 use std::fmt;
 
@@ -78,6 +79,8 @@ pub enum Source {
     Redisson,
     /// Redlock over N Redis masters, as the Redis documentation gives it (seeds 002, 003).
     Redlock,
+    /// Curator's `InterProcessMutex` recipe on ZooKeeper (issue 14).
+    Curator,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -112,6 +115,7 @@ impl fmt::Display for StepTag {
             Source::Memcached => "memcached",
             Source::Redisson => "redisson",
             Source::Redlock => "redlock",
+            Source::Curator => "curator",
             Source::Ours => "ours",
         };
         if self.step == 0 {

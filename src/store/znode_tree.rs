@@ -143,6 +143,66 @@ impl ZkCommand {
     }
 }
 
+/// A request as a lock machine asks for it: the connection it goes out on names the session
+/// ([`ZkOp::on`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub enum ZkOp {
+    Create {
+        path: String,
+        data: String,
+        ephemeral: bool,
+        sequential: bool,
+    },
+    Delete {
+        path: String,
+        version: Option<i64>,
+    },
+    Exists {
+        path: String,
+        watch: bool,
+    },
+    GetData {
+        path: String,
+        watch: bool,
+    },
+    GetChildren {
+        path: String,
+        watch: bool,
+    },
+}
+
+impl ZkOp {
+    /// The command this request is on `session`'s connection.
+    pub fn on(self, session: SessionId) -> ZkCommand {
+        match self {
+            ZkOp::Create {
+                path,
+                data,
+                ephemeral,
+                sequential,
+            } => ZkCommand::Create {
+                session,
+                path,
+                data,
+                ephemeral,
+                sequential,
+            },
+            ZkOp::Delete { path, version } => ZkCommand::Delete { session, path, version },
+            ZkOp::Exists { path, watch } => ZkCommand::Exists { session, path, watch },
+            ZkOp::GetData { path, watch } => ZkCommand::GetData { session, path, watch },
+            ZkOp::GetChildren { path, watch } => ZkCommand::GetChildren { session, path, watch },
+        }
+    }
+}
+
+impl std::fmt::Display for ZkOp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the command prints, without the session.
+        let shown = self.clone().on(0).to_string();
+        write!(f, "{}", shown.trim_end_matches(" (session 0)"))
+    }
+}
+
 /// An error reply (ZooKeeper's `KeeperException` codes that matter here).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, thiserror::Error, serde::Serialize, serde::Deserialize,
@@ -344,12 +404,16 @@ impl ZnodeTree {
 
     /// Data watches set, as (path, session) pairs.
     pub fn data_watches(&self) -> impl Iterator<Item = (&str, SessionId)> {
-        self.data_watches.iter().map(|(path, session)| (path.as_str(), *session))
+        self.data_watches
+            .iter()
+            .map(|(path, session)| (path.as_str(), *session))
     }
 
     /// Child watches set, as (path, session) pairs.
     pub fn child_watches(&self) -> impl Iterator<Item = (&str, SessionId)> {
-        self.child_watches.iter().map(|(path, session)| (path.as_str(), *session))
+        self.child_watches
+            .iter()
+            .map(|(path, session)| (path.as_str(), *session))
     }
 
     /// Expire every session not heard from within its timeout at `server_now_ms`, in session

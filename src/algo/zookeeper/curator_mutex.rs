@@ -1,0 +1,674 @@
+//! Curator's `InterProcessMutex` (the recipe most JVM users take from ZooKeeper), as a sans-IO
+//! machine.
+//!
+//! The lock is a directory; each contender creates one node in it and the lowest sequence
+//! holds:
+//!
+//! - **C1 create** `{dir}/_c_{guid}-lock-` as EPHEMERAL_SEQUENTIAL. The guid is the
+//!   acquisition's token (Curator's "protected" mode): when the create's reply is lost, the
+//!   node may exist without the client knowing its name, so before creating again it lists the
+//!   directory and adopts the child that carries its guid (C1 find). A missing directory is
+//!   created first (persistent; "already exists" is fine).
+//! - **C2 list** the directory's children, sorted by the ten-digit sequence. Ours first: held.
+//!   Ours missing: the session that owned it has expired (the node went with it): the
+//!   acquisition fails, as Curator's does.
+//! - **C3 watch the predecessor**, not the directory (no herd): `getData` with a watch on the
+//!   child just before ours. Gone already (no node): list again at once. Otherwise sleep until
+//!   the watch fires, then list again. Curator waits on the watch alone (for ever, or the
+//!   acquire's wait time); a watch lost across a disconnect leaves the waiter asleep while the
+//!   lock is free. [`CuratorConfig::recheck_every_ms`] (ours) bounds each sleep so that it lists
+//!   again anyway.
+//! - **C4 give up**: a wait time that runs out (or `try_lock` finding the lock held) deletes our
+//!   node, so that the one behind us does not wait for nobody.
+//! - **C5 release**: delete our node. "No node" means our session expired and took it: the lock
+//!   was lost before the release.
+//!
+//! The holder's token is its node's `czxid`: ZooKeeper orders all writes, so a later holder's
+//! node was created later and carries a larger zxid (a fencing token that only grows). Curator
+//! keeps reentrancy in the client; one acquisition here is one node.
+//!
+//! What the recipe does not bound: a holder believes it holds until its client library tells
+//! it the connection is lost (Curator's SUSPENDED and LOST states). A holder paused past its
+//! session timeout has lost its node, and the next contender holds, while it still believes.
+
+use super::super::retry::Uncertainty;
+use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use crate::store::znode_tree::{ZkError, ZkOp, ZkReply};
+use crate::store::StoreFailure;
+
+const C1_CREATE: StepTag = StepTag::new(Source::Curator, 1, "create {dir}/_c_{guid}-lock- EPHEMERAL_SEQUENTIAL");
+const C1_DIRECTORY: StepTag = StepTag::new(Source::Curator, 1, "no directory: create it (persistent)");
+const C1_FIND: StepTag = StepTag::new(
+    Source::Curator,
+    1,
+    "the create's reply was lost: list the directory for a child with our guid",
+);
+const C2_LIST: StepTag = StepTag::new(Source::Curator, 2, "list the children, sorted by sequence");
+const C2_HELD: StepTag = StepTag::new(Source::Curator, 2, "ours is the lowest: held");
+const C2_VANISHED: StepTag = StepTag::new(
+    Source::Curator,
+    2,
+    "our node is gone (its session expired): the acquisition fails",
+);
+const C2_TOKEN: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "ours is the lowest, adopted after a lost reply: read its czxid for the token",
+);
+const C3_WATCH: StepTag = StepTag::new(Source::Curator, 3, "getData with a watch on the node just before ours");
+const C3_WAIT: StepTag = StepTag::new(Source::Curator, 3, "wait for the watch to fire");
+const C4_GIVE_UP: StepTag = StepTag::new(Source::Curator, 4, "the wait is over: delete our node");
+const C4_GAVE_UP: StepTag = StepTag::new(Source::Curator, 4, "gave up without the lock");
+const C5_RELEASE: StepTag = StepTag::new(Source::Curator, 5, "release: delete our node");
+const C5_DONE: StepTag = StepTag::new(Source::Curator, 5, "released, or found our node gone");
+const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
+const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
+
+/// What the Curator machines read.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorConfig {
+    /// The lock's directory (`/locks/name`).
+    pub directory: String,
+    /// `acquire(time, unit)`: give up after this long; `None`: `acquire()`, wait for ever.
+    pub wait_ms: Option<u64>,
+    /// Ours: list the directory again after this long even if no watch fired (`None`:
+    /// Curator's wait on the watch alone).
+    pub recheck_every_ms: Option<u64>,
+    pub retry: RetryPolicy,
+}
+
+impl Default for CuratorConfig {
+    fn default() -> Self {
+        CuratorConfig {
+            directory: "/locks/lock".into(),
+            wait_ms: None,
+            recheck_every_ms: None,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+impl AsRef<RetryPolicy> for CuratorConfig {
+    fn as_ref(&self) -> &RetryPolicy {
+        &self.retry
+    }
+}
+
+/// The longest sleep one wait step asks for when neither a wait time nor a recheck bounds it
+/// (a day: the driver's sleep until notified ends earlier when the watch fires).
+pub const MAX_WAIT_STEP_MS: u64 = 86_400_000;
+
+/// What a Curator holder owns.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorLease {
+    /// Our node's full path.
+    pub node: String,
+    /// Its creation zxid: the fencing token.
+    pub czxid: u64,
+}
+
+/// How an acquisition ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CuratorAcquired {
+    Acquired(CuratorLease),
+    /// `try_lock` found the lock held.
+    NotAcquired,
+    TimedOut,
+    /// Our node vanished while we waited (the session expired).
+    NodeVanished,
+    Failed(StoreFailure),
+}
+
+/// The ten-digit sequence at the end of a child's name (ZooKeeper's sequential suffix).
+fn sequence_of(name: &str) -> Option<u64> {
+    let digits = name.get(name.len().checked_sub(10)?..)?;
+    digits.parse().ok()
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum State {
+    Idle,
+    Creating {
+        sent_at_us: u64,
+    },
+    /// Creating the directory's `n`-th ancestor (the directory itself last).
+    CreatingDirectory(usize),
+    Finding,
+    Listing,
+    Watching,
+    Waiting,
+    /// Held, with our node adopted from a listing: reading its czxid (the token).
+    ReadingToken,
+    /// A failed request is retried after a backoff: which one.
+    Backoff(Box<State>),
+    GivingUp(Box<CuratorAcquired>),
+    Finished,
+}
+
+/// C1–C4: take the lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorAcquire {
+    guid: String,
+    once: bool,
+    state: State,
+    deadline_us: Option<u64>,
+    /// Our node once known: its name in the directory and its czxid.
+    ours: Option<(String, u64)>,
+    uncertainty: Uncertainty,
+}
+
+impl CuratorAcquire {
+    /// `guid`: unique per acquisition (the token); `once`: `try_lock`.
+    pub fn new(guid: impl Into<String>, once: bool) -> Self {
+        CuratorAcquire {
+            guid: guid.into(),
+            once,
+            state: State::Idle,
+            deadline_us: None,
+            ours: None,
+            uncertainty: Uncertainty::default(),
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    fn prefix(&self) -> String {
+        format!("_c_{}-lock-", self.guid)
+    }
+
+    fn create(&mut self, config: &CuratorConfig, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        self.state = State::Creating { sent_at_us: now_us };
+        Step::store(
+            C1_CREATE,
+            ZkOp::Create {
+                path: format!("{}/{}", config.directory, self.prefix()),
+                data: String::new(),
+                ephemeral: true,
+                sequential: true,
+            },
+        )
+    }
+
+    /// Create the directory's ancestors from the top, then the directory, then our node
+    /// (Curator's `creatingParentContainersIfNeeded`).
+    fn create_directory(&mut self, config: &CuratorConfig, level: usize, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        let ends = config.directory.match_indices('/').map(|(at, _)| at).skip(1);
+        let paths: Vec<&str> = ends
+            .map(|at| &config.directory[..at])
+            .chain(std::iter::once(config.directory.as_str()))
+            .collect();
+        let Some(path) = paths.get(level) else {
+            return self.create(config, now_us);
+        };
+        self.state = State::CreatingDirectory(level);
+        Step::store(
+            C1_DIRECTORY,
+            ZkOp::Create {
+                path: (*path).to_owned(),
+                data: String::new(),
+                ephemeral: false,
+                sequential: false,
+            },
+        )
+    }
+
+    fn list(&mut self, config: &CuratorConfig, tag: StepTag) -> Step<CuratorAcquired, ZkOp> {
+        self.state = if tag == C1_FIND { State::Finding } else { State::Listing };
+        Step::store(
+            tag,
+            ZkOp::GetChildren {
+                path: config.directory.clone(),
+                watch: false,
+            },
+        )
+    }
+
+    fn finish(&mut self, tag: StepTag, output: CuratorAcquired) -> Step<CuratorAcquired, ZkOp> {
+        self.state = State::Finished;
+        Step::done(tag, output)
+    }
+
+    /// End without the lock, deleting our node first if we have one.
+    fn give_up(&mut self, config: &CuratorConfig, output: CuratorAcquired) -> Step<CuratorAcquired, ZkOp> {
+        match &self.ours {
+            Some((name, _)) => {
+                let path = format!("{}/{name}", config.directory);
+                self.state = State::GivingUp(Box::new(output));
+                Step::store(C4_GIVE_UP, ZkOp::Delete { path, version: None })
+            }
+            None => self.finish(C4_GAVE_UP, output),
+        }
+    }
+
+    fn failed(
+        &mut self,
+        config: &CuratorConfig,
+        failure: StoreFailure,
+        sent_at_us: Option<u64>,
+        retry: State,
+    ) -> Step<CuratorAcquired, ZkOp> {
+        if self.uncertainty.failed(&failure, sent_at_us, &config.retry) {
+            return self.give_up(config, CuratorAcquired::Failed(failure));
+        }
+        self.state = State::Backoff(Box::new(retry));
+        Step::new(
+            RETRY_AFTER_FAILURE,
+            Action::Sleep {
+                ms: config.retry.backoff_ms,
+                kind: SleepKind::Retry,
+            },
+        )
+    }
+
+    /// The children sorted by sequence: ours first means held; else watch the one before.
+    fn judge(&mut self, config: &CuratorConfig, mut children: Vec<String>, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        children.retain(|name| sequence_of(name).is_some());
+        children.sort_by_key(|name| sequence_of(name));
+        let (ours, _) = self.ours.clone().expect("listing only once our node is known");
+        let Some(at) = children.iter().position(|name| *name == ours) else {
+            return self.finish(C2_VANISHED, CuratorAcquired::NodeVanished);
+        };
+        if at == 0 && self.ours.as_ref().is_some_and(|(_, czxid)| *czxid == 0) {
+            // Adopted after a lost create reply: the listing did not say its czxid.
+            self.state = State::ReadingToken;
+            return Step::store(
+                C2_TOKEN,
+                ZkOp::Exists {
+                    path: format!("{}/{ours}", config.directory),
+                    watch: false,
+                },
+            );
+        }
+        if at == 0 {
+            let (node, czxid) = self.ours.take().expect("known");
+            let lease = CuratorLease {
+                node: format!("{}/{node}", config.directory),
+                czxid,
+            };
+            return self.finish(C2_HELD, CuratorAcquired::Acquired(lease));
+        }
+        if self.once {
+            return self.give_up(config, CuratorAcquired::NotAcquired);
+        }
+        if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
+            return self.give_up(config, CuratorAcquired::TimedOut);
+        }
+        self.state = State::Watching;
+        Step::store(
+            C3_WATCH,
+            ZkOp::GetData {
+                path: format!("{}/{}", config.directory, children[at - 1]),
+                watch: true,
+            },
+        )
+    }
+
+    fn advance(&mut self, config: &CuratorConfig, input: Input<ZkReply>, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        match (std::mem::replace(&mut self.state, State::Finished), input) {
+            (State::Idle, Input::Start) => {
+                self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
+                self.create(config, now_us)
+            }
+            (State::Creating { .. }, Input::Reply(ZkReply::Created { path, stat })) => {
+                self.uncertainty.answered();
+                let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+                self.ours = Some((name, stat.czxid));
+                self.list(config, C2_LIST)
+            }
+            (State::Creating { .. }, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
+                self.uncertainty.answered();
+                self.create_directory(config, 0, now_us)
+            }
+            (
+                State::CreatingDirectory(level),
+                Input::Reply(ZkReply::Created { .. } | ZkReply::Error(ZkError::NodeExists)),
+            ) => self.create_directory(config, level + 1, now_us),
+            (State::Creating { sent_at_us }, Input::Failed(failure)) => {
+                self.failed(config, failure, Some(sent_at_us), State::Finding)
+            }
+            (State::Finding, Input::Reply(ZkReply::Children(children))) => {
+                self.uncertainty.answered();
+                let prefix = self.prefix();
+                match children.into_iter().find(|name| name.starts_with(&prefix)) {
+                    // Our lost create did apply. A listing does not say its czxid: it is read
+                    // once held (0 until then).
+                    Some(name) => {
+                        self.ours = Some((name, 0));
+                        self.list(config, C2_LIST)
+                    }
+                    None => self.create(config, now_us),
+                }
+            }
+            (State::Finding, Input::Reply(ZkReply::Error(ZkError::NoNode))) => self.create(config, now_us),
+            (State::Listing, Input::Reply(ZkReply::Children(children))) => {
+                self.uncertainty.answered();
+                self.judge(config, children, now_us)
+            }
+            (State::Listing, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
+                self.finish(C2_VANISHED, CuratorAcquired::NodeVanished)
+            }
+            (State::Watching, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
+                // The predecessor went between the listing and the watch: list again.
+                self.uncertainty.answered();
+                self.list(config, C2_LIST)
+            }
+            (State::Watching, Input::Reply(ZkReply::Data { .. })) => {
+                self.uncertainty.answered();
+                let remaining_ms = self
+                    .deadline_us
+                    .map(|deadline| deadline.saturating_sub(now_us).div_ceil(1000).max(1));
+                let ms = [remaining_ms, config.recheck_every_ms, Some(MAX_WAIT_STEP_MS)]
+                    .into_iter()
+                    .flatten()
+                    .min()
+                    .expect("one bound at least");
+                self.state = State::Waiting;
+                Step::new(
+                    C3_WAIT,
+                    Action::Sleep {
+                        ms,
+                        kind: SleepKind::UntilNotified,
+                    },
+                )
+            }
+            (State::Waiting, Input::Woke) => self.list(config, C2_LIST),
+            (State::ReadingToken, Input::Reply(ZkReply::Exists(Some(stat)))) => {
+                let (node, _) = self.ours.take().expect("known");
+                let lease = CuratorLease {
+                    node: format!("{}/{node}", config.directory),
+                    czxid: stat.czxid,
+                };
+                self.finish(C2_HELD, CuratorAcquired::Acquired(lease))
+            }
+            (State::ReadingToken, Input::Reply(ZkReply::Exists(None))) => {
+                self.finish(C2_VANISHED, CuratorAcquired::NodeVanished)
+            }
+            (
+                State::Finding | State::Listing | State::Watching | State::ReadingToken | State::CreatingDirectory(_),
+                Input::Failed(failure),
+            ) => {
+                let retry = if self.ours.is_none() {
+                    State::Finding
+                } else {
+                    State::Listing
+                };
+                self.failed(config, failure, None, retry)
+            }
+            (State::Backoff(retry), Input::Woke) => match *retry {
+                State::Finding if self.uncertainty.may_have_applied() => self.list(config, C1_FIND),
+                State::Finding => self.create(config, now_us),
+                _ => self.list(config, C2_LIST),
+            },
+            (State::GivingUp(output), Input::Reply(_) | Input::Failed(_)) => {
+                // Deleted, or not: a node left behind goes with our session.
+                self.finish(C4_GAVE_UP, *output)
+            }
+            (_, Input::Reply(ZkReply::Error(ZkError::SessionExpired))) => self.finish(
+                FAILED,
+                CuratorAcquired::Failed(StoreFailure::Other("session expired".into())),
+            ),
+            (state, Input::Reply(reply)) => self.finish(
+                FAILED,
+                CuratorAcquired::Failed(StoreFailure::Other(format!("unexpected reply {reply} in {state:?}"))),
+            ),
+            (state, input) => panic!("CuratorAcquire: {input:?} in state {state:?}"),
+        }
+    }
+}
+
+impl Machine for CuratorAcquire {
+    type Config = CuratorConfig;
+    type Output = CuratorAcquired;
+    type Command = ZkOp;
+    type Reply = ZkReply;
+
+    fn resume(&mut self, config: &CuratorConfig, input: Input<ZkReply>, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        super::super::resume_checked(
+            "CuratorAcquire",
+            self,
+            CuratorAcquire::is_finished,
+            CuratorAcquire::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+/// How a release ended.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CuratorReleased {
+    Released,
+    /// Our node was gone: the session had expired and the lock was lost before.
+    WasGone,
+    Failed(StoreFailure),
+}
+
+/// C5: delete our node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorRelease {
+    lease: CuratorLease,
+    sent: bool,
+    finished: bool,
+}
+
+impl CuratorRelease {
+    pub fn new(lease: CuratorLease) -> Self {
+        CuratorRelease {
+            lease,
+            sent: false,
+            finished: false,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn advance(&mut self, _: &CuratorConfig, input: Input<ZkReply>, _: u64) -> Step<CuratorReleased, ZkOp> {
+        let output = match (self.sent, input) {
+            (false, Input::Start) => {
+                self.sent = true;
+                return Step::store(
+                    C5_RELEASE,
+                    ZkOp::Delete {
+                        path: self.lease.node.clone(),
+                        version: None,
+                    },
+                );
+            }
+            (true, Input::Reply(ZkReply::Ok)) => CuratorReleased::Released,
+            (true, Input::Reply(ZkReply::Error(ZkError::NoNode | ZkError::SessionExpired))) => CuratorReleased::WasGone,
+            (true, Input::Reply(reply)) => {
+                CuratorReleased::Failed(StoreFailure::Other(format!("unexpected reply {reply}")))
+            }
+            (true, Input::Failed(failure)) => CuratorReleased::Failed(failure),
+            (sent, input) => panic!("CuratorRelease: {input:?} (sent {sent})"),
+        };
+        self.finished = true;
+        Step::done(C5_DONE, output)
+    }
+}
+
+impl Machine for CuratorRelease {
+    type Config = CuratorConfig;
+    type Output = CuratorReleased;
+    type Command = ZkOp;
+    type Reply = ZkReply;
+
+    fn resume(&mut self, config: &CuratorConfig, input: Input<ZkReply>, now_us: u64) -> Step<CuratorReleased, ZkOp> {
+        super::super::resume_checked(
+            "CuratorRelease",
+            self,
+            CuratorRelease::is_finished,
+            CuratorRelease::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::znode_tree::{SessionId, ZkCommand, ZnodeTree};
+
+    /// Clients on one ZooKeeper server, each with its own session; every request takes 1 ms.
+    struct Bench {
+        tree: ZnodeTree,
+        now_us: u64,
+        /// Watch events not yet delivered, per session.
+        fired: Vec<SessionId>,
+        /// Lose the reply of the next create (after it applied).
+        lose_next_create_reply: bool,
+    }
+
+    impl Bench {
+        fn new() -> Self {
+            Bench {
+                tree: ZnodeTree::new(),
+                now_us: 1_000_000,
+                fired: Vec::new(),
+                lose_next_create_reply: false,
+            }
+        }
+
+        fn session(&mut self) -> SessionId {
+            match self
+                .tree
+                .execute(&ZkCommand::CreateSession { timeout_ms: 10_000 }, self.now_us / 1000)
+                .reply
+            {
+                ZkReply::SessionCreated { session } => session,
+                other => panic!("{other:?}"),
+            }
+        }
+
+        /// Run until done (`Some`) or asleep on a watch (`None`).
+        fn run<M>(
+            &mut self,
+            session: SessionId,
+            config: &CuratorConfig,
+            machine: &mut M,
+            input: Input<ZkReply>,
+        ) -> Option<M::Output>
+        where
+            M: Machine<Config = CuratorConfig, Command = ZkOp, Reply = ZkReply>,
+        {
+            let mut input = input;
+            for _ in 0..1000 {
+                let step = machine.resume(config, input, self.now_us);
+                input = match step.action {
+                    Action::Store(op) => {
+                        self.now_us += 1000;
+                        let lose = matches!(op, ZkOp::Create { ephemeral: true, .. }) && self.lose_next_create_reply;
+                        let executed = self.tree.execute(&op.on(session), self.now_us / 1000);
+                        self.fired.extend(executed.fired.iter().map(|event| event.session));
+                        if lose {
+                            self.lose_next_create_reply = false;
+                            Input::Failed(StoreFailure::Timeout)
+                        } else {
+                            Input::Reply(executed.reply)
+                        }
+                    }
+                    Action::Sleep {
+                        kind: SleepKind::UntilNotified,
+                        ..
+                    } => return None,
+                    Action::Sleep { ms, .. } => {
+                        self.now_us += ms * 1000;
+                        Input::Woke
+                    }
+                    Action::Done(output) => return Some(output),
+                    _ => panic!("an action the Curator machines do not take"),
+                };
+            }
+            panic!("no end in 1000 steps")
+        }
+
+        fn children(&self, directory: &str) -> usize {
+            self.tree
+                .nodes()
+                .filter(|(path, _)| path.starts_with(&format!("{directory}/")))
+                .count()
+        }
+    }
+
+    fn held(output: Option<CuratorAcquired>) -> CuratorLease {
+        match output {
+            Some(CuratorAcquired::Acquired(lease)) => lease,
+            other => panic!("not held: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn c2_the_lowest_node_holds_and_the_next_is_woken_by_its_watch_only() {
+        let config = CuratorConfig::default();
+        let mut bench = Bench::new();
+        let (a, b, c) = (bench.session(), bench.session(), bench.session());
+        let first = held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
+        let mut second = CuratorAcquire::new("gb", false);
+        let mut third = CuratorAcquire::new("gc", false);
+        assert!(bench.run(b, &config, &mut second, Input::Start).is_none());
+        assert!(bench.run(c, &config, &mut third, Input::Start).is_none());
+        assert_eq!(
+            bench.tree.node("/locks").map(|_| ()),
+            Some(()),
+            "the directory was created"
+        );
+        let released = bench.run(a, &config, &mut CuratorRelease::new(first.clone()), Input::Start);
+        assert_eq!(released, Some(CuratorReleased::Released));
+        assert_eq!(bench.fired, vec![b], "only the next in line is told: no herd");
+        let second_lease = held(bench.run(b, &config, &mut second, Input::Woke));
+        assert!(second_lease.czxid > first.czxid, "the token grows");
+        bench.run(b, &config, &mut CuratorRelease::new(second_lease.clone()), Input::Start);
+        let third_lease = held(bench.run(c, &config, &mut third, Input::Woke));
+        assert!(third_lease.czxid > second_lease.czxid);
+    }
+
+    #[test]
+    fn c1_a_lost_create_reply_adopts_the_node_it_made_instead_of_making_a_second() {
+        let config = CuratorConfig::default();
+        let mut bench = Bench::new();
+        let a = bench.session();
+        bench.lose_next_create_reply = true;
+        let lease = held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
+        assert_eq!(bench.children("/locks/lock"), 1, "one node, found by its guid");
+        assert!(lease.node.contains("_c_ga-lock-"));
+        assert_eq!(
+            Some(lease.czxid),
+            bench.tree.node(&lease.node).map(|node| node.czxid),
+            "the token read back"
+        );
+    }
+
+    #[test]
+    fn c4_try_lock_on_a_held_lock_deletes_its_node_and_c2_a_vanished_node_fails() {
+        let config = CuratorConfig::default();
+        let mut bench = Bench::new();
+        let (a, b) = (bench.session(), bench.session());
+        held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
+        let answer = bench.run(b, &config, &mut CuratorAcquire::new("gb", true), Input::Start);
+        assert_eq!(answer, Some(CuratorAcquired::NotAcquired));
+        assert_eq!(bench.children("/locks/lock"), 1, "b's node is gone");
+        // b waits; its session expires meanwhile (silent for 10 s); a releases.
+        let mut waiter = CuratorAcquire::new("gb2", false);
+        assert!(bench.run(b, &config, &mut waiter, Input::Start).is_none());
+        bench.now_us += 11_000_000;
+        bench.tree.execute(&ZkCommand::Ping { session: a }, bench.now_us / 1000);
+        let output = bench.run(b, &config, &mut waiter, Input::Woke);
+        assert!(
+            matches!(
+                output,
+                Some(CuratorAcquired::Failed(_)) | Some(CuratorAcquired::NodeVanished)
+            ),
+            "{output:?}"
+        );
+    }
+
+    #[test]
+    fn sequence_of_reads_the_ten_digit_suffix() {
+        assert_eq!(sequence_of("_c_g-lock-0000000042"), Some(42));
+        assert_eq!(sequence_of("short"), None);
+        assert_eq!(sequence_of("_c_g-lock-00000000x2"), None);
+    }
+}
