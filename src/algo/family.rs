@@ -23,9 +23,14 @@ use super::redis::redlock::{
 };
 use super::redis::set_nx::{Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease};
 use super::redis::{RedisLease, RedisLockConfig};
+use super::zookeeper::curator_mutex::{
+    directory_of, CuratorAcquire, CuratorAcquired, CuratorCheck, CuratorChecked, CuratorConfig, CuratorLease,
+    CuratorRelease, CuratorReleased,
+};
 use super::{Input, Leftover, Machine, RetryPolicy, Step};
 use crate::store::memcached::{MemcachedCommand, MemcachedReply};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::znode_tree::{ZkOp, ZkReply};
 use crate::store::StoreFailure;
 
 /// How an acquisition ended, for every family.
@@ -612,4 +617,92 @@ impl FamilyLock for RedissonFairLock {
     fn renewed_lease(watchdog: &Watchdog) -> RedissonLease {
         RedissonLock::renewed_lease(watchdog)
     }
+}
+
+/// Curator's `InterProcessMutex` on ZooKeeper ([`super::zookeeper::curator_mutex`]): no lease
+/// to extend (the session keeps the node); "extend" asks whether our node is still there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CuratorLock;
+
+impl FamilyLock for CuratorLock {
+    const NAME: &'static str = "zookeeper";
+    type Config = CuratorConfig;
+    type Command = ZkOp;
+    type Reply = ZkReply;
+    type Lease = CuratorLease;
+    type AcquireMachine = CuratorAcquire;
+    type ExtendMachine = CuratorCheck;
+    type ReleaseMachine = CuratorRelease;
+    type RenewalMachine = NoRenewal<Self::Config, Self::Command, Self::Reply>;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> CuratorAcquire {
+        CuratorAcquire::new(key, token.replace([':', '/'], "_"), patience == Patience::Once)
+    }
+
+    fn acquired(output: CuratorAcquired) -> Acquisition<CuratorLease> {
+        match output {
+            CuratorAcquired::Acquired(lease) => Acquisition::Acquired(lease),
+            CuratorAcquired::NotAcquired => Acquisition::NotAcquired,
+            CuratorAcquired::TimedOut => Acquisition::TimedOut,
+            // A node of ours that vanished went with its session: nothing is left.
+            CuratorAcquired::NodeVanished => Acquisition::Failed {
+                failure: StoreFailure::Other("our node vanished: the session expired".into()),
+                left: Leftover::Nothing,
+            },
+            // The machine deleted its node on giving up, or the node goes with the session.
+            CuratorAcquired::Failed(failure) => Acquisition::Failed {
+                failure,
+                left: Leftover::NotCleanedUp,
+            },
+        }
+    }
+
+    fn notification_channel(key: &str, _token: &str) -> Option<String> {
+        Some(directory_of(key))
+    }
+
+    fn extend(lease: CuratorLease) -> CuratorCheck {
+        CuratorCheck::new(lease)
+    }
+
+    fn extended(old: &CuratorLease, output: CuratorChecked) -> Extension<CuratorLease> {
+        match output {
+            CuratorChecked::StillOurs => Extension::Extended(old.clone()),
+            CuratorChecked::Gone => Extension::Lost,
+            CuratorChecked::Failed(failure) => Extension::Failed(failure),
+        }
+    }
+
+    fn release(lease: CuratorLease) -> CuratorRelease {
+        CuratorRelease::new(lease)
+    }
+
+    fn released(output: CuratorReleased) -> Release {
+        match output {
+            CuratorReleased::Released => Release::Released,
+            CuratorReleased::WasGone => Release::WasNotOurs,
+            CuratorReleased::Failed(failure) => Release::Failed(failure),
+        }
+    }
+
+    /// The recipe sets no bound: a holder believes until its client tells it the session is
+    /// lost (the judges see what that costs under a pause past the session timeout).
+    fn valid_until_us(_lease: &CuratorLease, _config: &CuratorConfig) -> u64 {
+        u64::MAX
+    }
+
+    fn token(lease: &CuratorLease) -> &str {
+        &lease.token
+    }
+
+    fn check(config: &CuratorConfig) -> Result<(), String> {
+        if config.recheck_every_ms == Some(0) {
+            return Err(
+                "recheck_every_ms 0: a waiter would list the directory in a busy loop; use 1 ms or more".into(),
+            );
+        }
+        Ok(())
+    }
+
+    no_renewal!();
 }

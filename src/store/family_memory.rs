@@ -11,6 +11,7 @@ use std::sync::Mutex;
 
 use super::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use super::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
+use super::znode_tree::{SessionId, ZkCommand, ZkOp, ZkReply, ZnodeTree};
 use super::StoreFailure;
 use crate::algo::redis::redlock::ToMaster;
 use crate::driver::family::FamilyStore;
@@ -165,5 +166,104 @@ impl<C: Clock> FamilyStore<MemcachedCommand> for InMemoryMemcached<C> {
         }
         let now_ms = self.clock.now_us() / 1000;
         Ok(lock_ignoring_poison(&self.items).apply(&command, now_ms))
+    }
+}
+
+/// One ZooKeeper server's tree and sessions, on `clock` (it judges the sessions), delivering
+/// fired watches to its clients at once.
+pub struct InMemoryZooKeeper<C> {
+    tree: Mutex<ZnodeTree>,
+    clock: C,
+    /// Watch events, on the channel `{session}:{directory of the node watched}`.
+    channels: Channels,
+}
+
+impl<C: Clock> InMemoryZooKeeper<C> {
+    pub fn new(clock: C) -> Self {
+        InMemoryZooKeeper {
+            tree: Mutex::new(ZnodeTree::new()),
+            clock,
+            channels: Channels::new(),
+        }
+    }
+
+    /// A copy of the tree (for checks).
+    pub fn snapshot(&self) -> ZnodeTree {
+        lock_ignoring_poison(&self.tree).clone()
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.clock.now_us() / 1000
+    }
+
+    fn execute(&self, command: &ZkCommand) -> ZkReply {
+        let executed = lock_ignoring_poison(&self.tree).execute(command, self.now_ms());
+        for event in &executed.fired {
+            let directory = event.path.rsplit_once('/').map_or("/", |(parent, _)| parent);
+            self.channels.publish(&format!("{}:{directory}", event.session));
+        }
+        executed.reply
+    }
+}
+
+/// A client's connection to an [`InMemoryZooKeeper`]: its session, kept alive by a heartbeat
+/// task every third of the timeout until [`ZkClient::stop_heartbeat`] (a crashed or paused
+/// client) or drop.
+pub struct ZkClient<C: Clock + Send + Sync + 'static> {
+    server: std::sync::Arc<InMemoryZooKeeper<C>>,
+    session: SessionId,
+    heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl<C: Clock + Send + Sync + 'static> ZkClient<C> {
+    /// Open a session of `timeout_ms` (at least 3 ms: the heartbeat beats every third).
+    pub fn connect(server: std::sync::Arc<InMemoryZooKeeper<C>>, timeout_ms: u64) -> Self {
+        let timeout_ms = timeout_ms.max(3);
+        let session = match server.execute(&ZkCommand::CreateSession { timeout_ms }) {
+            ZkReply::SessionCreated { session } => session,
+            other => unreachable!("createSession answers a session, not {other:?}"),
+        };
+        let beating = std::sync::Arc::clone(&server);
+        let heartbeat = tokio::spawn(async move {
+            loop {
+                beating.clock.sleep_ms(timeout_ms / 3).await;
+                if beating.execute(&ZkCommand::Ping { session }) != ZkReply::Ok {
+                    return; // expired: the client learns it on its next request
+                }
+            }
+        });
+        ZkClient {
+            server,
+            session,
+            heartbeat,
+        }
+    }
+
+    pub fn session(&self) -> SessionId {
+        self.session
+    }
+
+    /// Stop the heartbeat (the client's process stopped): the session expires after its timeout.
+    pub fn stop_heartbeat(&self) {
+        self.heartbeat.abort();
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> Drop for ZkClient<C> {
+    fn drop(&mut self) {
+        self.heartbeat.abort();
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> FamilyStore<ZkOp> for ZkClient<C> {
+    type Reply = ZkReply;
+
+    async fn execute(&self, op: ZkOp) -> Result<ZkReply, StoreFailure> {
+        Ok(self.server.execute(&op.on(self.session)))
+    }
+
+    /// Watches fired for this session on nodes in `directory`.
+    async fn subscribe(&self, directory: &str) -> Option<Subscription> {
+        Some(self.server.channels.subscribe(&format!("{}:{directory}", self.session)))
     }
 }

@@ -67,8 +67,6 @@ const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: g
 /// What the Curator machines read.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CuratorConfig {
-    /// The lock's directory (`/locks/name`).
-    pub directory: String,
     /// `acquire(time, unit)`: give up after this long; `None`: `acquire()`, wait for ever.
     pub wait_ms: Option<u64>,
     /// Ours: list the directory again after this long even if no watch fired (`None`:
@@ -80,7 +78,6 @@ pub struct CuratorConfig {
 impl Default for CuratorConfig {
     fn default() -> Self {
         CuratorConfig {
-            directory: "/locks/lock".into(),
             wait_ms: None,
             recheck_every_ms: None,
             retry: RetryPolicy::default(),
@@ -105,6 +102,18 @@ pub struct CuratorLease {
     pub node: String,
     /// Its creation zxid: the fencing token.
     pub czxid: u64,
+    /// The czxid as the resource sees it (20 digits, so that text order is number order).
+    pub token: String,
+}
+
+impl CuratorLease {
+    pub fn new(node: String, czxid: u64) -> Self {
+        CuratorLease {
+            node,
+            czxid,
+            token: format!("{czxid:020}"),
+        }
+    }
 }
 
 /// How an acquisition ended.
@@ -117,6 +126,14 @@ pub enum CuratorAcquired {
     /// Our node vanished while we waited (the session expired).
     NodeVanished,
     Failed(StoreFailure),
+}
+
+/// Where every lock's directory lives.
+pub const LOCKS_ROOT: &str = "/locks";
+
+/// The directory of lock `key`: `/locks/{key}`.
+pub fn directory_of(key: &str) -> String {
+    format!("{LOCKS_ROOT}/{key}")
 }
 
 /// The ten-digit sequence at the end of a child's name (ZooKeeper's sequential suffix).
@@ -148,6 +165,8 @@ enum State {
 /// C1–C4: take the lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CuratorAcquire {
+    /// The lock's directory ([`directory_of`]).
+    directory: String,
     guid: String,
     once: bool,
     state: State,
@@ -158,9 +177,11 @@ pub struct CuratorAcquire {
 }
 
 impl CuratorAcquire {
-    /// `guid`: unique per acquisition (the token); `once`: `try_lock`.
-    pub fn new(guid: impl Into<String>, once: bool) -> Self {
+    /// Lock `key` (its directory [`directory_of`]); `guid`: unique per acquisition; `once`:
+    /// `try_lock`.
+    pub fn new(key: &str, guid: impl Into<String>, once: bool) -> Self {
         CuratorAcquire {
+            directory: directory_of(key),
             guid: guid.into(),
             once,
             state: State::Idle,
@@ -178,12 +199,12 @@ impl CuratorAcquire {
         format!("_c_{}-lock-", self.guid)
     }
 
-    fn create(&mut self, config: &CuratorConfig, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+    fn create(&mut self, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
         self.state = State::Creating { sent_at_us: now_us };
         Step::store(
             C1_CREATE,
             ZkOp::Create {
-                path: format!("{}/{}", config.directory, self.prefix()),
+                path: format!("{}/{}", self.directory, self.prefix()),
                 data: String::new(),
                 ephemeral: true,
                 sequential: true,
@@ -193,20 +214,20 @@ impl CuratorAcquire {
 
     /// Create the directory's ancestors from the top, then the directory, then our node
     /// (Curator's `creatingParentContainersIfNeeded`).
-    fn create_directory(&mut self, config: &CuratorConfig, level: usize, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
-        let ends = config.directory.match_indices('/').map(|(at, _)| at).skip(1);
-        let paths: Vec<&str> = ends
-            .map(|at| &config.directory[..at])
-            .chain(std::iter::once(config.directory.as_str()))
+    fn create_directory(&mut self, level: usize, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+        let ends = self.directory.match_indices('/').map(|(at, _)| at).skip(1);
+        let paths: Vec<String> = ends
+            .map(|at| self.directory[..at].to_owned())
+            .chain(std::iter::once(self.directory.clone()))
             .collect();
         let Some(path) = paths.get(level) else {
-            return self.create(config, now_us);
+            return self.create(now_us);
         };
         self.state = State::CreatingDirectory(level);
         Step::store(
             C1_DIRECTORY,
             ZkOp::Create {
-                path: (*path).to_owned(),
+                path: path.clone(),
                 data: String::new(),
                 ephemeral: false,
                 sequential: false,
@@ -214,12 +235,12 @@ impl CuratorAcquire {
         )
     }
 
-    fn list(&mut self, config: &CuratorConfig, tag: StepTag) -> Step<CuratorAcquired, ZkOp> {
+    fn list(&mut self, tag: StepTag) -> Step<CuratorAcquired, ZkOp> {
         self.state = if tag == C1_FIND { State::Finding } else { State::Listing };
         Step::store(
             tag,
             ZkOp::GetChildren {
-                path: config.directory.clone(),
+                path: self.directory.clone(),
                 watch: false,
             },
         )
@@ -231,10 +252,10 @@ impl CuratorAcquire {
     }
 
     /// End without the lock, deleting our node first if we have one.
-    fn give_up(&mut self, config: &CuratorConfig, output: CuratorAcquired) -> Step<CuratorAcquired, ZkOp> {
+    fn give_up(&mut self, output: CuratorAcquired) -> Step<CuratorAcquired, ZkOp> {
         match &self.ours {
             Some((name, _)) => {
-                let path = format!("{}/{name}", config.directory);
+                let path = format!("{}/{name}", self.directory);
                 self.state = State::GivingUp(Box::new(output));
                 Step::store(C4_GIVE_UP, ZkOp::Delete { path, version: None })
             }
@@ -250,7 +271,7 @@ impl CuratorAcquire {
         retry: State,
     ) -> Step<CuratorAcquired, ZkOp> {
         if self.uncertainty.failed(&failure, sent_at_us, &config.retry) {
-            return self.give_up(config, CuratorAcquired::Failed(failure));
+            return self.give_up(CuratorAcquired::Failed(failure));
         }
         self.state = State::Backoff(Box::new(retry));
         Step::new(
@@ -263,7 +284,7 @@ impl CuratorAcquire {
     }
 
     /// The children sorted by sequence: ours first means held; else watch the one before.
-    fn judge(&mut self, config: &CuratorConfig, mut children: Vec<String>, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
+    fn judge(&mut self, mut children: Vec<String>, now_us: u64) -> Step<CuratorAcquired, ZkOp> {
         children.retain(|name| sequence_of(name).is_some());
         children.sort_by_key(|name| sequence_of(name));
         let (ours, _) = self.ours.clone().expect("listing only once our node is known");
@@ -276,30 +297,27 @@ impl CuratorAcquire {
             return Step::store(
                 C2_TOKEN,
                 ZkOp::Exists {
-                    path: format!("{}/{ours}", config.directory),
+                    path: format!("{}/{ours}", self.directory),
                     watch: false,
                 },
             );
         }
         if at == 0 {
             let (node, czxid) = self.ours.take().expect("known");
-            let lease = CuratorLease {
-                node: format!("{}/{node}", config.directory),
-                czxid,
-            };
+            let lease = CuratorLease::new(format!("{}/{node}", self.directory), czxid);
             return self.finish(C2_HELD, CuratorAcquired::Acquired(lease));
         }
         if self.once {
-            return self.give_up(config, CuratorAcquired::NotAcquired);
+            return self.give_up(CuratorAcquired::NotAcquired);
         }
         if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
-            return self.give_up(config, CuratorAcquired::TimedOut);
+            return self.give_up(CuratorAcquired::TimedOut);
         }
         self.state = State::Watching;
         Step::store(
             C3_WATCH,
             ZkOp::GetData {
-                path: format!("{}/{}", config.directory, children[at - 1]),
+                path: format!("{}/{}", self.directory, children[at - 1]),
                 watch: true,
             },
         )
@@ -309,22 +327,22 @@ impl CuratorAcquire {
         match (std::mem::replace(&mut self.state, State::Finished), input) {
             (State::Idle, Input::Start) => {
                 self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
-                self.create(config, now_us)
+                self.create(now_us)
             }
             (State::Creating { .. }, Input::Reply(ZkReply::Created { path, stat })) => {
                 self.uncertainty.answered();
                 let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
                 self.ours = Some((name, stat.czxid));
-                self.list(config, C2_LIST)
+                self.list(C2_LIST)
             }
             (State::Creating { .. }, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
                 self.uncertainty.answered();
-                self.create_directory(config, 0, now_us)
+                self.create_directory(0, now_us)
             }
             (
                 State::CreatingDirectory(level),
                 Input::Reply(ZkReply::Created { .. } | ZkReply::Error(ZkError::NodeExists)),
-            ) => self.create_directory(config, level + 1, now_us),
+            ) => self.create_directory(level + 1, now_us),
             (State::Creating { sent_at_us }, Input::Failed(failure)) => {
                 self.failed(config, failure, Some(sent_at_us), State::Finding)
             }
@@ -336,15 +354,15 @@ impl CuratorAcquire {
                     // once held (0 until then).
                     Some(name) => {
                         self.ours = Some((name, 0));
-                        self.list(config, C2_LIST)
+                        self.list(C2_LIST)
                     }
-                    None => self.create(config, now_us),
+                    None => self.create(now_us),
                 }
             }
-            (State::Finding, Input::Reply(ZkReply::Error(ZkError::NoNode))) => self.create(config, now_us),
+            (State::Finding, Input::Reply(ZkReply::Error(ZkError::NoNode))) => self.create(now_us),
             (State::Listing, Input::Reply(ZkReply::Children(children))) => {
                 self.uncertainty.answered();
-                self.judge(config, children, now_us)
+                self.judge(children, now_us)
             }
             (State::Listing, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
                 self.finish(C2_VANISHED, CuratorAcquired::NodeVanished)
@@ -352,7 +370,7 @@ impl CuratorAcquire {
             (State::Watching, Input::Reply(ZkReply::Error(ZkError::NoNode))) => {
                 // The predecessor went between the listing and the watch: list again.
                 self.uncertainty.answered();
-                self.list(config, C2_LIST)
+                self.list(C2_LIST)
             }
             (State::Watching, Input::Reply(ZkReply::Data { .. })) => {
                 self.uncertainty.answered();
@@ -373,13 +391,10 @@ impl CuratorAcquire {
                     },
                 )
             }
-            (State::Waiting, Input::Woke) => self.list(config, C2_LIST),
+            (State::Waiting, Input::Woke) => self.list(C2_LIST),
             (State::ReadingToken, Input::Reply(ZkReply::Exists(Some(stat)))) => {
                 let (node, _) = self.ours.take().expect("known");
-                let lease = CuratorLease {
-                    node: format!("{}/{node}", config.directory),
-                    czxid: stat.czxid,
-                };
+                let lease = CuratorLease::new(format!("{}/{node}", self.directory), stat.czxid);
                 self.finish(C2_HELD, CuratorAcquired::Acquired(lease))
             }
             (State::ReadingToken, Input::Reply(ZkReply::Exists(None))) => {
@@ -397,9 +412,9 @@ impl CuratorAcquire {
                 self.failed(config, failure, None, retry)
             }
             (State::Backoff(retry), Input::Woke) => match *retry {
-                State::Finding if self.uncertainty.may_have_applied() => self.list(config, C1_FIND),
-                State::Finding => self.create(config, now_us),
-                _ => self.list(config, C2_LIST),
+                State::Finding if self.uncertainty.may_have_applied() => self.list(C1_FIND),
+                State::Finding => self.create(now_us),
+                _ => self.list(C2_LIST),
             },
             (State::GivingUp(output), Input::Reply(_) | Input::Failed(_)) => {
                 // Deleted, or not: a node left behind goes with our session.
@@ -507,6 +522,79 @@ impl Machine for CuratorRelease {
     }
 }
 
+/// What a holder's check found.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CuratorChecked {
+    /// Our node is there: still held.
+    StillOurs,
+    /// Our node is gone (the session expired): the lock is lost.
+    Gone,
+    Failed(StoreFailure),
+}
+
+/// Ours (the family driver's `extend`): does our node still exist? ZooKeeper locks have no
+/// lease to extend; the session's heartbeats keep the node, and this is how a holder asks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorCheck {
+    lease: CuratorLease,
+    sent: bool,
+    finished: bool,
+}
+
+const CHECK: StepTag = StepTag::new(Source::Ours, 0, "is our node still there?");
+
+impl CuratorCheck {
+    pub fn new(lease: CuratorLease) -> Self {
+        CuratorCheck {
+            lease,
+            sent: false,
+            finished: false,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn advance(&mut self, _: &CuratorConfig, input: Input<ZkReply>, _: u64) -> Step<CuratorChecked, ZkOp> {
+        let output = match (self.sent, input) {
+            (false, Input::Start) => {
+                self.sent = true;
+                let path = self.lease.node.clone();
+                return Step::store(CHECK, ZkOp::Exists { path, watch: false });
+            }
+            (true, Input::Reply(ZkReply::Exists(Some(stat)))) if stat.czxid == self.lease.czxid => {
+                CuratorChecked::StillOurs
+            }
+            (true, Input::Reply(ZkReply::Exists(_) | ZkReply::Error(ZkError::SessionExpired))) => CuratorChecked::Gone,
+            (true, Input::Reply(reply)) => {
+                CuratorChecked::Failed(StoreFailure::Other(format!("unexpected reply {reply}")))
+            }
+            (true, Input::Failed(failure)) => CuratorChecked::Failed(failure),
+            (sent, input) => panic!("CuratorCheck: {input:?} (sent {sent})"),
+        };
+        self.finished = true;
+        Step::done(CHECK, output)
+    }
+}
+
+impl Machine for CuratorCheck {
+    type Config = CuratorConfig;
+    type Output = CuratorChecked;
+    type Command = ZkOp;
+    type Reply = ZkReply;
+
+    fn resume(&mut self, config: &CuratorConfig, input: Input<ZkReply>, now_us: u64) -> Step<CuratorChecked, ZkOp> {
+        super::super::resume_checked(
+            "CuratorCheck",
+            self,
+            CuratorCheck::is_finished,
+            CuratorCheck::advance,
+            (config, input, now_us),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,9 +693,9 @@ mod tests {
         let config = CuratorConfig::default();
         let mut bench = Bench::new();
         let (a, b, c) = (bench.session(), bench.session(), bench.session());
-        let first = held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
-        let mut second = CuratorAcquire::new("gb", false);
-        let mut third = CuratorAcquire::new("gc", false);
+        let first = held(bench.run(a, &config, &mut CuratorAcquire::new("lock", "ga", false), Input::Start));
+        let mut second = CuratorAcquire::new("lock", "gb", false);
+        let mut third = CuratorAcquire::new("lock", "gc", false);
         assert!(bench.run(b, &config, &mut second, Input::Start).is_none());
         assert!(bench.run(c, &config, &mut third, Input::Start).is_none());
         assert_eq!(
@@ -631,7 +719,7 @@ mod tests {
         let mut bench = Bench::new();
         let a = bench.session();
         bench.lose_next_create_reply = true;
-        let lease = held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
+        let lease = held(bench.run(a, &config, &mut CuratorAcquire::new("lock", "ga", false), Input::Start));
         assert_eq!(bench.children("/locks/lock"), 1, "one node, found by its guid");
         assert!(lease.node.contains("_c_ga-lock-"));
         assert_eq!(
@@ -646,12 +734,12 @@ mod tests {
         let config = CuratorConfig::default();
         let mut bench = Bench::new();
         let (a, b) = (bench.session(), bench.session());
-        held(bench.run(a, &config, &mut CuratorAcquire::new("ga", false), Input::Start));
-        let answer = bench.run(b, &config, &mut CuratorAcquire::new("gb", true), Input::Start);
+        held(bench.run(a, &config, &mut CuratorAcquire::new("lock", "ga", false), Input::Start));
+        let answer = bench.run(b, &config, &mut CuratorAcquire::new("lock", "gb", true), Input::Start);
         assert_eq!(answer, Some(CuratorAcquired::NotAcquired));
         assert_eq!(bench.children("/locks/lock"), 1, "b's node is gone");
         // b waits; its session expires meanwhile (silent for 10 s); a releases.
-        let mut waiter = CuratorAcquire::new("gb2", false);
+        let mut waiter = CuratorAcquire::new("lock", "gb2", false);
         assert!(bench.run(b, &config, &mut waiter, Input::Start).is_none());
         bench.now_us += 11_000_000;
         bench.tree.execute(&ZkCommand::Ping { session: a }, bench.now_us / 1000);
