@@ -65,7 +65,7 @@ const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request 
 const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
 
 /// What the Curator machines read.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CuratorConfig {
     /// `acquire(time, unit)`: give up after this long; `None`: `acquire()`, wait for ever.
     pub wait_ms: Option<u64>,
@@ -73,16 +73,6 @@ pub struct CuratorConfig {
     /// Curator's wait on the watch alone).
     pub recheck_every_ms: Option<u64>,
     pub retry: RetryPolicy,
-}
-
-impl Default for CuratorConfig {
-    fn default() -> Self {
-        CuratorConfig {
-            wait_ms: None,
-            recheck_every_ms: None,
-            retry: RetryPolicy::default(),
-        }
-    }
 }
 
 impl AsRef<RetryPolicy> for CuratorConfig {
