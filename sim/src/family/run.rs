@@ -1,17 +1,22 @@
 //! One run of a family scenario on one seed: the nodes, the clients' workload, the faults, the
 //! records; then the judges of [`super::verdict`].
 //!
-//! - **Servers**: one node per logical server ([`super::net::ServerNode`]); the SET NX
-//!   scenarios with a replica have two nodes for server 0 (node 0 the primary, node 1 the
-//!   replica).
+//! - **Servers**: one node per logical server ([`super::net::ServerNode`]); the SET NX and
+//!   Redisson scenarios with a replica have two nodes for server 0 (node 0 the primary, node 1
+//!   the replica). Redisson's server sends its unlock messages to the waiting clients
+//!   ([`super::net::PubSub`]); each client receives them on an endpoint of its own and hands
+//!   them to its `Channels`, which wakes its waiter.
 //! - **Clients**: one node each, running `acquisitions` times: `lock(key)` (again after it gave
 //!   up, up to `max_tries` calls), then, if `guard.is_valid()`, a write to the resource node
 //!   carrying the holder's token (a planned [`super::scenario::Pause`] stops the client between
-//!   the check and the write), a hold, the planned extensions (each followed by the same check,
-//!   write and hold), and `release`.
+//!   the check and the write: its workload alone, or its whole node, watchdog included), a
+//!   hold, the planned extensions (each followed by the same check, write and hold), and
+//!   `release`. A holder with a watchdog whose check finds its lease run out records that it
+//!   knows (C-lost).
 //! - **The resource** records every write it receives with the acquisition it came from
 //!   (acquisitions are numbered in the order their `Acquired` events happened).
-//! - **Faults** fire at a global time or right after the run's first acquisition.
+//! - **Faults** fire at a global time, right after the run's first acquisition, or right after
+//!   its first watchdog renewal was sent.
 //!
 //! Everything random comes from the seed: madsim's generator (latencies, think times) and the
 //! lockers' own generators, seeded from the run's seed and the client's index.
