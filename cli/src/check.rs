@@ -1,5 +1,5 @@
-//! `cassalock check`: run a stateright model of the thesis's algorithms (and of the Redis
-//! `SET NX PX` lock, issue 13).
+//! `cassalock check`: run a stateright model of the thesis's algorithms (and of the other
+//! families' locks, issue 13: Redis `SET NX PX`, Redlock, Memcached `add`, Redisson's `RLock`).
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;

@@ -1,14 +1,14 @@
-//! `cassalock sim-family`: the other lock families (Redis SET NX, Redlock, Memcached) in the
-//! simulator, over seeds or one seed in full (docs/simulator-families.md).
+//! `cassalock sim-family`: the other lock families (Redis SET NX, Redlock, Memcached,
+//! Redisson) in the simulator, over seeds or one seed in full (docs/simulator-families.md).
 //!
 //! Exit status: 0 no violation in any seed; 1 a claim was violated (the first violating seed
 //! and the command that replays it are printed); 2 bad usage; 3 no violation, but some run hit
 //! its time bound (T2 bounded).
 
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use cassalock_sim::family::scenario::{build, names, FamilyScenario, SCENARIOS};
+use cassalock_sim::family::scenario::{build, names, FamilyScenario, LockKind, SCENARIOS};
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
 use clap::Args;
@@ -149,7 +149,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
             .find(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
         {
             return usage_error(&format!(
-                "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire), not {name}"
+                "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
             ));
         }
     }
@@ -213,6 +213,16 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> Ex
         for (claim, verdict) in &outcome.verdicts.claims {
             println!("  {:<12} {verdict}", claim.name());
         }
+        if reports_handovers(&scenario) {
+            match outcome.longest_handover {
+                Some((gap, at)) => println!(
+                    "  longest handover: {:.3} ms, from the release at {:.3} ms to the next acquisition",
+                    gap.as_secs_f64() * 1000.0,
+                    at.as_secs_f64() * 1000.0
+                ),
+                None => println!("  longest handover: none (no release was followed by an acquisition)"),
+            }
+        }
         println!(
             "  simulated {:.3} s, trace hash {:016x}",
             outcome.sim_time.as_secs_f64(),
@@ -230,8 +240,14 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> Ex
     }
 }
 
-/// One seed's verdicts and simulated seconds (`None`: the run panicked).
-type SeedResult = Option<(Vec<(Claim, Verdict)>, f64)>;
+/// Whether a scenario's runs report their longest handover: where waiters sleep until
+/// notified (Redisson), what a lost unlock message costs.
+fn reports_handovers(scenario: &FamilyScenario) -> bool {
+    matches!(scenario.lock, LockKind::Redisson(_))
+}
+
+/// One seed's verdicts, simulated seconds and longest handover (`None`: the run panicked).
+type SeedResult = Option<(Vec<(Claim, Verdict)>, f64, Option<Duration>)>;
 
 /// Per claim: seeds violated, the first of them and why; seeds bounded and the first.
 #[derive(Default)]
@@ -252,6 +268,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) 
     let mut tallies: Vec<(Claim, Tally)> = Claim::ALL.into_iter().map(|c| (c, Tally::default())).collect();
     let mut panicked: Option<u64> = None;
     let mut sim_seconds = 0.0;
+    let mut longest_handover: Option<(Duration, u64)> = None;
     let mut done = 0u64;
     for batch in seeds.chunks(BATCH) {
         let batch_seeds: Vec<u64> = batch.collect();
@@ -262,18 +279,27 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) 
                     let scenario = scenario(name, seed, knobs);
                     std::panic::catch_unwind(|| {
                         let outcome = run_family(&scenario, seed, false);
-                        (outcome.verdicts.claims, outcome.sim_time.as_secs_f64())
+                        (
+                            outcome.verdicts.claims,
+                            outcome.sim_time.as_secs_f64(),
+                            outcome.longest_handover.map(|(gap, _)| gap),
+                        )
                     })
                     .ok()
                 })
                 .collect()
         });
         for (seed, outcome) in batch_seeds.iter().zip(outcomes) {
-            let Some((claims, sim_s)) = outcome else {
+            let Some((claims, sim_s, handover)) = outcome else {
                 panicked.get_or_insert(*seed);
                 continue;
             };
             sim_seconds += sim_s;
+            if let Some(gap) = handover {
+                if longest_handover.is_none_or(|(worst, _)| gap > worst) {
+                    longest_handover = Some((gap, *seed));
+                }
+            }
             for ((claim, verdict), (tallied, tally)) in claims.into_iter().zip(tallies.iter_mut()) {
                 debug_assert_eq!(claim, *tallied);
                 match verdict {
@@ -325,6 +351,16 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) 
             format!("no violation in {} seeds", tally.checked)
         };
         println!("  {:<12} {line}", claim.name());
+    }
+    if reports_handovers(&first_scenario) {
+        match longest_handover {
+            Some((gap, seed)) => println!(
+                "  longest handover (a release to the next acquisition): {:.3} ms, seed {seed}: replay: {}",
+                gap.as_secs_f64() * 1000.0,
+                replay_command(name, seed, knobs)
+            ),
+            None => println!("  longest handover: none in any seed"),
+        }
     }
     if let Some(seed) = panicked {
         violated = true;

@@ -121,3 +121,54 @@ fn a_failover_loses_the_lock_only_when_the_replica_lags() {
     assert_eq!(in_step.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("T1-belief    no violation in 20 seeds"), "{stdout}");
 }
+
+#[test]
+fn redisson_775_is_found_with_a_replay_command_and_lost_unlock_messages_report_the_wait() {
+    let out = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "redisson-failed-renewal,redisson-failed-renewal-775",
+        "--seeds",
+        "0..3",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("C-lost       no violation in 3 seeds"), "{stdout}");
+    assert!(
+        stdout.contains("C-lost       VIOLATED in 3 of 3 seeds; first seed 0"),
+        "{stdout}"
+    );
+    // The replay command printed under the violation (the handover lines carry one too).
+    let replay = stdout
+        .lines()
+        .skip_while(|line| !line.contains("VIOLATED"))
+        .find_map(|line| line.split("replay: ").nth(1))
+        .expect("a replay command");
+    assert_eq!(
+        replay,
+        "cassalock sim-family --scenario redisson-failed-renewal-775 --seed 0 --trace"
+    );
+    let words: Vec<&str> = replay.split(' ').collect();
+    let again = cassalock(&words[1..]);
+    let trace = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{trace}");
+    // The first renewal is dropped and times out; no renewal follows it.
+    assert!(
+        trace.contains("c0-0 <- failed: the store did not answer in time"),
+        "{trace}"
+    );
+    assert!(trace.contains("C-lost       VIOLATED: c0-0 was not told"), "{trace}");
+    let out = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "redisson-lost-unlock-messages",
+        "--seeds",
+        "0..5",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("longest handover (a release to the next acquisition): "),
+        "{stdout}"
+    );
+}

@@ -1,11 +1,11 @@
-//! # The lease locks people use instead: redis-set-nx, redlock, memcached (issue 13)
+//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13)
 //!
-//! One model runs the three locks whose key the *server* expires: Redis's single-instance
-//! `SET NX PX` lock, Redlock over three Redis masters, and Memcached's `add` lock. Each is the
-//! library's [`FamilyLock`] (its acquire, extend and release machines, unchanged) against its
-//! server's value type ([`ModelServer`]: `RedisKeyspace` or `ReplicatedRedis`, three
-//! `RedisKeyspace`s, `Memcached`). Everything below is said of `SET NX`, then what differs for
-//! the other two.
+//! One model runs the four locks whose key the *server* expires: Redis's single-instance
+//! `SET NX PX` lock, Redlock over three Redis masters, Memcached's `add` lock and Redisson's
+//! `RLock`. Each is the library's [`FamilyLock`] (its acquire, extend and release machines, and
+//! Redisson's watchdog, unchanged) against its server's value type ([`ModelServer`]:
+//! `RedisKeyspace` or `ReplicatedRedis`, three `RedisKeyspace`s, `Memcached`). Everything below
+//! is said of `SET NX`, then what differs for the other three.
 //!
 //! ## The lock (`SET NX`)
 //!
@@ -46,6 +46,26 @@
 //! `gets` and act with `cas` only if it holds the token. Memcached keeps nothing across a
 //! restart, so `--fault restart` is its normal restart.
 //!
+//! **Redisson** (`--model redisson`): the lock is a hash at the key, `owner -> hold count`,
+//! written by an acquire script that answers nil (ours) or the key's remaining TTL. `lock()`
+//! without a lease time gives the key the watchdog's timeout (3 ticks here) and starts the
+//! **watchdog**: a lane of the holder's process of its own (the driver's renewal task), asleep a
+//! third of the lease (a tick), then a renew script that resets the expiry if our field is
+//! there, and so on until `unlock()` stops it (at its sleep; a renewal out is waited for, as the
+//! driver's release waits for the task). The holder's lease is the one the watchdog last
+//! renewed. The watchdog tells the holder its lease is lost when the server says our field is
+//! gone, or expired when renewals kept failing for a whole lease; `--mutant redisson-775` is
+//! Redisson issue 775, a watchdog that is not rescheduled after one failed renewal and ends
+//! without telling anyone. A **waiter** does not poll: it subscribes to the lock's channel
+//! while in `lock()`, and after an attempt finds the lock taken it sleeps until the holder's
+//! TTL runs out or an unlock message arrives, whichever comes first. The release script
+//! deletes the key at count 0 and publishes the unlock message; the model carries it to every
+//! subscribed waiter as a message of its own (delivered at a step of its own, in any order
+//! with the others, but within the tick: time does not pass while one is on its way), and the
+//! `lost-notification` fault drops one. The library's Redisson holder also checks its clock
+//! against the lease before each use, as the others do (Redisson itself offers no such
+//! check: its users trust the watchdog).
+//!
 //! ## What the model runs
 //!
 //! The clients step the library's own machines, unchanged: for `SET NX`, [`SetNxLock`]'s
@@ -73,7 +93,8 @@
 //! every order, and time can pass while one is in flight. Nothing is lost unless the
 //! store-failure fault loses it.
 //!
-//! **Time** is a global tick counter, from 1 up to a bound (`2 + TTL + acquisitions - 1` ticks);
+//! **Time** is a global tick counter, from 1 up to a bound (`2 + TTL + acquisitions - 1` ticks;
+//! Redisson's lease is 3 ticks where the others' TTL is 2, below);
 //! a tick is one second of the machines' config. The clients' clocks read it; the server's
 //! clock reads it plus a jump (0 unless the clock-jump fault fired). TTL is 2 ticks, the drift
 //! margin the library's default 1%, so a lease acquired with a send at tick `s` is believed
@@ -83,7 +104,11 @@
 //! pass between a client's check and its write: that gap is the pause fault's, and nothing
 //! else's. At the bound time stops, and a sleep there ends at once, so waiters keep retrying
 //! and a starvation shows as a cycle at the bound (reported bounded) rather than as a deadlock.
-//! Every verdict is "within the bound": `holds within bound (clock <= N ticks)`.
+//! (Not a renewal lane's sleep: a watchdog renewing for ever while time stands still would show
+//! nothing new.) Every verdict is "within the bound": `holds within bound (clock <= N ticks)`.
+//! Redisson's lease is 3 ticks, so that the watchdog's third of it is a whole tick and one
+//! failed renewal leaves a tick to spare: a lease renewed with a send at `s` is believed while
+//! the clock is below `s + 2.97`; its clock bound is 5.
 //!
 //! **The resource** is a register that records the last writer (the acquisition's grant number:
 //! the order in which acquisitions returned). Without fencing (a random token only names its
@@ -93,6 +118,9 @@
 //! **State reduction:** expired keys are purged from the single server after every step (every
 //! command treats an expired key as absent, and the server clock never goes back, so no reply
 //! changes). The replicated pair keeps Redis's lazy expiry, whose `DEL`s travel to the replica.
+//! Redisson's model keeps the promoted primary alone after its failover (no second failover
+//! comes, so its fresh replica can no longer matter), which lets its world end: its watchdog's
+//! renewals fill the replication stream with batches.
 //!
 //! ## Faults (`--fault`, each at most once per run, by an injector bound by no fairness)
 //!
@@ -104,7 +132,10 @@
 //! | `restart` | the server restarts without persistence (`Persistence::None`): every key is gone | an acknowledged key stays until its TTL |
 //! | `failover` | the primary acknowledges, the replica is promoted before the write reached it: the batches in flight are lost (`ReplicatedRedis::failover`); replication otherwise delivers batches in order, fairly | same |
 //! | `server-clock-jump` | the server's clock jumps forward by the TTL: a key expires early | the server's clock runs at the client's rate |
+//! | `lost-notification` | (Redisson) one unlock message is lost on its way to a waiter | a waiter hears of every release |
 //!
+//! For Redisson the pause stops the whole process, its watchdog too (a GC pause stops every
+//! thread), and a lost request may be the watchdog's.
 //! ## Properties (claim IDs of docs/claims.md and docs/contract.md)
 //!
 //! | property | kind | meaning |
@@ -115,6 +146,11 @@
 //! | C-release | always | an acquisition whose `unlock()` returned (released, not ours, or gone either way) leaves no key holding its token (the K3 question for Redis: a released lock taken by nobody) |
 //! | T2 | always | no `lock()` returns without the lock while the store answers (Redlock's attempts can run out under contention; the others wait for ever) |
 //! | T2 | liveness | every client that calls `lock()` acquires (our fair-cycle check; a starvation that depends on the clock's bound is bounded) |
+//! | C-lost | always | (Redisson) a holder that a later acquisition overtook has been told its lease is lost (by its watchdog, or its own check found the lease run out), or its watchdog still runs, and so asks the server again within a third of the lease: never a holder left with nothing that would tell it |
+//!
+//! Figures: C-free, how many `lock()` calls gave up; C-release, how long a released key stays
+//! live; and for Redisson how long a waiter still sleeps on a free lock with no unlock message
+//! on its way to it (what a lost message costs: the rest of the holder's TTL).
 //!
 //! The outcome, pinned in `models/tests/redis_set_nx.rs`: with no fault everything holds (T2
 //! too), with or without the extension; a pause breaks T1-resource but not T1-belief (the
@@ -137,6 +173,18 @@
 //! keeps everything with no fault and with lost requests, and loses T1 to a restart or a clock
 //! jump, like `SET NX`.
 //!
+//! Redisson, pinned in `models/tests/redisson.rs`: everything holds with no fault (41,607
+//! states) and with one lost request or reply, a renewal's included (the watchdog renews at its
+//! next tick); a lost unlock message breaks nothing but costs the waiter up to the holder's
+//! TTL (3 ticks; never without the fault); a pause longer than the lease breaks T1-resource; a
+//! restart, a failover and a clock jump break T1-belief (the watchdog's next renewal then finds
+//! the field gone and tells the holder: C-lost holds), and a failover brings back a released
+//! key (C-release). The issue-775 mutant, with one lost renewal, breaks C-lost and nothing
+//! else: its watchdog ends quietly, the key runs out, the other client takes the lock, and the
+//! holder is never told. T1-belief still holds, because the library's holder checks its own
+//! clock against the last renewal's lease; a Redisson user, who has no such check and trusts
+//! the watchdog, would go on as the holder: Redisson's two holders.
+//!
 //! ## What the model cannot see
 //!
 //! Durations below a tick (requests take no time; a server apply and a client step are
@@ -145,19 +193,25 @@
 //! (one primary, one replica), persistence settings between none and every write, a request
 //! applied after its client gave up on it (a late duplicate: a request is either answered,
 //! lost before applying, or applied with its reply lost), and anything past the clock's bound.
-//! The bounds are small (2 clients, 1 acquisition, 4 ticks by default): a verdict "holds" is
-//! about this world only.
+//! Redisson's reentrancy (each acquisition is its own owner, as in the family driver), a lease
+//! time given to `lock()` (no watchdog), resubscription after a restart (a waiter's
+//! subscription survives it here). The bounds are small (2 clients, 1 acquisition, 4 ticks by
+//! default, 5 for Redisson): a verdict "holds" is about this world only.
 
+use std::convert::Infallible;
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
-use cassalock::algo::family::{Acquisition, Extension, FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::family::{
+    Acquisition, Extension, FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, RenewalEnd, SetNxLock,
+};
 use cassalock::algo::memcached::MemcachedLockConfig;
+use cassalock::algo::redis::redisson::{RedissonConfig, RedissonLease, RedissonMutants, Watchdog};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants, ToMaster};
 use cassalock::algo::redis::set_nx::Patience;
 use cassalock::algo::redis::RedisLockConfig;
-use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, Step, StepTag};
+use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, SleepKind, Step, StepTag};
 use cassalock::store::memcached::{Memcached, MemcachedCommand};
 use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
 use cassalock::store::redis_replication::ReplicatedRedis;
@@ -178,6 +232,9 @@ const FIRST_TICK: u8 = 1;
 const MILLIS_PER_TICK: u64 = 1000;
 /// A machine that draws more often than this between two actions is broken.
 const MAX_DRAWS_IN_A_ROW: usize = 8;
+/// Unlock messages counted on their way to one waiter (more collapse into this many: only a
+/// second release within one tick could send more).
+const MAX_MESSAGES_IN_FLIGHT: u8 = 2;
 
 /// An acquisition's place in the order in which acquisitions returned (0 first).
 pub type Grant = u8;
@@ -204,8 +261,30 @@ pub trait ModelFamily:
 {
     type Server: ModelServer<Command = Self::Command, Reply = Self::Reply>;
 
+    /// The holder's background renewal lane as the model keeps it in its state: the library's
+    /// [`FamilyLock::RenewalMachine`] (Redisson's watchdog), or [`NoLane`] for the locks that
+    /// have none (the library's `NoRenewal` is not a state stateright can hash).
+    type Lane: ModelState + Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply>;
+
     /// The model's CLI name (`redis-set-nx`).
     const MODEL: &'static str;
+
+    /// The key's time to live (the lease), in ticks.
+    const TTL_TICKS: u8 = TTL_TICKS;
+
+    /// The lock's holders run a renewal lane (with the settings the model gives them).
+    const RENEWAL_LANE: bool = false;
+
+    /// A new holder's renewal lane ([`FamilyLock::renewal`]), if the lock has one.
+    fn lane(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::Lane> {
+        None
+    }
+
+    /// How the lane's end reads ([`FamilyLock::renewal_ended`]).
+    fn lane_ended(output: <Self::Lane as Machine>::Output) -> RenewalEnd;
+
+    /// The lease as the lane has left it ([`FamilyLock::renewed_lease`]).
+    fn lane_lease(lane: &Self::Lane) -> Self::Lease;
 
     /// The faults this lock's model has.
     fn supports(fault: Fault) -> bool;
@@ -240,6 +319,64 @@ pub trait ModelFamily:
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct FamilyMutants {
     pub redlock: RedlockMutants,
+    pub redisson: RedissonMutants,
+}
+
+/// The renewal lane of a lock that has none: a machine that cannot be built (the model's own
+/// twin of the library's `NoRenewal`, with the traits a state needs).
+pub struct NoLane<K, C, R>(Infallible, LaneTypes<K, C, R>);
+
+/// Names the types a [`NoLane`] would run with (and nothing else: `fn` keeps it `Send`).
+type LaneTypes<K, C, R> = PhantomData<fn() -> (K, C, R)>;
+
+impl<K, C, R> Clone for NoLane<K, C, R> {
+    fn clone(&self) -> Self {
+        match self.0 {}
+    }
+}
+
+impl<K, C, R> fmt::Debug for NoLane<K, C, R> {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {}
+    }
+}
+
+impl<K, C, R> PartialEq for NoLane<K, C, R> {
+    fn eq(&self, _: &Self) -> bool {
+        match self.0 {}
+    }
+}
+
+impl<K, C, R> Eq for NoLane<K, C, R> {}
+
+impl<K, C, R> Hash for NoLane<K, C, R> {
+    fn hash<H: Hasher>(&self, _: &mut H) {
+        match self.0 {}
+    }
+}
+
+impl<K, C, R> Machine for NoLane<K, C, R> {
+    type Config = K;
+    type Output = RenewalEnd;
+    type Command = C;
+    type Reply = R;
+
+    fn resume(&mut self, _: &K, _: Input<R>, _: u64) -> Step<RenewalEnd, C> {
+        match self.0 {}
+    }
+}
+
+/// [`ModelFamily`]'s lane functions for a lock without a renewal lane.
+macro_rules! no_lane {
+    () => {
+        fn lane_ended(output: RenewalEnd) -> RenewalEnd {
+            output
+        }
+
+        fn lane_lease(lane: &Self::Lane) -> Self::Lease {
+            match lane.0 {}
+        }
+    };
 }
 
 /// A server (or Redlock's masters) as the model steps it: the library's value types, with the
@@ -251,6 +388,13 @@ pub trait ModelServer: ModelState {
     /// Apply a client's command when the clients' clock reads `now_tick`: the reply, and the
     /// reading (ms) of the clock of the server that applied it.
     fn apply(&mut self, command: &Self::Command, now_tick: u8) -> (Self::Reply, u64);
+
+    /// [`Self::apply`], with the channels the command published on (Redis pub/sub: Redisson's
+    /// release publishes the unlock message).
+    fn apply_publishing(&mut self, command: &Self::Command, now_tick: u8) -> (Self::Reply, u64, Vec<String>) {
+        let (reply, server_now_ms) = self.apply(command, now_tick);
+        (reply, server_now_ms, Vec::new())
+    }
 
     /// A read: losing its reply after it applied is the same as losing the request before.
     fn is_read(command: &Self::Command) -> bool;
@@ -310,14 +454,18 @@ fn show_redis_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
     }
 }
 
+/// The token the lock's key holds: a `SET NX` key's value, or the owner field of Redisson's
+/// hash (one field, with a count above 0, in every state these scripts reach).
 fn redis_live_token(keyspace: &RedisKeyspace, server_now_ms: u64) -> Option<(String, Option<u64>)> {
     let entry = keyspace.live_entry(KEY, server_now_ms)?;
+    let left_ms = entry.expires_at_ms.map(|at| at.saturating_sub(server_now_ms));
     match &entry.value {
-        RedisValue::Text(value) => Some((
-            value.clone(),
-            entry.expires_at_ms.map(|at| at.saturating_sub(server_now_ms)),
-        )),
-        RedisValue::Hash(_) | RedisValue::List(_) | RedisValue::SortedSet(_) => None,
+        RedisValue::Text(value) => Some((value.clone(), left_ms)),
+        RedisValue::Hash(hash) => hash
+            .iter()
+            .find(|(_, count)| **count > 0)
+            .map(|(owner, _)| (owner.clone(), left_ms)),
+        RedisValue::List(_) | RedisValue::SortedSet(_) => None,
     }
 }
 
@@ -327,6 +475,11 @@ fn redis_live_token(keyspace: &RedisKeyspace, server_now_ms: u64) -> Option<(Str
 pub struct RedisServer {
     pub instance: RedisInstance,
     pub ahead_ticks: u8,
+    /// After the run's one failover, keep the promoted primary alone (its fresh replica can
+    /// no longer matter: no second failover comes), with expired keys dropped as a single
+    /// server's are. Redisson's model does, to stay checkable (its watchdog's renewals fill
+    /// the replication stream); `SET NX`'s keeps the pair, as its pinned counts were taken.
+    pub single_after_failover: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -336,6 +489,19 @@ pub enum RedisInstance {
 }
 
 impl RedisServer {
+    /// One instance, or (`--fault failover`) a primary and its replica.
+    fn new(fault: Fault) -> Self {
+        RedisServer {
+            instance: if fault == Fault::Failover {
+                RedisInstance::Replicated(ReplicatedRedis::new())
+            } else {
+                RedisInstance::Single(RedisKeyspace::new())
+            },
+            ahead_ticks: 0,
+            single_after_failover: false,
+        }
+    }
+
     /// The key space clients talk to.
     pub fn primary(&self) -> &RedisKeyspace {
         match &self.instance {
@@ -354,20 +520,24 @@ impl ModelServer for RedisServer {
     type Reply = RedisReply;
 
     fn apply(&mut self, command: &RedisCommand, now_tick: u8) -> (RedisReply, u64) {
-        let now_ms = self.now_ms(now_tick);
-        let reply = match &mut self.instance {
-            RedisInstance::Single(keyspace) => keyspace.apply(command, now_ms),
-            RedisInstance::Replicated(pair) => {
-                pair.apply(command, now_ms)
-                    .expect("a bounded run sends far fewer requests than the replication stream's cap")
-                    .reply
-            }
-        };
+        let (reply, now_ms, _) = self.apply_publishing(command, now_tick);
         (reply, now_ms)
     }
 
+    fn apply_publishing(&mut self, command: &RedisCommand, now_tick: u8) -> (RedisReply, u64, Vec<String>) {
+        let now_ms = self.now_ms(now_tick);
+        let executed = match &mut self.instance {
+            RedisInstance::Single(keyspace) => keyspace.execute(command, now_ms),
+            RedisInstance::Replicated(pair) => pair
+                .apply(command, now_ms)
+                .expect("a bounded run sends far fewer requests than the replication stream's cap"),
+        };
+        let channels = executed.published.into_iter().map(|message| message.channel).collect();
+        (executed.reply, now_ms, channels)
+    }
+
     fn is_read(command: &RedisCommand) -> bool {
-        matches!(command, RedisCommand::Get { .. })
+        matches!(command, RedisCommand::Get { .. } | RedisCommand::HGet { .. })
     }
 
     fn pending_batches(&self) -> usize {
@@ -385,7 +555,13 @@ impl ModelServer for RedisServer {
 
     fn failover(&mut self) -> usize {
         match &mut self.instance {
-            RedisInstance::Replicated(pair) => pair.failover(),
+            RedisInstance::Replicated(pair) => {
+                let lost = pair.failover();
+                if self.single_after_failover {
+                    self.instance = RedisInstance::Single(pair.primary().clone());
+                }
+                lost
+            }
             RedisInstance::Single(_) => 0,
         }
     }
@@ -615,6 +791,7 @@ fn model_redis_config(ttl_ticks: u8, ms_per_tick: u64, extend: bool) -> RedisLoc
 
 impl ModelFamily for SetNxLock {
     type Server = RedisServer;
+    type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "redis-set-nx";
 
     fn supports(fault: Fault) -> bool {
@@ -634,14 +811,7 @@ impl ModelFamily for SetNxLock {
     }
 
     fn server(fault: Fault) -> RedisServer {
-        RedisServer {
-            instance: if fault == Fault::Failover {
-                RedisInstance::Replicated(ReplicatedRedis::new())
-            } else {
-                RedisInstance::Single(RedisKeyspace::new())
-            },
-            ahead_ticks: 0,
-        }
+        RedisServer::new(fault)
     }
 
     fn describe_lock(config: &RedisLockConfig, extend: bool) -> String {
@@ -666,10 +836,13 @@ impl ModelFamily for SetNxLock {
     fn counted_from_us(lease: &cassalock::algo::redis::RedisLease) -> Option<u64> {
         Some(lease.set_sent_at_us)
     }
+
+    no_lane!();
 }
 
 impl ModelFamily for RedlockLock {
     type Server = RedlockMasters;
+    type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "redlock";
 
     fn supports(fault: Fault) -> bool {
@@ -730,10 +903,13 @@ impl ModelFamily for RedlockLock {
             other => other.name().to_owned(),
         }
     }
+
+    no_lane!();
 }
 
 impl ModelFamily for MemcachedLock {
     type Server = MemcachedServer;
+    type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "memcached";
 
     fn supports(fault: Fault) -> bool {
@@ -787,6 +963,99 @@ impl ModelFamily for MemcachedLock {
             other => other.name().to_owned(),
         }
     }
+
+    no_lane!();
+}
+
+/// Redisson's lease in ticks: three, so that the watchdog renews every tick (a third of it)
+/// and one failed renewal leaves a tick to spare.
+pub const REDISSON_LEASE_TICKS: u8 = 3;
+
+impl ModelFamily for RedissonLock {
+    type Server = RedisServer;
+    type Lane = Watchdog;
+    const MODEL: &'static str = "redisson";
+    const TTL_TICKS: u8 = REDISSON_LEASE_TICKS;
+    // `lock()` without a lease time: the watchdog runs.
+    const RENEWAL_LANE: bool = true;
+
+    fn supports(fault: Fault) -> bool {
+        matches!(
+            fault,
+            Fault::None
+                | Fault::Pause
+                | Fault::StoreFailure
+                | Fault::Restart
+                | Fault::Failover
+                | Fault::ServerClockJump
+                | Fault::LostNotification
+        )
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, _extend: bool, mutants: &FamilyMutants) -> RedissonConfig {
+        RedissonConfig {
+            // `lock()` without a lease time: the lease is the watchdog's timeout, renewed every
+            // third of it.
+            watchdog_timeout_ms: u64::from(ttl_ticks) * ms_per_tick,
+            lease_ms: None,
+            wait_ms: None,
+            retry: model_retry(),
+            mutants: mutants.redisson,
+            ..RedissonConfig::default()
+        }
+    }
+
+    fn server(fault: Fault) -> RedisServer {
+        RedisServer {
+            single_after_failover: true,
+            ..RedisServer::new(fault)
+        }
+    }
+
+    fn describe_lock(config: &RedissonConfig, _extend: bool) -> String {
+        format!(
+            "redisson (RLock: hash lock, watchdog, waiters woken by the unlock message{})",
+            if config.mutants.watchdog_stops_after_a_failed_renewal {
+                ", mutant: the watchdog stops after a failed renewal (Redisson issue 775)"
+            } else {
+                ""
+            }
+        )
+    }
+
+    fn describe_timing(config: &RedissonConfig) -> String {
+        format!(
+            "lease (lockWatchdogTimeout) {REDISSON_LEASE_TICKS} ticks renewed every {} ms, drift {} ppm; a waiter sleeps the holder's TTL or until the unlock message",
+            config.renew_every_ms(),
+            cassalock::algo::redis::redisson::DRIFT_PPM
+        )
+    }
+
+    fn counted_from_us(lease: &RedissonLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+
+    fn describe_fault(fault: Fault) -> String {
+        match fault {
+            Fault::LostNotification => "one unlock message may be lost on its way to a waiter".to_owned(),
+            Fault::Restart => "the server may restart without persistence".to_owned(),
+            Fault::Failover => "the replica may be promoted before it has the primary's writes".to_owned(),
+            Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
+            other => other.name().to_owned(),
+        }
+    }
+
+    fn lane(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        <RedissonLock as FamilyLock>::renewal(lease, config)
+    }
+
+    fn lane_ended(output: <Watchdog as Machine>::Output) -> RenewalEnd {
+        <RedissonLock as FamilyLock>::renewal_ended(output)
+    }
+
+    fn lane_lease(lane: &Watchdog) -> RedissonLease {
+        <RedissonLock as FamilyLock>::renewed_lease(lane)
+    }
 }
 
 /// The model's parameters.
@@ -813,6 +1082,8 @@ pub type RedisSetNxModel = FamilyModel<SetNxLock>;
 pub type RedlockModel = FamilyModel<RedlockLock>;
 /// The Memcached `add` model.
 pub type MemcachedModel = FamilyModel<MemcachedLock>;
+/// The Redisson `RLock` model (watchdog, unlock messages).
+pub type RedissonModel = FamilyModel<RedissonLock>;
 
 impl<F: ModelFamily> FamilyModel<F> {
     /// The faults this lock's model has.
@@ -835,8 +1106,8 @@ impl<F: ModelFamily> FamilyModel<F> {
             // Room for a key to run out and the next client to take it (the first key, set at
             // tick 1, lives through tick 3; another SET lands at 4), and a tick more for each
             // further acquisition.
-            max_tick: FIRST_TICK + 1 + TTL_TICKS + acquisitions.saturating_sub(1),
-            lock: F::config(TTL_TICKS, MILLIS_PER_TICK, extend, &mutants),
+            max_tick: FIRST_TICK + 1 + F::TTL_TICKS + acquisitions.saturating_sub(1),
+            lock: F::config(F::TTL_TICKS, MILLIS_PER_TICK, extend, &mutants),
             store_failures,
             family: PhantomData,
         }
@@ -872,6 +1143,9 @@ pub enum Phase<F: ModelFamily> {
     Acquiring(F::AcquireMachine),
     Holding(Hold<F::Lease>),
     Extending(F::ExtendMachine, Hold<F::Lease>),
+    /// `unlock()` was called while the renewal lane has a request out: it waits for the lane
+    /// to stop (the family driver's release waits for a renewal in flight).
+    Unlocking(Hold<F::Lease>),
     Releasing(F::ReleaseMachine),
     /// Every acquisition done.
     Finished,
@@ -881,9 +1155,11 @@ pub enum Phase<F: ModelFamily> {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Pending<C, R> {
     Nothing,
-    /// A sleep that ends when the client's clock reaches `wake_tick`.
+    /// A sleep that ends when the client's clock reaches `wake_tick` (or, `until_notified`,
+    /// when an unlock message has arrived).
     Sleep {
         wake_tick: u8,
+        until_notified: bool,
     },
     /// Sent, not yet applied by the server.
     Request {
@@ -898,10 +1174,30 @@ pub enum Pending<C, R> {
     },
 }
 
+/// A holder's renewal lane (Redisson's watchdog), from the acquisition to the release.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Lane<F: ModelFamily> {
+    Running {
+        machine: F::Lane,
+        pending: Pending<F::Command, F::Reply>,
+        /// `unlock()` asked it to stop: it ends at its next sleep.
+        stop: bool,
+    },
+    /// It ended: stopped by the release, or having told the holder (lost, expired), or
+    /// quietly (Redisson issue 775's mutant).
+    Ended(RenewalEnd),
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Client<F: ModelFamily> {
     pub phase: Phase<F>,
     pub pending: Pending<F::Command, F::Reply>,
+    /// The holder's renewal lane (`None`: not holding, or the lock has none).
+    pub lane: Option<Lane<F>>,
+    /// Unlock messages on their way to this waiter (it is subscribed while in `lock()`).
+    pub messages_in_flight: u8,
+    /// An unlock message arrived and no sleep until notified has taken it yet.
+    pub message_arrived: bool,
     /// Acquisitions finished (the current one's index while one runs).
     pub completed: u8,
     pub paused_at_tick: Option<u8>,
@@ -963,6 +1259,19 @@ pub enum Act {
     Failover,
     /// Faults: the server's clock jumps forward by the TTL.
     ClockJump,
+    /// Client i's renewal lane (Redisson's watchdog) takes its next step.
+    Lane(u8),
+    /// The server applies client i's renewal lane's request in flight.
+    ApplyLane(u8),
+    /// Faults: client i's renewal request is lost before the server sees it, or its reply after.
+    LoseLane {
+        client: u8,
+        after_apply: bool,
+    },
+    /// An unlock message reaches waiter i.
+    Notify(u8),
+    /// Faults: an unlock message to waiter i is lost.
+    LoseNotification(u8),
 }
 
 impl fmt::Display for Act {
@@ -982,6 +1291,15 @@ impl fmt::Display for Act {
             Act::Restart => write!(f, "faults: server restart"),
             Act::Failover => write!(f, "faults: failover"),
             Act::ClockJump => write!(f, "faults: server clock jump"),
+            Act::Lane(i) => write!(f, "t{i}'s watchdog"),
+            Act::ApplyLane(i) => write!(f, "server applies t{i}'s watchdog request"),
+            Act::LoseLane { client, after_apply } => write!(
+                f,
+                "faults: t{client}'s watchdog {} is lost",
+                if *after_apply { "reply" } else { "request" }
+            ),
+            Act::Notify(i) => write!(f, "the unlock message reaches t{i}"),
+            Act::LoseNotification(i) => write!(f, "faults: the unlock message to t{i} is lost"),
         }
     }
 }
@@ -1033,6 +1351,9 @@ impl<F: ModelFamily> FamilyModel<F> {
                 .map(|_| Client {
                     phase: Phase::Idle,
                     pending: Pending::Nothing,
+                    lane: None,
+                    messages_in_flight: 0,
+                    message_arrived: false,
                     completed: 0,
                     paused_at_tick: None,
                     released: 0,
@@ -1084,6 +1405,27 @@ impl<F: ModelFamily> FamilyModel<F> {
             .max()
     }
 
+    /// The longest a waiter still sleeps until notified while the lock is free (no live key)
+    /// and no unlock message has arrived or is on its way to it: the holder's TTL it sleeps
+    /// out when the message was lost (or never sent: the key expired, a restart).
+    fn asleep_on_a_free_lock_ticks(&self, world: &World<F>) -> Option<u64> {
+        if !world.server.live_tokens(world.now_tick).is_empty() {
+            return None;
+        }
+        world
+            .clients
+            .iter()
+            .filter(|c| matches!(c.phase, Phase::Acquiring(_)) && c.messages_in_flight == 0 && !c.message_arrived)
+            .filter_map(|c| match c.pending {
+                Pending::Sleep {
+                    wake_tick,
+                    until_notified: true,
+                } if world.now_tick < self.max_tick => Some(u64::from(wake_tick.saturating_sub(world.now_tick))),
+                _ => None,
+            })
+            .max()
+    }
+
     /// "its lease counts from its send at 1, valid while its clock < 2.98", or, when the machine
     /// computed the validity itself, "its lease is valid while its clock < 2.98".
     fn show_validity(&self, lease: &F::Lease) -> String {
@@ -1126,28 +1468,46 @@ impl<F: ModelFamily> FamilyModel<F> {
     /// Carry out a machine's step: a request goes on the wire, a sleep is noted; its output
     /// when it finished.
     fn carry_out<O>(&self, world: &mut World<F>, i: usize, step: Step<O, F::Command>, notes: &mut Notes) -> Option<O> {
+        let (pending, output) = Self::pending_of(world.now_tick, step, notes);
+        world.clients[i].pending = pending;
+        output
+    }
+
+    /// What a machine waits for after `step` (a request on the wire, a sleep), or its output
+    /// when it finished.
+    fn pending_of<O>(
+        now_tick: u8,
+        step: Step<O, F::Command>,
+        notes: &mut Notes,
+    ) -> (Pending<F::Command, F::Reply>, Option<O>) {
         let tag = step.tag;
-        let client = &mut world.clients[i];
         match step.action {
             Action::Store(command) => {
                 note(notes, || format!("{tag}: sends {}", command));
-                client.pending = Pending::Request { tag, command };
-                None
+                (Pending::Request { tag, command }, None)
             }
-            Action::Sleep { ms, .. } => {
+            Action::Sleep { ms, kind } => {
                 let ticks = u8::try_from(ms.div_ceil(MILLIS_PER_TICK).max(1)).unwrap_or(u8::MAX);
-                let wake_tick = world.now_tick.saturating_add(ticks);
-                note(notes, || format!("{tag}: sleeps {ms} ms, until tick {wake_tick}"));
-                client.pending = Pending::Sleep { wake_tick };
-                None
+                let wake_tick = now_tick.saturating_add(ticks);
+                let until_notified = kind == SleepKind::UntilNotified;
+                note(notes, || {
+                    format!(
+                        "{tag}: sleeps {ms} ms, until tick {wake_tick}{}",
+                        if until_notified { " or the unlock message" } else { "" }
+                    )
+                });
+                (
+                    Pending::Sleep {
+                        wake_tick,
+                        until_notified,
+                    },
+                    None,
+                )
             }
-            Action::Done(output) => {
-                client.pending = Pending::Nothing;
-                Some(output)
-            }
+            Action::Done(output) => (Pending::Nothing, Some(output)),
             Action::Draw { .. } | Action::ReadTime | Action::StopRenewal { .. } => {
                 unreachable!(
-                    "{tag}: draws are answered in `resume`; these locks read no time source and have no renewal task"
+                    "{tag}: draws are answered in `resume`; these locks read no time source, and the model stops a renewal lane itself"
                 )
             }
         }
@@ -1161,8 +1521,20 @@ impl<F: ModelFamily> FamilyModel<F> {
                 note(notes, || format!("{tag}: receives {}", show_input(&input)));
                 input
             }
-            Pending::Sleep { wake_tick } => {
-                if world.now_tick < wake_tick {
+            Pending::Sleep {
+                wake_tick,
+                until_notified,
+            } => {
+                let client = &mut world.clients[i];
+                if until_notified && client.message_arrived {
+                    // The driver's select takes the message first (biased).
+                    client.message_arrived = false;
+                    if world.now_tick < wake_tick {
+                        note(notes, || {
+                            format!("t{i} is woken by the unlock message before tick {wake_tick}")
+                        });
+                    }
+                } else if world.now_tick < wake_tick {
                     note(notes, || {
                         format!("t{i} wakes before tick {wake_tick}: time stops at the bound, so a sleep there ends at once")
                     });
@@ -1198,6 +1570,9 @@ impl<F: ModelFamily> FamilyModel<F> {
             world.clients[i].phase = Phase::Acquiring(machine);
             return;
         };
+        // `lock()` returns: its subscription to the unlock messages is dropped.
+        world.clients[i].messages_in_flight = 0;
+        world.clients[i].message_arrived = false;
         let k = world.clients[i].completed;
         match F::acquired(output) {
             Acquisition::Acquired(lease) => {
@@ -1209,6 +1584,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                         self.show_validity(&lease)
                     )
                 });
+                self.start_lane(world, i, &lease, notes);
                 world.clients[i].phase = Phase::Holding(Hold {
                     lease,
                     grant,
@@ -1340,8 +1716,139 @@ impl<F: ModelFamily> FamilyModel<F> {
             self.after_extend(world, i, machine, hold, Input::Start, notes);
         } else {
             note(notes, || format!("t{i} calls unlock()"));
-            let machine = F::release(hold.lease);
-            self.after_release(world, i, machine, Input::Start, notes);
+            self.unlock(world, i, hold, notes);
+        }
+    }
+
+    /// `unlock()`: stop the renewal lane first (at once if it sleeps; a renewal out is waited
+    /// for), then run the release machine on the lease the lane left.
+    fn unlock(&self, world: &mut World<F>, i: usize, hold: Hold<F::Lease>, notes: &mut Notes) {
+        match world.clients[i].lane.take() {
+            Some(Lane::Running {
+                mut machine,
+                pending: Pending::Sleep { .. },
+                ..
+            }) => {
+                let now_us = self.client_now_us(world);
+                let step = self.resume(&mut machine, Input::StopRequested, now_us, notes);
+                let tag = step.tag;
+                let Action::Done(end) = step.action else {
+                    unreachable!("{tag}: a renewal lane asked to stop at its sleep ends")
+                };
+                note(notes, || {
+                    format!("{tag}: t{i}'s watchdog, asleep, ends: {:?}", F::lane_ended(end))
+                });
+            }
+            Some(Lane::Running { machine, pending, .. }) => {
+                note(notes, || {
+                    format!("t{i}'s watchdog has a renewal out: unlock() waits for it to end")
+                });
+                world.clients[i].lane = Some(Lane::Running {
+                    machine,
+                    pending,
+                    stop: true,
+                });
+                world.clients[i].phase = Phase::Unlocking(hold);
+                return;
+            }
+            Some(Lane::Ended(_)) | None => {}
+        }
+        let machine = F::release(hold.lease);
+        self.after_release(world, i, machine, Input::Start, notes);
+    }
+
+    /// Start a new holder's renewal lane, if the lock has one: it goes to sleep at once.
+    fn start_lane(&self, world: &mut World<F>, i: usize, lease: &F::Lease, notes: &mut Notes) {
+        let Some(mut machine) = F::lane(lease, &self.lock) else {
+            return;
+        };
+        let now_us = self.client_now_us(world);
+        let step = self.resume(&mut machine, Input::Start, now_us, notes);
+        let (pending, done) = Self::pending_of(world.now_tick, step, notes);
+        debug_assert!(done.is_none(), "a renewal lane does not end as it starts");
+        world.clients[i].lane = Some(Lane::Running {
+            machine,
+            pending,
+            stop: false,
+        });
+    }
+
+    /// The renewal lane's next step: wake up, or take in its request's answer. Its lease
+    /// becomes the holder's (the driver's guard reads the lane's); a lost or expired lease is
+    /// told to the holder at once (the guard's `is_valid` reads how the lane ended).
+    fn step_lane(&self, world: &mut World<F>, i: usize, notes: &mut Notes) {
+        let Some(Lane::Running {
+            mut machine,
+            pending,
+            stop,
+        }) = world.clients[i].lane.take()
+        else {
+            unreachable!("t{i}'s renewal lane steps only while it runs");
+        };
+        let input = match pending {
+            Pending::Answer { tag, input, .. } => {
+                note(notes, || {
+                    format!("{tag}: t{i}'s watchdog receives {}", show_input(&input))
+                });
+                input
+            }
+            Pending::Sleep { wake_tick, .. } => {
+                debug_assert!(world.now_tick >= wake_tick, "a renewal lane sleeps its whole period");
+                Input::Woke
+            }
+            other => unreachable!("t{i}'s watchdog stepped while it waits for {other:?}"),
+        };
+        let now_us = self.client_now_us(world);
+        let mut step = self.resume(&mut machine, input, now_us, notes);
+        if stop && matches!(step.action, Action::Sleep { .. }) {
+            // The release asked it to stop: it ends at this sleep.
+            step = self.resume(&mut machine, Input::StopRequested, now_us, notes);
+        }
+        let tag = step.tag;
+        let lease = F::lane_lease(&machine);
+        let (pending, done) = Self::pending_of(world.now_tick, step, notes);
+        if let Some(hold) = Self::hold_mut(&mut world.clients[i].phase) {
+            if F::valid_until_us(&lease, &self.lock) != F::valid_until_us(&hold.lease, &self.lock) {
+                note(notes, || {
+                    let validity = self.show_validity(&lease);
+                    format!(
+                        "t{i}'s lease now {}",
+                        validity.strip_prefix("its lease ").unwrap_or(&validity)
+                    )
+                });
+            }
+            hold.lease = lease;
+        }
+        world.clients[i].lane = Some(match done {
+            None => Lane::Running { machine, pending, stop },
+            Some(output) => {
+                let end = F::lane_ended(output);
+                match end {
+                    RenewalEnd::Lost | RenewalEnd::Expired => {
+                        note(notes, || {
+                            format!("{tag} => t{i}'s watchdog ends: {end:?}; t{i} is told its lease is LOST")
+                        });
+                        if let Some(hold) = Self::hold_mut(&mut world.clients[i].phase) {
+                            hold.lost = true;
+                        }
+                    }
+                    RenewalEnd::QuietlyEnded => {
+                        note(notes, || {
+                            format!("{tag} => t{i}'s watchdog ENDS QUIETLY: nobody renews t{i}'s lease, and t{i} is not told")
+                        })
+                    }
+                    RenewalEnd::Stopped => note(notes, || format!("{tag} => t{i}'s watchdog stops: unlock() goes on")),
+                }
+                Lane::Ended(end)
+            }
+        });
+    }
+
+    /// The hold of a client that holds (or waits in `unlock()` for its lane).
+    fn hold_mut(phase: &mut Phase<F>) -> Option<&mut Hold<F::Lease>> {
+        match phase {
+            Phase::Holding(hold) | Phase::Extending(_, hold) | Phase::Unlocking(hold) => Some(hold),
+            _ => None,
         }
     }
 
@@ -1385,6 +1892,12 @@ impl<F: ModelFamily> FamilyModel<F> {
                 self.after_release(world, i, machine, input, notes);
             }
             Phase::Holding(hold) => self.hold_step(world, i, hold, notes),
+            Phase::Unlocking(hold) => {
+                note(notes, || format!("t{i}'s watchdog has ended: unlock() goes on"));
+                world.clients[i].lane = None;
+                let machine = F::release(hold.lease);
+                self.after_release(world, i, machine, Input::Start, notes);
+            }
             Phase::Finished => unreachable!("a finished client takes no step"),
         }
     }
@@ -1394,7 +1907,7 @@ impl<F: ModelFamily> FamilyModel<F> {
         else {
             unreachable!("the server applies only a request in flight");
         };
-        let (reply, server_now_ms) = world.server.apply(&command, world.now_tick);
+        let (reply, server_now_ms, published) = world.server.apply_publishing(&command, world.now_tick);
         note(notes, || {
             format!(
                 "{tag}: the server (clock {}) applies t{i}'s {} -> {}",
@@ -1403,6 +1916,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                 reply
             )
         });
+        self.publish(world, &published, notes);
         world.clients[i].pending = Pending::Answer {
             tag,
             command,
@@ -1410,9 +1924,72 @@ impl<F: ModelFamily> FamilyModel<F> {
         };
     }
 
+    /// The server applies client i's renewal lane's request.
+    fn apply_lane_request(&self, world: &mut World<F>, i: usize, notes: &mut Notes) {
+        let Some(Lane::Running { pending, .. }) = &mut world.clients[i].lane else {
+            unreachable!("the server applies only a running lane's request");
+        };
+        let Pending::Request { tag, command } = std::mem::replace(pending, Pending::Nothing) else {
+            unreachable!("the server applies only a request in flight");
+        };
+        let (reply, server_now_ms, published) = world.server.apply_publishing(&command, world.now_tick);
+        note(notes, || {
+            format!(
+                "{tag}: the server (clock {}) applies t{i}'s watchdog's {} -> {}",
+                server_now_ms / MILLIS_PER_TICK,
+                command,
+                reply
+            )
+        });
+        self.publish(world, &published, notes);
+        if let Some(Lane::Running { pending, .. }) = &mut world.clients[i].lane {
+            *pending = Pending::Answer {
+                tag,
+                command,
+                input: Input::Reply(reply),
+            };
+        }
+    }
+
+    /// Redis pub/sub: a message on the lock's channel goes out to every client subscribed to it
+    /// (each waiter in `lock()`; a message to nobody is gone).
+    fn publish(&self, world: &mut World<F>, channels: &[String], notes: &mut Notes) {
+        let Some(channel) = F::notification_channel(KEY, "") else {
+            return;
+        };
+        for _ in channels.iter().filter(|published| **published == channel) {
+            let waiters: Vec<usize> = (0..world.clients.len())
+                .filter(|&j| matches!(world.clients[j].phase, Phase::Acquiring(_)))
+                .collect();
+            note(notes, || {
+                if waiters.is_empty() {
+                    format!("the unlock message on {channel} has no subscriber: it is gone")
+                } else {
+                    let names: Vec<String> = waiters.iter().map(|j| format!("t{j}")).collect();
+                    format!("the unlock message on {channel} goes out to {}", names.join(", "))
+                }
+            });
+            for j in waiters {
+                let client = &mut world.clients[j];
+                client.messages_in_flight = (client.messages_in_flight + 1).min(MAX_MESSAGES_IN_FLIGHT);
+            }
+        }
+    }
+
     fn lose(world: &mut World<F>, i: usize, after_apply: bool, notes: &mut Notes) {
         world.store_failures_used += 1;
-        let pending = &mut world.clients[i].pending;
+        Self::lose_pending(&mut world.clients[i].pending, i, after_apply, notes);
+    }
+
+    fn lose_lane(world: &mut World<F>, i: usize, after_apply: bool, notes: &mut Notes) {
+        world.store_failures_used += 1;
+        let Some(Lane::Running { pending, .. }) = &mut world.clients[i].lane else {
+            unreachable!("only a running lane's request is lost");
+        };
+        Self::lose_pending(pending, i, after_apply, notes);
+    }
+
+    fn lose_pending(pending: &mut Pending<F::Command, F::Reply>, i: usize, after_apply: bool, notes: &mut Notes) {
         match std::mem::replace(pending, Pending::Nothing) {
             Pending::Request { tag, command } if !after_apply => {
                 note(notes, || {
@@ -1502,9 +2079,27 @@ impl<F: ModelFamily> FamilyModel<F> {
                 });
             }
             Act::ClockJump => {
-                let what = w.server.clock_jump(TTL_TICKS, world.now_tick);
+                let what = w.server.clock_jump(F::TTL_TICKS, world.now_tick);
                 w.fault_used = true;
                 note(&mut notes, || what);
+            }
+            Act::Lane(i) => self.step_lane(w, usize::from(i), &mut notes),
+            Act::ApplyLane(i) => self.apply_lane_request(w, usize::from(i), &mut notes),
+            Act::LoseLane { client, after_apply } => Self::lose_lane(w, usize::from(client), after_apply, &mut notes),
+            Act::Notify(i) => {
+                let client = &mut w.clients[usize::from(i)];
+                client.messages_in_flight -= 1;
+                client.message_arrived = true;
+                note(&mut notes, || {
+                    format!("the unlock message reaches t{i}: a sleep until notified ends at once")
+                });
+            }
+            Act::LoseNotification(i) => {
+                w.clients[usize::from(i)].messages_in_flight -= 1;
+                w.fault_used = true;
+                note(&mut notes, || {
+                    format!("FAULT: the unlock message to t{i} is LOST: t{i} sleeps out the holder's TTL")
+                });
             }
         }
         // Canonical form: an expired key behaves as absent for every command, and a server's
@@ -1518,22 +2113,45 @@ impl<F: ModelFamily> FamilyModel<F> {
         match &client.phase {
             Phase::Idle | Phase::Holding(_) => true,
             Phase::Finished => false,
-            Phase::Acquiring(_) | Phase::Extending(..) | Phase::Releasing(_) => match client.pending {
-                Pending::Answer { .. } => true,
-                // At the bound time stops: a sleep ends at once.
-                Pending::Sleep { wake_tick } => world.now_tick >= wake_tick || world.now_tick >= self.max_tick,
-                Pending::Request { .. } => false,
-                Pending::Nothing => unreachable!("a running machine always has a pending action"),
-            },
+            // unlock() goes on once the renewal lane has ended.
+            Phase::Unlocking(_) => matches!(client.lane, Some(Lane::Ended(_))),
+            Phase::Acquiring(_) | Phase::Extending(..) | Phase::Releasing(_) => {
+                let at_bound = world.now_tick >= self.max_tick;
+                Self::pending_ready(world, &client.pending, at_bound, client.message_arrived)
+            }
         }
     }
 
-    /// Time may not pass while a running client is between its check and its write.
+    /// Is a machine's pending action done: its answer arrived, or its sleep is over (an arrived
+    /// unlock message ends a sleep until notified)? `at_bound`: time has stopped at the bound,
+    /// and a sleep there ends at once, so that a waiter keeps trying and a starvation shows as
+    /// a cycle. (Not a renewal lane's: renewing for ever while time stands still would show
+    /// nothing, and with a replica it would fill the replication stream state after state.)
+    fn pending_ready(
+        world: &World<F>,
+        pending: &Pending<F::Command, F::Reply>,
+        at_bound: bool,
+        message_arrived: bool,
+    ) -> bool {
+        match pending {
+            Pending::Answer { .. } => true,
+            Pending::Sleep {
+                wake_tick,
+                until_notified,
+            } => world.now_tick >= *wake_tick || at_bound || (*until_notified && message_arrived),
+            Pending::Request { .. } => false,
+            Pending::Nothing => unreachable!("a running machine always has a pending action"),
+        }
+    }
+
+    /// Time may not pass while a running client is between its check and its write, nor while
+    /// an unlock message is on its way (pub/sub delivers within a tick; losing one is the
+    /// lost-notification fault's business).
     fn urgent(world: &World<F>) -> bool {
-        world
-            .clients
-            .iter()
-            .any(|c| c.paused_at_tick.is_none() && matches!(&c.phase, Phase::Holding(hold) if hold.checked))
+        world.clients.iter().any(|c| {
+            c.messages_in_flight > 0
+                || (c.paused_at_tick.is_none() && matches!(&c.phase, Phase::Holding(hold) if hold.checked))
+        })
     }
 
     fn enabled(&self, world: &World<F>, acts: &mut Vec<Act>) {
@@ -1576,6 +2194,38 @@ impl<F: ModelFamily> FamilyModel<F> {
             if self.fault == Fault::Pause && i == 0 && about_to_write && !world.fault_used && time_left {
                 acts.push(Act::Pause(id));
             }
+            // The renewal lane: the same process, so paused with it (above).
+            if let Some(Lane::Running { pending, .. }) = &client.lane {
+                if Self::pending_ready(world, pending, false, false) {
+                    acts.push(Act::Lane(id));
+                }
+                match pending {
+                    Pending::Request { .. } => {
+                        acts.push(Act::ApplyLane(id));
+                        if may_lose {
+                            acts.push(Act::LoseLane {
+                                client: id,
+                                after_apply: false,
+                            });
+                        }
+                    }
+                    Pending::Answer {
+                        command,
+                        input: Input::Reply(_),
+                        ..
+                    } if may_lose && !<F::Server as ModelServer>::is_read(command) => acts.push(Act::LoseLane {
+                        client: id,
+                        after_apply: true,
+                    }),
+                    _ => {}
+                }
+            }
+            if client.messages_in_flight > 0 {
+                acts.push(Act::Notify(id));
+                if self.fault == Fault::LostNotification && !world.fault_used {
+                    acts.push(Act::LoseNotification(id));
+                }
+            }
         }
         if world.server.pending_batches() > 0 {
             acts.push(Act::Replicate);
@@ -1600,7 +2250,7 @@ impl<F: ModelFamily> FamilyModel<F> {
     fn show_pending(pending: &Pending<F::Command, F::Reply>) -> String {
         match pending {
             Pending::Nothing => String::new(),
-            Pending::Sleep { wake_tick } => format!(" [asleep until {wake_tick}]"),
+            Pending::Sleep { wake_tick, .. } => format!(" [asleep until {wake_tick}]"),
             Pending::Request { command, .. } => format!(" [{} in flight]", command),
             Pending::Answer { input, .. } => format!(" [answer {} in flight]", show_input(input)),
         }
@@ -1627,11 +2277,25 @@ impl<F: ModelFamily> FamilyModel<F> {
                 }
                 text
             }
+            Phase::Unlocking(_) => "unlocking, waits for its watchdog".to_owned(),
             Phase::Releasing(_) => "releasing".to_owned(),
             Phase::Finished => "done".to_owned(),
         };
         let paused = if client.paused_at_tick.is_some() { " PAUSED" } else { "" };
-        format!("t{i} {what}{}{paused}", Self::show_pending(&client.pending))
+        let lane = match &client.lane {
+            None => String::new(),
+            Some(Lane::Running { pending, .. }) => format!(" (watchdog{})", Self::show_pending(pending)),
+            Some(Lane::Ended(end)) => format!(" (watchdog ended: {end:?})"),
+        };
+        let messages = match (client.messages_in_flight, client.message_arrived) {
+            (0, false) => String::new(),
+            (0, true) => " [unlock message arrived]".to_owned(),
+            (n, _) => format!(" [{n} unlock message(s) on the way]"),
+        };
+        format!(
+            "t{i} {what}{}{lane}{messages}{paused}",
+            Self::show_pending(&client.pending)
+        )
     }
 }
 
@@ -1665,6 +2329,20 @@ fn c_release<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
 
 fn t2_never_gives_up<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
     world.clients.iter().all(|c| c.gave_up_waiting == 0)
+}
+
+/// C-lost, for a lock whose holder runs a renewal lane: a holder that a later acquisition
+/// overtook (its key gone or expired) either has been told (the lane ended `Lost` or
+/// `Expired`, or its own check found the lease run out), or its lane is still running, and
+/// so asks the server again within one renewal period. A lane that ended quietly leaves it
+/// believing until its clock says otherwise, with nothing that would tell it sooner.
+fn c_lost<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
+    world.clients.iter().all(|c| match (&c.phase, &c.lane) {
+        (Phase::Holding(hold) | Phase::Extending(_, hold), Some(Lane::Ended(RenewalEnd::QuietlyEnded))) => {
+            hold.lost || world.grants <= hold.grant + 1
+        }
+        _ => true,
+    })
 }
 
 fn t2_open<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>, client: usize) -> bool {
@@ -1712,6 +2390,14 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
                 t2_never_gives_up,
             ),
         ]
+        .into_iter()
+        .chain(F::RENEWAL_LANE.then(|| {
+            Property::always(
+                "C-lost a holder whose lock another took is told, or its watchdog still asks",
+                c_lost,
+            )
+        }))
+        .collect()
     }
 }
 
@@ -1723,7 +2409,17 @@ impl<F: ModelFamily> Fairness for FamilyModel<F> {
             Act::Apply(i) => Some(n + i),
             Act::Replicate => Some(2 * n),
             Act::Tick => Some(2 * n + 1),
-            Act::Lose { .. } | Act::Pause(_) | Act::Restart | Act::Failover | Act::ClockJump => None,
+            // The renewal lane is a task of its own, the unlock message a delivery of its own.
+            Act::Lane(i) => Some(2 * n + 2 + i),
+            Act::ApplyLane(i) => Some(3 * n + 2 + i),
+            Act::Notify(i) => Some(4 * n + 2 + i),
+            Act::Lose { .. }
+            | Act::Pause(_)
+            | Act::Restart
+            | Act::Failover
+            | Act::ClockJump
+            | Act::LoseLane { .. }
+            | Act::LoseNotification(_) => None,
         }
     }
 
@@ -1733,7 +2429,10 @@ impl<F: ModelFamily> Fairness for FamilyModel<F> {
             a if a < n => format!("t{a}"),
             a if a < 2 * n => format!("server for t{}", a - n),
             a if a == 2 * n => "replication".into(),
-            _ => "clock".into(),
+            a if a == 2 * n + 1 => "clock".into(),
+            a if a < 3 * n + 2 => format!("t{}'s watchdog", a - 2 * n - 2),
+            a if a < 4 * n + 2 => format!("server for t{}'s watchdog", a - 3 * n - 2),
+            a => format!("the unlock message to t{}", a - 4 * n - 2),
         }
     }
 
@@ -1794,6 +2493,13 @@ impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
                 value: |model: &FamilyModel<F>, world: &World<F>| model.released_key_left_ticks(world),
             },
         ]
+        .into_iter()
+        .chain(F::notification_channel(KEY, "").map(|_| Measure {
+            name: "C-release a waiter sleeps on while the lock is free and no unlock message is on its way, for",
+            unit: "more ticks",
+            value: |model: &FamilyModel<F>, world: &World<F>| model.asleep_on_a_free_lock_ticks(world),
+        }))
+        .collect()
     }
 
     fn clock_bound(&self) -> Option<u8> {
@@ -1835,10 +2541,18 @@ impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
     fn actor(&self, action: &Act) -> String {
         match action {
             Act::Client(i) | Act::Resume(i) => format!("t{i}"),
-            Act::Apply(_) => "server".into(),
+            Act::Lane(i) => format!("t{i} watchdog"),
+            Act::Apply(_) | Act::ApplyLane(_) => "server".into(),
             Act::Replicate => "replication".into(),
             Act::Tick => "clock".into(),
-            Act::Lose { .. } | Act::Pause(_) | Act::Restart | Act::Failover | Act::ClockJump => "faults".into(),
+            Act::Notify(_) => "pub/sub".into(),
+            Act::Lose { .. }
+            | Act::Pause(_)
+            | Act::Restart
+            | Act::Failover
+            | Act::ClockJump
+            | Act::LoseLane { .. }
+            | Act::LoseNotification(_) => "faults".into(),
         }
     }
 }

@@ -11,7 +11,7 @@
 //! | trygetlock | T3, T4 | [`trygetlock`] |
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
-//! | redis-set-nx, redlock, memcached | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters and Memcached's `add` lock, under a pause, lost requests, a restart, a failover (Redis), a server clock jump | [`family`] |
+//! | redis-set-nx, redlock, memcached, redisson | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock` (C-lost too: its watchdog), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
 //! check; [`check`] runs a model and produces one row per property.
@@ -55,10 +55,13 @@ pub enum ModelName {
     Redlock,
     /// Memcached's `add` lock with expiry, released and extended with gets + cas (issue 13).
     Memcached,
+    /// Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message
+    /// (T1-belief, T1-resource, C-free, C-release, C-lost, T2; issue 13).
+    Redisson,
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 8] = [
+    pub const ALL: [ModelName; 9] = [
         ModelName::Lemma,
         ModelName::GetLock,
         ModelName::TryGetLock,
@@ -67,6 +70,7 @@ impl ModelName {
         ModelName::RedisSetNx,
         ModelName::Redlock,
         ModelName::Memcached,
+        ModelName::Redisson,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +83,7 @@ impl ModelName {
             ModelName::RedisSetNx => "redis-set-nx",
             ModelName::Redlock => "redlock",
             ModelName::Memcached => "memcached",
+            ModelName::Redisson => "redisson",
         }
     }
 }
@@ -110,13 +115,16 @@ pub enum Fault {
     /// redis-set-nx: the primary acknowledged a write, and the replica is promoted before the
     /// write reached it (asynchronous replication).
     Failover,
-    /// redis-set-nx, memcached: the server's clock jumps forward by the TTL, a key expires
-    /// early; redlock: master 0's clock does.
+    /// redis-set-nx, memcached, redisson: the server's clock jumps forward by the TTL, a key
+    /// expires early; redlock: master 0's clock does.
     ServerClockJump,
+    /// redisson: one unlock message (Redis pub/sub) is lost on its way to a waiter, which then
+    /// sleeps out the holder's TTL.
+    LostNotification,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 10] = [
+    pub const ALL: [Fault; 11] = [
         Fault::None,
         Fault::Skew,
         Fault::TtlSkew,
@@ -127,6 +135,7 @@ impl Fault {
         Fault::Restart,
         Fault::Failover,
         Fault::ServerClockJump,
+        Fault::LostNotification,
     ];
 
     pub fn name(self) -> &'static str {
@@ -141,12 +150,17 @@ impl Fault {
             Fault::Restart => "restart",
             Fault::Failover => "failover",
             Fault::ServerClockJump => "server-clock-jump",
+            Fault::LostNotification => "lost-notification",
         }
     }
 
-    /// A fault of a Redis server, which the Cassandra lock models do not have.
+    /// A fault of a Redis server (or of its pub/sub), which the Cassandra lock models do not
+    /// have.
     pub fn is_redis_server_fault(self) -> bool {
-        matches!(self, Fault::Restart | Fault::Failover | Fault::ServerClockJump)
+        matches!(
+            self,
+            Fault::Restart | Fault::Failover | Fault::ServerClockJump | Fault::LostNotification
+        )
     }
 }
 
@@ -166,6 +180,10 @@ pub enum Mutant {
     /// it took, the holder believing in a fresh TTL from its end.
     #[cfg_attr(feature = "clap", value(name = "go-redsync-extend"))]
     GoRedsyncExtend,
+    /// redisson: Redisson issue 775, a watchdog that is not rescheduled after one failed
+    /// renewal (the lease runs out while the holder holds, and nobody tells it).
+    #[cfg_attr(feature = "clap", value(name = "redisson-775"))]
+    Redisson775,
 }
 
 impl Mutant {
@@ -175,12 +193,18 @@ impl Mutant {
             Mutant::K3 => "k3",
             Mutant::NodeRedlockValidity => "node-redlock-validity",
             Mutant::GoRedsyncExtend => "go-redsync-extend",
+            Mutant::Redisson775 => "redisson-775",
         }
     }
 
     /// A bug of a Redlock client (the redlock model's), not of the thesis's locks.
     pub fn is_redlock_client_bug(self) -> bool {
         matches!(self, Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend)
+    }
+
+    /// A bug of another family's client (Redlock's or Redisson's), not of the thesis's locks.
+    pub fn is_family_client_bug(self) -> bool {
+        self.is_redlock_client_bug() || self == Mutant::Redisson775
     }
 }
 
@@ -256,15 +280,21 @@ fn size(
 
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
-    if let Some(mutant) = spec.mutant.filter(|m| m.is_redlock_client_bug()) {
+    if let Some(mutant) = spec.mutant.filter(|m| m.is_family_client_bug()) {
+        let model = if mutant.is_redlock_client_bug() {
+            "redlock"
+        } else {
+            "redisson"
+        };
         return refuse(format!(
-            "--mutant {} is a bug of a Redlock client; use --model redlock",
-            mutant.name()
+            "--mutant {} is a bug of a {} client; use --model {model}",
+            mutant.name(),
+            if model == "redlock" { "Redlock" } else { "Redisson" },
         ));
     }
     if spec.fault.is_redis_server_fault() {
         return refuse(format!(
-            "--fault {} is a fault of a Redis server; the {} model's store is Cassandra (use --model redis-set-nx)",
+            "--fault {} is a fault of a Redis server; the {} model's store is Cassandra (use --model redis-set-nx, or redisson for lost-notification)",
             spec.fault.name(),
             spec.model.name()
         ));
@@ -326,6 +356,7 @@ pub enum Runnable {
     RedisSetNx(family::RedisSetNxModel),
     Redlock(family::RedlockModel),
     Memcached(family::MemcachedModel),
+    Redisson(family::RedissonModel),
 }
 
 /// Validate a spec and build its model.
@@ -337,8 +368,13 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         )
     {
         return refuse(format!(
-            "--extend applies to the redis-set-nx, redlock and memcached models, not to {}",
-            spec.model.name()
+            "--extend applies to the redis-set-nx, redlock and memcached models, not to {}{}",
+            spec.model.name(),
+            if spec.model == ModelName::Redisson {
+                " (its watchdog renews the lease)"
+            } else {
+                ""
+            }
         ));
     }
     match spec.model {
@@ -402,10 +438,12 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         ModelName::RedisSetNx => Ok(Runnable::RedisSetNx(family_model(spec)?)),
         ModelName::Redlock => Ok(Runnable::Redlock(family_model(spec)?)),
         ModelName::Memcached => Ok(Runnable::Memcached(family_model(spec)?)),
+        ModelName::Redisson => Ok(Runnable::Redisson(family_model(spec)?)),
     }
 }
 
-/// Build one of the other families' models (redis-set-nx, redlock, memcached) from a spec.
+/// Build one of the other families' models (redis-set-nx, redlock, memcached, redisson) from a
+/// spec.
 fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
     if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous {
@@ -423,9 +461,12 @@ fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyMod
             }
             mutants.redlock.extend_ignores_validity = true;
         }
+        Some(Mutant::Redisson775) if name == "redisson" => {
+            mutants.redisson.watchdog_stops_after_a_failed_renewal = true;
+        }
         Some(mutant) => {
             return refuse(format!(
-                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock)",
+                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson)",
                 mutant.name()
             ))
         }
@@ -472,6 +513,7 @@ impl Runnable {
             Runnable::RedisSetNx(model) => check(model, limits),
             Runnable::Redlock(model) => check(model, limits),
             Runnable::Memcached(model) => check(model, limits),
+            Runnable::Redisson(model) => check(model, limits),
         }
     }
 
@@ -499,6 +541,7 @@ impl Runnable {
             Runnable::RedisSetNx(model) => ids(model),
             Runnable::Redlock(model) => ids(model),
             Runnable::Memcached(model) => ids(model),
+            Runnable::Redisson(model) => ids(model),
         }
     }
 
@@ -511,6 +554,7 @@ impl Runnable {
             Runnable::RedisSetNx(model) => model.title(),
             Runnable::Redlock(model) => model.title(),
             Runnable::Memcached(model) => model.title(),
+            Runnable::Redisson(model) => model.title(),
         }
     }
 
@@ -534,6 +578,9 @@ impl Runnable {
                 model.checker().serve(address);
             }
             Runnable::Memcached(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Redisson(model) => {
                 model.checker().serve(address);
             }
         }

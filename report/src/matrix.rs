@@ -33,10 +33,11 @@ pub enum Row {
     RedisSetNx,
     Redlock,
     Memcached,
+    Redisson,
 }
 
 impl Row {
-    pub const ALL: [Row; 7] = [
+    pub const ALL: [Row; 8] = [
         Row::Old,
         Row::Queue,
         Row::TryGetLock,
@@ -44,6 +45,7 @@ impl Row {
         Row::RedisSetNx,
         Row::Redlock,
         Row::Memcached,
+        Row::Redisson,
     ];
 
     fn name(self) -> &'static str {
@@ -55,6 +57,7 @@ impl Row {
             Row::RedisSetNx => "Redis SET NX PX (redis-set-nx)",
             Row::Redlock => "Redlock, 3 masters (redlock)",
             Row::Memcached => "Memcached add (memcached)",
+            Row::Redisson => "Redisson RLock, watchdog (redisson)",
         }
     }
 
@@ -67,12 +70,13 @@ impl Row {
             Row::RedisSetNx => "redis-set-nx",
             Row::Redlock => "redlock",
             Row::Memcached => "memcached",
+            Row::Redisson => "redisson",
         }
     }
 
     /// A lock of the other families (issue 13), not the thesis's.
     pub fn is_family(self) -> bool {
-        matches!(self, Row::RedisSetNx | Row::Redlock | Row::Memcached)
+        matches!(self, Row::RedisSetNx | Row::Redlock | Row::Memcached | Row::Redisson)
     }
 
     /// The faults this row is judged under: the thesis's rows under the Cassandra cluster's
@@ -109,6 +113,8 @@ pub enum Column {
     Failover,
     /// A server's clock jumps forward by the TTL (issue 13).
     ServerClockJump,
+    /// An unlock message (Redis pub/sub) is lost on its way to a waiter (issue 13, Redisson).
+    LostNotification,
 }
 
 impl Column {
@@ -128,13 +134,14 @@ impl Column {
     ];
 
     /// The columns of the other families' rows (issue 13).
-    pub const FAMILY: [Column; 6] = [
+    pub const FAMILY: [Column; 7] = [
         Column::None,
         Column::Pause,
         Column::StoreFailure,
         Column::Restart,
         Column::Failover,
         Column::ServerClockJump,
+        Column::LostNotification,
     ];
 
     fn name(self) -> &'static str {
@@ -153,6 +160,7 @@ impl Column {
             Column::Restart => "restart without persistence",
             Column::Failover => "failover",
             Column::ServerClockJump => "server clock jumps",
+            Column::LostNotification => "lost unlock message",
         }
     }
 
@@ -172,6 +180,7 @@ impl Column {
             Column::Restart => "restart",
             Column::Failover => "failover",
             Column::ServerClockJump => "server-clock-jump",
+            Column::LostNotification => "lost-notification",
         }
     }
 }
@@ -318,7 +327,7 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
                 },
             ]
         }
-        C::Restart | C::Failover | C::ServerClockJump => {
+        C::Restart | C::Failover | C::ServerClockJump | C::LostNotification => {
             unreachable!("{} is a column of the other families' rows", column.name())
         }
         C::BackwardJump => {
@@ -347,6 +356,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
     let model_name = match row {
         Row::RedisSetNx => ModelName::RedisSetNx,
         Row::Redlock => ModelName::Redlock,
+        Row::Redisson => ModelName::Redisson,
         _ => ModelName::Memcached,
     };
     let (fault, label) = match column {
@@ -372,16 +382,19 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
                 _ => "model, the server's clock jumps forward by the TTL",
             },
         ),
+        Column::LostNotification => (Fault::LostNotification, "model, one unlock message to a waiter lost"),
         other => unreachable!("{} is not a column of the family rows", other.name()),
     };
     let supported = match row {
         Row::RedisSetNx => cassalock_models::family::RedisSetNxModel::supports(fault),
         Row::Redlock => cassalock_models::family::RedlockModel::supports(fault),
+        Row::Redisson => cassalock_models::family::RedissonModel::supports(fault),
         _ => cassalock_models::family::MemcachedModel::supports(fault),
     };
     if !supported {
         return vec![Source::NotApplicable(match column {
             Column::Failover => "no replica (independent servers)",
+            Column::LostNotification => "no unlock message: waiters poll",
             _ => "not a fault of this lock's server",
         })];
     }
@@ -1351,7 +1364,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"bounded\": a liveness property whose only counterexamples reach the model's last tick (where time stops), or a search its budget stopped: no verdict either way; \"reachable\" / \"unreachable\" (S1, T5-race, which say what *can* happen): the model found such a state, or proved there is none; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass. Every claim ID is defined in [docs/claims.md](../docs/claims.md), the contract items in [docs/contract.md](../docs/contract.md).\n");
     let rows = options.rows();
     if rows.iter().any(|row| row.is_family()) {
-        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`) are judged under their servers' faults: a pause between the holder's validity check and its write, a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet. Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires.\n");
+        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet (`cassalock sim-family`, docs/simulator-families.md). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks.\n");
     }
     which_lock_section(&mut md, cells, &rows);
     for &row in &rows {
@@ -1526,6 +1539,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
         Row::GlobalTime => String::new(),
         Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
         Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
+        Row::Redisson => "no: the owner field names the holder, it does not grow".to_owned(),
     };
     let _ = writeln!(md, "## Which lock, under which faults\n");
     let _ = writeln!(md, "Read off the cells below (model and simulator verdicts alike; a fault with no line here was not checked for that lock). \"Two holders\": some check found two clients believing they held the lock at once (T1, T1-belief; T3 for TryGetLock). \"Stale write\": the resource received a write from a holder whose lock had passed to a later one (T1-resource; with fencing on for the thesis's locks, without fencing for the others, which have none).\n");
@@ -1752,7 +1766,19 @@ fn mutant_checks(
             ClaimId::K3,
             "old-k3-k3",
         ),
+        (
+            "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one lost request, Redisson RLock",
+            ModelName::Redisson,
+            Fault::StoreFailure,
+            Mutant::Redisson775,
+            ClaimId::CLost,
+            "redisson-775-store-failure-c-lost",
+        ),
     ] {
+        // `--thesis-only` leaves out the other families' rows, their client bugs with them.
+        if options.thesis_only && mutant.is_family_client_bug() {
+            continue;
+        }
         let mut spec = Spec::new(model_name);
         spec.fault = fault;
         spec.mutant = Some(mutant);

@@ -2,6 +2,7 @@
 //! Memcached servers. Pins what the sweeps found (docs/simulator-families.md): the controls show
 //! no violation over their seeds, every fault scenario violates its claim on a pinned seed, each
 //! client bug's mutant is caught where the unmutated lock passes, and a seed replays exactly.
+//! Redisson's scenarios also pin what its unlock messages do to a handover.
 #![cfg(madsim)]
 
 use std::collections::BTreeMap;
@@ -102,6 +103,8 @@ fn every_fault_scenario_violates_its_claim_on_its_pinned_seed() {
         ("redlock-gc-pause", 0, Claim::T1Resource),
         ("redlock-restart-no-fsync", 0, Claim::T1Belief),
         ("memcached-pause", 0, Claim::T1Resource),
+        ("redisson-failover-during-renewal", 0, Claim::T1Belief),
+        ("redisson-pause", 0, Claim::T1Resource),
     ];
     for (name, seed, claim) in pinned {
         assert_violates_only(name, seed, claim);
@@ -133,12 +136,54 @@ fn node_redlock_validity_from_first_attempt_is_caught_where_the_unmutated_lock_p
     assert_eq!(found.violated[&Claim::T2Free].len(), 100);
 }
 
+/// Redisson issue 775: one renewal of the holder's watchdog is lost. The fixed watchdog renews
+/// at its next period and keeps the lock; the mutant's ends quietly, the lease runs out under
+/// a holder that is never told (C-lost), and the other client takes the lock.
+#[test]
+fn redisson_775_a_watchdog_that_stops_after_a_failed_renewal_is_caught_where_the_fixed_one_passes() {
+    assert_no_violation("redisson-failed-renewal", 0..100);
+    assert_violates_only("redisson-failed-renewal-775", 0, Claim::CLost);
+    let found = sweep("redisson-failed-renewal-775", 0..100);
+    assert_eq!(found.violated[&Claim::CLost].len(), 100);
+    let outcome = run_family(&build("redisson-failed-renewal-775", 0).unwrap(), 0, false);
+    let Verdict::Violated(why) = outcome.verdicts.get(Claim::CLost) else {
+        unreachable!("checked above")
+    };
+    assert!(why.starts_with("c0-0 was not told for"), "{why}");
+}
+
+/// The longest handover of a run (a release to the next acquisition), over `seeds`.
+fn longest_handover(name: &str, seeds: Range<u64>) -> Duration {
+    seeds
+        .filter_map(|seed| run_family(&build(name, seed).unwrap(), seed, false).longest_handover)
+        .map(|(gap, _)| gap)
+        .max()
+        .expect("some release was followed by an acquisition")
+}
+
+#[test]
+fn redisson_waiters_woken_by_the_unlock_message_take_the_lock_at_once_and_sleep_out_the_ttl_without_it() {
+    assert_no_violation("redisson-contention", 0..30);
+    assert_no_violation("redisson-lost-unlock-messages", 0..100);
+    // Delivered, the message wakes a waiter within the network's latency; lost, the waiter
+    // sleeps out the TTL the holder's key had when it asked (the lease is 1 s).
+    let told = longest_handover("redisson-contention", 0..30);
+    assert!(told < Duration::from_millis(100), "{told:?}");
+    let lost = longest_handover("redisson-lost-unlock-messages", 0..100);
+    assert!(
+        (Duration::from_millis(500)..Duration::from_millis(1100)).contains(&lost),
+        "{lost:?}"
+    );
+}
+
 #[test]
 fn a_seed_replays_exactly_and_another_seed_differs() {
     for name in [
         "set-nx-lost-messages",
         "redlock-contention",
         "set-nx-failover-after-acquire",
+        "redisson-contention",
+        "redisson-failover-during-renewal",
     ] {
         let scenario = build(name, 7).unwrap();
         let first = run_family(&scenario, 7, true);
@@ -164,7 +209,13 @@ fn a_seed_replays_exactly_and_another_seed_differs() {
 
 #[test]
 fn madsim_finds_the_same_random_draws_in_two_runs_of_a_seed() {
-    for name in ["set-nx-lost-messages", "redlock-restart-no-fsync", "memcached-pause"] {
+    for name in [
+        "set-nx-lost-messages",
+        "redlock-restart-no-fsync",
+        "memcached-pause",
+        "redisson-pause",
+        "redisson-lost-unlock-messages",
+    ] {
         check_family_determinism(&build(name, 3).unwrap(), 3);
     }
 }

@@ -197,15 +197,15 @@ pub fn apply_fault(
             // retry failed (retries resend the same command, so they add states, not paths).
             cfg.lock.retry.max_retries = 0;
         }
-        Fault::Restart | Fault::Failover | Fault::ServerClockJump => {
+        Fault::Restart | Fault::Failover | Fault::ServerClockJump | Fault::LostNotification => {
             unreachable!("crate::lock_config refuses a Redis server's faults for the Cassandra lock models")
         }
     }
     match mutant {
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
         Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
-        Some(Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend) => {
-            unreachable!("crate::lock_config refuses a Redlock client's bugs for the Cassandra lock models")
+        Some(Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend | Mutant::Redisson775) => {
+            unreachable!("crate::lock_config refuses the other families' client bugs for the Cassandra lock models")
         }
         None => {}
     }

@@ -1,5 +1,6 @@
 //! The other lock families (issue 13) in the simulator: the library's `FamilyLocker`, unchanged,
-//! against simulated Redis and Memcached servers under madsim.
+//! against simulated Redis and Memcached servers under madsim (SET NX, Redlock, Memcached `add`,
+//! Redisson's `RLock`).
 //!
 //! The lock code decides everything; the simulator only moves messages, runs clocks and injects
 //! faults, then judges what happened from the run's records (simulated time, the god view):
@@ -7,10 +8,12 @@
 //! - [`net`]: the server nodes (one madsim node per Redis instance or Memcached server, each
 //!   applying the library's value type on its *own* [`crate::clock::SimClock`]), a Redis
 //!   primary+replica pair with `ReplicatedRedis`'s asynchronous replication and a failover, and
-//!   the client side, [`net::SimServerStore`], a `FamilyStore` with a request timeout.
+//!   the client side, [`net::SimServerStore`], a `FamilyStore` with a request timeout and (for
+//!   Redisson) a subscription to the server's pub/sub, whose messages travel the network.
 //! - [`scenario`]: the named scenarios, each a premise of the locks and the fault that breaks it.
 //! - [`run`]: one seed: the nodes, the clients' workload, the faults, the records.
-//! - [`verdict`]: the judges (T1-belief, T1-resource, C-release, T2, T2-free).
+//! - [`verdict`]: the judges (T1-belief, T1-resource, C-release, C-lost for a lock with a
+//!   watchdog, T2, T2-free), and the longest handover of a run.
 //!
 //! Verdicts say "no violation in N seeds", never "holds": a sweep samples runs, it proves nothing.
 

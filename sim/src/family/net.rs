@@ -17,15 +17,25 @@
 //!   `Unavailable`, the command surely not applied; a lost request ([`CutMode::Dropped`]), a lost
 //!   reply, a crash while the request was in flight or a slow server all end in `Timeout` after
 //!   the request timeout: the command may or may not have applied.
+//! - **Pub/sub** ([`PubSub`], Redisson's unlock message): a client subscribes to a channel
+//!   while one of its calls waits in `lock()` (the registry is the logical server's, so a
+//!   subscription survives a failover or a restart, as if the client resubscribed at once);
+//!   when a command the server applies publishes on it,
+//!   the server node sends the message to each subscriber over the simulated network (the
+//!   network's latency, plus an optional delay), or loses it (per message and subscriber,
+//!   drawn from the seed). The client's own [`Channels`] wakes its waiters; a message sent from
+//!   a primary that dies before it leaves is lost with the node.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use cassalock::driver::family::FamilyStore;
+use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
-use cassalock::store::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
+use cassalock::store::redis_keyspace::{Published, RedisCommand, RedisKeyspace, RedisReply};
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::StoreFailure;
 use cassalock::Clock;
@@ -49,6 +59,98 @@ pub fn client_ip(i: usize) -> IpAddr {
 
 pub fn resource_addr() -> SocketAddr {
     SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 1, 2, 1)), PORT)
+}
+
+/// The port on which a client receives the messages of its subscriptions.
+pub const NOTIFY_PORT: u16 = 6380;
+
+/// Where client `i` receives the messages of its subscriptions.
+pub fn notify_addr(i: usize) -> SocketAddr {
+    SocketAddr::new(client_ip(i), NOTIFY_PORT)
+}
+
+/// Server → subscriber: a message was published on `channel` (Redisson's unlock message; its
+/// content, always the same, is not carried).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct UnlockMessage {
+    pub channel: String,
+}
+impl Request for UnlockMessage {
+    type Response = ();
+    const ID: u64 = 0xFA41_0003;
+}
+
+/// Told of every message the server sends to a subscriber: (subscriber, lost).
+pub type MessageObserver = Box<dyn Fn(usize, bool) + Send + Sync>;
+
+/// A Redis server's pub/sub: the subscribers of each channel, and how messages travel.
+pub struct PubSub {
+    /// Per channel, each subscribed client and where its messages are delivered.
+    subscribers: Mutex<BTreeMap<String, BTreeMap<usize, Weak<Channels>>>>,
+    /// Per message and subscriber, parts per million: lost.
+    lost_ppm: u32,
+    /// Added to the network's latency.
+    delay: Duration,
+    /// How long the server's send waits for the subscriber (a paused client's messages queue).
+    timeout: Duration,
+    observer: MessageObserver,
+}
+
+impl PubSub {
+    pub fn new(lost_ppm: u32, delay: Duration, timeout: Duration, observer: MessageObserver) -> Self {
+        PubSub {
+            subscribers: Mutex::new(BTreeMap::new()),
+            lost_ppm,
+            delay,
+            timeout,
+            observer,
+        }
+    }
+
+    /// Client `client` subscribes to `channel`, its messages delivered to `channels`.
+    pub fn subscribe(&self, channel: &str, client: usize, channels: &Arc<Channels>) {
+        lock(&self.subscribers)
+            .entry(channel.to_owned())
+            .or_default()
+            .insert(client, Arc::downgrade(channels));
+    }
+
+    /// The clients subscribed to `channel` now. A client whose waiters all returned from
+    /// `lock()` has dropped its subscriptions (Redisson unsubscribes when no thread of the
+    /// process waits): the run's one lock key makes "any live subscription" this channel's.
+    fn subscribers_of(&self, channel: &str) -> Vec<usize> {
+        lock(&self.subscribers)
+            .get(channel)
+            .map(|clients| {
+                clients
+                    .iter()
+                    .filter(|(_, channels)| channels.upgrade().is_some_and(|channels| channels.channels() > 0))
+                    .map(|(client, _)| *client)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Is this message lost? Drawn from madsim's generator only when some are (a run without
+    /// losses draws what it always drew).
+    fn draw_lost(&self) -> bool {
+        use rand::Rng;
+        match self.lost_ppm {
+            0 => false,
+            ppm if ppm >= 1_000_000 => true,
+            ppm => madsim::rand::thread_rng().gen_range(0..1_000_000u32) < ppm,
+        }
+    }
+}
+
+impl std::fmt::Debug for PubSub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PubSub")
+            .field("subscribers", &*lock(&self.subscribers))
+            .field("lost_ppm", &self.lost_ppm)
+            .field("delay", &self.delay)
+            .finish()
+    }
 }
 
 /// Client → Redis server: one command.
@@ -150,6 +252,8 @@ pub struct FamilyNet {
     /// Per request, parts per million: the command applies, its reply is lost (the client
     /// times out).
     pub lost_reply_ppm: u32,
+    /// The Redis server's pub/sub, where the lock's waiters are notified (Redisson).
+    pub pubsub: Option<Arc<PubSub>>,
 }
 
 /// Which message of a request a loss fault drops.
@@ -230,6 +334,7 @@ pub struct ServerNode {
     pub slow: Vec<Slow>,
     pub start: Instant,
     pub replication: Option<Arc<Replication>>,
+    pub pubsub: Option<Arc<PubSub>>,
 }
 
 impl ServerNode {
@@ -247,19 +352,59 @@ impl ServerNode {
 
     fn apply_redis(&self, command: &RedisCommand) -> Result<RedisReply, StoreFailure> {
         let now_ms = self.clock.now_us() / 1000;
-        let mut data = lock(&self.data);
-        match &mut *data {
-            ServerData::Redis(keyspace) => Ok(keyspace.apply(command, now_ms)),
-            ServerData::Pair(pair) => {
-                let executed = pair
-                    .apply(command, now_ms)
-                    .map_err(|e| StoreFailure::Other(e.to_string()))?;
-                if !executed.effects.is_empty() {
-                    self.schedule_delivery();
+        let executed = {
+            let mut data = lock(&self.data);
+            match &mut *data {
+                ServerData::Redis(keyspace) => keyspace.execute(command, now_ms),
+                ServerData::Pair(pair) => {
+                    let executed = pair
+                        .apply(command, now_ms)
+                        .map_err(|e| StoreFailure::Other(e.to_string()))?;
+                    if !executed.effects.is_empty() {
+                        self.schedule_delivery();
+                    }
+                    executed
                 }
-                Ok(executed.reply)
+                ServerData::Memcached(_) => {
+                    return Err(StoreFailure::Other("a Redis command sent to Memcached".into()))
+                }
             }
-            ServerData::Memcached(_) => Err(StoreFailure::Other("a Redis command sent to Memcached".into())),
+        };
+        self.publish(&executed.published);
+        Ok(executed.reply)
+    }
+
+    /// Send what a command published to the channel's subscribers, each message on a task of
+    /// this node (it dies with the node), late by the network's latency and the pub/sub's
+    /// delay, or lost.
+    fn publish(&self, published: &[Published]) {
+        let Some(pubsub) = &self.pubsub else {
+            return;
+        };
+        for message in published {
+            for client in pubsub.subscribers_of(&message.channel) {
+                let lost = pubsub.draw_lost();
+                (pubsub.observer)(client, lost);
+                if lost {
+                    continue;
+                }
+                let channel = message.channel.clone();
+                let from = server_addr(self.node).ip();
+                let pubsub = Arc::clone(pubsub);
+                tokio::spawn(async move {
+                    if !pubsub.delay.is_zero() {
+                        tokio::time::sleep(pubsub.delay).await;
+                    }
+                    // A sending endpoint of its own: the node's serving endpoint is held by its
+                    // handlers, which must not hold it back.
+                    let Ok(endpoint) = Endpoint::bind(SocketAddr::new(from, 0)).await else {
+                        return;
+                    };
+                    let _ = endpoint
+                        .call_timeout(notify_addr(client), UnlockMessage { channel }, pubsub.timeout)
+                        .await;
+                });
+            }
         }
     }
 
@@ -330,6 +475,8 @@ pub struct SimServerStore {
     pub client: usize,
     pub server: usize,
     pub net: Arc<FamilyNet>,
+    /// Where this client's subscriptions deliver (`None`: the store has no pub/sub).
+    pub channels: Option<Arc<Channels>>,
 }
 
 impl SimServerStore {
@@ -398,6 +545,15 @@ impl FamilyStore<RedisCommand> for SimServerStore {
     type Reply = RedisReply;
     async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
         self.call(RedisCall(command)).await
+    }
+
+    /// `SUBSCRIBE channel`: the server's registry learns of this client, the client's own
+    /// `Channels` hands out the subscription its messages wake.
+    async fn subscribe(&self, channel: &str) -> Option<Subscription> {
+        let (pubsub, channels) = (self.net.pubsub.as_ref()?, self.channels.as_ref()?);
+        let subscription = channels.subscribe(channel);
+        pubsub.subscribe(channel, self.client, channels);
+        Some(subscription)
     }
 }
 

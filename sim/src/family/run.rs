@@ -1,17 +1,22 @@
 //! One run of a family scenario on one seed: the nodes, the clients' workload, the faults, the
 //! records; then the judges of [`super::verdict`].
 //!
-//! - **Servers**: one node per logical server ([`super::net::ServerNode`]); the SET NX
-//!   scenarios with a replica have two nodes for server 0 (node 0 the primary, node 1 the
-//!   replica).
+//! - **Servers**: one node per logical server ([`super::net::ServerNode`]); the SET NX and
+//!   Redisson scenarios with a replica have two nodes for server 0 (node 0 the primary, node 1
+//!   the replica). Redisson's server sends its unlock messages to the waiting clients
+//!   ([`super::net::PubSub`]); each client receives them on an endpoint of its own and hands
+//!   them to its `Channels`, which wakes its waiter.
 //! - **Clients**: one node each, running `acquisitions` times: `lock(key)` (again after it gave
 //!   up, up to `max_tries` calls), then, if `guard.is_valid()`, a write to the resource node
 //!   carrying the holder's token (a planned [`super::scenario::Pause`] stops the client between
-//!   the check and the write), a hold, the planned extensions (each followed by the same check,
-//!   write and hold), and `release`.
+//!   the check and the write: its workload alone, or its whole node, watchdog included), a
+//!   hold, the planned extensions (each followed by the same check, write and hold), and
+//!   `release`. A holder with a watchdog whose check finds its lease run out records that it
+//!   knows (C-lost).
 //! - **The resource** records every write it receives with the acquisition it came from
 //!   (acquisitions are numbered in the order their `Acquired` events happened).
-//! - **Faults** fire at a global time or right after the run's first acquisition.
+//! - **Faults** fire at a global time, right after the run's first acquisition, or right after
+//!   its first watchdog renewal was sent.
 //!
 //! Everything random comes from the seed: madsim's generator (latencies, think times) and the
 //! lockers' own generators, seeded from the run's seed and the client's index.
@@ -24,8 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cassalock::algo::family::{FamilyLock, MemcachedLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::family::{FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::Source;
 use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
+use cassalock::driver::notify::Channels;
 use cassalock::store::family_memory::Masters;
 use cassalock::store::memcached::Memcached;
 use cassalock::store::redis_keyspace::{RedisKeyspace, RedisValue};
@@ -35,14 +42,14 @@ use madsim::net::rpc::{Deserialize, Request, Serialize};
 use madsim::net::Endpoint;
 use madsim::runtime::Handle;
 use madsim::task::NodeId;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
 use super::net::{
-    client_ip, lock, resource_addr, server_addr, FamilyNet, Replication, ServerData, ServerNode, ServerSlot,
-    SimServerStore,
+    client_ip, lock, notify_addr, resource_addr, server_addr, FamilyNet, PubSub, Replication, ServerData, ServerNode,
+    ServerSlot, SimServerStore, UnlockMessage,
 };
-use super::scenario::{FamilyScenario, LockKind, ServerAction, ServerFault, Trigger};
+use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
 use super::verdict::{judge, FamilyVerdicts};
 use crate::clock::SimClock;
 
@@ -86,6 +93,16 @@ pub enum FamilyWhat {
     Paused {
         ms: u64,
     },
+    /// The holder's validity check before a write found its lease run out (`is_valid` false):
+    /// it knows, and does not write.
+    SawInvalid {
+        thread: String,
+    },
+    /// The server sent an unlock message to client `to` (`lost`: the message is lost).
+    UnlockMessage {
+        to: usize,
+        lost: bool,
+    },
     Fault(String),
     /// The client finished its acquisitions.
     Done,
@@ -115,6 +132,11 @@ impl fmt::Display for FamilyWhat {
             }
             FamilyWhat::GaveUp { error } => write!(f, "lock gave up: {error}"),
             FamilyWhat::Paused { ms } => write!(f, "PAUSE {ms} ms between the validity check and the write"),
+            FamilyWhat::SawInvalid { thread } => {
+                write!(f, "{thread} finds its lease run out (is_valid false): no write")
+            }
+            FamilyWhat::UnlockMessage { to, lost: false } => write!(f, "unlock message sent to c{to}"),
+            FamilyWhat::UnlockMessage { to, lost: true } => write!(f, "unlock message to c{to} LOST"),
             FamilyWhat::Fault(what) => write!(f, "FAULT {what}"),
             FamilyWhat::Done => write!(f, "done"),
         }
@@ -185,8 +207,8 @@ pub struct Recorder {
     acquisitions: Mutex<BTreeMap<String, u64>>,
     /// Token by thread (acquisition name).
     tokens: Mutex<BTreeMap<String, String>>,
-    first_acquired: AtomicBool,
-    wake: Notify,
+    first_acquired: Milestone,
+    first_renewal: Milestone,
     /// The servers, to see what a release left behind at the instant it said `Released`.
     probe: Mutex<Option<(Arc<Servers>, Arc<FamilyNet>)>>,
 }
@@ -199,8 +221,8 @@ impl Recorder {
             records: Mutex::new(Vec::new()),
             acquisitions: Mutex::new(BTreeMap::new()),
             tokens: Mutex::new(BTreeMap::new()),
-            first_acquired: AtomicBool::new(false),
-            wake: Notify::new(),
+            first_acquired: Milestone::default(),
+            first_renewal: Milestone::default(),
             probe: Mutex::new(None),
         }
     }
@@ -230,17 +252,32 @@ impl Recorder {
             .map(|left| left.server)
             .collect()
     }
+}
 
-    async fn first_acquisition(&self) {
+/// Something that happens once in a run, and the faults waiting for it.
+#[derive(Default)]
+struct Milestone {
+    reached: AtomicBool,
+    wake: Notify,
+}
+
+impl Milestone {
+    fn reach(&self) {
+        if !self.reached.swap(true, Ordering::SeqCst) {
+            self.wake.notify_waiters();
+        }
+    }
+
+    async fn wait(&self) {
         // Bounded: each pass either returns or waits for a notification, which comes once.
         for _ in 0..2 {
             let notified = self.wake.notified();
-            if self.first_acquired.load(Ordering::SeqCst) {
+            if self.reached.load(Ordering::SeqCst) {
                 return;
             }
             notified.await;
         }
-        debug_assert!(self.first_acquired.load(Ordering::SeqCst));
+        debug_assert!(self.reached.load(Ordering::SeqCst));
     }
 }
 
@@ -252,6 +289,12 @@ struct ClientObserver {
 
 impl FamilyObserver for ClientObserver {
     fn on_event(&self, event: FamilyEvent) {
+        // A watchdog's renewal (Redisson's step D3 is the only one of its steps that sends).
+        if let FamilyEvent::Request { tag, .. } = &event {
+            if tag.source == Source::Redisson && tag.step == 3 {
+                self.recorder.first_renewal.reach();
+            }
+        }
         let chatty = matches!(
             event,
             FamilyEvent::Request { .. } | FamilyEvent::Reply { .. } | FamilyEvent::Sleep { .. }
@@ -292,9 +335,7 @@ impl FamilyObserver for ClientObserver {
         if let Some((token, acquisition)) = numbered {
             self.recorder
                 .record(&self.node, FamilyWhat::Numbered { token, acquisition });
-            if !self.recorder.first_acquired.swap(true, Ordering::SeqCst) {
-                self.recorder.wake.notify_waiters();
-            }
+            self.recorder.first_acquired.reach();
         }
     }
 }
@@ -322,6 +363,9 @@ async fn serve_resource(recorder: Arc<Recorder>) {
     drop(endpoint);
 }
 
+/// Asks the supervisor to pause a client's whole node for `ms`, and answers once it resumed.
+type PauseRequests = mpsc::UnboundedSender<(usize, u64, oneshot::Sender<()>)>;
+
 /// What a client needs besides its locker.
 struct ClientCtx {
     index: usize,
@@ -330,6 +374,9 @@ struct ClientCtx {
     clock: SimClock,
     endpoint: Endpoint,
     recorder: Arc<Recorder>,
+    /// Where the unlock messages this client receives are delivered (Redisson scenarios).
+    channels: Option<Arc<Channels>>,
+    pauses: PauseRequests,
 }
 
 impl ClientCtx {
@@ -348,12 +395,29 @@ impl ClientCtx {
         let _ = self.endpoint.call_timeout(resource_addr(), write, timeout).await;
     }
 
-    fn pause_ms(&self, acquisition: u32) -> Option<u64> {
+    fn pause(&self, acquisition: u32) -> Option<Pause> {
         self.scenario
             .pauses
             .iter()
             .find(|pause| pause.client == self.index && pause.acquisition == acquisition)
-            .map(|pause| pause.pause_ms)
+            .copied()
+    }
+
+    /// Stop for `pause.pause_ms`: this task alone (a plain sleep of global time), or the
+    /// whole node, by the supervisor (madsim's pause: every task stops, the watchdog's too).
+    async fn stop(&self, pause: Pause) {
+        self.recorder
+            .record(&self.node, FamilyWhat::Paused { ms: pause.pause_ms });
+        if !pause.whole_process {
+            tokio::time::sleep(Duration::from_millis(pause.pause_ms)).await;
+            return;
+        }
+        let (resumed, on_resume) = oneshot::channel();
+        if self.pauses.send((self.index, pause.pause_ms, resumed)).is_ok() {
+            // The node is paused from the supervisor's next step; this task waits for it to
+            // be resumed.
+            let _ = on_resume.await;
+        }
     }
 }
 
@@ -394,13 +458,19 @@ where
             }
             if guard.is_valid() {
                 if round == 0 {
-                    if let Some(ms) = ctx.pause_ms(acquisition) {
-                        ctx.recorder.record(&ctx.node, FamilyWhat::Paused { ms });
-                        // The whole process stops: a plain sleep of global time.
-                        tokio::time::sleep(Duration::from_millis(ms)).await;
+                    if let Some(pause) = ctx.pause(acquisition) {
+                        ctx.stop(pause).await;
                     }
                 }
                 ctx.write(guard.token()).await;
+            } else if scenario.lock.renew_every_ms().is_some() {
+                // A holder with a watchdog learns here that its lease ran out (C-lost).
+                ctx.recorder.record(
+                    &ctx.node,
+                    FamilyWhat::SawInvalid {
+                        thread: guard.thread().to_owned(),
+                    },
+                );
             }
             let hold_ms = match scenario.extend_after_ms {
                 Some(ms) if round < scenario.extends => ms,
@@ -425,6 +495,7 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
         client: ctx.index,
         server,
         net: Arc::clone(&net),
+        channels: ctx.channels.clone(),
     };
     let observer: Arc<dyn FamilyObserver> = Arc::new(ClientObserver {
         node: ctx.node.clone(),
@@ -449,6 +520,18 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
             let masters = Masters::new((0..config.masters).map(store).collect());
             let locker = FamilyLocker::<RedlockLock, _, _>::new(
                 masters,
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
+        LockKind::Redisson(config) => {
+            let locker = FamilyLocker::<RedissonLock, _, _>::new(
+                store(0),
                 ctx.clock.clone(),
                 config.clone(),
                 &name,
@@ -490,6 +573,9 @@ pub struct FamilyOutcome {
     pub records: Vec<FamilyRecord>,
     pub left: Vec<LeftKey>,
     pub verdicts: FamilyVerdicts,
+    /// The longest handover (from a release to the next acquisition), and when that release
+    /// was: what lost unlock messages cost.
+    pub longest_handover: Option<(Duration, Duration)>,
     pub sim_time: Duration,
     /// Equal for two runs of the same scenario and seed, detailed or not (the details are
     /// left out of it).
@@ -524,6 +610,7 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
     let for_run = scenario.clone();
     let (records, facts) = runtime.block_on(async move { simulate(for_run, seed, detailed).await });
     let verdicts = judge(scenario, &records, &facts);
+    let longest_handover = super::verdict::longest_handover(&records);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     for record in records.iter().filter(|record| !record.is_detail()) {
         record.to_string().hash(&mut hasher);
@@ -535,6 +622,7 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
         records,
         left: facts.left.clone(),
         verdicts,
+        longest_handover,
         sim_time: facts.end,
         trace_hash: hasher.finish(),
     }
@@ -577,6 +665,21 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     let replication = scenario
         .replication_lag_ms
         .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
+    // Redis pub/sub, where the lock's waiters sleep until notified (Redisson). The recorder is
+    // held weakly: the servers that hold the pub/sub are in the recorder's probe.
+    let pubsub = matches!(scenario.lock, LockKind::Redisson(_)).then(|| {
+        let weak = Arc::downgrade(&recorder);
+        Arc::new(PubSub::new(
+            scenario.lost_message_ppm,
+            Duration::from_millis(scenario.message_delay_ms),
+            Duration::from_millis(scenario.request_timeout_ms),
+            Box::new(move |to: usize, lost: bool| {
+                if let Some(recorder) = weak.upgrade() {
+                    recorder.record("pubsub", FamilyWhat::UnlockMessage { to, lost });
+                }
+            }),
+        ))
+    });
     let mut nodes = Vec::new();
     for server in 0..logical {
         let data = match (&scenario.lock, &replication) {
@@ -596,10 +699,11 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
                 .collect(),
             start,
             replication: replication.clone(),
+            pubsub: pubsub.clone(),
         });
     }
     if replication.is_some() {
-        debug_assert_eq!(logical, 1, "only a single SET NX server has a replica");
+        debug_assert_eq!(logical, 1, "only a single Redis server has a replica");
         let primary = nodes[0].clone();
         nodes.push(ServerNode {
             node: 1,
@@ -632,6 +736,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         request_timeout: Duration::from_millis(scenario.request_timeout_ms),
         lost_request_ppm: scenario.lost_request_ppm,
         lost_reply_ppm: scenario.lost_reply_ppm,
+        pubsub,
     });
 
     // The resource.
@@ -645,6 +750,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         .id()];
 
     // Clients.
+    let (pauses, mut pause_requests) = mpsc::unbounded_channel();
     let done = Arc::new(AtomicUsize::new(0));
     let client_clocks: Vec<SimClock> = (0..scenario.clients)
         .map(|client| SimClock::new(scenario.client_clock(client), start))
@@ -655,6 +761,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         let net = Arc::clone(&net);
         let done = Arc::clone(&done);
         let clock = clock.clone();
+        let pauses = pauses.clone();
         let client = handle
             .create_node()
             .name(format!("c{index}"))
@@ -665,10 +772,28 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
                 let net = Arc::clone(&net);
                 let done = Arc::clone(&done);
                 let clock = clock.clone();
+                let pauses = pauses.clone();
                 async move {
                     let endpoint = Endpoint::bind(SocketAddr::new(client_ip(index), 0))
                         .await
                         .expect("client address free");
+                    // Where the server's unlock messages arrive (kept for the client's life).
+                    let mut inbox = None;
+                    let channels = if net.pubsub.is_some() {
+                        let channels = Arc::new(Channels::new());
+                        let receiver = Endpoint::bind(notify_addr(index))
+                            .await
+                            .expect("client notification address free");
+                        let deliver = Arc::clone(&channels);
+                        receiver.add_rpc_handler(move |UnlockMessage { channel }| {
+                            deliver.publish(&channel);
+                            std::future::ready(())
+                        });
+                        inbox = Some(receiver);
+                        Some(channels)
+                    } else {
+                        None
+                    };
                     let ctx = ClientCtx {
                         index,
                         node: format!("c{index}"),
@@ -676,18 +801,37 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
                         clock,
                         endpoint,
                         recorder,
+                        channels,
+                        pauses,
                     };
                     client_main(ctx, net, seed, done).await;
+                    drop(inbox);
                 }
             })
             .build();
         other_nodes.push(client.id());
     }
+    drop(pauses);
 
     // Faults, each on its own task of the supervisor.
     let servers = Arc::new(servers);
     *lock(&recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
     let mut fault_tasks = Vec::new();
+    // Whole-process pauses: the supervisor pauses the client's node and resumes it (a task
+    // only where a scenario has such a pause, so that the others run as they always ran).
+    if scenario.pauses.iter().any(|pause| pause.whole_process) {
+        let client_nodes: Vec<NodeId> = other_nodes[1..].to_vec();
+        let pauser = handle.clone();
+        fault_tasks.push(tokio::spawn(async move {
+            while let Some((client, ms, resumed)) = pause_requests.recv().await {
+                let node: NodeId = client_nodes[client];
+                pauser.pause(node);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                pauser.resume(node);
+                let _ = resumed.send(());
+            }
+        }));
+    }
     for fault in scenario.faults.iter().copied() {
         let recorder = Arc::clone(&recorder);
         let net = Arc::clone(&net);
@@ -746,12 +890,35 @@ fn left_keys(servers: &Servers, net: &FamilyNet) -> Vec<LeftKey> {
             }
         };
         for (key, entry) in keyspace.into_iter().flat_map(|keyspace| keyspace.live_entries(now_ms)) {
-            if let RedisValue::Text(token) = &entry.value {
-                left.push(LeftKey {
+            match &entry.value {
+                RedisValue::Text(token) => left.push(LeftKey {
                     server,
                     key: key.to_owned(),
                     token: token.clone(),
-                });
+                }),
+                // Redisson's hash: its owners (one, with a count above 0, as the scripts
+                // leave it).
+                RedisValue::Hash(owners) => {
+                    for (owner, _) in owners.iter().filter(|(_, count)| **count > 0) {
+                        left.push(LeftKey {
+                            server,
+                            key: key.to_owned(),
+                            token: owner.clone(),
+                        });
+                    }
+                }
+                // The fair lock's waiters and their deadlines: a queue left behind is
+                // reported as a key of its own, its waiters as its tokens.
+                RedisValue::List(waiters) => {
+                    for waiter in waiters {
+                        left.push(LeftKey {
+                            server,
+                            key: key.to_owned(),
+                            token: waiter.clone(),
+                        });
+                    }
+                }
+                RedisValue::SortedSet(_) => {}
             }
         }
     }
@@ -761,8 +928,12 @@ fn left_keys(servers: &Servers, net: &FamilyNet) -> Vec<LeftKey> {
 async fn inject(fault: ServerFault, recorder: &Recorder, net: &FamilyNet, servers: &Servers) {
     match fault.trigger {
         Trigger::AtMs(at_ms) => tokio::time::sleep_until(net.start + Duration::from_millis(at_ms)).await,
-        Trigger::FirstAcquired { delay_ms } => {
-            recorder.first_acquisition().await;
+        Trigger::FirstAcquired { delay_ms } | Trigger::FirstRenewal { delay_ms } => {
+            if matches!(fault.trigger, Trigger::FirstAcquired { .. }) {
+                recorder.first_acquired.wait().await;
+            } else {
+                recorder.first_renewal.wait().await;
+            }
             if delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }

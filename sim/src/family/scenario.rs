@@ -8,6 +8,7 @@
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 
 use cassalock::algo::memcached::MemcachedLockConfig;
+use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::store::redis_keyspace::Persistence;
@@ -23,6 +24,9 @@ pub enum LockKind {
     SetNx(RedisLockConfig),
     Redlock(RedlockConfig),
     Memcached(MemcachedLockConfig),
+    /// Redisson's `RLock` (watchdog when no lease time is given; waiters woken by the unlock
+    /// message, which the simulated server publishes over the network).
+    Redisson(RedissonConfig),
 }
 
 impl LockKind {
@@ -31,6 +35,15 @@ impl LockKind {
             LockKind::SetNx(_) => "redis-set-nx",
             LockKind::Redlock(_) => "redlock",
             LockKind::Memcached(_) => "memcached",
+            LockKind::Redisson(_) => "redisson",
+        }
+    }
+
+    /// The holder's watchdog (Redisson without a lease time): its renewal period, ms.
+    pub fn renew_every_ms(&self) -> Option<u64> {
+        match self {
+            LockKind::Redisson(config) if config.watchdog() => Some(config.renew_every_ms()),
+            _ => None,
         }
     }
 
@@ -48,6 +61,7 @@ impl LockKind {
             LockKind::SetNx(config) => config.ttl_ms,
             LockKind::Redlock(config) => config.lock.ttl_ms,
             LockKind::Memcached(config) => u64::from(config.ttl_s) * 1000,
+            LockKind::Redisson(config) => config.lease_ms(),
         }
     }
 }
@@ -59,6 +73,8 @@ pub enum Trigger {
     AtMs(u64),
     /// `delay_ms` after the run's first `Acquired` event.
     FirstAcquired { delay_ms: u64 },
+    /// `delay_ms` after the run's first watchdog renewal was sent (Redisson).
+    FirstRenewal { delay_ms: u64 },
 }
 
 /// What a server fault does.
@@ -88,6 +104,9 @@ pub struct Pause {
     pub client: usize,
     pub acquisition: u32,
     pub pause_ms: u64,
+    /// The whole client node stops (madsim's pause: every task, the watchdog's too, while its
+    /// incoming messages queue), not only the workload's task.
+    pub whole_process: bool,
 }
 
 /// Everything one run needs.
@@ -120,7 +139,11 @@ pub struct FamilyScenario {
     /// Per request, parts per million, lost before it applies / applied with its reply lost.
     pub lost_request_ppm: u32,
     pub lost_reply_ppm: u32,
-    /// Replication lag of the SET NX server's replica (`None`: a single server).
+    /// Per unlock message and subscriber, parts per million: the message is lost (Redisson).
+    pub lost_message_ppm: u32,
+    /// An unlock message reaches a subscriber this much later than the network's latency (ms).
+    pub message_delay_ms: u64,
+    /// Replication lag of the SET NX or Redisson server's replica (`None`: a single server).
     pub replication_lag_ms: Option<u64>,
     pub slow: Vec<(usize, Slow)>,
     pub cuts: Vec<Cut>,
@@ -154,6 +177,8 @@ impl FamilyScenario {
             client_clocks: Vec::new(),
             lost_request_ppm: 0,
             lost_reply_ppm: 0,
+            lost_message_ppm: 0,
+            message_delay_ms: 0,
             replication_lag_ms: None,
             slow: Vec::new(),
             cuts: Vec::new(),
@@ -319,6 +344,36 @@ pub const SCENARIOS: &[Named] = &[
         name: "memcached-pause",
         help: "the holder pauses longer than the TTL between its check and its write",
         build: memcached_pause,
+    },
+    Named {
+        name: "redisson-contention",
+        help: "5..=32 clients, Redisson's RLock with its watchdog and unlock messages, no faults (control)",
+        build: redisson_contention,
+    },
+    Named {
+        name: "redisson-lost-unlock-messages",
+        help: "5 clients, every unlock message lost: waiters sleep out the holder's TTL (control; the wait is reported)",
+        build: redisson_lost_messages,
+    },
+    Named {
+        name: "redisson-failover-during-renewal",
+        help: "the primary dies with the holder's first renewal in flight, before the replica has the key",
+        build: redisson_failover,
+    },
+    Named {
+        name: "redisson-pause",
+        help: "the holder's whole process (its watchdog too) stops longer than the watchdog timeout",
+        build: redisson_pause,
+    },
+    Named {
+        name: "redisson-failed-renewal",
+        help: "the holder's first renewal is lost, the network recovers (control for Redisson issue 775)",
+        build: redisson_failed_renewal,
+    },
+    Named {
+        name: "redisson-failed-renewal-775",
+        help: "the same with issue 775's watchdog, which is not rescheduled after the failure",
+        build: redisson_failed_renewal_775,
     },
 ];
 
@@ -595,6 +650,7 @@ fn redlock_gc_pause(_seed: u64) -> FamilyScenario {
             client: 0,
             acquisition: 0,
             pause_ms: 2500,
+            whole_process: false,
         }],
         expect_violated: Some("T1-resource"),
         ..FamilyScenario::base(
@@ -719,6 +775,7 @@ fn memcached_pause(_seed: u64) -> FamilyScenario {
             client: 0,
             acquisition: 0,
             pause_ms: 3500,
+            whole_process: false,
         }],
         expect_violated: Some("T1-resource"),
         ..FamilyScenario::base(
@@ -727,4 +784,124 @@ fn memcached_pause(_seed: u64) -> FamilyScenario {
             LockKind::Memcached(memcached(3)),
         )
     }
+}
+
+/// Redisson's `lock()` without a lease time: a lease of `watchdog_timeout_ms`, renewed every
+/// third of it.
+fn redisson(watchdog_timeout_ms: u64, mutants: RedissonMutants) -> RedissonConfig {
+    RedissonConfig {
+        watchdog_timeout_ms,
+        mutants,
+        ..RedissonConfig::default()
+    }
+}
+
+fn redisson_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "redisson-contention",
+            "none broken: one server that keeps its keys, a clock that keeps pace, and unlock messages that arrive",
+            LockKind::Redisson(redisson(2000, RedissonMutants::default())),
+        )
+    }
+}
+
+fn redisson_lost_messages(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 2,
+        hold_ms: 20,
+        think_max_ms: 50,
+        lost_message_ppm: 1_000_000,
+        ..FamilyScenario::base(
+            "redisson-lost-unlock-messages",
+            "none broken (safety), but every unlock message is lost: a waiter wakes only when the holder's TTL it was told runs out, so each handover can cost up to the lease",
+            LockKind::Redisson(redisson(1000, RedissonMutants::default())),
+        )
+    }
+}
+
+/// The holder acquires at about 0 and its watchdog's first renewal leaves at about 500 ms;
+/// the primary dies then, with that renewal in flight and the acquire's batch still on its way
+/// to the replica (lag 1 s). The other clients start after the failover and find the promoted
+/// replica without the key.
+fn redisson_failover(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        hold_ms: 2000,
+        start_ms: vec![0, 600, 700],
+        replication_lag_ms: Some(1000),
+        faults: vec![ServerFault {
+            trigger: Trigger::FirstRenewal { delay_ms: 0 },
+            action: ServerAction::Failover,
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "redisson-failover-during-renewal",
+            "an acknowledged acquire survives: the primary fails over while the holder's first renewal is in flight and before the replica has the key, so a client that asks the promoted replica takes the lock while the holder's watchdog is still waiting to renew",
+            LockKind::Redisson(redisson(1500, RedissonMutants::default())),
+        )
+    }
+}
+
+fn redisson_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 50],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 1500,
+            whole_process: true,
+        }],
+        expect_violated: Some("T1-resource"),
+        ..FamilyScenario::base(
+            "redisson-pause",
+            "the holder's process runs: it stops 1.5 s (its watchdog with it) between its validity check and its write, longer than the 1 s watchdog timeout, so the key runs out, the other client takes the lock and writes first",
+            LockKind::Redisson(redisson(1000, RedissonMutants::default())),
+        )
+    }
+}
+
+/// The holder (client 0) holds 3 s on a 1.5 s lease; its first renewal, at about 500 ms, is
+/// dropped (the link drops its requests from 400 to 700 ms) and times out; the other client
+/// starts at 100 ms and waits.
+fn failed_renewal(name: &'static str, mutants: RedissonMutants, expect: Option<&'static str>) -> FamilyScenario {
+    FamilyScenario {
+        hold_ms: 3000,
+        start_ms: vec![0, 100],
+        cuts: vec![Cut {
+            client: Some(0),
+            server: 0,
+            from_ms: 400,
+            to_ms: 700,
+            mode: CutMode::Dropped,
+        }],
+        expect_violated: expect,
+        ..FamilyScenario::base(
+            name,
+            "one failed renewal does not stop the watchdog (Redisson issue 775): with it stopped, the lease runs out under a holder that is never told, and the other client takes the lock",
+            LockKind::Redisson(redisson(1500, mutants)),
+        )
+    }
+}
+
+fn redisson_failed_renewal(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        premise: "none broken (the control for Redisson issue 775): the fixed watchdog renews at its next period and the holder keeps its lock",
+        ..failed_renewal("redisson-failed-renewal", RedissonMutants::default(), None)
+    }
+}
+
+fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
+    failed_renewal(
+        "redisson-failed-renewal-775",
+        RedissonMutants {
+            watchdog_stops_after_a_failed_renewal: true,
+        },
+        Some("C-lost"),
+    )
 }

@@ -12,6 +12,12 @@
 //! - **C-release**: at the instant a release said `Released`, or at the end of the run, a key
 //!   still holds the released token (for Redlock: on a majority of the masters, enough to keep
 //!   every other client out until the TTL).
+//! - **C-lost** (locks whose holder runs a watchdog: Redisson): a holder that a later
+//!   acquisition overtook learns it within a bound: by its watchdog (`LeaseLost`), by its own
+//!   validity check finding the lease run out, or by starting its release, no later than one
+//!   renewal period plus one request timeout (and 100 ms) after the other acquired, the time
+//!   its process was paused not counted. (Its clock passing its validity unnoticed does not
+//!   count: a Redisson user has no such check, and trusts the watchdog to keep or end the lock.)
 //! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
 //!   bound is reported *bounded*: nothing was shown either way.
 //! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
@@ -35,15 +41,17 @@ pub enum Claim {
     T1Belief,
     T1Resource,
     CRelease,
+    CLost,
     T2,
     T2Free,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 5] = [
+    pub const ALL: [Claim; 6] = [
         Claim::T1Belief,
         Claim::T1Resource,
         Claim::CRelease,
+        Claim::CLost,
         Claim::T2,
         Claim::T2Free,
     ];
@@ -53,6 +61,7 @@ impl Claim {
             Claim::T1Belief => "T1-belief",
             Claim::T1Resource => "T1-resource",
             Claim::CRelease => "C-release",
+            Claim::CLost => "C-lost",
             Claim::T2 => "T2",
             Claim::T2Free => "T2-free",
         }
@@ -129,6 +138,7 @@ pub fn judge(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
         (Claim::T1Belief, t1_belief(records, facts)),
         (Claim::T1Resource, t1_resource(records)),
         (Claim::CRelease, c_release(scenario, records, facts)),
+        (Claim::CLost, c_lost(scenario, records, facts)),
         (Claim::T2, t2(scenario, facts)),
         (Claim::T2Free, t2_free(scenario, records)),
     ];
@@ -344,6 +354,134 @@ fn c_release(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
     }
 }
 
+/// Slack on C-lost's bound for the network's latency (a request and its reply take up to
+/// 20 ms) and the scheduling of the holder's tasks.
+const C_LOST_SLACK_MS: u64 = 100;
+
+/// C-lost's bound for this scenario's lock: one renewal period plus one request timeout (a
+/// renewal out when the other acquired may time out first), plus [`C_LOST_SLACK_MS`]; `None`
+/// for a lock without a watchdog.
+pub fn lost_bound_ms(scenario: &FamilyScenario) -> Option<u64> {
+    let every_ms = scenario.lock.renew_every_ms()?;
+    Some(every_ms + scenario.request_timeout_ms + C_LOST_SLACK_MS)
+}
+
+/// The intervals each client's process was paused, from the `Paused` records.
+fn paused_intervals(records: &[FamilyRecord]) -> BTreeMap<String, Vec<(Duration, Duration)>> {
+    let mut paused: BTreeMap<String, Vec<(Duration, Duration)>> = BTreeMap::new();
+    for record in records {
+        if let FamilyWhat::Paused { ms } = record.what {
+            paused
+                .entry(record.node.clone())
+                .or_default()
+                .push((record.at, record.at + Duration::from_millis(ms)));
+        }
+    }
+    paused
+}
+
+/// The part of `from..to` in which none of `paused` ran.
+fn running_time(from: Duration, to: Duration, paused: &[(Duration, Duration)]) -> Duration {
+    let stopped: Duration = paused
+        .iter()
+        .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
+        .sum();
+    to.saturating_sub(from).saturating_sub(stopped)
+}
+
+fn c_lost(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFacts) -> Verdict {
+    let Some(bound_ms) = lost_bound_ms(scenario) else {
+        return Verdict::NotChecked;
+    };
+    let bound = Duration::from_millis(bound_ms);
+    let paused = paused_intervals(records);
+    // Per holder: its node, when it acquired, and when it learned or stopped holding.
+    struct Held<'a> {
+        node: &'a str,
+        thread: &'a str,
+        since: Duration,
+        until: Option<Duration>,
+    }
+    let mut held: Vec<Held> = Vec::new();
+    let mut acquisitions: Vec<(Duration, &str)> = Vec::new();
+    for record in records {
+        let learned = match &record.what {
+            FamilyWhat::Lock(FamilyEvent::Acquired { thread, .. }) => {
+                held.push(Held {
+                    node: &record.node,
+                    thread,
+                    since: record.at,
+                    until: None,
+                });
+                acquisitions.push((record.at, thread));
+                None
+            }
+            FamilyWhat::Lock(FamilyEvent::LeaseLost { thread, .. } | FamilyEvent::Releasing { thread, .. }) => {
+                Some(thread.as_str())
+            }
+            FamilyWhat::SawInvalid { thread } => Some(thread.as_str()),
+            _ => None,
+        };
+        if let Some(thread) = learned {
+            if let Some(holder) = held.iter_mut().find(|h| h.thread == thread && h.until.is_none()) {
+                holder.until = Some(record.at);
+            }
+        }
+    }
+    for holder in &held {
+        let until = holder.until.unwrap_or(facts.end);
+        let overtaken = acquisitions
+            .iter()
+            .find(|(at, thread)| *thread != holder.thread && *at > holder.since && *at < until);
+        let Some(&(overtaken_at, by)) = overtaken else {
+            continue;
+        };
+        let no_pauses = Vec::new();
+        let stopped = paused.get(holder.node).unwrap_or(&no_pauses);
+        let unaware = running_time(overtaken_at, until, stopped);
+        if unaware > bound {
+            return Verdict::Violated(format!(
+                "{} was not told for {} after {by} acquired at {} (bound {bound_ms} ms: a renewal period and a request timeout){}",
+                holder.thread,
+                ms(unaware),
+                ms(overtaken_at),
+                if holder.until.is_none() {
+                    ", up to the end of the run"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    Verdict::NoViolation
+}
+
+/// The longest handover of a run: from a release that said `Released` to the next
+/// `Acquired`, and when that release was (what a lost unlock message costs: the waiter sleeps
+/// out the TTL it was told; a newcomer after a think time counts too).
+pub fn longest_handover(records: &[FamilyRecord]) -> Option<(Duration, Duration)> {
+    let mut released_at: Option<Duration> = None;
+    let mut longest: Option<(Duration, Duration)> = None;
+    for record in records {
+        match &record.what {
+            FamilyWhat::Lock(FamilyEvent::Released {
+                outcome: Release::Released,
+                ..
+            }) => released_at = Some(record.at),
+            FamilyWhat::Lock(FamilyEvent::Acquired { .. }) => {
+                if let Some(at) = released_at.take() {
+                    let gap = record.at.saturating_sub(at);
+                    if longest.is_none_or(|(worst, _)| gap > worst) {
+                        longest = Some((gap, at));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    longest
+}
+
 fn t2(scenario: &FamilyScenario, facts: &RunFacts) -> Verdict {
     if facts.clients_done == scenario.clients {
         Verdict::NoViolation
@@ -521,6 +659,46 @@ mod tests {
         assert_eq!(two, Verdict::NoViolation, "2 of 5 masters keep no one out");
         let three = with_facts(left(&[0, 1, 4]), |facts| c_release(&scenario, &records, facts));
         assert!(three.is_violated());
+    }
+
+    #[test]
+    fn a_holder_not_told_after_another_acquired_violates_c_lost_unless_it_was_paused() {
+        // Bound: the 500 ms renewal period + the 200 ms request timeout + 100 ms.
+        let scenario = build("redisson-failed-renewal", 0).unwrap();
+        assert_eq!(lost_bound_ms(&scenario), Some(800));
+        let overtaken = vec![
+            acquired(0, 0, "c0-0", 1400),
+            acquired(1000, 1, "c1-0", 2500),
+            releasing(2500, 0, "c0-0"),
+        ];
+        let verdict = with_facts(Vec::new(), |facts| c_lost(&scenario, &overtaken, facts));
+        assert!(verdict.is_violated(), "{verdict}");
+        // Told by its watchdog 700 ms after the other acquired: within the bound.
+        let told = vec![
+            acquired(0, 0, "c0-0", 1400),
+            acquired(1000, 1, "c1-0", 2500),
+            record(
+                1700,
+                "c0",
+                FamilyWhat::Lock(FamilyEvent::LeaseLost {
+                    thread: "c0-0".into(),
+                    key: "L".into(),
+                    client_us: 0,
+                }),
+            ),
+            releasing(2500, 0, "c0-0"),
+        ];
+        let verdict = with_facts(Vec::new(), |facts| c_lost(&scenario, &told, facts));
+        assert_eq!(verdict, Verdict::NoViolation);
+        // Paused from 900 to 2100 ms: it ran 400 ms unaware after the other acquired.
+        let mut paused = overtaken.clone();
+        paused.insert(1, record(900, "c0", FamilyWhat::Paused { ms: 1200 }));
+        let verdict = with_facts(Vec::new(), |facts| c_lost(&scenario, &paused, facts));
+        assert_eq!(verdict, Verdict::NoViolation);
+        // A lock without a watchdog is not judged.
+        let set_nx = build("set-nx-contention", 0).unwrap();
+        let verdict = with_facts(Vec::new(), |facts| c_lost(&set_nx, &overtaken, facts));
+        assert_eq!(verdict, Verdict::NotChecked);
     }
 
     #[test]
