@@ -33,7 +33,7 @@ pub struct BackendSetup {
     pub software: String,
     /// Where and how: "3 nodes, contact point 127.0.0.1:9042, QUORUM".
     pub servers: String,
-    /// The command that starts it.
+    /// The commands that start it, as markdown (in backticks).
     pub start: String,
 }
 
@@ -386,11 +386,13 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                 continue;
             }
             said.push(format!(
-                "By backend, the fastest lock of each at {} against Cassandra's fastest ({}, {} acq/s): {}. Redis and Memcached answer from memory on one thread with one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas on disk-backed JVMs.",
+                "By backend, the fastest lock of each at {} against Cassandra's fastest ({}, {} acq/s): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas. Every cycle includes the {} ms hold, so one locker cannot pass {} acq/s on any backend.",
                 count(lockers, "locker"),
                 cassandra.variant,
                 f(throughput(cassandra), 2),
-                others.join("; ")
+                others.join("; "),
+                setup.hold_ms,
+                f(1000.0 / setup.hold_ms.max(1) as f64, 0)
             ));
             if lockers == most && most == fewest {
                 break;
@@ -441,23 +443,32 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         .map(|g| format!("{} {}", g.variant, f(g.median(&|r| r.requests_per_acquisition), 1)))
         .collect();
     if !requests.is_empty() {
+        let runs_lock = |lock: Variant| locks.contains(&lock.name());
+        let mut notes = String::new();
+        if runs_lock(Variant::Redlock) {
+            notes += " Redlock asks every master at each step.";
+        }
+        if runs_lock(Variant::Lwt) {
+            notes += " An LWT request is a Paxos round (four round trips between replicas) where the other Cassandra requests are one.";
+        }
         said.push(format!(
-            "Store requests per acquisition at {} (medians, fewest first; failed retries, extensions, renewals and releases included): {}. Redlock asks every master at each step; an LWT request is a Paxos round (four round trips between replicas) where the other Cassandra requests are one.",
+            "Store requests per acquisition at {} (medians, fewest first; failed retries, extensions, renewals and releases included): {}.{notes}",
             count(most, "locker"),
             requests.join(", ")
         ));
     }
 
     if let Some(redisson) = locks.iter().find(|l| Variant::from_name(l) == Some(Variant::Redisson)) {
-        let wait_at = |lock: &str| at(lock, most).map(|g| f(g.median(&|r| r.wait_p50_ms), 0));
+        // The p99: the median wait is the releasing locker's own, taken straight back.
+        let wait_at = |lock: &str| at(lock, most).map(|g| f(g.median(&|r| r.wait_p99_ms), 0));
         let set_nx = Variant::RedisSetNx.name();
         let compare = match (wait_at(redisson), wait_at(set_nx)) {
             (Some(r), Some(s)) if most > 1 => format!(
-                ": at {} its median wait was {r} ms, against {s} ms for SET NX on the same server, whose waiters retry every {} ms",
+                ": at {} its wait p99 was {r} ms, against {s} ms for SET NX on the same server, whose waiters retry every {} ms",
                 count(most, "locker"),
                 setup.poll_ms
             ),
-            (Some(r), _) if most > 1 => format!(": at {} its median wait was {r} ms", count(most, "locker")),
+            (Some(r), _) if most > 1 => format!(": at {} its wait p99 was {r} ms", count(most, "locker")),
             _ => String::new(),
         };
         said.push(match setup.redisson_wake {
@@ -575,7 +586,7 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
     for b in &setup.backends {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | `{}` |",
+            "| {} | {} | {} | {} |",
             b.backend.name(),
             b.software,
             b.servers,
@@ -584,8 +595,8 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
     }
     let warm_up = setup
         .warm_up_s
-        .map(|s| format!("After {s} s of unreported warm-up load on Cassandra, every"))
-        .unwrap_or_else(|| "Every".into());
+        .map(|s| format!("after {s} s of unreported warm-up load on Cassandra, every"))
+        .unwrap_or_else(|| "every".into());
     let _ = writeln!(
         md,
         "\nWorkload: {warm_up} locker loops lock, hold {} ms, release, for {} s, with no think time; all lockers in one process; TTL {} s. Cassandra's locks renew their lease every TTL/2 and poll every {} ms while they wait (the queue lock's head read, the LWT lock's retry); the LWT lock is `INSERT .. IF NOT EXISTS USING TTL` / `DELETE .. IF owner = ?`, the reference a user would pick instead. SET NX and Memcached `add` retry every {} ms; Redlock waits a random delay of up to {} ms after a round without a majority; Redisson's waiters are described below. These locks hand out no growing token, so their holders give the resource the acquisition time as one, with fencing off: a stale write there means an older acquisition wrote after a newer one.\n",
@@ -618,7 +629,7 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
     } else {
         let _ = writeln!(
             md,
-            "One run of each lock with {} for {} s, its backend's natural fault injected mid-run by the project's scripts (`cluster/cassalock-cluster`, `cluster/cassalock-servers`); the run goes on through the fault. One run is one sample: no overlap here does not prove the lock safe under that fault, and the models and the simulator (`matrix.md`) say where each can break. Cassandra's locks run at QUORUM on 3 nodes, which survives one node down; SET NX and Redisson run against the replicated pair (primary + replica, asynchronous replication), listing both so that they follow the promoted replica; Redlock against its masters; Memcached `add` against its one server, which keeps nothing across a restart.\n",
+            "One run of each lock with {} for {} s, its backend's natural fault injected mid-run by the project's scripts (`cluster/cassalock-cluster`, `cluster/cassalock-servers`); the run goes on through the fault. One run is one sample: no overlap here does not prove the lock safe under that fault, and the models and the simulator (`matrix.md`) say where each can break. Cassandra's locks run at QUORUM, which survives one of 3 nodes down; SET NX and Redisson run against the replicated pair (primary + replica, asynchronous replication), listing both so that they follow the promoted replica; Redlock against its masters; Memcached `add` against its one server, which keeps nothing across a restart.\n",
             count(setup.fault_lockers, "locker"),
             setup.fault_seconds
         );
@@ -741,13 +752,13 @@ mod tests {
                     backend: Backend::Cassandra,
                     software: "Apache Cassandra 5".into(),
                     servers: "3 nodes".into(),
-                    start: "cluster/cassalock-cluster start --nodes 3".into(),
+                    start: "`cluster/cassalock-cluster start --nodes 3`".into(),
                 },
                 BackendSetup {
                     backend: Backend::Redis,
                     software: "redis-server 7".into(),
                     servers: "127.0.0.1:16380".into(),
-                    start: "cluster/cassalock-servers start redis --instances 3".into(),
+                    start: "`cluster/cassalock-servers start redis --instances 3`".into(),
                 },
             ],
             seconds_per_run: 20,
@@ -776,7 +787,7 @@ mod tests {
             runs.push(run(Variant::RedisSetNx, 1, set_nx_1));
             runs.push(run(Variant::RedisSetNx, 4, set_nx_4));
             runs.push(Summary {
-                wait_p50_ms: 7000.0,
+                wait_p99_ms: 9000.0,
                 ..run(Variant::Redisson, 4, 0.5)
             });
         }
@@ -825,6 +836,11 @@ mod tests {
         assert!(md.contains(
             "| Redis | redis-server 7 | 127.0.0.1:16380 | `cluster/cassalock-servers start redis --instances 3` |"
         ));
+        assert!(md.contains("Workload: after 15 s of unreported warm-up load on Cassandra, every locker loops"));
+        assert!(
+            md.contains("An LWT request is a Paxos round") && !md.contains("Redlock asks every master"),
+            "{md}"
+        );
     }
 
     #[test]
@@ -856,7 +872,7 @@ mod tests {
         // Redisson without pub/sub: said, with its wait against SET NX's.
         assert!(
             findings.contains("sleeps out the holder's remaining TTL (up to 10 s")
-                && findings.contains("its median wait was 7000 ms, against 10 ms for SET NX"),
+                && findings.contains("at 4 lockers its wait p99 was 9000 ms, against 20 ms for SET NX"),
             "{findings}"
         );
         let notified = Setup {
