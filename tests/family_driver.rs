@@ -375,3 +375,92 @@ fn a_dropped_redisson_guard_stops_its_watchdog_and_the_lock_expires() {
         );
     });
 }
+
+/// How long (simulated ms) `b`'s `lock()` waits after `a` holds for 200 ms and releases, with
+/// the unlock message delivered or lost.
+async fn redisson_wait_after_release_ms(drop_messages: bool) -> u64 {
+    let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+    store.drop_messages(drop_messages);
+    let a = redisson(&store, "a", redisson_config(false));
+    let b = redisson(&store, "b", redisson_config(false));
+    let guard = a.lock("L").await.unwrap();
+    let waiter = tokio::spawn(async move {
+        let guard = b.lock("L").await.unwrap();
+        let at = tokio::time::Instant::now();
+        guard.release().await.unwrap();
+        at
+    });
+    sleep_ms(200).await;
+    let released_at = tokio::time::Instant::now();
+    assert_eq!(guard.release().await.unwrap(), Release::Released);
+    let acquired_at = waiter.await.unwrap();
+    acquired_at.duration_since(released_at).as_millis() as u64
+}
+
+#[test]
+fn redisson_waiter_wakes_on_the_unlock_message_and_without_it_sleeps_out_the_holders_ttl() {
+    on_seed(15, || async {
+        let notified_ms = redisson_wait_after_release_ms(false).await;
+        assert!(notified_ms < 50, "woken by the unlock message: took {notified_ms} ms");
+        // Lost message: the waiter's sleep is the holder's remaining PTTL (the watchdog keeps it
+        // near 3000 ms), so it retries only when that sleep ends.
+        let lost_ms = redisson_wait_after_release_ms(true).await;
+        eprintln!("waited after the release: {notified_ms} ms notified, {lost_ms} ms with the message lost");
+        assert!(
+            lost_ms >= 1500,
+            "a lost message costs the rest of the sleep: took {lost_ms} ms"
+        );
+    });
+}
+
+use cassalock::algo::family::RedissonFairLock;
+
+fn redisson_fair(store: &Redis, client: &str) -> FamilyLocker<RedissonFairLock, Redis, SystemClock> {
+    FamilyLocker::new(Arc::clone(store), SystemClock, redisson_config(false), client, 17, None).unwrap()
+}
+
+#[test]
+fn t1_fairness_redisson_fair_lock_serves_waiters_in_the_order_they_asked_and_leaves_nothing() {
+    on_seed(16, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let first = redisson_fair(&store, "first").lock("L").await.unwrap();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let holders = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        // Waiters join 10 ms apart; each holds 30 ms and releases.
+        for i in 0..5 {
+            let locker = redisson_fair(&store, &format!("w{i}"));
+            let (order, holders) = (Arc::clone(&order), Arc::clone(&holders));
+            tasks.push(tokio::spawn(async move {
+                let guard = locker.lock("L").await.unwrap();
+                assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "T1: two holders");
+                order.lock().unwrap().push(i);
+                sleep_ms(30).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                guard.release().await.unwrap()
+            }));
+            sleep_ms(10).await;
+        }
+        // A latecomer that keeps asking with try_lock never jumps the queue.
+        let latecomer = redisson_fair(&store, "late");
+        assert!(latecomer.try_lock("L").await.unwrap().is_none());
+        let started = tokio::time::Instant::now();
+        assert_eq!(first.release().await.unwrap(), Release::GoneEitherWay);
+        for task in tasks {
+            assert_eq!(
+                task.await.unwrap(),
+                Release::GoneEitherWay,
+                "the fair release cannot say more"
+            );
+        }
+        let took_ms = started.elapsed().as_millis();
+        assert_eq!(*order.lock().unwrap(), [0, 1, 2, 3, 4], "first come, first served");
+        // Woken by their own unlock messages: about five holds of 30 ms, not a lease each.
+        assert!(took_ms < 400, "handoffs took {took_ms} ms");
+        assert!(
+            store.snapshot().is_empty(),
+            "no hash, queue or deadline left: {:?}",
+            store.snapshot()
+        );
+    });
+}

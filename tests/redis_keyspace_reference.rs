@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 
 use cassalock::store::redis_keyspace::{
-    Published, RedisCommand, RedisEntry, RedisError, RedisKeyspace, RedisReply, RedisValue, MAX_EXPIRES_AT_MS,
-    UNLOCK_MESSAGE,
+    fair_queue_key, fair_timeouts_key, Published, RedisCommand, RedisEntry, RedisError, RedisKeyspace, RedisReply,
+    RedisValue, MAX_EXPIRES_AT_MS, UNLOCK_MESSAGE,
 };
 use proptest::prelude::*;
 
@@ -19,6 +19,10 @@ use proptest::prelude::*;
 enum Data {
     Text(String),
     Counters(Vec<(String, i64)>),
+    /// A list, head first.
+    Items(Vec<String>),
+    /// A sorted set, in no order.
+    Scores(Vec<(String, i64)>),
 }
 
 #[derive(Clone, Debug)]
@@ -120,7 +124,7 @@ impl Flat {
                 None => RedisReply::Nil,
                 Some(i) => match &self.records[i].data {
                     Data::Text(value) => RedisReply::Bulk(value.clone()),
-                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                    _ => RedisReply::Error(RedisError::WrongType),
                 },
             },
             RedisCommand::Del { key } => {
@@ -150,7 +154,7 @@ impl Flat {
             RedisCommand::HGet { key, field } => match self.live(key, now) {
                 None => RedisReply::Nil,
                 Some(i) => match &self.records[i].data {
-                    Data::Text(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Text(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
                     Data::Counters(counters) => {
                         for (name, count) in counters {
                             if name == field {
@@ -164,7 +168,7 @@ impl Flat {
             RedisCommand::DeleteIfEquals { key, token } => match self.live(key, now) {
                 None => RedisReply::Integer(0),
                 Some(i) => match &self.records[i].data {
-                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
                     Data::Text(value) if value == token => {
                         self.remove(key);
                         RedisReply::Integer(1)
@@ -175,7 +179,7 @@ impl Flat {
             RedisCommand::PExpireIfEquals { key, token, ttl_ms } => match self.live(key, now) {
                 None => RedisReply::Integer(0),
                 Some(i) => match &self.records[i].data {
-                    Data::Counters(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
                     Data::Text(value) if value == token => {
                         if Self::instant(now, *ttl_ms).is_none() {
                             return RedisReply::Error(RedisError::InvalidExpireTime);
@@ -221,7 +225,7 @@ impl Flat {
             RedisCommand::RedissonRenew { key, owner, lease_ms } => match self.live(key, now) {
                 None => RedisReply::Integer(0),
                 Some(i) => match &self.records[i].data {
-                    Data::Text(_) => RedisReply::Error(RedisError::WrongType),
+                    Data::Text(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
                     Data::Counters(counters) => {
                         if !counters.iter().any(|(name, _)| name == owner) {
                             return RedisReply::Integer(0);
@@ -273,6 +277,173 @@ impl Flat {
                     }
                 }
             }
+            RedisCommand::RedissonFairAcquire {
+                key,
+                owner,
+                lease_ms,
+                thread_wait_ms,
+                client_now_ms,
+            } => {
+                let (mut queue, mut scores) = self.waiters(key);
+                drop_stale(&mut queue, &mut scores, *client_now_ms as i64);
+                let wait = *thread_wait_ms as i64;
+                let client_now = *client_now_ms as i64;
+                let lock = self.live(key, now);
+                if lock.is_none() && (queue.is_empty() || queue[0] == *owner) {
+                    if !queue.is_empty() {
+                        queue.remove(0);
+                    }
+                    scores.retain(|(name, _)| name != owner);
+                    for (_, score) in scores.iter_mut() {
+                        *score = score.saturating_sub(wait);
+                    }
+                    self.save_waiters(key, queue, scores);
+                    self.put(key, Data::Counters(vec![(owner.clone(), 1)]), None);
+                    let i = self.records.len() - 1;
+                    if Self::instant(now, *lease_ms).is_none() {
+                        return RedisReply::Error(RedisError::InvalidExpireTime);
+                    }
+                    self.expire_record(i, now, *lease_ms);
+                    return RedisReply::Nil;
+                }
+                if let Some(i) = lock {
+                    match &mut self.records[i].data {
+                        Data::Counters(counters) => {
+                            if let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) {
+                                *count += 1;
+                                self.save_waiters(key, queue, scores);
+                                if Self::instant(now, *lease_ms).is_none() {
+                                    return RedisReply::Error(RedisError::InvalidExpireTime);
+                                }
+                                let i = self.live(key, now).expect("still there");
+                                self.expire_record(i, now, *lease_ms);
+                                return RedisReply::Nil;
+                            }
+                        }
+                        _ => {
+                            self.save_waiters(key, queue, scores);
+                            return RedisReply::Error(RedisError::WrongType);
+                        }
+                    }
+                }
+                if let Some((_, deadline)) = scores.iter().find(|(name, _)| name == owner) {
+                    let reply = RedisReply::Integer(deadline.saturating_sub(wait).saturating_sub(client_now));
+                    self.save_waiters(key, queue, scores);
+                    return reply;
+                }
+                let last = queue.last().filter(|last| *last != owner).cloned();
+                let ttl = match last {
+                    Some(last) => {
+                        let deadline = scores
+                            .iter()
+                            .find(|(name, _)| *name == last)
+                            .map_or(client_now, |(_, d)| *d);
+                        deadline.saturating_sub(client_now)
+                    }
+                    None => match self.live(key, now) {
+                        None => -2,
+                        Some(i) => self.pttl_of(i, now),
+                    },
+                };
+                scores.push((owner.clone(), ttl.saturating_add(wait).saturating_add(client_now)));
+                if !queue.contains(owner) {
+                    queue.push(owner.clone());
+                }
+                self.save_waiters(key, queue, scores);
+                RedisReply::Integer(ttl)
+            }
+            RedisCommand::RedissonFairRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+                client_now_ms,
+            } => {
+                let (mut queue, mut scores) = self.waiters(key);
+                drop_stale(&mut queue, &mut scores, *client_now_ms as i64);
+                let first = queue.first().cloned();
+                self.save_waiters(key, queue, scores);
+                let tell_first = |published: &mut Vec<Published>| {
+                    if let Some(first) = &first {
+                        published.push(Published {
+                            channel: format!("{channel}:{first}"),
+                            message: UNLOCK_MESSAGE.to_owned(),
+                        });
+                    }
+                };
+                let Some(i) = self.live(key, now) else {
+                    tell_first(published);
+                    return RedisReply::Integer(1);
+                };
+                let Data::Counters(counters) = &mut self.records[i].data else {
+                    return RedisReply::Error(RedisError::WrongType);
+                };
+                let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) else {
+                    return RedisReply::Nil;
+                };
+                *count -= 1;
+                if *count > 0 {
+                    if Self::instant(now, *lease_ms).is_none() {
+                        return RedisReply::Error(RedisError::InvalidExpireTime);
+                    }
+                    self.expire_record(i, now, *lease_ms);
+                    return RedisReply::Integer(0);
+                }
+                self.remove(key);
+                tell_first(published);
+                RedisReply::Integer(1)
+            }
+            RedisCommand::RedissonFairGiveUp {
+                key,
+                owner,
+                thread_wait_ms,
+            } => {
+                let (mut queue, mut scores) = self.waiters(key);
+                let Some(at) = queue.iter().position(|name| name == owner) else {
+                    return RedisReply::Integer(0);
+                };
+                for behind in &queue[at + 1..] {
+                    for (name, score) in scores.iter_mut() {
+                        if name == behind {
+                            *score = score.saturating_sub(*thread_wait_ms as i64);
+                        }
+                    }
+                }
+                queue.retain(|name| name != owner);
+                scores.retain(|(name, _)| name != owner);
+                self.save_waiters(key, queue, scores);
+                RedisReply::Integer(1)
+            }
+        }
+    }
+
+    /// A fair lock's queue and deadlines (empty when absent; the keys never expire).
+    fn waiters(&self, key: &str) -> (Vec<String>, Vec<(String, i64)>) {
+        let mut queue = Vec::new();
+        let mut scores = Vec::new();
+        for record in &self.records {
+            if record.key == fair_queue_key(key) {
+                if let Data::Items(items) = &record.data {
+                    queue = items.clone();
+                }
+            }
+            if record.key == fair_timeouts_key(key) {
+                if let Data::Scores(found) = &record.data {
+                    scores = found.clone();
+                }
+            }
+        }
+        (queue, scores)
+    }
+
+    fn save_waiters(&mut self, key: &str, queue: Vec<String>, scores: Vec<(String, i64)>) {
+        self.remove(&fair_queue_key(key));
+        self.remove(&fair_timeouts_key(key));
+        if !queue.is_empty() {
+            self.put(&fair_queue_key(key), Data::Items(queue), None);
+        }
+        if !scores.is_empty() {
+            self.put(&fair_timeouts_key(key), Data::Scores(scores), None);
         }
     }
 
@@ -284,6 +455,8 @@ impl Flat {
                 let value = match &record.data {
                     Data::Text(value) => RedisValue::Text(value.clone()),
                     Data::Counters(counters) => RedisValue::Hash(counters.iter().cloned().collect::<BTreeMap<_, _>>()),
+                    Data::Items(items) => RedisValue::List(items.clone()),
+                    Data::Scores(scores) => RedisValue::SortedSet(scores.iter().cloned().collect::<BTreeMap<_, _>>()),
                 };
                 seen.push((
                     record.key.clone(),
@@ -300,6 +473,20 @@ impl Flat {
 }
 
 /// Every command ever applied, with the clock reading it ran at.
+/// Drop the waiters at the head of the queue whose deadline is not after `client_now` (or
+/// who have none).
+fn drop_stale(queue: &mut Vec<String>, scores: &mut Vec<(String, i64)>, client_now: i64) {
+    while !queue.is_empty() {
+        let head = queue[0].clone();
+        let deadline = scores.iter().find(|(name, _)| *name == head).map(|(_, d)| *d);
+        if deadline.is_some_and(|d| d > client_now) {
+            return;
+        }
+        queue.remove(0);
+        scores.retain(|(name, _)| *name != head);
+    }
+}
+
 #[derive(Default)]
 struct Reference {
     log: Vec<(RedisCommand, u64)>,
@@ -375,7 +562,28 @@ fn command() -> impl Strategy<Value = RedisCommand> {
         3 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRelease {
             channel: format!("unlock:{key}"), key, owner, lease_ms
         }),
+        4 => (key(), owner(), ttl_ms(), thread_wait_ms(), client_now_ms()).prop_map(
+            |(key, owner, lease_ms, thread_wait_ms, client_now_ms)| RedisCommand::RedissonFairAcquire {
+                key, owner, lease_ms, thread_wait_ms, client_now_ms
+            }
+        ),
+        3 => (key(), owner(), ttl_ms(), client_now_ms()).prop_map(|(key, owner, lease_ms, client_now_ms)| {
+            RedisCommand::RedissonFairRelease { channel: format!("unlock:{key}"), key, owner, lease_ms, client_now_ms }
+        }),
+        1 => (key(), owner(), thread_wait_ms()).prop_map(|(key, owner, thread_wait_ms)| RedisCommand::RedissonFairGiveUp {
+            key, owner, thread_wait_ms
+        }),
     ]
+}
+
+/// The fair lock's slot per waiter: short against the clock steps, and 0.
+fn thread_wait_ms() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 1u64..8, 1 => Just(0u64), 1 => Just(20u64)]
+}
+
+/// The caller's clock for the fair lock's deadlines: about the server's start, skewed either way.
+fn client_now_ms() -> impl Strategy<Value = u64> {
+    990u64..1_060
 }
 
 fn op() -> impl Strategy<Value = Op> {

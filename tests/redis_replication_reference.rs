@@ -23,6 +23,8 @@ struct Record {
     key: String,
     text: Option<String>,
     counters: Vec<(String, i64)>,
+    /// A list or sorted set put whole (the fair lock's queue and deadlines).
+    whole: Option<RedisValue>,
     expires_at_ms: Option<u64>,
 }
 
@@ -44,6 +46,7 @@ fn replay(batches: &[Vec<RedisEffect>]) -> Vec<(String, RedisEntry)> {
                     key: key.clone(),
                     text: Some(value.clone()),
                     counters: Vec::new(),
+                    whole: None,
                     expires_at_ms: *expires_at_ms,
                 });
             }
@@ -55,6 +58,7 @@ fn replay(batches: &[Vec<RedisEffect>]) -> Vec<(String, RedisEntry)> {
                             key: key.clone(),
                             text: None,
                             counters: Vec::new(),
+                            whole: None,
                             expires_at_ms: None,
                         });
                         records.len() - 1
@@ -75,14 +79,27 @@ fn replay(batches: &[Vec<RedisEffect>]) -> Vec<(String, RedisEntry)> {
                     records.remove(i);
                 }
             }
+            RedisEffect::Put { key, value } => {
+                if let Some(i) = position {
+                    records.remove(i);
+                }
+                records.push(Record {
+                    key: key.clone(),
+                    text: None,
+                    counters: Vec::new(),
+                    whole: Some(value.clone()),
+                    expires_at_ms: None,
+                });
+            }
         }
     }
     let mut entries: Vec<(String, RedisEntry)> = records
         .into_iter()
         .map(|record| {
-            let value = match record.text {
-                Some(text) => RedisValue::Text(text),
-                None => RedisValue::Hash(record.counters.into_iter().collect()),
+            let value = match (record.text, record.whole) {
+                (Some(text), _) => RedisValue::Text(text),
+                (None, Some(whole)) => whole,
+                (None, None) => RedisValue::Hash(record.counters.into_iter().collect()),
             };
             (
                 record.key,
@@ -136,6 +153,17 @@ fn command() -> impl Strategy<Value = RedisCommand> {
         1 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRenew { key, owner, lease_ms }),
         2 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRelease {
             channel: format!("unlock:{key}"), key, owner, lease_ms
+        }),
+        3 => (key(), owner(), ttl_ms(), 0u64..5, 995u64..1_030).prop_map(
+            |(key, owner, lease_ms, thread_wait_ms, client_now_ms)| RedisCommand::RedissonFairAcquire {
+                key, owner, lease_ms, thread_wait_ms, client_now_ms
+            }
+        ),
+        2 => (key(), owner(), ttl_ms(), 995u64..1_030).prop_map(|(key, owner, lease_ms, client_now_ms)| {
+            RedisCommand::RedissonFairRelease { channel: format!("unlock:{key}"), key, owner, lease_ms, client_now_ms }
+        }),
+        1 => (key(), owner(), 0u64..5).prop_map(|(key, owner, thread_wait_ms)| RedisCommand::RedissonFairGiveUp {
+            key, owner, thread_wait_ms
         }),
     ]
 }

@@ -289,6 +289,97 @@ fn differential_real_redis_answers_as_the_keyspace_model() {
     eprintln!("redis: {compared} commands, equal replies");
 }
 
+#[test]
+#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
+fn differential_real_redis_runs_the_fair_lock_scripts_as_the_keyspace_model_and_delivers_the_message() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    require_masters(
+        "differential_real_redis_runs_the_fair_lock_scripts_as_the_keyspace_model_and_delivers_the_message",
+    );
+    let f = unique("fair");
+    let plain = unique("fair-plain");
+    let channel = format!("{f}:channel");
+    // The clients' clock for the deadlines: fixed, so that replies computed from it agree
+    // exactly; only those computed from the lock's PTTL differ by the time between runs.
+    let t = now_ms();
+    let acquire = |key: &str, owner: &str, client_now_ms: u64| RedisCommand::RedissonFairAcquire {
+        key: key.into(),
+        owner: owner.into(),
+        lease_ms: 2000,
+        thread_wait_ms: 300,
+        client_now_ms,
+    };
+    let release = |owner: &str, client_now_ms: u64| RedisCommand::RedissonFairRelease {
+        key: f.clone(),
+        owner: owner.into(),
+        lease_ms: 2000,
+        channel: channel.clone(),
+        client_now_ms,
+    };
+    let give_up = |owner: &str| RedisCommand::RedissonFairGiveUp {
+        key: f.clone(),
+        owner: owner.into(),
+        thread_wait_ms: 300,
+    };
+    let steps = vec![
+        acquire(&f, "o1", t),       // nil: free, nobody waits
+        acquire(&f, "o2", t),       // queued behind the holder's PTTL
+        acquire(&f, "o3", t),       // queued behind o2
+        acquire(&f, "o2", t),       // queued already: until its slot
+        acquire(&f, "o1", t),       // re-entered
+        give_up("o3"),              // 1
+        give_up("o3"),              // 0: not queued
+        release("o2", t),           // nil: not ours
+        release("o1", t),           // 0: one hold left
+        release("o1", t),           // 1: freed, o2 told on channel:o2
+        acquire(&f, "o3", t),       // free but o2 is first: queued
+        acquire(&f, "o2", t),       // first: taken, o3's deadline a slot earlier
+        acquire(&f, "o3", t),       // queued: until its slot
+        release("o2", t + 100_000), // o3 stale by then: dropped; freed, nobody told
+        acquire(&f, "o3", t + 100_000),
+        release("o3", t), // 1
+        release("o9", t), // 1 as well: the lock key is gone
+        RedisCommand::set_nx_px(&plain, "s", 5000),
+        acquire(&plain, "o1", t), // WRONGTYPE
+        RedisCommand::Del { key: plain.clone() },
+    ];
+    let real = RealRedis::new(&[REDIS_MASTERS[0].to_string()]).expect("store");
+    let mut model = RedisKeyspace::new();
+    let mut published = Vec::new();
+    runtime().block_on(async {
+        let mut told_o2 = real.subscribe(&format!("{channel}:o2")).await.expect("SUBSCRIBE");
+        for command in &steps {
+            let at_ms = now_ms();
+            let answer = real
+                .execute(command.clone())
+                .await
+                .unwrap_or_else(|e| panic!("{command}: the real server failed: {e}"));
+            let executed = model.execute(command, at_ms);
+            let ttl_like = matches!(command, RedisCommand::RedissonFairAcquire { .. });
+            let agree = match (&answer, &executed.reply) {
+                (RedisReply::Integer(a), RedisReply::Integer(b)) if ttl_like => (a - b).abs() <= TTL_MARGIN_MS,
+                (a, b) => a == b,
+            };
+            assert!(
+                agree,
+                "{command}: real Redis answered {answer:?}, the model {:?}",
+                executed.reply
+            );
+            published.extend(executed.published);
+        }
+        // The model told o2 once; the real server's message reached our subscription.
+        tokio::time::timeout(Duration::from_secs(2), told_o2.message())
+            .await
+            .expect("the unlock message for o2 arrived");
+    });
+    let channels: Vec<&str> = published.iter().map(|p| p.channel.as_str()).collect();
+    assert_eq!(channels, [format!("{channel}:o2")], "one message, to the first waiter");
+    eprintln!(
+        "redis fair lock: {} commands, equal replies, the message delivered",
+        steps.len()
+    );
+}
+
 /// Memcached replies with the CAS unique left out (compared by role in the test).
 fn without_cas(reply: &MemcachedReply) -> MemcachedReply {
     match reply {

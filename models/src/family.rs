@@ -299,6 +299,8 @@ fn show_redis_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
             let value = match &entry.value {
                 RedisValue::Text(text) => text.clone(),
                 RedisValue::Hash(hash) => format!("{hash:?}"),
+                RedisValue::List(items) => format!("{items:?}"),
+                RedisValue::SortedSet(scores) => format!("{scores:?}"),
             };
             match entry.expires_at_ms {
                 Some(at) => format!("{value} through {}", at / MILLIS_PER_TICK),
@@ -315,7 +317,7 @@ fn redis_live_token(keyspace: &RedisKeyspace, server_now_ms: u64) -> Option<(Str
             value.clone(),
             entry.expires_at_ms.map(|at| at.saturating_sub(server_now_ms)),
         )),
-        RedisValue::Hash(_) => None,
+        RedisValue::Hash(_) | RedisValue::List(_) | RedisValue::SortedSet(_) => None,
     }
 }
 

@@ -24,15 +24,29 @@
 //! With several addresses (a primary and its replicas) the store connects to the first one
 //! whose `ROLE` is `master`, and looks again after every broken connection: a failover's
 //! promoted replica is found without the lockers knowing.
+//!
+//! Pub/sub (Redisson's unlock message, [`FamilyStore::subscribe`]): one more connection, to the
+//! server the commands go to, carries every `SUBSCRIBE` of this store; a task forwards each
+//! message it receives to the local subscribers ([`Channels`]). A channel stays subscribed on
+//! the server while the store lives, up to [`MAX_SUBSCRIBED_CHANNELS`]; past that, channels
+//! without a local subscriber are unsubscribed first. When that connection breaks (the server
+//! died, a failover), the next subscription connects again; messages published meanwhile are
+//! lost, which the waiters survive by sleeping out the holder's TTL. When subscribing fails the
+//! waiter gets no subscription and sleeps out its whole wait.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use futures::StreamExt;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script, Value};
 
 use cassalock::driver::family::FamilyStore;
-use cassalock::store::redis_keyspace::{RedisCommand, RedisError, RedisReply};
+use cassalock::driver::notify::{Channels, Subscription};
+use cassalock::store::redis_keyspace::{fair_queue_key, fair_timeouts_key, RedisCommand, RedisError, RedisReply};
 use cassalock::store::StoreFailure;
 
 /// How long one command may take before it counts as [`StoreFailure::Timeout`], by default.
@@ -43,6 +57,9 @@ pub const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 1000;
 
 /// The most addresses one store may be given (a primary and its replicas).
 pub const MAX_ADDRESSES: usize = 16;
+
+/// The most channels one store keeps subscribed on the server (one per Redisson lock key).
+pub const MAX_SUBSCRIBED_CHANNELS: usize = 1024;
 
 /// `DeleteIfEquals`: delete the key only when it holds the token. `GET` raises `WRONGTYPE` on
 /// a hash, as the key space's rule does.
@@ -90,6 +107,96 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1";
 
+/// The fair lock's scripts drop the stale waiters at the head of the queue first: a waiter
+/// whose deadline is not after the caller's clock (or who has none). KEYS: lock, queue,
+/// deadlines; `now` is the caller's clock in ms.
+const FAIR_DROP_STALE: &str = "\
+while true do
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if first == false then break end
+  local deadline = tonumber(redis.call('ZSCORE', KEYS[3], first))
+  if deadline ~= nil and deadline > now then break end
+  redis.call('LPOP', KEYS[2])
+  redis.call('ZREM', KEYS[3], first)
+end
+";
+
+/// The fair acquire's rest. ARGV: lease ms, owner, slot ms, client now ms. Scores travel as
+/// whole numbers (`%.0f`: exact below 2^53 ms).
+const FAIR_ACQUIRE_BODY: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local first = redis.call('LINDEX', KEYS[2], 0)
+  if first == false or first == ARGV[2] then
+    redis.call('LPOP', KEYS[2])
+    redis.call('ZREM', KEYS[3], ARGV[2])
+    local others = redis.call('ZRANGE', KEYS[3], 0, -1)
+    for i = 1, #others do
+      redis.call('ZINCRBY', KEYS[3], string.format('%.0f', -slot), others[i])
+    end
+    redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    return nil
+  end
+end
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return nil
+end
+local mine = redis.call('ZSCORE', KEYS[3], ARGV[2])
+if mine ~= false then
+  return tonumber(mine) - slot - now
+end
+local last = redis.call('LINDEX', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] then
+  local deadline = redis.call('ZSCORE', KEYS[3], last)
+  if deadline == false then ttl = 0 else ttl = tonumber(deadline) - now end
+else
+  ttl = redis.call('PTTL', KEYS[1])
+end
+redis.call('ZADD', KEYS[3], string.format('%.0f', ttl + slot + now), ARGV[2])
+if redis.call('LPOS', KEYS[2], ARGV[2]) == false then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+end
+return ttl";
+
+/// The fair release's rest. ARGV: lease ms, owner, channel, unlock message, client now ms.
+const FAIR_RELEASE_BODY: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+    return nil
+  end
+  if redis.call('HINCRBY', KEYS[1], ARGV[2], -1) > 0 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[1])
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+end
+local first = redis.call('LINDEX', KEYS[2], 0)
+if first ~= false then
+  redis.call('PUBLISH', ARGV[3] .. ':' .. first, ARGV[4])
+end
+return 1";
+
+/// The fair give-up: leave the queue, and those behind move a slot earlier. KEYS: lock,
+/// queue, deadlines. ARGV: owner, slot ms.
+const FAIR_GIVE_UP: &str = "\
+local queue = redis.call('LRANGE', KEYS[2], 0, -1)
+local at = nil
+for i = 1, #queue do
+  if queue[i] == ARGV[1] then at = i; break end
+end
+if at == nil then return 0 end
+for i = at + 1, #queue do
+  if redis.call('ZSCORE', KEYS[3], queue[i]) ~= false then
+    redis.call('ZINCRBY', KEYS[3], string.format('%.0f', -tonumber(ARGV[2])), queue[i])
+  end
+end
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return 1";
+
 /// Why a [`RealRedis`] could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum RealRedisError {
@@ -110,6 +217,14 @@ struct Connected {
     connection: MultiplexedConnection,
 }
 
+/// The pub/sub connection: its sink (the forwarding task owns the stream), the channels it is
+/// subscribed to, and the number that tells it from its successors.
+struct Listening {
+    generation: u64,
+    sink: redis::aio::PubSubSink,
+    subscribed: BTreeSet<String>,
+}
+
 /// A Redis server (or a primary with replicas, of which the master is used) reached over TCP.
 pub struct RealRedis {
     clients: Vec<(String, redis::Client)>,
@@ -118,6 +233,8 @@ pub struct RealRedis {
     slot: tokio::sync::Mutex<Option<Connected>>,
     generations: AtomicU64,
     scripts: Scripts,
+    listening: Arc<tokio::sync::Mutex<Option<Listening>>>,
+    channels: Arc<Channels>,
 }
 
 struct Scripts {
@@ -126,6 +243,9 @@ struct Scripts {
     redisson_acquire: Script,
     redisson_renew: Script,
     redisson_release: Script,
+    fair_acquire: Script,
+    fair_release: Script,
+    fair_give_up: Script,
 }
 
 impl RealRedis {
@@ -168,12 +288,21 @@ impl RealRedis {
             connect_timeout: Duration::from_millis(connect_timeout_ms),
             slot: tokio::sync::Mutex::new(None),
             generations: AtomicU64::new(0),
+            listening: Arc::new(tokio::sync::Mutex::new(None)),
+            channels: Arc::new(Channels::new()),
             scripts: Scripts {
                 delete_if_equals: Script::new(DELETE_IF_EQUALS),
                 pexpire_if_equals: Script::new(PEXPIRE_IF_EQUALS),
                 redisson_acquire: Script::new(REDISSON_ACQUIRE),
                 redisson_renew: Script::new(REDISSON_RENEW),
                 redisson_release: Script::new(REDISSON_RELEASE),
+                fair_acquire: Script::new(&format!(
+                    "local slot = tonumber(ARGV[3])\nlocal now = tonumber(ARGV[4])\n{FAIR_DROP_STALE}{FAIR_ACQUIRE_BODY}"
+                )),
+                fair_release: Script::new(&format!(
+                    "local now = tonumber(ARGV[5])\n{FAIR_DROP_STALE}{FAIR_RELEASE_BODY}"
+                )),
+                fair_give_up: Script::new(FAIR_GIVE_UP),
             },
         })
     }
@@ -252,6 +381,77 @@ impl RealRedis {
             }
         }
         Ok(connection)
+    }
+
+    /// Subscribe `channel` on the server (connecting the pub/sub connection if need be), then
+    /// locally; why not, if the server could not be reached or did not confirm in time.
+    async fn listen(&self, channel: &str) -> Result<Subscription, String> {
+        let mut listening = self.listening.lock().await;
+        if listening.is_none() {
+            // The server the commands go to (a master, when there is a choice).
+            let (_, address, _) = self.connection().await?;
+            let client = &self.clients[address].1;
+            let pubsub = tokio::time::timeout(self.connect_timeout, client.get_async_pubsub())
+                .await
+                .map_err(|_| "the pub/sub connection did not open in time".to_string())?
+                .map_err(|error| error.to_string())?;
+            let (sink, mut stream) = pubsub.split();
+            let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
+            let (channels, slot) = (Arc::clone(&self.channels), Arc::clone(&self.listening));
+            tokio::spawn(async move {
+                while let Some(message) = stream.next().await {
+                    channels.publish(message.get_channel_name());
+                }
+                // The connection broke: the next subscription makes a new one.
+                let mut slot = slot.lock().await;
+                if slot.as_ref().is_some_and(|l| l.generation == generation) {
+                    *slot = None;
+                }
+            });
+            *listening = Some(Listening {
+                generation,
+                sink,
+                subscribed: BTreeSet::new(),
+            });
+        }
+        let link = listening.as_mut().expect("connected above");
+        // Subscribe locally first: a message that arrives right after the server confirms
+        // then finds us.
+        let subscription = self.channels.subscribe(channel);
+        if !link.subscribed.contains(channel) {
+            if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
+                let idle: Vec<String> = link
+                    .subscribed
+                    .iter()
+                    .filter(|name| !self.channels.is_subscribed(name))
+                    .cloned()
+                    .collect();
+                for name in idle {
+                    let unsubscribed = tokio::time::timeout(self.command_timeout, link.sink.unsubscribe(&name)).await;
+                    if matches!(unsubscribed, Ok(Ok(()))) {
+                        link.subscribed.remove(&name);
+                    }
+                }
+                if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
+                    return Err(format!(
+                        "{MAX_SUBSCRIBED_CHANNELS} channels are subscribed and in use (MAX_SUBSCRIBED_CHANNELS)"
+                    ));
+                }
+            }
+            match tokio::time::timeout(self.command_timeout, link.sink.subscribe(channel)).await {
+                Ok(Ok(())) => {
+                    link.subscribed.insert(channel.to_owned());
+                }
+                failed => {
+                    *listening = None;
+                    return Err(match failed {
+                        Ok(Err(error)) => format!("SUBSCRIBE {channel}: {error}"),
+                        _ => format!("SUBSCRIBE {channel}: no answer in time"),
+                    });
+                }
+            }
+        }
+        Ok(subscription)
     }
 
     /// Drop the connection `generation` (if it is still the one in use).
@@ -347,6 +547,60 @@ impl RealRedis {
                     .invoke_async(connection)
                     .await
             }
+            RedisCommand::RedissonFairAcquire {
+                key,
+                owner,
+                lease_ms,
+                thread_wait_ms,
+                client_now_ms,
+            } => {
+                scripts
+                    .fair_acquire
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .arg(*thread_wait_ms)
+                    .arg(*client_now_ms)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonFairRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+                client_now_ms,
+            } => {
+                scripts
+                    .fair_release
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .arg(channel)
+                    .arg(cassalock::store::redis_keyspace::UNLOCK_MESSAGE)
+                    .arg(*client_now_ms)
+                    .invoke_async(connection)
+                    .await
+            }
+            RedisCommand::RedissonFairGiveUp {
+                key,
+                owner,
+                thread_wait_ms,
+            } => {
+                scripts
+                    .fair_give_up
+                    .key(key)
+                    .key(fair_queue_key(key))
+                    .key(fair_timeouts_key(key))
+                    .arg(owner)
+                    .arg(*thread_wait_ms)
+                    .invoke_async(connection)
+                    .await
+            }
         }
     }
 }
@@ -362,6 +616,8 @@ fn has_expiry_argument(command: &RedisCommand) -> bool {
             | RedisCommand::RedissonAcquire { .. }
             | RedisCommand::RedissonRenew { .. }
             | RedisCommand::RedissonRelease { .. }
+            | RedisCommand::RedissonFairAcquire { .. }
+            | RedisCommand::RedissonFairRelease { .. }
     )
 }
 
@@ -405,6 +661,11 @@ fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailur
 
 impl FamilyStore<RedisCommand> for RealRedis {
     type Reply = RedisReply;
+
+    /// A waiter without a subscription sleeps out its whole wait: slower, never unsafe.
+    async fn subscribe(&self, channel: &str) -> Option<Subscription> {
+        self.listen(channel).await.ok()
+    }
 
     async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
         // No connection: nothing was sent, so nothing applied.

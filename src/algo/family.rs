@@ -17,6 +17,7 @@ use super::redis::redisson::{
     self, RedissonAcquire, RedissonAcquired, RedissonConfig, RedissonLease, RedissonRelease, RedissonReleased, Renewed,
     Watchdog, WatchdogEnd,
 };
+use super::redis::redisson_fair;
 use super::redis::redlock::{
     RedlockAcquire, RedlockAcquireMachine, RedlockAllMasters, RedlockConfig, RedlockOutcome, ToMaster,
 };
@@ -132,6 +133,12 @@ pub trait FamilyLock: Send + Sync + 'static {
     fn token(lease: &Self::Lease) -> &str;
     /// Settings the lock cannot work with, said in a sentence.
     fn check(config: &Self::Config) -> Result<(), String>;
+
+    /// The channel on which a waiter of `key` holding `token` is told to try again (Redisson's
+    /// unlock message), if the lock's waiters sleep until notified.
+    fn notification_channel(_key: &str, _token: &str) -> Option<String> {
+        None
+    }
 
     /// The renewal lane a new holder runs in the background, if the lock has one.
     fn renewal(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::RenewalMachine> {
@@ -467,6 +474,10 @@ impl FamilyLock for RedissonLock {
         }
     }
 
+    fn notification_channel(key: &str, _token: &str) -> Option<String> {
+        Some(redisson::channel(key))
+    }
+
     fn extend(lease: RedissonLease) -> redisson::RenewOnce {
         redisson::RenewOnce::new(lease)
     }
@@ -488,6 +499,7 @@ impl FamilyLock for RedissonLock {
             // One owner per acquisition: a count above 0 cannot remain.
             RedissonReleased::Released | RedissonReleased::StillHeld => Release::Released,
             RedissonReleased::NotOurs => Release::WasNotOurs,
+            RedissonReleased::FreeAfterwards => Release::GoneEitherWay,
             RedissonReleased::Failed(failure) => Release::Failed(failure),
         }
     }
@@ -525,5 +537,79 @@ impl FamilyLock for RedissonLock {
 
     fn renewed_lease(watchdog: &Watchdog) -> RedissonLease {
         watchdog.lease().clone()
+    }
+}
+
+/// Redisson's fair lock ([`super::redis::redisson_fair`]): the RLock with a queue of waiters;
+/// everything but the acquire, the release and the waiter's channel is the RLock's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RedissonFairLock;
+
+impl FamilyLock for RedissonFairLock {
+    const NAME: &'static str = "redisson-fair";
+    type Config = RedissonConfig;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+    type Lease = RedissonLease;
+    type AcquireMachine = RedissonAcquire;
+    type ExtendMachine = redisson::RenewOnce;
+    type ReleaseMachine = RedissonRelease;
+    type RenewalMachine = Watchdog;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> RedissonAcquire {
+        redisson_fair::acquire(key, token, patience == Patience::Once)
+    }
+
+    fn acquired(output: RedissonAcquired) -> Acquisition<RedissonLease> {
+        RedissonLock::acquired(output)
+    }
+
+    /// Each waiter has its own channel: the release tells the first in line only.
+    fn notification_channel(key: &str, token: &str) -> Option<String> {
+        Some(redisson_fair::waiter_channel(key, token))
+    }
+
+    fn extend(lease: RedissonLease) -> redisson::RenewOnce {
+        RedissonLock::extend(lease)
+    }
+
+    fn extended(old: &RedissonLease, output: Renewed) -> Extension<RedissonLease> {
+        RedissonLock::extended(old, output)
+    }
+
+    fn release(lease: RedissonLease) -> RedissonRelease {
+        redisson_fair::release(lease)
+    }
+
+    fn released(output: RedissonReleased) -> Release {
+        RedissonLock::released(output)
+    }
+
+    fn valid_until_us(lease: &RedissonLease, config: &RedissonConfig) -> u64 {
+        RedissonLock::valid_until_us(lease, config)
+    }
+
+    fn token(lease: &RedissonLease) -> &str {
+        &lease.owner
+    }
+
+    fn check(config: &RedissonConfig) -> Result<(), String> {
+        RedissonLock::check(config)?;
+        if config.fair_thread_wait_ms == 0 {
+            return Err("fair_thread_wait_ms 0: every waiter would be dropped from the queue at once; give a slot (Redisson: 5000 ms)".into());
+        }
+        Ok(())
+    }
+
+    fn renewal(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        RedissonLock::renewal(lease, config)
+    }
+
+    fn renewal_ended(output: WatchdogEnd) -> RenewalEnd {
+        RedissonLock::renewal_ended(output)
+    }
+
+    fn renewed_lease(watchdog: &Watchdog) -> RedissonLease {
+        RedissonLock::renewed_lease(watchdog)
     }
 }

@@ -21,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use tokio::sync::watch;
 
 use super::clock::Clock;
+use super::notify::Subscription;
 use crate::algo::family::{Acquisition, Extension, FamilyLock, Release, RenewalEnd};
 use crate::algo::redis::set_nx::Patience;
 use crate::algo::{Action, Input, Leftover, Machine, SleepKind, StepTag};
@@ -35,12 +36,23 @@ pub const MAX_NAME_LEN: usize = 200;
 pub trait FamilyStore<C>: Send + Sync + 'static {
     type Reply;
     fn execute(&self, command: C) -> impl Future<Output = Result<Self::Reply, StoreFailure>> + Send;
+
+    /// Receive the messages published on `channel` from now on, if the store delivers them
+    /// (Redis pub/sub); `None` (the default): a waiter that sleeps until notified sleeps its
+    /// whole wait, as when every message is lost.
+    fn subscribe(&self, _channel: &str) -> impl Future<Output = Option<Subscription>> + Send {
+        std::future::ready(None)
+    }
 }
 
 impl<C, S: FamilyStore<C>> FamilyStore<C> for Arc<S> {
     type Reply = S::Reply;
     fn execute(&self, command: C) -> impl Future<Output = Result<S::Reply, StoreFailure>> + Send {
         S::execute(self, command)
+    }
+
+    fn subscribe(&self, channel: &str) -> impl Future<Output = Option<Subscription>> + Send {
+        S::subscribe(self, channel)
     }
 }
 
@@ -91,6 +103,12 @@ pub enum FamilyEvent {
         tag: StepTag,
         ms: u64,
         kind: SleepKind,
+    },
+    /// A sleep until notified ended early: a message arrived on the lock's channel.
+    Notified {
+        thread: String,
+        key: String,
+        client_us: u64,
     },
     /// The lock is held, on the holder's belief, until its clock reads `valid_until_us`.
     Acquired {
@@ -261,7 +279,18 @@ where
         let nonce: u32 = lock_ignoring_poison(&inner.rng).gen();
         let token = format!("{}:{sequence}:{nonce:08x}", inner.client);
         let started_us = inner.clock.now_us();
-        let outcome = F::acquired(self.drive(F::acquire(key, &token, patience), &thread).await);
+        // Subscribe before the first attempt, so that a release between an attempt's reply and
+        // the sleep after it still wakes us (dropped, so unsubscribed, when this call returns).
+        let mut subscription = match F::notification_channel(key, &token) {
+            Some(channel) if patience == Patience::Wait => inner.store.subscribe(&channel).await,
+            _ => None,
+        };
+        let machine = F::acquire(key, &token, patience);
+        let outcome = F::acquired(
+            self.drive_lane(machine, &thread, key, None, subscription.as_mut(), |_| None)
+                .await,
+        );
+        drop(subscription);
         let now_us = inner.clock.now_us();
         match outcome {
             Acquisition::Acquired(lease) => {
@@ -321,7 +350,7 @@ where
         let (key, thread) = (key.to_owned(), thread.to_owned());
         let handle = tokio::spawn(async move {
             let end = locker
-                .drive_lane(machine, &thread, &key, Some(&mut stopped), |machine| {
+                .drive_lane(machine, &thread, &key, Some(&mut stopped), None, |machine| {
                     let lease = F::renewed_lease(machine);
                     let mut state = lock_ignoring_poison(&state);
                     let before = F::valid_until_us(&state.lease, &locker.inner.config);
@@ -358,10 +387,11 @@ where
     where
         M: Machine<Config = F::Config, Command = F::Command, Reply = F::Reply> + Send,
     {
-        self.drive_lane(machine, thread, "", None, |_| None).await
+        self.drive_lane(machine, thread, "", None, None, |_| None).await
     }
 
-    /// [`Self::drive`], with a stop signal that cuts renewal sleeps short, and `after_reply`
+    /// [`Self::drive`], with a stop signal that cuts renewal sleeps short, a subscription whose
+    /// messages cut sleeps until notified short, and `after_reply`
     /// called once the machine has taken in each reply (a renewal lane answers the client
     /// time its lease now lasts until, when that moved on: reported as `Extended`).
     async fn drive_lane<M>(
@@ -370,6 +400,7 @@ where
         thread: &str,
         key: &str,
         mut stop: Option<&mut watch::Receiver<bool>>,
+        mut notified: Option<&mut Subscription>,
         mut after_reply: impl FnMut(&M) -> Option<u64> + Send,
     ) -> M::Output
     where
@@ -433,8 +464,23 @@ where
                                 }
                             }
                         }
-                        // No notification channel here: a sleep until notified runs its full
-                        // length, as when every notification is lost.
+                        (_, SleepKind::UntilNotified) if notified.is_some() => {
+                            let subscription = notified.as_mut().expect("checked");
+                            tokio::select! {
+                                biased;
+                                _ = subscription.message() => {
+                                    self.emit(|| FamilyEvent::Notified {
+                                        thread: thread.to_owned(),
+                                        key: key.to_owned(),
+                                        client_us: inner.clock.now_us(),
+                                    });
+                                    Input::Woke
+                                }
+                                _ = inner.clock.sleep_ms(ms) => Input::Woke,
+                            }
+                        }
+                        // No subscription: a sleep until notified runs its full length, as
+                        // when every message is lost.
                         _ => {
                             inner.clock.sleep_ms(ms).await;
                             Input::Woke

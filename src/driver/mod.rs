@@ -9,6 +9,7 @@
 
 pub mod clock;
 pub mod family;
+pub mod notify;
 pub mod settings;
 pub mod time_service;
 

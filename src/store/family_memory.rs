@@ -14,15 +14,19 @@ use super::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
 use super::StoreFailure;
 use crate::algo::redis::redlock::ToMaster;
 use crate::driver::family::FamilyStore;
+use crate::driver::notify::{Channels, Subscription};
 use crate::driver::Clock;
 
 fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// One Redis server's key space, on `clock` (the server's clock decides expiry).
+/// One Redis server's key space, on `clock` (the server's clock decides expiry), delivering
+/// what its scripts publish to its subscribers at once (unless [`InMemoryRedis::drop_messages`]).
 pub struct InMemoryRedis<C> {
     keyspace: Mutex<RedisKeyspace>,
+    channels: Channels,
+    drop_messages: AtomicBool,
     clock: C,
     down: AtomicBool,
     commands: AtomicU64,
@@ -32,6 +36,8 @@ impl<C: Clock> InMemoryRedis<C> {
     pub fn new(clock: C) -> Self {
         InMemoryRedis {
             keyspace: Mutex::new(RedisKeyspace::new()),
+            channels: Channels::new(),
+            drop_messages: AtomicBool::new(false),
             clock,
             down: AtomicBool::new(false),
             commands: AtomicU64::new(0),
@@ -41,6 +47,11 @@ impl<C: Clock> InMemoryRedis<C> {
     /// Fail every command (nothing applied) until set up again.
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::Relaxed);
+    }
+
+    /// Lose every published message from now on (or deliver them again).
+    pub fn drop_messages(&self, dropped: bool) {
+        self.drop_messages.store(dropped, Ordering::Relaxed);
     }
 
     /// Commands executed (not counting refused ones while down).
@@ -68,7 +79,17 @@ impl<C: Clock> FamilyStore<RedisCommand> for InMemoryRedis<C> {
         }
         self.commands.fetch_add(1, Ordering::Relaxed);
         let now_ms = self.now_ms();
-        Ok(lock_ignoring_poison(&self.keyspace).apply(&command, now_ms))
+        let executed = lock_ignoring_poison(&self.keyspace).execute(&command, now_ms);
+        if !self.drop_messages.load(Ordering::Relaxed) {
+            for message in &executed.published {
+                self.channels.publish(&message.channel);
+            }
+        }
+        Ok(executed.reply)
+    }
+
+    async fn subscribe(&self, channel: &str) -> Option<Subscription> {
+        Some(self.channels.subscribe(channel))
     }
 }
 

@@ -57,9 +57,28 @@
 //!   and replied 1 when the key was missing altogether, and 3.45.1 also records each release's
 //!   outcome under a request id so a retried release is answered the same (not modelled).
 //!
+//! - Redisson's fair lock ([`RedisCommand::RedissonFairAcquire`], `RedissonFairRelease`,
+//!   `RedissonFairGiveUp`) keeps the same hash and two more keys beside it: the waiters' queue, a
+//!   list ([`fair_queue_key`]), and each waiter's deadline, a sorted set ([`fair_timeouts_key`]),
+//!   scored in milliseconds of the *clients'* clocks (Redisson passes the caller's
+//!   `currentTimeMillis`, not the server's time). Every fair script first drops the waiters at
+//!   the head of the queue whose deadline has passed on the caller's clock. The acquire takes the
+//!   lock when it is free and the queue is empty or starts with us (leaving the queue, and
+//!   moving every other waiter's deadline `thread_wait_ms` earlier); re-enters when ours;
+//!   otherwise answers how long to wait: a queued waiter's own deadline less `thread_wait_ms`,
+//!   or, for a newcomer, the last waiter's deadline (or the lock's `PTTL` when nobody waits)
+//!   after joining the queue with that plus `thread_wait_ms` as its deadline. The release
+//!   counts down as the RLock's, and when the lock is free afterwards (or already was) tells
+//!   the first waiter on its own channel (`channel:owner`); it answers 1 both when it freed the
+//!   lock and when the lock key was already gone, so the caller cannot tell the two apart. The
+//!   give-up (a `tryLock` whose wait time ran out) leaves the queue and moves the deadlines of
+//!   the waiters behind it `thread_wait_ms` earlier.
+//!
 //! With only these commands a hash always holds one field, with a count above 0: the key of an
-//! RLock is created by its first holder and deleted when that holder's count reaches 0. Each
-//! command touches exactly one key, and produces at most [`MAX_EFFECTS_PER_COMMAND`] effects.
+//! RLock is created by its first holder and deleted when that holder's count reaches 0; a queue
+//! or a sorted set is never stored empty. Every command but the fair lock's touches exactly one
+//! key (those touch the lock's three, [`RedisCommand::keys`]), and produces at most
+//! [`MAX_EFFECTS_PER_COMMAND`] effects.
 
 use std::collections::BTreeMap;
 
@@ -68,8 +87,9 @@ use std::collections::BTreeMap;
 pub const UNLOCK_MESSAGE: &str = "0";
 
 /// The most effects one command produces: a script acquiring over an expired key deletes it,
-/// increments a field and sets the expiry. A replication stream reserves this much per command.
-pub const MAX_EFFECTS_PER_COMMAND: usize = 3;
+/// increments a field and sets the expiry; the fair lock's acquire also rewrites its queue and
+/// its sorted set of deadlines. A replication stream reserves this much per command.
+pub const MAX_EFFECTS_PER_COMMAND: usize = 5;
 
 /// The greatest expiry instant Redis accepts: it keeps expiry instants as signed 64-bit
 /// milliseconds and rejects a command whose instant would not fit.
@@ -82,6 +102,21 @@ pub enum RedisValue {
     Text(String),
     /// A hash of integer counters (`HINCRBY`, `HGET`): Redisson's `owner -> hold count`.
     Hash(BTreeMap<String, i64>),
+    /// A list (`RPUSH`, `LPOP`, `LINDEX`, `LREM`): the fair lock's queue of waiters, head first.
+    List(Vec<String>),
+    /// A sorted set of integer scores (`ZADD`, `ZSCORE`, `ZINCRBY`, `ZREM`): the fair lock's
+    /// waiter -> deadline in client milliseconds.
+    SortedSet(BTreeMap<String, i64>),
+}
+
+/// The key of a fair lock's queue of waiters (`redisson_lock_queue:{name}`).
+pub fn fair_queue_key(key: &str) -> String {
+    format!("redisson_lock_queue:{{{key}}}")
+}
+
+/// The key of a fair lock's waiters' deadlines (`redisson_lock_timeout:{name}`).
+pub fn fair_timeouts_key(key: &str) -> String {
+    format!("redisson_lock_timeout:{{{key}}}")
 }
 
 /// A stored key: its value and its expiry instant on the server's clock, if any.
@@ -142,6 +177,35 @@ pub enum RedisCommand {
         lease_ms: u64,
         channel: String,
     },
+    /// Script: Redisson's fair lock acquire. Nil when acquired (or re-entered), else how long to
+    /// wait in milliseconds (may be 0 or below when the clients' clocks disagree).
+    RedissonFairAcquire {
+        key: String,
+        owner: String,
+        lease_ms: u64,
+        /// `threadWaitTime`: how long a queued waiter may go without asking again before the
+        /// others drop it (Redisson: 5000 ms).
+        thread_wait_ms: u64,
+        /// The caller's clock, which the deadlines are measured on.
+        client_now_ms: u64,
+    },
+    /// Script: the fair lock's release. Nil when not ours; 0 when still held; 1 when the lock
+    /// is free afterwards (freed now, or already gone), the first waiter told on
+    /// `channel:waiter`.
+    RedissonFairRelease {
+        key: String,
+        owner: String,
+        lease_ms: u64,
+        channel: String,
+        client_now_ms: u64,
+    },
+    /// Script: a fair waiter gives up (its wait time ran out): leave the queue. 1 when it was
+    /// queued, else 0.
+    RedissonFairGiveUp {
+        key: String,
+        owner: String,
+        thread_wait_ms: u64,
+    },
 }
 
 impl RedisCommand {
@@ -168,7 +232,23 @@ impl RedisCommand {
             | RedisCommand::PExpireIfEquals { key, .. }
             | RedisCommand::RedissonAcquire { key, .. }
             | RedisCommand::RedissonRenew { key, .. }
-            | RedisCommand::RedissonRelease { key, .. } => key,
+            | RedisCommand::RedissonRelease { key, .. }
+            | RedisCommand::RedissonFairAcquire { key, .. }
+            | RedisCommand::RedissonFairRelease { key, .. }
+            | RedisCommand::RedissonFairGiveUp { key, .. } => key,
+        }
+    }
+
+    /// Every key the command may touch: [`Self::key`], and for the fair lock's scripts its
+    /// queue and deadlines too.
+    pub fn keys(&self) -> Vec<String> {
+        match self {
+            RedisCommand::RedissonFairAcquire { key, .. }
+            | RedisCommand::RedissonFairRelease { key, .. }
+            | RedisCommand::RedissonFairGiveUp { key, .. } => {
+                vec![key.clone(), fair_queue_key(key), fair_timeouts_key(key)]
+            }
+            other => vec![other.key().to_owned()],
         }
     }
 }
@@ -248,6 +328,29 @@ impl std::fmt::Display for RedisCommand {
                     "release {key} for {owner}, publish on {channel} at 0 (Redisson script)"
                 )
             }
+            RedisCommand::RedissonFairAcquire {
+                key,
+                owner,
+                lease_ms,
+                thread_wait_ms,
+                client_now_ms,
+            } => write!(
+                f,
+                "fair acquire {key} for {owner}, lease {lease_ms} ms, queue slot {thread_wait_ms} ms, client time {client_now_ms} (Redisson script)"
+            ),
+            RedisCommand::RedissonFairRelease {
+                key,
+                owner,
+                channel,
+                client_now_ms,
+                ..
+            } => write!(
+                f,
+                "fair release {key} for {owner}, tell the first waiter on {channel}:<waiter>, client time {client_now_ms} (Redisson script)"
+            ),
+            RedisCommand::RedissonFairGiveUp { key, owner, .. } => {
+                write!(f, "leave the queue of {key} for {owner} (Redisson script)")
+            }
         }
     }
 }
@@ -279,6 +382,9 @@ pub enum RedisEffect {
     /// `HINCRBY key field by`: creates the hash (without expiry) when the key is absent; keeps
     /// the key's expiry otherwise.
     HIncrBy { key: String, field: String, by: i64 },
+    /// The key now holds this list or sorted set, without expiry (a fair script's list and
+    /// sorted-set commands on one key, replicated as their result).
+    Put { key: String, value: RedisValue },
     /// `PEXPIREAT key expires_at_ms`.
     ExpireAt { key: String, expires_at_ms: u64 },
     /// `DEL key`: an explicit delete, or the primary dropping a key it found expired.
@@ -290,6 +396,7 @@ impl RedisEffect {
         match self {
             RedisEffect::Set { key, .. }
             | RedisEffect::HIncrBy { key, .. }
+            | RedisEffect::Put { key, .. }
             | RedisEffect::ExpireAt { key, .. }
             | RedisEffect::Del { key } => key,
         }
@@ -358,7 +465,10 @@ impl RedisKeyspace {
             effects.len()
         );
         debug_assert!(
-            effects.iter().all(|effect| effect.key() == command.key()),
+            {
+                let keys = command.keys();
+                effects.iter().all(|effect| keys.iter().any(|key| key == effect.key()))
+            },
             "{command:?} wrote a key it does not name: {effects:?}"
         );
         // A command that ran (an argument error stops one before it looks its key up) leaves
@@ -411,11 +521,20 @@ impl RedisKeyspace {
                             );
                             *counter = counter.saturating_add(*by);
                         }
-                        RedisValue::Text(_) => debug_assert!(
+                        other => debug_assert!(
                             false,
-                            "replicated HINCRBY on the string key {key}: the stream does not match this key space"
+                            "replicated HINCRBY on {key} holding {other:?}: the stream does not match this key space"
                         ),
                     }
+                }
+                RedisEffect::Put { key, value } => {
+                    self.entries.insert(
+                        key.clone(),
+                        RedisEntry {
+                            value: value.clone(),
+                            expires_at_ms: None,
+                        },
+                    );
                 }
                 RedisEffect::ExpireAt { key, expires_at_ms } => match self.entries.get_mut(key) {
                     Some(entry) => entry.expires_at_ms = Some(*expires_at_ms),
@@ -498,12 +617,19 @@ impl RedisKeyspace {
     fn debug_check_invariant(&self) {
         if cfg!(debug_assertions) {
             for (key, entry) in &self.entries {
-                if let RedisValue::Hash(counters) = &entry.value {
-                    assert!(!counters.is_empty(), "the hash {key} is stored empty");
-                    assert!(
-                        counters.values().all(|count| *count > 0),
-                        "the hash {key} holds a count at or below 0: {counters:?}"
-                    );
+                match &entry.value {
+                    RedisValue::Hash(counters) => {
+                        assert!(!counters.is_empty(), "the hash {key} is stored empty");
+                        assert!(
+                            counters.values().all(|count| *count > 0),
+                            "the hash {key} holds a count at or below 0: {counters:?}"
+                        );
+                    }
+                    RedisValue::List(items) => assert!(!items.is_empty(), "the list {key} is stored empty"),
+                    RedisValue::SortedSet(scores) => {
+                        assert!(!scores.is_empty(), "the sorted set {key} is stored empty")
+                    }
+                    RedisValue::Text(_) => {}
                 }
                 assert!(
                     entry.expires_at_ms.is_none_or(|at| at <= MAX_EXPIRES_AT_MS),
@@ -649,6 +775,208 @@ impl Run<'_> {
                     Ok(RedisReply::Integer(1))
                 }
             }
+            RedisCommand::RedissonFairAcquire {
+                key,
+                owner,
+                lease_ms,
+                thread_wait_ms,
+                client_now_ms,
+            } => {
+                let mut fair = self.fair(key, now_ms)?;
+                fair.drop_stale_waiters(*client_now_ms);
+                // What was dropped stays dropped whatever the rest does (no rollback).
+                let reply = self.fair_acquire(
+                    &mut fair,
+                    key,
+                    owner,
+                    *lease_ms,
+                    *thread_wait_ms,
+                    *client_now_ms,
+                    now_ms,
+                );
+                self.store_fair(fair);
+                reply
+            }
+            RedisCommand::RedissonFairRelease {
+                key,
+                owner,
+                lease_ms,
+                channel,
+                client_now_ms,
+            } => {
+                let mut fair = self.fair(key, now_ms)?;
+                fair.drop_stale_waiters(*client_now_ms);
+                let reply = self.fair_release(key, owner, *lease_ms, now_ms);
+                if reply == Ok(RedisReply::Integer(1)) {
+                    if let Some(first) = fair.queue.first() {
+                        self.published.push(Published {
+                            channel: format!("{channel}:{first}"),
+                            message: UNLOCK_MESSAGE.to_owned(),
+                        });
+                    }
+                }
+                self.store_fair(fair);
+                reply
+            }
+            RedisCommand::RedissonFairGiveUp {
+                key,
+                owner,
+                thread_wait_ms,
+            } => {
+                let mut fair = self.fair(key, now_ms)?;
+                let wait = i64::try_from(*thread_wait_ms).unwrap_or(i64::MAX);
+                let Some(at) = fair.queue.iter().position(|waiter| waiter == owner) else {
+                    return Ok(RedisReply::Integer(0));
+                };
+                // Those behind us move up a slot.
+                for behind in &fair.queue[at + 1..] {
+                    if let Some(deadline) = fair.deadlines.get_mut(behind) {
+                        *deadline = deadline.saturating_sub(wait);
+                    }
+                }
+                fair.queue.retain(|waiter| waiter != owner);
+                fair.deadlines.remove(owner);
+                self.store_fair(fair);
+                Ok(RedisReply::Integer(1))
+            }
+        }
+    }
+
+    /// The fair acquire once the stale waiters are gone, in the order of Redisson's script (an
+    /// error stops it with the writes before it kept).
+    #[allow(clippy::too_many_arguments)]
+    fn fair_acquire(
+        &mut self,
+        fair: &mut FairQueue,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        thread_wait_ms: u64,
+        client_now_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        let wait = i64::try_from(thread_wait_ms).unwrap_or(i64::MAX);
+        let now = i64::try_from(client_now_ms).unwrap_or(i64::MAX);
+        let free = !self.entries.contains_key(key);
+        if free && fair.queue.first().is_none_or(|first| first == owner) {
+            // Our turn: leave the queue, and the others' deadlines move up a slot.
+            if !fair.queue.is_empty() {
+                fair.queue.remove(0);
+            }
+            fair.deadlines.remove(owner);
+            for deadline in fair.deadlines.values_mut() {
+                *deadline = deadline.saturating_sub(wait);
+            }
+            self.hincrby(key, owner, 1)?;
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            return Ok(RedisReply::Nil);
+        }
+        if self.hexists(key, owner)? {
+            self.hincrby(key, owner, 1)?;
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            return Ok(RedisReply::Nil);
+        }
+        if let Some(deadline) = fair.deadlines.get(owner) {
+            // Queued already: wait until our slot would begin.
+            return Ok(RedisReply::Integer(deadline.saturating_sub(wait).saturating_sub(now)));
+        }
+        // A newcomer: after the last waiter (or the holder's lease), one slot long.
+        let ttl = match fair.queue.last() {
+            Some(last) if last != owner => fair.deadlines.get(last).copied().unwrap_or(now).saturating_sub(now),
+            _ => self.pttl(key, now_ms),
+        };
+        fair.deadlines
+            .insert(owner.to_owned(), ttl.saturating_add(wait).saturating_add(now));
+        if !fair.queue.iter().any(|waiter| waiter == owner) {
+            fair.queue.push(owner.to_owned());
+        }
+        Ok(RedisReply::Integer(ttl))
+    }
+
+    /// The fair release once the stale waiters are gone: 1 when the lock is free afterwards.
+    fn fair_release(&mut self, key: &str, owner: &str, lease_ms: u64, now_ms: u64) -> Result<RedisReply, RedisError> {
+        if !self.entries.contains_key(key) {
+            return Ok(RedisReply::Integer(1));
+        }
+        if !self.hexists(key, owner)? {
+            return Ok(RedisReply::Nil);
+        }
+        if self.hincrby(key, owner, -1)? > 0 {
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            return Ok(RedisReply::Integer(0));
+        }
+        self.del(key);
+        Ok(RedisReply::Integer(1))
+    }
+
+    /// A fair lock's queue and deadlines as they stand (the lock key expired first, if it
+    /// has); `WRONGTYPE` when the queue or the deadlines key holds something else.
+    fn fair(&mut self, key: &str, now_ms: u64) -> Result<FairQueue, RedisError> {
+        self.expire_if_needed(key, now_ms);
+        let queue_key = fair_queue_key(key);
+        let deadlines_key = fair_timeouts_key(key);
+        self.expire_if_needed(&queue_key, now_ms);
+        self.expire_if_needed(&deadlines_key, now_ms);
+        let queue = match self.entries.get(&queue_key).map(|entry| &entry.value) {
+            None => Vec::new(),
+            Some(RedisValue::List(items)) => items.clone(),
+            Some(_) => return Err(RedisError::WrongType),
+        };
+        let deadlines = match self.entries.get(&deadlines_key).map(|entry| &entry.value) {
+            None => BTreeMap::new(),
+            Some(RedisValue::SortedSet(scores)) => scores.clone(),
+            Some(_) => return Err(RedisError::WrongType),
+        };
+        Ok(FairQueue {
+            queue_key,
+            deadlines_key,
+            original: (queue.clone(), deadlines.clone()),
+            queue,
+            deadlines,
+        })
+    }
+
+    /// Write back what a fair script changed in its queue and deadlines (an emptied one is
+    /// deleted, as Redis deletes an empty list or sorted set).
+    fn store_fair(&mut self, fair: FairQueue) {
+        let FairQueue {
+            queue_key,
+            deadlines_key,
+            original,
+            queue,
+            deadlines,
+        } = fair;
+        if queue != original.0 {
+            self.put_collection(&queue_key, RedisValue::List(queue));
+        }
+        if deadlines != original.1 {
+            self.put_collection(&deadlines_key, RedisValue::SortedSet(deadlines));
+        }
+    }
+
+    fn put_collection(&mut self, key: &str, value: RedisValue) {
+        let empty = match &value {
+            RedisValue::List(items) => items.is_empty(),
+            RedisValue::SortedSet(scores) => scores.is_empty(),
+            RedisValue::Text(_) | RedisValue::Hash(_) => false,
+        };
+        if empty {
+            self.del(key);
+        } else {
+            self.entries.insert(
+                key.to_owned(),
+                RedisEntry {
+                    value: value.clone(),
+                    expires_at_ms: None,
+                },
+            );
+            self.effects.push(RedisEffect::Put {
+                key: key.to_owned(),
+                value,
+            });
         }
     }
 
@@ -665,7 +993,7 @@ impl Run<'_> {
         match self.entries.get(key).map(|entry| &entry.value) {
             None => Ok(None),
             Some(RedisValue::Text(value)) => Ok(Some(value.clone())),
-            Some(RedisValue::Hash(_)) => Err(RedisError::WrongType),
+            Some(_) => Err(RedisError::WrongType),
         }
     }
 
@@ -673,7 +1001,7 @@ impl Run<'_> {
         match self.entries.get(key).map(|entry| &entry.value) {
             None => Ok(None),
             Some(RedisValue::Hash(counters)) => Ok(Some(counters)),
-            Some(RedisValue::Text(_)) => Err(RedisError::WrongType),
+            Some(_) => Err(RedisError::WrongType),
         }
     }
 
@@ -759,6 +1087,32 @@ impl Run<'_> {
                 );
                 // Fits: an instant is at most MAX_EXPIRES_AT_MS (i64::MAX).
                 i64::try_from(at - now_ms).unwrap_or(i64::MAX)
+            }
+        }
+    }
+}
+
+/// A fair lock's queue and deadlines while a script works on them, and what they were.
+struct FairQueue {
+    queue_key: String,
+    deadlines_key: String,
+    original: (Vec<String>, BTreeMap<String, i64>),
+    queue: Vec<String>,
+    deadlines: BTreeMap<String, i64>,
+}
+
+impl FairQueue {
+    /// Drop the waiters at the head whose deadline has passed on the caller's clock (a waiter
+    /// without a deadline is dropped too: the two keys disagree only after a partial write).
+    fn drop_stale_waiters(&mut self, client_now_ms: u64) {
+        let now = i64::try_from(client_now_ms).unwrap_or(i64::MAX);
+        while let Some(first) = self.queue.first() {
+            match self.deadlines.get(first) {
+                Some(deadline) if *deadline > now => break,
+                _ => {
+                    let first = self.queue.remove(0);
+                    self.deadlines.remove(&first);
+                }
             }
         }
     }

@@ -161,6 +161,7 @@ fn write_event(f: &mut fmt::Formatter<'_>, event: &FamilyEvent) -> fmt::Result {
         FamilyEvent::LeaseLost { thread, .. } => write!(f, "{thread} LEASE LOST"),
         FamilyEvent::Releasing { thread, .. } => write!(f, "{thread} releasing"),
         FamilyEvent::Released { thread, outcome, .. } => write!(f, "{thread} released: {outcome:?}"),
+        FamilyEvent::Notified { thread, .. } => write!(f, "{thread} woken by the unlock message"),
     }
 }
 

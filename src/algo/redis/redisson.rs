@@ -80,6 +80,21 @@ const CHECK_OURS: StepTag = StepTag::new(
 );
 const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
 const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
+const F1_ACQUIRE: StepTag = StepTag::new(
+    Source::Redisson,
+    5,
+    "fair acquire script: drop stale waiters; take the lock if free and first (or re-enter), else queue",
+);
+const F2_GIVE_UP: StepTag = StepTag::new(
+    Source::Redisson,
+    6,
+    "fair: the wait is over without the lock, leave the queue (acquireFailed script)",
+);
+const F3_RELEASE: StepTag = StepTag::new(
+    Source::Redisson,
+    7,
+    "fair release script: drop stale waiters, count down our hold, tell the first waiter at 0",
+);
 
 /// Known bugs of the real client, off by default, so the checks can show they catch them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,6 +114,9 @@ pub struct RedissonConfig {
     pub wait_ms: Option<u64>,
     pub retry: RetryPolicy,
     pub mutants: RedissonMutants,
+    /// The fair lock's `threadWaitTime`: how long a queued waiter may go without asking again
+    /// before the others drop it from the queue (Redisson: 5000 ms; the RLock ignores it).
+    pub fair_thread_wait_ms: u64,
 }
 
 impl Default for RedissonConfig {
@@ -109,6 +127,7 @@ impl Default for RedissonConfig {
             wait_ms: None,
             retry: RetryPolicy::default(),
             mutants: RedissonMutants::default(),
+            fair_thread_wait_ms: 5000,
         }
     }
 }
@@ -181,19 +200,26 @@ pub enum RedissonAcquired {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum AcquireState {
     Idle,
-    Running { sent_at_us: u64 },
+    Running {
+        sent_at_us: u64,
+    },
     CheckingOurs,
     Waiting,
+    /// The fair lock's give-up script is out; then finish with this.
+    GivingUp(Box<RedissonAcquired>),
     Finished,
 }
 
-/// D1–D2: acquire (or re-enter) the lock.
+/// D1–D2: acquire (or re-enter) the lock; F1–F2 for the fair lock
+/// ([`super::redisson_fair`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RedissonAcquire {
     key: String,
     owner: String,
     /// `tryLock(0)`: one answer decides (a taken lock is `NotAcquired`, not a wait).
     once: bool,
+    /// The fair lock's scripts: a queue, and leaving it on giving up.
+    fair: bool,
     state: AcquireState,
     deadline_us: Option<u64>,
     /// Failed requests that may have applied, and failures in a row.
@@ -206,6 +232,7 @@ impl RedissonAcquire {
             key: key.into(),
             owner: owner.into(),
             once: false,
+            fair: false,
             state: AcquireState::Idle,
             deadline_us: None,
             uncertainty: Uncertainty::default(),
@@ -221,12 +248,50 @@ impl RedissonAcquire {
         }
     }
 
+    /// The fair lock's acquire (F1–F2): the same waits, over the fair scripts.
+    pub fn fair(key: impl Into<String>, owner: impl Into<String>, once: bool) -> Self {
+        RedissonAcquire {
+            once,
+            fair: true,
+            ..Self::new(key, owner)
+        }
+    }
+
     pub fn is_finished(&self) -> bool {
         self.state == AcquireState::Finished
     }
 
+    /// End without the lock: the fair lock leaves its queue first (Redisson's acquireFailed),
+    /// or its place would make the waiters behind it wait a slot for nobody.
+    fn give_up(&mut self, config: &RedissonConfig, output: RedissonAcquired) -> Step<RedissonAcquired, RedisCommand> {
+        if !self.fair {
+            return self.finish(D2_GIVE_UP, output);
+        }
+        self.state = AcquireState::GivingUp(Box::new(output));
+        Step::store(
+            F2_GIVE_UP,
+            RedisCommand::RedissonFairGiveUp {
+                key: self.key.clone(),
+                owner: self.owner.clone(),
+                thread_wait_ms: config.fair_thread_wait_ms,
+            },
+        )
+    }
+
     fn run_script(&mut self, config: &RedissonConfig, now_us: u64) -> Step<RedissonAcquired, RedisCommand> {
         self.state = AcquireState::Running { sent_at_us: now_us };
+        if self.fair {
+            return Step::store(
+                F1_ACQUIRE,
+                RedisCommand::RedissonFairAcquire {
+                    key: self.key.clone(),
+                    owner: self.owner.clone(),
+                    lease_ms: config.lease_ms(),
+                    thread_wait_ms: config.fair_thread_wait_ms,
+                    client_now_ms: now_us / 1000,
+                },
+            );
+        }
         Step::store(
             D1_ACQUIRE,
             RedisCommand::RedissonAcquire {
@@ -300,13 +365,13 @@ impl RedissonAcquire {
             (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) => self.acquired(D1_ACQUIRED, sent_at_us),
             (S::Running { .. }, Input::Reply(RedisReply::Integer(_))) if self.once => {
                 self.uncertainty.answered();
-                self.finish(D2_GIVE_UP, RedissonAcquired::NotAcquired)
+                self.give_up(config, RedissonAcquired::NotAcquired)
             }
             (S::Running { .. }, Input::Reply(RedisReply::Integer(pttl_ms))) => {
                 self.uncertainty.answered();
                 let remaining_us = self.deadline_us.map(|deadline| deadline.saturating_sub(now_us));
                 if remaining_us == Some(0) {
-                    return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
+                    return self.give_up(config, RedissonAcquired::TimedOut);
                 }
                 // Sleep until the holder's key expires (at least 1 ms), or the wait time ends;
                 // the unlock message cuts it short.
@@ -338,10 +403,13 @@ impl RedissonAcquire {
             (S::CheckingOurs, Input::Failed(failure)) => self.failed(config, failure, None),
             (S::Waiting, Input::Woke) => {
                 if self.deadline_us.is_some_and(|deadline| now_us >= deadline) && !self.uncertainty.may_have_applied() {
-                    return self.finish(D2_GIVE_UP, RedissonAcquired::TimedOut);
+                    return self.give_up(config, RedissonAcquired::TimedOut);
                 }
                 self.again(config, now_us)
             }
+            // Left the queue, or not: either way the wait is over (a place left behind is
+            // dropped once its deadline passes).
+            (S::GivingUp(output), Input::Reply(_) | Input::Failed(_)) => self.finish(D2_GIVE_UP, *output),
             (S::Running { .. } | S::CheckingOurs, Input::Reply(reply)) => self.finish(
                 FAILED,
                 RedissonAcquired::Failed(StoreFailure::Other(format!("unexpected reply {reply:?}"))),
@@ -608,6 +676,9 @@ pub enum RedissonReleased {
     StillHeld,
     /// Our field was not there: the lock had been lost (`IllegalMonitorStateException`).
     NotOurs,
+    /// The fair release's 1: the lock is free afterwards, freed by us or already gone (its
+    /// script answers the same to both).
+    FreeAfterwards,
     Failed(StoreFailure),
 }
 
@@ -615,6 +686,7 @@ pub enum RedissonReleased {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RedissonRelease {
     lease: RedissonLease,
+    fair: bool,
     sent: bool,
     finished: bool,
 }
@@ -623,8 +695,17 @@ impl RedissonRelease {
     pub fn new(lease: RedissonLease) -> Self {
         RedissonRelease {
             lease,
+            fair: false,
             sent: false,
             finished: false,
+        }
+    }
+
+    /// The fair lock's release (F3).
+    pub fn fair(lease: RedissonLease) -> Self {
+        RedissonRelease {
+            fair: true,
+            ..Self::new(lease)
         }
     }
 
@@ -636,9 +717,23 @@ impl RedissonRelease {
         &mut self,
         config: &RedissonConfig,
         input: Input<RedisReply>,
-        _now_us: u64,
+        now_us: u64,
     ) -> Step<RedissonReleased, RedisCommand> {
         let output = match (self.sent, input) {
+            (false, Input::Start) if self.fair => {
+                self.sent = true;
+                return Step::store(
+                    F3_RELEASE,
+                    RedisCommand::RedissonFairRelease {
+                        key: self.lease.key.clone(),
+                        owner: self.lease.owner.clone(),
+                        lease_ms: config.lease_ms(),
+                        channel: channel(&self.lease.key),
+                        client_now_ms: now_us / 1000,
+                    },
+                );
+            }
+            (true, Input::Reply(RedisReply::Integer(1))) if self.fair => RedissonReleased::FreeAfterwards,
             (false, Input::Start) => {
                 self.sent = true;
                 return Step::store(

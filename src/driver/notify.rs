@@ -1,0 +1,132 @@
+//! Published messages as a waiting client receives them (Redis pub/sub: Redisson's unlock
+//! message).
+//!
+//! A machine that waits for a message sleeps with [`crate::algo::SleepKind::UntilNotified`]
+//! and names the channel through [`crate::algo::family::FamilyLock::notification_channel`];
+//! the driver subscribes before the first attempt (as Redisson does, so that a release between
+//! an attempt's reply and the sleep is not missed) and ends such a sleep early when a message
+//! arrives. Whether the message means anything is the machine's business: after a wake-up it
+//! simply runs its attempt again.
+//!
+//! [`Channels`] is the delivery side, shared by the in-memory server, the simulator's servers
+//! (which decide first whether a message is lost or late) and the real adapter (which forwards
+//! what its Redis subscription receives). It counts messages per channel; a subscriber wakes on
+//! any message published after it subscribed. Every subscriber of a channel wakes, where
+//! Redisson wakes one waiting thread per message in each client process: with several waiters
+//! in one process we retry more often than Redisson does, never less.
+//!
+//! Limits: a channel is kept only while it has a subscriber (dropped ones are swept on every
+//! publish and subscribe), so the table is bounded by the live subscriptions.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use tokio::sync::watch;
+
+/// The channels messages are published on, and their subscribers.
+#[derive(Default)]
+pub struct Channels {
+    /// Per channel: how many messages were published while it had a subscriber.
+    counts: Mutex<BTreeMap<String, watch::Sender<u64>>>,
+}
+
+impl Channels {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Deliver one message on `channel` to its current subscribers (none: it is gone, as in
+    /// Redis).
+    pub fn publish(&self, channel: &str) {
+        let mut counts = lock_ignoring_poison(&self.counts);
+        counts.retain(|_, sender| sender.receiver_count() > 0);
+        if let Some(sender) = counts.get(channel) {
+            sender.send_modify(|count| *count = count.wrapping_add(1));
+        }
+    }
+
+    /// Receive the messages published on `channel` from now on.
+    pub fn subscribe(&self, channel: &str) -> Subscription {
+        let mut counts = lock_ignoring_poison(&self.counts);
+        counts.retain(|_, sender| sender.receiver_count() > 0);
+        let sender = counts.entry(channel.to_owned()).or_insert_with(|| watch::channel(0).0);
+        let mut receiver = sender.subscribe();
+        receiver.mark_unchanged();
+        Subscription { receiver }
+    }
+
+    /// Whether `channel` has a live subscriber.
+    pub fn is_subscribed(&self, channel: &str) -> bool {
+        let counts = lock_ignoring_poison(&self.counts);
+        counts.get(channel).is_some_and(|sender| sender.receiver_count() > 0)
+    }
+
+    /// Channels with a live subscriber (for tests of the limit).
+    pub fn channels(&self) -> usize {
+        let counts = lock_ignoring_poison(&self.counts);
+        counts.values().filter(|sender| sender.receiver_count() > 0).count()
+    }
+}
+
+/// One client's subscription to one channel. Dropping it unsubscribes.
+pub struct Subscription {
+    receiver: watch::Receiver<u64>,
+}
+
+impl Subscription {
+    /// Wait for a message published after the last one this subscription saw (or after it
+    /// subscribed). Messages that arrived while nobody waited count once: a waiter that missed
+    /// several wakes once and retries. Never returns once the channel's table is gone.
+    pub async fn message(&mut self) {
+        if self.receiver.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+fn lock_ignoring_poison<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether a message is pending, taking it (what `message().await` would do at once).
+    fn woke(subscription: &mut Subscription) -> bool {
+        let pending = subscription.receiver.has_changed().unwrap_or(false);
+        subscription.receiver.mark_unchanged();
+        pending
+    }
+
+    #[test]
+    fn a_subscriber_wakes_on_messages_after_it_subscribed_only() {
+        let channels = Channels::new();
+        channels.publish("lock-a");
+        let mut a = channels.subscribe("lock-a");
+        let mut b = channels.subscribe("lock-b");
+        assert!(!woke(&mut a), "a message before the subscription is not delivered");
+        channels.publish("lock-a");
+        channels.publish("lock-a");
+        assert!(woke(&mut a), "a message after it wakes it");
+        assert!(!woke(&mut a), "two messages while nobody waited wake it once");
+        assert!(!woke(&mut b), "another channel's message does not wake it");
+    }
+
+    #[test]
+    fn the_table_keeps_only_channels_with_a_subscriber() {
+        let channels = Channels::new();
+        let kept = channels.subscribe("kept");
+        for i in 0..1000 {
+            drop(channels.subscribe(&format!("lock-{i}")));
+            channels.publish(&format!("lock-{i}"));
+        }
+        assert_eq!(channels.channels(), 1);
+        assert_eq!(
+            lock_ignoring_poison(&channels.counts).len(),
+            1,
+            "dropped channels are swept"
+        );
+        drop(kept);
+    }
+}
