@@ -80,6 +80,10 @@ pub struct BenchArgs {
     /// in); 0: no fault runs, and the report says the faults were not measured [default: 20].
     #[arg(long)]
     fault_seconds: Option<u64>,
+    /// real: write the report again from the measurements of an earlier `bench real`
+    /// (reports/real-backends.json), measuring nothing (any build; only --out goes with it).
+    #[arg(long)]
+    from_data: Option<std::path::PathBuf>,
     /// real: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -104,6 +108,7 @@ impl BenchArgs {
             ("--memcached", self.memcached.is_some()),
             ("--redis-replicated", self.redis_replicated.is_some()),
             ("--fault-seconds", self.fault_seconds.is_some()),
+            ("--from-data", self.from_data.is_some()),
             ("--lockers", self.lockers.is_some()),
             ("--seconds", self.seconds.is_some()),
             ("--repeats", self.repeats.is_some()),
@@ -144,12 +149,15 @@ pub fn run(args: BenchArgs) -> ExitCode {
             args.scenario.as_deref().unwrap_or("contention"),
             args.counts.as_deref().unwrap_or(&[1000, 10_000, 100_000]),
         ),
-        Suite::Real => match BenchPlan::new(args.real_flags()) {
-            Err(message) => crate::usage_error(&message),
-            #[cfg(not(madsim))]
-            Ok(plan) => super::real::bench(plan),
-            #[cfg(madsim)]
-            Ok(plan) => super::real::bench_needs_the_real_build(&plan),
+        Suite::Real => match args.from_data.as_deref() {
+            Some(data) => super::real::rerender(data, &args.real_flags()),
+            None => match BenchPlan::new(args.real_flags()) {
+                Err(message) => crate::usage_error(&message),
+                #[cfg(not(madsim))]
+                Ok(plan) => super::real::bench(plan),
+                #[cfg(madsim)]
+                Ok(plan) => super::real::bench_needs_the_real_build(&plan),
+            },
         },
     }
 }

@@ -5,14 +5,14 @@
 //! Only the real build (no `--cfg madsim`) talks to servers; the simulation build checks the
 //! options and prints how to get the real one.
 
-use std::path::PathBuf;
-#[cfg(madsim)]
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
 use cassalock::algo::family::MAX_MASTERS;
-use cassalock_real::{Backend, Variant};
+use cassalock_real::{Backend, Summary, Variant};
+use cassalock_report::real_backends::{self, FaultRun, Setup};
 
 /// `--connect-timeout-s` by default: the store's own default (checked below in the real build,
 /// which has the store; this command's flags exist in both builds).
@@ -32,8 +32,8 @@ pub struct RealArgs {
     pub algorithm: Variant,
     /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx and redisson one
     /// server (or a primary and its replicas: the lockers use the master), redlock every
-    /// master (1-15), memcached one server. Redisson's waiters have no pub/sub here: a handoff
-    /// waits up to the holder's remaining lease.
+    /// master (1-15), memcached one server. Redisson's waiters wake on the unlock message
+    /// (pub/sub), as Redisson's client does.
     #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
@@ -407,6 +407,74 @@ impl BenchPlan {
     }
 }
 
+/// Write `reports/real-backends.md` (charts, data) into `out` and say where; exit 1 when two
+/// holders overlapped in a run without a fault (under a fault that is a finding, reported).
+pub fn write_report(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> ExitCode {
+    match real_backends::write(out, setup, runs, faults) {
+        Ok(files) => println!(
+            "real-backends report: {}",
+            files
+                .iter()
+                .map(|f| out.join(f).display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    }
+    let broken: Vec<String> = runs
+        .iter()
+        .filter(|r| !r.t1_belief_holds() || !r.t1_resource_holds())
+        .map(|r| {
+            format!(
+                "{} at {}",
+                r.variant,
+                cassalock_history::text::count(r.lockers, "locker")
+            )
+        })
+        .collect();
+    if broken.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "error: mutual exclusion VIOLATED without any fault injected: {}",
+            broken.join(", ")
+        );
+        ExitCode::from(1)
+    }
+}
+
+/// `bench real --from-data FILE`: the report again from an earlier benchmark's measurements
+/// (after a change to the report's text or charts), measuring nothing; any build.
+pub fn rerender(data: &Path, flags: &BenchRealFlags) -> ExitCode {
+    let measuring = [
+        ("--locks", flags.locks.is_some()),
+        ("--lockers", flags.lockers.is_some()),
+        ("--seconds", flags.seconds.is_some()),
+        ("--repeats", flags.repeats.is_some()),
+        ("--fault-seconds", flags.fault_seconds.is_some()),
+        ("--contact-points", flags.contact_points.is_some()),
+        ("--redis", flags.redis.is_some()),
+        ("--redlock-masters", flags.redlock_masters.is_some()),
+        ("--memcached", flags.memcached.is_some()),
+        ("--redis-replicated", flags.redis_replicated.is_some()),
+    ];
+    if let Some((flag, _)) = measuring.iter().find(|(_, given)| *given) {
+        return crate::usage_error(&format!(
+            "--from-data writes the report from the runs in {} and measures nothing: drop {flag}",
+            data.display()
+        ));
+    }
+    let measured = match real_backends::read_data(data) {
+        Ok(measured) => measured,
+        Err(e) => return crate::usage_error(&format!("--from-data: {e}")),
+    };
+    let out = flags.out.clone().unwrap_or_else(|| "reports".into());
+    write_report(&out, &measured.setup, &measured.runs, &measured.faults)
+}
+
 #[cfg(madsim)]
 pub fn run(_args: RealArgs) -> ExitCode {
     not_the_real_build()
@@ -476,7 +544,7 @@ mod imp {
 
     use cassalock_real::runner::{check, execute, worker, RunSpec};
     use cassalock_real::{Backend, Summary, Variant};
-    use cassalock_report::real_backends::{self, BackendSetup, FaultOutcome, FaultRun, RedissonWake, Setup};
+    use cassalock_report::real_backends::{BackendSetup, FaultOutcome, FaultRun, RedissonWake, Setup};
 
     use super::{start_command, BenchPlan, RealArgs, START_REPLICATED, WARM_UP_S};
     use crate::usage_error;
@@ -599,9 +667,10 @@ mod imp {
     pub fn bench(plan: BenchPlan) -> ExitCode {
         let total_runs = plan.runs();
         eprintln!(
-            "bench real: {} at {} lockers: {total_runs} runs of {} s ({} of each configuration){}, about {} min",
+            "bench real: {} at {} lockers: {} of {} s ({} of each configuration){}, about {} min",
             plan.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
             plan.lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+            cassalock_history::text::count(total_runs, "run"),
             plan.seconds,
             plan.repeats,
             if plan.fault_runs() > 0 {
@@ -840,34 +909,7 @@ mod imp {
             fault_lockers: FAULT_LOCKERS,
             fault_seconds: plan.fault_seconds,
         };
-        match real_backends::write(&plan.out, &setup, &runs, &fault_runs) {
-            Ok(files) => println!(
-                "real-backends report: {}",
-                files
-                    .iter()
-                    .map(|f| plan.out.join(f).display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(1);
-            }
-        }
-        let broken: Vec<String> = runs
-            .iter()
-            .filter(|r| !r.t1_belief_holds() || !r.t1_resource_holds())
-            .map(|r| format!("{} at {} lockers", r.variant, r.lockers))
-            .collect();
-        if broken.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            eprintln!(
-                "error: mutual exclusion VIOLATED without any fault injected: {}",
-                broken.join(", ")
-            );
-            ExitCode::from(1)
-        }
+        super::write_report(&plan.out, &setup, &runs, &fault_runs)
     }
 
     /// One line of figures for the progress output.
@@ -1449,6 +1491,57 @@ mod tests {
             let message = plan(bad.clone()).expect_err(says);
             assert!(message.contains(says), "{bad:?}: {message}");
         }
+    }
+
+    #[test]
+    fn from_data_writes_the_same_report_again_and_refuses_measuring_flags() {
+        use cassalock_report::real_backends::{RedissonWake, DATA, REPORT};
+        let dir = std::env::temp_dir().join(format!("cassalock-from-data-{}", std::process::id()));
+        let setup = Setup {
+            command: "cassalock bench real --locks memcached".into(),
+            machine: "2 cores".into(),
+            backends: Vec::new(),
+            seconds_per_run: 15,
+            hold_ms: 10,
+            ttl_s: 10,
+            poll_ms: 100,
+            repeats: 1,
+            warm_up_s: None,
+            redisson_wake: RedissonWake::Notified,
+            fault_lockers: 4,
+            fault_seconds: 0,
+        };
+        let run = Summary {
+            variant: Variant::Memcached.name().into(),
+            lockers: 4,
+            acquisitions: 100,
+            acquisitions_per_s: 5.0,
+            ..Summary::default()
+        };
+        let first = dir.join("first");
+        assert_eq!(write_report(&first, &setup, &[run], &[]), ExitCode::SUCCESS);
+        let again = dir.join("again");
+        let flags = BenchRealFlags {
+            out: Some(again.clone()),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&first.join(DATA), &flags), ExitCode::SUCCESS);
+        let read = |d: &Path| std::fs::read_to_string(d.join(REPORT)).expect("report");
+        assert_eq!(read(&first), read(&again));
+        // Measuring flags, a missing file: bad usage, nothing written.
+        let measuring = BenchRealFlags {
+            seconds: Some(5),
+            out: Some(dir.join("never")),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&first.join(DATA), &measuring), ExitCode::from(2));
+        let missing = BenchRealFlags {
+            out: Some(dir.join("never")),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&dir.join("nope.json"), &missing), ExitCode::from(2));
+        assert!(!dir.join("never").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

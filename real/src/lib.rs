@@ -74,7 +74,7 @@ pub enum Variant {
 
 /// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
 /// started before it runs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Backend {
     Cassandra,
     Redis,
@@ -164,11 +164,12 @@ impl Variant {
 }
 
 /// Do Redisson's waiters in these runs wake on the lock's unlock message (pub/sub), as
-/// Redisson's own client does? Not yet: the family driver (`src/driver/family.rs`) runs a
-/// "sleep until notified" for its full length and `real/src/redis.rs` subscribes to no channel, so a
-/// waiter sleeps out the holder's remaining TTL. The benchmark's report says which; set this
-/// when the waiters get the message.
-pub const REDISSON_WAITERS_NOTIFIED: bool = false;
+/// Redisson's own client does? Yes: the family driver subscribes a waiter to its lock's channel
+/// before its first attempt (`src/driver/notify.rs`) and `real/src/redis.rs` carries the
+/// subscriptions on a connection of their own. A subscription that fails leaves that waiter to
+/// sleep out the holder's remaining TTL. The benchmark's report says which; clear this if the
+/// real store stops subscribing.
+pub const REDISSON_WAITERS_NOTIFIED: bool = true;
 
 /// How the family locks' runs make their resource tokens (see the module documentation).
 pub const FAMILY_TOKENS: &str = "acquire time in us + locker name (these locks have no growing token; fencing off: \

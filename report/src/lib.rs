@@ -32,6 +32,11 @@ pub enum ReportError {
         path: PathBuf,
         source: DrawingAreaErrorKind<std::io::Error>,
     },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// A data file that is not what the report was written from.
+    #[error("{} is not a report's data file: {source}", path.display())]
+    Data { path: PathBuf, source: serde_json::Error },
     #[error("cannot start the worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }
