@@ -12,7 +12,7 @@ use clap::Args;
 
 use cassalock::algo::family::MAX_MASTERS;
 use cassalock_real::{Backend, Summary, Variant};
-use cassalock_report::real_backends::{self, FaultRun, Setup};
+use cassalock_report::real_backends;
 
 /// `--connect-timeout-s` by default: the store's own default (checked below in the real build,
 /// which has the store; this command's flags exist in both builds).
@@ -407,23 +407,19 @@ impl BenchPlan {
     }
 }
 
-/// Write `reports/real-backends.md` (charts, data) into `out` and say where; exit 1 when two
-/// holders overlapped in a run without a fault (under a fault that is a finding, reported).
-pub fn write_report(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> ExitCode {
-    match real_backends::write(out, setup, runs, faults) {
-        Ok(files) => println!(
-            "real-backends report: {}",
-            files
-                .iter()
-                .map(|f| out.join(f).display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(1);
-        }
-    }
+fn print_written(out: &Path, files: &[String]) {
+    println!(
+        "real-backends report: {}",
+        files
+            .iter()
+            .map(|f| out.join(f).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// Exit 1, saying where, when two holders overlapped in a run without a fault.
+fn violations(runs: &[Summary]) -> ExitCode {
     let broken: Vec<String> = runs
         .iter()
         .filter(|r| !r.t1_belief_holds() || !r.t1_resource_holds())
@@ -467,12 +463,20 @@ pub fn rerender(data: &Path, flags: &BenchRealFlags) -> ExitCode {
             data.display()
         ));
     }
-    let measured = match real_backends::read_data(data) {
-        Ok(measured) => measured,
-        Err(e) => return crate::usage_error(&format!("--from-data: {e}")),
-    };
     let out = flags.out.clone().unwrap_or_else(|| "reports".into());
-    write_report(&out, &measured.setup, &measured.runs, &measured.faults)
+    if let Err(e) = real_backends::read_data(data) {
+        return crate::usage_error(&format!("--from-data: {e}"));
+    }
+    match real_backends::write_again(data, &out) {
+        Ok((files, measured)) => {
+            print_written(&out, &files);
+            violations(&measured.runs)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 #[cfg(madsim)]
@@ -909,7 +913,20 @@ mod imp {
             fault_lockers: FAULT_LOCKERS,
             fault_seconds: plan.fault_seconds,
         };
-        super::write_report(&plan.out, &setup, &runs, &fault_runs)
+        write_report(&plan.out, &setup, &runs, &fault_runs)
+    }
+
+    /// Write `reports/real-backends.md` (charts, data) into `out` and say where; exit 1 when two
+    /// holders overlapped in a run without a fault (under a fault that is a finding, reported).
+    fn write_report(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> ExitCode {
+        match cassalock_report::real_backends::write(out, setup, runs, faults) {
+            Ok(files) => super::print_written(out, &files),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(1);
+            }
+        }
+        super::violations(runs)
     }
 
     /// One line of figures for the progress output.
@@ -1495,7 +1512,7 @@ mod tests {
 
     #[test]
     fn from_data_writes_the_same_report_again_and_refuses_measuring_flags() {
-        use cassalock_report::real_backends::{RedissonWake, DATA, REPORT};
+        use cassalock_report::real_backends::{RedissonWake, Setup, DATA, REPORT};
         let dir = std::env::temp_dir().join(format!("cassalock-from-data-{}", std::process::id()));
         let setup = Setup {
             command: "cassalock bench real --locks memcached".into(),
@@ -1519,7 +1536,7 @@ mod tests {
             ..Summary::default()
         };
         let first = dir.join("first");
-        assert_eq!(write_report(&first, &setup, &[run], &[]), ExitCode::SUCCESS);
+        real_backends::write(&first, &setup, &[run], &[]).expect("written");
         let again = dir.join("again");
         let flags = BenchRealFlags {
             out: Some(again.clone()),

@@ -619,6 +619,28 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         }
         sentence.push('.');
         said.push(sentence);
+        // A run that went on past its seconds by more than a TTL: a waiter the fault left
+        // waiting longer than any lease it could have been waiting out.
+        let stalled: Vec<String> = ran
+            .iter()
+            .filter(|(_, s)| s.elapsed_s > (setup.fault_seconds + u64::from(setup.ttl_s)) as f64)
+            .map(|(run, s)| {
+                format!(
+                    "{} ran {} s (longest wait {} s)",
+                    run.lock,
+                    f(s.elapsed_s, 1),
+                    f(s.wait_max_ms / 1000.0, 1)
+                )
+            })
+            .collect();
+        if !stalled.is_empty() {
+            said.push(format!(
+                "Stalled by the fault: {}, against {} s asked and a TTL of {} s: a waiter was left waiting past any lease it could have been sleeping out.",
+                and_list(&stalled),
+                setup.fault_seconds,
+                setup.ttl_s
+            ));
+        }
     }
     said.push("The simulator's reports (`fairness.md`, `matrix.md`) measure the same machines on simulated networks with 1-10 ms messages and check them under every fault the models know; here every request pays a real server's path, and the servers share two cores with the lockers.".into());
     said
@@ -715,7 +737,6 @@ pub fn read_data(path: &Path) -> Result<Measured, ReportError> {
 
 /// Write the markdown, its charts and its data ([`DATA`]); returns the file names.
 pub fn write(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> Result<Vec<String>, ReportError> {
-    crate::create_dir(out)?;
     let measured = Measured {
         setup: setup.clone(),
         runs: runs.to_vec(),
@@ -723,6 +744,37 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -
     };
     let data = serde_json::to_string_pretty(&measured).expect("plain data serializes") + "\n";
     write_file(out, DATA, &data)?;
+    let mut files = write_rendered(out, setup, runs, faults)?;
+    files.push(DATA.to_string());
+    Ok(files)
+}
+
+/// Write the report and its charts into `out` again from the data file `data` of an earlier
+/// benchmark, which is copied beside them byte for byte (a number read and written again may
+/// change in its last digit); the file names, and the measurements.
+pub fn write_again(data: &Path, out: &Path) -> Result<(Vec<String>, Measured), ReportError> {
+    let measured = read_data(data)?;
+    let mut files = write_rendered(out, &measured.setup, &measured.runs, &measured.faults)?;
+    let target = out.join(DATA);
+    let same = match (data.canonicalize(), target.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same {
+        std::fs::copy(data, &target).map_err(|source| ReportError::Write { path: target, source })?;
+    }
+    files.push(DATA.to_string());
+    Ok((files, measured))
+}
+
+/// The markdown and its charts; their file names.
+fn write_rendered(
+    out: &Path,
+    setup: &Setup,
+    runs: &[Summary],
+    faults: &[FaultRun],
+) -> Result<Vec<String>, ReportError> {
+    crate::create_dir(out)?;
     let groups = configurations(runs);
     let locks = lock_names(&groups);
     let subtitle = format!(
@@ -794,7 +846,6 @@ pub fn write(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -
     write_file(out, REPORT, &render(setup, runs, faults))?;
     let mut files = vec![REPORT.to_string()];
     files.extend(CHARTS.iter().map(|c| c.to_string()));
-    files.push(DATA.to_string());
     Ok(files)
 }
 
@@ -1049,6 +1100,17 @@ mod tests {
             findings.contains("two holders at once under Memcached add lock (server killed and restarted empty 6.7 s in, 1 overlap); stale writes accepted under Memcached add lock (2 stale writes); one holder at a time throughout: queue GetLock; not measured: Redlock (the table says why)."),
             "{findings}"
         );
+        assert!(!findings.contains("Stalled"), "{findings}");
+        let mut stalled = faults.clone();
+        if let FaultOutcome::Ran(s) = &mut stalled[1].outcome {
+            s.elapsed_s = 47.05;
+            s.wait_max_ms = 40_266.2;
+        }
+        let md = render(&setup(3, 20), &rounds(), &stalled);
+        assert!(
+            md.contains("Stalled by the fault: Memcached add lock ran 47.0 s (longest wait 40.3 s), against 20 s asked and a TTL of 10 s"),
+            "{md}"
+        );
         // Without fault runs the section says so instead of showing an empty table.
         let md = render(&setup(3, 0), &rounds(), &faults);
         assert!(
@@ -1069,12 +1131,17 @@ mod tests {
         }];
         let files = write(&dir, &setup(3, 20), &rounds(), &faults).expect("written");
         assert_eq!(files.len(), 5);
-        // The data file gives back the same report.
-        let measured = read_data(&dir.join(DATA)).expect("data");
-        assert_eq!(
-            render(&measured.setup, &measured.runs, &measured.faults),
-            std::fs::read_to_string(dir.join(REPORT)).expect("report")
-        );
+        // The data file gives back the same report, and is copied unchanged.
+        let again = dir.join("again");
+        let (written, measured) = write_again(&dir.join(DATA), &again).expect("written again");
+        assert_eq!(written, files);
+        assert_eq!(measured.faults.len(), 1);
+        let read = |path: std::path::PathBuf| std::fs::read(path).expect("file");
+        for file in &files {
+            assert_eq!(read(dir.join(file)), read(again.join(file)), "{file}");
+        }
+        write_again(&again.join(DATA), &again).expect("in place");
+        assert_eq!(read(dir.join(DATA)), read(again.join(DATA)));
         std::fs::write(dir.join("bad.json"), "{}").expect("write");
         assert!(matches!(
             read_data(&dir.join("bad.json")),
