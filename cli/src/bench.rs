@@ -6,7 +6,10 @@ use std::time::Instant;
 
 use cassalock_models::check::{Limits, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
+use cassalock_real::Variant;
 use clap::{Args, ValueEnum};
+
+use crate::real::{BenchPlan, BenchRealFlags};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Suite {
@@ -19,8 +22,15 @@ pub enum Suite {
     /// all in one sweep (the `sim` path), and its ratio to the first: it should stay flat.
     #[cfg(madsim)]
     SweepMemory,
-    /// Real cluster: old, queue and LWT locks at 1, 4 and 16 lockers (the real build only);
-    /// writes reports/real-cluster.md.
+    /// Real backends (the real build only): every lock on its real servers, Cassandra's old,
+    /// queue and LWT locks, Redis SET NX, Redisson and Redlock, Memcached add, at 1, 4 and 16
+    /// lockers, interleaved repeats; then one run of each under its backend's fault (a Cassandra
+    /// node killed, the Redis primary failed over, a Redlock master paused, memcached
+    /// restarted). Writes reports/real-backends.md and its charts. Start the servers first:
+    /// cluster/cassalock-cluster start --nodes 3; cluster/cassalock-servers start redis
+    /// --instances 3; ... start redis-replicated; ... start memcached (see --locks to run fewer).
+    /// Exit 1 when two holders overlapped in a run without a fault, 4 when a server does not
+    /// answer.
     Real,
 }
 
@@ -30,10 +40,33 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real: Cassandra nodes, host:port, comma-separated [default: 127.0.0.1:9042].
+    /// real: which locks, comma-separated [default: all seven: old, queue, lwt, redis-set-nx,
+    /// redisson, redlock, memcached].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    locks: Option<Vec<Variant>>,
+    /// real: Cassandra nodes, host:port, comma-separated, for old, queue and lwt [default:
+    /// 127.0.0.1:9042, `cluster/cassalock-cluster start --nodes 3`].
     #[arg(long, value_delimiter = ',')]
     contact_points: Option<Vec<String>>,
-    /// real: locker counts, comma-separated [default: 1,4,16].
+    /// real: the Redis server of redis-set-nx and redisson, host:port [default: 127.0.0.1:16380,
+    /// redis1 of `cluster/cassalock-servers start redis --instances 3`].
+    #[arg(long)]
+    redis: Option<String>,
+    /// real: Redlock's masters, host:port, comma-separated (1-15) [default:
+    /// 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382, `cluster/cassalock-servers start redis
+    /// --instances 3`].
+    #[arg(long, value_delimiter = ',')]
+    redlock_masters: Option<Vec<String>>,
+    /// real: the Memcached server, host:port [default: 127.0.0.1:21211, `cluster/cassalock-servers
+    /// start memcached`].
+    #[arg(long)]
+    memcached: Option<String>,
+    /// real: the replicated Redis pair (primary, replica) that redis-set-nx and redisson run
+    /// against in their failover runs [default: 127.0.0.1:16390,127.0.0.1:16391,
+    /// `cluster/cassalock-servers start redis-replicated`].
+    #[arg(long, value_delimiter = ',')]
+    redis_replicated: Option<Vec<String>>,
+    /// real: locker counts, increasing, comma-separated, 1-256 each, at most 8 [default: 1,4,16].
     #[arg(long, value_delimiter = ',')]
     lockers: Option<Vec<usize>>,
     /// real: seconds per configuration [default: 20].
@@ -43,6 +76,14 @@ pub struct BenchArgs {
     /// run 2, ...), so that the report gives a spread, not one noisy figure [default: 3].
     #[arg(long)]
     repeats: Option<usize>,
+    /// real: seconds of each lock's fault run (4 lockers, the fault injected a third of the way
+    /// in); 0: no fault runs, and the report says the faults were not measured [default: 20].
+    #[arg(long)]
+    fault_seconds: Option<u64>,
+    /// real: write the report again from the measurements of an earlier `bench real`
+    /// (reports/real-backends.json), measuring nothing (any build; only --out goes with it).
+    #[arg(long)]
+    from_data: Option<std::path::PathBuf>,
     /// real: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -60,7 +101,14 @@ impl BenchArgs {
     /// A flag given for a suite that does not read it: the flag's name and the suite it is for.
     fn misplaced_flag(&self) -> Option<(&'static str, &'static str)> {
         let real = [
+            ("--locks", self.locks.is_some()),
             ("--contact-points", self.contact_points.is_some()),
+            ("--redis", self.redis.is_some()),
+            ("--redlock-masters", self.redlock_masters.is_some()),
+            ("--memcached", self.memcached.is_some()),
+            ("--redis-replicated", self.redis_replicated.is_some()),
+            ("--fault-seconds", self.fault_seconds.is_some()),
+            ("--from-data", self.from_data.is_some()),
             ("--lockers", self.lockers.is_some()),
             ("--seconds", self.seconds.is_some()),
             ("--repeats", self.repeats.is_some()),
@@ -101,16 +149,35 @@ pub fn run(args: BenchArgs) -> ExitCode {
             args.scenario.as_deref().unwrap_or("contention"),
             args.counts.as_deref().unwrap_or(&[1000, 10_000, 100_000]),
         ),
-        #[cfg(not(madsim))]
-        Suite::Real => super::real::bench(
-            args.contact_points.unwrap_or_else(|| vec!["127.0.0.1:9042".to_owned()]),
-            args.lockers.unwrap_or_else(|| vec![1, 4, 16]),
-            args.seconds.unwrap_or(20),
-            args.repeats.unwrap_or(3),
-            args.out.unwrap_or_else(|| "reports".into()),
-        ),
-        #[cfg(madsim)]
-        Suite::Real => super::real::not_the_real_build(),
+        Suite::Real => match args.from_data.as_deref() {
+            Some(data) => super::real::rerender(data, &args.real_flags()),
+            None => match BenchPlan::new(args.real_flags()) {
+                Err(message) => crate::usage_error(&message),
+                #[cfg(not(madsim))]
+                Ok(plan) => super::real::bench(plan),
+                #[cfg(madsim)]
+                Ok(plan) => super::real::bench_needs_the_real_build(&plan),
+            },
+        },
+    }
+}
+
+impl BenchArgs {
+    /// The options of `bench real`, as given.
+    fn real_flags(&self) -> BenchRealFlags {
+        BenchRealFlags {
+            locks: self.locks.clone(),
+            lockers: self.lockers.clone(),
+            seconds: self.seconds,
+            repeats: self.repeats,
+            fault_seconds: self.fault_seconds,
+            contact_points: self.contact_points.clone(),
+            redis: self.redis.clone(),
+            redlock_masters: self.redlock_masters.clone(),
+            memcached: self.memcached.clone(),
+            redis_replicated: self.redis_replicated.clone(),
+            out: self.out.clone(),
+        }
     }
 }
 

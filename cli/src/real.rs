@@ -1,16 +1,18 @@
-//! `cassalock real`: the library's lock code against a running Cassandra cluster, with a
-//! resource check; and `cassalock bench real`, the benchmark behind `reports/real-cluster.md`.
+//! `cassalock real`: the library's lock code against a running Cassandra cluster or Redis and
+//! Memcached servers, with a resource check; and `cassalock bench real`, the benchmark behind
+//! `reports/real-backends.md`.
 //!
-//! Only the real build (no `--cfg madsim`) talks to a cluster; the simulation build prints how
-//! to get the real one.
+//! Only the real build (no `--cfg madsim`) talks to servers; the simulation build checks the
+//! options and prints how to get the real one.
 
-use std::path::PathBuf;
-#[cfg(madsim)]
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 
-use cassalock_real::Variant;
+use cassalock::algo::family::MAX_MASTERS;
+use cassalock_real::{Backend, Summary, Variant};
+use cassalock_report::real_backends;
 
 /// `--connect-timeout-s` by default: the store's own default (checked below in the real build,
 /// which has the store; this command's flags exist in both builds).
@@ -30,8 +32,8 @@ pub struct RealArgs {
     pub algorithm: Variant,
     /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx and redisson one
     /// server (or a primary and its replicas: the lockers use the master), redlock every
-    /// master (1-15), memcached one server. Redisson's waiters have no pub/sub here: a handoff
-    /// waits up to the holder's remaining lease.
+    /// master (1-15), memcached one server. Redisson's waiters wake on the unlock message
+    /// (pub/sub), as Redisson's client does.
     #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
@@ -92,6 +94,391 @@ pub struct RealArgs {
     pub worker_index: Option<usize>,
 }
 
+/// `bench real`'s default servers: those `cluster/cassalock-cluster` and
+/// `cluster/cassalock-servers` start (docs/servers.md, "Names, ports, roles").
+pub const DEFAULT_CONTACT_POINT: &str = "127.0.0.1:9042";
+pub const DEFAULT_REDIS: &str = "127.0.0.1:16380";
+pub const DEFAULT_REDLOCK_MASTERS: [&str; 3] = ["127.0.0.1:16380", "127.0.0.1:16381", "127.0.0.1:16382"];
+pub const DEFAULT_MEMCACHED: &str = "127.0.0.1:21211";
+pub const DEFAULT_REDIS_REPLICATED: [&str; 2] = ["127.0.0.1:16390", "127.0.0.1:16391"];
+
+/// Seconds of unreported load on Cassandra before the first measured run.
+pub const WARM_UP_S: u64 = 15;
+/// The most locker counts one benchmark compares.
+const MAX_LOCKER_COUNTS: usize = 8;
+/// The most addresses of the replicated pair (a primary and its replicas).
+const MAX_REPLICATED: usize = 16;
+/// The longest benchmark `bench real` agrees to start, by its own estimate.
+const MAX_BENCH_S: u64 = 24 * 3600;
+/// What a run costs beyond its seconds in the estimate: the lockers' last acquisitions after
+/// the time is up, the pause between runs.
+const RUN_OVERHEAD_S: u64 = 3;
+/// What a fault run costs beyond its seconds in the estimate: bringing the backend back (a
+/// Cassandra node restarts in about a minute here).
+const FAULT_OVERHEAD_S: u64 = 60;
+
+/// The command that starts the servers `lock` runs on.
+pub fn start_command(lock: Variant) -> &'static str {
+    match lock.backend() {
+        Backend::Cassandra => "cluster/cassalock-cluster start --nodes 3",
+        Backend::Redis => "cluster/cassalock-servers start redis --instances 3",
+        Backend::Memcached => "cluster/cassalock-servers start memcached --instances 1",
+    }
+}
+
+/// The command that starts the replicated pair of the Redis failover runs.
+pub const START_REPLICATED: &str = "cluster/cassalock-servers start redis-replicated";
+
+/// `cassalock bench real`'s options as given (`None`: not given, the default applies).
+#[derive(Clone, Debug, Default)]
+pub struct BenchRealFlags {
+    pub locks: Option<Vec<Variant>>,
+    pub lockers: Option<Vec<usize>>,
+    pub seconds: Option<u64>,
+    pub repeats: Option<usize>,
+    pub fault_seconds: Option<u64>,
+    pub contact_points: Option<Vec<String>>,
+    pub redis: Option<String>,
+    pub redlock_masters: Option<Vec<String>>,
+    pub memcached: Option<String>,
+    pub redis_replicated: Option<Vec<String>>,
+    pub out: Option<PathBuf>,
+}
+
+/// A checked `bench real`: which locks run, how long, against which servers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BenchPlan {
+    pub locks: Vec<Variant>,
+    pub lockers: Vec<usize>,
+    pub seconds: u64,
+    pub repeats: usize,
+    /// Seconds of each lock's fault run; 0: none.
+    pub fault_seconds: u64,
+    pub contact_points: Vec<String>,
+    /// The server of redis-set-nx and redisson.
+    pub redis: String,
+    pub redlock_masters: Vec<String>,
+    pub memcached: String,
+    /// The pair redis-set-nx and redisson fail over in their fault runs.
+    pub redis_replicated: Vec<String>,
+    pub out: PathBuf,
+}
+
+/// A `host:port` with a host and a port from 1 to 65535.
+fn well_formed(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.trim().is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+}
+
+/// Check a list of addresses given to `flag`: `fewest..=most` of them, each host:port, each once.
+fn check_addresses(flag: &str, addresses: &[String], fewest: usize, most: usize, what: &str) -> Result<(), String> {
+    if !(fewest..=most).contains(&addresses.len()) {
+        return Err(format!(
+            "{flag}: {} given; give {what} ({fewest} to {most} host:port, comma-separated)",
+            addresses.len()
+        ));
+    }
+    if let Some(bad) = addresses.iter().find(|a| !well_formed(a)) {
+        return Err(format!("{flag}: {bad:?} is not host:port (e.g. 127.0.0.1:16380)"));
+    }
+    if let Some((_, twice)) = addresses.iter().enumerate().find(|(i, a)| addresses[..*i].contains(a)) {
+        return Err(format!("{flag}: {twice} is given twice; give each server once"));
+    }
+    Ok(())
+}
+
+fn joined<T: ToString>(items: &[T]) -> String {
+    items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
+}
+
+impl BenchPlan {
+    /// Check the options and fill in the defaults: every refusal names the flag and what to type.
+    pub fn new(flags: BenchRealFlags) -> Result<BenchPlan, String> {
+        let locks = flags.locks.clone().unwrap_or_else(|| Variant::ALL.to_vec());
+        if locks.is_empty() {
+            return Err("--locks: name at least one lock (e.g. --locks queue,redlock)".into());
+        }
+        if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
+            return Err(format!(
+                "--locks: {} is named twice; name each lock once",
+                twice.cli_name()
+            ));
+        }
+        let lockers = flags.lockers.clone().unwrap_or_else(|| vec![1, 4, 16]);
+        if lockers.is_empty() || lockers.len() > MAX_LOCKER_COUNTS {
+            return Err(format!(
+                "--lockers: give 1 to {MAX_LOCKER_COUNTS} counts between 1 and 256, comma-separated (e.g. 1,4,16)"
+            ));
+        }
+        if let Some(bad) = lockers.iter().find(|&&n| !(1..=256).contains(&n)) {
+            return Err(format!(
+                "--lockers {bad}: give counts between 1 and 256 (e.g. --lockers 1,4,16)"
+            ));
+        }
+        if lockers.windows(2).any(|pair| pair[0] >= pair[1]) {
+            return Err(format!(
+                "--lockers {}: give the counts in increasing order, each once (e.g. 1,4,16)",
+                joined(&lockers)
+            ));
+        }
+        let seconds = flags.seconds.unwrap_or(20);
+        if !(1..=3600).contains(&seconds) {
+            return Err(format!("--seconds must be between 1 and 3600, not {seconds}"));
+        }
+        let repeats = flags.repeats.unwrap_or(3);
+        if !(1..=20).contains(&repeats) {
+            return Err(format!("--repeats must be between 1 and 20, not {repeats}"));
+        }
+        let fault_seconds = flags.fault_seconds.unwrap_or(20);
+        if fault_seconds != 0 && !(3..=600).contains(&fault_seconds) {
+            return Err(format!(
+                "--fault-seconds must be 0 (no fault runs) or between 3 and 600, not {fault_seconds}"
+            ));
+        }
+        let uses = |lock: Variant| locks.contains(&lock);
+        let cassandra = locks.iter().any(|l| l.backend() == Backend::Cassandra);
+        let redis_server = uses(Variant::RedisSetNx) || uses(Variant::Redisson);
+        // A server flag for a lock that does not run would be silently ignored: refuse it.
+        for (flag, given, used, locks_named) in [
+            (
+                "--contact-points",
+                flags.contact_points.is_some(),
+                cassandra,
+                "old, queue or lwt",
+            ),
+            (
+                "--redis",
+                flags.redis.is_some(),
+                redis_server,
+                "redis-set-nx or redisson",
+            ),
+            (
+                "--redlock-masters",
+                flags.redlock_masters.is_some(),
+                uses(Variant::Redlock),
+                "redlock",
+            ),
+            (
+                "--memcached",
+                flags.memcached.is_some(),
+                uses(Variant::Memcached),
+                "memcached",
+            ),
+            (
+                "--redis-replicated",
+                flags.redis_replicated.is_some(),
+                redis_server && fault_seconds > 0,
+                "redis-set-nx or redisson, with fault runs",
+            ),
+        ] {
+            if given && !used {
+                return Err(format!(
+                    "{flag} is for {locks_named}, which this benchmark does not run (--locks {}{}); drop {flag} or add such a lock",
+                    joined(&locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>()),
+                    if fault_seconds == 0 { ", --fault-seconds 0" } else { "" }
+                ));
+            }
+        }
+        let contact_points = flags
+            .contact_points
+            .clone()
+            .unwrap_or_else(|| vec![DEFAULT_CONTACT_POINT.to_owned()]);
+        check_addresses("--contact-points", &contact_points, 1, 16, "Cassandra nodes")?;
+        let redis = flags.redis.clone().unwrap_or_else(|| DEFAULT_REDIS.to_owned());
+        check_addresses("--redis", std::slice::from_ref(&redis), 1, 1, "one Redis server")?;
+        let redlock_masters = flags
+            .redlock_masters
+            .clone()
+            .unwrap_or_else(|| DEFAULT_REDLOCK_MASTERS.map(str::to_owned).to_vec());
+        check_addresses(
+            "--redlock-masters",
+            &redlock_masters,
+            1,
+            MAX_MASTERS,
+            "Redlock's masters",
+        )?;
+        let memcached = flags.memcached.clone().unwrap_or_else(|| DEFAULT_MEMCACHED.to_owned());
+        check_addresses(
+            "--memcached",
+            std::slice::from_ref(&memcached),
+            1,
+            1,
+            "one Memcached server",
+        )?;
+        let redis_replicated = flags
+            .redis_replicated
+            .clone()
+            .unwrap_or_else(|| DEFAULT_REDIS_REPLICATED.map(str::to_owned).to_vec());
+        check_addresses(
+            "--redis-replicated",
+            &redis_replicated,
+            2,
+            MAX_REPLICATED,
+            "the pair's primary and replica",
+        )?;
+        let plan = BenchPlan {
+            locks,
+            lockers,
+            seconds,
+            repeats,
+            fault_seconds,
+            contact_points,
+            redis,
+            redlock_masters,
+            memcached,
+            redis_replicated,
+            out: flags.out.unwrap_or_else(|| "reports".into()),
+        };
+        if plan.estimate_s() > MAX_BENCH_S {
+            return Err(format!(
+                "bench real would take about {} h ({} of {seconds} s, {} of {fault_seconds} s); the limit is {} h: lower --seconds, --repeats, --lockers or --locks",
+                plan.estimate_s().div_ceil(3600),
+                cassalock_history::text::count(plan.runs(), "run"),
+                cassalock_history::text::count(plan.fault_runs(), "fault run"),
+                MAX_BENCH_S / 3600
+            ));
+        }
+        Ok(plan)
+    }
+
+    /// Measured runs: every lock at every locker count, `repeats` times.
+    pub fn runs(&self) -> usize {
+        self.locks.len() * self.lockers.len() * self.repeats
+    }
+
+    /// Fault runs: one per lock, when asked for.
+    pub fn fault_runs(&self) -> usize {
+        if self.fault_seconds > 0 {
+            self.locks.len()
+        } else {
+            0
+        }
+    }
+
+    pub fn uses(&self, backend: Backend) -> bool {
+        self.locks.iter().any(|l| l.backend() == backend)
+    }
+
+    /// The servers a family lock runs on (its `--servers`); empty for Cassandra's locks.
+    pub fn servers(&self, lock: Variant) -> Vec<String> {
+        match lock {
+            Variant::RedisSetNx | Variant::Redisson => vec![self.redis.clone()],
+            Variant::Redlock => self.redlock_masters.clone(),
+            Variant::Memcached => vec![self.memcached.clone()],
+            Variant::Old | Variant::Queue | Variant::Lwt => Vec::new(),
+        }
+    }
+
+    /// Seconds the whole benchmark should take, roughly (warm-up, runs, fault runs).
+    pub fn estimate_s(&self) -> u64 {
+        let warm_up = if self.uses(Backend::Cassandra) { WARM_UP_S } else { 0 };
+        warm_up
+            + self.runs() as u64 * (self.seconds + RUN_OVERHEAD_S)
+            + self.fault_runs() as u64 * (self.fault_seconds + FAULT_OVERHEAD_S)
+    }
+
+    /// The command line that runs this plan, every option spelled out ("Generated by").
+    pub fn command(&self) -> String {
+        let mut command = format!(
+            "cassalock bench real --locks {} --lockers {} --seconds {} --repeats {} --fault-seconds {}",
+            joined(&self.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>()),
+            joined(&self.lockers),
+            self.seconds,
+            self.repeats,
+            self.fault_seconds
+        );
+        if self.uses(Backend::Cassandra) {
+            command += &format!(" --contact-points {}", self.contact_points.join(","));
+        }
+        if self.locks.contains(&Variant::RedisSetNx) || self.locks.contains(&Variant::Redisson) {
+            command += &format!(" --redis {}", self.redis);
+            if self.fault_seconds > 0 {
+                command += &format!(" --redis-replicated {}", self.redis_replicated.join(","));
+            }
+        }
+        if self.locks.contains(&Variant::Redlock) {
+            command += &format!(" --redlock-masters {}", self.redlock_masters.join(","));
+        }
+        if self.locks.contains(&Variant::Memcached) {
+            command += &format!(" --memcached {}", self.memcached);
+        }
+        command
+    }
+}
+
+fn print_written(out: &Path, files: &[String]) {
+    println!(
+        "real-backends report: {}",
+        files
+            .iter()
+            .map(|f| out.join(f).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
+/// Exit 1, saying where, when two holders overlapped in a run without a fault.
+fn violations(runs: &[Summary]) -> ExitCode {
+    let broken: Vec<String> = runs
+        .iter()
+        .filter(|r| !r.t1_belief_holds() || !r.t1_resource_holds())
+        .map(|r| {
+            format!(
+                "{} at {}",
+                r.variant,
+                cassalock_history::text::count(r.lockers, "locker")
+            )
+        })
+        .collect();
+    if broken.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "error: mutual exclusion VIOLATED without any fault injected: {}",
+            broken.join(", ")
+        );
+        ExitCode::from(1)
+    }
+}
+
+/// `bench real --from-data FILE`: the report again from an earlier benchmark's measurements
+/// (after a change to the report's text or charts), measuring nothing; any build.
+pub fn rerender(data: &Path, flags: &BenchRealFlags) -> ExitCode {
+    let measuring = [
+        ("--locks", flags.locks.is_some()),
+        ("--lockers", flags.lockers.is_some()),
+        ("--seconds", flags.seconds.is_some()),
+        ("--repeats", flags.repeats.is_some()),
+        ("--fault-seconds", flags.fault_seconds.is_some()),
+        ("--contact-points", flags.contact_points.is_some()),
+        ("--redis", flags.redis.is_some()),
+        ("--redlock-masters", flags.redlock_masters.is_some()),
+        ("--memcached", flags.memcached.is_some()),
+        ("--redis-replicated", flags.redis_replicated.is_some()),
+    ];
+    if let Some((flag, _)) = measuring.iter().find(|(_, given)| *given) {
+        return crate::usage_error(&format!(
+            "--from-data writes the report from the runs in {} and measures nothing: drop {flag}",
+            data.display()
+        ));
+    }
+    let out = flags.out.clone().unwrap_or_else(|| "reports".into());
+    if let Err(e) = real_backends::read_data(data) {
+        return crate::usage_error(&format!("--from-data: {e}"));
+    }
+    match real_backends::write_again(data, &out) {
+        Ok((files, measured)) => {
+            print_written(&out, &files);
+            violations(&measured.runs)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 #[cfg(madsim)]
 pub fn run(_args: RealArgs) -> ExitCode {
     not_the_real_build()
@@ -101,11 +488,51 @@ pub fn run(_args: RealArgs) -> ExitCode {
 #[cfg(madsim)]
 pub fn not_the_real_build() -> ExitCode {
     eprintln!(
-        "error: `cassalock real` talks to a real Cassandra cluster, and this is the simulation build (--cfg madsim).\n\
+        "error: `cassalock real` talks to real servers (Cassandra, Redis, Memcached), and this is the simulation build (--cfg madsim).\n\
          Build and run the real one (own target directory):\n  \
          RUSTFLAGS=\"\" CARGO_TARGET_DIR=target/real cargo run --release -- real --contact-points 127.0.0.1:9042\n\
          (or `-- bench real` for the benchmark)\n\
          Start a local cluster first: cluster/cassalock-cluster start --nodes 3"
+    );
+    ExitCode::from(2)
+}
+
+/// What the simulation build says to `bench real` (whose options were valid): the same
+/// benchmark in the real build, and the servers to start first.
+#[cfg(madsim)]
+pub fn bench_needs_the_real_build(plan: &BenchPlan) -> ExitCode {
+    let mut start: Vec<&str> = plan.locks.iter().map(|&lock| start_command(lock)).collect();
+    start.dedup();
+    if plan.fault_runs() > 0
+        && plan
+            .locks
+            .iter()
+            .any(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson))
+    {
+        start.push(START_REPLICATED);
+    }
+    let servers: Vec<String> = plan
+        .locks
+        .iter()
+        .map(|&lock| {
+            let servers = plan.servers(lock);
+            let servers = if servers.is_empty() {
+                &plan.contact_points
+            } else {
+                &servers
+            };
+            format!("  {} on {}", lock.cli_name(), servers.join(","))
+        })
+        .collect();
+    eprintln!(
+        "error: `cassalock bench real` runs the locks on real servers, and this is the simulation build (--cfg madsim).\n\
+         Start the servers:\n  {}\n\
+         then run it in the real build (own target directory):\n  \
+         RUSTFLAGS=\"\" CARGO_TARGET_DIR=target/real cargo run --release -- {}\n\
+         The locks and their servers:\n{}",
+        start.join("\n  "),
+        plan.command().trim_start_matches("cassalock "),
+        servers.join("\n")
     );
     ExitCode::from(2)
 }
@@ -120,11 +547,14 @@ mod imp {
     use std::time::Duration;
 
     use cassalock_real::runner::{check, execute, worker, RunSpec};
-    use cassalock_real::{Summary, Variant};
-    use cassalock_report::real_cluster::{self, Setup};
+    use cassalock_real::{Backend, Summary, Variant};
+    use cassalock_report::real_backends::{BackendSetup, FaultOutcome, FaultRun, RedissonWake, Setup};
 
-    use super::RealArgs;
+    use super::{start_command, BenchPlan, RealArgs, START_REPLICATED, WARM_UP_S};
     use crate::usage_error;
+
+    /// Lockers of each fault run: enough to contend, few enough that one run says what happened.
+    const FAULT_LOCKERS: usize = 4;
 
     fn spec(args: &RealArgs) -> RunSpec {
         RunSpec {
@@ -236,43 +666,33 @@ mod imp {
     /// run): not a verdict, so not 1.
     const BACKEND_UNAVAILABLE: u8 = 4;
 
-    /// Seconds of unreported load before the benchmark's first configuration.
-    const WARM_UP_S: u64 = 15;
-
-    /// `cassalock bench real`: old, queue and LWT at each locker count, for a fixed time each.
-    pub fn bench(
-        contact_points: Vec<String>,
-        lockers: Vec<usize>,
-        seconds: u64,
-        repeats: usize,
-        out: PathBuf,
-    ) -> ExitCode {
-        if lockers.is_empty() || lockers.iter().any(|&n| !(1..=256).contains(&n)) {
-            return usage_error("--lockers: give counts between 1 and 256");
-        }
-        if !(1..=3600).contains(&seconds) {
-            return usage_error("--seconds must be between 1 and 3600");
-        }
-        if !(1..=20).contains(&repeats) {
-            return usage_error("--repeats must be between 1 and 20");
-        }
-        // The report's "Generated by": every option that shapes it.
-        let command = format!(
-            "cassalock bench real --contact-points {} --lockers {} --seconds {seconds} --repeats {repeats}",
-            contact_points.join(","),
-            lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
-        );
-        let variants = [Variant::Old, Variant::Queue, Variant::Lwt];
-        let total_runs = repeats * variants.len() * lockers.len();
+    /// `cassalock bench real`: every lock of the plan at each locker count for a fixed time,
+    /// in interleaved rounds; then one run of each lock under its backend's fault.
+    pub fn bench(plan: BenchPlan) -> ExitCode {
+        let total_runs = plan.runs();
         eprintln!(
-            "bench real: {total_runs} runs of {seconds} s ({repeats} of each configuration), about {} min with the warm-up",
-            (total_runs as u64 * (seconds + 1) + WARM_UP_S).div_ceil(60)
+            "bench real: {} at {} lockers: {} of {} s ({} of each configuration){}, about {} min",
+            plan.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
+            plan.lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+            cassalock_history::text::count(total_runs, "run"),
+            plan.seconds,
+            plan.repeats,
+            if plan.fault_runs() > 0 {
+                format!(
+                    ", then {} of {} s",
+                    cassalock_history::text::count(plan.fault_runs(), "fault run"),
+                    plan.fault_seconds
+                )
+            } else {
+                String::new()
+            },
+            plan.estimate_s().div_ceil(60)
         );
-        if let Err(e) = std::fs::create_dir_all(&out) {
-            return usage_error(&format!("cannot create {}: {e}", out.display()));
+        if let Err(e) = std::fs::create_dir_all(&plan.out) {
+            return usage_error(&format!("--out: cannot create {}: {e}", plan.out.display()));
         }
         let template = RunSpec {
-            contact_points: contact_points.clone(),
+            contact_points: plan.contact_points.clone(),
             servers: Vec::new(),
             variant: Variant::Queue,
             threads: 1,
@@ -286,55 +706,126 @@ mod imp {
             keyspace: "cassalock".into(),
             lock_id: None,
             max_wait_s: 120,
-            run_limit_s: seconds,
+            run_limit_s: plan.seconds,
             fencing: true,
             connect_timeout_s: super::CONNECT_TIMEOUT_S,
         };
-        // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
-        // cluster ran the first configuration at a third of its later speed. Not reported.
-        let warm_up = RunSpec {
-            variant: Variant::Queue,
-            threads: 1,
-            run_limit_s: WARM_UP_S,
+        let spec_for = |lock: Variant, threads: usize, run_limit_s: u64| RunSpec {
+            variant: lock,
+            servers: plan.servers(lock),
+            threads,
+            run_limit_s,
             ..template.clone()
         };
-        eprintln!("bench real: warming up for {WARM_UP_S} s (not reported)");
-        if let Err(e) = execute(&warm_up, false) {
-            eprintln!("error: warm-up: {e}");
-            return ExitCode::from(BACKEND_UNAVAILABLE);
+
+        // Every server answers before anything is measured: a missing one is said at once, with
+        // the command that starts it, not after half an hour of the others.
+        let nodes = if plan.uses(Backend::Cassandra) {
+            eprintln!(
+                "bench real: connecting to Cassandra at {}",
+                plan.contact_points.join(",")
+            );
+            match cassandra_nodes(&plan.contact_points) {
+                Ok(nodes) => nodes,
+                Err(e) => {
+                    let cassandra: Vec<Variant> = plan
+                        .locks
+                        .iter()
+                        .copied()
+                        .filter(|l| l.backend() == Backend::Cassandra)
+                        .collect();
+                    return unreachable(&cassandra, &plan.contact_points, start_command(Variant::Queue), &e);
+                }
+            }
+        } else {
+            0
+        };
+        for &lock in plan.locks.iter().filter(|l| l.is_family()) {
+            let probe = RunSpec {
+                acquisitions: 1,
+                hold_ms: 0,
+                run_limit_s: 0,
+                ..spec_for(lock, 1, 0)
+            };
+            if let Err(e) = execute(&probe, false) {
+                return unreachable(&[lock], &probe.servers, start_command(lock), &e.to_string());
+            }
+        }
+        let failover_locks: Vec<Variant> = plan
+            .locks
+            .iter()
+            .copied()
+            .filter(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson))
+            .collect();
+        if plan.fault_seconds > 0 && !failover_locks.is_empty() {
+            let probe = RunSpec {
+                servers: plan.redis_replicated.clone(),
+                acquisitions: 1,
+                hold_ms: 0,
+                run_limit_s: 0,
+                ..spec_for(Variant::RedisSetNx, 1, 0)
+            };
+            if let Err(e) = execute(&probe, false) {
+                eprintln!("  (the failover runs need the pair; --fault-seconds 0 runs no fault)");
+                return unreachable(
+                    &failover_locks,
+                    &plan.redis_replicated,
+                    START_REPLICATED,
+                    &e.to_string(),
+                );
+            }
+        }
+        // Which faults this machine can inject, said before the long part.
+        let faults: Vec<(Variant, Result<Fault, String>)> = if plan.fault_seconds > 0 {
+            let servers = servers_status();
+            plan.locks
+                .iter()
+                .map(|&lock| (lock, Fault::for_lock(lock, &plan, nodes, &servers)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        for (lock, fault) in &faults {
+            if let Err(why) = fault {
+                eprintln!("bench real: {}'s fault run will not run: {why}", lock.name());
+            }
+        }
+
+        // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
+        // cluster ran the first configuration at a third of its later speed. Not reported.
+        if let Some(&first) = plan.locks.iter().find(|l| l.backend() == Backend::Cassandra) {
+            eprintln!("bench real: warming Cassandra up for {WARM_UP_S} s (not reported)");
+            if let Err(e) = execute(&spec_for(first, 1, WARM_UP_S), false) {
+                return unreachable(&[first], &plan.contact_points, start_command(first), &e.to_string());
+            }
         }
         let mut runs = Vec::new();
         // Interleaved: one run of every configuration, then the next round, so that a slow
         // stretch of the machine spreads over all configurations instead of one.
-        for round in 1..=repeats {
-            for variant in variants {
-                for &n in &lockers {
-                    let spec = RunSpec {
-                        variant,
-                        threads: n,
-                        ..template.clone()
-                    };
+        for round in 1..=plan.repeats {
+            for &lock in &plan.locks {
+                for &n in &plan.lockers {
+                    let spec = spec_for(lock, n, plan.seconds);
                     eprintln!(
-                        "bench real: run {}/{total_runs} (round {round}/{repeats}): {} with {} for {seconds} s",
+                        "bench real: run {}/{total_runs} (round {round}/{}): {} with {} for {} s",
                         runs.len() + 1,
-                        variant.name(),
-                        cassalock_history::text::count(n, "locker")
+                        plan.repeats,
+                        lock.name(),
+                        cassalock_history::text::count(n, "locker"),
+                        plan.seconds
                     );
                     match execute(&spec, false) {
                         Ok(summary) => {
-                            eprintln!(
-                                "  {:.2} acq/s, wait p50 {:.1} ms p99 {:.1} ms, {:.1} requests/acq, {} errors",
-                                summary.acquisitions_per_s,
-                                summary.wait_p50_ms,
-                                summary.wait_p99_ms,
-                                summary.requests_per_acquisition,
-                                summary.errors
-                            );
+                            eprintln!("  {}", progress(&summary));
                             runs.push(summary);
                         }
                         Err(e) => {
-                            eprintln!("error: {e}");
-                            return ExitCode::from(BACKEND_UNAVAILABLE);
+                            let servers = if lock.is_family() {
+                                spec.servers.clone()
+                            } else {
+                                plan.contact_points.clone()
+                            };
+                            return unreachable(&[lock], &servers, start_command(lock), &e.to_string());
                         }
                     }
                     // Let the last run's lease cells and tombstones age out of the picture: every
@@ -343,55 +834,460 @@ mod imp {
                 }
             }
         }
-        let nodes = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .ok()
-            .and_then(|rt| {
-                rt.block_on(async {
-                    let config = cassalock::store::cassandra::CassandraConfig {
-                        contact_points: contact_points.clone(),
-                        ..Default::default()
-                    };
-                    cassalock::store::cassandra::CassandraStore::connect(&config)
-                        .await
-                        .ok()
-                        .map(|s| s.nodes())
-                })
-            })
-            .unwrap_or(0);
+
+        let mut fault_runs = Vec::new();
+        // A backend a fault run could not bring back: the later fault runs on it do not run.
+        let mut not_restored: Vec<(Backend, String)> = Vec::new();
+        for (index, (lock, fault)) in faults.into_iter().enumerate() {
+            let fault = match fault {
+                Ok(fault) => fault,
+                Err(why) => {
+                    fault_runs.push(FaultRun {
+                        lock: lock.name().into(),
+                        fault: Fault::planned(lock).into(),
+                        outcome: FaultOutcome::NotRun(why),
+                    });
+                    continue;
+                }
+            };
+            let description = fault.describe(plan.fault_seconds);
+            if let Some((_, why)) = not_restored.iter().find(|(b, _)| *b == lock.backend()) {
+                fault_runs.push(FaultRun {
+                    lock: lock.name().into(),
+                    fault: description,
+                    outcome: FaultOutcome::NotRun(why.clone()),
+                });
+                continue;
+            }
+            let mut spec = spec_for(lock, FAULT_LOCKERS, plan.fault_seconds);
+            if fault.on_replicated_pair() {
+                spec.servers = plan.redis_replicated.clone();
+            }
+            eprintln!(
+                "bench real: fault run {}/{}: {} with {} for {} s; {description}",
+                index + 1,
+                plan.fault_runs(),
+                lock.name(),
+                cassalock_history::text::count(FAULT_LOCKERS, "locker"),
+                plan.fault_seconds
+            );
+            let (outcome, restored) = run_through(&spec, &fault, plan.fault_seconds);
+            match &outcome {
+                FaultOutcome::Ran(summary) => eprintln!(
+                    "  {}; {} overlapping, {} stale writes accepted",
+                    progress(summary),
+                    summary.belief_overlaps,
+                    summary.stale_accepted
+                ),
+                FaultOutcome::NotRun(why) => eprintln!("  not measured: {why}"),
+            }
+            if let Err(why) = restored {
+                eprintln!("  {why}");
+                not_restored.push((lock.backend(), why));
+            }
+            fault_runs.push(FaultRun {
+                lock: lock.name().into(),
+                fault: description,
+                outcome,
+            });
+        }
+
         let setup = Setup {
-            nodes,
-            consistency: "QUORUM".into(),
-            cassandra_version: cassandra_version(),
-            seconds_per_run: seconds,
-            hold_ms: template.hold_ms,
-            ttl_s: template.ttl_s,
-            poll_ms: template.poll_ms,
-            repeats,
-            command,
+            command: plan.command(),
             machine: format!(
                 "{} cores",
                 std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
             ),
+            backends: backends(&plan, nodes),
+            seconds_per_run: plan.seconds,
+            hold_ms: template.hold_ms,
+            ttl_s: template.ttl_s,
+            poll_ms: template.poll_ms,
+            repeats: plan.repeats,
+            warm_up_s: plan.uses(Backend::Cassandra).then_some(WARM_UP_S),
+            redisson_wake: if cassalock_real::REDISSON_WAITERS_NOTIFIED {
+                RedissonWake::Notified
+            } else {
+                RedissonWake::SleepsOutTheTtl
+            },
+            fault_lockers: FAULT_LOCKERS,
+            fault_seconds: plan.fault_seconds,
         };
-        match real_cluster::write(&out, &setup, &runs) {
-            Ok(files) => {
-                println!(
-                    "real-cluster report: {}",
-                    files
-                        .iter()
-                        .map(|f| out.join(f).display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-                ExitCode::SUCCESS
-            }
+        write_report(&plan.out, &setup, &runs, &fault_runs)
+    }
+
+    /// Write `reports/real-backends.md` (charts, data) into `out` and say where; exit 1 when two
+    /// holders overlapped in a run without a fault (under a fault that is a finding, reported).
+    fn write_report(out: &Path, setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> ExitCode {
+        match cassalock_report::real_backends::write(out, setup, runs, faults) {
+            Ok(files) => super::print_written(out, &files),
             Err(e) => {
                 eprintln!("error: {e}");
-                ExitCode::from(1)
+                return ExitCode::from(1);
             }
         }
+        super::violations(runs)
+    }
+
+    /// One line of figures for the progress output.
+    fn progress(summary: &Summary) -> String {
+        format!(
+            "{:.2} acq/s, wait p50 {:.1} ms p99 {:.1} ms, {:.1} requests/acq, {} errors",
+            summary.acquisitions_per_s,
+            summary.wait_p50_ms,
+            summary.wait_p99_ms,
+            summary.requests_per_acquisition,
+            summary.errors
+        )
+    }
+
+    /// A backend that does not answer: what, where, and the command that starts it; exit 4.
+    fn unreachable(locks: &[Variant], servers: &[String], start: &str, error: &str) -> ExitCode {
+        let fresh = if locks.iter().any(|l| l.is_family()) {
+            "on a fresh machine `cluster/cassalock-servers install all` first; "
+        } else {
+            ""
+        };
+        eprintln!(
+            "error: {} cannot run: {error}\n  nothing usable answers at {}; start it with:\n    {start}\n  ({fresh}--locks leaves locks out)",
+            locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
+            servers.join(",")
+        );
+        ExitCode::from(BACKEND_UNAVAILABLE)
+    }
+
+    /// The Cassandra cluster's node count, or why it cannot be reached.
+    fn cassandra_nodes(contact_points: &[String]) -> Result<usize, String> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        runtime.block_on(async {
+            let config = cassalock::store::cassandra::CassandraConfig {
+                contact_points: contact_points.to_vec(),
+                ..Default::default()
+            };
+            cassalock::store::cassandra::CassandraStore::connect(&config)
+                .await
+                .map(|store| store.nodes())
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    /// The backends of the plan, for the report's header.
+    fn backends(plan: &BenchPlan, nodes: usize) -> Vec<BackendSetup> {
+        let mut backends = Vec::new();
+        if plan.uses(Backend::Cassandra) {
+            backends.push(BackendSetup {
+                backend: Backend::Cassandra,
+                software: format!(
+                    "Apache Cassandra {} from jars Maven resolves, one JVM per node on 127.0.0.x",
+                    cassandra_version()
+                ),
+                servers: format!(
+                    "{} (contact point {}), consistency QUORUM",
+                    cassalock_history::text::count(nodes, "node"),
+                    plan.contact_points.join(",")
+                ),
+                start: format!("`{}`", start_command(Variant::Queue)),
+            });
+        }
+        if plan.uses(Backend::Redis) {
+            let mut servers = Vec::new();
+            let mut start = vec![format!("`{}`", start_command(Variant::Redlock))];
+            let single = plan
+                .locks
+                .iter()
+                .any(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson));
+            if single {
+                servers.push(format!("SET NX and Redisson: {}", plan.redis));
+            }
+            if plan.locks.contains(&Variant::Redlock) {
+                servers.push(format!(
+                    "Redlock: {} masters, {}",
+                    plan.redlock_masters.len(),
+                    plan.redlock_masters.join(", ")
+                ));
+            }
+            if single && plan.fault_seconds > 0 {
+                servers.push(format!(
+                    "fault runs of SET NX and Redisson: the pair {}",
+                    plan.redis_replicated.join(", ")
+                ));
+                start.push(format!("`{START_REPLICATED}`"));
+            }
+            let address = if single { &plan.redis } else { &plan.redlock_masters[0] };
+            backends.push(BackendSetup {
+                backend: Backend::Redis,
+                software: format!(
+                    "redis-server {}, no persistence",
+                    server_version(address, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n", "redis_version:")
+                ),
+                servers: servers.join("; "),
+                start: start.join(", "),
+            });
+        }
+        if plan.uses(Backend::Memcached) {
+            backends.push(BackendSetup {
+                backend: Backend::Memcached,
+                software: format!(
+                    "memcached {}",
+                    server_version(&plan.memcached, "version\r\n", "VERSION ")
+                ),
+                servers: plan.memcached.clone(),
+                start: format!("`{}`", start_command(Variant::Memcached)),
+            });
+        }
+        backends
+    }
+
+    /// A server's version, asked over its own protocol: the rest of the line after `prefix` in
+    /// its answer to `request` ("unknown" when it does not say).
+    fn server_version(address: &str, request: &str, prefix: &str) -> String {
+        use std::io::{Read, Write};
+        let ask = || -> std::io::Result<String> {
+            let address = std::net::ToSocketAddrs::to_socket_addrs(address)?
+                .next()
+                .ok_or_else(|| std::io::Error::other("no address"))?;
+            let mut stream = std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2))?;
+            stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+            stream.write_all(request.as_bytes())?;
+            let mut answer = vec![0; 8192];
+            let read = stream.read(&mut answer)?;
+            Ok(String::from_utf8_lossy(&answer[..read]).into_owned())
+        };
+        ask()
+            .ok()
+            .and_then(|answer| {
+                let start = answer.find(prefix)? + prefix.len();
+                let line = answer[start..].lines().next()?.trim().to_owned();
+                (!line.is_empty()).then_some(line)
+            })
+            .unwrap_or_else(|| "(version unknown)".into())
+    }
+
+    /// One row of `cluster/cassalock-servers status --json`: an instance the script manages.
+    #[derive(Clone, Debug, serde::Deserialize)]
+    struct ServerInstance {
+        name: String,
+        kind: String,
+        set: String,
+        port: u16,
+    }
+
+    fn script(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster").join(name)
+    }
+
+    /// Run one of the cluster scripts: its output, or what went wrong.
+    fn run_script(name: &str, args: &[&str]) -> Result<String, String> {
+        let output = std::process::Command::new(script(name))
+            .args(args)
+            .output()
+            .map_err(|e| format!("cannot run cluster/{name}: {e}"))?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if output.status.success() {
+            Ok(text)
+        } else {
+            Err(format!(
+                "`cluster/{name} {}` failed ({}): {}",
+                args.join(" "),
+                output.status,
+                text.trim()
+            ))
+        }
+    }
+
+    /// The instances `cluster/cassalock-servers` manages (it exits 3 when one is down, still
+    /// listing them all), or why they cannot be listed.
+    fn servers_status() -> Result<Vec<ServerInstance>, String> {
+        let output = std::process::Command::new(script("cassalock-servers"))
+            .args(["status", "--json"])
+            .output()
+            .map_err(|e| format!("cannot run cluster/cassalock-servers: {e}"))?;
+        serde_json::from_slice(&output.stdout)
+            .map_err(|e| format!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))
+    }
+
+    /// The managed instance listening on `address` (127.0.0.1 only: the script binds nothing
+    /// else), of `kind` and in a set whose name starts with `set`.
+    fn instance_at<'a>(
+        servers: &'a [ServerInstance],
+        address: &str,
+        kind: &str,
+        set: &str,
+    ) -> Result<&'a ServerInstance, String> {
+        let port = address
+            .rsplit_once(':')
+            .filter(|(host, _)| matches!(*host, "127.0.0.1" | "localhost"))
+            .and_then(|(_, port)| port.parse::<u16>().ok());
+        port.and_then(|port| {
+            servers
+                .iter()
+                .find(|s| s.port == port && s.kind == kind && s.set == set)
+        })
+        .ok_or_else(|| {
+            format!("{address} is not a {kind} instance of cluster/cassalock-servers (its `status --json` lists none in set {set} there), so nothing here can inject its fault")
+        })
+    }
+
+    /// A backend's natural fault, as this benchmark injects it mid-run.
+    #[derive(Clone, Debug)]
+    enum Fault {
+        /// SIGKILL a Cassandra node (`cassalock-cluster kill N`), restart it after the run.
+        NodeKilled { node: usize, nodes: usize },
+        /// `cassalock-servers failover`: the pair's primary killed, the replica promoted; the old
+        /// primary restarted as its replica after the run.
+        Failover,
+        /// SIGSTOP one Redlock master for a third of the run, then SIGCONT.
+        MasterPaused {
+            name: String,
+            master: usize,
+            masters: usize,
+        },
+        /// SIGKILL memcached and start it again at once (empty: it keeps nothing).
+        ServerRestarted { name: String },
+    }
+
+    impl Fault {
+        /// The fault a lock gets, in a few words (for a fault that cannot run here).
+        fn planned(lock: Variant) -> &'static str {
+            match lock.backend() {
+                Backend::Cassandra => "one of 3 nodes killed (SIGKILL)",
+                Backend::Redis if lock == Variant::Redlock => "one master paused (SIGSTOP)",
+                Backend::Redis => "primary killed, replica promoted (failover)",
+                Backend::Memcached => "server killed and restarted",
+            }
+        }
+
+        /// The fault for `lock`, or why this machine cannot inject it.
+        fn for_lock(
+            lock: Variant,
+            plan: &BenchPlan,
+            nodes: usize,
+            servers: &Result<Vec<ServerInstance>, String>,
+        ) -> Result<Fault, String> {
+            if lock.backend() == Backend::Cassandra {
+                return if nodes >= 3 {
+                    Ok(Fault::NodeKilled { node: nodes, nodes })
+                } else {
+                    Err(format!(
+                        "a {nodes}-node cluster: QUORUM does not survive a node down (cluster/cassalock-cluster start --nodes 3)"
+                    ))
+                };
+            }
+            let servers = servers.as_ref().map_err(Clone::clone)?;
+            match lock {
+                Variant::Redlock => {
+                    let master = plan.redlock_masters.len().min(2);
+                    let name = instance_at(servers, &plan.redlock_masters[master - 1], "redis", "redis")?
+                        .name
+                        .clone();
+                    Ok(Fault::MasterPaused {
+                        name,
+                        master,
+                        masters: plan.redlock_masters.len(),
+                    })
+                }
+                Variant::Memcached => Ok(Fault::ServerRestarted {
+                    name: instance_at(servers, &plan.memcached, "memcached", "memcached")?
+                        .name
+                        .clone(),
+                }),
+                _ => {
+                    for address in &plan.redis_replicated {
+                        instance_at(servers, address, "redis", "redis-replicated")?;
+                    }
+                    Ok(Fault::Failover)
+                }
+            }
+        }
+
+        fn on_replicated_pair(&self) -> bool {
+            matches!(self, Fault::Failover)
+        }
+
+        /// When, after the run starts, the fault is injected; a pause lasts as long again.
+        fn at(run_s: u64) -> Duration {
+            Duration::from_secs_f64(run_s as f64 / 3.0)
+        }
+
+        fn describe(&self, run_s: u64) -> String {
+            let at = format!("{:.1} s", Fault::at(run_s).as_secs_f64());
+            match self {
+                Fault::NodeKilled { node, nodes } => {
+                    format!("node {node} of {nodes} killed (SIGKILL) {at} in, restarted after the run")
+                }
+                Fault::Failover => format!("primary killed (SIGKILL) and replica promoted (`failover`) {at} in"),
+                Fault::MasterPaused { name, master, masters } => {
+                    format!("master {master} of {masters} ({name}) paused (SIGSTOP) {at} in, resumed {at} later")
+                }
+                Fault::ServerRestarted { name } => {
+                    format!("{name} killed (SIGKILL) and restarted, empty, {at} in")
+                }
+            }
+        }
+
+        /// Inject the fault (a pause: and end it).
+        fn inject(&self, run_s: u64) -> Result<(), String> {
+            match self {
+                Fault::NodeKilled { node, .. } => {
+                    run_script("cassalock-cluster", &["kill", &node.to_string()]).map(drop)
+                }
+                Fault::Failover => run_script("cassalock-servers", &["failover"]).map(drop),
+                Fault::MasterPaused { name, .. } => {
+                    run_script("cassalock-servers", &["pause", name])?;
+                    std::thread::sleep(Fault::at(run_s));
+                    run_script("cassalock-servers", &["resume", name]).map(drop)
+                }
+                Fault::ServerRestarted { name } => {
+                    run_script("cassalock-servers", &["kill", name])?;
+                    run_script("cassalock-servers", &["restart", name]).map(drop)
+                }
+            }
+        }
+
+        /// Bring the backend back as it was before the run, for the runs after it.
+        fn restore(&self) -> Result<(), String> {
+            match self {
+                Fault::NodeKilled { node, .. } => {
+                    run_script("cassalock-cluster", &["restart", &node.to_string()]).map(drop)
+                }
+                // The old primary, recorded as the new one's replica, comes back as that.
+                Fault::Failover => run_script("cassalock-servers", &["restart", "replica"]).map(drop),
+                // Resumed already, unless `inject` failed between its pause and its resume: a
+                // SIGCONT to a running process changes nothing.
+                Fault::MasterPaused { name, .. } => run_script("cassalock-servers", &["resume", name]).map(drop),
+                Fault::ServerRestarted { .. } => Ok(()),
+            }
+        }
+    }
+
+    /// One run with `fault` injected a third of the way in; its outcome, and whether the
+    /// backend was brought back afterwards.
+    fn run_through(spec: &RunSpec, fault: &Fault, run_s: u64) -> (FaultOutcome, Result<(), String>) {
+        let running = {
+            let spec = spec.clone();
+            std::thread::spawn(move || execute(&spec, false).map_err(|e| e.to_string()))
+        };
+        std::thread::sleep(Fault::at(run_s));
+        let injected = fault.inject(run_s);
+        let result = running
+            .join()
+            .unwrap_or_else(|_| Err("the run's thread panicked".into()));
+        let restored = fault
+            .restore()
+            .map_err(|e| format!("the backend was not brought back after the fault: {e}"));
+        let outcome = match (injected, result) {
+            (Err(e), _) => FaultOutcome::NotRun(format!("the fault could not be injected: {e}")),
+            (Ok(()), Err(e)) => FaultOutcome::NotRun(format!("the run failed: {e}")),
+            (Ok(()), Ok(summary)) => FaultOutcome::Ran(summary),
+        };
+        (outcome, restored)
     }
 
     /// The Cassandra version the cluster script resolves (from its pom), for the report.
@@ -405,5 +1301,273 @@ mod imp {
                 Some(text[start..end].to_string())
             })
             .unwrap_or_else(|| "5.0.x".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ValueEnum;
+
+    use super::*;
+
+    fn plan(flags: BenchRealFlags) -> Result<BenchPlan, String> {
+        BenchPlan::new(flags)
+    }
+
+    #[test]
+    fn the_default_plan_runs_every_lock_against_the_scripts_ports() {
+        let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
+        assert_eq!(plan.locks, Variant::ALL.to_vec());
+        assert_eq!(plan.lockers, vec![1, 4, 16]);
+        assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
+        assert_eq!(plan.runs(), 63);
+        assert_eq!(plan.fault_runs(), 7);
+        assert_eq!(plan.servers(Variant::Redisson), vec!["127.0.0.1:16380".to_string()]);
+        assert_eq!(plan.servers(Variant::Redlock).len(), 3);
+        assert_eq!(plan.servers(Variant::Memcached), vec!["127.0.0.1:21211".to_string()]);
+        assert!(plan.servers(Variant::Queue).is_empty());
+        assert_eq!(
+            plan.command(),
+            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
+        );
+        // Warm-up, 63 runs of 20 + 3 s, 7 fault runs of 20 + 60 s.
+        assert_eq!(plan.estimate_s(), 15 + 63 * 23 + 7 * 80);
+    }
+
+    #[test]
+    fn the_command_names_only_the_servers_of_the_locks_that_run() {
+        let plan = plan(BenchRealFlags {
+            locks: Some(vec![Variant::Redlock, Variant::Memcached]),
+            fault_seconds: Some(0),
+            ..BenchRealFlags::default()
+        })
+        .expect("valid");
+        assert!(!plan.uses(Backend::Cassandra));
+        assert_eq!(
+            plan.command(),
+            "cassalock bench real --locks redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 0 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
+        );
+        assert_eq!(
+            plan.estimate_s(),
+            18 * 23,
+            "no warm-up without Cassandra, no fault runs"
+        );
+    }
+
+    #[test]
+    fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
+        let flags = BenchRealFlags::default;
+        for (bad, says) in [
+            (
+                BenchRealFlags {
+                    locks: Some(vec![]),
+                    ..flags()
+                },
+                "--locks: name at least one lock",
+            ),
+            (
+                BenchRealFlags {
+                    locks: Some(vec![Variant::Queue, Variant::Redlock, Variant::Queue]),
+                    ..flags()
+                },
+                "--locks: queue is named twice",
+            ),
+            (
+                BenchRealFlags {
+                    lockers: Some(vec![0]),
+                    ..flags()
+                },
+                "--lockers 0: give counts between 1 and 256",
+            ),
+            (
+                BenchRealFlags {
+                    lockers: Some(vec![1, 100_000]),
+                    ..flags()
+                },
+                "--lockers 100000: give counts between 1 and 256",
+            ),
+            (
+                BenchRealFlags {
+                    lockers: Some(vec![]),
+                    ..flags()
+                },
+                "--lockers: give 1 to 8 counts",
+            ),
+            (
+                BenchRealFlags {
+                    lockers: Some(vec![4, 4]),
+                    ..flags()
+                },
+                "--lockers 4,4: give the counts in increasing order",
+            ),
+            (
+                BenchRealFlags {
+                    seconds: Some(0),
+                    ..flags()
+                },
+                "--seconds must be between 1 and 3600, not 0",
+            ),
+            (
+                BenchRealFlags {
+                    seconds: Some(u64::MAX),
+                    ..flags()
+                },
+                "--seconds must be between 1 and 3600",
+            ),
+            (
+                BenchRealFlags {
+                    repeats: Some(0),
+                    ..flags()
+                },
+                "--repeats must be between 1 and 20, not 0",
+            ),
+            (
+                BenchRealFlags {
+                    fault_seconds: Some(2),
+                    ..flags()
+                },
+                "--fault-seconds must be 0 (no fault runs) or between 3 and 600, not 2",
+            ),
+            (
+                BenchRealFlags {
+                    redis: Some("nohost".into()),
+                    ..flags()
+                },
+                "--redis: \"nohost\" is not host:port",
+            ),
+            (
+                BenchRealFlags {
+                    memcached: Some("127.0.0.1:0".into()),
+                    ..flags()
+                },
+                "--memcached: \"127.0.0.1:0\" is not host:port",
+            ),
+            (
+                BenchRealFlags {
+                    redlock_masters: Some(vec!["127.0.0.1:1".into(); 16]),
+                    ..flags()
+                },
+                "--redlock-masters: 16 given; give Redlock's masters (1 to 15",
+            ),
+            (
+                BenchRealFlags {
+                    redlock_masters: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:1".into()]),
+                    ..flags()
+                },
+                "--redlock-masters: 127.0.0.1:1 is given twice",
+            ),
+            (
+                BenchRealFlags {
+                    redis_replicated: Some(vec!["127.0.0.1:16390".into()]),
+                    ..flags()
+                },
+                "--redis-replicated: 1 given; give the pair's primary and replica (2 to 16",
+            ),
+            (
+                BenchRealFlags {
+                    contact_points: Some(vec![" ".into()]),
+                    ..flags()
+                },
+                "--contact-points: \" \" is not host:port",
+            ),
+            // A server flag for a lock that does not run would be ignored: refused.
+            (
+                BenchRealFlags {
+                    locks: Some(vec![Variant::Queue]),
+                    memcached: Some("127.0.0.1:21211".into()),
+                    ..flags()
+                },
+                "--memcached is for memcached, which this benchmark does not run (--locks queue)",
+            ),
+            (
+                BenchRealFlags {
+                    locks: Some(vec![Variant::Redlock]),
+                    contact_points: Some(vec!["127.0.0.1:9042".into()]),
+                    ..flags()
+                },
+                "--contact-points is for old, queue or lwt",
+            ),
+            (
+                BenchRealFlags {
+                    fault_seconds: Some(0),
+                    redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
+                    ..flags()
+                },
+                "--redis-replicated is for redis-set-nx or redisson, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redlock,memcached, --fault-seconds 0)",
+            ),
+            // Each value allowed, but together about 17 days.
+            (
+                BenchRealFlags {
+                    seconds: Some(3600),
+                    repeats: Some(20),
+                    ..flags()
+                },
+                "bench real would take about 421 h (420 runs of 3600 s, 7 fault runs of 20 s); the limit is 24 h",
+            ),
+        ] {
+            let message = plan(bad.clone()).expect_err(says);
+            assert!(message.contains(says), "{bad:?}: {message}");
+        }
+    }
+
+    #[test]
+    fn from_data_writes_the_same_report_again_and_refuses_measuring_flags() {
+        use cassalock_report::real_backends::{RedissonWake, Setup, DATA, REPORT};
+        let dir = std::env::temp_dir().join(format!("cassalock-from-data-{}", std::process::id()));
+        let setup = Setup {
+            command: "cassalock bench real --locks memcached".into(),
+            machine: "2 cores".into(),
+            backends: Vec::new(),
+            seconds_per_run: 15,
+            hold_ms: 10,
+            ttl_s: 10,
+            poll_ms: 100,
+            repeats: 1,
+            warm_up_s: None,
+            redisson_wake: RedissonWake::Notified,
+            fault_lockers: 4,
+            fault_seconds: 0,
+        };
+        let run = Summary {
+            variant: Variant::Memcached.name().into(),
+            lockers: 4,
+            acquisitions: 100,
+            acquisitions_per_s: 5.0,
+            ..Summary::default()
+        };
+        let first = dir.join("first");
+        real_backends::write(&first, &setup, &[run], &[]).expect("written");
+        let again = dir.join("again");
+        let flags = BenchRealFlags {
+            out: Some(again.clone()),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&first.join(DATA), &flags), ExitCode::SUCCESS);
+        let read = |d: &Path| std::fs::read_to_string(d.join(REPORT)).expect("report");
+        assert_eq!(read(&first), read(&again));
+        // Measuring flags, a missing file: bad usage, nothing written.
+        let measuring = BenchRealFlags {
+            seconds: Some(5),
+            out: Some(dir.join("never")),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&first.join(DATA), &measuring), ExitCode::from(2));
+        let missing = BenchRealFlags {
+            out: Some(dir.join("never")),
+            ..BenchRealFlags::default()
+        };
+        assert_eq!(rerender(&dir.join("nope.json"), &missing), ExitCode::from(2));
+        assert!(!dir.join("never").exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn every_lock_has_its_clap_name_and_a_start_command() {
+        for lock in Variant::ALL {
+            let name = lock.to_possible_value().expect("listed");
+            assert_eq!(name.get_name(), lock.cli_name());
+            assert!(start_command(lock).starts_with("cluster/cassalock-"), "{lock:?}");
+        }
+        assert_eq!(Variant::value_variants().len(), Variant::ALL.len());
     }
 }

@@ -171,27 +171,62 @@ fn assert_exclusive(summary: &Summary, what: &str) {
     assert_eq!(summary.stale_accepted, 0, "{what}: T1-resource violated: {summary:?}");
 }
 
-/// `bench real` refuses bad options before it connects to anything (no cluster needed): exit 2,
-/// the flag named, and no report written.
+/// `bench real` refuses bad options before it connects to anything (no servers needed): exit 2,
+/// the flag named, and no report written; a server that does not answer ends it with exit 4,
+/// naming the command that starts it.
 #[test]
 fn bench_real_refuses_bad_options_before_connecting() {
     let out = std::env::temp_dir().join(format!("cassalock-bench-real-bad-{}", std::process::id()));
-    for (args, message) in [
-        (&["--repeats", "0"][..], "--repeats must be between 1 and 20"),
-        (&["--repeats", "21"][..], "--repeats must be between 1 and 20"),
-        (&["--seconds", "0"][..], "--seconds must be between 1 and 3600"),
-        (&["--lockers", "0"][..], "--lockers: give counts between 1 and 256"),
+    for (args, code, message) in [
+        (&["--repeats", "0"][..], 2, "--repeats must be between 1 and 20"),
+        (&["--repeats", "21"][..], 2, "--repeats must be between 1 and 20"),
+        (&["--seconds", "0"][..], 2, "--seconds must be between 1 and 3600"),
+        (&["--lockers", "0"][..], 2, "--lockers 0: give counts between 1 and 256"),
+        (
+            &["--locks", "nope"][..],
+            2,
+            "invalid value 'nope' for '--locks <LOCKS>'",
+        ),
+        (
+            &[
+                "--locks",
+                "redlock",
+                "--fault-seconds",
+                "0",
+                "--redlock-masters",
+                "127.0.0.1:1",
+            ][..],
+            4,
+            "redlock cannot run",
+        ),
+        (
+            &[
+                "--locks",
+                "memcached",
+                "--fault-seconds",
+                "0",
+                "--memcached",
+                "127.0.0.1:1",
+            ][..],
+            4,
+            "cluster/cassalock-servers start memcached --instances 1",
+        ),
+        (
+            &["--locks", "queue", "--contact-points", "127.0.0.1:1"][..],
+            4,
+            "cluster/cassalock-cluster start --nodes 3",
+        ),
     ] {
         let output = cassalock()
-            .args(["bench", "real", "--contact-points", "127.0.0.1:1", "--out"])
+            .args(["bench", "real", "--out"])
             .arg(&out)
             .args(args)
             .output()
             .expect("cassalock runs");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {stderr}");
         assert!(stderr.contains(message), "{args:?}: {stderr}");
-        assert!(!out.join("real-cluster.md").exists(), "{args:?} wrote a report");
+        assert!(!out.join("real-backends.md").exists(), "{args:?} wrote a report");
     }
     let _ = std::fs::remove_dir_all(&out);
 }

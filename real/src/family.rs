@@ -153,15 +153,7 @@ pub fn check_key(lock_id: &str) -> Result<(), String> {
 
 /// The variant's name on the command line.
 pub fn cli_name(variant: Variant) -> &'static str {
-    match variant {
-        Variant::Old => "old",
-        Variant::Queue => "queue",
-        Variant::Lwt => "lwt",
-        Variant::RedisSetNx => "redis-set-nx",
-        Variant::Redlock => "redlock",
-        Variant::Memcached => "memcached",
-        Variant::Redisson => "redisson",
-    }
+    variant.cli_name()
 }
 
 /// Run this process's family lockers; every event goes to `emit`.

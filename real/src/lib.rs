@@ -72,7 +72,65 @@ pub enum Variant {
     Redisson,
 }
 
+/// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
+/// started before it runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Backend {
+    Cassandra,
+    Redis,
+    Memcached,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Cassandra => "Cassandra",
+            Backend::Redis => "Redis",
+            Backend::Memcached => "Memcached",
+        }
+    }
+}
+
 impl Variant {
+    /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
+    /// Memcached's.
+    pub const ALL: [Variant; 7] = [
+        Variant::Old,
+        Variant::Queue,
+        Variant::Lwt,
+        Variant::RedisSetNx,
+        Variant::Redisson,
+        Variant::Redlock,
+        Variant::Memcached,
+    ];
+
+    /// The variant whose [`Variant::name`] this is (a [`Summary`] keeps the name only).
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+
+    /// The server it runs on.
+    pub fn backend(self) -> Backend {
+        match self {
+            Variant::Old | Variant::Queue | Variant::Lwt => Backend::Cassandra,
+            Variant::RedisSetNx | Variant::Redlock | Variant::Redisson => Backend::Redis,
+            Variant::Memcached => Backend::Memcached,
+        }
+    }
+
+    /// Its name on the command line (`--algorithm`, `--locks`): clap's name for it.
+    pub fn cli_name(self) -> &'static str {
+        match self {
+            Variant::Old => "old",
+            Variant::Queue => "queue",
+            Variant::Lwt => "lwt",
+            Variant::RedisSetNx => "redis-set-nx",
+            Variant::Redlock => "redlock",
+            Variant::Memcached => "memcached",
+            Variant::Redisson => "redisson",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Variant::Old => "old GetLock",
@@ -104,6 +162,14 @@ impl Variant {
         }
     }
 }
+
+/// Do Redisson's waiters in these runs wake on the lock's unlock message (pub/sub), as
+/// Redisson's own client does? Yes: the family driver subscribes a waiter to its lock's channel
+/// before its first attempt (`src/driver/notify.rs`) and `real/src/redis.rs` carries the
+/// subscriptions on a connection of their own. A subscription that fails leaves that waiter to
+/// sleep out the holder's remaining TTL. The benchmark's report says which; clear this if the
+/// real store stops subscribing.
+pub const REDISSON_WAITERS_NOTIFIED: bool = true;
 
 /// How the family locks' runs make their resource tokens (see the module documentation).
 pub const FAMILY_TOKENS: &str = "acquire time in us + locker name (these locks have no growing token; fencing off: \
@@ -473,6 +539,24 @@ mod tests {
         assert_eq!(s.longest_run, 2, "{s:?}");
         // Shares 3, 1 and 0 (locker c never acquired): 16 / (3 x 10).
         assert!((s.jain - 16.0 / 30.0).abs() < 1e-9, "{s:?}");
+    }
+
+    #[test]
+    fn every_variant_is_listed_once_and_found_by_its_name() {
+        for (i, variant) in Variant::ALL.into_iter().enumerate() {
+            assert_eq!(Variant::from_name(variant.name()), Some(variant));
+            assert_eq!(
+                Variant::ALL.iter().position(|v| *v == variant),
+                Some(i),
+                "{variant:?} twice"
+            );
+            assert_eq!(
+                variant.is_family(),
+                variant.backend() != Backend::Cassandra,
+                "{variant:?}"
+            );
+        }
+        assert_eq!(Variant::from_name("nope"), None);
     }
 
     #[test]

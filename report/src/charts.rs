@@ -88,6 +88,16 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// A colour for each of up to eight lines on one chart (the real-backends report's seven locks):
+/// [`colour`]'s six, then two more, so no two of the first eight repeat.
+pub fn colour_of_eight(index: usize) -> RGBColor {
+    const MORE: [RGBColor; 2] = [RGBColor(20, 160, 170), RGBColor(200, 80, 160)];
+    match index % 8 {
+        i @ 0..=5 => colour(i),
+        i => MORE[i - 6],
+    }
+}
+
 /// An axis label in the shortest exact form: 0.5, 2.5, 50, 1k, 1.5k, 10k, 1M. Six decimals at
 /// most, so a tick computed as 3 x 0.1 reads 0.3.
 pub fn axis_label(value: f64) -> String {

@@ -1,8 +1,9 @@
 //! # cassalock-report
 //!
-//! The reports in `reports/`: fairness and performance, the property matrix, and the real-cluster
-//! comparison. Each is a function of the commit and its options: the same command gives
-//! byte-identical files.
+//! The reports in `reports/`: fairness and performance, the property matrix, and the real-backends
+//! comparison (every lock on real servers). The simulated ones are a function of the commit and
+//! its options: the same command gives byte-identical files; the real-backends report is
+//! wall-clock and says so.
 
 pub mod charts;
 pub mod command_line;
@@ -12,7 +13,7 @@ pub mod contract_findings;
 pub mod fairness;
 #[cfg(madsim)]
 pub mod matrix;
-pub mod real_cluster;
+pub mod real_backends;
 
 use std::path::{Path, PathBuf};
 
@@ -31,6 +32,11 @@ pub enum ReportError {
         path: PathBuf,
         source: DrawingAreaErrorKind<std::io::Error>,
     },
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    /// A data file that is not what the report was written from.
+    #[error("{} is not a report's data file: {source}", path.display())]
+    Data { path: PathBuf, source: serde_json::Error },
     #[error("cannot start the worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }
