@@ -47,7 +47,7 @@ fn verdicts(
 #[test]
 fn redlock_without_faults_keeps_t1_but_lock_can_return_empty_handed_under_contention() {
     let report = full(&spec(ModelName::Redlock, Fault::None));
-    pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 499_436);
+    pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 516_193);
     // Both clients split the masters, both attempts fail: lock() returns NotAcquired.
     assert!(trace(&report, "T2").contains("did not get the lock: NotAcquired"));
 }
@@ -59,7 +59,7 @@ fn redlock_breaks_t1_when_master_0_forgets_or_its_clock_jumps() {
         (
             Fault::Restart,
             "master 0 RESTARTS at once without persistence",
-            1_352_146,
+            1_411_715,
         ),
         (
             Fault::ServerClockJump,
@@ -78,7 +78,7 @@ fn redlock_breaks_t1_when_master_0_forgets_or_its_clock_jumps() {
 #[test]
 fn redlock_a_pause_breaks_t1_resource_not_t1_belief() {
     let report = full(&spec(ModelName::Redlock, Fault::Pause));
-    pinned(&report, &verdicts(HOLDS, VIOLATED, HOLDS, HOLDS, VIOLATED), 587_695);
+    pinned(&report, &verdicts(HOLDS, VIOLATED, HOLDS, HOLDS, VIOLATED), 605_511);
     assert!(trace(&report, "T1-resource").contains("no fencing stops it"));
 }
 
@@ -87,7 +87,7 @@ fn go_redsync_extend_mutant_breaks_t1_where_the_written_extension_keeps_it() {
     let mut extend = spec(ModelName::Redlock, Fault::None);
     extend.extend = true;
     let report = full(&extend);
-    pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 1_013_098);
+    pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 1_036_727);
     extend.mutant = Some(Mutant::GoRedsyncExtend);
     let report = full(&extend);
     pinned(

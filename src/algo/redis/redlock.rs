@@ -7,7 +7,9 @@
 //!    `validity = ttl - (now - start) - drift`, is positive; the holder may use it only until
 //!    `start + ttl - drift`;
 //! 4. otherwise unlock every master (also those that seemed to fail: the reply may have been
-//!    lost) and try again after a random delay, up to a retry count;
+//!    lost) and try again after a random delay, up to a retry count; ours: the masters that did
+//!    not answer the unlock are asked again, as a release asks them, and a `lock()` that gives up
+//!    with a master still unanswered says so (its key may stay there until the TTL);
 //! 5. release: the compare-and-delete script on every master.
 //!
 //! Extending is the same as acquiring with the compare-and-pexpire script: a majority must say
@@ -43,6 +45,11 @@ const L4_UNLOCK: StepTag = StepTag::new(
 );
 const L4_DELAY: StepTag = StepTag::new(Source::Redlock, 4, "wait a random delay before the next attempt");
 const L4_GIVE_UP: StepTag = StepTag::new(Source::Redlock, 4, "the retries are spent: give up");
+const RETRY_UNLOCK: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "unlock again the masters that did not answer (compare-and-delete is safe to repeat)",
+);
 const L5_RELEASE: StepTag = StepTag::new(Source::Redlock, 5, "release: compare-and-delete on every master");
 const L5_RELEASED: StepTag = StepTag::new(Source::Redlock, 5, "released on every master that answered");
 const RETRY_RELEASE: StepTag = StepTag::new(
@@ -132,8 +139,9 @@ pub enum RedlockAcquire {
     /// The lock is ours until `lease.valid_until_us` (a [`RedisLease`] whose `set_sent_at_us` is
     /// the attempt's start, and whose drift is the documentation's).
     Acquired { lease: RedisLease, valid_until_us: u64 },
-    /// Every attempt failed to gather a majority within the validity.
-    NotAcquired,
+    /// Every attempt failed to gather a majority within the validity. `unanswered`: masters
+    /// that never answered an unlock, however often asked, and may keep our key until its TTL.
+    NotAcquired { unanswered: usize },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -144,9 +152,14 @@ enum Phase {
         next: usize,
         oks: usize,
     },
-    /// Unlocking master `next - 1` after a failed attempt.
+    /// Unlocking `master` after a failed attempt; `rest`: the masters still to ask in this
+    /// round, `failed`: those whose unlock failed in it (bit sets over at most
+    /// [`MAX_MASTERS_BITS`] masters), `rounds_left`: rounds of asking the failed ones again.
     Unlocking {
-        next: usize,
+        master: usize,
+        rest: u16,
+        failed: u16,
+        rounds_left: u8,
     },
     Drawing,
     Delaying,
@@ -162,7 +175,13 @@ pub struct RedlockAcquireMachine {
     attempt: u32,
     attempt_start_us: u64,
     first_attempt_start_us: u64,
+    /// Masters that may hold our key (a bit each): their `SET` said OK or got no answer, and
+    /// no unlock has been answered by them since.
+    maybe_holding: u16,
 }
+
+/// Masters a bit set of the acquire machine can name.
+pub const MAX_MASTERS_BITS: usize = 16;
 
 impl RedlockAcquireMachine {
     pub fn new(key: impl Into<String>, token: impl Into<String>) -> Self {
@@ -173,6 +192,7 @@ impl RedlockAcquireMachine {
             attempt: 0,
             attempt_start_us: 0,
             first_attempt_start_us: 0,
+            maybe_holding: 0,
         }
     }
 
@@ -229,8 +249,62 @@ impl RedlockAcquireMachine {
             let valid_until_us = now_us.saturating_add(validity_us);
             return Step::done(L3_ACQUIRED, RedlockAcquire::Acquired { lease, valid_until_us });
         }
-        self.phase = Phase::Unlocking { next: 1 };
+        debug_assert!(config.masters <= MAX_MASTERS_BITS, "checked by the lock's config check");
+        let every = u16::MAX
+            .checked_shr(MAX_MASTERS_BITS.saturating_sub(config.masters) as u32)
+            .unwrap_or(0);
+        self.phase = Phase::Unlocking {
+            master: 0,
+            rest: every & !1,
+            failed: 0,
+            rounds_left: config.lock.retry.max_retries,
+        };
         self.send(L4_UNLOCK, 0, self.unlock())
+    }
+
+    /// An unlock of `master` ended (`answered` or not): ask the next master of the round, or
+    /// the round's failed ones again, or go on to the delay or the give-up.
+    fn after_unlock(
+        &mut self,
+        config: &RedlockConfig,
+        (master, mut rest, mut failed, mut rounds_left): (usize, u16, u16, u8),
+        answered: bool,
+    ) -> Step<RedlockAcquire, ToMaster> {
+        let bit = 1u16 << master;
+        if answered {
+            self.maybe_holding &= !bit;
+        } else {
+            failed |= bit;
+        }
+        let mut tag = L4_UNLOCK;
+        if rest == 0 && failed != 0 && rounds_left > 0 {
+            rounds_left -= 1;
+            rest = std::mem::take(&mut failed);
+            tag = RETRY_UNLOCK;
+        }
+        if rest != 0 {
+            let next = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            self.phase = Phase::Unlocking {
+                master: next,
+                rest,
+                failed,
+                rounds_left,
+            };
+            return self.send(tag, next, self.unlock());
+        }
+        if self.attempt >= config.attempts {
+            self.phase = Phase::Finished;
+            let unanswered = self.maybe_holding.count_ones() as usize;
+            return Step::done(L4_GIVE_UP, RedlockAcquire::NotAcquired { unanswered });
+        }
+        self.phase = Phase::Drawing;
+        Step::new(
+            L4_DELAY,
+            Action::Draw {
+                max_ms: config.retry_delay_max_ms,
+            },
+        )
     }
 
     fn unlock(&self) -> RedisCommand {
@@ -249,28 +323,27 @@ impl RedlockAcquireMachine {
         match (self.phase.clone(), input) {
             (Phase::Idle, Input::Start) => self.start_attempt(config, now_us),
             (Phase::Setting { next, oks }, Input::Reply(RedisReply::Ok)) => {
+                self.maybe_holding |= 1 << (next - 1);
                 self.after_set(config, next, oks + 1, now_us)
             }
-            // Nil (taken), an error or a failed request: this master did not give us the lock.
-            (Phase::Setting { next, oks }, Input::Reply(_) | Input::Failed(_)) => {
+            // A failed request may have been applied (its reply lost).
+            (Phase::Setting { next, oks }, Input::Failed(_)) => {
+                self.maybe_holding |= 1 << (next - 1);
                 self.after_set(config, next, oks, now_us)
             }
-            (Phase::Unlocking { next }, Input::Reply(_) | Input::Failed(_)) if next < config.masters => {
-                self.phase = Phase::Unlocking { next: next + 1 };
-                self.send(L4_UNLOCK, next, self.unlock())
-            }
-            (Phase::Unlocking { .. }, Input::Reply(_) | Input::Failed(_)) => {
-                if self.attempt >= config.attempts {
-                    self.phase = Phase::Finished;
-                    return Step::done(L4_GIVE_UP, RedlockAcquire::NotAcquired);
-                }
-                self.phase = Phase::Drawing;
-                Step::new(
-                    L4_DELAY,
-                    Action::Draw {
-                        max_ms: config.retry_delay_max_ms,
-                    },
-                )
+            // Nil (taken) or an error: this master did not give us the lock.
+            (Phase::Setting { next, oks }, Input::Reply(_)) => self.after_set(config, next, oks, now_us),
+            (
+                Phase::Unlocking {
+                    master,
+                    rest,
+                    failed,
+                    rounds_left,
+                },
+                input @ (Input::Reply(_) | Input::Failed(_)),
+            ) => {
+                let answered = matches!(input, Input::Reply(_));
+                self.after_unlock(config, (master, rest, failed, rounds_left), answered)
             }
             (Phase::Drawing, Input::Drawn(ms)) => {
                 self.phase = Phase::Delaying;
@@ -491,6 +564,9 @@ mod tests {
         now_us: u64,
         request_ms: u64,
         draws: u64,
+        /// Requests (counted from 0 over the bench's life) that fail as if lost.
+        lose_requests: Vec<u64>,
+        requests: u64,
     }
 
     impl Bench {
@@ -501,6 +577,8 @@ mod tests {
                 now_us: 1_000_000,
                 request_ms: 1,
                 draws: 0,
+                lose_requests: Vec::new(),
+                requests: 0,
             }
         }
 
@@ -514,7 +592,8 @@ mod tests {
                 input = match step.action {
                     Action::Store(ToMaster { master, command }) => {
                         self.now_us += self.request_ms * 1000;
-                        if self.down.contains(&master) {
+                        self.requests += 1;
+                        if self.down.contains(&master) || self.lose_requests.contains(&(self.requests - 1)) {
                             Input::Failed(crate::store::StoreFailure::Timeout)
                         } else {
                             Input::Reply(self.masters[master].apply(&command, self.now_us / 1000))
@@ -571,11 +650,75 @@ mod tests {
         }
         assert_eq!(bench.holders("a"), 3);
         // A second client finds 3 masters taken: no majority, it unlocks and retries, then gives up.
+        // Masters 3 and 4 answer neither its SET nor its unlock: it says they may hold its key.
         let output = bench.run(&config(), &mut RedlockAcquireMachine::new("lock", "b"));
-        assert_eq!(output, RedlockAcquire::NotAcquired);
+        assert_eq!(output, RedlockAcquire::NotAcquired { unanswered: 2 });
         assert_eq!(bench.draws, 2, "a random delay between each of the 3 attempts");
         assert_eq!(bench.holders("b"), 0, "a failed attempt leaves no key of its own");
         assert_eq!(bench.holders("a"), 3, "and never unlocks another client's key");
+    }
+
+    #[test]
+    fn c_free_a_give_up_asks_an_unanswered_master_again_and_says_when_it_never_answered() {
+        // Masters 0-2 hold another client's key; "b" gets master 3 and 4, no majority. Its
+        // unlock of master 3 (request 8: five SETs, then unlocks 0..4) is lost.
+        let taken = |bench: &mut Bench| {
+            for master in 0..3 {
+                bench.masters[master].apply(&RedisCommand::set_nx_px("lock", "other", 60_000), 1_000);
+            }
+        };
+        let one_attempt = |max_retries: u8| RedlockConfig {
+            attempts: 1,
+            lock: RedisLockConfig {
+                ttl_ms: 10_000,
+                retry: RetryPolicy {
+                    max_retries,
+                    ..RetryPolicy::default()
+                },
+                ..RedisLockConfig::default()
+            },
+            ..RedlockConfig::default()
+        };
+        let mut bench = Bench::new(5);
+        taken(&mut bench);
+        bench.lose_requests = vec![8];
+        let output = bench.run(&one_attempt(3), &mut RedlockAcquireMachine::new("lock", "b"));
+        assert_eq!(output, RedlockAcquire::NotAcquired { unanswered: 0 });
+        assert_eq!(bench.requests, 11, "5 SETs, 5 unlocks, master 3 asked again");
+        assert_eq!(bench.holders("b"), 0, "the second unlock of master 3 removed our key");
+
+        // Without the second round (the documentation's one best-effort round) the key stays,
+        // and the give-up says so.
+        let mut bench = Bench::new(5);
+        taken(&mut bench);
+        bench.lose_requests = vec![8];
+        let output = bench.run(&one_attempt(0), &mut RedlockAcquireMachine::new("lock", "b"));
+        assert_eq!(output, RedlockAcquire::NotAcquired { unanswered: 1 });
+        assert_eq!(bench.holders("b"), 1, "our key stays on master 3 until its TTL");
+
+        // A master that never answers: asked 1 + 3 times in each of 3 attempts, then named.
+        let mut bench = Bench::new(5);
+        taken(&mut bench);
+        bench.down = vec![4];
+        let config = RedlockConfig {
+            lock: RedisLockConfig {
+                ttl_ms: 10_000,
+                ..RedisLockConfig::default()
+            },
+            ..RedlockConfig::default()
+        };
+        let output = bench.run(&config, &mut RedlockAcquireMachine::new("lock", "b"));
+        assert_eq!(output, RedlockAcquire::NotAcquired { unanswered: 1 });
+        assert_eq!(
+            bench.requests,
+            3 * (5 + 5 + 3),
+            "each attempt: 5 SETs, 5 unlocks, 3 retries of master 4"
+        );
+        assert_eq!(
+            bench.holders("b"),
+            0,
+            "master 4 never took our key; master 3's was deleted"
+        );
     }
 
     #[test]
@@ -600,7 +743,7 @@ mod tests {
                 (false, RedlockAcquire::Acquired { .. }) => {}
                 // 12 s after the first attempt's start, a 10 s TTL has no validity left by the
                 // mutant's count: it takes a free lock's majority for a failure and gives up.
-                (true, RedlockAcquire::NotAcquired) => {}
+                (true, RedlockAcquire::NotAcquired { unanswered: 0 }) => {}
                 (mutant, output) => panic!("mutant {mutant}: {output:?}"),
             }
         }
