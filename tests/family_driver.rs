@@ -564,3 +564,180 @@ fn c_lost_a_curator_holder_whose_session_expires_still_believes_and_learns_only_
         );
     });
 }
+
+use cassalock::algo::etcd::mutex::{lease_id_of, EtcdMutants, EtcdMutexConfig};
+use cassalock::algo::family::EtcdLock;
+use cassalock::driver::Clock;
+use cassalock::store::family_memory::{EtcdClient, InMemoryEtcd};
+
+/// The etcd leader's clock: the simulated clock, plus a jump the test can make.
+#[derive(Default)]
+struct LeaderClock {
+    ahead_us: std::sync::atomic::AtomicU64,
+}
+
+impl Clock for LeaderClock {
+    fn now_us(&self) -> u64 {
+        SystemClock.now_us() + self.ahead_us.load(Ordering::SeqCst)
+    }
+
+    fn sleep_ms(&self, ms: u64) -> impl std::future::Future<Output = ()> + Send {
+        SystemClock.sleep_ms(ms)
+    }
+}
+
+type Etcd = Arc<InMemoryEtcd<Arc<LeaderClock>>>;
+type EtcdLocker = FamilyLocker<EtcdLock, Arc<EtcdClient<Arc<LeaderClock>>>, SystemClock>;
+
+fn etcd_server() -> (Etcd, Arc<LeaderClock>) {
+    let clock = Arc::new(LeaderClock::default());
+    (Arc::new(InMemoryEtcd::new(Arc::clone(&clock))), clock)
+}
+
+fn etcd_config(mutant_11456: bool) -> EtcdMutexConfig {
+    EtcdMutexConfig {
+        session_ttl_s: 2,
+        mutants: EtcdMutants {
+            no_own_key_check_after_wait: mutant_11456,
+        },
+        ..EtcdMutexConfig::default()
+    }
+}
+
+fn etcd(server: &Etcd, client: &str, config: EtcdMutexConfig) -> EtcdLocker {
+    let connection = Arc::new(EtcdClient::connect(Arc::clone(server)));
+    FamilyLocker::new(connection, SystemClock, config, client, 23, None).unwrap()
+}
+
+fn etcd_keys_under(server: &Etcd, prefix: &str) -> usize {
+    server
+        .snapshot()
+        .key_values()
+        .filter(|kv| kv.key.starts_with(prefix))
+        .count()
+}
+
+#[test]
+fn t1_fairness_etcd_serves_in_order_with_a_constant_number_of_requests_per_handoff() {
+    on_seed(21, || async {
+        let (server, _) = etcd_server();
+        let first = etcd(&server, "first", etcd_config(false));
+        let first_guard = first.lock("L").await.unwrap();
+        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let holders = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..5 {
+            let locker = etcd(&server, &format!("w{i}"), etcd_config(false));
+            let (order, holders) = (Arc::clone(&order), Arc::clone(&holders));
+            tasks.push(tokio::spawn(async move {
+                let guard = locker.lock("L").await.unwrap();
+                assert_eq!(holders.fetch_add(1, Ordering::SeqCst), 0, "T1: two holders");
+                order.lock().unwrap().push((i, guard.lease().revision));
+                sleep_ms(30).await;
+                holders.fetch_sub(1, Ordering::SeqCst);
+                assert_eq!(guard.release().await.unwrap(), Release::Released);
+                locker.requests()
+            }));
+            sleep_ms(10).await;
+        }
+        assert_eq!(first_guard.release().await.unwrap(), Release::Released);
+        let mut requests = Vec::new();
+        for task in tasks {
+            requests.push(task.await.unwrap());
+        }
+        let order = order.lock().unwrap().clone();
+        assert_eq!(
+            order.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
+            [0, 1, 2, 3, 4],
+            "first come, first served"
+        );
+        assert!(
+            order.windows(2).all(|pair| pair[0].1 < pair[1].1),
+            "the create-revision token grows: {order:?}"
+        );
+        // Each waiter: grant, try, read the predecessor, watch it, read again when told, read
+        // its own key; release: delete, revoke. 8 requests whatever the wait.
+        eprintln!("etcd requests per acquisition and release: {requests:?}");
+        assert!(
+            requests.iter().all(|&n| n <= 8),
+            "requests per acquisition: {requests:?}"
+        );
+        assert_eq!(etcd_keys_under(&server, "/locks/L/"), 0, "no key left behind");
+        assert_eq!(server.snapshot().leases().count(), 0, "every session closed");
+    });
+}
+
+#[test]
+fn etcd_keep_alive_holds_the_lock_past_the_session_ttl_and_try_lock_leaves_nothing() {
+    on_seed(22, || async {
+        let (server, _) = etcd_server();
+        let a = etcd(&server, "a", etcd_config(false));
+        let b = etcd(&server, "b", etcd_config(false));
+        let guard = a.lock("L").await.unwrap();
+        sleep_ms(5_000).await;
+        assert!(guard.is_valid(), "kept alive every 667 ms through 5 s of a 2 s TTL");
+        assert!(b.try_lock("L").await.unwrap().is_none(), "held: try_lock says no");
+        assert_eq!(
+            etcd_keys_under(&server, "/locks/L/"),
+            1,
+            "try_lock's key went with its session"
+        );
+        assert_eq!(server.snapshot().leases().count(), 1, "try_lock's session revoked");
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+        let guard = b.try_lock("L").await.unwrap().expect("free after the release");
+        assert_eq!(guard.release().await.unwrap(), Release::Released);
+    });
+}
+
+/// A waiter queues behind a holder; the leader's clock jumps past both sessions' TTLs, its
+/// lessor revokes them, and the holder's key's deletion wakes the waiter. Then a third
+/// contender asks. Returns (the waiter's lock(), whether the third holds while the waiter
+/// still believes).
+async fn etcd_waiter_after_its_session_expired(mutant_11456: bool) -> (bool, bool) {
+    let (server, leader_clock) = etcd_server();
+    let a = etcd(&server, "a", etcd_config(false));
+    let b = etcd(&server, "b", etcd_config(mutant_11456));
+    let c = etcd(&server, "c", etcd_config(false));
+    let a_guard = a.lock("L").await.unwrap();
+    let waiter = tokio::spawn(async move { b.lock("L").await });
+    sleep_ms(100).await;
+    assert_eq!(etcd_keys_under(&server, "/locks/L/"), 2, "a holds, b waits");
+    leader_clock.ahead_us.store(2_500_000, Ordering::SeqCst);
+    server.expire_leases();
+    assert_eq!(
+        etcd_keys_under(&server, "/locks/L/"),
+        0,
+        "both sessions expired on the leader"
+    );
+    let b_result = waiter.await.unwrap();
+    let b_acquired = b_result.is_ok();
+    let c_guard = c.lock("L").await.unwrap();
+    let both = b_result.as_ref().is_ok_and(|g| g.is_valid()) && c_guard.is_valid();
+    drop(a_guard);
+    (b_acquired, both)
+}
+
+#[test]
+fn etcd_issue_11456_a_waiter_whose_session_expired_is_told_and_the_mutant_holds_beside_the_next() {
+    on_seed(23, || async {
+        let (acquired, two_holders) = etcd_waiter_after_its_session_expired(false).await;
+        assert!(
+            !acquired,
+            "E4: the waiter reads its own key, finds it gone: session expired"
+        );
+        assert!(!two_holders);
+        let (acquired, two_holders) = etcd_waiter_after_its_session_expired(true).await;
+        assert!(acquired, "the 3.4.3 behaviour: acquired with no key standing for it");
+        assert!(
+            two_holders,
+            "T1: the next contender's key is the lowest: two believe they hold"
+        );
+    });
+}
+
+#[test]
+fn etcd_lease_ids_differ_per_token_and_are_positive() {
+    let ids: std::collections::BTreeSet<i64> = (0..10_000).map(|i| lease_id_of(&format!("t{i}"))).collect();
+    assert_eq!(ids.len(), 10_000);
+    assert!(ids.iter().all(|&id| id > 0));
+}

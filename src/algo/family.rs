@@ -12,6 +12,10 @@ use std::convert::Infallible;
 use std::fmt;
 use std::marker::PhantomData;
 
+use super::etcd::mutex::{
+    prefix_of, EtcdAcquire, EtcdAcquired, EtcdLease, EtcdMutexConfig, EtcdNotAcquired, EtcdRelease, EtcdReleased,
+    KeepAlive, KeptAlive,
+};
 use super::memcached::{self as mc, MemcachedAcquire, MemcachedLease, MemcachedLockConfig};
 use super::redis::redisson::{
     self, RedissonAcquire, RedissonAcquired, RedissonConfig, RedissonLease, RedissonRelease, RedissonReleased, Renewed,
@@ -28,6 +32,7 @@ use super::zookeeper::curator_mutex::{
     CuratorRelease, CuratorReleased,
 };
 use super::{Input, Leftover, Machine, RetryPolicy, Step};
+use crate::store::etcd_client::{EtcdOp, EtcdOpReply};
 use crate::store::memcached::{MemcachedCommand, MemcachedReply};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::znode_tree::{ZkOp, ZkReply};
@@ -295,7 +300,14 @@ impl FamilyLock for RedlockLock {
             RedlockAcquire::Acquired { lease, valid_until_us } => {
                 Acquisition::Acquired(RedlockHold { lease, valid_until_us })
             }
-            RedlockAcquire::NotAcquired => Acquisition::NotAcquired,
+            RedlockAcquire::NotAcquired { unanswered: 0 } => Acquisition::NotAcquired,
+            // Ours: the give-up's unlock never reached these masters, however often asked.
+            RedlockAcquire::NotAcquired { unanswered } => Acquisition::Failed {
+                failure: StoreFailure::Other(format!(
+                    "no majority, and {unanswered} masters did not answer the unlock: our key may stay on them until its TTL"
+                )),
+                left: Leftover::CleanUpFailed,
+            },
         }
     }
 
@@ -705,4 +717,115 @@ impl FamilyLock for CuratorLock {
     }
 
     no_renewal!();
+}
+
+/// etcd's mutex with its session ([`super::etcd::mutex`]): a session per acquisition, its
+/// keep-alive the holder's renewal lane; "extend" is one keep-alive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EtcdLock;
+
+impl FamilyLock for EtcdLock {
+    const NAME: &'static str = "etcd";
+    type Config = EtcdMutexConfig;
+    type Command = EtcdOp;
+    type Reply = EtcdOpReply;
+    type Lease = EtcdLease;
+    type AcquireMachine = EtcdAcquire;
+    type ExtendMachine = KeepAlive;
+    type ReleaseMachine = EtcdRelease;
+    type RenewalMachine = KeepAlive;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> EtcdAcquire {
+        EtcdAcquire::new(key, token, patience == Patience::Once)
+    }
+
+    fn acquired(output: EtcdAcquired) -> Acquisition<EtcdLease> {
+        let (why, key_may_remain) = match output {
+            EtcdAcquired::Acquired(lease) => return Acquisition::Acquired(lease),
+            EtcdAcquired::NotAcquired { why, key_may_remain } => (why, key_may_remain),
+        };
+        let left = if key_may_remain {
+            Leftover::CleanUpFailed
+        } else {
+            Leftover::Nothing
+        };
+        match (why, left) {
+            (EtcdNotAcquired::HeldByAnother, Leftover::Nothing) => Acquisition::NotAcquired,
+            (EtcdNotAcquired::TimedOut, Leftover::Nothing) => Acquisition::TimedOut,
+            (EtcdNotAcquired::SessionExpired, left) => Acquisition::Failed {
+                failure: StoreFailure::Other(
+                    "the session's lease expired while we waited: our key went with it".into(),
+                ),
+                left,
+            },
+            (EtcdNotAcquired::Failed(failure), left) => Acquisition::Failed { failure, left },
+            (why, left) => Acquisition::Failed {
+                failure: StoreFailure::Other(format!(
+                    "{why:?}, and the session's revocation never got through: our key stays until its lease's TTL"
+                )),
+                left,
+            },
+        }
+    }
+
+    /// The waiter's watch messages come on the lock's prefix (a store sends each client only
+    /// the deletions it watches).
+    fn notification_channel(key: &str, _token: &str) -> Option<String> {
+        Some(prefix_of(key))
+    }
+
+    fn extend(lease: EtcdLease) -> KeepAlive {
+        KeepAlive::once(lease)
+    }
+
+    fn extended(_old: &EtcdLease, output: KeptAlive) -> Extension<EtcdLease> {
+        match output {
+            KeptAlive::Renewed(lease) => Extension::Extended(lease),
+            KeptAlive::Lost | KeptAlive::Expired => Extension::Lost,
+            KeptAlive::Failed(failure) => Extension::Failed(failure),
+            KeptAlive::Stopped => unreachable!("a one-off keep-alive is not stopped"),
+        }
+    }
+
+    fn release(lease: EtcdLease) -> EtcdRelease {
+        EtcdRelease::new(lease)
+    }
+
+    fn released(output: EtcdReleased) -> Release {
+        match output {
+            EtcdReleased::Released => Release::Released,
+            EtcdReleased::WasGone => Release::WasNotOurs,
+            EtcdReleased::GoneEitherWay => Release::GoneEitherWay,
+            EtcdReleased::Failed(failure) => Release::Failed(failure),
+        }
+    }
+
+    fn valid_until_us(lease: &EtcdLease, config: &EtcdMutexConfig) -> u64 {
+        lease.valid_until_us(config)
+    }
+
+    fn token(lease: &EtcdLease) -> &str {
+        &lease.token
+    }
+
+    fn check(config: &EtcdMutexConfig) -> Result<(), String> {
+        config.check()
+    }
+
+    fn renewal(lease: &EtcdLease, _config: &EtcdMutexConfig) -> Option<KeepAlive> {
+        Some(KeepAlive::lane(lease.clone()))
+    }
+
+    fn renewal_ended(output: KeptAlive) -> RenewalEnd {
+        match output {
+            KeptAlive::Stopped => RenewalEnd::Stopped,
+            KeptAlive::Lost => RenewalEnd::Lost,
+            KeptAlive::Expired => RenewalEnd::Expired,
+            KeptAlive::Renewed(_) | KeptAlive::Failed(_) => unreachable!("the lane runs until it ends"),
+        }
+    }
+
+    fn renewed_lease(lane: &KeepAlive) -> EtcdLease {
+        lane.lease().clone()
+    }
 }

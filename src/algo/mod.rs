@@ -28,6 +28,7 @@
 
 pub mod clean_up;
 pub mod contract;
+pub mod etcd;
 pub mod family;
 pub mod fence;
 pub mod global_time;
@@ -81,6 +82,8 @@ pub enum Source {
     Redlock,
     /// Curator's `InterProcessMutex` recipe on ZooKeeper (issue 14).
     Curator,
+    /// etcd's `clientv3/concurrency` session and mutex (issue 14).
+    Etcd,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
 }
@@ -116,6 +119,7 @@ impl fmt::Display for StepTag {
             Source::Redisson => "redisson",
             Source::Redlock => "redlock",
             Source::Curator => "curator",
+            Source::Etcd => "etcd",
             Source::Ours => "ours",
         };
         if self.step == 0 {

@@ -9,6 +9,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use super::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
+use super::etcd_keyspace::{EtcdCommand, EtcdKeyspace, EtcdReply};
 use super::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use super::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
 use super::znode_tree::{SessionId, ZkCommand, ZkOp, ZkReply, ZnodeTree};
@@ -265,5 +267,119 @@ impl<C: Clock + Send + Sync + 'static> FamilyStore<ZkOp> for ZkClient<C> {
     /// Watches fired for this session on nodes in `directory`.
     async fn subscribe(&self, directory: &str) -> Option<Subscription> {
         Some(self.server.channels.subscribe(&format!("{}:{directory}", self.session)))
+    }
+}
+
+/// One etcd server's key space, on `clock` (the leader's: it judges the leases), with the
+/// deletion watches of its clients, told at once.
+pub struct InMemoryEtcd<C> {
+    state: Mutex<(EtcdKeyspace, DeletionWatches)>,
+    clock: C,
+    /// Watch messages, on the channel `{client}:{prefix of the key watched}`.
+    channels: Channels,
+    clients: AtomicU64,
+    commands: AtomicU64,
+}
+
+impl<C: Clock> InMemoryEtcd<C> {
+    pub fn new(clock: C) -> Self {
+        InMemoryEtcd {
+            state: Mutex::new((EtcdKeyspace::new(), DeletionWatches::new())),
+            clock,
+            channels: Channels::new(),
+            clients: AtomicU64::new(0),
+            commands: AtomicU64::new(0),
+        }
+    }
+
+    /// A copy of the key space (for checks).
+    pub fn snapshot(&self) -> EtcdKeyspace {
+        lock_ignoring_poison(&self.state).0.clone()
+    }
+
+    /// Requests answered so far.
+    pub fn commands(&self) -> u64 {
+        self.commands.load(Ordering::Relaxed)
+    }
+
+    /// Run the leader's clock on the leases (a server does between requests too), telling the
+    /// watchers of the keys it deletes.
+    pub fn expire_leases(&self) {
+        let now_ms = self.clock.now_us() / 1000;
+        let mut state = lock_ignoring_poison(&self.state);
+        let (keyspace, watches) = &mut *state;
+        let expiry = keyspace.expire_leases(now_ms);
+        let told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
+        drop(state);
+        self.tell(told);
+    }
+
+    fn tell(&self, channels: Vec<String>) {
+        for channel in channels {
+            self.channels.publish(&channel);
+        }
+    }
+
+    fn execute(&self, op: &EtcdOp, client: u64) -> EtcdOpReply {
+        self.commands.fetch_add(1, Ordering::Relaxed);
+        let now_ms = self.clock.now_us() / 1000;
+        let mut state = lock_ignoring_poison(&self.state);
+        let (keyspace, watches) = &mut *state;
+        let expiry = keyspace.expire_leases(now_ms);
+        let mut told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
+        let reply = match op {
+            EtcdOp::Kv(command) => {
+                let executed = keyspace.execute(command, now_ms);
+                told.extend(watches.fired(&executed.events));
+                EtcdOpReply::Kv(executed.reply)
+            }
+            EtcdOp::WatchDeletion { key, after_revision } => {
+                let channel = format!("{client}:{}", prefix_of_key(key));
+                watches.watch(keyspace, key, *after_revision, &channel)
+            }
+        };
+        drop(state);
+        self.tell(told);
+        reply
+    }
+}
+
+/// The prefix a key sits under: everything up to its last `/`, kept.
+fn prefix_of_key(key: &str) -> &str {
+    key.rfind('/').map_or("", |at| &key[..=at])
+}
+
+/// A client's connection to an [`InMemoryEtcd`]: the watches it opens are told on its own
+/// channels. Sessions (leases) belong to the lock machines, which keep them alive.
+pub struct EtcdClient<C> {
+    server: std::sync::Arc<InMemoryEtcd<C>>,
+    id: u64,
+}
+
+impl<C: Clock> EtcdClient<C> {
+    pub fn connect(server: std::sync::Arc<InMemoryEtcd<C>>) -> Self {
+        let id = server.clients.fetch_add(1, Ordering::Relaxed);
+        EtcdClient { server, id }
+    }
+
+    /// A request as this client (for tests that act beside the lock).
+    pub fn request(&self, command: EtcdCommand) -> EtcdReply {
+        match self.server.execute(&EtcdOp::Kv(command), self.id) {
+            EtcdOpReply::Kv(reply) => reply,
+            other => unreachable!("a key-value request answers a key-value reply, not {other}"),
+        }
+    }
+}
+
+impl<C: Clock + Send + Sync + 'static> FamilyStore<EtcdOp> for EtcdClient<C> {
+    type Reply = EtcdOpReply;
+
+    async fn execute(&self, op: EtcdOp) -> Result<EtcdOpReply, StoreFailure> {
+        Ok(self.server.execute(&op, self.id))
+    }
+
+    /// Deletions this client watches of keys under `prefix`.
+    async fn subscribe(&self, prefix: &str) -> Option<Subscription> {
+        Some(self.server.channels.subscribe(&format!("{}:{prefix}", self.id)))
     }
 }

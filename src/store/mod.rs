@@ -8,6 +8,7 @@
 
 #[cfg(not(madsim))]
 pub mod cassandra;
+pub mod etcd_client;
 pub mod etcd_keyspace;
 pub mod family_memory;
 pub mod memcached;
