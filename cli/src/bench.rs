@@ -23,7 +23,7 @@ pub enum Suite {
     #[cfg(madsim)]
     SweepMemory,
     /// Real backends (the real build only): every lock on its real servers, Cassandra's old,
-    /// queue and LWT locks, Redis SET NX, Redisson and Redlock, Memcached add, at 1, 4 and 16
+    /// queue and LWT locks, Redis SET NX, Redisson's RLock and fair lock, Redlock, Memcached add, at 1, 4 and 16
     /// lockers, interleaved repeats; then one run of each under its backend's fault (a Cassandra
     /// node killed, the Redis primary failed over, a Redlock master paused, memcached
     /// restarted). Writes reports/real-backends.md and its charts. Start the servers first:
@@ -40,15 +40,15 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real: which locks, comma-separated [default: all seven: old, queue, lwt, redis-set-nx,
-    /// redisson, redlock, memcached].
+    /// real: which locks, comma-separated [default: all eight: old, queue, lwt, redis-set-nx,
+    /// redisson, redisson-fair, redlock, memcached].
     #[arg(long, value_enum, value_delimiter = ',')]
     locks: Option<Vec<Variant>>,
     /// real: Cassandra nodes, host:port, comma-separated, for old, queue and lwt [default:
     /// 127.0.0.1:9042, `cluster/cassalock-cluster start --nodes 3`].
     #[arg(long, value_delimiter = ',')]
     contact_points: Option<Vec<String>>,
-    /// real: the Redis server of redis-set-nx and redisson, host:port [default: 127.0.0.1:16380,
+    /// real: the Redis server of redis-set-nx, redisson and redisson-fair, host:port [default: 127.0.0.1:16380,
     /// redis1 of `cluster/cassalock-servers start redis --instances 3`].
     #[arg(long)]
     redis: Option<String>,
@@ -61,7 +61,7 @@ pub struct BenchArgs {
     /// start memcached`].
     #[arg(long)]
     memcached: Option<String>,
-    /// real: the replicated Redis pair (primary, replica) that redis-set-nx and redisson run
+    /// real: the replicated Redis pair (primary, replica) that redis-set-nx, redisson and redisson-fair run
     /// against in their failover runs [default: 127.0.0.1:16390,127.0.0.1:16391,
     /// `cluster/cassalock-servers start redis-replicated`].
     #[arg(long, value_delimiter = ',')]

@@ -27,13 +27,13 @@ pub struct RealArgs {
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
     /// Which lock: Cassandra's (old, queue, lwt; --contact-points) or another family's
-    /// (redis-set-nx, redisson, redlock, memcached; --servers).
+    /// (redis-set-nx, redisson, redisson-fair, redlock, memcached; --servers).
     #[arg(long, value_enum, default_value = "queue")]
     pub algorithm: Variant,
-    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx and redisson one
-    /// server (or a primary and its replicas: the lockers use the master), redlock every
-    /// master (1-15), memcached one server. Redisson's waiters wake on the unlock message
-    /// (pub/sub), as Redisson's client does.
+    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx, redisson and
+    /// redisson-fair one server (or a primary and its replicas: the lockers use the master),
+    /// redlock every master (1-15), memcached one server. Redisson's waiters wake on the unlock
+    /// message (pub/sub), as Redisson's client does; the fair lock's, each on its own channel.
     #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
@@ -155,11 +155,11 @@ pub struct BenchPlan {
     /// Seconds of each lock's fault run; 0: none.
     pub fault_seconds: u64,
     pub contact_points: Vec<String>,
-    /// The server of redis-set-nx and redisson.
+    /// The server of redis-set-nx, redisson and redisson-fair.
     pub redis: String,
     pub redlock_masters: Vec<String>,
     pub memcached: String,
-    /// The pair redis-set-nx and redisson fail over in their fault runs.
+    /// The pair redis-set-nx, redisson and redisson-fair fail over in their fault runs.
     pub redis_replicated: Vec<String>,
     pub out: PathBuf,
 }
@@ -238,7 +238,7 @@ impl BenchPlan {
         }
         let uses = |lock: Variant| locks.contains(&lock);
         let cassandra = locks.iter().any(|l| l.backend() == Backend::Cassandra);
-        let redis_server = uses(Variant::RedisSetNx) || uses(Variant::Redisson);
+        let redis_server = uses(Variant::RedisSetNx) || uses(Variant::Redisson) || uses(Variant::RedissonFair);
         // A server flag for a lock that does not run would be silently ignored: refuse it.
         for (flag, given, used, locks_named) in [
             (
@@ -251,7 +251,7 @@ impl BenchPlan {
                 "--redis",
                 flags.redis.is_some(),
                 redis_server,
-                "redis-set-nx or redisson",
+                "redis-set-nx, redisson or redisson-fair",
             ),
             (
                 "--redlock-masters",
@@ -269,7 +269,7 @@ impl BenchPlan {
                 "--redis-replicated",
                 flags.redis_replicated.is_some(),
                 redis_server && fault_seconds > 0,
-                "redis-set-nx or redisson, with fault runs",
+                "redis-set-nx, redisson or redisson-fair, with fault runs",
             ),
         ] {
             if given && !used {
@@ -363,7 +363,7 @@ impl BenchPlan {
     /// The servers a family lock runs on (its `--servers`); empty for Cassandra's locks.
     pub fn servers(&self, lock: Variant) -> Vec<String> {
         match lock {
-            Variant::RedisSetNx | Variant::Redisson => vec![self.redis.clone()],
+            Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => vec![self.redis.clone()],
             Variant::Redlock => self.redlock_masters.clone(),
             Variant::Memcached => vec![self.memcached.clone()],
             Variant::Old | Variant::Queue | Variant::Lwt => Vec::new(),
@@ -391,7 +391,7 @@ impl BenchPlan {
         if self.uses(Backend::Cassandra) {
             command += &format!(" --contact-points {}", self.contact_points.join(","));
         }
-        if self.locks.contains(&Variant::RedisSetNx) || self.locks.contains(&Variant::Redisson) {
+        if self.locks.iter().any(|l| l.on_one_redis()) {
             command += &format!(" --redis {}", self.redis);
             if self.fault_seconds > 0 {
                 command += &format!(" --redis-replicated {}", self.redis_replicated.join(","));
@@ -503,12 +503,7 @@ pub fn not_the_real_build() -> ExitCode {
 pub fn bench_needs_the_real_build(plan: &BenchPlan) -> ExitCode {
     let mut start: Vec<&str> = plan.locks.iter().map(|&lock| start_command(lock)).collect();
     start.dedup();
-    if plan.fault_runs() > 0
-        && plan
-            .locks
-            .iter()
-            .any(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson))
-    {
+    if plan.fault_runs() > 0 && plan.locks.iter().any(|l| l.on_one_redis()) {
         start.push(START_REPLICATED);
     }
     let servers: Vec<String> = plan
@@ -751,12 +746,7 @@ mod imp {
                 return unreachable(&[lock], &probe.servers, start_command(lock), &e.to_string());
             }
         }
-        let failover_locks: Vec<Variant> = plan
-            .locks
-            .iter()
-            .copied()
-            .filter(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson))
-            .collect();
+        let failover_locks: Vec<Variant> = plan.locks.iter().copied().filter(|l| l.on_one_redis()).collect();
         if plan.fault_seconds > 0 && !failover_locks.is_empty() {
             let probe = RunSpec {
                 servers: plan.redis_replicated.clone(),
@@ -995,12 +985,9 @@ mod imp {
         if plan.uses(Backend::Redis) {
             let mut servers = Vec::new();
             let mut start = vec![format!("`{}`", start_command(Variant::Redlock))];
-            let single = plan
-                .locks
-                .iter()
-                .any(|l| matches!(l, Variant::RedisSetNx | Variant::Redisson));
+            let single = plan.locks.iter().any(|l| l.on_one_redis());
             if single {
-                servers.push(format!("SET NX and Redisson: {}", plan.redis));
+                servers.push(format!("SET NX and Redisson's locks: {}", plan.redis));
             }
             if plan.locks.contains(&Variant::Redlock) {
                 servers.push(format!(
@@ -1011,7 +998,7 @@ mod imp {
             }
             if single && plan.fault_seconds > 0 {
                 servers.push(format!(
-                    "fault runs of SET NX and Redisson: the pair {}",
+                    "fault runs of SET NX and Redisson's locks: the pair {}",
                     plan.redis_replicated.join(", ")
                 ));
                 start.push(format!("`{START_REPLICATED}`"));
@@ -1328,7 +1315,7 @@ mod tests {
         assert!(plan.servers(Variant::Queue).is_empty());
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
+            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
         );
         // Warm-up, 63 runs of 20 + 3 s, 7 fault runs of 20 + 60 s.
         assert_eq!(plan.estimate_s(), 15 + 63 * 23 + 7 * 80);
@@ -1493,7 +1480,7 @@ mod tests {
                     redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
                     ..flags()
                 },
-                "--redis-replicated is for redis-set-nx or redisson, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redlock,memcached, --fault-seconds 0)",
+                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached, --fault-seconds 0)",
             ),
             // Each value allowed, but together about 17 days.
             (

@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cassalock::algo::family::{FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock, MAX_MASTERS};
+use cassalock::algo::family::{
+    FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock, MAX_MASTERS,
+};
 use cassalock::algo::memcached::{Checks, MemcachedLockConfig};
 use cassalock::algo::redis::redisson::RedissonConfig;
 use cassalock::algo::redis::redlock::RedlockConfig;
@@ -117,10 +119,12 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         return Err(format!("--servers: {bad:?} is not host:port"));
     }
     let (most, what) = match variant {
-        Variant::RedisSetNx | Variant::Redisson => (MAX_ADDRESSES, "a Redis server, or a primary and its replicas"),
+        Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => {
+            (MAX_ADDRESSES, "a Redis server, or a primary and its replicas")
+        }
         Variant::Redlock => (MAX_MASTERS, "the Redlock masters"),
         Variant::Memcached => (1, "one Memcached server"),
-        _ => return Err("--servers is for redis-set-nx, redisson, redlock and memcached".into()),
+        _ => return Err("--servers is for redis-set-nx, redisson, redisson-fair, redlock and memcached".into()),
     };
     if servers.len() > most {
         return Err(format!(
@@ -132,6 +136,7 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         Variant::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
         Variant::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
         Variant::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
+        Variant::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_s)),
         _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
     };
     checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
@@ -165,7 +170,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     // (the others may be down after a failover). Redlock needs every master answering at the
     // start; Memcached has one server.
     match job.variant {
-        Variant::RedisSetNx | Variant::Redisson => {
+        Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => {
             RealRedis::new(&job.servers)?
                 .ping()
                 .await
@@ -211,6 +216,20 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
             Variant::Redisson => {
                 let store = RealRedis::new(&job.servers)?;
                 let locker = FamilyLocker::<RedissonLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    redisson_config(ttl_s, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            Variant::RedissonFair => {
+                let store = RealRedis::new(&job.servers)?;
+                let locker = FamilyLocker::<RedissonFairLock, _, _>::new(
                     store,
                     SystemClock,
                     redisson_config(ttl_s, max_wait_s),

@@ -70,6 +70,9 @@ pub enum Variant {
     /// Redisson's RLock: the hash lock's scripts with the watchdog renewing every third of
     /// the TTL (one server, or a primary and its replicas).
     Redisson,
+    /// Redisson's fair lock: the RLock's watchdog over the fair scripts (a queue of waiters,
+    /// each told in turn on its own channel).
+    RedissonFair,
 }
 
 /// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
@@ -94,12 +97,13 @@ impl Backend {
 impl Variant {
     /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
     /// Memcached's.
-    pub const ALL: [Variant; 7] = [
+    pub const ALL: [Variant; 8] = [
         Variant::Old,
         Variant::Queue,
         Variant::Lwt,
         Variant::RedisSetNx,
         Variant::Redisson,
+        Variant::RedissonFair,
         Variant::Redlock,
         Variant::Memcached,
     ];
@@ -113,7 +117,7 @@ impl Variant {
     pub fn backend(self) -> Backend {
         match self {
             Variant::Old | Variant::Queue | Variant::Lwt => Backend::Cassandra,
-            Variant::RedisSetNx | Variant::Redlock | Variant::Redisson => Backend::Redis,
+            Variant::RedisSetNx | Variant::Redlock | Variant::Redisson | Variant::RedissonFair => Backend::Redis,
             Variant::Memcached => Backend::Memcached,
         }
     }
@@ -128,6 +132,7 @@ impl Variant {
             Variant::Redlock => "redlock",
             Variant::Memcached => "memcached",
             Variant::Redisson => "redisson",
+            Variant::RedissonFair => "redisson-fair",
         }
     }
 
@@ -140,6 +145,7 @@ impl Variant {
             Variant::Redlock => "Redlock",
             Variant::Memcached => "Memcached add lock",
             Variant::Redisson => "Redisson RLock",
+            Variant::RedissonFair => "Redisson fair lock",
         }
     }
 
@@ -148,8 +154,19 @@ impl Variant {
     pub fn is_family(self) -> bool {
         matches!(
             self,
-            Variant::RedisSetNx | Variant::Redlock | Variant::Memcached | Variant::Redisson
+            Variant::RedisSetNx | Variant::Redlock | Variant::Memcached | Variant::Redisson | Variant::RedissonFair
         )
+    }
+
+    /// Runs on one Redis server, or the master of a primary and its replicas (not Redlock's
+    /// independent masters).
+    pub fn on_one_redis(self) -> bool {
+        matches!(self, Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair)
+    }
+
+    /// Its waiters sleep until the unlock message (Redisson's RLock and fair lock).
+    pub fn is_redisson(self) -> bool {
+        matches!(self, Variant::Redisson | Variant::RedissonFair)
     }
 
     /// What the resource's tokens are, for the summary: empty for the Cassandra locks' own
