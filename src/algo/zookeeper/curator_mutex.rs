@@ -21,7 +21,12 @@
 //! - **C4 give up**: a wait time that runs out (or `try_lock` finding the lock held) deletes our
 //!   node, so that the one behind us does not wait for nobody.
 //! - **C5 release**: delete our node. "No node" means our session expired and took it: the lock
-//!   was lost before the release.
+//!   was lost before the release. Ours: a delete that fails is sent again after a backoff, up to
+//!   the retry policy (a node left behind is not freed by any TTL: it stays while our session
+//!   lives, and every later contender queues behind it), and a release that still fails says so.
+//!   CURATOR-678 is the bug this guards against: a release during a connection loss dropped the
+//!   client's record of the lock while the node stayed, so every later acquire waited behind it
+//!   (the mutant [`CuratorMutants::release_gives_up_after_one_failure`]).
 //!
 //! The holder's token is its node's `czxid`: ZooKeeper orders all writes, so a later holder's
 //! node was created later and carries a larger zxid (a fencing token that only grows). Curator
@@ -62,6 +67,19 @@ const C4_GAVE_UP: StepTag = StepTag::new(Source::Curator, 4, "gave up without th
 const C5_RELEASE: StepTag = StepTag::new(Source::Curator, 5, "release: delete our node");
 const C5_DONE: StepTag = StepTag::new(Source::Curator, 5, "released, or found our node gone");
 const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
+const MUTANT_678: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT CURATOR-678: the delete failed, the release gives up and forgets the node",
+);
+
+/// Known bugs of Curator's lock, off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CuratorMutants {
+    /// CURATOR-678: a release whose delete fails once ends there; the node stays while the
+    /// session lives and every later contender waits behind it.
+    pub release_gives_up_after_one_failure: bool,
+}
 const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
 
 /// What the Curator machines read.
@@ -73,6 +91,7 @@ pub struct CuratorConfig {
     /// Curator's wait on the watch alone).
     pub recheck_every_ms: Option<u64>,
     pub retry: RetryPolicy,
+    pub mutants: CuratorMutants,
 }
 
 impl AsRef<RetryPolicy> for CuratorConfig {
@@ -449,12 +468,14 @@ pub enum CuratorReleased {
     Failed(StoreFailure),
 }
 
-/// C5: delete our node.
+/// C5: delete our node, again after a failure (ours; see the module documentation).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CuratorRelease {
     lease: CuratorLease,
     sent: bool,
+    backing_off: bool,
     finished: bool,
+    uncertainty: Uncertainty,
 }
 
 impl CuratorRelease {
@@ -462,7 +483,9 @@ impl CuratorRelease {
         CuratorRelease {
             lease,
             sent: false,
+            backing_off: false,
             finished: false,
+            uncertainty: Uncertainty::default(),
         }
     }
 
@@ -470,25 +493,52 @@ impl CuratorRelease {
         self.finished
     }
 
-    fn advance(&mut self, _: &CuratorConfig, input: Input<ZkReply>, _: u64) -> Step<CuratorReleased, ZkOp> {
-        let output = match (self.sent, input) {
-            (false, Input::Start) => {
-                self.sent = true;
-                return Step::store(
-                    C5_RELEASE,
-                    ZkOp::Delete {
-                        path: self.lease.node.clone(),
-                        version: None,
-                    },
-                );
+    fn delete(&mut self) -> Step<CuratorReleased, ZkOp> {
+        self.sent = true;
+        self.backing_off = false;
+        Step::store(
+            C5_RELEASE,
+            ZkOp::Delete {
+                path: self.lease.node.clone(),
+                version: None,
+            },
+        )
+    }
+
+    fn advance(&mut self, config: &CuratorConfig, input: Input<ZkReply>, now_us: u64) -> Step<CuratorReleased, ZkOp> {
+        let output = match (self.sent, self.backing_off, input) {
+            (false, _, Input::Start) => return self.delete(),
+            (true, true, Input::Woke) => return self.delete(),
+            (true, false, Input::Reply(ZkReply::Ok)) => CuratorReleased::Released,
+            // A retried delete that finds no node: our earlier one may have applied.
+            (true, false, Input::Reply(ZkReply::Error(ZkError::NoNode))) if self.uncertainty.may_have_applied() => {
+                CuratorReleased::Released
             }
-            (true, Input::Reply(ZkReply::Ok)) => CuratorReleased::Released,
-            (true, Input::Reply(ZkReply::Error(ZkError::NoNode | ZkError::SessionExpired))) => CuratorReleased::WasGone,
-            (true, Input::Reply(reply)) => {
+            (true, false, Input::Reply(ZkReply::Error(ZkError::NoNode | ZkError::SessionExpired))) => {
+                CuratorReleased::WasGone
+            }
+            (true, false, Input::Reply(reply)) => {
                 CuratorReleased::Failed(StoreFailure::Other(format!("unexpected reply {reply}")))
             }
-            (true, Input::Failed(failure)) => CuratorReleased::Failed(failure),
-            (sent, input) => panic!("CuratorRelease: {input:?} (sent {sent})"),
+            (true, false, Input::Failed(failure)) if config.mutants.release_gives_up_after_one_failure => {
+                self.finished = true;
+                return Step::done(MUTANT_678, CuratorReleased::Failed(failure));
+            }
+            (true, false, Input::Failed(failure)) => {
+                if self.uncertainty.failed(&failure, Some(now_us), &config.retry) {
+                    CuratorReleased::Failed(failure)
+                } else {
+                    self.backing_off = true;
+                    return Step::new(
+                        RETRY_AFTER_FAILURE,
+                        Action::Sleep {
+                            ms: config.retry.backoff_ms,
+                            kind: SleepKind::Retry,
+                        },
+                    );
+                }
+            }
+            (sent, backing_off, input) => panic!("CuratorRelease: {input:?} (sent {sent}, backing off {backing_off})"),
         };
         self.finished = true;
         Step::done(C5_DONE, output)
@@ -598,6 +648,8 @@ mod tests {
         fired: Vec<SessionId>,
         /// Lose the reply of the next create (after it applied).
         lose_next_create_reply: bool,
+        /// Fail this many next deletes before they reach the server (a connection loss).
+        fail_next_deletes: u8,
     }
 
     impl Bench {
@@ -607,6 +659,7 @@ mod tests {
                 now_us: 1_000_000,
                 fired: Vec::new(),
                 lose_next_create_reply: false,
+                fail_next_deletes: 0,
             }
         }
 
@@ -636,6 +689,11 @@ mod tests {
             for _ in 0..1000 {
                 let step = machine.resume(config, input, self.now_us);
                 input = match step.action {
+                    Action::Store(ZkOp::Delete { .. }) if self.fail_next_deletes > 0 => {
+                        self.now_us += 1000;
+                        self.fail_next_deletes -= 1;
+                        Input::Failed(StoreFailure::Unavailable)
+                    }
                     Action::Store(op) => {
                         self.now_us += 1000;
                         let lose = matches!(op, ZkOp::Create { ephemeral: true, .. }) && self.lose_next_create_reply;
@@ -701,6 +759,44 @@ mod tests {
         bench.run(b, &config, &mut CuratorRelease::new(second_lease.clone()), Input::Start);
         let third_lease = held(bench.run(c, &config, &mut third, Input::Woke));
         assert!(third_lease.czxid > second_lease.czxid);
+    }
+
+    #[test]
+    fn c5_a_release_whose_delete_fails_tries_again_and_the_curator_678_mutant_leaves_its_node_for_ever() {
+        for mutant in [false, true] {
+            let config = CuratorConfig {
+                mutants: CuratorMutants {
+                    release_gives_up_after_one_failure: mutant,
+                },
+                ..CuratorConfig::default()
+            };
+            let mut bench = Bench::new();
+            let (a, b, c) = (bench.session(), bench.session(), bench.session());
+            let first = held(bench.run(a, &config, &mut CuratorAcquire::new("lock", "ga", false), Input::Start));
+            let mut second = CuratorAcquire::new("lock", "gb", false);
+            assert!(bench.run(b, &config, &mut second, Input::Start).is_none());
+            bench.fail_next_deletes = 1;
+            let released = bench.run(a, &config, &mut CuratorRelease::new(first), Input::Start);
+            if mutant {
+                assert!(matches!(released, Some(CuratorReleased::Failed(_))), "{released:?}");
+                assert!(bench.fired.is_empty(), "the waiter is never told");
+                assert_eq!(
+                    bench.children("/locks/lock"),
+                    2,
+                    "a's node stays while its session lives"
+                );
+                let late = bench.run(c, &config, &mut CuratorAcquire::new("lock", "gc", true), Input::Start);
+                assert_eq!(
+                    late,
+                    Some(CuratorAcquired::NotAcquired),
+                    "every later try finds it held"
+                );
+            } else {
+                assert_eq!(released, Some(CuratorReleased::Released), "deleted on the second try");
+                assert_eq!(bench.fired, vec![b]);
+                held(bench.run(b, &config, &mut second, Input::Woke));
+            }
+        }
     }
 
     #[test]
