@@ -35,6 +35,7 @@
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use super::{RedisLease, RedisLockConfig};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::StoreFailure;
 
 const L2_SET: StepTag = StepTag::new(Source::Redlock, 2, "SET key token NX PX ttl on the next master");
 const L3_ACQUIRED: StepTag = StepTag::new(Source::Redlock, 3, "a majority said OK within the validity: acquired");
@@ -326,9 +327,12 @@ impl RedlockAcquireMachine {
                 self.maybe_holding |= 1 << (next - 1);
                 self.after_set(config, next, oks + 1, now_us)
             }
-            // A failed request may have been applied (its reply lost).
-            (Phase::Setting { next, oks }, Input::Failed(_)) => {
-                self.maybe_holding |= 1 << (next - 1);
+            // A failed request may have been applied (its reply lost), unless the master was
+            // not reached at all.
+            (Phase::Setting { next, oks }, Input::Failed(failure)) => {
+                if failure != StoreFailure::Unavailable {
+                    self.maybe_holding |= 1 << (next - 1);
+                }
                 self.after_set(config, next, oks, now_us)
             }
             // Nil (taken) or an error: this master did not give us the lock.
