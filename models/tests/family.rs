@@ -64,7 +64,7 @@ fn redlock_breaks_t1_when_master_0_forgets_or_its_clock_jumps() {
         (
             Fault::ServerClockJump,
             "master 0's clock JUMPS forward by the TTL",
-            1_416_499,
+            1_476_587,
         ),
     ] {
         let report = full(&spec(ModelName::Redlock, fault));
@@ -93,7 +93,7 @@ fn go_redsync_extend_mutant_breaks_t1_where_the_written_extension_keeps_it() {
     pinned(
         &report,
         &verdicts(VIOLATED, VIOLATED, HOLDS, HOLDS, VIOLATED),
-        1_054_028,
+        1_078_415,
     );
     assert!(
         report.title.contains("mutant: an extension ignores the validity"),
