@@ -84,6 +84,11 @@ pub struct BenchArgs {
     /// (reports/real-backends.json), measuring nothing (any build; only --out goes with it).
     #[arg(long)]
     from_data: Option<std::path::PathBuf>,
+    /// real: measure only --locks and write the report of an earlier `bench real`'s data file
+    /// (reports/real-backends.json) with these locks' runs put in place of any it had; the
+    /// earlier --lockers, --seconds, --repeats and --fault-seconds must be given again.
+    #[arg(long)]
+    add_to: Option<std::path::PathBuf>,
     /// real: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -109,6 +114,7 @@ impl BenchArgs {
             ("--redis-replicated", self.redis_replicated.is_some()),
             ("--fault-seconds", self.fault_seconds.is_some()),
             ("--from-data", self.from_data.is_some()),
+            ("--add-to", self.add_to.is_some()),
             ("--lockers", self.lockers.is_some()),
             ("--seconds", self.seconds.is_some()),
             ("--repeats", self.repeats.is_some()),
@@ -177,6 +183,7 @@ impl BenchArgs {
             memcached: self.memcached.clone(),
             redis_replicated: self.redis_replicated.clone(),
             out: self.out.clone(),
+            add_to: self.add_to.clone(),
         }
     }
 }

@@ -785,6 +785,48 @@ fn t1_holds_for_redisson_whose_watchdog_renews_holds_longer_than_the_ttl() {
 }
 
 #[test]
+#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
+fn t1_and_fifo_for_redissons_fair_lock_with_8_lockers_in_2_processes() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    let test = "t1_and_fifo_for_redissons_fair_lock_with_8_lockers_in_2_processes";
+    require_masters(test);
+    let lock = unique("redisson-fair");
+    let (summary, ok) = run_real(&[
+        "--algorithm",
+        "redisson-fair",
+        "--servers",
+        REDIS_MASTERS[0],
+        "--threads",
+        "8",
+        "--processes",
+        "2",
+        "--acquisitions",
+        "20",
+        "--lock-id",
+        &lock,
+    ]);
+    assert!(ok, "redisson-fair: the run reported a failure: {summary:?}");
+    assert_eq!(summary.acquisitions, 160, "every locker acquires 20 times: {summary:?}");
+    assert_eq!(summary.errors, 0, "{summary:?}");
+    assert_exclusive(&summary, "redisson-fair");
+    // Each locker queues again behind the others after its release: the queue serves all 8
+    // before anyone's second turn (the RLock's releaser re-takes it: runs of 15 measured).
+    assert!(summary.jain > 0.99, "fair: {summary:?}");
+    assert!(
+        summary.longest_run <= 2,
+        "queue order, not the releaser again: {summary:?}"
+    );
+    eprintln!(
+        "redisson-fair: {} acquisitions, {:.2} acq/s, wait p99 {:.0} ms, {:.1} requests/acq, longest run {}",
+        summary.acquisitions,
+        summary.acquisitions_per_s,
+        summary.wait_p99_ms,
+        summary.requests_per_acquisition,
+        summary.longest_run
+    );
+}
+
+#[test]
 #[ignore = "needs local Redis and Memcached (cluster/cassalock-servers start redis --instances 3; start memcached); run with -- --include-ignored"]
 fn t1_holds_for_set_nx_redlock_and_memcached_with_8_lockers_in_2_processes() {
     let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
