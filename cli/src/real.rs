@@ -986,6 +986,10 @@ mod imp {
         all_runs.extend(runs);
         let mut all_faults: Vec<FaultRun> = old.faults.into_iter().filter(|f| !measured.contains(&f.lock)).collect();
         all_faults.extend(faults);
+        // Each lock where the reports list it (stable: a lock's runs keep their order).
+        let place = |name: &str| Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(usize::MAX);
+        all_runs.sort_by_key(|r| place(&r.variant));
+        all_faults.sort_by_key(|f| place(&f.lock));
         (setup, all_runs, all_faults)
     }
 

@@ -572,6 +572,43 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
             and_list(&broken)
         )
     });
+    // A run without a fault that went on past its seconds by more than a TTL: a waiter left
+    // waiting longer than any lease it could have been sleeping out.
+    let mut stalled: Vec<String> = Vec::new();
+    for run in runs
+        .iter()
+        .filter(|r| r.elapsed_s > (setup.seconds_per_run + u64::from(setup.ttl_s)) as f64)
+    {
+        let what = format!("{} at {}", run.variant, count(run.lockers, "locker"));
+        if !stalled.iter().any(|s| s.starts_with(&what)) {
+            let longest = runs
+                .iter()
+                .filter(|r| r.variant == run.variant && r.lockers == run.lockers)
+                .map(|r| r.wait_max_ms)
+                .fold(0.0, f64::max);
+            let times = runs
+                .iter()
+                .filter(|r| {
+                    r.variant == run.variant
+                        && r.lockers == run.lockers
+                        && r.elapsed_s > (setup.seconds_per_run + u64::from(setup.ttl_s)) as f64
+                })
+                .count();
+            stalled.push(format!(
+                "{what} ({} of its runs, longest wait {} s)",
+                times,
+                f(longest / 1000.0, 1)
+            ));
+        }
+    }
+    if !stalled.is_empty() {
+        said.push(format!(
+            "Stalled without a fault: {} ran longer than their {} s by more than the TTL of {} s: a waiter slept past every lease it could have been waiting out; its acq/s counts the whole run.",
+            and_list(&stalled),
+            setup.seconds_per_run,
+            setup.ttl_s
+        ));
+    }
 
     if setup.fault_seconds > 0 && !faults.is_empty() {
         let ran: Vec<(&FaultRun, &Summary)> = faults
@@ -1038,6 +1075,23 @@ mod tests {
         assert!(
             md.contains("| Redis SET NX lock | Redis | 4 | 3 |") && md.contains("| **2 overlaps** |"),
             "{md}"
+        );
+        assert!(!md.contains("Stalled without a fault"), "{md}");
+        // A run that went on past its seconds by more than the TTL is named, with its longest wait.
+        let mut runs = rounds();
+        runs[4].elapsed_s = 80.0;
+        runs[4].wait_max_ms = 65_239.9;
+        let md = render(&setup(3, 20), &runs, &[]);
+        let stalled = md
+            .lines()
+            .find(|l| l.contains("Stalled without a fault"))
+            .unwrap_or_else(|| panic!("{md}"));
+        assert!(
+            stalled.contains(&format!(
+                "{} at 4 lockers (1 of its runs, longest wait 65.2 s)",
+                runs[4].variant
+            )),
+            "{stalled}"
         );
     }
 
