@@ -123,6 +123,8 @@ pub fn start_command(lock: Variant) -> &'static str {
         Backend::Cassandra => "cluster/cassalock-cluster start --nodes 3",
         Backend::Redis => "cluster/cassalock-servers start redis --instances 3",
         Backend::Memcached => "cluster/cassalock-servers start memcached --instances 1",
+        Backend::ZooKeeper => "cluster/cassalock-servers start zookeeper --nodes 3",
+        Backend::Etcd => "cluster/cassalock-servers start etcd --nodes 3",
     }
 }
 
@@ -195,9 +197,19 @@ fn joined<T: ToString>(items: &[T]) -> String {
 impl BenchPlan {
     /// Check the options and fill in the defaults: every refusal names the flag and what to type.
     pub fn new(flags: BenchRealFlags) -> Result<BenchPlan, String> {
-        let locks = flags.locks.clone().unwrap_or_else(|| Variant::ALL.to_vec());
+        let locks = flags
+            .locks
+            .clone()
+            .unwrap_or_else(|| Variant::ALL.into_iter().filter(|l| l.in_bench_real()).collect());
         if locks.is_empty() {
             return Err("--locks: name at least one lock (e.g. --locks queue,redlock)".into());
+        }
+        if let Some(not_yet) = locks.iter().find(|l| !l.in_bench_real()) {
+            return Err(format!(
+                "--locks: {} is not in bench real yet; run it with `cassalock real --algorithm {} --servers ...`",
+                not_yet.cli_name(),
+                not_yet.cli_name()
+            ));
         }
         if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
             return Err(format!(
@@ -366,7 +378,7 @@ impl BenchPlan {
             Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => vec![self.redis.clone()],
             Variant::Redlock => self.redlock_masters.clone(),
             Variant::Memcached => vec![self.memcached.clone()],
-            Variant::Old | Variant::Queue | Variant::Lwt => Vec::new(),
+            Variant::Old | Variant::Queue | Variant::Lwt | Variant::Zookeeper | Variant::Etcd => Vec::new(),
         }
     }
 
@@ -1148,6 +1160,7 @@ mod imp {
                 Backend::Redis if lock == Variant::Redlock => "one master paused (SIGSTOP)",
                 Backend::Redis => "primary killed, replica promoted (failover)",
                 Backend::Memcached => "server killed and restarted",
+                Backend::ZooKeeper | Backend::Etcd => "not in bench real (cli/tests/real_servers.rs kills the leader)",
             }
         }
 
