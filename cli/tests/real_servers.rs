@@ -1031,11 +1031,15 @@ fn bad_servers_flags_exit_2_and_an_unreachable_server_exits_4() {
         ),
         (&["--algorithm", "zookeeper"][..], 2, "--servers: give host:port"),
         (
-            &["--algorithm", "zookeeper", "--servers", "127.0.0.1:1", "--ttl-s", "1"][..],
+            &["--algorithm", "zookeeper", "--servers", "127.0.0.1:1", "--ttl-s", "61"][..],
             2,
             "the ZooKeeper session timeout must be 2 to 60 s",
         ),
-        (&["--algorithm", "etcd", "--servers", "nohost"][..], 2, "is not host:port"),
+        (
+            &["--algorithm", "etcd", "--servers", "nohost"][..],
+            2,
+            "is not host:port",
+        ),
         (
             &["--algorithm", "zookeeper", "--servers", "127.0.0.1:1"][..],
             4,
@@ -1561,7 +1565,7 @@ fn zookeeper_and_etcd_runs_finish_without_overlap_when_the_leader_is_killed() {
             "--acquisitions",
             "4",
             "--hold-ms",
-            "20",
+            "100",
             "--ttl-s",
             "6",
             "--max-wait-s",
