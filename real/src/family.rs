@@ -15,19 +15,25 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cassalock::algo::etcd::mutex::EtcdMutexConfig;
 use cassalock::algo::family::{
-    FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock, MAX_MASTERS,
+    CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock,
+    MAX_MASTERS,
 };
 use cassalock::algo::memcached::{Checks, MemcachedLockConfig};
 use cassalock::algo::redis::redisson::RedissonConfig;
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::RedisLockConfig;
+use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
+use cassalock::algo::RetryPolicy;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore, MAX_NAME_LEN};
 use cassalock::store::family_memory::Masters;
 use cassalock::SystemClock;
 
+use crate::etcd::{RealEtcd, RealEtcdError};
 use crate::memcached::{RealMemcached, RealMemcachedError};
 use crate::redis::{RealRedis, RealRedisError, MAX_ADDRESSES};
+use crate::zookeeper::{RealZooKeeper, RealZooKeeperError};
 use crate::{now_us, Event, Job, Monitor, Variant};
 
 /// Why the family lockers could not run.
@@ -39,6 +45,10 @@ pub enum FamilyRunError {
     Redis(#[from] RealRedisError),
     #[error(transparent)]
     Memcached(#[from] RealMemcachedError),
+    #[error(transparent)]
+    ZooKeeper(#[from] RealZooKeeperError),
+    #[error(transparent)]
+    Etcd(#[from] RealEtcdError),
     /// A server did not answer before the run (exit status 4 of `cassalock real`).
     #[error("server unreachable: {0}")]
     Unreachable(String),
@@ -100,6 +110,46 @@ pub fn memcached_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Memcac
     }
 }
 
+/// The most servers of a ZooKeeper ensemble or an etcd cluster.
+pub const MAX_ENSEMBLE: usize = 7;
+
+/// How the ZooKeeper and etcd machines retry a failed request in the real runs: every 500 ms
+/// for 10 s, so that a request (a release above all) outlasts the election after a leader is
+/// killed (ZooKeeper's took 3-5 s here, etcd's 1-2 s). The default (3 retries, 100 ms apart)
+/// gave up during a ZooKeeper election: the release failed, the holder's node stayed while its
+/// session lived, and every waiter behind it timed out.
+pub fn election_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_retries: 20,
+        backoff_ms: 500,
+    }
+}
+
+/// Curator's lock, waiting up to `--max-wait-s` on its predecessor's watch alone (Curator's
+/// way: no recheck).
+pub fn curator_config(max_wait_s: u64) -> CuratorConfig {
+    CuratorConfig {
+        wait_ms: Some(max_wait_s * 1000),
+        retry: election_retry(),
+        ..CuratorConfig::default()
+    }
+}
+
+/// The ZooKeeper session timeout of a locker: the job's TTL.
+pub fn zookeeper_session_ms(job_ttl_s: u32) -> u64 {
+    u64::from(job_ttl_s) * 1000
+}
+
+/// etcd's mutex with a session (lease) of the job's TTL, waiting up to `--max-wait-s`.
+pub fn etcd_config(job_ttl_s: u32, max_wait_s: u64) -> EtcdMutexConfig {
+    EtcdMutexConfig {
+        session_ttl_s: i64::from(job_ttl_s),
+        wait_ms: Some(max_wait_s * 1000),
+        retry: election_retry(),
+        ..EtcdMutexConfig::default()
+    }
+}
+
 /// A `host:port` with a port above 0.
 fn well_formed(address: &str) -> bool {
     address
@@ -124,7 +174,13 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         }
         Variant::Redlock => (MAX_MASTERS, "the Redlock masters"),
         Variant::Memcached => (1, "one Memcached server"),
-        _ => return Err("--servers is for redis-set-nx, redisson, redisson-fair, redlock and memcached".into()),
+        Variant::Zookeeper => (MAX_ENSEMBLE, "the ZooKeeper ensemble's servers"),
+        Variant::Etcd => (MAX_ENSEMBLE, "the etcd cluster's endpoints"),
+        _ => {
+            return Err(
+                "--servers is for redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper and etcd".into(),
+            )
+        }
     };
     if servers.len() > most {
         return Err(format!(
@@ -137,6 +193,16 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         Variant::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
         Variant::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
         Variant::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_s)),
+        Variant::Zookeeper => {
+            let session_ms = zookeeper_session_ms(ttl_s);
+            if !(2000..=60_000).contains(&session_ms) {
+                return Err(format!(
+                    "--ttl-s {ttl_s}: the ZooKeeper session timeout must be 2 to 60 s (the servers' bounds)"
+                ));
+            }
+            CuratorLock::check(&curator_config(max_wait_s))
+        }
+        Variant::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
         _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
     };
     checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
@@ -178,6 +244,18 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         }
         Variant::Memcached => {
             RealMemcached::new(&job.servers[0])?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        Variant::Zookeeper => {
+            RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?
+                .ping()
+                .await
+                .map_err(FamilyRunError::Unreachable)?;
+        }
+        Variant::Etcd => {
+            RealEtcd::new(&job.servers)?
                 .ping()
                 .await
                 .map_err(FamilyRunError::Unreachable)?;
@@ -251,6 +329,34 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     Masters::new(masters),
                     SystemClock,
                     redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            Variant::Zookeeper => {
+                let store = RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?;
+                let locker = FamilyLocker::<CuratorLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    curator_config(max_wait_s),
+                    &name,
+                    seed,
+                    None,
+                )?;
+                tasks.push(tokio::spawn(async move {
+                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
+                }));
+            }
+            Variant::Etcd => {
+                let store = RealEtcd::new(&job.servers)?;
+                let locker = FamilyLocker::<EtcdLock, _, _>::new(
+                    store,
+                    SystemClock,
+                    etcd_config(ttl_s, max_wait_s),
                     &name,
                     seed,
                     None,

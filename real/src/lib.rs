@@ -27,6 +27,8 @@
 #[cfg(not(madsim))]
 pub mod cluster;
 #[cfg(not(madsim))]
+pub mod etcd;
+#[cfg(not(madsim))]
 pub mod family;
 #[cfg(not(madsim))]
 pub mod lwt;
@@ -36,6 +38,8 @@ pub mod memcached;
 pub mod redis;
 #[cfg(not(madsim))]
 pub mod runner;
+#[cfg(not(madsim))]
+pub mod zookeeper;
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -73,6 +77,12 @@ pub enum Variant {
     /// Redisson's fair lock: the RLock's watchdog over the fair scripts (a queue of waiters,
     /// each told in turn on its own channel).
     RedissonFair,
+    /// Curator's `InterProcessMutex` (our machine of it) on a ZooKeeper ensemble: ephemeral
+    /// sequential nodes, one session per locker.
+    Zookeeper,
+    /// etcd's `concurrency.Mutex` (our machine of it) on an etcd cluster: a lease per
+    /// acquisition, kept alive while waiting.
+    Etcd,
 }
 
 /// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
@@ -82,6 +92,8 @@ pub enum Backend {
     Cassandra,
     Redis,
     Memcached,
+    ZooKeeper,
+    Etcd,
 }
 
 impl Backend {
@@ -90,14 +102,16 @@ impl Backend {
             Backend::Cassandra => "Cassandra",
             Backend::Redis => "Redis",
             Backend::Memcached => "Memcached",
+            Backend::ZooKeeper => "ZooKeeper",
+            Backend::Etcd => "etcd",
         }
     }
 }
 
 impl Variant {
     /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
-    /// Memcached's.
-    pub const ALL: [Variant; 8] = [
+    /// Memcached's, ZooKeeper's and etcd's.
+    pub const ALL: [Variant; 10] = [
         Variant::Old,
         Variant::Queue,
         Variant::Lwt,
@@ -106,7 +120,16 @@ impl Variant {
         Variant::RedissonFair,
         Variant::Redlock,
         Variant::Memcached,
+        Variant::Zookeeper,
+        Variant::Etcd,
     ];
+
+    /// The locks `cassalock bench real` runs when `--locks` is not given: all but ZooKeeper's
+    /// and etcd's (their servers and fault runs are not in the benchmark yet; `cassalock real
+    /// --algorithm zookeeper|etcd` runs them).
+    pub fn in_bench_real(self) -> bool {
+        !matches!(self, Variant::Zookeeper | Variant::Etcd)
+    }
 
     /// The variant whose [`Variant::name`] this is (a [`Summary`] keeps the name only).
     pub fn from_name(name: &str) -> Option<Variant> {
@@ -119,6 +142,8 @@ impl Variant {
             Variant::Old | Variant::Queue | Variant::Lwt => Backend::Cassandra,
             Variant::RedisSetNx | Variant::Redlock | Variant::Redisson | Variant::RedissonFair => Backend::Redis,
             Variant::Memcached => Backend::Memcached,
+            Variant::Zookeeper => Backend::ZooKeeper,
+            Variant::Etcd => Backend::Etcd,
         }
     }
 
@@ -133,6 +158,8 @@ impl Variant {
             Variant::Memcached => "memcached",
             Variant::Redisson => "redisson",
             Variant::RedissonFair => "redisson-fair",
+            Variant::Zookeeper => "zookeeper",
+            Variant::Etcd => "etcd",
         }
     }
 
@@ -146,6 +173,8 @@ impl Variant {
             Variant::Memcached => "Memcached add lock",
             Variant::Redisson => "Redisson RLock",
             Variant::RedissonFair => "Redisson fair lock",
+            Variant::Zookeeper => "ZooKeeper Curator lock",
+            Variant::Etcd => "etcd mutex",
         }
     }
 
@@ -154,7 +183,13 @@ impl Variant {
     pub fn is_family(self) -> bool {
         matches!(
             self,
-            Variant::RedisSetNx | Variant::Redlock | Variant::Memcached | Variant::Redisson | Variant::RedissonFair
+            Variant::RedisSetNx
+                | Variant::Redlock
+                | Variant::Memcached
+                | Variant::Redisson
+                | Variant::RedissonFair
+                | Variant::Zookeeper
+                | Variant::Etcd
         )
     }
 

@@ -160,7 +160,7 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
         }
     } else if !spec.servers.is_empty() {
         return Err(InvalidSpec::Servers(
-            "--servers is for redis-set-nx, redisson, redlock and memcached; the Cassandra locks use --contact-points"
+            "--servers is for redis-set-nx, redisson, redlock, memcached, zookeeper and etcd; the Cassandra locks use --contact-points"
                 .into(),
         ));
     }
