@@ -286,6 +286,7 @@ fn redisson_config(mutant_775: bool) -> RedissonConfig {
         watchdog_timeout_ms: 3000, // renewed every 1000 ms
         mutants: RedissonMutants {
             watchdog_stops_after_a_failed_renewal: mutant_775,
+            ..RedissonMutants::default()
         },
         ..RedissonConfig::default()
     }

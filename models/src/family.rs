@@ -66,6 +66,19 @@
 //! against the lease before each use, as the others do (Redisson itself offers no such
 //! check: its users trust the watchdog).
 //!
+//! **Redisson's fair lock** (`--model redisson-fair`): the same hash, watchdog and release
+//! count, with the fair scripts: a waiter joins a queue (a list, and a deadline per waiter on
+//! the *caller's* clock, `threadWaitTime` 5 s = 5 ticks here) and takes the lock only when it is
+//! free and the waiter is first in line; the release tells the first waiter alone, on its own
+//! channel. Its extra claim is **F-order**: the lock goes to the `lock()` calls in the order
+//! their first request reached the server (the model notes that order, and "served" when the
+//! key takes a call's token, whether or not the reply arrives); a waiter that a script drops
+//! from the queue because its deadline passed has lost its place by the lock's design and is
+//! excused. It needs a call that can queue behind another (2 x 2 or 3 clients), so 2 x 1 does
+//! not check it. `--mutant redisson-fair-barging` is a planted unfair variant: the acquire runs
+//! the RLock's script, so whoever asks when the lock is free takes it; F-order catches it in
+//! 12 steps (pinned in `models/tests/redisson_fair.rs`, with the counts of every fault).
+//!
 //! ## What the model runs
 //!
 //! The clients step the library's own machines, unchanged: for `SET NX`, [`SetNxLock`]'s
@@ -204,7 +217,8 @@ use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
 use cassalock::algo::family::{
-    Acquisition, Extension, FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, RenewalEnd, SetNxLock,
+    Acquisition, Extension, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release,
+    RenewalEnd, SetNxLock,
 };
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonLease, RedissonMutants, Watchdog};
@@ -213,7 +227,9 @@ use cassalock::algo::redis::set_nx::Patience;
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, SleepKind, Step, StepTag};
 use cassalock::store::memcached::{Memcached, MemcachedCommand};
-use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
+use cassalock::store::redis_keyspace::{
+    fair_queue_key, Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
+};
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::{StoreFailure, MICROS_PER_SECOND};
 use stateright::{Model, Property};
@@ -274,6 +290,15 @@ pub trait ModelFamily:
 
     /// The lock's holders run a renewal lane (with the settings the model gives them).
     const RENEWAL_LANE: bool = false;
+
+    /// The lock promises its waiters first come, first served (Redisson's fair lock): the
+    /// model notes the order in which their `lock()` calls reached the server, and checks F-order.
+    const FIFO: bool = false;
+
+    /// The server's queue of waiters, first in line first (F-order; empty for a lock without).
+    fn queue(_server: &Self::Server) -> Vec<String> {
+        Vec::new()
+    }
 
     /// A new holder's renewal lane ([`FamilyLock::renewal`]), if the lock has one.
     fn lane(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::Lane> {
@@ -1058,6 +1083,88 @@ impl ModelFamily for RedissonLock {
     }
 }
 
+/// The fair lock's `threadWaitTime` in ticks: how long a queued waiter may go without asking
+/// again before the others drop it. Redisson's default, 5 s (a tick is a second): longer than
+/// any request can be in flight within the clock's bound, so that only a fault can drop a
+/// waiter. With a shorter slot a request that is slow to reach the server joins the queue
+/// already stale and loses its place (with 1 tick and F-order not excusing a dropped waiter,
+/// 2 x 2 found it in 16 steps: a request 3 ticks in flight).
+pub const REDISSON_FAIR_SLOT_TICKS: u8 = 5;
+
+impl ModelFamily for RedissonFairLock {
+    type Server = RedisServer;
+    type Lane = Watchdog;
+    const MODEL: &'static str = "redisson-fair";
+    const TTL_TICKS: u8 = REDISSON_LEASE_TICKS;
+    const RENEWAL_LANE: bool = true;
+    const FIFO: bool = true;
+
+    fn supports(fault: Fault) -> bool {
+        RedissonLock::supports(fault)
+    }
+
+    fn queue(server: &RedisServer) -> Vec<String> {
+        match server.primary().entry(&fair_queue_key(KEY)).map(|entry| &entry.value) {
+            Some(RedisValue::List(items)) => items.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, mutants: &FamilyMutants) -> RedissonConfig {
+        RedissonConfig {
+            fair_thread_wait_ms: u64::from(REDISSON_FAIR_SLOT_TICKS) * ms_per_tick,
+            ..<RedissonLock as ModelFamily>::config(ttl_ticks, ms_per_tick, extend, mutants)
+        }
+    }
+
+    fn server(fault: Fault) -> RedisServer {
+        <RedissonLock as ModelFamily>::server(fault)
+    }
+
+    fn describe_lock(config: &RedissonConfig, _extend: bool) -> String {
+        let mut mutants = Vec::new();
+        if config.mutants.watchdog_stops_after_a_failed_renewal {
+            mutants.push(", mutant: the watchdog stops after a failed renewal (Redisson issue 775)");
+        }
+        if config.mutants.fair_acquire_ignores_the_queue {
+            mutants.push(", mutant: the acquire runs the RLock's script, ignoring the queue");
+        }
+        format!(
+            "redisson-fair (fair lock: hash lock, queue of waiters with deadlines on the clients' clocks, watchdog, the first waiter woken by the unlock message{})",
+            mutants.concat()
+        )
+    }
+
+    fn describe_timing(config: &RedissonConfig) -> String {
+        format!(
+            "lease (lockWatchdogTimeout) {REDISSON_LEASE_TICKS} ticks renewed every {} ms, threadWaitTime {} ms, drift {} ppm; a waiter sleeps until its turn is due or the unlock message",
+            config.renew_every_ms(),
+            config.fair_thread_wait_ms,
+            cassalock::algo::redis::redisson::DRIFT_PPM
+        )
+    }
+
+    fn counted_from_us(lease: &RedissonLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+
+    fn describe_fault(fault: Fault) -> String {
+        <RedissonLock as ModelFamily>::describe_fault(fault)
+    }
+
+    fn lane(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        <RedissonFairLock as FamilyLock>::renewal(lease, config)
+    }
+
+    fn lane_ended(output: <Watchdog as Machine>::Output) -> RenewalEnd {
+        <RedissonFairLock as FamilyLock>::renewal_ended(output)
+    }
+
+    fn lane_lease(lane: &Watchdog) -> RedissonLease {
+        <RedissonFairLock as FamilyLock>::renewed_lease(lane)
+    }
+}
+
 /// The model's parameters.
 #[derive(Clone, Debug)]
 pub struct FamilyModel<F: ModelFamily> {
@@ -1084,6 +1191,8 @@ pub type RedlockModel = FamilyModel<RedlockLock>;
 pub type MemcachedModel = FamilyModel<MemcachedLock>;
 /// The Redisson `RLock` model (watchdog, unlock messages).
 pub type RedissonModel = FamilyModel<RedissonLock>;
+/// Redisson's fair lock model (a queue of waiters, F-order).
+pub type RedissonFairModel = FamilyModel<RedissonFairLock>;
 
 impl<F: ModelFamily> FamilyModel<F> {
     /// The faults this lock's model has.
@@ -1201,6 +1310,15 @@ pub struct Client<F: ModelFamily> {
     /// Acquisitions finished (the current one's index while one runs).
     pub completed: u8,
     pub paused_at_tick: Option<u8>,
+    /// F-order (a lock that promises it): this `lock()` call has reached the server (its first
+    /// request applied): it is in the queue, or took the lock.
+    pub queued: bool,
+    /// F-order: bit j set when client j's `lock()` call was queued before this one's and has
+    /// not returned yet.
+    pub ahead: u8,
+    /// F-order: this `lock()` call was served (the key took its token), whether or not it has
+    /// heard so yet.
+    pub served: bool,
     /// C-release: bit k set when acquisition k's `unlock()` returned other than `Failed`.
     pub released: u8,
     /// C-free: bit k set when acquisition k's `lock()` ended without the lock and said it left
@@ -1231,6 +1349,8 @@ pub struct World<F: ModelFamily> {
     /// The run's one pause, restart, failover or clock jump has happened.
     pub fault_used: bool,
     pub store_failures_used: u8,
+    /// F-order: a `lock()` call returned with the lock while one queued before it still waited.
+    pub overtaken: bool,
 }
 
 /// Who acts.
@@ -1354,6 +1474,9 @@ impl<F: ModelFamily> FamilyModel<F> {
                     lane: None,
                     messages_in_flight: 0,
                     message_arrived: false,
+                    queued: false,
+                    ahead: 0,
+                    served: false,
                     completed: 0,
                     paused_at_tick: None,
                     released: 0,
@@ -1365,6 +1488,7 @@ impl<F: ModelFamily> FamilyModel<F> {
             resource: Resource::default(),
             fault_used: false,
             store_failures_used: 0,
+            overtaken: false,
         }
     }
 
@@ -1574,6 +1698,8 @@ impl<F: ModelFamily> FamilyModel<F> {
         world.clients[i].messages_in_flight = 0;
         world.clients[i].message_arrived = false;
         let k = world.clients[i].completed;
+        Self::leave_queue(world, i);
+        world.clients[i].served = false;
         match F::acquired(output) {
             Acquisition::Acquired(lease) => {
                 let grant = world.grants;
@@ -1584,6 +1710,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                         self.show_validity(&lease)
                     )
                 });
+
                 self.start_lane(world, i, &lease, notes);
                 world.clients[i].phase = Phase::Holding(Hold {
                     lease,
@@ -1611,6 +1738,90 @@ impl<F: ModelFamily> FamilyModel<F> {
                 }
                 self.finish_round(world, i);
             }
+        }
+    }
+
+    /// F-order: client i's `lock()` call returns (or was served): it leaves everyone's view of
+    /// the queue.
+    fn leave_queue(world: &mut World<F>, i: usize) {
+        if !F::FIFO {
+            return;
+        }
+        let client = &mut world.clients[i];
+        client.ahead = 0;
+        client.queued = false;
+        for other in &mut world.clients {
+            other.ahead &= !(1u8 << i);
+        }
+    }
+
+    /// F-order, after the server applied client i's request: a `lock()` call whose first
+    /// request this was joins the queue behind every call that joined before and is not yet
+    /// served; a waiter the script dropped from the server's queue (its deadline passed: it did
+    /// not ask again within its slot) has lost its place, as the lock's design says, and joins
+    /// again at its next request; a call whose token the lock's key now holds (and did not
+    /// before) is served, and F-order breaks if one queued before it is still unserved and
+    /// not dropped. Read off the server, not the reply: served is what the server did, whether
+    /// or not the reply ever arrives. (A restart or a failover that loses the queue drops
+    /// nobody by a script: its waiters keep their place here, and their overtaking counts.)
+    fn note_queue(
+        &self,
+        world: &mut World<F>,
+        i: usize,
+        (owners_before, queue_before): (&[(usize, u8)], &[String]),
+        notes: &mut Notes,
+    ) {
+        if !F::FIFO {
+            return;
+        }
+        let queue_after = F::queue(&world.server);
+        let dropped: Vec<usize> = (0..world.clients.len())
+            .filter(|&j| world.clients[j].queued)
+            .filter(|&j| {
+                let waiter = token(j, world.clients[j].completed);
+                queue_before.contains(&waiter) && !queue_after.contains(&waiter)
+            })
+            .collect();
+        if !world.clients[i].queued && !world.clients[i].served && matches!(world.clients[i].phase, Phase::Acquiring(_))
+        {
+            let ahead = (0..world.clients.len())
+                .filter(|&j| j != i && world.clients[j].queued)
+                .fold(0u8, |mask, j| mask | (1u8 << j));
+            let client = &mut world.clients[i];
+            client.queued = true;
+            client.ahead = ahead;
+        }
+        for j in dropped {
+            note(notes, || {
+                format!("F-order: the script drops t{j} from the queue (its deadline passed on the caller's clock): t{j} loses its place")
+            });
+            Self::leave_queue(world, j);
+        }
+        let served: Vec<usize> = self
+            .key_owners(world)
+            .into_iter()
+            .map(|(owner, _)| owner)
+            .filter(|owner| !owners_before.contains(owner))
+            .filter(|&(j, k)| world.clients[j].queued && world.clients[j].completed == k)
+            .map(|(j, _)| j)
+            .collect();
+        for j in served {
+            let ahead = world.clients[j].ahead;
+            if ahead != 0 {
+                world.overtaken = true;
+                note(notes, || {
+                    let names: Vec<String> = (0..world.clients.len())
+                        .filter(|x| ahead & (1 << x) != 0)
+                        .map(|x| format!("t{x}"))
+                        .collect();
+                    format!(
+                        "F-order: the lock goes to t{j} AHEAD of {}, queued before it and not served",
+                        names.join(", ")
+                    )
+                });
+            }
+            Self::leave_queue(world, j);
+            world.clients[j].served = true;
         }
     }
 
@@ -1907,7 +2118,16 @@ impl<F: ModelFamily> FamilyModel<F> {
         else {
             unreachable!("the server applies only a request in flight");
         };
+        let (owners_before, queue_before): (Vec<(usize, u8)>, Vec<String>) = if F::FIFO {
+            (
+                self.key_owners(world).into_iter().map(|(owner, _)| owner).collect(),
+                F::queue(&world.server),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let (reply, server_now_ms, published) = world.server.apply_publishing(&command, world.now_tick);
+        self.note_queue(world, i, (&owners_before, &queue_before), notes);
         note(notes, || {
             format!(
                 "{tag}: the server (clock {}) applies t{i}'s {} -> {}",
@@ -1951,16 +2171,20 @@ impl<F: ModelFamily> FamilyModel<F> {
         }
     }
 
-    /// Redis pub/sub: a message on the lock's channel goes out to every client subscribed to it
-    /// (each waiter in `lock()`; a message to nobody is gone).
+    /// Redis pub/sub: a message goes out to every client subscribed to its channel (each waiter
+    /// in `lock()` on its [`FamilyLock::notification_channel`]: the RLock's waiters share one,
+    /// the fair lock's each have their own; a message to nobody is gone).
     fn publish(&self, world: &mut World<F>, channels: &[String], notes: &mut Notes) {
-        let Some(channel) = F::notification_channel(KEY, "") else {
-            return;
-        };
-        for _ in channels.iter().filter(|published| **published == channel) {
+        for channel in channels {
             let waiters: Vec<usize> = (0..world.clients.len())
                 .filter(|&j| matches!(world.clients[j].phase, Phase::Acquiring(_)))
+                .filter(|&j| {
+                    F::notification_channel(KEY, &token(j, world.clients[j].completed)).as_ref() == Some(channel)
+                })
                 .collect();
+            if waiters.is_empty() && F::notification_channel(KEY, "").is_none() {
+                continue;
+            }
             note(notes, || {
                 if waiters.is_empty() {
                     format!("the unlock message on {channel} has no subscriber: it is gone")
@@ -2345,6 +2569,12 @@ fn c_lost<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
     })
 }
 
+/// F-order, for a lock that promises first come, first served: no `lock()` call returns with
+/// the lock while a call that reached the server before it still waits.
+fn f_order<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
+    !world.overtaken
+}
+
 fn t2_open<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>, client: usize) -> bool {
     matches!(world.clients[client].phase, Phase::Acquiring(_))
 }
@@ -2395,6 +2625,14 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
             Property::always(
                 "C-lost a holder whose lock another took is told, or its watchdog still asks",
                 c_lost,
+            )
+        }))
+        // F-order needs a call that can queue behind another waiter, or come back to a queue:
+        // 2 clients x 1 acquisition have none, and would pass it vacuously.
+        .chain((F::FIFO && (self.clients >= 3 || self.acquisitions >= 2)).then(|| {
+            Property::always(
+                "F-order the lock goes to the lock() calls in the order they reached the server",
+                f_order,
             )
         }))
         .collect()

@@ -11,7 +11,7 @@
 //! | trygetlock | T3, T4 | [`trygetlock`] |
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
-//! | redis-set-nx, redlock, memcached, redisson | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock` (C-lost too: its watchdog), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
+//! | redis-set-nx, redlock, memcached, redisson, redisson-fair | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock` and fair lock (C-lost too: their watchdog; F-fifo for the fair lock), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
 //! check; [`check`] runs a model and produces one row per property.
@@ -58,10 +58,14 @@ pub enum ModelName {
     /// Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message
     /// (T1-belief, T1-resource, C-free, C-release, C-lost, T2; issue 13).
     Redisson,
+    /// Redisson's fair lock: the RLock with a queue of waiters (F-fifo besides the RLock's
+    /// claims; issue 13).
+    #[cfg_attr(feature = "clap", value(name = "redisson-fair"))]
+    RedissonFair,
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 9] = [
+    pub const ALL: [ModelName; 10] = [
         ModelName::Lemma,
         ModelName::GetLock,
         ModelName::TryGetLock,
@@ -71,6 +75,7 @@ impl ModelName {
         ModelName::Redlock,
         ModelName::Memcached,
         ModelName::Redisson,
+        ModelName::RedissonFair,
     ];
 
     pub fn name(self) -> &'static str {
@@ -84,6 +89,7 @@ impl ModelName {
             ModelName::Redlock => "redlock",
             ModelName::Memcached => "memcached",
             ModelName::Redisson => "redisson",
+            ModelName::RedissonFair => "redisson-fair",
         }
     }
 }
@@ -184,6 +190,10 @@ pub enum Mutant {
     /// renewal (the lease runs out while the holder holds, and nobody tells it).
     #[cfg_attr(feature = "clap", value(name = "redisson-775"))]
     Redisson775,
+    /// redisson-fair: a planted unfair variant (no known Redisson bug), an acquire that runs
+    /// the RLock's script and so lets whoever asks take a free lock, queue or not (barging).
+    #[cfg_attr(feature = "clap", value(name = "redisson-fair-barging"))]
+    RedissonFairBarging,
 }
 
 impl Mutant {
@@ -194,6 +204,7 @@ impl Mutant {
             Mutant::NodeRedlockValidity => "node-redlock-validity",
             Mutant::GoRedsyncExtend => "go-redsync-extend",
             Mutant::Redisson775 => "redisson-775",
+            Mutant::RedissonFairBarging => "redisson-fair-barging",
         }
     }
 
@@ -204,7 +215,7 @@ impl Mutant {
 
     /// A bug of another family's client (Redlock's or Redisson's), not of the thesis's locks.
     pub fn is_family_client_bug(self) -> bool {
-        self.is_redlock_client_bug() || self == Mutant::Redisson775
+        self.is_redlock_client_bug() || matches!(self, Mutant::Redisson775 | Mutant::RedissonFairBarging)
     }
 }
 
@@ -283,6 +294,8 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
     if let Some(mutant) = spec.mutant.filter(|m| m.is_family_client_bug()) {
         let model = if mutant.is_redlock_client_bug() {
             "redlock"
+        } else if mutant == Mutant::RedissonFairBarging {
+            "redisson-fair"
         } else {
             "redisson"
         };
@@ -357,6 +370,7 @@ pub enum Runnable {
     Redlock(family::RedlockModel),
     Memcached(family::MemcachedModel),
     Redisson(family::RedissonModel),
+    RedissonFair(family::RedissonFairModel),
 }
 
 /// Validate a spec and build its model.
@@ -370,7 +384,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         return refuse(format!(
             "--extend applies to the redis-set-nx, redlock and memcached models, not to {}{}",
             spec.model.name(),
-            if spec.model == ModelName::Redisson {
+            if matches!(spec.model, ModelName::Redisson | ModelName::RedissonFair) {
                 " (its watchdog renews the lease)"
             } else {
                 ""
@@ -439,6 +453,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         ModelName::Redlock => Ok(Runnable::Redlock(family_model(spec)?)),
         ModelName::Memcached => Ok(Runnable::Memcached(family_model(spec)?)),
         ModelName::Redisson => Ok(Runnable::Redisson(family_model(spec)?)),
+        ModelName::RedissonFair => Ok(Runnable::RedissonFair(family_model(spec)?)),
     }
 }
 
@@ -464,9 +479,12 @@ fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyMod
         Some(Mutant::Redisson775) if name == "redisson" => {
             mutants.redisson.watchdog_stops_after_a_failed_renewal = true;
         }
+        Some(Mutant::RedissonFairBarging) if name == "redisson-fair" => {
+            mutants.redisson.fair_acquire_ignores_the_queue = true;
+        }
         Some(mutant) => {
             return refuse(format!(
-                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson)",
+                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson; redisson-fair-barging: redisson-fair)",
                 mutant.name()
             ))
         }
@@ -514,6 +532,7 @@ impl Runnable {
             Runnable::Redlock(model) => check(model, limits),
             Runnable::Memcached(model) => check(model, limits),
             Runnable::Redisson(model) => check(model, limits),
+            Runnable::RedissonFair(model) => check(model, limits),
         }
     }
 
@@ -542,6 +561,7 @@ impl Runnable {
             Runnable::Redlock(model) => ids(model),
             Runnable::Memcached(model) => ids(model),
             Runnable::Redisson(model) => ids(model),
+            Runnable::RedissonFair(model) => ids(model),
         }
     }
 
@@ -555,6 +575,7 @@ impl Runnable {
             Runnable::Redlock(model) => model.title(),
             Runnable::Memcached(model) => model.title(),
             Runnable::Redisson(model) => model.title(),
+            Runnable::RedissonFair(model) => model.title(),
         }
     }
 
@@ -581,6 +602,9 @@ impl Runnable {
                 model.checker().serve(address);
             }
             Runnable::Redisson(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::RedissonFair(model) => {
                 model.checker().serve(address);
             }
         }

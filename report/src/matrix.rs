@@ -34,10 +34,11 @@ pub enum Row {
     Redlock,
     Memcached,
     Redisson,
+    RedissonFair,
 }
 
 impl Row {
-    pub const ALL: [Row; 8] = [
+    pub const ALL: [Row; 9] = [
         Row::Old,
         Row::Queue,
         Row::TryGetLock,
@@ -46,6 +47,7 @@ impl Row {
         Row::Redlock,
         Row::Memcached,
         Row::Redisson,
+        Row::RedissonFair,
     ];
 
     fn name(self) -> &'static str {
@@ -58,6 +60,7 @@ impl Row {
             Row::Redlock => "Redlock, 3 masters (redlock)",
             Row::Memcached => "Memcached add (memcached)",
             Row::Redisson => "Redisson RLock, watchdog (redisson)",
+            Row::RedissonFair => "Redisson fair lock, queue + watchdog (redisson-fair)",
         }
     }
 
@@ -71,12 +74,16 @@ impl Row {
             Row::Redlock => "redlock",
             Row::Memcached => "memcached",
             Row::Redisson => "redisson",
+            Row::RedissonFair => "redisson-fair",
         }
     }
 
     /// A lock of the other families (issue 13), not the thesis's.
     pub fn is_family(self) -> bool {
-        matches!(self, Row::RedisSetNx | Row::Redlock | Row::Memcached | Row::Redisson)
+        matches!(
+            self,
+            Row::RedisSetNx | Row::Redlock | Row::Memcached | Row::Redisson | Row::RedissonFair
+        )
     }
 
     /// The faults this row is judged under: the thesis's rows under the Cassandra cluster's
@@ -357,6 +364,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         Row::RedisSetNx => ModelName::RedisSetNx,
         Row::Redlock => ModelName::Redlock,
         Row::Redisson => ModelName::Redisson,
+        Row::RedissonFair => ModelName::RedissonFair,
         _ => ModelName::Memcached,
     };
     let (fault, label) = match column {
@@ -389,6 +397,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         Row::RedisSetNx => cassalock_models::family::RedisSetNxModel::supports(fault),
         Row::Redlock => cassalock_models::family::RedlockModel::supports(fault),
         Row::Redisson => cassalock_models::family::RedissonModel::supports(fault),
+        Row::RedissonFair => cassalock_models::family::RedissonFairModel::supports(fault),
         _ => cassalock_models::family::MemcachedModel::supports(fault),
     };
     if !supported {
@@ -398,7 +407,17 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
             _ => "not a fault of this lock's server",
         })];
     }
-    vec![model(model_name, fault, label)]
+    let mut sources = vec![model(model_name, fault, label)];
+    if row == Row::RedissonFair && column == Column::None {
+        // F-order needs a client that comes back to a queue another waits in: 2 x 1 has none.
+        let mut spec = Spec::new(model_name);
+        spec.acquisitions = Some(2);
+        sources.push(Source::Model {
+            spec,
+            label: "model, no fault, 2 clients x 2 acquisitions (F-order)",
+        });
+    }
+    sources
 }
 
 /// The theorem-level claims a sim cell judges per row (the "verdicts" column), in the order the
@@ -1364,7 +1383,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"bounded\": a liveness property whose only counterexamples reach the model's last tick (where time stops), or a search its budget stopped: no verdict either way; \"reachable\" / \"unreachable\" (S1, T5-race, which say what *can* happen): the model found such a state, or proved there is none; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass. Every claim ID is defined in [docs/claims.md](../docs/claims.md), the contract items in [docs/contract.md](../docs/contract.md).\n");
     let rows = options.rows();
     if rows.iter().any(|row| row.is_family()) {
-        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet (`cassalock sim-family`, docs/simulator-families.md). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks.\n");
+        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet (`cassalock sim-family`, docs/simulator-families.md). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
     }
     which_lock_section(&mut md, cells, &rows);
     for &row in &rows {
@@ -1539,7 +1558,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
         Row::GlobalTime => String::new(),
         Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
         Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
-        Row::Redisson => "no: the owner field names the holder, it does not grow".to_owned(),
+        Row::Redisson | Row::RedissonFair => "no: the owner field names the holder, it does not grow".to_owned(),
     };
     let _ = writeln!(md, "## Which lock, under which faults\n");
     let _ = writeln!(md, "Read off the cells below (model and simulator verdicts alike; a fault with no line here was not checked for that lock). \"Two holders\": some check found two clients believing they held the lock at once (T1, T1-belief; T3 for TryGetLock). \"Stale write\": the resource received a write from a holder whose lock had passed to a later one (T1-resource; with fencing on for the thesis's locks, without fencing for the others, which have none).\n");
@@ -1774,6 +1793,14 @@ fn mutant_checks(
             ClaimId::CLost,
             "redisson-775-store-failure-c-lost",
         ),
+        (
+            "an acquire that ignores the queue (the RLock's script; a planted unfair variant), 2 clients x 2 acquisitions, Redisson fair lock",
+            ModelName::RedissonFair,
+            Fault::None,
+            Mutant::RedissonFairBarging,
+            ClaimId::FOrder,
+            "redisson-fair-barging-f-order",
+        ),
     ] {
         // `--thesis-only` leaves out the other families' rows, their client bugs with them.
         if options.thesis_only && mutant.is_family_client_bug() {
@@ -1782,6 +1809,10 @@ fn mutant_checks(
         let mut spec = Spec::new(model_name);
         spec.fault = fault;
         spec.mutant = Some(mutant);
+        if mutant == Mutant::RedissonFairBarging {
+            // F-order needs a client that comes back to a queue another waits in.
+            spec.acquisitions = Some(2);
+        }
         let report = shortest(&spec, claim)?;
         let row = report.row(claim);
         let name = format!("mutant-{key}.txt");

@@ -204,7 +204,9 @@ pub fn apply_fault(
     match mutant {
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
         Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
-        Some(Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend | Mutant::Redisson775) => {
+        Some(
+            Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend | Mutant::Redisson775 | Mutant::RedissonFairBarging,
+        ) => {
             unreachable!("crate::lock_config refuses the other families' client bugs for the Cassandra lock models")
         }
         None => {}

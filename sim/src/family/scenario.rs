@@ -901,6 +901,7 @@ fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
         "redisson-failed-renewal-775",
         RedissonMutants {
             watchdog_stops_after_a_failed_renewal: true,
+            ..RedissonMutants::default()
         },
         Some("C-lost"),
     )

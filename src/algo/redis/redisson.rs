@@ -101,6 +101,9 @@ const F3_RELEASE: StepTag = StepTag::new(
 pub struct RedissonMutants {
     /// Redisson issue 775: one failed renewal stops the watchdog for good.
     pub watchdog_stops_after_a_failed_renewal: bool,
+    /// A planted unfair variant (not a known Redisson bug): the fair lock's acquire runs the
+    /// RLock's script, so whoever asks when the lock is free takes it, waiters or not.
+    pub fair_acquire_ignores_the_queue: bool,
 }
 
 /// What the Redisson machines read.
@@ -280,7 +283,7 @@ impl RedissonAcquire {
 
     fn run_script(&mut self, config: &RedissonConfig, now_us: u64) -> Step<RedissonAcquired, RedisCommand> {
         self.state = AcquireState::Running { sent_at_us: now_us };
-        if self.fair {
+        if self.fair && !config.mutants.fair_acquire_ignores_the_queue {
             return Step::store(
                 F1_ACQUIRE,
                 RedisCommand::RedissonFairAcquire {
@@ -1061,6 +1064,7 @@ mod tests {
             let config = RedissonConfig {
                 mutants: RedissonMutants {
                     watchdog_stops_after_a_failed_renewal: mutant,
+                    ..RedissonMutants::default()
                 },
                 ..RedissonConfig::default()
             };
