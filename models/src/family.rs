@@ -180,9 +180,8 @@
 //! and loses it (T1-belief) to a restart or a clock jump of one master; a pause breaks
 //! T1-resource for all three; Redlock's `lock()` can return empty-handed when two clients split
 //! the masters (T2 always VIOLATED, T2 liveness holds: the client stops asking); a lost
-//! request in Redlock's give-up after a failed attempt leaves its key on that master until
-//! the TTL (C-free VIOLATED: that delete is one best-effort round; the release asks the
-//! masters that did not answer again, and keeps C-release). Memcached
+//! request or reply keeps C-free and C-release (the give-up and the release ask the masters
+//! that did not answer again, and say so when one never answers). Memcached
 //! keeps everything with no fault and with lost requests, and loses T1 to a restart or a clock
 //! jump, like `SET NX`.
 //!
