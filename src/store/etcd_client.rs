@@ -23,7 +23,7 @@ use super::etcd_keyspace::{EtcdCommand, EtcdKeyspace, EtcdReply, EtcdResponse, K
 pub const MAX_DELETION_WATCHES: usize = 4096;
 
 /// A request of an etcd lock machine.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum EtcdOp {
     /// A key-value, transaction or lease request, answered by the key space.
     Kv(EtcdCommand),
@@ -32,7 +32,7 @@ pub enum EtcdOp {
 }
 
 /// The answer to an [`EtcdOp`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum EtcdOpReply {
     Kv(EtcdReply),
     /// The watch is registered: a message comes when the key is deleted.

@@ -1,6 +1,8 @@
 //! The other lock families (issue 13) in the simulator: the library's `FamilyLocker`, unchanged,
 //! against simulated Redis and Memcached servers under madsim (SET NX, Redlock, Memcached `add`,
-//! Redisson's `RLock`).
+//! Redisson's `RLock`), and (issue 14) Curator's lock and etcd's mutex against simulated
+//! ZooKeeper and etcd servers that judge sessions and leases on their own clocks and send fired
+//! watches over the network (docs/simulator-coordination.md).
 //!
 //! The lock code decides everything; the simulator only moves messages, runs clocks and injects
 //! faults, then judges what happened from the run's records (simulated time, the god view):

@@ -17,6 +17,12 @@
 //!   `Unavailable`, the command surely not applied; a lost request ([`CutMode::Dropped`]), a lost
 //!   reply, a crash while the request was in flight or a slow server all end in `Timeout` after
 //!   the request timeout: the command may or may not have applied.
+//! - **ZooKeeper and etcd** ([`ServerData::ZooKeeper`], [`ServerData::Etcd`]): the server node
+//!   judges sessions or leases on its clock at every request and on a pass of its own every
+//!   [`EXPIRY_TICK_MS`]; a fired watch goes to the client that set it, as a message of the same
+//!   kind as an unlock message (same latency, delay and loss). [`SimZkStore`] is a ZooKeeper
+//!   client's side: its session, opened on demand and kept alive by a heartbeat task of the
+//!   client's node, replaced after it expired.
 //! - **Pub/sub** ([`PubSub`], Redisson's unlock message): a client subscribes to a channel
 //!   while one of its calls waits in `lock()` (the registry is the logical server's, so a
 //!   subscription survives a failover or a restart, as if the client resubscribed at once);
@@ -34,9 +40,12 @@ use std::time::Duration;
 
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
+use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
+use cassalock::store::etcd_keyspace::EtcdKeyspace;
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use cassalock::store::redis_keyspace::{Published, RedisCommand, RedisKeyspace, RedisReply};
 use cassalock::store::redis_replication::ReplicatedRedis;
+use cassalock::store::znode_tree::{SessionId, ZkCommand, ZkError, ZkOp, ZkReply, ZnodeTree};
 use cassalock::store::StoreFailure;
 use cassalock::Clock;
 use madsim::net::rpc::{Deserialize, Request, Serialize};
@@ -131,6 +140,31 @@ impl PubSub {
             .unwrap_or_default()
     }
 
+    /// Send `channel`'s message from the server at `from` to client `client`, on a task of the
+    /// calling node (it dies with the node), late by the network's latency and the delay, or
+    /// lost.
+    fn send(self: &Arc<Self>, from: IpAddr, client: usize, channel: String) {
+        let lost = self.draw_lost();
+        (self.observer)(client, lost);
+        if lost {
+            return;
+        }
+        let pubsub = Arc::clone(self);
+        tokio::spawn(async move {
+            if !pubsub.delay.is_zero() {
+                tokio::time::sleep(pubsub.delay).await;
+            }
+            // A sending endpoint of its own: the node's serving endpoint is held by its
+            // handlers, which must not hold it back.
+            let Ok(endpoint) = Endpoint::bind(SocketAddr::new(from, 0)).await else {
+                return;
+            };
+            let _ = endpoint
+                .call_timeout(notify_addr(client), UnlockMessage { channel }, pubsub.timeout)
+                .await;
+        });
+    }
+
     /// Is this message lost? Drawn from madsim's generator only when some are (a run without
     /// losses draws what it always drew).
     fn draw_lost(&self) -> bool {
@@ -169,6 +203,28 @@ impl Request for MemcachedCall {
     const ID: u64 = 0xFA41_0002;
 }
 
+/// Client → ZooKeeper server: one command from client `client`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ZkCall {
+    pub client: usize,
+    pub command: ZkCommand,
+}
+impl Request for ZkCall {
+    type Response = Result<ZkReply, StoreFailure>;
+    const ID: u64 = 0xFA41_0004;
+}
+
+/// Client → etcd server: one request from client `client`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EtcdCall {
+    pub client: usize,
+    pub op: EtcdOp,
+}
+impl Request for EtcdCall {
+    type Response = Result<EtcdOpReply, StoreFailure>;
+    const ID: u64 = 0xFA41_0005;
+}
+
 /// What a server node holds.
 #[derive(Clone, Debug)]
 pub enum ServerData {
@@ -176,6 +232,61 @@ pub enum ServerData {
     /// A primary and its replica (two nodes share it).
     Pair(ReplicatedRedis),
     Memcached(Memcached),
+    /// A ZooKeeper server: its tree and sessions, and which client opened each session (where
+    /// its fired watches are sent).
+    ZooKeeper {
+        tree: ZnodeTree,
+        owners: BTreeMap<SessionId, usize>,
+    },
+    /// An etcd server (a one-member cluster): its key space and leases, and the deletion
+    /// watches of its clients (each watch's channel is `{client}:{prefix}`).
+    Etcd {
+        keyspace: EtcdKeyspace,
+        watches: DeletionWatches,
+    },
+}
+
+impl ServerData {
+    pub fn zookeeper() -> Self {
+        ServerData::ZooKeeper {
+            tree: ZnodeTree::new(),
+            owners: BTreeMap::new(),
+        }
+    }
+
+    pub fn etcd() -> Self {
+        ServerData::Etcd {
+            keyspace: EtcdKeyspace::new(),
+            watches: DeletionWatches::new(),
+        }
+    }
+
+    /// A ZooKeeper or etcd server judges sessions or leases on its clock between requests too.
+    pub fn has_expiry_ticker(&self) -> bool {
+        matches!(self, ServerData::ZooKeeper { .. } | ServerData::Etcd { .. })
+    }
+}
+
+/// How often a ZooKeeper or etcd server looks for sessions or leases that ran out (ZooKeeper
+/// checks once per tick, 2 s by default; etcd's lessor every 500 ms): a holder's node or key
+/// outlives its session or lease by up to this much.
+pub const EXPIRY_TICK_MS: u64 = 100;
+
+/// A fired watch's channel as the client side names it: the ZooKeeper directory or etcd
+/// prefix its lock machine subscribed to.
+fn zk_watch_channel(path: &str) -> &str {
+    path.rsplit_once('/').map_or("/", |(parent, _)| parent)
+}
+
+/// An etcd watch channel `{client}:{prefix}` split into its client and the prefix.
+fn etcd_watch_target(channel: &str) -> Option<(usize, &str)> {
+    let (client, prefix) = channel.split_once(':')?;
+    Some((client.parse().ok()?, prefix))
+}
+
+/// The prefix an etcd key sits under: everything up to its last `/`, kept.
+fn etcd_prefix_of(key: &str) -> &str {
+    key.rfind('/').map_or("", |at| &key[..=at])
 }
 
 /// A window of global time (ms since the run began) in which a server takes `extra_ms` longer
@@ -325,6 +436,37 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The clients to tell of fired ZooKeeper watches: each to the client that opened the
+/// watching session, on its lock's directory.
+fn zk_told(
+    owners: &BTreeMap<SessionId, usize>,
+    fired: &[cassalock::store::znode_tree::WatchEvent],
+) -> Vec<(usize, String)> {
+    fired
+        .iter()
+        .filter_map(|event| {
+            let client = owners.get(&event.session)?;
+            Some((*client, zk_watch_channel(&event.path).to_owned()))
+        })
+        .collect()
+}
+
+/// Drop the owners of sessions the tree no longer has (bounded: one entry per live session).
+fn forget_closed_sessions(tree: &ZnodeTree, owners: &mut BTreeMap<SessionId, usize>) {
+    owners.retain(|session, _| tree.session(*session).is_some());
+}
+
+/// The clients to tell of fired etcd deletion watches, from their `{client}:{prefix}` channels.
+fn etcd_told(channels: &[String]) -> Vec<(usize, String)> {
+    channels
+        .iter()
+        .filter_map(|channel| {
+            let (client, prefix) = etcd_watch_target(channel)?;
+            Some((client, prefix.to_owned()))
+        })
+        .collect()
+}
+
 /// One server node (a pair has two, sharing `data`).
 #[derive(Clone)]
 pub struct ServerNode {
@@ -365,9 +507,7 @@ impl ServerNode {
                     }
                     executed
                 }
-                ServerData::Memcached(_) => {
-                    return Err(StoreFailure::Other("a Redis command sent to Memcached".into()))
-                }
+                _ => return Err(StoreFailure::Other("a Redis command sent to another store".into())),
             }
         };
         self.publish(&executed.published);
@@ -383,27 +523,7 @@ impl ServerNode {
         };
         for message in published {
             for client in pubsub.subscribers_of(&message.channel) {
-                let lost = pubsub.draw_lost();
-                (pubsub.observer)(client, lost);
-                if lost {
-                    continue;
-                }
-                let channel = message.channel.clone();
-                let from = server_addr(self.node).ip();
-                let pubsub = Arc::clone(pubsub);
-                tokio::spawn(async move {
-                    if !pubsub.delay.is_zero() {
-                        tokio::time::sleep(pubsub.delay).await;
-                    }
-                    // A sending endpoint of its own: the node's serving endpoint is held by its
-                    // handlers, which must not hold it back.
-                    let Ok(endpoint) = Endpoint::bind(SocketAddr::new(from, 0)).await else {
-                        return;
-                    };
-                    let _ = endpoint
-                        .call_timeout(notify_addr(client), UnlockMessage { channel }, pubsub.timeout)
-                        .await;
-                });
+                pubsub.send(server_addr(self.node).ip(), client, message.channel.clone());
             }
         }
     }
@@ -431,7 +551,84 @@ impl ServerNode {
         let now_ms = self.clock.now_us() / 1000;
         match &mut *lock(&self.data) {
             ServerData::Memcached(items) => Ok(items.apply(command, now_ms)),
-            _ => Err(StoreFailure::Other("a Memcached command sent to Redis".into())),
+            _ => Err(StoreFailure::Other("a Memcached command sent to another store".into())),
+        }
+    }
+
+    /// A ZooKeeper command on the server's clock; the watches it fired go to the clients
+    /// whose sessions set them.
+    fn apply_zk(&self, client: usize, command: &ZkCommand) -> Result<ZkReply, StoreFailure> {
+        let now_ms = self.clock.now_us() / 1000;
+        let (reply, told) = match &mut *lock(&self.data) {
+            ServerData::ZooKeeper { tree, owners } => {
+                let executed = tree.execute(command, now_ms);
+                if let ZkReply::SessionCreated { session } = &executed.reply {
+                    owners.insert(*session, client);
+                }
+                let told = zk_told(owners, &executed.fired);
+                forget_closed_sessions(tree, owners);
+                (executed.reply, told)
+            }
+            _ => return Err(StoreFailure::Other("a ZooKeeper command sent to another store".into())),
+        };
+        self.notify(told);
+        Ok(reply)
+    }
+
+    /// An etcd request on the server's clock, after expiring the leases that ran out; the
+    /// deletion watches it (or the expiry) fired go to their clients.
+    fn apply_etcd(&self, client: usize, op: &EtcdOp) -> Result<EtcdOpReply, StoreFailure> {
+        let now_ms = self.clock.now_us() / 1000;
+        let (reply, told) = match &mut *lock(&self.data) {
+            ServerData::Etcd { keyspace, watches } => {
+                let expiry = keyspace.expire_leases(now_ms);
+                let mut told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
+                let reply = match op {
+                    EtcdOp::Kv(command) => {
+                        let executed = keyspace.execute(command, now_ms);
+                        told.extend(watches.fired(&executed.events));
+                        EtcdOpReply::Kv(executed.reply)
+                    }
+                    EtcdOp::WatchDeletion { key, after_revision } => {
+                        let channel = format!("{client}:{}", etcd_prefix_of(key));
+                        watches.watch(keyspace, key, *after_revision, &channel)
+                    }
+                };
+                (reply, etcd_told(&told))
+            }
+            _ => return Err(StoreFailure::Other("an etcd request sent to another store".into())),
+        };
+        self.notify(told);
+        Ok(reply)
+    }
+
+    /// The server's own pass over sessions or leases (between requests), every
+    /// [`EXPIRY_TICK_MS`] of its clock.
+    fn expire(&self) {
+        let now_ms = self.clock.now_us() / 1000;
+        let told = match &mut *lock(&self.data) {
+            ServerData::ZooKeeper { tree, owners } => {
+                let executed = tree.expire_sessions(now_ms);
+                let told = zk_told(owners, &executed.fired);
+                forget_closed_sessions(tree, owners);
+                told
+            }
+            ServerData::Etcd { keyspace, watches } => {
+                let expiry = keyspace.expire_leases(now_ms);
+                etcd_told(&watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events)))
+            }
+            _ => Vec::new(),
+        };
+        self.notify(told);
+    }
+
+    /// Send each (client, channel) a watch message, as [`PubSub`] sends unlock messages.
+    fn notify(&self, told: Vec<(usize, String)>) {
+        let Some(pubsub) = &self.pubsub else {
+            return;
+        };
+        for (client, channel) in told {
+            pubsub.send(server_addr(self.node).ip(), client, channel);
         }
     }
 
@@ -462,6 +659,36 @@ impl ServerNode {
                 this.apply_memcached(&command)
             }
         });
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |ZkCall { client, command }| {
+            let this = this.clone();
+            async move {
+                let extra = this.extra_delay();
+                if !extra.is_zero() {
+                    tokio::time::sleep(extra).await;
+                }
+                this.apply_zk(client, &command)
+            }
+        });
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |EtcdCall { client, op }| {
+            let this = this.clone();
+            async move {
+                let extra = this.extra_delay();
+                if !extra.is_zero() {
+                    tokio::time::sleep(extra).await;
+                }
+                this.apply_etcd(client, &op)
+            }
+        });
+        if lock(&self.data).has_expiry_ticker() {
+            // Sessions or leases run out between requests too; bounded by the node's life
+            // (the run stops every node at its end).
+            loop {
+                self.clock.sleep_ms(EXPIRY_TICK_MS).await;
+                self.expire();
+            }
+        }
         // Keep the endpoint (and its handlers) for the node's life.
         std::future::pending::<()>().await;
         drop(endpoint);
@@ -561,5 +788,132 @@ impl FamilyStore<MemcachedCommand> for SimServerStore {
     type Reply = MemcachedReply;
     async fn execute(&self, command: MemcachedCommand) -> Result<MemcachedReply, StoreFailure> {
         self.call(MemcachedCall(command)).await
+    }
+}
+
+impl FamilyStore<EtcdOp> for SimServerStore {
+    type Reply = EtcdOpReply;
+    async fn execute(&self, op: EtcdOp) -> Result<EtcdOpReply, StoreFailure> {
+        self.call(EtcdCall {
+            client: self.client,
+            op,
+        })
+        .await
+    }
+
+    /// Deletions this client watches of keys under `prefix` (the server sends them to this
+    /// client's notification endpoint).
+    async fn subscribe(&self, prefix: &str) -> Option<Subscription> {
+        Some(self.channels.as_ref()?.subscribe(prefix))
+    }
+}
+
+/// A client's ZooKeeper connection: one session at a time, opened by the first request that
+/// needs it and kept alive by a heartbeat task of the client's node (a ping every third of the
+/// timeout, so a paused process stops it). A request or ping answered `SESSIONEXPIRED` forgets
+/// the session, and the next request opens a new one (Curator's client makes a new handle
+/// after LOST); the old session's nodes went with it.
+#[derive(Clone)]
+pub struct SimZkStore {
+    pub conn: SimServerStore,
+    pub session_timeout_ms: u64,
+    session: Arc<Mutex<Option<SessionId>>>,
+    /// Sessions opened so far (a bound on the heartbeats ever started).
+    opened: Arc<AtomicU64>,
+}
+
+/// Most sessions one client opens in a run (each expiry costs one): past it, every request
+/// fails (`StoreFailure::Other`, saying so).
+pub const MAX_SESSIONS_PER_CLIENT: u64 = 1000;
+
+impl SimZkStore {
+    pub fn new(conn: SimServerStore, session_timeout_ms: u64) -> Self {
+        SimZkStore {
+            conn,
+            session_timeout_ms: session_timeout_ms.max(3),
+            session: Arc::new(Mutex::new(None)),
+            opened: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// The current session, opening one (and its heartbeat) if there is none.
+    async fn session(&self) -> Result<SessionId, StoreFailure> {
+        if let Some(session) = *lock(&self.session) {
+            return Ok(session);
+        }
+        if self.opened.load(Ordering::SeqCst) >= MAX_SESSIONS_PER_CLIENT {
+            return Err(StoreFailure::Other(format!(
+                "{MAX_SESSIONS_PER_CLIENT} sessions opened by one client: the limit"
+            )));
+        }
+        let reply = self
+            .conn
+            .call(ZkCall {
+                client: self.conn.client,
+                command: ZkCommand::CreateSession {
+                    timeout_ms: self.session_timeout_ms,
+                },
+            })
+            .await?;
+        let ZkReply::SessionCreated { session } = reply else {
+            return Err(StoreFailure::Other(format!("createSession answered {reply}")));
+        };
+        self.opened.fetch_add(1, Ordering::SeqCst);
+        // Two tasks may both have opened one: the first stored wins, the other's expires.
+        let current = *lock(&self.session).get_or_insert(session);
+        if current == session {
+            self.start_heartbeat(session);
+        }
+        Ok(current)
+    }
+
+    fn forget(&self, session: SessionId) {
+        let mut current = lock(&self.session);
+        if *current == Some(session) {
+            *current = None;
+        }
+    }
+
+    /// Ping every third of the timeout while `session` is the current one.
+    fn start_heartbeat(&self, session: SessionId) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let every = Duration::from_millis(this.session_timeout_ms / 3);
+            // Bounded by the session's life: it ends when the session is no longer current,
+            // and the run stops the node at its end.
+            while *lock(&this.session) == Some(session) {
+                tokio::time::sleep(every).await;
+                let ping = ZkCall {
+                    client: this.conn.client,
+                    command: ZkCommand::Ping { session },
+                };
+                if let Ok(ZkReply::Error(ZkError::SessionExpired)) = this.conn.call(ping).await {
+                    this.forget(session);
+                }
+            }
+        });
+    }
+}
+
+impl FamilyStore<ZkOp> for SimZkStore {
+    type Reply = ZkReply;
+    async fn execute(&self, op: ZkOp) -> Result<ZkReply, StoreFailure> {
+        let session = self.session().await?;
+        let reply = self
+            .conn
+            .call(ZkCall {
+                client: self.conn.client,
+                command: op.on(session),
+            })
+            .await?;
+        if reply == ZkReply::Error(ZkError::SessionExpired) {
+            self.forget(session);
+        }
+        Ok(reply)
+    }
+
+    /// Watches fired for this client's sessions on nodes in `directory`.
+    async fn subscribe(&self, directory: &str) -> Option<Subscription> {
+        Some(self.conn.channels.as_ref()?.subscribe(directory))
     }
 }

@@ -29,7 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cassalock::algo::family::{FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock};
+use cassalock::algo::family::{
+    CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock,
+};
 use cassalock::algo::Source;
 use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::driver::notify::Channels;
@@ -47,7 +49,7 @@ use tokio::time::Instant;
 
 use super::net::{
     client_ip, lock, notify_addr, resource_addr, server_addr, FamilyNet, PubSub, Replication, ServerData, ServerNode,
-    ServerSlot, SimServerStore, UnlockMessage,
+    ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
 };
 use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
 use super::verdict::{judge, FamilyVerdicts};
@@ -103,6 +105,12 @@ pub enum FamilyWhat {
         to: usize,
         lost: bool,
     },
+    /// A ZooKeeper or etcd watch fired and the server sent its event to client `to` (`lost`:
+    /// the message is lost).
+    Watch {
+        to: usize,
+        lost: bool,
+    },
     Fault(String),
     /// The client finished its acquisitions.
     Done,
@@ -137,6 +145,8 @@ impl fmt::Display for FamilyWhat {
             }
             FamilyWhat::UnlockMessage { to, lost: false } => write!(f, "unlock message sent to c{to}"),
             FamilyWhat::UnlockMessage { to, lost: true } => write!(f, "unlock message to c{to} LOST"),
+            FamilyWhat::Watch { to, lost: false } => write!(f, "watch event sent to c{to}"),
+            FamilyWhat::Watch { to, lost: true } => write!(f, "watch event to c{to} LOST"),
             FamilyWhat::Fault(what) => write!(f, "FAULT {what}"),
             FamilyWhat::Done => write!(f, "done"),
         }
@@ -183,7 +193,10 @@ fn write_event(f: &mut fmt::Formatter<'_>, event: &FamilyEvent) -> fmt::Result {
         FamilyEvent::LeaseLost { thread, .. } => write!(f, "{thread} LEASE LOST"),
         FamilyEvent::Releasing { thread, .. } => write!(f, "{thread} releasing"),
         FamilyEvent::Released { thread, outcome, .. } => write!(f, "{thread} released: {outcome:?}"),
-        FamilyEvent::Notified { thread, .. } => write!(f, "{thread} woken by the unlock message"),
+        FamilyEvent::Notified { thread, .. } => write!(
+            f,
+            "{thread} woken by the server's notification (unlock message or watch)"
+        ),
     }
 }
 
@@ -541,6 +554,33 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
             .expect("the scenario's settings are valid");
             workload(locker, &ctx).await;
         }
+        LockKind::Zookeeper {
+            config,
+            session_timeout_ms,
+        } => {
+            let locker = FamilyLocker::<CuratorLock, _, _>::new(
+                SimZkStore::new(store(0), *session_timeout_ms),
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
+        LockKind::Etcd(config) => {
+            let locker = FamilyLocker::<EtcdLock, _, _>::new(
+                store(0),
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
         LockKind::Memcached(config) => {
             let locker = FamilyLocker::<MemcachedLock, _, _>::new(
                 store(0),
@@ -667,15 +707,20 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
     // Redis pub/sub, where the lock's waiters sleep until notified (Redisson). The recorder is
     // held weakly: the servers that hold the pub/sub are in the recorder's probe.
-    let pubsub = matches!(scenario.lock, LockKind::Redisson(_)).then(|| {
+    let pubsub = scenario.lock.notifies().then(|| {
         let weak = Arc::downgrade(&recorder);
+        let watches = !matches!(scenario.lock, LockKind::Redisson(_));
         Arc::new(PubSub::new(
             scenario.lost_message_ppm,
             Duration::from_millis(scenario.message_delay_ms),
             Duration::from_millis(scenario.request_timeout_ms),
             Box::new(move |to: usize, lost: bool| {
                 if let Some(recorder) = weak.upgrade() {
-                    recorder.record("pubsub", FamilyWhat::UnlockMessage { to, lost });
+                    if watches {
+                        recorder.record("watches", FamilyWhat::Watch { to, lost });
+                    } else {
+                        recorder.record("pubsub", FamilyWhat::UnlockMessage { to, lost });
+                    }
                 }
             }),
         ))
@@ -684,6 +729,8 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     for server in 0..logical {
         let data = match (&scenario.lock, &replication) {
             (LockKind::Memcached(_), _) => ServerData::Memcached(Memcached::new()),
+            (LockKind::Zookeeper { .. }, _) => ServerData::zookeeper(),
+            (LockKind::Etcd(_), _) => ServerData::etcd(),
             (_, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
             (_, None) => ServerData::Redis(RedisKeyspace::new()),
         };
@@ -888,6 +935,38 @@ fn left_keys(servers: &Servers, net: &FamilyNet) -> Vec<LeftKey> {
                 }
                 None
             }
+            // Curator's nodes under the lock's directory, each with its czxid (the token).
+            ServerData::ZooKeeper { tree, .. } => {
+                let directory = cassalock::algo::zookeeper::curator_mutex::directory_of(KEY);
+                for (path, node) in tree.nodes() {
+                    if path.rsplit_once('/').is_some_and(|(parent, _)| parent == directory) {
+                        left.push(LeftKey {
+                            server,
+                            key: path.to_owned(),
+                            token: format!("{:020}", node.czxid),
+                        });
+                    }
+                }
+                None
+            }
+            // etcd's keys under the lock's prefix whose lease is live, each with its create
+            // revision (the token).
+            ServerData::Etcd { keyspace, .. } => {
+                let prefix = cassalock::algo::etcd::mutex::prefix_of(KEY);
+                for kv in keyspace.key_values().filter(|kv| kv.key.starts_with(&prefix)) {
+                    let live = keyspace
+                        .lease(kv.lease)
+                        .is_some_and(|lease| !lease.is_expired_at(now_ms));
+                    if live {
+                        left.push(LeftKey {
+                            server,
+                            key: kv.key.clone(),
+                            token: format!("{:020}", kv.create_revision),
+                        });
+                    }
+                }
+                None
+            }
         };
         for (key, entry) in keyspace.into_iter().flat_map(|keyspace| keyspace.live_entries(now_ms)) {
             match &entry.value {
@@ -976,6 +1055,14 @@ async fn inject(fault: ServerFault, recorder: &Recorder, net: &FamilyNet, server
                         let before = items.len();
                         items.crash_restart();
                         before - items.len()
+                    }
+                    // Both keep their data on disk (fsync before the reply): nothing is lost. A
+                    // restarted etcd leader gives every lease its TTL again.
+                    ServerData::ZooKeeper { .. } => 0,
+                    ServerData::Etcd { keyspace, .. } => {
+                        let now_ms = servers.nodes[node].clock.now_us() / 1000;
+                        keyspace.promote(now_ms, 0);
+                        0
                     }
                     ServerData::Pair(_) => panic!("restart of a replicated pair: use a failover"),
                 }

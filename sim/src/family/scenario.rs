@@ -7,10 +7,12 @@
 //! contention scenarios, a client's think times, message latencies, Redlock's retry delays) is
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 
+use cassalock::algo::etcd::mutex::{EtcdMutants, EtcdMutexConfig};
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
 use cassalock::algo::redis::RedisLockConfig;
+use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
 use cassalock::store::redis_keyspace::Persistence;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -27,6 +29,15 @@ pub enum LockKind {
     /// Redisson's `RLock` (watchdog when no lease time is given; waiters woken by the unlock
     /// message, which the simulated server publishes over the network).
     Redisson(RedissonConfig),
+    /// Curator's `InterProcessMutex` on one ZooKeeper server: each client's session (with
+    /// this timeout) kept alive by its heartbeat, waiters woken by the predecessor's watch.
+    Zookeeper {
+        config: CuratorConfig,
+        session_timeout_ms: u64,
+    },
+    /// etcd's mutex on one etcd server: a session lease per acquisition, kept alive by the
+    /// holder's keep-alive lane, waiters woken by the predecessor's deletion watch.
+    Etcd(EtcdMutexConfig),
 }
 
 impl LockKind {
@@ -36,6 +47,8 @@ impl LockKind {
             LockKind::Redlock(_) => "redlock",
             LockKind::Memcached(_) => "memcached",
             LockKind::Redisson(_) => "redisson",
+            LockKind::Zookeeper { .. } => "zookeeper",
+            LockKind::Etcd(_) => "etcd",
         }
     }
 
@@ -43,6 +56,7 @@ impl LockKind {
     pub fn renew_every_ms(&self) -> Option<u64> {
         match self {
             LockKind::Redisson(config) if config.watchdog() => Some(config.renew_every_ms()),
+            LockKind::Etcd(config) => Some(config.keep_alive_every_ms()),
             _ => None,
         }
     }
@@ -62,7 +76,23 @@ impl LockKind {
             LockKind::Redlock(config) => config.lock.ttl_ms,
             LockKind::Memcached(config) => u64::from(config.ttl_s) * 1000,
             LockKind::Redisson(config) => config.lease_ms(),
+            LockKind::Zookeeper { session_timeout_ms, .. } => *session_timeout_ms,
+            LockKind::Etcd(config) => config.ttl_us() / 1000,
         }
+    }
+
+    /// The server notifies waiters (Redisson's unlock message, ZooKeeper's and etcd's watches).
+    pub fn notifies(&self) -> bool {
+        matches!(
+            self,
+            LockKind::Redisson(_) | LockKind::Zookeeper { .. } | LockKind::Etcd(_)
+        )
+    }
+
+    /// The holder's token only grows from one acquisition to the next (ZooKeeper's czxid,
+    /// etcd's create revision): a fencing token.
+    pub fn fences(&self) -> bool {
+        matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_))
     }
 }
 
@@ -374,6 +404,76 @@ pub const SCENARIOS: &[Named] = &[
         name: "redisson-failed-renewal-775",
         help: "the same with issue 775's watchdog, which is not rescheduled after the failure",
         build: redisson_failed_renewal_775,
+    },
+    Named {
+        name: "zookeeper-contention",
+        help: "5..=32 clients, Curator's lock on one ZooKeeper server, watches delivered, no faults (control)",
+        build: zookeeper_contention,
+    },
+    Named {
+        name: "zookeeper-lost-messages",
+        help: "8 clients, 5% of requests and 5% of replies lost (heartbeats too) (control)",
+        build: zookeeper_lost,
+    },
+    Named {
+        name: "zookeeper-session-expiry-pause",
+        help: "the holder's whole process stops past its session timeout: its node goes with the session while it still believes",
+        build: zookeeper_pause,
+    },
+    Named {
+        name: "zookeeper-clock-jump",
+        help: "the server's clock jumps forward by the session timeout while a client holds",
+        build: zookeeper_clock_jump,
+    },
+    Named {
+        name: "zookeeper-missed-watch",
+        help: "every watch message lost, Curator's wait on the watch alone: waiters sleep until the run's bound (T2 bounded)",
+        build: zookeeper_missed_watch,
+    },
+    Named {
+        name: "zookeeper-missed-watch-recheck",
+        help: "the same with our recheck every 500 ms (control)",
+        build: zookeeper_missed_watch_recheck,
+    },
+    Named {
+        name: "zookeeper-server-restart",
+        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
+        build: zookeeper_restart,
+    },
+    Named {
+        name: "etcd-contention",
+        help: "5..=32 clients, etcd's mutex on one etcd server, no faults (control)",
+        build: etcd_contention,
+    },
+    Named {
+        name: "etcd-lost-messages",
+        help: "8 clients, 5% of requests and 5% of replies lost (keep-alives too) (control)",
+        build: etcd_lost,
+    },
+    Named {
+        name: "etcd-pause",
+        help: "the holder's whole process stops past its lease between its check and its write (the revision fences the write)",
+        build: etcd_pause,
+    },
+    Named {
+        name: "etcd-clock-jump",
+        help: "the server's clock jumps forward by the lease TTL while a client holds",
+        build: etcd_clock_jump,
+    },
+    Named {
+        name: "etcd-lease-expires-while-waiting",
+        help: "a waiter's lease expires (server clock jump) before its late watch message arrives (control for etcd 11456)",
+        build: etcd_waiter_expiry,
+    },
+    Named {
+        name: "etcd-lease-expires-while-waiting-11456",
+        help: "the same with etcd 11456's waiter, which does not check its own key after the wait",
+        build: etcd_waiter_expiry_11456,
+    },
+    Named {
+        name: "etcd-server-restart",
+        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
+        build: etcd_restart,
     },
 ];
 
@@ -905,4 +1005,266 @@ fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
         },
         Some("C-lost"),
     )
+}
+
+/// ZooKeeper's session timeout in these scenarios (ms): a heartbeat every third of it.
+const ZK_SESSION_TIMEOUT_MS: u64 = 2000;
+
+fn zookeeper(recheck_every_ms: Option<u64>) -> LockKind {
+    LockKind::Zookeeper {
+        config: CuratorConfig {
+            recheck_every_ms,
+            ..CuratorConfig::default()
+        },
+        session_timeout_ms: ZK_SESSION_TIMEOUT_MS,
+    }
+}
+
+fn zookeeper_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "zookeeper-contention",
+            "none broken: sessions kept alive, watches delivered, one server that keeps its tree",
+            zookeeper(None),
+        )
+    }
+}
+
+fn zookeeper_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..zookeeper_contention(0)
+    }
+    .renamed(
+        "zookeeper-lost-messages",
+        "none broken: a create whose reply was lost is found again by its guid (Curator's protected mode), and a session outlives a lost ping",
+    )
+}
+
+/// Client 0 acquires at about 0 and its whole process stops 3 s (longer than the 2 s session
+/// timeout) between its check and its write; client 1 starts at 300 ms and waits.
+fn zookeeper_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 300],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 3000,
+            whole_process: true,
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "zookeeper-session-expiry-pause",
+            "the holder's session outlives its pauses: stopped 3 s with a 2 s session timeout, its heartbeat stops, the server expires the session and deletes its node, the waiter's watch fires and it acquires while the paused holder, told nothing (Curator's lock has no lease), still believes; the czxid fences its late write",
+            zookeeper(None),
+        )
+    }
+}
+
+/// Client 0 holds 3 s; at 1 s the server's clock steps forward by the session timeout:
+/// every session expires at once; client 1, waiting, opens a new session and acquires.
+fn zookeeper_clock_jump(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        hold_ms: 3000,
+        start_ms: vec![0, 100],
+        server_clocks: vec![ClockSpec {
+            jumps: vec![(1000, ZK_SESSION_TIMEOUT_MS as i64 * 1000)],
+            ..ClockSpec::default()
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "zookeeper-clock-jump",
+            "the server's clock keeps pace: a step forward by the session timeout expires the holder's session and node, and the waiter's new session acquires while the holder still believes",
+            zookeeper(None),
+        )
+    }
+}
+
+fn missed_watch(name: &'static str, recheck_every_ms: Option<u64>, premise: &'static str) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        acquisitions: 2,
+        hold_ms: 50,
+        think_max_ms: 50,
+        lost_message_ppm: 1_000_000,
+        bound_ms: 20_000,
+        ..FamilyScenario::base(name, premise, zookeeper(recheck_every_ms))
+    }
+}
+
+fn zookeeper_missed_watch(_seed: u64) -> FamilyScenario {
+    missed_watch(
+        "zookeeper-missed-watch",
+        None,
+        "a watch, once set, is delivered: Curator's waiter waits on the watch alone, so with every watch message lost a waiter sleeps on a lock that is free until the run's bound (T2 bounded: a liveness loss no safety judge sees)",
+    )
+}
+
+fn zookeeper_missed_watch_recheck(_seed: u64) -> FamilyScenario {
+    missed_watch(
+        "zookeeper-missed-watch-recheck",
+        Some(500),
+        "none broken (the control): our recheck lists the directory every 500 ms, so a lost watch costs at most that",
+    )
+}
+
+fn restart_for_300_ms() -> Vec<ServerFault> {
+    vec![ServerFault {
+        trigger: Trigger::FirstAcquired { delay_ms: 0 },
+        action: ServerAction::Restart {
+            server: 0,
+            persistence: Persistence::EveryWrite,
+            down_ms: 300,
+        },
+    }]
+}
+
+fn zookeeper_restart(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 2,
+        hold_ms: 100,
+        faults: restart_for_300_ms(),
+        ..FamilyScenario::base(
+            "zookeeper-server-restart",
+            "none broken (the control): the server keeps its tree and sessions on disk, and a 300 ms outage is shorter than a session timeout",
+            zookeeper(None),
+        )
+    }
+}
+
+/// etcd's session lease TTL in these scenarios, whole seconds (etcd's minimum).
+const ETCD_TTL_S: i64 = 2;
+
+fn etcd(mutants: EtcdMutants) -> LockKind {
+    LockKind::Etcd(EtcdMutexConfig {
+        session_ttl_s: ETCD_TTL_S,
+        mutants,
+        ..EtcdMutexConfig::default()
+    })
+}
+
+fn etcd_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "etcd-contention",
+            "none broken: leases kept alive, watches delivered, one server that keeps its keys",
+            etcd(EtcdMutants::default()),
+        )
+    }
+}
+
+fn etcd_lost(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 8,
+        lost_request_ppm: LOSS_PPM,
+        lost_reply_ppm: LOSS_PPM,
+        ..etcd_contention(0)
+    }
+    .renamed(
+        "etcd-lost-messages",
+        "none broken: a put whose reply was lost is found again under its lease's key, and a holder whose keep-alives fail for a TTL stops believing",
+    )
+}
+
+fn etcd_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 50],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 3000,
+            whole_process: true,
+        }],
+        expect_violated: None,
+        ..FamilyScenario::base(
+            "etcd-pause",
+            "none broken that a fenced resource would see: the holder stops 3 s with a 2 s lease between its check and its write, the lease expires and the waiter acquires, and the late write carries a smaller revision, which a resource that checks it refuses",
+            etcd(EtcdMutants::default()),
+        )
+    }
+}
+
+fn etcd_clock_jump(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        hold_ms: 3000,
+        start_ms: vec![0, 100],
+        server_clocks: vec![ClockSpec {
+            jumps: vec![(1000, ETCD_TTL_S * 1_000_000)],
+            ..ClockSpec::default()
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "etcd-clock-jump",
+            "the server's clock keeps pace with the client's: a step forward by the TTL expires the holder's lease, the waiter acquires, and the holder believes until its next keep-alive is refused",
+            etcd(EtcdMutants::default()),
+        )
+    }
+}
+
+/// Client 0 holds from about 30 ms to about 950 ms; client 1 (granted at about 100 ms,
+/// keep-alives at about 767 and 1434 ms) waits behind it, and the watch message telling it of
+/// client 0's release is 300 ms late. At 1000 ms the server's clock steps forward by the TTL:
+/// client 1's lease expires and its key goes (client 0 has released; client 2's lease is
+/// granted after the jump). Client 2 starts at 1060 ms and finds the lock free. Then client
+/// 1's late watch message arrives, between its keep-alives: its lease is still live on its
+/// own clock, its key is gone.
+fn waiter_expiry(name: &'static str, mutants: EtcdMutants, expect: Option<&'static str>) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        hold_ms: 900,
+        start_ms: vec![0, 100, 1060],
+        message_delay_ms: 300,
+        server_clocks: vec![ClockSpec {
+            jumps: vec![(1000, ETCD_TTL_S * 1_000_000)],
+            ..ClockSpec::default()
+        }],
+        expect_violated: expect,
+        ..FamilyScenario::base(
+            name,
+            "a waiter whose lease expired while it waited does not take the lock (etcd issue 11456): woken by its predecessor's deletion after its own key went with its lease, it must check its own key before it believes",
+            etcd(mutants),
+        )
+    }
+}
+
+fn etcd_waiter_expiry(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        premise: "none broken (the control for etcd 11456): the waiter reads its own key after the wait, finds it gone with its lease, and does not believe",
+        ..waiter_expiry("etcd-lease-expires-while-waiting", EtcdMutants::default(), None)
+    }
+}
+
+fn etcd_waiter_expiry_11456(_seed: u64) -> FamilyScenario {
+    waiter_expiry(
+        "etcd-lease-expires-while-waiting-11456",
+        EtcdMutants {
+            no_own_key_check_after_wait: true,
+        },
+        Some("T1-belief"),
+    )
+}
+
+fn etcd_restart(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 2,
+        hold_ms: 100,
+        faults: restart_for_300_ms(),
+        ..FamilyScenario::base(
+            "etcd-server-restart",
+            "none broken (the control): the server keeps its keys and leases on disk, and a restarted leader gives every lease its TTL again",
+            etcd(EtcdMutants::default()),
+        )
+    }
 }

@@ -18,6 +18,10 @@
 //!   renewal period plus one request timeout (and 100 ms) after the other acquired, the time
 //!   its process was paused not counted. (Its clock passing its validity unnoticed does not
 //!   count: a Redisson user has no such check, and trusts the watchdog to keep or end the lock.)
+//! - **C-fence** (locks whose token is a fencing token: ZooKeeper's czxid, etcd's create
+//!   revision): every acquisition's token is larger than every earlier acquisition's. Where it
+//!   holds, T1-resource is judged against a resource that checks the token: a write carrying a
+//!   token below the largest it has seen is refused, not counted.
 //! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
 //!   bound is reported *bounded*: nothing was shown either way.
 //! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
@@ -42,16 +46,18 @@ pub enum Claim {
     T1Resource,
     CRelease,
     CLost,
+    CFence,
     T2,
     T2Free,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 6] = [
+    pub const ALL: [Claim; 7] = [
         Claim::T1Belief,
         Claim::T1Resource,
         Claim::CRelease,
         Claim::CLost,
+        Claim::CFence,
         Claim::T2,
         Claim::T2Free,
     ];
@@ -62,6 +68,7 @@ impl Claim {
             Claim::T1Resource => "T1-resource",
             Claim::CRelease => "C-release",
             Claim::CLost => "C-lost",
+            Claim::CFence => "C-fence",
             Claim::T2 => "T2",
             Claim::T2Free => "T2-free",
         }
@@ -136,9 +143,10 @@ pub fn judge(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
     );
     let claims = vec![
         (Claim::T1Belief, t1_belief(records, facts)),
-        (Claim::T1Resource, t1_resource(records)),
+        (Claim::T1Resource, t1_resource(scenario, records)),
         (Claim::CRelease, c_release(scenario, records, facts)),
         (Claim::CLost, c_lost(scenario, records, facts)),
+        (Claim::CFence, c_fence(scenario, records)),
         (Claim::T2, t2(scenario, facts)),
         (Claim::T2Free, t2_free(scenario, records)),
     ];
@@ -275,7 +283,11 @@ fn t1_belief(records: &[FamilyRecord], facts: &RunFacts) -> Verdict {
     }
 }
 
-fn t1_resource(records: &[FamilyRecord]) -> Verdict {
+fn t1_resource(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
+    // A fenced resource's largest token so far (tokens of fencing locks are 20 digits: text
+    // order is number order).
+    let fenced = scenario.lock.fences();
+    let mut largest_token: Option<&str> = None;
     let mut newest: Option<(u64, &str, Duration)> = None;
     for record in records {
         let FamilyWhat::Write { token, acquisition } = &record.what else {
@@ -287,6 +299,12 @@ fn t1_resource(records: &[FamilyRecord]) -> Verdict {
                 ms(record.at)
             ));
         };
+        if fenced {
+            if largest_token.is_some_and(|largest| token.as_str() < largest) {
+                continue; // refused by the resource: its token is below one it has seen
+            }
+            largest_token = Some(token);
+        }
         match newest {
             Some((newer, newer_token, newer_at)) if acquisition < newer => {
                 return Verdict::Violated(format!(
@@ -352,6 +370,28 @@ fn c_release(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
             "token {token} was released (Released) but still holds the key on server(s) {servers:?} at the end"
         )),
     }
+}
+
+fn c_fence(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
+    if !scenario.lock.fences() {
+        return Verdict::NotChecked;
+    }
+    let mut largest: Option<(&str, u64)> = None;
+    for record in records {
+        let FamilyWhat::Numbered { token, acquisition } = &record.what else {
+            continue;
+        };
+        if let Some((before, earlier)) = largest {
+            if token.as_str() <= before {
+                return Verdict::Violated(format!(
+                    "acquisition #{acquisition} at {} got token {token}, not above acquisition #{earlier}'s {before}",
+                    ms(record.at)
+                ));
+            }
+        }
+        largest = Some((token, *acquisition));
+    }
+    Verdict::NoViolation
 }
 
 /// Slack on C-lost's bound for the network's latency (a request and its reply take up to
@@ -625,10 +665,40 @@ mod tests {
 
     #[test]
     fn an_older_acquisition_writing_after_a_newer_one_violates_t1_resource() {
+        let unfenced = build("set-nx-contention", 0).unwrap();
         let ordered = vec![write(10, "a", 0), write(20, "a", 0), write(30, "b", 1)];
-        assert_eq!(t1_resource(&ordered), Verdict::NoViolation);
+        assert_eq!(t1_resource(&unfenced, &ordered), Verdict::NoViolation);
         let stale = vec![write(10, "a", 0), write(30, "b", 1), write(40, "a", 0)];
-        assert!(t1_resource(&stale).is_violated());
+        assert!(t1_resource(&unfenced, &stale).is_violated());
+    }
+
+    #[test]
+    fn c_fence_a_fenced_resource_refuses_a_smaller_token_and_a_token_that_does_not_grow_violates_c_fence() {
+        let fenced = build("etcd-contention", 0).unwrap();
+        let (small, large) = ("00000000000000000003", "00000000000000000007");
+        // The older acquisition's late write carries the smaller revision: refused.
+        let stale = vec![write(10, small, 0), write(30, large, 1), write(40, small, 0)];
+        assert_eq!(t1_resource(&fenced, &stale), Verdict::NoViolation);
+        // A token that did not grow (#1's is below #0's) lets the older acquisition's write
+        // through after the newer one wrote.
+        let backwards = vec![write(30, small, 1), write(40, large, 0)];
+        assert!(t1_resource(&fenced, &backwards).is_violated());
+        let numbered = |at_ms: u64, token: &str, acquisition: u64| {
+            record(
+                at_ms,
+                "c0",
+                FamilyWhat::Numbered {
+                    token: token.into(),
+                    acquisition,
+                },
+            )
+        };
+        let growing = vec![numbered(10, small, 0), numbered(20, large, 1)];
+        assert_eq!(c_fence(&fenced, &growing), Verdict::NoViolation);
+        let shrinking = vec![numbered(10, large, 0), numbered(20, small, 1)];
+        assert!(c_fence(&fenced, &shrinking).is_violated());
+        let unfenced = build("set-nx-contention", 0).unwrap();
+        assert_eq!(c_fence(&unfenced, &shrinking), Verdict::NotChecked);
     }
 
     #[test]
