@@ -23,12 +23,14 @@ pub enum Suite {
     #[cfg(madsim)]
     SweepMemory,
     /// Real backends (the real build only): every lock on its real servers, Cassandra's old,
-    /// queue and LWT locks, Redis SET NX, Redisson's RLock and fair lock, Redlock, Memcached add, at 1, 4 and 16
-    /// lockers, interleaved repeats; then one run of each under its backend's fault (a Cassandra
-    /// node killed, the Redis primary failed over, a Redlock master paused, memcached
-    /// restarted). Writes reports/real-backends.md and its charts. Start the servers first:
-    /// cluster/cassalock-cluster start --nodes 3; cluster/cassalock-servers start redis
-    /// --instances 3; ... start redis-replicated; ... start memcached (see --locks to run fewer).
+    /// queue and LWT locks, Redis SET NX, Redisson's RLock and fair lock, Redlock, Memcached add,
+    /// Curator's lock on ZooKeeper and etcd's mutex, at 1, 4 and 16 lockers, interleaved
+    /// repeats; then one run of each under its backend's fault (a Cassandra node killed, the
+    /// Redis primary failed over, a Redlock master paused, memcached restarted, the ZooKeeper or
+    /// etcd leader killed). Writes reports/real-backends.md and its charts. Start the servers
+    /// first: cluster/cassalock-cluster start --nodes 3; cluster/cassalock-servers start redis
+    /// --instances 3; ... start redis-replicated; ... start memcached; ... start zookeeper
+    /// --nodes 3; ... start etcd --nodes 3 (see --locks to run fewer).
     /// Exit 1 when two holders overlapped in a run without a fault, 4 when a server does not
     /// answer.
     Real,
@@ -40,8 +42,8 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real: which locks, comma-separated [default: all eight: old, queue, lwt, redis-set-nx,
-    /// redisson, redisson-fair, redlock, memcached].
+    /// real: which locks, comma-separated [default: all ten: old, queue, lwt, redis-set-nx,
+    /// redisson, redisson-fair, redlock, memcached, zookeeper, etcd].
     #[arg(long, value_enum, value_delimiter = ',')]
     locks: Option<Vec<Variant>>,
     /// real: Cassandra nodes, host:port, comma-separated, for old, queue and lwt [default:
@@ -66,6 +68,16 @@ pub struct BenchArgs {
     /// `cluster/cassalock-servers start redis-replicated`].
     #[arg(long, value_delimiter = ',')]
     redis_replicated: Option<Vec<String>>,
+    /// real: the ZooKeeper ensemble of zookeeper, host:port, comma-separated (its leader is
+    /// killed in the fault run) [default: 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183,
+    /// `cluster/cassalock-servers start zookeeper --nodes 3`].
+    #[arg(long, value_delimiter = ',')]
+    zookeeper: Option<Vec<String>>,
+    /// real: the etcd cluster of etcd, host:port, comma-separated (its leader is killed in the
+    /// fault run) [default: 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783,
+    /// `cluster/cassalock-servers start etcd --nodes 3`].
+    #[arg(long, value_delimiter = ',')]
+    etcd: Option<Vec<String>>,
     /// real: locker counts, increasing, comma-separated, 1-256 each, at most 8 [default: 1,4,16].
     #[arg(long, value_delimiter = ',')]
     lockers: Option<Vec<usize>>,
@@ -112,6 +124,8 @@ impl BenchArgs {
             ("--redlock-masters", self.redlock_masters.is_some()),
             ("--memcached", self.memcached.is_some()),
             ("--redis-replicated", self.redis_replicated.is_some()),
+            ("--zookeeper", self.zookeeper.is_some()),
+            ("--etcd", self.etcd.is_some()),
             ("--fault-seconds", self.fault_seconds.is_some()),
             ("--from-data", self.from_data.is_some()),
             ("--add-to", self.add_to.is_some()),
@@ -182,6 +196,8 @@ impl BenchArgs {
             redlock_masters: self.redlock_masters.clone(),
             memcached: self.memcached.clone(),
             redis_replicated: self.redis_replicated.clone(),
+            zookeeper: self.zookeeper.clone(),
+            etcd: self.etcd.clone(),
             out: self.out.clone(),
             add_to: self.add_to.clone(),
         }

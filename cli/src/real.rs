@@ -101,6 +101,10 @@ pub const DEFAULT_REDIS: &str = "127.0.0.1:16380";
 pub const DEFAULT_REDLOCK_MASTERS: [&str; 3] = ["127.0.0.1:16380", "127.0.0.1:16381", "127.0.0.1:16382"];
 pub const DEFAULT_MEMCACHED: &str = "127.0.0.1:21211";
 pub const DEFAULT_REDIS_REPLICATED: [&str; 2] = ["127.0.0.1:16390", "127.0.0.1:16391"];
+pub const DEFAULT_ZOOKEEPER: [&str; 3] = ["127.0.0.1:22181", "127.0.0.1:22182", "127.0.0.1:22183"];
+pub const DEFAULT_ETCD: [&str; 3] = ["127.0.0.1:23781", "127.0.0.1:23782", "127.0.0.1:23783"];
+/// The most members of a ZooKeeper ensemble or etcd cluster a benchmark names.
+const MAX_MEMBERS: usize = 7;
 
 /// Seconds of unreported load on Cassandra before the first measured run.
 pub const WARM_UP_S: u64 = 15;
@@ -144,6 +148,8 @@ pub struct BenchRealFlags {
     pub redlock_masters: Option<Vec<String>>,
     pub memcached: Option<String>,
     pub redis_replicated: Option<Vec<String>>,
+    pub zookeeper: Option<Vec<String>>,
+    pub etcd: Option<Vec<String>>,
     pub out: Option<PathBuf>,
     pub add_to: Option<PathBuf>,
 }
@@ -164,6 +170,10 @@ pub struct BenchPlan {
     pub memcached: String,
     /// The pair redis-set-nx, redisson and redisson-fair fail over in their fault runs.
     pub redis_replicated: Vec<String>,
+    /// The ZooKeeper ensemble of the zookeeper lock (its leader killed in the fault run).
+    pub zookeeper: Vec<String>,
+    /// The etcd cluster of the etcd lock (its leader killed in the fault run).
+    pub etcd: Vec<String>,
     pub out: PathBuf,
     /// Measure only `locks` and put their runs into this earlier data file's report, in place
     /// of any runs of the same locks.
@@ -201,19 +211,9 @@ fn joined<T: ToString>(items: &[T]) -> String {
 impl BenchPlan {
     /// Check the options and fill in the defaults: every refusal names the flag and what to type.
     pub fn new(flags: BenchRealFlags) -> Result<BenchPlan, String> {
-        let locks = flags
-            .locks
-            .clone()
-            .unwrap_or_else(|| Variant::ALL.into_iter().filter(|l| l.in_bench_real()).collect());
+        let locks = flags.locks.clone().unwrap_or_else(|| Variant::ALL.to_vec());
         if locks.is_empty() {
             return Err("--locks: name at least one lock (e.g. --locks queue,redlock)".into());
-        }
-        if let Some(not_yet) = locks.iter().find(|l| !l.in_bench_real()) {
-            return Err(format!(
-                "--locks: {} is not in bench real yet; run it with `cassalock real --algorithm {} --servers ...`",
-                not_yet.cli_name(),
-                not_yet.cli_name()
-            ));
         }
         if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
             return Err(format!(
@@ -287,6 +287,13 @@ impl BenchPlan {
                 redis_server && fault_seconds > 0,
                 "redis-set-nx, redisson or redisson-fair, with fault runs",
             ),
+            (
+                "--zookeeper",
+                flags.zookeeper.is_some(),
+                uses(Variant::Zookeeper),
+                "zookeeper",
+            ),
+            ("--etcd", flags.etcd.is_some(), uses(Variant::Etcd), "etcd"),
         ] {
             if given && !used {
                 return Err(format!(
@@ -333,6 +340,16 @@ impl BenchPlan {
             MAX_REPLICATED,
             "the pair's primary and replica",
         )?;
+        let zookeeper = flags
+            .zookeeper
+            .clone()
+            .unwrap_or_else(|| DEFAULT_ZOOKEEPER.map(str::to_owned).to_vec());
+        check_addresses("--zookeeper", &zookeeper, 1, MAX_MEMBERS, "the ensemble's members")?;
+        let etcd = flags
+            .etcd
+            .clone()
+            .unwrap_or_else(|| DEFAULT_ETCD.map(str::to_owned).to_vec());
+        check_addresses("--etcd", &etcd, 1, MAX_MEMBERS, "the cluster's members")?;
         let plan = BenchPlan {
             locks,
             lockers,
@@ -344,6 +361,8 @@ impl BenchPlan {
             redlock_masters,
             memcached,
             redis_replicated,
+            zookeeper,
+            etcd,
             out: flags.out.unwrap_or_else(|| "reports".into()),
             add_to: flags.add_to,
         };
@@ -386,7 +405,9 @@ impl BenchPlan {
             Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => vec![self.redis.clone()],
             Variant::Redlock => self.redlock_masters.clone(),
             Variant::Memcached => vec![self.memcached.clone()],
-            Variant::Old | Variant::Queue | Variant::Lwt | Variant::Zookeeper | Variant::Etcd => Vec::new(),
+            Variant::Zookeeper => self.zookeeper.clone(),
+            Variant::Etcd => self.etcd.clone(),
+            Variant::Old | Variant::Queue | Variant::Lwt => Vec::new(),
         }
     }
 
@@ -451,6 +472,12 @@ impl BenchPlan {
         if self.locks.contains(&Variant::Memcached) {
             command += &format!(" --memcached {}", self.memcached);
         }
+        if self.locks.contains(&Variant::Zookeeper) {
+            command += &format!(" --zookeeper {}", self.zookeeper.join(","));
+        }
+        if self.locks.contains(&Variant::Etcd) {
+            command += &format!(" --etcd {}", self.etcd.join(","));
+        }
         if let Some(path) = &self.add_to {
             command += &format!(" --add-to {}", path.display());
         }
@@ -507,6 +534,8 @@ pub fn rerender(data: &Path, flags: &BenchRealFlags) -> ExitCode {
         ("--redlock-masters", flags.redlock_masters.is_some()),
         ("--memcached", flags.memcached.is_some()),
         ("--redis-replicated", flags.redis_replicated.is_some()),
+        ("--zookeeper", flags.zookeeper.is_some()),
+        ("--etcd", flags.etcd.is_some()),
         ("--add-to", flags.add_to.is_some()),
     ];
     if let Some((flag, _)) = measuring.iter().find(|(_, given)| *given) {
@@ -1124,6 +1153,30 @@ mod imp {
                 start: format!("`{}`", start_command(Variant::Memcached)),
             });
         }
+        if plan.uses(Backend::ZooKeeper) {
+            let version = server_version(&plan.zookeeper[0], "srvr", "Zookeeper version: ");
+            backends.push(BackendSetup {
+                backend: Backend::ZooKeeper,
+                software: format!(
+                    "ZooKeeper {} (Debian's package), Curator's lock layout run by our machine over the zookeeper-client crate",
+                    version.split(['-', ',']).next().unwrap_or(&version)
+                ),
+                servers: format!("{} members, {}", plan.zookeeper.len(), plan.zookeeper.join(", ")),
+                start: format!("`{}`", start_command(Variant::Zookeeper)),
+            });
+        }
+        if plan.uses(Backend::Etcd) {
+            let version = server_version(&plan.etcd[0], "GET /version HTTP/1.0\r\n\r\n", "\"etcdserver\":\"");
+            backends.push(BackendSetup {
+                backend: Backend::Etcd,
+                software: format!(
+                    "etcd {} (Debian's etcd-server), the mutex run by our machine over the etcd-client crate",
+                    version.split('"').next().unwrap_or(&version)
+                ),
+                servers: format!("{} members, {}", plan.etcd.len(), plan.etcd.join(", ")),
+                start: format!("`{}`", start_command(Variant::Etcd)),
+            });
+        }
         backends
     }
 
@@ -1159,6 +1212,9 @@ mod imp {
         kind: String,
         set: String,
         port: u16,
+        /// leader or follower for an ensemble's member, primary or replica for Redis.
+        #[serde(default)]
+        role: String,
     }
 
     fn script(name: &str) -> PathBuf {
@@ -1237,6 +1293,9 @@ mod imp {
         },
         /// SIGKILL memcached and start it again at once (empty: it keeps nothing).
         ServerRestarted { name: String },
+        /// SIGKILL the ZooKeeper ensemble's or etcd cluster's leader (as `status` finds it just
+        /// before); restarted after the run.
+        LeaderKilled { name: String, members: usize },
     }
 
     impl Fault {
@@ -1247,7 +1306,7 @@ mod imp {
                 Backend::Redis if lock == Variant::Redlock => "one master paused (SIGSTOP)",
                 Backend::Redis => "primary killed, replica promoted (failover)",
                 Backend::Memcached => "server killed and restarted",
-                Backend::ZooKeeper | Backend::Etcd => "not in bench real (cli/tests/real_servers.rs kills the leader)",
+                Backend::ZooKeeper | Backend::Etcd => "the leader killed (SIGKILL)",
             }
         }
 
@@ -1285,6 +1344,36 @@ mod imp {
                         .name
                         .clone(),
                 }),
+                Variant::Zookeeper | Variant::Etcd => {
+                    let (members, kind) = if lock == Variant::Zookeeper {
+                        (&plan.zookeeper, "zookeeper")
+                    } else {
+                        (&plan.etcd, "etcd")
+                    };
+                    if members.len() < 3 {
+                        return Err(format!(
+                            "{} member(s): a majority does not survive its leader killed (cluster/cassalock-servers start {kind} --nodes 3)",
+                            members.len()
+                        ));
+                    }
+                    let mut leader = None;
+                    for address in members {
+                        let instance = instance_at(servers, address, kind, kind)?;
+                        if instance.role == "leader" {
+                            leader = Some(instance.name.clone());
+                        }
+                    }
+                    let name = leader.ok_or_else(|| {
+                        format!(
+                            "no member of {} is the {kind} leader now (`cluster/cassalock-servers status`)",
+                            members.join(",")
+                        )
+                    })?;
+                    Ok(Fault::LeaderKilled {
+                        name,
+                        members: members.len(),
+                    })
+                }
                 _ => {
                     for address in &plan.redis_replicated {
                         instance_at(servers, address, "redis", "redis-replicated")?;
@@ -1316,6 +1405,11 @@ mod imp {
                 Fault::ServerRestarted { name } => {
                     format!("{name} killed (SIGKILL) and restarted, empty, {at} in")
                 }
+                Fault::LeaderKilled { name, members } => {
+                    format!(
+                        "the leader ({name}, of {members} members) killed (SIGKILL) {at} in, restarted after the run"
+                    )
+                }
             }
         }
 
@@ -1335,6 +1429,7 @@ mod imp {
                     run_script("cassalock-servers", &["kill", name])?;
                     run_script("cassalock-servers", &["restart", name]).map(drop)
                 }
+                Fault::LeaderKilled { name, .. } => run_script("cassalock-servers", &["kill", name]).map(drop),
             }
         }
 
@@ -1350,6 +1445,7 @@ mod imp {
                 // SIGCONT to a running process changes nothing.
                 Fault::MasterPaused { name, .. } => run_script("cassalock-servers", &["resume", name]).map(drop),
                 Fault::ServerRestarted { .. } => Ok(()),
+                Fault::LeaderKilled { name, .. } => run_script("cassalock-servers", &["restart", name]).map(drop),
             }
         }
     }
@@ -1404,24 +1500,25 @@ mod tests {
     #[test]
     fn the_default_plan_runs_every_lock_against_the_scripts_ports() {
         let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
-        // Every lock but ZooKeeper's and etcd's (not in bench real yet).
-        let defaults: Vec<Variant> = Variant::ALL.into_iter().filter(|l| l.in_bench_real()).collect();
-        assert_eq!(plan.locks, defaults);
-        assert_eq!(defaults.len(), 8);
+        // Every lock.
+        assert_eq!(plan.locks, Variant::ALL.to_vec());
+        assert_eq!(plan.locks.len(), 10);
         assert_eq!(plan.lockers, vec![1, 4, 16]);
         assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
-        assert_eq!(plan.runs(), 72);
-        assert_eq!(plan.fault_runs(), 8);
+        assert_eq!(plan.runs(), 90);
+        assert_eq!(plan.fault_runs(), 10);
+        assert_eq!(plan.servers(Variant::Zookeeper).len(), 3);
+        assert_eq!(plan.servers(Variant::Etcd)[0], "127.0.0.1:23781");
         assert_eq!(plan.servers(Variant::Redisson), vec!["127.0.0.1:16380".to_string()]);
         assert_eq!(plan.servers(Variant::Redlock).len(), 3);
         assert_eq!(plan.servers(Variant::Memcached), vec!["127.0.0.1:21211".to_string()]);
         assert!(plan.servers(Variant::Queue).is_empty());
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
+            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
         );
-        // Warm-up, 72 runs of 20 + 3 s, 8 fault runs of 20 + 60 s.
-        assert_eq!(plan.estimate_s(), 15 + 72 * 23 + 8 * 80);
+        // Warm-up, 90 runs of 20 + 3 s, 10 fault runs of 20 + 60 s.
+        assert_eq!(plan.estimate_s(), 15 + 90 * 23 + 10 * 80);
     }
 
     #[test]
@@ -1603,7 +1700,22 @@ mod tests {
                     redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
                     ..flags()
                 },
-                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached, --fault-seconds 0)",
+                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
+            ),
+            (
+                BenchRealFlags {
+                    locks: Some(vec![Variant::Queue]),
+                    etcd: Some(vec!["127.0.0.1:23781".into()]),
+                    ..flags()
+                },
+                "--etcd is for etcd, which this benchmark does not run (--locks queue)",
+            ),
+            (
+                BenchRealFlags {
+                    zookeeper: Some(vec!["127.0.0.1:1".into(); 8]),
+                    ..flags()
+                },
+                "--zookeeper: 8 given; give the ensemble's members (1 to 7",
             ),
             // Each value allowed, but together about 17 days.
             (
@@ -1612,7 +1724,7 @@ mod tests {
                     repeats: Some(20),
                     ..flags()
                 },
-                "bench real would take about 481 h (480 runs of 3600 s, 8 fault runs of 20 s); the limit is 24 h",
+                "bench real would take about 601 h (600 runs of 3600 s, 10 fault runs of 20 s); the limit is 24 h",
             ),
         ] {
             let message = plan(bad.clone()).expect_err(says);

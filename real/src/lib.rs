@@ -124,13 +124,6 @@ impl Variant {
         Variant::Etcd,
     ];
 
-    /// The locks `cassalock bench real` runs when `--locks` is not given: all but ZooKeeper's
-    /// and etcd's (their servers and fault runs are not in the benchmark yet; `cassalock real
-    /// --algorithm zookeeper|etcd` runs them).
-    pub fn in_bench_real(self) -> bool {
-        !matches!(self, Variant::Zookeeper | Variant::Etcd)
-    }
-
     /// The variant whose [`Variant::name`] this is (a [`Summary`] keeps the name only).
     pub fn from_name(name: &str) -> Option<Variant> {
         Variant::ALL.into_iter().find(|v| v.name() == name)

@@ -416,8 +416,13 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         }
         if !clauses.is_empty() {
             said.push(format!(
-                "By backend, the fastest lock of each in acq/s (medians; in brackets, a multiple of Cassandra's fastest): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas. Every cycle includes the {} ms hold, so one locker cannot pass {} acq/s on any backend.",
+                "By backend, the fastest lock of each in acq/s (medians; in brackets, a multiple of Cassandra's fastest): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas{}. Every cycle includes the {} ms hold, so one locker cannot pass {} acq/s on any backend.",
                 clauses.join("; "),
+                if backends.iter().any(|b| matches!(b, Backend::ZooKeeper | Backend::Etcd)) {
+                    "; a ZooKeeper or etcd write is appended to the leader's log and fsynced on a majority before it is answered"
+                } else {
+                    ""
+                },
                 setup.hold_ms,
                 f(1000.0 / setup.hold_ms.max(1) as f64, 0)
             ));
@@ -428,7 +433,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
     let in_memory: Vec<&str> = locks
         .iter()
         .copied()
-        .filter(|l| backend_of(l).is_some_and(|b| b != Backend::Cassandra))
+        .filter(|l| backend_of(l).is_some_and(|b| matches!(b, Backend::Redis | Backend::Memcached)))
         .collect();
     if in_memory.len() > 1 {
         let widest = groups
@@ -505,6 +510,25 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         }
         if runs_lock(Variant::Lwt) {
             notes += " An LWT request is a Paxos round (four round trips between replicas) where the other Cassandra requests are one.";
+        }
+        let told: Vec<&str> = [Variant::Zookeeper, Variant::Etcd]
+            .into_iter()
+            .filter(|&l| runs_lock(l))
+            .map(Variant::name)
+            .collect();
+        let polling: Vec<&str> = [Variant::Queue, Variant::Old]
+            .into_iter()
+            .filter(|&l| runs_lock(l))
+            .map(Variant::name)
+            .collect();
+        if !told.is_empty() && !polling.is_empty() {
+            let _ = write!(
+                notes,
+                " S3: the waiters of {} are told when their predecessor goes (a watch on it), those of {} ask every {} ms, so only the latter pay for the wait in requests (etcd's waiters also renew their session every third of its TTL).",
+                and_list(&told.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+                and_list(&polling.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
+                setup.poll_ms
+            );
         }
         said.push(format!(
             "Store requests per acquisition at {} (medians, fewest first; failed retries, extensions, renewals and releases included): {}.{notes}",
