@@ -25,6 +25,12 @@
 //!   network's latency, plus an optional delay), or loses it (per message and subscriber,
 //!   drawn from the seed). The client's own [`Channels`] wakes its waiters; a message sent from
 //!   a primary that dies before it leaves is lost with the node.
+//! - **The fair lock's queue, seen by the server** ([`FairObserver`]): for Redisson's fair lock,
+//!   the server node reports each acquire, release and give-up it applies with what it did to
+//!   the queue: whether it granted the lock, and which waiters it dropped. The judges of queue
+//!   order (F-order) and of waiters dropped without being told (F-drop) read these records, not
+//!   the clients' guesses of when their requests arrived. The lock's decisions stay in the
+//!   keyspace's scripts: the observer only compares the queue before and after.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -35,7 +41,9 @@ use std::time::Duration;
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
-use cassalock::store::redis_keyspace::{Published, RedisCommand, RedisKeyspace, RedisReply};
+use cassalock::store::redis_keyspace::{
+    fair_queue_key, fair_timeouts_key, Published, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
+};
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::StoreFailure;
 use cassalock::Clock;
@@ -117,14 +125,19 @@ impl PubSub {
 
     /// The clients subscribed to `channel` now. A client whose waiters all returned from
     /// `lock()` has dropped its subscriptions (Redisson unsubscribes when no thread of the
-    /// process waits): the run's one lock key makes "any live subscription" this channel's.
+    /// process waits). A client counts only while it has a live subscription to this very
+    /// channel (the fair lock has one channel per waiter).
     fn subscribers_of(&self, channel: &str) -> Vec<usize> {
         lock(&self.subscribers)
             .get(channel)
             .map(|clients| {
                 clients
                     .iter()
-                    .filter(|(_, channels)| channels.upgrade().is_some_and(|channels| channels.channels() > 0))
+                    .filter(|(_, channels)| {
+                        channels
+                            .upgrade()
+                            .is_some_and(|channels| channels.is_subscribed(channel))
+                    })
                     .map(|(client, _)| *client)
                     .collect()
             })
@@ -335,6 +348,97 @@ pub struct ServerNode {
     pub start: Instant,
     pub replication: Option<Arc<Replication>>,
     pub pubsub: Option<Arc<PubSub>>,
+    /// Told what each fair-lock script did to the queue (Redisson's fair lock only).
+    pub fair: Option<Arc<FairObserver>>,
+}
+
+/// Which of the fair lock's scripts (or, for the barging mutant, the RLock's acquire) a server
+/// applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FairScript {
+    Acquire,
+    Release,
+    GiveUp,
+}
+
+/// What one script did, as the server applied it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairStep {
+    /// The server node that applied it.
+    pub node: usize,
+    pub script: FairScript,
+    /// The caller's owner id (the lock() call's token).
+    pub owner: String,
+    /// An acquire that answered "yours" (nil).
+    pub granted: bool,
+    /// Waiters the script removed from the queue that neither took the lock nor gave up: the
+    /// stale waiters it dropped (the caller too, when it was dropped and queued again at the
+    /// tail), in queue order.
+    pub dropped: Vec<String>,
+}
+
+/// Told of every [`FairStep`], on the server node, at the instant it applied.
+pub type FairObserver = Box<dyn Fn(FairStep) + Send + Sync>;
+
+/// The queue and the deadlines of the lock `key`, as they stand in `keyspace`.
+fn fair_snapshot(keyspace: &RedisKeyspace, key: &str) -> (Vec<String>, BTreeMap<String, i64>) {
+    let queue = match keyspace.entry(&fair_queue_key(key)).map(|entry| &entry.value) {
+        Some(RedisValue::List(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let deadlines = match keyspace.entry(&fair_timeouts_key(key)).map(|entry| &entry.value) {
+        Some(RedisValue::SortedSet(scores)) => scores.clone(),
+        _ => BTreeMap::new(),
+    };
+    (queue, deadlines)
+}
+
+/// The fair script `command` runs (with its key and caller), if it is one.
+fn fair_script(command: &RedisCommand) -> Option<(FairScript, &str, &str)> {
+    match command {
+        RedisCommand::RedissonFairAcquire { key, owner, .. } | RedisCommand::RedissonAcquire { key, owner, .. } => {
+            Some((FairScript::Acquire, key, owner))
+        }
+        RedisCommand::RedissonFairRelease { key, owner, .. } => Some((FairScript::Release, key, owner)),
+        RedisCommand::RedissonFairGiveUp { key, owner, .. } => Some((FairScript::GiveUp, key, owner)),
+        _ => None,
+    }
+}
+
+/// What a fair script did, from the queue before and after it and its reply.
+fn fair_step(
+    node: usize,
+    script: FairScript,
+    owner: &str,
+    reply: &RedisReply,
+    before: &(Vec<String>, BTreeMap<String, i64>),
+    after: &(Vec<String>, BTreeMap<String, i64>),
+) -> FairStep {
+    let granted = script == FairScript::Acquire && *reply == RedisReply::Nil;
+    let left_legitimately = |waiter: &str| waiter == owner && (granted || script == FairScript::GiveUp);
+    let mut dropped: Vec<String> = before
+        .0
+        .iter()
+        .filter(|waiter| !after.0.contains(waiter) && !left_legitimately(waiter))
+        .cloned()
+        .collect();
+    // Dropped as stale and queued again at the tail by its own acquire: a new deadline (an
+    // acquire that grants nothing moves no one else's).
+    let requeued = script == FairScript::Acquire
+        && !granted
+        && before.0.iter().any(|waiter| waiter == owner)
+        && after.0.iter().any(|waiter| waiter == owner)
+        && before.1.get(owner) != after.1.get(owner);
+    if requeued {
+        dropped.push(owner.to_owned());
+    }
+    FairStep {
+        node,
+        script,
+        owner: owner.to_owned(),
+        granted,
+        dropped,
+    }
 }
 
 impl ServerNode {
@@ -352,9 +456,17 @@ impl ServerNode {
 
     fn apply_redis(&self, command: &RedisCommand) -> Result<RedisReply, StoreFailure> {
         let now_ms = self.clock.now_us() / 1000;
+        let fair = self.fair.as_ref().zip(fair_script(command));
+        let mut fair_step_done = None;
         let executed = {
             let mut data = lock(&self.data);
-            match &mut *data {
+            let snapshot = |data: &ServerData, key: &str| match data {
+                ServerData::Redis(keyspace) => fair_snapshot(keyspace, key),
+                ServerData::Pair(pair) => fair_snapshot(pair.primary(), key),
+                ServerData::Memcached(_) => Default::default(),
+            };
+            let before = fair.map(|(_, (_, key, _))| snapshot(&data, key));
+            let executed = match &mut *data {
                 ServerData::Redis(keyspace) => keyspace.execute(command, now_ms),
                 ServerData::Pair(pair) => {
                     let executed = pair
@@ -368,8 +480,18 @@ impl ServerNode {
                 ServerData::Memcached(_) => {
                     return Err(StoreFailure::Other("a Redis command sent to Memcached".into()))
                 }
+            };
+            if let (Some((observer, (script, key, owner))), Some(before)) = (fair, before) {
+                let after = snapshot(&data, key);
+                let step = fair_step(self.node, script, owner, &executed.reply, &before, &after);
+                fair_step_done = Some((observer, step));
             }
+            executed
         };
+        // Told outside the data's lock (the observer may read the servers).
+        if let Some((observer, step)) = fair_step_done {
+            observer(step);
+        }
         self.publish(&executed.published);
         Ok(executed.reply)
     }
