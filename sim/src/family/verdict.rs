@@ -880,4 +880,81 @@ mod tests {
         });
         assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
     }
+
+    fn fair(ms: u64, what: FamilyWhat) -> FamilyRecord {
+        record(ms, "s0", what)
+    }
+
+    fn asked(ms: u64, owner: &str) -> FamilyRecord {
+        fair(ms, FamilyWhat::FairAsked { owner: owner.into() })
+    }
+
+    fn granted(ms: u64, owner: &str) -> FamilyRecord {
+        fair(ms, FamilyWhat::FairGranted { owner: owner.into() })
+    }
+
+    #[test]
+    fn f_order_takes_the_server_s_order_and_excuses_a_dropped_waiter_that_f_drop_reports() {
+        let scenario = build("redisson-fair-contention", 0).unwrap();
+        let in_order = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c1:0:b"),
+            granted(60, "c2:0:c"),
+        ];
+        assert_eq!(f_order(&scenario, &in_order), Verdict::NoViolation);
+        assert_eq!(f_drop(&scenario, &in_order), Verdict::NoViolation);
+        // c2 granted ahead of c1, which asked first and still waits.
+        let barged = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c2:0:c"),
+            granted(60, "c1:0:b"),
+        ];
+        let verdict = f_order(&scenario, &barged);
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c2-0 was granted"), "{verdict}");
+        // The same, c1 dropped as stale by c0's release first: excused by F-order, reported by
+        // F-drop.
+        let mut dropped = barged.clone();
+        dropped.insert(
+            4,
+            fair(
+                20,
+                FamilyWhat::FairDropped {
+                    owner: "c1:0:b".into(),
+                    by: "c0:0:a".into(),
+                    script: "release",
+                },
+            ),
+        );
+        assert_eq!(f_order(&scenario, &dropped), Verdict::NoViolation);
+        let verdict = f_drop(&scenario, &dropped);
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c1-0"), "{verdict}");
+        // A call that had given up (NotAcquired) before it was dropped is owed nothing.
+        let mut gave_up = dropped.clone();
+        gave_up.insert(
+            4,
+            record(
+                10,
+                "c1",
+                FamilyWhat::Lock(FamilyEvent::NotAcquired {
+                    thread: "c1-0".into(),
+                    key: "L".into(),
+                    why: "TimedOut".into(),
+                    client_us: 0,
+                }),
+            ),
+        );
+        assert_eq!(f_drop(&scenario, &gave_up), Verdict::NoViolation);
+        // Other locks are not judged.
+        let rlock = build("redisson-contention", 0).unwrap();
+        assert_eq!(f_order(&rlock, &barged), Verdict::NotChecked);
+        assert_eq!(f_drop(&rlock, &dropped), Verdict::NotChecked);
+    }
 }
