@@ -353,3 +353,29 @@ fn redisson_fair_lost_unlock_messages_drop_waiters_by_their_own_late_acquire() {
     let (gap, _) = outcome.longest_handover.expect("handovers");
     assert!(gap > Duration::from_secs(5), "{gap:?}");
 }
+
+/// A fair-lock run cut by its bound leaves the holder's hash and the queue: the waiters are
+/// listed under the queue's key, and C-release does not read them as holders.
+#[test]
+fn a_fair_lock_run_cut_short_reports_its_holder_and_its_waiters() {
+    let mut scenario = build("redisson-fair-long-contention", 0).unwrap();
+    scenario.bound_ms = 3000;
+    let outcome = run_family(&scenario, 0, false);
+    assert!(matches!(outcome.verdicts.get(Claim::T2), Verdict::Bounded(_)));
+    assert_eq!(outcome.verdicts.get(Claim::CRelease), &Verdict::NoViolation);
+    let holders: Vec<&str> = outcome
+        .left
+        .iter()
+        .filter(|left| left.key == "L")
+        .map(|left| left.token.as_str())
+        .collect();
+    assert_eq!(holders.len(), 1, "{:?}", outcome.left);
+    let waiters: Vec<&str> = outcome
+        .left
+        .iter()
+        .filter(|left| left.key == "redisson_lock_queue:{L}")
+        .map(|left| left.token.as_str())
+        .collect();
+    assert_eq!(waiters.len(), 4, "{:?}", outcome.left);
+    assert!(!waiters.contains(&holders[0]));
+}
