@@ -243,7 +243,7 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> Ex
 /// Whether a scenario's runs report their longest handover: where waiters sleep until
 /// notified (Redisson), what a lost unlock message costs.
 fn reports_handovers(scenario: &FamilyScenario) -> bool {
-    matches!(scenario.lock, LockKind::Redisson(_))
+    matches!(scenario.lock, LockKind::Redisson(_) | LockKind::RedissonFair(_))
 }
 
 /// One seed's verdicts, simulated seconds and longest handover (`None`: the run panicked).

@@ -172,3 +172,45 @@ fn redisson_775_is_found_with_a_replay_command_and_lost_unlock_messages_report_t
         "{stdout}"
     );
 }
+
+#[test]
+fn redisson_fair_barging_is_found_by_f_order_with_a_replay_command_and_the_control_exits_0() {
+    let out = cassalock(&["sim-family", "--scenario", "redisson-fair-barging", "--seeds", "0..3"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("F-order      VIOLATED in 3 of 3 seeds; first seed 0"),
+        "{stdout}"
+    );
+    let replay = stdout
+        .lines()
+        .skip_while(|line| !line.contains("VIOLATED"))
+        .find_map(|line| line.split("replay: ").nth(1))
+        .expect("a replay command");
+    assert_eq!(
+        replay,
+        "cassalock sim-family --scenario redisson-fair-barging --seed 0 --trace"
+    );
+    let words: Vec<&str> = replay.split(' ').collect();
+    let again = cassalock(&words[1..]);
+    let trace = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{trace}");
+    // The order is the server's: its records of each call's first acquire and each grant.
+    assert!(trace.contains("s0       first acquire of c0:0:"), "{trace}");
+    assert!(trace.contains("F-order      VIOLATED: c4-1 was granted"), "{trace}");
+    let out = cassalock(&[
+        "sim-family",
+        "--scenario",
+        "redisson-fair-contention",
+        "--seeds",
+        "0..3",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("F-order      no violation in 3 seeds"), "{stdout}");
+    assert!(stdout.contains("F-drop       no violation in 3 seeds"), "{stdout}");
+    assert!(
+        stdout.contains("longest handover (a release to the next acquisition): "),
+        "{stdout}"
+    );
+}

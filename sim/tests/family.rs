@@ -184,6 +184,8 @@ fn a_seed_replays_exactly_and_another_seed_differs() {
         "set-nx-failover-after-acquire",
         "redisson-contention",
         "redisson-failover-during-renewal",
+        "redisson-fair-contention",
+        "redisson-fair-long-contention",
     ] {
         let scenario = build(name, 7).unwrap();
         let first = run_family(&scenario, 7, true);
@@ -215,6 +217,8 @@ fn madsim_finds_the_same_random_draws_in_two_runs_of_a_seed() {
         "memcached-pause",
         "redisson-pause",
         "redisson-lost-unlock-messages",
+        "redisson-fair-lost-unlock-messages",
+        "redisson-fair-barging",
     ] {
         check_family_determinism(&build(name, 3).unwrap(), 3);
     }
@@ -273,4 +277,105 @@ fn a_holder_s_clock_passing_its_validity_is_found_under_drift_and_jumps() {
         // Never passed before the end: the end.
         assert_eq!(clock_passes(&exact, Duration::ZERO, EPOCH_US + 500_000_000, end), end);
     });
+}
+
+/// Redisson's fair lock: no violation under plain contention over a handful of seeds (the
+/// sweep of 1000 is in docs/simulator-families.md), the queue order kept, the handover within
+/// the network's latency.
+#[test]
+fn redisson_fair_contention_keeps_the_queue_order_and_shows_no_violation() {
+    assert_no_violation("redisson-fair-contention", 0..10);
+    let told = longest_handover("redisson-fair-contention", 0..10);
+    assert!(told < Duration::from_millis(100), "{told:?}");
+}
+
+#[test]
+fn redisson_fair_fault_scenarios_violate_their_claim_on_their_pinned_seed() {
+    for (name, seed, claim) in [
+        ("redisson-fair-pause", 0, Claim::T1Resource),
+        ("redisson-fair-failover-during-renewal", 0, Claim::T1Belief),
+        ("redisson-fair-barging", 0, Claim::FOrder),
+    ] {
+        assert_violates_only(name, seed, claim);
+    }
+}
+
+/// The planted barging mutant (the RLock's acquire on the fair lock's keys) is caught by
+/// F-order, judged from the server's records; the unmutated lock keeps the order on the same
+/// workload (redisson-fair-contention's seeds, and the same five clients in
+/// redisson-fair-lost-unlock-messages).
+#[test]
+fn redisson_fair_barging_is_caught_by_f_order_where_the_fair_lock_passes() {
+    let found = sweep("redisson-fair-barging", 0..20);
+    assert_eq!(
+        found.violated.get(&Claim::FOrder).map(Vec::len),
+        Some(20),
+        "{:?}",
+        found.violated
+    );
+    assert_eq!(found.violated.len(), 1, "{:?}", found.violated);
+    let outcome = run_family(&build("redisson-fair-barging", 0).unwrap(), 0, false);
+    let Verdict::Violated(why) = outcome.verdicts.get(Claim::FOrder) else {
+        unreachable!("checked above")
+    };
+    assert!(why.contains("whose first acquire reached the server earlier"), "{why}");
+}
+
+/// Finding: the fair scripts move the waiters' deadlines only when the lock changes hands, so
+/// after about a lease plus a threadWaitTime of unbroken contention the head of the queue is
+/// dropped as stale and not told (what a 16-locker run on a real Redis showed). F-order
+/// excuses the dropped waiter (the queue's discipline over the waiters it keeps); F-drop
+/// reports it.
+#[test]
+fn redisson_fair_long_contention_drops_the_head_of_the_queue_without_telling_it() {
+    assert_violates_only("redisson-fair-long-contention", 0, Claim::FDrop);
+    let outcome = run_family(&build("redisson-fair-long-contention", 0).unwrap(), 0, false);
+    let Verdict::Violated(why) = outcome.verdicts.get(Claim::FDrop) else {
+        unreachable!("checked above")
+    };
+    // Dropped after about the lease (1 s) plus threadWaitTime (5 s) of contention.
+    assert!(why.contains("was dropped at 6216.585 ms by c1-3's release"), "{why}");
+    assert_eq!(outcome.verdicts.get(Claim::FOrder), &Verdict::NoViolation);
+}
+
+/// Finding: with every unlock message lost, a waiter sleeps the wait it was told on joining,
+/// up to the instant its slot began then; one handover in between has moved its deadline to
+/// that instant, so its own acquire arrives a request's latency late and drops it as stale.
+/// Safety and the queue order are unharmed; handovers take seconds.
+#[test]
+fn redisson_fair_lost_unlock_messages_drop_waiters_by_their_own_late_acquire() {
+    assert_violates_only("redisson-fair-lost-unlock-messages", 0, Claim::FDrop);
+    let outcome = run_family(&build("redisson-fair-lost-unlock-messages", 0).unwrap(), 0, false);
+    let Verdict::Violated(why) = outcome.verdicts.get(Claim::FDrop) else {
+        unreachable!("checked above")
+    };
+    assert!(why.contains("by its own late acquire"), "{why}");
+    let (gap, _) = outcome.longest_handover.expect("handovers");
+    assert!(gap > Duration::from_secs(5), "{gap:?}");
+}
+
+/// A fair-lock run cut by its bound leaves the holder's hash and the queue: the waiters are
+/// listed under the queue's key, and C-release does not read them as holders.
+#[test]
+fn a_fair_lock_run_cut_short_reports_its_holder_and_its_waiters() {
+    let mut scenario = build("redisson-fair-long-contention", 0).unwrap();
+    scenario.bound_ms = 3000;
+    let outcome = run_family(&scenario, 0, false);
+    assert!(matches!(outcome.verdicts.get(Claim::T2), Verdict::Bounded(_)));
+    assert_eq!(outcome.verdicts.get(Claim::CRelease), &Verdict::NoViolation);
+    let holders: Vec<&str> = outcome
+        .left
+        .iter()
+        .filter(|left| left.key == "L")
+        .map(|left| left.token.as_str())
+        .collect();
+    assert_eq!(holders.len(), 1, "{:?}", outcome.left);
+    let waiters: Vec<&str> = outcome
+        .left
+        .iter()
+        .filter(|left| left.key == "redisson_lock_queue:{L}")
+        .map(|left| left.token.as_str())
+        .collect();
+    assert_eq!(waiters.len(), 4, "{:?}", outcome.left);
+    assert!(!waiters.contains(&holders[0]));
 }

@@ -15,19 +15,22 @@
 //! Redisson wakes one waiting thread per message in each client process: with several waiters
 //! in one process we retry more often than Redisson does, never less.
 //!
-//! Limits: a channel is kept only while it has a subscriber (dropped ones are swept on every
-//! publish and subscribe), so the table is bounded by the live subscriptions.
+//! Limits: a channel is kept only while it has a subscriber: dropping a [`Subscription`]
+//! removes its channel's entry when no other subscriber of that channel remains (and any entry
+//! left without a subscriber is swept on every publish and subscribe), so the table is bounded
+//! by the live subscriptions.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::watch;
 
 /// The channels messages are published on, and their subscribers.
 #[derive(Default)]
 pub struct Channels {
-    /// Per channel: how many messages were published while it had a subscriber.
-    counts: Mutex<BTreeMap<String, watch::Sender<u64>>>,
+    /// Per channel: how many messages were published while it had a subscriber (shared with
+    /// the subscriptions, weakly, so that a dropped one can remove its entry).
+    counts: Arc<Mutex<BTreeMap<String, watch::Sender<u64>>>>,
 }
 
 impl Channels {
@@ -52,7 +55,11 @@ impl Channels {
         let sender = counts.entry(channel.to_owned()).or_insert_with(|| watch::channel(0).0);
         let mut receiver = sender.subscribe();
         receiver.mark_unchanged();
-        Subscription { receiver }
+        Subscription {
+            receiver: Some(receiver),
+            channel: channel.to_owned(),
+            table: Arc::downgrade(&self.counts),
+        }
     }
 
     /// Whether `channel` has a live subscriber.
@@ -68,9 +75,31 @@ impl Channels {
     }
 }
 
-/// One client's subscription to one channel. Dropping it unsubscribes.
+/// One client's subscription to one channel. Dropping it unsubscribes: the channel's entry
+/// goes when this was its last subscriber.
 pub struct Subscription {
-    receiver: watch::Receiver<u64>,
+    /// Always `Some` until dropped.
+    receiver: Option<watch::Receiver<u64>>,
+    channel: String,
+    table: Weak<Mutex<BTreeMap<String, watch::Sender<u64>>>>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let Some(table) = self.table.upgrade() else {
+            return;
+        };
+        // Under the table's lock, so that a subscribe to the same channel either comes before
+        // (and keeps the entry) or after (and makes a new one).
+        let mut counts = lock_ignoring_poison(&table);
+        drop(self.receiver.take());
+        if counts
+            .get(&self.channel)
+            .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            counts.remove(&self.channel);
+        }
+    }
 }
 
 impl Subscription {
@@ -78,7 +107,10 @@ impl Subscription {
     /// subscribed). Messages that arrived while nobody waited count once: a waiter that missed
     /// several wakes once and retries. Never returns once the channel's table is gone.
     pub async fn message(&mut self) {
-        if self.receiver.changed().await.is_err() {
+        let Some(receiver) = self.receiver.as_mut() else {
+            return std::future::pending::<()>().await;
+        };
+        if receiver.changed().await.is_err() {
             std::future::pending::<()>().await;
         }
     }
@@ -94,8 +126,9 @@ mod tests {
 
     /// Whether a message is pending, taking it (what `message().await` would do at once).
     fn woke(subscription: &mut Subscription) -> bool {
-        let pending = subscription.receiver.has_changed().unwrap_or(false);
-        subscription.receiver.mark_unchanged();
+        let receiver = subscription.receiver.as_mut().expect("live");
+        let pending = receiver.has_changed().unwrap_or(false);
+        receiver.mark_unchanged();
         pending
     }
 
@@ -128,5 +161,34 @@ mod tests {
             "dropped channels are swept"
         );
         drop(kept);
+    }
+
+    #[test]
+    fn a_dropped_subscription_removes_its_channel_when_it_was_the_last_subscriber() {
+        let channels = Channels::new();
+        let table = |channels: &Channels| lock_ignoring_poison(&channels.counts).len();
+        // One channel per acquisition (the fair lock's waiter channels), none published on:
+        // nothing is left once each is dropped, with no publish or subscribe to sweep.
+        for i in 0..100 {
+            let subscription = channels.subscribe(&format!("waiter-{i}"));
+            assert_eq!(table(&channels), 1);
+            drop(subscription);
+            assert_eq!(table(&channels), 0, "waiter-{i}'s entry is gone with its subscription");
+        }
+        // Two subscribers of one channel: the entry stays until the second goes, and the one
+        // left still receives.
+        let first = channels.subscribe("shared");
+        let mut second = channels.subscribe("shared");
+        drop(first);
+        assert!(channels.is_subscribed("shared"));
+        channels.publish("shared");
+        assert!(woke(&mut second), "the remaining subscriber still wakes");
+        drop(second);
+        assert!(!channels.is_subscribed("shared"));
+        assert_eq!(table(&channels), 0);
+        // A subscription outliving its table drops quietly.
+        let orphan = channels.subscribe("orphan");
+        drop(channels);
+        drop(orphan);
     }
 }

@@ -1,8 +1,8 @@
 //! The other lock families (issue 13) in the simulator: the library's `FamilyLocker`, unchanged,
 //! against simulated Redis and Memcached servers under madsim (SET NX, Redlock, Memcached `add`,
-//! Redisson's `RLock`), and (issue 14) Curator's lock and etcd's mutex against simulated
-//! ZooKeeper and etcd servers that judge sessions and leases on their own clocks and send fired
-//! watches over the network (docs/simulator-coordination.md).
+//! Redisson's `RLock` and fair lock), and (issue 14) Curator's lock and etcd's mutex against
+//! simulated ZooKeeper and etcd servers that judge sessions and leases on their own clocks and
+//! send fired watches over the network (docs/simulator-coordination.md).
 //!
 //! The lock code decides everything; the simulator only moves messages, runs clocks and injects
 //! faults, then judges what happened from the run's records (simulated time, the god view):
@@ -15,7 +15,8 @@
 //! - [`scenario`]: the named scenarios, each a premise of the locks and the fault that breaks it.
 //! - [`run`]: one seed: the nodes, the clients' workload, the faults, the records.
 //! - [`verdict`]: the judges (T1-belief, T1-resource, C-release, C-lost for a lock with a
-//!   watchdog, T2, T2-free), and the longest handover of a run.
+//!   watchdog, T2, T2-free, and for the fair lock F-order and F-drop, judged from the server's
+//!   own records of its queue), and the longest handover of a run.
 //!
 //! Verdicts say "no violation in N seeds", never "holds": a sweep samples runs, it proves nothing.
 

@@ -31,6 +31,12 @@
 //!   network's latency, plus an optional delay), or loses it (per message and subscriber,
 //!   drawn from the seed). The client's own [`Channels`] wakes its waiters; a message sent from
 //!   a primary that dies before it leaves is lost with the node.
+//! - **The fair lock's queue, seen by the server** ([`FairObserver`]): for Redisson's fair lock,
+//!   the server node reports each acquire, release and give-up it applies with what it did to
+//!   the queue: whether it granted the lock, and which waiters it dropped. The judges of queue
+//!   order (F-order) and of waiters dropped without being told (F-drop) read these records, not
+//!   the clients' guesses of when their requests arrived. The lock's decisions stay in the
+//!   keyspace's scripts: the observer only compares the queue before and after.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -43,7 +49,9 @@ use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
 use cassalock::store::etcd_keyspace::EtcdKeyspace;
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
-use cassalock::store::redis_keyspace::{Published, RedisCommand, RedisKeyspace, RedisReply};
+use cassalock::store::redis_keyspace::{
+    fair_queue_key, fair_timeouts_key, Published, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
+};
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::znode_tree::{SessionId, ZkCommand, ZkError, ZkOp, ZkReply, ZnodeTree};
 use cassalock::store::StoreFailure;
@@ -126,14 +134,19 @@ impl PubSub {
 
     /// The clients subscribed to `channel` now. A client whose waiters all returned from
     /// `lock()` has dropped its subscriptions (Redisson unsubscribes when no thread of the
-    /// process waits): the run's one lock key makes "any live subscription" this channel's.
+    /// process waits). A client counts only while it has a live subscription to this very
+    /// channel (the fair lock has one channel per waiter).
     fn subscribers_of(&self, channel: &str) -> Vec<usize> {
         lock(&self.subscribers)
             .get(channel)
             .map(|clients| {
                 clients
                     .iter()
-                    .filter(|(_, channels)| channels.upgrade().is_some_and(|channels| channels.channels() > 0))
+                    .filter(|(_, channels)| {
+                        channels
+                            .upgrade()
+                            .is_some_and(|channels| channels.is_subscribed(channel))
+                    })
                     .map(|(client, _)| *client)
                     .collect()
             })
@@ -477,6 +490,97 @@ pub struct ServerNode {
     pub start: Instant,
     pub replication: Option<Arc<Replication>>,
     pub pubsub: Option<Arc<PubSub>>,
+    /// Told what each fair-lock script did to the queue (Redisson's fair lock only).
+    pub fair: Option<Arc<FairObserver>>,
+}
+
+/// Which of the fair lock's scripts (or, for the barging mutant, the RLock's acquire) a server
+/// applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FairScript {
+    Acquire,
+    Release,
+    GiveUp,
+}
+
+/// What one script did, as the server applied it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FairStep {
+    /// The server node that applied it.
+    pub node: usize,
+    pub script: FairScript,
+    /// The caller's owner id (the lock() call's token).
+    pub owner: String,
+    /// An acquire that answered "yours" (nil).
+    pub granted: bool,
+    /// Waiters the script removed from the queue that neither took the lock nor gave up: the
+    /// stale waiters it dropped (the caller too, when it was dropped and queued again at the
+    /// tail), in queue order.
+    pub dropped: Vec<String>,
+}
+
+/// Told of every [`FairStep`], on the server node, at the instant it applied.
+pub type FairObserver = Box<dyn Fn(FairStep) + Send + Sync>;
+
+/// The queue and the deadlines of the lock `key`, as they stand in `keyspace`.
+fn fair_snapshot(keyspace: &RedisKeyspace, key: &str) -> (Vec<String>, BTreeMap<String, i64>) {
+    let queue = match keyspace.entry(&fair_queue_key(key)).map(|entry| &entry.value) {
+        Some(RedisValue::List(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let deadlines = match keyspace.entry(&fair_timeouts_key(key)).map(|entry| &entry.value) {
+        Some(RedisValue::SortedSet(scores)) => scores.clone(),
+        _ => BTreeMap::new(),
+    };
+    (queue, deadlines)
+}
+
+/// The fair script `command` runs (with its key and caller), if it is one.
+fn fair_script(command: &RedisCommand) -> Option<(FairScript, &str, &str)> {
+    match command {
+        RedisCommand::RedissonFairAcquire { key, owner, .. } | RedisCommand::RedissonAcquire { key, owner, .. } => {
+            Some((FairScript::Acquire, key, owner))
+        }
+        RedisCommand::RedissonFairRelease { key, owner, .. } => Some((FairScript::Release, key, owner)),
+        RedisCommand::RedissonFairGiveUp { key, owner, .. } => Some((FairScript::GiveUp, key, owner)),
+        _ => None,
+    }
+}
+
+/// What a fair script did, from the queue before and after it and its reply.
+fn fair_step(
+    node: usize,
+    script: FairScript,
+    owner: &str,
+    reply: &RedisReply,
+    before: &(Vec<String>, BTreeMap<String, i64>),
+    after: &(Vec<String>, BTreeMap<String, i64>),
+) -> FairStep {
+    let granted = script == FairScript::Acquire && *reply == RedisReply::Nil;
+    let left_legitimately = |waiter: &str| waiter == owner && (granted || script == FairScript::GiveUp);
+    let mut dropped: Vec<String> = before
+        .0
+        .iter()
+        .filter(|waiter| !after.0.contains(waiter) && !left_legitimately(waiter))
+        .cloned()
+        .collect();
+    // Dropped as stale and queued again at the tail by its own acquire: a new deadline (an
+    // acquire that grants nothing moves no one else's).
+    let requeued = script == FairScript::Acquire
+        && !granted
+        && before.0.iter().any(|waiter| waiter == owner)
+        && after.0.iter().any(|waiter| waiter == owner)
+        && before.1.get(owner) != after.1.get(owner);
+    if requeued {
+        dropped.push(owner.to_owned());
+    }
+    FairStep {
+        node,
+        script,
+        owner: owner.to_owned(),
+        granted,
+        dropped,
+    }
 }
 
 impl ServerNode {
@@ -494,9 +598,17 @@ impl ServerNode {
 
     fn apply_redis(&self, command: &RedisCommand) -> Result<RedisReply, StoreFailure> {
         let now_ms = self.clock.now_us() / 1000;
+        let fair = self.fair.as_ref().zip(fair_script(command));
+        let mut fair_step_done = None;
         let executed = {
             let mut data = lock(&self.data);
-            match &mut *data {
+            let snapshot = |data: &ServerData, key: &str| match data {
+                ServerData::Redis(keyspace) => fair_snapshot(keyspace, key),
+                ServerData::Pair(pair) => fair_snapshot(pair.primary(), key),
+                _ => Default::default(),
+            };
+            let before = fair.map(|(_, (_, key, _))| snapshot(&data, key));
+            let executed = match &mut *data {
                 ServerData::Redis(keyspace) => keyspace.execute(command, now_ms),
                 ServerData::Pair(pair) => {
                     let executed = pair
@@ -508,8 +620,18 @@ impl ServerNode {
                     executed
                 }
                 _ => return Err(StoreFailure::Other("a Redis command sent to another store".into())),
+            };
+            if let (Some((observer, (script, key, owner))), Some(before)) = (fair, before) {
+                let after = snapshot(&data, key);
+                let step = fair_step(self.node, script, owner, &executed.reply, &before, &after);
+                fair_step_done = Some((observer, step));
             }
+            executed
         };
+        // Told outside the data's lock (the observer may read the servers).
+        if let Some((observer, step)) = fair_step_done {
+            observer(step);
+        }
         self.publish(&executed.published);
         Ok(executed.reply)
     }
@@ -637,51 +759,55 @@ impl ServerNode {
         let endpoint = Endpoint::bind(server_addr(self.node))
             .await
             .expect("server address free");
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |RedisCall(command)| {
-            let this = this.clone();
-            async move {
-                let extra = this.extra_delay();
-                if !extra.is_zero() {
-                    tokio::time::sleep(extra).await;
+        // Each store's handlers only (a handler is a task: a Redis node keeps the tasks, and so
+        // the schedule and the random draws, its runs always had).
+        let coordination = lock(&self.data).has_expiry_ticker();
+        if !coordination {
+            let this = self.clone();
+            endpoint.add_rpc_handler(move |RedisCall(command)| {
+                let this = this.clone();
+                async move {
+                    let extra = this.extra_delay();
+                    if !extra.is_zero() {
+                        tokio::time::sleep(extra).await;
+                    }
+                    this.apply_redis(&command)
                 }
-                this.apply_redis(&command)
-            }
-        });
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |MemcachedCall(command)| {
-            let this = this.clone();
-            async move {
-                let extra = this.extra_delay();
-                if !extra.is_zero() {
-                    tokio::time::sleep(extra).await;
+            });
+            let this = self.clone();
+            endpoint.add_rpc_handler(move |MemcachedCall(command)| {
+                let this = this.clone();
+                async move {
+                    let extra = this.extra_delay();
+                    if !extra.is_zero() {
+                        tokio::time::sleep(extra).await;
+                    }
+                    this.apply_memcached(&command)
                 }
-                this.apply_memcached(&command)
-            }
-        });
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |ZkCall { client, command }| {
-            let this = this.clone();
-            async move {
-                let extra = this.extra_delay();
-                if !extra.is_zero() {
-                    tokio::time::sleep(extra).await;
+            });
+        } else {
+            let this = self.clone();
+            endpoint.add_rpc_handler(move |ZkCall { client, command }| {
+                let this = this.clone();
+                async move {
+                    let extra = this.extra_delay();
+                    if !extra.is_zero() {
+                        tokio::time::sleep(extra).await;
+                    }
+                    this.apply_zk(client, &command)
                 }
-                this.apply_zk(client, &command)
-            }
-        });
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |EtcdCall { client, op }| {
-            let this = this.clone();
-            async move {
-                let extra = this.extra_delay();
-                if !extra.is_zero() {
-                    tokio::time::sleep(extra).await;
+            });
+            let this = self.clone();
+            endpoint.add_rpc_handler(move |EtcdCall { client, op }| {
+                let this = this.clone();
+                async move {
+                    let extra = this.extra_delay();
+                    if !extra.is_zero() {
+                        tokio::time::sleep(extra).await;
+                    }
+                    this.apply_etcd(client, &op)
                 }
-                this.apply_etcd(client, &op)
-            }
-        });
-        if lock(&self.data).has_expiry_ticker() {
+            });
             // Sessions or leases run out between requests too; bounded by the node's life
             // (the run stops every node at its end).
             loop {
@@ -915,5 +1041,80 @@ impl FamilyStore<ZkOp> for SimZkStore {
     /// Watches fired for this client's sessions on nodes in `directory`.
     async fn subscribe(&self, directory: &str) -> Option<Subscription> {
         Some(self.conn.channels.as_ref()?.subscribe(directory))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acquire(owner: &str, now_ms: u64) -> RedisCommand {
+        RedisCommand::RedissonFairAcquire {
+            key: "L".into(),
+            owner: owner.into(),
+            lease_ms: 1000,
+            thread_wait_ms: 5000,
+            client_now_ms: now_ms,
+        }
+    }
+
+    /// Apply `command` at `now_ms` (server and client clocks agree) and say what it did.
+    fn step(keyspace: &mut RedisKeyspace, command: RedisCommand, now_ms: u64) -> FairStep {
+        let (script, key, owner) = fair_script(&command).expect("a fair script");
+        let before = fair_snapshot(keyspace, key);
+        let executed = keyspace.execute(&command, now_ms);
+        let after = fair_snapshot(keyspace, key);
+        fair_step(0, script, owner, &executed.reply, &before, &after)
+    }
+
+    /// a holds (its key expires at 2000); b and c queue (deadlines 7000 and 12000).
+    fn queued() -> RedisKeyspace {
+        let mut keyspace = RedisKeyspace::new();
+        assert!(step(&mut keyspace, acquire("a", 1000), 1000).granted);
+        for (owner, at) in [("b", 1000), ("c", 1000)] {
+            let asked = step(&mut keyspace, acquire(owner, at), at);
+            assert!(!asked.granted && asked.dropped.is_empty(), "{asked:?}");
+        }
+        assert_eq!(fair_snapshot(&keyspace, "L").0, ["b", "c"]);
+        keyspace
+    }
+
+    #[test]
+    fn a_stale_head_removed_by_another_s_script_is_dropped_and_a_grant_or_give_up_is_not() {
+        let mut keyspace = queued();
+        // a's release after b's deadline: b is dropped, c told.
+        let release = RedisCommand::RedissonFairRelease {
+            key: "L".into(),
+            owner: "a".into(),
+            lease_ms: 1000,
+            channel: "ch".into(),
+            client_now_ms: 7500,
+        };
+        let released = step(&mut keyspace, release, 7500);
+        assert_eq!(released.dropped, ["b"]);
+        // c takes the lock: leaving the queue so is no drop.
+        let granted = step(&mut keyspace, acquire("c", 7510), 7510);
+        assert!(granted.granted && granted.dropped.is_empty(), "{granted:?}");
+        // d queues and gives up: no drop either.
+        assert!(!step(&mut keyspace, acquire("d", 7520), 7520).granted);
+        let gave_up = RedisCommand::RedissonFairGiveUp {
+            key: "L".into(),
+            owner: "d".into(),
+            thread_wait_ms: 5000,
+        };
+        assert!(step(&mut keyspace, gave_up, 7530).dropped.is_empty());
+    }
+
+    #[test]
+    fn a_waiter_whose_own_late_acquire_requeues_it_at_the_tail_is_dropped() {
+        let mut keyspace = queued();
+        // b asks again after its deadline: dropped, then queued again behind c.
+        let late = step(&mut keyspace, acquire("b", 7500), 7500);
+        assert!(!late.granted);
+        assert_eq!(late.dropped, ["b"]);
+        assert_eq!(fair_snapshot(&keyspace, "L").0, ["c", "b"]);
+        // Asking again within its slot is no drop.
+        let again = step(&mut keyspace, acquire("b", 7600), 7600);
+        assert!(again.dropped.is_empty(), "{again:?}");
     }
 }

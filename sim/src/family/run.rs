@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cassalock::algo::family::{
-    CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonLock, RedlockLock, Release, SetNxLock,
+    CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock,
 };
 use cassalock::algo::Source;
 use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
@@ -48,8 +48,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::time::Instant;
 
 use super::net::{
-    client_ip, lock, notify_addr, resource_addr, server_addr, FamilyNet, PubSub, Replication, ServerData, ServerNode,
-    ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
+    client_ip, lock, notify_addr, resource_addr, server_addr, FairObserver, FairScript, FairStep, FamilyNet, PubSub,
+    Replication, ServerData, ServerNode, ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
 };
 use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
 use super::verdict::{judge, FamilyVerdicts};
@@ -114,6 +114,22 @@ pub enum FamilyWhat {
     Fault(String),
     /// The client finished its acquisitions.
     Done,
+    /// Fair lock, recorded by the server node that applied it: the first acquire of the
+    /// lock() call `owner` reached the server (its place in the queue order, F-order).
+    FairAsked {
+        owner: String,
+    },
+    /// Fair lock, by the server: an acquire by `owner` took the lock.
+    FairGranted {
+        owner: String,
+    },
+    /// Fair lock, by the server: the script `by` ran (an acquire or release of that owner)
+    /// removed `owner` from the queue as stale; nothing tells the waiter (F-drop).
+    FairDropped {
+        owner: String,
+        by: String,
+        script: &'static str,
+    },
 }
 
 impl FamilyRecord {
@@ -149,6 +165,22 @@ impl fmt::Display for FamilyWhat {
             FamilyWhat::Watch { to, lost: true } => write!(f, "watch event to c{to} LOST"),
             FamilyWhat::Fault(what) => write!(f, "FAULT {what}"),
             FamilyWhat::Done => write!(f, "done"),
+            FamilyWhat::FairAsked { owner } => {
+                write!(f, "first acquire of {owner} applied (its place in the queue order)")
+            }
+            FamilyWhat::FairGranted { owner } => write!(f, "lock granted to {owner}"),
+            FamilyWhat::FairDropped { owner, by, script } if by == owner => {
+                write!(
+                    f,
+                    "waiter {owner} DROPPED from the queue as stale by its own late {script}, queued again at the tail"
+                )
+            }
+            FamilyWhat::FairDropped { owner, by, script } => {
+                write!(
+                    f,
+                    "waiter {owner} DROPPED from the queue as stale by {by}'s {script} (not told)"
+                )
+            }
         }
     }
 }
@@ -581,6 +613,18 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
             .expect("the scenario's settings are valid");
             workload(locker, &ctx).await;
         }
+        LockKind::RedissonFair(config) => {
+            let locker = FamilyLocker::<RedissonFairLock, _, _>::new(
+                store(0),
+                ctx.clock.clone(),
+                config.clone(),
+                &name,
+                locker_seed,
+                Some(observer),
+            )
+            .expect("the scenario's settings are valid");
+            workload(locker, &ctx).await;
+        }
         LockKind::Memcached(config) => {
             let locker = FamilyLocker::<MemcachedLock, _, _>::new(
                 store(0),
@@ -709,7 +753,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     // held weakly: the servers that hold the pub/sub are in the recorder's probe.
     let pubsub = scenario.lock.notifies().then(|| {
         let weak = Arc::downgrade(&recorder);
-        let watches = !matches!(scenario.lock, LockKind::Redisson(_));
+        let watches = matches!(scenario.lock, LockKind::Zookeeper { .. } | LockKind::Etcd(_));
         Arc::new(PubSub::new(
             scenario.lost_message_ppm,
             Duration::from_millis(scenario.message_delay_ms),
@@ -725,6 +769,8 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
             }),
         ))
     });
+    // The fair lock's queue as the servers apply its scripts (held weakly, as the pub/sub).
+    let fair = scenario.lock.is_fair().then(|| fair_observer(&recorder));
     let mut nodes = Vec::new();
     for server in 0..logical {
         let data = match (&scenario.lock, &replication) {
@@ -747,6 +793,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
             start,
             replication: replication.clone(),
             pubsub: pubsub.clone(),
+            fair: fair.clone(),
         });
     }
     if replication.is_some() {
@@ -913,6 +960,46 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     let every_node: Vec<NodeId> = servers.node_ids.iter().copied().chain(other_nodes).collect();
     crate::assembly::stop_every_task(&handle, &every_node, &fault_tasks);
     (records, facts)
+}
+
+/// The fair lock's server-side records: each lock() call's first acquire to reach a server,
+/// each grant, each waiter the scripts dropped (recorded on the applying node, `s0` or `s1`).
+fn fair_observer(recorder: &Arc<Recorder>) -> Arc<FairObserver> {
+    let weak = Arc::downgrade(recorder);
+    let asked: Mutex<std::collections::BTreeSet<String>> = Mutex::new(Default::default());
+    let granted: Mutex<std::collections::BTreeSet<String>> = Mutex::new(Default::default());
+    Arc::new(Box::new(move |step: FairStep| {
+        let Some(recorder) = weak.upgrade() else {
+            return;
+        };
+        let node = format!("s{}", step.node);
+        for owner in &step.dropped {
+            let script = match step.script {
+                FairScript::Acquire => "acquire",
+                FairScript::Release => "release",
+                FairScript::GiveUp => "give-up",
+            };
+            recorder.record(
+                &node,
+                FamilyWhat::FairDropped {
+                    owner: owner.clone(),
+                    by: step.owner.clone(),
+                    script,
+                },
+            );
+        }
+        if step.script == FairScript::Acquire && lock(&asked).insert(step.owner.clone()) {
+            recorder.record(
+                &node,
+                FamilyWhat::FairAsked {
+                    owner: step.owner.clone(),
+                },
+            );
+        }
+        if step.granted && lock(&granted).insert(step.owner.clone()) {
+            recorder.record(&node, FamilyWhat::FairGranted { owner: step.owner });
+        }
+    }))
 }
 
 /// Every live key on every logical server now, by the serving node's clock.

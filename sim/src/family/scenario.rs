@@ -29,6 +29,9 @@ pub enum LockKind {
     /// Redisson's `RLock` (watchdog when no lease time is given; waiters woken by the unlock
     /// message, which the simulated server publishes over the network).
     Redisson(RedissonConfig),
+    /// Redisson's fair lock: the RLock's hash and watchdog with a queue of waiters; the release
+    /// tells the first waiter alone, on its own channel.
+    RedissonFair(RedissonConfig),
     /// Curator's `InterProcessMutex` on one ZooKeeper server: each client's session (with
     /// this timeout) kept alive by its heartbeat, waiters woken by the predecessor's watch.
     Zookeeper {
@@ -47,6 +50,7 @@ impl LockKind {
             LockKind::Redlock(_) => "redlock",
             LockKind::Memcached(_) => "memcached",
             LockKind::Redisson(_) => "redisson",
+            LockKind::RedissonFair(_) => "redisson-fair",
             LockKind::Zookeeper { .. } => "zookeeper",
             LockKind::Etcd(_) => "etcd",
         }
@@ -56,6 +60,7 @@ impl LockKind {
     pub fn renew_every_ms(&self) -> Option<u64> {
         match self {
             LockKind::Redisson(config) if config.watchdog() => Some(config.renew_every_ms()),
+            LockKind::RedissonFair(config) if config.watchdog() => Some(config.renew_every_ms()),
             LockKind::Etcd(config) => Some(config.keep_alive_every_ms()),
             _ => None,
         }
@@ -76,6 +81,7 @@ impl LockKind {
             LockKind::Redlock(config) => config.lock.ttl_ms,
             LockKind::Memcached(config) => u64::from(config.ttl_s) * 1000,
             LockKind::Redisson(config) => config.lease_ms(),
+            LockKind::RedissonFair(config) => config.lease_ms(),
             LockKind::Zookeeper { session_timeout_ms, .. } => *session_timeout_ms,
             LockKind::Etcd(config) => config.ttl_us() / 1000,
         }
@@ -83,16 +89,23 @@ impl LockKind {
 
     /// The server notifies waiters (Redisson's unlock message, ZooKeeper's and etcd's watches).
     pub fn notifies(&self) -> bool {
-        matches!(
-            self,
-            LockKind::Redisson(_) | LockKind::Zookeeper { .. } | LockKind::Etcd(_)
-        )
+        self.uses_pubsub() || matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_))
     }
 
     /// The holder's token only grows from one acquisition to the next (ZooKeeper's czxid,
     /// etcd's create revision): a fencing token.
     pub fn fences(&self) -> bool {
         matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_))
+    }
+
+    /// Whether the lock's waiters sleep until an unlock message (Redis pub/sub) wakes them.
+    pub fn uses_pubsub(&self) -> bool {
+        matches!(self, LockKind::Redisson(_) | LockKind::RedissonFair(_))
+    }
+
+    /// Whether the lock keeps a queue of waiters (the F-order and F-drop judges apply).
+    pub fn is_fair(&self) -> bool {
+        matches!(self, LockKind::RedissonFair(_))
     }
 }
 
@@ -404,6 +417,36 @@ pub const SCENARIOS: &[Named] = &[
         name: "redisson-failed-renewal-775",
         help: "the same with issue 775's watchdog, which is not rescheduled after the failure",
         build: redisson_failed_renewal_775,
+    },
+    Named {
+        name: "redisson-fair-contention",
+        help: "5..=32 clients, Redisson's fair lock (queue, watchdog, per-waiter unlock messages), no faults (control; F-order, F-drop judged)",
+        build: redisson_fair_contention,
+    },
+    Named {
+        name: "redisson-fair-lost-unlock-messages",
+        help: "5 clients on the fair lock, every unlock message lost: waiters wake at their deadline and their own acquire drops them as stale (F-drop; the wait is reported)",
+        build: redisson_fair_lost_messages,
+    },
+    Named {
+        name: "redisson-fair-pause",
+        help: "the fair lock's holder's whole process stops longer than the watchdog timeout",
+        build: redisson_fair_pause,
+    },
+    Named {
+        name: "redisson-fair-failover-during-renewal",
+        help: "the fair lock's primary dies with the holder's first renewal in flight, before the replica has the key",
+        build: redisson_fair_failover,
+    },
+    Named {
+        name: "redisson-fair-barging",
+        help: "the fair lock with the planted fair_acquire_ignores_the_queue mutant (the RLock's acquire): caught by F-order",
+        build: redisson_fair_barging,
+    },
+    Named {
+        name: "redisson-fair-long-contention",
+        help: "5 clients holding 300 ms each, 10 times, on the fair lock: unbroken contention longer than a lease plus a threadWaitTime drops the head of the queue as stale (F-drop)",
+        build: redisson_fair_long_contention,
     },
     Named {
         name: "zookeeper-contention",
@@ -1005,6 +1048,119 @@ fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
         },
         Some("C-lost"),
     )
+}
+
+/// Redisson's fair lock with its watchdog (`lock()` without a lease time) and Redisson's
+/// `threadWaitTime` of 5 s.
+fn redisson_fair(watchdog_timeout_ms: u64, mutants: RedissonMutants) -> LockKind {
+    LockKind::RedissonFair(redisson(watchdog_timeout_ms, mutants))
+}
+
+fn redisson_fair_contention(seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: contention_clients(seed),
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        ..FamilyScenario::base(
+            "redisson-fair-contention",
+            "none broken: one server that keeps its keys and queue, clocks that keep pace, and unlock messages that reach the first waiter; the lock goes in the order the lock() calls first reached the server",
+            redisson_fair(2000, RedissonMutants::default()),
+        )
+    }
+}
+
+fn redisson_fair_lost_messages(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 2,
+        hold_ms: 20,
+        think_max_ms: 50,
+        lost_message_ppm: 1_000_000,
+        bound_ms: 600_000,
+        expect_violated: Some("F-drop"),
+        ..FamilyScenario::base(
+            "redisson-fair-lost-unlock-messages",
+            "unlock messages arrive: lost, a waiter wakes only when the wait it was told on joining runs out, the instant its slot began then; one handover in between has moved its deadline to that same instant, so its own next acquire arrives a request's latency late, drops it as stale and queues it again at the tail (safety and F-order unharmed)",
+            redisson_fair(1000, RedissonMutants::default()),
+        )
+    }
+}
+
+fn redisson_fair_pause(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        start_ms: vec![0, 50],
+        pauses: vec![Pause {
+            client: 0,
+            acquisition: 0,
+            pause_ms: 1500,
+            whole_process: true,
+        }],
+        expect_violated: Some("T1-resource"),
+        ..FamilyScenario::base(
+            "redisson-fair-pause",
+            "the holder's process runs: it stops 1.5 s (its watchdog with it) between its validity check and its write, longer than the 1 s watchdog timeout, so the key runs out, the first waiter takes the lock and writes first",
+            redisson_fair(1000, RedissonMutants::default()),
+        )
+    }
+}
+
+/// As `redisson-failover-during-renewal`, on the fair lock.
+fn redisson_fair_failover(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        hold_ms: 2000,
+        start_ms: vec![0, 600, 700],
+        replication_lag_ms: Some(1000),
+        faults: vec![ServerFault {
+            trigger: Trigger::FirstRenewal { delay_ms: 0 },
+            action: ServerAction::Failover,
+        }],
+        expect_violated: Some("T1-belief"),
+        ..FamilyScenario::base(
+            "redisson-fair-failover-during-renewal",
+            "an acknowledged acquire survives: the primary fails over while the holder's first renewal is in flight and before the replica has the key, so the next lock() call finds the promoted replica free with an empty queue and takes the lock while the holder's watchdog is still waiting to renew",
+            redisson_fair(1500, RedissonMutants::default()),
+        )
+    }
+}
+
+fn redisson_fair_barging(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 3,
+        hold_ms: 20,
+        think_max_ms: 50,
+        expect_violated: Some("F-order"),
+        ..FamilyScenario::base(
+            "redisson-fair-barging",
+            "the acquire keeps the queue: with the planted mutant it runs the RLock's script, so whoever asks when the lock is free takes it, ahead of waiters that asked first",
+            redisson_fair(
+                1000,
+                RedissonMutants {
+                    fair_acquire_ignores_the_queue: true,
+                    ..RedissonMutants::default()
+                },
+            ),
+        )
+    }
+}
+
+/// Five clients that each hold 300 ms, ten times, with no think time: the lock is never free
+/// for long and the queue never empties, for about 15 s.
+fn redisson_fair_long_contention(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 5,
+        acquisitions: 10,
+        hold_ms: 300,
+        bound_ms: 180_000,
+        expect_violated: Some("F-drop"),
+        ..FamilyScenario::base(
+            "redisson-fair-long-contention",
+            "a waiter keeps its place while it waits: the scripts move the waiters' deadlines only when the lock changes hands, so after about a lease plus a threadWaitTime (1 s + 5 s) of unbroken contention the head's deadline has passed, the next script drops it as stale, and nothing tells it",
+            redisson_fair(1000, RedissonMutants::default()),
+        )
+    }
 }
 
 /// ZooKeeper's session timeout in these scenarios (ms): a heartbeat every third of it.

@@ -26,6 +26,17 @@
 //!   bound is reported *bounded*: nothing was shown either way.
 //! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
 //!   could have held the lock.
+//! - **F-order** (Redisson's fair lock): the lock goes to `lock()` calls in the order their first
+//!   acquire reached the server, as the server recorded it (`FairAsked`, `FairGranted`). A grant
+//!   to B violates it when a call A asked first, had not been granted, was still waiting in
+//!   `lock()` (no `NotAcquired` yet) and had not been dropped from the queue by the scripts.
+//!   A waiter the scripts dropped as stale is excused from then on, as the model's F-order
+//!   excuses it: the claim is the queue's discipline over the waiters it keeps. The drop itself
+//!   is F-drop's, never excused.
+//! - **F-drop** (Redisson's fair lock): no waiter is dropped from the queue without being told.
+//!   The scripts drop a waiter whose deadline passed (`FairDropped`, recorded by the server); a
+//!   call still waiting in `lock()` then is not told, and joins the tail whenever it next asks.
+//!   A drop of a call that had already ended (gave up) is not counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -49,10 +60,12 @@ pub enum Claim {
     CFence,
     T2,
     T2Free,
+    FOrder,
+    FDrop,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 7] = [
+    pub const ALL: [Claim; 9] = [
         Claim::T1Belief,
         Claim::T1Resource,
         Claim::CRelease,
@@ -60,6 +73,8 @@ impl Claim {
         Claim::CFence,
         Claim::T2,
         Claim::T2Free,
+        Claim::FOrder,
+        Claim::FDrop,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +86,8 @@ impl Claim {
             Claim::CFence => "C-fence",
             Claim::T2 => "T2",
             Claim::T2Free => "T2-free",
+            Claim::FOrder => "F-order",
+            Claim::FDrop => "F-drop",
         }
     }
 
@@ -149,6 +166,8 @@ pub fn judge(scenario: &FamilyScenario, records: &[FamilyRecord], facts: &RunFac
         (Claim::CFence, c_fence(scenario, records)),
         (Claim::T2, t2(scenario, facts)),
         (Claim::T2Free, t2_free(scenario, records)),
+        (Claim::FOrder, f_order(scenario, records)),
+        (Claim::FDrop, f_drop(scenario, records)),
     ];
     debug_assert!(claims.iter().map(|(c, _)| *c).eq(Claim::ALL));
     FamilyVerdicts { claims }
@@ -504,8 +523,9 @@ pub fn longest_handover(records: &[FamilyRecord]) -> Option<(Duration, Duration)
     let mut longest: Option<(Duration, Duration)> = None;
     for record in records {
         match &record.what {
+            // The fair lock's release cannot tell "freed" from "already gone" (both 1).
             FamilyWhat::Lock(FamilyEvent::Released {
-                outcome: Release::Released,
+                outcome: Release::Released | Release::GoneEitherWay,
                 ..
             }) => released_at = Some(record.at),
             FamilyWhat::Lock(FamilyEvent::Acquired { .. }) => {
@@ -551,6 +571,151 @@ fn t2_free(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
             _ => None,
         })
         .unwrap_or(Verdict::NoViolation)
+}
+
+/// The `lock()` call (thread, `c3-2`) a token (`c3:2:nonce`) belongs to, as the driver names
+/// them.
+fn thread_of(token: &str) -> String {
+    let mut parts = token.splitn(3, ':');
+    match (parts.next(), parts.next()) {
+        (Some(client), Some(sequence)) => format!("{client}-{sequence}"),
+        _ => token.to_owned(),
+    }
+}
+
+/// Per fair-lock `lock()` call (by token): when its first acquire reached the server, when it
+/// was granted, when its call ended without the lock, when the scripts first dropped it.
+#[derive(Default)]
+struct FairCall {
+    asked: Option<(usize, Duration)>,
+    granted: Option<Duration>,
+    ended: Option<Duration>,
+    dropped: Option<(Duration, String)>,
+}
+
+fn fair_calls(records: &[FamilyRecord]) -> BTreeMap<String, FairCall> {
+    let mut ended_threads: BTreeMap<&str, Duration> = BTreeMap::new();
+    for record in records {
+        if let FamilyWhat::Lock(FamilyEvent::NotAcquired { thread, .. }) = &record.what {
+            ended_threads.entry(thread).or_insert(record.at);
+        }
+    }
+    let mut calls: BTreeMap<String, FairCall> = BTreeMap::new();
+    let mut order = 0;
+    for record in records {
+        match &record.what {
+            FamilyWhat::FairAsked { owner } => {
+                let call = calls.entry(owner.clone()).or_default();
+                call.asked.get_or_insert((order, record.at));
+                order += 1;
+            }
+            FamilyWhat::FairGranted { owner } => {
+                calls.entry(owner.clone()).or_default().granted.get_or_insert(record.at);
+            }
+            FamilyWhat::FairDropped { owner, by, script } => {
+                let why = if by == owner {
+                    format!("its own late {script}, which queued it again at the tail")
+                } else {
+                    format!("{}'s {script}", thread_of(by))
+                };
+                calls
+                    .entry(owner.clone())
+                    .or_default()
+                    .dropped
+                    .get_or_insert((record.at, why));
+            }
+            _ => {}
+        }
+    }
+    for (token, call) in calls.iter_mut() {
+        call.ended = ended_threads.get(thread_of(token).as_str()).copied();
+    }
+    calls
+}
+
+fn f_order(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
+    if !scenario.lock.is_fair() {
+        return Verdict::NotChecked;
+    }
+    let calls = fair_calls(records);
+    // Grants in the order the server made them.
+    let mut grants: Vec<(Duration, usize, &str)> = calls
+        .iter()
+        .filter_map(|(token, call)| Some((call.granted?, call.asked.map_or(usize::MAX, |a| a.0), token.as_str())))
+        .collect();
+    grants.sort();
+    for &(granted_at, _, token) in &grants {
+        let Some((rank, _)) = calls[token].asked else {
+            return Verdict::Violated(format!(
+                "{} was granted at {} without an acquire the server recorded",
+                thread_of(token),
+                ms(granted_at)
+            ));
+        };
+        // A call that asked first and was still owed the lock.
+        let passed_over = calls.iter().find(|(other, call)| {
+            *other != token
+                && call.asked.is_some_and(|(r, _)| r < rank)
+                && call.granted.is_none_or(|at| at > granted_at)
+                && call.ended.is_none_or(|at| at > granted_at)
+                && call.dropped.as_ref().is_none_or(|(at, _)| *at > granted_at)
+        });
+        if let Some((other, call)) = passed_over {
+            let asked_at = call.asked.map(|(_, at)| at).unwrap_or_default();
+            let then = match call.granted {
+                Some(at) => format!("granted only at {}", ms(at)),
+                None => "never granted in the run".to_owned(),
+            };
+            return Verdict::Violated(format!(
+                "{} was granted at {} ahead of {}, whose first acquire reached the server earlier (at {} against {}) and which was still waiting ({then})",
+                thread_of(token),
+                ms(granted_at),
+                thread_of(other),
+                ms(asked_at),
+                ms(calls[token].asked.map(|(_, at)| at).unwrap_or_default()),
+            ));
+        }
+    }
+    Verdict::NoViolation
+}
+
+fn f_drop(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
+    if !scenario.lock.is_fair() {
+        return Verdict::NotChecked;
+    }
+    let calls = fair_calls(records);
+    let mut drops: Vec<(Duration, &str, &FairCall)> = calls
+        .iter()
+        .filter_map(|(token, call)| {
+            let (at, _) = call.dropped.as_ref()?;
+            // A call that had already given up is not owed a place.
+            call.ended
+                .is_none_or(|ended| ended > *at)
+                .then_some((*at, token.as_str(), call))
+        })
+        .collect();
+    drops.sort_by_key(|(at, token, _)| (*at, *token));
+    let Some(&(at, token, call)) = drops.first() else {
+        return Verdict::NoViolation;
+    };
+    let (_, by) = call.dropped.as_ref().expect("filtered above");
+    let asked = call.asked.map_or(at, |(_, asked)| asked);
+    let then = match (call.granted, call.ended) {
+        (Some(granted), _) => format!(
+            "it took the lock at {}, {} after it first asked",
+            ms(granted),
+            ms(granted.saturating_sub(asked))
+        ),
+        (None, Some(ended)) => format!("its lock() ended without the lock at {}", ms(ended)),
+        (None, None) => "it was still waiting at the end of the run".to_owned(),
+    };
+    Verdict::Violated(format!(
+        "{} waiter(s) dropped from the queue while still in lock(); the first, {}, queued since {}, was dropped at {} by {by}, and not told while it waited; {then}",
+        drops.len(),
+        thread_of(token),
+        ms(asked),
+        ms(at),
+    ))
 }
 
 #[cfg(test)]
@@ -784,5 +949,82 @@ mod tests {
             t2(&scenario, &cut)
         });
         assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
+    }
+
+    fn fair(ms: u64, what: FamilyWhat) -> FamilyRecord {
+        record(ms, "s0", what)
+    }
+
+    fn asked(ms: u64, owner: &str) -> FamilyRecord {
+        fair(ms, FamilyWhat::FairAsked { owner: owner.into() })
+    }
+
+    fn granted(ms: u64, owner: &str) -> FamilyRecord {
+        fair(ms, FamilyWhat::FairGranted { owner: owner.into() })
+    }
+
+    #[test]
+    fn f_order_takes_the_server_s_order_and_excuses_a_dropped_waiter_that_f_drop_reports() {
+        let scenario = build("redisson-fair-contention", 0).unwrap();
+        let in_order = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c1:0:b"),
+            granted(60, "c2:0:c"),
+        ];
+        assert_eq!(f_order(&scenario, &in_order), Verdict::NoViolation);
+        assert_eq!(f_drop(&scenario, &in_order), Verdict::NoViolation);
+        // c2 granted ahead of c1, which asked first and still waits.
+        let barged = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c2:0:c"),
+            granted(60, "c1:0:b"),
+        ];
+        let verdict = f_order(&scenario, &barged);
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c2-0 was granted"), "{verdict}");
+        // The same, c1 dropped as stale by c0's release first: excused by F-order, reported by
+        // F-drop.
+        let mut dropped = barged.clone();
+        dropped.insert(
+            4,
+            fair(
+                20,
+                FamilyWhat::FairDropped {
+                    owner: "c1:0:b".into(),
+                    by: "c0:0:a".into(),
+                    script: "release",
+                },
+            ),
+        );
+        assert_eq!(f_order(&scenario, &dropped), Verdict::NoViolation);
+        let verdict = f_drop(&scenario, &dropped);
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c1-0"), "{verdict}");
+        // A call that had given up (NotAcquired) before it was dropped is owed nothing.
+        let mut gave_up = dropped.clone();
+        gave_up.insert(
+            4,
+            record(
+                10,
+                "c1",
+                FamilyWhat::Lock(FamilyEvent::NotAcquired {
+                    thread: "c1-0".into(),
+                    key: "L".into(),
+                    why: "TimedOut".into(),
+                    client_us: 0,
+                }),
+            ),
+        );
+        assert_eq!(f_drop(&scenario, &gave_up), Verdict::NoViolation);
+        // Other locks are not judged.
+        let rlock = build("redisson-contention", 0).unwrap();
+        assert_eq!(f_order(&rlock, &barged), Verdict::NotChecked);
+        assert_eq!(f_drop(&rlock, &dropped), Verdict::NotChecked);
     }
 }
