@@ -1,4 +1,4 @@
-//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13)
+//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13); zookeeper, etcd (issue 14)
 //!
 //! One model runs the four locks whose key the *server* expires: Redis's single-instance
 //! `SET NX PX` lock, Redlock over three Redis masters, Memcached's `add` lock and Redisson's
@@ -78,6 +78,71 @@
 //! not check it. `--mutant redisson-fair-barging` is a planted unfair variant: the acquire runs
 //! the RLock's script, so whoever asks when the lock is free takes it; F-order catches it in
 //! 12 steps (pinned in `models/tests/redisson_fair.rs`, with the counts of every fault).
+//!
+//! ## ZooKeeper (Curator) and etcd (issue 14)
+//!
+//! The coordination services' locks run in this model too (their servers and settings are in
+//! [`crate::coord`]): the library's [`cassalock::algo::family::CuratorLock`] against the
+//! library's `ZnodeTree`, and [`cassalock::algo::family::EtcdLock`] against `EtcdKeyspace` with
+//! `DeletionWatches`. Neither has a key the server expires on a TTL of the lock's own: the node
+//! (key) lives as long as the client's *session*, and the server judges the session on its own
+//! clock. Both locks queue (the lowest sequence, the first create revision holds) and a waiter
+//! watches its predecessor: the **watch fires as a message to the watching client** (as
+//! Redisson's unlock message, at a step of its own within the tick), so `lost-notification` is a
+//! missed watch event. Both tokens grow (the node's czxid, the key's create revision), so their
+//! **resource fences**: it refuses a token below the highest it accepted, T1-resource there
+//! means it accepted no stale token and none that another acquisition wrote with, and **C-token**
+//! checks that a holder whose node (key) the server still has holds a token above every earlier
+//! holder's (a holder whose reply arrived after its node went is a stale holder: the fence is
+//! what stops it). Neither has a failover in the model (one server: a quorum ensemble does not
+//! lose acknowledged writes that way); a restart keeps everything (both persist).
+//!
+//! **ZooKeeper** (`--model zookeeper`): Curator's `InterProcessMutex` as the library writes it
+//! (`acquire()` without a time: it waits on the watch alone, no recheck). Each client opens a
+//! session (timeout 2 ticks) when the run starts; the lock's directory exists already. The
+//! session is kept alive by the client process's **heartbeat**, which the model delivers at
+//! every tick for every client not paused; the server expires a session not heard from for more
+//! than the timeout, deleting its ephemeral node in the same transaction, and the predecessor's
+//! watch fires for the next waiter. A client whose heartbeat (or request) finds its session
+//! expired opens a new one, and a waiter of the expired session is woken (every watcher gets
+//! the Expired event). Curator's holder has **no bound of its own** (`valid_until_us` is
+//! `u64::MAX`): it believes until something tells it, and the recipe tells it nothing. So a
+//! **pause** past the session timeout breaks **T1-belief**: the paused holder's session expires,
+//! the waiter holds, and the paused holder still believes (its write is refused by the fence:
+//! T1-resource holds). A clock jump past the session timeout does the same to every session at
+//! once (the model jumps by the timeout plus a tick: a session heard from this very tick
+//! survives a jump of exactly the timeout). A lost create reply is ridden out (Curator's
+//! protected mode: the machine lists the directory for its guid). A lost watch event leaves the
+//! waiter asleep on a free lock with no timeout of its own (the figure reads 254 ticks: until
+//! the clock's bound, where the model ends every sleep; the liveness check cannot see past it).
+//! A node has no TTL: a release that returned `Failed` counts for **C-release** (nothing would
+//! ever free what it left while the session lives). `--mutant curator-678` (CURATOR-678, with
+//! `--fault store-failure`): a release whose delete is lost gives up and forgets the node; it
+//! stays for ever, C-release breaks in 10 steps, and the other waiter starves until the bound.
+//!
+//! **etcd** (`--model etcd`): etcd's mutex with a session per acquisition (lease TTL 3 ticks,
+//! so the keep-alive, every third of it, is a whole tick). A waiter wakes every keep-alive period
+//! to keep its session alive (and reads again), or when its watch on the predecessor's deletion
+//! fires; the holder's **keep-alive** is its renewal lane (as Redisson's watchdog: C-lost is
+//! checked). Leases expire on the server's clock (at every tick, and before every request); a
+//! holder believes for the TTL from its last keep-alive that got through (`EtcdLease`), which is
+//! never later than the server's deadline, so a pause breaks nothing but what the fence stops.
+//! A clock jump by the TTL expires every lease at once. **A finding** (store-failure): when the
+//! session's grant applies and its reply is lost, the retry is answered "lease already exists"
+//! and the library's `EtcdAcquire` counts the lease from the *retry's* send, a tick after the
+//! grant that set the server's deadline: its holder believes a tick past its lease, and the
+//! other client holds meanwhile (T1-belief VIOLATED in 17 steps; counting from the first send
+//! would be the safe reading). etcd issue 11456 (`--mutant etcd-11456`: held after the wait
+//! without reading its own key) needs a lease the server expires before the client's own bound
+//! ends, which only a clock jump or that lost grant reply gives in this model, and both break
+//! T1-belief without the mutant too: at 2 x 1 the model does not tell the mutant apart by its
+//! verdicts. The watch history is kept short (2 events: a watch from before it is answered
+//! "compacted" and the waiter reads again), and a waiter's new watch cancels its last one (as
+//! etcd's client does when `waitDeletes` returns).
+//!
+//! Sizes: ZooKeeper's worlds are small (under 20,000 states at 2 x 1, 19,026 at 2 x 2), and
+//! exhaustive within their clock bound; etcd's have 667,405 states and more at 2 x 1 (every
+//! verdict bounded by its clock, 5 ticks).
 //!
 //! ## What the model runs
 //!
