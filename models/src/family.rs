@@ -140,9 +140,19 @@
 //! "compacted" and the waiter reads again), and a waiter's new watch cancels its last one (as
 //! etcd's client does when `waitDeletes` returns).
 //!
-//! Sizes: ZooKeeper's worlds are small (under 20,000 states at 2 x 1, 19,026 at 2 x 2), and
-//! exhaustive within their clock bound; etcd's have 667,405 states and more at 2 x 1 (every
-//! verdict bounded by its clock, 5 ticks).
+//! A lost watch message costs an etcd waiter at most a tick (it wakes every keep-alive period
+//! and reads again); a pause, a restart and a lost request break nothing else.
+//!
+//! Sizes and outcomes, pinned in `models/tests/coord.rs` (2 clients x 1 acquisition):
+//! ZooKeeper's worlds are small and explored whole within their clock bound (4 ticks): 1,492
+//! states without a fault, 2,613 under a pause (T1-belief VIOLATED), 13,658 with a lost request
+//! or reply, 2,930 under a restart, 18,100 under a clock jump (T1-belief VIOLATED), 1,568 with a
+//! lost watch (the waiter sleeps until the bound); 19,026 at 2 x 2 without a fault. etcd's are
+//! larger (clock bound 5 ticks): 667,405 states without a fault, 906,654 under a pause,
+//! 1,976,338 under a restart, 786,809 with a lost watch (all holding within the bound),
+//! 2,271,223 under a clock jump (T1-belief VIOLATED); with a lost request or reply the world
+//! passes 5 million states (T1-belief VIOLATED, the finding above; the rest bounded by the state
+//! budget).
 //!
 //! ## What the model runs
 //!
