@@ -1,4 +1,4 @@
-//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13)
+//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13); zookeeper, etcd (issue 14)
 //!
 //! One model runs the four locks whose key the *server* expires: Redis's single-instance
 //! `SET NX PX` lock, Redlock over three Redis masters, Memcached's `add` lock and Redisson's
@@ -78,6 +78,81 @@
 //! not check it. `--mutant redisson-fair-barging` is a planted unfair variant: the acquire runs
 //! the RLock's script, so whoever asks when the lock is free takes it; F-order catches it in
 //! 12 steps (pinned in `models/tests/redisson_fair.rs`, with the counts of every fault).
+//!
+//! ## ZooKeeper (Curator) and etcd (issue 14)
+//!
+//! The coordination services' locks run in this model too (their servers and settings are in
+//! [`crate::coord`]): the library's [`cassalock::algo::family::CuratorLock`] against the
+//! library's `ZnodeTree`, and [`cassalock::algo::family::EtcdLock`] against `EtcdKeyspace` with
+//! `DeletionWatches`. Neither has a key the server expires on a TTL of the lock's own: the node
+//! (key) lives as long as the client's *session*, and the server judges the session on its own
+//! clock. Both locks queue (the lowest sequence, the first create revision holds) and a waiter
+//! watches its predecessor: the **watch fires as a message to the watching client** (as
+//! Redisson's unlock message, at a step of its own within the tick), so `lost-notification` is a
+//! missed watch event. Both tokens grow (the node's czxid, the key's create revision), so their
+//! **resource fences**: it refuses a token below the highest it accepted, T1-resource there
+//! means it accepted no stale token and none that another acquisition wrote with, and **C-token**
+//! checks that a holder whose node (key) the server still has holds a token above every earlier
+//! holder's (a holder whose reply arrived after its node went is a stale holder: the fence is
+//! what stops it). Neither has a failover in the model (one server: a quorum ensemble does not
+//! lose acknowledged writes that way); a restart keeps everything (both persist).
+//!
+//! **ZooKeeper** (`--model zookeeper`): Curator's `InterProcessMutex` as the library writes it
+//! (`acquire()` without a time: it waits on the watch alone, no recheck). Each client opens a
+//! session (timeout 2 ticks) when the run starts; the lock's directory exists already. The
+//! session is kept alive by the client process's **heartbeat**, which the model delivers at
+//! every tick for every client not paused; the server expires a session not heard from for more
+//! than the timeout, deleting its ephemeral node in the same transaction, and the predecessor's
+//! watch fires for the next waiter. A client whose heartbeat (or request) finds its session
+//! expired opens a new one, and a waiter of the expired session is woken (every watcher gets
+//! the Expired event). Curator's holder has **no bound of its own** (`valid_until_us` is
+//! `u64::MAX`): it believes until something tells it, and the recipe tells it nothing. So a
+//! **pause** past the session timeout breaks **T1-belief**: the paused holder's session expires,
+//! the waiter holds, and the paused holder still believes (its write is refused by the fence:
+//! T1-resource holds). A clock jump past the session timeout does the same to every session at
+//! once (the model jumps by the timeout plus a tick: a session heard from this very tick
+//! survives a jump of exactly the timeout). A lost create reply is ridden out (Curator's
+//! protected mode: the machine lists the directory for its guid). A lost watch event leaves the
+//! waiter asleep on a free lock with no timeout of its own (the figure reads 254 ticks: until
+//! the clock's bound, where the model ends every sleep; the liveness check cannot see past it).
+//! A node has no TTL: a release that returned `Failed` counts for **C-release** (nothing would
+//! ever free what it left while the session lives). `--mutant curator-678` (CURATOR-678, with
+//! `--fault store-failure`): a release whose delete is lost gives up and forgets the node; it
+//! stays for ever, C-release breaks in 10 steps, and the other waiter starves until the bound.
+//!
+//! **etcd** (`--model etcd`): etcd's mutex with a session per acquisition (lease TTL 3 ticks,
+//! so the keep-alive, every third of it, is a whole tick). A waiter wakes every keep-alive period
+//! to keep its session alive (and reads again), or when its watch on the predecessor's deletion
+//! fires; the holder's **keep-alive** is its renewal lane (as Redisson's watchdog: C-lost is
+//! checked). Leases expire on the server's clock (at every tick, and before every request); a
+//! holder believes for the TTL from its last keep-alive that got through (`EtcdLease`), which is
+//! never later than the server's deadline, so a pause breaks nothing but what the fence stops.
+//! A clock jump by the TTL expires every lease at once. **A finding** (store-failure): when the
+//! session's grant applies and its reply is lost, the retry is answered "lease already exists"
+//! and the library's `EtcdAcquire` counts the lease from the *retry's* send, a tick after the
+//! grant that set the server's deadline: its holder believes a tick past its lease, and the
+//! other client holds meanwhile (T1-belief VIOLATED in 17 steps; counting from the first send
+//! would be the safe reading). etcd issue 11456 (`--mutant etcd-11456`: held after the wait
+//! without reading its own key) needs a lease the server expires before the client's own bound
+//! ends, which only a clock jump or that lost grant reply gives in this model, and both break
+//! T1-belief without the mutant too: at 2 x 1 the model does not tell the mutant apart by its
+//! verdicts. The watch history is kept short (2 events: a watch from before it is answered
+//! "compacted" and the waiter reads again), and a waiter's new watch cancels its last one (as
+//! etcd's client does when `waitDeletes` returns).
+//!
+//! A lost watch message costs an etcd waiter at most a tick (it wakes every keep-alive period
+//! and reads again); a pause, a restart and a lost request break nothing else.
+//!
+//! Sizes and outcomes, pinned in `models/tests/coord.rs` (2 clients x 1 acquisition):
+//! ZooKeeper's worlds are small and explored whole within their clock bound (4 ticks): 1,492
+//! states without a fault, 2,613 under a pause (T1-belief VIOLATED), 13,658 with a lost request
+//! or reply, 2,930 under a restart, 18,100 under a clock jump (T1-belief VIOLATED), 1,568 with a
+//! lost watch (the waiter sleeps until the bound); 19,026 at 2 x 2 without a fault. etcd's are
+//! larger (clock bound 5 ticks): 667,405 states without a fault, 906,654 under a pause,
+//! 1,976,338 under a restart, 786,809 with a lost watch (all holding within the bound),
+//! 2,271,223 under a clock jump (T1-belief VIOLATED); with a lost request or reply the world
+//! passes 5 million states (T1-belief VIOLATED, the finding above; the rest bounded by the state
+//! budget).
 //!
 //! ## What the model runs
 //!
@@ -215,6 +290,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::marker::PhantomData;
 
+use cassalock::algo::etcd::mutex::EtcdMutants;
 use cassalock::algo::family::{
     Acquisition, Extension, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release,
     RenewalEnd, SetNxLock,
@@ -224,6 +300,7 @@ use cassalock::algo::redis::redisson::{RedissonConfig, RedissonLease, RedissonMu
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants, ToMaster};
 use cassalock::algo::redis::set_nx::Patience;
 use cassalock::algo::redis::RedisLockConfig;
+use cassalock::algo::zookeeper::curator_mutex::CuratorMutants;
 use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, SleepKind, Step, StepTag};
 use cassalock::store::memcached::{Memcached, MemcachedCommand};
 use cassalock::store::redis_keyspace::{
@@ -244,7 +321,7 @@ pub const KEY: &str = "lock";
 pub const TTL_TICKS: u8 = 2;
 /// Clocks start here.
 const FIRST_TICK: u8 = 1;
-const MILLIS_PER_TICK: u64 = 1000;
+pub(crate) const MILLIS_PER_TICK: u64 = 1000;
 /// A machine that draws more often than this between two actions is broken.
 const MAX_DRAWS_IN_A_ROW: usize = 8;
 /// Unlock messages counted on their way to one waiter (more collapse into this many: only a
@@ -293,6 +370,16 @@ pub trait ModelFamily:
     /// The lock promises its waiters first come, first served (Redisson's fair lock): the
     /// model notes the order in which their `lock()` calls reached the server, and checks F-order.
     const FIFO: bool = false;
+
+    /// The holder's token grows from one holder to the next (ZooKeeper's czxid, etcd's create
+    /// revision): the resource fences with it (it refuses a token below the highest it has
+    /// seen), and the model checks C-token (every holder's token above every earlier holder's).
+    const FENCING: bool = false;
+
+    /// A released or abandoned key has no TTL of its own (a ZooKeeper node lives as long as its
+    /// session): an `unlock()` that returned `Failed` counts for C-release too, since nothing
+    /// would ever free what it left.
+    const KEYS_OUTLIVE_FAILURES: bool = false;
 
     /// The server's queue of waiters, first in line first (F-order; empty for a lock without).
     fn queue(_server: &Self::Server) -> Vec<String> {
@@ -344,11 +431,13 @@ pub trait ModelFamily:
 pub struct FamilyMutants {
     pub redlock: RedlockMutants,
     pub redisson: RedissonMutants,
+    pub curator: CuratorMutants,
+    pub etcd: EtcdMutants,
 }
 
 /// The renewal lane of a lock that has none: a machine that cannot be built (the model's own
 /// twin of the library's `NoRenewal`, with the traits a state needs).
-pub struct NoLane<K, C, R>(Infallible, LaneTypes<K, C, R>);
+pub struct NoLane<K, C, R>(pub(crate) Infallible, LaneTypes<K, C, R>);
 
 /// Names the types a [`NoLane`] would run with (and nothing else: `fn` keeps it `Send`).
 type LaneTypes<K, C, R> = PhantomData<fn() -> (K, C, R)>;
@@ -402,6 +491,7 @@ macro_rules! no_lane {
         }
     };
 }
+pub(crate) use no_lane;
 
 /// A server (or Redlock's masters) as the model steps it: the library's value types, with the
 /// faults of the model's runs.
@@ -418,6 +508,24 @@ pub trait ModelServer: ModelState {
     fn apply_publishing(&mut self, command: &Self::Command, now_tick: u8) -> (Self::Reply, u64, Vec<String>) {
         let (reply, server_now_ms) = self.apply(command, now_tick);
         (reply, server_now_ms, Vec::new())
+    }
+
+    /// [`Self::apply_publishing`] for client `client` (a server that keeps per-client state:
+    /// ZooKeeper's sessions, etcd's watches); the channels may name a client (`watch:t1`).
+    fn apply_from(&mut self, client: usize, command: &Self::Command, now_tick: u8) -> (Self::Reply, u64, Vec<String>) {
+        let _ = client;
+        self.apply_publishing(command, now_tick)
+    }
+
+    /// The clients connect when the run starts (ZooKeeper: each opens its session).
+    fn connect(&mut self, _clients: usize, _now_tick: u8) {}
+
+    /// The server's clock has moved (a tick, a jump, a restart): what it does on its own then
+    /// (ZooKeeper: the heartbeats of the clients that are `beating` arrive and sessions not
+    /// heard from within their timeout expire; etcd: expired leases are revoked), and the
+    /// channels it told (fired watches, naming their client: `watch:t1`).
+    fn pass_time(&mut self, _now_tick: u8, _beating: &[bool]) -> Vec<String> {
+        Vec::new()
     }
 
     /// A read: losing its reply after it applied is the same as losing the request before.
@@ -456,7 +564,7 @@ pub trait ModelServer: ModelState {
     fn describe(&self, now_tick: u8) -> String;
 }
 
-fn ms_of_tick(tick: u8) -> u64 {
+pub(crate) fn ms_of_tick(tick: u8) -> u64 {
     u64::from(tick) * MILLIS_PER_TICK
 }
 
@@ -790,7 +898,7 @@ impl ModelServer for MemcachedServer {
     }
 }
 
-fn model_retry() -> RetryPolicy {
+pub(crate) fn model_retry() -> RetryPolicy {
     // One retry: a single lost request or reply is retried, so the acquire machine's check of
     // a nil that may hide its own key is reached.
     RetryPolicy {
@@ -1333,8 +1441,12 @@ pub struct Client<F: ModelFamily> {
 pub struct Resource {
     /// (client, grant) of the last write.
     pub last_write: Option<(u8, Grant)>,
-    /// A write came from an acquisition older than one that had already written.
+    /// A write came from an acquisition older than one that had already written, and the
+    /// resource accepted it.
     pub stale_write: bool,
+    /// Fencing (a lock whose token grows): the highest token the resource has accepted; a write
+    /// with a lower one is refused.
+    pub fence: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -1350,6 +1462,10 @@ pub struct World<F: ModelFamily> {
     pub store_failures_used: u8,
     /// F-order: a `lock()` call returned with the lock while one queued before it still waited.
     pub overtaken: bool,
+    /// C-token (a lock whose token grows): the highest token granted so far.
+    pub last_grant_token: Option<String>,
+    /// C-token: an acquisition was granted a token not above an earlier holder's.
+    pub token_went_down: bool,
 }
 
 /// Who acts.
@@ -1444,7 +1560,9 @@ fn acquisition_bit(k: u8) -> u8 {
 
 /// A time in ticks, with the fraction a drift margin leaves ("2.98").
 fn show_us(time_us: u64) -> String {
-    if time_us % MICROS_PER_SECOND == 0 {
+    if time_us == u64::MAX {
+        "for ever (no bound)".to_owned()
+    } else if time_us % MICROS_PER_SECOND == 0 {
         format!("{}", time_us / MICROS_PER_SECOND)
     } else {
         format!("{:.2}", time_us as f64 / MICROS_PER_SECOND as f64)
@@ -1463,9 +1581,11 @@ fn show_input<R: fmt::Display + fmt::Debug>(input: &Input<R>) -> String {
 
 impl<F: ModelFamily> FamilyModel<F> {
     fn initial(&self) -> World<F> {
+        let mut server = F::server(self.fault);
+        server.connect(usize::from(self.clients), FIRST_TICK);
         World {
             now_tick: FIRST_TICK,
-            server: F::server(self.fault),
+            server,
             clients: (0..self.clients)
                 .map(|_| Client {
                     phase: Phase::Idle,
@@ -1488,6 +1608,8 @@ impl<F: ModelFamily> FamilyModel<F> {
             fault_used: false,
             store_failures_used: 0,
             overtaken: false,
+            last_grant_token: None,
+            token_went_down: false,
         }
     }
 
@@ -1532,12 +1654,19 @@ impl<F: ModelFamily> FamilyModel<F> {
     /// and no unlock message has arrived or is on its way to it: the holder's TTL it sleeps
     /// out when the message was lost (or never sent: the key expired, a restart).
     fn asleep_on_a_free_lock_ticks(&self, world: &World<F>) -> Option<u64> {
-        if !world.server.live_tokens(world.now_tick).is_empty() {
-            return None;
-        }
+        let owners: Vec<usize> = world
+            .server
+            .live_tokens(world.now_tick)
+            .into_iter()
+            .map(|(value, _)| parse_model_thread(&value).map_or(usize::MAX, |(owner, _)| owner))
+            .collect();
+        // Free for waiter j: no live key but its own (a ZooKeeper or etcd waiter has one).
         world
             .clients
             .iter()
+            .enumerate()
+            .filter(|(j, _)| owners.iter().all(|owner| owner == j))
+            .map(|(_, c)| c)
             .filter(|c| matches!(c.phase, Phase::Acquiring(_)) && c.messages_in_flight == 0 && !c.message_arrived)
             .filter_map(|c| match c.pending {
                 Pending::Sleep {
@@ -1709,6 +1838,24 @@ impl<F: ModelFamily> FamilyModel<F> {
                         self.show_validity(&lease)
                     )
                 });
+                if F::FENCING {
+                    let token = F::token(&lease).to_owned();
+                    // Judged for a holder whose node (key) the server still has: one whose
+                    // reply came after its node went is a stale holder (the fence refuses it).
+                    let live = self.key_owners(world).iter().any(|(owner, _)| *owner == (i, k));
+                    if live && world.last_grant_token.as_ref().is_some_and(|last| *last >= token) {
+                        world.token_went_down = true;
+                        note(notes, || {
+                            format!(
+                                "C-token: t{i}'s token {token} is NOT above an earlier holder's ({})",
+                                world.last_grant_token.as_deref().unwrap_or("")
+                            )
+                        });
+                    }
+                    if world.last_grant_token.as_ref().is_none_or(|last| *last < token) {
+                        world.last_grant_token = Some(token);
+                    }
+                }
 
                 self.start_lane(world, i, &lease, notes);
                 world.clients[i].phase = Phase::Holding(Hold {
@@ -1881,7 +2028,7 @@ impl<F: ModelFamily> FamilyModel<F> {
         };
         let output = F::released(output);
         note(notes, || format!("{tag} => unlock() returns {output:?}"));
-        if !matches!(output, Release::Failed(_)) {
+        if F::KEYS_OUTLIVE_FAILURES || !matches!(output, Release::Failed(_)) {
             let k = world.clients[i].completed;
             world.clients[i].released |= acquisition_bit(k);
         }
@@ -1893,7 +2040,8 @@ impl<F: ModelFamily> FamilyModel<F> {
     fn hold_step(&self, world: &mut World<F>, i: usize, mut hold: Hold<F::Lease>, notes: &mut Notes) {
         let now_us = self.client_now_us(world);
         if hold.checked {
-            self.write_resource(world, i, hold.grant, notes);
+            let token = F::token(&hold.lease).to_owned();
+            self.write_resource(world, i, hold.grant, &token, notes);
             hold.checked = false;
             hold.uses += 1;
             world.clients[i].phase = Phase::Holding(hold);
@@ -2062,14 +2210,40 @@ impl<F: ModelFamily> FamilyModel<F> {
         }
     }
 
-    fn write_resource(&self, world: &mut World<F>, i: usize, grant: Grant, notes: &mut Notes) {
+    fn write_resource(&self, world: &mut World<F>, i: usize, grant: Grant, token: &str, notes: &mut Notes) {
         let resource = &mut world.resource;
+        if F::FENCING {
+            // The fence refuses a token below the highest it accepted; what it cannot refuse
+            // is another acquisition's write with the same token (two holders sharing one).
+            if let Some(fence) = resource.fence.as_deref().filter(|fence| *fence > token) {
+                note(notes, || {
+                    format!("the resource REFUSES t{i}'s write (grant {grant}): its token {token} is below {fence}, the highest it has seen")
+                });
+                return;
+            }
+            let shared =
+                resource.fence.as_deref() == Some(token) && resource.last_write.is_some_and(|(_, last)| last != grant);
+            resource.fence = Some(token.to_owned());
+            if shared {
+                resource.stale_write = true;
+                note(notes, || {
+                    format!("the resource ACCEPTS t{i}'s write (grant {grant}) with token {token}, the token another acquisition wrote with: the fence cannot tell them apart")
+                });
+            } else {
+                note(notes, || {
+                    format!("the resource accepts t{i}'s write (grant {grant}, token {token})")
+                });
+            }
+            resource.last_write = Some((i as u8, grant));
+            return;
+        }
         match resource.last_write {
             Some((writer, last)) if last > grant => {
                 resource.stale_write = true;
                 note(notes, || {
                     format!(
-                        "the resource ACCEPTS t{i}'s write (grant {grant}) after t{writer}'s (grant {last}), a later acquisition's: no fencing stops it"
+                        "the resource ACCEPTS t{i}'s write (grant {grant}) after t{writer}'s (grant {last}), a later acquisition's: {}",
+                        if F::FENCING { "its token did not stop it" } else { "no fencing stops it" }
                     )
                 });
             }
@@ -2125,7 +2299,7 @@ impl<F: ModelFamily> FamilyModel<F> {
         } else {
             (Vec::new(), Vec::new())
         };
-        let (reply, server_now_ms, published) = world.server.apply_publishing(&command, world.now_tick);
+        let (reply, server_now_ms, published) = world.server.apply_from(i, &command, world.now_tick);
         self.note_queue(world, i, (&owners_before, &queue_before), notes);
         note(notes, || {
             format!(
@@ -2151,7 +2325,7 @@ impl<F: ModelFamily> FamilyModel<F> {
         let Pending::Request { tag, command } = std::mem::replace(pending, Pending::Nothing) else {
             unreachable!("the server applies only a request in flight");
         };
-        let (reply, server_now_ms, published) = world.server.apply_publishing(&command, world.now_tick);
+        let (reply, server_now_ms, published) = world.server.apply_from(i, &command, world.now_tick);
         note(notes, || {
             format!(
                 "{tag}: the server (clock {}) applies t{i}'s watchdog's {} -> {}",
@@ -2175,6 +2349,23 @@ impl<F: ModelFamily> FamilyModel<F> {
     /// the fair lock's each have their own; a message to nobody is gone).
     fn publish(&self, world: &mut World<F>, channels: &[String], notes: &mut Notes) {
         for channel in channels {
+            // A watch (ZooKeeper, etcd) fires for one client, named by the server: it reaches
+            // that client if it still waits in `lock()` (a watch of an earlier call is moot).
+            if let Some(j) = channel.strip_prefix("watch:t").and_then(|j| j.parse::<usize>().ok()) {
+                let waiting = j < world.clients.len() && matches!(world.clients[j].phase, Phase::Acquiring(_));
+                note(notes, || {
+                    if waiting {
+                        format!("t{j}'s watch fires: a message goes out to t{j}")
+                    } else {
+                        format!("t{j}'s watch fires, but t{j} no longer waits in lock(): nobody listens")
+                    }
+                });
+                if waiting {
+                    let client = &mut world.clients[j];
+                    client.messages_in_flight = (client.messages_in_flight + 1).min(MAX_MESSAGES_IN_FLIGHT);
+                }
+                continue;
+            }
             let waiters: Vec<usize> = (0..world.clients.len())
                 .filter(|&j| matches!(world.clients[j].phase, Phase::Acquiring(_)))
                 .filter(|&j| {
@@ -2269,6 +2460,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                 note(&mut notes, || {
                     format!("time passes: now {} -> {}", world.now_tick, world.now_tick + 1)
                 });
+                self.pass_time(w, &mut notes);
             }
             Act::Lose { client, after_apply } => Self::lose(w, usize::from(client), after_apply, &mut notes),
             Act::Pause(i) => {
@@ -2291,6 +2483,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                 let what = w.server.restart();
                 w.fault_used = true;
                 note(&mut notes, || what);
+                self.pass_time(w, &mut notes);
             }
             Act::Failover => {
                 let lost = w.server.failover();
@@ -2305,6 +2498,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                 let what = w.server.clock_jump(F::TTL_TICKS, world.now_tick);
                 w.fault_used = true;
                 note(&mut notes, || what);
+                self.pass_time(w, &mut notes);
             }
             Act::Lane(i) => self.step_lane(w, usize::from(i), &mut notes),
             Act::ApplyLane(i) => self.apply_lane_request(w, usize::from(i), &mut notes),
@@ -2329,6 +2523,14 @@ impl<F: ModelFamily> FamilyModel<F> {
         // clock never goes back, so the server drops it.
         w.server.canonical(w.now_tick);
         (next, notes)
+    }
+
+    /// The server's clock moved: what the server does on its own (heartbeats arrive from the
+    /// clients not paused, sessions and leases expire), and the watches that fired.
+    fn pass_time(&self, world: &mut World<F>, notes: &mut Notes) {
+        let beating: Vec<bool> = world.clients.iter().map(|c| c.paused_at_tick.is_none()).collect();
+        let told = world.server.pass_time(world.now_tick, &beating);
+        self.publish(world, &told, notes);
     }
 
     fn client_enabled(&self, world: &World<F>, i: usize) -> bool {
@@ -2574,6 +2776,12 @@ fn f_order<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
     !world.overtaken
 }
 
+/// C-token, for a lock whose token grows (czxid, create revision): no acquisition is granted
+/// a token at or below an earlier holder's.
+fn c_token<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
+    !world.token_went_down
+}
+
 fn t2_open<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>, client: usize) -> bool {
     matches!(world.clients[client].phase, Phase::Acquiring(_))
 }
@@ -2606,7 +2814,11 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
         vec![
             Property::always("T1-belief at most one client believes it holds the lock", t1_belief),
             Property::always(
-                "T1-resource no write from an acquisition after a later one's",
+                if F::FENCING {
+                    "T1-resource the fenced resource accepts no stale or shared token"
+                } else {
+                    "T1-resource no write from an acquisition after a later one's"
+                },
                 t1_resource,
             ),
             Property::always("C-free a lock() that gave up leaves no key with its token", c_free),
@@ -2632,6 +2844,12 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
             Property::always(
                 "F-order the lock goes to the lock() calls in the order they reached the server",
                 f_order,
+            )
+        }))
+        .chain(F::FENCING.then(|| {
+            Property::always(
+                "C-token a holder whose key is live has a token above every earlier holder's",
+                c_token,
             )
         }))
         .collect()
@@ -2691,12 +2909,17 @@ impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
             other => F::describe_fault(other),
         };
         format!(
-            "{} | {} x {} | ticks up to {}, {} | resource without fencing | faults: {fault}",
+            "{} | {} x {} | ticks up to {}, {} | resource {} | faults: {fault}",
             F::describe_lock(&self.lock, self.extend),
             cassalock_history::text::count(self.clients, "client"),
             cassalock_history::text::count(self.acquisitions, "acquisition"),
             self.max_tick,
             F::describe_timing(&self.lock),
+            if F::FENCING {
+                "fenced: it refuses a token below the highest it has seen"
+            } else {
+                "without fencing"
+            },
         )
     }
 

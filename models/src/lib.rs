@@ -12,11 +12,13 @@
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
 //! | redis-set-nx, redlock, memcached, redisson, redisson-fair | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock` and fair lock (C-lost too: their watchdog; F-fifo for the fair lock), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
+//! | zookeeper, etcd | the same claims for Curator's `InterProcessMutex` and etcd's mutex, with a fenced resource (their tokens grow: C-token), under a pause (a ZooKeeper session's heartbeat stops), lost requests, a restart (everything persists), a server clock jump (sessions and leases expire early), a missed watch | [`family`], [`coord`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
 //! check; [`check`] runs a model and produces one row per property.
 
 pub mod check;
+pub mod coord;
 pub mod family;
 pub mod getlock;
 pub mod globaltime;
@@ -62,10 +64,18 @@ pub enum ModelName {
     /// claims; issue 13).
     #[cfg_attr(feature = "clap", value(name = "redisson-fair"))]
     RedissonFair,
+    /// Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches
+    /// (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2; issue 14).
+    #[cfg_attr(feature = "clap", value(name = "zookeeper"))]
+    Zookeeper,
+    /// etcd's mutex: session leases kept alive, keys ordered by create revision, watches
+    /// (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost, T2;
+    /// issue 14).
+    Etcd,
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 10] = [
+    pub const ALL: [ModelName; 12] = [
         ModelName::Lemma,
         ModelName::GetLock,
         ModelName::TryGetLock,
@@ -76,6 +86,8 @@ impl ModelName {
         ModelName::Memcached,
         ModelName::Redisson,
         ModelName::RedissonFair,
+        ModelName::Zookeeper,
+        ModelName::Etcd,
     ];
 
     pub fn name(self) -> &'static str {
@@ -90,6 +102,8 @@ impl ModelName {
             ModelName::Memcached => "memcached",
             ModelName::Redisson => "redisson",
             ModelName::RedissonFair => "redisson-fair",
+            ModelName::Zookeeper => "zookeeper",
+            ModelName::Etcd => "etcd",
         }
     }
 }
@@ -194,6 +208,15 @@ pub enum Mutant {
     /// the RLock's script and so lets whoever asks take a free lock, queue or not (barging).
     #[cfg_attr(feature = "clap", value(name = "redisson-fair-barging"))]
     RedissonFairBarging,
+    /// zookeeper: CURATOR-678, a release whose delete fails once gives up and forgets the node,
+    /// which stays while the session lives (every later contender waits behind it). Needs
+    /// --fault store-failure.
+    #[cfg_attr(feature = "clap", value(name = "curator-678"))]
+    Curator678,
+    /// etcd: etcd issue 11456 (Jepsen, 3.4.3), a waiter that holds after the wait without
+    /// reading its own key, which its lease's expiry may have deleted.
+    #[cfg_attr(feature = "clap", value(name = "etcd-11456"))]
+    Etcd11456,
 }
 
 impl Mutant {
@@ -205,6 +228,8 @@ impl Mutant {
             Mutant::GoRedsyncExtend => "go-redsync-extend",
             Mutant::Redisson775 => "redisson-775",
             Mutant::RedissonFairBarging => "redisson-fair-barging",
+            Mutant::Curator678 => "curator-678",
+            Mutant::Etcd11456 => "etcd-11456",
         }
     }
 
@@ -215,7 +240,11 @@ impl Mutant {
 
     /// A bug of another family's client (Redlock's or Redisson's), not of the thesis's locks.
     pub fn is_family_client_bug(self) -> bool {
-        self.is_redlock_client_bug() || matches!(self, Mutant::Redisson775 | Mutant::RedissonFairBarging)
+        self.is_redlock_client_bug()
+            || matches!(
+                self,
+                Mutant::Redisson775 | Mutant::RedissonFairBarging | Mutant::Curator678 | Mutant::Etcd11456
+            )
     }
 }
 
@@ -292,17 +321,16 @@ fn size(
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
     if let Some(mutant) = spec.mutant.filter(|m| m.is_family_client_bug()) {
-        let model = if mutant.is_redlock_client_bug() {
-            "redlock"
-        } else if mutant == Mutant::RedissonFairBarging {
-            "redisson-fair"
-        } else {
-            "redisson"
+        let (model, client) = match mutant {
+            _ if mutant.is_redlock_client_bug() => ("redlock", "Redlock"),
+            Mutant::RedissonFairBarging => ("redisson-fair", "Redisson"),
+            Mutant::Curator678 => ("zookeeper", "Curator"),
+            Mutant::Etcd11456 => ("etcd", "etcd"),
+            _ => ("redisson", "Redisson"),
         };
         return refuse(format!(
-            "--mutant {} is a bug of a {} client; use --model {model}",
+            "--mutant {} is a bug of a {client} client; use --model {model}",
             mutant.name(),
-            if model == "redlock" { "Redlock" } else { "Redisson" },
         ));
     }
     if spec.fault.is_redis_server_fault() {
@@ -371,6 +399,8 @@ pub enum Runnable {
     Memcached(family::MemcachedModel),
     Redisson(family::RedissonModel),
     RedissonFair(family::RedissonFairModel),
+    Zookeeper(coord::ZooKeeperModel),
+    Etcd(coord::EtcdModel),
 }
 
 /// Validate a spec and build its model.
@@ -454,6 +484,8 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         ModelName::Memcached => Ok(Runnable::Memcached(family_model(spec)?)),
         ModelName::Redisson => Ok(Runnable::Redisson(family_model(spec)?)),
         ModelName::RedissonFair => Ok(Runnable::RedissonFair(family_model(spec)?)),
+        ModelName::Zookeeper => Ok(Runnable::Zookeeper(family_model(spec)?)),
+        ModelName::Etcd => Ok(Runnable::Etcd(family_model(spec)?)),
     }
 }
 
@@ -482,9 +514,15 @@ fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyMod
         Some(Mutant::RedissonFairBarging) if name == "redisson-fair" => {
             mutants.redisson.fair_acquire_ignores_the_queue = true;
         }
+        Some(Mutant::Curator678) if name == "zookeeper" => {
+            mutants.curator.release_gives_up_after_one_failure = true;
+        }
+        Some(Mutant::Etcd11456) if name == "etcd" => {
+            mutants.etcd.no_own_key_check_after_wait = true;
+        }
         Some(mutant) => {
             return refuse(format!(
-                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson; redisson-fair-barging: redisson-fair)",
+                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson; redisson-fair-barging: redisson-fair; curator-678: zookeeper; etcd-11456: etcd)",
                 mutant.name()
             ))
         }
@@ -533,6 +571,8 @@ impl Runnable {
             Runnable::Memcached(model) => check(model, limits),
             Runnable::Redisson(model) => check(model, limits),
             Runnable::RedissonFair(model) => check(model, limits),
+            Runnable::Zookeeper(model) => check(model, limits),
+            Runnable::Etcd(model) => check(model, limits),
         }
     }
 
@@ -562,6 +602,8 @@ impl Runnable {
             Runnable::Memcached(model) => ids(model),
             Runnable::Redisson(model) => ids(model),
             Runnable::RedissonFair(model) => ids(model),
+            Runnable::Zookeeper(model) => ids(model),
+            Runnable::Etcd(model) => ids(model),
         }
     }
 
@@ -576,6 +618,8 @@ impl Runnable {
             Runnable::Memcached(model) => model.title(),
             Runnable::Redisson(model) => model.title(),
             Runnable::RedissonFair(model) => model.title(),
+            Runnable::Zookeeper(model) => model.title(),
+            Runnable::Etcd(model) => model.title(),
         }
     }
 
@@ -605,6 +649,12 @@ impl Runnable {
                 model.checker().serve(address);
             }
             Runnable::RedissonFair(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Zookeeper(model) => {
+                model.checker().serve(address);
+            }
+            Runnable::Etcd(model) => {
                 model.checker().serve(address);
             }
         }

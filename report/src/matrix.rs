@@ -35,10 +35,13 @@ pub enum Row {
     Memcached,
     Redisson,
     RedissonFair,
+    /// Issue 14: the coordination services' locks, whose node or key lives with a session.
+    Zookeeper,
+    Etcd,
 }
 
 impl Row {
-    pub const ALL: [Row; 9] = [
+    pub const ALL: [Row; 11] = [
         Row::Old,
         Row::Queue,
         Row::TryGetLock,
@@ -48,6 +51,8 @@ impl Row {
         Row::Memcached,
         Row::Redisson,
         Row::RedissonFair,
+        Row::Zookeeper,
+        Row::Etcd,
     ];
 
     fn name(self) -> &'static str {
@@ -61,6 +66,8 @@ impl Row {
             Row::Memcached => "Memcached add (memcached)",
             Row::Redisson => "Redisson RLock, watchdog (redisson)",
             Row::RedissonFair => "Redisson fair lock, queue + watchdog (redisson-fair)",
+            Row::Zookeeper => "Curator InterProcessMutex on ZooKeeper (zookeeper)",
+            Row::Etcd => "etcd mutex, session lease + keep-alive (etcd)",
         }
     }
 
@@ -75,6 +82,8 @@ impl Row {
             Row::Memcached => "memcached",
             Row::Redisson => "redisson",
             Row::RedissonFair => "redisson-fair",
+            Row::Zookeeper => "zookeeper",
+            Row::Etcd => "etcd",
         }
     }
 
@@ -82,7 +91,13 @@ impl Row {
     pub fn is_family(self) -> bool {
         matches!(
             self,
-            Row::RedisSetNx | Row::Redlock | Row::Memcached | Row::Redisson | Row::RedissonFair
+            Row::RedisSetNx
+                | Row::Redlock
+                | Row::Memcached
+                | Row::Redisson
+                | Row::RedissonFair
+                | Row::Zookeeper
+                | Row::Etcd
         )
     }
 
@@ -365,6 +380,8 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         Row::Redlock => ModelName::Redlock,
         Row::Redisson => ModelName::Redisson,
         Row::RedissonFair => ModelName::RedissonFair,
+        Row::Zookeeper => ModelName::Zookeeper,
+        Row::Etcd => ModelName::Etcd,
         _ => ModelName::Memcached,
     };
     let (fault, label) = match column {
@@ -376,6 +393,8 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
             match row {
                 Row::Redlock => "model, master 0 restarts at once without persistence",
                 Row::Memcached => "model, the server restarts (Memcached keeps nothing)",
+                Row::Zookeeper => "model, the server restarts (tree and sessions persist)",
+                Row::Etcd => "model, the server restarts (keys and leases persist)",
                 _ => "model, the server restarts without persistence",
             },
         ),
@@ -387,10 +406,18 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
             Fault::ServerClockJump,
             match row {
                 Row::Redlock => "model, master 0's clock jumps forward by the TTL",
+                Row::Zookeeper => "model, the server's clock jumps past the session timeout",
+                Row::Etcd => "model, the server's clock jumps forward by the session TTL",
                 _ => "model, the server's clock jumps forward by the TTL",
             },
         ),
-        Column::LostNotification => (Fault::LostNotification, "model, one unlock message to a waiter lost"),
+        Column::LostNotification => (
+            Fault::LostNotification,
+            match row {
+                Row::Zookeeper | Row::Etcd => "model, one watch event to a waiter lost",
+                _ => "model, one unlock message to a waiter lost",
+            },
+        ),
         other => unreachable!("{} is not a column of the family rows", other.name()),
     };
     let supported = match row {
@@ -398,10 +425,15 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         Row::Redlock => cassalock_models::family::RedlockModel::supports(fault),
         Row::Redisson => cassalock_models::family::RedissonModel::supports(fault),
         Row::RedissonFair => cassalock_models::family::RedissonFairModel::supports(fault),
+        Row::Zookeeper => cassalock_models::coord::ZooKeeperModel::supports(fault),
+        Row::Etcd => cassalock_models::coord::EtcdModel::supports(fault),
         _ => cassalock_models::family::MemcachedModel::supports(fault),
     };
     if !supported {
         return vec![Source::NotApplicable(match column {
+            Column::Failover if matches!(row, Row::Zookeeper | Row::Etcd) => {
+                "one server in the model (a quorum ensemble does not fail over to a replica that lacks acknowledged writes)"
+            }
             Column::Failover => "no replica (independent servers)",
             Column::LostNotification => "no unlock message: waiters poll",
             _ => "not a fault of this lock's server",
@@ -1384,6 +1416,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let rows = options.rows();
     if rows.iter().any(|row| row.is_family()) {
         let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet (`cassalock sim-family`, docs/simulator-families.md). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
+        let _ = writeln!(md, "**The coordination services' locks** (issue 14: Curator's `InterProcessMutex` on ZooKeeper, etcd's mutex with its session) run in the same model (`cassalock check --model zookeeper|etcd`, the library's `CuratorLock` and `EtcdLock` against `ZnodeTree` and `EtcdKeyspace`), with one server (no failover) and their own readings of the faults: a ZooKeeper session is kept alive by the heartbeat of its client's process, which a pause stops, and expires on the server's clock; an etcd session's lease by the holder's keep-alive lane; a restart keeps the tree, the sessions and the leases (they persist); a clock jump expires sessions and leases early; a lost notification is a missed watch event. Their tokens grow (the node's czxid, the key's create revision), so their resource fences: T1-resource there means the fenced resource accepted no stale token and no token another acquisition wrote with, and C-token checks that a holder whose node or key is live has a token above every earlier holder's. Curator's holder has no bound of its own (it believes until told), so a pause past the session timeout leaves it believing while the next waiter holds.\n");
     }
     which_lock_section(&mut md, cells, &rows);
     for &row in &rows {
@@ -1559,6 +1592,19 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
         Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
         Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
         Row::Redisson | Row::RedissonFair => "no: the owner field names the holder, it does not grow".to_owned(),
+        Row::Zookeeper | Row::Etcd => {
+            let token = if row == Row::Zookeeper {
+                "the node's czxid"
+            } else {
+                "the key's create revision"
+            };
+            let down = broken_under(row, &[ClaimId::CToken]);
+            if down == "none found" {
+                format!("yes: {token}, which only grows; the model's fenced resource refuses a lower one, and no check found a live holder's token going down")
+            } else {
+                format!("yes ({token}), but a live holder's token was not always higher (C-token) under: {down}")
+            }
+        }
     };
     let _ = writeln!(md, "## Which lock, under which faults\n");
     let _ = writeln!(md, "Read off the cells below (model and simulator verdicts alike; a fault with no line here was not checked for that lock). \"Two holders\": some check found two clients believing they held the lock at once (T1, T1-belief; T3 for TryGetLock). \"Stale write\": the resource received a write from a holder whose lock had passed to a later one (T1-resource; with fencing on for the thesis's locks, without fencing for the others, which have none).\n");

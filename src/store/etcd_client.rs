@@ -68,7 +68,7 @@ impl fmt::Display for EtcdOpReply {
 }
 
 /// The deletion watches one server holds: key → the channels to tell.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DeletionWatches {
     by_key: BTreeMap<String, Vec<String>>,
     registered: usize,
@@ -126,6 +126,17 @@ impl DeletionWatches {
         }
         debug_assert_eq!(self.registered, self.by_key.values().map(Vec::len).sum::<usize>());
         told
+    }
+
+    /// Cancel every watch registered for `channel` (a waiter that stopped waiting: etcd's
+    /// client cancels the watch of a `waitDeletes` that returned).
+    pub fn cancel(&mut self, channel: &str) {
+        for channels in self.by_key.values_mut() {
+            let before = channels.len();
+            channels.retain(|c| c != channel);
+            self.registered -= before - channels.len();
+        }
+        self.by_key.retain(|_, channels| !channels.is_empty());
     }
 
     /// Watches registered and not yet fired.

@@ -205,7 +205,12 @@ pub fn apply_fault(
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
         Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
         Some(
-            Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend | Mutant::Redisson775 | Mutant::RedissonFairBarging,
+            Mutant::NodeRedlockValidity
+            | Mutant::GoRedsyncExtend
+            | Mutant::Redisson775
+            | Mutant::RedissonFairBarging
+            | Mutant::Curator678
+            | Mutant::Etcd11456,
         ) => {
             unreachable!("crate::lock_config refuses the other families' client bugs for the Cassandra lock models")
         }
