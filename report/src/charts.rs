@@ -88,11 +88,16 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// A colour for each of up to eight lines on one chart (the real-backends report's seven locks):
-/// [`colour`]'s six, then two more, so no two of the first eight repeat.
-pub fn colour_of_eight(index: usize) -> RGBColor {
-    const MORE: [RGBColor; 2] = [RGBColor(20, 160, 170), RGBColor(200, 80, 160)];
-    match index % 8 {
+/// A colour for each of up to ten lines on one chart (the real-backends report's ten locks):
+/// [`colour`]'s six, then four more, so no two of the first ten repeat.
+pub fn colour_of_ten(index: usize) -> RGBColor {
+    const MORE: [RGBColor; 4] = [
+        RGBColor(20, 160, 170),
+        RGBColor(200, 80, 160),
+        RGBColor(150, 100, 30),
+        RGBColor(120, 150, 20),
+    ];
+    match index % 10 {
         i @ 0..=5 => colour(i),
         i => MORE[i - 6],
     }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use cassalock_history::text::count;
 use cassalock_real::{Backend, Summary, Variant};
 
-use crate::charts::{colour_of_eight, LineChart, Series, Y};
+use crate::charts::{colour_of_ten, LineChart, Series, Y};
 use crate::{write_file, ReportError};
 
 /// Medians closer than this fraction of the lower one are lines the eye cannot separate on
@@ -220,7 +220,7 @@ fn lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
 
 /// A lock's colour: its place among every lock, so it is the same on every chart and run.
 fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
-    colour_of_eight(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
+    colour_of_ten(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
 }
 
 /// "no overlap" or "**2 overlaps**".
@@ -884,7 +884,7 @@ fn write_rendered(
             series: series(value),
         };
     chart(
-        "Real backends: acquisitions per second (Cassandra solid, Redis and Memcached dashed)",
+        "Real backends: acquisitions per second (Cassandra solid, the other stores dashed)",
         "acquisitions / s (log)",
         2,
         &|r| r.acquisitions_per_s,

@@ -246,6 +246,9 @@ pub struct EtcdAcquire {
     revision: Option<Revision>,
     /// The send time of the last grant or keep-alive that got through.
     kept_alive_sent_at_us: u64,
+    /// The send time of our first grant: a later grant answered "exists" found one of the
+    /// earlier ones applied, at the earliest this one.
+    first_grant_sent_at_us: Option<u64>,
     /// When the waiting step sends the next keep-alive.
     keep_alive_due_us: u64,
     uncertainty: Uncertainty,
@@ -271,6 +274,7 @@ impl EtcdAcquire {
             deadline_us: None,
             revision: None,
             kept_alive_sent_at_us: 0,
+            first_grant_sent_at_us: None,
             keep_alive_due_us: 0,
             uncertainty: Uncertainty::default(),
         }
@@ -296,6 +300,7 @@ impl EtcdAcquire {
             id: self.lease,
             ttl_s: config.session_ttl_s,
         };
+        self.first_grant_sent_at_us.get_or_insert(now_us);
         self.kv(E0_SESSION, State::Granting { sent_at_us: now_us }, command)
     }
 
@@ -457,11 +462,21 @@ impl EtcdAcquire {
                 self.grant(config, now_us)
             }
             (State::Granting { sent_at_us }, Input::Reply(R::Kv(reply))) => match reply.response {
-                // A lease id is unique per acquisition: "exists" is our own lost grant (its
-                // deadline counts from that earlier send, at the latest from this one).
-                EtcdResponse::LeaseGrant { .. } | EtcdResponse::Error(EtcdError::LeaseExists) => {
+                // Granted now: this send is the one that applied.
+                EtcdResponse::LeaseGrant { .. } => {
                     self.uncertainty.answered();
                     self.kept_alive(config, sent_at_us);
+                    self.try_acquire(now_us)
+                }
+                // A lease id is unique per acquisition: "exists" is one of our own earlier
+                // grants, whose reply was lost; it may have applied as early as the first send,
+                // so the lease counts from there (counted from this send, the holder would
+                // believe past the server's deadline: found by the model, store-failure).
+                EtcdResponse::Error(EtcdError::LeaseExists) => {
+                    self.uncertainty.answered();
+                    let first = self.first_grant_sent_at_us.unwrap_or(sent_at_us);
+                    debug_assert!(first <= sent_at_us, "the first grant was sent first");
+                    self.kept_alive(config, first);
                     self.try_acquire(now_us)
                 }
                 _ => self.unexpected(config, &R::Kv(reply), &State::Granting { sent_at_us }),
@@ -1038,6 +1053,25 @@ mod tests {
         assert_eq!(bench.keys(), vec![lease.key.clone()], "one key, ours");
         assert_eq!(lease.revision, bench.keyspace.get(&lease.key).unwrap().create_revision);
         assert_eq!(bench.requests, 3, "grant, try (reply lost), try again (second branch)");
+    }
+
+    /// Found by the family model (store-failure): the grant applied, its reply was lost, the
+    /// retry (after the backoff) was answered "exists". The server's deadline counts from the
+    /// first grant's arrival, so the holder's belief must count from that send, not the retry's.
+    #[test]
+    fn a_lost_grant_reply_counts_the_lease_from_the_first_grant_not_the_retry() {
+        let mut bench = Bench::new();
+        let first_send_us = bench.now_us;
+        bench.lose_replies = vec![0];
+        let lease = held(bench.run(&config(), &mut EtcdAcquire::new("L", "a", false), Input::Start));
+        assert_eq!(bench.requests, 3, "grant (reply lost), grant again (exists), try");
+        assert_eq!(lease.kept_alive_sent_at_us, first_send_us);
+        let server_deadline_ms = bench.keyspace.lease(lease.lease).unwrap().deadline_ms;
+        assert!(
+            lease.valid_until_us(&config()) / 1000 <= server_deadline_ms,
+            "the holder believes until {} ms, the server keeps the lease until {server_deadline_ms} ms",
+            lease.valid_until_us(&config()) / 1000
+        );
     }
 
     #[test]
