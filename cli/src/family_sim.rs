@@ -655,6 +655,18 @@ fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
     if chosen.len() != file.scenarios.len() || file.results.len() != chosen.len() {
         return Err("the scenarios and the results do not match".to_owned());
     }
+    if file.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS)
+        || file.replication_lag_ms.is_some_and(|ms| ms > MAX_BOUND_MS)
+    {
+        return Err("bound_ms or replication_lag_ms out of range".to_owned());
+    }
+    if file.replication_lag_ms.is_some()
+        && chosen
+            .iter()
+            .any(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
+    {
+        return Err("replication_lag_ms for a scenario without a replica".to_owned());
+    }
     let runs = shard.count(&range);
     for (name, result) in chosen.iter().zip(&file.results) {
         if result.scenario != *name
@@ -862,5 +874,14 @@ mod tests {
                 seed: 3
             })
         );
+    }
+
+    #[test]
+    fn a_result_file_keeps_simulated_time_past_u64_nanoseconds() {
+        let mut result = ScenarioResult::new("set-nx-contention");
+        result.sim_nanos = u128::from(u64::MAX) * 4 + 3;
+        let text = serde_json::to_string(&result).unwrap();
+        let back: ScenarioResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, result);
     }
 }
