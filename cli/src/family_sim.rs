@@ -40,11 +40,13 @@ With --shard K/N --out FILE: 0 once the file is written (the verdict is `cassalo
 Wall-clock figures (seconds, seeds/min) go to stderr; stdout is the same bytes on any machine.";
 
 /// Shown under `merge --help`.
-pub const MERGE_HELP: &str = "Prints exactly the stdout of one `sim-family` run over the whole sweep
-(wall-clock figures, on stderr there, are not printed). The files may come in any order.
+pub const MERGE_HELP: &str = "Prints exactly the stdout of one `sim-family` (or `sim`) run over the whole
+sweep (wall-clock figures, on stderr there, are not printed). The files may come in any order.
+A `sim` merge resolves the scenario again (a --scenario-file must be readable here) and replays
+each claim's first failing seed, as `sim` does, for the line that records it.
 
 Exit status:
-  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded
+  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded (sim-family)
   2  bad input: a file unreadable, not a shard file, of another version or another sweep,
      a shard given twice or missing (the message names the file or the shard)";
 
@@ -616,27 +618,7 @@ fn sweep_of(file: &ShardFile) -> String {
 }
 /// Read one shard file, or say why not (naming the file).
 fn read_shard(path: &Path) -> Result<ShardFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("{}: cannot read it: {error}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|error| {
-        format!(
-            "{}: not a shard result file (not JSON: {error}); write one with `cassalock sim-family ... --shard K/N --out FILE`",
-            path.display()
-        )
-    })?;
-    let format = value.get("format").and_then(|format| format.as_str());
-    let version = value.get("version").and_then(|version| version.as_u64());
-    if format != Some(SHARD_FORMAT) {
-        return Err(format!(
-            "{}: not a sim-family shard result file (format {format:?}, expected {SHARD_FORMAT:?})",
-            path.display()
-        ));
-    }
-    if version != Some(SHARD_VERSION) {
-        return Err(format!(
-            "{}: shard file version {version:?}; this cassalock reads version {SHARD_VERSION}: rerun the shards with this cassalock",
-            path.display()
-        ));
-    }
+    let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
     let file: ShardFile =
         serde_json::from_value(value).map_err(|error| format!("{}: a damaged shard file: {error}", path.display()))?;
     check_shard(&file).map_err(|why| format!("{}: a damaged shard file: {why}", path.display()))?;
@@ -687,6 +669,14 @@ fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
 /// `cassalock merge FILE...`: print what one `sim-family` run over the whole range prints,
 /// from the shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
 pub fn merge(args: MergeArgs) -> ExitCode {
+    // The first file says which command's shards these are.
+    match crate::shard::read_any(&args.files[0]) {
+        Ok(value) if value.get("format").and_then(serde_json::Value::as_str) == Some(crate::sim::SHARD_FORMAT) => {
+            return crate::sim::merge(&args.files);
+        }
+        Ok(_) => {}
+        Err(message) => return usage_error(&message),
+    }
     let mut files: Vec<(&PathBuf, ShardFile)> = Vec::new();
     for path in &args.files {
         match read_shard(path) {
@@ -694,53 +684,29 @@ pub fn merge(args: MergeArgs) -> ExitCode {
             Err(message) => return usage_error(&message),
         }
     }
-    let (first_path, first) = &files[0];
-    let sweep = sweep_of(first);
-    for (path, file) in &files[1..] {
-        if sweep_of(file) != sweep {
-            return usage_error(&format!(
-                "{}: a shard of another sweep ({}) than {} ({sweep}); merge the shards of one sweep",
-                path.display(),
-                sweep_of(file),
-                first_path.display()
-            ));
-        }
-    }
-    let n = first.n;
-    let mut by_k: Vec<Option<&PathBuf>> = vec![None; usize::try_from(n).expect("at most 10000")];
-    for (path, file) in &files {
-        let slot = &mut by_k[usize::try_from(file.k - 1).expect("at most 10000")];
-        if let Some(other) = slot {
-            return usage_error(&format!(
-                "{} and {} are both shard {}/{n}: give each shard once",
-                other.display(),
-                path.display(),
-                file.k
-            ));
-        }
-        *slot = Some(path);
-    }
-    let missing: Vec<String> = by_k
+    let cover: Vec<(&PathBuf, String, Shard)> = files
         .iter()
-        .enumerate()
-        .filter(|(_, path)| path.is_none())
-        .map(|(index, _)| format!("{}/{n}", index + 1))
+        .map(|(path, file)| {
+            (
+                *path,
+                sweep_of(file),
+                Shard::new(file.k, file.n).expect("checked on reading"),
+            )
+        })
         .collect();
-    if !missing.is_empty() {
-        let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
-        return usage_error(&format!(
-            "{} of {n} shards missing ({}{}): run `cassalock sim-family --scenario {} --seeds {}{} --shard K/{n} --out FILE` for each and merge every file",
-            missing.len(),
-            shown.join(", "),
-            if missing.len() > shown.len() { ", ..." } else { "" },
-            first.scenarios.join(","),
-            first.seeds,
-            Knobs {
-                bound_ms: first.bound_ms,
-                replication_lag_ms: first.replication_lag_ms
-            }
-            .flags()
-        ));
+    let first = &files[0].1;
+    let rerun = format!(
+        "cassalock sim-family --scenario {} --seeds {}{}",
+        first.scenarios.join(","),
+        first.seeds,
+        Knobs {
+            bound_ms: first.bound_ms,
+            replication_lag_ms: first.replication_lag_ms
+        }
+        .flags()
+    );
+    if let Err(message) = crate::shard::check_cover(&cover, &rerun) {
+        return usage_error(&message);
     }
     let range: SeedRange = first.seeds.parse().expect("checked on reading");
     let knobs = Knobs {

@@ -60,7 +60,7 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
-    /// Combine the result files of a sweep's shards (`sim-family --shard K/N --out FILE`)
+    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`)
     /// into the summary one machine prints for the whole sweep, with its exit status.
     #[cfg(madsim)]
     #[command(after_help = family_sim::MERGE_HELP)]

@@ -4,6 +4,7 @@
 //! balanced to within one seed, and with every seed in exactly one shard.
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use cassalock_sim::ranges::SeedRange;
@@ -19,6 +20,9 @@ pub struct Shard {
 }
 
 impl Shard {
+    /// The whole range: shard 1 of 1.
+    pub const WHOLE: Shard = Shard { k: 1, n: 1 };
+
     /// `None` unless `1 <= k <= n <= MAX_SHARDS`.
     pub fn new(k: u64, n: u64) -> Option<Shard> {
         (1 <= k && k <= n && n <= MAX_SHARDS).then_some(Shard { k, n })
@@ -75,6 +79,82 @@ impl FromStr for Shard {
         };
         Shard::new(k, n).ok_or(hint)
     }
+}
+
+/// Read a result file as JSON and check it says `format` and `version`; errors name the file.
+pub fn read_json(path: &Path, format: &str, version: u64) -> Result<serde_json::Value, String> {
+    let value = read_any(path)?;
+    let found = value.get("version").and_then(serde_json::Value::as_u64);
+    if value.get("format").and_then(serde_json::Value::as_str) != Some(format) {
+        return Err(format!(
+            "{}: not a {format:?} file: merge the shards of one command",
+            path.display()
+        ));
+    }
+    if found != Some(version) {
+        return Err(format!(
+            "{}: shard file version {found:?}; this cassalock reads version {version}: rerun the shards with this cassalock",
+            path.display()
+        ));
+    }
+    Ok(value)
+}
+
+/// Read a file as JSON, whatever it holds; errors name the file.
+pub fn read_any(path: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("{}: cannot read it: {error}", path.display()))?;
+    serde_json::from_str(&text).map_err(|error| {
+        format!(
+            "{}: not a shard result file (not JSON: {error}); write one with --shard K/N --out FILE",
+            path.display()
+        )
+    })
+}
+
+/// Check that `files` (path, the sweep it belongs to, its shard) are every shard of one sweep,
+/// each once; `rerun` is the command that runs the sweep, for the message on a missing shard.
+pub fn check_cover(files: &[(&PathBuf, String, Shard)], rerun: &str) -> Result<(), String> {
+    let Some((first_path, sweep, first)) = files.first() else {
+        return Err("give the shard files: cassalock merge FILE...".to_owned());
+    };
+    let n = first.n;
+    for (path, other, _) in &files[1..] {
+        if other != sweep {
+            return Err(format!(
+                "{}: a shard of another sweep ({other}) than {} ({sweep}); merge the shards of one sweep",
+                path.display(),
+                first_path.display()
+            ));
+        }
+    }
+    let mut by_k: Vec<Option<&PathBuf>> = vec![None; usize::try_from(n).expect("at most 10000")];
+    for (path, _, shard) in files {
+        let slot = &mut by_k[usize::try_from(shard.k - 1).expect("at most 10000")];
+        if let Some(other) = slot {
+            return Err(format!(
+                "{} and {} are both shard {shard}: give each shard once",
+                other.display(),
+                path.display()
+            ));
+        }
+        *slot = Some(path);
+    }
+    let missing: Vec<String> = by_k
+        .iter()
+        .enumerate()
+        .filter(|(_, path)| path.is_none())
+        .map(|(index, _)| format!("{}/{n}", index + 1))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
+    Err(format!(
+        "{} of {n} shards missing ({}{}): run `{rerun} --shard K/{n} --out FILE` for each and merge every file",
+        missing.len(),
+        shown.join(", "),
+        if missing.len() > shown.len() { ", ..." } else { "" },
+    ))
 }
 
 #[cfg(test)]

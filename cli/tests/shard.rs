@@ -175,3 +175,73 @@ fn bad_merge_inputs_exit_2_and_name_the_file() {
     let out = cassalock(&["merge", &three, &one, &two]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
+
+#[test]
+fn the_merge_of_sim_shards_prints_the_single_runs_bytes_and_exit_status() {
+    let dir = scratch("sim");
+    // A control (exit 0), a broken release found in both algorithms (exit 1), and a swarm whose
+    // failures are tallied by the fault kinds of their plans.
+    let sweeps: &[(&[&str], &str, i32)] = &[
+        (&["--scenario", "contention"], "0..9", 0),
+        (&["--scenario", "renew-race", "--k3"], "0..12", 1),
+        (&["--scenario", "swarm", "--algorithm", "queue"], "4..=15", 1),
+    ];
+    for (index, (scenario, seeds, status)) in sweeps.iter().enumerate() {
+        let mut single_args = vec!["sim"];
+        single_args.extend_from_slice(scenario);
+        single_args.extend_from_slice(&["--seeds", seeds]);
+        let single = cassalock(&single_args);
+        assert_eq!(single.status.code(), Some(*status), "{}", text(&single.stdout));
+        assert!(!text(&single.stdout).contains("seeds/minute"));
+        let mut files = Vec::new();
+        for k in [3, 1, 2] {
+            let file = dir.join(format!("{index}-{k}.json")).display().to_string();
+            let spec = format!("{k}/3");
+            let mut args = single_args.clone();
+            args.extend_from_slice(&["--shard", &spec, "--out", &file]);
+            let out = cassalock(&args);
+            assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+            files.push(file);
+        }
+        let mut merge_args = vec!["merge"];
+        merge_args.extend(files.iter().map(String::as_str));
+        let merged = cassalock(&merge_args);
+        assert_eq!(text(&merged.stdout), text(&single.stdout), "{scenario:?} {seeds}");
+        assert_eq!(merged.status.code(), Some(*status), "{}", text(&merged.stderr));
+    }
+    // A sim shard and a sim-family shard do not merge; neither do two sim sweeps.
+    let family = shard(&dir, "set-nx-contention", "0..9", 2, 3);
+    let sim_one = dir.join("0-1.json").display().to_string();
+    let sim_two = dir.join("0-2.json").display().to_string();
+    let other = dir.join("1-3.json").display().to_string();
+    for (files, expected) in [
+        (
+            vec![&sim_one, &family],
+            "set-nx-contention-0__9-2-of-3.json: not a \"cassalock-sim-shard\" file",
+        ),
+        (
+            vec![&family, &sim_one],
+            "0-1.json: not a \"cassalock-sim-family-shard\" file",
+        ),
+        (vec![&sim_one, &sim_two, &other], "another sweep"),
+        (vec![&sim_one, &sim_two], "1 of 3 shards missing (3/3)"),
+    ] {
+        let mut args = vec!["merge"];
+        args.extend(files.iter().map(|file| file.as_str()));
+        let out = cassalock(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: expected {expected:?} in {stderr}");
+    }
+    let out = cassalock(&[
+        "sim",
+        "--scenario",
+        "contention",
+        "--shard",
+        "1/2",
+        "--out",
+        &sim_one,
+        "--record",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
