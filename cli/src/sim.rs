@@ -1003,7 +1003,14 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
             .iter()
             .map(|(name, _)| name.as_str())
             .eq(names.iter().copied())
-            || file.tallies.iter().any(|(_, tally)| u128::from(tally.runs) != runs)
+            || file.tallies.iter().any(|(_, tally)| {
+                u128::from(tally.runs) != runs
+                    || tally.claim_seen.len() != tally.per_claim.len()
+                    || tally
+                        .per_claim
+                        .iter()
+                        .any(|(_, failures, first)| (*failures > 0) != first.is_some())
+            })
         {
             return Err(damaged(format!("not {runs} runs of each of {}", names.join(", "))));
         }
