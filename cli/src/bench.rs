@@ -368,7 +368,7 @@ fn sweep_memory(scenario: &str, counts: &[u64]) -> ExitCode {
         while done < count {
             let step_end = count.min(done + STEP);
             let seeds = SeedRange::new(done..=step_end - 1).expect("done < step_end");
-            let tally = run_seeds(scenario, &options, &seeds, &pool, algorithm, bar.as_ref(), None)
+            let tally = run_seeds(scenario, &options, seeds.seeds(), &pool, algorithm, bar.as_ref(), None)
                 .expect("no per-seed file, nothing written");
             failed_runs += tally.failed_runs;
             panicked = panicked.or(tally.panics);

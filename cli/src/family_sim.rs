@@ -5,6 +5,9 @@
 //! and the command that replays it are printed); 2 bad usage; 3 no violation, but some run hit
 //! its time bound (T2 bounded).
 
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -13,7 +16,9 @@ use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
 use clap::Args;
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
+use crate::shard::Shard;
 use crate::usage_error;
 
 /// The most seeds one call runs, per scenario.
@@ -28,7 +33,22 @@ Exit status:
   0  no violation in any seed
   1  a claim was violated (the first seed and its replay command are printed)
   2  bad usage: nothing ran
-  3  no violation, but a run hit its time bound (T2 bounded)";
+  3  no violation, but a run hit its time bound (T2 bounded)
+With --shard K/N --out FILE: 0 once the file is written (the verdict is `cassalock merge`'s),
+2 bad usage, 4 the file could not be written after the run.
+
+Wall-clock figures (seconds, seeds/min) go to stderr; stdout is the same bytes on any machine.";
+
+/// Shown under `merge --help`.
+pub const MERGE_HELP: &str = "Prints exactly the stdout of one `sim-family` (or `sim`) run over the whole
+sweep (wall-clock figures, on stderr there, are not printed). The files may come in any order.
+A `sim` merge resolves the scenario again (a --scenario-file must be readable here) and replays
+each claim's first failing seed, as `sim` does, for the line that records it.
+
+Exit status:
+  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded (sim-family)
+  2  bad input: a file unreadable, not a shard file, of another version or another sweep,
+     a shard given twice or missing (the message names the file or the shard)";
 
 #[derive(Args, Debug)]
 pub struct SimFamilyArgs {
@@ -55,6 +75,21 @@ pub struct SimFamilyArgs {
     /// for scenarios with a replica: 0 makes the failover lose nothing).
     #[arg(long, value_name = "MS")]
     replication_lag_ms: Option<u64>,
+    /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
+    /// file for `cassalock merge` (README, "Sweeps across machines"); needs --out.
+    #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "out")]
+    shard: Option<Shard>,
+    /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    out: Option<PathBuf>,
+}
+
+/// `cassalock merge FILE...`: the shards' result files in any order.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The result files of every shard (1/N to N/N) of one sweep, each once.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
 }
 
 /// What the command line changes in a scenario (and a replay command must repeat).
@@ -160,31 +195,66 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     if let Some(seed) = args.seed {
         return one_seed(&chosen, seed, args.trace, knobs);
     }
-    if args.seeds.len() > u128::from(MAX_SEEDS) {
+    let shard = args.shard.unwrap_or(Shard::new(1, 1).expect("1/1 is a shard"));
+    let runs = shard.count(&args.seeds);
+    if runs > u128::from(MAX_SEEDS) {
         return usage_error(&format!(
-            "--seeds {} asks for {} runs per scenario; at most {MAX_SEEDS}",
+            "--seeds {}{} asks for {runs} runs per scenario; at most {MAX_SEEDS} per call (split a larger sweep with --shard K/N)",
             args.seeds,
-            args.seeds.len()
+            args.shard.map(|shard| format!(" --shard {shard}")).unwrap_or_default(),
         ));
     }
+    // Open the result file before running, so a bad path costs nothing.
+    let out = match &args.out {
+        Some(path) => match File::create(path) {
+            Ok(file) => Some((path, BufWriter::new(file))),
+            Err(error) => return usage_error(&format!("--out {}: cannot write it: {error}", path.display())),
+        },
+        None => None,
+    };
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
         Ok(pool) => pool,
         Err(error) => return usage_error(&format!("--jobs {}: {error}", args.jobs)),
     };
-    let mut violated = false;
-    let mut bounded = false;
-    for name in chosen {
-        let (v, b) = sweep(name, &args.seeds, &pool, knobs);
-        violated |= v;
-        bounded |= b;
+    let mut results = Vec::new();
+    for name in &chosen {
+        results.push(sweep(name, &args.seeds, shard, &pool, knobs));
     }
-    if violated {
-        ExitCode::from(1)
-    } else if bounded {
-        ExitCode::from(3)
-    } else {
-        ExitCode::SUCCESS
+    let Some((path, mut writer)) = out else {
+        let (mut violated, mut bounded) = (false, false);
+        for result in &results {
+            let (v, b) = print_summary(&args.seeds, knobs, result);
+            violated |= v;
+            bounded |= b;
+        }
+        return exit_status(violated, bounded);
+    };
+    let file = ShardFile {
+        format: SHARD_FORMAT.to_owned(),
+        version: SHARD_VERSION,
+        scenarios: chosen.iter().map(|name| (*name).to_owned()).collect(),
+        seeds: args.seeds.to_string(),
+        bound_ms: knobs.bound_ms,
+        replication_lag_ms: knobs.replication_lag_ms,
+        k: shard.k(),
+        n: shard.n(),
+        max_listed_seeds: MAX_LISTED_SEEDS,
+        results,
+    };
+    let written = serde_json::to_writer(&mut writer, &file)
+        .map_err(std::io::Error::from)
+        .and_then(|()| writer.write_all(b"\n"))
+        .and_then(|()| writer.flush());
+    if let Err(error) = written {
+        eprintln!("error: --out {}: writing failed: {error}", path.display());
+        return ExitCode::from(4);
     }
+    println!(
+        "shard {shard} of {}: {runs} seeds per scenario run, written to {}; combine every shard with `cassalock merge FILE...`",
+        sweep_of(&file),
+        path.display()
+    );
+    ExitCode::SUCCESS
 }
 
 fn describe(scenario: &FamilyScenario) {
@@ -246,32 +316,168 @@ fn reports_handovers(scenario: &FamilyScenario) -> bool {
     matches!(scenario.lock, LockKind::Redisson(_) | LockKind::RedissonFair(_))
 }
 
-/// One seed's verdicts, simulated seconds and longest handover (`None`: the run panicked).
-type SeedResult = Option<(Vec<(Claim, Verdict)>, f64, Option<Duration>)>;
+/// One seed's verdicts, simulated time and longest handover (`None`: the run panicked).
+type SeedResult = Option<(Vec<(Claim, Verdict)>, Duration, Option<Duration>)>;
 
-/// Per claim: seeds violated, the first of them and why; seeds bounded and the first.
-#[derive(Default)]
-struct Tally {
-    violated: u64,
-    first_violation: Option<(u64, String)>,
-    bounded: u64,
-    first_bounded: Option<u64>,
-    checked: u64,
+/// The most seeds a result keeps per list (violated, bounded, panicked, per claim); the rest
+/// are only counted, and a shard file says how many were left out.
+pub const MAX_LISTED_SEEDS: usize = 1_000;
+
+/// Seeds of one kind: how many, and the smallest [`MAX_LISTED_SEEDS`] of them, sorted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct SeedList {
+    count: u64,
+    seeds: Vec<u64>,
+    /// `count - seeds.len()`: seeds counted but not listed (the list's limit was hit).
+    not_listed: u64,
 }
 
-/// Sweep one scenario; returns (some claim violated, some run bounded).
-fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) -> (bool, bool) {
-    let first_scenario = scenario(name, seeds.first(), knobs);
-    describe(&first_scenario);
-    let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
+impl SeedList {
+    /// Count `seed`, larger than every seed counted before.
+    fn push(&mut self, seed: u64) {
+        self.count += 1;
+        if self.seeds.len() < MAX_LISTED_SEEDS {
+            self.seeds.push(seed);
+        } else {
+            self.not_listed += 1;
+        }
+    }
+
+    /// Count another shard's seeds (none in common with these).
+    fn absorb(&mut self, other: &SeedList) {
+        self.count += other.count;
+        self.seeds.extend_from_slice(&other.seeds);
+        self.seeds.sort_unstable();
+        self.seeds.truncate(MAX_LISTED_SEEDS);
+        self.not_listed = self.count - self.seeds.len() as u64;
+    }
+
+    /// The smallest seed counted (every list keeps its smallest seeds).
+    fn first(&self) -> Option<u64> {
+        self.seeds.first().copied()
+    }
+}
+
+/// One claim over the seeds run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ClaimResult {
+    claim: String,
+    /// Seeds with a verdict (no violation or violated).
+    checked: u64,
+    violated: SeedList,
+    /// The smallest violating seed's message.
+    first_violation: Option<String>,
+    bounded: SeedList,
+}
+
+/// The longest handover: simulated nanoseconds, and the first seed with that longest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Handover {
+    nanos: u64,
+    seed: u64,
+}
+
+/// One scenario's sweep: everything its printed summary needs, accumulated seed by seed in
+/// a fixed size whatever the number of seeds (a whole range, a shard, or shards merged).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ScenarioResult {
+    scenario: String,
+    seeds_run: u64,
+    claims: Vec<ClaimResult>,
+    panicked: SeedList,
+    /// Simulated time over every seed run, nanoseconds (exact, so shards add up).
+    sim_nanos: u128,
+    longest_handover: Option<Handover>,
+}
+
+impl ScenarioResult {
+    fn new(name: &str) -> ScenarioResult {
+        ScenarioResult {
+            scenario: name.to_owned(),
+            seeds_run: 0,
+            claims: Claim::ALL
+                .into_iter()
+                .map(|claim| ClaimResult {
+                    claim: claim.name().to_owned(),
+                    checked: 0,
+                    violated: SeedList::default(),
+                    first_violation: None,
+                    bounded: SeedList::default(),
+                })
+                .collect(),
+            panicked: SeedList::default(),
+            sim_nanos: 0,
+            longest_handover: None,
+        }
+    }
+
+    /// Count one seed's outcome; seeds come in increasing order.
+    fn record(&mut self, seed: u64, outcome: SeedResult) {
+        self.seeds_run += 1;
+        let Some((claims, sim_time, handover)) = outcome else {
+            self.panicked.push(seed);
+            return;
+        };
+        self.sim_nanos += sim_time.as_nanos();
+        if let Some(gap) = handover {
+            let nanos = u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX);
+            self.absorb_handover(Some(Handover { nanos, seed }));
+        }
+        for ((claim, verdict), result) in claims.into_iter().zip(self.claims.iter_mut()) {
+            debug_assert_eq!(claim.name(), result.claim);
+            match verdict {
+                Verdict::NoViolation => result.checked += 1,
+                Verdict::Violated(why) => {
+                    result.checked += 1;
+                    if result.violated.count == 0 {
+                        result.first_violation = Some(why);
+                    }
+                    result.violated.push(seed);
+                }
+                Verdict::Bounded(_) => result.bounded.push(seed),
+                Verdict::NotChecked => {}
+            }
+        }
+    }
+
+    /// Keep the longer handover; of equal ones, the smaller seed's.
+    fn absorb_handover(&mut self, other: Option<Handover>) {
+        if let Some(other) = other {
+            if self
+                .longest_handover
+                .is_none_or(|worst| (other.nanos, u64::MAX - other.seed) > (worst.nanos, u64::MAX - worst.seed))
+            {
+                self.longest_handover = Some(other);
+            }
+        }
+    }
+
+    /// Add another shard's result for the same scenario (no seed in common).
+    fn absorb(&mut self, other: &ScenarioResult) {
+        self.seeds_run += other.seeds_run;
+        self.panicked.absorb(&other.panicked);
+        self.sim_nanos += other.sim_nanos;
+        self.absorb_handover(other.longest_handover);
+        for (mine, theirs) in self.claims.iter_mut().zip(&other.claims) {
+            mine.checked += theirs.checked;
+            let theirs_first = theirs.violated.first();
+            if theirs_first.is_some() && mine.violated.first().is_none_or(|seed| theirs_first < Some(seed)) {
+                mine.first_violation.clone_from(&theirs.first_violation);
+            }
+            mine.violated.absorb(&theirs.violated);
+            mine.bounded.absorb(&theirs.bounded);
+        }
+    }
+}
+
+/// Run one scenario on the seeds of `range` in `shard`, in batches, seed order kept.
+fn sweep(name: &str, range: &SeedRange, shard: Shard, pool: &rayon::ThreadPool, knobs: Knobs) -> ScenarioResult {
+    let total = shard.count(range);
     let started = Instant::now();
-    let mut tallies: Vec<(Claim, Tally)> = Claim::ALL.into_iter().map(|c| (c, Tally::default())).collect();
-    let mut panicked: Option<u64> = None;
-    let mut sim_seconds = 0.0;
-    let mut longest_handover: Option<(Duration, u64)> = None;
-    let mut done = 0u64;
-    for batch in seeds.chunks(BATCH) {
-        let batch_seeds: Vec<u64> = batch.collect();
+    let mut result = ScenarioResult::new(name);
+    let mut seeds = shard.seeds(range).peekable();
+    while seeds.peek().is_some() {
+        let batch_seeds: Vec<u64> = seeds.by_ref().take(BATCH as usize).collect();
         let outcomes: Vec<SeedResult> = pool.install(|| {
             batch_seeds
                 .par_iter()
@@ -281,7 +487,7 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) 
                         let outcome = run_family(&scenario, seed, false);
                         (
                             outcome.verdicts.claims,
-                            outcome.sim_time.as_secs_f64(),
+                            outcome.sim_time,
                             outcome.longest_handover.map(|(gap, _)| gap),
                         )
                     })
@@ -290,90 +496,236 @@ fn sweep(name: &str, seeds: &SeedRange, pool: &rayon::ThreadPool, knobs: Knobs) 
                 .collect()
         });
         for (seed, outcome) in batch_seeds.iter().zip(outcomes) {
-            let Some((claims, sim_s, handover)) = outcome else {
-                panicked.get_or_insert(*seed);
-                continue;
-            };
-            sim_seconds += sim_s;
-            if let Some(gap) = handover {
-                if longest_handover.is_none_or(|(worst, _)| gap > worst) {
-                    longest_handover = Some((gap, *seed));
-                }
-            }
-            for ((claim, verdict), (tallied, tally)) in claims.into_iter().zip(tallies.iter_mut()) {
-                debug_assert_eq!(claim, *tallied);
-                match verdict {
-                    Verdict::NoViolation => tally.checked += 1,
-                    Verdict::Violated(why) => {
-                        tally.checked += 1;
-                        tally.violated += 1;
-                        tally.first_violation.get_or_insert((*seed, why));
-                    }
-                    Verdict::Bounded(_) => {
-                        tally.bounded += 1;
-                        tally.first_bounded.get_or_insert(*seed);
-                    }
-                    Verdict::NotChecked => {}
-                }
-            }
+            result.record(*seed, outcome);
         }
-        done += batch_seeds.len() as u64;
-        if total > BATCH {
+        if total > u128::from(BATCH) {
             eprintln!(
-                "  {name}: {done}/{total} seeds, {:.1} s",
+                "  {name}: {}/{total} seeds, {:.1} s",
+                result.seeds_run,
                 started.elapsed().as_secs_f64()
             );
         }
     }
+    // Wall-clock figures go to stderr: stdout is the same bytes on any machine, and for
+    // `cassalock merge` of shards (README, "Sweeps across machines").
     let elapsed = started.elapsed().as_secs_f64();
+    eprintln!(
+        "  {name}: {total} seeds in {elapsed:.1} s ({:.0} seeds/min)",
+        total as f64 / elapsed.max(1e-9) * 60.0
+    );
+    result
+}
+
+/// Print one scenario's summary over the whole `range`; returns (some claim violated, some
+/// run bounded). A single run and a merge of shards both print through here.
+fn print_summary(range: &SeedRange, knobs: Knobs, result: &ScenarioResult) -> (bool, bool) {
+    let name = result.scenario.as_str();
+    let first_scenario = scenario(name, range.first(), knobs);
+    describe(&first_scenario);
+    let total = range.len();
     let mut violated = false;
     let mut bounded = false;
-    for (claim, tally) in &tallies {
-        let line = if let Some((seed, why)) = &tally.first_violation {
+    for tally in &result.claims {
+        let line = if let (Some(seed), Some(why)) = (tally.violated.first(), &tally.first_violation) {
             violated = true;
             format!(
                 "VIOLATED in {} of {total} seeds; first seed {seed}: {why}\n  {:<12}   replay: {}",
-                tally.violated,
+                tally.violated.count,
                 "",
-                replay_command(name, *seed, knobs)
+                replay_command(name, seed, knobs)
             )
-        } else if tally.checked == 0 && tally.bounded == 0 {
+        } else if tally.checked == 0 && tally.bounded.count == 0 {
             "not checked in this scenario".to_owned()
-        } else if let Some(seed) = tally.first_bounded {
+        } else if let Some(seed) = tally.bounded.first() {
             bounded = true;
             format!(
                 "no violation in {} seeds; bounded in {} (first seed {seed}: replay: {})",
                 tally.checked,
-                tally.bounded,
+                tally.bounded.count,
                 replay_command(name, seed, knobs)
             )
         } else {
             format!("no violation in {} seeds", tally.checked)
         };
-        println!("  {:<12} {line}", claim.name());
+        println!("  {:<12} {line}", tally.claim);
     }
     if reports_handovers(&first_scenario) {
-        match longest_handover {
-            Some((gap, seed)) => println!(
+        match result.longest_handover {
+            Some(Handover { nanos, seed }) => println!(
                 "  longest handover (a release to the next acquisition): {:.3} ms, seed {seed}: replay: {}",
-                gap.as_secs_f64() * 1000.0,
+                Duration::from_nanos(nanos).as_secs_f64() * 1000.0,
                 replay_command(name, seed, knobs)
             ),
             None => println!("  longest handover: none in any seed"),
         }
     }
-    if let Some(seed) = panicked {
+    if let Some(seed) = result.panicked.first() {
         violated = true;
         println!(
             "  a run panicked (a harness bug), first seed {seed}: replay: {}",
             replay_command(name, seed, knobs)
         );
     }
-    println!(
-        "  {total} seeds in {elapsed:.1} s ({:.0} seeds/min), {sim_seconds:.0} simulated s",
-        total as f64 / elapsed.max(1e-9) * 60.0
-    );
+    println!("  {total} seeds, {:.0} simulated s", result.sim_nanos as f64 / 1e9);
     (violated, bounded)
+}
+
+/// The exit status of a sweep: 1 violated, 3 bounded, else 0.
+fn exit_status(violated: bool, bounded: bool) -> ExitCode {
+    if violated {
+        ExitCode::from(1)
+    } else if bounded {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// What a shard file says it is, and the version of its layout this build reads and writes.
+pub const SHARD_FORMAT: &str = "cassalock-sim-family-shard";
+pub const SHARD_VERSION: u64 = 1;
+
+/// A shard's result file (`sim-family --shard K/N --out FILE`), read by `cassalock merge`.
+#[derive(Debug, Serialize, Deserialize)]
+struct ShardFile {
+    format: String,
+    version: u64,
+    /// The sweep: scenario names in order, the whole seed range, the knobs, N.
+    scenarios: Vec<String>,
+    seeds: String,
+    bound_ms: Option<u64>,
+    replication_lag_ms: Option<u64>,
+    k: u64,
+    n: u64,
+    /// The most seeds each list holds (the rest only counted, in `not_listed`).
+    max_listed_seeds: usize,
+    results: Vec<ScenarioResult>,
+}
+
+/// The sweep a shard file belongs to, as a merge compares it.
+fn sweep_of(file: &ShardFile) -> String {
+    format!(
+        "scenario {}, seeds {}, {} shards{}",
+        file.scenarios.join(","),
+        file.seeds,
+        file.n,
+        Knobs {
+            bound_ms: file.bound_ms,
+            replication_lag_ms: file.replication_lag_ms
+        }
+        .flags()
+    )
+}
+/// Read one shard file, or say why not (naming the file).
+fn read_shard(path: &Path) -> Result<ShardFile, String> {
+    let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
+    let file: ShardFile =
+        serde_json::from_value(value).map_err(|error| format!("{}: a damaged shard file: {error}", path.display()))?;
+    check_shard(&file).map_err(|why| format!("{}: a damaged shard file: {why}", path.display()))?;
+    Ok(file)
+}
+
+/// What a well-formed shard file holds, beyond its JSON shape.
+fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
+    let range: SeedRange = file
+        .seeds
+        .parse()
+        .map_err(|error| format!("seeds {:?}: {error}", file.seeds))?;
+    let shard = Shard::new(file.k, file.n).ok_or_else(|| format!("shard {}/{}", file.k, file.n))?;
+    let chosen = scenarios_named(&file.scenarios.join(","))
+        .map_err(|_| format!("scenarios {:?} not all known to this cassalock", file.scenarios))?;
+    if chosen.len() != file.scenarios.len() || file.results.len() != chosen.len() {
+        return Err("the scenarios and the results do not match".to_owned());
+    }
+    if file.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS)
+        || file.replication_lag_ms.is_some_and(|ms| ms > MAX_BOUND_MS)
+    {
+        return Err("bound_ms or replication_lag_ms out of range".to_owned());
+    }
+    if file.replication_lag_ms.is_some()
+        && chosen
+            .iter()
+            .any(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
+    {
+        return Err("replication_lag_ms for a scenario without a replica".to_owned());
+    }
+    let runs = shard.count(&range);
+    for (name, result) in chosen.iter().zip(&file.results) {
+        if result.scenario != *name
+            || u128::from(result.seeds_run) != runs
+            || result.claims.len() != Claim::ALL.len()
+            || !result
+                .claims
+                .iter()
+                .zip(Claim::ALL)
+                .all(|(tally, claim)| tally.claim == claim.name())
+        {
+            return Err(format!("the result for {name} is not {runs} seeds of every claim"));
+        }
+    }
+    Ok(range)
+}
+
+/// `cassalock merge FILE...`: print what one `sim-family` run over the whole range prints,
+/// from the shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
+pub fn merge(args: MergeArgs) -> ExitCode {
+    // The first file says which command's shards these are.
+    match crate::shard::read_any(&args.files[0]) {
+        Ok(value) if value.get("format").and_then(serde_json::Value::as_str) == Some(crate::sim::SHARD_FORMAT) => {
+            return crate::sim::merge(&args.files);
+        }
+        Ok(_) => {}
+        Err(message) => return usage_error(&message),
+    }
+    let mut files: Vec<(&PathBuf, ShardFile)> = Vec::new();
+    for path in &args.files {
+        match read_shard(path) {
+            Ok(file) => files.push((path, file)),
+            Err(message) => return usage_error(&message),
+        }
+    }
+    let cover: Vec<(&PathBuf, String, Shard)> = files
+        .iter()
+        .map(|(path, file)| {
+            (
+                *path,
+                sweep_of(file),
+                Shard::new(file.k, file.n).expect("checked on reading"),
+            )
+        })
+        .collect();
+    let first = &files[0].1;
+    let rerun = format!(
+        "cassalock sim-family --scenario {} --seeds {}{}",
+        first.scenarios.join(","),
+        first.seeds,
+        Knobs {
+            bound_ms: first.bound_ms,
+            replication_lag_ms: first.replication_lag_ms
+        }
+        .flags()
+    );
+    if let Err(message) = crate::shard::check_cover(&cover, &rerun) {
+        return usage_error(&message);
+    }
+    let range: SeedRange = first.seeds.parse().expect("checked on reading");
+    let knobs = Knobs {
+        bound_ms: first.bound_ms,
+        replication_lag_ms: first.replication_lag_ms,
+    };
+    let mut merged: Vec<ScenarioResult> = first.scenarios.iter().map(|name| ScenarioResult::new(name)).collect();
+    for (_, file) in &files {
+        for (into, result) in merged.iter_mut().zip(&file.results) {
+            into.absorb(result);
+        }
+    }
+    let (mut violated, mut bounded) = (false, false);
+    for result in &merged {
+        let (v, b) = print_summary(&range, knobs, result);
+        violated |= v;
+        bounded |= b;
+    }
+    exit_status(violated, bounded)
 }
 
 #[cfg(test)]
@@ -415,5 +767,87 @@ mod tests {
         assert!(parsed.trace);
         assert_eq!(parsed.bound_ms, Some(900));
         assert_eq!(parsed.replication_lag_ms, Some(0));
+    }
+
+    #[test]
+    fn seed_lists_keep_their_smallest_seeds_up_to_the_limit_and_count_the_rest() {
+        let limit = MAX_LISTED_SEEDS as u64;
+        let (mut evens, mut odds) = (SeedList::default(), SeedList::default());
+        for seed in 0..(limit + 500) {
+            evens.push(seed * 2);
+            odds.push(seed * 2 + 1);
+        }
+        assert_eq!(
+            (evens.count, evens.seeds.len(), evens.not_listed),
+            (limit + 500, MAX_LISTED_SEEDS, 500)
+        );
+        evens.absorb(&odds);
+        assert_eq!(evens.count, 2 * limit + 1000);
+        assert_eq!(evens.seeds, (0..limit).collect::<Vec<_>>());
+        assert_eq!(evens.not_listed, limit + 1000);
+        assert_eq!(evens.first(), Some(0));
+    }
+
+    #[test]
+    fn a_merge_keeps_the_smallest_violating_seeds_message_and_the_first_longest_handover() {
+        let mut whole = ScenarioResult::new("set-nx-contention");
+        let mut shards = [
+            ScenarioResult::new("set-nx-contention"),
+            ScenarioResult::new("set-nx-contention"),
+        ];
+        let claims = |violated: bool| {
+            Claim::ALL
+                .into_iter()
+                .map(|claim| {
+                    let verdict = if violated && claim == Claim::T1Belief {
+                        Verdict::Violated(format!("why {claim:?}"))
+                    } else {
+                        Verdict::NoViolation
+                    };
+                    (claim, verdict)
+                })
+                .collect::<Vec<_>>()
+        };
+        for seed in 0..10u64 {
+            let violated = seed % 3 == 1;
+            let outcome = Some((
+                claims(violated)
+                    .into_iter()
+                    .map(|(claim, verdict)| match verdict {
+                        Verdict::Violated(_) => (claim, Verdict::Violated(format!("seed {seed}"))),
+                        other => (claim, other),
+                    })
+                    .collect(),
+                Duration::from_millis(seed * 7 + 1),
+                Some(Duration::from_millis(seed % 4)),
+            ));
+            whole.record(seed, outcome.clone());
+            shards[(seed % 2) as usize].record(seed, outcome);
+        }
+        // Merged in either order, the shards give the whole run's result.
+        for order in [[0, 1], [1, 0]] {
+            let mut merged = ScenarioResult::new("set-nx-contention");
+            for index in order {
+                merged.absorb(&shards[index]);
+            }
+            assert_eq!(merged, whole);
+        }
+        assert_eq!(whole.claims[0].first_violation.as_deref(), Some("seed 1"));
+        assert_eq!(
+            whole.longest_handover,
+            Some(Handover {
+                nanos: 3_000_000,
+                seed: 3
+            })
+        );
+    }
+
+    #[test]
+    fn a_result_file_keeps_simulated_time_past_u64_nanoseconds() {
+        let mut result = ScenarioResult::new("set-nx-contention");
+        result.sim_nanos = u128::from(u64::MAX) * 4 + 3;
+        let text = serde_json::to_string(&result).unwrap();
+        let back: ScenarioResult = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, result);
     }
 }

@@ -10,6 +10,8 @@ mod recorded;
 #[cfg(madsim)]
 mod report;
 #[cfg(madsim)]
+mod shard;
+#[cfg(madsim)]
 mod sim;
 
 use std::process::ExitCode;
@@ -58,6 +60,11 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
+    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`)
+    /// into the summary one machine prints for the whole sweep, with its exit status.
+    #[cfg(madsim)]
+    #[command(after_help = family_sim::MERGE_HELP)]
+    Merge(family_sim::MergeArgs),
     /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
     #[cfg(madsim)]
     #[command(after_help = exit_status_help!())]
@@ -114,6 +121,8 @@ fn main() -> ExitCode {
         Command::Replay(args) => sim::replay(args),
         #[cfg(madsim)]
         Command::SimFamily(args) => family_sim::run(args),
+        #[cfg(madsim)]
+        Command::Merge(args) => family_sim::merge(args),
         #[cfg(madsim)]
         Command::Report(args) => report::run(args),
         Command::Real(args) => real::run(args),

@@ -18,6 +18,8 @@ use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 
+use crate::shard::Shard;
+
 /// The most seeds one `sim` call will run.
 pub const MAX_SEEDS: u64 = 1_000_000;
 
@@ -368,7 +370,9 @@ impl ScenarioArgs {
 /// Run a scenario over a range of seeds and summarise.
 ///
 /// Exit status: 0 every run passed every check; 1 some check failed (the first failing seed
-/// and the command that replays it are printed); 2 bad arguments.
+/// and the command that replays it are printed); 2 bad arguments. With --shard K/N --out FILE:
+/// 0 once the file is written (the verdict is `cassalock merge`'s), 4 if writing it failed.
+/// The wall-clock figures (seconds, seeds/minute) go to stderr.
 #[derive(Args, Debug)]
 pub struct SimArgs {
     #[command(flatten)]
@@ -393,6 +397,13 @@ pub struct SimArgs {
     /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
     #[arg(long)]
     sweep_offsets: bool,
+    /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
+    /// file for `cassalock merge` (README, "Sweeps across machines"); needs --out.
+    #[arg(long, value_name = "K/N", requires = "out", conflicts_with_all = ["sweep_offsets", "record"])]
+    shard: Option<Shard>,
+    /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    out: Option<PathBuf>,
 }
 
 /// Replay one run in full: the plan, every event, the verdicts.
@@ -434,15 +445,22 @@ pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &s
     )
 }
 
-#[derive(Default)]
+/// Everything a sweep prints about one algorithm's runs, in a fixed size whatever the number of
+/// seeds: tallied over a whole range, a shard of it, or shards merged ([`Tally::absorb`]).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Tally {
     /// The first seed whose run panicked (a harness bug).
     pub(crate) panics: Option<u64>,
     pub(crate) runs: u64,
     pub(crate) failed_runs: u64,
-    per_claim: Vec<(&'static str, u64, Option<u64>)>,
+    /// Per claim: its name, failing runs, the first failing seed.
+    per_claim: Vec<(String, u64, Option<u64>)>,
+    /// Per claim, where it was first seen (seed, place in that seed's claims): a merge orders
+    /// the claims by it, as one run over the whole range does.
+    claim_seen: Vec<(u64, usize)>,
     acquisitions: u64,
-    sim_seconds: f64,
+    /// Simulated time over all runs, nanoseconds (exact, so shards add up to the same figure).
+    sim_nanos: u128,
     hashes: u64,
     /// Store faults injected: (before apply, after apply).
     store_faults: (u64, u64),
@@ -452,30 +470,83 @@ pub(crate) struct Tally {
     unfired: (u64, u64),
 }
 
-/// Run every seed of `seeds` on `pool` and tally, in seed order; with `per_seed`, also write one
+impl Tally {
+    /// Add another shard's tally of the same sweep and algorithm (no seed in common).
+    pub(crate) fn absorb(&mut self, other: &Tally) {
+        self.panics = match (self.panics, other.panics) {
+            (Some(mine), Some(theirs)) => Some(mine.min(theirs)),
+            (mine, theirs) => mine.or(theirs),
+        };
+        self.runs += other.runs;
+        self.failed_runs += other.failed_runs;
+        self.acquisitions += other.acquisitions;
+        self.sim_nanos += other.sim_nanos;
+        self.hashes ^= other.hashes;
+        self.store_faults.0 += other.store_faults.0;
+        self.store_faults.1 += other.store_faults.1;
+        self.unfired.0 += other.unfired.0;
+        self.unfired.1 += other.unfired.1;
+        self.failures_by_kind
+            .resize(self.per_claim.len(), [0; FaultKind::NAMES.len()]);
+        for (index, (claim, failures, first)) in other.per_claim.iter().enumerate() {
+            let by_kind = other
+                .failures_by_kind
+                .get(index)
+                .copied()
+                .unwrap_or([0; FaultKind::NAMES.len()]);
+            let seen = other.claim_seen.get(index).copied().unwrap_or((u64::MAX, usize::MAX));
+            match self.per_claim.iter().position(|(known, _, _)| known == claim) {
+                Some(mine) => {
+                    let entry = &mut self.per_claim[mine];
+                    entry.1 += failures;
+                    entry.2 = match (entry.2, *first) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    self.claim_seen[mine] = self.claim_seen[mine].min(seen);
+                    for (count, more) in self.failures_by_kind[mine].iter_mut().zip(by_kind) {
+                        *count += more;
+                    }
+                }
+                None => {
+                    self.per_claim.push((claim.clone(), *failures, *first));
+                    self.claim_seen.push(seen);
+                    self.failures_by_kind.push(by_kind);
+                }
+            }
+        }
+        // The order one run gives: each claim where it first appeared.
+        let mut order: Vec<usize> = (0..self.per_claim.len()).collect();
+        order.sort_by_key(|&index| self.claim_seen[index]);
+        self.per_claim = order.iter().map(|&index| self.per_claim[index].clone()).collect();
+        self.claim_seen = order.iter().map(|&index| self.claim_seen[index]).collect();
+        self.failures_by_kind = order.iter().map(|&index| self.failures_by_kind[index]).collect();
+    }
+}
+
+/// Run every seed of `seeds` (in increasing order: a range, or a shard's seeds of it) on `pool` and tally, in seed order; with `per_seed`, also write one
 /// JSON line per seed there, a batch at a time. What it holds at once is bounded by [`BATCH`],
 /// whatever the number of seeds (`cassalock bench sweep-memory` measures it). Fails only on a
 /// write to `per_seed`.
 pub(crate) fn run_seeds(
     scenario: &str,
     options: &SimOptions,
-    seeds: &SeedRange,
+    seeds: impl Iterator<Item = u64>,
     pool: &rayon::ThreadPool,
     algorithm: Algorithm,
     bar: Option<&indicatif::ProgressBar>,
     mut per_seed: Option<&mut dyn Write>,
 ) -> std::io::Result<Tally> {
     let mut tally = Tally::default();
-    for batch in seeds.chunks(BATCH) {
-        let first = *batch.start();
-        let count = usize::try_from(batch.end() - first).expect("a batch fits") + 1;
+    let mut shard_seeds = seeds.peekable();
+    while shard_seeds.peek().is_some() {
+        let batch: Vec<u64> = shard_seeds.by_ref().take(BATCH as usize).collect();
         // `None`: the run panicked. Each run is cut down to its summary on its worker, so a
         // batch holds 1024 small summaries, never 1024 runs' records.
         let outcomes: Vec<Option<SeedSummary>> = pool.install(|| {
-            (0..count)
-                .into_par_iter()
-                .map(|index| {
-                    let seed = first + index as u64;
+            batch
+                .par_iter()
+                .map(|&seed| {
                     let config = build(scenario, seed, algorithm, options).expect("validated by the caller");
                     let outcome = std::panic::catch_unwind(|| SeedSummary::of(&run(&config, seed, false))).ok();
                     if let Some(bar) = bar {
@@ -485,7 +556,7 @@ pub(crate) fn run_seeds(
                 })
                 .collect()
         });
-        for (seed, outcome) in batch.zip(&outcomes) {
+        for (seed, outcome) in batch.iter().copied().zip(&outcomes) {
             if let Some(out) = per_seed.as_mut() {
                 writeln!(out, "{}", per_seed_line(algorithm, seed, outcome.as_ref()))?;
             }
@@ -552,7 +623,7 @@ fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &ra
             offset_s: Some(offset),
             ..options.clone()
         };
-        let tally = run_seeds("skew", &options, &args.seeds, pool, algorithm, None, None)
+        let tally = run_seeds("skew", &options, args.seeds.seeds(), pool, algorithm, None, None)
             .expect("no --per-seed-out, nothing written");
         tally
             .per_claim
@@ -623,11 +694,13 @@ pub fn sim(args: SimArgs) -> ExitCode {
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let seeds = args.seeds;
-    if seeds.len() > u128::from(MAX_SEEDS) {
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let runs = shard.count(&seeds);
+    if runs > u128::from(MAX_SEEDS) {
         return crate::usage_error(&format!(
-            "--seeds {:?} asks for {} runs; at most {MAX_SEEDS} per call",
+            "--seeds {:?}{} asks for {runs} runs; at most {MAX_SEEDS} per call (split a larger sweep with --shard K/N)",
             seeds.to_string(),
-            seeds.len()
+            args.shard.map(|shard| format!(" --shard {shard}")).unwrap_or_default(),
         ));
     }
     if args.jobs == 0 || args.jobs > 64 {
@@ -656,10 +729,19 @@ pub fn sim(args: SimArgs) -> ExitCode {
         },
         None => None,
     };
+    // Opened before running, so a bad path costs nothing.
+    let out = match &args.out {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some((path, std::io::BufWriter::new(file))),
+            Err(error) => return crate::usage_error(&format!("--out {}: cannot write it: {error}", path.display())),
+        },
+        None => None,
+    };
     let mut any_failed = false;
+    let mut tallies = Vec::new();
     for algorithm in args.algorithm.algorithms() {
         let started = Instant::now();
-        let total = u64::try_from(seeds.len()).expect("at most MAX_SEEDS");
+        let total = u64::try_from(runs).expect("at most MAX_SEEDS");
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new(total);
             bar.set_style(
@@ -672,7 +754,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         let tally = match run_seeds(
             &scenario,
             &options,
-            &seeds,
+            shard.seeds(&seeds),
             &pool,
             algorithm,
             bar.as_ref(),
@@ -691,113 +773,48 @@ pub fn sim(args: SimArgs) -> ExitCode {
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }
+        // Wall-clock figures go to stderr: stdout is the same bytes on any machine, and for
+        // `cassalock merge` of shards (README, "Sweeps across machines").
         let seconds = started.elapsed().as_secs_f64();
-        println!(
-            "{} | {} algorithm | seeds {} | {} in {:.1} s ({:.0} seeds/minute on {} jobs) | {} | {:.0} s simulated",
-            scenario,
+        eprintln!(
+            "{scenario} | {} algorithm | {} in {seconds:.1} s ({:.0} seeds/minute on {} jobs)",
             algorithm.name(),
-            args.seeds,
             count(tally.runs, "run"),
-            seconds,
-            tally.runs as f64 / seconds * 60.0,
-            args.jobs,
-            count(tally.acquisitions, "acquisition"),
-            tally.sim_seconds
+            tally.runs as f64 / seconds.max(1e-9) * 60.0,
+            args.jobs
         );
-        if let Some(seed) = tally.panics {
-            println!(
-                "  HARNESS PANIC in a run; first seed {seed}: {}",
-                replay_command(&scenario, seed, algorithm, &args.scenario.flags())
-            );
+        if out.is_some() {
+            tallies.push((algorithm.name().to_owned(), tally));
+            continue;
         }
-        if options.knobs.fail_before_apply_percent.is_some() || options.knobs.fail_after_apply_percent.is_some() {
-            println!(
-                "  store faults injected: {} calls failed before being applied, {} applied with the reply lost (all runs)",
-                tally.store_faults.0, tally.store_faults.1
-            );
+        match print_tally(&args, &scenario, &options, algorithm, &tally) {
+            Ok(failed) => any_failed |= failed,
+            Err(code) => return code,
         }
-        if tally.failed_runs == 0 {
-            let claims: Vec<&str> = tally.per_claim.iter().map(|(claim, _, _)| *claim).collect();
-            println!(
-                "  no violation in {} of any check ({}; a check a run gave no occasion to is not counted as passed in its trace)",
-                count(tally.runs, "run"),
-                claims.join(", ")
-            );
+    }
+    if let Some((path, mut writer)) = out {
+        let file = SimShardFile {
+            format: SHARD_FORMAT.to_owned(),
+            version: SHARD_VERSION,
+            command: sweep_command(&args, &scenario),
+            k: shard.k(),
+            n: shard.n(),
+            tallies,
+        };
+        let written = serde_json::to_writer(&mut writer, &file)
+            .map_err(std::io::Error::from)
+            .and_then(|()| writer.write_all(b"\n"))
+            .and_then(|()| writer.flush());
+        if let Err(error) = written {
+            eprintln!("error: --out {}: writing failed: {error}", path.display());
+            return ExitCode::from(4);
         }
-        if tally.unfired.0 > 0 {
-            println!(
-                "  planned faults that never fired: {} in {} of {} (a holder fault that found no holder within 10 s, or a fault planned after the run ended): those runs did not test them",
-                tally.unfired.1,
-                tally.unfired.0,
-                count(tally.runs, "run")
-            );
-        }
-        let mut recorded_seeds: Vec<u64> = Vec::new();
-        for (index, (claim, failures, first)) in tally.per_claim.iter().enumerate() {
-            if *failures > 0 {
-                let seed = first.expect("a failure has a seed");
-                println!(
-                    "  {claim:<12} FAILED in {failures} of {}; first failing seed {seed}",
-                    count(tally.runs, "run")
-                );
-                println!(
-                    "               replay: {}",
-                    replay_command(&scenario, seed, algorithm, &args.scenario.flags())
-                );
-                let by_kind: Vec<String> = tally
-                    .failures_by_kind
-                    .get(index)
-                    .into_iter()
-                    .flat_map(|counts| counts.iter().enumerate())
-                    .filter(|(_, count)| **count > 0)
-                    .map(|(kind, count)| format!("{} {count}", FaultKind::NAMES[kind]))
-                    .collect();
-                if !by_kind.is_empty() {
-                    println!(
-                        "               failing runs whose plan had each fault: {}",
-                        by_kind.join(", ")
-                    );
-                }
-                let config = build(&scenario, seed, algorithm, &options).expect("validated above");
-                let plan = config.plan();
-                for line in plan.lines().skip(1) {
-                    println!("               seed {seed} plan: {}", line.trim_start());
-                }
-                if recorded_seeds.contains(&seed) {
-                    continue;
-                }
-                recorded_seeds.push(seed);
-                let outcome = run(&config, seed, false);
-                let replay_args = replay_command(&scenario, seed, algorithm, &args.scenario.flags());
-                let replay_args = replay_args.trim_start_matches("cassalock replay ");
-                let found_by = format!(
-                    "found by: cassalock sim --scenario {scenario}{} --seeds {} --algorithm {}",
-                    args.scenario.flags(),
-                    args.seeds,
-                    algorithm.name()
-                );
-                let line = crate::recorded::line(replay_args, &outcome.verdicts, &found_by);
-                let path = crate::recorded::file_for(std::path::Path::new(""), &scenario);
-                if args.record {
-                    match crate::recorded::append(&path, &line) {
-                        Ok(true) => println!("               recorded in {}", path.display()),
-                        Ok(false) => println!("               already recorded in {}", path.display()),
-                        Err(error) => {
-                            eprintln!("error: cannot record in {}: {error}", path.display());
-                            return ExitCode::from(2);
-                        }
-                    }
-                } else {
-                    println!(
-                        "               record (or rerun with --record): echo {} >> {}",
-                        shell_word(&line),
-                        shell_word(&path.display().to_string())
-                    );
-                }
-            }
-        }
-        let _ = tally.hashes;
-        any_failed |= tally.failed_runs > 0;
+        println!(
+            "shard {shard} of `{}`: {runs} seeds per algorithm run, written to {}; combine every shard with `cassalock merge FILE...`",
+            file.command,
+            path.display()
+        );
+        return ExitCode::SUCCESS;
     }
     if any_failed {
         ExitCode::from(1)
@@ -806,11 +823,235 @@ pub fn sim(args: SimArgs) -> ExitCode {
     }
 }
 
+/// Print one algorithm's tally over the whole range (a single run and a merge of shards both
+/// print through here); returns whether some run failed, or the exit status to stop with.
+fn print_tally(
+    args: &SimArgs,
+    scenario: &str,
+    options: &SimOptions,
+    algorithm: Algorithm,
+    tally: &Tally,
+) -> Result<bool, ExitCode> {
+    println!(
+        "{} | {} algorithm | seeds {} | {} | {} | {:.0} s simulated",
+        scenario,
+        algorithm.name(),
+        args.seeds,
+        count(tally.runs, "run"),
+        count(tally.acquisitions, "acquisition"),
+        tally.sim_nanos as f64 / 1e9
+    );
+    if let Some(seed) = tally.panics {
+        println!(
+            "  HARNESS PANIC in a run; first seed {seed}: {}",
+            replay_command(scenario, seed, algorithm, &args.scenario.flags())
+        );
+    }
+    if options.knobs.fail_before_apply_percent.is_some() || options.knobs.fail_after_apply_percent.is_some() {
+        println!(
+            "  store faults injected: {} calls failed before being applied, {} applied with the reply lost (all runs)",
+            tally.store_faults.0, tally.store_faults.1
+        );
+    }
+    if tally.failed_runs == 0 {
+        let claims: Vec<&str> = tally.per_claim.iter().map(|(claim, _, _)| claim.as_str()).collect();
+        println!(
+            "  no violation in {} of any check ({}; a check a run gave no occasion to is not counted as passed in its trace)",
+            count(tally.runs, "run"),
+            claims.join(", ")
+        );
+    }
+    if tally.unfired.0 > 0 {
+        println!(
+            "  planned faults that never fired: {} in {} of {} (a holder fault that found no holder within 10 s, or a fault planned after the run ended): those runs did not test them",
+            tally.unfired.1,
+            tally.unfired.0,
+            count(tally.runs, "run")
+        );
+    }
+    let mut recorded_seeds: Vec<u64> = Vec::new();
+    for (index, (claim, failures, first)) in tally.per_claim.iter().enumerate() {
+        if *failures > 0 {
+            let seed = first.expect("a failure has a seed");
+            println!(
+                "  {claim:<12} FAILED in {failures} of {}; first failing seed {seed}",
+                count(tally.runs, "run")
+            );
+            println!(
+                "               replay: {}",
+                replay_command(scenario, seed, algorithm, &args.scenario.flags())
+            );
+            let by_kind: Vec<String> = tally
+                .failures_by_kind
+                .get(index)
+                .into_iter()
+                .flat_map(|counts| counts.iter().enumerate())
+                .filter(|(_, count)| **count > 0)
+                .map(|(kind, count)| format!("{} {count}", FaultKind::NAMES[kind]))
+                .collect();
+            if !by_kind.is_empty() {
+                println!(
+                    "               failing runs whose plan had each fault: {}",
+                    by_kind.join(", ")
+                );
+            }
+            let config = build(scenario, seed, algorithm, options).expect("validated above");
+            let plan = config.plan();
+            for line in plan.lines().skip(1) {
+                println!("               seed {seed} plan: {}", line.trim_start());
+            }
+            if recorded_seeds.contains(&seed) {
+                continue;
+            }
+            recorded_seeds.push(seed);
+            let outcome = run(&config, seed, false);
+            let replay_args = replay_command(scenario, seed, algorithm, &args.scenario.flags());
+            let replay_args = replay_args.trim_start_matches("cassalock replay ");
+            let found_by = format!(
+                "found by: cassalock sim --scenario {scenario}{} --seeds {} --algorithm {}",
+                args.scenario.flags(),
+                args.seeds,
+                algorithm.name()
+            );
+            let line = crate::recorded::line(replay_args, &outcome.verdicts, &found_by);
+            let path = crate::recorded::file_for(std::path::Path::new(""), scenario);
+            if args.record {
+                match crate::recorded::append(&path, &line) {
+                    Ok(true) => println!("               recorded in {}", path.display()),
+                    Ok(false) => println!("               already recorded in {}", path.display()),
+                    Err(error) => {
+                        eprintln!("error: cannot record in {}: {error}", path.display());
+                        return Err(ExitCode::from(2));
+                    }
+                }
+            } else {
+                println!(
+                    "               record (or rerun with --record): echo {} >> {}",
+                    shell_word(&line),
+                    shell_word(&path.display().to_string())
+                );
+            }
+        }
+    }
+    Ok(tally.failed_runs > 0)
+}
+
+/// What a `sim` shard file says it is, and the version of its layout.
+pub const SHARD_FORMAT: &str = "cassalock-sim-shard";
+pub const SHARD_VERSION: u64 = 1;
+
+/// A shard's result file (`sim --shard K/N --out FILE`), read by `cassalock merge`.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SimShardFile {
+    format: String,
+    version: u64,
+    /// The sweep as a command (scenario, its flags, seeds, algorithms), which the merge parses back.
+    command: String,
+    k: u64,
+    n: u64,
+    /// Per algorithm run: its name and tally.
+    tallies: Vec<(String, Tally)>,
+}
+
+/// The command that runs the whole sweep on one machine (without --jobs, --shard, --out).
+fn sweep_command(args: &SimArgs, scenario: &str) -> String {
+    let algorithms = args.algorithm.to_possible_value().expect("every value is named");
+    format!(
+        "cassalock sim --scenario {}{} --seeds {} --algorithm {}",
+        shell_word(scenario),
+        args.scenario.flags(),
+        args.seeds,
+        algorithms.get_name()
+    )
+}
+
+/// `cassalock merge` of `sim` shards: print what `sim` over the whole range prints, and exit
+/// as it would (0, 1; 2 for bad files).
+pub fn merge(paths: &[PathBuf]) -> ExitCode {
+    match merge_files(paths) {
+        Ok(code) => code,
+        Err(message) => crate::usage_error(&message),
+    }
+}
+
+fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
+    #[derive(clap::Parser)]
+    struct SimCommand {
+        #[command(flatten)]
+        args: SimArgs,
+    }
+    use clap::Parser;
+    let mut files = Vec::new();
+    for path in paths {
+        let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
+        let damaged = |why: String| format!("{}: a damaged shard file: {why}", path.display());
+        let file: SimShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
+        let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
+        let words = shlex::split(&file.command).unwrap_or_default();
+        let args = SimCommand::try_parse_from(words.iter().skip(1))
+            .map_err(|error| damaged(format!("command {:?}: {error}", file.command)))?
+            .args;
+        let names: Vec<&str> = args
+            .algorithm
+            .algorithms()
+            .iter()
+            .map(|algorithm| algorithm.name())
+            .collect();
+        let runs = shard.count(&args.seeds);
+        if !file
+            .tallies
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .eq(names.iter().copied())
+            || file.tallies.iter().any(|(_, tally)| {
+                u128::from(tally.runs) != runs
+                    || tally.claim_seen.len() != tally.per_claim.len()
+                    || tally
+                        .per_claim
+                        .iter()
+                        .any(|(_, failures, first)| (*failures > 0) != first.is_some())
+            })
+        {
+            return Err(damaged(format!("not {runs} runs of each of {}", names.join(", "))));
+        }
+        files.push((path, file, shard, args));
+    }
+    let cover: Vec<(&PathBuf, String, Shard)> = files
+        .iter()
+        .map(|(path, file, shard, _)| (*path, format!("`{}` in {} shards", file.command, shard.n()), *shard))
+        .collect();
+    crate::shard::check_cover(&cover, &files[0].1.command)?;
+    let (_, first, _, args) = &files[0];
+    let Resolved { scenario, options } = args
+        .scenario
+        .resolve()
+        .map_err(|error| format!("{}: {error:#}", first.command))?;
+    build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
+        .map_err(|error| format!("{}: {}", first.command, args.scenario.explain(&error)))?;
+    let mut any_failed = false;
+    for (index, algorithm) in args.algorithm.algorithms().into_iter().enumerate() {
+        let mut merged = Tally::default();
+        for (_, file, _, _) in &files {
+            merged.absorb(&file.tallies[index].1);
+        }
+        match print_tally(args, &scenario, &options, algorithm, &merged) {
+            Ok(failed) => any_failed |= failed,
+            Err(code) => return Ok(code),
+        }
+    }
+    Ok(if any_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
 /// What a sweep keeps of one run: its figures and each claim's pass or fail, not its records.
 struct SeedSummary {
     seed: u64,
     acquisitions: u64,
     sim_seconds: f64,
+    sim_nanos: u128,
     trace_hash: u64,
     all_passed: bool,
     claims: Vec<(&'static str, bool)>,
@@ -828,6 +1069,7 @@ impl SeedSummary {
             seed: outcome.seed,
             acquisitions: outcome.verdicts.acquisitions as u64,
             sim_seconds: outcome.sim_time.as_secs_f64(),
+            sim_nanos: outcome.sim_time.as_nanos(),
             trace_hash: outcome.trace_hash,
             all_passed: outcome.verdicts.all_passed(),
             store_faults: (
@@ -853,18 +1095,19 @@ impl SeedSummary {
 fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     tally.runs += 1;
     tally.acquisitions += outcome.acquisitions;
-    tally.sim_seconds += outcome.sim_seconds;
+    tally.sim_nanos += outcome.sim_nanos;
     tally.hashes ^= outcome.trace_hash;
     tally.store_faults.0 += outcome.store_faults.0;
     tally.store_faults.1 += outcome.store_faults.1;
     if !outcome.all_passed {
         tally.failed_runs += 1;
     }
-    for &(claim, passed) in &outcome.claims {
-        let entry = match tally.per_claim.iter_mut().position(|(known, _, _)| *known == claim) {
+    for (place, &(claim, passed)) in outcome.claims.iter().enumerate() {
+        let entry = match tally.per_claim.iter_mut().position(|(known, _, _)| known == claim) {
             Some(i) => &mut tally.per_claim[i],
             None => {
-                tally.per_claim.push((claim, 0, None));
+                tally.per_claim.push((claim.to_owned(), 0, None));
+                tally.claim_seen.push((outcome.seed, place));
                 tally.per_claim.last_mut().expect("pushed")
             }
         };
@@ -883,7 +1126,7 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
         let index = tally
             .per_claim
             .iter()
-            .position(|(known, _, _)| *known == claim)
+            .position(|(known, _, _)| known == claim)
             .expect("tallied above");
         for (kind, count) in tally.failures_by_kind[index].iter_mut().enumerate() {
             *count += u64::from(outcome.fault_kinds >> kind & 1);
@@ -1011,6 +1254,7 @@ mod tests {
             seed: 7,
             acquisitions: 15,
             sim_seconds: 56.5,
+            sim_nanos: 56_500_000_000,
             trace_hash: 0,
             all_passed: false,
             claims: vec![("T1-belief", false), ("T2", true)],
@@ -1042,6 +1286,7 @@ mod tests {
             seed,
             acquisitions: 1,
             sim_seconds: 1.0,
+            sim_nanos: 1_000_000_000,
             trace_hash: 0,
             all_passed: passed,
             claims: vec![("T1-belief", passed), ("T2", true)],
@@ -1062,6 +1307,49 @@ mod tests {
             "T2 never failed"
         );
         assert_eq!(tally.unfired, (2, 3));
+    }
+
+    #[test]
+    fn shards_tallies_absorbed_in_any_order_equal_the_whole_runs_tally() {
+        let run = |seed: u64, claims: Vec<(&'static str, bool)>| SeedSummary {
+            seed,
+            acquisitions: seed,
+            sim_seconds: 0.0,
+            sim_nanos: u128::from(seed) * 1_000_003,
+            trace_hash: seed,
+            all_passed: claims.iter().all(|(_, passed)| *passed),
+            claims,
+            store_faults: (seed % 2, seed % 3),
+            fault_kinds: 1 << (seed % 4),
+            faults_unfired: seed % 2,
+        };
+        // Claims that first appear in later seeds, in different places: the order must be the
+        // whole run's, wherever each shard first saw them.
+        let runs: Vec<SeedSummary> = (0..12u64)
+            .map(|seed| match seed {
+                0..=2 => run(seed, vec![("T2", true)]),
+                3 => run(seed, vec![("K3", seed % 2 == 0), ("T2", false)]),
+                _ => run(
+                    seed,
+                    vec![("T1-belief", seed % 3 != 0), ("T2", true), ("K3", seed % 5 != 0)],
+                ),
+            })
+            .collect();
+        let mut whole = Tally::default();
+        let mut shards = [Tally::default(), Tally::default(), Tally::default()];
+        for summary in &runs {
+            tally_outcome(&mut whole, summary);
+            tally_outcome(&mut shards[(summary.seed % 3) as usize], summary);
+        }
+        whole.panics = Some(7);
+        shards[1].panics = Some(7);
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let mut merged = Tally::default();
+            for index in order {
+                merged.absorb(&shards[index]);
+            }
+            assert_eq!(format!("{merged:?}"), format!("{whole:?}"), "{order:?}");
+        }
     }
 
     #[test]
