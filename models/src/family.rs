@@ -129,10 +129,11 @@
 //! never later than the server's deadline, so a pause breaks nothing but what the fence stops.
 //! A clock jump by the TTL expires every lease at once. **A finding** (store-failure): when the
 //! session's grant applies and its reply is lost, the retry is answered "lease already exists"
-//! and the library's `EtcdAcquire` counts the lease from the *retry's* send, a tick after the
-//! grant that set the server's deadline: its holder believes a tick past its lease, and the
-//! other client holds meanwhile (T1-belief VIOLATED in 17 steps; counting from the first send
-//! would be the safe reading). etcd issue 11456 (`--mutant etcd-11456`: held after the wait
+//! and the library's `EtcdAcquire` counted the lease from the *retry's* send, a tick after the
+//! grant that set the server's deadline: its holder believed a tick past its lease, and the
+//! other client held meanwhile (T1-belief VIOLATED in 17 steps). Fixed: a grant answered
+//! "exists" now counts from the first grant's send (unit test in `mutex.rs`), which also makes
+//! the machine's state carry that send (the counts below grew by about a quarter). etcd issue 11456 (`--mutant etcd-11456`: held after the wait
 //! without reading its own key) needs a lease the server expires before the client's own bound
 //! ends, which only a clock jump or that lost grant reply gives in this model, and both break
 //! T1-belief without the mutant too: at 2 x 1 the model does not tell the mutant apart by its
@@ -148,11 +149,12 @@
 //! states without a fault, 2,613 under a pause (T1-belief VIOLATED), 13,658 with a lost request
 //! or reply, 2,930 under a restart, 18,100 under a clock jump (T1-belief VIOLATED), 1,568 with a
 //! lost watch (the waiter sleeps until the bound); 19,026 at 2 x 2 without a fault. etcd's are
-//! larger (clock bound 5 ticks): 667,405 states without a fault, 906,654 under a pause,
-//! 1,976,338 under a restart, 786,809 with a lost watch (all holding within the bound),
-//! 2,271,223 under a clock jump (T1-belief VIOLATED); with a lost request or reply the world
-//! passes 5 million states (T1-belief VIOLATED, the finding above; the rest bounded by the state
-//! budget).
+//! larger (clock bound 5 ticks): 842,273 states without a fault, 1,138,762 under a pause,
+//! 2,611,052 under a restart, 1,015,961 with a lost watch (all holding within the bound),
+//! 2,926,781 under a clock jump (T1-belief VIOLATED); with a lost request or reply the world
+//! passes 5 million states: before the fix below T1-belief was VIOLATED in 17 steps (the finding
+//! above); since, nothing is violated in the first 5 million states and every claim is bounded
+//! by the state budget.
 //!
 //! ## What the model runs
 //!
