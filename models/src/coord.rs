@@ -9,7 +9,7 @@ use cassalock::algo::etcd::mutex::{lease_id_of, prefix_of, EtcdLease, EtcdMutexC
 use cassalock::algo::family::{CuratorLock, EtcdLock, FamilyLock, RenewalEnd};
 use cassalock::algo::zookeeper::curator_mutex::{directory_of, CuratorConfig, CuratorLease, LOCKS_ROOT};
 use cassalock::algo::Machine;
-use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
+use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply, EtcdServerState};
 use cassalock::store::etcd_keyspace::{EtcdCommand, EtcdKeyspace, DEFAULT_ELECTION_TIMEOUT_MS};
 use cassalock::store::znode_tree::{SessionId, WatchEvent, ZkCommand, ZkError, ZkOp, ZkReply, ZnodeTree};
 
@@ -237,8 +237,8 @@ impl ModelServer for ZooKeeperServer {
 /// watches ([`DeletionWatches`]); its clock (the clients' plus a jump) judges the leases.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct EtcdServer {
-    pub keyspace: EtcdKeyspace,
-    pub watches: DeletionWatches,
+    /// The key space and the deletion watches, stepped as every driver steps them.
+    pub state: EtcdServerState,
     pub ahead_ticks: u8,
     /// The clients' clock at the last step that moved it (what a restart reads).
     pub now_tick: u8,
@@ -247,8 +247,10 @@ pub struct EtcdServer {
 impl EtcdServer {
     fn new() -> Self {
         EtcdServer {
-            keyspace: EtcdKeyspace::with_history_limit(ETCD_HISTORY_EVENTS),
-            watches: DeletionWatches::new(),
+            state: EtcdServerState {
+                keyspace: EtcdKeyspace::with_history_limit(ETCD_HISTORY_EVENTS),
+                watches: DeletionWatches::new(),
+            },
             ahead_ticks: 0,
             now_tick: 0,
         }
@@ -256,13 +258,6 @@ impl EtcdServer {
 
     fn now_ms(&self, now_tick: u8) -> u64 {
         ms_of_tick(now_tick + self.ahead_ticks)
-    }
-
-    /// Revoke the leases expired at `now_ms`, telling the watchers of the keys they deleted.
-    fn expire(&mut self, now_ms: u64) -> Vec<String> {
-        let expiry = self.keyspace.expire_leases(now_ms);
-        self.watches
-            .fired(expiry.revoked.iter().flat_map(|lease| &lease.events))
     }
 
     /// The model token of a lock key's lease (the machines draw the lease id from it).
@@ -284,20 +279,13 @@ impl ModelServer for EtcdServer {
 
     fn apply_from(&mut self, client: usize, command: &EtcdOp, now_tick: u8) -> (EtcdOpReply, u64, Vec<String>) {
         let now_ms = self.now_ms(now_tick);
-        let mut told = self.expire(now_ms);
-        let reply = match command {
-            EtcdOp::Kv(command) => {
-                let executed = self.keyspace.execute(command, now_ms);
-                told.extend(self.watches.fired(&executed.events));
-                EtcdOpReply::Kv(executed.reply)
-            }
-            EtcdOp::WatchDeletion { key, after_revision } => {
-                // A new wait means the client's last one returned: its watch was cancelled.
-                let channel = format!("watch:t{client}");
-                self.watches.cancel(&channel);
-                self.watches.watch(&self.keyspace, key, *after_revision, &channel)
-            }
-        };
+        // One watch per client: a new wait means the client's last one returned, and its watch
+        // was cancelled.
+        let channel = format!("watch:t{client}");
+        if matches!(command, EtcdOp::WatchDeletion { .. }) {
+            self.state.watches.cancel(&channel);
+        }
+        let (reply, told) = self.state.handle(command, &channel, now_ms);
         (reply, now_ms, told)
     }
 
@@ -308,7 +296,7 @@ impl ModelServer for EtcdServer {
     fn pass_time(&mut self, now_tick: u8, _beating: &[bool]) -> Vec<String> {
         self.now_tick = now_tick;
         let now_ms = self.now_ms(now_tick);
-        self.expire(now_ms)
+        self.state.expire(now_ms)
     }
 
     fn is_read(command: &EtcdOp) -> bool {
@@ -316,7 +304,7 @@ impl ModelServer for EtcdServer {
     }
 
     fn can_restart(&self) -> bool {
-        self.keyspace.leases().next().is_some()
+        self.state.keyspace.leases().next().is_some()
     }
 
     fn restart(&mut self) -> String {
@@ -324,7 +312,7 @@ impl ModelServer for EtcdServer {
         // again and refreshes every lease by its election timeout; the clients' watch streams
         // resume from their revision.
         let now_ms = self.now_ms(self.now_tick);
-        self.keyspace.promote(now_ms, DEFAULT_ELECTION_TIMEOUT_MS);
+        self.state.keyspace.promote(now_ms, DEFAULT_ELECTION_TIMEOUT_MS);
         format!(
             "the server RESTARTS: keys and leases are on disk, every lease's deadline becomes now + {} ms + its TTL",
             DEFAULT_ELECTION_TIMEOUT_MS
@@ -345,12 +333,14 @@ impl ModelServer for EtcdServer {
     fn live_tokens(&self, now_tick: u8) -> Vec<(String, Option<u64>)> {
         let now_ms = self.now_ms(now_tick);
         let prefix = prefix_of(KEY);
-        self.keyspace
+        self.state
+            .keyspace
             .key_values()
             .filter(|kv| kv.key.starts_with(&prefix))
             .filter_map(|kv| {
                 let token = Self::token_of_lease(kv.lease)?;
                 let left_ms = self
+                    .state
                     .keyspace
                     .lease(kv.lease)
                     .map(|lease| lease.deadline_ms.saturating_sub(now_ms));
@@ -363,12 +353,13 @@ impl ModelServer for EtcdServer {
         let now_ms = self.now_ms(now_tick);
         let prefix = prefix_of(KEY);
         let keys: Vec<String> = self
+            .state
             .keyspace
             .key_values()
             .filter(|kv| kv.key.starts_with(&prefix))
             .map(|kv| {
                 let token = Self::token_of_lease(kv.lease).unwrap_or_else(|| kv.key.clone());
-                let through = self.keyspace.lease(kv.lease).map_or("-".to_owned(), |lease| {
+                let through = self.state.keyspace.lease(kv.lease).map_or("-".to_owned(), |lease| {
                     (lease.deadline_ms / MILLIS_PER_TICK).to_string()
                 });
                 format!("{token} (rev {}, lease until {through})", kv.create_revision)
@@ -377,16 +368,16 @@ impl ModelServer for EtcdServer {
         format!(
             "(server {}, revision {}) | keys: {}{}",
             now_ms / MILLIS_PER_TICK,
-            self.keyspace.revision(),
+            self.state.keyspace.revision(),
             if keys.is_empty() {
                 "-".to_owned()
             } else {
                 keys.join(", ")
             },
-            if self.watches.is_empty() {
+            if self.state.watches.is_empty() {
                 String::new()
             } else {
-                format!(" | {} watch(es)", self.watches.len())
+                format!(" | {} watch(es)", self.state.watches.len())
             }
         )
     }

@@ -67,6 +67,54 @@ impl fmt::Display for EtcdOpReply {
     }
 }
 
+/// The prefix a key sits under: everything up to its last `/`, kept (the directory a waiter's
+/// deletion watches are told on).
+pub fn prefix_of_key(key: &str) -> &str {
+    key.rfind('/').map_or("", |at| &key[..=at])
+}
+
+/// One etcd server as its leader answers: the key space and the deletion watches registered
+/// on it. The one server step every driver runs (in memory, simulated, modelled): run the
+/// leader's clock on the leases, then answer the request, and say which watch channels to
+/// tell. Where the channels lead is the driver's business.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct EtcdServerState {
+    pub keyspace: EtcdKeyspace,
+    pub watches: DeletionWatches,
+}
+
+impl EtcdServerState {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Revoke the leases expired at `now_ms` (a server does between requests too); the
+    /// channels of the watches on the keys they deleted.
+    pub fn expire(&mut self, now_ms: u64) -> Vec<String> {
+        let expiry = self.keyspace.expire_leases(now_ms);
+        self.watches
+            .fired(expiry.revoked.iter().flat_map(|lease| &lease.events))
+    }
+
+    /// Answer `op` at `now_ms` (after expiring the leases run out by then); a deletion watch
+    /// is registered for `watch_channel`. The reply, and the channels of every watch that this
+    /// step fired.
+    pub fn handle(&mut self, op: &EtcdOp, watch_channel: &str, now_ms: u64) -> (EtcdOpReply, Vec<String>) {
+        let mut told = self.expire(now_ms);
+        let reply = match op {
+            EtcdOp::Kv(command) => {
+                let executed = self.keyspace.execute(command, now_ms);
+                told.extend(self.watches.fired(&executed.events));
+                EtcdOpReply::Kv(executed.reply)
+            }
+            EtcdOp::WatchDeletion { key, after_revision } => {
+                self.watches.watch(&self.keyspace, key, *after_revision, watch_channel)
+            }
+        };
+        (reply, told)
+    }
+}
+
 /// The deletion watches one server holds: key → the channels to tell.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DeletionWatches {

@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
+use super::etcd_client::{prefix_of_key, EtcdOp, EtcdOpReply, EtcdServerState};
 use super::etcd_keyspace::{EtcdCommand, EtcdKeyspace, EtcdReply};
 use super::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use super::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
@@ -201,8 +201,8 @@ impl<C: Clock> InMemoryZooKeeper<C> {
     fn execute(&self, command: &ZkCommand) -> ZkReply {
         let executed = lock_ignoring_poison(&self.tree).execute(command, self.now_ms());
         for event in &executed.fired {
-            let directory = event.path.rsplit_once('/').map_or("/", |(parent, _)| parent);
-            self.channels.publish(&format!("{}:{directory}", event.session));
+            self.channels
+                .publish(&format!("{}:{}", event.session, event.directory()));
         }
         executed.reply
     }
@@ -273,7 +273,7 @@ impl<C: Clock + Send + Sync + 'static> FamilyStore<ZkOp> for ZkClient<C> {
 /// One etcd server's key space, on `clock` (the leader's: it judges the leases), with the
 /// deletion watches of its clients, told at once.
 pub struct InMemoryEtcd<C> {
-    state: Mutex<(EtcdKeyspace, DeletionWatches)>,
+    state: Mutex<EtcdServerState>,
     clock: C,
     /// Watch messages, on the channel `{client}:{prefix of the key watched}`.
     channels: Channels,
@@ -284,7 +284,7 @@ pub struct InMemoryEtcd<C> {
 impl<C: Clock> InMemoryEtcd<C> {
     pub fn new(clock: C) -> Self {
         InMemoryEtcd {
-            state: Mutex::new((EtcdKeyspace::new(), DeletionWatches::new())),
+            state: Mutex::new(EtcdServerState::new()),
             clock,
             channels: Channels::new(),
             clients: AtomicU64::new(0),
@@ -294,7 +294,7 @@ impl<C: Clock> InMemoryEtcd<C> {
 
     /// A copy of the key space (for checks).
     pub fn snapshot(&self) -> EtcdKeyspace {
-        lock_ignoring_poison(&self.state).0.clone()
+        lock_ignoring_poison(&self.state).keyspace.clone()
     }
 
     /// Requests answered so far.
@@ -306,11 +306,7 @@ impl<C: Clock> InMemoryEtcd<C> {
     /// watchers of the keys it deletes.
     pub fn expire_leases(&self) {
         let now_ms = self.clock.now_us() / 1000;
-        let mut state = lock_ignoring_poison(&self.state);
-        let (keyspace, watches) = &mut *state;
-        let expiry = keyspace.expire_leases(now_ms);
-        let told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
-        drop(state);
+        let told = lock_ignoring_poison(&self.state).expire(now_ms);
         self.tell(told);
     }
 
@@ -323,30 +319,14 @@ impl<C: Clock> InMemoryEtcd<C> {
     fn execute(&self, op: &EtcdOp, client: u64) -> EtcdOpReply {
         self.commands.fetch_add(1, Ordering::Relaxed);
         let now_ms = self.clock.now_us() / 1000;
-        let mut state = lock_ignoring_poison(&self.state);
-        let (keyspace, watches) = &mut *state;
-        let expiry = keyspace.expire_leases(now_ms);
-        let mut told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
-        let reply = match op {
-            EtcdOp::Kv(command) => {
-                let executed = keyspace.execute(command, now_ms);
-                told.extend(watches.fired(&executed.events));
-                EtcdOpReply::Kv(executed.reply)
-            }
-            EtcdOp::WatchDeletion { key, after_revision } => {
-                let channel = format!("{client}:{}", prefix_of_key(key));
-                watches.watch(keyspace, key, *after_revision, &channel)
-            }
+        let channel = match op {
+            EtcdOp::WatchDeletion { key, .. } => format!("{client}:{}", prefix_of_key(key)),
+            EtcdOp::Kv(_) => String::new(),
         };
-        drop(state);
+        let (reply, told) = lock_ignoring_poison(&self.state).handle(op, &channel, now_ms);
         self.tell(told);
         reply
     }
-}
-
-/// The prefix a key sits under: everything up to its last `/`, kept.
-fn prefix_of_key(key: &str) -> &str {
-    key.rfind('/').map_or("", |at| &key[..=at])
 }
 
 /// A client's connection to an [`InMemoryEtcd`]: the watches it opens are told on its own

@@ -267,6 +267,14 @@ pub struct WatchEvent {
     pub kind: WatchKind,
 }
 
+impl WatchEvent {
+    /// The directory of the node watched (its parent's path): the lock recipes wait on one
+    /// directory's nodes, and a client's watch channel names it.
+    pub fn directory(&self) -> &str {
+        self.path.rsplit_once('/').map_or("/", |(parent, _)| parent)
+    }
+}
+
 /// One write transaction, as a follower applies it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum ZkTxn {

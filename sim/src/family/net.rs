@@ -46,8 +46,7 @@ use std::time::Duration;
 
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
-use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply};
-use cassalock::store::etcd_keyspace::EtcdKeyspace;
+use cassalock::store::etcd_client::{prefix_of_key, EtcdOp, EtcdOpReply, EtcdServerState};
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use cassalock::store::redis_keyspace::{
     fair_queue_key, fair_timeouts_key, Published, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
@@ -253,10 +252,7 @@ pub enum ServerData {
     },
     /// An etcd server (a one-member cluster): its key space and leases, and the deletion
     /// watches of its clients (each watch's channel is `{client}:{prefix}`).
-    Etcd {
-        keyspace: EtcdKeyspace,
-        watches: DeletionWatches,
-    },
+    Etcd(EtcdServerState),
 }
 
 impl ServerData {
@@ -268,15 +264,12 @@ impl ServerData {
     }
 
     pub fn etcd() -> Self {
-        ServerData::Etcd {
-            keyspace: EtcdKeyspace::new(),
-            watches: DeletionWatches::new(),
-        }
+        ServerData::Etcd(EtcdServerState::new())
     }
 
     /// A ZooKeeper or etcd server judges sessions or leases on its clock between requests too.
     pub fn has_expiry_ticker(&self) -> bool {
-        matches!(self, ServerData::ZooKeeper { .. } | ServerData::Etcd { .. })
+        matches!(self, ServerData::ZooKeeper { .. } | ServerData::Etcd(_))
     }
 }
 
@@ -285,21 +278,10 @@ impl ServerData {
 /// outlives its session or lease by up to this much.
 pub const EXPIRY_TICK_MS: u64 = 100;
 
-/// A fired watch's channel as the client side names it: the ZooKeeper directory or etcd
-/// prefix its lock machine subscribed to.
-fn zk_watch_channel(path: &str) -> &str {
-    path.rsplit_once('/').map_or("/", |(parent, _)| parent)
-}
-
 /// An etcd watch channel `{client}:{prefix}` split into its client and the prefix.
 fn etcd_watch_target(channel: &str) -> Option<(usize, &str)> {
     let (client, prefix) = channel.split_once(':')?;
     Some((client.parse().ok()?, prefix))
-}
-
-/// The prefix an etcd key sits under: everything up to its last `/`, kept.
-fn etcd_prefix_of(key: &str) -> &str {
-    key.rfind('/').map_or("", |at| &key[..=at])
 }
 
 /// A window of global time (ms since the run began) in which a server takes `extra_ms` longer
@@ -459,7 +441,7 @@ fn zk_told(
         .iter()
         .filter_map(|event| {
             let client = owners.get(&event.session)?;
-            Some((*client, zk_watch_channel(&event.path).to_owned()))
+            Some((*client, event.directory().to_owned()))
         })
         .collect()
 }
@@ -702,20 +684,12 @@ impl ServerNode {
     fn apply_etcd(&self, client: usize, op: &EtcdOp) -> Result<EtcdOpReply, StoreFailure> {
         let now_ms = self.clock.now_us() / 1000;
         let (reply, told) = match &mut *lock(&self.data) {
-            ServerData::Etcd { keyspace, watches } => {
-                let expiry = keyspace.expire_leases(now_ms);
-                let mut told = watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events));
-                let reply = match op {
-                    EtcdOp::Kv(command) => {
-                        let executed = keyspace.execute(command, now_ms);
-                        told.extend(watches.fired(&executed.events));
-                        EtcdOpReply::Kv(executed.reply)
-                    }
-                    EtcdOp::WatchDeletion { key, after_revision } => {
-                        let channel = format!("{client}:{}", etcd_prefix_of(key));
-                        watches.watch(keyspace, key, *after_revision, &channel)
-                    }
+            ServerData::Etcd(server) => {
+                let channel = match op {
+                    EtcdOp::WatchDeletion { key, .. } => format!("{client}:{}", prefix_of_key(key)),
+                    EtcdOp::Kv(_) => String::new(),
                 };
+                let (reply, told) = server.handle(op, &channel, now_ms);
                 (reply, etcd_told(&told))
             }
             _ => return Err(StoreFailure::Other("an etcd request sent to another store".into())),
@@ -735,10 +709,7 @@ impl ServerNode {
                 forget_closed_sessions(tree, owners);
                 told
             }
-            ServerData::Etcd { keyspace, watches } => {
-                let expiry = keyspace.expire_leases(now_ms);
-                etcd_told(&watches.fired(expiry.revoked.iter().flat_map(|lease| &lease.events)))
-            }
+            ServerData::Etcd(server) => etcd_told(&server.expire(now_ms)),
             _ => Vec::new(),
         };
         self.notify(told);

@@ -35,6 +35,7 @@ use cassalock::algo::family::{
 use cassalock::algo::Source;
 use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::driver::notify::Channels;
+use cassalock::store::etcd_client::EtcdServerState;
 use cassalock::store::family_memory::Masters;
 use cassalock::store::memcached::Memcached;
 use cassalock::store::redis_keyspace::{RedisKeyspace, RedisValue};
@@ -1038,7 +1039,7 @@ fn left_keys(servers: &Servers, net: &FamilyNet) -> Vec<LeftKey> {
             }
             // etcd's keys under the lock's prefix whose lease is live, each with its create
             // revision (the token).
-            ServerData::Etcd { keyspace, .. } => {
+            ServerData::Etcd(EtcdServerState { keyspace, .. }) => {
                 let prefix = cassalock::algo::etcd::mutex::prefix_of(KEY);
                 for kv in keyspace.key_values().filter(|kv| kv.key.starts_with(&prefix)) {
                     let live = keyspace
@@ -1146,7 +1147,7 @@ async fn inject(fault: ServerFault, recorder: &Recorder, net: &FamilyNet, server
                     // Both keep their data on disk (fsync before the reply): nothing is lost. A
                     // restarted etcd leader gives every lease its TTL again.
                     ServerData::ZooKeeper { .. } => 0,
-                    ServerData::Etcd { keyspace, .. } => {
+                    ServerData::Etcd(EtcdServerState { keyspace, .. }) => {
                         let now_ms = servers.nodes[node].clock.now_us() / 1000;
                         keyspace.promote(now_ms, 0);
                         0
