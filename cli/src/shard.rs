@@ -4,7 +4,10 @@
 //! balanced to within one seed, and with every seed in exactly one shard.
 
 use std::fmt;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::str::FromStr;
 
 use cassalock_sim::ranges::SeedRange;
@@ -78,6 +81,43 @@ impl FromStr for Shard {
             return Err(hint);
         };
         Shard::new(k, n).ok_or(hint)
+    }
+}
+
+/// A shard's result file (`--out FILE`), created before the shard runs so that a bad path
+/// costs nothing.
+pub struct ShardOut {
+    path: PathBuf,
+    writer: BufWriter<File>,
+}
+
+impl ShardOut {
+    /// Create `path`; the error is the message for a usage error (exit 2).
+    pub fn create(path: &Path) -> Result<ShardOut, String> {
+        match File::create(path) {
+            Ok(file) => Ok(ShardOut {
+                path: path.to_owned(),
+                writer: BufWriter::new(file),
+            }),
+            Err(error) => Err(format!("--out {}: cannot write it: {error}", path.display())),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Write `result` as one line of JSON. A write that fails part-way leaves a file that is
+    /// not JSON (merge refuses it) and says so: exit 4.
+    pub fn write<T: serde::Serialize>(mut self, result: &T) -> Result<(), ExitCode> {
+        let written = serde_json::to_writer(&mut self.writer, result)
+            .map_err(std::io::Error::from)
+            .and_then(|()| self.writer.write_all(b"\n"))
+            .and_then(|()| self.writer.flush());
+        written.map_err(|error| {
+            eprintln!("error: --out {}: writing failed: {error}", self.path.display());
+            ExitCode::from(4)
+        })
     }
 }
 

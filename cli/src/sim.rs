@@ -18,7 +18,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use rayon::prelude::*;
 
-use crate::shard::Shard;
+use crate::shard::{Shard, ShardOut};
 
 /// The most seeds one `sim` call will run.
 pub const MAX_SEEDS: u64 = 1_000_000;
@@ -730,12 +730,9 @@ pub fn sim(args: SimArgs) -> ExitCode {
         None => None,
     };
     // Opened before running, so a bad path costs nothing.
-    let out = match &args.out {
-        Some(path) => match std::fs::File::create(path) {
-            Ok(file) => Some((path, std::io::BufWriter::new(file))),
-            Err(error) => return crate::usage_error(&format!("--out {}: cannot write it: {error}", path.display())),
-        },
-        None => None,
+    let out = match args.out.as_deref().map(ShardOut::create).transpose() {
+        Ok(out) => out,
+        Err(message) => return crate::usage_error(&message),
     };
     let mut any_failed = false;
     let mut tallies = Vec::new();
@@ -792,7 +789,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
             Err(code) => return code,
         }
     }
-    if let Some((path, mut writer)) = out {
+    if let Some(out) = out {
         let file = SimShardFile {
             format: SHARD_FORMAT.to_owned(),
             version: SHARD_VERSION,
@@ -801,13 +798,9 @@ pub fn sim(args: SimArgs) -> ExitCode {
             n: shard.n(),
             tallies,
         };
-        let written = serde_json::to_writer(&mut writer, &file)
-            .map_err(std::io::Error::from)
-            .and_then(|()| writer.write_all(b"\n"))
-            .and_then(|()| writer.flush());
-        if let Err(error) = written {
-            eprintln!("error: --out {}: writing failed: {error}", path.display());
-            return ExitCode::from(4);
+        let path = out.path().to_owned();
+        if let Err(code) = out.write(&file) {
+            return code;
         }
         println!(
             "shard {shard} of `{}`: {runs} seeds per algorithm run, written to {}; combine every shard with `cassalock merge FILE...`",
