@@ -27,8 +27,9 @@ pub struct RealArgs {
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
     /// Which lock: Cassandra's (old, queue, lwt; --contact-points) or another family's
-    /// (redis-set-nx, redisson, redisson-fair, redlock, memcached; --servers).
-    #[arg(long, value_enum, default_value = "queue")]
+    /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
+    /// Also spelled --lock.
+    #[arg(long, visible_alias = "lock", value_enum, default_value = "queue")]
     pub algorithm: Variant,
     /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx, redisson and
     /// redisson-fair one server (or a primary and its replicas: the lockers use the master),

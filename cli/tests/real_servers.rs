@@ -614,6 +614,72 @@ fn refused_is_unavailable_paused_is_timeout_and_the_stores_reconnect() {
     });
 }
 
+#[test]
+#[ignore = "needs the replicated Redis pair (cluster/cassalock-servers start redis-replicated); run with -- --include-ignored"]
+fn after_a_failover_a_waiter_is_woken_and_its_channel_listens_on_the_promoted_replica() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    require(
+        "after_a_failover_a_waiter_is_woken_and_its_channel_listens_on_the_promoted_replica",
+        &REPLICATED,
+        "start redis-replicated",
+    );
+    let lock = unique("resubscribe");
+    let channel = format!("{lock}:channel");
+    let addresses: Vec<String> = REPLICATED.iter().map(|a| a.to_string()).collect();
+    runtime().block_on(async {
+        let waiter = RealRedis::new(&addresses).expect("store");
+        let mut told = waiter.subscribe(&format!("{channel}:o2")).await.expect("SUBSCRIBE");
+        script(&["failover"]);
+        // The pub/sub connection broke with the old primary: the waiter is woken to ask again
+        // (a message published meanwhile would be lost).
+        tokio::time::timeout(Duration::from_secs(5), told.message())
+            .await
+            .expect("the waiter was woken when its pub/sub connection broke");
+        // Its next request goes to the promoted replica and, first, subscribes its channel there.
+        let began = Instant::now();
+        let mut asked = Err(cassalock::store::StoreFailure::Unavailable);
+        for _ in 0..20 {
+            asked = waiter.execute(RedisCommand::Get { key: lock.clone() }).await;
+            if asked.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(asked, Ok(RedisReply::Nil), "the promoted replica answers");
+        // A release on the new primary tells the first waiter, o2: the message must arrive.
+        let holder = RealRedis::new(&addresses).expect("store");
+        let acquire = |owner: &str| RedisCommand::RedissonFairAcquire {
+            key: lock.clone(),
+            owner: owner.into(),
+            lease_ms: 5000,
+            thread_wait_ms: 5000,
+            client_now_ms: now_ms(),
+        };
+        assert_eq!(holder.execute(acquire("o1")).await, Ok(RedisReply::Nil), "o1 takes the lock");
+        assert!(
+            matches!(holder.execute(acquire("o2")).await, Ok(RedisReply::Integer(_))),
+            "o2 queues behind o1"
+        );
+        let release = RedisCommand::RedissonFairRelease {
+            key: lock.clone(),
+            owner: "o1".into(),
+            lease_ms: 5000,
+            channel: channel.clone(),
+            client_now_ms: now_ms(),
+        };
+        assert_eq!(holder.execute(release).await, Ok(RedisReply::Integer(1)), "o1 releases");
+        tokio::time::timeout(Duration::from_secs(2), told.message())
+            .await
+            .expect("the unlock message published on the promoted replica reached the waiter");
+        eprintln!(
+            "failover: the waiter was woken, re-subscribed on the promoted replica and told, {:.1} s after the failover",
+            began.elapsed().as_secs_f64()
+        );
+    });
+    // The old primary back, as the new primary's replica.
+    script(&["restart", "replica"]);
+}
+
 // ----- runs of `cassalock real` ---------------------------------------------------------
 
 fn cassalock() -> Command {

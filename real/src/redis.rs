@@ -30,9 +30,11 @@
 //! message it receives to the local subscribers ([`Channels`]). A channel stays subscribed on
 //! the server while the store lives, up to [`MAX_SUBSCRIBED_CHANNELS`]; past that, channels
 //! without a local subscriber are unsubscribed first. When that connection breaks (the server
-//! died, a failover), the next subscription connects again; messages published meanwhile are
-//! lost, which the waiters survive by sleeping out the holder's TTL. When subscribing fails the
-//! waiter gets no subscription and sleeps out its whole wait.
+//! died, a failover), every local waiter is woken (messages published meanwhile are lost, and
+//! a woken waiter only asks again), and the next command first connects again, to the master,
+//! and subscribes the channels that still have waiters, as Redisson's client re-subscribes
+//! after a reconnect. When subscribing fails the waiter gets no subscription and sleeps out
+//! its whole wait.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -387,6 +389,39 @@ impl RealRedis {
     /// locally; why not, if the server could not be reached or did not confirm in time.
     async fn listen(&self, channel: &str) -> Result<Subscription, String> {
         let mut listening = self.listening.lock().await;
+        self.open_listening(&mut listening).await?;
+        // Subscribe locally first: a message that arrives right after the server confirms
+        // then finds us.
+        let subscription = self.channels.subscribe(channel);
+        self.subscribe_on_server(&mut listening, channel).await?;
+        Ok(subscription)
+    }
+
+    /// After the pub/sub connection broke (a failover, a server that died) and local waiters
+    /// are still subscribed: connect again and subscribe their channels on the server, before
+    /// the command that follows is sent. The break woke every waiter (messages published
+    /// meanwhile are lost), so each asks again, and its answer comes after this.
+    async fn listen_again_if_broken(&self) {
+        let names = self.channels.subscribed_names();
+        if names.is_empty() {
+            return;
+        }
+        let mut listening = self.listening.lock().await;
+        if listening.is_some() || self.open_listening(&mut listening).await.is_err() {
+            return;
+        }
+        for name in names.iter().take(MAX_SUBSCRIBED_CHANNELS) {
+            // A failure drops the connection again: the next command tries again, and the
+            // waiters meanwhile sleep out the TTL they were told (slower, never unsafe).
+            if self.subscribe_on_server(&mut listening, name).await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Open the pub/sub connection if there is none, with a task that forwards its messages
+    /// to the local subscribers and, when it breaks, wakes every one of them.
+    async fn open_listening(&self, listening: &mut Option<Listening>) -> Result<(), String> {
         if listening.is_none() {
             // The server the commands go to (a master, when there is a choice).
             let (_, address, _) = self.connection().await?;
@@ -402,10 +437,16 @@ impl RealRedis {
                 while let Some(message) = stream.next().await {
                     channels.publish(message.get_channel_name());
                 }
-                // The connection broke: the next subscription makes a new one.
+                // The connection broke: the next command or subscription makes a new one.
                 let mut slot = slot.lock().await;
                 if slot.as_ref().is_some_and(|l| l.generation == generation) {
                     *slot = None;
+                    drop(slot);
+                    // Messages published from now until then are lost: wake every waiter,
+                    // which asks again (a message decides nothing).
+                    for name in channels.subscribed_names() {
+                        channels.publish(&name);
+                    }
                 }
             });
             *listening = Some(Listening {
@@ -414,10 +455,13 @@ impl RealRedis {
                 subscribed: BTreeSet::new(),
             });
         }
-        let link = listening.as_mut().expect("connected above");
-        // Subscribe locally first: a message that arrives right after the server confirms
-        // then finds us.
-        let subscription = self.channels.subscribe(channel);
+        Ok(())
+    }
+
+    /// Subscribe `channel` on the open pub/sub connection (unsubscribing idle channels first
+    /// at the limit); a failure drops the connection.
+    async fn subscribe_on_server(&self, listening: &mut Option<Listening>, channel: &str) -> Result<(), String> {
+        let link = listening.as_mut().expect("opened by open_listening");
         if !link.subscribed.contains(channel) {
             if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
                 let idle: Vec<String> = link
@@ -451,7 +495,7 @@ impl RealRedis {
                 }
             }
         }
-        Ok(subscription)
+        Ok(())
     }
 
     /// Drop the connection `generation` (if it is still the one in use).
@@ -668,6 +712,7 @@ impl FamilyStore<RedisCommand> for RealRedis {
     }
 
     async fn execute(&self, command: RedisCommand) -> Result<RedisReply, StoreFailure> {
+        self.listen_again_if_broken().await;
         // No connection: nothing was sent, so nothing applied.
         let (generation, _, mut connection) = self.connection().await.map_err(|_| StoreFailure::Unavailable)?;
         let answer = tokio::time::timeout(self.command_timeout, self.send(&command, &mut connection)).await;

@@ -68,6 +68,16 @@ impl Channels {
         counts.get(channel).is_some_and(|sender| sender.receiver_count() > 0)
     }
 
+    /// The names of the channels with a live subscriber, in order.
+    pub fn subscribed_names(&self) -> Vec<String> {
+        let counts = lock_ignoring_poison(&self.counts);
+        counts
+            .iter()
+            .filter(|(_, sender)| sender.receiver_count() > 0)
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Channels with a live subscriber (for tests of the limit).
     pub fn channels(&self) -> usize {
         let counts = lock_ignoring_poison(&self.counts);
