@@ -600,6 +600,7 @@ fn etcd_config(mutant_11456: bool) -> EtcdMutexConfig {
         session_ttl_s: 2,
         mutants: EtcdMutants {
             no_own_key_check_after_wait: mutant_11456,
+            ..EtcdMutants::default()
         },
         ..EtcdMutexConfig::default()
     }

@@ -139,6 +139,18 @@ fn etcd_11456_a_waiter_whose_lease_expired_is_caught_where_the_fixed_waiter_pass
     assert_eq!(violated[&Claim::CFence].len(), 100);
 }
 
+/// etcd issue 10756: goroutines locking through one shared session write the same key, and
+/// each reads it as its own place at the head: two holders with one token, in every seed,
+/// where a session per acquisition (etcd-contention) shows none.
+#[test]
+fn etcd_10756_acquisitions_sharing_one_session_both_hold_where_a_session_each_does_not() {
+    assert_clean("etcd-contention", 0..50);
+    assert_violates("etcd-shared-session-10756", 0, &[Claim::T1Belief, Claim::CFence]);
+    let (violated, _) = sweep("etcd-shared-session-10756", 0..100);
+    assert_eq!(violated[&Claim::T1Belief].len(), 100);
+    assert_eq!(violated[&Claim::CFence].len(), 100);
+}
+
 /// Curator waits on the watch alone: with every watch message lost a waiter sleeps on a free
 /// lock until the run's bound (T2 bounded, nothing violated). Our recheck every 500 ms bounds
 /// what a lost watch costs.

@@ -353,8 +353,10 @@ impl FamilyObserver for ClientObserver {
                 lock(&self.recorder.tokens).insert(thread.clone(), token.clone());
                 let mut acquisitions = lock(&self.recorder.acquisitions);
                 let acquisition = acquisitions.len() as u64;
-                let previous = acquisitions.insert(token.clone(), acquisition);
-                debug_assert!(previous.is_none(), "a token is acquired once: {token}");
+                // A token is acquired once, unless the lock hands one out twice (etcd 10756's
+                // shared session): then its writes count for the later acquisition, and C-fence
+                // reports the repeat.
+                acquisitions.insert(token.clone(), acquisition);
                 Some((token.clone(), acquisition))
             }
             _ => None,

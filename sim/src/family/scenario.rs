@@ -514,6 +514,11 @@ pub const SCENARIOS: &[Named] = &[
         build: etcd_waiter_expiry_11456,
     },
     Named {
+        name: "etcd-shared-session-10756",
+        help: "3 clients locking through one shared session, etcd issue 10756's misuse: the same key for all, each holds (control: etcd-contention)",
+        build: etcd_shared_session_10756,
+    },
+    Named {
         name: "etcd-server-restart",
         help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
         build: etcd_restart,
@@ -1406,9 +1411,27 @@ fn etcd_waiter_expiry_11456(_seed: u64) -> FamilyScenario {
         "etcd-lease-expires-while-waiting-11456",
         EtcdMutants {
             no_own_key_check_after_wait: true,
+            ..EtcdMutants::default()
         },
         Some("T1-belief"),
     )
+}
+
+fn etcd_shared_session_10756(_seed: u64) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        acquisitions: 2,
+        hold_ms: 100,
+        ..FamilyScenario::base(
+            "etcd-shared-session-10756",
+            "one session per acquisition (etcd issue 10756 shares one between goroutines: the same lease, so the same key, which each takes for its own place at the head)",
+            etcd(EtcdMutants {
+                one_session_for_every_acquisition: true,
+                ..EtcdMutants::default()
+            }),
+        )
+    }
+    .expecting("T1-belief")
 }
 
 fn etcd_restart(_seed: u64) -> FamilyScenario {

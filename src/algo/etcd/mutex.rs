@@ -91,6 +91,10 @@ const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request 
 pub struct EtcdMutants {
     /// etcd issue 11456: no E4; after the wait the waiter holds without reading its own key.
     pub no_own_key_check_after_wait: bool,
+    /// etcd issue 10756: the program's goroutines lock through one session, so every
+    /// acquisition of the lock has the same lease and so the same key; the second finds "its"
+    /// key already there, first in line, and holds beside the first.
+    pub one_session_for_every_acquisition: bool,
 }
 
 /// What the etcd machines read.
@@ -458,6 +462,10 @@ impl EtcdAcquire {
         let lease_gone = |reply: &EtcdReply| reply.response == EtcdResponse::Error(EtcdError::LeaseNotFound);
         match (std::mem::replace(&mut self.state, State::Finished), input) {
             (State::Idle, Input::Start) => {
+                if config.mutants.one_session_for_every_acquisition {
+                    self.lease = lease_id_of(&format!("the one session of {}", self.prefix));
+                    self.key = format!("{}{:x}", self.prefix, self.lease);
+                }
                 self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
                 self.grant(config, now_us)
             }
@@ -1144,6 +1152,18 @@ mod tests {
             first.token, second.token,
             "T1 violated: two holders with one key and one token"
         );
+        // The mutant switch does the same to EtcdLock's acquisitions, whatever their tokens.
+        let shared = EtcdMutexConfig {
+            mutants: EtcdMutants {
+                one_session_for_every_acquisition: true,
+                ..EtcdMutants::default()
+            },
+            ..config()
+        };
+        let mut other = Bench::new();
+        let a = held(other.run(&shared, &mut EtcdAcquire::new("L", "a", false), Input::Start));
+        let b = held(other.run(&shared, &mut EtcdAcquire::new("L", "b", false), Input::Start));
+        assert_eq!(a.token, b.token, "one_session_for_every_acquisition: two holders");
         // Separate sessions (what EtcdLock does: a lease per acquisition's token) do not.
         let own = bench.run(&config(), &mut EtcdAcquire::new("L", "another", true), Input::Start);
         assert!(matches!(
