@@ -5,8 +5,6 @@
 //! and the command that replays it are printed); 2 bad usage; 3 no violation, but some run hit
 //! its time bound (T2 bounded).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -18,7 +16,7 @@ use clap::Args;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::shard::Shard;
+use crate::shard::{Shard, ShardOut};
 use crate::usage_error;
 
 /// The most seeds one call runs, per scenario.
@@ -131,10 +129,7 @@ fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
 
 /// The command that replays one seed of one scenario with its trace.
 pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
-    format!(
-        "cassalock sim-family --scenario {scenario} --seed {seed}{} --trace",
-        knobs.flags()
-    )
+    cassalock_sim::family::scenario::replay_command(scenario, seed, &knobs.flags())
 }
 
 fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
@@ -205,12 +200,9 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         ));
     }
     // Open the result file before running, so a bad path costs nothing.
-    let out = match &args.out {
-        Some(path) => match File::create(path) {
-            Ok(file) => Some((path, BufWriter::new(file))),
-            Err(error) => return usage_error(&format!("--out {}: cannot write it: {error}", path.display())),
-        },
-        None => None,
+    let out = match args.out.as_deref().map(ShardOut::create).transpose() {
+        Ok(out) => out,
+        Err(message) => return usage_error(&message),
     };
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
         Ok(pool) => pool,
@@ -220,7 +212,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     for name in &chosen {
         results.push(sweep(name, &args.seeds, shard, &pool, knobs));
     }
-    let Some((path, mut writer)) = out else {
+    let Some(out) = out else {
         let (mut violated, mut bounded) = (false, false);
         for result in &results {
             let (v, b) = print_summary(&args.seeds, knobs, result);
@@ -241,13 +233,9 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         max_listed_seeds: MAX_LISTED_SEEDS,
         results,
     };
-    let written = serde_json::to_writer(&mut writer, &file)
-        .map_err(std::io::Error::from)
-        .and_then(|()| writer.write_all(b"\n"))
-        .and_then(|()| writer.flush());
-    if let Err(error) = written {
-        eprintln!("error: --out {}: writing failed: {error}", path.display());
-        return ExitCode::from(4);
+    let path = out.path().to_owned();
+    if let Err(code) = out.write(&file) {
+        return code;
     }
     println!(
         "shard {shard} of {}: {runs} seeds per scenario run, written to {}; combine every shard with `cassalock merge FILE...`",
@@ -270,15 +258,7 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> Ex
         println!("seed {seed}, {} client(s)", scenario.clients);
         let outcome = run_family(&scenario, seed, trace);
         if trace {
-            for record in &outcome.records {
-                println!("  {record}");
-            }
-            for left in &outcome.left {
-                println!(
-                    "  left at the end: server {} key {} = {}",
-                    left.server, left.key, left.token
-                );
-            }
+            print!("{}", outcome.trace_text());
         }
         for (claim, verdict) in &outcome.verdicts.claims {
             println!("  {:<12} {verdict}", claim.name());

@@ -73,6 +73,9 @@ pub enum ClaimId {
     FOrder,
     /// F, second half: no waiter is overtaken more than a bound.
     FOvertakes,
+    /// A queue lock's waiter still inside `lock()` is never dropped from the queue unless it is
+    /// told (Redisson's fair lock drops a stale head silently).
+    FDrop,
     /// S1: a crashed time-service replica that ran ahead freezes GlobalTime.
     S1,
     /// S2: clocks apart by more than the TTL break mutual exclusion.
@@ -105,7 +108,7 @@ pub enum ClaimId {
 
 impl ClaimId {
     /// Every claim, in declaration order.
-    pub const ALL: [ClaimId; 25] = [
+    pub const ALL: [ClaimId; 26] = [
         ClaimId::L1,
         ClaimId::L1NotVacuous,
         ClaimId::T1,
@@ -119,6 +122,7 @@ impl ClaimId {
         ClaimId::F,
         ClaimId::FOrder,
         ClaimId::FOvertakes,
+        ClaimId::FDrop,
         ClaimId::S1,
         ClaimId::S2,
         ClaimId::S3,
@@ -149,6 +153,7 @@ impl ClaimId {
             ClaimId::F => "F",
             ClaimId::FOrder => "F-order",
             ClaimId::FOvertakes => "F-overtakes",
+            ClaimId::FDrop => "F-drop",
             ClaimId::S1 => "S1",
             ClaimId::S2 => "S2",
             ClaimId::S3 => "S3",
@@ -187,7 +192,7 @@ impl ClaimId {
             | ClaimId::CFree
             | ClaimId::CRelease
             | ClaimId::CLost => Aspect::Liveness,
-            ClaimId::F | ClaimId::FOrder | ClaimId::FOvertakes => Aspect::Fairness,
+            ClaimId::F | ClaimId::FOrder | ClaimId::FOvertakes | ClaimId::FDrop => Aspect::Fairness,
             ClaimId::S3 => Aspect::Cost,
             ClaimId::L1NotVacuous | ClaimId::T5Race => Aspect::Reachability,
         }
@@ -211,6 +216,7 @@ impl ClaimId {
             ClaimId::F => "the new algorithm serves waiters in queue order; the old one does not",
             ClaimId::FOrder => "whoever acquires is at the head of the queue",
             ClaimId::FOvertakes => "no waiter is overtaken more than a bound",
+            ClaimId::FDrop => "a waiter still inside lock() is never dropped from the queue without being told",
             ClaimId::S1 => "a time-service replica whose clock ran ahead and then crashed freezes GlobalTime for about its lead",
             ClaimId::S2 => "if replica clocks differ by more than the TTL, a cell can expire at once and mutual exclusion breaks",
             ClaimId::S3 => "the algorithm polls the store constantly; a notifying store would need far fewer requests",

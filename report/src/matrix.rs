@@ -22,6 +22,8 @@ use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
 use cassalock_sim::trace::render;
 
+mod family_sim;
+
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Row {
@@ -231,6 +233,11 @@ enum Source {
         label: &'static str,
         firing: Firing,
     },
+    /// A scenario of the other families' simulator (`cassalock sim-family`).
+    FamilySim {
+        scenario: &'static str,
+        label: &'static str,
+    },
     NotApplicable(&'static str),
 }
 
@@ -430,6 +437,10 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         _ => cassalock_models::family::MemcachedModel::supports(fault),
     };
     if !supported {
+        debug_assert!(
+            family_sim::sources(row, column).is_empty(),
+            "a simulator line where the model says the fault does not apply"
+        );
         return vec![Source::NotApplicable(match column {
             Column::Failover if matches!(row, Row::Zookeeper | Row::Etcd) => {
                 "one server in the model (a quorum ensemble does not fail over to a replica that lacks acknowledged writes)"
@@ -440,6 +451,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         })];
     }
     let mut sources = vec![model(model_name, fault, label)];
+    sources.extend(family_sim::sources(row, column));
     if row == Row::RedissonFair && column == Column::None {
         // F-order needs a client that comes back to a queue another waits in: 2 x 1 has none.
         let mut spec = Spec::new(model_name);
@@ -457,6 +469,16 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
 fn sim_claims(row: Row) -> &'static [ClaimId] {
     match row {
         Row::TryGetLock => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource],
+        Row::RedissonFair => &[
+            ClaimId::FDrop,
+            ClaimId::FOrder,
+            ClaimId::T1Belief,
+            ClaimId::T1Resource,
+            ClaimId::T2,
+        ],
+        // The family simulator has no K3 (no renewal stamped after a delete can resurrect a
+        // server-expired key).
+        _ if row.is_family() => &[ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2],
         _ => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2],
     }
 }
@@ -479,14 +501,28 @@ fn is_contract(claim: ClaimId) -> bool {
 fn contract_claims(row: Row) -> &'static [ClaimId] {
     match row {
         Row::TryGetLock => &[ClaimId::CTry, ClaimId::CFree, ClaimId::CLost, ClaimId::CToken],
+        // The family simulator judges C-token's growing half (its C-fence) where tokens grow,
+        // and no C-free (the model does).
+        // C-lost only where a lane renews the lease and so can tell the holder (Redisson's
+        // watchdog, etcd's keep-alive); a Curator holder is never told (it believes until its
+        // next request), and SET NX, Redlock and Memcached holders check their own clock.
+        Row::Etcd => &[ClaimId::CRelease, ClaimId::CLost, ClaimId::CToken],
+        Row::Zookeeper => &[ClaimId::CRelease, ClaimId::CToken],
+        Row::Redisson | Row::RedissonFair => &[ClaimId::CRelease, ClaimId::CLost],
+        _ if row.is_family() => &[ClaimId::CRelease],
         _ => &[ClaimId::CFree, ClaimId::CRelease, ClaimId::CLost, ClaimId::CToken],
     }
 }
 
 /// Why a row's sim cells do not judge a contract item.
-fn contract_not_applicable(claim: ClaimId) -> &'static str {
+fn contract_not_applicable(row: Row, claim: ClaimId) -> &'static str {
     match claim {
         ClaimId::CTry => "n/a: clients call lock()",
+        ClaimId::CFree if row.is_family() => "not judged by this simulator (the model's: verdicts column)",
+        ClaimId::CToken if row.is_family() => "n/a: no growing token",
+        ClaimId::CLost if row.is_family() => {
+            "not judged by this simulator: no lane renews the lease to tell the holder"
+        }
         ClaimId::CRelease => "n/a: judged for lock() callers",
         _ => "n/a",
     }
@@ -589,6 +625,9 @@ struct ClaimSearch {
     first_violation: Option<u64>,
     /// Seeds (of those tried) whose run gave the check an occasion.
     exercised: u64,
+    /// Seeds whose run stopped at its bound before the check could decide (the family
+    /// simulator's T2: a client not done by then): no verdict in those seeds.
+    bounded: u64,
 }
 
 /// One claim as the simulator's seed search judged it.
@@ -678,7 +717,15 @@ impl Judgement {
             None if stopped_by_time => {
                 format!("stopped by the time limit after {}: not a verdict", seeds(tried))
             }
+            None if search.exercised == 0 && search.bounded > 0 => {
+                format!("bounded in {} of {}: no verdict", search.bounded, seeds(tried))
+            }
             None if search.exercised == 0 => format!("no occasion in {}", seeds(tried)),
+            None if search.bounded > 0 => format!(
+                "no violation in {} ({} stopped at the run's bound: no verdict there)",
+                seeds(tried),
+                search.bounded
+            ),
             None => format!("no violation in {}", seeds(tried)),
         }
     }
@@ -757,7 +804,7 @@ impl Judgement {
 
     /// A contract column: this judgement's result on `claim` (`None`: a model, which does not
     /// judge the contract).
-    fn contract_markdown(&self, claim: ClaimId) -> Option<String> {
+    fn contract_markdown(&self, row: Row, claim: ClaimId) -> Option<String> {
         match self {
             Judgement::NotApplicable(_) => Some("n/a".into()),
             Judgement::Model { .. } => None,
@@ -768,7 +815,7 @@ impl Judgement {
                 claims,
                 ..
             } => Some(match claims.iter().find(|c| c.search.claim == claim) {
-                None => contract_not_applicable(claim).into(),
+                None => contract_not_applicable(row, claim).into(),
                 Some(_) if *fired == 0 => "no verdict: the fault never fired".into(),
                 Some(c) => Self::search_markdown(*tried, *stopped_by_time, c),
             }),
@@ -849,6 +896,26 @@ impl Judgement {
         }
     }
 
+    /// The claims of `aspect` this judgement found neither held nor violated: a model's
+    /// "bounded" (its only counterexamples reach the last tick, or its budget stopped it), a
+    /// seed search with seeds stopped at the run's bound and no violation.
+    fn bounded_claims(&self, aspect: Aspect) -> Vec<ClaimId> {
+        match self {
+            Judgement::NotApplicable(_) | Judgement::Sim { fired: 0, .. } => Vec::new(),
+            Judgement::Model { claims, .. } => claims
+                .iter()
+                .filter(|c| c.claim.aspect() == aspect && matches!(c.verdict, Verdict::Bounded(_)))
+                .map(|c| c.claim)
+                .collect(),
+            Judgement::Sim { claims, .. } => claims
+                .iter()
+                .filter(|c| c.search.claim.aspect() == aspect)
+                .filter(|c| c.search.first_violation.is_none() && c.search.bounded > 0)
+                .map(|c| c.search.claim)
+                .collect(),
+        }
+    }
+
     /// Does this judgement check any claim of `aspect` (whether or not its fault fired)?
     fn checks(&self, aspect: Aspect) -> bool {
         match self {
@@ -887,14 +954,28 @@ fn aspect_mark(cell: &Cell, aspect: Aspect) -> String {
             "-".into()
         };
     }
+    // Claims no check could decide (a model's last tick, a run's bound): never a pass.
+    let mut bounded: Vec<ClaimId> = cell.iter().flat_map(|j| j.bounded_claims(aspect)).collect();
+    bounded.sort();
+    bounded.dedup();
+    let bounded_ids: Vec<&str> = bounded.iter().map(|c| c.as_str()).collect();
     if judged.iter().all(|c| !c.2) {
-        return "no occasion".into();
+        return if bounded.is_empty() {
+            "no occasion".into()
+        } else {
+            format!("bounded: {}", bounded_ids.join(", "))
+        };
     }
+    let bounded_note = if bounded.is_empty() {
+        String::new()
+    } else {
+        format!("; bounded: {}", bounded_ids.join(", "))
+    };
     if cell.iter().any(|j| j.never_fired() && j.checks(aspect)) {
         // Some line's fault never fired: what was judged found nothing, the rest is unknown.
-        return "no violation (part: no verdict)".into();
+        return format!("no violation (part: no verdict){bounded_note}");
     }
-    "no violation".into()
+    format!("no violation{bounded_note}")
 }
 
 /// What the compact contract view says of `claim` in a cell: the lowest first-violating seed
@@ -941,11 +1022,21 @@ fn contract_compact_mark(cell: &Cell, claim: ClaimId) -> String {
     }
 }
 
+/// What one seed's run says of one claim.
+#[derive(Clone, Copy, Debug, Default)]
+struct Check {
+    violated: bool,
+    /// The run gave the check an occasion.
+    exercised: bool,
+    /// The run stopped at its bound before the check could decide.
+    bounded: bool,
+}
+
 /// What one seed's run says, kept small: the run's records are dropped in the worker.
 struct SeedOutcome {
     fired: bool,
-    /// Per searched claim: (violated, exercised).
-    checks: Vec<(bool, bool)>,
+    /// Per searched claim.
+    checks: Vec<Check>,
     /// S1 stall, seconds.
     stall_s: Option<f64>,
     token_drops: u64,
@@ -977,6 +1068,7 @@ impl SimResult {
                     claim,
                     first_violation: None,
                     exercised: 0,
+                    bounded: 0,
                 })
                 .collect(),
             stall_s: None,
@@ -993,9 +1085,10 @@ impl SimResult {
         if let Some(stall) = outcome.stall_s {
             self.stall_s = Some(self.stall_s.map_or(stall, |s: f64| s.max(stall)));
         }
-        for (search, &(violated, exercised)) in self.claims.iter_mut().zip(&outcome.checks) {
-            search.exercised += u64::from(exercised);
-            if violated {
+        for (search, check) in self.claims.iter_mut().zip(&outcome.checks) {
+            search.exercised += u64::from(check.exercised);
+            search.bounded += u64::from(check.bounded);
+            if check.violated {
                 search.first_violation.get_or_insert(seed);
             }
         }
@@ -1112,7 +1205,12 @@ pub fn run_matrix(
                         firing,
                     } => {
                         let claims = all_sim_claims(row);
-                        let result = search(&pool, row, scenario, &sim_options, firing, &claims, Budget::of(options));
+                        let result = search(
+                            &pool,
+                            &|seed| one_seed(row, scenario, &sim_options, firing, &claims, seed),
+                            &claims,
+                            Budget::of(options),
+                        );
                         if result.stopped_by_time {
                             stopped_by_time.push(format!(
                                 "{} / {}: {label} (after {})",
@@ -1130,6 +1228,26 @@ pub fn run_matrix(
                             &result,
                             &out_dir,
                             &mut files,
+                        )?);
+                    }
+                    Source::FamilySim { scenario, label } => {
+                        let claims = all_sim_claims(row);
+                        let result = search(
+                            &pool,
+                            &|seed| family_sim::one_seed(scenario, &claims, seed),
+                            &claims,
+                            Budget::of(options),
+                        );
+                        if result.stopped_by_time {
+                            stopped_by_time.push(format!(
+                                "{} / {}: {label} (after {})",
+                                row.name(),
+                                column.name(),
+                                seeds(result.tried)
+                            ));
+                        }
+                        cell.push(family_sim::judgement(
+                            row, column, scenario, label, &result, &out_dir, &mut files,
                         )?);
                     }
                 }
@@ -1236,7 +1354,11 @@ fn one_seed(
             .iter()
             .map(|&claim| {
                 let check = outcome.verdicts.check(claim);
-                (check.verdict.is_violated(), check.verdict != ClaimVerdict::NotExercised)
+                Check {
+                    violated: check.verdict.is_violated(),
+                    exercised: check.verdict != ClaimVerdict::NotExercised,
+                    bounded: false,
+                }
             })
             .collect(),
         stall_s: outcome.verdicts.global_time_stall.map(|d| d.as_secs_f64()),
@@ -1252,10 +1374,7 @@ fn one_seed(
 /// options, unless the time cap stopped it (`stopped_by_time`).
 fn search(
     pool: &rayon::ThreadPool,
-    row: Row,
-    scenario: &'static str,
-    sim_options: &SimOptions,
-    firing: Firing,
+    one_seed: &(dyn Fn(u64) -> SeedOutcome + Sync),
     claims: &[ClaimId],
     budget: Budget,
 ) -> SimResult {
@@ -1268,12 +1387,7 @@ fn search(
             break;
         }
         let end = next.saturating_add(budget.batch.max(1)).min(budget.max_seeds);
-        let outcomes: Vec<SeedOutcome> = pool.install(|| {
-            (next..end)
-                .into_par_iter()
-                .map(|seed| one_seed(row, scenario, sim_options, firing, claims, seed))
-                .collect()
-        });
+        let outcomes: Vec<SeedOutcome> = pool.install(|| (next..end).into_par_iter().map(one_seed).collect());
         for outcome in &outcomes {
             result.add(outcome);
             if result.all_violated() {
@@ -1335,48 +1449,59 @@ fn sim_judgement(
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
 ) -> Result<Judgement, ReportError> {
-    let mut claims = Vec::new();
-    let exercised = result.fired > 0;
     let flags = replay_flags(sim_options);
-    // One trace per failing seed: claims first violated in the same seed share its file.
+    searched_judgement(label, result, result.stall_s, result.token_drops, |search, seed| {
+        let name = format!(
+            "{}-{}-{}-{}-seed{seed}.txt",
+            row.key(),
+            column.key(),
+            scenario,
+            search.claim.as_str().to_lowercase()
+        );
+        let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
+        let outcome = run(&config, seed, false);
+        let command = format!(
+            "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
+            algorithm(row).name()
+        );
+        let text = format!(
+            "{}\nseed {seed}\n\nverdicts:\n{}\nreplay (with every store request): {command}\n\n{}",
+            config.plan(),
+            outcome.verdicts,
+            shortened(&render(&outcome.records), &command)
+        );
+        write_file(out_dir, &name, &text)?;
+        files.push(format!("matrix/{name}"));
+        Ok(FirstFailure {
+            seed,
+            file: name,
+            command,
+        })
+    })
+}
+
+/// A seed search's judgement: each claim with the trace of its first failing seed, written by
+/// `write_trace` once per seed (claims first violated in the same seed share its file), and
+/// none when the fault never fired.
+fn searched_judgement(
+    label: &'static str,
+    result: &SimResult,
+    stall_s: Option<f64>,
+    token_drops: u64,
+    mut write_trace: impl FnMut(&ClaimSearch, u64) -> Result<FirstFailure, ReportError>,
+) -> Result<Judgement, ReportError> {
+    let mut claims = Vec::new();
     let mut traces: BTreeMap<u64, FirstFailure> = BTreeMap::new();
     for search in &result.claims {
-        let claim = search.claim;
         let first_failure = match search.first_violation {
-            Some(seed) if exercised => {
-                if let Some(known) = traces.get(&seed) {
-                    Some(known.clone())
-                } else {
-                    let name = format!(
-                        "{}-{}-{}-{}-seed{seed}.txt",
-                        row.key(),
-                        column.key(),
-                        scenario,
-                        claim.as_str().to_lowercase()
-                    );
-                    let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
-                    let outcome = run(&config, seed, false);
-                    let command = format!(
-                        "cassalock replay --scenario {scenario} --seed {seed} --algorithm {}{flags}",
-                        algorithm(row).name()
-                    );
-                    let text = format!(
-                        "{}\nseed {seed}\n\nverdicts:\n{}\nreplay (with every store request): {command}\n\n{}",
-                        config.plan(),
-                        outcome.verdicts,
-                        shortened(&render(&outcome.records), &command)
-                    );
-                    write_file(out_dir, &name, &text)?;
-                    files.push(format!("matrix/{name}"));
-                    let first = FirstFailure {
-                        seed,
-                        file: name,
-                        command,
-                    };
+            Some(seed) if result.fired > 0 => Some(match traces.get(&seed) {
+                Some(known) => known.clone(),
+                None => {
+                    let first = write_trace(search, seed)?;
                     traces.insert(seed, first.clone());
-                    Some(first)
+                    first
                 }
-            }
+            }),
             _ => None,
         };
         claims.push(SimClaim {
@@ -1390,8 +1515,8 @@ fn sim_judgement(
         stopped_by_time: result.stopped_by_time,
         fired: result.fired,
         claims,
-        stall_s: result.stall_s,
-        token_drops: result.token_drops,
+        stall_s,
+        token_drops,
     })
 }
 
@@ -1415,7 +1540,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked; \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it; \"bounded\": a liveness property whose only counterexamples reach the model's last tick (where time stops), or a search its budget stopped: no verdict either way; \"reachable\" / \"unreachable\" (S1, T5-race, which say what *can* happen): the model found such a state, or proved there is none; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass. Every claim ID is defined in [docs/claims.md](../docs/claims.md), the contract items in [docs/contract.md](../docs/contract.md).\n");
     let rows = options.rows();
     if rows.iter().any(|row| row.is_family()) {
-        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types); simulator lines for them are not in this report yet (`cassalock sim-family`, docs/simulator-families.md). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
+        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types) and from the simulator's named scenarios (`cassalock sim-family --scenario NAME`, docs/simulator-families.md: the library's own `FamilyLocker` against simulated servers on their own clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that fault yet. The simulator's T2 includes T2-free (a lone client never gives up on a free lock), its C-token is the growing-token half (C-fence, for the locks whose tokens grow), its C-lost is judged only where a watchdog or keep-alive renews the lease (Redisson, etcd), and it judges no C-free (the model does); a seed whose run stopped at its bound with a client still waiting gives T2 no verdict and is counted apart (\"bounded\"). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
         let _ = writeln!(md, "**The coordination services' locks** (issue 14: Curator's `InterProcessMutex` on ZooKeeper, etcd's mutex with its session) run in the same model (`cassalock check --model zookeeper|etcd`, the library's `CuratorLock` and `EtcdLock` against `ZnodeTree` and `EtcdKeyspace`), with one server (no failover) and their own readings of the faults: a ZooKeeper session is kept alive by the heartbeat of its client's process, which a pause stops, and expires on the server's clock; an etcd session's lease by the holder's keep-alive lane; a restart keeps the tree, the sessions and the leases (they persist); a clock jump expires sessions and leases early; a lost notification is a missed watch event. Their tokens grow (the node's czxid, the key's create revision), so their resource fences: T1-resource there means the fenced resource accepted no stale token and no token another acquisition wrote with, and C-token checks that a holder whose node or key is live has a token above every earlier holder's. Curator's holder has no bound of its own (it believes until told), so a pause past the session timeout leaves it believing while the next waiter holds.\n");
     }
     which_lock_section(&mut md, cells, &rows);
@@ -1436,7 +1561,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
                 let parts: Vec<String> = cell
                     .iter()
                     .filter_map(|j| {
-                        let text = j.contract_markdown(claim)?;
+                        let text = j.contract_markdown(row, claim)?;
                         Some(match j {
                             Judgement::Sim { label, .. } if sims > 1 => format!("{}: {text}", sim_short_label(label)),
                             _ => text,
@@ -1463,7 +1588,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         if family {
             let _ = writeln!(
                 md,
-                "\nThe locks people use instead (issue 13), under their servers' faults (model only so far):\n"
+                "\nThe locks people use instead (issues 13 and 14), under their servers' faults:\n"
             );
         }
         compact_header(&mut md, rows[0].columns());
@@ -1499,14 +1624,14 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     };
     let _ = writeln!(
         md,
-        "\nSafety: {}. Liveness: {}. Fairness: {}. A lock can be safe and still unfair or stall: each line says only what it names. \"violated: X\": X failed in that cell (details and traces above); \"S1 stall\": the time service can freeze; \"no violation\": no check of that kind made there found one (exhaustive, clock-bounded or seeded: see the cell for which); \"no occasion\": the simulator's checks of that kind never had an occasion (no handover, no failed call, no lost lease); \"no verdict\": its fault never fired; \"(part: no verdict)\": one of the cell's lines gave none; \"-\": not checked there; a lock without fairness claims has no fairness line.\n",
+        "\nSafety: {}. Liveness: {}. Fairness: {}. A lock can be safe and still unfair or stall: each line says only what it names. \"violated: X\": X failed in that cell (details and traces above); \"S1 stall\": the time service can freeze; \"no violation\": no check of that kind made there found one (exhaustive, clock-bounded or seeded: see the cell for which); \"no occasion\": the simulator's checks of that kind never had an occasion (no handover, no failed call, no lost lease); \"bounded: X\": no check decided X either way (the model's only counterexamples reach its last tick, or a run stopped at its time bound with a client still waiting): not a pass; \"no verdict\": its fault never fired; \"(part: no verdict)\": one of the cell's lines gave none; \"-\": not checked there; a lock without fairness claims has no fairness line.\n",
         claims_of(Aspect::Safety),
         claims_of(Aspect::Liveness),
         claims_of(Aspect::Fairness),
     );
     let _ = writeln!(md, "## Compact view: the contract\n");
     compact_header(&mut md, &Column::THESIS);
-    // The other families' contract items are their models' (in their tables' verdicts column).
+    // The thesis's rows first; the other families' (their sim lines) below.
     for row in Row::ALL.into_iter().filter(|row| !row.is_family()) {
         for claim in contract_claims(row) {
             let _ = write!(md, "| {} {claim} |", row.name());
@@ -1515,6 +1640,23 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
                 let _ = write!(md, " {mark} |");
             }
             let _ = writeln!(md);
+        }
+    }
+    if rows.iter().any(|row| row.is_family()) {
+        let _ = writeln!(
+            md,
+            "\nThe locks people use instead (issues 13 and 14), their simulator lines:\n"
+        );
+        compact_header(&mut md, &Column::FAMILY);
+        for row in rows.iter().copied().filter(|row| row.is_family()) {
+            for claim in contract_claims(row) {
+                let _ = write!(md, "| {} {claim} |", row.name());
+                for column in Column::FAMILY {
+                    let mark = contract_compact_mark(&cells[&(row, column)], *claim);
+                    let _ = write!(md, " {mark} |");
+                }
+                let _ = writeln!(md);
+            }
         }
     }
     let _ = writeln!(md, "\n\"seed S\": violated, S the lowest violating seed over the cell's simulator configurations (details and traces above); \"none in N\": no violation in the N seeds searched; \"no occasion in N\": the runs never gave the check an occasion (no failed call, no handover, no lost lease): no verdict; \"time limit\": the search was stopped by the wall-time cap, no verdict; \"-\": no simulator run in that cell.\n");
@@ -1883,10 +2025,7 @@ fn mutant_checks(
         };
         let result = search(
             pool,
-            row,
-            "renew-race",
-            &options_k3,
-            Firing::Configured,
+            &|seed| one_seed(row, "renew-race", &options_k3, Firing::Configured, &[ClaimId::K3], seed),
             &[ClaimId::K3],
             Budget::of(options),
         );
@@ -1912,6 +2051,9 @@ fn mutant_checks(
             ),
         };
         lines.push((text, String::new()));
+    }
+    if !options.thesis_only {
+        lines.extend(family_sim::client_bug_lines(pool, Budget::of(options), stopped_by_time));
     }
     Ok(lines)
 }
@@ -1952,6 +2094,7 @@ mod tests {
                 .iter()
                 .map(|&(claim, first_violation, exercised)| SimClaim {
                     search: ClaimSearch {
+                        bounded: 0,
                         claim,
                         first_violation,
                         exercised,
@@ -2020,24 +2163,24 @@ mod tests {
             ],
         );
         assert_eq!(
-            s.contract_markdown(ClaimId::CFree).as_deref(),
+            s.contract_markdown(Row::Queue, ClaimId::CFree).as_deref(),
             Some("no occasion in 5 seeds")
         );
         assert_eq!(
-            s.contract_markdown(ClaimId::CRelease).as_deref(),
+            s.contract_markdown(Row::Queue, ClaimId::CRelease).as_deref(),
             Some("[violated at seed 0 (1 seed tried)](matrix/y.txt)")
         );
         assert_eq!(
-            s.contract_markdown(ClaimId::CToken).as_deref(),
+            s.contract_markdown(Row::Queue, ClaimId::CToken).as_deref(),
             Some("no violation in 5 seeds")
         );
         assert_eq!(
-            s.contract_markdown(ClaimId::CTry).as_deref(),
+            s.contract_markdown(Row::Queue, ClaimId::CTry).as_deref(),
             Some("n/a: clients call lock()")
         );
         // A model does not judge the contract: no entry, never "ok".
         assert_eq!(
-            model(&[(ClaimId::T1, Verdict::Holds, false)]).contract_markdown(ClaimId::CFree),
+            model(&[(ClaimId::T1, Verdict::Holds, false)]).contract_markdown(Row::Queue, ClaimId::CFree),
             None
         );
         // A liveness item of the contract (C-release) is not a safety finding.
@@ -2059,7 +2202,7 @@ mod tests {
         );
         // A violation found before the time limit is still a finding.
         assert_eq!(
-            stopped.contract_markdown(ClaimId::CFree).as_deref(),
+            stopped.contract_markdown(Row::Queue, ClaimId::CFree).as_deref(),
             Some("[violated at seed 3 (4 seeds tried)](matrix/y.txt)")
         );
         assert_eq!(contract_compact_mark(&vec![stopped.clone()], ClaimId::T2), "time limit");
@@ -2097,10 +2240,16 @@ mod tests {
         // A pause past the TTL breaks T1-belief (K1) in every seed: the search stops at seed 0.
         let k1 = search(
             &pool,
-            Row::Queue,
-            "pause",
-            &options,
-            Firing::Injected,
+            &|seed| {
+                one_seed(
+                    Row::Queue,
+                    "pause",
+                    &options,
+                    Firing::Injected,
+                    &[ClaimId::T1Belief],
+                    seed,
+                )
+            },
             &[ClaimId::T1Belief],
             budget(50, 4),
         );
@@ -2111,19 +2260,13 @@ mod tests {
         let claims = [ClaimId::T1Belief, ClaimId::K3];
         let one = search(
             &pool,
-            Row::Queue,
-            "pause",
-            &options,
-            Firing::Injected,
+            &|seed| one_seed(Row::Queue, "pause", &options, Firing::Injected, &claims, seed),
             &claims,
             budget(5, 1),
         );
         let four = search(
             &pool,
-            Row::Queue,
-            "pause",
-            &options,
-            Firing::Injected,
+            &|seed| one_seed(Row::Queue, "pause", &options, Firing::Injected, &claims, seed),
             &claims,
             budget(5, 4),
         );
@@ -2138,10 +2281,16 @@ mod tests {
         let pool = pool();
         let stopped = search(
             &pool,
-            Row::Queue,
-            "contention",
-            &SimOptions::default(),
-            Firing::Configured,
+            &|seed| {
+                one_seed(
+                    Row::Queue,
+                    "contention",
+                    &SimOptions::default(),
+                    Firing::Configured,
+                    &[ClaimId::T1Belief],
+                    seed,
+                )
+            },
             &[ClaimId::T1Belief],
             Budget {
                 max_seeds: 10,
@@ -2151,6 +2300,33 @@ mod tests {
         );
         assert!(stopped.stopped_by_time);
         assert_eq!(stopped.tried, 0);
+    }
+
+    #[test]
+    fn a_claim_no_check_could_decide_is_shown_bounded_never_as_a_plain_pass() {
+        // A model's T2 that only the last tick breaks, beside a judged C-release: the liveness
+        // mark names T2 as bounded.
+        let model_bounded = vec![model(&[
+            (ClaimId::T2, Verdict::Bounded("last tick".into()), false),
+            (ClaimId::CRelease, Verdict::Holds, false),
+        ])];
+        assert_eq!(
+            aspect_mark(&model_bounded, Aspect::Liveness),
+            "no violation; bounded: T2"
+        );
+        // A seed search whose every run stopped at its bound with a client waiting.
+        let mut search = sim(200, &[(ClaimId::T2, 0)]);
+        if let Judgement::Sim { claims, .. } = &mut search {
+            claims[0].search.exercised = 0;
+            claims[0].search.bounded = 200;
+        }
+        assert_eq!(aspect_mark(&vec![search.clone()], Aspect::Liveness), "bounded: T2");
+        if let Judgement::Sim { claims, .. } = &search {
+            assert_eq!(
+                Judgement::search_text(200, false, &claims[0].search),
+                "bounded in 200 of 200 seeds: no verdict"
+            );
+        }
     }
 
     #[test]

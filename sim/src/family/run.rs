@@ -669,6 +669,39 @@ pub struct FamilyOutcome {
     pub trace_hash: u64,
 }
 
+impl FamilyOutcome {
+    /// Did the scenario's fault happen in this run: a fault record (a failover, a restart, a
+    /// clock jump), a pause, or a lost unlock or watch message? A control scenario's configured
+    /// conditions (lost requests, a drifting clock) leave no such record.
+    pub fn fault_fired(&self) -> bool {
+        self.records.iter().any(|record| {
+            matches!(
+                record.what,
+                FamilyWhat::Fault(_)
+                    | FamilyWhat::Paused { .. }
+                    | FamilyWhat::UnlockMessage { lost: true, .. }
+                    | FamilyWhat::Watch { lost: true, .. }
+            )
+        })
+    }
+
+    /// The run's records and the keys left at its end, one line each, as `sim-family --trace`
+    /// prints them.
+    pub fn trace_text(&self) -> String {
+        let mut text = String::new();
+        for record in &self.records {
+            text.push_str(&format!("  {record}\n"));
+        }
+        for left in &self.left {
+            text.push_str(&format!(
+                "  left at the end: server {} key {} = {}\n",
+                left.server, left.key, left.token
+            ));
+        }
+        text
+    }
+}
+
 /// Everything the judges read besides the records.
 pub struct RunFacts {
     pub end: Duration,

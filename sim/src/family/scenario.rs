@@ -245,6 +245,13 @@ impl FamilyScenario {
         }
     }
 
+    /// Does the scenario inject a fault that a run records when it happens (a server fault, a
+    /// pause, a lost unlock or watch message)? The rest (lost requests, cuts, clock offsets and
+    /// jumps) are configured: in effect in every run.
+    pub fn injects_faults(&self) -> bool {
+        !self.faults.is_empty() || !self.pauses.is_empty() || self.lost_message_ppm > 0
+    }
+
     pub fn start_ms(&self, client: usize) -> u64 {
         self.start_ms.get(client).copied().unwrap_or(0)
     }
@@ -524,6 +531,12 @@ pub const SCENARIOS: &[Named] = &[
         build: etcd_restart,
     },
 ];
+
+/// The command that replays one seed of scenario `name` with its trace; `flags` are the
+/// command line's knobs, each with a leading space.
+pub fn replay_command(name: &str, seed: u64, flags: &str) -> String {
+    format!("cassalock sim-family --scenario {name} --seed {seed}{flags} --trace")
+}
 
 pub fn names() -> Vec<&'static str> {
     SCENARIOS.iter().map(|named| named.name).collect()

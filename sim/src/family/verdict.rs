@@ -45,6 +45,7 @@ use std::time::Duration;
 use cassalock::algo::family::Release;
 use cassalock::driver::family::FamilyEvent;
 use cassalock_history::holding::{overlaps, HoldingInterval, SimulatedTime};
+use cassalock_history::ClaimId;
 
 use super::run::{FamilyRecord, FamilyWhat, RunFacts};
 use super::scenario::{FamilyScenario, LockKind};
@@ -93,6 +94,22 @@ impl Claim {
 
     pub fn named(name: &str) -> Option<Claim> {
         Claim::ALL.into_iter().find(|claim| claim.name() == name)
+    }
+
+    /// The claim of docs/claims.md this judge checks, as the property matrix files it: C-fence
+    /// is C-token's growing-token half, and T2-free (a lone client never gives up on a free
+    /// lock) is a case of T2.
+    pub fn id(self) -> ClaimId {
+        match self {
+            Claim::T1Belief => ClaimId::T1Belief,
+            Claim::T1Resource => ClaimId::T1Resource,
+            Claim::CRelease => ClaimId::CRelease,
+            Claim::CLost => ClaimId::CLost,
+            Claim::CFence => ClaimId::CToken,
+            Claim::T2 | Claim::T2Free => ClaimId::T2,
+            Claim::FOrder => ClaimId::FOrder,
+            Claim::FDrop => ClaimId::FDrop,
+        }
     }
 }
 
