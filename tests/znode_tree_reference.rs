@@ -3,7 +3,8 @@
 //!
 //! The reference keeps flat lists (nodes, sessions, watches) and finds everything by scanning
 //! them; a node's children are the nodes whose path minus its last part equals the parent's.
-//! It shares nothing with `ZnodeTree` but the command, reply and event types.
+//! It shares nothing with `ZnodeTree` but the command, reply and event types. Half the cases run
+//! with a close lag: an expired session is refused at once and its nodes go 7 ms later.
 
 use cassalock::store::znode_tree::{
     SessionId, WatchEvent, WatchKind, ZkCommand, ZkError, ZkReply, ZkStat, ZnodeTree, MAX_SEQUENCE,
@@ -40,6 +41,10 @@ struct Reference {
     watches: Vec<(Kind, String, SessionId)>,
     zxid: u64,
     sessions_made: u64,
+    /// How long after its expiry a session's nodes go (ms).
+    lag_ms: u64,
+    /// Expired sessions whose nodes are still there, and when they go.
+    closing: Vec<(SessionId, u64)>,
 }
 
 fn parent(path: &str) -> String {
@@ -52,8 +57,10 @@ fn parent(path: &str) -> String {
 }
 
 impl Reference {
-    fn new() -> Self {
+    fn new(lag_ms: u64) -> Self {
         Reference {
+            lag_ms,
+            closing: Vec::new(),
             nodes: vec![Node {
                 path: "/".into(),
                 data: String::new(),
@@ -149,6 +156,18 @@ impl Reference {
             .collect();
         expired.sort();
         for id in expired {
+            if self.lag_ms == 0 {
+                self.end_session(id, &mut fired);
+            } else {
+                self.sessions.retain(|s| s.id != id);
+                self.watches.retain(|w| w.2 != id);
+                self.closing.push((id, now + self.lag_ms));
+            }
+        }
+        let mut ready: Vec<SessionId> = self.closing.iter().filter(|c| c.1 <= now).map(|c| c.0).collect();
+        ready.sort();
+        self.closing.retain(|c| c.1 > now);
+        for id in ready {
             self.end_session(id, &mut fired);
         }
         let reply = self.answer(command, now, &mut fired);
@@ -395,10 +414,13 @@ proptest! {
     /// Every reply and fired watch of `ZnodeTree`, and the tree after every step, equal the
     /// reference's; a follower fed the transactions holds the same tree.
     #[test]
-    fn znode_tree_matches_the_naive_reference(ops in prop::collection::vec(op(), 1..80)) {
-        let mut tree = ZnodeTree::new();
+    fn znode_tree_matches_the_naive_reference(
+        ops in prop::collection::vec(op(), 1..80),
+        lag_ms in prop_oneof![Just(0u64), Just(7)],
+    ) {
+        let mut tree = ZnodeTree::with_close_lag_ms(lag_ms);
         let mut follower = ZnodeTree::new();
-        let mut reference = Reference::new();
+        let mut reference = Reference::new(lag_ms);
         let mut now = 0u64;
         // Two sessions open first, so that most commands are not simply refused.
         let opening = [5u64, 20].map(|timeout_ms| Op::Command(ZkCommand::CreateSession { timeout_ms }));

@@ -151,6 +151,27 @@ fn etcd_10756_acquisitions_sharing_one_session_both_hold_where_a_session_each_do
     assert_eq!(violated[&Claim::CFence].len(), 100);
 }
 
+/// CURATOR-604: the server refuses an expired session at once and deletes its node 3 s later.
+/// Our waiter, told SESSIONEXPIRED, ends its acquisition and queues again; the mutant lists
+/// again on its new session, holds the old node once the holder releases, and the next waiter
+/// holds too when the close deletes that node: two holders in every seed, where ours shows
+/// none. Both acquisitions believe from about 5.2 s (the close) to about 8 s (the mutant's
+/// release).
+#[test]
+fn curator_604_an_acquisition_kept_across_a_new_session_holds_a_node_about_to_vanish() {
+    assert_clean("zookeeper-expired-session-lingers", 0..100);
+    assert_violates("zookeeper-expired-session-lingers-604", 0, &[Claim::T1Belief]);
+    let (violated, _) = sweep("zookeeper-expired-session-lingers-604", 0..100);
+    assert_eq!(violated[&Claim::T1Belief].len(), 100);
+    // The control's waiter was told: its first acquisition failed, on SESSIONEXPIRED.
+    let outcome = run_family(&build("zookeeper-expired-session-lingers", 0).unwrap(), 0, true);
+    let trace = outcome.trace_text();
+    assert!(
+        trace.contains("c1-0 not acquired: Failed { failure: Other(\"session expired\")"),
+        "{trace}"
+    );
+}
+
 /// Curator waits on the watch alone: with every watch message lost a waiter sleeps on a free
 /// lock until the run's bound (T2 bounded, nothing violated). Our recheck every 500 ms bounds
 /// what a lost watch costs.

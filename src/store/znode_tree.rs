@@ -29,6 +29,16 @@
 //!   client's node has become the lowest. Every command first expires what is due (as if the
 //!   leader's session tracker ticked exactly then); [`ZnodeTree::expire_sessions`] does it
 //!   alone.
+//! - **The close may trail the expiry** ([`ZnodeTree::with_close_lag_ms`], 0 unless set). In
+//!   ZooKeeper the session tracker first marks an expired session closing (its requests are
+//!   refused from then on) and then submits the closeSession transaction, which deletes its
+//!   ephemeral nodes only once committed and applied by the server that answers a read. Until
+//!   then another session's reads still list the old session's nodes: a new local session
+//!   reading from a follower that has not applied the close, or a closeSession whose commit
+//!   waits on a slow quorum. CURATOR-604 lives in that window: Curator retries a lock's
+//!   listing on its new session and finds its old node, about to be deleted, the lowest. With
+//!   a lag the session is refused at once, and its close (the transaction, the deleted nodes,
+//!   the watches fired) applies `close_lag_ms` later.
 //! - **Watches fire once.** `exists` and `getData` leave a data watch (NodeCreated,
 //!   NodeDeleted, NodeDataChanged on that path); `getChildren` a child watch
 //!   (NodeChildrenChanged when a child is created or deleted, NodeDeleted when the node goes).
@@ -338,6 +348,10 @@ pub struct ZnodeTree {
     child_watches: BTreeSet<(String, SessionId)>,
     last_zxid: u64,
     last_session: SessionId,
+    /// How long after its expiry a session's close applies (ms; 0: at once).
+    close_lag_ms: u64,
+    /// Sessions judged expired whose close has not applied yet: when it applies (server ms).
+    closing: BTreeMap<SessionId, u64>,
 }
 
 impl Default for ZnodeTree {
@@ -385,7 +399,28 @@ impl ZnodeTree {
             child_watches: BTreeSet::new(),
             last_zxid: 0,
             last_session: 0,
+            close_lag_ms: 0,
+            closing: BTreeMap::new(),
         }
+    }
+
+    /// A tree whose expired sessions are refused at once and closed `close_lag_ms` later (see
+    /// the module documentation).
+    pub fn with_close_lag_ms(close_lag_ms: u64) -> Self {
+        ZnodeTree {
+            close_lag_ms,
+            ..ZnodeTree::new()
+        }
+    }
+
+    pub fn close_lag_ms(&self) -> u64 {
+        self.close_lag_ms
+    }
+
+    /// Sessions judged expired whose ephemeral nodes are still there, with the server time (ms)
+    /// their close applies.
+    pub fn closing_sessions(&self) -> impl Iterator<Item = (SessionId, u64)> + '_ {
+        self.closing.iter().map(|(id, at)| (*id, *at))
     }
 
     pub fn last_zxid(&self) -> u64 {
@@ -504,6 +539,9 @@ impl ZnodeTree {
         }
     }
 
+    /// Judge the sessions at `now_ms`: one that ran out closes at once, or (with a close lag)
+    /// is refused from now on and closes once its lag is over; then the closes due, in session
+    /// order, each one transaction.
     fn expire_due(&mut self, run: &mut ZkRun, now_ms: u64) {
         let due: Vec<SessionId> = self
             .sessions
@@ -512,6 +550,26 @@ impl ZnodeTree {
             .map(|(id, _)| *id)
             .collect();
         for session in due {
+            if self.close_lag_ms == 0 {
+                let zxid = self.next_zxid();
+                self.close(run, session);
+                run.txns.push(ZkTxn::CloseSession { zxid, session });
+            } else {
+                // Marked closing: refused from now on; its watches go with its connection.
+                self.sessions.remove(&session);
+                self.data_watches.retain(|(_, owner)| *owner != session);
+                self.child_watches.retain(|(_, owner)| *owner != session);
+                self.closing.insert(session, now_ms.saturating_add(self.close_lag_ms));
+            }
+        }
+        let ready: Vec<SessionId> = self
+            .closing
+            .iter()
+            .filter(|(_, at)| **at <= now_ms)
+            .map(|(id, _)| *id)
+            .collect();
+        for session in ready {
+            self.closing.remove(&session);
             let zxid = self.next_zxid();
             self.close(run, session);
             run.txns.push(ZkTxn::CloseSession { zxid, session });
@@ -765,7 +823,8 @@ impl ZnodeTree {
     }
 
     /// Debug builds: the root exists; every other node's parent exists and is not ephemeral;
-    /// every ephemeral node's session is open; zxids never pass the last one.
+    /// every ephemeral node's session is open or closing; zxids never pass the last one; a
+    /// session is not both.
     fn debug_check_invariant(&self) {
         if cfg!(debug_assertions) {
             assert!(self.nodes.contains_key("/"), "the root is gone");
@@ -784,12 +843,17 @@ impl ZnodeTree {
                 }
                 if let Some(owner) = node.ephemeral_owner {
                     assert!(
-                        self.sessions.contains_key(&owner),
+                        self.sessions.contains_key(&owner) || self.closing.contains_key(&owner),
                         "{path} outlived its session {owner}"
                     );
                 }
             }
             assert!(self.nodes.len() <= MAX_NODES);
+            assert!(
+                self.closing.keys().all(|id| !self.sessions.contains_key(id)),
+                "a session both open and closing"
+            );
+            assert!(self.close_lag_ms > 0 || self.closing.is_empty(), "closing with no lag");
         }
     }
 }
@@ -992,6 +1056,56 @@ mod tests {
             ZkReply::Error(ZkError::SessionExpired),
             "the holder learns only when it talks to the server"
         );
+    }
+
+    /// CURATOR-604's window: with a close lag the expired holder is refused at once, a new
+    /// session still lists its node until the close applies, and then the waiter's watch fires.
+    #[test]
+    fn with_a_close_lag_an_expired_session_is_refused_at_once_and_its_node_goes_later() {
+        let mut tree = ZnodeTree::with_close_lag_ms(50);
+        let holder = open(&mut tree, 100, 0);
+        let waiter = open(&mut tree, 1000, 0);
+        tree.execute(&create(holder, "/lock", false, false), 1);
+        let (node, _) = created(&tree.execute(&create(holder, "/lock/n-", true, true), 2));
+        let watch = ZkCommand::Exists {
+            session: waiter,
+            path: node.clone(),
+            watch: true,
+        };
+        tree.execute(&watch, 3);
+        let marked = tree.expire_sessions(103);
+        assert!(
+            marked.txns.is_empty() && marked.fired.is_empty(),
+            "no close yet: {marked:?}"
+        );
+        assert_eq!(tree.closing_sessions().collect::<Vec<_>>(), [(holder, 153)]);
+        assert_eq!(
+            tree.execute(&ZkCommand::Ping { session: holder }, 104).reply,
+            ZkReply::Error(ZkError::SessionExpired),
+            "refused from the expiry on"
+        );
+        let fresh = open(&mut tree, 1000, 105);
+        let list = ZkCommand::GetChildren {
+            session: fresh,
+            path: "/lock".into(),
+            watch: false,
+        };
+        assert_eq!(
+            tree.execute(&list, 106).reply,
+            ZkReply::Children(vec![node.trim_start_matches("/lock/").to_owned()]),
+            "the old session's node is still listed"
+        );
+        let closed = tree.expire_sessions(153);
+        assert!(matches!(closed.txns[..], [ZkTxn::CloseSession { session, .. }] if session == holder));
+        assert_eq!(
+            closed.fired,
+            vec![WatchEvent {
+                session: waiter,
+                path: node.clone(),
+                kind: WatchKind::NodeDeleted
+            }]
+        );
+        assert!(tree.node(&node).is_none() && tree.closing_sessions().next().is_none());
     }
 
     #[test]

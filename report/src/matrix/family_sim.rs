@@ -4,8 +4,9 @@
 //!
 //! Which scenario judges which fault is a table here: the scenarios are written once, in
 //! sim/src/family/scenario.rs, and this file only says where each one's verdicts go. A
-//! scenario that plants a client's bug (go-redsync, node-redlock, Redisson 775, etcd 11456, the
-//! barging fair lock) is not a fault of the lock: those stay in the tests and docs/mutants.md.
+//! scenario that plants a client's bug (go-redsync, node-redlock, Redisson 775, etcd 11456 and
+//! 10756, CURATOR-604, the barging fair lock) is not a fault of the lock: those are the "Broken
+//! variants" lines ([`client_bug_lines`]), and docs/mutants.md.
 
 use cassalock_history::ClaimId;
 use cassalock_sim::family::scenario::{build as build_family, replay_command};
@@ -122,10 +123,16 @@ fn scenarios(row: Row, column: Column) -> &'static [(&'static str, &'static str)
             "zookeeper-session-expiry-pause",
             "sim, the holder's whole process stops past its session timeout",
         )],
-        (Row::Zookeeper, C::StoreFailure) => &[(
-            "zookeeper-lost-messages",
-            "sim, 8 clients, 5% of requests and 5% of replies lost (heartbeats too)",
-        )],
+        (Row::Zookeeper, C::StoreFailure) => &[
+            (
+                "zookeeper-lost-messages",
+                "sim, 8 clients, 5% of requests and 5% of replies lost (heartbeats too)",
+            ),
+            (
+                "zookeeper-expired-session-lingers",
+                "sim, a waiter's requests dropped 2.7 s, past its session timeout; its node deleted 3 s after the session is refused",
+            ),
+        ],
         (Row::Zookeeper, C::Restart) => &[(
             "zookeeper-server-restart",
             "sim, the server restarts (data on disk) for 300 ms right after an acquire",
@@ -279,7 +286,7 @@ fn write_trace(
 
 /// The real clients' bugs the family simulator plants (docs/mutants.md), each with the scenario
 /// that catches it: a line each for "Broken variants".
-const CLIENT_BUGS: [(&str, &str); 5] = [
+const CLIENT_BUGS: [(&str, &str); 7] = [
     (
         "redlock-slow-extend-go-redsync",
         "go-redsync's extend that ignores the validity time, masters slow during the extension, Redlock",
@@ -299,6 +306,14 @@ const CLIENT_BUGS: [(&str, &str); 5] = [
     (
         "etcd-lease-expires-while-waiting-11456",
         "etcd issue 11456 (a waiter whose lease expired takes the lock without reading its own key), etcd mutex",
+    ),
+    (
+        "etcd-shared-session-10756",
+        "etcd issue 10756 (acquisitions sharing one session, so one lease and one key), etcd mutex",
+    ),
+    (
+        "zookeeper-expired-session-lingers-604",
+        "CURATOR-604 (a listing retried on the new session keeps the expired session's node, not yet deleted), Curator's InterProcessMutex",
     ),
 ];
 

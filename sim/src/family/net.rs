@@ -256,9 +256,11 @@ pub enum ServerData {
 }
 
 impl ServerData {
-    pub fn zookeeper() -> Self {
+    /// A ZooKeeper server whose expired sessions close `close_lag_ms` after they are refused
+    /// ([`ZnodeTree::with_close_lag_ms`]; 0: at once).
+    pub fn zookeeper(close_lag_ms: u64) -> Self {
         ServerData::ZooKeeper {
-            tree: ZnodeTree::new(),
+            tree: ZnodeTree::with_close_lag_ms(close_lag_ms),
             owners: BTreeMap::new(),
         }
     }
@@ -907,14 +909,20 @@ impl FamilyStore<EtcdOp> for SimServerStore {
 
 /// A client's ZooKeeper connection: one session at a time, opened by the first request that
 /// needs it and kept alive by a heartbeat task of the client's node (a ping every third of the
-/// timeout, so a paused process stops it). A request or ping answered `SESSIONEXPIRED` forgets
-/// the session, and the next request opens a new one (Curator's client makes a new handle
-/// after LOST); the old session's nodes went with it.
+/// timeout, so a paused process stops it). A request answered `SESSIONEXPIRED` forgets the
+/// session, and the next request opens a new one (Curator's client makes a new handle after
+/// LOST). A ping answered `SESSIONEXPIRED` forgets it too, wakes every watcher of the client
+/// (a ZooKeeper client delivers the Expired event to each), and the next request is answered
+/// `SESSIONEXPIRED` by the connection itself, as the real client's dead handle answers: a
+/// lock machine learns that the session its node belongs to is over, even when the server has
+/// not deleted that node yet ([`ServerData::zookeeper`]'s close lag).
 #[derive(Clone)]
 pub struct SimZkStore {
     pub conn: SimServerStore,
     pub session_timeout_ms: u64,
     session: Arc<Mutex<Option<SessionId>>>,
+    /// The heartbeat found the session expired and no request has been told yet.
+    expiry_untold: Arc<AtomicBool>,
     /// Sessions opened so far (a bound on the heartbeats ever started).
     opened: Arc<AtomicU64>,
 }
@@ -929,6 +937,7 @@ impl SimZkStore {
             conn,
             session_timeout_ms: session_timeout_ms.max(3),
             session: Arc::new(Mutex::new(None)),
+            expiry_untold: Arc::new(AtomicBool::new(false)),
             opened: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -964,11 +973,14 @@ impl SimZkStore {
         Ok(current)
     }
 
-    fn forget(&self, session: SessionId) {
+    /// Forget `session` if it is the current one (true then).
+    fn forget(&self, session: SessionId) -> bool {
         let mut current = lock(&self.session);
-        if *current == Some(session) {
+        let was_current = *current == Some(session);
+        if was_current {
             *current = None;
         }
+        was_current
     }
 
     /// Ping every third of the timeout while `session` is the current one.
@@ -985,7 +997,14 @@ impl SimZkStore {
                     command: ZkCommand::Ping { session },
                 };
                 if let Ok(ZkReply::Error(ZkError::SessionExpired)) = this.conn.call(ping).await {
-                    this.forget(session);
+                    if this.forget(session) {
+                        this.expiry_untold.store(true, Ordering::SeqCst);
+                        if let Some(channels) = &this.conn.channels {
+                            for name in channels.subscribed_names() {
+                                channels.publish(&name);
+                            }
+                        }
+                    }
                 }
             }
         });
@@ -995,6 +1014,9 @@ impl SimZkStore {
 impl FamilyStore<ZkOp> for SimZkStore {
     type Reply = ZkReply;
     async fn execute(&self, op: ZkOp) -> Result<ZkReply, StoreFailure> {
+        if self.expiry_untold.swap(false, Ordering::SeqCst) {
+            return Ok(ZkReply::Error(ZkError::SessionExpired));
+        }
         let session = self.session().await?;
         let reply = self
             .conn
@@ -1005,6 +1027,8 @@ impl FamilyStore<ZkOp> for SimZkStore {
             .await?;
         if reply == ZkReply::Error(ZkError::SessionExpired) {
             self.forget(session);
+            // Told now: the heartbeat's finding, if it came first, is not told again.
+            self.expiry_untold.store(false, Ordering::SeqCst);
         }
         Ok(reply)
     }

@@ -811,7 +811,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     for server in 0..logical {
         let data = match (&scenario.lock, &replication) {
             (LockKind::Memcached(_), _) => ServerData::Memcached(Memcached::new()),
-            (LockKind::Zookeeper { .. }, _) => ServerData::zookeeper(),
+            (LockKind::Zookeeper { .. }, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
             (LockKind::Etcd(_), _) => ServerData::etcd(),
             (_, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
             (_, None) => ServerData::Redis(RedisKeyspace::new()),

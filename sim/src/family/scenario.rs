@@ -12,7 +12,7 @@ use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
 use cassalock::algo::redis::RedisLockConfig;
-use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
+use cassalock::algo::zookeeper::curator_mutex::{CuratorConfig, CuratorMutants};
 use cassalock::store::redis_keyspace::Persistence;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -188,6 +188,9 @@ pub struct FamilyScenario {
     pub message_delay_ms: u64,
     /// Replication lag of the SET NX or Redisson server's replica (`None`: a single server).
     pub replication_lag_ms: Option<u64>,
+    /// How long after the ZooKeeper server refuses an expired session its close (the deleted
+    /// ephemeral nodes, the fired watches) applies, ms (0: at once).
+    pub zk_close_lag_ms: u64,
     pub slow: Vec<(usize, Slow)>,
     pub cuts: Vec<Cut>,
     pub faults: Vec<ServerFault>,
@@ -223,6 +226,7 @@ impl FamilyScenario {
             lost_message_ppm: 0,
             message_delay_ms: 0,
             replication_lag_ms: None,
+            zk_close_lag_ms: 0,
             slow: Vec::new(),
             cuts: Vec::new(),
             faults: Vec::new(),
@@ -484,6 +488,16 @@ pub const SCENARIOS: &[Named] = &[
         name: "zookeeper-missed-watch-recheck",
         help: "the same with our recheck every 500 ms (control)",
         build: zookeeper_missed_watch_recheck,
+    },
+    Named {
+        name: "zookeeper-expired-session-lingers",
+        help: "a waiter cut off past its session timeout; the server deletes its node 3 s after refusing the session (control)",
+        build: zookeeper_lingering_session,
+    },
+    Named {
+        name: "zookeeper-expired-session-lingers-604",
+        help: "the same with Curator's CURATOR-604: the acquisition lists again on its new session and holds the old node",
+        build: zookeeper_lingering_session_604,
     },
     Named {
         name: "zookeeper-server-restart",
@@ -1286,6 +1300,61 @@ fn zookeeper_missed_watch_recheck(_seed: u64) -> FamilyScenario {
         Some(500),
         "none broken (the control): our recheck lists the directory every 500 ms, so a lost watch costs at most that",
     )
+}
+
+/// How long the scenarios' server takes to close a session it has refused (ms).
+const ZK_CLOSE_LAG_MS: u64 = 3000;
+
+/// Client 0 holds from about 0 to about 4 s; client 1 (started at 100 ms) waits behind it and
+/// client 2 (200 ms) behind client 1. Client 1's link drops every request from 300 ms to 3 s:
+/// its pings stop reaching the server, which refuses its session at about 2.2 s and deletes its
+/// node 3 s later. Back at 3 s, client 1's next ping is answered SESSIONEXPIRED: its watchers
+/// are woken and its next request is told the session is over.
+fn lingering_session(name: &'static str, mutants: CuratorMutants, premise: &'static str) -> FamilyScenario {
+    FamilyScenario {
+        clients: 3,
+        hold_ms: 4000,
+        start_ms: vec![0, 100, 200],
+        zk_close_lag_ms: ZK_CLOSE_LAG_MS,
+        cuts: vec![Cut {
+            client: Some(1),
+            server: 0,
+            from_ms: 300,
+            to_ms: 3000,
+            mode: CutMode::Dropped,
+        }],
+        ..FamilyScenario::base(
+            name,
+            premise,
+            LockKind::Zookeeper {
+                config: CuratorConfig {
+                    mutants,
+                    ..CuratorConfig::default()
+                },
+                session_timeout_ms: ZK_SESSION_TIMEOUT_MS,
+            },
+        )
+    }
+}
+
+fn zookeeper_lingering_session(_seed: u64) -> FamilyScenario {
+    lingering_session(
+        "zookeeper-expired-session-lingers",
+        CuratorMutants::default(),
+        "none broken (the control for CURATOR-604): the waiter's session expires while its link is down and the server deletes its node 3 s after refusing the session; told SESSIONEXPIRED, our acquisition ends, and the next one queues with a new node",
+    )
+}
+
+fn zookeeper_lingering_session_604(_seed: u64) -> FamilyScenario {
+    lingering_session(
+        "zookeeper-expired-session-lingers-604",
+        CuratorMutants {
+            keeps_its_node_across_a_new_session: true,
+            ..CuratorMutants::default()
+        },
+        "an acquisition does not outlive the session its node belongs to (CURATOR-604): Curator's retry lists again on its new session, where the old session's node, refused but not yet deleted, becomes the lowest when the holder releases; it holds, and when the close deletes that node the next waiter holds too",
+    )
+    .expecting("T1-belief")
 }
 
 fn restart_for_300_ms() -> Vec<ServerFault> {

@@ -27,6 +27,14 @@
 //!   CURATOR-678 is the bug this guards against: a release during a connection loss dropped the
 //!   client's record of the lock while the node stayed, so every later acquire waited behind it
 //!   (the mutant [`CuratorMutants::release_gives_up_after_one_failure`]).
+//! - **A session that expired ends the acquisition** (ours, stricter than Curator): our node
+//!   belonged to it and is gone, or about to go. Curator's retry policy retries a request
+//!   answered SESSIONEXPIRED on its client's new session; when the server has refused the old
+//!   session but not yet applied its close, the new session's listing still shows the old
+//!   node, the lowest, and the acquisition holds a node that vanishes a moment later, when the
+//!   next contender acquires too. That is CURATOR-604 (the mutant
+//!   [`CuratorMutants::keeps_its_node_across_a_new_session`]; the window is
+//!   [`crate::store::znode_tree::ZnodeTree::with_close_lag_ms`]).
 //!
 //! The holder's token is its node's `czxid`: ZooKeeper orders all writes, so a later holder's
 //! node was created later and carries a larger zxid (a fencing token that only grows). Curator
@@ -79,7 +87,15 @@ pub struct CuratorMutants {
     /// CURATOR-678: a release whose delete fails once ends there; the node stays while the
     /// session lives and every later contender waits behind it.
     pub release_gives_up_after_one_failure: bool,
+    /// CURATOR-604: a listing, watch or token read answered SESSIONEXPIRED is retried (after
+    /// the retry backoff) on the client's new session, with the node the old session created.
+    pub keeps_its_node_across_a_new_session: bool,
 }
+const MUTANT_604: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "MUTANT CURATOR-604: session expired; list again on the new session, keeping the old session's node",
+);
 const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
 
 /// What the Curator machines read.
@@ -429,6 +445,24 @@ impl CuratorAcquire {
                 // Deleted, or not: a node left behind goes with our session.
                 self.finish(C4_GAVE_UP, *output)
             }
+            (
+                State::Listing | State::Watching | State::ReadingToken,
+                Input::Reply(ZkReply::Error(ZkError::SessionExpired)),
+            ) if config.mutants.keeps_its_node_across_a_new_session && self.ours.is_some() => {
+                // Curator's retry loop: bounded by the policy's retries, as a failure is.
+                let failure = StoreFailure::Other("session expired".into());
+                if self.uncertainty.failed(&failure, None, &config.retry) {
+                    return self.finish(FAILED, CuratorAcquired::Failed(failure));
+                }
+                self.state = State::Backoff(Box::new(State::Listing));
+                Step::new(
+                    MUTANT_604,
+                    Action::Sleep {
+                        ms: config.retry.backoff_ms,
+                        kind: SleepKind::Retry,
+                    },
+                )
+            }
             (_, Input::Reply(ZkReply::Error(ZkError::SessionExpired))) => self.finish(
                 FAILED,
                 CuratorAcquired::Failed(StoreFailure::Other("session expired".into())),
@@ -686,6 +720,9 @@ mod tests {
             M: Machine<Config = CuratorConfig, Command = ZkOp, Reply = ZkReply>,
         {
             let mut input = input;
+            // As the drivers do: a request answered SESSIONEXPIRED makes the client open a new
+            // session, which the next request uses.
+            let mut session = session;
             for _ in 0..1000 {
                 let step = machine.resume(config, input, self.now_us);
                 input = match step.action {
@@ -699,6 +736,9 @@ mod tests {
                         let lose = matches!(op, ZkOp::Create { ephemeral: true, .. }) && self.lose_next_create_reply;
                         let executed = self.tree.execute(&op.on(session), self.now_us / 1000);
                         self.fired.extend(executed.fired.iter().map(|event| event.session));
+                        if executed.reply == ZkReply::Error(ZkError::SessionExpired) {
+                            session = self.session();
+                        }
                         if lose {
                             self.lose_next_create_reply = false;
                             Input::Failed(StoreFailure::Timeout)
@@ -761,12 +801,68 @@ mod tests {
         assert!(third_lease.czxid > second_lease.czxid);
     }
 
+    /// The waiter's session expires while it waits; the server refuses it at once and deletes
+    /// its node 5 s later. Ours ends the acquisition; the CURATOR-604 mutant lists again on its
+    /// new session, finds the old node the lowest (the holder released) and holds a node about
+    /// to vanish.
+    #[test]
+    fn c2_a_waiter_whose_session_expired_fails_and_the_curator_604_mutant_holds_the_old_node() {
+        for mutant in [false, true] {
+            let config = CuratorConfig {
+                mutants: CuratorMutants {
+                    keeps_its_node_across_a_new_session: mutant,
+                    ..CuratorMutants::default()
+                },
+                ..CuratorConfig::default()
+            };
+            let mut bench = Bench::new();
+            bench.tree = ZnodeTree::with_close_lag_ms(5_000);
+            let holder = bench.session();
+            let ZkReply::SessionCreated { session: waiter } = bench
+                .tree
+                .execute(&ZkCommand::CreateSession { timeout_ms: 100 }, bench.now_us / 1000)
+                .reply
+            else {
+                panic!("no session")
+            };
+            let first = held(bench.run(
+                holder,
+                &config,
+                &mut CuratorAcquire::new("lock", "ga", false),
+                Input::Start,
+            ));
+            let mut second = CuratorAcquire::new("lock", "gb", false);
+            assert!(bench.run(waiter, &config, &mut second, Input::Start).is_none());
+            // The waiter is silent past its timeout: refused from now, its node still there.
+            bench.now_us += 200_000;
+            bench.tree.expire_sessions(bench.now_us / 1000);
+            assert_eq!(bench.tree.closing_sessions().count(), 1);
+            let released = bench.run(holder, &config, &mut CuratorRelease::new(first), Input::Start);
+            assert_eq!(released, Some(CuratorReleased::Released));
+            // Woken by the session's expiry, as a ZooKeeper client's watchers are.
+            let outcome = bench.run(waiter, &config, &mut second, Input::Woke);
+            if mutant {
+                let lease = held(outcome);
+                assert!(bench.tree.node(&lease.node).is_some(), "held on the old session's node");
+                bench.now_us += 5_000_000;
+                bench.tree.expire_sessions(bench.now_us / 1000);
+                assert!(bench.tree.node(&lease.node).is_none(), "which the close deletes");
+            } else {
+                assert!(
+                    matches!(&outcome, Some(CuratorAcquired::Failed(StoreFailure::Other(why))) if why == "session expired"),
+                    "{outcome:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn c5_a_release_whose_delete_fails_tries_again_and_the_curator_678_mutant_leaves_its_node_for_ever() {
         for mutant in [false, true] {
             let config = CuratorConfig {
                 mutants: CuratorMutants {
                     release_gives_up_after_one_failure: mutant,
+                    ..CuratorMutants::default()
                 },
                 ..CuratorConfig::default()
             };
