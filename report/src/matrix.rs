@@ -1205,20 +1205,14 @@ pub fn run_matrix(
                         firing,
                     } => {
                         let claims = all_sim_claims(row);
-                        let result = search(
+                        let result = cell_search(
                             &pool,
+                            options,
+                            (row, column, label),
                             &|seed| one_seed(row, scenario, &sim_options, firing, &claims, seed),
                             &claims,
-                            Budget::of(options),
+                            &mut stopped_by_time,
                         );
-                        if result.stopped_by_time {
-                            stopped_by_time.push(format!(
-                                "{} / {}: {label} (after {})",
-                                row.name(),
-                                column.name(),
-                                seeds(result.tried)
-                            ));
-                        }
                         cell.push(sim_judgement(
                             row,
                             column,
@@ -1232,20 +1226,14 @@ pub fn run_matrix(
                     }
                     Source::FamilySim { scenario, label } => {
                         let claims = all_sim_claims(row);
-                        let result = search(
+                        let result = cell_search(
                             &pool,
+                            options,
+                            (row, column, label),
                             &|seed| family_sim::one_seed(scenario, &claims, seed),
                             &claims,
-                            Budget::of(options),
+                            &mut stopped_by_time,
                         );
-                        if result.stopped_by_time {
-                            stopped_by_time.push(format!(
-                                "{} / {}: {label} (after {})",
-                                row.name(),
-                                column.name(),
-                                seeds(result.tried)
-                            ));
-                        }
                         cell.push(family_sim::judgement(
                             row, column, scenario, label, &result, &out_dir, &mut files,
                         )?);
@@ -1265,6 +1253,38 @@ pub fn run_matrix(
     write_file(&options.out, "matrix.md", &md)?;
     files.push("matrix.md".into());
     Ok(MatrixRun { files, stopped_by_time })
+}
+
+/// A cell's seed search for one simulator line; a search the wall-time cap stopped is listed
+/// in `stopped_by_time` (its verdicts depend on the machine).
+fn cell_search(
+    pool: &rayon::ThreadPool,
+    options: &MatrixOptions,
+    (row, column, label): (Row, Column, &str),
+    one_seed: &(dyn Fn(u64) -> SeedOutcome + Sync),
+    claims: &[ClaimId],
+    stopped_by_time: &mut Vec<String>,
+) -> SimResult {
+    let result = search(pool, one_seed, claims, Budget::of(options));
+    if result.stopped_by_time {
+        stopped_by_time.push(format!(
+            "{} / {}: {label} (after {})",
+            row.name(),
+            column.name(),
+            seeds(result.tried)
+        ));
+    }
+    result
+}
+
+/// The file name of the trace of `claim`'s first failing `seed` in a cell's `scenario` line.
+fn trace_file_name(row: Row, column: Column, scenario: &str, claim: ClaimId, seed: u64) -> String {
+    format!(
+        "{}-{}-{scenario}-{}-seed{seed}.txt",
+        row.key(),
+        column.key(),
+        claim.as_str().to_lowercase()
+    )
 }
 
 fn short(verdict: &Verdict) -> String {
@@ -1451,13 +1471,7 @@ fn sim_judgement(
 ) -> Result<Judgement, ReportError> {
     let flags = replay_flags(sim_options);
     searched_judgement(label, result, result.stall_s, result.token_drops, |search, seed| {
-        let name = format!(
-            "{}-{}-{}-{}-seed{seed}.txt",
-            row.key(),
-            column.key(),
-            scenario,
-            search.claim.as_str().to_lowercase()
-        );
+        let name = trace_file_name(row, column, scenario, search.claim, seed);
         let config = build(scenario, seed, algorithm(row), sim_options).expect("known");
         let outcome = run(&config, seed, false);
         let command = format!(

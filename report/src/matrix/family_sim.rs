@@ -252,12 +252,7 @@ fn write_trace(
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
 ) -> Result<FirstFailure, ReportError> {
-    let name = format!(
-        "{}-{}-{scenario}-{}-seed{seed}.txt",
-        row.key(),
-        column.key(),
-        search.claim.as_str().to_lowercase()
-    );
+    let name = super::trace_file_name(row, column, scenario, search.claim, seed);
     let built = build_family(scenario, seed).expect("a scenario of the table above");
     let outcome = run_family(&built, seed, true);
     let command = replay_command(scenario, seed, "");
