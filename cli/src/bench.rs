@@ -218,16 +218,21 @@ fn sim() -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    /// Echo calls of the raw madsim measurement.
+    const RAW_CALLS: u64 = 200_000;
+    /// The goal of issue 15: contention seeds per minute on the two jobs.
+    const GOAL_SEEDS_PER_MINUTE: f64 = 10_000.0;
     println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {SEEDS} seeds on {JOBS} threads");
     println!(
-        "{:<10} {:>9} {:>15} {:>14} {:>18}",
-        "algorithm", "seconds", "seeds/minute", "acquisitions", "simulated seconds"
+        "{:<10} {:>9} {:>13} {:>8} {:>13} {:>10} {:>12} {:>16}",
+        "algorithm", "seconds", "seeds/minute", "x goal", "acquisitions", "sim. s", "messages", "messages/s/job"
     );
     let mut failed = false;
+    let mut per_job_rates = Vec::new();
     for algorithm in [cassalock::Algorithm::Old, cassalock::Algorithm::Queue] {
         let started = Instant::now();
-        // Per seed: acquisitions, simulated seconds, whether a check failed; in seed order.
-        let per_seed: Vec<(usize, f64, usize)> = pool.install(|| {
+        // Per seed: acquisitions, simulated seconds, messages, whether a check failed.
+        let per_seed: Vec<(usize, f64, u64, usize)> = pool.install(|| {
             (0..SEEDS)
                 .into_par_iter()
                 .map(|seed| {
@@ -236,6 +241,7 @@ fn sim() -> ExitCode {
                     (
                         outcome.verdicts.acquisitions,
                         outcome.sim_time.as_secs_f64(),
+                        outcome.messages,
                         usize::from(!outcome.verdicts.all_passed()),
                     )
                 })
@@ -243,15 +249,35 @@ fn sim() -> ExitCode {
         });
         let totals = per_seed
             .iter()
-            .fold((0, 0.0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2));
+            .fold((0, 0.0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3));
         let seconds = started.elapsed().as_secs_f64();
-        failed |= totals.2 > 0;
+        failed |= totals.3 > 0;
+        let seeds_per_minute = SEEDS as f64 / seconds * 60.0;
+        let per_job = totals.2 as f64 / seconds / JOBS as f64;
+        per_job_rates.push((algorithm.name(), per_job, totals.2 as f64 / SEEDS as f64));
         println!(
-            "{:<10} {seconds:>9.2} {:>15.0} {:>14} {:>18.0}",
+            "{:<10} {seconds:>9.2} {seeds_per_minute:>13.0} {:>8.2} {:>13} {:>10.0} {:>12} {per_job:>16.0}",
             algorithm.name(),
-            SEEDS as f64 / seconds * 60.0,
+            seeds_per_minute / GOAL_SEEDS_PER_MINUTE,
             totals.0,
-            totals.1
+            totals.1,
+            totals.2,
+        );
+    }
+    // madsim alone, in the same run: the ceiling of any simulation on it.
+    let (raw_messages, raw_seconds) = cassalock_sim::run::raw_rpc_rate(RAW_CALLS);
+    let raw_rate = raw_messages as f64 / raw_seconds;
+    println!();
+    println!(
+        "madsim alone (one thread): {RAW_CALLS} echo calls, {raw_messages} messages in {raw_seconds:.2} s: {raw_rate:.0} messages/s"
+    );
+    for (name, per_job, per_seed) in per_job_rates {
+        // Were our code free, each seed would still cost its messages at madsim's rate.
+        let ceiling = raw_rate / per_seed * 60.0 * JOBS as f64;
+        println!(
+            "{name:<10} simulator messages/s per job against madsim alone: {:.2}x; {per_seed:.0} messages a seed, so madsim alone would run at most {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal)",
+            per_job / raw_rate,
+            ceiling / GOAL_SEEDS_PER_MINUTE
         );
     }
     if failed {

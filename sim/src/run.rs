@@ -26,6 +26,9 @@ pub struct RunOutcome {
     pub trace_hash: u64,
     /// Store requests made by the lock clients (renewals and releases included).
     pub requests: u64,
+    /// Messages the simulated network carried (every RPC's request and reply, each replica's
+    /// traffic): the simulator's unit of work.
+    pub messages: u64,
 }
 
 /// Run `config` on `seed`. `detailed` keeps every store request and reply in the records.
@@ -48,7 +51,10 @@ pub fn run(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
 fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let for_run = config.clone();
-    let (records, sim_time, killed, requests) = runtime.block_on(async move { simulate(for_run, detailed).await });
+    let ((records, sim_time, killed, requests), messages) = runtime.block_on(async move {
+        let outcome = simulate(for_run, detailed).await;
+        (outcome, madsim::net::NetSim::current().stat().msg_count)
+    });
     let verdicts = judge(config, &records, sim_time, &killed);
     let trace_hash = hash_records(&records);
     RunOutcome {
@@ -59,6 +65,7 @@ fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutc
         sim_time,
         trace_hash,
         requests,
+        messages,
     }
 }
 
@@ -95,4 +102,73 @@ fn hash_records(records: &[Record]) -> u64 {
         record.what.to_string().hash(&mut hasher);
     }
     hasher.finish()
+}
+
+/// An echo request for [`raw_rpc_rate`].
+#[derive(Clone, Debug, madsim::net::rpc::Serialize, madsim::net::rpc::Deserialize)]
+struct Echo(u64);
+impl madsim::net::rpc::Request for Echo {
+    type Response = u64;
+    const ID: u64 = 0xBE_0001;
+}
+
+/// The most calls [`raw_rpc_rate`] makes.
+pub const MAX_RAW_CALLS: u64 = 10_000_000;
+
+/// madsim's own speed on this machine, the ceiling of any simulation built on it: one client
+/// node calls an echo handler on a second node `calls` times in a row (`call_timeout`, as the
+/// simulator's nodes call one another; each call is two messages), on madsim's default network.
+/// Returns the messages carried and the wall-clock seconds they took.
+pub fn raw_rpc_rate(calls: u64) -> (u64, f64) {
+    let calls = calls.clamp(1, MAX_RAW_CALLS);
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
+    let started = std::time::Instant::now();
+    let messages = runtime.block_on(async move {
+        let handle = madsim::runtime::Handle::current();
+        let server_ip: std::net::IpAddr = [10, 99, 0, 1].into();
+        let server_addr = std::net::SocketAddr::new(server_ip, 1);
+        handle
+            .create_node()
+            .name("echo")
+            .ip(server_ip)
+            .init(move || async move {
+                let endpoint = madsim::net::Endpoint::bind(server_addr)
+                    .await
+                    .expect("echo address free");
+                endpoint.add_rpc_handler(|Echo(n)| async move { n });
+                std::future::pending::<()>().await;
+            })
+            .build();
+        let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
+        client
+            .spawn(async move {
+                // Let the server bind first.
+                madsim::time::sleep(Duration::from_millis(1)).await;
+                let endpoint = madsim::net::Endpoint::bind("0.0.0.0:0").await.expect("a client port");
+                for n in 0..calls {
+                    let echoed = endpoint
+                        .call_timeout(server_addr, Echo(n), Duration::from_secs(1))
+                        .await
+                        .expect("the echo answers: no faults on this network");
+                    debug_assert_eq!(echoed, n);
+                }
+            })
+            .await
+            .expect("the caller ran");
+        madsim::net::NetSim::current().stat().msg_count
+    });
+    (messages, started.elapsed().as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each echo call is two messages on the network, and the count says so.
+    #[test]
+    fn raw_rpc_rate_counts_two_messages_a_call() {
+        let (messages, seconds) = raw_rpc_rate(1000);
+        assert_eq!(messages, 2000);
+        assert!(seconds > 0.0);
+    }
 }
