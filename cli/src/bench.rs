@@ -271,6 +271,13 @@ fn sim() -> ExitCode {
     println!(
         "madsim alone (one thread): {RAW_CALLS} echo calls, {raw_messages} messages in {raw_seconds:.2} s: {raw_rate:.0} messages/s"
     );
+    let default_call = cassalock_sim::run::echo_calls(1000, None).simulated / 1000;
+    let floor_call = cassalock_sim::run::echo_calls(1000, Some((1, 2))).simulated / 1000;
+    println!(
+        "simulated time of one echo call (two messages): {:.2} ms at madsim's default latency (1..10 ms a message), {:.2} ms at 1..2 us: madsim adds 1 ms when a message is sent and 1 ms when it is received",
+        default_call.as_secs_f64() * 1e3,
+        floor_call.as_secs_f64() * 1e3
+    );
     for (name, per_job, per_seed) in per_job_rates {
         // Were our code free, each seed would still cost its messages at madsim's rate.
         let ceiling = raw_rate / per_seed * 60.0 * JOBS as f64;

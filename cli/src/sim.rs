@@ -178,6 +178,10 @@ pub struct ScenarioArgs {
     /// acquisition; GetLock clients can then deadlock until --max-wait-ms or the time limit).
     #[arg(long, value_name = "fixed|random", help_heading = KNOBS)]
     pub lock_order: Option<LockOrder>,
+    /// One message's latency on the simulated network, uniform in LO..HI microseconds (default:
+    /// madsim's 1000..10000). To compare with a real cluster, give what its round trips measure.
+    #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
+    pub message_latency_us: Option<MsRange>,
 }
 
 /// The help heading of the knobs.
@@ -242,6 +246,7 @@ knob_fields!(
     backward_jump_s,
     locks,
     lock_order,
+    message_latency_us,
 );
 
 /// A scenario with its options, from the flags and the scenario file.

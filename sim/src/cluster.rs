@@ -124,6 +124,20 @@ pub struct ClusterConfig {
     pub gc_grace: Duration,
     /// Per-call faults of the lock clients' requests.
     pub store_faults: StoreFaults,
+    /// One message's latency on the simulated network, uniform in `lo..hi` microseconds
+    /// (`None`: madsim's 1..10 ms).
+    pub message_latency_us: Option<(u64, u64)>,
+}
+
+impl ClusterConfig {
+    /// The madsim runtime's configuration for a run on this cluster.
+    pub fn madsim_config(&self) -> madsim::Config {
+        let mut config = madsim::Config::default();
+        if let Some((lo, hi)) = self.message_latency_us {
+            config.net.send_latency = Duration::from_micros(lo)..Duration::from_micros(hi);
+        }
+        config
+    }
 }
 
 impl ClusterConfig {
@@ -152,6 +166,7 @@ impl Default for ClusterConfig {
             sync_every: Duration::from_secs(10),
             gc_grace: ClusterConfig::gc_grace_for_ttl(30),
             store_faults: StoreFaults::default(),
+            message_latency_us: None,
         }
     }
 }

@@ -35,6 +35,8 @@ pub const MAX_TIMEOUT_MS: u64 = 60_000;
 pub const MAX_LOCKS: usize = 16;
 /// The largest per-read clock error.
 pub const MAX_CLOCK_ERROR_MS: u64 = 60_000;
+/// The largest latency of one simulated message, microseconds (10 s).
+pub const MAX_MESSAGE_LATENCY_US: u64 = 10_000_000;
 /// The largest backward clock jump: a day.
 pub const MAX_BACKWARD_JUMP_S: f64 = 86_400.0;
 
@@ -79,8 +81,10 @@ impl FromStr for MsRange {
             Some((lo, hi)) => (lo, hi.strip_prefix('=').unwrap_or(hi)),
             None => (text, text),
         };
-        let lo: u64 = whole(lo).map_err(|e| format!("LO: {e} (write LO..HI in milliseconds)"))?;
-        let hi: u64 = whole(hi).map_err(|e| format!("HI: {e} (write LO..HI in milliseconds)"))?;
+        let lo: u64 =
+            whole(lo).map_err(|e| format!("LO: {e} (write LO..HI, whole numbers in the unit the knob names)"))?;
+        let hi: u64 =
+            whole(hi).map_err(|e| format!("HI: {e} (write LO..HI, whole numbers in the unit the knob names)"))?;
         if lo > hi {
             return Err(format!("LO {lo} is above HI {hi}; write LO..HI with LO <= HI"));
         }
@@ -101,7 +105,7 @@ impl<'de> serde::Deserialize<'de> for MsRange {
         impl serde::de::Visitor<'_> for Visitor {
             type Value = MsRange;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a range of milliseconds \"LO..HI\" or a whole number")
+                f.write_str("a range \"LO..HI\" or a whole number, in the unit the knob names")
             }
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<MsRange, E> {
                 text.parse().map_err(E::custom)
@@ -164,6 +168,8 @@ pub struct Knobs {
     pub locks: Option<usize>,
     /// The order a client takes its locks in.
     pub lock_order: Option<LockOrder>,
+    /// One message's latency on the simulated network, uniform in the range, microseconds.
+    pub message_latency_us: Option<MsRange>,
 }
 
 /// The order an acquisition takes several locks in.
@@ -364,6 +370,15 @@ impl Knobs {
                 ));
             }
         }
+        if let Some(MsRange { lo, hi }) = self.message_latency_us {
+            if lo == 0 || lo >= hi || hi > MAX_MESSAGE_LATENCY_US {
+                return Err(refuse(
+                    "message_latency_us",
+                    format!("{lo}..{hi}"),
+                    format!("give LO..HI microseconds with 1 <= LO < HI <= {MAX_MESSAGE_LATENCY_US} (madsim draws each message's latency from the half-open range)"),
+                ));
+            }
+        }
         check_between(
             "clock_error_ms",
             self.clock_error_ms,
@@ -458,6 +473,9 @@ impl Knobs {
         }
         if let Some(order) = self.lock_order {
             config.lock_order = order;
+        }
+        if let Some(range) = self.message_latency_us {
+            config.cluster.message_latency_us = Some(range.pair());
         }
     }
 }
@@ -632,6 +650,13 @@ mod tests {
             ..Knobs::default()
         });
         assert!(sum.rule.contains("sum below 100"), "{sum}");
+        for (lo, hi) in [(0, 5), (5, 5), (1, MAX_MESSAGE_LATENCY_US + 1)] {
+            let latency = refused(Knobs {
+                message_latency_us: Some(MsRange { lo, hi }),
+                ..Knobs::default()
+            });
+            assert_eq!(latency.knob, "message_latency_us", "{lo}..{hi}");
+        }
         assert!(Knobs::default().check(limit).is_ok());
         assert_eq!(percent_to_ppm(12.5), 125_000);
     }

@@ -49,7 +49,7 @@ pub fn run(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
 }
 
 fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, config.cluster.madsim_config());
     let for_run = config.clone();
     let ((records, sim_time, killed, requests), messages) = runtime.block_on(async move {
         let outcome = simulate(for_run, detailed).await;
@@ -88,7 +88,7 @@ pub fn check_determinism(config: &RunConfig, seed: u64) {
             simulate(config, false).await;
         }
     }
-    madsim::runtime::Runtime::check_determinism(seed, madsim::Config::default(), body);
+    madsim::runtime::Runtime::check_determinism(seed, config.cluster.madsim_config(), body);
 }
 
 /// The hash of the records every run keeps: a detailed run (replay) hashes to the same value
@@ -115,15 +115,37 @@ impl madsim::net::rpc::Request for Echo {
 /// The most calls [`raw_rpc_rate`] makes.
 pub const MAX_RAW_CALLS: u64 = 10_000_000;
 
+/// What [`echo_calls`] measured.
+#[derive(Clone, Copy, Debug)]
+pub struct EchoCalls {
+    /// Messages the network carried (two a call).
+    pub messages: u64,
+    /// Wall-clock seconds the calls took.
+    pub wall_s: f64,
+    /// Simulated time the calls took.
+    pub simulated: Duration,
+}
+
 /// madsim's own speed on this machine, the ceiling of any simulation built on it: one client
 /// node calls an echo handler on a second node `calls` times in a row (`call_timeout`, as the
 /// simulator's nodes call one another; each call is two messages), on madsim's default network.
 /// Returns the messages carried and the wall-clock seconds they took.
 pub fn raw_rpc_rate(calls: u64) -> (u64, f64) {
+    let measured = echo_calls(calls, None);
+    (measured.messages, measured.wall_s)
+}
+
+/// `calls` echo calls in a row between two nodes, each message's latency uniform in
+/// `latency_us` (`None`: madsim's default, 1..10 ms).
+pub fn echo_calls(calls: u64, latency_us: Option<(u64, u64)>) -> EchoCalls {
     let calls = calls.clamp(1, MAX_RAW_CALLS);
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
+    let cluster = crate::cluster::ClusterConfig {
+        message_latency_us: latency_us,
+        ..crate::cluster::ClusterConfig::default()
+    };
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, cluster.madsim_config());
     let started = std::time::Instant::now();
-    let messages = runtime.block_on(async move {
+    let (messages, simulated) = runtime.block_on(async move {
         let handle = madsim::runtime::Handle::current();
         let server_ip: std::net::IpAddr = [10, 99, 0, 1].into();
         let server_addr = std::net::SocketAddr::new(server_ip, 1);
@@ -140,11 +162,12 @@ pub fn raw_rpc_rate(calls: u64) -> (u64, f64) {
             })
             .build();
         let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
-        client
+        let simulated = client
             .spawn(async move {
                 // Let the server bind first.
                 madsim::time::sleep(Duration::from_millis(1)).await;
                 let endpoint = madsim::net::Endpoint::bind("0.0.0.0:0").await.expect("a client port");
+                let began = madsim::time::Instant::now();
                 for n in 0..calls {
                     let echoed = endpoint
                         .call_timeout(server_addr, Echo(n), Duration::from_secs(1))
@@ -152,12 +175,17 @@ pub fn raw_rpc_rate(calls: u64) -> (u64, f64) {
                         .expect("the echo answers: no faults on this network");
                     debug_assert_eq!(echoed, n);
                 }
+                began.elapsed()
             })
             .await
             .expect("the caller ran");
-        madsim::net::NetSim::current().stat().msg_count
+        (madsim::net::NetSim::current().stat().msg_count, simulated)
     });
-    (messages, started.elapsed().as_secs_f64())
+    EchoCalls {
+        messages,
+        wall_s: started.elapsed().as_secs_f64(),
+        simulated,
+    }
 }
 
 #[cfg(test)]
@@ -170,5 +198,25 @@ mod tests {
         let (messages, seconds) = raw_rpc_rate(1000);
         assert_eq!(messages, 2000);
         assert!(seconds > 0.0);
+    }
+
+    /// madsim sleeps at least 1 ms when a message is sent and again when it is received (its
+    /// random jitter goes through `sleep`, which waits 1 ms at least): a message costs 2 ms of
+    /// simulated time beyond its latency, so a call with next to no latency takes 4 ms, and
+    /// with the default 1..10 ms about 15 ms. A Cassandra request in the simulator is four
+    /// messages on its critical path: at least 8 ms, where the loopback cluster answers in
+    /// 2 to 4 (README, "the simulator against the real cluster").
+    #[test]
+    fn a_simulated_message_costs_2_ms_beyond_its_latency() {
+        let floor = echo_calls(200, Some((1, 2))).simulated / 200;
+        assert!(
+            (Duration::from_micros(4000)..Duration::from_micros(4050)).contains(&floor),
+            "{floor:?} a call"
+        );
+        let default = echo_calls(200, None).simulated / 200;
+        assert!(
+            (Duration::from_millis(13)..Duration::from_millis(17)).contains(&default),
+            "{default:?} a call"
+        );
     }
 }

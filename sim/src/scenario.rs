@@ -698,6 +698,9 @@ impl RunConfig {
                 long.percent, long.hold_ms.0, long.hold_ms.1
             ));
         }
+        if let Some((lo, hi)) = self.cluster.message_latency_us {
+            parts.push(format!("each message {lo}..{hi} us on the network"));
+        }
         if let Some(max_wait) = self.max_wait_ms {
             parts.push(format!("max wait {max_wait} ms"));
         }
