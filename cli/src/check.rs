@@ -48,6 +48,10 @@ pub struct CheckArgs {
     /// outlasts a contender's requests (the purely asynchronous model).
     #[arg(long)]
     asynchronous: bool,
+    /// getlock: issue 15's faster handoff, the waiter next in line polls at its own short
+    /// interval (each waiter reads two queue cells to know).
+    #[arg(long)]
+    next_poll: bool,
     /// redis-set-nx: each holder extends its key once (compare-and-pexpire) between two uses of
     /// the resource.
     #[arg(long)]
@@ -80,6 +84,7 @@ fn spec(args: &CheckArgs) -> Spec {
     spec.leases = args.leases;
     spec.thesis_listings = args.thesis_listings;
     spec.asynchronous = args.asynchronous;
+    spec.next_poll = args.next_poll;
     spec.extend = args.extend;
     spec
 }

@@ -122,6 +122,11 @@ pub struct ScenarioArgs {
     /// How often a waiter reads the queue head / main cell.
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub poll_ms: Option<u64>,
+    /// Queue lock: the waiter next in line (second in the queue) reads the head this often
+    /// instead of --poll-ms, and every waiter reads two queue cells to know (issue 15's faster
+    /// handoff; default: off, every waiter at --poll-ms).
+    #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub next_poll_ms: Option<u64>,
     /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub max_wait_ms: Option<u64>,
@@ -247,6 +252,7 @@ knob_fields!(
     locks,
     lock_order,
     message_latency_us,
+    next_poll_ms,
 );
 
 /// A scenario with its options, from the flags and the scenario file.
@@ -589,6 +595,7 @@ fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>)
                 "algorithm": algorithm.name(),
                 "seed": seed,
                 "acquisitions": outcome.acquisitions,
+                "requests": outcome.requests,
                 "sim_seconds": outcome.sim_seconds,
                 "claims": outcome
                     .claims
@@ -1048,6 +1055,8 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
 struct SeedSummary {
     seed: u64,
     acquisitions: u64,
+    /// Store requests of the lock clients (renewals and releases included).
+    requests: u64,
     sim_seconds: f64,
     sim_nanos: u128,
     trace_hash: u64,
@@ -1066,6 +1075,7 @@ impl SeedSummary {
         SeedSummary {
             seed: outcome.seed,
             acquisitions: outcome.verdicts.acquisitions as u64,
+            requests: outcome.requests,
             sim_seconds: outcome.sim_time.as_secs_f64(),
             sim_nanos: outcome.sim_time.as_nanos(),
             trace_hash: outcome.trace_hash,
@@ -1251,6 +1261,7 @@ mod tests {
         let summary = SeedSummary {
             seed: 7,
             acquisitions: 15,
+            requests: 120,
             sim_seconds: 56.5,
             sim_nanos: 56_500_000_000,
             trace_hash: 0,
@@ -1262,7 +1273,7 @@ mod tests {
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
-            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5}"#
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5}"#
         );
         let faulty = SeedSummary {
             store_faults: (2, 3),
@@ -1270,7 +1281,7 @@ mod tests {
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&faulty)).to_string(),
-            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
         );
         assert_eq!(
             per_seed_line(Algorithm::Old, 8, None).to_string(),
@@ -1283,6 +1294,7 @@ mod tests {
         let run = |seed, passed, fault_kinds, faults_unfired| SeedSummary {
             seed,
             acquisitions: 1,
+            requests: 8,
             sim_seconds: 1.0,
             sim_nanos: 1_000_000_000,
             trace_hash: 0,
@@ -1312,6 +1324,7 @@ mod tests {
         let run = |seed: u64, claims: Vec<(&'static str, bool)>| SeedSummary {
             seed,
             acquisitions: seed,
+            requests: seed,
             sim_seconds: 0.0,
             sim_nanos: u128::from(seed) * 1_000_003,
             trace_hash: seed,

@@ -268,6 +268,10 @@ pub struct Spec {
     /// redis-set-nx: each holder extends its key once (`SetNxExtend`) between two uses of the
     /// resource.
     pub extend: bool,
+    /// getlock: the waiter next in line polls at its own interval (issue 15's variant: every
+    /// waiter reads two queue cells; the model's sleeps are untimed, so what changes is what
+    /// a waiter reads and which branch it takes).
+    pub next_poll: bool,
 }
 
 impl Spec {
@@ -282,6 +286,7 @@ impl Spec {
             leases: false,
             thesis_listings: false,
             asynchronous: false,
+            next_poll: false,
             extend: false,
         }
     }
@@ -380,6 +385,12 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         cfg.lock.fixes = cassalock::algo::Fixes::THESIS;
     }
     cfg.poll_outlasts_contention = !spec.asynchronous;
+    if spec.next_poll {
+        if algorithm != LockAlgorithm::GetLock {
+            return refuse("--next-poll is the queue GetLock's variant (use --model getlock)");
+        }
+        cfg.lock.next_poll_ms = Some(10);
+    }
     Ok(lock_world::apply_fault(
         cfg,
         spec.fault,
@@ -429,9 +440,9 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                     spec.model.name()
                 ));
             }
-            if spec.mutant.is_some() || spec.fencing || spec.thesis_listings || spec.asynchronous {
+            if spec.mutant.is_some() || spec.fencing || spec.thesis_listings || spec.asynchronous || spec.next_poll {
                 return refuse(format!(
-                    "--mutant, --fencing, --thesis-listings and --asynchronous apply to the lock models (getlock, trygetlock, old), not to {}",
+                    "--mutant, --fencing, --thesis-listings, --asynchronous and --next-poll apply to the lock models (getlock, trygetlock, old), not to {}",
                     spec.model.name()
                 ));
             }
@@ -493,8 +504,8 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
 /// spec.
 fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
-    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous {
-        return refuse(format!("--fencing, --leases, --thesis-listings and --asynchronous apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
+    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous || spec.next_poll {
+        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous and --next-poll apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
     }
     let mut mutants = family::FamilyMutants::default();
     match spec.mutant {

@@ -43,6 +43,48 @@ fn t1_t2_f_hold_for_getlock_3_threads_x_2_acquisitions() {
     pin(expect_file!["golden/getlock.txt"], &golden_text(&report));
 }
 
+/// Issue 15's faster handoff: the waiter next in line polls at its own interval (every
+/// waiter reads two queue cells). Exhaustive at the sizes above: the same verdicts as the
+/// listing's loop, in more states (the two branches are distinct steps); with delayed enqueue
+/// the same order violation and no more.
+#[test]
+fn the_next_in_line_poll_keeps_t1_t2_and_the_queue_order() {
+    let mut next_poll = Spec::new(ModelName::GetLock);
+    next_poll.next_poll = true;
+    let report = full(&next_poll);
+    pinned(
+        &report,
+        &[
+            ("T1", "holds"),
+            ("F-order", "holds"),
+            ("F-overtakes", "holds"),
+            ("C-free", "holds"),
+            ("C-release", "holds"),
+            ("T2", "holds"),
+        ],
+        8433,
+    );
+    let mut delayed = spec(ModelName::GetLock, Fault::DelayedEnqueue);
+    delayed.next_poll = true;
+    let report = full(&delayed);
+    let verdicts: Vec<(&str, &str)> = [
+        ("T1", "holds"),
+        ("F-order", "VIOLATED"),
+        ("F-overtakes", "VIOLATED"),
+        ("C-free", "holds"),
+        ("C-release", "holds"),
+        ("T2", "holds"),
+    ]
+    .to_vec();
+    for (claim, verdict) in verdicts {
+        assert!(
+            report.row(claim).verdict.to_string().starts_with(verdict),
+            "{claim}: {}",
+            report.row(claim).verdict
+        );
+    }
+}
+
 #[test]
 fn t3_t4_hold_for_trygetlock_3_threads() {
     // The thesis's T4 holds in this model: whenever several threads call TryGetLock on a free

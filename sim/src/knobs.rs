@@ -132,6 +132,8 @@ pub struct Knobs {
     pub renew_every_ms: Option<u64>,
     /// How often a waiter polls.
     pub poll_ms: Option<u64>,
+    /// How often the queue lock's next-in-line waiter polls.
+    pub next_poll_ms: Option<u64>,
     /// Give up an acquisition after this long (the library's `max_wait_ms`).
     pub max_wait_ms: Option<u64>,
     /// Retries of one failed store request (the library's retry policy).
@@ -267,6 +269,13 @@ impl Knobs {
         check_between(
             "poll_ms",
             self.poll_ms,
+            1,
+            max_sim_ms,
+            &format!("0 would poll in a busy loop; {within_run}"),
+        )?;
+        check_between(
+            "next_poll_ms",
+            self.next_poll_ms,
             1,
             max_sim_ms,
             &format!("0 would poll in a busy loop; {within_run}"),
@@ -416,6 +425,9 @@ impl Knobs {
         self.apply_timing(config);
         if let Some(poll) = self.poll_ms {
             config.poll_ms = poll;
+        }
+        if let Some(ms) = self.next_poll_ms {
+            config.next_poll_ms = Some(ms);
         }
         if let Some(max_wait) = self.max_wait_ms {
             config.max_wait_ms = Some(max_wait);

@@ -143,6 +143,8 @@ pub struct RunConfig {
     pub ttl_s: u32,
     pub renew_every_ms: u64,
     pub poll_ms: u64,
+    /// The queue lock's next-in-line poll (`None`: every waiter at `poll_ms`).
+    pub next_poll_ms: Option<u64>,
     /// Critical section length, uniform in this range.
     pub hold_ms: (u64, u64),
     /// A mix of long operations: some holds are drawn from another range (`None`: none).
@@ -319,6 +321,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         ttl_s: defaults.ttl_s,
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
+        next_poll_ms: None,
         hold_ms: (100, 2000),
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,
@@ -579,6 +582,7 @@ impl RunConfig {
         settings.ttl_s = self.ttl_s;
         settings.renew_every_ms = self.renew_every_ms;
         settings.poll_ms = self.poll_ms;
+        settings.next_poll_ms = self.next_poll_ms;
         settings.time_source = self.time_source;
         settings.max_wait_ms = self.max_wait_ms;
         settings.retry = self.retry;
@@ -698,6 +702,9 @@ impl RunConfig {
                 long.percent, long.hold_ms.0, long.hold_ms.1
             ));
         }
+        if let Some(ms) = self.next_poll_ms {
+            parts.push(format!("the next in line polls every {ms} ms"));
+        }
         if let Some((lo, hi)) = self.cluster.message_latency_us {
             parts.push(format!("each message {lo}..{hi} us on the network"));
         }
@@ -777,6 +784,7 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         ttl_s: defaults.ttl_s,
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
+        next_poll_ms: None,
         hold_ms: params.hold_ms,
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,

@@ -374,6 +374,10 @@ pub struct LockConfig {
     pub renew_every_ms: u64,
     /// How long a waiter sleeps between two reads of the queue head.
     pub poll_ms: u64,
+    /// Ours (issue 15): a queue waiter that sees itself next in line (second in the queue)
+    /// sleeps this long instead of `poll_ms`, and every waiter reads the first two cells to
+    /// know. `None`: every waiter sleeps `poll_ms` (the listing's loop).
+    pub next_poll_ms: Option<u64>,
     pub old_backoff: OldBackoff,
     pub retry: RetryPolicy,
     /// Give up acquiring after this long on the client's clock (`None`: wait for ever).
@@ -391,6 +395,7 @@ impl Default for LockConfig {
             ttl_s: Some(30),
             renew_every_ms: 15_000,
             poll_ms: 100,
+            next_poll_ms: None,
             old_backoff: OldBackoff::default(),
             retry: RetryPolicy::default(),
             max_wait_ms: None,

@@ -81,6 +81,11 @@ const L6_READ_MAIN: StepTag = StepTag::new(Source::L6, 4, "read the main row");
 const L6_HELD: StepTag = StepTag::new(Source::L6, 6, "own cell alone in the main row: the lock is held");
 const L6_DELETE_MAIN: StepTag = StepTag::new(Source::L6, 7, "not alone in the main row: delete own main cell");
 const L6_NOT_FIRST: StepTag = StepTag::new(Source::L6, 10, "not first in the queue: wait a poll interval");
+const NEXT_IN_LINE: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "next in line (second in the queue): wait the short next-in-line poll",
+);
 const AFTER_DELETE_WAIT: StepTag = StepTag::new(Source::Ours, 0, "wait a poll interval before L6.2 again");
 const M1_HELD: StepTag = StepTag::new(
     Source::Ours,
@@ -153,15 +158,21 @@ impl QueueGetLock {
             return self.write_queue_cell(config, REFRESH, now_us);
         }
         self.state = State::ReadingHead;
-        Step::store(L6_READ_HEAD, read_first(self.lock.queue_row(), 1))
+        // With a next-in-line poll, two cells: the head, and whether we are right behind it.
+        let cells = if config.next_poll_ms.is_some() { 2 } else { 1 };
+        Step::store(L6_READ_HEAD, read_first(self.lock.queue_row(), cells))
     }
 
     fn poll(&mut self, config: &LockConfig, tag: StepTag) -> Step<Acquire> {
+        self.poll_for(config.poll_ms, tag)
+    }
+
+    fn poll_for(&mut self, ms: u64, tag: StepTag) -> Step<Acquire> {
         self.state = State::Polling;
         Step::new(
             tag,
             Action::Sleep {
-                ms: config.poll_ms,
+                ms,
                 kind: SleepKind::Poll,
             },
         )
@@ -227,7 +238,12 @@ impl QueueGetLock {
                         self.state = State::WritingMain { at_us: now_us };
                         Step::store(L6_WRITE_MAIN, self.main_command(config))
                     }
-                    Some(head) if head.column < column => self.poll(config, L6_NOT_FIRST),
+                    Some(head) if head.column < column => match config.next_poll_ms {
+                        Some(ms) if cells.get(1).is_some_and(|second| second.column == column) => {
+                            self.poll_for(ms, NEXT_IN_LINE)
+                        }
+                        _ => self.poll(config, L6_NOT_FIRST),
+                    },
                     _ => self.write_queue_cell(config, REENQUEUE, now_us),
                 }
             }
@@ -343,6 +359,48 @@ mod tests {
         );
         bench.execute(delete_own_cell("q:L".into(), head));
         let done = bench.run_until(&mut queue, Input::Woke, |_| false);
+        assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
+    }
+
+    /// Issue 15's next-in-line poll: second in the queue sleeps the short interval, third the
+    /// listing's; one read of two cells says which.
+    #[test]
+    fn the_waiter_next_in_line_polls_at_the_short_interval_and_the_others_at_the_listing_s() {
+        let config = LockConfig {
+            next_poll_ms: Some(5),
+            ..LockConfig::untimed()
+        };
+        let mut bench = Bench::new(config);
+        let head = enqueue(&mut bench, 5, &thread("b"));
+        let mut next = machine();
+        let is_sleep = |step: &Step<Acquire>| matches!(step.action, Action::Sleep { .. });
+        let read = bench.run_until(&mut next, Input::Start, |step| step.tag == L6_READ_HEAD);
+        assert_eq!(
+            read.action,
+            Action::Store(read_first("q:L".into(), 2)),
+            "the head and the one behind it"
+        );
+        let Action::Store(command) = read.action else {
+            unreachable!()
+        };
+        let reply = bench.execute(command);
+        let step = bench.run_until(&mut next, Input::Reply(reply), is_sleep);
+        assert_eq!(step.tag, NEXT_IN_LINE);
+        assert_eq!(
+            step.action,
+            Action::Sleep {
+                ms: 5,
+                kind: SleepKind::Poll
+            }
+        );
+        // Someone enqueued ahead of us (an earlier time): now third, the listing's interval.
+        let ahead = enqueue(&mut bench, 6, &thread("c"));
+        let step = bench.run_until(&mut next, Input::Woke, is_sleep);
+        assert_eq!(step.tag, L6_NOT_FIRST);
+        assert!(matches!(step.action, Action::Sleep { ms: 100, .. }));
+        bench.execute(delete_own_cell("q:L".into(), head));
+        bench.execute(delete_own_cell("q:L".into(), ahead));
+        let done = bench.run_until(&mut next, Input::Woke, |_| false);
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
     }
 

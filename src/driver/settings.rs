@@ -65,6 +65,10 @@ pub struct Settings {
     pub renew_every_ms: u64,
     /// How often a waiter reads the queue head.
     pub poll_ms: u64,
+    /// The queue lock's waiter next in line reads the head this often instead of `poll_ms`
+    /// (`None`: every waiter at `poll_ms`, as the thesis's listing). Issue 15's faster handoff:
+    /// the next holder learns of a release within this, the others keep their pace.
+    pub next_poll_ms: Option<u64>,
     pub time_source: TimeSource,
     /// Give up acquiring after this long (`None`: wait for ever).
     pub max_wait_ms: Option<u64>,
@@ -94,6 +98,7 @@ impl Settings {
             ttl_s: defaults.ttl_s.unwrap_or(30),
             renew_every_ms: defaults.renew_every_ms,
             poll_ms: defaults.poll_ms,
+            next_poll_ms: defaults.next_poll_ms,
             time_source: TimeSource::Local,
             max_wait_ms: None,
             retry: defaults.retry,
@@ -126,6 +131,9 @@ impl Settings {
         if self.max_wait_ms == Some(0) {
             return Err(SettingsError::ZeroInterval { name: "max_wait_ms" });
         }
+        if self.next_poll_ms == Some(0) {
+            return Err(SettingsError::ZeroInterval { name: "next_poll_ms" });
+        }
         let ttl_ms = u64::from(self.ttl_s) * 1000;
         if ttl_ms < self.renew_every_ms.saturating_mul(2) {
             return Err(SettingsError::TtlBelowTwoRenewals {
@@ -145,6 +153,7 @@ impl Settings {
             ttl_s: Some(self.ttl_s),
             renew_every_ms: self.renew_every_ms,
             poll_ms: self.poll_ms,
+            next_poll_ms: self.next_poll_ms,
             old_backoff: self.old_backoff,
             retry: self.retry,
             max_wait_ms: self.max_wait_ms,
