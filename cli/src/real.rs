@@ -59,6 +59,10 @@ pub struct RealArgs {
     /// How often a waiter polls, milliseconds (1-60000).
     #[arg(long, default_value_t = 100)]
     pub poll_ms: u64,
+    /// Queue lock: the waiter next in line polls this often instead of --poll-ms, milliseconds
+    /// (1-60000; default: off, as the thesis's listing).
+    #[arg(long)]
+    pub next_poll_ms: Option<u64>,
     /// Consistency of every lock request: one, quorum or all.
     #[arg(long, default_value = "quorum")]
     pub consistency: String,
@@ -645,6 +649,7 @@ mod imp {
             ttl_s: args.ttl_s,
             renew_ms: args.renew_ms,
             poll_ms: args.poll_ms,
+            next_poll_ms: args.next_poll_ms,
             consistency: args.consistency.clone(),
             keyspace: args.keyspace.clone(),
             lock_id: args.lock_id.clone(),
@@ -779,6 +784,7 @@ mod imp {
             ttl_s: 10,
             renew_ms: None,
             poll_ms: 100,
+            next_poll_ms: None,
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,

@@ -238,6 +238,9 @@ pub struct Job {
     pub ttl_s: u32,
     pub renew_ms: u64,
     pub poll_ms: u64,
+    /// The queue lock's next-in-line poll (`Settings::next_poll_ms`; `None`: off).
+    #[serde(default)]
+    pub next_poll_ms: Option<u64>,
     /// Give up one acquisition after this long.
     pub max_wait_s: u64,
     /// Stop starting new acquisitions after this long (`0`: no limit).

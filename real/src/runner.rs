@@ -36,6 +36,8 @@ pub struct RunSpec {
     pub renew_ms: Option<u64>,
     /// How often a waiter polls (1-60000 ms).
     pub poll_ms: u64,
+    /// The queue lock's waiter next in line polls this often instead (1-60000 ms; `None`: off).
+    pub next_poll_ms: Option<u64>,
     /// one, quorum or all.
     pub consistency: String,
     pub keyspace: String,
@@ -69,7 +71,7 @@ pub enum InvalidSpec {
     HoldMs,
     #[error("--ttl-s must be between 2 and 3600, not {0}")]
     TtlS(u32),
-    #[error("--poll-ms must be between 1 and 60000")]
+    #[error("--poll-ms and --next-poll-ms must be between 1 and 60000")]
     PollMs,
     #[error("--max-wait-s must be between 1 and 3600")]
     MaxWaitS,
@@ -143,7 +145,7 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     if !(2..=3600).contains(&spec.ttl_s) {
         return Err(InvalidSpec::TtlS(spec.ttl_s));
     }
-    if !(1..=60_000).contains(&spec.poll_ms) {
+    if !(1..=60_000).contains(&spec.poll_ms) || spec.next_poll_ms.is_some_and(|ms| !(1..=60_000).contains(&ms)) {
         return Err(InvalidSpec::PollMs);
     }
     if !(1..=3600).contains(&spec.max_wait_s) {
@@ -207,6 +209,7 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         ttl_s: spec.ttl_s,
         renew_ms: renew_ms(spec),
         poll_ms: spec.poll_ms,
+        next_poll_ms: spec.next_poll_ms,
         max_wait_s: spec.max_wait_s,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),
