@@ -13,7 +13,11 @@ use crate::real::{BenchPlan, BenchRealFlags};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Suite {
-    /// Model checking: exhaustive runs (states per second) and time to each counterexample.
+    /// Model checking: stateright's own Paxos example as the yardstick (built from the stateright
+    /// sources cargo unpacked, about a minute the first time, and run now), exhaustive runs
+    /// with their states per second and its ratio to the yardstick's, issue 15's GetLock 3 x 2
+    /// worlds against their 60 s goal, and the time to each catalogued counterexample. Exit 4
+    /// when the yardstick cannot be built or run.
     Models,
     /// Simulation: seeds per minute of the contention scenario (2 jobs, release build).
     #[cfg(madsim)]
@@ -448,6 +452,29 @@ fn sweep_memory(scenario: &str, counts: &[u64]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Issue 15's goal for GetLock 3 x 2 with skew, delayed enqueue or leases: exhaustive within this.
+const WORLD_GOAL_SECONDS: u64 = 60;
+/// Our graph has no time limit of its own: at about 30,000 states a second this keeps it near the goal.
+const WORLD_STATE_LIMIT: usize = 2_000_000;
+
+/// The seconds of stateright's exploration and of our graph's, from a report's rows (every
+/// `always` row carries stateright's; a liveness row carries the graph's plus its own check;
+/// `None` without liveness rows).
+fn exploration_seconds(report: &cassalock_models::check::Report) -> (f64, Option<f64>) {
+    let stateright = report
+        .rows
+        .iter()
+        .find(|row| row.kind != "liveness")
+        .map_or(0.0, |row| row.seconds);
+    let graph = report
+        .rows
+        .iter()
+        .filter(|row| row.kind == "liveness")
+        .map(|row| row.seconds)
+        .fold(f64::NAN, f64::min);
+    (stateright, (!graph.is_nan()).then_some(graph))
+}
+
 fn spec(model: ModelName, fault: Fault, mutant: Option<Mutant>, threads: Option<u8>, acquisitions: Option<u8>) -> Spec {
     let mut spec = Spec::new(model);
     spec.fault = fault;
@@ -458,10 +485,41 @@ fn spec(model: ModelName, fault: Fault, mutant: Option<Mutant>, threads: Option<
 }
 
 fn models() -> ExitCode {
-    println!("exhaustive runs (stateright BFS on 2 threads + our graph; both explore every state)");
+    // The yardstick first: stateright's own Paxos example, run now on this machine.
+    println!(
+        "yardstick: stateright's Paxos example, unmodified ({} clients, 3 servers), run now",
+        crate::paxos_baseline::CLIENTS
+    );
+    let baseline = match crate::paxos_baseline::build().and_then(|binary| {
+        let bfs = crate::paxos_baseline::run(&binary, "check")?;
+        let dfs = crate::paxos_baseline::run(&binary, "check-dfs")?;
+        Ok((bfs, dfs))
+    }) {
+        Ok(runs) => runs,
+        Err(why) => {
+            eprintln!("error: the Paxos yardstick could not run: {why}");
+            return ExitCode::from(4);
+        }
+    };
     println!(
         "{:<44} {:>12} {:>9} {:>14}",
-        "model", "unique states", "seconds", "states/second"
+        "run", "unique states", "seconds", "states/second"
+    );
+    for run in [&baseline.0, &baseline.1] {
+        println!(
+            "{:<44} {:>12} {:>9.2} {:>14.0}",
+            format!("paxos {} {}", run.mode, crate::paxos_baseline::CLIENTS),
+            run.unique_states,
+            run.seconds,
+            run.states_per_second()
+        );
+    }
+    let paxos_bfs = baseline.0.states_per_second();
+    println!();
+    println!("exhaustive runs: stateright's BFS on 2 threads (compare with paxos check), then our graph on 1");
+    println!(
+        "{:<44} {:>12} {:>9} {:>14} {:>8} {:>9} {:>14}",
+        "model", "unique states", "seconds", "states/second", "x paxos", "graph s", "graph st/s"
     );
     let exhaustive = [
         (
@@ -484,17 +542,92 @@ fn models() -> ExitCode {
             "globaltime 3 replicas (ranks)",
             spec(ModelName::GlobalTime, Fault::None, None, Some(3), None),
         ),
+        (
+            "getlock 2 x 2, a clock a tick behind",
+            spec(ModelName::GetLock, Fault::Skew, None, Some(2), Some(2)),
+        ),
+        (
+            "getlock 3 x 1, delayed enqueue",
+            spec(ModelName::GetLock, Fault::DelayedEnqueue, None, Some(3), Some(1)),
+        ),
     ];
     let mut failed = false;
     for (label, spec) in exhaustive {
         let model = build(&spec).expect("valid");
-        let started = Instant::now();
         let report = model.check(Limits::default());
+        failed |= !report.internal_errors.is_empty() || !report.complete;
+        let (stateright_seconds, graph_seconds) = exploration_seconds(&report);
+        let rate = report.stateright_states as f64 / stateright_seconds.max(1e-9);
+        // A model without liveness obligations (globaltime) has no graph row to time.
+        let (graph_seconds, graph_rate) = match graph_seconds {
+            Some(seconds) => (
+                format!("{seconds:.2}"),
+                format!("{:.0}", report.graph_states as f64 / seconds.max(1e-9)),
+            ),
+            None => ("-".to_owned(), "-".to_owned()),
+        };
+        println!(
+            "{label:<44} {:>12} {stateright_seconds:>9.2} {rate:>14.0} {:>8.2} {graph_seconds:>9} {graph_rate:>14}",
+            report.stateright_states,
+            rate / paxos_bfs
+        );
+    }
+    println!();
+    println!(
+        "issue 15's worlds: each exhaustive within {WORLD_GOAL_SECONDS} s (stateright's time limit, then our graph), else bounded"
+    );
+    println!(
+        "{:<44} {:>12} {:>9} {:>14} {:>8} {:>9}",
+        "model", "unique states", "seconds", "states/second", "x paxos", "goal"
+    );
+    let worlds = [
+        (
+            "getlock 3 x 2, a clock a tick behind",
+            spec(ModelName::GetLock, Fault::Skew, None, Some(3), Some(2)),
+        ),
+        (
+            "getlock 3 x 2, delayed enqueue",
+            spec(ModelName::GetLock, Fault::DelayedEnqueue, None, Some(3), Some(2)),
+        ),
+        (
+            "getlock 3 x 2, leases (TTL 2 ticks)",
+            Spec {
+                leases: true,
+                ..spec(ModelName::GetLock, Fault::None, None, Some(3), Some(2))
+            },
+        ),
+    ];
+    for (label, spec) in worlds {
+        let model = match build(&spec) {
+            Ok(model) => model,
+            Err(refused) => {
+                println!("{label:<44} refused: {}", refused.0);
+                continue;
+            }
+        };
+        let limits = Limits {
+            max_seconds: WORLD_GOAL_SECONDS,
+            max_states: WORLD_STATE_LIMIT,
+            ..Limits::default()
+        };
+        let started = Instant::now();
+        let report = model.check(limits);
         let seconds = started.elapsed().as_secs_f64();
         failed |= !report.internal_errors.is_empty();
-        // Both explorations visit every state: count the work of both.
-        let rate = 2.0 * report.graph_states as f64 / seconds;
-        println!("{label:<44} {:>12} {seconds:>9.2} {rate:>14.0}", report.graph_states);
+        let (stateright_seconds, _) = exploration_seconds(&report);
+        let rate = report.stateright_states as f64 / stateright_seconds.max(1e-9);
+        let goal = if report.complete && seconds <= WORLD_GOAL_SECONDS as f64 {
+            "met"
+        } else if report.complete {
+            "too slow"
+        } else {
+            "bounded"
+        };
+        println!(
+            "{label:<44} {:>12} {seconds:>9.2} {rate:>14.0} {:>8.2} {goal:>9}",
+            report.stateright_states,
+            rate / paxos_bfs
+        );
     }
     println!();
     println!("time to the shortest counterexample of each catalogued failure");

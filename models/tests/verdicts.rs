@@ -99,7 +99,7 @@ fn t3_t4_hold_for_trygetlock_3_threads() {
             ("C-release", "holds"),
             ("T4", "holds"),
         ],
-        6206,
+        1641,
     );
     pin(expect_file!["golden/trygetlock.txt"], &golden_text(&report));
 }
@@ -116,7 +116,7 @@ fn old_algorithm_keeps_t1_but_starves_with_a_lasso() {
             ("C-release", "holds"),
             ("T2", "VIOLATED"),
         ],
-        540,
+        430,
     );
     let t2 = report.row("T2");
     let trace = t2.trace.as_ref().expect("a lasso").to_string();
@@ -179,7 +179,7 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
             ("C-release", "holds"),
             ("T2", "holds"),
         ],
-        12541,
+        3109,
     );
     pin(
         expect_file!["golden/getlock_delayed_enqueue_f.txt"],

@@ -1,6 +1,8 @@
 //! The bookkeeping behind F: the order threads started waiting in, overtakes, and whether whoever
 //! acquires is at the head of the queue. It lives in the state (`World::wait_order`,
-//! `World::order_broken`, `Thread::overtaken`) because stateright's properties read states.
+//! `World::order_broken`, `Thread::overtaken`) because stateright's properties read states; it
+//! is kept only where F is checked, and a broken order or an overtake past the bound only in the
+//! state that broke it (see the reductions in `lock_world`).
 
 use cassalock::algo::{LeaseCells, LockId};
 

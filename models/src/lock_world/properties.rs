@@ -129,7 +129,7 @@ fn waiting_fn(_: &LockModel, world: &World, thread: usize) -> bool {
 }
 
 fn nobody_acquired_fn(_: &LockModel, world: &World, _: usize) -> bool {
-    world.threads.iter().all(|t| t.acquired == 0)
+    !world.anyone_acquired
 }
 
 fn thread_name(thread: usize) -> String {
@@ -204,7 +204,7 @@ impl stateright::Model for LockModel {
             "C-release a released acquisition leaves no live cell",
             c_release_fn,
         ));
-        if self.cfg.lock.ttl_s.is_some() {
+        if self.checks_c_lost() {
             properties.push(Property::always(
                 "C-lost a holder learns its lease is lost within the bound after another acquires",
                 c_lost_fn,
@@ -331,7 +331,7 @@ impl crate::check::CheckedModel for LockModel {
                 subject: thread_name,
             }],
         };
-        if self.cfg.lock.ttl_s.is_some() {
+        if self.checks_c_lost() {
             obligations.push(Obligation {
                 name: "C-lost a holder whose lock another took eventually learns it",
                 count: usize::from(self.cfg.threads),

@@ -46,8 +46,6 @@ pub struct Thread {
     pub slots: Vec<Slot>,
     /// Acquisitions (or TryGetLock attempts) finished.
     pub completed: u8,
-    /// Acquisitions that got the lock.
-    pub acquired: u8,
     /// F: how often a thread that started waiting later acquired before this one.
     pub overtaken: u8,
     /// Paused at this tick.
@@ -78,8 +76,6 @@ pub struct Resource {
     pub highest: Option<FencingToken>,
     /// A write with a lower token than one already accepted got through: real damage.
     pub stale_accepted: bool,
-    /// Writes refused by fencing.
-    pub refused: u8,
     /// C-token: the highest token any acquisition was handed.
     pub highest_issued: Option<FencingToken>,
     /// C-token: an acquisition was handed a token below one handed out before.
@@ -103,8 +99,11 @@ pub struct World {
     pub resource: Resource,
     /// Threads in the order they started waiting (for F).
     pub wait_order: Vec<u8>,
-    /// F: someone acquired while not at the head of the queue.
+    /// F: someone acquired while not at the head of the queue (in the state that step made
+    /// only: see `LockModel::forget_recorded_violations`).
     pub order_broken: bool,
+    /// Some acquisition got the lock (T4's obligation: "nobody has acquired yet").
+    pub anyone_acquired: bool,
     /// The one pause or crash of a run has happened.
     pub fault_used: bool,
     /// Store requests failed so far (at most `LockModelConfig::store_failures`).

@@ -39,7 +39,6 @@ impl LockModel {
                     main: Main::Idle,
                     slots: Vec::new(),
                     completed: 0,
-                    acquired: 0,
                     overtaken: 0,
                     paused_at_tick: None,
                     crashed: false,
@@ -55,6 +54,7 @@ impl LockModel {
             resource: Resource::default(),
             wait_order: Vec::new(),
             order_broken: false,
+            anyone_acquired: false,
             fault_used: false,
             store_failures_used: 0,
         }
@@ -334,7 +334,9 @@ impl LockModel {
                         self.cfg.thread_id(i, acquisition)
                     )
                 });
-                world.wait_order.push(i as u8);
+                if self.cfg.fairness {
+                    world.wait_order.push(i as u8);
+                }
                 world.threads[i].try_requests = 0;
                 world.threads[i].lost = false;
                 let lifecycle = self.start_acquisition(i, acquisition);
@@ -344,6 +346,7 @@ impl LockModel {
                     wake_at_us: 0,
                 });
                 self.run_main(world, i, Input::Start, events);
+                self.merge_invisible_start(world, i, events);
             }
             Main::Acquiring { next } | Main::Releasing { next } => {
                 let input = match (next, fail) {
@@ -369,6 +372,27 @@ impl LockModel {
                 }
             }
             Main::Finished => unreachable!("a finished thread takes no steps"),
+        }
+    }
+
+    /// Reduction 4: starting an acquisition touches nothing another actor can see (no store
+    /// request, no clock), so with a delayed enqueue the start and the acquisition's first
+    /// action, reading the time, are one step (with an atomic enqueue that step writes the
+    /// queue cell too). Every run that lets other actors move between the two has an
+    /// equivalent run in which the start waits until just before the reading; only the
+    /// intermediate states go. F counts waiting from this step, the thread's first act, so a
+    /// waiter is overtaken only by a thread that read the time after it.
+    fn merge_invisible_start(&self, world: &mut World, i: usize, events: &mut Events) {
+        if !self.cfg.delayed_enqueue {
+            return;
+        }
+        let pending = match &mut world.threads[i].main {
+            Main::Acquiring { next } if matches!(next, Some((_, Action::ReadTime))) => next.take(),
+            _ => None,
+        };
+        if let Some(pending) = pending {
+            let input = self.perform(world, i, Lane::Main, pending, events);
+            self.run_main(world, i, input, events);
         }
     }
 
@@ -452,18 +476,26 @@ impl LockModel {
     }
 
     fn acquired(&self, world: &mut World, i: usize, outcome: Acquire, events: &mut Events) {
-        let earlier = fairness::leave_wait_order(world, i);
+        let earlier = if self.cfg.fairness {
+            fairness::leave_wait_order(world, i)
+        } else {
+            Vec::new()
+        };
         match outcome {
             Acquire::Acquired { lease, token } => {
                 note(events, || {
                     format!("t{i} HOLDS the lock (fencing token {})", short_column(token.as_str()))
                 });
                 self.issue_token(world, i, &token, events);
-                world.threads[i].held_since_tick = world.now_tick;
+                if self.checks_c_lost() {
+                    world.threads[i].held_since_tick = world.now_tick;
+                }
                 let coordinator_now_us = self.coordinator_now_us(world, i);
-                fairness::check_queue_order(world, i, &lease, coordinator_now_us, events);
-                fairness::count_overtakes(world, i, &earlier, self.cfg.overtake_bound, events);
-                world.threads[i].acquired += 1;
+                if self.cfg.fairness {
+                    fairness::check_queue_order(world, i, &lease, coordinator_now_us, events);
+                    fairness::count_overtakes(world, i, &earlier, self.cfg.overtake_bound, events);
+                }
+                world.anyone_acquired = true;
                 world.threads[i].main = Main::Holding { wrote_resource: false };
             }
             other => {
@@ -507,7 +539,6 @@ impl LockModel {
         );
         let stale = admission.stale;
         if !admission.accepted {
-            resource.refused = resource.refused.saturating_add(1);
             if sole_holder {
                 resource.sole_holder_refused = true;
                 note(events, || {
@@ -674,9 +705,38 @@ impl LockModel {
             .rename_timestamps(|ts| stamps.binary_search(&ts).expect("collected above") as u64 + 1);
     }
 
+    /// C-lost is checked only where leases have a TTL; elsewhere its bookkeeping (the ticks a
+    /// hold began and a pause ended) would only tell apart states no property tells apart.
+    pub(super) fn checks_c_lost(&self) -> bool {
+        self.cfg.lock.ttl_s.is_some()
+    }
+
+    /// Reduction 3: a violation flag is kept only in the state its step made.
+    ///
+    /// `order_broken`, an overtake count past the bound, `stale_accepted`, `token_went_down` and
+    /// `sole_holder_refused` record that a step broke a claim. No step reads them (only the
+    /// properties and the F measure do), so clearing them when the next step starts changes no
+    /// behaviour: the state that shows the flag is still reached, by the same shortest path, and
+    /// every property and measure is judged on it. What goes away is the copy of the rest of
+    /// the run that differs from the unbroken one only by the flag.
+    fn forget_recorded_violations(&self, world: &mut World) {
+        world.order_broken = false;
+        let bound = self.cfg.overtake_bound;
+        for thread in &mut world.threads {
+            if thread.overtaken > bound {
+                thread.overtaken = 0;
+            }
+        }
+        let resource = &mut world.resource;
+        resource.stale_accepted = false;
+        resource.token_went_down = false;
+        resource.sole_holder_refused = false;
+    }
+
     /// The successor of `world` under `act`, with what happened (events only when asked).
     pub fn apply(&self, world: &World, act: Act, mut events: Events) -> (World, Events) {
         let mut next = world.clone();
+        self.forget_recorded_violations(&mut next);
         match act {
             Act::Main(i) => self.step_main(&mut next, usize::from(i), None, &mut events),
             Act::Renew { thread, task } => {
@@ -700,7 +760,9 @@ impl LockModel {
             Act::Resume(i) => {
                 let t = &mut next.threads[usize::from(i)];
                 t.paused_at_tick = None;
-                t.resumed_at_tick = next.now_tick;
+                if self.checks_c_lost() {
+                    t.resumed_at_tick = next.now_tick;
+                }
             }
             Act::Crash(i) => {
                 let t = &mut next.threads[usize::from(i)];
