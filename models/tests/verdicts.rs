@@ -431,8 +431,16 @@ fn bad_specs_are_refused_with_a_reason() {
     assert!(refused(|s| {
         s.fault = Fault::DelayedEnqueue;
         s.threads = Some(3);
+        s.acquisitions = Some(3);
     })
-    .contains("over 4"));
+    .contains("over 6"));
+    let mut delayed_3x2 = Spec::new(ModelName::GetLock);
+    delayed_3x2.fault = Fault::DelayedEnqueue;
+    delayed_3x2.threads = Some(3);
+    assert!(
+        build(&delayed_3x2).is_ok(),
+        "3 x 2 with a delayed enqueue runs since the reductions"
+    );
     let mut old_m1 = Spec::new(ModelName::Old);
     old_m1.mutant = Some(Mutant::M1);
     assert!(build(&old_m1).err().unwrap().0.contains("no queue"));
