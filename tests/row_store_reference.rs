@@ -205,4 +205,43 @@ proptest! {
         purged.write("row0", "a", "w", horizon, None, now_us);
         prop_assert_eq!(store.read_slice("row0", "", 100, read_at), purged.read_slice("row0", "", 100, read_at));
     }
+
+    /// Rows are shared between clones and copied on write: whatever a clone goes through
+    /// (writes, deletes, compaction, renaming of timestamps), the store it was cloned from keeps
+    /// every version it had, and the clone ends where a store never shared would.
+    #[test]
+    fn a_clone_shares_rows_without_either_seeing_the_others_writes(
+        before in prop::collection::vec(op(), 0..30),
+        after in prop::collection::vec(op(), 1..30),
+    ) {
+        let now_us = 10 * MICROS_PER_SECOND;
+        let apply = |store: &mut RowStore, ops: &[Op]| {
+            for op in ops {
+                match op {
+                    Op::Write { row, column, value, timestamp_us, ttl_s } => { store.write(&row_key(*row), column, value, *timestamp_us, *ttl_s, now_us); }
+                    Op::Delete { row, column, timestamp_us } => { store.delete(&row_key(*row), column, *timestamp_us); }
+                    Op::Read { .. } => {}
+                    // Compaction at a horizon in the middle of the timestamps, then a renaming.
+                    Op::Advance { by_us } => {
+                        store.purge(10 + by_us % 5, now_us);
+                        store.rename_timestamps(|ts| ts * 2 + 1);
+                    }
+                }
+            }
+        };
+        let mut original = RowStore::new();
+        apply(&mut original, &before);
+        let snapshot: Vec<(String, String, CellVersion)> =
+            original.versions().map(|(row, column, version)| (row.to_owned(), column.to_owned(), version.clone())).collect();
+        let mut shared = original.clone();
+        apply(&mut shared, &after);
+        let now: Vec<(String, String, CellVersion)> =
+            original.versions().map(|(row, column, version)| (row.to_owned(), column.to_owned(), version.clone())).collect();
+        prop_assert_eq!(&snapshot, &now, "a clone's changes reached the store it was cloned from");
+        // The same history on a store that never shared a row.
+        let mut alone = RowStore::new();
+        apply(&mut alone, &before);
+        apply(&mut alone, &after);
+        prop_assert_eq!(alone, shared);
+    }
 }

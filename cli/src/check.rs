@@ -66,7 +66,8 @@ pub struct CheckArgs {
     /// Give up (and say "bounded") after this many unique states.
     #[arg(long, default_value_t = 5_000_000)]
     max_states: usize,
-    /// Give up (and say "bounded") after this many seconds.
+    /// Give up (and say "bounded") after this many seconds of the whole check: stateright's
+    /// search, then our graph (liveness, shortest traces) in what is left (1-2592000).
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.
@@ -89,6 +90,9 @@ fn spec(args: &CheckArgs) -> Spec {
     spec
 }
 
+/// The largest `--max-seconds`: 30 days.
+const MAX_SECONDS_LIMIT: u64 = 30 * 24 * 3600;
+
 pub fn run(args: CheckArgs) -> ExitCode {
     let model = match build(&spec(&args)) {
         Ok(model) => model,
@@ -96,6 +100,12 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     if args.max_states == 0 || args.max_seconds == 0 {
         return crate::usage_error("--max-states and --max-seconds must be at least 1");
+    }
+    if args.max_seconds > MAX_SECONDS_LIMIT {
+        return crate::usage_error(&format!(
+            "--max-seconds {}: at most {MAX_SECONDS_LIMIT} (30 days)",
+            args.max_seconds
+        ));
     }
     if let Some(address) = args.explore {
         if !address.ip().is_loopback() {

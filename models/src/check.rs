@@ -198,8 +198,10 @@ where
     let mut measures = model.measures();
     measures.retain(|m| wanted(m.name));
 
-    // 1. stateright.
+    // 1. stateright. `max_seconds` bounds the whole check: stateright, then our graph in
+    // what is left.
     let started = Instant::now();
+    let deadline = started.checked_add(Duration::from_secs(limits.max_seconds));
     // stateright's target counts generated states, repeats included: allow a generous
     // multiple of the unique-state budget, and call the run bounded if it was reached.
     let generated_budget = limits.max_states.saturating_mul(GENERATED_PER_UNIQUE);
@@ -232,7 +234,7 @@ where
     // 2. Our graph, with the same properties evaluated on every state.
     let started = Instant::now();
     let probe = Probe::new(&properties, &measures);
-    let graph = Graph::build_with(model, &obligations, limits.max_states, |id, state| {
+    let graph = Graph::build_within(model, &obligations, limits.max_states, deadline, |id, state| {
         probe.visit(model, id, state) && limits.stop_at_first_violation
     });
     let graph_seconds = started.elapsed().as_secs_f64();
@@ -249,7 +251,7 @@ where
     }
 
     let bound_reason = || {
-        if timed_out {
+        if timed_out || graph.timed_out {
             format!(
                 "time or generated-state limit ({} s, {generated_budget} states)",
                 limits.max_seconds
@@ -284,7 +286,27 @@ where
             (Expectation::Sometimes, false) => Verdict::Unreachable,
             (Expectation::Eventually, false) => Verdict::Holds,
         };
-        let trace = found_by_graph.map(|node| path_trace(model, &graph.path_to(node)));
+        // Our graph's path is the shortest. When the graph stopped at a limit before reaching
+        // the violation, stateright's path (found breadth-first on several threads, so short
+        // but not always the shortest) is shown instead, and says so.
+        let trace = match found_by_graph {
+            Some(node) => Some(path_trace(model, &graph.path_to(node))),
+            None => discoveries.get(property.name).map(|path| {
+                let mut states_and_actions = path.clone().into_vec();
+                let init = states_and_actions
+                    .first()
+                    .and_then(|(first, _)| model.init_states().iter().position(|init| init == first))
+                    .unwrap_or(0);
+                let actions = states_and_actions.drain(..).filter_map(|(_, action)| action).collect();
+                let mut trace = path_trace(model, &(init, actions));
+                trace.lines.insert(
+                    0,
+                    "   (stateright's path: our graph stopped at a limit before this state, so it may not be the shortest)"
+                        .to_owned(),
+                );
+                trace
+            }),
+        };
         rows.push(Row {
             claim: claim_of(property.name),
             property: property.name,
@@ -350,16 +372,23 @@ where
         });
     }
 
+    // A figure is over every reachable state only when our graph reached them all.
+    let scope = if graph.truncated {
+        format!(" (bounded: over the {} states our graph explored)", graph.state_count())
+    } else {
+        String::new()
+    };
     let figures = measures
         .iter()
         .enumerate()
         .map(|(m, measure)| match probe.extreme(m) {
+            Some((0, _)) if graph.truncated => (format!("{}: 0{scope}", measure.name), None),
             Some((0, _)) => (format!("{}: 0 in every reachable state", measure.name), None),
             Some((value, node)) => {
                 let path = graph.path_to(node);
                 (
                     format!(
-                        "{}: at most {} {} (reached in {} steps)",
+                        "{}: at most {} {} (reached in {} steps){scope}",
                         measure.name,
                         value,
                         measure.unit,
@@ -368,7 +397,7 @@ where
                     Some(path_trace(model, &path)),
                 )
             }
-            None => (format!("{}: never applies", measure.name), None),
+            None => (format!("{}: never applies{scope}", measure.name), None),
         })
         .collect();
 

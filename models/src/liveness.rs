@@ -20,9 +20,9 @@
 //! Limits: a state budget (a graph cut short reports "bounded", never "holds"), and 64 actors
 //! and 64 obligations per model. States are identified by a 64-bit hash, as in stateright.
 
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::time::Instant;
 
 use stateright::Model;
 
@@ -72,6 +72,8 @@ pub struct Graph<M: Model> {
     pub truncated: bool,
     /// The visitor stopped the exploration.
     pub stopped_early: bool,
+    /// The deadline passed before every state was expanded.
+    pub timed_out: bool,
 }
 
 /// A counterexample to an obligation.
@@ -103,11 +105,43 @@ pub enum LivenessVerdict<A> {
 /// How many entry states (nearest the initial state first) are tried for the shortest fair cycle.
 const CYCLE_ENTRY_CANDIDATES: usize = 64;
 
+/// A state's 64-bit fingerprint: aHash with fixed seeds, so a run explores the same graph every
+/// time. Two states with one fingerprint would be taken for one (as in stateright, whose
+/// fingerprints are aHash's too); our state counts are compared with stateright's after every
+/// complete run, which such a collision in either would most likely break.
 fn fingerprint<T: Hash>(value: &T) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    value.hash(&mut hasher);
-    hasher.finish()
+    const SEEDS: [u64; 4] = [
+        0x6361_7373_616c_6f63,
+        0x6b5f_6772_6170_6831,
+        0x0123_4567_89ab_cdef,
+        0x0f1e_2d3c_4b5a_6978,
+    ];
+    ahash::RandomState::with_seeds(SEEDS[0], SEEDS[1], SEEDS[2], SEEDS[3]).hash_one(value)
 }
+
+/// Hashes a fingerprint, already a hash, to itself.
+#[derive(Default)]
+struct FingerprintHasher(u64);
+
+impl Hasher for FingerprintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed with this; fold anything else in rather than lose it.
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u64(&mut self, fingerprint: u64) {
+        self.0 = fingerprint;
+    }
+}
+
+/// The graph's index from fingerprint to node id.
+type FingerprintIndex = HashMap<u64, u32, BuildHasherDefault<FingerprintHasher>>;
 
 impl<M> Graph<M>
 where
@@ -125,6 +159,17 @@ where
         model: &M,
         obligations: &[Obligation<M>],
         max_states: usize,
+        visit: impl FnMut(u32, &M::State) -> bool,
+    ) -> Self {
+        Self::build_within(model, obligations, max_states, None, visit)
+    }
+
+    /// As [`Graph::build_with`], also stopping (truncated, `timed_out`) at `deadline`.
+    pub fn build_within(
+        model: &M,
+        obligations: &[Obligation<M>],
+        max_states: usize,
+        deadline: Option<Instant>,
         mut visit: impl FnMut(u32, &M::State) -> bool,
     ) -> Self {
         let slots: Vec<(usize, usize)> = obligations
@@ -139,8 +184,9 @@ where
             slots,
             truncated: false,
             stopped_early: false,
+            timed_out: false,
         };
-        let mut index: HashMap<u64, u32> = HashMap::new();
+        let mut index = FingerprintIndex::default();
         let mut queue: VecDeque<(u32, M::State)> = VecDeque::new();
         for state in model.init_states() {
             let fp = fingerprint(&state);
@@ -158,7 +204,15 @@ where
         }
         graph.init_count = graph.nodes.len();
         let mut actions = Vec::new();
+        let mut expanded = 0u64;
         while let Some((id, state)) = queue.pop_front() {
+            // The clock is read every 1,024 expansions (a few milliseconds of work).
+            expanded += 1;
+            if expanded % 1024 == 0 && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+                graph.truncated = true;
+                graph.timed_out = true;
+                break;
+            }
             actions.clear();
             model.actions(&state, &mut actions);
             let mut edges = Vec::with_capacity(actions.len());
@@ -282,8 +336,9 @@ where
             };
         }
         if self.truncated {
+            let budget = if self.timed_out { "time" } else { "state budget" };
             return LivenessVerdict::Bounded {
-                reason: format!("the state budget ran out after {} states", self.nodes.len()),
+                reason: format!("the {budget} ran out after {} states", self.nodes.len()),
                 lasso: None,
             };
         }

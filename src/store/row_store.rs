@@ -18,6 +18,7 @@
 //! Cassandra expired cell (which becomes a tombstone) does.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Microseconds in one second; TTLs and expiry instants are whole seconds.
 pub const MICROS_PER_SECOND: u64 = 1_000_000;
@@ -146,10 +147,18 @@ pub fn live_slice<'a>(
 }
 
 /// Rows of cells sorted by column name, with Cassandra's reconciliation rules.
+///
+/// Each row sits behind an [`Arc`] and is copied on write: a model checker clones the whole
+/// store for every successor state, and a step changes at most a row or two, so a clone shares
+/// every row it does not change. Equality, order and hashing look through the `Arc` (the
+/// row's cells), so sharing is invisible.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RowStore {
-    rows: BTreeMap<String, BTreeMap<String, CellVersion>>,
+    rows: BTreeMap<String, Arc<Row>>,
 }
+
+/// One row: its cells' stored versions by column name.
+type Row = BTreeMap<String, CellVersion>;
 
 impl RowStore {
     pub fn new() -> Self {
@@ -162,9 +171,9 @@ impl RowStore {
             Some(cells) => cells,
             None => self.rows.entry(row.to_owned()).or_default(),
         };
-        match cells.get_mut(column) {
+        match cells.get(column) {
             None => {
-                cells.insert(column.to_owned(), version);
+                Arc::make_mut(cells).insert(column.to_owned(), version);
                 true
             }
             Some(existing) => {
@@ -173,6 +182,9 @@ impl RowStore {
                     "apply {row}/{column}: two different versions of equal rank ({existing:?}, {version:?})"
                 );
                 if version.rank() > existing.rank() {
+                    let existing = Arc::make_mut(cells)
+                        .get_mut(column)
+                        .expect("apply: the column was just found in this row");
                     *existing = version;
                     true
                 } else {
@@ -251,17 +263,23 @@ impl RowStore {
     /// Returns how many versions were dropped.
     pub fn purge(&mut self, tombstone_horizon_us: u64, expiry_horizon_now_us: u64) -> usize {
         let mut dropped = 0;
+        let droppable = |version: &CellVersion| {
+            let below = version.timestamp_us < tombstone_horizon_us;
+            let dead = match version.body {
+                CellBody::Tombstone => true,
+                CellBody::Value { .. } => !version.is_live_at(expiry_horizon_now_us),
+            };
+            below && dead
+        };
         self.rows.retain(|_, cells| {
-            cells.retain(|_, version| {
-                let below = version.timestamp_us < tombstone_horizon_us;
-                let dead = match version.body {
-                    CellBody::Tombstone => true,
-                    CellBody::Value { .. } => !version.is_live_at(expiry_horizon_now_us),
-                };
-                let drop = below && dead;
-                dropped += usize::from(drop);
-                !drop
-            });
+            // Copy a shared row only when something in it goes.
+            if cells.values().any(droppable) {
+                Arc::make_mut(cells).retain(|_, version| {
+                    let drop = droppable(version);
+                    dropped += usize::from(drop);
+                    !drop
+                });
+            }
             !cells.is_empty()
         });
         dropped
@@ -274,11 +292,21 @@ impl RowStore {
         #[cfg(debug_assertions)]
         let mut renamed = Vec::new();
         for cells in self.rows.values_mut() {
-            for version in cells.values_mut() {
-                let old = version.timestamp_us;
-                version.timestamp_us = rename(old);
+            // Copy a shared row only when a timestamp in it changes.
+            let renamed_row: Vec<u64> = cells.values().map(|version| rename(version.timestamp_us)).collect();
+            if cells
+                .values()
+                .zip(&renamed_row)
+                .all(|(version, new)| version.timestamp_us == *new)
+            {
                 #[cfg(debug_assertions)]
-                renamed.push((old, version.timestamp_us));
+                renamed.extend(renamed_row.iter().map(|&same| (same, same)));
+                continue;
+            }
+            for (version, new) in Arc::make_mut(cells).values_mut().zip(renamed_row) {
+                #[cfg(debug_assertions)]
+                renamed.push((version.timestamp_us, new));
+                version.timestamp_us = new;
             }
         }
         #[cfg(debug_assertions)]
@@ -292,7 +320,24 @@ impl RowStore {
         #[cfg(debug_assertions)]
         let (mut timestamps, mut values) = (Vec::new(), Vec::new());
         for cells in self.rows.values_mut() {
-            for version in cells.values_mut() {
+            // Copy a shared row only when the rewriting changes a version in it.
+            let changes = cells.values().any(|version| {
+                let mut rewritten = version.clone();
+                rewrite(&mut rewritten);
+                rewritten != *version
+            });
+            if !changes {
+                // Unchanged versions still take part in the order check.
+                #[cfg(debug_assertions)]
+                for version in cells.values() {
+                    timestamps.push((version.timestamp_us, version.timestamp_us));
+                    if let CellBody::Value { value, .. } = &version.body {
+                        values.push((value.clone(), value.clone()));
+                    }
+                }
+                continue;
+            }
+            for version in Arc::make_mut(cells).values_mut() {
                 #[cfg(debug_assertions)]
                 let before = version.clone();
                 rewrite(version);
@@ -316,7 +361,7 @@ impl RowStore {
 
     /// Number of stored versions (live or not).
     pub fn len(&self) -> usize {
-        self.rows.values().map(BTreeMap::len).sum()
+        self.rows.values().map(|cells| cells.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -1,6 +1,8 @@
 //! The model's state: threads, their acquisitions' lifecycles, the store, the resource.
 
 use std::fmt;
+use std::ops::{Index, IndexMut};
+use std::sync::Arc;
 
 use cassalock::algo::lease::RenewalEnd;
 use cassalock::algo::lifecycle::{Lifecycle, MainEnd};
@@ -87,6 +89,71 @@ pub struct Resource {
     pub sole_holder_refused: bool,
 }
 
+/// The threads of a world, each behind an [`Arc`] and copied on write.
+///
+/// A checker clones the world for every successor, and a step changes one thread (or none): a
+/// clone shares the others instead of copying their lifecycle machines. Reading goes through
+/// `Index`; any mutable access (`IndexMut`, [`Threads::get_mut`]) copies that thread first if it is
+/// shared. Equality, hashing and `Debug` look through the `Arc`, as for a `Vec<Thread>`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct Threads(Vec<Arc<Thread>>);
+
+impl Threads {
+    pub fn new(threads: impl IntoIterator<Item = Thread>) -> Self {
+        Threads(threads.into_iter().map(Arc::new).collect())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<&Thread> {
+        self.0.get(i).map(|thread| &**thread)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Thread> {
+        self.0.iter().map(|thread| &**thread)
+    }
+
+    /// Change every thread for which `needs` says so with `change`, copying only those.
+    pub fn update_where(&mut self, needs: impl Fn(&Thread) -> bool, mut change: impl FnMut(&mut Thread)) {
+        for thread in &mut self.0 {
+            if needs(thread) {
+                change(Arc::make_mut(thread));
+            }
+        }
+    }
+}
+
+impl FromIterator<Thread> for Threads {
+    fn from_iter<I: IntoIterator<Item = Thread>>(threads: I) -> Self {
+        Threads::new(threads)
+    }
+}
+
+impl Index<usize> for Threads {
+    type Output = Thread;
+    fn index(&self, i: usize) -> &Thread {
+        &self.0[i]
+    }
+}
+
+impl IndexMut<usize> for Threads {
+    fn index_mut(&mut self, i: usize) -> &mut Thread {
+        Arc::make_mut(&mut self.0[i])
+    }
+}
+
+impl fmt::Debug for Threads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// The whole model state.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World {
@@ -95,7 +162,7 @@ pub struct World {
     /// Perfect clock: the next time-source reading.
     pub next_time_s: u8,
     pub store: RowStore,
-    pub threads: Vec<Thread>,
+    pub threads: Threads,
     pub resource: Resource,
     /// Threads in the order they started waiting (for F).
     pub wait_order: Vec<u8>,

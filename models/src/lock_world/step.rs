@@ -722,11 +722,9 @@ impl LockModel {
     fn forget_recorded_violations(&self, world: &mut World) {
         world.order_broken = false;
         let bound = self.cfg.overtake_bound;
-        for thread in &mut world.threads {
-            if thread.overtaken > bound {
-                thread.overtaken = 0;
-            }
-        }
+        world
+            .threads
+            .update_where(|thread| thread.overtaken > bound, |thread| thread.overtaken = 0);
         let resource = &mut world.resource;
         resource.stale_accepted = false;
         resource.token_went_down = false;
@@ -773,10 +771,11 @@ impl LockModel {
                 next.fault_used = true;
             }
         }
-        for thread in &mut next.threads {
-            // A lifecycle whose lanes have both ended acts no more.
-            thread.slots.retain(|slot| !slot.lifecycle.is_over());
-        }
+        // A lifecycle whose lanes have both ended acts no more.
+        next.threads.update_where(
+            |thread| thread.slots.iter().any(|slot| slot.lifecycle.is_over()),
+            |thread| thread.slots.retain(|slot| !slot.lifecycle.is_over()),
+        );
         self.canonicalize(&mut next);
         (next, events)
     }
