@@ -80,6 +80,10 @@ const BAD: &[(&[&str], &str)] = &[
         "--max-states and --max-seconds must be at least 1",
     ),
     (
+        &["check", "--model", "getlock", "--max-seconds", "18446744073709551615"],
+        "at most 2592000 (30 days)",
+    ),
+    (
         &["check", "--model", "getlock", "--explore", "8.8.8.8:3000"],
         "only listens on loopback",
     ),
