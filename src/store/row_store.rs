@@ -315,7 +315,9 @@ impl RowStore {
 
     /// Rewrite every stored version in place with `rewrite`, which must preserve the order of
     /// timestamps and of values (a model checker's order-preserving renaming of times, as in
-    /// Listing 8, where a cell's value is a time).
+    /// Listing 8, where a cell's value is a time). `rewrite` must be a pure function of the
+    /// version: it is called once more on a copy of each version to learn whether a shared row
+    /// needs copying at all.
     pub fn rewrite_versions(&mut self, mut rewrite: impl FnMut(&mut CellVersion)) {
         #[cfg(debug_assertions)]
         let (mut timestamps, mut values) = (Vec::new(), Vec::new());

@@ -93,8 +93,8 @@ pub struct Resource {
 ///
 /// A checker clones the world for every successor, and a step changes one thread (or none): a
 /// clone shares the others instead of copying their lifecycle machines. Reading goes through
-/// `Index`; any mutable access (`IndexMut`, [`Threads::get_mut`]) copies that thread first if it is
-/// shared. Equality, hashing and `Debug` look through the `Arc`, as for a `Vec<Thread>`.
+/// `Index`; any mutable access (`IndexMut`, [`Threads::update_where`]) copies that thread first
+/// if it is shared. Equality, hashing and `Debug` look through the `Arc`, as for a `Vec<Thread>`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Threads(Vec<Arc<Thread>>);
 
