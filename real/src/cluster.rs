@@ -156,9 +156,10 @@ async fn run_locker(
         };
         let Some(guard) = guard else { continue };
         let token = guard.fencing_token().to_string();
+        let acquired_at_us = now_us();
         emit(Event::Acquired {
             locker: name.into(),
-            at_us: now_us(),
+            at_us: acquired_at_us,
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
         });
@@ -167,7 +168,7 @@ async fn run_locker(
         let lost = guard.is_lost();
         emit(Event::Released {
             locker: name.into(),
-            at_us: now_us(),
+            at_us: crate::belief_ended_at_us(acquired_at_us, now_us(), !lost, guard.valid_until_us()),
             lost,
         });
         if let Err(e) = guard.release().await {

@@ -492,10 +492,11 @@ where
                 Err(e) => error(emit, name, "extend", e.to_string()),
             }
         }
-        let lost = lost || !guard.is_valid();
+        let still_valid = guard.is_valid();
+        let lost = lost || !still_valid;
         emit(Event::Released {
             locker: name.into(),
-            at_us: now_us(),
+            at_us: crate::belief_ended_at_us(at_us, now_us(), still_valid && !lost, Some(guard.valid_until_us())),
             lost,
         });
         match guard.release().await {

@@ -5,7 +5,8 @@
 //! what it did as [`Event`]s (a JSON line each when it runs in a worker process). The parent
 //! judges the run from the events alone:
 //! - **T1-belief**: two lockers' holding intervals (from the moment `lock` returned to the
-//!   moment `release` was called, both read from the machine's shared wall clock) overlap:
+//!   moment `release` was called, or to the earlier moment the guard stopped being valid, its
+//!   lease run out: [`belief_ended_at_us`]; all read from the machine's shared wall clock) overlap:
 //!   `cassalock_history::holding::overlaps`, the judge the simulator uses too;
 //! - **T1-resource**: the [`Monitor`], a file under an exclusive `flock` that every process on
 //!   this machine shares, accepted a fencing token lower than one it had already accepted.
@@ -268,6 +269,8 @@ pub enum Event {
         accepted: bool,
         stale: bool,
     },
+    /// The holder stopped believing it held: at the end of its hold, or, when its lease had run
+    /// out by then, at the moment its guard stopped being valid ([`belief_ended_at_us`]).
     Released {
         locker: String,
         at_us: u64,
@@ -284,6 +287,23 @@ pub enum Event {
         process: usize,
         requests: u64,
     },
+}
+
+/// When a holder stopped believing it held the lock (the end of its interval for the T1-belief
+/// judge). A holder acts only after asking its guard whether the lease is still valid, so its
+/// belief ends when the hold ends (`now_us`), or earlier, at `valid_until_us`, if the guard was
+/// no longer valid by then (a lease that ran out while held: its holder, asking, is told so from
+/// that moment on). Never before the acquisition. A guard known lost for another reason (a
+/// renewal that found the key taken) may have stopped believing earlier still: `valid_until_us`
+/// is the latest the belief can have lasted, so the judge errs towards overlaps, never away
+/// from them.
+pub fn belief_ended_at_us(acquired_at_us: u64, now_us: u64, still_valid: bool, valid_until_us: Option<u64>) -> u64 {
+    let ended = match valid_until_us {
+        Some(until) if !still_valid => until.min(now_us),
+        _ => now_us,
+    };
+    debug_assert!(ended <= now_us);
+    ended.max(acquired_at_us.min(now_us))
 }
 
 pub fn now_us() -> u64 {
@@ -569,6 +589,39 @@ mod tests {
             s.examples[0], "T1-belief: b acquired at 10 us while a held until 100 us",
             "{s:?}"
         );
+    }
+
+    #[test]
+    fn a_lease_that_ran_out_while_held_ends_the_belief_at_its_validity_not_at_the_end_of_the_hold() {
+        // Still valid at the end of the hold: the belief lasts the whole hold.
+        assert_eq!(belief_ended_at_us(100, 200, true, Some(150)), 200);
+        assert_eq!(belief_ended_at_us(100, 200, true, None), 200);
+        // Ran out at 150, asked at 200: the holder was told so from 150 on.
+        assert_eq!(belief_ended_at_us(100, 200, false, Some(150)), 150);
+        // Lost without a TTL to bound it: the whole hold counts.
+        assert_eq!(belief_ended_at_us(100, 200, false, None), 200);
+        // Already over when the lock call returned: the belief ends where it began.
+        assert_eq!(belief_ended_at_us(100, 200, false, Some(90)), 100);
+        // Known lost (told) while the TTL still ran: the end of the hold, the latest it lasted.
+        assert_eq!(belief_ended_at_us(100, 200, false, Some(300)), 200);
+        // The judge: b acquired at 160, after a's lease ran out at 150 (a noticed at 200).
+        let ran_out = |at_us| Event::Released {
+            locker: "a".into(),
+            at_us,
+            lost: true,
+        };
+        let judged = |a_ended_us| {
+            let events = [
+                acquired("a", 100),
+                ran_out(a_ended_us),
+                acquired("b", 160),
+                released("b", 300),
+            ];
+            summarize(Variant::Old, 2, 1, Duration::from_secs(1), &events).belief_overlaps
+        };
+        assert_eq!(judged(belief_ended_at_us(100, 200, false, Some(150))), 0);
+        // Had a's lease run until 170, b's acquisition at 160 overlaps it.
+        assert_eq!(judged(belief_ended_at_us(100, 200, false, Some(170))), 1);
     }
 
     #[test]
