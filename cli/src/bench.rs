@@ -38,6 +38,14 @@ pub enum Suite {
     /// Exit 1 when two holders overlapped in a run without a fault, 4 when a server does not
     /// answer.
     Real,
+    /// The Cassandra locks over a long run (the real build only): one locker takes and
+    /// releases one lock --acquisitions times (default 10,000), nobody contending, for each of
+    /// --locks (default old,queue); prints acquire and release latency per --block (default
+    /// 500) as it goes, the last block against the first, and each call against its own
+    /// requests' round trips (a probe request timed before each block). Writes
+    /// reports/real-long-run.md, its chart and its data. Start the cluster first:
+    /// cluster/cassalock-cluster start --nodes 3. Exit 4 when the cluster does not answer.
+    LongRun,
 }
 
 /// Measure and print speed figures.
@@ -46,12 +54,13 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real: which locks, comma-separated [default: all ten: old, queue, lwt, redis-set-nx,
-    /// redisson, redisson-fair, redlock, memcached, zookeeper, etcd].
+    /// real, long-run: which locks, comma-separated [default: real: all ten: old, queue, lwt,
+    /// redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; long-run:
+    /// old,queue, the only two it takes].
     #[arg(long, value_enum, value_delimiter = ',')]
     locks: Option<Vec<Variant>>,
-    /// real: Cassandra nodes, host:port, comma-separated, for old, queue and lwt [default:
-    /// 127.0.0.1:9042, `cluster/cassalock-cluster start --nodes 3`].
+    /// real, long-run: Cassandra nodes, host:port, comma-separated, for old, queue and lwt
+    /// [default: 127.0.0.1:9042, `cluster/cassalock-cluster start --nodes 3`].
     #[arg(long, value_delimiter = ',')]
     contact_points: Option<Vec<String>>,
     /// real: the Redis server of redis-set-nx, redisson and redisson-fair, host:port [default: 127.0.0.1:16380,
@@ -82,6 +91,17 @@ pub struct BenchArgs {
     /// `cluster/cassalock-servers start etcd --nodes 3`].
     #[arg(long, value_delimiter = ',')]
     etcd: Option<Vec<String>>,
+    /// long-run: acquisitions per lock, 1-1000000 [default: 10000].
+    #[arg(long, allow_negative_numbers = true)]
+    acquisitions: Option<u64>,
+    /// long-run: acquisitions per block (a line of progress, a point of the chart); at most
+    /// 1000 blocks [default: 500].
+    #[arg(long, allow_negative_numbers = true)]
+    block: Option<u64>,
+    /// long-run: seconds the locks sit idle after the runs before their rows are read again,
+    /// 0-3600; 0 skips the second read [default: the table's gc_grace_seconds + 5 = 65].
+    #[arg(long, allow_negative_numbers = true)]
+    idle_s: Option<u64>,
     /// real: locker counts, increasing, comma-separated, 1-256 each, at most 8 [default: 1,4,16].
     #[arg(long, value_delimiter = ',')]
     lockers: Option<Vec<usize>>,
@@ -96,8 +116,9 @@ pub struct BenchArgs {
     /// in); 0: no fault runs, and the report says the faults were not measured [default: 20].
     #[arg(long)]
     fault_seconds: Option<u64>,
-    /// real: write the report again from the measurements of an earlier `bench real`
-    /// (reports/real-backends.json), measuring nothing (any build; only --out goes with it).
+    /// real, long-run: write the report again from the measurements of an earlier run
+    /// (reports/real-backends.json, reports/real-long-run.json), measuring nothing (any build;
+    /// only --out goes with it).
     #[arg(long)]
     from_data: Option<std::path::PathBuf>,
     /// real: measure only --locks and write the report of an earlier `bench real`'s data file
@@ -105,7 +126,7 @@ pub struct BenchArgs {
     /// earlier --lockers, --seconds, --repeats and --fault-seconds must be given again.
     #[arg(long)]
     add_to: Option<std::path::PathBuf>,
-    /// real: where the report goes [default: reports].
+    /// real, long-run: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
     /// sweep-memory: the scenario swept (the names `cassalock sim --help` lists) [default:
@@ -142,20 +163,29 @@ impl BenchArgs {
             ("--scenario", self.scenario.is_some()),
             ("--counts", self.counts.is_some()),
         ];
-        let (real_ok, sweep_memory_ok) = match self.suite {
-            Suite::Real => (true, false),
+        let long_run = [
+            ("--acquisitions", self.acquisitions.is_some()),
+            ("--block", self.block.is_some()),
+            ("--idle-s", self.idle_s.is_some()),
+        ];
+        let (real_ok, sweep_memory_ok, long_run_ok) = match self.suite {
+            Suite::Real => (true, false, false),
             #[cfg(madsim)]
-            Suite::SweepMemory => (false, true),
-            _ => (false, false),
+            Suite::SweepMemory => (false, true, false),
+            Suite::LongRun => (false, false, true),
+            _ => (false, false, false),
         };
+        // What the long run reads of the real suite's flags.
+        let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
             flags
                 .iter()
-                .find(|(_, given)| *given && !ok)
+                .find(|(flag, given)| *given && !ok && !(long_run_ok && long_run_reads.contains(flag)))
                 .map(|(flag, _)| (*flag, suite))
         };
         misplaced(&real, real_ok, "bench real")
             .or_else(|| misplaced(&sweep_memory, sweep_memory_ok, "bench sweep-memory"))
+            .or_else(|| misplaced(&long_run, long_run_ok, "bench long-run"))
     }
 }
 
@@ -173,6 +203,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             args.scenario.as_deref().unwrap_or("contention"),
             args.counts.as_deref().unwrap_or(&[1000, 10_000, 100_000]),
         ),
+        Suite::LongRun => crate::long_run::run(args.long_run_args()),
         Suite::Real => match args.from_data.as_deref() {
             Some(data) => super::real::rerender(data, &args.real_flags()),
             None => match BenchPlan::new(args.real_flags()) {
@@ -187,6 +218,40 @@ pub fn run(args: BenchArgs) -> ExitCode {
 }
 
 impl BenchArgs {
+    /// The options of `bench long-run`, defaults filled in.
+    fn long_run_args(&self) -> crate::long_run::LongRunArgs {
+        let acquisitions = self.acquisitions.unwrap_or(10_000);
+        crate::long_run::LongRunArgs {
+            locks: self.locks.clone().unwrap_or_else(|| vec![Variant::Old, Variant::Queue]),
+            plan: cassalock_real::long_run::LongRunPlan {
+                acquisitions,
+                // 500, or every acquisition in one block when there are fewer.
+                block: self.block.unwrap_or(acquisitions.clamp(1, 500)),
+                contact_points: self
+                    .contact_points
+                    .clone()
+                    .unwrap_or_else(|| vec!["127.0.0.1:9042".into()]),
+                keyspace: "cassalock".into(),
+                consistency: "quorum".into(),
+            },
+            out: self.out.clone().unwrap_or_else(|| "reports".into()),
+            idle_s: self
+                .idle_s
+                .unwrap_or_else(|| cassalock_real::long_run::idle_before_reread().as_secs()),
+            from_data: self.from_data.clone(),
+            measuring_flags: [
+                ("--locks", self.locks.is_some()),
+                ("--acquisitions", self.acquisitions.is_some()),
+                ("--block", self.block.is_some()),
+                ("--idle-s", self.idle_s.is_some()),
+                ("--contact-points", self.contact_points.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(flag, given)| given.then_some(flag))
+            .collect(),
+        }
+    }
+
     /// The options of `bench real`, as given.
     fn real_flags(&self) -> BenchRealFlags {
         BenchRealFlags {

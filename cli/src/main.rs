@@ -4,6 +4,7 @@ mod bench;
 mod check;
 #[cfg(madsim)]
 mod family_sim;
+mod long_run;
 mod paxos_baseline;
 mod real;
 #[cfg(madsim)]

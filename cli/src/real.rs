@@ -209,6 +209,11 @@ fn check_addresses(flag: &str, addresses: &[String], fewest: usize, most: usize,
     Ok(())
 }
 
+/// Check `--contact-points` as `bench real` does (1 to 16 host:port, none twice).
+pub fn check_contact_points(contact_points: &[String]) -> Result<(), String> {
+    check_addresses("--contact-points", contact_points, 1, 16, "Cassandra nodes")
+}
+
 fn joined<T: ToString>(items: &[T]) -> String {
     items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }

@@ -38,6 +38,51 @@ const BAD: &[(&[&str], &str)] = &[
         "--scenario applies to `cassalock bench sweep-memory` only",
     ),
     (&["bench", "nope"], "invalid value 'nope'"),
+    // The long run: its own flags only, sizes within limits, the Cassandra row locks only.
+    (
+        &["bench", "real", "--block", "5"],
+        "--block applies to `cassalock bench long-run` only",
+    ),
+    (
+        &["bench", "long-run", "--seconds", "5"],
+        "--seconds applies to `cassalock bench real` only",
+    ),
+    (&["bench", "long-run", "--acquisitions", "0"], "--acquisitions 0: give 1 to"),
+    (
+        &["bench", "long-run", "--acquisitions", "18446744073709551615"],
+        "--acquisitions 18446744073709551615: give 1 to",
+    ),
+    (
+        &["bench", "long-run", "--acquisitions", "-3"],
+        "invalid value '-3' for '--acquisitions",
+    ),
+    (&["bench", "long-run", "--block", "0"], "--block 0: give 1 to"),
+    (
+        &["bench", "long-run", "--acquisitions", "1000000", "--block", "10"],
+        "at most 1000 (give a larger block)",
+    ),
+    (
+        &["bench", "long-run", "--locks", "redlock"],
+        "the long run takes the Cassandra row locks old and queue only",
+    ),
+    (
+        &["bench", "long-run", "--contact-points", "nowhere"],
+        "is not host:port",
+    ),
+    (&["bench", "long-run", "--idle-s", "3601"], "--idle-s 3601: give 0 to 3600"),
+    (&["bench", "long-run", "--idle-s", "-1"], "invalid value '-1' for '--idle-s"),
+    (
+        &["bench", "real", "--idle-s", "5"],
+        "--idle-s applies to `cassalock bench long-run` only",
+    ),
+    (
+        &["bench", "long-run", "--from-data", "reports/real-long-run.json", "--block", "5"],
+        "measures nothing: drop --block",
+    ),
+    (
+        &["bench", "long-run", "--from-data", "no-such-file.json"],
+        "--from-data: cannot read no-such-file.json",
+    ),
     // Seeds: empty, inverted, negative, overflowing, not a number.
     (
         &["sim", "--scenario", "contention", "--seeds", "5..3"],

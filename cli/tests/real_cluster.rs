@@ -389,3 +389,71 @@ fn the_lock_frees_a_ttl_after_its_holders_process_is_killed() {
         );
     }
 }
+
+/// `bench long-run` on the cluster, small: both locks run to the end, exit 0, and the report,
+/// chart and data it writes say what was measured (every block, the rows read after the run,
+/// the idle read left out when --idle-s is 0); `--from-data` writes the same report again.
+#[test]
+#[ignore = "needs a local Cassandra cluster (cluster/cassalock-cluster start --nodes 3); run with -- --include-ignored"]
+fn bench_long_run_measures_both_locks_block_by_block_and_writes_its_report() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    cluster_nodes("bench_long_run_measures_both_locks_block_by_block_and_writes_its_report");
+    let out = std::env::temp_dir().join(format!("cassalock-long-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let out_arg = out.to_str().expect("utf-8 temp dir");
+    let output = cassalock()
+        .args([
+            "bench",
+            "long-run",
+            "--acquisitions",
+            "30",
+            "--block",
+            "10",
+            "--idle-s",
+            "0",
+        ])
+        .args(["--contact-points", CONTACT_POINTS, "--out", out_arg])
+        .output()
+        .expect("cassalock bench long-run runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "exit {:?}: {stdout}{stderr}", output.status);
+    for lock in ["old", "queue"] {
+        assert!(stdout.contains(&format!("{lock}: acquire p50 ")), "{stdout}");
+    }
+    // Three blocks of ten for each lock, a progress line each.
+    let blocks = stderr.lines().filter(|line| line.starts_with("  from ")).count();
+    assert_eq!(blocks, 6, "{stderr}");
+    let report = std::fs::read_to_string(out.join("real-long-run.md")).expect("the report");
+    assert!(
+        report.contains("| old | 30 |") && report.contains("| queue | 30 |"),
+        "{report}"
+    );
+    assert!(
+        report.contains("| queue | queue |") && report.contains("| old | shadow |"),
+        "{report}"
+    );
+    assert!(report.contains("not measured"), "--idle-s 0: no second read: {report}");
+    assert!(out.join("real-long-run.svg").is_file());
+    let data = out.join("real-long-run.json");
+    std::fs::remove_file(out.join("real-long-run.md")).expect("remove");
+    let again = cassalock()
+        .args([
+            "bench",
+            "long-run",
+            "--from-data",
+            data.to_str().expect("utf-8"),
+            "--out",
+            out_arg,
+        ])
+        .output()
+        .expect("runs");
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(
+        std::fs::read_to_string(out.join("real-long-run.md")).expect("written again"),
+        report
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

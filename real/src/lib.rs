@@ -31,6 +31,7 @@ pub mod cluster;
 pub mod etcd;
 #[cfg(not(madsim))]
 pub mod family;
+pub mod long_run;
 #[cfg(not(madsim))]
 pub mod lwt;
 #[cfg(not(madsim))]
@@ -271,11 +272,7 @@ pub enum Event {
     },
     /// The holder stopped believing it held: at the end of its hold, or, when its lease had run
     /// out by then, at the moment its guard stopped being valid ([`belief_ended_at_us`]).
-    Released {
-        locker: String,
-        at_us: u64,
-        lost: bool,
-    },
+    Released { locker: String, at_us: u64, lost: bool },
     /// A lock or release call failed (after the library's own retries).
     Error {
         locker: String,
@@ -283,10 +280,7 @@ pub enum Event {
         message: String,
     },
     /// A process finished: its store requests.
-    Done {
-        process: usize,
-        requests: u64,
-    },
+    Done { process: usize, requests: u64 },
 }
 
 /// When a holder stopped believing it held the lock (the end of its interval for the T1-belief

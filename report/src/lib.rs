@@ -14,6 +14,7 @@ pub mod fairness;
 #[cfg(madsim)]
 pub mod matrix;
 pub mod real_backends;
+pub mod real_long_run;
 
 use std::path::{Path, PathBuf};
 
@@ -50,6 +51,18 @@ pub fn create_dir(dir: &Path) -> Result<(), ReportError> {
 }
 
 /// Write `text` to `dir/name`, creating `dir`.
+/// Read a report's data file (JSON) back.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|source| ReportError::Data {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
     create_dir(dir)?;
     let path = dir.join(name);

@@ -786,14 +786,7 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
 
 /// Read the measurements a report was written from ([`DATA`]).
 pub fn read_data(path: &Path) -> Result<Measured, ReportError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    serde_json::from_str(&text).map_err(|source| ReportError::Data {
-        path: path.to_path_buf(),
-        source,
-    })
+    crate::read_json(path)
 }
 
 /// Write the markdown, its charts and its data ([`DATA`]); returns the file names.
