@@ -95,7 +95,7 @@ pub struct BenchArgs {
     #[arg(long, allow_negative_numbers = true)]
     acquisitions: Option<u64>,
     /// long-run: acquisitions per block (a line of progress, a point of the chart); at most
-    /// 1000 blocks [default: 500].
+    /// 1000 blocks [default: 500, or acquisitions / 1000 when that is more].
     #[arg(long, allow_negative_numbers = true)]
     block: Option<u64>,
     /// long-run: seconds the locks sit idle after the runs before their rows are read again,
@@ -217,6 +217,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
     }
 }
 
+/// `bench long-run`'s block when --block is not given (and 500 makes at most 1000 blocks).
+const DEFAULT_LONG_RUN_BLOCK: u64 = 500;
+
 impl BenchArgs {
     /// The options of `bench long-run`, defaults filled in.
     fn long_run_args(&self) -> crate::long_run::LongRunArgs {
@@ -225,8 +228,13 @@ impl BenchArgs {
             locks: self.locks.clone().unwrap_or_else(|| vec![Variant::Old, Variant::Queue]),
             plan: cassalock_real::long_run::LongRunPlan {
                 acquisitions,
-                // 500, or every acquisition in one block when there are fewer.
-                block: self.block.unwrap_or(acquisitions.clamp(1, 500)),
+                // 500, or larger when 500 would make more than the most blocks, or every
+                // acquisition in one block when there are fewer.
+                block: self.block.unwrap_or_else(|| {
+                    DEFAULT_LONG_RUN_BLOCK
+                        .max(acquisitions.div_ceil(cassalock_real::long_run::MAX_BLOCKS))
+                        .min(acquisitions.max(1))
+                }),
                 contact_points: self
                     .contact_points
                     .clone()

@@ -70,6 +70,12 @@ const BAD: &[(&[&str], &str)] = &[
         "is not host:port",
     ),
     (&["bench", "long-run", "--idle-s", "3601"], "--idle-s 3601: give 0 to 3600"),
+    // The most acquisitions with the default block: checked, then refused only for the build
+    // (this is the simulation build), not for making too many blocks.
+    (
+        &["bench", "long-run", "--acquisitions", "1000000"],
+        "talks to a real Cassandra cluster: use the real build",
+    ),
     (&["bench", "long-run", "--idle-s", "-1"], "invalid value '-1' for '--idle-s"),
     (
         &["bench", "real", "--idle-s", "5"],
