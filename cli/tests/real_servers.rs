@@ -1835,9 +1835,17 @@ fn a_holder_paused_past_its_session_or_lease_is_overtaken_and_the_judges_say_so(
                 .filter(|e| matches!(e, Event::Error { .. } | Event::Released { .. }))
                 .collect::<Vec<_>>()
         );
-        assert!(
-            overlap,
-            "{algorithm}: a holder paused past its session/lease is overtaken while it still believes"
+        // Both holders are overtaken; whether the paused one still believed is where the two
+        // differ, as the family model says. Curator's holder has no bound of its own: paused
+        // past its session, it believes until it is told (T1-belief violated). etcd's holder
+        // counts its lease from its last keep-alive's send, so its belief ends at that deadline
+        // (the judge ends a belief where the guard stopped being valid), before the server
+        // expires the lease and lets the other in: no overlap.
+        let believes_while_overtaken = algorithm == "zookeeper";
+        assert_eq!(
+            overlap, believes_while_overtaken,
+            "{algorithm}: a holder paused past its session/lease: T1-belief overlap {overlap}, expected \
+             {believes_while_overtaken}"
         );
         assert!(
             other_ok && other.acquisitions == 1,
