@@ -209,17 +209,24 @@ pub fn run(args: LongRunArgs) -> ExitCode {
             }
         }
     }
-    let nodes = runtime
-        .block_on(async {
-            let config = cassalock::store::cassandra::CassandraConfig {
-                contact_points: args.plan.contact_points.clone(),
-                ..Default::default()
-            };
-            cassalock::store::cassandra::CassandraStore::connect(&config)
-                .await
-                .map(|s| s.nodes())
-        })
-        .unwrap_or(0);
+    let nodes = runtime.block_on(async {
+        let config = cassalock::store::cassandra::CassandraConfig {
+            contact_points: args.plan.contact_points.clone(),
+            ..Default::default()
+        };
+        cassalock::store::cassandra::CassandraStore::connect(&config)
+            .await
+            .map(|s| s.nodes())
+    });
+    // The report names the cluster it measured: a cluster that no longer answers ends the run
+    // here instead of writing "0 Cassandra nodes".
+    let nodes = match nodes {
+        Ok(nodes) => nodes,
+        Err(e) => {
+            eprintln!("error: counting the cluster's nodes after the runs: {e}");
+            return ExitCode::from(4);
+        }
+    };
     let measured = Measured {
         command: args.command(),
         cluster: format!(

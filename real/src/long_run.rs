@@ -363,11 +363,6 @@ pub async fn run(
     use cassalock::{Algorithm, RemoteLocker, Settings, SystemClock};
 
     debug_assert!(plan.check().is_ok(), "the plan is checked before it runs");
-    debug_assert_eq!(
-        CassandraConfig::default().gc_grace_s,
-        GC_GRACE_S,
-        "the idle wait follows the table's grace"
-    );
     let algorithm = match variant {
         crate::Variant::Old => Algorithm::Old,
         crate::Variant::Queue => Algorithm::Queue,
@@ -546,8 +541,9 @@ pub fn idle_before_reread() -> Duration {
     Duration::from_secs(u64::from(GC_GRACE_S) + 5)
 }
 
-/// The lock table's `gc_grace_seconds` as this build creates it.
-pub const GC_GRACE_S: u32 = 60;
+/// The lock table's `gc_grace_seconds` as this build creates it (a table created earlier with
+/// another grace keeps its own: `CREATE TABLE IF NOT EXISTS`).
+pub use cassalock::store::DEFAULT_GC_GRACE_S as GC_GRACE_S;
 
 #[cfg(test)]
 mod tests {

@@ -84,7 +84,7 @@ impl Default for CassandraConfig {
             consistency: Consistency::Quorum,
             request_timeout: Duration::from_secs(12),
             connect_timeout: Duration::from_secs(DEFAULT_CONNECT_TIMEOUT_S),
-            gc_grace_s: 60,
+            gc_grace_s: super::DEFAULT_GC_GRACE_S,
         }
     }
 }

@@ -8,6 +8,12 @@
 
 #[cfg(not(madsim))]
 pub mod cassandra;
+
+/// The real lock table's `gc_grace_seconds` when this build creates it (the default of
+/// `cassandra::CassandraConfig::gc_grace_s`); here, outside the real-only module, so that the
+/// long-run report reads the same figure in either build. It must exceed the lock TTL
+/// (docs/cassandra.md).
+pub const DEFAULT_GC_GRACE_S: u32 = 60;
 pub mod etcd_client;
 pub mod etcd_keyspace;
 pub mod family_memory;
