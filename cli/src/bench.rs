@@ -19,7 +19,9 @@ pub enum Suite {
     /// worlds against their 60 s goal, and the time to each catalogued counterexample. Exit 4
     /// when the yardstick cannot be built or run.
     Models,
-    /// Simulation: seeds per minute of the contention scenario (2 jobs, release build).
+    /// Simulation: seeds per minute of the contention scenario (2 jobs, release build), against
+    /// madsim's own message rate in the same run; --seeds per algorithm (default 600); with
+    /// --shard K/N --shard-out FILE, this machine's part, added up by `cassalock merge`.
     #[cfg(madsim)]
     Sim,
     /// Simulation: peak resident memory (VmHWM) after each of --counts seeds of one scenario,
@@ -137,6 +139,16 @@ pub struct BenchArgs {
     /// one sweep runs seeds 0.. up to the last count [default: 1000,10000,100000].
     #[arg(long, value_delimiter = ',')]
     counts: Option<Vec<u64>>,
+    /// sim: seeds per algorithm, 1-100000 [default: 600].
+    #[arg(long, allow_negative_numbers = true)]
+    seeds: Option<u64>,
+    /// sim: run only shard K of N of the seeds (seed % N == K-1), timed on this machine, and
+    /// write its figures to --shard-out; `cassalock merge FILE...` adds the shards up.
+    #[arg(long, value_name = "K/N", requires = "shard_out")]
+    shard: Option<String>,
+    /// sim: with --shard, the file to write (JSON).
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    shard_out: Option<std::path::PathBuf>,
 }
 
 impl BenchArgs {
@@ -163,6 +175,11 @@ impl BenchArgs {
             ("--scenario", self.scenario.is_some()),
             ("--counts", self.counts.is_some()),
         ];
+        let sim = [
+            ("--seeds", self.seeds.is_some()),
+            ("--shard", self.shard.is_some()),
+            ("--shard-out", self.shard_out.is_some()),
+        ];
         let long_run = [
             ("--acquisitions", self.acquisitions.is_some()),
             ("--block", self.block.is_some()),
@@ -175,6 +192,10 @@ impl BenchArgs {
             Suite::LongRun => (false, false, true),
             _ => (false, false, false),
         };
+        #[cfg(madsim)]
+        let sim_ok = matches!(self.suite, Suite::Sim);
+        #[cfg(not(madsim))]
+        let sim_ok = false;
         // What the long run reads of the real suite's flags.
         let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
@@ -186,6 +207,7 @@ impl BenchArgs {
         misplaced(&real, real_ok, "bench real")
             .or_else(|| misplaced(&sweep_memory, sweep_memory_ok, "bench sweep-memory"))
             .or_else(|| misplaced(&long_run, long_run_ok, "bench long-run"))
+            .or_else(|| misplaced(&sim, sim_ok, "bench sim"))
     }
 }
 
@@ -197,7 +219,13 @@ pub fn run(args: BenchArgs) -> ExitCode {
     match args.suite {
         Suite::Models => models(),
         #[cfg(madsim)]
-        Suite::Sim => sim(),
+        Suite::Sim => {
+            let seeds = args.seeds.unwrap_or(crate::bench_sim::DEFAULT_SEEDS);
+            match (&args.shard, &args.shard_out) {
+                (Some(shard), Some(path)) => crate::bench_sim::shard(seeds, shard, path),
+                _ => crate::bench_sim::run(seeds),
+            }
+        }
         #[cfg(madsim)]
         Suite::SweepMemory => sweep_memory(
             args.scenario.as_deref().unwrap_or("contention"),
@@ -279,96 +307,6 @@ impl BenchArgs {
             add_to: self.add_to.clone(),
         }
     }
-}
-
-#[cfg(madsim)]
-fn sim() -> ExitCode {
-    use cassalock_sim::run::run;
-    use cassalock_sim::scenario::{build, SimOptions};
-    use rayon::prelude::*;
-    const SEEDS: u64 = 600;
-    const JOBS: usize = 2;
-    let pool = match rayon::ThreadPoolBuilder::new().num_threads(JOBS).build() {
-        Ok(pool) => pool,
-        Err(error) => {
-            eprintln!("error: cannot start the worker threads: {error}");
-            return ExitCode::from(1);
-        }
-    };
-    /// Echo calls of the raw madsim measurement.
-    const RAW_CALLS: u64 = 200_000;
-    /// The goal of issue 15: contention seeds per minute on the two jobs.
-    const GOAL_SEEDS_PER_MINUTE: f64 = 10_000.0;
-    println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {SEEDS} seeds on {JOBS} threads");
-    println!(
-        "{:<10} {:>9} {:>13} {:>8} {:>13} {:>10} {:>12} {:>16}",
-        "algorithm", "seconds", "seeds/minute", "x goal", "acquisitions", "sim. s", "messages", "messages/s/job"
-    );
-    let mut failed = false;
-    let mut per_job_rates = Vec::new();
-    for algorithm in [cassalock::Algorithm::Old, cassalock::Algorithm::Queue] {
-        let started = Instant::now();
-        // Per seed: acquisitions, simulated seconds, messages, whether a check failed.
-        let per_seed: Vec<(usize, f64, u64, usize)> = pool.install(|| {
-            (0..SEEDS)
-                .into_par_iter()
-                .map(|seed| {
-                    let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
-                    let outcome = run(&config, seed, false);
-                    (
-                        outcome.verdicts.acquisitions,
-                        outcome.sim_time.as_secs_f64(),
-                        outcome.messages,
-                        usize::from(!outcome.verdicts.all_passed()),
-                    )
-                })
-                .collect()
-        });
-        let totals = per_seed
-            .iter()
-            .fold((0, 0.0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3));
-        let seconds = started.elapsed().as_secs_f64();
-        failed |= totals.3 > 0;
-        let seeds_per_minute = SEEDS as f64 / seconds * 60.0;
-        let per_job = totals.2 as f64 / seconds / JOBS as f64;
-        per_job_rates.push((algorithm.name(), per_job, totals.2 as f64 / SEEDS as f64));
-        println!(
-            "{:<10} {seconds:>9.2} {seeds_per_minute:>13.0} {:>8.2} {:>13} {:>10.0} {:>12} {per_job:>16.0}",
-            algorithm.name(),
-            seeds_per_minute / GOAL_SEEDS_PER_MINUTE,
-            totals.0,
-            totals.1,
-            totals.2,
-        );
-    }
-    // madsim alone, in the same run: the ceiling of any simulation on it.
-    let (raw_messages, raw_seconds) = cassalock_sim::run::raw_rpc_rate(RAW_CALLS);
-    let raw_rate = raw_messages as f64 / raw_seconds;
-    println!();
-    println!(
-        "madsim alone (one thread): {RAW_CALLS} echo calls, {raw_messages} messages in {raw_seconds:.2} s: {raw_rate:.0} messages/s"
-    );
-    let default_call = cassalock_sim::run::echo_calls(1000, None).simulated / 1000;
-    let floor_call = cassalock_sim::run::echo_calls(1000, Some((1, 2))).simulated / 1000;
-    println!(
-        "simulated time of one echo call (two messages): {:.2} ms at madsim's default latency (1..10 ms a message), {:.2} ms at 1..2 us: madsim adds 1 ms when a message is sent and 1 ms when it is received",
-        default_call.as_secs_f64() * 1e3,
-        floor_call.as_secs_f64() * 1e3
-    );
-    for (name, per_job, per_seed) in per_job_rates {
-        // Were our code free, each seed would still cost its messages at madsim's rate.
-        let ceiling = raw_rate / per_seed * 60.0 * JOBS as f64;
-        println!(
-            "{name:<10} simulator messages/s per job against madsim alone: {:.2}x; {per_seed:.0} messages a seed, so madsim alone would run at most {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal)",
-            per_job / raw_rate,
-            ceiling / GOAL_SEEDS_PER_MINUTE
-        );
-    }
-    if failed {
-        eprintln!("error: a contention run failed a check");
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
 }
 
 /// The most checkpoints `bench sweep-memory` reads.

@@ -43,8 +43,18 @@ sweep (wall-clock figures, on stderr there, are not printed). The files may come
 A `sim` merge resolves the scenario again (a --scenario-file must be readable here) and replays
 each claim's first failing seed, as `sim` does, for the line that records it.
 
+Report shards (`report fairness|matrix|all ... --shard K/N --shard-out FILE`): writes into
+--out DIR (default reports) the same bytes as the report command on one machine, and prints
+what it prints. The matrix's simulator trace files are made here, by running each one failing
+seed again.
+
+`bench sim` shards: the whole bench's exact figures (acquisitions, simulated seconds, messages),
+each shard's seeds per minute on its own machine, and the sweep's over the slowest shard.
+
 Exit status:
-  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded (sim-family)
+  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded
+     (sim-family); for a report, 3 when a wall-time cap stopped some search on the machine
+     that ran it
   2  bad input: a file unreadable, not a shard file, of another version or another sweep,
      a shard given twice or missing (the message names the file or the shard)";
 
@@ -88,6 +98,11 @@ pub struct MergeArgs {
     /// The result files of every shard (1/N to N/N) of one sweep, each once.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
+    /// Report shards (`report ... --shard K/N --shard-out FILE`): the directory the report's
+    /// files are written to [default: reports]. `sim`, `sim-family` and `bench sim` merges
+    /// only print.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// What the command line changes in a scenario (and a replay command must repeat).
@@ -650,12 +665,28 @@ fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
 /// from the shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
 pub fn merge(args: MergeArgs) -> ExitCode {
     // The first file says which command's shards these are.
-    match crate::shard::read_any(&args.files[0]) {
-        Ok(value) if value.get("format").and_then(serde_json::Value::as_str) == Some(crate::sim::SHARD_FORMAT) => {
-            return crate::sim::merge(&args.files);
-        }
-        Ok(_) => {}
+    let format = match crate::shard::read_any(&args.files[0]) {
+        Ok(value) => value
+            .get("format")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
         Err(message) => return usage_error(&message),
+    };
+    if format.as_deref() == Some(crate::report::SHARD_FORMAT) {
+        let out = args.out.unwrap_or_else(|| PathBuf::from("reports"));
+        return crate::report::merge(&args.files, &out);
+    }
+    if let Some(out) = &args.out {
+        return usage_error(&format!(
+            "--out {}: only report shards write files; a sim or sim-family merge prints its summary",
+            out.display()
+        ));
+    }
+    if format.as_deref() == Some(crate::sim::SHARD_FORMAT) {
+        return crate::sim::merge(&args.files);
+    }
+    if format.as_deref() == Some(crate::bench_sim::SHARD_FORMAT) {
+        return crate::bench_sim::merge(&args.files);
     }
     let mut files: Vec<(&PathBuf, ShardFile)> = Vec::new();
     for path in &args.files {

@@ -1,6 +1,8 @@
 //! The `cassalock` command: model checking, simulation, reports and the real cluster.
 
 mod bench;
+#[cfg(madsim)]
+mod bench_sim;
 mod check;
 #[cfg(madsim)]
 mod family_sim;
@@ -49,7 +51,7 @@ enum Command {
     Check(check::CheckArgs),
     /// Measure speed figures (benchmarks that print numbers, not tests).
     #[command(after_help = exit_status_help!())]
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Simulate a scenario over many seeds (the real lock code against a simulated cluster).
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
@@ -62,8 +64,9 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
-    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`)
-    /// into the summary one machine prints for the whole sweep, with its exit status.
+    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`,
+    /// `report ...`/`bench sim --shard K/N --shard-out FILE`) into what one machine prints (and,
+    /// for a report, writes) for the whole sweep, with its exit status.
     #[cfg(madsim)]
     #[command(after_help = family_sim::MERGE_HELP)]
     Merge(family_sim::MergeArgs),
@@ -116,7 +119,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => check::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
         #[cfg(madsim)]
         Command::Sim(args) => sim::sim(args),
         #[cfg(madsim)]

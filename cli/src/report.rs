@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use cassalock_report::fairness::{measure, write, FairnessOptions};
-use cassalock_report::matrix::{run_matrix, MatrixOptions};
+use cassalock_report::fairness::{assemble, measure, measure_shard, write, FairnessOptions, FairnessShard};
+use cassalock_report::matrix::{render_matrix, run_matrix, run_matrix_shard, MatrixOptions, MatrixRun, MatrixShard};
+use serde::{Deserialize, Serialize};
+
+use crate::shard::{Shard, ShardOut};
 use cassalock_sim::ranges::MsRange;
 use clap::{Args, Subcommand};
 
@@ -42,9 +45,23 @@ const MATRIX_CONTRACT_SEEDS: u64 = 100;
 /// on the machine's speed.
 const STOPPED_BY_TIME: u8 = 3;
 
+/// `--shard K/N --shard-out FILE`: one machine's part of a report (README, "Sweeps across
+/// machines").
+#[derive(Args, Debug, Clone, Default)]
+struct ShardArgs {
+    /// Run only shard K of N of the report's runs (the units i of its fixed plan with
+    /// i % N == K-1) and write their results to --shard-out instead of the report;
+    /// `cassalock merge --out DIR FILE...` writes the report from every shard's file.
+    #[arg(long, value_name = "K/N", requires = "shard_out")]
+    shard: Option<Shard>,
+    /// With --shard: the result file to write (JSON).
+    #[arg(long, value_name = "FILE", requires = "shard")]
+    shard_out: Option<PathBuf>,
+}
+
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine. With --shard: 0 once the shard's file is written (the report and its status come from `cassalock merge`), 2 bad options, 4 the file could not be written."
 )]
 struct MatrixArgs {
     /// Where to write.
@@ -69,11 +86,13 @@ struct MatrixArgs {
     /// Memcached), whose Redlock models take about a minute and a half.
     #[arg(long)]
     thesis_only: bool,
+    #[command(flatten)]
+    shard: ShardArgs,
 }
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine. With --shard: 0 once the shard's file is written (the reports and their status come from `cassalock merge`), 2 bad options, 4 the file could not be written."
 )]
 struct AllArgs {
     #[command(flatten)]
@@ -112,6 +131,8 @@ struct FairnessArgs {
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
+    #[command(flatten)]
+    shard: ShardArgs,
 }
 
 /// Progress of one stage of a report. On a terminal, a bar, created only once the first total
@@ -235,16 +256,20 @@ fn fairness(args: &FairnessArgs) -> anyhow::Result<()> {
     let progress = Progress::new("fairness", "runs");
     let measured = measure(&options, &|done, total| progress.update("", done, total))?;
     progress.finish();
-    let files = write(&measured)?;
+    print_fairness_files(&write(&measured)?, &args.out);
+    Ok(())
+}
+
+/// The line a fairness report run ends with (a merge of its shards prints the same).
+fn print_fairness_files(files: &[String], out: &std::path::Path) {
     println!(
         "fairness report: {}",
         files
             .iter()
-            .map(|f| args.out.join(f).display().to_string())
+            .map(|f| out.join(f).display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(())
 }
 
 /// What a report run ended with, when it wrote its files.
@@ -288,43 +313,267 @@ fn matrix_options(args: &MatrixArgs) -> anyhow::Result<MatrixOptions> {
 fn matrix(args: &MatrixArgs) -> anyhow::Result<Written> {
     let options = matrix_options(args)?;
     ensure_writable(&args.out)?;
-    let progress = Progress::new("matrix", "cells");
+    let progress = Progress::new("matrix", "runs");
     let written =
-        run_matrix(&options, &|cell, done, total| progress.update(cell, done, total)).map_err(anyhow::Error::msg)?;
+        run_matrix(&options, &|unit, done, total| progress.update(unit, done, total)).map_err(anyhow::Error::msg)?;
     progress.finish();
+    Ok(matrix_written(&options, &written))
+}
+
+/// Print what a matrix run wrote (a merge of its shards prints the same), and warn about the
+/// searches its wall-time cap stopped.
+fn matrix_written(options: &MatrixOptions, written: &MatrixRun) -> Written {
     println!(
         "matrix report: {} and {} trace files under {}",
-        args.out.join("matrix.md").display(),
+        options.out.join("matrix.md").display(),
         written.files.len() - 1,
-        args.out.join("matrix").display()
+        options.out.join("matrix").display()
     );
     if written.stopped_by_time.is_empty() {
-        return Ok(Written::Deterministic);
+        return Written::Deterministic;
     }
     eprintln!(
         "warning: the wall-time cap ({} s per search) stopped {} search(es) before their seed budget; those cells say \"not a verdict\", and the report depends on this machine's speed (raise --cell-time-s / --matrix-cell-time-s, or lower the seeds):",
-        args.cell_time_s,
+        options.cell_time.as_secs(),
         written.stopped_by_time.len()
     );
     for search in &written.stopped_by_time {
         eprintln!("  {search}");
     }
-    Ok(Written::StoppedByTime)
+    Written::StoppedByTime
+}
+
+/// What a report shard's file says it is, and the version of its layout.
+pub const SHARD_FORMAT: &str = "cassalock-report-shard";
+pub const SHARD_VERSION: u64 = 1;
+
+/// A report shard's result file (`report ... --shard K/N --shard-out FILE`), read by
+/// `cassalock merge`: the command that writes the whole report on one machine, the shard, and
+/// the results of its part of each report the command writes.
+#[derive(Serialize, Deserialize)]
+struct ReportShardFile {
+    format: String,
+    version: u64,
+    command: String,
+    k: u64,
+    n: u64,
+    fairness: Option<FairnessShard>,
+    matrix: Option<MatrixShard>,
+}
+
+/// `cassalock report all ...` with every option that shapes both reports.
+fn all_command_line(fairness: &FairnessOptions, matrix: &MatrixOptions) -> String {
+    let fairness_flags = fairness
+        .command_line()
+        .strip_prefix("cassalock report fairness")
+        .expect("the fairness command")
+        .to_owned();
+    format!(
+        "cassalock report all{fairness_flags} --matrix-max-seeds {} --matrix-cell-time-s {} --matrix-contract-seeds {}",
+        matrix.max_seeds,
+        matrix.cell_time.as_secs(),
+        matrix.contract_seeds
+    )
+}
+
+/// The options of `report all`'s matrix.
+fn all_matrix_args(all: &AllArgs) -> MatrixArgs {
+    MatrixArgs {
+        out: all.fairness.out.clone(),
+        max_seeds: all.matrix_max_seeds,
+        cell_time_s: all.matrix_cell_time_s,
+        contract_seeds: all.matrix_contract_seeds,
+        jobs: all.fairness.jobs,
+        thesis_only: false,
+        shard: ShardArgs::default(),
+    }
+}
+
+/// The reports a command writes: their options, and the command that writes them all.
+struct Planned {
+    fairness: Option<FairnessOptions>,
+    matrix: Option<MatrixOptions>,
+    command: String,
+}
+
+fn planned(which: &Which) -> anyhow::Result<Planned> {
+    Ok(match which {
+        Which::Fairness(args) => {
+            let options = fairness_options(args)?;
+            Planned {
+                command: options.command_line(),
+                fairness: Some(options),
+                matrix: None,
+            }
+        }
+        Which::Matrix(args) => {
+            let options = matrix_options(args)?;
+            Planned {
+                command: options.command_line(),
+                fairness: None,
+                matrix: Some(options),
+            }
+        }
+        Which::All(all) => {
+            let matrix = matrix_options(&all_matrix_args(all))?;
+            let fairness = fairness_options(&all.fairness)?;
+            Planned {
+                command: all_command_line(&fairness, &matrix),
+                fairness: Some(fairness),
+                matrix: Some(matrix),
+            }
+        }
+    })
+}
+
+/// `report ... --shard K/N --shard-out FILE`: run this shard's part of each report and write
+/// its results; 0 once written (the reports come from `cassalock merge`), 2 bad options, 4 the
+/// file could not be written after the runs.
+fn shard(which: &Which, shard: Shard, path: &std::path::Path) -> ExitCode {
+    let planned = match planned(which) {
+        Ok(planned) => planned,
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
+    };
+    let out = match ShardOut::create(path) {
+        Ok(out) => out,
+        Err(message) => return crate::usage_error(&message),
+    };
+    let fairness = planned.fairness.as_ref().map(|options| {
+        let progress = Progress::new("fairness", "runs");
+        let measured = measure_shard(options, shard.k(), shard.n(), &|done, total| {
+            progress.update("", done, total)
+        });
+        progress.finish();
+        measured
+    });
+    let fairness = match fairness.transpose() {
+        Ok(fairness) => fairness,
+        Err(error) => return crate::usage_error(&error.to_string()),
+    };
+    let matrix = planned.matrix.as_ref().map(|options| {
+        let progress = Progress::new("matrix", "runs");
+        let results = run_matrix_shard(options, shard.k(), shard.n(), &|unit, done, total| {
+            progress.update(unit, done, total)
+        });
+        progress.finish();
+        results
+    });
+    let matrix = match matrix.transpose() {
+        Ok(matrix) => matrix,
+        Err(error) => return crate::usage_error(&error.to_string()),
+    };
+    let runs = fairness.as_ref().map_or(0, |f| f.results.len()) + matrix.as_ref().map_or(0, |m| m.results.len());
+    let file = ReportShardFile {
+        format: SHARD_FORMAT.to_owned(),
+        version: SHARD_VERSION,
+        command: planned.command.clone(),
+        k: shard.k(),
+        n: shard.n(),
+        fairness,
+        matrix,
+    };
+    let shown = out.path().display().to_string();
+    if let Err(code) = out.write(&file) {
+        return code;
+    }
+    println!(
+        "shard {shard} of `{}`: {runs} runs, results written to {shown}; write the report from every shard's file with `cassalock merge --out DIR FILE...`",
+        planned.command
+    );
+    ExitCode::SUCCESS
+}
+
+/// `cassalock merge --out DIR` of report shards: write into DIR exactly the files the
+/// command writes on one machine, print what it prints, and exit as it would (0, 3; 2 for bad
+/// files or options).
+pub fn merge(paths: &[PathBuf], out: &std::path::Path) -> ExitCode {
+    match merge_files(paths, out) {
+        Ok(Written::Deterministic) => ExitCode::SUCCESS,
+        Ok(Written::StoppedByTime) => ExitCode::from(STOPPED_BY_TIME),
+        Err(error) => crate::usage_error(&format!("{error:#}")),
+    }
+}
+
+fn merge_files(paths: &[PathBuf], out: &std::path::Path) -> anyhow::Result<Written> {
+    #[derive(clap::Parser)]
+    struct ReportCommand {
+        #[command(flatten)]
+        report: ReportArgs,
+    }
+    use clap::Parser;
+    let mut files = Vec::new();
+    for path in paths {
+        let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION).map_err(anyhow::Error::msg)?;
+        let damaged = |why: String| anyhow::anyhow!("{}: a damaged shard file: {why}", path.display());
+        let file: ReportShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
+        let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
+        files.push((path, file, shard));
+    }
+    let cover: Vec<(&PathBuf, String, Shard)> = files
+        .iter()
+        .map(|(path, file, shard)| (*path, format!("`{}` in {} shards", file.command, shard.n()), *shard))
+        .collect();
+    crate::shard::check_cover(&cover, &files[0].1.command).map_err(anyhow::Error::msg)?;
+    let command = files[0].1.command.clone();
+    let words = shlex::split(&command).unwrap_or_default();
+    let mut which = ReportCommand::try_parse_from(words.iter().skip(1))
+        .map_err(|error| {
+            anyhow::anyhow!(
+                "{}: the command {command:?} does not parse: {error}",
+                paths[0].display()
+            )
+        })?
+        .report
+        .which;
+    match &mut which {
+        Which::Fairness(args) => args.out = out.to_owned(),
+        Which::Matrix(args) => args.out = out.to_owned(),
+        Which::All(all) => all.fairness.out = out.to_owned(),
+    }
+    let planned = planned(&which)?;
+    ensure_writable(out)?;
+    let mut written = Written::Deterministic;
+    if let Some(options) = &planned.fairness {
+        let shards: Vec<FairnessShard> = files
+            .iter()
+            .map(|(path, file, _)| {
+                file.fairness
+                    .clone()
+                    .ok_or_else(|| anyhow::anyhow!("{}: a damaged shard file: no fairness results", path.display()))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let measured = assemble(options, &shards).map_err(anyhow::Error::msg)?;
+        print_fairness_files(&write(&measured)?, out);
+    }
+    if let Some(options) = &planned.matrix {
+        let shards: Vec<MatrixShard> = files
+            .iter()
+            .map(|(path, file, _)| {
+                file.matrix
+                    .clone()
+                    .ok_or_else(|| anyhow::anyhow!("{}: a damaged shard file: no matrix results", path.display()))
+            })
+            .collect::<anyhow::Result<_>>()?;
+        let run = render_matrix(options, &shards).map_err(anyhow::Error::msg)?;
+        written = matrix_written(options, &run);
+    }
+    Ok(written)
 }
 
 pub fn run(args: ReportArgs) -> ExitCode {
+    let shard_args = match &args.which {
+        Which::Fairness(fairness_args) => &fairness_args.shard,
+        Which::Matrix(matrix_args) => &matrix_args.shard,
+        Which::All(all) => &all.fairness.shard,
+    };
+    if let (Some(which_shard), Some(path)) = (shard_args.shard, &shard_args.shard_out) {
+        return shard(&args.which, which_shard, path);
+    }
     let result = match &args.which {
         Which::Fairness(fairness_args) => fairness(fairness_args).map(|()| Written::Deterministic),
         Which::Matrix(matrix_args) => matrix(matrix_args),
         Which::All(all) => {
-            let matrix_args = MatrixArgs {
-                out: all.fairness.out.clone(),
-                max_seeds: all.matrix_max_seeds,
-                cell_time_s: all.matrix_cell_time_s,
-                contract_seeds: all.matrix_contract_seeds,
-                jobs: all.fairness.jobs,
-                thesis_only: false,
-            };
+            let matrix_args = all_matrix_args(all);
             check_matrix_args(&matrix_args)
                 .and_then(|()| fairness(&all.fairness))
                 .and_then(|()| matrix(&matrix_args))

@@ -29,7 +29,7 @@ const ITEMS: [ClaimId; 5] = [
 
 /// A scenario with its options, as `cassalock sim` takes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Scenario {
+pub struct Scenario {
     name: &'static str,
     try_lock: bool,
 }
@@ -75,7 +75,7 @@ fn exposing(item: ClaimId) -> &'static [Scenario] {
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::Old, Algorithm::Queue];
 
 /// One item's count over the seeds of a run set.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct ItemCount {
     violated: u64,
     first_violation: Option<u64>,
@@ -102,9 +102,10 @@ struct SeedFigures {
     bounds: ContractBounds,
 }
 
-/// Aggregates over the seeds of one run set: running maxima and counts only.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Figures {
+/// Aggregates over the seeds of one run set: running maxima and counts only (a matrix shard's
+/// result for the run set).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Figures {
     tried: u64,
     stopped_by_time: bool,
     items: [ItemCount; 5],
@@ -168,7 +169,7 @@ impl Figures {
 }
 
 /// A run set: a scenario, an algorithm, and the thesis's listings or the library's default.
-type Key = (Scenario, Algorithm, bool);
+pub type Key = (Scenario, Algorithm, bool);
 
 /// Everything the section is rendered from.
 #[derive(Clone, Debug)]
@@ -257,8 +258,8 @@ fn run_set(pool: &rayon::ThreadPool, key: Key, seeds: u64, time: Duration, batch
     figures
 }
 
-/// Measure every run set the section shows.
-pub fn measure(pool: &rayon::ThreadPool, options: &MatrixOptions) -> ContractFindings {
+/// Every run set the section shows, in the order the matrix's units list them.
+pub fn keys() -> Vec<Key> {
     let mut keys: Vec<Key> = Vec::new();
     for item in ITEMS {
         for &scenario in exposing(item) {
@@ -272,19 +273,22 @@ pub fn measure(pool: &rayon::ThreadPool, options: &MatrixOptions) -> ContractFin
             }
         }
     }
+    keys
+}
+
+/// Run the run set [`keys`]`()[index]`: seeds 0..contract_seeds, within the cell time cap.
+pub fn run_key(pool: &rayon::ThreadPool, index: usize, options: &MatrixOptions) -> Figures {
     let batch = (options.jobs.max(1) as u64) * 4;
-    let runs = keys
-        .into_iter()
-        .map(|key| {
-            (
-                key,
-                run_set(pool, key, options.contract_seeds, options.cell_time, batch),
-            )
-        })
-        .collect();
+    run_set(pool, keys()[index], options.contract_seeds, options.cell_time, batch)
+}
+
+/// The section's findings from every run set's figures, in [`keys`] order.
+pub fn assemble(options: &MatrixOptions, figures: Vec<Figures>) -> ContractFindings {
+    let keys = keys();
+    debug_assert_eq!(keys.len(), figures.len(), "one figure per run set");
     ContractFindings {
         seeds: options.contract_seeds,
-        runs,
+        runs: keys.into_iter().zip(figures).collect(),
     }
 }
 

@@ -1,7 +1,20 @@
 //! `cassalock report fairness`: the old and the queue lock (and TryGetLock), measured in the
 //! simulator over thread counts, clock skew and the time source.
+//!
+//! The sweep is a list of work items, each one simulated run: every cell of the grid (a lock
+//! variant at a thread count, a skew and time source, an S1 lead) with every seed, in a fixed
+//! order that depends on the options alone. A run is a function of its cell and seed, so item
+//! `i` gives the same metrics on every machine, and the sweep can be cut into shards: shard
+//! `K/N` runs the items whose index is `K - 1` modulo `N` ([`measure_shard`]), its results go
+//! to a file, and [`assemble`] merges the files of all `N` shards into the very `Measured`
+//! that one run on one machine gives, so the same report bytes. Only the per-run metrics travel
+//! between machines (integers, durations and the S1 stall's seconds, all exact in JSON); the
+//! aggregates, with their floating-point sums and percentiles, are computed once, after the
+//! merge, in work-list order.
+//! [`measure`] itself is shard 1 of 1 assembled, so the committed report checks that path.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -134,7 +147,9 @@ enum Job {
     Stall(u64),
 }
 
-/// Everything measured.
+/// Everything measured. (`Debug` prints every figure in a form that reads back bit for bit,
+/// NaN included, which derived equality would not compare: the shard tests compare that.)
+#[derive(Debug)]
 pub struct Measured {
     pub options: FairnessOptions,
     pub threads: BTreeMap<(usize, usize), Aggregate>,
@@ -176,13 +191,12 @@ fn time_sources(variant: usize) -> &'static [bool] {
 /// One run's metrics and, for the S1 runs, how long GlobalTime stood still (seconds).
 type JobResult = (FairnessMetrics, Option<f64>);
 
-/// Run every job and seed on `options.jobs` threads. The results come back in job and seed
-/// order whatever the order of completion, so the report is a function of the options alone.
-/// `progress(done, total)` is called after each run.
-pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Measured, ReportError> {
+/// The grid's cells in report order: every variant at every thread count, then the skew and
+/// time-source cells, then the S1 leads. Depends on the thread counts alone.
+fn jobs(threads: &[usize]) -> Vec<Job> {
     let mut jobs = Vec::new();
     for variant in 0..VARIANTS.len() {
-        for &threads in &options.threads {
+        for &threads in threads {
             jobs.push(Job::Threads(variant, threads));
         }
     }
@@ -196,34 +210,258 @@ pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Syn
     for lead in S1_LEADS_S {
         jobs.push(Job::Stall(lead));
     }
-    let work: Vec<(Job, u64)> = jobs
-        .iter()
+    jobs
+}
+
+/// The work list: every job with seeds `0..options.seeds`, jobs in [`jobs`] order and seeds
+/// ascending within a job, so work item `i` is job `i / seeds` with seed `i % seeds`. A pure
+/// function of the options: item `i` names the same run on every machine, which is what lets
+/// shards run apart be merged.
+fn work(options: &FairnessOptions) -> Vec<(Job, u64)> {
+    jobs(&options.threads)
+        .into_iter()
         .flat_map(|job| (0..options.seeds).map(move |seed| (job.clone(), seed)))
-        .collect();
+        .collect()
+}
+
+/// The options that decide the numbers of a fairness sweep. Shards belong to one sweep exactly
+/// when their sweeps are equal. `out` (where the files go) and `jobs` (how many threads run the
+/// work) are not part of it: they change neither a run nor its place in the work list.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FairnessSweep {
+    pub seeds: u64,
+    pub threads: Vec<usize>,
+    pub hold_ms: (u64, u64),
+    pub think_ms: (u64, u64),
+    /// Simulated time per run; serialized as whole seconds and nanoseconds, so exactly.
+    pub duration: Duration,
+}
+
+impl FairnessSweep {
+    pub fn of(options: &FairnessOptions) -> Self {
+        FairnessSweep {
+            seeds: options.seeds,
+            threads: options.threads.clone(),
+            hold_ms: options.hold_ms,
+            think_ms: options.think_ms,
+            duration: options.duration,
+        }
+    }
+}
+
+impl fmt::Display for FairnessSweep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let threads: Vec<String> = self.threads.iter().map(usize::to_string).collect();
+        write!(
+            f,
+            "seeds 0..{}, threads {}, hold {}-{} ms, think {}-{} ms, {:?} simulated per run",
+            self.seeds,
+            threads.join(","),
+            self.hold_ms.0,
+            self.hold_ms.1,
+            self.think_ms.0,
+            self.think_ms.1,
+            self.duration
+        )
+    }
+}
+
+impl FairnessOptions {
+    /// The sweep these options measure (see [`FairnessSweep`]).
+    pub fn sweep(&self) -> FairnessSweep {
+        FairnessSweep::of(self)
+    }
+}
+
+/// One work item's result: its index in the work list, the run's metrics and, for an S1 run,
+/// how long GlobalTime stood still (seconds; serde_json's `float_roundtrip` reads it back
+/// exactly).
+pub type ShardItem = (u64, FairnessMetrics, Option<f64>);
+
+/// Shard `k` of `n` of a sweep: the results of the work items whose index is `k - 1` modulo
+/// `n`. Striding rather than cutting the list in blocks spreads the slow cells (32 threads,
+/// every variant) over all shards, so the shards take about as long as each other.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FairnessShard {
+    pub sweep: FairnessSweep,
+    /// This shard's number, 1 to `n`.
+    pub k: u64,
+    /// How many shards the sweep was split into.
+    pub n: u64,
+    /// Work items in the whole sweep, over all shards. A check, not a proof, that the shard was
+    /// cut by a build with the same grid: one with more or fewer variants, skews or leads has
+    /// another count and its shards are refused; one that only changes a value does not (the
+    /// sweep names no commit).
+    pub work_items: u64,
+    /// This shard's items, in increasing index order.
+    pub results: Vec<ShardItem>,
+}
+
+/// Why shards cannot be assembled into one report. Each names the shard (`K/N`) to rerun or
+/// drop.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum AssembleError {
+    #[error("no shards to assemble")]
+    NoShards,
+    #[error("shard {k}/{n} is of another sweep ({found}), not of this one ({expected})")]
+    OtherSweep {
+        k: u64,
+        n: u64,
+        expected: Box<FairnessSweep>,
+        found: Box<FairnessSweep>,
+    },
+    #[error(
+        "shard {k}/{n} splits a work list of {found} items, this build's has {expected}: it was made by another version of cassalock"
+    )]
+    OtherWorkList { k: u64, n: u64, found: u64, expected: u64 },
+    #[error("shard {k}/{n} is not a shard: K must be 1 to N")]
+    NotAShard { k: u64, n: u64 },
+    #[error("shard {k}/{n} and shard {first_k}/{first_n} split the work differently: all shards of one report must have the same N")]
+    MixedSplits { k: u64, n: u64, first_k: u64, first_n: u64 },
+    #[error("shard {k}/{n} gives work item {index}, but the sweep has only {work_items} (0 to {work_items} - 1)")]
+    OutOfRange {
+        index: u64,
+        k: u64,
+        n: u64,
+        work_items: u64,
+    },
+    #[error("shard {k}/{n} gives work item {index}, which is shard {}/{n}'s", index % n + 1)]
+    NotItsItem { index: u64, k: u64, n: u64 },
+    #[error("work item {index} is given twice, by shard {k}/{n}: is that shard listed twice?")]
+    Twice { index: u64, k: u64, n: u64 },
+    #[error("work item {index} is missing: shard {k}/{n} should have had it ({missing} items missing in all)")]
+    Missing { index: u64, k: u64, n: u64, missing: u64 },
+}
+
+/// Run every job and seed on `options.jobs` threads. The results come back in job and seed
+/// order whatever the order of completion, so the report is a function of the options alone.
+/// `progress(done, total)` is called after each run.
+///
+/// This is shard 1 of 1 assembled: the committed report goes through the same path as a sweep
+/// run in shards on several machines.
+pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Sync)) -> Result<Measured, ReportError> {
+    let whole = measure_shard(options, 1, 1, progress)?;
+    // Shard 1/1 of these very options holds every item once, of this sweep: nothing for
+    // `assemble` to refuse.
+    Ok(assemble(options, std::slice::from_ref(&whole)).expect("shard 1/1 of a sweep is the whole sweep"))
+}
+
+/// Run shard `k` of `n` (1 <= k <= n; the caller checks): the work items whose index is `k - 1`
+/// modulo `n`, on `options.jobs` threads. `progress(done, total)` is called after each run,
+/// `total` being this shard's item count.
+pub fn measure_shard(
+    options: &FairnessOptions,
+    k: u64,
+    n: u64,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<FairnessShard, ReportError> {
+    debug_assert!(1 <= k && k <= n, "shard {k}/{n}: K must be 1 to N");
+    let work = work(options);
+    let mine: Vec<(u64, &(Job, u64))> = (0u64..).zip(&work).filter(|(index, _)| index % n == k - 1).collect();
     let done = AtomicUsize::new(0);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .build()?;
-    let outcomes: Vec<JobResult> = pool.install(|| {
-        work.par_iter()
-            .map(|(job, seed)| {
-                let result = run_job(options, job, *seed);
-                progress(done.fetch_add(1, Ordering::Relaxed) + 1, work.len());
-                result
+    // An indexed parallel iterator collects in its input's order: increasing index.
+    let results: Vec<ShardItem> = pool.install(|| {
+        mine.par_iter()
+            .map(|&(index, (job, seed))| {
+                let (metrics, stall) = run_job(options, job, *seed);
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, mine.len());
+                (index, metrics, stall)
             })
             .collect()
     });
-    let results: BTreeMap<(Job, u64), JobResult> = work.into_iter().zip(outcomes).collect();
+    Ok(FairnessShard {
+        sweep: options.sweep(),
+        k,
+        n,
+        work_items: work.len() as u64,
+        results,
+    })
+}
+
+/// Merge shards of `options`' sweep, given in any order, into what [`measure`] gives: each
+/// work item must come exactly once, from the shard whose stride it is on, and every shard
+/// must be of this sweep and split it the same way. The aggregates are computed here, from
+/// the items in work-list order, so they are the same bits however the work was split.
+pub fn assemble(options: &FairnessOptions, shards: &[FairnessShard]) -> Result<Measured, AssembleError> {
+    let sweep = options.sweep();
+    let jobs = jobs(&options.threads);
+    let work_items = work(options).len() as u64;
+    let first = shards.first().ok_or(AssembleError::NoShards)?;
+    let mut slots: Vec<Option<(&FairnessMetrics, Option<f64>)>> = vec![None; work_items as usize];
+    for shard in shards {
+        let (k, n) = (shard.k, shard.n);
+        if shard.sweep != sweep {
+            return Err(AssembleError::OtherSweep {
+                k,
+                n,
+                expected: Box::new(sweep),
+                found: Box::new(shard.sweep.clone()),
+            });
+        }
+        if shard.work_items != work_items {
+            return Err(AssembleError::OtherWorkList {
+                k,
+                n,
+                found: shard.work_items,
+                expected: work_items,
+            });
+        }
+        if k == 0 || k > n {
+            return Err(AssembleError::NotAShard { k, n });
+        }
+        if n != first.n {
+            return Err(AssembleError::MixedSplits {
+                k,
+                n,
+                first_k: first.k,
+                first_n: first.n,
+            });
+        }
+        for (index, metrics, stall) in &shard.results {
+            let index = *index;
+            if index >= work_items {
+                return Err(AssembleError::OutOfRange {
+                    index,
+                    k,
+                    n,
+                    work_items,
+                });
+            }
+            if index % n != k - 1 {
+                return Err(AssembleError::NotItsItem { index, k, n });
+            }
+            let slot = &mut slots[index as usize];
+            if slot.is_some() {
+                return Err(AssembleError::Twice { index, k, n });
+            }
+            *slot = Some((metrics, *stall));
+        }
+    }
+    let missing = slots.iter().filter(|slot| slot.is_none()).count() as u64;
+    if let Some(index) = slots.iter().position(Option::is_none) {
+        let (index, n) = (index as u64, first.n);
+        return Err(AssembleError::Missing {
+            index,
+            k: index % n + 1,
+            n,
+            missing,
+        });
+    }
+    let results: Vec<(&FairnessMetrics, Option<f64>)> = slots.into_iter().flatten().collect();
     let mut measured = Measured {
         options: options.clone(),
         threads: BTreeMap::new(),
         skew: BTreeMap::new(),
         stalls: BTreeMap::new(),
     };
-    for job in jobs {
-        let seeds: Vec<&(FairnessMetrics, Option<f64>)> =
-            (0..options.seeds).map(|seed| &results[&(job.clone(), seed)]).collect();
-        let metrics: Vec<FairnessMetrics> = seeds.iter().map(|(m, _)| m.clone()).collect();
+    let seeds = options.seeds as usize;
+    for (position, job) in jobs.into_iter().enumerate() {
+        // Work item `position * seeds + seed` (see `work`).
+        let runs = &results[position * seeds..(position + 1) * seeds];
+        let metrics: Vec<FairnessMetrics> = runs.iter().map(|(m, _)| (*m).clone()).collect();
         match job {
             Job::Threads(variant, threads) => {
                 measured.threads.insert((variant, threads), aggregate(&metrics));
@@ -232,7 +470,7 @@ pub fn measure(options: &FairnessOptions, progress: &(dyn Fn(usize, usize) + Syn
                 measured.skew.insert((variant, skew, global), aggregate(&metrics));
             }
             Job::Stall(lead) => {
-                let worst = seeds.iter().filter_map(|(_, stall)| *stall).fold(0.0, f64::max);
+                let worst = runs.iter().filter_map(|(_, stall)| *stall).fold(0.0, f64::max);
                 measured.stalls.insert(lead, worst);
             }
         }
@@ -646,5 +884,251 @@ mod tests {
         assert_eq!(f(none.jain, 3), "-");
         assert_eq!(none.of_acquisitions(none.jain), Y::Undefined("0 acquisitions".into()));
         assert_eq!(none.throughput, 0.0, "a rate of 0 acquisitions is 0, and is plotted");
+    }
+
+    /// A grid small enough to run twice in a test: 21 cells x 2 seeds = 42 runs of 3 s.
+    fn small() -> FairnessOptions {
+        FairnessOptions {
+            out: PathBuf::from("unused-by-these-tests"),
+            seeds: 2,
+            threads: vec![1, 2],
+            hold_ms: (5, 20),
+            think_ms: (0, 50),
+            duration: Duration::from_secs(3),
+            jobs: 2,
+        }
+    }
+
+    /// The small grid measured whole by `measure`, and in shards 1/3, 2/3, 3/3 (each with the
+    /// highest `done` its progress saw), once for all the tests below.
+    struct Computed {
+        whole: Measured,
+        shards: Vec<FairnessShard>,
+        progress_seen: Vec<usize>,
+    }
+
+    fn computed() -> &'static Computed {
+        static COMPUTED: std::sync::OnceLock<Computed> = std::sync::OnceLock::new();
+        COMPUTED.get_or_init(|| {
+            let options = small();
+            let whole = measure(&options, &|_, _| {}).expect("measured");
+            let mut shards = Vec::new();
+            let mut progress_seen = Vec::new();
+            for k in 1..=3 {
+                let seen = AtomicUsize::new(0);
+                let progress = |done: usize, total: usize| {
+                    assert!(done <= total, "progress {done} of {total}");
+                    seen.fetch_max(done, Ordering::Relaxed);
+                };
+                shards.push(measure_shard(&options, k, 3, &progress).expect("shard measured"));
+                progress_seen.push(seen.into_inner());
+            }
+            Computed {
+                whole,
+                shards,
+                progress_seen,
+            }
+        })
+    }
+
+    /// Every figure of a `Measured`, bit for bit (f64's `Debug` reads back exactly; NaN is
+    /// "NaN", so equal to itself here, unlike under `==`).
+    fn figures(measured: &Measured) -> String {
+        format!("{measured:?}")
+    }
+
+    fn through_json(shard: &FairnessShard) -> FairnessShard {
+        let text = serde_json::to_string(shard).expect("a shard serializes");
+        let back: FairnessShard = serde_json::from_str(&text).expect("and reads back");
+        assert_eq!(&back, shard, "shard {}/{} survives JSON exactly", shard.k, shard.n);
+        back
+    }
+
+    #[test]
+    fn work_list_is_jobs_then_seeds() {
+        let work = work(&small());
+        // 4 variants x 2 thread counts, old lock x 3 skews, queue x 3 skews x 2 time sources,
+        // 4 S1 leads: 21 cells, 2 seeds each.
+        assert_eq!(work.len(), 42);
+        assert_eq!(work[0], (Job::Threads(0, 1), 0));
+        assert_eq!(work[1], (Job::Threads(0, 1), 1));
+        assert_eq!(work[2], (Job::Threads(0, 2), 0));
+        assert_eq!(work[16], (Job::Skew(0, 0, false), 0));
+        assert_eq!(work[41], (Job::Stall(40), 1));
+    }
+
+    #[test]
+    fn a_shard_holds_its_stride_of_the_work_list_and_the_same_runs() {
+        let Computed {
+            shards, progress_seen, ..
+        } = computed();
+        let options = small();
+        let work = work(&options);
+        for (shard, &seen) in shards.iter().zip(progress_seen) {
+            let expected: Vec<u64> = (0..work.len() as u64).filter(|i| i % 3 == shard.k - 1).collect();
+            let given: Vec<u64> = shard.results.iter().map(|(index, _, _)| *index).collect();
+            assert_eq!(
+                given, expected,
+                "shard {}/3 holds indices k-1 mod 3, ascending",
+                shard.k
+            );
+            assert_eq!(shard.work_items, 42);
+            assert_eq!(shard.sweep, options.sweep());
+            assert_eq!(seen, expected.len(), "progress counts shard {}/3's own runs", shard.k);
+        }
+        // Item i is the same run in a shard as anywhere: the first and last items rerun here.
+        for index in [0, 41] {
+            let shard = &shards[index % 3];
+            let item = shard.results.iter().find(|(i, _, _)| *i == index as u64).expect("item");
+            let (job, seed) = &work[index];
+            let (metrics, stall) = run_job(&options, job, *seed);
+            assert_eq!((&item.1, item.2), (&metrics, stall), "work item {index}");
+        }
+        assert!(
+            shards[2]
+                .results
+                .iter()
+                .any(|(_, _, stall)| stall.is_some_and(|s| s > 0.0)),
+            "the S1 items carry a stall, so its f64 goes through JSON too"
+        );
+    }
+
+    #[test]
+    fn shards_assemble_in_any_order_into_what_one_run_measures() {
+        let Computed { whole, shards, .. } = computed();
+        let options = small();
+        assert!(
+            whole.threads[&(1, 2)].acquisitions > 0,
+            "the grid measures something, so equal figures say something"
+        );
+        let read: Vec<FairnessShard> = shards.iter().map(through_json).collect();
+        let orders = [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]];
+        for order in orders {
+            let given: Vec<FairnessShard> = order.iter().map(|&i| read[i].clone()).collect();
+            let assembled = assemble(&options, &given).expect("three shards of one sweep");
+            assert_eq!(figures(&assembled), figures(whole), "shards in order {order:?}");
+            assert_eq!(
+                markdown(&assembled, "workload"),
+                markdown(whole, "workload"),
+                "the report's text, shards in order {order:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn assemble_ignores_where_the_files_go_and_how_many_threads_ran() {
+        let Computed { whole, shards, .. } = computed();
+        let options = FairnessOptions {
+            out: PathBuf::from("elsewhere"),
+            jobs: 7,
+            ..small()
+        };
+        let assembled = assemble(&options, shards).expect("out and jobs are not the sweep");
+        assert_eq!(assembled.threads.len(), whole.threads.len());
+        assert_eq!(markdown(&assembled, "w"), markdown(whole, "w"));
+    }
+
+    #[test]
+    fn assemble_refuses_a_missing_shard() {
+        let shards = &computed().shards;
+        let given = [shards[2].clone(), shards[0].clone()];
+        assert_eq!(
+            assemble(&small(), &given).map(|_| ()),
+            Err(AssembleError::Missing {
+                index: 1,
+                k: 2,
+                n: 3,
+                missing: shards[1].results.len() as u64,
+            })
+        );
+        assert_eq!(assemble(&small(), &[]).map(|_| ()), Err(AssembleError::NoShards));
+    }
+
+    #[test]
+    fn assemble_refuses_a_shard_given_twice() {
+        let shards = &computed().shards;
+        let given = [
+            shards[0].clone(),
+            shards[1].clone(),
+            shards[2].clone(),
+            shards[1].clone(),
+        ];
+        assert_eq!(
+            assemble(&small(), &given).map(|_| ()),
+            Err(AssembleError::Twice { index: 1, k: 2, n: 3 })
+        );
+    }
+
+    #[test]
+    fn assemble_refuses_a_shard_of_another_sweep() {
+        let shards = &computed().shards;
+        let other = FairnessOptions {
+            hold_ms: (5, 21),
+            ..small()
+        };
+        let refused = assemble(&other, shards).map(|_| ());
+        assert_eq!(
+            refused,
+            Err(AssembleError::OtherSweep {
+                k: 1,
+                n: 3,
+                expected: Box::new(other.sweep()),
+                found: Box::new(small().sweep()),
+            })
+        );
+        assert!(
+            refused.unwrap_err().to_string().contains("hold 5-20 ms"),
+            "the message shows the shard's sweep"
+        );
+        // One shard of a longer run among the others.
+        let mut longer = shards[1].clone();
+        longer.sweep.duration = Duration::from_secs(4);
+        let given = [shards[0].clone(), longer, shards[2].clone()];
+        assert!(matches!(
+            assemble(&small(), &given),
+            Err(AssembleError::OtherSweep { k: 2, n: 3, .. })
+        ));
+    }
+
+    #[test]
+    fn assemble_refuses_malformed_shards() {
+        let shards = &computed().shards;
+        let with = |position: usize, change: &dyn Fn(&mut FairnessShard)| {
+            let mut given = shards.clone();
+            change(&mut given[position]);
+            assemble(&small(), &given).map(|_| ())
+        };
+        assert_eq!(
+            with(2, &|s| s.results.push((42, FairnessMetrics::default(), None))),
+            Err(AssembleError::OutOfRange {
+                index: 42,
+                k: 3,
+                n: 3,
+                work_items: 42
+            })
+        );
+        assert_eq!(
+            with(0, &|s| s.results[0].0 = 1),
+            Err(AssembleError::NotItsItem { index: 1, k: 1, n: 3 })
+        );
+        assert_eq!(
+            with(1, &|s| s.work_items = 44),
+            Err(AssembleError::OtherWorkList {
+                k: 2,
+                n: 3,
+                found: 44,
+                expected: 42
+            })
+        );
+        assert_eq!(with(1, &|s| s.k = 0), Err(AssembleError::NotAShard { k: 0, n: 3 }));
+        assert_eq!(
+            with(2, &|s| s.n = 4),
+            Err(AssembleError::MixedSplits {
+                k: 3,
+                n: 4,
+                first_k: 1,
+                first_n: 3
+            })
+        );
     }
 }

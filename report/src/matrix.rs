@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
 use cassalock_history::{Aspect, ClaimId, ClaimVerdict};
-use cassalock_models::check::{Limits, Report, Verdict};
-use cassalock_models::{build as build_model, Fault, ModelName, Spec};
+use cassalock_models::check::Verdict;
+use cassalock_models::{Fault, ModelName, Spec};
 use rayon::prelude::*;
 
 use crate::{write_file, ReportError};
@@ -23,6 +23,10 @@ use cassalock_sim::scenario::{build, SimOptions};
 use cassalock_sim::trace::render;
 
 mod family_sim;
+mod units;
+
+use units::Unit;
+pub use units::{MatrixShard, MatrixSweep, ModelOutcome, ModelRow, UnitResult};
 
 /// The rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -618,8 +622,9 @@ struct FirstFailure {
 }
 
 /// One claim's seed search.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ClaimSearch {
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ClaimSearch {
+    #[serde(with = "units::claim_text")]
     claim: ClaimId,
     /// The lowest seed in which it was violated.
     first_violation: Option<u64>,
@@ -1043,8 +1048,8 @@ struct SeedOutcome {
 }
 
 /// What a sim source's seed search found: aggregates only, whatever the number of seeds.
-#[derive(Clone, Debug, PartialEq)]
-struct SimResult {
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SimResult {
     /// Seeds tried: 0..tried.
     tried: u64,
     /// The wall-time cap ended the search before the seed budget.
@@ -1140,35 +1145,75 @@ pub enum MatrixError {
     /// The checker's own cross-checks disagreed: a bug in the checker, not a verdict.
     #[error("model checker disagreement in {label}: {errors:?}")]
     CheckerDisagreement { label: String, errors: Vec<String> },
+    /// Shards' results that do not make one matrix (missing, repeated, of another sweep).
+    #[error("{0}")]
+    Shard(String),
 }
 
-/// Run the matrix and write matrix.md and its trace files.
+/// Run the matrix and write matrix.md and its trace files: every unit of the plan on this
+/// machine (shard 1 of 1), then the report rendered from their results.
 pub fn run_matrix(
     options: &MatrixOptions,
     progress: &(dyn Fn(&str, usize, usize) + Sync),
 ) -> Result<MatrixRun, MatrixError> {
-    let out_dir = options.out.join("matrix");
-    crate::create_dir(&out_dir)?;
+    let shard = run_matrix_shard(options, 1, 1, progress)?;
+    render_matrix(options, &[shard])
+}
+
+/// Run shard `k` of `n` of the matrix's units ([`units`]: the units `i % n == k - 1` of the
+/// plan) and keep their results, writing nothing; `progress(unit, done, total)` before each.
+pub fn run_matrix_shard(
+    options: &MatrixOptions,
+    k: u64,
+    n: u64,
+    progress: &(dyn Fn(&str, usize, usize) + Sync),
+) -> Result<MatrixShard, MatrixError> {
+    debug_assert!(1 <= k && k <= n, "shard {k}/{n}");
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.jobs.max(1))
         .thread_name(|i| format!("matrix-{i}"))
         .build()
         .map_err(ReportError::from)?;
+    let plan = units::plan(options);
+    let mine: Vec<usize> = (0..plan.len()).filter(|&i| i as u64 % n == k - 1).collect();
+    let mut results = Vec::with_capacity(mine.len());
+    for (done, &index) in mine.iter().enumerate() {
+        progress(&plan[index].label(), done, mine.len());
+        results.push((index, units::execute(&plan[index], &pool, options)?));
+    }
+    Ok(MatrixShard {
+        sweep: MatrixSweep::of(options),
+        k,
+        n,
+        units: plan.len(),
+        results,
+    })
+}
+
+/// Write matrix.md and its trace files from the results of shards that together hold every
+/// unit of the plan once (one machine's shard 1 of 1, or `cassalock merge` of N).
+pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<MatrixRun, MatrixError> {
+    if let Some(other) = shards.iter().find(|shard| shard.sweep != MatrixSweep::of(options)) {
+        return Err(MatrixError::Shard(format!(
+            "shard {}/{} is of another sweep ({:?}) than {:?}",
+            other.k,
+            other.n,
+            other.sweep,
+            MatrixSweep::of(options)
+        )));
+    }
+    let results = units::Results::gathered(options, shards)?;
+    let out_dir = options.out.join("matrix");
+    crate::create_dir(&out_dir)?;
     let mut files = Vec::new();
     let mut stopped_by_time = Vec::new();
     let mut cells: BTreeMap<(Row, Column), Cell> = BTreeMap::new();
-    // Per row, the model runs made so far (by spec) and the fault whose cell shows them.
+    // Per row, the model runs shown so far (by spec) and the fault whose cell shows them.
     let mut model_runs: Vec<(Row, Spec, &'static str, Judgement)> = Vec::new();
-    // The cells, then the mutants and the contract findings.
-    let rows = options.rows();
-    let total_cells = rows.iter().map(|row| row.columns().len()).sum::<usize>() + 2;
-    let mut done_cells = 0;
-    for &row in &rows {
+    for row in options.rows() {
         for &column in row.columns() {
-            done_cells += 1;
-            progress(&format!("{} / {}", row.key(), column.key()), done_cells, total_cells);
             let mut cell = Cell::new();
-            for source in sources(row, column) {
+            for (index, source) in sources(row, column).into_iter().enumerate() {
                 match source {
                     Source::NotApplicable(why) => cell.push(Judgement::NotApplicable(why)),
                     Source::Model { spec, label } => {
@@ -1182,19 +1227,13 @@ pub fn run_matrix(
                             cell.push(same);
                             continue;
                         }
-                        let report = build_model(&spec)
-                            .map_err(|source| MatrixError::Model {
-                                label: label.to_owned(),
-                                source,
-                            })?
-                            .check(Limits::default());
-                        if !report.internal_errors.is_empty() {
-                            return Err(MatrixError::CheckerDisagreement {
-                                label: label.to_owned(),
-                                errors: report.internal_errors.clone(),
-                            });
-                        }
-                        let judgement = model_judgement(row, column, label, &report, &out_dir, &mut files)?;
+                        let outcome = results.model(&Unit::Model {
+                            row,
+                            column,
+                            spec: spec.clone(),
+                            label,
+                        })?;
+                        let judgement = model_judgement(row, column, label, outcome, &out_dir, &mut files)?;
                         model_runs.push((row, spec, column.name(), judgement.clone()));
                         cell.push(judgement);
                     }
@@ -1202,40 +1241,34 @@ pub fn run_matrix(
                         scenario,
                         options: sim_options,
                         label,
-                        firing,
+                        ..
                     } => {
-                        let claims = all_sim_claims(row);
-                        let result = cell_search(
-                            &pool,
-                            options,
-                            (row, column, label),
-                            &|seed| one_seed(row, scenario, &sim_options, firing, &claims, seed),
-                            &claims,
-                            &mut stopped_by_time,
-                        );
+                        let result = results.search(&Unit::Search {
+                            row,
+                            column,
+                            source: index,
+                        })?;
+                        note_stopped(&mut stopped_by_time, (row, column, label), result);
                         cell.push(sim_judgement(
                             row,
                             column,
                             scenario,
                             &sim_options,
                             label,
-                            &result,
+                            result,
                             &out_dir,
                             &mut files,
                         )?);
                     }
                     Source::FamilySim { scenario, label } => {
-                        let claims = all_sim_claims(row);
-                        let result = cell_search(
-                            &pool,
-                            options,
-                            (row, column, label),
-                            &|seed| family_sim::one_seed(scenario, &claims, seed),
-                            &claims,
-                            &mut stopped_by_time,
-                        );
+                        let result = results.search(&Unit::Search {
+                            row,
+                            column,
+                            source: index,
+                        })?;
+                        note_stopped(&mut stopped_by_time, (row, column, label), result);
                         cell.push(family_sim::judgement(
-                            row, column, scenario, label, &result, &out_dir, &mut files,
+                            row, column, scenario, label, result, &out_dir, &mut files,
                         )?);
                     }
                 }
@@ -1243,10 +1276,11 @@ pub fn run_matrix(
             cells.insert((row, column), cell);
         }
     }
-    progress("mutants", total_cells - 1, total_cells);
-    let mutants = mutant_checks(&pool, options, &out_dir, &mut files, &mut stopped_by_time)?;
-    progress("contract findings", total_cells, total_cells);
-    let findings = crate::contract_findings::measure(&pool, options);
+    let mutants = mutant_lines(options, &results, &out_dir, &mut files, &mut stopped_by_time)?;
+    let figures = (0..crate::contract_findings::keys().len())
+        .map(|index| results.contract(&Unit::ContractSet(index)).cloned())
+        .collect::<Result<Vec<_>, MatrixError>>()?;
+    let findings = crate::contract_findings::assemble(options, figures);
     stopped_by_time.extend(findings.stopped_by_time());
     let mut md = markdown(&cells, &mutants, options);
     crate::contract_findings::render(&mut md, &findings);
@@ -1255,17 +1289,9 @@ pub fn run_matrix(
     Ok(MatrixRun { files, stopped_by_time })
 }
 
-/// A cell's seed search for one simulator line; a search the wall-time cap stopped is listed
-/// in `stopped_by_time` (its verdicts depend on the machine).
-fn cell_search(
-    pool: &rayon::ThreadPool,
-    options: &MatrixOptions,
-    (row, column, label): (Row, Column, &str),
-    one_seed: &(dyn Fn(u64) -> SeedOutcome + Sync),
-    claims: &[ClaimId],
-    stopped_by_time: &mut Vec<String>,
-) -> SimResult {
-    let result = search(pool, one_seed, claims, Budget::of(options));
+/// A search the wall-time cap stopped is listed in `stopped_by_time` (its verdicts depend on
+/// the machine that ran it).
+fn note_stopped(stopped_by_time: &mut Vec<String>, (row, column, label): (Row, Column, &str), result: &SimResult) {
     if result.stopped_by_time {
         stopped_by_time.push(format!(
             "{} / {}: {label} (after {})",
@@ -1274,7 +1300,6 @@ fn cell_search(
             seeds(result.tried)
         ));
     }
-    result
 }
 
 /// The file name of the trace of `claim`'s first failing `seed` in a cell's `scenario` line.
@@ -1304,7 +1329,7 @@ fn model_judgement(
     row: Row,
     column: Column,
     label: &'static str,
-    report: &Report,
+    report: &ModelOutcome,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
 ) -> Result<Judgement, ReportError> {
@@ -1318,7 +1343,7 @@ fn model_judgement(
             (claim.to_string(), String::new())
         };
         let trace = match &property.trace {
-            Some(trace) if matches!(property.verdict, Verdict::Violated | Verdict::Reachable) => {
+            Some((trace, steps)) if matches!(property.verdict, Verdict::Violated | Verdict::Reachable) => {
                 let name = format!(
                     "{}-{}-model-{}{file_suffix}.txt",
                     row.key(),
@@ -1335,10 +1360,7 @@ fn model_judgement(
                 );
                 write_file(out_dir, &name, &text)?;
                 files.push(format!("matrix/{name}"));
-                Some(TraceFile {
-                    name,
-                    steps: trace.steps,
-                })
+                Some(TraceFile { name, steps: *steps })
             }
             _ => None,
         };
@@ -1940,109 +1962,117 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
     );
 }
 
-/// The deliberately broken variants: each must break its claim, or the checks prove nothing.
-fn mutant_checks(
-    pool: &rayon::ThreadPool,
+/// A broken variant the model checker must catch: its model, fault, mutant and the claim it
+/// exists to break.
+pub(crate) struct MutantModel {
+    label: &'static str,
+    model: ModelName,
+    fault: Fault,
+    pub(crate) mutant: cassalock_models::Mutant,
+    pub(crate) claim: ClaimId,
+    /// Its trace file's name: `mutant-{key}.txt`.
+    key: &'static str,
+}
+
+impl MutantModel {
+    pub(crate) fn spec(&self) -> Spec {
+        let mut spec = Spec::new(self.model);
+        spec.fault = self.fault;
+        spec.mutant = Some(self.mutant);
+        if self.mutant == cassalock_models::Mutant::RedissonFairBarging {
+            // F-order needs a client that comes back to a queue another waits in.
+            spec.acquisitions = Some(2);
+        }
+        spec
+    }
+}
+
+/// The deliberately broken variants the model checker runs: each must break its claim, or the
+/// checks prove nothing.
+pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
+    use cassalock_models::Mutant;
+    [
+        MutantModel {
+            label: "M1 (first in the queue skips the main-row check) with delayed enqueue, queue GetLock",
+            model: ModelName::GetLock,
+            fault: Fault::DelayedEnqueue,
+            mutant: Mutant::M1,
+            claim: ClaimId::T1,
+            key: "queue-m1-delayed-t1",
+        },
+        MutantModel {
+            label: "K3 (release does not wait for renewal), queue GetLock",
+            model: ModelName::GetLock,
+            fault: Fault::None,
+            mutant: Mutant::K3,
+            claim: ClaimId::K3,
+            key: "queue-k3-k3",
+        },
+        MutantModel {
+            label: "K3, old GetLock",
+            model: ModelName::Old,
+            fault: Fault::None,
+            mutant: Mutant::K3,
+            claim: ClaimId::K3,
+            key: "old-k3-k3",
+        },
+        MutantModel {
+            label: "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one lost request, Redisson RLock",
+            model: ModelName::Redisson,
+            fault: Fault::StoreFailure,
+            mutant: Mutant::Redisson775,
+            claim: ClaimId::CLost,
+            key: "redisson-775-store-failure-c-lost",
+        },
+        MutantModel {
+            label: "an acquire that ignores the queue (the RLock's script; a planted unfair variant), 2 clients x 2 acquisitions, Redisson fair lock",
+            model: ModelName::RedissonFair,
+            fault: Fault::None,
+            mutant: Mutant::RedissonFairBarging,
+            claim: ClaimId::FOrder,
+            key: "redisson-fair-barging-f-order",
+        },
+    ]
+};
+
+/// The "Broken variants" lines, from the mutants' units: each must break its claim, or the
+/// checks prove nothing. Writes each model counterexample's trace file.
+fn mutant_lines(
     options: &MatrixOptions,
+    results: &units::Results,
     out_dir: &std::path::Path,
     files: &mut Vec<String>,
     stopped_by_time: &mut Vec<String>,
 ) -> Result<Vec<(String, String)>, MatrixError> {
-    use cassalock_models::Mutant;
     let mut lines = Vec::new();
-    let shortest = |spec: &Spec, claim: ClaimId| -> Result<Report, MatrixError> {
-        let limits = Limits {
-            stop_at_first_violation: true,
-            only_claim: Some(claim.to_string()),
-            ..Limits::default()
-        };
-        let model = build_model(spec).map_err(|source| MatrixError::Model {
-            label: format!("{claim} mutant"),
-            source,
-        })?;
-        Ok(model.check(limits))
-    };
-    for (label, model_name, fault, mutant, claim, key) in [
-        (
-            "M1 (first in the queue skips the main-row check) with delayed enqueue, queue GetLock",
-            ModelName::GetLock,
-            Fault::DelayedEnqueue,
-            Mutant::M1,
-            ClaimId::T1,
-            "queue-m1-delayed-t1",
-        ),
-        (
-            "K3 (release does not wait for renewal), queue GetLock",
-            ModelName::GetLock,
-            Fault::None,
-            Mutant::K3,
-            ClaimId::K3,
-            "queue-k3-k3",
-        ),
-        (
-            "K3, old GetLock",
-            ModelName::Old,
-            Fault::None,
-            Mutant::K3,
-            ClaimId::K3,
-            "old-k3-k3",
-        ),
-        (
-            "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one lost request, Redisson RLock",
-            ModelName::Redisson,
-            Fault::StoreFailure,
-            Mutant::Redisson775,
-            ClaimId::CLost,
-            "redisson-775-store-failure-c-lost",
-        ),
-        (
-            "an acquire that ignores the queue (the RLock's script; a planted unfair variant), 2 clients x 2 acquisitions, Redisson fair lock",
-            ModelName::RedissonFair,
-            Fault::None,
-            Mutant::RedissonFairBarging,
-            ClaimId::FOrder,
-            "redisson-fair-barging-f-order",
-        ),
-    ] {
+    for (index, mutant) in MUTANT_MODELS.iter().enumerate() {
         // `--thesis-only` leaves out the other families' rows, their client bugs with them.
-        if options.thesis_only && mutant.is_family_client_bug() {
+        if options.thesis_only && mutant.mutant.is_family_client_bug() {
             continue;
         }
-        let mut spec = Spec::new(model_name);
-        spec.fault = fault;
-        spec.mutant = Some(mutant);
-        if mutant == Mutant::RedissonFairBarging {
-            // F-order needs a client that comes back to a queue another waits in.
-            spec.acquisitions = Some(2);
-        }
-        let report = shortest(&spec, claim)?;
-        let row = report.row(claim);
-        let name = format!("mutant-{key}.txt");
+        let report = results.model(&Unit::MutantModel(index))?;
+        let claim = mutant.claim;
+        let row = report.row(claim)?;
+        let name = format!("mutant-{}.txt", mutant.key);
         let link = match &row.trace {
-            Some(trace) => {
+            Some((trace, steps)) => {
                 write_file(
                     out_dir,
                     &name,
                     &format!("{}\n\n{} -- {}\n{}", report.title, row.property, row.verdict, trace),
                 )?;
                 files.push(format!("matrix/{name}"));
-                format!(" [{} steps](matrix/{name})", trace.steps)
+                format!(" [{steps} steps](matrix/{name})")
             }
             None => String::new(),
         };
-        lines.push((format!("model: {label}: {claim} {}", short(&row.verdict)), link));
+        lines.push((
+            format!("model: {}: {claim} {}", mutant.label, short(&row.verdict)),
+            link,
+        ));
     }
     for row in [Row::Old, Row::Queue] {
-        let options_k3 = SimOptions {
-            k3: true,
-            ..SimOptions::default()
-        };
-        let result = search(
-            pool,
-            &|seed| one_seed(row, "renew-race", &options_k3, Firing::Configured, &[ClaimId::K3], seed),
-            &[ClaimId::K3],
-            Budget::of(options),
-        );
+        let result = results.search(&Unit::MutantSim(row))?;
         let text = match result.first_violation(ClaimId::K3) {
             Some(seed) => format!(
                 "sim: K3, {}, renew-race --k3: a released lock came back to life, violated at seed {seed} ({} tried): `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
@@ -2067,7 +2097,10 @@ fn mutant_checks(
         lines.push((text, String::new()));
     }
     if !options.thesis_only {
-        lines.extend(family_sim::client_bug_lines(pool, Budget::of(options), stopped_by_time));
+        for index in 0..family_sim::CLIENT_BUGS.len() {
+            let result = results.search(&Unit::ClientBug(index))?;
+            lines.push(family_sim::client_bug_line(index, result, stopped_by_time));
+        }
     }
     Ok(lines)
 }
@@ -2416,7 +2449,10 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut spec = Spec::new(ModelName::Old);
         spec.fault = Fault::Crash;
-        let report = build_model(&spec).expect("spec").check(Limits::default());
+        let report = cassalock_models::build(&spec)
+            .expect("spec")
+            .check(cassalock_models::check::Limits::default());
+        let report = ModelOutcome::of(&report);
         let mut files = Vec::new();
         let judgement = model_judgement(
             Row::Old,

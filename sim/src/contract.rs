@@ -73,7 +73,7 @@ pub struct ContractFigures {
 
 /// The contract's bounds in one run, as computed from its configuration (`None`: the item has
 /// no bound in this run, e.g. C-try for `lock()` callers).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ContractBounds {
     /// C-try: store requests in one `try_lock` call.
     pub try_requests: Option<u64>,

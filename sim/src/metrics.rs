@@ -8,8 +8,10 @@ use cassalock::driver::LockEvent;
 use crate::run::RunOutcome;
 use crate::trace::What;
 
-/// What the fairness report plots, for one run.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// What the fairness report plots, for one run. Serializable so that a shard of the fairness
+/// sweep run on one machine can be merged on another: every field is an integer or a
+/// `Duration` (seconds and nanoseconds), so it comes back bit for bit.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FairnessMetrics {
     pub acquisitions: u64,
     /// Acquisitions per client (node), in client order.

@@ -281,7 +281,7 @@ fn write_trace(
 
 /// The real clients' bugs the family simulator plants (docs/mutants.md), each with the scenario
 /// that catches it: a line each for "Broken variants".
-const CLIENT_BUGS: [(&str, &str); 7] = [
+pub(super) const CLIENT_BUGS: [(&str, &str); 7] = [
     (
         "redlock-slow-extend-go-redsync",
         "go-redsync's extend that ignores the validity time, masters slow during the extension, Redlock",
@@ -312,48 +312,53 @@ const CLIENT_BUGS: [(&str, &str); 7] = [
     ),
 ];
 
-/// "Broken variants" lines for the client bugs: each scenario's seed search for the claim it
-/// exists to violate (`FamilyScenario::expect_violated`).
-pub(super) fn client_bug_lines(
-    pool: &rayon::ThreadPool,
-    budget: super::Budget,
-    stopped_by_time: &mut Vec<String>,
-) -> Vec<(String, String)> {
-    CLIENT_BUGS
-        .iter()
-        .map(|&(scenario, label)| {
-            let built = build_family(scenario, 0).expect("a scenario of sim/src/family");
-            let expected = built.expect_violated.expect("a client bug's scenario names its claim");
-            let claim = cassalock_sim::family::Claim::named(expected)
-                .expect("a claim of the family judges")
-                .id();
-            let result = super::search(pool, &|seed| one_seed(scenario, &[claim], seed), &[claim], budget);
-            let fired = if result.fired < result.tried {
-                format!(", the fault fired in {} of them", result.fired)
-            } else {
-                String::new()
-            };
-            let text = match result.first_violation(claim) {
-                Some(seed) if result.fired > 0 => format!(
-                    "sim: {label}: {expected} violated at seed {seed} ({} tried{fired}): `{}`",
-                    seeds(seed + 1),
-                    replay_command(scenario, seed, "")
-                ),
-                None if result.stopped_by_time => {
-                    stopped_by_time.push(format!("client bug {scenario} (after {})", seeds(result.tried)));
-                    format!(
-                        "sim: {label}: stopped by the time limit after {}: not a verdict",
-                        seeds(result.tried)
-                    )
-                }
-                _ => format!(
-                    "sim: {label}: **not caught**: no {expected} violation in {}{fired}",
-                    seeds(result.tried)
-                ),
-            };
-            (text, String::new())
-        })
-        .collect()
+/// A client bug's seed search for the claim its scenario exists to violate
+/// (`FamilyScenario::expect_violated`): [`CLIENT_BUGS`]`[index]`.
+pub(super) fn client_bug_search(pool: &rayon::ThreadPool, index: usize, budget: super::Budget) -> SimResult {
+    let (scenario, _) = CLIENT_BUGS[index];
+    let claim = expected_claim(scenario).1;
+    super::search(pool, &|seed| one_seed(scenario, &[claim], seed), &[claim], budget)
+}
+
+/// The claim a client bug's scenario exists to violate: its name as the family judges write it,
+/// and its ID.
+fn expected_claim(scenario: &str) -> (&'static str, ClaimId) {
+    let built = build_family(scenario, 0).expect("a scenario of sim/src/family");
+    let expected = built.expect_violated.expect("a client bug's scenario names its claim");
+    let claim = cassalock_sim::family::Claim::named(expected)
+        .expect("a claim of the family judges")
+        .id();
+    (expected, claim)
+}
+
+/// The "Broken variants" line of [`CLIENT_BUGS`]`[index]`, from its search.
+pub(super) fn client_bug_line(index: usize, result: &SimResult, stopped_by_time: &mut Vec<String>) -> (String, String) {
+    let (scenario, label) = CLIENT_BUGS[index];
+    let (expected, claim) = expected_claim(scenario);
+    let fired = if result.fired < result.tried {
+        format!(", the fault fired in {} of them", result.fired)
+    } else {
+        String::new()
+    };
+    let text = match result.first_violation(claim) {
+        Some(seed) if result.fired > 0 => format!(
+            "sim: {label}: {expected} violated at seed {seed} ({} tried{fired}): `{}`",
+            seeds(seed + 1),
+            replay_command(scenario, seed, "")
+        ),
+        None if result.stopped_by_time => {
+            stopped_by_time.push(format!("client bug {scenario} (after {})", seeds(result.tried)));
+            format!(
+                "sim: {label}: stopped by the time limit after {}: not a verdict",
+                seeds(result.tried)
+            )
+        }
+        _ => format!(
+            "sim: {label}: **not caught**: no {expected} violation in {}{fired}",
+            seeds(result.tried)
+        ),
+    };
+    (text, String::new())
 }
 
 #[cfg(test)]

@@ -1,0 +1,368 @@
+//! `cassalock bench sim`: seeds per minute of the contention scenario, against issue 15's goal
+//! and against madsim's own message rate measured in the same run; with `--shard K/N
+//! --shard-out FILE`, one machine's part of it, and `cassalock merge` of the parts.
+//!
+//! A sharded bench answers "how fast does a sweep go on my machines": shard K runs the seeds
+//! `s % N == K - 1` of the same seed set, timed on its own machine. The merge adds up what is
+//! exact (acquisitions, simulated time in nanoseconds, messages: the same figures one machine
+//! prints for the whole set, whatever the split) and reports the wall clock as it was: each
+//! shard's seeds per minute on its machine, and the sweep's, the seeds over the slowest shard's
+//! time, which is what the whole takes when the shards run at once.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cassalock::Algorithm;
+use cassalock_sim::ranges::SeedRange;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::shard::{Shard, ShardOut};
+use crate::usage_error;
+
+/// Seeds per algorithm when `--seeds` is not given.
+pub const DEFAULT_SEEDS: u64 = 600;
+/// The most seeds per algorithm `--seeds` takes.
+pub const MAX_SEEDS: u64 = 100_000;
+/// Worker threads (the machine has two cores).
+const JOBS: usize = 2;
+/// Echo calls of the raw madsim measurement.
+const RAW_CALLS: u64 = 200_000;
+/// The goal of issue 15: contention seeds per minute on the two jobs.
+const GOAL_SEEDS_PER_MINUTE: f64 = 10_000.0;
+const ALGORITHMS: [Algorithm; 2] = [Algorithm::Old, Algorithm::Queue];
+
+/// One algorithm's figures over the seeds one machine ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+struct Figures {
+    seeds: u64,
+    /// Wall clock, seconds (this machine's).
+    seconds: f64,
+    acquisitions: u64,
+    /// Simulated time over the seeds, nanoseconds (exact: shards add up to one run's figure).
+    simulated_ns: u128,
+    messages: u64,
+    /// Seeds in which a check failed.
+    failed: u64,
+}
+
+impl Figures {
+    fn seeds_per_minute(&self) -> f64 {
+        self.seeds as f64 / self.seconds.max(1e-9) * 60.0
+    }
+}
+
+/// Run `seeds` of the contention scenario for `algorithm` on `pool`.
+fn measure(pool: &rayon::ThreadPool, algorithm: Algorithm, seeds: &[u64]) -> Figures {
+    use cassalock_sim::run::run;
+    use cassalock_sim::scenario::{build, SimOptions};
+    let started = Instant::now();
+    let per_seed: Vec<(usize, u128, u64, bool)> = pool.install(|| {
+        seeds
+            .par_iter()
+            .map(|&seed| {
+                let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
+                let outcome = run(&config, seed, false);
+                (
+                    outcome.verdicts.acquisitions,
+                    outcome.sim_time.as_nanos(),
+                    outcome.messages,
+                    !outcome.verdicts.all_passed(),
+                )
+            })
+            .collect()
+    });
+    let mut figures = Figures {
+        seeds: seeds.len() as u64,
+        seconds: started.elapsed().as_secs_f64(),
+        ..Figures::default()
+    };
+    for (acquisitions, simulated_ns, messages, failed) in per_seed {
+        figures.acquisitions += acquisitions as u64;
+        figures.simulated_ns += simulated_ns;
+        figures.messages += messages;
+        figures.failed += u64::from(failed);
+    }
+    figures
+}
+
+/// madsim alone on this machine: echo calls, the messages they made, seconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Raw {
+    calls: u64,
+    messages: u64,
+    seconds: f64,
+}
+
+impl Raw {
+    fn measure() -> Raw {
+        let (messages, seconds) = cassalock_sim::run::raw_rpc_rate(RAW_CALLS);
+        Raw {
+            calls: RAW_CALLS,
+            messages,
+            seconds,
+        }
+    }
+
+    fn rate(&self) -> f64 {
+        self.messages as f64 / self.seconds.max(1e-9)
+    }
+}
+
+/// The table's title and column names; `ran_on`: "2 threads", "3 shards x 2 threads".
+fn header(seeds: u64, ran_on: &str) {
+    println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {seeds} seeds on {ran_on}");
+    println!(
+        "{:<10} {:>9} {:>13} {:>8} {:>13} {:>10} {:>12} {:>16}",
+        "algorithm", "seconds", "seeds/minute", "x goal", "acquisitions", "sim. s", "messages", "messages/s/job"
+    );
+}
+
+/// One algorithm's line; `jobs`: the worker threads that ran it, on every machine.
+fn line(name: &str, figures: &Figures, jobs: usize) {
+    let per_job = figures.messages as f64 / figures.seconds.max(1e-9) / jobs as f64;
+    println!(
+        "{name:<10} {:>9.2} {:>13.0} {:>8.2} {:>13} {:>10.0} {:>12} {per_job:>16.0}",
+        figures.seconds,
+        figures.seeds_per_minute(),
+        figures.seeds_per_minute() / GOAL_SEEDS_PER_MINUTE,
+        figures.acquisitions,
+        figures.simulated_ns as f64 / 1e9,
+        figures.messages,
+    );
+}
+
+/// What madsim alone does on this machine, and what it leaves for each algorithm.
+fn raw_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
+    println!();
+    println!(
+        "madsim alone (one thread): {} echo calls, {} messages in {:.2} s: {:.0} messages/s",
+        raw.calls,
+        raw.messages,
+        raw.seconds,
+        raw.rate()
+    );
+    let default_call = cassalock_sim::run::echo_calls(1000, None).simulated / 1000;
+    let floor_call = cassalock_sim::run::echo_calls(1000, Some((1, 2))).simulated / 1000;
+    println!(
+        "simulated time of one echo call (two messages): {:.2} ms at madsim's default latency (1..10 ms a message), {:.2} ms at 1..2 us: madsim adds 1 ms when a message is sent and 1 ms when it is received",
+        default_call.as_secs_f64() * 1e3,
+        floor_call.as_secs_f64() * 1e3
+    );
+    for (algorithm, figures) in figures {
+        let per_job = figures.messages as f64 / figures.seconds.max(1e-9) / JOBS as f64;
+        let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
+        // Were our code free, each seed would still cost its messages at madsim's rate.
+        let ceiling = raw.rate() / per_seed * 60.0 * JOBS as f64;
+        println!(
+            "{:<10} simulator messages/s per job against madsim alone: {:.2}x; {per_seed:.0} messages a seed, so madsim alone would run at most {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal)",
+            algorithm.name(),
+            per_job / raw.rate(),
+            ceiling / GOAL_SEEDS_PER_MINUTE
+        );
+    }
+}
+
+fn pool() -> Result<rayon::ThreadPool, ExitCode> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(JOBS)
+        .build()
+        .map_err(|error| {
+            eprintln!("error: cannot start the worker threads: {error}");
+            ExitCode::from(4)
+        })
+}
+
+/// `--seeds` checked: 1 to [`MAX_SEEDS`].
+fn seed_range(seeds: u64) -> Result<SeedRange, ExitCode> {
+    if seeds == 0 || seeds > MAX_SEEDS {
+        return Err(usage_error(&format!(
+            "--seeds {seeds}: give 1 to {MAX_SEEDS} seeds per algorithm"
+        )));
+    }
+    Ok(format!("0..{seeds}").parse().expect("a valid range"))
+}
+
+/// `bench sim` on this machine: every seed, then madsim alone. Exit 1 if a run failed a check.
+pub fn run(seeds: u64) -> ExitCode {
+    let range = match seed_range(seeds) {
+        Ok(range) => range,
+        Err(code) => return code,
+    };
+    let pool = match pool() {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
+    let all: Vec<u64> = range.seeds().collect();
+    header(seeds, &format!("{JOBS} threads"));
+    let mut figures = Vec::new();
+    for algorithm in ALGORITHMS {
+        let measured = measure(&pool, algorithm, &all);
+        line(algorithm.name(), &measured, JOBS);
+        figures.push((algorithm, measured));
+    }
+    raw_lines(&Raw::measure(), &figures);
+    verdict(&figures)
+}
+
+fn verdict(figures: &[(Algorithm, Figures)]) -> ExitCode {
+    if figures.iter().any(|(_, f)| f.failed > 0) {
+        eprintln!("error: a contention run failed a check");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// What a `bench sim` shard file says it is, and the version of its layout.
+pub const SHARD_FORMAT: &str = "cassalock-bench-sim-shard";
+pub const SHARD_VERSION: u64 = 1;
+
+/// A shard's measurements (`bench sim --shard K/N --shard-out FILE`).
+#[derive(Serialize, Deserialize)]
+struct BenchShardFile {
+    format: String,
+    version: u64,
+    /// Seeds per algorithm of the whole bench.
+    seeds: u64,
+    k: u64,
+    n: u64,
+    /// Per algorithm (old, queue): this shard's figures.
+    figures: Vec<(String, Figures)>,
+    raw: Raw,
+}
+
+/// `bench sim --shard K/N --shard-out FILE`: measure this shard's seeds and write the figures;
+/// 0 once written (a failed check is the merge's exit 1), 2 bad usage, 4 writing failed.
+pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
+    let range = match seed_range(seeds) {
+        Ok(range) => range,
+        Err(code) => return code,
+    };
+    let shard: Shard = match shard.parse() {
+        Ok(shard) => shard,
+        Err(hint) => return usage_error(&format!("--shard {shard}: {hint}")),
+    };
+    let out = match ShardOut::create(path) {
+        Ok(out) => out,
+        Err(message) => return usage_error(&message),
+    };
+    let pool = match pool() {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
+    let mine: Vec<u64> = shard.seeds(&range).collect();
+    let figures: Vec<(String, Figures)> = ALGORITHMS
+        .into_iter()
+        .map(|algorithm| (algorithm.name().to_owned(), measure(&pool, algorithm, &mine)))
+        .collect();
+    let file = BenchShardFile {
+        format: SHARD_FORMAT.to_owned(),
+        version: SHARD_VERSION,
+        seeds,
+        k: shard.k(),
+        n: shard.n(),
+        figures,
+        raw: Raw::measure(),
+    };
+    let shown = out.path().display().to_string();
+    if let Err(code) = out.write(&file) {
+        return code;
+    }
+    println!(
+        "shard {shard} of `cassalock bench sim --seeds {seeds}`: {} seeds per algorithm, written to {shown}; combine every shard with `cassalock merge FILE...`",
+        mine.len()
+    );
+    ExitCode::SUCCESS
+}
+
+/// `cassalock merge` of `bench sim` shards: the whole bench's exact figures, each shard's
+/// speed, and the sweep's (the seeds over the slowest shard's time).
+pub fn merge(paths: &[PathBuf]) -> ExitCode {
+    match merge_files(paths) {
+        Ok(code) => code,
+        Err(message) => usage_error(&message),
+    }
+}
+
+fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
+    let mut files = Vec::new();
+    for path in paths {
+        let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
+        let damaged = |why: String| format!("{}: a damaged shard file: {why}", path.display());
+        let file: BenchShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
+        let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
+        let range = seed_range(file.seeds).map_err(|_| damaged(format!("--seeds {}", file.seeds)))?;
+        let names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
+        if !file
+            .figures
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .eq(names.iter().copied())
+            || file
+                .figures
+                .iter()
+                .any(|(_, figures)| u128::from(figures.seeds) != shard.count(&range))
+        {
+            return Err(damaged(format!(
+                "not {} seeds of each of {}",
+                shard.count(&range),
+                names.join(", ")
+            )));
+        }
+        files.push((path, file, shard));
+    }
+    let cover: Vec<(&PathBuf, String, Shard)> = files
+        .iter()
+        .map(|(path, file, shard)| {
+            (
+                *path,
+                format!("`cassalock bench sim --seeds {}` in {} shards", file.seeds, shard.n()),
+                *shard,
+            )
+        })
+        .collect();
+    let seeds = files[0].1.seeds;
+    crate::shard::check_cover(&cover, &format!("cassalock bench sim --seeds {seeds}"))?;
+    files.sort_by_key(|(_, _, shard)| shard.k());
+    let n = files.len();
+    println!(
+        "{n} shard(s), each timed on its own machine ({JOBS} threads each); the sweep's seconds are the slowest shard's, and messages/s/job counts every machine's threads"
+    );
+    header(seeds, &format!("{n} shards x {JOBS} threads"));
+    let mut merged = Vec::new();
+    for (index, algorithm) in ALGORITHMS.into_iter().enumerate() {
+        let mut whole = Figures::default();
+        for (_, file, _) in &files {
+            let figures = &file.figures[index].1;
+            whole.seeds += figures.seeds;
+            whole.seconds = whole.seconds.max(figures.seconds);
+            whole.acquisitions += figures.acquisitions;
+            whole.simulated_ns += figures.simulated_ns;
+            whole.messages += figures.messages;
+            whole.failed += figures.failed;
+        }
+        line(algorithm.name(), &whole, JOBS * n);
+        merged.push((algorithm, whole));
+    }
+    println!();
+    println!(
+        "{:<10} {:>6} {:>7} {:>9} {:>13} {:>18}",
+        "algorithm", "shard", "seeds", "seconds", "seeds/minute", "madsim messages/s"
+    );
+    for (index, algorithm) in ALGORITHMS.into_iter().enumerate() {
+        for (_, file, shard) in &files {
+            let figures = &file.figures[index].1;
+            println!(
+                "{:<10} {:>6} {:>7} {:>9.2} {:>13.0} {:>18.0}",
+                algorithm.name(),
+                shard.to_string(),
+                figures.seeds,
+                figures.seconds,
+                figures.seeds_per_minute(),
+                file.raw.rate()
+            );
+        }
+    }
+    Ok(verdict(&merged))
+}
