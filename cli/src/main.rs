@@ -20,6 +20,12 @@ mod sim;
 
 use std::process::ExitCode;
 
+/// mimalloc instead of the system allocator: a simulated run allocates and frees a message's
+/// strings and cell copies on every hop, and glibc's malloc and free were a fifth of a sweep's
+/// time (perf, `sim --scenario contention`). No outcome depends on an address.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 /// cassalock: distributed locks on Cassandra rows (the Kontur thesis), checked.

@@ -287,7 +287,10 @@ impl Replica {
         endpoint.add_rpc_handler(move |Coordinate(request)| {
             let this = this.clone();
             let endpoint = coordinator_endpoint.clone();
-            async move { this.coordinate(&endpoint, request).await }
+            // Boxed: madsim moves a handler's future by value as it spawns it, and the
+            // coordinator's state (a read's rounds, a write's fan-out) is kilobytes; a box
+            // makes each move a pointer's. Polled the same way: no run changes.
+            async move { Box::pin(this.coordinate(&endpoint, request)).await }
         });
         // Commit-log sync and compaction, on the replica's clock.
         let mut since_sync = Duration::ZERO;
@@ -345,7 +348,7 @@ impl Replica {
                 versions: versions.clone(),
             };
             let timeout = self.config.write_timeout;
-            madsim::task::spawn(async move {
+            madsim::task::spawn(Box::pin(async move {
                 if endpoint
                     .call_timeout(replica_addr(replica), message, timeout)
                     .await
@@ -353,7 +356,7 @@ impl Replica {
                 {
                     let _ = acks.send(());
                 }
-            });
+            }));
         }
         drop(acks);
         let wait = async {
@@ -424,11 +427,11 @@ impl Replica {
                 live_limit: limit,
             };
             let timeout = self.config.read_timeout;
-            madsim::task::spawn(async move {
+            madsim::task::spawn(Box::pin(async move {
                 if let Ok(answer) = endpoint.call_timeout(replica_addr(replica), message, timeout).await {
                     let _ = answers.send((replica, answer));
                 }
-            });
+            }));
         }
         drop(answers);
         let gather = async {
