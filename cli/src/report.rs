@@ -615,6 +615,44 @@ mod tests {
         )
     }
 
+    /// A `report all` shard's file names the command that writes both reports; a merge parses
+    /// it back, so it must give the same options, the matrix's included.
+    #[test]
+    fn the_command_a_report_all_shard_records_parses_back_into_its_options() {
+        let Which::All(all) = parse(
+            "cassalock report all --seeds 2 --hold-ms 1-9 --think-ms 3-3 --duration-s 7 --threads 1,4 --matrix-max-seeds 9 --matrix-cell-time-s 41 --matrix-contract-seeds 5 --jobs 1",
+        ) else {
+            panic!("not report all")
+        };
+        let first = planned(&Which::All(all)).expect("valid");
+        let Which::All(again) = parse(&first.command) else {
+            panic!("`{}` is not report all", first.command)
+        };
+        let replanned = planned(&Which::All(again)).expect("valid");
+        assert_eq!(replanned.command, first.command);
+        let (fairness, matrix) = (first.fairness.unwrap(), first.matrix.unwrap());
+        let (fairness_again, matrix_again) = (replanned.fairness.unwrap(), replanned.matrix.unwrap());
+        assert_eq!(fairness_shape(&fairness_again), fairness_shape(&fairness));
+        assert_eq!(fairness.threads, vec![1, 4]);
+        assert_eq!(
+            (
+                matrix_again.max_seeds,
+                matrix_again.cell_time,
+                matrix_again.contract_seeds,
+                matrix_again.thesis_only
+            ),
+            (9, Duration::from_secs(41), 5, false)
+        );
+        assert_eq!(
+            (matrix.max_seeds, matrix.cell_time, matrix.contract_seeds),
+            (
+                matrix_again.max_seeds,
+                matrix_again.cell_time,
+                matrix_again.contract_seeds
+            )
+        );
+    }
+
     #[test]
     fn each_generated_by_line_parses_back_into_the_options_that_wrote_the_report() {
         let non_default = FairnessOptions {
