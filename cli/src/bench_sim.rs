@@ -174,12 +174,10 @@ fn pool() -> Result<rayon::ThreadPool, ExitCode> {
         })
 }
 
-/// `--seeds` checked: 1 to [`MAX_SEEDS`].
-fn seed_range(seeds: u64) -> Result<SeedRange, ExitCode> {
+/// `--seeds` checked: 1 to [`MAX_SEEDS`]; the error is the message (the caller says where).
+fn seed_range(seeds: u64) -> Result<SeedRange, String> {
     if seeds == 0 || seeds > MAX_SEEDS {
-        return Err(usage_error(&format!(
-            "--seeds {seeds}: give 1 to {MAX_SEEDS} seeds per algorithm"
-        )));
+        return Err(format!("--seeds {seeds}: give 1 to {MAX_SEEDS} seeds per algorithm"));
     }
     Ok(format!("0..{seeds}").parse().expect("a valid range"))
 }
@@ -188,7 +186,7 @@ fn seed_range(seeds: u64) -> Result<SeedRange, ExitCode> {
 pub fn run(seeds: u64) -> ExitCode {
     let range = match seed_range(seeds) {
         Ok(range) => range,
-        Err(code) => return code,
+        Err(message) => return usage_error(&message),
     };
     let pool = match pool() {
         Ok(pool) => pool,
@@ -237,7 +235,7 @@ struct BenchShardFile {
 pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
     let range = match seed_range(seeds) {
         Ok(range) => range,
-        Err(code) => return code,
+        Err(message) => return usage_error(&message),
     };
     let shard: Shard = match shard.parse() {
         Ok(shard) => shard,
@@ -292,7 +290,7 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
         let damaged = |why: String| format!("{}: a damaged shard file: {why}", path.display());
         let file: BenchShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
         let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
-        let range = seed_range(file.seeds).map_err(|_| damaged(format!("--seeds {}", file.seeds)))?;
+        let range = seed_range(file.seeds).map_err(damaged)?;
         let names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
         if !file
             .figures

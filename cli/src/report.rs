@@ -531,30 +531,37 @@ fn merge_files(paths: &[PathBuf], out: &std::path::Path) -> anyhow::Result<Writt
         Which::All(all) => all.fairness.out = out.to_owned(),
     }
     let planned = planned(&which)?;
+    // Every part of every file is taken (not copied) and checked present before anything is
+    // written: a damaged file leaves DIR as it was.
+    let require = |what: &str, has: fn(&ReportShardFile) -> bool| -> anyhow::Result<()> {
+        match files.iter().find(|(_, file, _)| !has(file)) {
+            Some((path, _, _)) => Err(anyhow::anyhow!(
+                "{}: a damaged shard file: no {what} results",
+                path.display()
+            )),
+            None => Ok(()),
+        }
+    };
+    if planned.fairness.is_some() {
+        require("fairness", |file| file.fairness.is_some())?;
+    }
+    if planned.matrix.is_some() {
+        require("matrix", |file| file.matrix.is_some())?;
+    }
+    let mut fairness_shards: Vec<FairnessShard> = Vec::new();
+    let mut matrix_shards: Vec<MatrixShard> = Vec::new();
+    for (_, file, _) in &mut files {
+        fairness_shards.extend(file.fairness.take());
+        matrix_shards.extend(file.matrix.take());
+    }
     ensure_writable(out)?;
     let mut written = Written::Deterministic;
     if let Some(options) = &planned.fairness {
-        let shards: Vec<FairnessShard> = files
-            .iter()
-            .map(|(path, file, _)| {
-                file.fairness
-                    .clone()
-                    .ok_or_else(|| anyhow::anyhow!("{}: a damaged shard file: no fairness results", path.display()))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let measured = assemble(options, &shards).map_err(anyhow::Error::msg)?;
+        let measured = assemble(options, &fairness_shards).map_err(anyhow::Error::msg)?;
         print_fairness_files(&write(&measured)?, out);
     }
     if let Some(options) = &planned.matrix {
-        let shards: Vec<MatrixShard> = files
-            .iter()
-            .map(|(path, file, _)| {
-                file.matrix
-                    .clone()
-                    .ok_or_else(|| anyhow::anyhow!("{}: a damaged shard file: no matrix results", path.display()))
-            })
-            .collect::<anyhow::Result<_>>()?;
-        let run = render_matrix(options, &shards).map_err(anyhow::Error::msg)?;
+        let run = render_matrix(options, &matrix_shards).map_err(anyhow::Error::msg)?;
         written = matrix_written(options, &run);
     }
     Ok(written)

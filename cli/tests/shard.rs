@@ -464,6 +464,19 @@ fn bad_report_shards_and_merges_exit_2_and_say_what_is_wrong() {
     let out = cassalock(&good);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("1/2"), "{}", text(&out.stderr));
+    // A file whose report part is gone: refused before anything is written.
+    let emptied = dir.join("emptied.json");
+    value["fairness"] = serde_json::Value::Null;
+    std::fs::write(&emptied, value.to_string()).unwrap();
+    let (emptied, fresh) = (emptied.display().to_string(), dir.join("fresh").display().to_string());
+    let out = cassalock(&["merge", "--out", &fresh, &second, &emptied]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no fairness results"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!Path::new(&fresh).exists(), "a refused merge created {fresh}");
     // --out is for report shards only: a sim-family merge prints.
     let family = dir.join("family.json").display().to_string();
     let out = cassalock(&[

@@ -80,8 +80,8 @@ impl Default for Limits {
     }
 }
 
-/// A verdict on one property.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A verdict on one property (serialized in the matrix's shard files).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Verdict {
     /// Every reachable state was checked.
     Holds,

@@ -1214,6 +1214,12 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
         for &column in row.columns() {
             let mut cell = Cell::new();
             for (index, source) in sources(row, column).into_iter().enumerate() {
+                // The unit of this line if it is a simulator's (thesis or families').
+                let search = Unit::Search {
+                    row,
+                    column,
+                    source: index,
+                };
                 match source {
                     Source::NotApplicable(why) => cell.push(Judgement::NotApplicable(why)),
                     Source::Model { spec, label } => {
@@ -1243,11 +1249,7 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
                         label,
                         ..
                     } => {
-                        let result = results.search(&Unit::Search {
-                            row,
-                            column,
-                            source: index,
-                        })?;
+                        let result = results.search(&search)?;
                         note_stopped(&mut stopped_by_time, (row, column, label), result);
                         cell.push(sim_judgement(
                             row,
@@ -1261,11 +1263,7 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
                         )?);
                     }
                     Source::FamilySim { scenario, label } => {
-                        let result = results.search(&Unit::Search {
-                            row,
-                            column,
-                            source: index,
-                        })?;
+                        let result = results.search(&search)?;
                         note_stopped(&mut stopped_by_time, (row, column, label), result);
                         cell.push(family_sim::judgement(
                             row, column, scenario, label, result, &out_dir, &mut files,

@@ -143,7 +143,6 @@ pub struct ModelRow {
     pub claim: ClaimId,
     pub property: String,
     pub kind: String,
-    #[serde(with = "verdict_text")]
     pub verdict: Verdict,
     pub detail: Option<String>,
     /// The trace as its file prints it, and its length in steps.
@@ -347,44 +346,6 @@ pub(super) mod claim_text {
     pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ClaimId, D::Error> {
         let text = String::deserialize(deserializer)?;
         ClaimId::from_str(&text).map_err(|_| serde::de::Error::custom(format!("unknown claim {text:?}")))
-    }
-}
-
-/// A model checker's [`Verdict`] in a shard file.
-mod verdict_text {
-    use super::*;
-
-    #[derive(Serialize, Deserialize)]
-    enum Written {
-        Holds,
-        HoldsWithinClockBound(u8),
-        Violated,
-        Bounded(String),
-        Reachable,
-        Unreachable,
-    }
-
-    pub fn serialize<S: serde::Serializer>(verdict: &Verdict, serializer: S) -> Result<S::Ok, S::Error> {
-        match verdict.clone() {
-            Verdict::Holds => Written::Holds,
-            Verdict::HoldsWithinClockBound(ticks) => Written::HoldsWithinClockBound(ticks),
-            Verdict::Violated => Written::Violated,
-            Verdict::Bounded(why) => Written::Bounded(why),
-            Verdict::Reachable => Written::Reachable,
-            Verdict::Unreachable => Written::Unreachable,
-        }
-        .serialize(serializer)
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Verdict, D::Error> {
-        Ok(match Written::deserialize(deserializer)? {
-            Written::Holds => Verdict::Holds,
-            Written::HoldsWithinClockBound(ticks) => Verdict::HoldsWithinClockBound(ticks),
-            Written::Violated => Verdict::Violated,
-            Written::Bounded(why) => Verdict::Bounded(why),
-            Written::Reachable => Verdict::Reachable,
-            Written::Unreachable => Verdict::Unreachable,
-        })
     }
 }
 
