@@ -598,6 +598,10 @@ fn models() -> ExitCode {
             spec(ModelName::GetLock, Fault::Skew, None, Some(3), Some(2)),
         ),
         (
+            "getlock 4 x 2, a clock a tick behind",
+            spec(ModelName::GetLock, Fault::Skew, None, Some(4), Some(2)),
+        ),
+        (
             "getlock 3 x 2, delayed enqueue",
             spec(ModelName::GetLock, Fault::DelayedEnqueue, None, Some(3), Some(2)),
         ),

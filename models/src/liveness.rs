@@ -48,6 +48,10 @@ pub trait Fairness: Model {
     /// Is this state at a bound of the model (the clock's last tick)? Counterexamples that
     /// depend on such states are reported as bounded.
     fn at_bound(&self, state: &Self::State) -> bool;
+    /// Why a counterexample at the bound decides nothing, in a verdict's words.
+    fn bound_reason(&self) -> String {
+        "the only counterexamples reach the model's last clock tick, where time stops".into()
+    }
 }
 
 struct Node<A> {
@@ -74,6 +78,8 @@ pub struct Graph<M: Model> {
     pub stopped_early: bool,
     /// The deadline passed before every state was expanded.
     pub timed_out: bool,
+    /// [`Fairness::bound_reason`] of the model.
+    bound_reason: String,
 }
 
 /// A counterexample to an obligation.
@@ -185,6 +191,7 @@ where
             truncated: false,
             stopped_early: false,
             timed_out: false,
+            bound_reason: model.bound_reason(),
         };
         let mut index = FingerprintIndex::default();
         let mut queue: VecDeque<(u32, M::State)> = VecDeque::new();
@@ -331,7 +338,7 @@ where
         }
         if let Some(lasso) = bounded {
             return LivenessVerdict::Bounded {
-                reason: "the only counterexamples reach the model's last clock tick, where time stops".into(),
+                reason: self.bound_reason.clone(),
                 lasso: Some(lasso),
             };
         }

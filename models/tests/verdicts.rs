@@ -441,6 +441,26 @@ fn bad_specs_are_refused_with_a_reason() {
         build(&delayed_3x2).is_ok(),
         "3 x 2 with a delayed enqueue runs since the reductions"
     );
+    // Skew: 3 x 2 and 4 x 1 run since reduction 5, 4 x 2 is refused with the sizes that run;
+    // TryGetLock's skewed worlds stay at 3 threads.
+    let skew = |model, threads, acquisitions| Spec {
+        fault: Fault::Skew,
+        threads: Some(threads),
+        acquisitions: Some(acquisitions),
+        ..Spec::new(model)
+    };
+    assert!(build(&skew(ModelName::GetLock, 3, 2)).is_ok());
+    assert!(build(&skew(ModelName::GetLock, 4, 1)).is_ok());
+    let four_by_two = build(&skew(ModelName::GetLock, 4, 2)).err().expect("refused").0;
+    assert!(
+        four_by_two.contains("over 6") && four_by_two.contains("use 3 x 2, 4 x 1"),
+        "{four_by_two}"
+    );
+    assert!(build(&skew(ModelName::TryGetLock, 4, 1))
+        .err()
+        .expect("refused")
+        .0
+        .contains("outside 1..=3"));
     let mut old_m1 = Spec::new(ModelName::Old);
     old_m1.mutant = Some(Mutant::M1);
     assert!(build(&old_m1).err().unwrap().0.contains("no queue"));

@@ -68,6 +68,10 @@ pub struct LockModelConfig {
     /// main cell and will read the row and delete the cell unless alone): a poll interval
     /// outlasts a contender's two or three requests. Off: the purely asynchronous model.
     pub poll_outlasts_contention: bool,
+    /// Reduction 5 off: time passes in its own steps even where only the time source's
+    /// readings can see it (see [`LockModelConfig::time_seen_only_by_readings`]). For tests
+    /// that compare the reduced model with the unreduced one.
+    pub eager_ticks: bool,
 }
 
 impl LockModelConfig {
@@ -91,7 +95,21 @@ impl LockModelConfig {
             overtake_bound: 0,
             store_failures: 0,
             poll_outlasts_contention: true,
+            eager_ticks: false,
         }
+    }
+
+    /// Reduction 5 applies: clocks tick, but nothing reads the time except a queue lock's time
+    /// source (L5.1). No cell carries a TTL (so no expiry, renewal, queue refresh or lease
+    /// check reads a clock), no acquisition has a deadline, and no thread is paused or crashed
+    /// (a pause's length is counted in ticks). The skew fault is such a world.
+    pub fn time_seen_only_by_readings(&self) -> bool {
+        matches!(self.clocks, Clocks::Ticks { .. })
+            && !self.eager_ticks
+            && self.lock.ttl_s.is_none()
+            && self.lock.max_wait_ms.is_none()
+            && self.pause.is_none()
+            && self.crash.is_none()
     }
 
     /// Ticks mode with TTL `ttl_ticks`, renewals every `ttl_ticks / 2` (at least 1).
@@ -112,6 +130,29 @@ impl LockModelConfig {
         self = self.with_ticks(max_tick, 1);
         self.lock.ttl_s = None;
         self
+    }
+
+    /// Reduction 5: the longest jump of time before a reading that the model tries.
+    ///
+    /// Every time a state holds (a queue column, its token) is a reading `now' + o` taken at an
+    /// earlier `now' <= now`, with `o` a client offset, so it is at most `now + max o`. A jump
+    /// of `k > max o - min o` ticks puts every later reading above every time held: all jumps
+    /// that long leave the same order among all times, held and to come, and differ only by a
+    /// shift. Nothing but that order is seen (queue columns compare as numbers; no TTL, and the
+    /// machines are resumed with a constant clock), so a run that jumps further is matched
+    /// step for step by one that jumps `max o - min o + 1` and reads every later time that
+    /// much lower, which the tick bound allows as well.
+    pub fn useful_tick_jumps(&self) -> u8 {
+        match &self.clocks {
+            Clocks::Perfect => 0,
+            Clocks::Ticks {
+                client_offset_ticks, ..
+            } => {
+                let highest = client_offset_ticks.iter().copied().max().unwrap_or(0);
+                let lowest = client_offset_ticks.iter().copied().min().unwrap_or(0);
+                highest - lowest + 1
+            }
+        }
     }
 
     pub fn max_ticks(&self) -> Option<u8> {

@@ -224,7 +224,7 @@ impl crate::liveness::Fairness for LockModel {
     fn fair_actor(&self, action: &Act) -> Option<u8> {
         let n = self.cfg.threads;
         match *action {
-            Act::Main(i) | Act::Resume(i) => Some(i),
+            Act::Main(i) | Act::Resume(i) | Act::TicksThenMain { thread: i, .. } => Some(i),
             Act::Renew { thread, .. } => Some(n + thread),
             Act::Tick => Some(2 * n),
             Act::Pause(_) | Act::Crash(_) | Act::FailStore { .. } => None,
@@ -241,7 +241,20 @@ impl crate::liveness::Fairness for LockModel {
     }
 
     fn at_bound(&self, world: &World) -> bool {
-        self.cfg.max_ticks() == Some(world.now_tick)
+        // Reduction 5: without `Tick` steps a cycle may sit at any tick. In the unreduced model
+        // every cycle and deadlock sits at the last tick (before it, the clock, a fair actor,
+        // could still move), so each of them is reported as bounded there. Counting every state
+        // as at the bound keeps that: a lasso is never reported as a violation, only "holds"
+        // (no lasso, so none in the unreduced model either) or "bounded".
+        self.cfg.max_ticks() == Some(world.now_tick) || self.cfg.time_seen_only_by_readings()
+    }
+
+    fn bound_reason(&self) -> String {
+        if self.cfg.time_seen_only_by_readings() {
+            "the only counterexamples are cycles where time stands still (here it moves only before a time-source reading), which a fair clock allows only at the model's last tick".into()
+        } else {
+            "the only counterexamples reach the model's last clock tick, where time stops".into()
+        }
     }
 }
 
@@ -397,6 +410,13 @@ impl crate::check::CheckedModel for LockModel {
             .collect();
         match action {
             Act::Tick => lines.push(format!("time passes: now {} -> {}", state.now_tick, next.now_tick)),
+            Act::TicksThenMain { .. } => lines.insert(
+                0,
+                format!(
+                    "time passes: now {} -> {} (nothing but the time source sees it)",
+                    state.now_tick, next.now_tick
+                ),
+            ),
             Act::Pause(i) => lines.push(format!(
                 "t{i} is PAUSED (a GC pause: none of its tasks run while time passes)"
             )),

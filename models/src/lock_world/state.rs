@@ -195,6 +195,9 @@ pub enum Act {
     Renew { thread: u8, task: u8 },
     /// Global time advances one tick.
     Tick,
+    /// Reduction 5: time advances `ticks` ticks, then thread i's main task steps, reading the
+    /// time source (only where time is seen by nothing else: there is no `Tick` then).
+    TicksThenMain { ticks: u8, thread: u8 },
     /// The fault injector pauses thread i.
     Pause(u8),
     /// Thread i resumes (its own action, so fairness makes every pause finite).
@@ -212,6 +215,7 @@ impl fmt::Display for Act {
             Act::Main(i) => write!(f, "t{i}"),
             Act::Renew { thread, .. } => write!(f, "t{thread}/renewal"),
             Act::Tick => write!(f, "clock"),
+            Act::TicksThenMain { thread, .. } => write!(f, "t{thread}"),
             Act::Pause(i) => write!(f, "faults: pause t{i}"),
             Act::Resume(i) => write!(f, "t{i} resumes"),
             Act::Crash(i) => write!(f, "faults: crash t{i}"),

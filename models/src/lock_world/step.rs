@@ -3,7 +3,7 @@
 
 use cassalock::algo::lease::{Released, RenewalEnd};
 use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, MainEnd};
-use cassalock::algo::{contract, Acquire, Action, FencingToken, Input, Leftover, LockId, SleepKind, StepTag};
+use cassalock::algo::{contract, Acquire, Action, FencingToken, Input, Leftover, LockId, SleepKind, Step, StepTag};
 use cassalock::store::{RowStore, StoreCommand, StoreFailure, MICROS_PER_SECOND};
 
 use cassalock_history::holding::ModelTicks;
@@ -13,6 +13,12 @@ use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
 use super::fairness;
 use super::state::{Act, Lane, Main, Pending, Resource, Slot, Thread, World};
 use super::trace::{note, parse_model_thread, short_column, show_acquire, show_time, Event, Events};
+
+#[cfg(debug_assertions)]
+thread_local! {
+    /// Time-source readings taken on this thread, for reduction 5's check in `apply`.
+    static TIME_READINGS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 /// The lock world as a stateright model.
 #[derive(Clone, Debug)]
@@ -115,6 +121,8 @@ impl LockModel {
     }
 
     fn read_time_us(&self, world: &mut World, thread: usize) -> u64 {
+        #[cfg(debug_assertions)]
+        TIME_READINGS.with(|count| count.set(count.get() + 1));
         match &self.cfg.clocks {
             Clocks::Perfect => {
                 let time = u64::from(world.next_time_s) * MICROS_PER_SECOND;
@@ -349,12 +357,23 @@ impl LockModel {
                 self.merge_invisible_start(world, i, events);
             }
             Main::Acquiring { next } | Main::Releasing { next } => {
+                let reads_time = matches!(next, Some((_, Action::ReadTime)));
                 let input = match (next, fail) {
                     (None, _) => Input::Start,
                     (Some(pending), None) => self.perform(world, i, Lane::Main, pending, events),
                     (Some(pending), Some(applied)) => self.fail_request(world, i, Lane::Main, pending, applied, events),
                 };
-                self.run_main(world, i, input, events);
+                if reads_time && !self.cfg.delayed_enqueue {
+                    // Reduction 5 left a reading pending: it and the queue write are one step.
+                    let now = self.machine_now_us(world, i);
+                    let step = Self::current(world, i)
+                        .lifecycle
+                        .resume_main(&self.cfg.lock, input, now);
+                    let step = self.complete_enqueue(world, i, step, now, events);
+                    self.settle_main(world, i, step, events);
+                } else {
+                    self.run_main(world, i, input, events);
+                }
             }
             Main::Holding { wrote_resource } => {
                 if self.cfg.resource && !wrote_resource {
@@ -404,25 +423,71 @@ impl LockModel {
             .expect("a thread acquiring, holding or releasing has a lifecycle")
     }
 
+    /// The clock a thread's machines are resumed with. Under reduction 5 nothing a machine
+    /// decides depends on it (no TTL, no deadline; see the module's essay for the fencing
+    /// counter's stamp), so it is a constant: the times a machine notes in its state (when it
+    /// wrote its main cell) would only tell apart states that behave alike.
+    fn machine_now_us(&self, world: &World, thread: usize) -> u64 {
+        if self.cfg.time_seen_only_by_readings() {
+            0
+        } else {
+            self.client_now_us(world, thread)
+        }
+    }
+
+    /// Reduction 5: does thread i's next main step read the time source? Only a queue lock's
+    /// start does (L5.1; with a delayed enqueue the start and the reading are one step, see
+    /// `merge_invisible_start`). `apply` checks in debug builds that no other step reads it.
+    fn main_step_reads_time(&self, world: &World, i: usize) -> bool {
+        match &world.threads[i].main {
+            Main::Idle => matches!(self.cfg.algorithm, LockAlgorithm::GetLock | LockAlgorithm::TryGetLock),
+            Main::Acquiring { next } => matches!(next, Some((_, Action::ReadTime))),
+            _ => false,
+        }
+    }
+
     /// Step thread i's main lane with `input`, and keep its next action pending.
     fn run_main(&self, world: &mut World, i: usize, input: Input, events: &mut Events) {
-        let now = self.client_now_us(world, i);
+        let now = self.machine_now_us(world, i);
+        let starting = input == Input::Start && Self::current(world, i).lifecycle.is_acquiring();
         let mut step = Self::current(world, i)
             .lifecycle
             .resume_main(&self.cfg.lock, input, now);
-        if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue {
+        // Reduction 5 lets time pass only before a step that `main_step_reads_time` announced:
+        // a reading that comes up in the middle of another step (Listing 7 enqueues after it
+        // read the main row) stays pending, a step of its own.
+        let may_read = starting || !self.cfg.time_seen_only_by_readings();
+        if matches!(step.action, Action::ReadTime) && !self.cfg.delayed_enqueue && may_read {
             // The enqueue is one step: read the time (L5.1) and write the queue cell at once.
             let input = self.perform(world, i, Lane::Main, (step.tag, Action::<MainEnd>::ReadTime), events);
             step = Self::current(world, i)
                 .lifecycle
                 .resume_main(&self.cfg.lock, input, now);
-            if completes_enqueue(&step.tag) {
-                let input = self.perform(world, i, Lane::Main, (step.tag, step.action), events);
-                step = Self::current(world, i)
-                    .lifecycle
-                    .resume_main(&self.cfg.lock, input, now);
-            }
+            step = self.complete_enqueue(world, i, step, now, events);
         }
+        self.settle_main(world, i, step, events);
+    }
+
+    /// With an atomic enqueue, the queue write that follows a reading is part of its step.
+    fn complete_enqueue(
+        &self,
+        world: &mut World,
+        i: usize,
+        step: Step<MainEnd>,
+        now: u64,
+        events: &mut Events,
+    ) -> Step<MainEnd> {
+        if !completes_enqueue(&step.tag) {
+            return step;
+        }
+        let input = self.perform(world, i, Lane::Main, (step.tag, step.action), events);
+        Self::current(world, i)
+            .lifecycle
+            .resume_main(&self.cfg.lock, input, now)
+    }
+
+    /// Act on what thread i's main lane asked for: an outcome, or its next pending action.
+    fn settle_main(&self, world: &mut World, i: usize, step: Step<MainEnd>, events: &mut Events) {
         match step.action {
             Action::Done(MainEnd::Acquire(outcome)) => {
                 Self::done(events, step.tag, show_acquire(&outcome));
@@ -735,8 +800,15 @@ impl LockModel {
     pub fn apply(&self, world: &World, act: Act, mut events: Events) -> (World, Events) {
         let mut next = world.clone();
         self.forget_recorded_violations(&mut next);
+        #[cfg(debug_assertions)]
+        let readings_before = TIME_READINGS.with(|count| count.get());
         match act {
             Act::Main(i) => self.step_main(&mut next, usize::from(i), None, &mut events),
+            Act::TicksThenMain { ticks, thread } => {
+                debug_assert!(self.main_step_reads_time(world, usize::from(thread)));
+                next.now_tick += ticks;
+                self.step_main(&mut next, usize::from(thread), None, &mut events)
+            }
             Act::Renew { thread, task } => {
                 self.step_renewal(&mut next, usize::from(thread), usize::from(task), None, &mut events)
             }
@@ -770,6 +842,19 @@ impl LockModel {
                 next.wait_order.retain(|&w| w != i);
                 next.fault_used = true;
             }
+        }
+        #[cfg(debug_assertions)]
+        if self.cfg.time_seen_only_by_readings() {
+            let read = TIME_READINGS.with(|count| count.get()) != readings_before;
+            let announced = match act {
+                Act::Main(i) | Act::TicksThenMain { thread: i, .. } => self.main_step_reads_time(world, usize::from(i)),
+                _ => false,
+            };
+            debug_assert!(
+                !read || announced,
+                "reduction 5: {act} read the time source in a step `main_step_reads_time` did not announce, so time could not pass before it (from {:?})",
+                world.threads.iter().map(|t| &t.main).collect::<Vec<_>>()
+            );
         }
         // A lifecycle whose lanes have both ended acts no more.
         next.threads.update_where(
@@ -814,6 +899,14 @@ impl LockModel {
             let may_fail = world.store_failures_used < self.cfg.store_failures;
             if self.main_enabled(world, i) {
                 acts.push(Act::Main(id));
+                if let (true, Some(max)) = (self.cfg.time_seen_only_by_readings(), self.cfg.max_ticks()) {
+                    if self.main_step_reads_time(world, i) {
+                        let jumps = self.cfg.useful_tick_jumps().min(max.saturating_sub(world.now_tick));
+                        for ticks in 1..=jumps {
+                            acts.push(Act::TicksThenMain { ticks, thread: id });
+                        }
+                    }
+                }
                 if may_fail {
                     if let Main::Acquiring {
                         next: Some((_, Action::Store(command))),
@@ -848,7 +941,7 @@ impl LockModel {
                 }
             }
         }
-        if let Some(max) = self.cfg.max_ticks() {
+        if let (false, Some(max)) = (self.cfg.time_seen_only_by_readings(), self.cfg.max_ticks()) {
             if world.now_tick < max && !(0..world.threads.len()).any(|i| self.urgent(world, i)) {
                 acts.push(Act::Tick);
             }
