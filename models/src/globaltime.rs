@@ -111,7 +111,10 @@ fn rename_version(version: &mut cassalock::store::CellVersion, rename: &impl Fn(
     version.timestamp_us = rename(version.timestamp_us);
     if let cassalock::store::CellBody::Value { value, .. } = &mut version.body {
         if let Some(time) = decode_time(value) {
-            *value = encode_time(rename(time));
+            let renamed = rename(time);
+            if renamed != time {
+                *value = encode_time(renamed);
+            }
         }
     }
 }
@@ -123,7 +126,10 @@ fn rename_command(command: &mut StoreCommand, rename: &impl Fn(u64) -> u64) {
         }
         for cell in cells {
             if let Some(value) = decode_time(&cell.value) {
-                cell.value = encode_time(rename(value));
+                let renamed = rename(value);
+                if renamed != value {
+                    cell.value = encode_time(renamed);
+                }
             }
         }
     }
@@ -134,11 +140,21 @@ impl GlobalTimeModel {
         u64::from(ticks) * MICROS_PER_SECOND
     }
 
-    fn perform(&self, state: &mut TimeState, i: usize, action: Action<GlobalTimeUpdate>) -> (Input, String) {
+    /// Carry out replica i's store request; with `describe`, also say what happened.
+    fn perform(
+        &self,
+        state: &mut TimeState,
+        i: usize,
+        action: Action<GlobalTimeUpdate>,
+        describe: bool,
+    ) -> (Input, String) {
         match action {
             Action::Store(command) => {
                 let request = command.stamp(|| unreachable!("Listing 8 stamps its own writes"));
                 let reply = request.apply_to(&mut state.store, state.replicas[i].clock);
+                if !describe {
+                    return (Input::Reply(reply), String::new());
+                }
                 let shown = match &reply {
                     StoreReply::Done => "ok".to_owned(),
                     StoreReply::Slice(cells) => format!(
@@ -174,22 +190,29 @@ impl GlobalTimeModel {
         }
     }
 
-    fn step(&self, state: &TimeState, act: TimeAct) -> (TimeState, Vec<String>) {
+    /// The successor of `state` under `act`; with `describe`, the lines a trace shows for it
+    /// (a model check asks for none: formatting them was most of a step's cost).
+    fn step(&self, state: &TimeState, act: TimeAct, describe: bool) -> (TimeState, Vec<String>) {
         let mut next = state.clone();
         let mut lines = Vec::new();
+        let mut say = |line: &dyn Fn() -> String| {
+            if describe {
+                lines.push(line());
+            }
+        };
         match act {
             TimeAct::Step(i) => {
                 let i = usize::from(i);
                 let clock = next.replicas[i].clock;
                 let (mut machine, input) = match next.replicas[i].round.take() {
                     None => {
-                        lines.push(format!("L8.1 local time L = {}", self.show(clock)));
+                        say(&|| format!("L8.1 local time L = {}", self.show(clock)));
                         (Retrying::new(TryUpdateGlobalTime::new()), Input::Start)
                     }
                     Some((machine, pending)) => {
                         let (tag, action) = pending.expect("a running round has a pending action");
-                        let (input, line) = self.perform(&mut next, i, action);
-                        lines.push(format!("{tag}: {line}"));
+                        let (input, line) = self.perform(&mut next, i, action, describe);
+                        say(&|| format!("{tag}: {line}"));
                         (machine, input)
                     }
                 };
@@ -199,46 +222,54 @@ impl GlobalTimeModel {
                         if matches!(update, GlobalTimeUpdate::Raised { .. }) {
                             next.raises = (next.raises + 1).min(2);
                         }
-                        let outcome = match update {
-                            GlobalTimeUpdate::Raised { to_us, .. } => format!("wrote {}", self.show(to_us)),
-                            GlobalTimeUpdate::Unchanged { local_us, global_us } => {
-                                format!(
-                                    "left it: local {} <= global {}",
-                                    self.show(local_us),
-                                    self.show(global_us)
-                                )
-                            }
-                            GlobalTimeUpdate::Failed(failure) => format!("failed: {failure}"),
-                        };
-                        lines.push(format!("{} => {outcome}", step.tag));
+                        say(&|| {
+                            let outcome = match &update {
+                                GlobalTimeUpdate::Raised { to_us, .. } => format!("wrote {}", self.show(*to_us)),
+                                GlobalTimeUpdate::Unchanged { local_us, global_us } => {
+                                    format!(
+                                        "left it: local {} <= global {}",
+                                        self.show(*local_us),
+                                        self.show(*global_us)
+                                    )
+                                }
+                                GlobalTimeUpdate::Failed(failure) => format!("failed: {failure}"),
+                            };
+                            format!("{} => {outcome}", step.tag)
+                        });
                     }
                     action => next.replicas[i].round = Some((machine, Some((step.tag, action)))),
                 }
             }
             TimeAct::Tick(i, to) => {
                 let replica = &mut next.replicas[usize::from(i)];
-                lines.push(format!(
-                    "r{i}'s clock advances from {} to {}",
-                    self.show(replica.clock),
-                    self.show_position(to)
-                ));
+                let from = replica.clock;
+                say(&|| {
+                    format!(
+                        "r{i}'s clock advances from {} to {}",
+                        self.show(from),
+                        self.show_position(to)
+                    )
+                });
                 replica.clock = to;
             }
             TimeAct::Crash(i) => {
                 let replica = &mut next.replicas[usize::from(i)];
                 replica.crashed = true;
                 replica.round = None;
-                lines.push(format!("r{i} CRASHES"));
+                say(&|| format!("r{i} CRASHES"));
             }
         }
         let value = global_time(&next.store).unwrap_or(0);
         if value < next.high_water {
             next.lowered = true;
-            lines.push(format!(
-                "T5: GlobalTime went DOWN from {} to {}",
-                self.show(next.high_water),
-                self.show(value)
-            ));
+            let high_water = next.high_water;
+            say(&|| {
+                format!(
+                    "T5: GlobalTime went DOWN from {} to {}",
+                    self.show(high_water),
+                    self.show(value)
+                )
+            });
         }
         next.high_water = next.high_water.max(value);
         self.canonicalize(&mut next);
@@ -396,11 +427,11 @@ impl Model for GlobalTimeModel {
             (TimeKeeping::Ranks, TimeAct::Tick(i, position)) => {
                 let mut doubled = state.clone();
                 self.double(&mut doubled);
-                return Some(self.step(&doubled, TimeAct::Tick(i, position)).0);
+                return Some(self.step(&doubled, TimeAct::Tick(i, position), false).0);
             }
             (_, action) => action,
         };
-        Some(self.step(state, action).0)
+        Some(self.step(state, action, false).0)
     }
 
     fn properties(&self) -> Vec<Property<Self>> {
@@ -505,7 +536,7 @@ impl CheckedModel for GlobalTimeModel {
             (TimeKeeping::Ranks, TimeAct::Tick(i, position)) => {
                 let mut doubled = state.clone();
                 self.double(&mut doubled);
-                let (next, mut lines) = self.step(&doubled, TimeAct::Tick(i, position));
+                let (next, mut lines) = self.step(&doubled, TimeAct::Tick(i, position), true);
                 lines[0] = format!(
                     "r{i}'s clock advances from r{} to {}",
                     state.replicas[usize::from(i)].clock,
@@ -513,7 +544,7 @@ impl CheckedModel for GlobalTimeModel {
                 );
                 (next, lines)
             }
-            _ => self.step(state, *action),
+            _ => self.step(state, *action, true),
         }
     }
 
