@@ -323,6 +323,18 @@ fn size(
     Ok(value)
 }
 
+/// `threads` x `acquisitions` of at most 6, or a message: `what` the world is, and `sizes`,
+/// what the feasible sizes cost (closing the parenthesis) and which to use.
+fn at_most_six(threads: u8, acquisitions: u8, what: &str, sizes: &str) -> Result<(u8, u8), SpecError> {
+    if threads * acquisitions > 6 {
+        return refuse(format!(
+            "{what}: --threads x --acquisitions = {} is over 6 ({sizes}",
+            threads * acquisitions
+        ));
+    }
+    Ok((threads, acquisitions))
+}
+
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
     if let Some(mutant) = spec.mutant.filter(|m| m.is_family_client_bug()) {
@@ -352,13 +364,12 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         (LockAlgorithm::GetLock, false) if spec.fault == Fault::DelayedEnqueue => {
             let threads = size("--threads", spec.threads, 2, 1..=3, "delayed enqueue")?;
             let acquisitions = size("--acquisitions", spec.acquisitions, 2, 1..=3, "delayed enqueue")?;
-            if threads * acquisitions > 6 {
-                return refuse(format!(
-                    "getlock with delayed enqueue: --threads x --acquisitions = {} is over 6 (3 x 2 is 859,761 states, under a minute); use 3 x 2, 2 x 3 or fewer",
-                    threads * acquisitions
-                ));
-            }
-            (threads, acquisitions)
+            at_most_six(
+                threads,
+                acquisitions,
+                "getlock with delayed enqueue",
+                "3 x 2 is 859,761 states, under a minute); use 3 x 2, 2 x 3 or fewer",
+            )?
         }
         (LockAlgorithm::GetLock, false) => (
             size("--threads", spec.threads, 3, 1..=4, "untimed")?,
@@ -380,13 +391,12 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
             let most = if algorithm == LockAlgorithm::TryGetLock { 3 } else { 4 };
             let threads = size("--threads", spec.threads, 2, 1..=most, "skew")?;
             let acquisitions = size("--acquisitions", spec.acquisitions, 1, 1..=2, "skew")?;
-            if threads * acquisitions > 6 {
-                return refuse(format!(
-                    "skew: --threads x --acquisitions = {} is over 6 (getlock 3 x 2 is 1,825,866 states, about 30 s; 4 x 1 is 2,895,592, about 90 s; 4 x 2 would be some 80 times 4 x 1, more memory than this machine has); use 3 x 2, 4 x 1 or fewer",
-                    threads * acquisitions
-                ));
-            }
-            (threads, acquisitions)
+            at_most_six(
+                threads,
+                acquisitions,
+                "skew",
+                "getlock 3 x 2 is 1,825,866 states, about 30 s; 4 x 1 is 2,895,592, about 90 s; 4 x 2 would be some 80 times 4 x 1, more memory than this machine has); use 3 x 2, 4 x 1 or fewer",
+            )?
         }
         (_, true) => (
             size("--threads", spec.threads, 2, 1..=3, "clocks and leases")?,
