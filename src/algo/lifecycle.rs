@@ -42,6 +42,20 @@ pub enum AcquireKind {
     OldTryLock,
 }
 
+impl AcquireKind {
+    /// Does the acquisition's first action read the time source? GetLock's does (L5.1, the
+    /// queue column's time); TryGetLock reads the main row first (L7.1) and the time only if
+    /// it is empty, and the old lock reads the main row. A driver that lets time pass only
+    /// before readings (the model checker's reduction 5) asks this before it has started the
+    /// machine.
+    pub fn starts_by_reading_time(self) -> bool {
+        match self {
+            AcquireKind::QueueGetLock => true,
+            AcquireKind::QueueTryGetLock | AcquireKind::OldGetLock | AcquireKind::OldTryLock => false,
+        }
+    }
+}
+
 /// An acquisition machine, inside the retry wrapper every driver uses.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AcquireMachine {
@@ -439,6 +453,28 @@ mod tests {
         let end = bench.run(&mut MainOf(life));
         assert!(matches!(end, MainEnd::Acquire(Acquire::Acquired { .. })), "{end:?}");
         assert!(life.is_holding());
+    }
+
+    #[test]
+    fn starts_by_reading_time_says_what_each_machine_asks_first() {
+        let config = LockConfig::untimed();
+        for kind in [
+            AcquireKind::QueueGetLock,
+            AcquireKind::QueueTryGetLock,
+            AcquireKind::OldGetLock,
+            AcquireKind::OldTryLock,
+        ] {
+            let lock = LockId::new("L").unwrap();
+            let thread = ClientId::new("a").unwrap().thread(1);
+            let mut life = Lifecycle::acquire(kind, lock, thread);
+            let first = life.resume_main(&config, Input::Start, 1_000_000);
+            assert_eq!(
+                matches!(first.action, Action::ReadTime),
+                kind.starts_by_reading_time(),
+                "{kind:?} starts with {:?}",
+                first.action
+            );
+        }
     }
 
     #[test]

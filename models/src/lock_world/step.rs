@@ -202,15 +202,19 @@ impl LockModel {
 
     // ---- stepping ----
 
-    fn start_acquisition(&self, thread: usize, acquisition: u8) -> Lifecycle {
-        let lock = LockId::new(LOCK).expect("valid");
-        let id = self.cfg.thread_id(thread, acquisition);
-        let kind = match self.cfg.algorithm {
+    /// The library's acquisition the threads run.
+    fn acquire_kind(&self) -> AcquireKind {
+        match self.cfg.algorithm {
             LockAlgorithm::GetLock => AcquireKind::QueueGetLock,
             LockAlgorithm::TryGetLock => AcquireKind::QueueTryGetLock,
             LockAlgorithm::Old => AcquireKind::OldGetLock,
-        };
-        Lifecycle::acquire(kind, lock, id)
+        }
+    }
+
+    fn start_acquisition(&self, thread: usize, acquisition: u8) -> Lifecycle {
+        let lock = LockId::new(LOCK).expect("valid");
+        let id = self.cfg.thread_id(thread, acquisition);
+        Lifecycle::acquire(self.acquire_kind(), lock, id)
     }
 
     /// Carry out a pending action for thread i; the answer for its machine.
@@ -435,12 +439,14 @@ impl LockModel {
         }
     }
 
-    /// Reduction 5: does thread i's next main step read the time source? Only a queue lock's
-    /// start does (L5.1; with a delayed enqueue the start and the reading are one step, see
-    /// `merge_invisible_start`). `apply` checks in debug builds that no other step reads it.
+    /// Reduction 5: does thread i's next main step read the time source? A start does if the
+    /// machine's first action is a reading (the library says which do; with a delayed enqueue
+    /// the start and the reading are one step, see `merge_invisible_start`), and so does a
+    /// step whose pending action is one. `apply` checks in debug builds that no other step
+    /// reads it.
     fn main_step_reads_time(&self, world: &World, i: usize) -> bool {
         match &world.threads[i].main {
-            Main::Idle => matches!(self.cfg.algorithm, LockAlgorithm::GetLock | LockAlgorithm::TryGetLock),
+            Main::Idle => self.acquire_kind().starts_by_reading_time(),
             Main::Acquiring { next } => matches!(next, Some((_, Action::ReadTime))),
             _ => false,
         }
