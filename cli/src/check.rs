@@ -52,6 +52,10 @@ pub struct CheckArgs {
     /// interval (each waiter reads two queue cells to know).
     #[arg(long)]
     next_poll: bool,
+    /// getlock: issue 15's paced variant (implies --next-poll): each waiter reads up to 32
+    /// queue cells, learns its rank and sleeps by it and the queue's pace.
+    #[arg(long)]
+    paced_poll: bool,
     /// redis-set-nx: each holder extends its key once (compare-and-pexpire) between two uses of
     /// the resource.
     #[arg(long)]
@@ -86,6 +90,7 @@ fn spec(args: &CheckArgs) -> Spec {
     spec.thesis_listings = args.thesis_listings;
     spec.asynchronous = args.asynchronous;
     spec.next_poll = args.next_poll;
+    spec.paced_poll = args.paced_poll;
     spec.extend = args.extend;
     spec
 }

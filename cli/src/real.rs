@@ -63,6 +63,11 @@ pub struct RealArgs {
     /// (1-60000; default: off, as the thesis's listing).
     #[arg(long)]
     pub next_poll_ms: Option<u64>,
+    /// Queue lock, with --next-poll-ms: every waiter learns its rank (reads up to 32 queue
+    /// cells) and sleeps until the queue's pace says it will be next in line; the one next in
+    /// line halves the holder's expected time left, down to --next-poll-ms.
+    #[arg(long, requires = "next_poll_ms")]
+    pub paced_poll: bool,
     /// Consistency of every lock request: one, quorum or all.
     #[arg(long, default_value = "quorum")]
     pub consistency: String,
@@ -655,6 +660,7 @@ mod imp {
             renew_ms: args.renew_ms,
             poll_ms: args.poll_ms,
             next_poll_ms: args.next_poll_ms,
+            paced_poll: args.paced_poll,
             consistency: args.consistency.clone(),
             keyspace: args.keyspace.clone(),
             lock_id: args.lock_id.clone(),
@@ -790,6 +796,7 @@ mod imp {
             renew_ms: None,
             poll_ms: 100,
             next_poll_ms: None,
+            paced_poll: false,
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,

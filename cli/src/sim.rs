@@ -127,6 +127,12 @@ pub struct ScenarioArgs {
     /// handoff; default: off, every waiter at --poll-ms).
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub next_poll_ms: Option<u64>,
+    /// With --next-poll-ms: every waiter reads up to 32 queue cells to learn its rank and
+    /// sleeps until the queue's pace says it will be next in line (at most ten --poll-ms); the
+    /// one next in line halves the holder's expected time left, down to --next-poll-ms
+    /// (issue 15; default false).
+    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    pub paced_poll: Option<bool>,
     /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub max_wait_ms: Option<u64>,
@@ -253,6 +259,7 @@ knob_fields!(
     lock_order,
     message_latency_us,
     next_poll_ms,
+    paced_poll,
 );
 
 /// A scenario with its options, from the flags and the scenario file.

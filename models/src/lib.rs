@@ -272,6 +272,10 @@ pub struct Spec {
     /// waiter reads two queue cells; the model's sleeps are untimed, so what changes is what
     /// a waiter reads and which branch it takes).
     pub next_poll: bool,
+    /// getlock: issue 15's paced variant on top of `next_poll` (every waiter reads up to 32
+    /// queue cells, learns its rank and sleeps by it; the sleeps are untimed here, so what
+    /// changes is what a waiter reads and what it remembers).
+    pub paced_poll: bool,
 }
 
 impl Spec {
@@ -287,6 +291,7 @@ impl Spec {
             thesis_listings: false,
             asynchronous: false,
             next_poll: false,
+            paced_poll: false,
             extend: false,
         }
     }
@@ -411,11 +416,12 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         cfg.lock.fixes = cassalock::algo::Fixes::THESIS;
     }
     cfg.poll_outlasts_contention = !spec.asynchronous;
-    if spec.next_poll {
+    if spec.next_poll || spec.paced_poll {
         if algorithm != LockAlgorithm::GetLock {
-            return refuse("--next-poll is the queue GetLock's variant (use --model getlock)");
+            return refuse("--next-poll and --paced-poll are the queue GetLock's variants (use --model getlock)");
         }
         cfg.lock.next_poll_ms = Some(10);
+        cfg.lock.paced_poll = spec.paced_poll;
     }
     Ok(lock_world::apply_fault(
         cfg,
@@ -466,9 +472,15 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                     spec.model.name()
                 ));
             }
-            if spec.mutant.is_some() || spec.fencing || spec.thesis_listings || spec.asynchronous || spec.next_poll {
+            if spec.mutant.is_some()
+                || spec.fencing
+                || spec.thesis_listings
+                || spec.asynchronous
+                || spec.next_poll
+                || spec.paced_poll
+            {
                 return refuse(format!(
-                    "--mutant, --fencing, --thesis-listings, --asynchronous and --next-poll apply to the lock models (getlock, trygetlock, old), not to {}",
+                    "--mutant, --fencing, --thesis-listings, --asynchronous, --next-poll and --paced-poll apply to the lock models (getlock, trygetlock, old), not to {}",
                     spec.model.name()
                 ));
             }
@@ -530,8 +542,8 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
 /// spec.
 fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
-    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous || spec.next_poll {
-        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous and --next-poll apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
+    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous || spec.next_poll || spec.paced_poll {
+        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll and --paced-poll apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
     }
     let mut mutants = family::FamilyMutants::default();
     match spec.mutant {

@@ -128,6 +128,7 @@ async fn run_locker(
     settings.renew_every_ms = job.renew_ms;
     settings.poll_ms = job.poll_ms;
     settings.next_poll_ms = job.next_poll_ms;
+    settings.paced_poll = job.paced_poll;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);
     let locker = RemoteLocker::new(store, SystemClock, settings)?;
     for _ in 0..job.acquisitions {

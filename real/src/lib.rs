@@ -243,6 +243,9 @@ pub struct Job {
     /// The queue lock's next-in-line poll (`Settings::next_poll_ms`; `None`: off).
     #[serde(default)]
     pub next_poll_ms: Option<u64>,
+    /// With `next_poll_ms`: waiters sleep by rank and the queue's pace (`Settings::paced_poll`).
+    #[serde(default)]
+    pub paced_poll: bool,
     /// Give up one acquisition after this long.
     pub max_wait_s: u64,
     /// Stop starting new acquisitions after this long (`0`: no limit).

@@ -38,6 +38,8 @@ pub struct RunSpec {
     pub poll_ms: u64,
     /// The queue lock's waiter next in line polls this often instead (1-60000 ms; `None`: off).
     pub next_poll_ms: Option<u64>,
+    /// With `next_poll_ms`: waiters sleep by rank and the queue's pace.
+    pub paced_poll: bool,
     /// one, quorum or all.
     pub consistency: String,
     pub keyspace: String,
@@ -210,6 +212,7 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         renew_ms: renew_ms(spec),
         poll_ms: spec.poll_ms,
         next_poll_ms: spec.next_poll_ms,
+        paced_poll: spec.paced_poll,
         max_wait_s: spec.max_wait_s,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),

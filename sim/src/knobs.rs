@@ -134,6 +134,8 @@ pub struct Knobs {
     pub poll_ms: Option<u64>,
     /// How often the queue lock's next-in-line waiter polls.
     pub next_poll_ms: Option<u64>,
+    /// With `next_poll_ms`: the queue lock's waiters sleep by rank and the queue's pace.
+    pub paced_poll: Option<bool>,
     /// Give up an acquisition after this long (the library's `max_wait_ms`).
     pub max_wait_ms: Option<u64>,
     /// Retries of one failed store request (the library's retry policy).
@@ -429,6 +431,9 @@ impl Knobs {
         if let Some(ms) = self.next_poll_ms {
             config.next_poll_ms = Some(ms);
         }
+        if let Some(paced) = self.paced_poll {
+            config.paced_poll = paced;
+        }
         if let Some(max_wait) = self.max_wait_ms {
             config.max_wait_ms = Some(max_wait);
         }
@@ -602,6 +607,9 @@ pub fn check_run(config: &RunConfig, knobs: &Knobs) -> Result<(), KnobError> {
                 _ => "scenario",
             };
             refuse(knob, 0, format!("{error} {library}"))
+        }
+        SettingsError::PacedPollWithoutNextPoll => {
+            refuse("paced_poll", true, format!("{error} {library}; add --next-poll-ms 5"))
         }
         SettingsError::Name(_) => refuse("scenario", config.scenario, format!("{error} {library}")),
     })

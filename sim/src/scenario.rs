@@ -145,6 +145,8 @@ pub struct RunConfig {
     pub poll_ms: u64,
     /// The queue lock's next-in-line poll (`None`: every waiter at `poll_ms`).
     pub next_poll_ms: Option<u64>,
+    /// With `next_poll_ms`: waiters sleep by rank and the queue's pace (`Settings::paced_poll`).
+    pub paced_poll: bool,
     /// Critical section length, uniform in this range.
     pub hold_ms: (u64, u64),
     /// A mix of long operations: some holds are drawn from another range (`None`: none).
@@ -322,6 +324,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
+        paced_poll: false,
         hold_ms: (100, 2000),
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,
@@ -583,6 +586,7 @@ impl RunConfig {
         settings.renew_every_ms = self.renew_every_ms;
         settings.poll_ms = self.poll_ms;
         settings.next_poll_ms = self.next_poll_ms;
+        settings.paced_poll = self.paced_poll;
         settings.time_source = self.time_source;
         settings.max_wait_ms = self.max_wait_ms;
         settings.retry = self.retry;
@@ -705,6 +709,9 @@ impl RunConfig {
         if let Some(ms) = self.next_poll_ms {
             parts.push(format!("the next in line polls every {ms} ms"));
         }
+        if self.paced_poll {
+            parts.push("waiters sleep by rank and the queue's pace".to_owned());
+        }
         if let Some((lo, hi)) = self.cluster.message_latency_us {
             parts.push(format!("each message {lo}..{hi} us on the network"));
         }
@@ -785,6 +792,7 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         renew_every_ms: defaults.renew_every_ms,
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
+        paced_poll: false,
         hold_ms: params.hold_ms,
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,

@@ -859,3 +859,52 @@ fn c_token_the_queue_column_breaks_under_skew_the_counter_does_not() {
         |o| passes(o, &["C-token"]),
     );
 }
+
+/// Issue 15's handoff variants on the workload of the README's table (16 clients x 10, holds
+/// of 10 ms back to back, TTL 10 s, a message 1..2 us: the simulator's floor), in simulated
+/// time, so the figures are exact: the paced poll makes fewer store requests an
+/// acquisition than the next-in-line poll, fewer than the old lock, and still outruns the old
+/// lock; every claim holds in every run.
+#[test]
+fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
+    let knobs = |next_poll_ms: Option<u64>, paced_poll: Option<bool>| SimOptions {
+        knobs: Box::new(Knobs {
+            clients: Some(16),
+            acquisitions: Some(10),
+            hold_ms: Some(MsRange { lo: 10, hi: 10 }),
+            think_ms: Some(MsRange { lo: 0, hi: 0 }),
+            ttl_s: Some(10),
+            renew_every_ms: Some(5000),
+            message_latency_us: Some(MsRange { lo: 1, hi: 2 }),
+            next_poll_ms,
+            paced_poll,
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    // (acquisitions per simulated second, store requests per acquisition) over seeds 0..3.
+    let figures = |algorithm: Algorithm, options: &SimOptions| {
+        let (mut acquisitions, mut requests, mut seconds) = (0u64, 0u64, 0f64);
+        for outcome in runs("contention", algorithm, options, 0..3) {
+            if let Err(why) = passes(
+                &outcome,
+                &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+            ) {
+                panic!("{why}\n{}", printed(&outcome, ""));
+            }
+            assert_eq!(outcome.verdicts.acquisitions, 160, "{}", outcome.verdicts);
+            acquisitions += 160;
+            requests += outcome.requests;
+            seconds += outcome.sim_time.as_secs_f64();
+        }
+        (acquisitions as f64 / seconds, requests as f64 / acquisitions as f64)
+    };
+    let old = figures(Algorithm::Old, &knobs(None, None));
+    let next = figures(Algorithm::Queue, &knobs(Some(5), None));
+    let paced = figures(Algorithm::Queue, &knobs(Some(5), Some(true)));
+    let table = format!("old {old:.2?}, next in line {next:.2?}, paced {paced:.2?} (acq/s, requests/acq)");
+    assert!(paced.1 < 0.9 * next.1, "{table}");
+    assert!(paced.1 < old.1, "{table}");
+    assert!(paced.0 > 1.3 * old.0, "{table}");
+    assert!(paced.0 > 0.9 * next.0, "{table}");
+}

@@ -62,11 +62,14 @@ pub fn request_with_retries_ms(config: &LockConfig, request_ms: u64) -> u64 {
 /// C-release: after a release returned Ok, the longest a waiting client needs to acquire while
 /// the store answers every request within `request_ms` (no fault): the waiter's sleep before it
 /// looks again (a poll for the queue algorithm, the old algorithm's largest owner backoff) and
-/// the requests of one successful attempt.
+/// the requests of one successful attempt. A paced GetLock waiter may sleep up to ten polls
+/// (`queue_get_lock::longest_poll_ms`): its hand-over bound is that much longer.
 pub fn handover_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> u64 {
     let (wait_ms, listing_requests) = match kind {
         // Read head, write main, read main.
-        AcquireKind::QueueGetLock | AcquireKind::QueueTryGetLock => (config.poll_ms, 3),
+        // The next-in-line and paced polls (issue 15) can sleep longer than `poll_ms`.
+        AcquireKind::QueueGetLock => (super::queue_get_lock::longest_poll_ms(config), 3),
+        AcquireKind::QueueTryGetLock => (config.poll_ms, 3),
         // Read main, write shadow, read shadow, read main, write main, delete shadow.
         AcquireKind::OldGetLock | AcquireKind::OldTryLock => (config.old_backoff.owner_max_ms, 6),
     };
@@ -126,6 +129,19 @@ mod tests {
         assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 350);
         assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1400);
         assert_eq!(handover_ms(AcquireKind::QueueGetLock, &thesis, 50), 250);
+        // Issue 15's variants: the next-in-line poll never lengthens the bound; a paced
+        // waiter may sleep ten polls.
+        let next = LockConfig {
+            next_poll_ms: Some(5),
+            ..LockConfig::default()
+        };
+        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &next, 50), 350);
+        let paced = LockConfig {
+            paced_poll: true,
+            ..next
+        };
+        assert_eq!(handover_ms(AcquireKind::QueueGetLock, &paced, 50), 1250);
+        assert_eq!(handover_ms(AcquireKind::QueueTryGetLock, &paced, 50), 350);
         assert_eq!(lost_learned_ms(&config, 1000), Some(19_300));
         assert_eq!(lost_learned_ms(&LockConfig::untimed(), 1000), None);
     }

@@ -378,6 +378,11 @@ pub struct LockConfig {
     /// sleeps this long instead of `poll_ms`, and every waiter reads the first two cells to
     /// know. `None`: every waiter sleeps `poll_ms` (the listing's loop).
     pub next_poll_ms: Option<u64>,
+    /// Ours (issue 15), with `next_poll_ms` only: a waiter reads up to
+    /// [`PACE_READ_CELLS`] cells of the queue, so it knows its rank, and sleeps by that rank
+    /// and the pace the queue has moved at since it enqueued (see `queue_get_lock`'s
+    /// `Pace`), instead of `poll_ms` whatever its rank.
+    pub paced_poll: bool,
     pub old_backoff: OldBackoff,
     pub retry: RetryPolicy,
     /// Give up acquiring after this long on the client's clock (`None`: wait for ever).
@@ -396,6 +401,7 @@ impl Default for LockConfig {
             renew_every_ms: 15_000,
             poll_ms: 100,
             next_poll_ms: None,
+            paced_poll: false,
             old_backoff: OldBackoff::default(),
             retry: RetryPolicy::default(),
             max_wait_ms: None,

@@ -21,7 +21,11 @@
 //!   TTL does not silently drop it from the queue (the thesis renews only while held);
 //! - if the queue head sorts after our column, or the queue is empty, our own cell is gone
 //!   (expired, or lost to a failed write): we write it again under the same name;
-//! - with `max_wait_ms`, a waiter gives up and deletes its queue cell.
+//! - with `max_wait_ms`, a waiter gives up and deletes its queue cell;
+//! - with `next_poll_ms` (issue 15), the waiter next in line sleeps that instead of `poll_ms`,
+//!   and with `paced_poll` too every waiter sleeps by its rank and the queue's pace ([`Pace`]).
+//!   Only how long a waiter sleeps changes: what it does after waking is the listing's, so
+//!   T1 and the queue order do not rest on these sleeps (the model checks them as they are).
 //!
 //! Mutant M1 ([`crate::algo::Mutants::m1_skip_main_check`]) skips step 4: the first thread in
 //! the queue writes its main cell and takes the lock without reading the main row.
@@ -60,6 +64,92 @@ enum State {
     Finished,
 }
 
+/// Ours (issue 15, `paced_poll`): how many queue cells a paced waiter reads to learn its
+/// rank. A waiter further back counts itself at this rank (a lower bound), which only makes
+/// it think the queue faster than it is and wake earlier.
+pub const PACE_READ_CELLS: u32 = 32;
+
+/// Ours (issue 15, `paced_poll`): a paced sleep is at most this many `poll_ms`, so a waiter
+/// whose estimate is stale (the queue stalled, or sped up) still reads the queue now and then.
+pub const PACE_MAX_POLLS: u64 = 10;
+
+/// The longest a GetLock waiter sleeps between two reads of the queue: `poll_ms`, the
+/// next-in-line poll if longer, and with `paced_poll` [`PACE_MAX_POLLS`] polls. How late a
+/// waiter may notice that the lock fell free (the contract's C-release hand-over bound).
+pub fn longest_poll_ms(config: &LockConfig) -> u64 {
+    let longest_ms = config.poll_ms.max(config.next_poll_ms.unwrap_or(0));
+    if config.paced_poll && config.next_poll_ms.is_some() {
+        longest_ms.max(config.poll_ms.saturating_mul(PACE_MAX_POLLS))
+    } else {
+        longest_ms
+    }
+}
+
+/// Ours (issue 15, `paced_poll`): what a waiter has learnt of the queue's pace from its own
+/// reads, all on its own clock.
+///
+/// - One handoff (a release and the next acquisition) takes `h`, estimated as the time since
+///   the waiter's first read divided by the number of cells that left ahead of it since: a
+///   whole wait's average, not one interval's (one short interval with one handoff in it
+///   would say the queue is as fast as the poll).
+/// - The last handoff happened at `d`, estimated when a read finds fewer cells ahead than the
+///   one before it (at `t_prev`): somewhere in `(max(t_prev, t - h), t]`; we take the start,
+///   the earliest, so that an error makes the waiter read early (a request) rather than late
+///   (the whole queue waiting for a head that sleeps).
+/// - Handoffs go on at that pace: a waiter at rank r (r cells ahead) is next in line at
+///   `d + (r - 1) h` and first at `d + r h`.
+///
+/// The sleeps: at rank r >= 2, until `d + (r - 1) h`, when it should be next in line (past
+/// that, the queue is slower than its average: `poll_ms`, the listing's); next in line, half
+/// the time left until `d + h`, so that it reads about log2(h / next_poll_ms) times rather
+/// than h / next_poll_ms and is late by at most about its last sleep. Before any cell has
+/// left ahead of it, `poll_ms` (`next_poll_ms` if next in line). Every sleep is at least
+/// `next_poll_ms` and at most [`PACE_MAX_POLLS`] x `poll_ms`, and no longer than `poll_ms`
+/// past a deadline or a queue-cell refresh that falls due.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Pace {
+    /// Rank and client time of this acquisition's first read of the queue.
+    first: Option<(u32, u64)>,
+    /// Rank and client time of the latest read.
+    last: Option<(u32, u64)>,
+    /// Estimated client time of the last handoff seen ahead of us.
+    handoff_at_us: Option<u64>,
+}
+
+impl Pace {
+    /// Record a read at `rank`; the sleep it asks for, microseconds (`None`: nothing known
+    /// of the pace yet).
+    fn sleep_us(&mut self, rank: u32, now_us: u64, poll_us: u64) -> Option<u64> {
+        let (first_rank, first_at_us) = *self.first.get_or_insert((rank, now_us));
+        let handoff_us = (first_rank > rank).then(|| now_us.saturating_sub(first_at_us) / u64::from(first_rank - rank));
+        let previous = self.last.replace((rank, now_us));
+        if let (Some(handoff_us), Some((last_rank, last_at_us))) = (handoff_us, previous) {
+            if rank < last_rank {
+                let from_us = last_at_us.max(now_us.saturating_sub(handoff_us));
+                self.handoff_at_us = Some(from_us);
+            }
+        }
+        let handoff_us = handoff_us?;
+        let handoff_at_us = self.handoff_at_us?;
+        if rank == 1 {
+            let release_at_us = handoff_at_us.saturating_add(handoff_us);
+            Some(release_at_us.saturating_sub(now_us) / 2)
+        } else {
+            let next_at_us = handoff_at_us.saturating_add(handoff_us.saturating_mul(u64::from(rank - 1)));
+            // Overdue (the queue is slower than its average so far): the listing's poll. And
+            // never further ahead than the waiter has watched the queue: an estimate from one
+            // early handoff can be far off, and a waiter that sleeps past its turn stalls
+            // everyone behind it.
+            let watched_us = now_us.saturating_sub(first_at_us);
+            Some(
+                next_at_us
+                    .checked_sub(now_us)
+                    .map_or(poll_us, |until_us| until_us.min(watched_us)),
+            )
+        }
+    }
+}
+
 /// Listing 6 as a machine.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct QueueGetLock {
@@ -71,6 +161,7 @@ pub struct QueueGetLock {
     queue_written_at_us: u64,
     state: State,
     deadline_us: Option<u64>,
+    pace: Pace,
 }
 
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
@@ -85,6 +176,16 @@ const NEXT_IN_LINE: StepTag = StepTag::new(
     Source::Ours,
     0,
     "next in line (second in the queue): wait the short next-in-line poll",
+);
+const PACED_BEHIND: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "paced: not next in line: sleep until the queue's pace says we will be",
+);
+const PACED_NEXT: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "paced: next in line: sleep half the holder's expected time left",
 );
 const AFTER_DELETE_WAIT: StepTag = StepTag::new(Source::Ours, 0, "wait a poll interval before L6.2 again");
 const M1_HELD: StepTag = StepTag::new(
@@ -111,6 +212,7 @@ impl QueueGetLock {
             queue_written_at_us: 0,
             state: State::Idle,
             deadline_us: None,
+            pace: Pace::default(),
         }
     }
 
@@ -158,8 +260,13 @@ impl QueueGetLock {
             return self.write_queue_cell(config, REFRESH, now_us);
         }
         self.state = State::ReadingHead;
-        // With a next-in-line poll, two cells: the head, and whether we are right behind it.
-        let cells = if config.next_poll_ms.is_some() { 2 } else { 1 };
+        // With a next-in-line poll, two cells: the head, and whether we are right behind it;
+        // paced, enough to know our rank.
+        let cells = match config.next_poll_ms {
+            Some(_) if config.paced_poll => PACE_READ_CELLS,
+            Some(_) => 2,
+            None => 1,
+        };
         Step::store(L6_READ_HEAD, read_first(self.lock.queue_row(), cells))
     }
 
@@ -176,6 +283,37 @@ impl QueueGetLock {
                 kind: SleepKind::Poll,
             },
         )
+    }
+
+    /// Ours (issue 15): a paced waiter's sleep at `rank` (cells ahead of ours, >= 1); see
+    /// [`Pace`].
+    fn paced_poll(&mut self, config: &LockConfig, next_poll_ms: u64, rank: u32, now_us: u64) -> Step<Acquire> {
+        debug_assert!(rank >= 1, "the head does not wait");
+        let (tag, unknown_ms) = if rank == 1 {
+            (PACED_NEXT, next_poll_ms)
+        } else {
+            (PACED_BEHIND, config.poll_ms)
+        };
+        let wanted_ms = self
+            .pace
+            .sleep_us(rank, now_us, config.poll_ms.saturating_mul(1000))
+            .map_or(unknown_ms, |us| us / 1000);
+        let longest_ms = longest_poll_ms(config);
+        let mut ms = wanted_ms.clamp(next_poll_ms, longest_ms);
+        // Never later past a deadline or a refresh than the listing's poll would be.
+        let due_us = [
+            self.deadline_us,
+            config.ttl_s.map(|_| {
+                self.queue_written_at_us
+                    .saturating_add(config.renew_every_ms.saturating_mul(1000))
+            }),
+        ];
+        for due_us in due_us.into_iter().flatten() {
+            let until_ms = due_us.saturating_sub(now_us) / 1000;
+            ms = ms.min(until_ms.max(config.poll_ms).max(next_poll_ms));
+        }
+        debug_assert!(ms >= next_poll_ms && ms <= longest_ms);
+        self.poll_for(ms, tag)
     }
 
     fn held(&mut self, tag: StepTag, main_at_us: u64) -> Step<Acquire> {
@@ -239,6 +377,12 @@ impl QueueGetLock {
                         Step::store(L6_WRITE_MAIN, self.main_command(config))
                     }
                     Some(head) if head.column < column => match config.next_poll_ms {
+                        Some(next_ms) if config.paced_poll => {
+                            // Cells ahead of ours; all that were read if ours was not among them.
+                            let rank = cells.iter().take_while(|cell| cell.column < column).count();
+                            let rank = u32::try_from(rank).unwrap_or(PACE_READ_CELLS);
+                            self.paced_poll(config, next_ms, rank, now_us)
+                        }
                         Some(ms) if cells.get(1).is_some_and(|second| second.column == column) => {
                             self.poll_for(ms, NEXT_IN_LINE)
                         }
@@ -402,6 +546,133 @@ mod tests {
         bench.execute(delete_own_cell("q:L".into(), ahead));
         let done = bench.run_until(&mut next, Input::Woke, |_| false);
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
+    }
+
+    fn paced() -> LockConfig {
+        LockConfig {
+            next_poll_ms: Some(5),
+            paced_poll: true,
+            ..LockConfig::untimed()
+        }
+    }
+
+    /// Enqueue `count` waiters ahead of ours (times 1.., before any machine's reading).
+    fn waiters_ahead(bench: &mut Bench, count: u64) -> Vec<String> {
+        (1..=count)
+            .map(|n| enqueue(bench, n, &thread(&format!("w{n}"))))
+            .collect()
+    }
+
+    fn sleep_ms(step: &Step<Acquire>) -> u64 {
+        match step.action {
+            Action::Sleep { ms, .. } => ms,
+            ref other => panic!("expected a sleep, got {other:?}"),
+        }
+    }
+
+    fn is_sleep(step: &Step<Acquire>) -> bool {
+        matches!(step.action, Action::Sleep { .. })
+    }
+
+    /// Issue 15's paced poll, step by step on the waiter's own clock: with nothing known of
+    /// the pace it sleeps the listing's poll; once cells have left ahead of it, until it should
+    /// be next in line; next in line, half the holder's expected time left, down to the
+    /// next-in-line poll. Each figure is worked out in [`Pace`]'s terms (h, d) in the comments.
+    #[test]
+    fn a_paced_waiter_sleeps_by_its_rank_and_the_queue_s_pace() {
+        let mut bench = Bench::new(paced());
+        let mut ahead = waiters_ahead(&mut bench, 6);
+        let mut waiter = machine();
+        let read = bench.run_until(&mut waiter, Input::Start, |step| step.tag == L6_READ_HEAD);
+        assert_eq!(read.action, Action::Store(read_first("q:L".into(), PACE_READ_CELLS)));
+        let Action::Store(command) = read.action else {
+            unreachable!()
+        };
+        let reply = bench.execute(command);
+        // t = 0, rank 6: no pace yet.
+        let step = bench.run_until(&mut waiter, Input::Reply(reply), is_sleep);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 100));
+        let mut wake_after = |bench: &mut Bench, waiter: &mut QueueGetLock, ms: u64, leave: usize| {
+            bench.now_us += ms * 1000;
+            for column in ahead.drain(..leave) {
+                bench.execute(delete_own_cell("q:L".into(), column));
+            }
+            bench.run_until(waiter, Input::Woke, |step| {
+                is_sleep(step) || matches!(step.action, Action::Done(_))
+            })
+        };
+        // t = 100, three left, rank 3: h = 100 / 3 = 33.3, d = the earliest the last could
+        // have been, 100 - h = 66.7; next in line at d + 2h = 133.3.
+        let step = wake_after(&mut bench, &mut waiter, 100, 3);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 33));
+        // t = 133, none: h = 133 / 3 = 44.3, next in line at 66.7 + 88.7 = 155.3.
+        let step = wake_after(&mut bench, &mut waiter, 33, 0);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 22));
+        // t = 155, one, rank 2: h = 155 / 4 = 38.75, d = the read before, 133 (later than
+        // 155 - h); next in line at 171.75.
+        let step = wake_after(&mut bench, &mut waiter, 22, 1);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 16));
+        // t = 171, one, next in line: h = 171 / 5 = 34.2, d = 155; the release due at 189.2,
+        // half of the 18.2 ms left.
+        let step = wake_after(&mut bench, &mut waiter, 16, 1);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_NEXT, 9));
+        // t = 180, none: h = 36, due at 191: half of 11 ms.
+        let step = wake_after(&mut bench, &mut waiter, 9, 0);
+        assert_eq!((step.tag, sleep_ms(&step)), (PACED_NEXT, 5));
+        // t = 185, the holder leaves: the waiter takes the lock as the listing does.
+        let step = wake_after(&mut bench, &mut waiter, 5, 1);
+        assert_eq!(step.tag, L6_HELD);
+        assert!(matches!(step.action, Action::Done(Acquire::Acquired { .. })));
+    }
+
+    /// A paced sleep is bounded: never further ahead than the waiter has watched the queue
+    /// (an estimate from one early handoff can be far off), at most ten listing polls, and no
+    /// later past a deadline than the listing's poll would be.
+    #[test]
+    fn a_paced_sleep_is_at_most_what_was_watched_ten_polls_and_the_deadline() {
+        for (max_wait_ms, expected_ms) in [(None, 100 * PACE_MAX_POLLS), (Some(2300), 300)] {
+            let mut bench = Bench::new(LockConfig { max_wait_ms, ..paced() });
+            let ahead = waiters_ahead(&mut bench, 30);
+            let mut waiter = machine();
+            let step = bench.run_until(&mut waiter, Input::Start, is_sleep);
+            assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 100), "rank 30, no pace yet");
+            // t = 100, two left: h = 50 says next in line at 1,400 ms; watched for 100 only.
+            bench.now_us += 100_000;
+            for column in &ahead[..2] {
+                bench.execute(delete_own_cell("q:L".into(), column.clone()));
+            }
+            let step = bench.run_until(&mut waiter, Input::Woke, is_sleep);
+            assert_eq!((step.tag, sleep_ms(&step)), (PACED_BEHIND, 100));
+            // The waiter wakes late, at t = 2000 (its process was descheduled), and two more
+            // have left: h = 500, next in line at 1500 + 25 x 500; watched for 2 s.
+            bench.now_us += 1_900_000;
+            for column in &ahead[2..4] {
+                bench.execute(delete_own_cell("q:L".into(), column.clone()));
+            }
+            let step = bench.run_until(&mut waiter, Input::Woke, is_sleep);
+            assert_eq!(
+                (step.tag, sleep_ms(&step)),
+                (PACED_BEHIND, expected_ms),
+                "max wait {max_wait_ms:?}"
+            );
+        }
+    }
+
+    /// Far back in a long queue, a waiter reads only the first cells and counts itself at
+    /// their number (a lower bound: it wakes early, never late).
+    #[test]
+    fn a_paced_waiter_beyond_the_cells_it_reads_counts_itself_at_their_number() {
+        let mut bench = Bench::new(paced());
+        let ahead = waiters_ahead(&mut bench, u64::from(PACE_READ_CELLS) + 8);
+        let mut waiter = machine();
+        bench.run_until(&mut waiter, Input::Start, is_sleep);
+        assert_eq!(waiter.pace.first, Some((PACE_READ_CELLS, bench.now_us)));
+        bench.now_us += 100_000;
+        for column in &ahead[..12] {
+            bench.execute(delete_own_cell("q:L".into(), column.clone()));
+        }
+        bench.run_until(&mut waiter, Input::Woke, is_sleep);
+        assert_eq!(waiter.pace.last, Some((PACE_READ_CELLS - 4, bench.now_us)));
     }
 
     #[test]

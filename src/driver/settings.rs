@@ -69,6 +69,11 @@ pub struct Settings {
     /// (`None`: every waiter at `poll_ms`, as the thesis's listing). Issue 15's faster handoff:
     /// the next holder learns of a release within this, the others keep their pace.
     pub next_poll_ms: Option<u64>,
+    /// With `next_poll_ms`: every waiter learns its rank in the queue and sleeps until about
+    /// when the queue's pace says it will be next in line (at most ten `poll_ms`), instead of
+    /// `poll_ms`; the one next in line sleeps about half the time left before the holder's
+    /// expected release, down to `next_poll_ms`. Fewer reads than polling at one interval.
+    pub paced_poll: bool,
     pub time_source: TimeSource,
     /// Give up acquiring after this long (`None`: wait for ever).
     pub max_wait_ms: Option<u64>,
@@ -99,6 +104,7 @@ impl Settings {
             renew_every_ms: defaults.renew_every_ms,
             poll_ms: defaults.poll_ms,
             next_poll_ms: defaults.next_poll_ms,
+            paced_poll: defaults.paced_poll,
             time_source: TimeSource::Local,
             max_wait_ms: None,
             retry: defaults.retry,
@@ -134,6 +140,9 @@ impl Settings {
         if self.next_poll_ms == Some(0) {
             return Err(SettingsError::ZeroInterval { name: "next_poll_ms" });
         }
+        if self.paced_poll && self.next_poll_ms.is_none() {
+            return Err(SettingsError::PacedPollWithoutNextPoll);
+        }
         let ttl_ms = u64::from(self.ttl_s) * 1000;
         if ttl_ms < self.renew_every_ms.saturating_mul(2) {
             return Err(SettingsError::TtlBelowTwoRenewals {
@@ -154,6 +163,7 @@ impl Settings {
             renew_every_ms: self.renew_every_ms,
             poll_ms: self.poll_ms,
             next_poll_ms: self.next_poll_ms,
+            paced_poll: self.paced_poll,
             old_backoff: self.old_backoff,
             retry: self.retry,
             max_wait_ms: self.max_wait_ms,
@@ -188,6 +198,8 @@ pub enum SettingsError {
     ZeroInterval { name: &'static str },
     #[error("TTL of {ttl_ms} ms is less than twice the renewal interval ({renew_every_ms} ms): one late renewal would lose the lock; renew at most every TTL/2")]
     TtlBelowTwoRenewals { ttl_ms: u64, renew_every_ms: u64 },
+    #[error("paced_poll is on without next_poll_ms: the paced waiter next in line polls at next_poll_ms; set it (5 ms was measured) or turn paced_poll off")]
+    PacedPollWithoutNextPoll,
 }
 
 #[cfg(test)]
@@ -238,6 +250,11 @@ mod tests {
             SettingsError::Name(InvalidName::ClientIdBadChar { .. })
         ));
         assert!(check(|s| s.renew_every_ms = 15_001).to_string().contains("TTL/2"));
+        assert_eq!(check(|s| s.paced_poll = true), SettingsError::PacedPollWithoutNextPoll);
+        let mut paced = Settings::new("web-1");
+        paced.next_poll_ms = Some(5);
+        paced.paced_poll = true;
+        assert!(paced.validate().unwrap().1.paced_poll);
     }
 
     #[test]
