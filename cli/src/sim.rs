@@ -128,7 +128,8 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub next_poll_ms: Option<u64>,
     /// With --next-poll-ms: every waiter reads up to 32 queue cells to learn its rank and
-    /// sleeps until the queue's pace says it will be next in line (at most ten --poll-ms); the
+    /// sleeps until the queue's pace says it will be next in line (no longer than it has
+    /// watched the queue, at most ten --poll-ms); the
     /// one next in line halves the holder's expected time left, down to --next-poll-ms
     /// (issue 15; default false).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]

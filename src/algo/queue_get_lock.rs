@@ -99,8 +99,10 @@ pub fn longest_poll_ms(config: &LockConfig) -> u64 {
 /// - Handoffs go on at that pace: a waiter at rank r (r cells ahead) is next in line at
 ///   `d + (r - 1) h` and first at `d + r h`.
 ///
-/// The sleeps: at rank r >= 2, until `d + (r - 1) h`, when it should be next in line (past
-/// that, the queue is slower than its average: `poll_ms`, the listing's); next in line, half
+/// The sleeps: at rank r >= 2, until `d + (r - 1) h`, when it should be next in line, but
+/// never longer than the waiter has watched the queue so far (one early handoff says little
+/// of the pace, and a waiter that wakes past its turn stalls everyone behind it; past
+/// `d + (r - 1) h` the queue is slower than its average: `poll_ms`); next in line, half
 /// the time left until `d + h`, so that it reads about log2(h / next_poll_ms) times rather
 /// than h / next_poll_ms and is late by at most about its last sleep. Before any cell has
 /// left ahead of it, `poll_ms` (`next_poll_ms` if next in line). Every sleep is at least

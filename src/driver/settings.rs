@@ -70,9 +70,11 @@ pub struct Settings {
     /// the next holder learns of a release within this, the others keep their pace.
     pub next_poll_ms: Option<u64>,
     /// With `next_poll_ms`: every waiter learns its rank in the queue and sleeps until about
-    /// when the queue's pace says it will be next in line (at most ten `poll_ms`), instead of
-    /// `poll_ms`; the one next in line sleeps about half the time left before the holder's
-    /// expected release, down to `next_poll_ms`. Fewer reads than polling at one interval.
+    /// when the queue's pace says it will be next in line (never longer than it has watched
+    /// the queue, at most ten `poll_ms`), instead of `poll_ms`; the one next in line sleeps
+    /// about half the time left before the holder's expected release, down to
+    /// `next_poll_ms`. Fewer reads than polling at one interval; the cost: a lock whose
+    /// waiters ahead vanish may stay free up to ten polls (C-release's bound says so).
     pub paced_poll: bool,
     pub time_source: TimeSource,
     /// Give up acquiring after this long (`None`: wait for ever).
