@@ -56,6 +56,16 @@ pub struct CheckArgs {
     /// queue cells, learns its rank and sleeps by it and the queue's pace.
     #[arg(long)]
     paced_poll: bool,
+    /// Lock models: every acquisition of a thread runs under one thread id, as a locker with
+    /// `reuse_thread_ids` used one acquisition at a time (issue 15's long run: the main and
+    /// shadow cells are rewritten in place instead of new ones under new names).
+    #[arg(long)]
+    reuse_thread_ids: bool,
+    /// getlock: each thread reads the queue from the queue column of its last hold instead of
+    /// the row's start, and from the row's start again after meeting another contender in the
+    /// main row (issue 15's long run).
+    #[arg(long)]
+    queue_read_from_last_hold: bool,
     /// redis-set-nx: each holder extends its key once (compare-and-pexpire) between two uses of
     /// the resource.
     #[arg(long)]
@@ -91,6 +101,8 @@ fn spec(args: &CheckArgs) -> Spec {
     spec.asynchronous = args.asynchronous;
     spec.next_poll = args.next_poll;
     spec.paced_poll = args.paced_poll;
+    spec.reuse_thread_ids = args.reuse_thread_ids;
+    spec.queue_read_from_last_hold = args.queue_read_from_last_hold;
     spec.extend = args.extend;
     spec
 }

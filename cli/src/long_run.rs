@@ -83,8 +83,14 @@ impl LongRunArgs {
         } else {
             format!(" --out {}", self.out.display())
         };
+        let reuse = match (self.plan.reuse_thread_ids, self.plan.queue_read_from_last_hold) {
+            (false, false) => "",
+            (true, false) => " --reuse-thread-ids",
+            (false, true) => " --queue-read-from-last-hold",
+            (true, true) => " --reuse-thread-ids --queue-read-from-last-hold",
+        };
         format!(
-            "cassalock bench long-run --locks {} --acquisitions {} --block {} --idle-s {} --contact-points {}{out}",
+            "cassalock bench long-run --locks {} --acquisitions {} --block {} --idle-s {} --contact-points {}{reuse}{out}",
             self.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(","),
             self.plan.acquisitions,
             self.plan.block,

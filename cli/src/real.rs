@@ -68,6 +68,15 @@ pub struct RealArgs {
     /// line halves the holder's expected time left, down to --next-poll-ms.
     #[arg(long, requires = "next_poll_ms")]
     pub paced_poll: bool,
+    /// Each locker reuses its thread ids (the lowest none of its acquisitions in flight
+    /// uses), so the main and shadow rows keep a cell per locker instead of a tombstone per
+    /// acquisition (issue 15's long run).
+    #[arg(long)]
+    pub reuse_thread_ids: bool,
+    /// Queue lock: GetLock reads the queue from the column of the locker's last hold instead
+    /// of the row's start (issue 15's long run).
+    #[arg(long)]
+    pub queue_read_from_last_hold: bool,
     /// Consistency of every lock request: one, quorum or all.
     #[arg(long, default_value = "quorum")]
     pub consistency: String,
@@ -661,6 +670,8 @@ mod imp {
             poll_ms: args.poll_ms,
             next_poll_ms: args.next_poll_ms,
             paced_poll: args.paced_poll,
+            reuse_thread_ids: args.reuse_thread_ids,
+            queue_read_from_last_hold: args.queue_read_from_last_hold,
             consistency: args.consistency.clone(),
             keyspace: args.keyspace.clone(),
             lock_id: args.lock_id.clone(),
@@ -797,6 +808,8 @@ mod imp {
             poll_ms: 100,
             next_poll_ms: None,
             paced_poll: false,
+            reuse_thread_ids: false,
+            queue_read_from_last_hold: false,
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,

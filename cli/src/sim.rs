@@ -134,6 +134,17 @@ pub struct ScenarioArgs {
     /// (issue 15; default false).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub paced_poll: Option<bool>,
+    /// Each client's acquisitions reuse thread ids: the lowest one none of its acquisitions
+    /// in flight uses, so the main and shadow rows keep a cell per client and slot instead of
+    /// a tombstone per acquisition (`Settings::reuse_thread_ids`, issue 15; default false).
+    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    pub reuse_thread_ids: Option<bool>,
+    /// Queue lock: GetLock reads the queue from the column of the client's last hold of the
+    /// lock instead of the row's start, and from the row's start again after meeting another
+    /// contender in the main row (`Settings::queue_read_from_last_hold`, issue 15; default
+    /// false).
+    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    pub queue_read_from_last_hold: Option<bool>,
     /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub max_wait_ms: Option<u64>,
@@ -261,6 +272,8 @@ knob_fields!(
     message_latency_us,
     next_poll_ms,
     paced_poll,
+    reuse_thread_ids,
+    queue_read_from_last_hold,
 );
 
 /// A scenario with its options, from the flags and the scenario file.

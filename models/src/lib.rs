@@ -276,9 +276,26 @@ pub struct Spec {
     /// queue cells, learns its rank and sleeps by it; the sleeps are untimed here, so what
     /// changes is what a waiter reads and what it remembers).
     pub paced_poll: bool,
+    /// Lock models: a thread's acquisitions all use one thread id (`Settings::reuse_thread_ids`,
+    /// issue 15's long run), so later ones write the cells earlier ones wrote and deleted.
+    pub reuse_thread_ids: bool,
+    /// getlock: each thread reads the queue from the queue column of its last hold
+    /// (`Settings::queue_read_from_last_hold`, issue 15's long run).
+    pub queue_read_from_last_hold: bool,
 }
 
 impl Spec {
+    /// Does it ask for one of the Cassandra lock models' variants (the listings, the
+    /// asynchronous model, issue 15's polls, reused thread ids, the queue start)?
+    fn uses_cassandra_lock_variants(&self) -> bool {
+        self.thesis_listings
+            || self.asynchronous
+            || self.next_poll
+            || self.paced_poll
+            || self.reuse_thread_ids
+            || self.queue_read_from_last_hold
+    }
+
     pub fn new(model: ModelName) -> Self {
         Spec {
             model,
@@ -292,6 +309,8 @@ impl Spec {
             asynchronous: false,
             next_poll: false,
             paced_poll: false,
+            reuse_thread_ids: false,
+            queue_read_from_last_hold: false,
             extend: false,
         }
     }
@@ -416,6 +435,13 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         cfg.lock.fixes = cassalock::algo::Fixes::THESIS;
     }
     cfg.poll_outlasts_contention = !spec.asynchronous;
+    cfg.reuse_thread_ids = spec.reuse_thread_ids;
+    if spec.queue_read_from_last_hold {
+        if algorithm != LockAlgorithm::GetLock {
+            return refuse("--queue-read-from-last-hold is the queue GetLock's (use --model getlock)");
+        }
+        cfg.queue_read_from_last_hold = true;
+    }
     if spec.next_poll || spec.paced_poll {
         if algorithm != LockAlgorithm::GetLock {
             return refuse("--next-poll and --paced-poll are the queue GetLock's variants (use --model getlock)");
@@ -472,15 +498,9 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                     spec.model.name()
                 ));
             }
-            if spec.mutant.is_some()
-                || spec.fencing
-                || spec.thesis_listings
-                || spec.asynchronous
-                || spec.next_poll
-                || spec.paced_poll
-            {
+            if spec.mutant.is_some() || spec.fencing || spec.uses_cassandra_lock_variants() {
                 return refuse(format!(
-                    "--mutant, --fencing, --thesis-listings, --asynchronous, --next-poll and --paced-poll apply to the lock models (getlock, trygetlock, old), not to {}",
+                    "--mutant, --fencing, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids and --queue-read-from-last-hold apply to the lock models (getlock, trygetlock, old), not to {}",
                     spec.model.name()
                 ));
             }
@@ -542,8 +562,8 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
 /// spec.
 fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
-    if spec.fencing || spec.leases || spec.thesis_listings || spec.asynchronous || spec.next_poll || spec.paced_poll {
-        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll and --paced-poll apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
+    if spec.fencing || spec.leases || spec.uses_cassandra_lock_variants() {
+        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids and --queue-read-from-last-hold apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
     }
     let mut mutants = family::FamilyMutants::default();
     match spec.mutant {

@@ -75,6 +75,72 @@ fn the_next_in_line_and_paced_polls_keep_t1_t2_and_the_queue_order() {
     }
 }
 
+/// Issue 15's long run: with `reuse_thread_ids` a thread's acquisitions share one thread id,
+/// so a later acquisition writes (and deletes) under the name of the earlier ones and of what
+/// they left behind. Every verdict stays, with the library's fixes and with the thesis's
+/// listings (whose C-free and C-try counterexamples the shared name does not hide), under
+/// one store request failing before or after it applied. The state counts say the worlds
+/// differ where leftovers meet a later acquisition (GetLock: 77,616 -> 76,503; its listing: 41,760 -> 40,647).
+#[test]
+fn reused_thread_ids_keep_every_verdict_under_store_failures() {
+    for (model, thesis, states, reused_states) in [
+        (ModelName::GetLock, false, 77616, 76503),
+        (ModelName::GetLock, true, 41760, 40647),
+        (ModelName::Old, true, 468, 468),
+        (ModelName::TryGetLock, true, 65958, 65958),
+    ] {
+        let mut once = spec(model, Fault::StoreFailure);
+        once.thesis_listings = thesis;
+        let mut reused = once.clone();
+        reused.reuse_thread_ids = true;
+        let (once, reused) = (full(&once), full(&reused));
+        assert_eq!(
+            pinning::verdicts(&once),
+            pinning::verdicts(&reused),
+            "{model:?} thesis {thesis}: {reused}"
+        );
+        assert_eq!(
+            (once.graph_states, reused.graph_states),
+            (states, reused_states),
+            "{model:?} thesis {thesis}"
+        );
+        assert!(once.complete && reused.complete);
+        if thesis {
+            assert_eq!(
+                reused.row("C-free").verdict,
+                Verdict::Violated,
+                "{model:?}: the listing's leftover is still seen"
+            );
+        }
+    }
+}
+
+/// Issue 15's long run: with `queue_read_from_last_hold` a thread's GetLock reads the queue
+/// from the column of its last hold (what lies below it had left when it held), and from the
+/// row's start again once the main row shows it another contender. Exhaustive at 3 x 2 with
+/// the listing's verdicts: the queue order holds with perfect clocks and atomic enqueues (no
+/// cell can appear below a column already read), and a delayed enqueue breaks it as it breaks
+/// the listing's, no more; T1 and T2 hold in both. The states grow by what threads remember.
+#[test]
+fn reading_the_queue_from_the_last_hold_keeps_t1_t2_and_the_queue_order() {
+    for (fault, order, states) in [(Fault::None, "holds", 15623), (Fault::DelayedEnqueue, "VIOLATED", 5178)] {
+        let mut from_last_hold = spec(ModelName::GetLock, fault);
+        from_last_hold.queue_read_from_last_hold = true;
+        pinned(
+            &full(&from_last_hold),
+            &[
+                ("T1", "holds"),
+                ("F-order", order),
+                ("F-overtakes", order),
+                ("C-free", "holds"),
+                ("C-release", "holds"),
+                ("T2", "holds"),
+            ],
+            states,
+        );
+    }
+}
+
 #[test]
 fn t3_t4_hold_for_trygetlock_3_threads() {
     // The thesis's T4 holds in this model: whenever several threads call TryGetLock on a free

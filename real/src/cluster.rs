@@ -129,6 +129,8 @@ async fn run_locker(
     settings.poll_ms = job.poll_ms;
     settings.next_poll_ms = job.next_poll_ms;
     settings.paced_poll = job.paced_poll;
+    settings.reuse_thread_ids = job.reuse_thread_ids;
+    settings.queue_read_from_last_hold = job.queue_read_from_last_hold;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);
     let locker = RemoteLocker::new(store, SystemClock, settings)?;
     for _ in 0..job.acquisitions {

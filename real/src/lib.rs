@@ -246,6 +246,13 @@ pub struct Job {
     /// With `next_poll_ms`: waiters sleep by rank and the queue's pace (`Settings::paced_poll`).
     #[serde(default)]
     pub paced_poll: bool,
+    /// Each locker reuses its thread ids (`Settings::reuse_thread_ids`).
+    #[serde(default)]
+    pub reuse_thread_ids: bool,
+    /// The queue lock reads its queue from its last hold's column
+    /// (`Settings::queue_read_from_last_hold`).
+    #[serde(default)]
+    pub queue_read_from_last_hold: bool,
     /// Give up one acquisition after this long.
     pub max_wait_s: u64,
     /// Stop starting new acquisitions after this long (`0`: no limit).

@@ -300,6 +300,11 @@ pub struct LongRunPlan {
     pub contact_points: Vec<String>,
     pub keyspace: String,
     pub consistency: String,
+    /// The locker reuses its thread ids (`Settings::reuse_thread_ids`).
+    pub reuse_thread_ids: bool,
+    /// The queue lock reads its queue from its last hold's column
+    /// (`Settings::queue_read_from_last_hold`).
+    pub queue_read_from_last_hold: bool,
 }
 
 impl LongRunPlan {
@@ -379,6 +384,8 @@ pub async fn run(
     let probe_row = format!("long-run-probe-{run_id}");
     let mut settings = Settings::new(format!("long-runner-{run_id}"));
     settings.algorithm = algorithm;
+    settings.reuse_thread_ids = plan.reuse_thread_ids;
+    settings.queue_read_from_last_hold = plan.queue_read_from_last_hold;
     let timer = Arc::new(CallTimer::default());
     let locker = RemoteLocker::with_observer(Arc::clone(&store), SystemClock, settings, timer.clone())?;
     let requests = || {
@@ -616,6 +623,8 @@ mod tests {
             contact_points: vec!["127.0.0.1:9042".into()],
             keyspace: "cassalock".into(),
             consistency: "quorum".into(),
+            reuse_thread_ids: false,
+            queue_read_from_last_hold: false,
         };
         assert!(plan(10_000, 500).check().is_ok());
         assert!(plan(0, 1).check().unwrap_err().contains("--acquisitions"));

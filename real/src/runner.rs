@@ -40,6 +40,10 @@ pub struct RunSpec {
     pub next_poll_ms: Option<u64>,
     /// With `next_poll_ms`: waiters sleep by rank and the queue's pace.
     pub paced_poll: bool,
+    /// Each locker reuses its thread ids (`Settings::reuse_thread_ids`).
+    pub reuse_thread_ids: bool,
+    /// The queue lock reads its queue from its last hold's column.
+    pub queue_read_from_last_hold: bool,
     /// one, quorum or all.
     pub consistency: String,
     pub keyspace: String,
@@ -213,6 +217,8 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         poll_ms: spec.poll_ms,
         next_poll_ms: spec.next_poll_ms,
         paced_poll: spec.paced_poll,
+        reuse_thread_ids: spec.reuse_thread_ids,
+        queue_read_from_last_hold: spec.queue_read_from_last_hold,
         max_wait_s: spec.max_wait_s,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),

@@ -22,7 +22,7 @@
 //!   stream past, with the beliefs at that instant).
 
 use cassalock_history::text::count;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
 
 use cassalock::algo::{contract, Leftover};
@@ -160,12 +160,14 @@ pub fn judge_contract(
     let mut fault_times: Vec<Duration> = Vec::new();
     // C-free: failed calls by thread: judged? (The client could reach the store when the call
     // returned, and the call did not report cells left behind.)
-    let mut failed: BTreeMap<String, bool> = BTreeMap::new();
+    // In call order per thread id (ids are reused with `reuse_thread_ids`; the oracle's
+    // leftover records come in the same order, one per failed call).
+    let mut failed: BTreeMap<String, VecDeque<bool>> = BTreeMap::new();
     // C-release: (released at, thread) for releases while another client waited and no fault
-    // was active; acquisitions (at, thread).
+    // was active; when each acquisition took the lock.
     let mut releases: Vec<(Duration, Duration, String)> = Vec::new();
     let mut release_began: BTreeMap<String, Duration> = BTreeMap::new();
-    let mut acquisitions: Vec<(Duration, String)> = Vec::new();
+    let mut acquisitions: Vec<Duration> = Vec::new();
     // C-lost: when each client node heard is_lost().
     let mut lost_seen: BTreeMap<usize, Vec<Duration>> = BTreeMap::new();
     for record in records {
@@ -177,11 +179,11 @@ pub fn judge_contract(
                     waiting.insert(node);
                 }
             }
-            What::Lock(LockEvent::Acquired { thread, .. }) => {
+            What::Lock(LockEvent::Acquired { .. }) => {
                 if let Some(node) = node {
                     waiting.remove(&node);
                 }
-                acquisitions.push((record.at, thread.to_string()));
+                acquisitions.push(record.at);
             }
             What::Lock(LockEvent::NotAcquired { thread, outcome, .. }) => {
                 if let Some(node) = node {
@@ -195,7 +197,10 @@ pub fn judge_contract(
                 };
                 if let Some(reported_left) = reported_left {
                     let reachable = disrupted.get(&record.node).is_none_or(BTreeSet::is_empty);
-                    failed.insert(thread.to_string(), reachable && !reported_left);
+                    failed
+                        .entry(thread.to_string())
+                        .or_default()
+                        .push_back(reachable && !reported_left);
                 }
             }
             What::Lock(LockEvent::Releasing { thread, .. }) => {
@@ -211,7 +216,7 @@ pub fn judge_contract(
                 }
                 // A failed release failed to delete: its error says the cells may be left.
                 cassalock::algo::lease::Released::Failed(_) => {
-                    failed.insert(thread.to_string(), false);
+                    failed.entry(thread.to_string()).or_default().push_back(false);
                 }
             },
             What::TryReturned { requests, .. } => {
@@ -235,7 +240,11 @@ pub fn judge_contract(
             What::Leftover { thread, live_for } => {
                 figures.failed_calls += 1;
                 figures.leftover_max = Some(figures.leftover_max.map_or(*live_for, |max| max.max(*live_for)));
-                if failed.get(thread.as_str()).copied().unwrap_or(false) {
+                let judged = failed
+                    .get_mut(thread.as_str())
+                    .and_then(VecDeque::pop_front)
+                    .unwrap_or(false);
+                if judged {
                     keep_max(&mut figures.leftover_judged_max, *live_for, || thread.clone());
                 }
             }
@@ -293,10 +302,13 @@ pub fn judge_contract(
             continue;
         }
         figures.handovers += 1;
+        // Any acquisition from the release's start on is another acquisition than the one
+        // releasing, under whatever thread id: with `reuse_thread_ids` the releaser's own next
+        // acquisition has the same id, and it takes the lock as any other would.
         let next = acquisitions
             .iter()
-            .find(|(at, acquirer)| at >= began_at && acquirer != thread)
-            .map_or(sim_time, |(at, _)| *at);
+            .find(|at| *at >= began_at)
+            .map_or(sim_time, |at| *at);
         keep_max(&mut figures.handover_max, next.saturating_sub(*released_at), || {
             format!("after {thread}'s release at {}", secs(*released_at))
         });

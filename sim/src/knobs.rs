@@ -136,6 +136,11 @@ pub struct Knobs {
     pub next_poll_ms: Option<u64>,
     /// With `next_poll_ms`: the queue lock's waiters sleep by rank and the queue's pace.
     pub paced_poll: Option<bool>,
+    /// Each client's acquisitions reuse thread ids (`Settings::reuse_thread_ids`).
+    pub reuse_thread_ids: Option<bool>,
+    /// The queue lock reads the queue from its last hold's column
+    /// (`Settings::queue_read_from_last_hold`).
+    pub queue_read_from_last_hold: Option<bool>,
     /// Give up an acquisition after this long (the library's `max_wait_ms`).
     pub max_wait_ms: Option<u64>,
     /// Retries of one failed store request (the library's retry policy).
@@ -433,6 +438,12 @@ impl Knobs {
         }
         if let Some(paced) = self.paced_poll {
             config.paced_poll = paced;
+        }
+        if let Some(reuse) = self.reuse_thread_ids {
+            config.reuse_thread_ids = reuse;
+        }
+        if let Some(from_last_hold) = self.queue_read_from_last_hold {
+            config.queue_read_from_last_hold = from_last_hold;
         }
         if let Some(max_wait) = self.max_wait_ms {
             config.max_wait_ms = Some(max_wait);

@@ -39,16 +39,41 @@ pub(crate) async fn watch_replicas(
     let mut released: Vec<Release<SimulatedTime>> = Vec::new();
     let mut seen = 0usize;
     let mut reported: BTreeSet<String> = BTreeSet::new();
-    // C-free: failed calls being watched: thread -> (returned at, last seen live at).
-    let mut failed: BTreeMap<String, (Duration, Option<Duration>)> = BTreeMap::new();
+    // C-free: failed calls being watched: thread -> (returned at, last seen live at, the
+    // timestamp its acquisition's writes are above: 0, or with reused ids the locker's last
+    // before the acquisition began).
+    let mut failed: BTreeMap<String, (Duration, Option<Duration>, u64)> = BTreeMap::new();
+    // With reused thread ids: per id, what the current acquisition's writes are stamped above.
+    let mut stamps_above: BTreeMap<String, u64> = BTreeMap::new();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut ended_by_reuse = Vec::new();
         recorder.with_records(|records| {
             for record in &records[seen..] {
                 if let Some(thread) = failed_call(&record.what) {
-                    failed.insert(thread, (record.at, None));
+                    let above_us = stamps_above.get(&thread).copied().unwrap_or(0);
+                    failed.insert(thread, (record.at, None, above_us));
                 }
                 match &record.what {
+                    // The id now names a new acquisition (`reuse_thread_ids`): what a read finds
+                    // under it is no longer the earlier call's. A failed call's watch ends with
+                    // what it measured so far, a release's K3 watch ends.
+                    What::Lock(LockEvent::Reused {
+                        thread,
+                        stamps_above_us,
+                        ..
+                    }) => {
+                        stamps_above.insert(thread.to_string(), *stamps_above_us);
+                        if let Some((returned_at, last_live, _)) = failed.remove(thread.as_str()) {
+                            // Recorded after this pass: the records are locked while we read them.
+                            ended_by_reuse.push(What::Leftover {
+                                thread: thread.to_string(),
+                                live_for: last_live.map_or(Duration::ZERO, |last| last.saturating_sub(returned_at)),
+                            });
+                        }
+                        releasing.remove(thread.as_str());
+                        released.retain(|release| release.holder != thread.as_str());
+                    }
                     What::Lock(LockEvent::Releasing { thread, client_us, .. }) => {
                         releasing.insert(thread.to_string(), *client_us);
                     }
@@ -72,6 +97,9 @@ pub(crate) async fn watch_replicas(
             }
             seen = records.len();
         });
+        for leftover in ended_by_reuse {
+            recorder.record("oracle", None, leftover);
+        }
         let now = recorder.elapsed();
         // A renewal write in flight at release time lands within a few round trips; look
         // from 500 ms after the release for as long as a renewal could still write (two intervals).
@@ -107,7 +135,7 @@ pub(crate) async fn watch_replicas(
                 // that also meets the delete does not see it: only a cell some read can see is
                 // stuck.
                 if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some())
-                    && readable(&replicas, read_quorum, &main_row, &release.holder, &release.holder)
+                    && readable(&replicas, read_quorum, &main_row, &release.holder, &release.holder, 0)
                 {
                     reported.insert(release.holder.clone());
                     recorder.record(
@@ -125,8 +153,8 @@ pub(crate) async fn watch_replicas(
         released.retain(|release| now.saturating_sub(release.completed_at) < window.end);
 
         let mut settled = Vec::new();
-        for (thread, (returned_at, last_live)) in failed.iter_mut() {
-            let live = readable_cell_of(&replicas, read_quorum, thread);
+        for (thread, (returned_at, last_live, above_us)) in failed.iter_mut() {
+            let live = readable_cell_of(&replicas, read_quorum, thread, *above_us);
             if live {
                 *last_live = Some(now);
             }
@@ -150,8 +178,14 @@ pub(crate) async fn watch_replicas(
 }
 
 /// Could a read at the run's consistency level (`read_quorum` replicas) see a live cell whose
-/// value is `thread`? Every such cell on any replica is tried with [`readable`].
-fn readable_cell_of(replicas: &[(Arc<Mutex<ReplicaData>>, SimClock)], read_quorum: usize, thread: &str) -> bool {
+/// value is `thread`, stamped above `above_us` (the call's own writes, where thread ids are
+/// reused)? Every such cell on any replica is tried with [`readable`].
+fn readable_cell_of(
+    replicas: &[(Arc<Mutex<ReplicaData>>, SimClock)],
+    read_quorum: usize,
+    thread: &str,
+    above_us: u64,
+) -> bool {
     let mut candidates: BTreeSet<(String, String)> = BTreeSet::new();
     for (data, clock) in replicas {
         let now_us = clock.now_us();
@@ -159,13 +193,15 @@ fn readable_cell_of(replicas: &[(Arc<Mutex<ReplicaData>>, SimClock)], read_quoru
         candidates.extend(
             data.live
                 .versions()
-                .filter(|(_, _, version)| version.live_value_at(now_us) == Some(thread))
+                .filter(|(_, _, version)| {
+                    version.timestamp_us > above_us && version.live_value_at(now_us) == Some(thread)
+                })
                 .map(|(row, column, _)| (row.to_owned(), column.to_owned())),
         );
     }
     candidates
         .iter()
-        .any(|(row, column)| readable(replicas, read_quorum, row, column, thread))
+        .any(|(row, column)| readable(replicas, read_quorum, row, column, thread, above_us))
 }
 
 /// Could a read of `read_quorum` replicas see cell (`row`, `column`) live with `value`? Every
@@ -178,6 +214,7 @@ fn readable(
     row: &str,
     column: &str,
     value: &str,
+    above_us: u64,
 ) -> bool {
     let views: Vec<(Option<cassalock::store::CellVersion>, u64)> = replicas
         .iter()
@@ -193,7 +230,7 @@ fn readable(
             .filter_map(|&i| views[i].0.clone())
             .reduce(cassalock::store::reconcile);
         let reader_us = views[members[0]].1;
-        merged.is_some_and(|version| version.live_value_at(reader_us) == Some(value))
+        merged.is_some_and(|version| version.timestamp_us > above_us && version.live_value_at(reader_us) == Some(value))
     })
 }
 

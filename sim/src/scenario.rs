@@ -147,6 +147,11 @@ pub struct RunConfig {
     pub next_poll_ms: Option<u64>,
     /// With `next_poll_ms`: waiters sleep by rank and the queue's pace (`Settings::paced_poll`).
     pub paced_poll: bool,
+    /// Each client's acquisitions reuse thread ids (`Settings::reuse_thread_ids`).
+    pub reuse_thread_ids: bool,
+    /// The queue lock reads the queue from its last hold's column
+    /// (`Settings::queue_read_from_last_hold`).
+    pub queue_read_from_last_hold: bool,
     /// Critical section length, uniform in this range.
     pub hold_ms: (u64, u64),
     /// A mix of long operations: some holds are drawn from another range (`None`: none).
@@ -325,6 +330,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
         paced_poll: false,
+        reuse_thread_ids: false,
+        queue_read_from_last_hold: false,
         hold_ms: (100, 2000),
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,
@@ -587,6 +594,8 @@ impl RunConfig {
         settings.poll_ms = self.poll_ms;
         settings.next_poll_ms = self.next_poll_ms;
         settings.paced_poll = self.paced_poll;
+        settings.reuse_thread_ids = self.reuse_thread_ids;
+        settings.queue_read_from_last_hold = self.queue_read_from_last_hold;
         settings.time_source = self.time_source;
         settings.max_wait_ms = self.max_wait_ms;
         settings.retry = self.retry;
@@ -712,6 +721,12 @@ impl RunConfig {
         if self.paced_poll {
             parts.push("waiters sleep by rank and the queue's pace".to_owned());
         }
+        if self.reuse_thread_ids {
+            parts.push("thread ids reused".to_owned());
+        }
+        if self.queue_read_from_last_hold {
+            parts.push("the queue read from the last hold's column".to_owned());
+        }
         if let Some((lo, hi)) = self.cluster.message_latency_us {
             parts.push(format!("each message {lo}..{hi} us on the network"));
         }
@@ -793,6 +808,8 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
         paced_poll: false,
+        reuse_thread_ids: false,
+        queue_read_from_last_hold: false,
         hold_ms: params.hold_ms,
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,

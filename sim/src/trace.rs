@@ -272,6 +272,7 @@ impl fmt::Display for What {
                 LockEvent::Releasing { thread, .. } => write!(f, "{thread} releasing"),
                 LockEvent::Released { thread, outcome, .. } => write!(f, "{thread} released: {outcome:?}"),
                 LockEvent::LeaseLost { thread, why, .. } => write!(f, "{thread} LEASE LOST ({why:?})"),
+                LockEvent::Reused { thread, .. } => write!(f, "{thread} names a new acquisition (thread id reused)"),
             },
             What::Waiting { client, n } => write!(f, "{client} waits for the lock (acquisition {n})"),
             What::ClientDone { client } => write!(f, "{client} done"),

@@ -908,3 +908,100 @@ fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock(
     assert!(paced.0 > 1.3 * old.0, "{table}");
     assert!(paced.0 > 0.9 * next.0, "{table}");
 }
+
+/// Issue 15's long run: with `reuse_thread_ids` each client's acquisitions run under one
+/// thread id (5 clients x 20 acquisitions, one at a time each), and every check still holds
+/// in every run: the judges and oracles attribute cells and events to the acquisition that
+/// last took the id (the `Reused` event), not to the first. The same seeds without reuse
+/// give every acquisition a new id, and both locks are tried.
+#[test]
+fn issue15_reused_thread_ids_hold_every_check_under_contention() {
+    let options = |reuse: bool| SimOptions {
+        knobs: Box::new(Knobs {
+            reuse_thread_ids: Some(reuse),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    for algorithm in [Algorithm::Queue, Algorithm::Old] {
+        for reuse in [false, true] {
+            for outcome in runs("contention", algorithm, &options(reuse), 0..3) {
+                if let Err(why) = passes(
+                    &outcome,
+                    &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+                ) {
+                    panic!("reuse {reuse}: {why}\n{}", printed(&outcome, ""));
+                }
+                let mut ids = std::collections::BTreeSet::new();
+                let mut reused = 0;
+                for record in &outcome.records {
+                    match &record.what {
+                        cassalock_sim::trace::What::Lock(cassalock::LockEvent::Acquired { thread, .. }) => {
+                            ids.insert(thread.to_string());
+                        }
+                        cassalock_sim::trace::What::Lock(cassalock::LockEvent::Reused { .. }) => reused += 1,
+                        _ => {}
+                    }
+                }
+                let acquisitions = outcome.verdicts.acquisitions;
+                assert_eq!(acquisitions, 100, "{}", outcome.verdicts);
+                if reuse {
+                    assert_eq!(ids.len(), 5, "{algorithm:?}: one thread id a client");
+                    assert_eq!(reused, 95, "{algorithm:?}: every acquisition but each client's first");
+                } else {
+                    assert_eq!(ids.len(), 100, "{algorithm:?}: a thread id an acquisition");
+                    assert_eq!(reused, 0);
+                }
+            }
+        }
+    }
+}
+
+/// Issue 15's long run: with `queue_read_from_last_hold` (and reused thread ids) the queue
+/// lock's head reads start at the client's last hold instead of the row's start once it has
+/// held, and every check holds in every run.
+#[test]
+fn issue15_reading_the_queue_from_the_last_hold_holds_every_check_under_contention() {
+    let options = SimOptions {
+        knobs: Box::new(Knobs {
+            reuse_thread_ids: Some(true),
+            queue_read_from_last_hold: Some(true),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    for seed in 0..3 {
+        let config = build("contention", seed, Algorithm::Queue, &options).expect("a known scenario");
+        let outcome = run(&config, seed, true);
+        if let Err(why) = passes(
+            &outcome,
+            &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+        ) {
+            panic!("{why}\n{}", printed(&outcome, ""));
+        }
+        let (mut from_start, mut from_hold) = (0, 0);
+        for record in &outcome.records {
+            if let cassalock_sim::trace::What::Lock(cassalock::LockEvent::Request {
+                request: cassalock::store::StoreOp::ReadSlice { row, start, .. },
+                ..
+            }) = &record.what
+            {
+                if row.starts_with("q:") {
+                    if start.is_empty() {
+                        from_start += 1;
+                    } else {
+                        from_hold += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            from_hold > from_start,
+            "seed {seed}: {from_hold} queue reads from a last hold, {from_start} from the row's start"
+        );
+        assert!(
+            from_start >= 5,
+            "seed {seed}: each client's first acquisition reads from the start"
+        );
+    }
+}

@@ -66,10 +66,21 @@ pub enum AcquireMachine {
 
 impl AcquireMachine {
     pub fn new(kind: AcquireKind, lock: LockId, thread: ThreadId) -> Self {
+        Self::reading_the_queue_from(kind, lock, thread, None)
+    }
+
+    /// As [`AcquireMachine::new`]; a queue GetLock reads the queue from `queue_start`
+    /// ([`QueueGetLock::reading_the_queue_from`]; the other acquisitions ignore it).
+    pub fn reading_the_queue_from(
+        kind: AcquireKind,
+        lock: LockId,
+        thread: ThreadId,
+        queue_start: Option<String>,
+    ) -> Self {
         match kind {
-            AcquireKind::QueueGetLock => {
-                AcquireMachine::Queue(Retrying::new(CleanUp::new(Fence::new(QueueGetLock::new(lock, thread)))))
-            }
+            AcquireKind::QueueGetLock => AcquireMachine::Queue(Retrying::new(CleanUp::new(Fence::new(
+                QueueGetLock::new(lock, thread).reading_the_queue_from(queue_start),
+            )))),
             AcquireKind::QueueTryGetLock => AcquireMachine::Try(Retrying::new(CleanUp::new(Fence::new(
                 QueueTryGetLock::new(lock, thread),
             )))),
@@ -174,8 +185,20 @@ const NO_RELEASE_WHILE_ACQUIRING: &str = "release begins only while the lock is 
 impl Lifecycle {
     /// A lifecycle whose main lane starts with `kind`.
     pub fn acquire(kind: AcquireKind, lock: LockId, thread: ThreadId) -> Self {
+        Self::acquire_reading_the_queue_from(kind, lock, thread, None)
+    }
+
+    /// As [`Lifecycle::acquire`]; a queue GetLock reads the queue from `queue_start` (issue
+    /// 15's long run: the queue column of the locker's last hold of this lock, from
+    /// [`LeaseCells::queue_column`]).
+    pub fn acquire_reading_the_queue_from(
+        kind: AcquireKind,
+        lock: LockId,
+        thread: ThreadId,
+        queue_start: Option<String>,
+    ) -> Self {
         Lifecycle {
-            main: MainLane::Acquiring(AcquireMachine::new(kind, lock, thread)),
+            main: MainLane::Acquiring(AcquireMachine::reading_the_queue_from(kind, lock, thread, queue_start)),
             renewal: RenewalLane::Idle,
             valid_until_us: None,
             lost: None,

@@ -504,11 +504,12 @@ pub(crate) fn lease_outlived(config: &LockConfig, main_written_at_us: u64, now_u
 
 /// Read the first `count` live cells of `row`.
 pub(crate) fn read_first(row: String, count: u32) -> StoreCommand {
-    StoreCommand::ReadSlice {
-        row,
-        start: String::new(),
-        count,
-    }
+    read_from(row, String::new(), count)
+}
+
+/// Read the first `count` live cells of `row` from column `start` on (inclusive).
+pub(crate) fn read_from(row: String, start: String, count: u32) -> StoreCommand {
+    StoreCommand::ReadSlice { row, start, count }
 }
 
 /// Write one cell whose value is the thread id, with the lock TTL and a client timestamp.

@@ -15,8 +15,13 @@
 //! and thread id is positional and needs no separator.
 //!
 //! A thread id is `client id` + `:` + a per-locker sequence number, unique per acquisition.
-//! The `:` is the separator that naming relies on, so client ids may not contain it.
+//! The `:` is the separator that naming relies on, so client ids may not contain it. With
+//! `Settings::reuse_thread_ids` (issue 15, the long run) the number is a slot instead
+//! ([`ThreadSlots`]): unique among the locker's acquisitions in flight, and reused by a later
+//! acquisition once an earlier one has ended, so that the main and shadow rows hold one cell
+//! per slot (overwritten in place) instead of a tombstone per acquisition.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -133,6 +138,46 @@ impl ClientId {
             "a client id never contains the thread id separator"
         );
         ThreadId(format!("{}{THREAD_ID_SEPARATOR}{sequence}", self.0).into())
+    }
+}
+
+/// Ours (issue 15, the long run): the sequence numbers a locker that reuses thread ids hands
+/// out. An acquisition takes the lowest free slot and gives it back when it has ended (its
+/// release, clean-up and renewal are over), so that no two acquisitions in flight share a
+/// thread id, and a locker used one acquisition at a time writes under one thread id for
+/// ever. Reuse is safe for the store because every write and delete of a locker carries a
+/// timestamp from its own strictly increasing generator: a late request of an earlier
+/// acquisition never overrides a later one's cell. Slots in use never exceed the acquisitions
+/// in flight (plus guards leaked without a drop).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThreadSlots {
+    free: BTreeSet<u64>,
+    next: u64,
+}
+
+impl ThreadSlots {
+    /// The lowest free slot, and whether an earlier acquisition used it.
+    pub fn take(&mut self) -> (u64, bool) {
+        match self.free.pop_first() {
+            Some(slot) => (slot, true),
+            None => {
+                let slot = self.next;
+                self.next += 1;
+                (slot, false)
+            }
+        }
+    }
+
+    /// An acquisition that took `slot` has ended.
+    pub fn give_back(&mut self, slot: u64) {
+        debug_assert!(slot < self.next, "slot {slot} was never taken");
+        let fresh = self.free.insert(slot);
+        debug_assert!(fresh, "slot {slot} given back twice");
+    }
+
+    /// Slots taken and not given back.
+    pub fn in_use(&self) -> u64 {
+        self.next - self.free.len() as u64
     }
 }
 
@@ -317,6 +362,29 @@ mod tests {
             Err(InvalidName::ClientIdTooLong { len: 49 })
         ));
         assert_eq!(ClientId::new("web-1.eu_2").unwrap().thread(7).as_str(), "web-1.eu_2:7");
+    }
+
+    #[test]
+    fn thread_slots_reuse_the_lowest_free_and_never_share_one_in_flight() {
+        let mut slots = ThreadSlots::default();
+        assert_eq!(
+            (slots.take(), slots.take(), slots.take()),
+            ((0, false), (1, false), (2, false))
+        );
+        slots.give_back(1);
+        slots.give_back(0);
+        assert_eq!(slots.in_use(), 1);
+        assert_eq!(slots.take(), (0, true), "the lowest free slot first");
+        assert_eq!(slots.take(), (1, true));
+        assert_eq!(slots.take(), (3, false), "a new slot only when none is free");
+        // One acquisition at a time: one slot for ever.
+        let mut sequential = ThreadSlots::default();
+        for round in 0..1000 {
+            let (slot, reused) = sequential.take();
+            assert_eq!((slot, reused), (0, round > 0));
+            sequential.give_back(slot);
+        }
+        assert_eq!(sequential.in_use(), 0);
     }
 
     #[test]

@@ -33,7 +33,7 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, read_from, write_own_cell, Acquire, Action,
     FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
@@ -164,6 +164,10 @@ pub struct QueueGetLock {
     state: State,
     deadline_us: Option<u64>,
     pace: Pace,
+    /// Ours (issue 15, the long run): where L6.2 reads the queue from ("": the row's start,
+    /// as the listing). Given, it is the queue column of this locker's last acquisition that
+    /// held the lock ([`QueueGetLock::reading_the_queue_from`]), clamped to our own column.
+    queue_from: String,
 }
 
 const L5_READ_TIME: StepTag = StepTag::new(Source::L5, 1, "read the time for the queue column");
@@ -215,7 +219,22 @@ impl QueueGetLock {
             state: State::Idle,
             deadline_us: None,
             pace: Pace::default(),
+            queue_from: String::new(),
         }
+    }
+
+    /// Ours (issue 15, the long run): read the queue from `start` (the queue column with which
+    /// this locker last held the lock) instead of the row's start, so that a read does not
+    /// walk past the tombstone of every acquisition before it. Below that column every cell
+    /// had left when that acquisition took the lock; what can appear there later is a late
+    /// enqueuer only (a slow clock, or a delay between reading the time and writing), which
+    /// the listing lets overtake too. What keeps this sound: T1 never rested on the queue read
+    /// (the main-row check, Lemma 1, does); the start is clamped to our own column, so we
+    /// always see our own cell; and once the main row shows us another contender we read from
+    /// the row's start again, so a late enqueuer ahead of us is seen and waited for (T2).
+    pub fn reading_the_queue_from(mut self, start: Option<String>) -> Self {
+        self.queue_from = start.unwrap_or_default();
+        self
     }
 
     pub fn thread(&self) -> &ThreadId {
@@ -269,7 +288,10 @@ impl QueueGetLock {
             Some(_) => 2,
             None => 1,
         };
-        Step::store(L6_READ_HEAD, read_first(self.lock.queue_row(), cells))
+        Step::store(
+            L6_READ_HEAD,
+            read_from(self.lock.queue_row(), self.queue_from.clone(), cells),
+        )
     }
 
     fn poll(&mut self, config: &LockConfig, tag: StepTag) -> Step<Acquire> {
@@ -367,7 +389,12 @@ impl QueueGetLock {
             }
             (State::ReadingTime, Input::Time(time_us)) => {
                 // L5.2–3, then L6.1.
-                self.column = Some(queue_column(time_us, &self.thread));
+                let column = queue_column(time_us, &self.thread);
+                if self.queue_from > column {
+                    // A start above our own column would hide our own cell.
+                    self.queue_from = column.clone();
+                }
+                self.column = Some(column);
                 self.write_queue_cell(config, L6_ENQUEUE, now_us)
             }
             (State::WritingQueue, Input::Reply(StoreReply::Done)) => self.loop_top(config, now_us),
@@ -402,6 +429,11 @@ impl QueueGetLock {
             }
             (State::ReadingMain { main_at_us }, Input::Reply(reply)) => {
                 let alone = is_only(&reply, self.thread.as_str());
+                if !alone {
+                    // Another contender in the main row: perhaps one ahead of us that our
+                    // start hid. From here on, the listing's read from the row's start.
+                    self.queue_from.clear();
+                }
                 if alone && !lease_outlived(config, main_at_us, now_us) {
                     self.held(L6_HELD, main_at_us)
                 } else {
@@ -548,6 +580,78 @@ mod tests {
         bench.execute(delete_own_cell("q:L".into(), ahead));
         let done = bench.run_until(&mut next, Input::Woke, |_| false);
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
+    }
+
+    /// Issue 15's long run: a locker that held the lock before reads the queue from that
+    /// hold's column (not walking the tombstones below it), never from above its own column.
+    #[test]
+    fn the_queue_is_read_from_the_last_hold_and_never_from_above_our_own_column() {
+        let is_read = |step: &Step<Acquire>| step.tag == L6_READ_HEAD;
+        for (hint, expected_start) in [
+            (queue_column(10, &thread("a")), queue_column(10, &thread("a"))),
+            // A hint above our own column (a clock that went back): clamped to our column.
+            (
+                queue_column(u64::MAX, &thread("z")),
+                queue_column(1_000_000, &thread("a")),
+            ),
+        ] {
+            let mut bench = Bench::new(LockConfig::untimed());
+            let old = enqueue(&mut bench, 5, &thread("b"));
+            bench.execute(delete_own_cell("q:L".into(), old));
+            let mut queue = machine().reading_the_queue_from(Some(hint));
+            let read = bench.run_until(&mut queue, Input::Start, is_read);
+            assert_eq!(read.action, Action::Store(read_from("q:L".into(), expected_start, 1)));
+            let Action::Store(command) = read.action else {
+                unreachable!()
+            };
+            let reply = bench.execute(command);
+            let done = bench.run_until(&mut queue, Input::Reply(reply), |_| false);
+            assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
+        }
+    }
+
+    /// A late enqueuer below our start (an earlier time, written after our last hold) is
+    /// hidden from our first read; the main row shows it to us, and from then on we read from
+    /// the row's start, see it ahead and wait (T2 and the queue order, as the listing's).
+    #[test]
+    fn after_meeting_another_contender_in_the_main_row_the_queue_is_read_from_its_start() {
+        let mut bench = Bench::new(LockConfig::untimed());
+        let late = thread("l");
+        enqueue(&mut bench, 3, &late);
+        bench.execute(write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            late.as_str().to_owned(),
+            &late,
+        ));
+        let mut queue = machine().reading_the_queue_from(Some(queue_column(4, &thread("a"))));
+        let is_read = |step: &Step<Acquire>| step.tag == L6_READ_HEAD;
+        let first = bench.run_until(&mut queue, Input::Start, is_read);
+        assert_eq!(
+            first.action,
+            Action::Store(read_from("q:L".into(), queue_column(4, &thread("a")), 1))
+        );
+        let Action::Store(command) = first.action else {
+            unreachable!()
+        };
+        let reply = bench.execute(command);
+        let wait = bench.run_until(&mut queue, Input::Reply(reply), |step| step.tag == AFTER_DELETE_WAIT);
+        assert!(matches!(wait.action, Action::Sleep { .. }), "not alone: deleted, waits");
+        assert!(bench.steps().iter().any(|step| step == "L6.7"));
+        let again = bench.run_until(&mut queue, Input::Woke, is_read);
+        assert_eq!(
+            again.action,
+            Action::Store(read_first("q:L".into(), 1)),
+            "from the row's start"
+        );
+        let Action::Store(command) = again.action else {
+            unreachable!()
+        };
+        let reply = bench.execute(command);
+        let step = bench.run_until(&mut queue, Input::Reply(reply), |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        assert_eq!(step.tag, L6_NOT_FIRST, "the late enqueuer is ahead: wait");
     }
 
     fn paced() -> LockConfig {

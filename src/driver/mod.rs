@@ -13,6 +13,7 @@ pub mod notify;
 pub mod settings;
 pub mod time_service;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +26,7 @@ use tokio::sync::watch;
 use crate::algo::global_time::{GlobalTimeReading, ReadGlobalTime};
 use crate::algo::lease::{LeaseLost, Released, RenewalEnd};
 use crate::algo::lifecycle::{AcquireKind, Lifecycle, MainEnd};
-use crate::algo::queue_column::{ClientId, InvalidName};
+use crate::algo::queue_column::{ClientId, InvalidName, ThreadSlots};
 use crate::algo::retry::Retrying;
 use crate::algo::Leftover;
 use crate::algo::{
@@ -110,6 +111,19 @@ pub enum LockEvent {
         lock: LockId,
         outcome: Released,
         client_us: u64,
+    },
+    /// With `Settings::reuse_thread_ids`: an acquisition begins under a thread id an earlier
+    /// acquisition of this locker used (and has ended). Events and cells under the id from
+    /// here on are the new acquisition's (the simulator's oracles stop attributing them to
+    /// the earlier one). Never sent without reuse.
+    Reused {
+        thread: ThreadId,
+        lock: LockId,
+        client_us: u64,
+        /// Every write of the new acquisition is stamped above this (the locker's last
+        /// timestamp so far; its generator strictly increases): a cell under the id stamped
+        /// at or below it is an earlier acquisition's.
+        stamps_above_us: u64,
     },
     /// The renewal task found the lease lost.
     LeaseLost {
@@ -355,7 +369,30 @@ struct LockerInner<S, C> {
     algorithm: Algorithm,
     config: LockConfig,
     next_sequence: AtomicU64,
+    /// With `Settings::reuse_thread_ids`: the slots in use.
+    slots: Option<Arc<Mutex<ThreadSlots>>>,
+    /// With `Settings::queue_read_from_last_hold`: per lock, the queue column of this
+    /// locker's last hold (at most [`MAX_QUEUE_STARTS`] locks).
+    queue_starts: Option<Mutex<BTreeMap<LockId, String>>>,
     acquisitions: AtomicU64,
+}
+
+/// How many locks' queue starts a locker with `Settings::queue_read_from_last_hold` keeps;
+/// past that, it forgets the lowest-named lock's (which then reads from its row's start once).
+pub const MAX_QUEUE_STARTS: usize = 4096;
+
+/// A thread-id slot taken for one acquisition, given back when dropped: after the
+/// acquisition's end (not acquired, or released), which the guard's drop carries into its
+/// background release.
+#[derive(Default)]
+struct SlotHold(Option<(Arc<Mutex<ThreadSlots>>, u64)>);
+
+impl Drop for SlotHold {
+    fn drop(&mut self) {
+        if let Some((slots, slot)) = self.0.take() {
+            lock_ignoring_poison(&slots).give_back(slot);
+        }
+    }
 }
 
 /// A process's handle on the locks: `lock` (GetLock) and `try_lock` (TryGetLock).
@@ -404,6 +441,10 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                 algorithm: settings.algorithm,
                 config,
                 next_sequence: AtomicU64::new(0),
+                slots: settings
+                    .reuse_thread_ids
+                    .then(|| Arc::new(Mutex::new(ThreadSlots::default()))),
+                queue_starts: settings.queue_read_from_last_hold.then(|| Mutex::new(BTreeMap::new())),
                 acquisitions: AtomicU64::new(0),
             }),
         })
@@ -440,18 +481,61 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         self.inner.algorithm
     }
 
-    fn next_thread(&self) -> ThreadId {
+    /// The thread id of a new acquisition: a new sequence number, or with
+    /// `reuse_thread_ids` the lowest free slot, held until the acquisition has ended (and
+    /// whether an earlier acquisition used it).
+    fn next_thread(&self) -> (ThreadId, SlotHold, bool) {
+        match &self.inner.slots {
+            None => (
+                self.inner
+                    .client
+                    .thread(self.inner.next_sequence.fetch_add(1, Ordering::Relaxed)),
+                SlotHold::default(),
+                false,
+            ),
+            Some(slots) => {
+                let (slot, reused) = lock_ignoring_poison(slots).take();
+                (
+                    self.inner.client.thread(slot),
+                    SlotHold(Some((Arc::clone(slots), slot))),
+                    reused,
+                )
+            }
+        }
+    }
+
+    /// Thread-id slots held by acquisitions in flight (`None` without `reuse_thread_ids`).
+    pub fn thread_slots_in_use(&self) -> Option<u64> {
         self.inner
-            .client
-            .thread(self.inner.next_sequence.fetch_add(1, Ordering::Relaxed))
+            .slots
+            .as_ref()
+            .map(|slots| lock_ignoring_poison(slots).in_use())
     }
 
     /// Run a lifecycle's main lane through the acquisition.
     async fn acquire(&self, lock_id: &str, kind: AcquireKind) -> Result<Option<LockGuard<S, C>>, LockError> {
         let lock = LockId::new(lock_id)?;
-        let thread = self.next_thread();
+        let (thread, slot, reused) = self.next_thread();
         let engine = &self.inner.engine;
-        let lifecycle = Arc::new(Mutex::new(Lifecycle::acquire(kind, lock.clone(), thread.clone())));
+        if reused {
+            engine.emit(|| LockEvent::Reused {
+                thread: thread.clone(),
+                lock: lock.clone(),
+                client_us: engine.clock.now_us(),
+                stamps_above_us: engine.timestamps.last(),
+            });
+        }
+        let queue_start = self
+            .inner
+            .queue_starts
+            .as_ref()
+            .and_then(|starts| lock_ignoring_poison(starts).get(&lock).cloned());
+        let lifecycle = Arc::new(Mutex::new(Lifecycle::acquire_reading_the_queue_from(
+            kind,
+            lock.clone(),
+            thread.clone(),
+            queue_start,
+        )));
         let started_us = engine.clock.now_us();
         let lane = MainLane(Arc::clone(&lifecycle));
         let end = engine
@@ -464,6 +548,14 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         match outcome {
             Acquire::Acquired { lease, token } => {
                 self.inner.acquisitions.fetch_add(1, Ordering::Relaxed);
+                if let (Some(starts), Some(column)) = (&self.inner.queue_starts, &lease.queue_column) {
+                    let mut starts = lock_ignoring_poison(starts);
+                    if starts.len() >= MAX_QUEUE_STARTS && !starts.contains_key(&lease.lock) {
+                        starts.pop_first();
+                    }
+                    starts.insert(lease.lock.clone(), column.clone());
+                    debug_assert!(starts.len() <= MAX_QUEUE_STARTS);
+                }
                 engine.emit(|| LockEvent::Acquired {
                     thread,
                     lock,
@@ -476,6 +568,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                     lease.lock,
                     lease.thread,
                     token,
+                    slot,
                 )))
             }
             other => {
@@ -545,6 +638,8 @@ pub struct LockGuard<S: Store, C: Clock> {
     token: FencingToken,
     renewal: Option<RenewalTask>,
     released: bool,
+    /// Given back when the release has run (the guard dropped, or the background release).
+    slot: SlotHold,
 }
 
 impl<S: Store, C: Clock> LockGuard<S, C> {
@@ -555,6 +650,7 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
         lock: LockId,
         thread: ThreadId,
         token: FencingToken,
+        slot: SlotHold,
     ) -> Self {
         let renewal = lock_ignoring_poison(&lifecycle).renewal_running().then(|| {
             let (stop, stop_rx) = watch::channel(false);
@@ -587,6 +683,7 @@ impl<S: Store, C: Clock> LockGuard<S, C> {
             token,
             renewal,
             released: false,
+            slot,
         }
     }
 
@@ -694,8 +791,10 @@ impl<S: Store, C: Clock> Drop for LockGuard<S, C> {
         }
         let inner = Arc::clone(&self.inner);
         let lifecycle = Arc::clone(&self.lifecycle);
+        let slot = std::mem::take(&mut self.slot);
         tokio::spawn(async move {
             release_lease(&inner, lifecycle, renewal).await;
+            drop(slot);
         });
     }
 }

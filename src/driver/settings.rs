@@ -76,6 +76,21 @@ pub struct Settings {
     /// `next_poll_ms`. Fewer reads than polling at one interval; the cost: a lock whose
     /// waiters ahead vanish may stay free up to ten polls (C-release's bound says so).
     pub paced_poll: bool,
+    /// Issue 15, the long run: an acquisition takes the lowest thread id none of this
+    /// locker's acquisitions in flight uses (`client_id:slot`) instead of a new one
+    /// (`client_id:sequence`). The main and shadow rows are named by thread id, so a lock
+    /// used for ever by the same lockers keeps one cell per locker and slot there, rewritten
+    /// in place, instead of gathering a tombstone per acquisition that every read walks past.
+    /// Off by default. The queue row still gathers one per acquisition (its column is the
+    /// enqueue time); `queue_read_from_last_hold` keeps the queue lock's reads off them.
+    pub reuse_thread_ids: bool,
+    /// Issue 15, the long run: the queue lock's GetLock reads the queue from the queue column
+    /// with which this locker last held the same lock, instead of from the row's start, so
+    /// that a read does not walk past the tombstone of every acquisition ever made (the queue
+    /// row's columns are enqueue times, new for every acquisition). After finding another
+    /// contender in the main row it reads from the row's start again. Off by default. The
+    /// locker remembers the last [`crate::driver::MAX_QUEUE_STARTS`] locks it held.
+    pub queue_read_from_last_hold: bool,
     pub time_source: TimeSource,
     /// Give up acquiring after this long (`None`: wait for ever).
     pub max_wait_ms: Option<u64>,
@@ -107,6 +122,8 @@ impl Settings {
             poll_ms: defaults.poll_ms,
             next_poll_ms: defaults.next_poll_ms,
             paced_poll: defaults.paced_poll,
+            reuse_thread_ids: false,
+            queue_read_from_last_hold: false,
             time_source: TimeSource::Local,
             max_wait_ms: None,
             retry: defaults.retry,

@@ -287,6 +287,11 @@ impl MonotonicTimestamps {
         *last = next;
         next
     }
+
+    /// The last timestamp handed out (0 before the first): every later one is above it.
+    pub fn last(&self) -> u64 {
+        *self.last_us.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 #[cfg(test)]

@@ -72,6 +72,14 @@ pub struct LockModelConfig {
     /// readings can see it (see [`LockModelConfig::time_seen_only_by_readings`]). For tests
     /// that compare the reduced model with the unreduced one.
     pub eager_ticks: bool,
+    /// Issue 15, the long run (`Settings::reuse_thread_ids`): a thread's acquisitions all run
+    /// under one thread id, as a locker used one acquisition at a time does, so that an
+    /// acquisition's main (and shadow) cell has the name of the ones before it, and whatever
+    /// they left behind.
+    pub reuse_thread_ids: bool,
+    /// Issue 15, the long run (`Settings::queue_read_from_last_hold`): a thread's GetLock
+    /// reads the queue from the queue column of its last hold instead of the row's start.
+    pub queue_read_from_last_hold: bool,
 }
 
 impl LockModelConfig {
@@ -96,6 +104,8 @@ impl LockModelConfig {
             store_failures: 0,
             poll_outlasts_contention: true,
             eager_ticks: false,
+            reuse_thread_ids: false,
+            queue_read_from_last_hold: false,
         }
     }
 
@@ -163,9 +173,14 @@ impl LockModelConfig {
     }
 
     pub(super) fn thread_id(&self, thread: usize, acquisition: u8) -> cassalock::ThreadId {
+        let sequence = if self.reuse_thread_ids {
+            0
+        } else {
+            u64::from(acquisition)
+        };
         ClientId::new(&format!("t{thread}"))
             .expect("model thread names are valid")
-            .thread(u64::from(acquisition))
+            .thread(sequence)
     }
 }
 

@@ -18,8 +18,37 @@ impl LockModel {
         [lock.main_row(), lock.queue_row(), lock.shadow_row()]
             .iter()
             .flat_map(|row| world.store.read_slice(row, "", 16, reader))
-            .find(|cell| parse_model_thread(&cell.value).is_some_and(|(thread, k)| owned_by(thread, k)))
+            .find(|cell| {
+                self.owner(world, &cell.value)
+                    .is_some_and(|(thread, k)| owned_by(thread, k))
+            })
             .map(|cell| format!("{} (of {})", short_column(&cell.column), cell.value))
+    }
+
+    /// Which thread and acquisition a cell named or valued `thread_id` is judged against.
+    /// A thread id names one acquisition, unless threads reuse theirs
+    /// (`reuse_thread_ids`): then a cell is judged against the acquisition that last used
+    /// the name (the one running, or the last that ended), and not at all (`None`) if an
+    /// earlier one said its cells may stay (a failed clean-up or release), since the name no
+    /// longer tells whose a surviving cell is. A leftover of an acquisition is still seen
+    /// while the thread is between acquisitions, a state of its own.
+    pub(super) fn owner(&self, world: &World, thread_id: &str) -> Option<(usize, u8)> {
+        let (thread, k) = parse_model_thread(thread_id)?;
+        if !self.cfg.reuse_thread_ids {
+            return Some((thread, k));
+        }
+        let t = world.threads.get(thread)?;
+        let last = match t.main {
+            Main::Idle | Main::Finished => t.completed.checked_sub(1)?,
+            _ => t.completed,
+        };
+        let excused = (0..last).any(|j| {
+            let bit = LockModel::acquisition_bit(j);
+            let released = t.released_ok & bit != 0;
+            let ended_clean = t.ended_without_lock & bit != 0 && t.clean_up_failed & bit == 0;
+            !(released || ended_clean)
+        });
+        (!excused).then_some((thread, last))
     }
 
     /// C-free: a live cell of an acquisition that ended without the lock, unless it said a

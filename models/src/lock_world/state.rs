@@ -69,6 +69,9 @@ pub struct Thread {
     pub held_since_tick: u8,
     /// C-lost: the tick of the last resume from a pause (time paused does not count).
     pub resumed_at_tick: u8,
+    /// With `queue_read_from_last_hold`: the queue column of this thread's last hold, where
+    /// its next GetLock reads the queue from (as the driver keeps it per lock).
+    pub queue_start: Option<String>,
 }
 
 /// The resource the lock protects.

@@ -12,7 +12,7 @@ use cassalock_history::k3;
 use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
 use super::fairness;
 use super::state::{Act, Lane, Main, Pending, Resource, Slot, Thread, World};
-use super::trace::{note, parse_model_thread, short_column, show_acquire, show_time, Event, Events};
+use super::trace::{note, short_column, show_acquire, show_time, Event, Events};
 
 #[cfg(debug_assertions)]
 thread_local! {
@@ -55,6 +55,7 @@ impl LockModel {
                     released_ok: 0,
                     held_since_tick: 0,
                     resumed_at_tick: 0,
+                    queue_start: None,
                 })
                 .collect(),
             resource: Resource::default(),
@@ -163,7 +164,7 @@ impl LockModel {
             if !version.is_live_at(reader_us) {
                 continue;
             }
-            let Some((thread, acquisition)) = parse_model_thread(column) else {
+            let Some((thread, acquisition)) = self.owner(world, column) else {
                 continue;
             };
             let t = world.threads.get(thread)?;
@@ -211,10 +212,10 @@ impl LockModel {
         }
     }
 
-    fn start_acquisition(&self, thread: usize, acquisition: u8) -> Lifecycle {
+    fn start_acquisition(&self, thread: usize, acquisition: u8, queue_start: Option<String>) -> Lifecycle {
         let lock = LockId::new(LOCK).expect("valid");
         let id = self.cfg.thread_id(thread, acquisition);
-        Lifecycle::acquire(self.acquire_kind(), lock, id)
+        Lifecycle::acquire_reading_the_queue_from(self.acquire_kind(), lock, id, queue_start)
     }
 
     /// Carry out a pending action for thread i; the answer for its machine.
@@ -351,7 +352,8 @@ impl LockModel {
                 }
                 world.threads[i].try_requests = 0;
                 world.threads[i].lost = false;
-                let lifecycle = self.start_acquisition(i, acquisition);
+                let queue_start = world.threads[i].queue_start.take();
+                let lifecycle = self.start_acquisition(i, acquisition, queue_start);
                 world.threads[i].slots.push(Slot {
                     lifecycle,
                     renewal_next: None,
@@ -567,6 +569,12 @@ impl LockModel {
                     fairness::count_overtakes(world, i, &earlier, self.cfg.overtake_bound, events);
                 }
                 world.anyone_acquired = true;
+                // Kept only for a thread with an acquisition still to come (the next start
+                // takes it): no later step reads it.
+                let t = &mut world.threads[i];
+                if self.cfg.queue_read_from_last_hold && t.completed + 1 < self.cfg.acquisitions {
+                    t.queue_start = lease.queue_column.clone();
+                }
                 world.threads[i].main = Main::Holding { wrote_resource: false };
             }
             other => {
