@@ -26,6 +26,7 @@ pub mod lemma;
 pub mod liveness;
 pub mod lock_world;
 pub mod old;
+pub mod shared;
 pub mod trygetlock;
 
 use check::{check, Limits, Report};
@@ -546,6 +547,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
             Ok(Runnable::GlobalTime(globaltime::GlobalTimeModel {
                 replicas: size("--threads (replicas)", spec.threads, default, range, "replicas")?,
                 time,
+                every_tick_jump: false,
             }))
         }
         ModelName::RedisSetNx => Ok(Runnable::RedisSetNx(family_model(spec)?)),

@@ -53,10 +53,15 @@ pub fn encode_time(time_us: u64) -> String {
 
 /// Decode the GlobalTime cell's value.
 pub fn decode_time(value: &str) -> Option<u64> {
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+    if value.is_empty() {
         return None;
     }
-    value.parse().ok()
+    // One pass (a model checker decodes every stored time after each step): digits only, and
+    // `None` past u64::MAX, as `str::parse` would say.
+    value.bytes().try_fold(0u64, |time, byte| {
+        let digit = byte.checked_sub(b'0').filter(|digit| *digit <= 9)?;
+        time.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 fn read_global_time() -> crate::store::StoreCommand {
@@ -130,13 +135,15 @@ impl TryUpdateGlobalTime {
         }
     }
 
-    /// The times this machine holds (its local time L, and G once read).
-    pub fn times(&self) -> Vec<u64> {
-        match &self.state {
-            UpdateState::Reading { local_us } => vec![*local_us],
-            UpdateState::Writing { previous_us, local_us } => previous_us.iter().copied().chain([*local_us]).collect(),
-            UpdateState::Idle | UpdateState::Finished => Vec::new(),
-        }
+    /// The times this machine holds (its local time L, and G once read): at most two, and
+    /// no allocation (a model checker asks after every step).
+    pub fn times(&self) -> impl Iterator<Item = u64> {
+        let (local, global) = match &self.state {
+            UpdateState::Reading { local_us } => (Some(*local_us), None),
+            UpdateState::Writing { previous_us, local_us } => (Some(*local_us), *previous_us),
+            UpdateState::Idle | UpdateState::Finished => (None, None),
+        };
+        global.into_iter().chain(local)
     }
 
     /// Rename every time it holds through `rename`, which must be strictly increasing. Listing 8
@@ -401,8 +408,24 @@ mod tests {
             GlobalTimeReading::NotYetWritten
         );
         // Only plain digits: what `parse` alone would accept ("+5") is refused too.
-        for garbled in ["", "+5", "-5", " 5", "5 ", "0x10", "1e3"] {
+        for garbled in [
+            "",
+            "+5",
+            "-5",
+            " 5",
+            "5 ",
+            "0x10",
+            "1e3",
+            "18446744073709551616",
+            "/",
+            ":",
+        ] {
             assert_eq!(decode_time(garbled), None, "{garbled:?}");
+        }
+        // The one-pass decoder agrees with `parse` on plain digits, up to u64::MAX.
+        for time in [0, 7, 1_000_000, u64::MAX / 10, u64::MAX - 1, u64::MAX] {
+            assert_eq!(decode_time(&time.to_string()), Some(time));
+            assert_eq!(decode_time(&encode_time(time)), Some(time));
         }
     }
 

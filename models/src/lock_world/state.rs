@@ -2,12 +2,13 @@
 
 use std::fmt;
 use std::ops::{Index, IndexMut};
-use std::sync::Arc;
 
 use cassalock::algo::lease::RenewalEnd;
 use cassalock::algo::lifecycle::{Lifecycle, MainEnd};
 use cassalock::algo::{Action, FencingToken, StepTag};
 use cassalock::store::RowStore;
+
+use crate::shared::Shared;
 
 /// A thread's main task: what its current lifecycle's main lane is doing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -92,18 +93,19 @@ pub struct Resource {
     pub sole_holder_refused: bool,
 }
 
-/// The threads of a world, each behind an [`Arc`] and copied on write.
+/// The threads of a world, each [`Shared`]: copied on write, its hash worked out once.
 ///
 /// A checker clones the world for every successor, and a step changes one thread (or none): a
-/// clone shares the others instead of copying their lifecycle machines. Reading goes through
-/// `Index`; any mutable access (`IndexMut`, [`Threads::update_where`]) copies that thread first
-/// if it is shared. Equality, hashing and `Debug` look through the `Arc`, as for a `Vec<Thread>`.
+/// clone shares the others instead of copying their lifecycle machines, and hashing the
+/// successor hashes the unchanged threads' cached hashes instead of their machines. Reading
+/// goes through `Index`; any mutable access (`IndexMut`, [`Threads::update_where`]) copies that
+/// thread first if it is shared. Equality looks through to the threads, as for a `Vec<Thread>`.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Threads(Vec<Arc<Thread>>);
+pub struct Threads(Vec<Shared<Thread>>);
 
 impl Threads {
     pub fn new(threads: impl IntoIterator<Item = Thread>) -> Self {
-        Threads(threads.into_iter().map(Arc::new).collect())
+        Threads(threads.into_iter().map(Shared::new).collect())
     }
 
     pub fn len(&self) -> usize {
@@ -126,7 +128,7 @@ impl Threads {
     pub fn update_where(&mut self, needs: impl Fn(&Thread) -> bool, mut change: impl FnMut(&mut Thread)) {
         for thread in &mut self.0 {
             if needs(thread) {
-                change(Arc::make_mut(thread));
+                change(thread.make_mut());
             }
         }
     }
@@ -147,7 +149,7 @@ impl Index<usize> for Threads {
 
 impl IndexMut<usize> for Threads {
     fn index_mut(&mut self, i: usize) -> &mut Thread {
-        Arc::make_mut(&mut self.0[i])
+        self.0[i].make_mut()
     }
 }
 
