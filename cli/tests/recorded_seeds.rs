@@ -3,21 +3,61 @@
 //! hold. The lines are `cassalock replay` arguments; see cli/src/recorded.rs for the format.
 #![cfg(madsim)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// One replay's wall-clock limit. A recorded seed replays in well under a second of a release
+/// build (a few in a debug one); a replay that hangs (as swarm seed 3 with reused thread ids
+/// once did) is killed here and reported as a failure instead of stalling `cargo test`.
+const REPLAY_LIMIT: Duration = Duration::from_secs(120);
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn replay(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cassalock"))
         .arg("replay")
         .args(args)
         .arg("--summary")
         .current_dir(workspace())
-        .output()
-        .expect("the cassalock binary runs")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the cassalock binary runs");
+    // Drain both pipes while waiting, so that a chatty replay cannot block on a full pipe.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the replay") {
+            break status;
+        }
+        if started.elapsed() > REPLAY_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "cassalock replay {} ran over {} s and was killed: a hang",
+                args.join(" "),
+                REPLAY_LIMIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().expect("the stdout reader"),
+        stderr: stderr.join().expect("the stderr reader"),
+    }
 }
 
 /// Every recorded line: (file, line number, arguments).
