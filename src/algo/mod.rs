@@ -379,9 +379,9 @@ pub struct LockConfig {
     /// know. `None`: every waiter sleeps `poll_ms` (the listing's loop).
     pub next_poll_ms: Option<u64>,
     /// Ours (issue 15), with `next_poll_ms` only: a waiter reads up to
-    /// [`PACE_READ_CELLS`] cells of the queue, so it knows its rank, and sleeps by that rank
-    /// and the pace the queue has moved at since it enqueued (see `queue_get_lock`'s
-    /// `Pace`), instead of `poll_ms` whatever its rank.
+    /// [`PACE_READ_CELLS`](crate::algo::queue_get_lock::PACE_READ_CELLS) cells of the queue,
+    /// so it knows its rank, and sleeps by that rank and the pace the queue has moved at since
+    /// it enqueued (see `queue_get_lock`'s `Pace`), instead of `poll_ms` whatever its rank.
     pub paced_poll: bool,
     pub old_backoff: OldBackoff,
     pub retry: RetryPolicy,

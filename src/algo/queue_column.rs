@@ -21,7 +21,7 @@
 //! acquisition once an earlier one has ended, so that the main and shadow rows hold one cell
 //! per slot (overwritten in place) instead of a tombstone per acquisition.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -181,6 +181,63 @@ impl ThreadSlots {
     }
 }
 
+/// Ours (issue 15, the long run): per lock, the queue column of a locker's last hold, where its
+/// next GetLock of that lock starts reading the queue (`Settings::queue_read_from_last_hold`).
+/// It keeps at most `capacity` locks; past that it forgets the lock held least recently, whose
+/// next acquisition then reads from the row's start once (correct, only slower).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStarts {
+    capacity: usize,
+    /// Per lock: its queue column and when it was last held (a counter, not a clock).
+    by_lock: BTreeMap<LockId, (String, u64)>,
+    /// The same locks by when they were last held, oldest first.
+    by_age: BTreeMap<u64, LockId>,
+    next_hold: u64,
+}
+
+impl QueueStarts {
+    /// At most `capacity` locks (at least one).
+    pub fn new(capacity: usize) -> Self {
+        QueueStarts {
+            capacity: capacity.max(1),
+            by_lock: BTreeMap::new(),
+            by_age: BTreeMap::new(),
+            next_hold: 0,
+        }
+    }
+
+    /// Where the next GetLock of `lock` starts reading its queue (`None`: the row's start).
+    pub fn start(&self, lock: &LockId) -> Option<&str> {
+        self.by_lock.get(lock).map(|(column, _)| column.as_str())
+    }
+
+    /// `lock` was just held with queue column `column`.
+    pub fn remember(&mut self, lock: &LockId, column: &str) {
+        let hold = self.next_hold;
+        self.next_hold += 1;
+        if let Some((_, held)) = self.by_lock.remove(lock) {
+            self.by_age.remove(&held);
+        } else if self.by_lock.len() >= self.capacity {
+            if let Some((_, oldest)) = self.by_age.pop_first() {
+                self.by_lock.remove(&oldest);
+            }
+        }
+        self.by_lock.insert(lock.clone(), (column.to_owned(), hold));
+        self.by_age.insert(hold, lock.clone());
+        debug_assert!(self.by_lock.len() <= self.capacity);
+        debug_assert_eq!(self.by_lock.len(), self.by_age.len());
+    }
+
+    /// Locks remembered.
+    pub fn len(&self) -> usize {
+        self.by_lock.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_lock.is_empty()
+    }
+}
+
 /// A thread id: `client id:sequence`, unique per acquisition.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ThreadId(Arc<str>);
@@ -283,6 +340,30 @@ show_as_str!(LockId, ClientId, ThreadId, FencingToken);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn queue_starts_forget_the_lock_held_least_recently_past_their_capacity() {
+        let lock = |name: &str| LockId::new(name).unwrap();
+        let mut starts = QueueStarts::new(2);
+        starts.remember(&lock("b"), "q1");
+        starts.remember(&lock("a"), "q2");
+        assert_eq!(starts.start(&lock("b")), Some("q1"));
+        // Holding b again makes a the least recent, whatever the names' order.
+        starts.remember(&lock("b"), "q3");
+        starts.remember(&lock("c"), "q4");
+        assert_eq!(starts.len(), 2);
+        assert_eq!(starts.start(&lock("a")), None, "a was held least recently");
+        assert_eq!(starts.start(&lock("b")), Some("q3"), "the latest column");
+        assert_eq!(starts.start(&lock("c")), Some("q4"));
+        // A thousand more locks through a capacity of two: never more than two kept.
+        for k in 0..1000 {
+            starts.remember(&lock(&format!("l{k}")), "q");
+            assert!(starts.len() <= 2);
+        }
+        assert_eq!(starts.start(&lock("l999")), Some("q"));
+        assert_eq!(starts.start(&lock("c")), None);
+        assert_eq!(QueueStarts::new(0).capacity, 1, "at least one lock");
+    }
 
     fn thread(name: &str) -> ThreadId {
         ClientId::new(name).unwrap().thread(0)

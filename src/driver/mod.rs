@@ -13,7 +13,6 @@ pub mod notify;
 pub mod settings;
 pub mod time_service;
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +25,7 @@ use tokio::sync::watch;
 use crate::algo::global_time::{GlobalTimeReading, ReadGlobalTime};
 use crate::algo::lease::{LeaseLost, Released, RenewalEnd};
 use crate::algo::lifecycle::{AcquireKind, Lifecycle, MainEnd};
-use crate::algo::queue_column::{ClientId, InvalidName, ThreadSlots};
+use crate::algo::queue_column::{ClientId, InvalidName, QueueStarts, ThreadSlots};
 use crate::algo::retry::Retrying;
 use crate::algo::Leftover;
 use crate::algo::{
@@ -373,12 +372,13 @@ struct LockerInner<S, C> {
     slots: Option<Arc<Mutex<ThreadSlots>>>,
     /// With `Settings::queue_read_from_last_hold`: per lock, the queue column of this
     /// locker's last hold (at most [`MAX_QUEUE_STARTS`] locks).
-    queue_starts: Option<Mutex<BTreeMap<LockId, String>>>,
+    queue_starts: Option<Mutex<QueueStarts>>,
     acquisitions: AtomicU64,
 }
 
 /// How many locks' queue starts a locker with `Settings::queue_read_from_last_hold` keeps;
-/// past that, it forgets the lowest-named lock's (which then reads from its row's start once).
+/// past that, it forgets the one held least recently (which then reads from its row's start
+/// once).
 pub const MAX_QUEUE_STARTS: usize = 4096;
 
 /// A thread-id slot taken for one acquisition, given back when dropped: after the
@@ -444,7 +444,9 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
                 slots: settings
                     .reuse_thread_ids
                     .then(|| Arc::new(Mutex::new(ThreadSlots::default()))),
-                queue_starts: settings.queue_read_from_last_hold.then(|| Mutex::new(BTreeMap::new())),
+                queue_starts: settings
+                    .queue_read_from_last_hold
+                    .then(|| Mutex::new(QueueStarts::new(MAX_QUEUE_STARTS))),
                 acquisitions: AtomicU64::new(0),
             }),
         })
@@ -529,7 +531,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
             .inner
             .queue_starts
             .as_ref()
-            .and_then(|starts| lock_ignoring_poison(starts).get(&lock).cloned());
+            .and_then(|starts| lock_ignoring_poison(starts).start(&lock).map(str::to_owned));
         let lifecycle = Arc::new(Mutex::new(Lifecycle::acquire_reading_the_queue_from(
             kind,
             lock.clone(),
@@ -549,12 +551,7 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
             Acquire::Acquired { lease, token } => {
                 self.inner.acquisitions.fetch_add(1, Ordering::Relaxed);
                 if let (Some(starts), Some(column)) = (&self.inner.queue_starts, &lease.queue_column) {
-                    let mut starts = lock_ignoring_poison(starts);
-                    if starts.len() >= MAX_QUEUE_STARTS && !starts.contains_key(&lease.lock) {
-                        starts.pop_first();
-                    }
-                    starts.insert(lease.lock.clone(), column.clone());
-                    debug_assert!(starts.len() <= MAX_QUEUE_STARTS);
+                    lock_ignoring_poison(starts).remember(&lease.lock, column);
                 }
                 engine.emit(|| LockEvent::Acquired {
                     thread,

@@ -89,7 +89,8 @@ pub struct Settings {
     /// that a read does not walk past the tombstone of every acquisition ever made (the queue
     /// row's columns are enqueue times, new for every acquisition). After finding another
     /// contender in the main row it reads from the row's start again. Off by default. The
-    /// locker remembers the last [`crate::driver::MAX_QUEUE_STARTS`] locks it held.
+    /// locker remembers the [`crate::driver::MAX_QUEUE_STARTS`] locks it held most recently
+    /// (`QueueStarts` in `algo::queue_column`).
     pub queue_read_from_last_hold: bool,
     pub time_source: TimeSource,
     /// Give up acquiring after this long (`None`: wait for ever).
