@@ -27,12 +27,12 @@
 //!   the longer jump could have stopped in, so the states are those of "any position above",
 //!   with fewer edges (a test compares the two sets; 3 replicas have 365,277 either way). This
 //!   is exact and unbounded: every relative order of clocks and writes is explored, for ever.
+//! - `--fault crash`: whole ticks, replica 0 starts 3 ticks ahead and may crash once; clocks stop
+//!   at a bound. S1 needs magnitudes (how long the service stalls), which ranks do not keep.
 //!
 //! The checker clones and hashes every successor: replicas are shared copy-on-write with their
 //! hash worked out once ([`SharedReplica`]), and the renaming to ranks is one pass that leaves
 //! alone whatever keeps its rank (most steps add or drop no time).
-//! - `--fault crash`: whole ticks, replica 0 starts 3 ticks ahead and may crash once; clocks stop
-//!   at a bound. S1 needs magnitudes (how long the service stalls), which ranks do not keep.
 //!
 //! # What is checked
 //!
