@@ -29,7 +29,7 @@ fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
 pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, BTreeSet<usize>, u64) {
     let handle = Handle::current();
     let start = Instant::now();
-    let recorder = Recorder::new(start, detailed);
+    let recorder = Recorder::new(start, detailed, config.reuse_thread_ids);
     let config = Arc::new(config);
 
     // Replicas.

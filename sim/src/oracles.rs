@@ -16,11 +16,33 @@ use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
 use crate::trace::{Recorder, What};
 
+/// The most late renewal stamps the K3 oracle keeps for one released id.
+const MAX_LATE_RENEWALS: usize = 16;
+
+/// K3 with reused thread ids: what the oracle knows of a released id's renewal writes.
+struct LateRenewals {
+    /// The holder's write stamp when its release began.
+    began_stamp_us: u64,
+    /// The id began a new acquisition.
+    reused: bool,
+    /// The index of the record where that acquisition held the lock.
+    reacquired_at: Option<usize>,
+    /// Stamps of renewal rewrites sent after the release began, before `reacquired_at`.
+    stamps_us: Vec<u64>,
+}
+
 /// K3 oracle: after a successful release, no replica may hold a live main cell of that
 /// acquisition written *after* the release began, that a read could see ([`readable`]): `cassalock_history::k3::stuck` decides. (The
 /// same locker stamps writes with monotonic timestamps, so "after" is "timestamp above its clock
 /// when release began"; a replica that merely missed the delete holds an older version and is
-/// not counted.)
+/// not counted.) With reused thread ids the next acquisition may take the released one's id
+/// and so the name of its main cell, and its own writes are stamped above the release too. So
+/// once the id is reused, a cell counts only if it carries the stamp of a renewal rewrite the
+/// released holder sent after its release began and before the id's next acquisition held
+/// the lock (no renewal of that acquisition runs before then): the recorder notes each
+/// renewal rewrite for this ([`Recorder::take_renewal_writes`]), in sweeps too. Once that
+/// acquisition holds, the lock is not taken by nobody and the watch judges no more; a release
+/// under the id ends the watch of the id's earlier release (and may be reported in its turn).
 ///
 /// C-free oracle, in the same task (one more task would change madsim's schedule and so every
 /// seed's run): after a call fails or gives up (an acquisition ending `Failed` or `TimedOut`, a
@@ -45,11 +67,13 @@ pub(crate) async fn watch_replicas(
     let mut failed: BTreeMap<String, (Duration, Option<Duration>, u64)> = BTreeMap::new();
     // With reused thread ids: per id, what the current acquisition's writes are stamped above.
     let mut stamps_above: BTreeMap<String, u64> = BTreeMap::new();
+    // K3 with reused thread ids: per released id, its late renewal writes.
+    let mut late_renewals: BTreeMap<String, LateRenewals> = BTreeMap::new();
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
         let mut ended_by_reuse = Vec::new();
         recorder.with_records(|records| {
-            for record in &records[seen..] {
+            for (index, record) in records.iter().enumerate().skip(seen) {
                 if let Some(thread) = failed_call(&record.what) {
                     let above_us = stamps_above.get(&thread).copied().unwrap_or(0);
                     failed.insert(thread, (record.at, None, above_us));
@@ -72,10 +96,38 @@ pub(crate) async fn watch_replicas(
                             });
                         }
                         releasing.remove(thread.as_str());
-                        released.retain(|release| release.holder != thread.as_str());
+                        // From here a cell under the id counts for K3 only by a late
+                        // renewal's stamp.
+                        if let Some(late) = late_renewals.get_mut(thread.as_str()) {
+                            late.reused = true;
+                        }
+                    }
+                    What::Lock(LockEvent::Acquired { thread, .. }) => {
+                        // The id's next acquisition holds: renewal writes from here may be its own.
+                        if let Some(late) = late_renewals.get_mut(thread.as_str()) {
+                            if late.reused && late.reacquired_at.is_none() {
+                                late.reacquired_at = Some(index);
+                            }
+                        }
                     }
                     What::Lock(LockEvent::Releasing { thread, client_us, .. }) => {
                         releasing.insert(thread.to_string(), *client_us);
+                        if recorder.watches_renewal_writes() {
+                            // With reuse, an id's new release replaces its older one's watch
+                            // (the id held again in between, so the older one's late renewals
+                            // are no longer told apart).
+                            released.retain(|release| release.holder != thread.as_str());
+                            reported.remove(thread.as_str());
+                            late_renewals.insert(
+                                thread.to_string(),
+                                LateRenewals {
+                                    began_stamp_us: *client_us,
+                                    reused: false,
+                                    reacquired_at: None,
+                                    stamps_us: Vec::new(),
+                                },
+                            );
+                        }
                     }
                     What::Lock(LockEvent::Released {
                         thread,
@@ -97,6 +149,19 @@ pub(crate) async fn watch_replicas(
             }
             seen = records.len();
         });
+        // Renewal rewrites a released holder sent after its release began and before its id
+        // held again (at most MAX_LATE_RENEWALS kept an id: a renewal that outlives its release
+        // sends one or two).
+        for write in recorder.take_renewal_writes() {
+            if let Some(late) = late_renewals.get_mut(&write.thread) {
+                if write.stamp_us > late.began_stamp_us
+                    && late.reacquired_at.is_none_or(|held_at| write.position <= held_at)
+                    && late.stamps_us.len() < MAX_LATE_RENEWALS
+                {
+                    late.stamps_us.push(write.stamp_us);
+                }
+            }
+        }
         for leftover in ended_by_reuse {
             recorder.record("oracle", None, leftover);
         }
@@ -134,7 +199,16 @@ pub(crate) async fn watch_replicas(
                 // A replica that missed the release's delete holds the cell live, but a read
                 // that also meets the delete does not see it: only a cell some read can see is
                 // stuck.
-                if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some())
+                // With the id reused, only a late renewal's stamp tells the released
+                // acquisition's cell from the next one's.
+                let by_late_renewal = |cell: &LiveCell<SimulatedTime>| match late_renewals.get(&release.holder) {
+                    // Once the id holds again the lock is not taken by nobody: not judged.
+                    Some(late) if late.reused => {
+                        late.reacquired_at.is_none() && late.stamps_us.contains(&cell.stamp_us)
+                    }
+                    _ => true,
+                };
+                if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some() && by_late_renewal(&cell))
                     && readable(&replicas, read_quorum, &main_row, &release.holder, &release.holder, 0)
                 {
                     reported.insert(release.holder.clone());
@@ -151,6 +225,9 @@ pub(crate) async fn watch_replicas(
             }
         }
         released.retain(|release| now.saturating_sub(release.completed_at) < window.end);
+        late_renewals.retain(|thread, _| {
+            releasing.contains_key(thread) || released.iter().any(|release| release.holder == *thread)
+        });
 
         let mut settled = Vec::new();
         for (thread, (returned_at, last_live, above_us)) in failed.iter_mut() {

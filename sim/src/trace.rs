@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cassalock::driver::LockEvent;
-use cassalock::{Clock, FencingToken, Observer};
+use cassalock::{Clock, FencingToken, LockId, Observer};
 use madsim::net::rpc::{Deserialize, Request, Serialize};
 use madsim::net::Endpoint;
 use tokio::time::Instant;
@@ -121,16 +121,48 @@ pub struct Recorder {
     records: Mutex<Vec<Record>>,
     /// Store requests made by every locker and time-service replica, recorded or not.
     requests: std::sync::atomic::AtomicU64,
+    /// With reused thread ids (`Some`): the K3 oracle's side channel, filled in every run,
+    /// detailed or not, without a record: each renewal's rewrite of a main cell. The oracle
+    /// drains it every pass ([`Recorder::take_renewal_writes`]), so it holds at most a pass's
+    /// writes.
+    renewal_writes: Option<Mutex<Vec<RenewalWrite>>>,
 }
 
 impl Recorder {
-    pub fn new(start: Instant, detailed: bool) -> Arc<Self> {
+    /// `watch_renewal_writes`: keep the K3 oracle's side channel (runs with reused thread ids).
+    pub fn new(start: Instant, detailed: bool, watch_renewal_writes: bool) -> Arc<Self> {
         Arc::new(Recorder {
             start,
             detailed,
             records: Mutex::new(Vec::new()),
             requests: std::sync::atomic::AtomicU64::new(0),
+            renewal_writes: watch_renewal_writes.then(|| Mutex::new(Vec::new())),
         })
+    }
+
+    /// Does this run keep the side channel of renewal writes?
+    pub fn watches_renewal_writes(&self) -> bool {
+        self.renewal_writes.is_some()
+    }
+
+    /// A renewal task sent a rewrite of its holder's main cell (see `renewal_writes`).
+    fn note_renewal_write(&self, thread: &str, stamp_us: u64) {
+        if let Some(renewal_writes) = &self.renewal_writes {
+            let position = self.records.lock().expect("recorder").len();
+            renewal_writes.lock().expect("renewal writes").push(RenewalWrite {
+                thread: thread.to_owned(),
+                stamp_us,
+                position,
+            });
+        }
+    }
+
+    /// The renewal writes noted since the last call, in the order they were sent.
+    pub fn take_renewal_writes(&self) -> Vec<RenewalWrite> {
+        self.renewal_writes
+            .as_ref()
+            .map(|writes| std::mem::take(&mut *writes.lock().expect("renewal writes")))
+            .unwrap_or_default()
     }
 
     pub fn elapsed(&self) -> Duration {
@@ -157,6 +189,16 @@ impl Recorder {
     pub fn with_records<T>(&self, f: impl FnOnce(&[Record]) -> T) -> T {
         f(&self.records.lock().expect("recorder"))
     }
+}
+
+/// A renewal's rewrite of its holder's main cell, for the K3 oracle (runs with reused ids).
+#[derive(Clone, Debug)]
+pub struct RenewalWrite {
+    pub thread: String,
+    /// The write's timestamp (the locker's clock, microseconds).
+    pub stamp_us: u64,
+    /// How many records there were when it was sent: a record at a lower index came first.
+    pub position: usize,
 }
 
 /// Store requests, replies and sleeps: recorded only in detailed runs (replay).
@@ -188,6 +230,17 @@ impl Observer for NodeObserver {
             self.recorder
                 .requests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let LockEvent::Request {
+            thread,
+            tag,
+            request: cassalock::store::StoreOp::Write { row, timestamp, .. },
+            ..
+        } = &event
+        {
+            if LockId::is_main_row(row) && cassalock::algo::lease::is_renewal_main_rewrite(*tag) {
+                self.recorder.note_renewal_write(thread.as_str(), *timestamp);
+            }
         }
         if detail && !self.recorder.detailed {
             return;

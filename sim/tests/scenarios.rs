@@ -622,20 +622,51 @@ fn several_locks_are_judged_per_lock() {
     assert!(!paused.verdicts.passed("T1-belief"), "{}", paused.verdicts);
 }
 
+/// A sweep (summary run) and `replay` (detailed run) of one seed are one run with one set of
+/// verdicts: the oracles may not lean on what only a detailed run records. The K3 mutant with
+/// reused ids is here because its oracle once did (the renewal requests), and judged the next
+/// acquisition's own cell in sweeps.
 #[test]
 fn a_detailed_run_and_a_summary_run_of_one_seed_have_one_trace_hash() {
-    for scenario in ["contention", "loss"] {
-        let config = build(scenario, 3, Algorithm::Queue, &SimOptions::default()).expect("a known scenario");
-        let summary = run(&config, 3, false);
-        let detailed = run(&config, 3, true);
+    let k3 = SimOptions {
+        k3: true,
+        knobs: Box::new(Knobs {
+            reuse_thread_ids: Some(true),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    for (scenario, seed, algorithm, options) in [
+        ("contention", 3, Algorithm::Queue, SimOptions::default()),
+        ("loss", 3, Algorithm::Queue, SimOptions::default()),
+        ("renew-race", 0, Algorithm::Old, k3.clone()),
+        ("renew-race", 0, Algorithm::Queue, k3.clone()),
+        ("renew-race", 58, Algorithm::Old, k3),
+    ] {
+        let config = build(scenario, seed, algorithm, &options).expect("a known scenario");
+        let summary = run(&config, seed, false);
+        let detailed = run(&config, seed, true);
         assert!(
             detailed.records.len() > summary.records.len(),
             "{scenario}: replay records more"
         );
         assert_eq!(
             detailed.trace_hash, summary.trace_hash,
-            "{scenario}: replay --summary and replay print one hash"
+            "{scenario} seed {seed}: replay --summary and replay print one hash"
         );
+        assert_eq!(
+            detailed.verdicts.to_string(),
+            summary.verdicts.to_string(),
+            "{scenario} seed {seed}, {}: a sweep and replay give one set of verdicts",
+            algorithm.name()
+        );
+        if scenario == "renew-race" && algorithm == Algorithm::Queue {
+            assert!(
+                !summary.verdicts.passed("K3"),
+                "the queue lock's K3 mutant with reused ids breaks K3 on seed 0: {}",
+                summary.verdicts
+            );
+        }
     }
 }
 

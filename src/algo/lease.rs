@@ -100,6 +100,13 @@ const REWRITE_MAIN_UNCHECKED: StepTag = StepTag::new(
 );
 const REWRITE_QUEUE: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own queue cell");
 const REWRITE_MAIN: StepTag = StepTag::new(Source::Lease, 0, "renewal: rewrite own main cell");
+
+/// Is `tag` the renewal task's rewrite of its holder's main cell (mutant M2's too)? The
+/// simulator's K3 oracle tells a released acquisition's late renewal from the next
+/// acquisition's own main cell by it, when both go by one reused thread id.
+pub fn is_renewal_main_rewrite(tag: StepTag) -> bool {
+    tag == REWRITE_MAIN || tag == REWRITE_MAIN_UNCHECKED
+}
 const GONE: StepTag = StepTag::new(Source::Ours, 0, "own main cell is gone: the lease is lost");
 const EXPIRED: StepTag = StepTag::new(
     Source::Ours,

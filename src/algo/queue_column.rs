@@ -57,6 +57,8 @@ pub struct LockId(Arc<str>);
 
 /// The prefix of a lock's token row.
 const TOKEN_ROW_PREFIX: &str = "t:";
+/// Every main row's name begins with this (see [`LockId::main_row`]).
+const MAIN_ROW_PREFIX: &str = "m:";
 
 impl LockId {
     pub fn new(id: &str) -> Result<Self, InvalidName> {
@@ -85,7 +87,12 @@ impl LockId {
 
     /// The main row: who holds the lock.
     pub fn main_row(&self) -> String {
-        format!("m:{}", self.0)
+        format!("{MAIN_ROW_PREFIX}{}", self.0)
+    }
+
+    /// Is `row` some lock's main row?
+    pub fn is_main_row(row: &str) -> bool {
+        row.starts_with(MAIN_ROW_PREFIX)
     }
 
     /// The shadow row of the old algorithm (Listing 3).
