@@ -105,13 +105,15 @@ pub struct BenchArgs {
     #[arg(long, allow_negative_numbers = true)]
     idle_s: Option<u64>,
     /// long-run: the locker reuses its thread ids (`Settings::reuse_thread_ids`), so the
-    /// main and shadow rows keep one cell instead of a tombstone per acquisition.
-    #[arg(long)]
-    reuse_thread_ids: bool,
+    /// main and shadow rows keep one cell instead of a tombstone per acquisition [default:
+    /// true, the library's; false: a new id per acquisition, as the thesis's listings].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    reuse_thread_ids: Option<bool>,
     /// long-run: the queue lock reads its queue from the column of its last hold
-    /// (`Settings::queue_read_from_last_hold`), not from the row's start.
-    #[arg(long)]
-    queue_read_from_last_hold: bool,
+    /// (`Settings::queue_read_from_last_hold`), not from the row's start [default: true, the
+    /// library's; false: from the row's start, as the listing].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    queue_read_from_last_hold: Option<bool>,
     /// real: locker counts, increasing, comma-separated, 1-256 each, at most 8 [default: 1,4,16].
     #[arg(long, value_delimiter = ',')]
     lockers: Option<Vec<usize>>,
@@ -192,8 +194,8 @@ impl BenchArgs {
             ("--acquisitions", self.acquisitions.is_some()),
             ("--block", self.block.is_some()),
             ("--idle-s", self.idle_s.is_some()),
-            ("--reuse-thread-ids", self.reuse_thread_ids),
-            ("--queue-read-from-last-hold", self.queue_read_from_last_hold),
+            ("--reuse-thread-ids", self.reuse_thread_ids.is_some()),
+            ("--queue-read-from-last-hold", self.queue_read_from_last_hold.is_some()),
         ];
         let (real_ok, sweep_memory_ok, long_run_ok) = match self.suite {
             Suite::Real => (true, false, false),
@@ -279,8 +281,12 @@ impl BenchArgs {
                     .unwrap_or_else(|| vec!["127.0.0.1:9042".into()]),
                 keyspace: "cassalock".into(),
                 consistency: "quorum".into(),
-                reuse_thread_ids: self.reuse_thread_ids,
-                queue_read_from_last_hold: self.queue_read_from_last_hold,
+                reuse_thread_ids: self
+                    .reuse_thread_ids
+                    .unwrap_or_else(|| cassalock::Settings::new("bench").reuse_thread_ids),
+                queue_read_from_last_hold: self
+                    .queue_read_from_last_hold
+                    .unwrap_or_else(|| cassalock::Settings::new("bench").queue_read_from_last_hold),
             },
             out: self.out.clone().unwrap_or_else(|| "reports".into()),
             idle_s: self
@@ -293,8 +299,8 @@ impl BenchArgs {
                 ("--block", self.block.is_some()),
                 ("--idle-s", self.idle_s.is_some()),
                 ("--contact-points", self.contact_points.is_some()),
-                ("--reuse-thread-ids", self.reuse_thread_ids),
-                ("--queue-read-from-last-hold", self.queue_read_from_last_hold),
+                ("--reuse-thread-ids", self.reuse_thread_ids.is_some()),
+                ("--queue-read-from-last-hold", self.queue_read_from_last_hold.is_some()),
             ]
             .into_iter()
             .filter_map(|(flag, given)| given.then_some(flag))

@@ -58,12 +58,15 @@ pub struct CheckArgs {
     paced_poll: bool,
     /// Lock models: every acquisition of a thread runs under one thread id, as a locker with
     /// `reuse_thread_ids` used one acquisition at a time (issue 15's long run: the main and
-    /// shadow cells are rewritten in place instead of new ones under new names).
+    /// shadow cells are rewritten in place instead of new ones under new names). On in the
+    /// library by default, off here unless given: the models keep the listings' one id per
+    /// acquisition, and give the same verdicts with it (models/tests/verdicts.rs).
     #[arg(long)]
     reuse_thread_ids: bool,
     /// getlock: each thread reads the queue from the queue column of its last hold instead of
     /// the row's start, and from the row's start again after meeting another contender in the
-    /// main row (issue 15's long run).
+    /// main row (issue 15's long run). On in the library by default, off here unless given,
+    /// as --reuse-thread-ids.
     #[arg(long)]
     queue_read_from_last_hold: bool,
     /// redis-set-nx: each holder extends its key once (compare-and-pexpire) between two uses of

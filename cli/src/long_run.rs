@@ -83,11 +83,12 @@ impl LongRunArgs {
         } else {
             format!(" --out {}", self.out.display())
         };
+        // Both settings are on by default; a run without one names both.
         let reuse = match (self.plan.reuse_thread_ids, self.plan.queue_read_from_last_hold) {
-            (false, false) => "",
-            (true, false) => " --reuse-thread-ids",
-            (false, true) => " --queue-read-from-last-hold",
-            (true, true) => " --reuse-thread-ids --queue-read-from-last-hold",
+            (true, true) => String::new(),
+            (reuse, from_last_hold) => {
+                format!(" --reuse-thread-ids {reuse} --queue-read-from-last-hold {from_last_hold}")
+            }
         };
         format!(
             "cassalock bench long-run --locks {} --acquisitions {} --block {} --idle-s {} --contact-points {}{reuse}{out}",

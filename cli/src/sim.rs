@@ -136,13 +136,14 @@ pub struct ScenarioArgs {
     pub paced_poll: Option<bool>,
     /// Each client's acquisitions reuse thread ids: the lowest one none of its acquisitions
     /// in flight uses, so the main and shadow rows keep a cell per client and slot instead of
-    /// a tombstone per acquisition (`Settings::reuse_thread_ids`, issue 15; default false).
+    /// a tombstone per acquisition (`Settings::reuse_thread_ids`, issue 15; default true,
+    /// false with --thesis-listings: a new id per acquisition, as the listings do).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub reuse_thread_ids: Option<bool>,
     /// Queue lock: GetLock reads the queue from the column of the client's last hold of the
     /// lock instead of the row's start, and from the row's start again after meeting another
     /// contender in the main row (`Settings::queue_read_from_last_hold`, issue 15; default
-    /// false).
+    /// true, false with --thesis-listings: from the row's start, as the listing does).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub queue_read_from_last_hold: Option<bool>,
     /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.

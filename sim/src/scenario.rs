@@ -330,8 +330,10 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
         paced_poll: false,
-        reuse_thread_ids: false,
-        queue_read_from_last_hold: false,
+        // The library's defaults; the listings as written give every acquisition a new id
+        // and read the queue from the row's start.
+        reuse_thread_ids: defaults.reuse_thread_ids && !options.thesis_listings,
+        queue_read_from_last_hold: defaults.queue_read_from_last_hold && !options.thesis_listings,
         hold_ms: (100, 2000),
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,
@@ -721,11 +723,22 @@ impl RunConfig {
         if self.paced_poll {
             parts.push("waiters sleep by rank and the queue's pace".to_owned());
         }
-        if self.reuse_thread_ids {
-            parts.push("thread ids reused".to_owned());
+        // The long-run settings are on by default (unless the listings run as written): say
+        // only when a run differs.
+        let listing = self.fixes == Fixes::THESIS;
+        if self.reuse_thread_ids != (defaults.reuse_thread_ids && !listing) {
+            parts.push(if self.reuse_thread_ids {
+                "thread ids reused".to_owned()
+            } else {
+                "a new thread id per acquisition".to_owned()
+            });
         }
-        if self.queue_read_from_last_hold {
-            parts.push("the queue read from the last hold's column".to_owned());
+        if self.queue_read_from_last_hold != (defaults.queue_read_from_last_hold && !listing) {
+            parts.push(if self.queue_read_from_last_hold {
+                "the queue read from the last hold's column".to_owned()
+            } else {
+                "the queue read from the row's start".to_owned()
+            });
         }
         if let Some((lo, hi)) = self.cluster.message_latency_us {
             parts.push(format!("each message {lo}..{hi} us on the network"));
@@ -808,8 +821,8 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
         paced_poll: false,
-        reuse_thread_ids: false,
-        queue_read_from_last_hold: false,
+        reuse_thread_ids: defaults.reuse_thread_ids,
+        queue_read_from_last_hold: defaults.queue_read_from_last_hold,
         hold_ms: params.hold_ms,
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,

@@ -14,9 +14,10 @@
 //! times are ordered by thread id. The 20 digits hold any `u64`, so the split between time
 //! and thread id is positional and needs no separator.
 //!
-//! A thread id is `client id` + `:` + a per-locker sequence number, unique per acquisition.
-//! The `:` is the separator that naming relies on, so client ids may not contain it. With
-//! `Settings::reuse_thread_ids` (issue 15, the long run) the number is a slot instead
+//! A thread id is `client id` + `:` + a number. The `:` is the separator that naming relies
+//! on, so client ids may not contain it. Without `Settings::reuse_thread_ids` (the listings'
+//! naming) the number is a per-locker sequence number, unique per acquisition. With it (the
+//! default since issue 15's long run) the number is a slot instead
 //! ([`ThreadSlots`]): unique among the locker's acquisitions in flight, and reused by a later
 //! acquisition once an earlier one has ended, so that the main and shadow rows hold one cell
 //! per slot (overwritten in place) instead of a tombstone per acquisition.

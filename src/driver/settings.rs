@@ -81,15 +81,16 @@ pub struct Settings {
     /// (`client_id:sequence`). The main and shadow rows are named by thread id, so a lock
     /// used for ever by the same lockers keeps one cell per locker and slot there, rewritten
     /// in place, instead of gathering a tombstone per acquisition that every read walks past.
-    /// Off by default. The queue row still gathers one per acquisition (its column is the
+    /// On by default (since issue 15; `false` gives every acquisition a new id, as the
+    /// thesis's listings do). The queue row still gathers one per acquisition (its column is the
     /// enqueue time); `queue_read_from_last_hold` keeps the queue lock's reads off them.
     pub reuse_thread_ids: bool,
     /// Issue 15, the long run: the queue lock's GetLock reads the queue from the queue column
     /// with which this locker last held the same lock, instead of from the row's start, so
     /// that a read does not walk past the tombstone of every acquisition ever made (the queue
     /// row's columns are enqueue times, new for every acquisition). After finding another
-    /// contender in the main row it reads from the row's start again. Off by default. The
-    /// locker remembers the [`crate::driver::MAX_QUEUE_STARTS`] locks it held most recently
+    /// contender in the main row it reads from the row's start again. On by default (since
+    /// issue 15; `false` reads from the row's start, as the listing does). The locker remembers the [`crate::driver::MAX_QUEUE_STARTS`] locks it held most recently
     /// (`QueueStarts` in `algo::queue_column`).
     pub queue_read_from_last_hold: bool,
     pub time_source: TimeSource,
@@ -123,8 +124,8 @@ impl Settings {
             poll_ms: defaults.poll_ms,
             next_poll_ms: defaults.next_poll_ms,
             paced_poll: defaults.paced_poll,
-            reuse_thread_ids: false,
-            queue_read_from_last_hold: false,
+            reuse_thread_ids: true,
+            queue_read_from_last_hold: true,
             time_source: TimeSource::Local,
             max_wait_ms: None,
             retry: defaults.retry,
