@@ -10,14 +10,39 @@ use std::time::{Duration, Instant};
 
 /// One replay's wall-clock limit. A recorded seed replays in well under a second of a release
 /// build (a few in a debug one); a replay that hangs (as swarm seed 3 with reused thread ids
-/// once did) is killed here and reported as a failure instead of stalling `cargo test`.
+/// once did) is killed here and reported as a failure, and the replays after it still run.
 const REPLAY_LIMIT: Duration = Duration::from_secs(120);
+
+/// How a replay ended.
+enum Replayed {
+    Exited(Output),
+    /// Killed at [`REPLAY_LIMIT`].
+    Hung,
+}
+
+impl Replayed {
+    /// The output of a replay that is not allowed to hang (`args` name it if it did).
+    fn exited(self, args: &[&str]) -> Output {
+        match self {
+            Replayed::Exited(output) => output,
+            Replayed::Hung => panic!("{}", hang_message(args)),
+        }
+    }
+}
+
+fn hang_message(args: &[&str]) -> String {
+    format!(
+        "cassalock replay {} ran over {} s and was killed: a hang",
+        args.join(" "),
+        REPLAY_LIMIT.as_secs()
+    )
+}
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn replay(args: &[&str]) -> Output {
+fn replay(args: &[&str]) -> Replayed {
     let mut child = Command::new(env!("CARGO_BIN_EXE_cassalock"))
         .arg("replay")
         .args(args)
@@ -45,19 +70,15 @@ fn replay(args: &[&str]) -> Output {
         if started.elapsed() > REPLAY_LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "cassalock replay {} ran over {} s and was killed: a hang",
-                args.join(" "),
-                REPLAY_LIMIT.as_secs()
-            );
+            return Replayed::Hung;
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    Output {
+    Replayed::Exited(Output {
         status,
         stdout: stdout.join().expect("the stdout reader"),
         stderr: stderr.join().expect("the stderr reader"),
-    }
+    })
 }
 
 /// Every recorded line: (file, line number, arguments).
@@ -100,7 +121,13 @@ fn every_recorded_seed_still_gives_its_recorded_verdicts() {
             "regressions/{file}:{number}: a recorded seed must say what it expects (--expect-violated or --expect-passed)"
         );
         let args: Vec<&str> = arguments.iter().map(String::as_str).collect();
-        let out = replay(&args);
+        let out = match replay(&args) {
+            Replayed::Exited(out) => out,
+            Replayed::Hung => {
+                failures.push(format!("regressions/{file}:{number}: {}", hang_message(&args)));
+                continue;
+            }
+        };
         if out.status.code() != Some(0) {
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);
@@ -134,7 +161,7 @@ fn every_recorded_seed_still_gives_its_recorded_verdicts() {
 fn a_recorded_seed_that_no_longer_reproduces_fails_with_a_clear_message() {
     // Renew-race seed 0 violates K3 only with the K3 mutant: recorded as violating without it,
     // the replay must say the violation is gone, and exit 1.
-    let out = replay(&[
+    let args = [
         "--scenario",
         "renew-race",
         "--seed",
@@ -143,14 +170,15 @@ fn a_recorded_seed_that_no_longer_reproduces_fails_with_a_clear_message() {
         "queue",
         "--expect-violated",
         "K3",
-    ]);
+    ];
+    let out = replay(&args).exited(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("RECORDED VERDICTS NOT REPRODUCED"), "{stdout}");
     assert!(stdout.contains("K3: recorded VIOLATED, now holds"), "{stdout}");
     assert!(stdout.contains("the harness went blind"), "{stdout}");
     // And a recorded pass that now fails (the K3 mutant stands for a regressed fix).
-    let out = replay(&[
+    let args = [
         "--scenario",
         "renew-race",
         "--seed",
@@ -160,12 +188,14 @@ fn a_recorded_seed_that_no_longer_reproduces_fails_with_a_clear_message() {
         "--k3",
         "--expect-passed",
         "K3",
-    ]);
+    ];
+    let out = replay(&args).exited(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("K3: recorded holds, now VIOLATED"), "{stdout}");
     // An unknown claim is bad usage, before anything runs.
-    let out = replay(&["--scenario", "renew-race", "--seed", "0", "--expect-violated", "K9"]);
+    let args = ["--scenario", "renew-race", "--seed", "0", "--expect-violated", "K9"];
+    let out = replay(&args).exited(&args);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no claim has the ID \"K9\""));
 }
