@@ -14,8 +14,10 @@
 //!   `SET NX` ([`super::redis::set_nx`]): a failed `add` may have been stored with its reply
 //!   lost, so a NOT_STORED after it reads the key and takes a value equal to our token as ours;
 //!   a call that gives up after such a failure deletes the key if it is ours (C-free).
-//! - [`Touch`]: M4 extend, `touch` as written ([`Checks::AsWritten`]) or `gets` + `cas`.
-//! - [`Release`]: M3 release, `delete` as written or `gets` + `cas` with a negative exptime.
+//! - [`LeaseCall`] extending: M4 extend, `touch` as written ([`Checks::AsWritten`]) or `gets` +
+//!   `cas`.
+//! - [`LeaseCall`] releasing: M3 release, `delete` as written or `gets` + `cas` with a negative
+//!   exptime.
 //!
 //! What Memcached adds to a lock's troubles: expiry in whole seconds of the server's clock (a
 //! lease is up to a second shorter than asked, so the lease counts from the send minus one

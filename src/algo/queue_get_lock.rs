@@ -23,7 +23,7 @@
 //!   (expired, or lost to a failed write): we write it again under the same name;
 //! - with `max_wait_ms`, a waiter gives up and deletes its queue cell;
 //! - with `next_poll_ms` (issue 15), the waiter next in line sleeps that instead of `poll_ms`,
-//!   and with `paced_poll` too every waiter sleeps by its rank and the queue's pace ([`Pace`]).
+//!   and with `paced_poll` too every waiter sleeps by its rank and the queue's pace (`Pace`).
 //!   Only how long a waiter sleeps changes: what it does after waking is the listing's, so
 //!   T1 and the queue order do not rest on these sleeps (the model checks them as they are).
 //!

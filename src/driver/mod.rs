@@ -5,7 +5,7 @@
 //! seeded generator, reads the time source, and starts, signals and joins the renewal task.
 //! Every decision is the machine's: a lock's whole life (acquire, renew while held, release,
 //! what the guard knows about its lease) is one [`Lifecycle`], whose two lanes run here as two
-//! tasks. [`Engine::drive`] is the one loop that carries out any machine's actions.
+//! tasks. `Engine::drive` is the one loop that carries out any machine's actions.
 
 pub mod clock;
 pub mod family;

@@ -1,5 +1,5 @@
 //! A replica of the global time service (section 5.4): runs the
-//! [`TimeServiceSchedule`](crate::algo::time_service::TimeServiceSchedule) machine, which runs
+//! [`crate::algo::time_service::TimeServiceSchedule`] machine, which runs
 //! Listing 8 once per period.
 
 use crate::algo::global_time::{GlobalTimeUpdate, TryUpdateGlobalTime};

@@ -87,12 +87,12 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | [`config`] | what a run is parametrized by, and the fault presets shared by the three lock models |
-//! | [`state`] | the world: threads (each acquisition a library `Lifecycle`), the store, the resource |
-//! | [`step`] | the model's driver: carries out the lifecycles' actions; time, faults, the reductions |
-//! | [`fairness`] | the bookkeeping behind F: wait order, overtakes, queue order at acquisition |
-//! | [`trace`] | how a step and a state read in a counterexample |
-//! | [`properties`] | every property, liveness obligation and measure, in one place |
+//! | `config` | what a run is parametrized by, and the fault presets shared by the three lock models |
+//! | `state` | the world: threads (each acquisition a library `Lifecycle`), the store, the resource |
+//! | `step` | the model's driver: carries out the lifecycles' actions; time, faults, the reductions |
+//! | `fairness` | the bookkeeping behind F: wait order, overtakes, queue order at acquisition |
+//! | `trace` | how a step and a state read in a counterexample |
+//! | `properties` | every property, liveness obligation and measure, in one place |
 
 mod config;
 mod fairness;
