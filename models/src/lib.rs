@@ -15,7 +15,7 @@
 //! | zookeeper, etcd | the same claims for Curator's `InterProcessMutex` and etcd's mutex, with a fenced resource (their tokens grow: C-token), under a pause (a ZooKeeper session's heartbeat stops), lost requests, a restart (everything persists), a server clock jump (sessions and leases expire early), a missed watch | [`family`], [`coord`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle
-//! check; [`check`] runs a model and produces one row per property.
+//! check; `check` runs a model and produces one row per property.
 
 pub mod check;
 pub mod coord;

@@ -15,15 +15,15 @@
 //!
 //! The same judges serve the other families' locks (issue 13: [`Variant::RedisSetNx`],
 //! [`Variant::Redlock`], [`Variant::Memcached`], run through the library's family driver
-//! against real Redis and Memcached servers, see [`family`]). Those locks hand out no growing
+//! against real Redis and Memcached servers, see `family`). Those locks hand out no growing
 //! token, so their holders give the monitor one that orders acquisitions instead: the
 //! acquisition's wall-clock time in microseconds, zero-padded, then the locker's name. Fencing
 //! is off for them (there is nothing to fence with): a "stale" write is an older acquisition
 //! writing after a newer one did, which only two holders at once can cause.
 //!
 //! The judging code here compiles in every build (and is tested in the simulation build);
-//! [`cluster`] and [`lwt`], which talk to Cassandra, [`redis`] and [`memcached`], the real
-//! servers' stores, and [`family`], only in the real one.
+//! `cluster` and `lwt`, which talk to Cassandra, [`redis`] and `memcached`, the real
+//! servers' stores, and `family`, only in the real one.
 
 #[cfg(not(madsim))]
 pub mod cluster;

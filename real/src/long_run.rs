@@ -144,7 +144,7 @@ pub struct RowRead {
     /// the server walks past every deleted cell before it).
     pub read_p50_ms: f64,
     /// The same, read again after the table's `gc_grace_seconds` and a margin went by with the
-    /// lock unused ([`reread_after_idle`]): a tombstone older than the grace is no longer
+    /// lock unused (`reread_after_idle`): a tombstone older than the grace is no longer
     /// returned to the read, though it stays where it is until a compaction drops it.
     #[serde(default)]
     pub after_idle_p50_ms: Option<f64>,
@@ -542,7 +542,7 @@ pub async fn reread_after_idle(plan: &LongRunPlan, runs: &mut [LongRun]) -> Resu
     Ok(())
 }
 
-/// How long the lock sits idle before [`reread_after_idle`]: the table's grace, and a margin
+/// How long the lock sits idle before `reread_after_idle`: the table's grace, and a margin
 /// for the replicas' clocks and the last requests.
 pub fn idle_before_reread() -> Duration {
     Duration::from_secs(u64::from(GC_GRACE_S) + 5)

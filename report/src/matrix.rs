@@ -2,7 +2,7 @@
 //! model checker where it applies and by the simulator over N seeds.
 
 //!
-//! Each cell is judged into typed values ([`Judgement`]: claim, verdict, model states or sim
+//! Each cell is judged into typed values (`Judgement`: claim, verdict, model states or sim
 //! seeds, whether the fault fired, trace files); the markdown, the compact view and the thesis
 //! section are rendered from those values at the end, never from each other's text.
 
@@ -1160,7 +1160,7 @@ pub fn run_matrix(
     render_matrix(options, &[shard])
 }
 
-/// Run shard `k` of `n` of the matrix's units ([`units`]: the units `i % n == k - 1` of the
+/// Run shard `k` of `n` of the matrix's units (`units`: the units `i % n == k - 1` of the
 /// plan) and keep their results, writing nothing; `progress(unit, done, total)` before each.
 pub fn run_matrix_shard(
     options: &MatrixOptions,

@@ -1,9 +1,9 @@
 //! One simulated run, the harness: a fresh thread and madsim runtime per run, the nodes built
-//! and run ([`crate::assembly`]), the records judged ([`crate::verdict`]).
+//! and run (`crate::assembly`), the records judged ([`crate::verdict`]).
 //!
-//! The parts of a run live in their own files: [`crate::assembly`] builds the nodes,
-//! [`crate::workload`] is what a client does, [`crate::faults`] injects the faults and
-//! [`crate::oracles`] watch the replicas from outside.
+//! The parts of a run live in their own files: `crate::assembly` builds the nodes,
+//! `crate::workload` is what a client does, `crate::faults` injects the faults and
+//! `crate::oracles` watch the replicas from outside.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;

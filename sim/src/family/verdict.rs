@@ -435,7 +435,7 @@ fn c_fence(scenario: &FamilyScenario, records: &[FamilyRecord]) -> Verdict {
 const C_LOST_SLACK_MS: u64 = 100;
 
 /// C-lost's bound for this scenario's lock: one renewal period plus one request timeout (a
-/// renewal out when the other acquired may time out first), plus [`C_LOST_SLACK_MS`]; `None`
+/// renewal out when the other acquired may time out first), plus `C_LOST_SLACK_MS`; `None`
 /// for a lock without a watchdog.
 pub fn lost_bound_ms(scenario: &FamilyScenario) -> Option<u64> {
     let every_ms = scenario.lock.renew_every_ms()?;
