@@ -29,8 +29,9 @@ pub enum Suite {
     #[cfg(madsim)]
     SweepMemory,
     /// Real backends (the real build only): every lock on its real servers, Cassandra's old,
-    /// queue and LWT locks, Redis SET NX, Redisson's RLock and fair lock, Redlock, Memcached add,
-    /// Curator's lock on ZooKeeper and etcd's mutex, at 1, 4 and 16 lockers, interleaved
+    /// queue (also with its next in line polling every 5 ms) and LWT locks, Redis SET NX,
+    /// Redisson's RLock and fair lock, Redlock, Memcached add, Curator's lock on ZooKeeper
+    /// and etcd's mutex, at 1, 4 and 16 lockers, interleaved
     /// repeats; then one run of each under its backend's fault (a Cassandra node killed, the
     /// Redis primary failed over, a Redlock master paused, memcached restarted, the ZooKeeper or
     /// etcd leader killed). Writes reports/real-backends.md and its charts. Start the servers
@@ -56,9 +57,10 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real, long-run: which locks, comma-separated [default: real: all ten: old, queue, lwt,
-    /// redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; long-run:
-    /// old,queue, the only two it takes].
+    /// real, long-run: which locks, comma-separated [default: real: all eleven: old, queue,
+    /// queue-next-in-line (the queue lock whose waiter next in line polls every 5 ms, issue
+    /// 15's faster handoff), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
+    /// zookeeper, etcd; long-run: old,queue, the only two it takes].
     #[arg(long, value_enum, value_delimiter = ',')]
     locks: Option<Vec<Variant>>,
     /// real, long-run: Cassandra nodes, host:port, comma-separated, for old, queue and lwt

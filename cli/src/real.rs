@@ -26,7 +26,8 @@ pub struct RealArgs {
     /// Cassandra nodes, host:port, comma-separated.
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
-    /// Which lock: Cassandra's (old, queue, lwt; --contact-points) or another family's
+    /// Which lock: Cassandra's (old, queue, queue-next-in-line: the queue lock with
+    /// --next-poll-ms 5 unless given, lwt; --contact-points) or another family's
     /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
     /// Also spelled --lock.
     #[arg(long, visible_alias = "lock", value_enum, default_value = "queue")]
@@ -433,7 +434,7 @@ impl BenchPlan {
             Variant::Memcached => vec![self.memcached.clone()],
             Variant::Zookeeper => self.zookeeper.clone(),
             Variant::Etcd => self.etcd.clone(),
-            Variant::Old | Variant::Queue | Variant::Lwt => Vec::new(),
+            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::Lwt => Vec::new(),
         }
     }
 
@@ -470,6 +471,30 @@ impl BenchPlan {
                     path.display()
                 ));
             }
+        }
+        // The report states one set of long-run settings for the row locks: every row lock
+        // it keeps must have run with the settings this one runs with.
+        let kept: Vec<&str> = Variant::ALL
+            .into_iter()
+            .filter(|v| v.is_row_lock() && !self.locks.contains(v))
+            .filter(|v| old.runs.iter().any(|r| r.variant == v.name()))
+            .map(|v| v.cli_name())
+            .collect();
+        if !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
+            return Err(format!(
+                "--add-to {}: its {} runs were measured with other long-run settings ({}); measure every row lock again with this one: --locks {}",
+                path.display(),
+                kept.join(", "),
+                real_backends::RowLockSettings::describe(setup.row_lock_settings),
+                joined(
+                    &Variant::ALL
+                        .into_iter()
+                        .filter(|v| v.is_row_lock() && (self.locks.contains(v) || kept.contains(&v.cli_name())))
+                        .chain(self.locks.iter().copied().filter(|v| !v.is_row_lock()))
+                        .map(|v| v.cli_name())
+                        .collect::<Vec<_>>()
+                )
+            ));
         }
         Ok(())
     }
@@ -508,6 +533,15 @@ impl BenchPlan {
             command += &format!(" --add-to {}", path.display());
         }
         command
+    }
+}
+
+/// The long-run settings `bench real` runs the row locks with: the library's defaults.
+fn row_lock_settings() -> real_backends::RowLockSettings {
+    let defaults = cassalock::Settings::new("bench");
+    real_backends::RowLockSettings {
+        reuse_thread_ids: defaults.reuse_thread_ids,
+        queue_read_from_last_hold: defaults.queue_read_from_last_hold,
     }
 }
 
@@ -811,8 +845,8 @@ mod imp {
             next_poll_ms: None,
             paced_poll: false,
             // The library's defaults (issue 15's long-run settings are on).
-            reuse_thread_ids: cassalock::Settings::new("bench").reuse_thread_ids,
-            queue_read_from_last_hold: cassalock::Settings::new("bench").queue_read_from_last_hold,
+            reuse_thread_ids: super::row_lock_settings().reuse_thread_ids,
+            queue_read_from_last_hold: super::row_lock_settings().queue_read_from_last_hold,
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,
@@ -1018,6 +1052,11 @@ mod imp {
             },
             fault_lockers: FAULT_LOCKERS,
             fault_seconds: plan.fault_seconds,
+            row_lock_settings: plan
+                .locks
+                .iter()
+                .any(|l| l.is_row_lock())
+                .then_some(super::row_lock_settings()),
         };
         match &plan.add_to {
             None => write_report(&plan.out, &setup, &runs, &fault_runs),
@@ -1049,6 +1088,10 @@ mod imp {
             .collect();
         let mut setup = old.setup;
         setup.command = format!("{}; then {}", setup.command, new.command);
+        if new.row_lock_settings.is_some() {
+            // `check_addable` made sure no row lock kept from `old` ran with other settings.
+            setup.row_lock_settings = new.row_lock_settings;
+        }
         for backend in new.backends {
             if !setup.backends.iter().any(|b| b.backend == backend.backend) {
                 setup.backends.push(backend);
@@ -1537,11 +1580,11 @@ mod tests {
         let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
         // Every lock.
         assert_eq!(plan.locks, Variant::ALL.to_vec());
-        assert_eq!(plan.locks.len(), 10);
+        assert_eq!(plan.locks.len(), 11);
         assert_eq!(plan.lockers, vec![1, 4, 16]);
         assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
-        assert_eq!(plan.runs(), 90);
-        assert_eq!(plan.fault_runs(), 10);
+        assert_eq!(plan.runs(), 99);
+        assert_eq!(plan.fault_runs(), 11);
         assert_eq!(plan.servers(Variant::Zookeeper).len(), 3);
         assert_eq!(plan.servers(Variant::Etcd)[0], "127.0.0.1:23781");
         assert_eq!(plan.servers(Variant::Redisson), vec!["127.0.0.1:16380".to_string()]);
@@ -1550,10 +1593,10 @@ mod tests {
         assert!(plan.servers(Variant::Queue).is_empty());
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
+            "cassalock bench real --locks old,queue,queue-next-in-line,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
         );
-        // Warm-up, 90 runs of 20 + 3 s, 10 fault runs of 20 + 60 s.
-        assert_eq!(plan.estimate_s(), 15 + 90 * 23 + 10 * 80);
+        // Warm-up, 99 runs of 20 + 3 s, 11 fault runs of 20 + 60 s.
+        assert_eq!(plan.estimate_s(), 15 + 99 * 23 + 11 * 80);
     }
 
     #[test]
@@ -1568,12 +1611,36 @@ mod tests {
             add_to: Some(path),
             ..BenchRealFlags::default()
         };
-        let plan = BenchPlan::new(flags(vec![1, 4, 16], data.clone())).expect("the committed report's settings");
-        assert!(plan.command().ends_with(&format!("--add-to {}", data.display())));
-        let refused = BenchPlan::new(flags(vec![1, 4], data)).unwrap_err();
+        // The committed data, with the row locks' long-run settings as given.
+        let dir = std::env::temp_dir().join(format!("cassalock-add-to-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let with_settings = |settings: Option<real_backends::RowLockSettings>, name: &str| {
+            let mut measured = real_backends::read_data(&data).expect("the committed data");
+            measured.setup.row_lock_settings = settings;
+            let path = dir.join(name);
+            std::fs::write(&path, serde_json::to_string(&measured).expect("serializable")).expect("written");
+            path
+        };
+        let current = with_settings(Some(row_lock_settings()), "current.json");
+        let plan = BenchPlan::new(flags(vec![1, 4, 16], current.clone())).expect("the committed report's settings");
+        assert!(plan.command().ends_with(&format!("--add-to {}", current.display())));
+        let refused = BenchPlan::new(flags(vec![1, 4], current)).unwrap_err();
         assert!(refused.contains("--lockers 1,4,16"), "{refused}");
         let missing = BenchPlan::new(flags(vec![1, 4, 16], PathBuf::from("/nonexistent/data.json"))).unwrap_err();
         assert!(missing.starts_with("--add-to: "), "{missing}");
+        // Row locks kept from data measured with other settings: the report could not state
+        // one set of settings, so they must be measured again with this run.
+        let older = with_settings(None, "older.json");
+        let refused = BenchPlan::new(flags(vec![1, 4, 16], older.clone())).unwrap_err();
+        assert!(refused.contains("measure every row lock again"), "{refused}");
+        assert!(refused.contains("--locks old,queue"), "{refused}");
+        assert!(refused.ends_with(",redisson-fair"), "{refused}");
+        let all_row_locks = BenchRealFlags {
+            locks: Some(vec![Variant::Old, Variant::Queue, Variant::QueueNextInLine]),
+            ..flags(vec![1, 4, 16], older)
+        };
+        BenchPlan::new(all_row_locks).expect("every row lock measured again");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -1735,7 +1802,7 @@ mod tests {
                     redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
                     ..flags()
                 },
-                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
+                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,queue-next-in-line,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
             ),
             (
                 BenchRealFlags {
@@ -1759,7 +1826,7 @@ mod tests {
                     repeats: Some(20),
                     ..flags()
                 },
-                "bench real would take about 601 h (600 runs of 3600 s, 10 fault runs of 20 s); the limit is 24 h",
+                "bench real would take about 661 h (660 runs of 3600 s, 11 fault runs of 20 s); the limit is 24 h",
             ),
         ] {
             let message = plan(bad.clone()).expect_err(says);
@@ -1784,6 +1851,7 @@ mod tests {
             redisson_wake: RedissonWake::Notified,
             fault_lockers: 4,
             fault_seconds: 0,
+            row_lock_settings: None,
         };
         let run = Summary {
             variant: Variant::Memcached.name().into(),

@@ -127,7 +127,11 @@ async fn run_locker(
     settings.ttl_s = job.ttl_s;
     settings.renew_every_ms = job.renew_ms;
     settings.poll_ms = job.poll_ms;
-    settings.next_poll_ms = job.next_poll_ms;
+    settings.next_poll_ms = match job.variant {
+        // The variant is the setting: a `--next-poll-ms` given with it still wins.
+        Variant::QueueNextInLine => job.next_poll_ms.or(Some(crate::NEXT_IN_LINE_POLL_MS)),
+        _ => job.next_poll_ms,
+    };
     settings.paced_poll = job.paced_poll;
     settings.reuse_thread_ids = job.reuse_thread_ids;
     settings.queue_read_from_last_hold = job.queue_read_from_last_hold;

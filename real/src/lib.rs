@@ -64,6 +64,9 @@ pub enum Variant {
     Old,
     /// The fair queue GetLock (Listing 6).
     Queue,
+    /// The queue GetLock with issue 15's faster handoff: the waiter next in line polls every
+    /// [`NEXT_IN_LINE_POLL_MS`] (`Settings::next_poll_ms`), the others every poll interval.
+    QueueNextInLine,
     /// A lightweight-transaction lock (INSERT IF NOT EXISTS / DELETE IF owner), the reference.
     Lwt,
     /// Redis `SET key token NX PX ttl`, compare-and-delete release (one server, or a primary
@@ -86,6 +89,10 @@ pub enum Variant {
     /// acquisition, kept alive while waiting.
     Etcd,
 }
+
+/// How often [`Variant::QueueNextInLine`]'s waiter next in line reads the queue head, in ms
+/// (its name says it too): the figure the README's simulator and cluster runs of the variant use.
+pub const NEXT_IN_LINE_POLL_MS: u64 = 5;
 
 /// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
 /// started before it runs them.
@@ -113,9 +120,10 @@ impl Backend {
 impl Variant {
     /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
     /// Memcached's, ZooKeeper's and etcd's.
-    pub const ALL: [Variant; 10] = [
+    pub const ALL: [Variant; 11] = [
         Variant::Old,
         Variant::Queue,
+        Variant::QueueNextInLine,
         Variant::Lwt,
         Variant::RedisSetNx,
         Variant::Redisson,
@@ -134,7 +142,7 @@ impl Variant {
     /// The server it runs on.
     pub fn backend(self) -> Backend {
         match self {
-            Variant::Old | Variant::Queue | Variant::Lwt => Backend::Cassandra,
+            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::Lwt => Backend::Cassandra,
             Variant::RedisSetNx | Variant::Redlock | Variant::Redisson | Variant::RedissonFair => Backend::Redis,
             Variant::Memcached => Backend::Memcached,
             Variant::Zookeeper => Backend::ZooKeeper,
@@ -147,6 +155,7 @@ impl Variant {
         match self {
             Variant::Old => "old",
             Variant::Queue => "queue",
+            Variant::QueueNextInLine => "queue-next-in-line",
             Variant::Lwt => "lwt",
             Variant::RedisSetNx => "redis-set-nx",
             Variant::Redlock => "redlock",
@@ -162,6 +171,7 @@ impl Variant {
         match self {
             Variant::Old => "old GetLock",
             Variant::Queue => "queue GetLock",
+            Variant::QueueNextInLine => "queue GetLock, next in line 5 ms",
             Variant::Lwt => "LWT lock",
             Variant::RedisSetNx => "Redis SET NX lock",
             Variant::Redlock => "Redlock",
@@ -192,6 +202,12 @@ impl Variant {
     /// independent masters).
     pub fn on_one_redis(self) -> bool {
         matches!(self, Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair)
+    }
+
+    /// One of Cassandra's row locks (old, queue, queue next in line), the ones the library's
+    /// `RemoteLocker` runs and its `Settings` shape.
+    pub fn is_row_lock(self) -> bool {
+        matches!(self, Variant::Old | Variant::Queue | Variant::QueueNextInLine)
     }
 
     /// Its waiters sleep until the unlock message (Redisson's RLock and fair lock).
@@ -662,6 +678,12 @@ mod tests {
             );
         }
         assert_eq!(Variant::from_name("nope"), None);
+        assert!(
+            Variant::QueueNextInLine
+                .name()
+                .ends_with(&format!("next in line {NEXT_IN_LINE_POLL_MS} ms")),
+            "the variant's name states its poll"
+        );
     }
 
     #[test]

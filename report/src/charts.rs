@@ -88,16 +88,17 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// A colour for each of up to ten lines on one chart (the real-backends report's ten locks):
-/// [`colour`]'s six, then four more, so no two of the first ten repeat.
-pub fn colour_of_ten(index: usize) -> RGBColor {
-    const MORE: [RGBColor; 4] = [
+/// A colour for each of up to eleven lines on one chart (the real-backends report's eleven
+/// locks): [`colour`]'s six, then five more, so no two of the first eleven repeat.
+pub fn colour_of_eleven(index: usize) -> RGBColor {
+    const MORE: [RGBColor; 5] = [
         RGBColor(20, 160, 170),
         RGBColor(200, 80, 160),
         RGBColor(150, 100, 30),
         RGBColor(120, 150, 20),
+        RGBColor(20, 40, 110),
     ];
-    match index % 10 {
+    match index % 11 {
         i @ 0..=5 => colour(i),
         i => MORE[i - 6],
     }

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use cassalock_history::text::count;
 use cassalock_real::{Backend, Summary, Variant};
 
-use crate::charts::{colour_of_ten, LineChart, Series, Y};
+use crate::charts::{colour_of_eleven, LineChart, Series, Y};
 use crate::{write_file, ReportError};
 
 /// Medians closer than this fraction of the lower one are lines the eye cannot separate on
@@ -55,6 +55,32 @@ pub enum RedissonWake {
     SleepsOutTheTtl,
 }
 
+/// The library's two long-run settings (issue 15) that the Cassandra row locks (old, queue,
+/// queue next in line) ran with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowLockSettings {
+    /// `Settings::reuse_thread_ids`.
+    pub reuse_thread_ids: bool,
+    /// `Settings::queue_read_from_last_hold`.
+    pub queue_read_from_last_hold: bool,
+}
+
+impl RowLockSettings {
+    /// How the report's workload paragraph says it; `None`: data measured before the
+    /// settings were recorded (2026-11-27), when both were off, the library's default then.
+    pub fn describe(settings: Option<RowLockSettings>) -> String {
+        let on_off = |on: bool| if on { "on" } else { "off" };
+        match settings {
+            None => "with the library's long-run settings (reused thread ids, the queue read from the last hold) off, the default until 2026-11-27 (not recorded in the data, which is older)".into(),
+            Some(s) => format!(
+                "with the library's long-run settings as recorded: reused thread ids {}, the queue read from the last hold {}",
+                on_off(s.reuse_thread_ids),
+                on_off(s.queue_read_from_last_hold)
+            ),
+        }
+    }
+}
+
 /// What the benchmark ran on and with, for the report's header.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Setup {
@@ -74,6 +100,9 @@ pub struct Setup {
     /// Lockers and seconds of each fault run; 0 seconds: no fault runs were asked for.
     pub fault_lockers: usize,
     pub fault_seconds: u64,
+    /// The settings the row locks ran with; `None` in data from before they were recorded.
+    #[serde(default)]
+    pub row_lock_settings: Option<RowLockSettings>,
 }
 
 /// One lock's run under its backend's fault, or why it did not run.
@@ -220,7 +249,7 @@ fn lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
 
 /// A lock's colour: its place among every lock, so it is the same on every chart and run.
 fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
-    colour_of_ten(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
+    colour_of_eleven(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
 }
 
 /// "no overlap" or "**2 overlaps**".
@@ -314,6 +343,63 @@ fn fault_table(faults: &[FaultRun]) -> String {
         }
     }
     md
+}
+
+/// Issue 15, part 1's goal for the fair lock against the old one at `lockers` (medians): at
+/// least twice its throughput, Jain >= 0.99, no more store requests an acquisition. One clause
+/// per queue lock measured, each saying which of the three it meets; `None` when the old lock
+/// or both queue locks did not run (or took nothing) at that count.
+fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String> {
+    const THROUGHPUT_RATIO_GOAL: f64 = 2.0;
+    const JAIN_GOAL: f64 = 0.99;
+    let at = |lock: Variant| {
+        groups
+            .iter()
+            .find(|g| g.variant == lock.name() && g.lockers == lockers && !g.acquired_nothing())
+    };
+    let old = at(Variant::Old)?;
+    let old_rate = old.median(&|r| r.acquisitions_per_s);
+    let old_requests = old.median(&|r| r.requests_per_acquisition);
+    let clauses: Vec<String> = [Variant::Queue, Variant::QueueNextInLine]
+        .into_iter()
+        .filter_map(at)
+        .map(|fair| {
+            let ratio = fair.median(&|r| r.acquisitions_per_s) / old_rate;
+            let jain = fair.median(&|r| r.jain);
+            let requests = fair.median(&|r| r.requests_per_acquisition);
+            let missed: Vec<&str> = [
+                (ratio >= THROUGHPUT_RATIO_GOAL, "throughput"),
+                (jain >= JAIN_GOAL, "Jain"),
+                (requests <= old_requests, "requests"),
+            ]
+            .into_iter()
+            .filter(|(met, _)| !met)
+            .map(|(_, what)| what)
+            .collect();
+            format!(
+                "{} {} acq/s, {}x the old lock's {}; Jain {}; {} requests an acquisition against the old lock's {}: {}",
+                fair.variant,
+                f(fair.median(&|r| r.acquisitions_per_s), 2),
+                f(ratio, 2),
+                f(old_rate, 2),
+                f(jain, 3),
+                f(requests, 1),
+                f(old_requests, 1),
+                if missed.is_empty() {
+                    "goal met".to_string()
+                } else {
+                    format!("not met ({})", missed.join(", "))
+                }
+            )
+        })
+        .collect();
+    (!clauses.is_empty()).then(|| {
+        format!(
+            "Issue 15, part 1 (the fair lock at least {THROUGHPUT_RATIO_GOAL}x the old lock's throughput at {}, Jain >= {JAIN_GOAL}, no more requests an acquisition; medians): {}.",
+            count(lockers, "locker"),
+            clauses.join("; ")
+        )
+    })
 }
 
 /// The sentences of "What the numbers say", each computed from the runs.
@@ -480,6 +566,9 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                 fair.join("; ")
             ));
         }
+        if let Some(goal) = fair_lock_goal(groups, most) {
+            said.push(goal);
+        }
         let slowdown: Vec<String> = locks
             .iter()
             .filter_map(|lock| {
@@ -516,7 +605,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
             .filter(|&l| runs_lock(l))
             .map(Variant::name)
             .collect();
-        let polling: Vec<&str> = [Variant::Queue, Variant::Old]
+        let polling: Vec<&str> = [Variant::Queue, Variant::QueueNextInLine, Variant::Old]
             .into_iter()
             .filter(|&l| runs_lock(l))
             .map(Variant::name)
@@ -524,10 +613,19 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         if !told.is_empty() && !polling.is_empty() {
             let _ = write!(
                 notes,
-                " S3: the waiters of {} are told when their predecessor goes (a watch on it), those of {} ask every {} ms, so only the latter pay for the wait in requests (etcd's waiters also renew their session every third of its TTL).",
+                " S3: the waiters of {} are told when their predecessor goes (a watch on it), those of {} ask every {} ms{}, so only the latter pay for the wait in requests (etcd's waiters also renew their session every third of its TTL).",
                 and_list(&told.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
                 and_list(&polling.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
-                setup.poll_ms
+                setup.poll_ms,
+                if runs_lock(Variant::QueueNextInLine) {
+                    format!(
+                        " (the next in line of {} every {} ms)",
+                        Variant::QueueNextInLine.name(),
+                        cassalock_real::NEXT_IN_LINE_POLL_MS
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
         said.push(format!(
@@ -737,13 +835,24 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
         .unwrap_or_else(|| "every".into());
     let _ = writeln!(
         md,
-        "\nWorkload: {warm_up} locker loops lock, hold {} ms, release, for {} s, with no think time; all lockers in one process; TTL {} s. Cassandra's locks renew their lease every TTL/2 and poll every {} ms while they wait (the queue lock's head read, the LWT lock's retry); the LWT lock is `INSERT .. IF NOT EXISTS USING TTL` / `DELETE .. IF owner = ?`, the reference a user would pick instead. SET NX and Memcached `add` retry every {} ms; Redlock waits a random delay of up to {} ms after a round without a majority; Redisson's waiters are described below. These locks hand out no growing token, so their holders give the resource the acquisition time as one, with fencing off: a stale write there means an older acquisition wrote after a newer one.\n",
+        "\nWorkload: {warm_up} locker loops lock, hold {} ms, release, for {} s, with no think time; all lockers in one process; TTL {} s. Cassandra's locks renew their lease every TTL/2 and poll every {} ms while they wait (the queue lock's head read, the LWT lock's retry); the LWT lock is `INSERT .. IF NOT EXISTS USING TTL` / `DELETE .. IF owner = ?`, the reference a user would pick instead. SET NX and Memcached `add` retry every {} ms; Redlock waits a random delay of up to {} ms after a round without a majority; Redisson's waiters are described below. These locks hand out no growing token, so their holders give the resource the acquisition time as one, with fencing off: a stale write there means an older acquisition wrote after a newer one. Cassandra's row locks (old and queue) ran {}{}.\n",
         setup.hold_ms,
         setup.seconds_per_run,
         setup.ttl_s,
         setup.poll_ms,
         setup.poll_ms,
-        setup.poll_ms
+        setup.poll_ms,
+        RowLockSettings::describe(setup.row_lock_settings),
+        if groups.iter().any(|g| g.variant == Variant::QueueNextInLine.name()) {
+            format!(
+                "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, issue 15's faster handoff)",
+                Variant::QueueNextInLine.name(),
+                cassalock_real::NEXT_IN_LINE_POLL_MS,
+                setup.poll_ms
+            )
+        } else {
+            String::new()
+        }
     );
     let _ = writeln!(
         md,
@@ -951,6 +1060,10 @@ mod tests {
             redisson_wake: RedissonWake::SleepsOutTheTtl,
             fault_lockers: 4,
             fault_seconds,
+            row_lock_settings: Some(RowLockSettings {
+                reuse_thread_ids: true,
+                queue_read_from_last_hold: true,
+            }),
         }
     }
 
@@ -1022,6 +1135,40 @@ mod tests {
             md.contains("An LWT request is a Paxos round") && !md.contains("Redlock asks every master"),
             "{md}"
         );
+    }
+
+    /// Issue 15, part 1: each queue lock against the old lock at the most lockers, every one of
+    /// the goal's three figures judged, and nothing said when the old lock did not run.
+    #[test]
+    fn the_fair_lock_goal_is_judged_on_all_three_figures_against_the_old_lock() {
+        let with = |variant: Variant, lockers: usize, rate: f64, jain: f64, requests: f64| Summary {
+            jain,
+            requests_per_acquisition: requests,
+            ..run(variant, lockers, rate)
+        };
+        let runs = vec![
+            with(Variant::Old, 1, 35.0, 1.0, 9.0),
+            with(Variant::Old, 16, 30.0, 0.6, 12.0),
+            with(Variant::Queue, 16, 10.0, 0.998, 21.0),
+            with(Variant::QueueNextInLine, 16, 61.0, 0.995, 11.9),
+        ];
+        let groups = configurations(&runs);
+        let said = fair_lock_goal(&groups, 16).expect("the old lock and two queue locks ran");
+        assert!(said.contains("at 16 lockers"), "{said}");
+        assert!(
+            said.contains("queue GetLock 10.00 acq/s, 0.33x the old lock's 30.00; Jain 0.998; 21.0 requests an acquisition against the old lock's 12.0: not met (throughput, requests)"),
+            "{said}"
+        );
+        assert!(said.contains("2.03x the old lock's 30.00; Jain 0.995; 11.9 requests an acquisition against the old lock's 12.0: goal met"), "{said}");
+        // One figure short is not met: Jain under 0.99.
+        let runs = vec![
+            with(Variant::Old, 16, 30.0, 0.6, 12.0),
+            with(Variant::QueueNextInLine, 16, 61.0, 0.98, 11.9),
+        ];
+        let said = fair_lock_goal(&configurations(&runs), 16).expect("ran");
+        assert!(said.ends_with("not met (Jain)."), "{said}");
+        let without_old = vec![with(Variant::Queue, 16, 10.0, 0.998, 21.0)];
+        assert_eq!(fair_lock_goal(&configurations(&without_old), 16), None);
     }
 
     #[test]
