@@ -16,8 +16,14 @@ use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
 use crate::trace::{Recorder, What};
 
-/// The most late renewal stamps the K3 oracle keeps for one released id.
+/// The most late renewal stamps the K3 oracle keeps for one released id. A watch lasts 500 ms
+/// and two renewal intervals, so a renewal that outlives its release sends at most three
+/// rewrites in it; a stamp past the limit is not kept, and the run says so
+/// ([`K3_LIMIT_HIT`]), which fails its K3 check rather than passing it unjudged.
 const MAX_LATE_RENEWALS: usize = 16;
+
+/// How a note of the K3 oracle's limit begins: the verdicts count such notes against K3.
+pub(crate) const K3_LIMIT_HIT: &str = "limit hit: the K3 oracle";
 
 /// K3 with reused thread ids: what the oracle knows of a released id's renewal writes.
 struct LateRenewals {
@@ -29,6 +35,24 @@ struct LateRenewals {
     reacquired_at: Option<usize>,
     /// Stamps of renewal rewrites sent after the release began, before `reacquired_at`.
     stamps_us: Vec<u64>,
+}
+
+impl LateRenewals {
+    /// Keep a late renewal's stamp; `Err` with the note to record when the limit is hit
+    /// (the stamp is then not kept, and the id's K3 watch can no longer be trusted).
+    fn keep(&mut self, thread: &str, stamp_us: u64) -> Result<(), String> {
+        if self.stamps_us.contains(&stamp_us) {
+            return Ok(());
+        }
+        if self.stamps_us.len() >= MAX_LATE_RENEWALS {
+            return Err(format!(
+                "{K3_LIMIT_HIT} kept {MAX_LATE_RENEWALS} late renewal stamps of {thread} (MAX_LATE_RENEWALS) and dropped one; K3 is undecided for this release"
+            ));
+        }
+        self.stamps_us.push(stamp_us);
+        debug_assert!(self.stamps_us.len() <= MAX_LATE_RENEWALS);
+        Ok(())
+    }
 }
 
 /// K3 oracle: after a successful release, no replica may hold a live main cell of that
@@ -150,15 +174,16 @@ pub(crate) async fn watch_replicas(
             seen = records.len();
         });
         // Renewal rewrites a released holder sent after its release began and before its id
-        // held again (at most MAX_LATE_RENEWALS kept an id: a renewal that outlives its release
-        // sends one or two).
+        // held again (at most MAX_LATE_RENEWALS kept an id, reported when hit: a renewal that
+        // outlives its release sends one or two).
         for write in recorder.take_renewal_writes() {
             if let Some(late) = late_renewals.get_mut(&write.thread) {
                 if write.stamp_us > late.began_stamp_us
                     && late.reacquired_at.is_none_or(|held_at| write.position <= held_at)
-                    && late.stamps_us.len() < MAX_LATE_RENEWALS
                 {
-                    late.stamps_us.push(write.stamp_us);
+                    if let Err(note) = late.keep(&write.thread, write.stamp_us) {
+                        recorder.record("oracle", None, What::Note(note));
+                    }
                 }
             }
         }
@@ -369,5 +394,64 @@ pub(crate) async fn watch_global_time(recorder: Arc<Recorder>, replicas: Vec<(Ar
                 },
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The K3 oracle's limit is reported, never passed over: past MAX_LATE_RENEWALS distinct
+    /// stamps `keep` refuses with the note the verdicts count against K3.
+    #[test]
+    fn late_renewal_stamps_past_the_limit_are_refused_with_a_note() {
+        let mut late = LateRenewals {
+            began_stamp_us: 1,
+            reused: true,
+            reacquired_at: None,
+            stamps_us: Vec::new(),
+        };
+        for stamp in 0..MAX_LATE_RENEWALS as u64 {
+            late.keep("c0-0:0", 10 + stamp).expect("under the limit");
+            // A retry resends the same stamp: kept once, never counted twice.
+            late.keep("c0-0:0", 10 + stamp).expect("a stamp already kept");
+        }
+        let note = late.keep("c0-0:0", 1_000).expect_err("the limit is hit");
+        assert!(note.starts_with(K3_LIMIT_HIT), "{note}");
+        assert!(note.contains("c0-0:0"), "{note}");
+        assert_eq!(late.stamps_us.len(), MAX_LATE_RENEWALS);
+    }
+
+    /// A run whose K3 oracle hit its limit fails K3 (undecided, never a pass), and says why.
+    #[test]
+    fn a_k3_limit_hit_fails_the_k3_check() {
+        let options = crate::scenario::SimOptions::default();
+        let config =
+            crate::scenario::build("contention", 0, cassalock::Algorithm::Queue, &options).expect("a scenario");
+        let note = LateRenewals {
+            began_stamp_us: 0,
+            reused: true,
+            reacquired_at: None,
+            stamps_us: (0..MAX_LATE_RENEWALS as u64).collect(),
+        }
+        .keep("c0-0:0", 99)
+        .expect_err("full");
+        let record = |what| crate::trace::Record {
+            at: Duration::from_secs(1),
+            node: "oracle".into(),
+            clock_us: None,
+            what,
+        };
+        let k3 = |records: &[crate::trace::Record]| {
+            crate::verdict::judge(&config, records, Duration::from_secs(2), &BTreeSet::new())
+                .checks
+                .into_iter()
+                .find(|check| check.claim == cassalock_history::ClaimId::K3)
+                .expect("K3 is checked")
+        };
+        assert!(k3(&[record(What::Note("a note".into()))]).passed());
+        let check = k3(&[record(What::Note(note))]);
+        assert!(!check.passed(), "{check:?}");
+        assert!(check.detail.contains("undecided"), "{check:?}");
     }
 }

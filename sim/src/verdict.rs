@@ -106,6 +106,8 @@ pub struct Verdicts {
     pub last_heal: Duration,
     pub max_wait: Duration,
     pub resurrections: usize,
+    /// Times the K3 oracle's limit was hit (`crate::oracles::K3_LIMIT_HIT`): K3 undecided.
+    pub k3_limit_hits: usize,
     pub leases_lost: Vec<String>,
     /// From a client's kill to the next acquisition by another client.
     pub free_after_kill: Option<Duration>,
@@ -291,6 +293,7 @@ pub fn judge(
             What::Resurrected { .. } => v.resurrections += 1,
             What::GlobalTime { .. } => global_changes.push(record.at),
             What::Note(text) if text.ends_with(crate::faults::DID_NOT_FIRE) => v.faults_unfired += 1,
+            What::Note(text) if text.starts_with(crate::oracles::K3_LIMIT_HIT) => v.k3_limit_hits += 1,
             What::Lock(_)
             | What::Note(_)
             | What::TryReturned { .. }
@@ -386,10 +389,20 @@ pub fn judge(
                 ),
             },
         ),
+        // The oracle's limit hit leaves a release unjudged: that fails the check, it never
+        // passes it.
         Check::new(
             ClaimId::K3,
-            v.resurrections == 0,
-            format!("{} came back to life", count(v.resurrections, "released acquisition")),
+            v.resurrections == 0 && v.k3_limit_hits == 0,
+            if v.k3_limit_hits == 0 {
+                format!("{} came back to life", count(v.resurrections, "released acquisition"))
+            } else {
+                format!(
+                    "{} came back to life; undecided: the oracle's limit was hit {} (see the trace's notes), counted as a failure",
+                    count(v.resurrections, "released acquisition"),
+                    count(v.k3_limit_hits, "time")
+                )
+            },
         ),
     ];
     let (figures, contract_checks) = crate::contract::judge_contract(config, records, sim_time, &holds, &v.overlaps);
