@@ -306,6 +306,24 @@ pub enum BuildError {
     Knob(#[from] KnobError),
 }
 
+/// Issue 15's two long-run settings, where a run starts before its knobs are applied.
+struct LongRunSettings {
+    reuse_thread_ids: bool,
+    queue_read_from_last_hold: bool,
+}
+
+impl LongRunSettings {
+    /// The library's defaults; off where the listings run as written (`thesis_listings`),
+    /// which give every acquisition a new id and read the queue from the row's start.
+    fn start(thesis_listings: bool) -> Self {
+        let defaults = Settings::new("sim");
+        LongRunSettings {
+            reuse_thread_ids: defaults.reuse_thread_ids && !thesis_listings,
+            queue_read_from_last_hold: defaults.queue_read_from_last_hold && !thesis_listings,
+        }
+    }
+}
+
 /// Build the run for `scenario` from `seed`, with the knobs of `options` applied and checked.
 pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, BuildError> {
     let Some(found) = scenario(name) else {
@@ -330,10 +348,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         poll_ms: defaults.poll_ms,
         next_poll_ms: None,
         paced_poll: false,
-        // The library's defaults; the listings as written give every acquisition a new id
-        // and read the queue from the row's start.
-        reuse_thread_ids: defaults.reuse_thread_ids && !options.thesis_listings,
-        queue_read_from_last_hold: defaults.queue_read_from_last_hold && !options.thesis_listings,
+        reuse_thread_ids: LongRunSettings::start(options.thesis_listings).reuse_thread_ids,
+        queue_read_from_last_hold: LongRunSettings::start(options.thesis_listings).queue_read_from_last_hold,
         hold_ms: (100, 2000),
         long_hold: None,
         max_wait_ms: defaults.max_wait_ms,
@@ -723,17 +739,16 @@ impl RunConfig {
         if self.paced_poll {
             parts.push("waiters sleep by rank and the queue's pace".to_owned());
         }
-        // The long-run settings are on by default (unless the listings run as written): say
-        // only when a run differs.
-        let listing = self.fixes == Fixes::THESIS;
-        if self.reuse_thread_ids != (defaults.reuse_thread_ids && !listing) {
+        // Say the long-run settings only where a run differs from where it starts.
+        let start = LongRunSettings::start(self.fixes == Fixes::THESIS);
+        if self.reuse_thread_ids != start.reuse_thread_ids {
             parts.push(if self.reuse_thread_ids {
                 "thread ids reused".to_owned()
             } else {
                 "a new thread id per acquisition".to_owned()
             });
         }
-        if self.queue_read_from_last_hold != (defaults.queue_read_from_last_hold && !listing) {
+        if self.queue_read_from_last_hold != start.queue_read_from_last_hold {
             parts.push(if self.queue_read_from_last_hold {
                 "the queue read from the last hold's column".to_owned()
             } else {
