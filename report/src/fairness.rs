@@ -531,14 +531,30 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     let out = &options.out;
     create_dir(out)?;
     let seeds = format!("seeds 0..{}", options.seeds);
+    // What every run shares, read from the runs' own configuration (the queue lock's, one
+    // thread, no skew: the settings below are the same for every variant and count).
+    let run = fairness(&params(options, 1, 1, 0, false), 0);
+    let on_off = |on: bool| if on { "on" } else { "off" };
+    let consistency = format!("{:?}", run.cluster.consistency).to_uppercase();
     let workload = format!(
-        "{}; hold {}-{} ms, think {}-{} ms, {} s simulated per run; TTL 30 s, poll 100 ms, QUORUM, 3 replicas; no clock skew; local clocks",
+        "{}; hold {}-{} ms, think {}-{} ms, {} s simulated per run; TTL {} s, poll {} ms, {}, {} replicas; no clock skew; local clocks",
         seeds,
         options.hold_ms.0,
         options.hold_ms.1,
         options.think_ms.0,
         options.think_ms.1,
-        options.duration.as_secs()
+        options.duration.as_secs(),
+        run.ttl_s,
+        run.poll_ms,
+        consistency,
+        run.cluster.replicas,
+    );
+    // The charts' subtitles end here (a longer line is cut off at their width); the report's
+    // text adds the library's long-run settings.
+    let settings = format!(
+        "issue 15's long-run settings: thread ids reused {}, the queue read from the last hold {}",
+        on_off(run.reuse_thread_ids),
+        on_off(run.queue_read_from_last_hold)
     );
     let series = |variants: &[usize], value: &dyn Fn(&Aggregate) -> Y, dashed: bool, suffix: &str| -> Vec<Series> {
         variants
@@ -685,7 +701,11 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     }
     .write(&out.join("fairness-s1-staleness.svg"))?;
     files.push("fairness-s1-staleness.svg".into());
-    write_file(out, "fairness.md", &markdown(measured, &workload))?;
+    write_file(
+        out,
+        "fairness.md",
+        &markdown(measured, &format!("{workload}; {settings}")),
+    )?;
     files.push("fairness.md".into());
     Ok(files)
 }
