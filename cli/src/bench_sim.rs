@@ -200,8 +200,34 @@ pub fn run(seeds: u64) -> ExitCode {
         line(algorithm.name(), &measured, JOBS);
         figures.push((algorithm, measured));
     }
-    raw_lines(&Raw::measure(), &figures);
+    let raw = Raw::measure();
+    raw_lines(&raw, &figures);
+    bypass_lines(&raw, &figures);
     verdict(&figures)
+}
+
+/// Issue 15, part 3: what a transport of our own could reach. madsim's timers and tasks alone
+/// (`cassalock_sim::run::timer_echo_calls`) against its network, in the same run, and the
+/// seeds per minute the messages alone would then allow: a ceiling for a simulator that
+/// bypassed madsim's network, not a measurement of one (none is built).
+fn bypass_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
+    let timers = cassalock_sim::run::timer_echo_calls(RAW_CALLS);
+    let rate = timers.messages as f64 / timers.wall_s.max(1e-9);
+    println!(
+        "madsim's timers and tasks alone (one thread; each message a task on the receiving node that sleeps its latency, no madsim network): {} messages in {:.2} s: {rate:.0} messages/s, {:.2}x madsim's network",
+        timers.messages,
+        timers.wall_s,
+        rate / raw.rate()
+    );
+    for (algorithm, figures) in figures {
+        let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
+        let ceiling = rate / per_seed * 60.0 * JOBS as f64;
+        println!(
+            "{:<10} a transport at that rate would cap the messages alone at {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal; not built)",
+            algorithm.name(),
+            ceiling / GOAL_SEEDS_PER_MINUTE
+        );
+    }
 }
 
 fn verdict(figures: &[(Algorithm, Figures)]) -> ExitCode {

@@ -188,9 +188,79 @@ pub fn echo_calls(calls: u64, latency_us: Option<(u64, u64)>) -> EchoCalls {
     }
 }
 
+/// What a transport of our own could reach, bypassing madsim's network: `calls` echo calls in
+/// a row between two nodes, each message a task spawned on the receiving node that sleeps the
+/// message's latency (uniform in 1..10 ms, from madsim's random generator) and hands it over
+/// through a channel, each call waiting for its answer under a timeout, as `call_timeout` does.
+/// No loss, no clogs: a yardstick of timers and tasks, not a network.
+pub fn timer_echo_calls(calls: u64) -> EchoCalls {
+    use madsim::rand::Rng;
+    let calls = calls.clamp(1, MAX_RAW_CALLS);
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
+    let started = std::time::Instant::now();
+    let (messages, simulated) = runtime.block_on(async move {
+        let handle = madsim::runtime::Handle::current();
+        let server = handle.create_node().name("echo").ip([10, 99, 0, 1].into()).build();
+        let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
+        type Call = (u64, tokio::sync::oneshot::Sender<u64>);
+        let (to_server, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Call>();
+        let latency = || Duration::from_micros(madsim::rand::thread_rng().gen_range(1_000..10_000));
+        let answers_on = client.clone();
+        server.spawn(async move {
+            while let Some((n, answer)) = inbox.recv().await {
+                let delay = latency();
+                answers_on.spawn(async move {
+                    madsim::time::sleep(delay).await;
+                    let _ = answer.send(n);
+                });
+            }
+        });
+        client
+            .spawn(async move {
+                let began = madsim::time::Instant::now();
+                let mut messages = 0u64;
+                for n in 0..calls {
+                    let (answer, answered) = tokio::sync::oneshot::channel();
+                    let (to_server, delay) = (to_server.clone(), latency());
+                    server.spawn(async move {
+                        madsim::time::sleep(delay).await;
+                        let _ = to_server.send((n, answer));
+                    });
+                    let echoed = tokio::time::timeout(Duration::from_secs(1), answered)
+                        .await
+                        .expect("no faults: every message arrives in time")
+                        .expect("the echo answers");
+                    debug_assert_eq!(echoed, n);
+                    messages += 2;
+                }
+                (messages, began.elapsed())
+            })
+            .await
+            .expect("the caller ran")
+    });
+    EchoCalls {
+        messages,
+        wall_s: started.elapsed().as_secs_f64(),
+        simulated,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The timers-and-tasks yardstick carries two messages a call, each its 1..10 ms latency
+    /// and nothing more (madsim's network adds 2 ms a message; this does not).
+    #[test]
+    fn timer_echo_calls_carry_two_messages_of_their_latency_each() {
+        let measured = timer_echo_calls(1000);
+        assert_eq!(measured.messages, 2000);
+        let call = measured.simulated / 1000;
+        assert!(
+            (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
+            "{call:?} a call: two messages of 1..10 ms each"
+        );
+    }
 
     /// Each echo call is two messages on the network, and the count says so.
     #[test]
