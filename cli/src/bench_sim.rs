@@ -207,26 +207,38 @@ pub fn run(seeds: u64) -> ExitCode {
 }
 
 /// Issue 15, part 3: what a transport of our own could reach. madsim's timers and tasks alone
-/// (`cassalock_sim::run::timer_echo_calls`) against its network, in the same run, and the
-/// seeds per minute the messages alone would then allow: a ceiling for a simulator that
-/// bypassed madsim's network, not a measurement of one (none is built).
+/// against its network, in the same run, two ways (`cassalock_sim::run::timer_echo_calls`: a
+/// task per message; `queue_echo_calls`: a delivery queue per node), and the seeds per minute
+/// the messages alone would then allow: ceilings for a simulator that bypassed madsim's
+/// network, not measurements of one (none is built).
 fn bypass_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
-    let timers = cassalock_sim::run::timer_echo_calls(RAW_CALLS);
-    let rate = timers.messages as f64 / timers.wall_s.max(1e-9);
-    println!(
-        "madsim's timers and tasks alone (one thread; each message a task on the receiving node that sleeps its latency, no madsim network): {} messages in {:.2} s: {rate:.0} messages/s, {:.2}x madsim's network",
-        timers.messages,
-        timers.wall_s,
-        rate / raw.rate()
-    );
-    for (algorithm, figures) in figures {
-        let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
-        let ceiling = rate / per_seed * 60.0 * JOBS as f64;
+    let designs = [
+        (
+            "a task per message (spawned on the receiving node, sleeps the latency)",
+            cassalock_sim::run::timer_echo_calls(RAW_CALLS),
+        ),
+        (
+            "a delivery queue per node (one task sleeps until the earliest message is due)",
+            cassalock_sim::run::queue_echo_calls(RAW_CALLS),
+        ),
+    ];
+    for (design, measured) in designs {
+        let rate = measured.messages as f64 / measured.wall_s.max(1e-9);
         println!(
-            "{:<10} a transport at that rate would cap the messages alone at {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal; not built)",
-            algorithm.name(),
-            ceiling / GOAL_SEEDS_PER_MINUTE
+            "madsim's timers and tasks alone, {design}, no madsim network (one thread): {} messages in {:.2} s: {rate:.0} messages/s, {:.2}x madsim's network",
+            measured.messages,
+            measured.wall_s,
+            rate / raw.rate()
         );
+        for (algorithm, figures) in figures {
+            let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
+            let ceiling = rate / per_seed * 60.0 * JOBS as f64;
+            println!(
+                "{:<10} a transport at that rate would cap the messages alone at {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal; not built)",
+                algorithm.name(),
+                ceiling / GOAL_SEEDS_PER_MINUTE
+            );
+        }
     }
 }
 

@@ -245,9 +245,107 @@ pub fn timer_echo_calls(calls: u64) -> EchoCalls {
     }
 }
 
+/// One node's delivery queue for [`queue_echo_calls`]: messages in, each with the instant it
+/// is due; one task sleeps until the earliest is due and hands every due message to `deliver`.
+/// At most [`MAX_RAW_CALLS`] messages wait at once (the echo keeps one in flight).
+fn delivery_queue<M: Send + 'static>(
+    node: &madsim::runtime::NodeHandle,
+    deliver: impl Fn(M) + Send + 'static,
+) -> tokio::sync::mpsc::UnboundedSender<(madsim::time::Instant, M)> {
+    let (sender, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(madsim::time::Instant, M)>();
+    node.spawn(async move {
+        // Due instant, arrival order (ties deliver in the order sent), message.
+        let mut waiting: std::collections::BTreeMap<(madsim::time::Instant, u64), M> = std::collections::BTreeMap::new();
+        let mut sent = 0u64;
+        loop {
+            let next_due = waiting.keys().next().map(|(due, _)| *due);
+            tokio::select! {
+                biased;
+                message = incoming.recv() => match message {
+                    Some((due, message)) => {
+                        debug_assert!(waiting.len() < MAX_RAW_CALLS as usize, "the echo keeps one message in flight");
+                        waiting.insert((due, sent), message);
+                        sent += 1;
+                    }
+                    None => return,
+                },
+                _ = madsim::time::sleep_until(next_due.unwrap_or_else(madsim::time::Instant::now)), if next_due.is_some() => {
+                    let now = madsim::time::Instant::now();
+                    while let Some(entry) = waiting.first_entry() {
+                        if entry.key().0 > now {
+                            break;
+                        }
+                        deliver(entry.remove());
+                    }
+                }
+            }
+        }
+    });
+    sender
+}
+
+/// [`timer_echo_calls`] with a delivery queue per node instead of a task per message
+/// ([`delivery_queue`]): the design a transport of our own would have.
+pub fn queue_echo_calls(calls: u64) -> EchoCalls {
+    use madsim::rand::Rng;
+    let calls = calls.clamp(1, MAX_RAW_CALLS);
+    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
+    let started = std::time::Instant::now();
+    let (messages, simulated) = runtime.block_on(async move {
+        let handle = madsim::runtime::Handle::current();
+        let server = handle.create_node().name("echo").ip([10, 99, 0, 1].into()).build();
+        let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
+        type Call = (u64, tokio::sync::oneshot::Sender<u64>);
+        let due = || {
+            madsim::time::Instant::now() + Duration::from_micros(madsim::rand::thread_rng().gen_range(1_000..10_000))
+        };
+        let to_client = delivery_queue(&client, |(n, answer): Call| {
+            let _ = answer.send(n);
+        });
+        let to_server = delivery_queue(&server, move |call: Call| {
+            let _ = to_client.send((due(), call));
+        });
+        client
+            .spawn(async move {
+                let began = madsim::time::Instant::now();
+                let mut messages = 0u64;
+                for n in 0..calls {
+                    let (answer, answered) = tokio::sync::oneshot::channel();
+                    to_server.send((due(), (n, answer))).expect("the server's queue runs");
+                    let echoed = tokio::time::timeout(Duration::from_secs(1), answered)
+                        .await
+                        .expect("no faults: every message arrives in time")
+                        .expect("the echo answers");
+                    debug_assert_eq!(echoed, n);
+                    messages += 2;
+                }
+                (messages, began.elapsed())
+            })
+            .await
+            .expect("the caller ran")
+    });
+    EchoCalls {
+        messages,
+        wall_s: started.elapsed().as_secs_f64(),
+        simulated,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The delivery-queue yardstick: two messages a call, each its latency, as the other.
+    #[test]
+    fn queue_echo_calls_carry_two_messages_of_their_latency_each() {
+        let measured = queue_echo_calls(1000);
+        assert_eq!(measured.messages, 2000);
+        let call = measured.simulated / 1000;
+        assert!(
+            (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
+            "{call:?} a call: two messages of 1..10 ms each"
+        );
+    }
 
     /// The timers-and-tasks yardstick carries two messages a call, each its 1..10 ms latency
     /// and nothing more (madsim's network adds 2 ms a message; this does not).
