@@ -188,13 +188,26 @@ pub fn echo_calls(calls: u64, latency_us: Option<(u64, u64)>) -> EchoCalls {
     }
 }
 
-/// What a transport of our own could reach, bypassing madsim's network: `calls` echo calls in
-/// a row between two nodes, each message a task spawned on the receiving node that sleeps the
-/// message's latency (uniform in 1..10 ms, from madsim's random generator) and hands it over
-/// through a channel, each call waiting for its answer under a timeout, as `call_timeout` does.
-/// No loss, no clogs: a yardstick of timers and tasks, not a network.
-pub fn timer_echo_calls(calls: u64) -> EchoCalls {
+/// One call of the echoes without madsim's network: its number, and where the answer goes.
+type EchoCall = (u64, tokio::sync::oneshot::Sender<u64>);
+
+/// A message's latency in those echoes: uniform in 1..10 ms, from madsim's generator.
+fn echo_latency() -> Duration {
     use madsim::rand::Rng;
+    Duration::from_micros(madsim::rand::thread_rng().gen_range(1_000..10_000))
+}
+
+/// The echo of [`timer_echo_calls`] and [`queue_echo_calls`]: `calls` calls in a row from a
+/// caller node to an echo node, each waiting for its answer under a timeout, as
+/// `call_timeout` does. `wire(echo node, caller node)` sets a design up and returns how the
+/// caller sends a call. No loss, no clogs: a yardstick of timers and tasks, not a network.
+fn echo_without_network<Sends>(
+    calls: u64,
+    wire: impl FnOnce(madsim::runtime::NodeHandle, madsim::runtime::NodeHandle) -> Sends,
+) -> EchoCalls
+where
+    Sends: Fn(EchoCall) + Send + 'static,
+{
     let calls = calls.clamp(1, MAX_RAW_CALLS);
     let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
     let started = std::time::Instant::now();
@@ -202,30 +215,14 @@ pub fn timer_echo_calls(calls: u64) -> EchoCalls {
         let handle = madsim::runtime::Handle::current();
         let server = handle.create_node().name("echo").ip([10, 99, 0, 1].into()).build();
         let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
-        type Call = (u64, tokio::sync::oneshot::Sender<u64>);
-        let (to_server, mut inbox) = tokio::sync::mpsc::unbounded_channel::<Call>();
-        let latency = || Duration::from_micros(madsim::rand::thread_rng().gen_range(1_000..10_000));
-        let answers_on = client.clone();
-        server.spawn(async move {
-            while let Some((n, answer)) = inbox.recv().await {
-                let delay = latency();
-                answers_on.spawn(async move {
-                    madsim::time::sleep(delay).await;
-                    let _ = answer.send(n);
-                });
-            }
-        });
+        let send = wire(server, client.clone());
         client
             .spawn(async move {
                 let began = madsim::time::Instant::now();
                 let mut messages = 0u64;
                 for n in 0..calls {
                     let (answer, answered) = tokio::sync::oneshot::channel();
-                    let (to_server, delay) = (to_server.clone(), latency());
-                    server.spawn(async move {
-                        madsim::time::sleep(delay).await;
-                        let _ = to_server.send((n, answer));
-                    });
+                    send((n, answer));
                     let echoed = tokio::time::timeout(Duration::from_secs(1), answered)
                         .await
                         .expect("no faults: every message arrives in time")
@@ -243,6 +240,32 @@ pub fn timer_echo_calls(calls: u64) -> EchoCalls {
         wall_s: started.elapsed().as_secs_f64(),
         simulated,
     }
+}
+
+/// What a transport of our own could reach, bypassing madsim's network, built the simplest
+/// way: each message a task spawned on the receiving node that sleeps the message's latency
+/// and hands it over through a channel ([`echo_without_network`]).
+pub fn timer_echo_calls(calls: u64) -> EchoCalls {
+    echo_without_network(calls, |server, client| {
+        let (to_server, mut inbox) = tokio::sync::mpsc::unbounded_channel::<EchoCall>();
+        let echo_on = server.clone();
+        echo_on.spawn(async move {
+            while let Some((n, answer)) = inbox.recv().await {
+                let delay = echo_latency();
+                client.spawn(async move {
+                    madsim::time::sleep(delay).await;
+                    let _ = answer.send(n);
+                });
+            }
+        });
+        move |call: EchoCall| {
+            let (to_server, delay) = (to_server.clone(), echo_latency());
+            server.spawn(async move {
+                madsim::time::sleep(delay).await;
+                let _ = to_server.send(call);
+            });
+        }
+    })
 }
 
 /// One node's delivery queue for [`queue_echo_calls`]: messages in, each with the instant it
@@ -287,77 +310,39 @@ fn delivery_queue<M: Send + 'static>(
 /// [`timer_echo_calls`] with a delivery queue per node instead of a task per message
 /// ([`delivery_queue`]): the design a transport of our own would have.
 pub fn queue_echo_calls(calls: u64) -> EchoCalls {
-    use madsim::rand::Rng;
-    let calls = calls.clamp(1, MAX_RAW_CALLS);
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(0, madsim::Config::default());
-    let started = std::time::Instant::now();
-    let (messages, simulated) = runtime.block_on(async move {
-        let handle = madsim::runtime::Handle::current();
-        let server = handle.create_node().name("echo").ip([10, 99, 0, 1].into()).build();
-        let client = handle.create_node().name("caller").ip([10, 99, 0, 2].into()).build();
-        type Call = (u64, tokio::sync::oneshot::Sender<u64>);
-        let due = || {
-            madsim::time::Instant::now() + Duration::from_micros(madsim::rand::thread_rng().gen_range(1_000..10_000))
-        };
-        let to_client = delivery_queue(&client, |(n, answer): Call| {
+    echo_without_network(calls, |server, client| {
+        let due = || madsim::time::Instant::now() + echo_latency();
+        let to_client = delivery_queue(&client, |(n, answer): EchoCall| {
             let _ = answer.send(n);
         });
-        let to_server = delivery_queue(&server, move |call: Call| {
+        let to_server = delivery_queue(&server, move |call: EchoCall| {
             let _ = to_client.send((due(), call));
         });
-        client
-            .spawn(async move {
-                let began = madsim::time::Instant::now();
-                let mut messages = 0u64;
-                for n in 0..calls {
-                    let (answer, answered) = tokio::sync::oneshot::channel();
-                    to_server.send((due(), (n, answer))).expect("the server's queue runs");
-                    let echoed = tokio::time::timeout(Duration::from_secs(1), answered)
-                        .await
-                        .expect("no faults: every message arrives in time")
-                        .expect("the echo answers");
-                    debug_assert_eq!(echoed, n);
-                    messages += 2;
-                }
-                (messages, began.elapsed())
-            })
-            .await
-            .expect("the caller ran")
-    });
-    EchoCalls {
-        messages,
-        wall_s: started.elapsed().as_secs_f64(),
-        simulated,
-    }
+        move |call: EchoCall| {
+            to_server.send((due(), call)).expect("the echo node's queue runs");
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The delivery-queue yardstick: two messages a call, each its latency, as the other.
+    /// Both yardsticks without madsim's network carry two messages a call, each its 1..10 ms
+    /// latency and nothing more (madsim's network adds 2 ms a message; these do not).
     #[test]
-    fn queue_echo_calls_carry_two_messages_of_their_latency_each() {
-        let measured = queue_echo_calls(1000);
-        assert_eq!(measured.messages, 2000);
-        let call = measured.simulated / 1000;
-        assert!(
-            (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
-            "{call:?} a call: two messages of 1..10 ms each"
-        );
-    }
-
-    /// The timers-and-tasks yardstick carries two messages a call, each its 1..10 ms latency
-    /// and nothing more (madsim's network adds 2 ms a message; this does not).
-    #[test]
-    fn timer_echo_calls_carry_two_messages_of_their_latency_each() {
-        let measured = timer_echo_calls(1000);
-        assert_eq!(measured.messages, 2000);
-        let call = measured.simulated / 1000;
-        assert!(
-            (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
-            "{call:?} a call: two messages of 1..10 ms each"
-        );
+    fn echoes_without_the_network_carry_two_messages_of_their_latency_each() {
+        for (design, measured) in [
+            ("a task per message", timer_echo_calls(1000)),
+            ("a delivery queue", queue_echo_calls(1000)),
+        ] {
+            assert_eq!(measured.messages, 2000, "{design}");
+            let call = measured.simulated / 1000;
+            assert!(
+                (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
+                "{design}: {call:?} a call: two messages of 1..10 ms each"
+            );
+        }
     }
 
     /// Each echo call is two messages on the network, and the count says so.
