@@ -482,7 +482,7 @@ impl BenchPlan {
             .collect();
         if !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
             return Err(format!(
-                "--add-to {}: its {} runs were measured with other long-run settings ({}); measure every row lock again with this one: --locks {}",
+                "--add-to {}: its {} runs were measured {}, and this one runs the row locks with the library's defaults; measure every row lock again with it: --locks {}",
                 path.display(),
                 kept.join(", "),
                 real_backends::RowLockSettings::describe(setup.row_lock_settings),
