@@ -472,15 +472,16 @@ impl BenchPlan {
                 ));
             }
         }
-        // The report states one set of long-run settings for the row locks: every row lock
-        // it keeps must have run with the settings this one runs with.
+        // The report states one set of long-run settings for the row locks: if this one
+        // measures a row lock, every row lock it keeps must have run with the same settings.
+        let measures_row_locks = self.locks.iter().any(|v| v.is_row_lock());
         let kept: Vec<&str> = Variant::ALL
             .into_iter()
             .filter(|v| v.is_row_lock() && !self.locks.contains(v))
             .filter(|v| old.runs.iter().any(|r| r.variant == v.name()))
             .map(|v| v.cli_name())
             .collect();
-        if !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
+        if measures_row_locks && !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
             return Err(format!(
                 "--add-to {}: its {} runs were measured {}, and this one runs the row locks with the library's defaults; measure every row lock again with it: --locks {}",
                 path.display(),
@@ -1628,10 +1629,16 @@ mod tests {
         assert!(refused.contains("--lockers 1,4,16"), "{refused}");
         let missing = BenchPlan::new(flags(vec![1, 4, 16], PathBuf::from("/nonexistent/data.json"))).unwrap_err();
         assert!(missing.starts_with("--add-to: "), "{missing}");
-        // Row locks kept from data measured with other settings: the report could not state
-        // one set of settings, so they must be measured again with this run.
+        // A row lock measured beside row locks kept from data measured with other settings:
+        // the report could not state one set of settings, so they must all be measured again.
+        // Other locks may still be added to such data (the settings do not touch them).
         let older = with_settings(None, "older.json");
-        let refused = BenchPlan::new(flags(vec![1, 4, 16], older.clone())).unwrap_err();
+        BenchPlan::new(flags(vec![1, 4, 16], older.clone())).expect("redisson-fair is no row lock");
+        let one_row_lock = BenchRealFlags {
+            locks: Some(vec![Variant::Queue, Variant::RedissonFair]),
+            ..flags(vec![1, 4, 16], older.clone())
+        };
+        let refused = BenchPlan::new(one_row_lock).unwrap_err();
         assert!(refused.contains("measure every row lock again"), "{refused}");
         assert!(refused.contains("--locks old,queue"), "{refused}");
         assert!(refused.ends_with(",redisson-fair"), "{refused}");
