@@ -67,11 +67,11 @@ pub struct RowLockSettings {
 
 impl RowLockSettings {
     /// How the report's workload paragraph says it; `None`: data measured before the
-    /// settings were recorded (2026-11-27), when both were off, the library's default then.
+    /// settings were recorded, which does not say (they were off by default until 2026-11-27).
     pub fn describe(settings: Option<RowLockSettings>) -> String {
         let on_off = |on: bool| if on { "on" } else { "off" };
         match settings {
-            None => "with the library's long-run settings (reused thread ids, the queue read from the last hold) off, the default until 2026-11-27 (not recorded in the data, which is older)".into(),
+            None => "with long-run settings the data does not record (reused thread ids, the queue read from the last hold; measured before they were recorded, and off by default until 2026-11-27)".into(),
             Some(s) => format!(
                 "with the library's long-run settings as recorded: reused thread ids {}, the queue read from the last hold {}",
                 on_off(s.reuse_thread_ids),
