@@ -1,6 +1,7 @@
-//! `cassalock bench sim`: seeds per minute of the contention scenario, against issue 15's goal
-//! and against madsim's own message rate measured in the same run; with `--shard K/N
-//! --shard-out FILE`, one machine's part of it, and `cassalock merge` of the parts.
+//! `cassalock bench sim`: seeds per minute of the contention scenario, on madsim's network and
+//! on the cluster's own queues (`--network queues`), against issue 15's goal and against
+//! madsim's own message rate measured in the same run; with `--shard K/N --shard-out FILE`,
+//! one machine's part of it, and `cassalock merge` of the parts.
 //!
 //! A sharded bench answers "how fast does a sweep go on my machines": shard K runs the seeds
 //! `s % N == K - 1` of the same seed set, timed on its own machine. The merge adds up what is
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cassalock::Algorithm;
+use cassalock_sim::cluster::Network;
 use cassalock_sim::ranges::SeedRange;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -31,7 +33,21 @@ const JOBS: usize = 2;
 const RAW_CALLS: u64 = 200_000;
 /// The goal of issue 15: contention seeds per minute on the two jobs.
 const GOAL_SEEDS_PER_MINUTE: f64 = 10_000.0;
-const ALGORITHMS: [Algorithm; 2] = [Algorithm::Old, Algorithm::Queue];
+/// What is measured: each algorithm on madsim's network, then on the queues.
+const RUNS: [(Algorithm, Network); 4] = [
+    (Algorithm::Old, Network::Madsim),
+    (Algorithm::Queue, Network::Madsim),
+    (Algorithm::Old, Network::Queues),
+    (Algorithm::Queue, Network::Queues),
+];
+
+/// A run's name in the table and in shard files: "old", "queue on queues".
+fn run_name((algorithm, network): (Algorithm, Network)) -> String {
+    match network {
+        Network::Madsim => algorithm.name().to_owned(),
+        Network::Queues => format!("{} on queues", algorithm.name()),
+    }
+}
 
 /// One algorithm's figures over the seeds one machine ran.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -53,16 +69,24 @@ impl Figures {
     }
 }
 
-/// Run `seeds` of the contention scenario for `algorithm` on `pool`.
-fn measure(pool: &rayon::ThreadPool, algorithm: Algorithm, seeds: &[u64]) -> Figures {
+/// Run `seeds` of the contention scenario for `algorithm` on `network`, on `pool`.
+fn measure(pool: &rayon::ThreadPool, (algorithm, network): (Algorithm, Network), seeds: &[u64]) -> Figures {
+    use cassalock_sim::knobs::Knobs;
     use cassalock_sim::run::run;
     use cassalock_sim::scenario::{build, SimOptions};
+    let options = SimOptions {
+        knobs: Box::new(Knobs {
+            network: Some(network),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
     let started = Instant::now();
     let per_seed: Vec<(usize, u128, u64, bool)> = pool.install(|| {
         seeds
             .par_iter()
             .map(|&seed| {
-                let config = build("contention", seed, algorithm, &SimOptions::default()).expect("known");
+                let config = build("contention", seed, algorithm, &options).expect("known");
                 let outcome = run(&config, seed, false);
                 (
                     outcome.verdicts.acquisitions,
@@ -114,7 +138,7 @@ impl Raw {
 fn header(seeds: u64, ran_on: &str) {
     println!("contention (5 clients x 20 acquisitions, QUORUM, 3 replicas): {seeds} seeds on {ran_on}");
     println!(
-        "{:<10} {:>9} {:>13} {:>8} {:>13} {:>10} {:>12} {:>16}",
+        "{:<16} {:>9} {:>13} {:>8} {:>13} {:>10} {:>12} {:>16}",
         "algorithm", "seconds", "seeds/minute", "x goal", "acquisitions", "sim. s", "messages", "messages/s/job"
     );
 }
@@ -123,7 +147,7 @@ fn header(seeds: u64, ran_on: &str) {
 fn line(name: &str, figures: &Figures, jobs: usize) {
     let per_job = figures.messages as f64 / figures.seconds.max(1e-9) / jobs as f64;
     println!(
-        "{name:<10} {:>9.2} {:>13.0} {:>8.2} {:>13} {:>10.0} {:>12} {per_job:>16.0}",
+        "{name:<16} {:>9.2} {:>13.0} {:>8.2} {:>13} {:>10.0} {:>12} {per_job:>16.0}",
         figures.seconds,
         figures.seeds_per_minute(),
         figures.seeds_per_minute() / GOAL_SEEDS_PER_MINUTE,
@@ -133,8 +157,9 @@ fn line(name: &str, figures: &Figures, jobs: usize) {
     );
 }
 
-/// What madsim alone does on this machine, and what it leaves for each algorithm.
-fn raw_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
+/// What madsim alone does on this machine, and what it leaves for each algorithm on its
+/// network.
+fn raw_lines(raw: &Raw, figures: &[((Algorithm, Network), Figures)]) {
     println!();
     println!(
         "madsim alone (one thread): {} echo calls, {} messages in {:.2} s: {:.0} messages/s",
@@ -150,7 +175,7 @@ fn raw_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
         default_call.as_secs_f64() * 1e3,
         floor_call.as_secs_f64() * 1e3
     );
-    for (algorithm, figures) in figures {
+    for ((algorithm, _), figures) in figures.iter().filter(|((_, network), _)| *network == Network::Madsim) {
         let per_job = figures.messages as f64 / figures.seconds.max(1e-9) / JOBS as f64;
         let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
         // Were our code free, each seed would still cost its messages at madsim's rate.
@@ -195,23 +220,54 @@ pub fn run(seeds: u64) -> ExitCode {
     let all: Vec<u64> = range.seeds().collect();
     header(seeds, &format!("{JOBS} threads"));
     let mut figures = Vec::new();
-    for algorithm in ALGORITHMS {
-        let measured = measure(&pool, algorithm, &all);
-        line(algorithm.name(), &measured, JOBS);
-        figures.push((algorithm, measured));
+    for run in RUNS {
+        let measured = measure(&pool, run, &all);
+        line(&run_name(run), &measured, JOBS);
+        figures.push((run, measured));
     }
+    network_lines(&figures);
     let raw = Raw::measure();
     raw_lines(&raw, &figures);
     bypass_lines(&raw, &figures);
     verdict(&figures)
 }
 
-/// Issue 15, part 3: what a transport of our own could reach. madsim's timers and tasks alone
+/// Each algorithm on the queues against madsim's network, same seeds: the speed-up, and the
+/// simulated time and messages (which should agree: same latencies, same work).
+fn network_lines(figures: &[((Algorithm, Network), Figures)]) {
+    println!();
+    for (algorithm, network) in RUNS {
+        if network != Network::Queues {
+            continue;
+        }
+        let of = |network: Network| {
+            figures
+                .iter()
+                .find(|(run, _)| *run == (algorithm, network))
+                .map(|(_, figures)| figures)
+        };
+        let (Some(madsim), Some(queues)) = (of(Network::Madsim), of(Network::Queues)) else {
+            continue;
+        };
+        println!(
+            "{:<10} on the queues: {:.2}x the seeds per minute of madsim's network ({:.0} against {:.0}; {:.2}x the goal), simulated time {:.3}x, messages {:.3}x (same seeds, different runs)",
+            algorithm.name(),
+            queues.seeds_per_minute() / madsim.seeds_per_minute().max(1e-9),
+            queues.seeds_per_minute(),
+            madsim.seeds_per_minute(),
+            queues.seeds_per_minute() / GOAL_SEEDS_PER_MINUTE,
+            queues.simulated_ns as f64 / (madsim.simulated_ns as f64).max(1.0),
+            queues.messages as f64 / (madsim.messages as f64).max(1.0),
+        );
+    }
+}
+
+/// Issue 15, part 3: what a transport of our own can reach. madsim's timers and tasks alone
 /// against its network, in the same run, two ways (`cassalock_sim::run::timer_echo_calls`: a
-/// task per message; `queue_echo_calls`: a delivery queue per node), and the seeds per minute
-/// the messages alone would then allow: ceilings for a simulator that bypassed madsim's
-/// network, not measurements of one (none is built).
-fn bypass_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
+/// task per message; `queue_echo_calls`: a delivery queue per node, the design of
+/// `cassalock_sim::transport`), and the seeds per minute the messages alone would then allow:
+/// ceilings, set beside the transport's measured rows above.
+fn bypass_lines(raw: &Raw, figures: &[((Algorithm, Network), Figures)]) {
     let designs = [
         (
             "a task per message (spawned on the receiving node, sleeps the latency)",
@@ -230,11 +286,11 @@ fn bypass_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
             measured.wall_s,
             rate / raw.rate()
         );
-        for (algorithm, figures) in figures {
+        for ((algorithm, _), figures) in figures.iter().filter(|((_, network), _)| *network == Network::Queues) {
             let per_seed = figures.messages as f64 / figures.seeds.max(1) as f64;
             let ceiling = rate / per_seed * 60.0 * JOBS as f64;
             println!(
-                "{:<10} a transport at that rate would cap the messages alone at {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal; not built)",
+                "{:<10} a transport at that rate would cap the messages alone at {ceiling:.0} seeds/minute on {JOBS} jobs ({:.2}x the goal; the queues' row above is the transport measured)",
                 algorithm.name(),
                 ceiling / GOAL_SEEDS_PER_MINUTE
             );
@@ -242,7 +298,7 @@ fn bypass_lines(raw: &Raw, figures: &[(Algorithm, Figures)]) {
     }
 }
 
-fn verdict(figures: &[(Algorithm, Figures)]) -> ExitCode {
+fn verdict(figures: &[((Algorithm, Network), Figures)]) -> ExitCode {
     if figures.iter().any(|(_, f)| f.failed > 0) {
         eprintln!("error: a contention run failed a check");
         return ExitCode::from(1);
@@ -252,7 +308,7 @@ fn verdict(figures: &[(Algorithm, Figures)]) -> ExitCode {
 
 /// What a `bench sim` shard file says it is, and the version of its layout.
 pub const SHARD_FORMAT: &str = "cassalock-bench-sim-shard";
-pub const SHARD_VERSION: u64 = 1;
+pub const SHARD_VERSION: u64 = 2;
 
 /// A shard's measurements (`bench sim --shard K/N --shard-out FILE`).
 #[derive(Serialize, Deserialize)]
@@ -263,7 +319,7 @@ struct BenchShardFile {
     seeds: u64,
     k: u64,
     n: u64,
-    /// Per algorithm (old, queue): this shard's figures.
+    /// Per run (old, queue, old on queues, queue on queues): this shard's figures.
     figures: Vec<(String, Figures)>,
     raw: Raw,
 }
@@ -288,9 +344,9 @@ pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
         Err(code) => return code,
     };
     let mine: Vec<u64> = shard.seeds(&range).collect();
-    let figures: Vec<(String, Figures)> = ALGORITHMS
+    let figures: Vec<(String, Figures)> = RUNS
         .into_iter()
-        .map(|algorithm| (algorithm.name().to_owned(), measure(&pool, algorithm, &mine)))
+        .map(|run| (run_name(run), measure(&pool, run, &mine)))
         .collect();
     let file = BenchShardFile {
         format: SHARD_FORMAT.to_owned(),
@@ -329,12 +385,12 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
         let file: BenchShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
         let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
         let range = seed_range(file.seeds).map_err(damaged)?;
-        let names: Vec<&str> = ALGORITHMS.iter().map(|a| a.name()).collect();
+        let names: Vec<String> = RUNS.into_iter().map(run_name).collect();
         if !file
             .figures
             .iter()
             .map(|(name, _)| name.as_str())
-            .eq(names.iter().copied())
+            .eq(names.iter().map(String::as_str))
             || file
                 .figures
                 .iter()
@@ -367,7 +423,7 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
     );
     header(seeds, &format!("{n} shards x {JOBS} threads"));
     let mut merged = Vec::new();
-    for (index, algorithm) in ALGORITHMS.into_iter().enumerate() {
+    for (index, run) in RUNS.into_iter().enumerate() {
         let mut whole = Figures::default();
         for (_, file, _) in &files {
             let figures = &file.figures[index].1;
@@ -378,20 +434,21 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
             whole.messages += figures.messages;
             whole.failed += figures.failed;
         }
-        line(algorithm.name(), &whole, JOBS * n);
-        merged.push((algorithm, whole));
+        line(&run_name(run), &whole, JOBS * n);
+        merged.push((run, whole));
     }
+    network_lines(&merged);
     println!();
     println!(
-        "{:<10} {:>6} {:>7} {:>9} {:>13} {:>18}",
+        "{:<16} {:>6} {:>7} {:>9} {:>13} {:>18}",
         "algorithm", "shard", "seeds", "seconds", "seeds/minute", "madsim messages/s"
     );
-    for (index, algorithm) in ALGORITHMS.into_iter().enumerate() {
+    for (index, run) in RUNS.into_iter().enumerate() {
         for (_, file, shard) in &files {
             let figures = &file.figures[index].1;
             println!(
-                "{:<10} {:>6} {:>7} {:>9.2} {:>13.0} {:>18.0}",
-                algorithm.name(),
+                "{:<16} {:>6} {:>7} {:>9.2} {:>13.0} {:>18.0}",
+                run_name(run),
                 shard.to_string(),
                 figures.seeds,
                 figures.seconds,

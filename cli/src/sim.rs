@@ -10,6 +10,7 @@ use anyhow::bail;
 use cassalock::driver::Algorithm;
 use cassalock_history::text::count;
 use cassalock_sim::cluster::Consistency;
+use cassalock_sim::cluster::Network;
 use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
 use cassalock_sim::ranges::SeedRange;
 use cassalock_sim::run::{run, RunOutcome};
@@ -206,6 +207,12 @@ pub struct ScenarioArgs {
     /// madsim's 1000..10000). To compare with a real cluster, give what its round trips measure.
     #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
     pub message_latency_us: Option<MsRange>,
+    /// Which network carries the cluster's messages: madsim (its endpoints and RPC; the
+    /// default, what every recorded seed and report was made with) or queues (a delivery queue
+    /// per node: the same latencies and faults with fewer tasks and timers, issue 15; a seed
+    /// gives a different run on each).
+    #[arg(long, value_name = "madsim|queues", help_heading = KNOBS)]
+    pub network: Option<Network>,
 }
 
 /// The help heading of the knobs.
@@ -271,6 +278,7 @@ knob_fields!(
     locks,
     lock_order,
     message_latency_us,
+    network,
     next_poll_ms,
     paced_poll,
     reuse_thread_ids,

@@ -12,11 +12,14 @@ use madsim::task::NodeId;
 use tokio::time::Instant;
 
 use crate::clock::{ClockSpec, SimClock};
-use crate::cluster::{client_ip, replica_addr, resource_addr, time_replica_ip, Replica, ReplicaData, SimStore};
+use crate::cluster::{
+    client_ip, replica_addr, resource_addr, time_replica_ip, Network, Replica, ReplicaData, SimStore,
+};
 use crate::faults::Injector;
 use crate::oracles::{watch_global_time, watch_replicas};
 use crate::scenario::RunConfig;
-use crate::trace::{serve_resource, NodeObserver, Record, Recorder};
+use crate::trace::{serve_resource, NodeObserver, Record, Recorder, What};
+use crate::transport::{QueueTransport, MAX_WAITING_MESSAGES};
 use crate::workload::{client_main, ClientState};
 
 fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
@@ -24,13 +27,27 @@ fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
 }
 
 /// Build every node of `config`, run until every client still alive is done (or the time
-/// limit): the records, the simulated time taken, the clients killed for good, the clients'
-/// store requests.
-pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>, Duration, BTreeSet<usize>, u64) {
+/// limit).
+pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> Simulated {
     let handle = Handle::current();
     let start = Instant::now();
     let recorder = Recorder::new(start, detailed, config.reuse_thread_ids);
     let config = Arc::new(config);
+    let transport = match config.cluster.network {
+        Network::Madsim => None,
+        Network::Queues => {
+            let transport = QueueTransport::new(config.cluster.message_latency_us);
+            // Every node of the cluster's network has its queue before any node runs.
+            let ips = (0..config.cluster.replicas)
+                .map(|i| replica_addr(i).ip())
+                .chain((0..config.time_replicas).map(time_replica_ip))
+                .chain((0..config.clients).map(client_ip));
+            for ip in ips {
+                transport.open(ip);
+            }
+            Some(transport)
+        }
+    };
 
     // Replicas.
     let mut replica_nodes = Vec::new();
@@ -41,6 +58,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
             data: Arc::new(Mutex::new(ReplicaData::default())),
             clock: clock_of(&config.replica_clocks, i, start),
             config: config.cluster.clone(),
+            transport: transport.clone(),
         };
         replica_data.push((Arc::clone(&replica.data), replica.clock.clone()));
         let node = handle
@@ -69,6 +87,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
         let clock = clock_of(&config.time_replica_clocks, i, start);
         let cluster = config.cluster.clone();
         let recorder = Arc::clone(&recorder);
+        let transport = transport.clone();
         let node = handle
             .create_node()
             .name(format!("ts{i}"))
@@ -77,8 +96,9 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
                 let clock = clock.clone();
                 let cluster = cluster.clone();
                 let recorder = Arc::clone(&recorder);
+                let transport = transport.clone();
                 async move {
-                    let store = SimStore::connect(time_replica_ip(i), cluster).await;
+                    let store = SimStore::connect(time_replica_ip(i), cluster, transport).await;
                     let observer = Arc::new(NodeObserver {
                         node: format!("ts{i}"),
                         clock: clock.clone(),
@@ -103,6 +123,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
             done: AtomicU32::new(0),
             incarnations: AtomicU32::new(0),
             finished: AtomicBool::new(false),
+            transport: transport.clone(),
         });
         client_states.push(Arc::clone(&state));
         let clock = clock_of(&config.client_clocks, i, start);
@@ -141,6 +162,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
         replicas: replica_nodes,
         time_replicas: time_nodes,
         killed: Arc::clone(&killed),
+        transport: transport.clone(),
     };
     // The tasks the supervisor spawns (on madsim's main node, which cannot be killed): aborted
     // at the end, see `stop_every_task`.
@@ -180,9 +202,40 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> (Vec<Record>,
         }
     }
     let killed = killed.lock().expect("killed").clone();
-    let outcome = (recorder.records(), start.elapsed(), killed, recorder.requests());
+    let carried = transport.as_ref().map_or(0, |transport| transport.carried());
+    if let Some(dropped) = transport
+        .as_ref()
+        .map(|transport| transport.over_limit())
+        .filter(|&n| n > 0)
+    {
+        recorder.record(
+            "network",
+            None,
+            What::Note(format!(
+                "limit hit: {dropped} messages dropped because a node's queue held {MAX_WAITING_MESSAGES} (MAX_WAITING_MESSAGES)"
+            )),
+        );
+    }
+    let outcome = Simulated {
+        records: recorder.records(),
+        sim_time: start.elapsed(),
+        killed,
+        requests: recorder.requests(),
+        queued_messages: carried,
+    };
     stop_every_task(&handle, &every_node, &supervisor_tasks);
     outcome
+}
+
+/// What one run left: its records, the simulated time it took, the clients killed for good,
+/// the clients' store requests, and the messages the run's queues carried (0 on madsim's
+/// network, whose own counter has them).
+pub(crate) struct Simulated {
+    pub(crate) records: Vec<Record>,
+    pub(crate) sim_time: Duration,
+    pub(crate) killed: BTreeSet<usize>,
+    pub(crate) requests: u64,
+    pub(crate) queued_messages: u64,
 }
 
 /// End every task of the run so that its memory is freed when the runtime is dropped.

@@ -50,6 +50,7 @@ use madsim::net::Endpoint;
 use crate::clock::SimClock;
 use crate::knobs::StoreFaults;
 use crate::trace::{Recorder, What};
+use crate::transport::{Delivery, QueueTransport, Reply};
 
 /// The port every simulated service listens on.
 pub const PORT: u16 = 9042;
@@ -127,6 +128,66 @@ pub struct ClusterConfig {
     /// One message's latency on the simulated network, uniform in `lo..hi` microseconds
     /// (`None`: madsim's 1..10 ms).
     pub message_latency_us: Option<(u64, u64)>,
+    /// Which network carries the cluster's messages.
+    pub network: Network,
+}
+
+/// The network that carries the cluster's messages (the resource's always go over madsim's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Network {
+    /// madsim's endpoints and RPC: what every recorded seed and report was made with.
+    #[default]
+    Madsim,
+    /// A delivery queue per node ([`crate::transport`]): the same latencies and faults, fewer
+    /// tasks and timers a message (issue 15, part 3).
+    Queues,
+}
+
+impl Network {
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Madsim => "madsim",
+            Network::Queues => "queues",
+        }
+    }
+}
+
+impl std::fmt::Display for Network {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Network {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "madsim" => Ok(Network::Madsim),
+            "queues" => Ok(Network::Queues),
+            other => Err(format!("{other:?} is not a network; use madsim or queues")),
+        }
+    }
+}
+
+/// In a scenario file: `"madsim"` or `"queues"`.
+impl<'de> serde::Deserialize<'de> for Network {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How a node of the cluster sends: through its madsim endpoint, or the run's queues.
+#[derive(Clone)]
+pub enum Wire {
+    Madsim(Endpoint),
+    Queues { transport: Arc<QueueTransport>, me: IpAddr },
+}
+
+impl Wire {
+    fn is_queues(&self) -> bool {
+        matches!(self, Wire::Queues { .. })
+    }
 }
 
 impl ClusterConfig {
@@ -167,6 +228,7 @@ impl Default for ClusterConfig {
             gc_grace: ClusterConfig::gc_grace_for_ttl(30),
             store_faults: StoreFaults::default(),
             message_latency_us: None,
+            network: Network::Madsim,
         }
     }
 }
@@ -229,6 +291,8 @@ pub struct Replica {
     pub data: Arc<Mutex<ReplicaData>>,
     pub clock: SimClock,
     pub config: ClusterConfig,
+    /// The run's queues when the cluster's network is [`Network::Queues`].
+    pub transport: Option<Arc<QueueTransport>>,
 }
 
 impl Replica {
@@ -269,29 +333,14 @@ impl Replica {
             let mut data = self.data.lock().expect("replica data");
             data.live = data.synced.clone();
         }
-        let endpoint = Endpoint::bind(replica_addr(self.index))
-            .await
-            .expect("replica address free");
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |Apply { row, versions }| {
-            let this = this.clone();
-            async move { this.apply(&row, &versions) }
-        });
-        let this = self.clone();
-        endpoint.add_rpc_handler(move |ReadRaw { row, start, live_limit }| {
-            let this = this.clone();
-            async move { this.raw(&row, &start, live_limit) }
-        });
-        let this = self.clone();
-        let coordinator_endpoint = endpoint.clone();
-        endpoint.add_rpc_handler(move |Coordinate(request)| {
-            let this = this.clone();
-            let endpoint = coordinator_endpoint.clone();
-            // Boxed: madsim moves a handler's future by value as it spawns it, and the
-            // coordinator's state (a read's rounds, a write's fan-out) is kilobytes; a box
-            // makes each move a pointer's. Polled the same way: no run changes.
-            async move { Box::pin(this.coordinate(&endpoint, request)).await }
-        });
+        // madsim's endpoint must live as long as the node serves.
+        let _endpoint = match self.transport.clone() {
+            None => Some(self.serve_madsim().await),
+            Some(transport) => {
+                self.serve_queues(transport);
+                None
+            }
+        };
         // Commit-log sync and compaction, on the replica's clock.
         let mut since_sync = Duration::ZERO;
         loop {
@@ -308,7 +357,67 @@ impl Replica {
         }
     }
 
-    async fn coordinate(&self, endpoint: &Endpoint, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
+    /// Answer on madsim's network: a handler task per request. The endpoint is returned to be
+    /// kept.
+    async fn serve_madsim(&self) -> Endpoint {
+        let endpoint = Endpoint::bind(replica_addr(self.index))
+            .await
+            .expect("replica address free");
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |Apply { row, versions }| {
+            let this = this.clone();
+            async move { this.apply(&row, &versions) }
+        });
+        let this = self.clone();
+        endpoint.add_rpc_handler(move |ReadRaw { row, start, live_limit }| {
+            let this = this.clone();
+            async move { this.raw(&row, &start, live_limit) }
+        });
+        let this = self.clone();
+        let wire = Wire::Madsim(endpoint.clone());
+        endpoint.add_rpc_handler(move |Coordinate(request)| {
+            let this = this.clone();
+            let wire = wire.clone();
+            // Boxed: madsim moves a handler's future by value as it spawns it, and the
+            // coordinator's state (a read's rounds, a write's fan-out) is kilobytes; a box
+            // makes each move a pointer's. Polled the same way: no run changes.
+            async move { Box::pin(this.coordinate(&wire, request)).await }
+        });
+        endpoint
+    }
+
+    /// Answer from the run's queues: writes and reads in the delivery task, a task per
+    /// request to coordinate.
+    fn serve_queues(&self, transport: Arc<QueueTransport>) {
+        let me = replica_addr(self.index).ip();
+        let this = self.clone();
+        let wire = Wire::Queues {
+            transport: Arc::clone(&transport),
+            me,
+        };
+        transport.clone().serve(me, move |delivery| match delivery {
+            Delivery::Apply { row, versions, ack } => {
+                this.apply(&row, &versions);
+                transport.answer(me, ack, ());
+            }
+            Delivery::ReadRaw {
+                row,
+                start,
+                live_limit,
+                answer,
+            } => transport.answer(me, answer, this.raw(&row, &start, live_limit)),
+            Delivery::Coordinate { request, answer } => {
+                let (this, wire, transport) = (this.clone(), wire.clone(), Arc::clone(&transport));
+                madsim::task::spawn(Box::pin(async move {
+                    let result = this.coordinate(&wire, request).await;
+                    transport.answer(me, answer, result);
+                }));
+            }
+            Delivery::Answer(continuation) => continuation(),
+        });
+    }
+
+    async fn coordinate(&self, wire: &Wire, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
         let now_us = self.clock.now_us();
         match request {
             StoreOp::Write { row, cells, timestamp } => {
@@ -316,20 +425,20 @@ impl Replica {
                     .into_iter()
                     .map(|c| (c.column, CellVersion::value(c.value, timestamp, c.ttl_s, now_us)))
                     .collect();
-                self.replicate(endpoint, row, versions).await
+                self.replicate(wire, row, versions).await
             }
             StoreOp::Delete { row, column, timestamp } => {
-                self.replicate(endpoint, row, vec![(column, CellVersion::tombstone(timestamp))])
+                self.replicate(wire, row, vec![(column, CellVersion::tombstone(timestamp))])
                     .await
             }
-            StoreOp::ReadSlice { row, start, count } => self.read(endpoint, row, start, count as usize).await,
+            StoreOp::ReadSlice { row, start, count } => self.read(wire, row, start, count as usize).await,
         }
     }
 
     /// Send to every replica; answer after CL acknowledgements or time out.
     async fn replicate(
         &self,
-        endpoint: &Endpoint,
+        wire: &Wire,
         row: String,
         versions: Vec<(String, CellVersion)>,
     ) -> Result<StoreReply, StoreFailure> {
@@ -341,23 +450,39 @@ impl Replica {
                 let _ = acks.send(());
                 continue;
             }
-            let endpoint = endpoint.clone();
-            let acks = acks.clone();
             let message = Apply {
                 row: row.clone(),
                 versions: versions.clone(),
             };
-            let timeout = self.config.write_timeout;
-            madsim::task::spawn(Box::pin(async move {
-                if endpoint
-                    .call_timeout(replica_addr(replica), message, timeout)
-                    .await
-                    .is_ok()
-                {
-                    let _ = acks.send(());
+            match wire {
+                Wire::Madsim(endpoint) => {
+                    let endpoint = endpoint.clone();
+                    let acks = acks.clone();
+                    let timeout = self.config.write_timeout;
+                    madsim::task::spawn(Box::pin(async move {
+                        if endpoint
+                            .call_timeout(replica_addr(replica), message, timeout)
+                            .await
+                            .is_ok()
+                        {
+                            let _ = acks.send(());
+                        }
+                    }));
                 }
-            }));
+                Wire::Queues { transport, me } => {
+                    let acks = acks.clone();
+                    let Apply { row, versions } = message;
+                    let ack = Reply::new(*me, move |()| {
+                        let _ = acks.send(());
+                    });
+                    transport.send(*me, replica_addr(replica).ip(), Delivery::Apply { row, versions, ack });
+                }
+            }
         }
+        // On madsim's network each call's task holds a sender until its own timeout; a lost
+        // message on the queues drops its sender at once, so the coordinator holds one until
+        // its deadline instead: either way it waits out `write_timeout`, never less.
+        let _open_until_timeout = wire.is_queues().then(|| acks.clone());
         drop(acks);
         let wait = async {
             let mut got = 0;
@@ -379,16 +504,10 @@ impl Replica {
     /// larger limit (short-read protection). If the limit cannot grow any more
     /// ([`MAX_RAW_VERSIONS`]) and the view is still incomplete, the read fails with
     /// [`limit_hit`].
-    async fn read(
-        &self,
-        endpoint: &Endpoint,
-        row: String,
-        start: String,
-        count: usize,
-    ) -> Result<StoreReply, StoreFailure> {
+    async fn read(&self, wire: &Wire, row: String, start: String, count: usize) -> Result<StoreReply, StoreFailure> {
         let mut limit = count.max(1);
         loop {
-            let (cells, complete) = self.read_round(endpoint, &row, &start, count, limit).await?;
+            let (cells, complete) = self.read_round(wire, &row, &start, count, limit).await?;
             if complete {
                 return Ok(StoreReply::Slice(cells));
             }
@@ -406,7 +525,7 @@ impl Replica {
 
     async fn read_round(
         &self,
-        endpoint: &Endpoint,
+        wire: &Wire,
         row: &str,
         start: &str,
         count: usize,
@@ -419,20 +538,42 @@ impl Replica {
                 let _ = answers.send((replica, self.raw(row, start, limit)));
                 continue;
             }
-            let endpoint = endpoint.clone();
-            let answers = answers.clone();
             let message = ReadRaw {
                 row: row.to_owned(),
                 start: start.to_owned(),
                 live_limit: limit,
             };
-            let timeout = self.config.read_timeout;
-            madsim::task::spawn(Box::pin(async move {
-                if let Ok(answer) = endpoint.call_timeout(replica_addr(replica), message, timeout).await {
-                    let _ = answers.send((replica, answer));
+            let answers = answers.clone();
+            match wire {
+                Wire::Madsim(endpoint) => {
+                    let endpoint = endpoint.clone();
+                    let timeout = self.config.read_timeout;
+                    madsim::task::spawn(Box::pin(async move {
+                        if let Ok(answer) = endpoint.call_timeout(replica_addr(replica), message, timeout).await {
+                            let _ = answers.send((replica, answer));
+                        }
+                    }));
                 }
-            }));
+                Wire::Queues { transport, me } => {
+                    let ReadRaw { row, start, live_limit } = message;
+                    let answer = Reply::new(*me, move |answer| {
+                        let _ = answers.send((replica, answer));
+                    });
+                    transport.send(
+                        *me,
+                        replica_addr(replica).ip(),
+                        Delivery::ReadRaw {
+                            row,
+                            start,
+                            live_limit,
+                            answer,
+                        },
+                    );
+                }
+            }
         }
+        // As in `replicate`: wait out `read_timeout` even when every message was lost.
+        let _open_until_timeout = wire.is_queues().then(|| answers.clone());
         drop(answers);
         let gather = async {
             let mut got = Vec::new();
@@ -481,7 +622,7 @@ impl Replica {
         if let Some(bound) = &complete_up_to {
             merged.retain(|column, _| column <= bound);
         }
-        self.repair(endpoint, row, &merged, per_replica).await?;
+        self.repair(wire, row, &merged, per_replica).await?;
         let now_us = self.clock.now_us();
         let cells: Vec<LiveCell> = cassalock::store::live_slice(&merged, count, now_us);
         let complete = complete_up_to.is_none() || cells.len() >= count;
@@ -491,7 +632,7 @@ impl Replica {
     /// Blocking read repair: bring every responder up to the merged view before answering.
     async fn repair(
         &self,
-        endpoint: &Endpoint,
+        wire: &Wire,
         row: &str,
         merged: &BTreeMap<String, CellVersion>,
         per_replica: Vec<(usize, Vec<(String, CellVersion)>)>,
@@ -521,10 +662,38 @@ impl Replica {
                 row: row.to_owned(),
                 versions: missing,
             };
-            pending.push(endpoint.call_timeout(replica_addr(replica), message, self.config.read_timeout));
+            pending.push((replica, message));
         }
-        for repair in pending {
-            repair.await.map_err(|_| StoreFailure::Timeout)?;
+        match wire {
+            // One repair after the other, each under its own timeout.
+            Wire::Madsim(endpoint) => {
+                for (replica, message) in pending {
+                    endpoint
+                        .call_timeout(replica_addr(replica), message, self.config.read_timeout)
+                        .await
+                        .map_err(|_| StoreFailure::Timeout)?;
+                }
+            }
+            // Every repair at once, all under one timeout.
+            Wire::Queues { transport, me } => {
+                let (acks, mut acked) = tokio::sync::mpsc::unbounded_channel::<()>();
+                let needed = pending.len();
+                for (replica, Apply { row, versions }) in pending {
+                    let acks = acks.clone();
+                    let ack = Reply::new(*me, move |()| {
+                        let _ = acks.send(());
+                    });
+                    transport.send(*me, replica_addr(replica).ip(), Delivery::Apply { row, versions, ack });
+                }
+                let wait = async {
+                    for _ in 0..needed {
+                        acked.recv().await;
+                    }
+                };
+                let waited = tokio::time::timeout(self.config.read_timeout, wait).await;
+                drop(acks);
+                waited.map_err(|_| StoreFailure::Timeout)?;
+            }
         }
         Ok(())
     }
@@ -532,7 +701,7 @@ impl Replica {
 
 /// A client's view of the cluster: the `Store` the lock code runs against.
 pub struct SimStore {
-    endpoint: Endpoint,
+    wire: Wire,
     config: ClusterConfig,
     /// Where injected store faults are recorded, and the node's name; `None`: no store faults
     /// for this store (the time service's).
@@ -547,12 +716,23 @@ enum CallFault {
 }
 
 impl SimStore {
-    pub async fn connect(ip: IpAddr, config: ClusterConfig) -> Self {
-        let endpoint = Endpoint::bind(SocketAddr::new(ip, 0))
-            .await
-            .expect("client address free");
+    /// A client at `ip`: on madsim's network, or on `transport`'s queues (its delivery task is
+    /// spawned on the current node, to receive answers).
+    pub async fn connect(ip: IpAddr, config: ClusterConfig, transport: Option<Arc<QueueTransport>>) -> Self {
+        let wire = match transport {
+            None => Wire::Madsim(
+                Endpoint::bind(SocketAddr::new(ip, 0))
+                    .await
+                    .expect("client address free"),
+            ),
+            Some(transport) => {
+                // Nothing but answers is sent to a client.
+                transport.serve(ip, |_request| {});
+                Wire::Queues { transport, me: ip }
+            }
+        };
         SimStore {
-            endpoint,
+            wire,
             config,
             faults_to: None,
         }
@@ -606,12 +786,19 @@ impl Store for SimStore {
             return Err(StoreFailure::Unavailable);
         }
         let coordinator = madsim::rand::thread_rng().gen_range(0..self.config.replicas);
+        let endpoint = match &self.wire {
+            Wire::Madsim(endpoint) => endpoint,
+            Wire::Queues { transport, me } => {
+                return self
+                    .execute_on_queues(transport, *me, coordinator, request, fault)
+                    .await
+            }
+        };
         if fault == Some(CallFault::AfterApply) {
             // The coordinator does all its work; its answer never arrives, so the client waits
             // out its timeout.
             let sent = tokio::time::Instant::now();
-            let _ = self
-                .endpoint
+            let _ = endpoint
                 .call_timeout(
                     replica_addr(coordinator),
                     Coordinate(request),
@@ -621,8 +808,7 @@ impl Store for SimStore {
             tokio::time::sleep_until(sent + self.config.client_timeout).await;
             return Err(StoreFailure::Timeout);
         }
-        match self
-            .endpoint
+        match endpoint
             .call_timeout(
                 replica_addr(coordinator),
                 Coordinate(request),
@@ -632,6 +818,46 @@ impl Store for SimStore {
         {
             Ok(answer) => answer,
             Err(_) => Err(StoreFailure::Timeout),
+        }
+    }
+}
+
+impl SimStore {
+    /// [`Store::execute`] on the run's queues: the request goes to `coordinator`, and the
+    /// client waits for the answer until `client_timeout`: a lost request or answer, or an
+    /// answer this call's fault loses, is waited out, never reported early.
+    async fn execute_on_queues(
+        &self,
+        transport: &QueueTransport,
+        me: IpAddr,
+        coordinator: usize,
+        request: StoreRequest,
+        fault: Option<CallFault>,
+    ) -> Result<StoreReply, StoreFailure> {
+        let deadline = transport.now() + self.config.client_timeout;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let answer = Reply::new(me, move |result| {
+            let _ = answer.send(result);
+        });
+        transport.send(
+            me,
+            replica_addr(coordinator).ip(),
+            Delivery::Coordinate { request, answer },
+        );
+        if fault == Some(CallFault::AfterApply) {
+            // The coordinator does all its work; its answer is lost.
+            drop(answered);
+            tokio::time::sleep_until(deadline).await;
+            return Err(StoreFailure::Timeout);
+        }
+        match tokio::time::timeout(self.config.client_timeout, answered).await {
+            Ok(Ok(result)) => result,
+            // Lost on the way: the answer will never come.
+            Ok(Err(_lost)) => {
+                tokio::time::sleep_until(deadline).await;
+                Err(StoreFailure::Timeout)
+            }
+            Err(_elapsed) => Err(StoreFailure::Timeout),
         }
     }
 }

@@ -10,8 +10,10 @@ use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use tokio::time::Instant;
 
+use crate::cluster::{client_ip, replica_addr};
 use crate::scenario::{Fault, FaultKind};
 use crate::trace::{Disruption, Recorder, What};
+use crate::transport::QueueTransport;
 
 /// How a note says a planned fault did not fire (the verdicts count such notes).
 pub(crate) const DID_NOT_FIRE: &str = "the holder fault did not fire";
@@ -26,6 +28,9 @@ pub(crate) struct Injector {
     pub(crate) time_replicas: Vec<NodeId>,
     /// Clients killed and not restarted.
     pub(crate) killed: Arc<Mutex<BTreeSet<usize>>>,
+    /// The run's queues, when the cluster's network is `Network::Queues`: its clogs, isolation
+    /// and loss are set there too (madsim's still carry the resource's messages).
+    pub(crate) transport: Option<Arc<QueueTransport>>,
 }
 
 impl Injector {
@@ -82,6 +87,14 @@ impl Injector {
     }
 
     fn cut(&self, client: usize, clog: bool) {
+        if let Some(transport) = &self.transport {
+            let client = client_ip(client);
+            for replica in 0..self.replicas.len() {
+                let replica = replica_addr(replica).ip();
+                transport.clog_link(client, replica, clog);
+                transport.clog_link(replica, client, clog);
+            }
+        }
         let net = NetSim::current();
         for &replica in &self.replicas {
             if clog {
@@ -171,6 +184,9 @@ impl Injector {
                     true,
                 );
                 NetSim::current().clog_node(self.replicas[replica]);
+                if let Some(transport) = &self.transport {
+                    transport.isolate(replica_addr(replica).ip(), true);
+                }
                 tokio::time::sleep(for_).await;
                 self.mark(
                     format!("reconnect replica r{replica}"),
@@ -179,6 +195,9 @@ impl Injector {
                     false,
                 );
                 NetSim::current().unclog_node(self.replicas[replica]);
+                if let Some(transport) = &self.transport {
+                    transport.isolate(replica_addr(replica).ip(), false);
+                }
             }
             FaultKind::Loss { rate_percent, for_ } => {
                 self.recorder.record(
@@ -192,6 +211,9 @@ impl Injector {
                     },
                 );
                 NetSim::current().update_config(|c| c.packet_loss_rate = f64::from(rate_percent) / 100.0);
+                if let Some(transport) = &self.transport {
+                    transport.set_loss_rate(f64::from(rate_percent) / 100.0);
+                }
                 tokio::time::sleep(for_).await;
                 self.recorder.record(
                     "faults",
@@ -204,6 +226,9 @@ impl Injector {
                     },
                 );
                 NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
+                if let Some(transport) = &self.transport {
+                    transport.set_loss_rate(0.0);
+                }
             }
             FaultKind::KillTimeReplica { replica } => {
                 self.mark(

@@ -20,6 +20,7 @@ use cassalock::driver::SettingsError;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::cluster::Network;
 use crate::scenario::{FaultKind, RunConfig};
 
 /// The most clients a run may have (their addresses are 10.0.1.1 ..; the fairness report's
@@ -179,6 +180,8 @@ pub struct Knobs {
     pub lock_order: Option<LockOrder>,
     /// One message's latency on the simulated network, uniform in the range, microseconds.
     pub message_latency_us: Option<MsRange>,
+    /// Which network carries the cluster's messages.
+    pub network: Option<Network>,
 }
 
 /// The order an acquisition takes several locks in.
@@ -504,6 +507,9 @@ impl Knobs {
         }
         if let Some(range) = self.message_latency_us {
             config.cluster.message_latency_us = Some(range.pair());
+        }
+        if let Some(network) = self.network {
+            config.cluster.network = network;
         }
     }
 }

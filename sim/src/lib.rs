@@ -38,6 +38,8 @@ pub mod timeline;
 #[cfg(madsim)]
 pub mod trace;
 #[cfg(madsim)]
+pub mod transport;
+#[cfg(madsim)]
 pub mod verdict;
 #[cfg(madsim)]
 mod workload;

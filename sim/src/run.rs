@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::assembly::simulate;
+use crate::assembly::{simulate, Simulated};
 use crate::scenario::RunConfig;
 use crate::trace::Record;
 use crate::verdict::{judge, Verdicts};
@@ -51,10 +51,18 @@ pub fn run(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
 fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutcome {
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, config.cluster.madsim_config());
     let for_run = config.clone();
-    let ((records, sim_time, killed, requests), messages) = runtime.block_on(async move {
+    let (simulated, madsim_messages) = runtime.block_on(async move {
         let outcome = simulate(for_run, detailed).await;
         (outcome, madsim::net::NetSim::current().stat().msg_count)
     });
+    let Simulated {
+        records,
+        sim_time,
+        killed,
+        requests,
+        queued_messages,
+    } = simulated;
+    let messages = madsim_messages + queued_messages;
     let verdicts = judge(config, &records, sim_time, &killed);
     let trace_hash = hash_records(&records);
     RunOutcome {

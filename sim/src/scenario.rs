@@ -758,6 +758,9 @@ impl RunConfig {
         if let Some((lo, hi)) = self.cluster.message_latency_us {
             parts.push(format!("each message {lo}..{hi} us on the network"));
         }
+        if self.cluster.network != cluster.network {
+            parts.push(format!("messages on the {} network", self.cluster.network));
+        }
         if let Some(max_wait) = self.max_wait_ms {
             parts.push(format!("max wait {max_wait} ms"));
         }

@@ -26,6 +26,8 @@ pub(crate) struct ClientState {
     pub(crate) incarnations: AtomicU32,
     /// Set once the client recorded that it is done.
     pub(crate) finished: AtomicBool,
+    /// The run's queues, when the cluster's network is `Network::Queues`.
+    pub(crate) transport: Option<Arc<crate::transport::QueueTransport>>,
 }
 
 /// A critical section's length: from `hold_ms`, or, with a long-operation mix, from its range
@@ -49,7 +51,7 @@ pub(crate) async fn client_main(
     let node = format!("c{}", state.index);
     // A new incarnation gets a new client id: thread ids must never repeat.
     let client_id = format!("c{}-{incarnation}", state.index);
-    let store = SimStore::connect(client_ip(state.index), config.cluster.clone())
+    let store = SimStore::connect(client_ip(state.index), config.cluster.clone(), state.transport.clone())
         .await
         .with_store_faults(Arc::clone(&recorder), node.clone());
     let mut settings = config.settings(&client_id);

@@ -9,8 +9,9 @@ use cassalock::store::{Store, StoreFailure, StoreOp, StoreReply};
 use cassalock::Clock;
 use cassalock_sim::clock::{ClockSpec, SimClock};
 use cassalock_sim::cluster::{
-    client_ip, replica_addr, ClusterConfig, Replica, ReplicaData, SimStore, MAX_RAW_VERSIONS,
+    client_ip, replica_addr, ClusterConfig, Network, Replica, ReplicaData, SimStore, MAX_RAW_VERSIONS,
 };
+use cassalock_sim::transport::QueueTransport;
 use madsim::runtime::{Handle, Runtime};
 
 const ROW: &str = "q:L";
@@ -18,8 +19,21 @@ const ROW: &str = "q:L";
 const LAST: &str = "zz";
 
 /// Start the replicas (`fill` sets up each one's data, given its clock) and send `reads` slice
-/// reads of the first cell of [`ROW`] from one client; each picks a coordinator at random.
+/// reads of the first cell of [`ROW`] from one client; each picks a coordinator at random. On
+/// both networks: the answers on madsim's, then on the queues.
 fn read_through_the_cluster(
+    offsets_s: [i64; 3],
+    fill: fn(usize, &SimClock, &mut ReplicaData),
+    reads: usize,
+) -> Vec<Result<StoreReply, StoreFailure>> {
+    [Network::Madsim, Network::Queues]
+        .into_iter()
+        .flat_map(|network| read_on(network, offsets_s, fill, reads))
+        .collect()
+}
+
+fn read_on(
+    network: Network,
     offsets_s: [i64; 3],
     fill: fn(usize, &SimClock, &mut ReplicaData),
     reads: usize,
@@ -28,7 +42,16 @@ fn read_through_the_cluster(
     runtime.block_on(async move {
         let handle = Handle::current();
         let start = tokio::time::Instant::now();
-        let config = ClusterConfig::default();
+        let config = ClusterConfig {
+            network,
+            ..ClusterConfig::default()
+        };
+        let transport = (network == Network::Queues).then(|| QueueTransport::new(None));
+        if let Some(transport) = &transport {
+            for i in 0..3 {
+                transport.open(replica_addr(i).ip());
+            }
+        }
         for (i, offset_s) in offsets_s.into_iter().enumerate() {
             let clock = SimClock::new(
                 ClockSpec {
@@ -44,6 +67,7 @@ fn read_through_the_cluster(
                 data: Arc::new(Mutex::new(data)),
                 clock,
                 config: config.clone(),
+                transport: transport.clone(),
             };
             handle
                 .create_node()
@@ -55,7 +79,7 @@ fn read_through_the_cluster(
         let client = handle.create_node().name("c0").ip(client_ip(0)).build();
         client
             .spawn(async move {
-                let store = SimStore::connect(client_ip(0), config).await;
+                let store = SimStore::connect(client_ip(0), config, transport).await;
                 let mut answers = Vec::new();
                 for _ in 0..reads {
                     let read = StoreOp::ReadSlice {
@@ -96,7 +120,10 @@ fn a_replica_holding_more_versions_than_one_read_may_carry_fails_the_read() {
         },
         1,
     );
-    assert_limit_hit(&answers[0]);
+    assert_eq!(answers.len(), 2, "one read on each network");
+    for answer in &answers {
+        assert_limit_hit(answer);
+    }
 }
 
 #[test]
@@ -119,16 +146,23 @@ fn a_coordinator_whose_short_read_protection_runs_into_the_limit_fails_the_read(
         },
         12,
     );
-    let mut limit_hits = 0;
-    for answer in &answers {
-        match answer {
-            // r1 or r2 coordinated: the cells are live by its clock.
-            Ok(StoreReply::Slice(cells)) => assert_eq!(cells.len(), 1, "{answers:?}"),
-            other => {
-                assert_limit_hit(other);
-                limit_hits += 1;
+    // Twelve reads on each network: r0 coordinates some of them on each.
+    for (network, answers) in ["madsim", "queues"].into_iter().zip(answers.chunks(12)) {
+        let mut limit_hits = 0;
+        for answer in answers {
+            match answer {
+                // r1 or r2 coordinated: the cells are live by its clock.
+                Ok(StoreReply::Slice(cells)) => assert_eq!(cells.len(), 1, "{network}: {answers:?}"),
+                other => {
+                    assert_limit_hit(other);
+                    limit_hits += 1;
+                }
             }
         }
+        assert!(
+            limit_hits > 0,
+            "{network}: r0 never coordinated in {} reads",
+            answers.len()
+        );
     }
-    assert!(limit_hits > 0, "r0 never coordinated in {} reads", answers.len());
 }
