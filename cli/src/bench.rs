@@ -19,8 +19,10 @@ pub enum Suite {
     /// worlds against their 60 s goal, and the time to each catalogued counterexample. Exit 4
     /// when the yardstick cannot be built or run.
     Models,
-    /// Simulation: seeds per minute of the contention scenario (2 jobs, release build), against
-    /// madsim's own message rate in the same run; --seeds per algorithm (default 600); with
+    /// Simulation: seeds per minute of the contention scenario (2 jobs, release build), on the
+    /// cluster's own queues (the default network) and on madsim's, against madsim's own message
+    /// rate in the same run; --seeds per algorithm and network (default 600); every claim a run
+    /// failed is named with its first seed, exit 1 if one is T1-belief or T1-resource; with
     /// --shard K/N --shard-out FILE, this machine's part, added up by `cassalock merge`.
     #[cfg(madsim)]
     Sim,

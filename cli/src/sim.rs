@@ -207,10 +207,10 @@ pub struct ScenarioArgs {
     /// madsim's 1000..10000). To compare with a real cluster, give what its round trips measure.
     #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
     pub message_latency_us: Option<MsRange>,
-    /// Which network carries the cluster's messages: madsim (its endpoints and RPC; the
-    /// default, what every recorded seed and report was made with) or queues (a delivery queue
-    /// per node: the same latencies and faults with fewer tasks and timers, issue 15; a seed
-    /// gives a different run on each).
+    /// Which network carries the cluster's messages: queues (the default: a delivery queue per
+    /// node, issue 15) or madsim (its endpoints and RPC: the same latencies and faults, about
+    /// 2x slower; what seeds recorded before 2026-11-27 ran on). A seed gives a different run
+    /// on each.
     #[arg(long, value_name = "madsim|queues", help_heading = KNOBS)]
     pub network: Option<Network>,
 }

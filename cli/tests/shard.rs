@@ -509,7 +509,7 @@ fn exact_bench_figures(stdout: &str) -> Vec<(String, String, String, String)> {
         .skip(1)
         .take_while(|line| !line.is_empty())
         .map(|line| {
-            // A name ("old", "queue on queues"), then seven figures.
+            // A name ("old (queues)"), then seven figures.
             let words: Vec<&str> = line.split_whitespace().collect();
             let n = words.len();
             assert!(n >= 8, "{line}");

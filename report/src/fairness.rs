@@ -877,7 +877,7 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     let _ = writeln!(md, "- Thread counts are on a log scale. A flat throughput line means handoffs cost the same however many clients wait.");
     let _ = writeln!(md, "- A figure that means nothing for a configuration (Jain's index or a wait with 0 acquisitions, requests per handoff with 0 handoffs, 0 on a log axis) is not plotted: its line breaks there and a note under the chart names it. A value too close to zero to read off a linear axis is printed beside its point, and a line lying wholly that close (under {}% of the axis) is drawn again under the chart on its own scale.", axis_label(NEAR_ZERO * 100.0));
     let _ = writeln!(md, "- \"old TryLock\" is the old algorithm's single TryLock (Listing 3) used as TryGetLock; \"queue TryGetLock\" is Listing 7. A refusal is a try that found the lock taken; their clients think and try again, so their acquisitions are not comparable with GetLock's one for one.");
-    let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network has 1-10 ms per message, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-backends.md` for that).");
+    let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network (the cluster's own queues, `--network queues`) has 1-10 ms per message plus the 2 ms madsim's network adds, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-backends.md` for that).");
     md
 }
 

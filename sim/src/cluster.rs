@@ -135,11 +135,12 @@ pub struct ClusterConfig {
 /// The network that carries the cluster's messages (the resource's always go over madsim's).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Network {
-    /// madsim's endpoints and RPC: what every recorded seed and report was made with.
-    #[default]
+    /// madsim's endpoints and RPC: what seeds recorded before 2026-11-27 ran on (their lines
+    /// in `regressions/` say `--network madsim`).
     Madsim,
     /// A delivery queue per node ([`crate::transport`]): the same latencies and faults, fewer
-    /// tasks and timers a message (issue 15, part 3).
+    /// tasks and timers a message (issue 15, part 3). The default.
+    #[default]
     Queues,
 }
 
@@ -228,7 +229,7 @@ impl Default for ClusterConfig {
             gc_grace: ClusterConfig::gc_grace_for_ttl(30),
             store_faults: StoreFaults::default(),
             message_latency_us: None,
-            network: Network::Madsim,
+            network: Network::Queues,
         }
     }
 }

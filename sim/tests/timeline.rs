@@ -160,8 +160,9 @@ fn a_backward_jump_is_marked_where_and_by_how_much() {
 
 #[test]
 fn refusing_the_only_holder_is_marked_apart_from_fencing_a_stale_one() {
-    // CL=ONE seed 28: the resource refused the only holder's writes (reports/matrix.md).
-    let (outcome, svg) = timeline("cl-one", 28, &SimOptions::default());
+    // CL=ONE seed 38: the resource refused the only holder's writes (seed 28 on madsim's
+    // network, reports/matrix.md before 2026-11-27).
+    let (outcome, svg) = timeline("cl-one", 38, &SimOptions::default());
     let refused = outcome.verdicts.refusals.len();
     assert!(refused > 0 && outcome.verdicts.refusals.iter().all(|r| r.legitimate));
     assert!(outcome.verdicts.check("C-token").verdict.is_violated());
