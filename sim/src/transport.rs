@@ -40,17 +40,17 @@
 //! its 1 ms send sleep). Read repairs go out at once under one timeout (madsim's path sends them
 //! one after the other). madsim's receiving side sleeps 1 ms after taking each message off an
 //! endpoint, one message after the other, so a replica there takes at most one request of a
-//! kind a millisecond; here every due message is handed over at its instant. Runs on the two networks draw different random numbers, so a seed
-//! gives a different run on each: seeds recorded before 2026-11-27 ran on madsim's network and
-//! replay with `--network madsim`. The queues are the default since then.
+//! kind a millisecond; here every due message is handed over at its instant. Runs on the two
+//! networks draw different random numbers, so a seed gives a different run on each: seeds
+//! recorded before 2026-11-27 ran on madsim's network and replay with `--network madsim`. The
+//! queues are the default since then.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use std::future::Future;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use cassalock::store::{CellVersion, StoreFailure, StoreReply, StoreRequest};
 use tokio::time::Instant;
