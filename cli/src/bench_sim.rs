@@ -288,11 +288,11 @@ fn network_lines(figures: &[((Algorithm, Network), Figures)]) {
     }
 }
 
-/// Issue 15, part 3: what a transport of our own can reach. madsim's timers and tasks alone
-/// against its network, in the same run, two ways (`cassalock_sim::run::timer_echo_calls`: a
-/// task per message; `queue_echo_calls`: a delivery queue per node, the design of
-/// `cassalock_sim::transport`), and the seeds per minute the messages alone would then allow:
-/// ceilings, set beside the transport's measured rows above.
+/// Issue 15, part 3: madsim's timers and tasks alone against its network, in the same run, two
+/// ways (`cassalock_sim::run::timer_echo_calls`: a task per message, a design not built;
+/// `queue_echo_calls`: the cluster's own transport, `cassalock_sim::transport`), and the seeds
+/// per minute the messages alone would allow at each rate: ceilings, set beside the
+/// transport's measured rows above.
 fn bypass_lines(raw: &Raw, figures: &[((Algorithm, Network), Figures)]) {
     let designs = [
         (
@@ -300,7 +300,7 @@ fn bypass_lines(raw: &Raw, figures: &[((Algorithm, Network), Figures)]) {
             cassalock_sim::run::timer_echo_calls(RAW_CALLS),
         ),
         (
-            "a delivery queue per node (one task sleeps until the earliest message is due)",
+            "the cluster's transport (a delivery queue per node, the default network)",
             cassalock_sim::run::queue_echo_calls(RAW_CALLS),
         ),
     ];

@@ -19,7 +19,7 @@ use crate::faults::Injector;
 use crate::oracles::{watch_global_time, watch_replicas};
 use crate::scenario::RunConfig;
 use crate::trace::{serve_resource, NodeObserver, Record, Recorder, What};
-use crate::transport::{QueueTransport, MAX_WAITING_MESSAGES};
+use crate::transport::{QueueTransport, MAX_WAITING_MESSAGES, NETWORK_LIMIT_HIT};
 use crate::workload::{client_main, ClientState};
 
 fn clock_of(specs: &[ClockSpec], i: usize, start: Instant) -> SimClock {
@@ -212,7 +212,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> Simulated {
             "network",
             None,
             What::Note(format!(
-                "limit hit: {dropped} messages dropped because a node's queue held {MAX_WAITING_MESSAGES} (MAX_WAITING_MESSAGES)"
+                "{NETWORK_LIMIT_HIT}: {dropped} messages dropped because a node's queue held {MAX_WAITING_MESSAGES} (MAX_WAITING_MESSAGES)"
             )),
         );
     }

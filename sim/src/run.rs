@@ -276,58 +276,49 @@ pub fn timer_echo_calls(calls: u64) -> EchoCalls {
     })
 }
 
-/// One node's delivery queue for [`queue_echo_calls`]: messages in, each with the instant it
-/// is due; one task sleeps until the earliest is due and hands every due message to `deliver`.
-/// At most [`MAX_RAW_CALLS`] messages wait at once (the echo keeps one in flight).
-fn delivery_queue<M: Send + 'static>(
-    node: &madsim::runtime::NodeHandle,
-    deliver: impl Fn(M) + Send + 'static,
-) -> tokio::sync::mpsc::UnboundedSender<(madsim::time::Instant, M)> {
-    let (sender, mut incoming) = tokio::sync::mpsc::unbounded_channel::<(madsim::time::Instant, M)>();
-    node.spawn(async move {
-        // Due instant, arrival order (ties deliver in the order sent), message.
-        let mut waiting: std::collections::BTreeMap<(madsim::time::Instant, u64), M> = std::collections::BTreeMap::new();
-        let mut sent = 0u64;
-        loop {
-            let next_due = waiting.keys().next().map(|(due, _)| *due);
-            tokio::select! {
-                biased;
-                message = incoming.recv() => match message {
-                    Some((due, message)) => {
-                        debug_assert!(waiting.len() < MAX_RAW_CALLS as usize, "the echo keeps one message in flight");
-                        waiting.insert((due, sent), message);
-                        sent += 1;
-                    }
-                    None => return,
-                },
-                _ = madsim::time::sleep_until(next_due.unwrap_or_else(madsim::time::Instant::now)), if next_due.is_some() => {
-                    let now = madsim::time::Instant::now();
-                    while let Some(entry) = waiting.first_entry() {
-                        if entry.key().0 > now {
-                            break;
-                        }
-                        deliver(entry.remove());
-                    }
-                }
-            }
-        }
-    });
-    sender
-}
-
-/// [`timer_echo_calls`] with a delivery queue per node instead of a task per message
-/// ([`delivery_queue`]): the design a transport of our own would have.
+/// The echo of [`timer_echo_calls`] over the cluster's own transport
+/// ([`crate::transport::QueueTransport`], the simulator's default network): the caller's
+/// request is a slice read the echo node answers at once. Each message carries the 2 ms the
+/// transport adds as madsim's network does.
 pub fn queue_echo_calls(calls: u64) -> EchoCalls {
+    use crate::cluster::RawSlice;
+    use crate::transport::{Delivery, QueueTransport, Reply};
     echo_without_network(calls, |server, client| {
-        let due = || madsim::time::Instant::now() + echo_latency();
-        let to_client = delivery_queue(&client, |(n, answer): EchoCall| {
-            let _ = answer.send(n);
+        let (server_ip, client_ip): (std::net::IpAddr, std::net::IpAddr) =
+            ([10, 99, 0, 1].into(), [10, 99, 0, 2].into());
+        let transport = QueueTransport::new(None);
+        transport.open(server_ip);
+        transport.open(client_ip);
+        let on_server = std::sync::Arc::clone(&transport);
+        server.spawn(async move {
+            let answering = std::sync::Arc::clone(&on_server);
+            on_server.serve(server_ip, move |delivery| {
+                if let Delivery::ReadRaw { answer, .. } = delivery {
+                    let echo = RawSlice {
+                        versions: Vec::new(),
+                        truncated: false,
+                    };
+                    answering.answer(server_ip, answer, Ok(echo));
+                }
+            });
+            std::future::pending::<()>().await;
         });
-        let to_server = delivery_queue(&server, move |call: EchoCall| {
-            let _ = to_client.send((due(), call));
+        let on_client = std::sync::Arc::clone(&transport);
+        client.spawn(async move {
+            on_client.serve(client_ip, |_request| {});
+            std::future::pending::<()>().await;
         });
-        move |call: EchoCall| {
-            to_server.send((due(), call)).expect("the echo node's queue runs");
+        move |(n, answer): EchoCall| {
+            let answer = Reply::new(client_ip, move |_: Result<RawSlice, String>| {
+                let _ = answer.send(n);
+            });
+            let read = Delivery::ReadRaw {
+                row: String::new(),
+                start: String::new(),
+                live_limit: 1,
+                answer,
+            };
+            transport.send(client_ip, server_ip, read);
         }
     })
 }
@@ -336,19 +327,20 @@ pub fn queue_echo_calls(calls: u64) -> EchoCalls {
 mod tests {
     use super::*;
 
-    /// Both yardsticks without madsim's network carry two messages a call, each its 1..10 ms
-    /// latency and nothing more (madsim's network adds 2 ms a message; these do not).
+    /// Both echoes without madsim's network carry two messages a call, each its 1..10 ms
+    /// latency: the task per message nothing more, the cluster's transport the 2 ms a message
+    /// madsim's network adds too (so a call takes what it takes there, 13..17 ms).
     #[test]
     fn echoes_without_the_network_carry_two_messages_of_their_latency_each() {
-        for (design, measured) in [
-            ("a task per message", timer_echo_calls(1000)),
-            ("a delivery queue", queue_echo_calls(1000)),
+        for (design, measured, took) in [
+            ("a task per message", timer_echo_calls(1000), 9..13),
+            ("the cluster's transport", queue_echo_calls(1000), 13..17),
         ] {
             assert_eq!(measured.messages, 2000, "{design}");
             let call = measured.simulated / 1000;
             assert!(
-                (Duration::from_millis(9)..Duration::from_millis(13)).contains(&call),
-                "{design}: {call:?} a call: two messages of 1..10 ms each"
+                (Duration::from_millis(took.start)..Duration::from_millis(took.end)).contains(&call),
+                "{design}: {call:?} a call"
             );
         }
     }

@@ -63,8 +63,11 @@ pub const SEND_AND_RECEIVE_COST: Duration = Duration::from_millis(2);
 /// madsim's default latency of one message, microseconds (`send_latency`: 1..10 ms).
 pub const DEFAULT_LATENCY_US: (u64, u64) = (1_000, 10_000);
 /// At most this many messages wait in one node's queue; a message beyond it is dropped and
-/// counted ([`QueueTransport::over_limit`]), and the run says so in a note.
+/// counted ([`QueueTransport::over_limit`]), the run says so in a note starting with
+/// [`NETWORK_LIMIT_HIT`], and none of the run's checks passes (`verdict::judge`).
 pub const MAX_WAITING_MESSAGES: usize = 1_000_000;
+/// How the note of a run whose queues hit [`MAX_WAITING_MESSAGES`] begins.
+pub const NETWORK_LIMIT_HIT: &str = "limit hit: the cluster's queues";
 
 /// Where an answer goes: the calling node, and what to do with the answer when it arrives there.
 pub struct Reply<T> {

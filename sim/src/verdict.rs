@@ -108,6 +108,9 @@ pub struct Verdicts {
     pub resurrections: usize,
     /// Times the K3 oracle's limit was hit (`crate::oracles::K3_LIMIT_HIT`): K3 undecided.
     pub k3_limit_hits: usize,
+    /// Messages the cluster's queues dropped at their limit (`crate::transport::NETWORK_LIMIT_HIT`):
+    /// the run lost messages no fault planned, so none of its checks passes.
+    pub network_limit_hits: usize,
     pub leases_lost: Vec<String>,
     /// From a client's kill to the next acquisition by another client.
     pub free_after_kill: Option<Duration>,
@@ -294,6 +297,7 @@ pub fn judge(
             What::GlobalTime { .. } => global_changes.push(record.at),
             What::Note(text) if text.ends_with(crate::faults::DID_NOT_FIRE) => v.faults_unfired += 1,
             What::Note(text) if text.starts_with(crate::oracles::K3_LIMIT_HIT) => v.k3_limit_hits += 1,
+            What::Note(text) if text.starts_with(crate::transport::NETWORK_LIMIT_HIT) => v.network_limit_hits += 1,
             What::Lock(_)
             | What::Note(_)
             | What::TryReturned { .. }
@@ -408,7 +412,26 @@ pub fn judge(
     let (figures, contract_checks) = crate::contract::judge_contract(config, records, sim_time, &holds, &v.overlaps);
     v.contract = figures;
     v.checks.extend(contract_checks);
+    undecided_past_the_network_limit(&mut v);
     v
+}
+
+/// A run whose network dropped messages at its queue limit is not the run its scenario
+/// describes: every check it would pass is counted as a failure, saying why, never as a pass.
+fn undecided_past_the_network_limit(v: &mut Verdicts) {
+    if v.network_limit_hits == 0 {
+        return;
+    }
+    let why = format!(
+        "undecided: the cluster's queues hit their limit {} and dropped messages no fault planned (see the trace's notes), counted as a failure",
+        count(v.network_limit_hits, "time")
+    );
+    for check in &mut v.checks {
+        if check.verdict == ClaimVerdict::Holds {
+            check.verdict = ClaimVerdict::Violated;
+            check.detail = format!("{}; {why}", check.detail);
+        }
+    }
 }
 
 impl fmt::Display for Verdicts {

@@ -241,3 +241,50 @@ fn queues_keep_kills_restarts_and_the_swarm_safe() {
         }
     }
 }
+
+/// A run whose queues hit their limit (`MAX_WAITING_MESSAGES`) lost messages no fault planned:
+/// none of its checks may pass. The same records judged with the limit's note added: every
+/// check that held is now a failure that says it is undecided, and none holds.
+#[test]
+fn queues_a_run_past_the_network_limit_passes_no_check() {
+    use cassalock_sim::trace::Record;
+    use cassalock_sim::transport::NETWORK_LIMIT_HIT;
+    let outcome = one("contention", 0, Algorithm::Queue, Network::Queues, false);
+    assert!(
+        outcome.verdicts.all_passed(),
+        "the plain run passes: {}",
+        outcome.verdicts
+    );
+    let mut records = outcome.records.clone();
+    records.push(Record {
+        at: outcome.sim_time,
+        node: "network".into(),
+        clock_us: None,
+        what: What::Note(format!("{NETWORK_LIMIT_HIT}: 1 message dropped")),
+    });
+    let killed = std::collections::BTreeSet::new();
+    let judged = cassalock_sim::verdict::judge(&outcome.config, &records, outcome.sim_time, &killed);
+    assert_eq!(judged.network_limit_hits, 1);
+    for check in &judged.checks {
+        assert_ne!(
+            check.verdict,
+            cassalock_history::ClaimVerdict::Holds,
+            "{} held past the network limit",
+            check.claim
+        );
+    }
+    assert!(!judged.all_passed());
+    let held_before = outcome
+        .verdicts
+        .checks
+        .iter()
+        .filter(|check| check.verdict == cassalock_history::ClaimVerdict::Holds)
+        .count();
+    let undecided = judged
+        .checks
+        .iter()
+        .filter(|check| check.detail.contains("undecided: the cluster's queues hit their limit"))
+        .count();
+    assert!(held_before > 0);
+    assert_eq!(undecided, held_before);
+}
