@@ -26,6 +26,14 @@ pub enum Suite {
     /// --shard K/N --shard-out FILE, this machine's part, added up by `cassalock merge`.
     #[cfg(madsim)]
     Sim,
+    /// Simulation: issue 15, part 1. The queue lock (as listed, its next in line polling
+    /// every 5 ms, and paced) against the old lock at 16 lockers, hold 10 ms, no think time,
+    /// each locker acquiring for a simulated minute; at madsim's latency and at 1..2 us a
+    /// message: acquisitions per simulated second, Jain's index, requests per acquisition,
+    /// each against the old lock's, and the goal judged (2x, Jain >= 0.99, no more
+    /// requests); --seeds per line (default 100, at most 1000). Exit 1 if a run broke T1.
+    #[cfg(madsim)]
+    Handoff,
     /// Simulation: peak resident memory (VmHWM) after each of --counts seeds of one scenario,
     /// all in one sweep (the `sim` path), and its ratio to the first: it should stay flat.
     #[cfg(madsim)]
@@ -153,7 +161,8 @@ pub struct BenchArgs {
     /// one sweep runs seeds 0.. up to the last count [default: 1000,10000,100000].
     #[arg(long, value_delimiter = ',')]
     counts: Option<Vec<u64>>,
-    /// sim: seeds per algorithm, 1-100000 [default: 600].
+    /// sim: seeds per algorithm, 1-100000 [default: 600]; handoff: seeds per variant and
+    /// latency, 1-1000 [default: 100].
     #[arg(long, allow_negative_numbers = true)]
     seeds: Option<u64>,
     /// sim: run only shard K of N of the seeds (seed % N == K-1), timed on this machine, and
@@ -189,8 +198,8 @@ impl BenchArgs {
             ("--scenario", self.scenario.is_some()),
             ("--counts", self.counts.is_some()),
         ];
+        let seeds = [("--seeds", self.seeds.is_some())];
         let sim = [
-            ("--seeds", self.seeds.is_some()),
             ("--shard", self.shard.is_some()),
             ("--shard-out", self.shard_out.is_some()),
         ];
@@ -212,6 +221,10 @@ impl BenchArgs {
         let sim_ok = matches!(self.suite, Suite::Sim);
         #[cfg(not(madsim))]
         let sim_ok = false;
+        #[cfg(madsim)]
+        let seeds_ok = matches!(self.suite, Suite::Sim | Suite::Handoff);
+        #[cfg(not(madsim))]
+        let seeds_ok = false;
         // What the long run reads of the real suite's flags.
         let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
@@ -223,6 +236,7 @@ impl BenchArgs {
         misplaced(&real, real_ok, "bench real")
             .or_else(|| misplaced(&sweep_memory, sweep_memory_ok, "bench sweep-memory"))
             .or_else(|| misplaced(&long_run, long_run_ok, "bench long-run"))
+            .or_else(|| misplaced(&seeds, seeds_ok, "bench sim` or `cassalock bench handoff"))
             .or_else(|| misplaced(&sim, sim_ok, "bench sim"))
     }
 }
@@ -242,6 +256,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
                 _ => crate::bench_sim::run(seeds),
             }
         }
+        #[cfg(madsim)]
+        Suite::Handoff => crate::bench_handoff::run_bench(args.seeds.unwrap_or(crate::bench_handoff::DEFAULT_SEEDS)),
         #[cfg(madsim)]
         Suite::SweepMemory => sweep_memory(
             args.scenario.as_deref().unwrap_or("contention"),

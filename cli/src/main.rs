@@ -2,6 +2,8 @@
 
 mod bench;
 #[cfg(madsim)]
+mod bench_handoff;
+#[cfg(madsim)]
 mod bench_sim;
 mod check;
 #[cfg(madsim)]

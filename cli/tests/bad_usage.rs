@@ -38,6 +38,17 @@ const BAD: &[(&[&str], &str)] = &[
         "--scenario applies to `cassalock bench sweep-memory` only",
     ),
     (&["bench", "nope"], "invalid value 'nope'"),
+    (&["bench", "handoff", "--seeds", "0"], "--seeds 0: give 1 to 1000 seeds for bench handoff"),
+    (&["bench", "handoff", "--seeds", "1001"], "--seeds 1001: give 1 to 1000"),
+    (&["bench", "handoff", "--seeds", "-1"], "invalid value '-1' for '--seeds"),
+    (
+        &["bench", "handoff", "--shard", "1/2", "--shard-out", "x.json"],
+        "--shard applies to `cassalock bench sim` only",
+    ),
+    (
+        &["bench", "models", "--seeds", "5"],
+        "--seeds applies to `cassalock bench sim` or `cassalock bench handoff` only",
+    ),
     // The long run: its own flags only, sizes within limits, the Cassandra row locks only.
     (
         &["bench", "real", "--block", "5"],

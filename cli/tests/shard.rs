@@ -565,7 +565,7 @@ fn the_merge_of_bench_sim_shards_adds_up_to_the_single_runs_exact_figures() {
         (vec!["bench", "sim", "--shard", "2/1", "--shard-out", &files[0]], "K/N"),
         (
             vec!["bench", "sweep-memory", "--seeds", "5"],
-            "--seeds applies to `cassalock bench sim` only",
+            "--seeds applies to `cassalock bench sim` or `cassalock bench handoff` only",
         ),
     ] {
         let out = cassalock(&args);

@@ -24,6 +24,10 @@ use cassalock::driver::Algorithm;
 use rayon::prelude::*;
 
 use crate::charts::{axis_label, colour, LineChart, Series, NEAR_ZERO, Y};
+use crate::handoff::{
+    judge, GoalFigures, GOAL_JAIN, GOAL_THROUGHPUT_RATIO, HANDOFF_LATENCIES, HANDOFF_VARIANTS, HOLD_MS, LOCKERS,
+    NEXT_POLL_MS, RUN_SIMULATED, TTL_S,
+};
 use crate::{create_dir, write_file, ReportError};
 use cassalock_history::stats::percentile;
 use cassalock_sim::metrics::FairnessMetrics;
@@ -145,6 +149,8 @@ enum Job {
     Skew(usize, u64, bool),
     /// the S1 lead in seconds
     Stall(u64),
+    /// issue 15, part 1: (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`)
+    Handoff(usize, usize),
 }
 
 /// Everything measured. (`Debug` prints every figure in a form that reads back bit for bit,
@@ -156,6 +162,8 @@ pub struct Measured {
     pub skew: BTreeMap<(usize, u64, bool), Aggregate>,
     /// lead -> the longest stall seen in any seed, seconds
     pub stalls: BTreeMap<u64, f64>,
+    /// (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`) -> issue 15's handoff runs
+    pub handoff: BTreeMap<(usize, usize), Aggregate>,
 }
 
 fn params(
@@ -192,7 +200,8 @@ fn time_sources(variant: usize) -> &'static [bool] {
 type JobResult = (FairnessMetrics, Option<f64>);
 
 /// The grid's cells in report order: every variant at every thread count, then the skew and
-/// time-source cells, then the S1 leads. Depends on the thread counts alone.
+/// time-source cells, then the S1 leads, then issue 15's handoff runs. Depends on the thread
+/// counts alone.
 fn jobs(threads: &[usize]) -> Vec<Job> {
     let mut jobs = Vec::new();
     for variant in 0..VARIANTS.len() {
@@ -209,6 +218,11 @@ fn jobs(threads: &[usize]) -> Vec<Job> {
     }
     for lead in S1_LEADS_S {
         jobs.push(Job::Stall(lead));
+    }
+    for latency in 0..HANDOFF_LATENCIES.len() {
+        for variant in 0..HANDOFF_VARIANTS.len() {
+            jobs.push(Job::Handoff(variant, latency));
+        }
     }
     jobs
 }
@@ -456,6 +470,7 @@ pub fn assemble(options: &FairnessOptions, shards: &[FairnessShard]) -> Result<M
         threads: BTreeMap::new(),
         skew: BTreeMap::new(),
         stalls: BTreeMap::new(),
+        handoff: BTreeMap::new(),
     };
     let seeds = options.seeds as usize;
     for (position, job) in jobs.into_iter().enumerate() {
@@ -473,6 +488,9 @@ pub fn assemble(options: &FairnessOptions, shards: &[FairnessShard]) -> Result<M
                 let worst = runs.iter().filter_map(|(_, stall)| *stall).fold(0.0, f64::max);
                 measured.stalls.insert(lead, worst);
             }
+            Job::Handoff(variant, latency) => {
+                measured.handoff.insert((variant, latency), aggregate(&metrics));
+            }
         }
     }
     Ok(measured)
@@ -489,6 +507,7 @@ fn run_job(options: &FairnessOptions, job: &Job, seed: u64) -> JobResult {
             config.acquisitions = 30;
             config
         }
+        Job::Handoff(variant, latency) => HANDOFF_VARIANTS[*variant].config(HANDOFF_LATENCIES[*latency].1, seed),
     };
     let outcome = run(&config, seed, false);
     let metrics = FairnessMetrics::from_run(&outcome);
@@ -873,12 +892,59 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     for (lead, stall) in &measured.stalls {
         let _ = writeln!(md, "| {lead} s | {} s |", f(*stall, 1));
     }
+    handoff_section(&mut md, measured);
     let _ = writeln!(md, "\n## Reading the figures\n");
     let _ = writeln!(md, "- Thread counts are on a log scale. A flat throughput line means handoffs cost the same however many clients wait.");
     let _ = writeln!(md, "- A figure that means nothing for a configuration (Jain's index or a wait with 0 acquisitions, requests per handoff with 0 handoffs, 0 on a log axis) is not plotted: its line breaks there and a note under the chart names it. A value too close to zero to read off a linear axis is printed beside its point, and a line lying wholly that close (under {}% of the axis) is drawn again under the chart on its own scale.", axis_label(NEAR_ZERO * 100.0));
     let _ = writeln!(md, "- \"old TryLock\" is the old algorithm's single TryLock (Listing 3) used as TryGetLock; \"queue TryGetLock\" is Listing 7. A refusal is a try that found the lock taken; their clients think and try again, so their acquisitions are not comparable with GetLock's one for one.");
     let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network (the cluster's own queues, `--network queues`) has 1-10 ms per message plus the 2 ms madsim's network adds, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-backends.md` for that).");
     md
+}
+
+/// Issue 15, part 1: the queue lock's faster handoffs against the old lock, and the goal judged
+/// (the same workload and verdict as `cassalock bench handoff`, over this report's seeds).
+fn handoff_section(md: &mut String, measured: &Measured) {
+    let _ = writeln!(md, "\n## Issue 15, part 1: the faster handoff at {LOCKERS} lockers\n");
+    let _ = writeln!(
+        md,
+        "{LOCKERS} lockers acquiring for {} s simulated, hold {HOLD_MS} ms, no think time, TTL {TTL_S} s, seeds 0..{}: the old lock, the queue lock as listed, its waiter next in line polling every {NEXT_POLL_MS} ms (`Settings::next_poll_ms`), and that with the others sleeping by rank and pace (`Settings::paced_poll`). The goal: at least {GOAL_THROUGHPUT_RATIO}x the old lock's acquisitions per simulated second, Jain's index at least {GOAL_JAIN}, no more store requests an acquisition than the old lock. `cassalock bench handoff` runs the same over more seeds (100 by default).",
+        RUN_SIMULATED.as_secs(),
+        measured.options.seeds
+    );
+    for (latency, (label, _)) in HANDOFF_LATENCIES.iter().enumerate() {
+        let _ = writeln!(md, "\n{label}:\n");
+        let _ = writeln!(
+            md,
+            "| variant | acq/s | x old | Jain | req/acq | x old | wait p99 ms | longest run | goal |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---|");
+        let goal = |a: &Aggregate| GoalFigures {
+            throughput: a.throughput,
+            jain: a.jain,
+            requests_per_acquisition: a.requests_per_acquisition,
+        };
+        let old = &measured.handoff[&(0, latency)];
+        for (index, variant) in HANDOFF_VARIANTS.iter().enumerate() {
+            let a = &measured.handoff[&(index, latency)];
+            let verdict = if index == 0 {
+                "(the yardstick)".to_owned()
+            } else {
+                judge(goal(a), goal(old))
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {verdict} |",
+                variant.name(),
+                f(a.throughput, 2),
+                f(a.throughput / old.throughput, 2),
+                f(a.jain, 3),
+                f(a.requests_per_acquisition, 1),
+                f(a.requests_per_acquisition / old.requests_per_acquisition, 2),
+                f(a.wait_p99_ms, 0),
+                a.longest_run
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -968,13 +1034,15 @@ mod tests {
     fn work_list_is_jobs_then_seeds() {
         let work = work(&small());
         // 4 variants x 2 thread counts, old lock x 3 skews, queue x 3 skews x 2 time sources,
-        // 4 S1 leads: 21 cells, 2 seeds each.
-        assert_eq!(work.len(), 42);
+        // 4 S1 leads, 4 handoff variants x 2 latencies: 29 cells, 2 seeds each.
+        assert_eq!(work.len(), 58);
         assert_eq!(work[0], (Job::Threads(0, 1), 0));
         assert_eq!(work[1], (Job::Threads(0, 1), 1));
         assert_eq!(work[2], (Job::Threads(0, 2), 0));
         assert_eq!(work[16], (Job::Skew(0, 0, false), 0));
         assert_eq!(work[41], (Job::Stall(40), 1));
+        assert_eq!(work[42], (Job::Handoff(0, 0), 0));
+        assert_eq!(work[57], (Job::Handoff(3, 1), 1));
     }
 
     #[test]
@@ -992,12 +1060,13 @@ mod tests {
                 "shard {}/3 holds indices k-1 mod 3, ascending",
                 shard.k
             );
-            assert_eq!(shard.work_items, 42);
+            assert_eq!(shard.work_items, 58);
             assert_eq!(shard.sweep, options.sweep());
             assert_eq!(seen, expected.len(), "progress counts shard {}/3's own runs", shard.k);
         }
-        // Item i is the same run in a shard as anywhere: the first and last items rerun here.
-        for index in [0, 41] {
+        // Item i is the same run in a shard as anywhere: the first, the last S1 and the last
+        // (a handoff run) rerun here.
+        for index in [0, 41, 57] {
             let shard = &shards[index % 3];
             let item = shard.results.iter().find(|(i, _, _)| *i == index as u64).expect("item");
             let (job, seed) = &work[index];
@@ -1119,12 +1188,12 @@ mod tests {
             assemble(&small(), &given).map(|_| ())
         };
         assert_eq!(
-            with(2, &|s| s.results.push((42, FairnessMetrics::default(), None))),
+            with(2, &|s| s.results.push((58, FairnessMetrics::default(), None))),
             Err(AssembleError::OutOfRange {
-                index: 42,
+                index: 58,
                 k: 3,
                 n: 3,
-                work_items: 42
+                work_items: 58
             })
         );
         assert_eq!(
@@ -1137,7 +1206,7 @@ mod tests {
                 k: 2,
                 n: 3,
                 found: 44,
-                expected: 42
+                expected: 58
             })
         );
         assert_eq!(with(1, &|s| s.k = 0), Err(AssembleError::NotAShard { k: 0, n: 3 }));

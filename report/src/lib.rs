@@ -12,6 +12,8 @@ pub mod contract_findings;
 #[cfg(madsim)]
 pub mod fairness;
 #[cfg(madsim)]
+pub mod handoff;
+#[cfg(madsim)]
 pub mod matrix;
 pub mod real_backends;
 pub mod real_long_run;
