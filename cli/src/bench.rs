@@ -28,7 +28,7 @@ pub enum Suite {
     Sim,
     /// Simulation: issue 15, part 1. The queue lock (as listed, its next in line polling
     /// every 5 ms, and paced) against the old lock at 16 lockers, hold 10 ms, no think time,
-    /// each locker acquiring for a simulated minute; at madsim's latency and at 1..2 us a
+    /// each locker acquiring for a simulated minute; at the default latency (1..10 ms) and at 1..2 us a
     /// message: acquisitions per simulated second, Jain's index, requests per acquisition,
     /// each against the old lock's, and the goal judged (2x, Jain >= 0.99, no more
     /// requests); --seeds per line (default 100, at most 1000). Exit 1 if a run broke T1.
@@ -654,8 +654,8 @@ fn models() -> ExitCode {
         "issue 15's worlds: each exhaustive within {WORLD_GOAL_SECONDS} s (stateright's time limit, then our graph), else bounded"
     );
     println!(
-        "{:<44} {:>12} {:>9} {:>14} {:>8} {:>9}",
-        "model", "unique states", "seconds", "states/second", "x paxos", "goal"
+        "{:<44} {:>12} {:>9} {:>14} {:>8}   goal",
+        "model", "unique states", "seconds", "states/second", "x paxos"
     );
     let worlds = [
         (
@@ -697,15 +697,20 @@ fn models() -> ExitCode {
         failed |= !report.internal_errors.is_empty();
         let (stateright_seconds, _) = exploration_seconds(&report);
         let rate = report.stateright_states as f64 / stateright_seconds.max(1e-9);
+        // A bounded run says which limit stopped it (time, states or memory).
+        let bounded_by = report.rows.iter().find_map(|row| match &row.verdict {
+            Verdict::Bounded(reason) => Some(reason.clone()),
+            _ => None,
+        });
         let goal = if report.complete && seconds <= WORLD_GOAL_SECONDS as f64 {
-            "met"
+            "met".to_owned()
         } else if report.complete {
-            "too slow"
+            "too slow".to_owned()
         } else {
-            "bounded"
+            format!("bounded: {}", bounded_by.as_deref().unwrap_or("a limit"))
         };
         println!(
-            "{label:<44} {:>12} {seconds:>9.2} {rate:>14.0} {:>8.2} {goal:>9}",
+            "{label:<44} {:>12} {seconds:>9.2} {rate:>14.0} {:>8.2}   {goal}",
             report.stateright_states,
             rate / paxos_bfs
         );

@@ -87,6 +87,11 @@ pub struct CheckArgs {
     /// search, then our graph (liveness, shortest traces) in what is left (1-2592000).
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
+    /// Say "bounded" once the process's resident memory passes this many MiB: stateright then
+    /// stops expanding states (64 up to the machine's memory) [default: 60% of the machine's
+    /// memory].
+    #[arg(long, value_name = "MIB")]
+    max_memory_mib: Option<u64>,
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.
     #[arg(long, value_name = "ADDR")]
     explore: Option<SocketAddr>,
@@ -127,6 +132,16 @@ pub fn run(args: CheckArgs) -> ExitCode {
             args.max_seconds
         ));
     }
+    let machine_mib = cassalock_models::check::machine_memory_bytes().unwrap_or(u64::MAX) >> 20;
+    let max_memory_bytes = match args.max_memory_mib {
+        None => cassalock_models::check::default_max_memory_bytes(),
+        Some(mib) if (64..=machine_mib.max(64)).contains(&mib) => mib << 20,
+        Some(mib) => {
+            return crate::usage_error(&format!(
+                "--max-memory-mib {mib}: give 64 to {machine_mib} (this machine's memory)"
+            ))
+        }
+    };
     if let Some(address) = args.explore {
         if !address.ip().is_loopback() {
             return crate::usage_error(&format!(
@@ -163,6 +178,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         checker_threads: 2,
         stop_at_first_violation: args.stop_at_first,
         only_claim: args.property.clone(),
+        max_memory_bytes,
     };
     let done = Arc::new(AtomicBool::new(false));
     let ticker = std::io::stderr().is_terminal().then(|| {

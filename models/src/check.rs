@@ -15,6 +15,8 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cassalock_history::{AsClaim, ClaimId};
@@ -66,6 +68,92 @@ pub struct Limits {
     pub stop_at_first_violation: bool,
     /// Check only the property (or liveness obligation) with this claim ID ("T1", "K3").
     pub only_claim: Option<String>,
+    /// stateright stops expanding states once the process's resident memory passes this
+    /// (its breadth-first frontier holds whole states; a fast machine reaches more of them
+    /// within the time limit): the run is then bounded, and says so.
+    pub max_memory_bytes: u64,
+}
+
+/// The part of the machine's memory a check may fill before stateright stops expanding states.
+const MEMORY_SHARE_PERCENT: u64 = 60;
+/// What `max_memory_bytes` is when the machine's memory cannot be read.
+const FALLBACK_MEMORY_BYTES: u64 = 8 << 30;
+/// How often the memory guard reads the process's resident memory.
+const MEMORY_POLL: Duration = Duration::from_millis(50);
+
+/// The machine's memory (`/proc/meminfo`'s MemTotal), if it can be read.
+pub fn machine_memory_bytes() -> Option<u64> {
+    kilobytes_in("/proc/meminfo", "MemTotal:").map(|kb| kb.saturating_mul(1024))
+}
+
+/// [`MEMORY_SHARE_PERCENT`] of the machine's memory.
+pub fn default_max_memory_bytes() -> u64 {
+    machine_memory_bytes().map_or(FALLBACK_MEMORY_BYTES, |bytes| bytes / 100 * MEMORY_SHARE_PERCENT)
+}
+
+/// The kilobytes on the line of `file` that begins with `key` ("VmRSS:", "MemTotal:").
+fn kilobytes_in(file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|line| line.starts_with(key))?;
+    line[key.len()..].split_whitespace().next()?.parse().ok()
+}
+
+/// Set by a check's memory guard when the process's memory passed its limit; read by every
+/// model's `within_boundary`. Process-wide, as resident memory is: checks running at the same
+/// time in one process are all cut, and each reports it. Cleared when the last check running
+/// finishes.
+static MEMORY_LIMIT_HIT: AtomicBool = AtomicBool::new(false);
+/// Checks running in this process.
+static CHECKS_RUNNING: AtomicUsize = AtomicUsize::new(0);
+
+/// May stateright expand one more state? False once a check's memory guard fired.
+pub fn memory_allows() -> bool {
+    !MEMORY_LIMIT_HIT.load(Ordering::Relaxed)
+}
+
+/// Watches the process's resident memory while stateright runs.
+struct MemoryGuard {
+    stop: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MemoryGuard {
+    fn start(max_bytes: u64) -> Self {
+        CHECKS_RUNNING.fetch_add(1, Ordering::SeqCst);
+        let stop = Arc::new(AtomicBool::new(false));
+        let watching = Arc::clone(&stop);
+        let watcher = std::thread::Builder::new()
+            .name("check-memory-guard".into())
+            .spawn(move || {
+                while !watching.load(Ordering::Relaxed) {
+                    let resident = kilobytes_in("/proc/self/status", "VmRSS:").map_or(0, |kb| kb * 1024);
+                    if resident > max_bytes {
+                        MEMORY_LIMIT_HIT.store(true, Ordering::Relaxed);
+                    }
+                    std::thread::sleep(MEMORY_POLL);
+                }
+            })
+            .ok();
+        MemoryGuard { stop, watcher }
+    }
+
+    /// Stop watching; did the limit fire while this check ran?
+    fn finish(mut self) -> bool {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(watcher) = self.watcher.take() {
+            let _ = watcher.join();
+        }
+        !memory_allows()
+    }
+}
+
+impl Drop for MemoryGuard {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if CHECKS_RUNNING.fetch_sub(1, Ordering::SeqCst) == 1 {
+            MEMORY_LIMIT_HIT.store(false, Ordering::Relaxed);
+        }
+    }
 }
 
 impl Default for Limits {
@@ -76,6 +164,7 @@ impl Default for Limits {
             checker_threads: 2,
             stop_at_first_violation: false,
             only_claim: None,
+            max_memory_bytes: default_max_memory_bytes(),
         }
     }
 }
@@ -216,6 +305,7 @@ where
     } else {
         stateright::HasDiscoveries::AllOf(names)
     };
+    let guard = MemoryGuard::start(limits.max_memory_bytes);
     let checker = model
         .clone()
         .checker()
@@ -229,7 +319,9 @@ where
     let stateright_states = checker.unique_state_count();
     let stateright_depth = checker.max_depth();
     let discoveries = checker.discoveries();
-    let timed_out = stateright_seconds >= limits.max_seconds as f64 || checker.state_count() >= generated_budget;
+    let memory_hit = guard.finish();
+    let timed_out =
+        stateright_seconds >= limits.max_seconds as f64 || checker.state_count() >= generated_budget || memory_hit;
 
     // 2. Our graph, with the same properties evaluated on every state.
     let started = Instant::now();
@@ -251,7 +343,12 @@ where
     }
 
     let bound_reason = || {
-        if timed_out || graph.timed_out {
+        if memory_hit {
+            format!(
+                "memory limit of {} MiB resident: stateright stopped expanding states",
+                limits.max_memory_bytes >> 20
+            )
+        } else if timed_out || graph.timed_out {
             format!(
                 "time or generated-state limit ({} s, {generated_budget} states)",
                 limits.max_seconds

@@ -2796,6 +2796,11 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
     type State = World<F>;
     type Action = Act;
 
+    /// Every state is inside, until the check's memory guard fires (`check::memory_allows`).
+    fn within_boundary(&self, _: &Self::State) -> bool {
+        crate::check::memory_allows()
+    }
+
     fn init_states(&self) -> Vec<World<F>> {
         vec![self.initial()]
     }

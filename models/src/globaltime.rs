@@ -445,6 +445,11 @@ impl Model for GlobalTimeModel {
     type State = TimeState;
     type Action = TimeAct;
 
+    /// Every state is inside, until the check's memory guard fires (`check::memory_allows`).
+    fn within_boundary(&self, _: &Self::State) -> bool {
+        crate::check::memory_allows()
+    }
+
     fn init_states(&self) -> Vec<TimeState> {
         let clock = |i: usize| match self.time {
             TimeKeeping::Ranks => 1,

@@ -107,6 +107,11 @@ impl Model for LemmaModel {
     type State = LemmaState;
     type Action = u8;
 
+    /// Every state is inside, until the check's memory guard fires (`check::memory_allows`).
+    fn within_boundary(&self, _: &Self::State) -> bool {
+        crate::check::memory_allows()
+    }
+
     fn init_states(&self) -> Vec<LemmaState> {
         vec![LemmaState {
             store: RowStore::new(),

@@ -173,6 +173,11 @@ impl stateright::Model for LockModel {
     type State = World;
     type Action = Act;
 
+    /// Every state is inside, until the check's memory guard fires (`check::memory_allows`).
+    fn within_boundary(&self, _: &Self::State) -> bool {
+        crate::check::memory_allows()
+    }
+
     fn init_states(&self) -> Vec<World> {
         vec![self.initial()]
     }

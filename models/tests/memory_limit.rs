@@ -1,0 +1,42 @@
+//! The memory guard of `check`: a run whose process passes `Limits::max_memory_bytes` is cut
+//! and says so; it never reports "holds" for what it did not explore. Its own test binary: the
+//! guard's flag is process-wide (resident memory is), and would cut checks running beside it.
+
+use cassalock_models::check::{Limits, Verdict};
+use cassalock_models::{build, Fault, ModelName, Runnable, Spec};
+
+fn skewed_getlock() -> Runnable {
+    build(&Spec {
+        threads: Some(3),
+        acquisitions: Some(1),
+        fault: Fault::Skew,
+        ..Spec::new(ModelName::GetLock)
+    })
+    .expect("a valid spec")
+}
+
+#[test]
+fn a_check_past_its_memory_limit_is_bounded_and_names_the_memory() {
+    let model = skewed_getlock();
+    let whole = model.check(Limits::default());
+    assert!(whole.complete, "{whole}");
+    // One MiB: the process is past it before the first state is expanded.
+    let cut = model.check(Limits {
+        max_memory_bytes: 1 << 20,
+        ..Limits::default()
+    });
+    assert!(!cut.complete, "{cut}");
+    assert!(cut.internal_errors.is_empty(), "{:?}", cut.internal_errors);
+    assert!(cut.stateright_states < whole.stateright_states, "{cut}");
+    for row in cut.rows.iter().filter(|row| row.kind == "always") {
+        match &row.verdict {
+            Verdict::Violated => {}
+            Verdict::Bounded(reason) => assert!(reason.contains("memory limit of 1 MiB"), "{reason}"),
+            other => panic!("{}: {other} after a run cut by memory", row.property),
+        }
+    }
+    // The flag is cleared when the check ends: the next one runs whole again.
+    let again = model.check(Limits::default());
+    assert!(again.complete, "{again}");
+    assert_eq!(again.stateright_states, whole.stateright_states);
+}
