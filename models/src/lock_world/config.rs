@@ -80,6 +80,10 @@ pub struct LockModelConfig {
     /// Issue 15, the long run (`Settings::queue_read_from_last_hold`): a thread's GetLock
     /// reads the queue from the queue column of its last hold instead of the row's start.
     pub queue_read_from_last_hold: bool,
+    /// Reduction 6 off: a main task's sleeps and backoff draws are steps of their own even
+    /// where nothing else can see them (see [`LockModelConfig::local_steps_merge`]). For tests
+    /// that compare the reduced model with the unreduced one.
+    pub separate_local_steps: bool,
 }
 
 impl LockModelConfig {
@@ -106,6 +110,7 @@ impl LockModelConfig {
             eager_ticks: false,
             reuse_thread_ids: false,
             queue_read_from_last_hold: false,
+            separate_local_steps: false,
         }
     }
 
@@ -113,6 +118,14 @@ impl LockModelConfig {
     /// source (L5.1). No cell carries a TTL (so no expiry, renewal, queue refresh or lease
     /// check reads a clock), no acquisition has a deadline, and no thread is paused or crashed
     /// (a pause's length is counted in ticks). The skew fault is such a world.
+    /// Reduction 6: are a main task's sleeps and draws invisible here, so that each is merged
+    /// into the step that asked for it? Where machines are resumed with a constant time
+    /// (perfect clocks, or reduction 5), a sleep only yields and a draw answers 0: neither reads
+    /// the clock or the store, and no other actor is enabled or disabled by it.
+    pub fn local_steps_merge(&self) -> bool {
+        !self.separate_local_steps && (matches!(self.clocks, Clocks::Perfect) || self.time_seen_only_by_readings())
+    }
+
     pub fn time_seen_only_by_readings(&self) -> bool {
         matches!(self.clocks, Clocks::Ticks { .. })
             && !self.eager_ticks

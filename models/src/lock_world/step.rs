@@ -14,6 +14,10 @@ use super::fairness;
 use super::state::{Act, Lane, Main, Pending, Resource, Slot, Thread, World};
 use super::trace::{note, short_column, show_acquire, show_time, Event, Events};
 
+/// Reduction 6's bound on the sleeps and draws merged into one step (a machine asks for a draw
+/// and a sleep between two requests).
+const MOST_MERGED_LOCAL_STEPS: usize = 8;
+
 #[cfg(debug_assertions)]
 thread_local! {
     /// Time-source readings taken on this thread, for reduction 5's check in `apply`.
@@ -421,6 +425,102 @@ impl LockModel {
         }
     }
 
+    /// Reduction 6: thread i's main task carries out the sleeps and backoff draws it has just
+    /// asked for in the same step, where [`LockModelConfig::local_steps_merge`] says nobody
+    /// else can see them. Such a step reads and writes nothing but the thread's own machine,
+    /// and no other actor's step is enabled or disabled by it: it commutes with every step of
+    /// every other actor, so any run that lets others move between the request and the sleep
+    /// has an equivalent run in which the sleep comes at once. Only the states in between go,
+    /// and no property tells them apart from the state after the sleep: none looks at a
+    /// pending action or inside a machine.
+    ///
+    /// What a machine does on waking is checked, not assumed: a merged step is kept only if it
+    /// left everything but thread i's machine and pending action as it was (the store, the
+    /// clocks, the resource, the wait order, the thread's task and bookkeeping, and whether it
+    /// is in a contest other threads' polls wait for). A sleep whose wake-up does more (ends
+    /// the acquisition, or reads the time and writes the queue cell in one step, as the atomic
+    /// enqueue does with perfect clocks) stays a step of its own.
+    fn merge_local_steps(&self, world: &mut World, i: usize, events: &mut Events) {
+        if !self.cfg.local_steps_merge() {
+            return;
+        }
+        for _ in 0..MOST_MERGED_LOCAL_STEPS {
+            if !self.local_step_pending(world, i) {
+                return;
+            }
+            let events_before = events.as_ref().map(Vec::len);
+            let mut merged = world.clone();
+            self.step_main(&mut merged, i, None, events);
+            if !Self::only_machine_changed(world, &merged, i) {
+                if let (Some(events), Some(len)) = (events.as_mut(), events_before) {
+                    events.truncate(len);
+                }
+                return;
+            }
+            *world = merged;
+        }
+        debug_assert!(
+            !self.local_step_pending(world, i),
+            "t{i}'s machine asked for more than {MOST_MERGED_LOCAL_STEPS} sleeps and draws in a row"
+        );
+    }
+
+    /// Is thread i's main task's pending action a sleep or a draw that reduction 6 may merge?
+    fn local_step_pending(&self, world: &World, i: usize) -> bool {
+        let t = &world.threads[i];
+        let local = match &t.main {
+            Main::Acquiring {
+                next: Some((_, action)),
+            }
+            | Main::Releasing {
+                next: Some((_, action)),
+            } => matches!(
+                action,
+                Action::Draw { .. }
+                    | Action::Sleep {
+                        kind: SleepKind::Poll | SleepKind::Backoff | SleepKind::Retry,
+                        ..
+                    }
+            ),
+            _ => false,
+        };
+        // A TryGetLock's loop wait that waits for open contests is enabled by other threads.
+        let waits_for_others =
+            self.cfg.poll_outlasts_contention && t.slots.last().is_some_and(|slot| slot.lifecycle.in_try_loop_wait());
+        local && !t.crashed && t.paused_at_tick.is_none() && !waits_for_others && self.main_enabled(world, i)
+    }
+
+    /// Reduction 6's check: did the step from `before` to `after` change nothing but thread
+    /// i's machine and its pending action?
+    fn only_machine_changed(before: &World, after: &World, i: usize) -> bool {
+        let (b, a) = (&before.threads[i], &after.threads[i]);
+        let same_task = std::mem::discriminant(&b.main) == std::mem::discriminant(&a.main);
+        let contending = |t: &Thread| t.slots.last().is_some_and(|slot| slot.lifecycle.main_contending());
+        let bookkeeping = |t: &Thread| {
+            (
+                t.slots.len(),
+                t.completed,
+                t.overtaken,
+                t.lost,
+                t.try_requests,
+                t.ended_without_lock,
+                t.clean_up_failed,
+                t.released_ok,
+                t.queue_start.clone(),
+            )
+        };
+        same_task
+            && contending(b) == contending(a)
+            && bookkeeping(b) == bookkeeping(a)
+            && before.now_tick == after.now_tick
+            && before.next_time_s == after.next_time_s
+            && before.store == after.store
+            && before.resource == after.resource
+            && before.wait_order == after.wait_order
+            && before.anyone_acquired == after.anyone_acquired
+            && before.order_broken == after.order_broken
+    }
+
     /// The thread's current lifecycle (the last slot while it acquires, holds or releases).
     fn current(world: &mut World, i: usize) -> &mut Slot {
         world.threads[i]
@@ -817,17 +917,24 @@ impl LockModel {
         #[cfg(debug_assertions)]
         let readings_before = TIME_READINGS.with(|count| count.get());
         match act {
-            Act::Main(i) => self.step_main(&mut next, usize::from(i), None, &mut events),
+            Act::Main(i) => {
+                self.step_main(&mut next, usize::from(i), None, &mut events);
+                self.merge_local_steps(&mut next, usize::from(i), &mut events);
+            }
             Act::TicksThenMain { ticks, thread } => {
                 debug_assert!(self.main_step_reads_time(world, usize::from(thread)));
                 next.now_tick += ticks;
-                self.step_main(&mut next, usize::from(thread), None, &mut events)
+                self.step_main(&mut next, usize::from(thread), None, &mut events);
+                self.merge_local_steps(&mut next, usize::from(thread), &mut events);
             }
             Act::Renew { thread, task } => {
                 self.step_renewal(&mut next, usize::from(thread), usize::from(task), None, &mut events)
             }
             Act::FailStore { thread, lane, applied } => match lane {
-                Lane::Main => self.step_main(&mut next, usize::from(thread), Some(applied), &mut events),
+                Lane::Main => {
+                    self.step_main(&mut next, usize::from(thread), Some(applied), &mut events);
+                    self.merge_local_steps(&mut next, usize::from(thread), &mut events);
+                }
                 Lane::Renewal(task) => self.step_renewal(
                     &mut next,
                     usize::from(thread),
