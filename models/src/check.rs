@@ -130,7 +130,8 @@ impl MemoryGuard {
                     if resident > max_bytes {
                         MEMORY_LIMIT_HIT.store(true, Ordering::Relaxed);
                     }
-                    std::thread::sleep(MEMORY_POLL);
+                    // Woken early by `finish`, so a short check does not wait out a poll.
+                    std::thread::park_timeout(MEMORY_POLL);
                 }
             })
             .ok();
@@ -141,6 +142,7 @@ impl MemoryGuard {
     fn finish(mut self) -> bool {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(watcher) = self.watcher.take() {
+            watcher.thread().unpark();
             let _ = watcher.join();
         }
         !memory_allows()
