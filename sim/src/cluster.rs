@@ -414,7 +414,9 @@ impl Replica {
                     transport.answer(me, answer, result);
                 }));
             }
-            Delivery::Answer(continuation) => continuation(),
+            Delivery::Answer(_) => {
+                unreachable!("a node's delivery loop runs answers itself (transport.rs, `CloseOnDrop::deliver`)")
+            }
         });
     }
 
