@@ -420,7 +420,7 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
                 threads,
                 acquisitions,
                 "skew",
-                "getlock 3 x 2 is 828,789 states, about 11 s; 4 x 1 is 934,791, about 15 s; 4 x 2 would be some 60 times 4 x 1, more memory than this machine has); use 3 x 2, 4 x 1 or fewer",
+                "getlock 3 x 2 is 828,789 states, about 11 s; 4 x 1 is 934,791, about 15 s; 4 x 2 would be some 60-80 times 4 x 1, more memory than this machine has); use 3 x 2, 4 x 1 or fewer",
             )?
         }
         (_, true) => (
