@@ -90,7 +90,7 @@ pub struct CheckArgs {
     /// Say "bounded" once the process's resident memory passes this many MiB: stateright then
     /// stops expanding states (64 up to the machine's memory) [default: 60% of the machine's
     /// memory].
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
     max_memory_mib: Option<u64>,
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.
     #[arg(long, value_name = "ADDR")]

@@ -39,6 +39,15 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (&["bench", "nope"], "invalid value 'nope'"),
     (&["bench", "handoff", "--seeds", "0"], "--seeds 0: give 1 to 1000 seeds for bench handoff"),
+    (&["check", "--model", "getlock", "--max-memory-mib", "0"], "--max-memory-mib 0: give 64 to"),
+    (
+        &["check", "--model", "getlock", "--max-memory-mib", "18446744073709551615"],
+        "--max-memory-mib 18446744073709551615: give 64 to",
+    ),
+    (
+        &["check", "--model", "getlock", "--max-memory-mib", "-1"],
+        "invalid value '-1' for '--max-memory-mib",
+    ),
     (&["bench", "handoff", "--seeds", "1001"], "--seeds 1001: give 1 to 1000"),
     (&["bench", "handoff", "--seeds", "-1"], "invalid value '-1' for '--seeds"),
     (
