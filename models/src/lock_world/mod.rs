@@ -116,10 +116,6 @@ mod tests {
     use crate::check::{check, Limits, Verdict};
     use crate::{Fault, ModelName, Mutant, Spec};
 
-    fn reduced_cfg_again(spec: &Spec, algorithm: LockAlgorithm) -> LockModelConfig {
-        crate::lock_config(algorithm, spec).expect("a valid spec")
-    }
-
     /// Every reachable state of `model`, without its times: the queue row's thread ids in
     /// queue order, the main row's, and each thread's task and count of acquisitions.
     fn situations(model: &LockModel) -> std::collections::BTreeSet<String> {
@@ -180,6 +176,62 @@ mod tests {
         situations
     }
 
+    /// Check a reduced world and the same world unreduced, and assert they conclude the same:
+    /// every claim's verdict (with `any_bound_wording`, a bounded verdict's reason aside), every
+    /// figure's value (not the length of the path that reached it), and every reachable
+    /// situation seen without times (who is queued in which order, who is in the main row,
+    /// what each thread is doing). Returns both reports and the reduced one's violations.
+    fn same_conclusions(
+        what: &str,
+        reduced_cfg: LockModelConfig,
+        unreduced_cfg: LockModelConfig,
+        any_bound_wording: bool,
+    ) -> (crate::check::Report, crate::check::Report, usize) {
+        let reduced = check(&LockModel::new(reduced_cfg.clone()), Limits::default());
+        let unreduced = check(&LockModel::new(unreduced_cfg.clone()), Limits::default());
+        assert!(reduced.complete && unreduced.complete, "{what}: both exhaustive");
+        assert!(
+            reduced.internal_errors.is_empty() && unreduced.internal_errors.is_empty(),
+            "{what}"
+        );
+        let verdicts = |report: &crate::check::Report| -> Vec<(String, Verdict)> {
+            report
+                .rows
+                .iter()
+                .map(|row| {
+                    let verdict = match &row.verdict {
+                        Verdict::Bounded(_) if any_bound_wording => Verdict::Bounded(String::new()),
+                        other => other.clone(),
+                    };
+                    (row.property.to_owned(), verdict)
+                })
+                .collect()
+        };
+        assert_eq!(verdicts(&reduced), verdicts(&unreduced), "{what}");
+        let values = |report: &crate::check::Report| -> Vec<String> {
+            report
+                .figures
+                .iter()
+                .map(|(text, _)| text.split(" (reached").next().unwrap_or("").to_owned())
+                .collect()
+        };
+        assert_eq!(values(&reduced), values(&unreduced), "{what}");
+        let violations = reduced
+            .rows
+            .iter()
+            .filter(|row| row.verdict == Verdict::Violated)
+            .count();
+        let with = situations(&LockModel::new(reduced_cfg));
+        let without = situations(&LockModel::new(unreduced_cfg));
+        let lost: Vec<&String> = without.difference(&with).take(3).collect();
+        let made_up: Vec<&String> = with.difference(&without).take(3).collect();
+        assert!(
+            lost.is_empty() && made_up.is_empty(),
+            "{what}: reachable only without the reduction (first 3): {lost:#?}; only with it: {made_up:#?}"
+        );
+        (reduced, unreduced, violations)
+    }
+
     /// Reduction 5 must change how many states a skewed world has, and nothing it concludes:
     /// every claim's verdict and every figure's value are those of the unreduced model, where
     /// time passes in steps of its own.
@@ -210,63 +262,15 @@ mod tests {
                 ..reduced_cfg.clone()
             };
             assert!(!eager_cfg.time_seen_only_by_readings());
-            let reduced = check(&LockModel::new(reduced_cfg), Limits::default());
-            let eager = check(&LockModel::new(eager_cfg), Limits::default());
             let what = format!("{name:?} {threads} x {acquisitions}, fencing {fencing}, listings {thesis_listings}");
-            assert!(reduced.complete && eager.complete, "{what}: both exhaustive");
-            assert!(
-                reduced.internal_errors.is_empty() && eager.internal_errors.is_empty(),
-                "{what}"
-            );
+            let (reduced, eager, found) = same_conclusions(&what, reduced_cfg, eager_cfg, true);
             assert!(
                 reduced.graph_states * 2 < eager.graph_states,
                 "{what}: {} states reduced, {} unreduced",
                 reduced.graph_states,
                 eager.graph_states
             );
-            let verdicts = |report: &crate::check::Report| -> Vec<(String, Verdict)> {
-                report
-                    .rows
-                    .iter()
-                    .map(|row| {
-                        // Reduction 5 words a bounded liveness verdict its own way.
-                        let verdict = match &row.verdict {
-                            Verdict::Bounded(_) => Verdict::Bounded(String::new()),
-                            other => other.clone(),
-                        };
-                        (row.property.to_owned(), verdict)
-                    })
-                    .collect()
-            };
-            assert_eq!(verdicts(&reduced), verdicts(&eager), "{what}");
-            // A figure's value, without the length of the path that reached it (time passing is
-            // a step of its own in the unreduced model).
-            let values = |report: &crate::check::Report| -> Vec<String> {
-                report
-                    .figures
-                    .iter()
-                    .map(|(text, _)| text.split(" (reached").next().unwrap_or("").to_owned())
-                    .collect()
-            };
-            assert_eq!(values(&reduced), values(&eager), "{what}");
-            violations += reduced
-                .rows
-                .iter()
-                .filter(|row| row.verdict == Verdict::Violated)
-                .count();
-            // Finer than verdicts: the same situations are reachable, seen without times (who is
-            // queued in which order, who is in the main row, what each thread is doing).
-            let with = situations(&LockModel::new(reduced_cfg_again(&spec, algorithm)));
-            let without = situations(&LockModel::new(LockModelConfig {
-                eager_ticks: true,
-                ..reduced_cfg_again(&spec, algorithm)
-            }));
-            let lost: Vec<&String> = without.difference(&with).take(3).collect();
-            let made_up: Vec<&String> = with.difference(&without).take(3).collect();
-            assert!(
-                lost.is_empty() && made_up.is_empty(),
-                "{what}: reachable only without the reduction (first 3): {lost:#?}; only with it: {made_up:#?}"
-            );
+            violations += found;
         }
         assert!(
             violations > 0,
@@ -358,49 +362,13 @@ mod tests {
                 separate_local_steps: true,
                 ..merged_cfg.clone()
             };
-            let merged = check(&LockModel::new(merged_cfg.clone()), Limits::default());
-            let separate = check(&LockModel::new(separate_cfg.clone()), Limits::default());
             let what = format!("{spec:?}");
-            assert!(merged.complete && separate.complete, "{what}: both exhaustive");
-            assert!(
-                merged.internal_errors.is_empty() && separate.internal_errors.is_empty(),
-                "{what}"
-            );
+            let (merged, separate, found) = same_conclusions(&what, merged_cfg, separate_cfg, false);
             assert!(merged.graph_states <= separate.graph_states, "{what}");
             // TryGetLock's loop wait waits for open contests (partial synchrony): not merged.
             smaller += usize::from(merged.graph_states < separate.graph_states);
             halved |= merged.graph_states * 2 < separate.graph_states;
-            let verdicts = |report: &crate::check::Report| -> Vec<(String, Verdict)> {
-                report
-                    .rows
-                    .iter()
-                    .map(|row| (row.property.to_owned(), row.verdict.clone()))
-                    .collect()
-            };
-            assert_eq!(verdicts(&merged), verdicts(&separate), "{what}");
-            // A figure's value, without the length of the path that reached it (a sleep is a
-            // step of its own in the unmerged model).
-            let values = |report: &crate::check::Report| -> Vec<String> {
-                report
-                    .figures
-                    .iter()
-                    .map(|(text, _)| text.split(" (reached").next().unwrap_or("").to_owned())
-                    .collect()
-            };
-            assert_eq!(values(&merged), values(&separate), "{what}");
-            violations += merged
-                .rows
-                .iter()
-                .filter(|row| row.verdict == Verdict::Violated)
-                .count();
-            let with = situations(&LockModel::new(merged_cfg));
-            let without = situations(&LockModel::new(separate_cfg));
-            let lost: Vec<&String> = without.difference(&with).take(3).collect();
-            let made_up: Vec<&String> = with.difference(&without).take(3).collect();
-            assert!(
-                lost.is_empty() && made_up.is_empty(),
-                "{what}: reachable only without the reduction (first 3): {lost:#?}; only with it: {made_up:#?}"
-            );
+            violations += found;
         }
         assert!(violations > 0, "the comparison covers violations, not only holds");
         assert!(
