@@ -86,7 +86,7 @@ pub fn machine_memory_bytes() -> Option<u64> {
     kilobytes_in("/proc/meminfo", "MemTotal:").map(|kb| kb.saturating_mul(1024))
 }
 
-/// [`MEMORY_SHARE_PERCENT`] of the machine's memory.
+/// The part of the machine's memory a check may fill by default (60%, `MEMORY_SHARE_PERCENT`).
 pub fn default_max_memory_bytes() -> u64 {
     machine_memory_bytes().map_or(FALLBACK_MEMORY_BYTES, |bytes| bytes / 100 * MEMORY_SHARE_PERCENT)
 }
