@@ -87,9 +87,9 @@ pub struct CheckArgs {
     /// search, then our graph (liveness, shortest traces) in what is left (1-2592000).
     #[arg(long, default_value_t = 300)]
     max_seconds: u64,
-    /// Say "bounded" once the process's resident memory passes this many MiB: stateright then
-    /// stops expanding states (64 up to the machine's memory) [default: 60% of the machine's
-    /// memory].
+    /// Say "bounded" once the process's resident memory passes this many MiB: stateright, then
+    /// our graph, stop expanding states (64 up to the machine's memory) [default: 60% of the
+    /// machine's memory].
     #[arg(long, value_name = "MIB", allow_negative_numbers = true)]
     max_memory_mib: Option<u64>,
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.

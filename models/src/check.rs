@@ -68,9 +68,9 @@ pub struct Limits {
     pub stop_at_first_violation: bool,
     /// Check only the property (or liveness obligation) with this claim ID ("T1", "K3").
     pub only_claim: Option<String>,
-    /// stateright stops expanding states once the process's resident memory passes this
-    /// (its breadth-first frontier holds whole states; a fast machine reaches more of them
-    /// within the time limit): the run is then bounded, and says so.
+    /// stateright, then our graph, stop expanding states once the process's resident memory
+    /// passes this (a breadth-first frontier holds whole states; a fast machine reaches more of
+    /// them within the time limit): the run is then bounded, and says so.
     pub max_memory_bytes: u64,
 }
 
@@ -111,7 +111,7 @@ pub fn memory_allows() -> bool {
     !MEMORY_LIMIT_HIT.load(Ordering::Relaxed)
 }
 
-/// Watches the process's resident memory while stateright runs.
+/// Watches the process's resident memory while stateright runs and our graph is built.
 struct MemoryGuard {
     stop: Arc<AtomicBool>,
     watcher: Option<std::thread::JoinHandle<()>>,
@@ -321,9 +321,11 @@ where
     let stateright_states = checker.unique_state_count();
     let stateright_depth = checker.max_depth();
     let discoveries = checker.discoveries();
-    let memory_hit = guard.finish();
-    let timed_out =
-        stateright_seconds >= limits.max_seconds as f64 || checker.state_count() >= generated_budget || memory_hit;
+    // The guard keeps watching while our graph is built (below): the graph stops too.
+    let stateright_cut_by_memory = !memory_allows();
+    let timed_out = stateright_seconds >= limits.max_seconds as f64
+        || checker.state_count() >= generated_budget
+        || stateright_cut_by_memory;
     // What stateright found is copied out above: its fingerprints and paths go before our graph
     // is built, so the two explorations do not hold their memory at once.
     drop(checker);
@@ -335,6 +337,7 @@ where
         probe.visit(model, id, state) && limits.stop_at_first_violation
     });
     let graph_seconds = started.elapsed().as_secs_f64();
+    let memory_hit = guard.finish();
     let graph_complete = !graph.truncated;
 
     let all_found = properties.iter().all(|p| discoveries.contains_key(p.name));
@@ -350,7 +353,7 @@ where
     let bound_reason = || {
         if memory_hit {
             format!(
-                "memory limit of {} MiB resident: stateright stopped expanding states",
+                "memory limit of {} MiB resident: the exploration stopped expanding states",
                 limits.max_memory_bytes >> 20
             )
         } else if timed_out || graph.timed_out {

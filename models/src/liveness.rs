@@ -78,6 +78,8 @@ pub struct Graph<M: Model> {
     pub stopped_early: bool,
     /// The deadline passed before every state was expanded.
     pub timed_out: bool,
+    /// The check's memory limit was passed before every state was expanded.
+    pub out_of_memory: bool,
     /// [`Fairness::bound_reason`] of the model.
     bound_reason: String,
 }
@@ -191,6 +193,7 @@ where
             truncated: false,
             stopped_early: false,
             timed_out: false,
+            out_of_memory: false,
             bound_reason: model.bound_reason(),
         };
         let mut index = FingerprintIndex::default();
@@ -218,6 +221,12 @@ where
             if expanded % 1024 == 0 && deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                 graph.truncated = true;
                 graph.timed_out = true;
+                break;
+            }
+            // The check's memory guard (`check::memory_allows`) fired: stop, as at a deadline.
+            if !crate::check::memory_allows() {
+                graph.truncated = true;
+                graph.out_of_memory = true;
                 break;
             }
             actions.clear();
@@ -343,7 +352,13 @@ where
             };
         }
         if self.truncated {
-            let budget = if self.timed_out { "time" } else { "state budget" };
+            let budget = if self.out_of_memory {
+                "memory limit"
+            } else if self.timed_out {
+                "time"
+            } else {
+                "state budget"
+            };
             return LivenessVerdict::Bounded {
                 reason: format!("the {budget} ran out after {} states", self.nodes.len()),
                 lasso: None,
