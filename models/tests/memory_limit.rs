@@ -7,7 +7,7 @@ use cassalock_models::{build, Fault, ModelName, Runnable, Spec};
 
 fn skewed_getlock() -> Runnable {
     build(&Spec {
-        threads: Some(3),
+        threads: Some(4),
         acquisitions: Some(1),
         fault: Fault::Skew,
         ..Spec::new(ModelName::GetLock)

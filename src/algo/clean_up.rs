@@ -162,6 +162,20 @@ where
     }
 }
 
+/// Reduction 7 of the lock models: the wrapped machine's columns and the cells it wrote.
+impl<M: crate::algo::held_columns::HeldColumns> crate::algo::held_columns::HeldColumns for CleanUp<M> {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.inner.see_columns(see);
+        self.written.see_columns(see);
+        self.deleting.see_columns(see);
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.inner.rename_columns(rename);
+        self.written.rename_columns(rename);
+        self.deleting.rename_columns(rename);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

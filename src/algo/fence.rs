@@ -229,6 +229,24 @@ where
     }
 }
 
+/// Reduction 7 of the lock models: the wrapped machine's columns and the lease being fenced.
+impl<M: crate::algo::held_columns::HeldColumns> crate::algo::held_columns::HeldColumns for Fence<M> {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.inner.see_columns(see);
+        match &self.state {
+            State::Reading { lease, .. } | State::Writing { lease, .. } => lease.see_columns(see),
+            State::Inner | State::Finished => {}
+        }
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.inner.rename_columns(rename);
+        match &mut self.state {
+            State::Reading { lease, .. } | State::Writing { lease, .. } => lease.rename_columns(rename),
+            State::Inner | State::Finished => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

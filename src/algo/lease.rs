@@ -426,6 +426,26 @@ impl Machine for Release {
     }
 }
 
+/// Reduction 7 of the lock models: the lease's queue column.
+impl crate::algo::held_columns::HeldColumns for Renewal {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.lease.see_columns(see)
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.lease.rename_columns(rename)
+    }
+}
+
+/// Reduction 7 of the lock models: the lease's queue column.
+impl crate::algo::held_columns::HeldColumns for Release {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.lease.see_columns(see)
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.lease.rename_columns(rename)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

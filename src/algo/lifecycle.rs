@@ -428,6 +428,72 @@ fn relabel<T>(step: Step<T>) -> Step<MainEnd> {
     Step::new(step.tag, action)
 }
 
+/// Reduction 7 of the lock models: whichever machine runs.
+impl crate::algo::held_columns::HeldColumns for AcquireMachine {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        match self {
+            AcquireMachine::Queue(machine) => machine.see_columns(see),
+            AcquireMachine::Try(machine) => machine.see_columns(see),
+            AcquireMachine::Old(machine) => machine.see_columns(see),
+        }
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        match self {
+            AcquireMachine::Queue(machine) => machine.rename_columns(rename),
+            AcquireMachine::Try(machine) => machine.rename_columns(rename),
+            AcquireMachine::Old(machine) => machine.rename_columns(rename),
+        }
+    }
+}
+
+/// Reduction 7 of the lock models: a finished acquisition's lease and token.
+impl crate::algo::held_columns::HeldColumns for MainEnd {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        match self {
+            MainEnd::Acquire(outcome) => outcome.see_columns(see),
+            MainEnd::Release(_) => {}
+        }
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        match self {
+            MainEnd::Acquire(outcome) => outcome.rename_columns(rename),
+            MainEnd::Release(_) => {}
+        }
+    }
+}
+
+/// Reduction 7 of the lock models: both lanes.
+impl crate::algo::held_columns::HeldColumns for Lifecycle {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        match &self.main {
+            MainLane::Acquiring(machine) => machine.see_columns(see),
+            MainLane::Holding { lease, token } => {
+                lease.see_columns(see);
+                token.see_columns(see);
+            }
+            MainLane::Releasing(machine) => machine.see_columns(see),
+            MainLane::Ended => {}
+        }
+        if let RenewalLane::Running { machine, .. } = &self.renewal {
+            machine.see_columns(see);
+        }
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        match &mut self.main {
+            MainLane::Acquiring(machine) => machine.rename_columns(rename),
+            MainLane::Holding { lease, token } => {
+                lease.rename_columns(rename);
+                token.rename_columns(rename);
+            }
+            MainLane::Releasing(machine) => machine.rename_columns(rename),
+            MainLane::Ended => {}
+        }
+        if let RenewalLane::Running { machine, .. } = &mut self.renewal {
+            machine.rename_columns(rename);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

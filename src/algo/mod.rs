@@ -18,6 +18,7 @@
 //! | [`global_time`] | Listing 8 and section 5.4: TryUpdateGlobalTime and the time client |
 //! | [`time_service`] | section 5.4: a time-service replica runs Listing 8 once per period |
 //! | [`retry`] | ours: what every machine does when the store fails |
+//! | [`held_columns`] | ours: every queue column a machine holds, for the model checker's renaming of times |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
 //! | [`family`] | issue 13: what the other families' lease locks share, so one driver runs them: acquire, extend, release, and how each machine's outcome reads |
@@ -32,6 +33,7 @@ pub mod etcd;
 pub mod family;
 pub mod fence;
 pub mod global_time;
+pub mod held_columns;
 pub mod lease;
 pub mod lifecycle;
 pub mod memcached;

@@ -331,6 +331,13 @@ impl OldGetLock {
     }
 }
 
+/// Reduction 7 of the lock models: the old lock holds no queue column (its token's time
+/// reading goes straight into the outcome it returns).
+impl crate::algo::held_columns::HeldColumns for OldGetLock {
+    fn see_columns(&self, _: &mut dyn FnMut(&str)) {}
+    fn rename_columns(&mut self, _: &mut dyn FnMut(&mut String)) {}
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

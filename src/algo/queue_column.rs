@@ -282,6 +282,16 @@ pub fn parse_queue_column(column: &str) -> Option<(u64, &str)> {
     Some((digits.parse().ok()?, &column[QUEUE_TIME_DIGITS..]))
 }
 
+/// Ours, for the model checker's renaming of times ([`crate::algo::held_columns`]): give a
+/// queue column another time, keeping its thread id. `column` must be a queue column.
+pub fn set_queue_time(column: &mut String, time_us: u64) {
+    debug_assert!(parse_queue_column(column).is_some(), "{column:?} is a queue column");
+    column.replace_range(
+        ..QUEUE_TIME_DIGITS,
+        &format!("{time_us:0width$}", width = QUEUE_TIME_DIGITS),
+    );
+}
+
 /// A fencing token: the holder's queue column (Listing 5 name). Tokens compare as bytes, so
 /// a later queue time gives a greater token — as long as time sources agree and nobody is
 /// delayed between reading the time and enqueueing, which is exactly what the simulator

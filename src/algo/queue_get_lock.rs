@@ -482,6 +482,18 @@ impl Machine for QueueGetLock {
     }
 }
 
+/// Reduction 7 of the lock models: our column and where we read the queue from.
+impl crate::algo::held_columns::HeldColumns for QueueGetLock {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.column.see_columns(see);
+        see(&self.queue_from);
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.column.rename_columns(rename);
+        rename(&mut self.queue_from);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

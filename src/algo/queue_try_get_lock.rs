@@ -290,6 +290,16 @@ impl Machine for QueueTryGetLock {
     }
 }
 
+/// Reduction 7 of the lock models: our column.
+impl crate::algo::held_columns::HeldColumns for QueueTryGetLock {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.column.see_columns(see)
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.column.rename_columns(rename)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -158,6 +158,22 @@ impl Uncertainty {
     }
 }
 
+/// Reduction 7 of the lock models: the wrapped machine's columns and the request in flight.
+impl<M: crate::algo::held_columns::HeldColumns> crate::algo::held_columns::HeldColumns for Retrying<M> {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        self.inner.see_columns(see);
+        if let Some((command, _)) = &self.in_flight {
+            command.see_columns(see);
+        }
+    }
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        self.inner.rename_columns(rename);
+        if let Some((command, _)) = &mut self.in_flight {
+            command.rename_columns(rename);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -394,6 +394,46 @@ fn debug_check_order_preserving<T: Ord + std::fmt::Debug>(what: &str, mut pairs:
     }
 }
 
+/// Reduction 7 of the lock models: every column name and value in the store (the queue row's
+/// columns are Listing 5 names). A row is copied only when a name or value in it changes.
+impl crate::algo::held_columns::HeldColumns for RowStore {
+    fn see_columns(&self, see: &mut dyn FnMut(&str)) {
+        for cells in self.rows.values() {
+            for (column, version) in cells.iter() {
+                see(column);
+                if let CellBody::Value { value, .. } = &version.body {
+                    see(value);
+                }
+            }
+        }
+    }
+
+    fn rename_columns(&mut self, rename: &mut dyn FnMut(&mut String)) {
+        for cells in self.rows.values_mut() {
+            let mut changed = false;
+            let renamed: Vec<(String, CellVersion)> = cells
+                .iter()
+                .map(|(column, version)| {
+                    let (mut new_column, mut new_version) = (column.clone(), version.clone());
+                    rename(&mut new_column);
+                    if let CellBody::Value { value, .. } = &mut new_version.body {
+                        rename(value);
+                    }
+                    changed |= new_column != *column || new_version != *version;
+                    (new_column, new_version)
+                })
+                .collect();
+            if changed {
+                debug_assert!(
+                    renamed.windows(2).all(|pair| pair[0].0 < pair[1].0),
+                    "renaming columns keeps their order"
+                );
+                *Arc::make_mut(cells) = renamed.into_iter().collect();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

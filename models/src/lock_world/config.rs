@@ -84,6 +84,10 @@ pub struct LockModelConfig {
     /// where nothing else can see them (see [`LockModelConfig::local_steps_merge`]). For tests
     /// that compare the reduced model with the unreduced one.
     pub separate_local_steps: bool,
+    /// Reduction 7 off: times stay where they were read, and the clock bound `max_tick` stops
+    /// time (see [`LockModelConfig::relative_time`]). For tests that compare the reduced model
+    /// with the unreduced one.
+    pub absolute_time: bool,
 }
 
 impl LockModelConfig {
@@ -111,6 +115,7 @@ impl LockModelConfig {
             reuse_thread_ids: false,
             queue_read_from_last_hold: false,
             separate_local_steps: false,
+            absolute_time: false,
         }
     }
 
@@ -123,6 +128,19 @@ impl LockModelConfig {
     /// fewer states in the leases, pause, crash and TTL-skew worlds; not kept.)
     pub fn local_steps_merge(&self) -> bool {
         !self.separate_local_steps && (matches!(self.clocks, Clocks::Perfect) || self.time_seen_only_by_readings())
+    }
+
+    /// Reduction 7: are times kept relative to the clock, and time unbounded? Where reduction 5
+    /// applies (nothing but the time source reads a clock), a reading is seen only through the
+    /// queue columns made from it, which are compared with one another and with later
+    /// readings, and a later reading is at least `now + min offset`. So after every step the
+    /// model renames every time it holds: those below `now + min offset` (below anything read
+    /// from now on) to 1, 2, 3, ... in order, and the clock and the times from there up
+    /// shifted alike to sit just above them. States that differ only by where they sit in time
+    /// become one, and time needs no bound: the clock bound is dropped, and every verdict is
+    /// for time without end (a reading may come any number of ticks after the last).
+    pub fn relative_time(&self) -> bool {
+        self.time_seen_only_by_readings() && !self.absolute_time
     }
 
     /// Reduction 5 applies: clocks tick, but nothing reads the time except a queue lock's time
@@ -181,7 +199,12 @@ impl LockModelConfig {
         }
     }
 
+    /// The clock bound: time stops at this tick (`None`: perfect clocks, or time kept relative
+    /// by reduction 7, where it never stops).
     pub fn max_ticks(&self) -> Option<u8> {
+        if self.relative_time() {
+            return None;
+        }
         match &self.clocks {
             Clocks::Perfect => None,
             Clocks::Ticks { max_tick, .. } => Some(*max_tick),

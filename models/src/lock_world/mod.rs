@@ -74,6 +74,23 @@
 //!   anything can loop. A test compares the two models: the same verdicts, figures and
 //!   reachable situations (queue order, main row, each thread's task), and it fails if the
 //!   jumps are cut by one.
+//! - **Times are kept relative to the clock** (reduction 7, [`LockModelConfig::relative_time`],
+//!   wherever reduction 5 applies). With skew alone a reading is seen only through the queue
+//!   columns made from it, and those are compared only with one another and with later
+//!   readings, each at least `now + min offset`. So a time below that is below everything read
+//!   from now on, and only its order among the times held matters; a time from there up
+//!   matters by its distance to the clock. After every step the model renames every time the
+//!   world holds (in the store's columns, the machines' columns and pending commands, leases,
+//!   tokens; the library hands them over, [`cassalock::algo::held_columns`]) and the clock:
+//!   the times below `now + min offset` become 1, 2, 3, ... in order, and the clock and the
+//!   times above keep their distances, just above those. Runs that differ only by when they
+//!   happened become one, and time needs no bound at all: the clock bound is dropped, a
+//!   reading may come any number of ticks after the last, and every verdict is for time
+//!   without end. (A cycle of steps that read no time is then a run in which time passes
+//!   unseen, so a lasso is reported as a violation, not as bounded.) A trace is replayed with
+//!   the times as read (`LockModel::apply_as_shown`). A test compares the reduced model with
+//!   the unreduced one under a clock bound too high to ever stop time (raising it further
+//!   changes no state count): the same verdicts, figures and reachable situations.
 //!
 //! Without the first two, every retry loop (the old algorithm's shadow-row dance, renewals) would
 //! grow timestamps for ever and no model would be finite. The next three cut GetLock 3 x 2 with a
@@ -83,7 +100,9 @@
 //! model was bounded after 31 million. Reduction 6 (sleeps merged) then takes GetLock 3 x 2
 //! from 7,017 states to 2,601, 4 x 2 from 152,137 to 30,969, 3 x 2 with a delayed enqueue to
 //! 464,673, 3 x 2 with a clock a tick behind to 828,789 and 4 x 1 with it from 2,895,592 to
-//! 934,791; it leaves the worlds with TTLs (leases, pause, crash) as they were.
+//! 934,791; it leaves the worlds with TTLs (leases, pause, crash) as they were. Reduction 7
+//! (times relative to the clock) takes 3 x 2 with a clock a tick behind to 141,229 states and
+//! 4 x 1 to 252,290, for time without end where the clock bound stopped it before.
 //! There is no symmetry reduction: thread ids break ties in queue order, so threads are not
 //! interchangeable.
 //!
@@ -119,7 +138,6 @@ mod tests {
     /// Every reachable state of `model`, without its times: the queue row's thread ids in
     /// queue order, the main row's, and each thread's task and count of acquisitions.
     fn situations(model: &LockModel) -> std::collections::BTreeSet<String> {
-        use stateright::Model;
         let project = |world: &World| {
             let ids = |row: &str| -> Vec<String> {
                 let cells = world.store.read_slice(row, "", 64, 0);
@@ -155,15 +173,19 @@ mod tests {
                 ids(&lock.shadow_row())
             )
         };
+        reachable(model).iter().map(project).collect()
+    }
+
+    /// Every reachable state of `model`.
+    fn reachable(model: &LockModel) -> std::collections::HashSet<World> {
+        use stateright::Model;
         let mut seen = std::collections::HashSet::new();
         let mut frontier: Vec<World> = model.init_states();
-        let mut situations = std::collections::BTreeSet::new();
         let mut actions = Vec::new();
         while let Some(world) = frontier.pop() {
-            if !seen.insert(world.clone()) {
+            if seen.contains(&world) {
                 continue;
             }
-            situations.insert(project(&world));
             actions.clear();
             model.actions(&world, &mut actions);
             for act in actions.drain(..) {
@@ -171,21 +193,32 @@ mod tests {
                     frontier.push(next);
                 }
             }
+            seen.insert(world);
             assert!(seen.len() < 2_000_000, "a test world stays small");
         }
-        situations
+        seen
+    }
+
+    /// How two models' verdicts must agree: word for word, or a bounded verdict's reason
+    /// aside, or (reduction 7) an unbounded model's against a bounded one's, where "holds" is
+    /// "holds within the clock bound" and a liveness "violated" is "bounded" by the last tick.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Agreement {
+        Exact,
+        AnyBoundWording,
+        UnboundedTime,
     }
 
     /// Check a reduced world and the same world unreduced, and assert they conclude the same:
-    /// every claim's verdict (with `any_bound_wording`, a bounded verdict's reason aside), every
-    /// figure's value (not the length of the path that reached it), and every reachable
-    /// situation seen without times (who is queued in which order, who is in the main row,
-    /// what each thread is doing). Returns both reports and the reduced one's violations.
+    /// every claim's verdict (as `agreement` says), every figure's value (not the length of
+    /// the path that reached it), and every reachable situation seen without times (who is
+    /// queued in which order, who is in the main row, what each thread is doing). Returns both
+    /// reports and the reduced one's violations.
     fn same_conclusions(
         what: &str,
         reduced_cfg: LockModelConfig,
         unreduced_cfg: LockModelConfig,
-        any_bound_wording: bool,
+        agreement: Agreement,
     ) -> (crate::check::Report, crate::check::Report, usize) {
         let reduced = check(&LockModel::new(reduced_cfg.clone()), Limits::default());
         let unreduced = check(&LockModel::new(unreduced_cfg.clone()), Limits::default());
@@ -199,9 +232,11 @@ mod tests {
                 .rows
                 .iter()
                 .map(|row| {
-                    let verdict = match &row.verdict {
-                        Verdict::Bounded(_) if any_bound_wording => Verdict::Bounded(String::new()),
-                        other => other.clone(),
+                    let verdict = match (&row.verdict, agreement) {
+                        (Verdict::Bounded(_), Agreement::AnyBoundWording) => Verdict::Bounded(String::new()),
+                        (Verdict::HoldsWithinClockBound(_), Agreement::UnboundedTime) => Verdict::Holds,
+                        (Verdict::Bounded(_), Agreement::UnboundedTime) if row.kind == "liveness" => Verdict::Violated,
+                        (other, _) => other.clone(),
                     };
                     (row.property.to_owned(), verdict)
                 })
@@ -255,7 +290,12 @@ mod tests {
                 thesis_listings,
                 ..Spec::new(name)
             };
-            let reduced_cfg = crate::lock_config(algorithm, &spec).expect("a valid spec");
+            // Reduction 5 alone: reduction 7 (relative time, no clock bound) is compared with
+            // this model in its own test.
+            let reduced_cfg = LockModelConfig {
+                absolute_time: true,
+                ..crate::lock_config(algorithm, &spec).expect("a valid spec")
+            };
             assert!(reduced_cfg.time_seen_only_by_readings(), "{spec:?}");
             let eager_cfg = LockModelConfig {
                 eager_ticks: true,
@@ -263,7 +303,7 @@ mod tests {
             };
             assert!(!eager_cfg.time_seen_only_by_readings());
             let what = format!("{name:?} {threads} x {acquisitions}, fencing {fencing}, listings {thesis_listings}");
-            let (reduced, eager, found) = same_conclusions(&what, reduced_cfg, eager_cfg, true);
+            let (reduced, eager, found) = same_conclusions(&what, reduced_cfg, eager_cfg, Agreement::AnyBoundWording);
             assert!(
                 reduced.graph_states * 2 < eager.graph_states,
                 "{what}: {} states reduced, {} unreduced",
@@ -363,7 +403,7 @@ mod tests {
                 ..merged_cfg.clone()
             };
             let what = format!("{spec:?}");
-            let (merged, separate, found) = same_conclusions(&what, merged_cfg, separate_cfg, false);
+            let (merged, separate, found) = same_conclusions(&what, merged_cfg, separate_cfg, Agreement::Exact);
             assert!(merged.graph_states <= separate.graph_states, "{what}");
             // TryGetLock's loop wait waits for open contests (partial synchrony): not merged.
             smaller += usize::from(merged.graph_states < separate.graph_states);
@@ -379,5 +419,124 @@ mod tests {
             halved,
             "and more than half of them in some (GetLock 3 x 1: 422 against 1,001)"
         );
+    }
+
+    /// Reduction 7 must change how many states a skewed world has, and nothing it concludes
+    /// about time without end: its verdicts, figures and reachable situations are those of the
+    /// model with absolute times whose clock bound is too high to ever stop time (each
+    /// acquisition reads the time at most once, and a reading jumps at most
+    /// `useful_tick_jumps` ticks). That the bound never stops time is checked too: raising it
+    /// further changes no state count.
+    #[test]
+    fn reduction_7_times_relative_to_the_clock_keep_every_verdict_of_the_model_with_absolute_times() {
+        let world = |name: ModelName, threads: u8, acquisitions: u8| Spec {
+            threads: Some(threads),
+            acquisitions: Some(acquisitions),
+            fault: Fault::Skew,
+            ..Spec::new(name)
+        };
+        let worlds = [
+            (LockAlgorithm::GetLock, world(ModelName::GetLock, 2, 2)),
+            (LockAlgorithm::GetLock, world(ModelName::GetLock, 3, 1)),
+            (
+                LockAlgorithm::GetLock,
+                Spec {
+                    fencing: true,
+                    ..world(ModelName::GetLock, 2, 2)
+                },
+            ),
+            (
+                LockAlgorithm::GetLock,
+                Spec {
+                    thesis_listings: true,
+                    ..world(ModelName::GetLock, 2, 1)
+                },
+            ),
+            (
+                LockAlgorithm::GetLock,
+                Spec {
+                    next_poll: true,
+                    ..world(ModelName::GetLock, 3, 1)
+                },
+            ),
+            (
+                LockAlgorithm::GetLock,
+                Spec {
+                    paced_poll: true,
+                    ..world(ModelName::GetLock, 3, 1)
+                },
+            ),
+            (LockAlgorithm::TryGetLock, world(ModelName::TryGetLock, 2, 2)),
+            (
+                LockAlgorithm::TryGetLock,
+                Spec {
+                    asynchronous: true,
+                    ..world(ModelName::TryGetLock, 2, 1)
+                },
+            ),
+            (
+                LockAlgorithm::Old,
+                Spec {
+                    fencing: true,
+                    ..world(ModelName::Old, 2, 1)
+                },
+            ),
+        ];
+        let (mut violations, mut liveness_violations, mut thirds) = (0, 0, 0);
+        for (algorithm, spec) in worlds {
+            let relative_cfg = crate::lock_config(algorithm, &spec).expect("a valid spec");
+            assert!(
+                relative_cfg.relative_time() && relative_cfg.max_ticks().is_none(),
+                "{spec:?}"
+            );
+            let absolute = |extra_ticks: u8| {
+                let mut cfg = LockModelConfig {
+                    absolute_time: true,
+                    ..relative_cfg.clone()
+                };
+                let readings = cfg.threads * cfg.acquisitions;
+                let never_reached = 1 + cfg.useful_tick_jumps() * readings + extra_ticks;
+                if let Clocks::Ticks { max_tick, .. } = &mut cfg.clocks {
+                    *max_tick = never_reached;
+                }
+                cfg
+            };
+            let what = format!("{spec:?}");
+            let (relative, absolute_report, found) =
+                same_conclusions(&what, relative_cfg.clone(), absolute(0), Agreement::UnboundedTime);
+            // Exactly the absolute model's states, each with its times renamed: no state lost
+            // (renaming merged only states that behave alike) and none made up.
+            let relative_model = LockModel::new(relative_cfg.clone());
+            let renamed: std::collections::HashSet<World> = reachable(&LockModel::new(absolute(0)))
+                .into_iter()
+                .map(|mut world| {
+                    relative_model.relative_times(&mut world);
+                    world
+                })
+                .collect();
+            assert!(
+                reachable(&relative_model) == renamed,
+                "{what}: the reduced model's states are not the absolute model's, renamed"
+            );
+            let higher = check(&LockModel::new(absolute(2)), Limits::default());
+            assert_eq!(
+                higher.graph_states, absolute_report.graph_states,
+                "{what}: the clock bound of the comparison never stops time"
+            );
+            assert!(relative.graph_states < absolute_report.graph_states, "{what}");
+            thirds += usize::from(relative.graph_states * 3 < absolute_report.graph_states);
+            violations += found;
+            liveness_violations += relative
+                .rows
+                .iter()
+                .filter(|row| row.kind == "liveness" && row.verdict == Verdict::Violated)
+                .count();
+        }
+        assert!(violations > 0, "the comparison covers violations, not only holds");
+        assert!(
+            liveness_violations > 0,
+            "and a liveness counterexample, which only relative time can call a violation"
+        );
+        assert!(thirds >= 4, "the reduction cuts most worlds to under a third: {thirds}");
     }
 }

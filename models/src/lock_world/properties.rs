@@ -280,6 +280,13 @@ impl crate::liveness::Fairness for LockModel {
         // could still move), so each of them is reported as bounded there. Counting every state
         // as at the bound keeps that: a lasso is never reported as a violation, only "holds"
         // (no lasso, so none in the unreduced model either) or "bounded".
+        //
+        // Reduction 7 drops the bound: time goes on for ever, and a cycle of steps none of which
+        // reads the time is a run in which time passes unseen (ticks change nothing any step
+        // reads, by reduction 5's condition), so every lasso and deadlock is a counterexample.
+        if self.cfg.relative_time() {
+            return false;
+        }
         self.cfg.max_ticks() == Some(world.now_tick) || self.cfg.time_seen_only_by_readings()
     }
 
@@ -313,7 +320,12 @@ impl crate::check::CheckedModel for LockModel {
                         cfg.lock.renew_every_ms / 1000
                     )
                 });
-                format!("ticks up to {max_tick}, {ttl}, client clock offsets {client_offset_ticks:?}, coordinator offsets {coordinator_offset_ticks:?}")
+                let time = if cfg.relative_time() {
+                    "time without end, kept relative to the clock (reduction 7)".to_owned()
+                } else {
+                    format!("ticks up to {max_tick}")
+                };
+                format!("{time}, {ttl}, client clock offsets {client_offset_ticks:?}, coordinator offsets {coordinator_offset_ticks:?}")
             }
         };
         let mut faults = Vec::new();
@@ -414,7 +426,7 @@ impl crate::check::CheckedModel for LockModel {
     }
 
     fn describe_step(&self, state: &World, action: &Act) -> (World, Vec<String>) {
-        let (next, events) = self.apply(state, *action, Some(Vec::new()));
+        let (next, events) = self.apply_as_shown(state, *action, Some(Vec::new()));
         let ticks = !matches!(self.cfg.clocks, Clocks::Perfect);
         let mut lines: Vec<String> = events
             .unwrap_or_default()

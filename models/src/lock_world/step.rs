@@ -1,8 +1,10 @@
 //! The model's own driver: it carries out what the library's lifecycle machines ask for, against
 //! one linearizable `RowStore`, with the model's clocks and faults, and keeps the state canonical.
 
+use cassalock::algo::held_columns::HeldColumns;
 use cassalock::algo::lease::{Released, RenewalEnd};
 use cassalock::algo::lifecycle::{completes_enqueue, AcquireKind, Lifecycle, MainEnd};
+use cassalock::algo::queue_column::{parse_queue_column, set_queue_time};
 use cassalock::algo::{contract, Acquire, Action, FencingToken, Input, Leftover, LockId, SleepKind, Step, StepTag};
 use cassalock::store::{RowStore, StoreCommand, StoreFailure, MICROS_PER_SECOND};
 
@@ -910,8 +912,22 @@ impl LockModel {
         resource.sole_holder_refused = false;
     }
 
-    /// The successor of `world` under `act`, with what happened (events only when asked).
-    pub fn apply(&self, world: &World, act: Act, mut events: Events) -> (World, Events) {
+    /// The successor of `world` under `act`, with what happened (events only when asked), in
+    /// the form the checker explores (with reduction 7, times relative to the clock).
+    pub fn apply(&self, world: &World, act: Act, events: Events) -> (World, Events) {
+        self.apply_in(world, act, events, self.cfg.relative_time())
+    }
+
+    /// As [`LockModel::apply`], but every time stays as it was read: a trace replayed from the
+    /// initial state this way shows the times a run took (reduction 7 renames them after every
+    /// step, which would make the same cell read differently from one step to the next). The
+    /// initial state is the same in both forms, and so is every step's effect up to the
+    /// renaming.
+    pub fn apply_as_shown(&self, world: &World, act: Act, events: Events) -> (World, Events) {
+        self.apply_in(world, act, events, false)
+    }
+
+    fn apply_in(&self, world: &World, act: Act, mut events: Events, relative_time: bool) -> (World, Events) {
         let mut next = world.clone();
         self.forget_recorded_violations(&mut next);
         #[cfg(debug_assertions)]
@@ -923,7 +939,9 @@ impl LockModel {
             }
             Act::TicksThenMain { ticks, thread } => {
                 debug_assert!(self.main_step_reads_time(world, usize::from(thread)));
-                next.now_tick += ticks;
+                // Relative times keep the clock a few ticks above 1; a trace replayed as shown
+                // reads the time at most once per acquisition (saturating only past 255 ticks).
+                next.now_tick = next.now_tick.saturating_add(ticks);
                 self.step_main(&mut next, usize::from(thread), None, &mut events);
                 self.merge_local_steps(&mut next, usize::from(thread), &mut events);
             }
@@ -983,7 +1001,125 @@ impl LockModel {
             |thread| thread.slots.retain(|slot| !slot.lifecycle.is_over()),
         );
         self.canonicalize(&mut next);
+        if relative_time {
+            self.relative_times(&mut next);
+        }
         (next, events)
+    }
+
+    /// Reduction 7 ([`LockModelConfig::relative_time`]): rename every time the world holds (in
+    /// the queue columns of the store, the machines, their pending commands, the resource's
+    /// tokens) and the clock, so that the times below `now + min offset` are 1, 2, 3, ... in
+    /// order and the clock and the times from there up keep their distances to one another,
+    /// just above those. Every later reading is at least `now + min offset`, so it compares
+    /// with every renamed time as it would have with the time itself, and nothing but the
+    /// time source reads a clock (reduction 5's condition): no step decides differently.
+    pub(super) fn relative_times(&self, world: &mut World) {
+        let Clocks::Ticks {
+            client_offset_ticks, ..
+        } = &self.cfg.clocks
+        else {
+            return;
+        };
+        let lowest_offset = u64::from(client_offset_ticks.iter().copied().min().unwrap_or(0));
+        let window_tick = u64::from(world.now_tick) + lowest_offset;
+        let mut below: Vec<u64> = Vec::new();
+        let mut times_below = |column: &str| {
+            if let Some((time_us, _)) = parse_queue_column(column) {
+                debug_assert_eq!(time_us % MICROS_PER_SECOND, 0, "readings are whole ticks: {column}");
+                let tick = time_us / MICROS_PER_SECOND;
+                if tick < window_tick {
+                    below.push(tick);
+                }
+            }
+        };
+        world.store.see_columns(&mut times_below);
+        for thread in world.threads.iter() {
+            Self::thread_columns(thread, &mut times_below);
+        }
+        world.resource.highest.see_columns(&mut times_below);
+        world.resource.highest_issued.see_columns(&mut times_below);
+        below.sort_unstable();
+        below.dedup();
+        let new_window_tick = (below.len() as u64 + 1).max(lowest_offset + 1);
+        let renamed = |tick: u64| -> u64 {
+            if tick < window_tick {
+                below.binary_search(&tick).expect("collected above") as u64 + 1
+            } else {
+                tick - window_tick + new_window_tick
+            }
+        };
+        if new_window_tick == window_tick && below.iter().all(|&tick| renamed(tick) == tick) {
+            return;
+        }
+        let changes = |column: &str| {
+            parse_queue_column(column).is_some_and(|(time_us, _)| {
+                let tick = time_us / MICROS_PER_SECOND;
+                renamed(tick) != tick
+            })
+        };
+        let mut rename = |column: &mut String| {
+            if let Some((time_us, _)) = parse_queue_column(column) {
+                set_queue_time(column, renamed(time_us / MICROS_PER_SECOND) * MICROS_PER_SECOND);
+            }
+        };
+        world.store.rename_columns(&mut rename);
+        world.threads.update_where(
+            |thread| {
+                let mut any = false;
+                Self::thread_columns(thread, &mut |column| any |= changes(column));
+                any
+            },
+            |thread| Self::rename_thread_columns(thread, &mut rename),
+        );
+        world.resource.highest.rename_columns(&mut rename);
+        world.resource.highest_issued.rename_columns(&mut rename);
+        let now_tick = new_window_tick - lowest_offset;
+        debug_assert!(
+            now_tick <= u64::from(world.now_tick),
+            "renaming never moves the clock up"
+        );
+        world.now_tick = u8::try_from(now_tick).expect("below the clock it was");
+    }
+
+    /// Every string of a thread that may be a queue column (reduction 7).
+    fn thread_columns(thread: &Thread, see: &mut dyn FnMut(&str)) {
+        if let Main::Acquiring {
+            next: Some((_, action)),
+        }
+        | Main::Releasing {
+            next: Some((_, action)),
+        } = &thread.main
+        {
+            action.see_columns(see);
+        }
+        for slot in &thread.slots {
+            slot.lifecycle.see_columns(see);
+            if let Some((_, action)) = &slot.renewal_next {
+                action.see_columns(see);
+            }
+        }
+        thread.queue_start.see_columns(see);
+    }
+
+    /// Rename every string of [`LockModel::thread_columns`] with `rename`.
+    fn rename_thread_columns(thread: &mut Thread, rename: &mut dyn FnMut(&mut String)) {
+        if let Main::Acquiring {
+            next: Some((_, action)),
+        }
+        | Main::Releasing {
+            next: Some((_, action)),
+        } = &mut thread.main
+        {
+            action.rename_columns(rename);
+        }
+        for slot in &mut thread.slots {
+            slot.lifecycle.rename_columns(rename);
+            if let Some((_, action)) = &mut slot.renewal_next {
+                action.rename_columns(rename);
+            }
+        }
+        thread.queue_start.rename_columns(rename);
     }
 
     /// The ways the fault injector can fail `command`: a read fails (applied or not is the same);
@@ -1020,12 +1156,14 @@ impl LockModel {
             let may_fail = world.store_failures_used < self.cfg.store_failures;
             if self.main_enabled(world, i) {
                 acts.push(Act::Main(id));
-                if let (true, Some(max)) = (self.cfg.time_seen_only_by_readings(), self.cfg.max_ticks()) {
-                    if self.main_step_reads_time(world, i) {
-                        let jumps = self.cfg.useful_tick_jumps().min(max.saturating_sub(world.now_tick));
-                        for ticks in 1..=jumps {
-                            acts.push(Act::TicksThenMain { ticks, thread: id });
-                        }
+                if self.cfg.time_seen_only_by_readings() && self.main_step_reads_time(world, i) {
+                    // Reduction 7: time has no bound; else it stops at the clock bound.
+                    let left = self
+                        .cfg
+                        .max_ticks()
+                        .map_or(u8::MAX, |max| max.saturating_sub(world.now_tick));
+                    for ticks in 1..=self.cfg.useful_tick_jumps().min(left) {
+                        acts.push(Act::TicksThenMain { ticks, thread: id });
                     }
                 }
                 if may_fail {
