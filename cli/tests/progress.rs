@@ -54,3 +54,29 @@ fn report_prints_progress_lines_with_real_totals_when_stderr_is_not_a_terminal()
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A check cut short says which limit stopped it and the flag that moves it, and exits 3 (no
+/// violation found, not every verdict final).
+#[test]
+fn a_bounded_check_names_the_limit_that_stopped_it_and_the_flag_that_raises_it() {
+    let run = |limit: &[&str]| {
+        let output = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+            .args(["check", "--model", "trygetlock", "--threads", "3", "--fault", "skew"])
+            .args(limit)
+            .output()
+            .expect("cassalock runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+        )
+    };
+    let (code, stdout) = run(&["--max-states", "1000"]);
+    assert_eq!(code, Some(3), "{stdout}");
+    assert!(
+        stdout.contains("the state limit (1000) stopped the search: --max-states raises it"),
+        "{stdout}"
+    );
+    let (code, stdout) = run(&[]);
+    assert_eq!(code, Some(0), "the whole world fits the default limits: {stdout}");
+    assert!(!stdout.contains("stopped the search"), "{stdout}");
+}
