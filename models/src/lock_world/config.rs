@@ -88,6 +88,10 @@ pub struct LockModelConfig {
     /// time (see [`LockModelConfig::relative_time`]). For tests that compare the reduced model
     /// with the unreduced one.
     pub absolute_time: bool,
+    /// Reduction 8 off: every thread keeps the tick its last hold began, read or not (see
+    /// `LockModel::forget_unread_hold_ticks`). For tests that compare the reduced model with
+    /// the unreduced one.
+    pub keep_hold_ticks: bool,
 }
 
 impl LockModelConfig {
@@ -116,6 +120,7 @@ impl LockModelConfig {
             queue_read_from_last_hold: false,
             separate_local_steps: false,
             absolute_time: false,
+            keep_hold_ticks: false,
         }
     }
 

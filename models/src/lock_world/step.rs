@@ -1001,10 +1001,44 @@ impl LockModel {
             |thread| thread.slots.retain(|slot| !slot.lifecycle.is_over()),
         );
         self.canonicalize(&mut next);
+        if self.checks_c_lost() && !self.cfg.keep_hold_ticks {
+            Self::forget_unread_hold_ticks(&mut next);
+        }
         if relative_time {
             self.relative_times(&mut next);
         }
         (next, events)
+    }
+
+    /// Reduction 8: a thread's `held_since_tick` (C-lost's bookkeeping) is set to 0 where no
+    /// property can read it any more. C-lost reads it only among threads that believe they hold
+    /// the lock: a later holder j's tick decides whether j acquired no earlier than holder i
+    /// (`held_since_j >= held_since_i`) and how long i has not known (`now - held_since_j`).
+    /// So it is unread for a thread that does not believe it holds (it is set again when it
+    /// next acquires), and for the earliest holder once its tick is below the clock and below
+    /// every other holder's: every holder there is or will be acquired strictly later, so each
+    /// comparison with its tick comes out the same with 0 (ticks start at 1), and its own tick
+    /// is never the later one whose distance to the clock is counted.
+    pub(super) fn forget_unread_hold_ticks(world: &mut World) {
+        let now = world.now_tick;
+        let holding: Vec<(usize, u8)> = world
+            .threads
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| matches!(t.main, Main::Holding { .. }))
+            .map(|(i, t)| (i, t.held_since_tick))
+            .collect();
+        let earliest_alone = holding
+            .iter()
+            .filter(|&&(i, since)| since < now && holding.iter().all(|&(j, other)| j == i || since < other))
+            .map(|&(i, _)| i)
+            .next();
+        let unread = |i: usize, t: &Thread| !matches!(t.main, Main::Holding { .. }) || Some(i) == earliest_alone;
+        for i in 0..world.threads.len() {
+            if world.threads[i].held_since_tick != 0 && unread(i, &world.threads[i]) {
+                world.threads[i].held_since_tick = 0;
+            }
+        }
     }
 
     /// Reduction 7 ([`LockModelConfig::relative_time`]): rename every time the world holds (in
