@@ -223,30 +223,20 @@ pub fn run(args: CheckArgs) -> ExitCode {
 /// After a bounded run, which limit stopped it and the flag that moves it (a state or time
 /// limit), or that this machine is too small for the world (the memory limit).
 fn print_how_to_go_further(report: &cassalock_models::check::Report, limits: &Limits) {
-    let reasons: Vec<&str> = report
-        .rows
-        .iter()
-        .filter_map(|row| match &row.verdict {
-            Verdict::Bounded(reason) => Some(reason.as_str()),
-            _ => None,
-        })
-        .collect();
+    use cassalock_models::check::StoppedBy;
     let memory_mib = limits.max_memory_bytes >> 20;
-    let any = |text: &str| reasons.iter().any(|reason| reason.contains(text));
-    let (states, seconds) = (limits.max_states, limits.max_seconds);
-    if any("memory limit") {
-        println!(
+    match report.stopped_by {
+        Some(StoppedBy::Memory) => println!(
             "\nthe memory limit ({memory_mib} MiB resident) stopped the search: this world needs more memory than that (--max-memory-mib, up to the machine's), or a smaller world"
-        );
-    } else if any("the time ran out") {
-        println!("\nthe time limit ({seconds} s) stopped the search: --max-seconds raises it");
-    } else if any("state budget ran out") || any("state limit of") {
-        println!(
-            "\nthe state limit ({states}) stopped the search: --max-states raises it (the memory limit, {memory_mib} MiB resident, still stops a search the machine cannot hold)"
-        );
-    } else if any("time or generated-state limit") {
-        println!(
-            "\nthe time limit ({seconds} s) or the state limit ({states}) stopped the search: --max-seconds and --max-states raise them"
-        );
+        ),
+        Some(StoppedBy::Time) => println!(
+            "\nthe time limit ({} s) stopped the search: --max-seconds raises it",
+            limits.max_seconds
+        ),
+        Some(StoppedBy::States) => println!(
+            "\nthe state limit ({}) stopped the search: --max-states raises it (the memory limit, {memory_mib} MiB resident, still stops a search the machine cannot hold)",
+            limits.max_states
+        ),
+        None => {}
     }
 }

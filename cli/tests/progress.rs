@@ -76,6 +76,12 @@ fn a_bounded_check_names_the_limit_that_stopped_it_and_the_flag_that_raises_it()
         stdout.contains("the state limit (1000) stopped the search: --max-states raises it"),
         "{stdout}"
     );
+    let (code, stdout) = run(&["--acquisitions", "2", "--max-seconds", "1"]);
+    assert_eq!(code, Some(3), "{stdout}");
+    assert!(
+        stdout.contains("the time limit (1 s) stopped the search: --max-seconds raises it"),
+        "{stdout}"
+    );
     let (code, stdout) = run(&[]);
     assert_eq!(code, Some(0), "the whole world fits the default limits: {stdout}");
     assert!(!stdout.contains("stopped the search"), "{stdout}");

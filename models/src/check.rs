@@ -245,6 +245,17 @@ pub struct Row {
     pub trace: Option<Trace>,
 }
 
+/// The limit that cut a check short.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoppedBy {
+    /// The process passed `Limits::max_memory_bytes`.
+    Memory,
+    /// `Limits::max_seconds` ran out (stateright's search, or our graph after it).
+    Time,
+    /// `Limits::max_states`: our graph's budget, or the generated states stateright may make.
+    States,
+}
+
 /// The outcome of checking one model.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -255,6 +266,9 @@ pub struct Report {
     pub stateright_states: usize,
     pub graph_states: usize,
     pub complete: bool,
+    /// Which limit cut the check short (`None`: none did; a stop at the first violation is
+    /// not a limit).
+    pub stopped_by: Option<StoppedBy>,
     pub internal_errors: Vec<String>,
 }
 
@@ -323,9 +337,9 @@ where
     let discoveries = checker.discoveries();
     // The guard keeps watching while our graph is built (below): the graph stops too.
     let stateright_cut_by_memory = !memory_allows();
-    let timed_out = stateright_seconds >= limits.max_seconds as f64
-        || checker.state_count() >= generated_budget
-        || stateright_cut_by_memory;
+    let stateright_out_of_time = stateright_seconds >= limits.max_seconds as f64;
+    let stateright_out_of_states = checker.state_count() >= generated_budget;
+    let timed_out = stateright_out_of_time || stateright_out_of_states || stateright_cut_by_memory;
     // What stateright found is copied out above: its fingerprints and paths go before our graph
     // is built, so the two explorations do not hold their memory at once.
     drop(checker);
@@ -339,6 +353,15 @@ where
     let graph_seconds = started.elapsed().as_secs_f64();
     let memory_hit = guard.finish();
     let graph_complete = !graph.truncated;
+    let stopped_by = if memory_hit {
+        Some(StoppedBy::Memory)
+    } else if stateright_out_of_time || graph.timed_out {
+        Some(StoppedBy::Time)
+    } else if stateright_out_of_states || (graph.truncated && !graph.stopped_early) {
+        Some(StoppedBy::States)
+    } else {
+        None
+    };
 
     let all_found = properties.iter().all(|p| discoveries.contains_key(p.name));
     let complete = graph_complete && !timed_out && (stateright_states == graph.state_count() || all_found);
@@ -513,6 +536,7 @@ where
         stateright_states,
         graph_states: graph.state_count(),
         complete,
+        stopped_by,
         internal_errors,
     }
 }

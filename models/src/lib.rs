@@ -416,15 +416,20 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
             let most = if algorithm == LockAlgorithm::TryGetLock { 3 } else { 4 };
             let threads = size("--threads", spec.threads, 2, 1..=most, "skew")?;
             let acquisitions = size("--acquisitions", spec.acquisitions, 1, 1..=2, "skew")?;
-            if algorithm == LockAlgorithm::GetLock {
-                (threads, acquisitions)
-            } else {
-                at_most_six(
+            match algorithm {
+                LockAlgorithm::GetLock => (threads, acquisitions),
+                LockAlgorithm::TryGetLock => at_most_six(
                     threads,
                     acquisitions,
-                    "skew",
-                    "trygetlock 3 x 2 is 3,923,469 states, about 45 s; old 4 x 1 is 397,744, about 6 s); use 3 x 2, 4 x 1 or fewer",
-                )?
+                    "trygetlock with skew",
+                    "3 x 2 is 3,923,469 states, about 45 s); use 3 x 2 or fewer",
+                )?,
+                LockAlgorithm::Old => at_most_six(
+                    threads,
+                    acquisitions,
+                    "old with skew",
+                    "4 x 1 is 397,744 states, about 6 s; 3 x 2 is 80,931); use 3 x 2, 4 x 1 or fewer",
+                )?,
             }
         }
         (_, true) => (

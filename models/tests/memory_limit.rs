@@ -2,7 +2,7 @@
 //! and says so; it never reports "holds" for what it did not explore. Its own test binary: the
 //! guard's flag is process-wide (resident memory is), and would cut checks running beside it.
 
-use cassalock_models::check::{Limits, Verdict};
+use cassalock_models::check::{Limits, StoppedBy, Verdict};
 use cassalock_models::{build, Fault, ModelName, Runnable, Spec};
 
 fn skewed_getlock() -> Runnable {
@@ -20,12 +20,14 @@ fn a_check_past_its_memory_limit_is_bounded_and_names_the_memory() {
     let model = skewed_getlock();
     let whole = model.check(Limits::default());
     assert!(whole.complete, "{whole}");
+    assert_eq!(whole.stopped_by, None);
     // One MiB: the process is past it before the first state is expanded.
     let cut = model.check(Limits {
         max_memory_bytes: 1 << 20,
         ..Limits::default()
     });
     assert!(!cut.complete, "{cut}");
+    assert_eq!(cut.stopped_by, Some(StoppedBy::Memory), "{cut}");
     assert!(cut.internal_errors.is_empty(), "{:?}", cut.internal_errors);
     assert!(cut.stateright_states < whole.stateright_states, "{cut}");
     for row in &cut.rows {

@@ -93,7 +93,7 @@ macro_rules! holds_no_columns {
         }
     )*};
 }
-holds_no_columns!(u8, super::lease::RenewalEnd, super::lease::Released);
+holds_no_columns!(super::lease::RenewalEnd, super::lease::Released);
 
 impl HeldColumns for FencingToken {
     fn see_columns(&self, see: &mut dyn FnMut(&str)) {

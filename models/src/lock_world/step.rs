@@ -939,9 +939,15 @@ impl LockModel {
             }
             Act::TicksThenMain { ticks, thread } => {
                 debug_assert!(self.main_step_reads_time(world, usize::from(thread)));
-                // Relative times keep the clock a few ticks above 1; a trace replayed as shown
-                // reads the time at most once per acquisition (saturating only past 255 ticks).
-                next.now_tick = next.now_tick.saturating_add(ticks);
+                // Relative times keep the clock a few ticks above 1, and a clock bound stops it
+                // below 255; only a trace replayed as shown could pass 255 (some 120 readings),
+                // and it says so instead of wrapping.
+                next.now_tick = next.now_tick.checked_add(ticks).unwrap_or_else(|| {
+                    note(&mut events, || {
+                        "the shown clock stops at 255 ticks: from here on this trace's times are not the run's".into()
+                    });
+                    u8::MAX
+                });
                 self.step_main(&mut next, usize::from(thread), None, &mut events);
                 self.merge_local_steps(&mut next, usize::from(thread), &mut events);
             }
