@@ -18,6 +18,10 @@
 //!   the new holder's. The guard then tells its user the lock is lost.
 //! - if renewal cannot write for a whole TTL (the store failing), or wakes up after the TTL
 //!   has already passed since the main cell's last write, it reports the lease as expired.
+//!   So does a rewrite whose reply comes a whole TTL after that write: the holder was paused
+//!   between deciding to rewrite and writing, the cells may have expired meanwhile and the lock
+//!   been taken, and the late write put a dead cell back beside the new holder's. The check
+//!   looks for our own cell only, so it would find that cell and never learn (C-lost).
 //! - the lease is timed from the *main* cell's write, not the queue cell's. An acquisition that
 //!   waited long may hold a queue cell near (or past) its expiry; that is harmless while the
 //!   main cell lives (a thread that becomes first meanwhile finds our main cell and backs off),
@@ -113,6 +117,11 @@ const EXPIRED: StepTag = StepTag::new(
     0,
     "a whole TTL passed since the last write: the lease is lost",
 );
+const LANDED_LATE: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "the rewrite landed a whole TTL after the last write: the cells may have expired first, the lease is lost",
+);
 const RETRY_LATER: StepTag = StepTag::new(Source::Ours, 0, "renewal failed: try again shortly");
 
 /// Is `tag` one of the renewal task's steps (its sleeps, check, rewrites and how it ends)?
@@ -128,6 +137,7 @@ pub fn is_renewal_step(tag: &StepTag) -> bool {
         REWRITE_MAIN_UNCHECKED,
         GONE,
         EXPIRED,
+        LANDED_LATE,
         RETRY_LATER,
     ]
     .contains(tag)
@@ -259,6 +269,18 @@ impl Machine for Renewal {
                     return self.finish(GONE, RenewalEnd::Lost(LeaseLost::MainCellGone));
                 }
                 self.rewrite(config, now_us)
+            }
+            // A rewrite decided in time may land late (the holder paused between the check and
+            // the write): if a whole TTL has passed since the main cell's last write, our cells
+            // may have expired before it landed, and another thread may have taken the lock
+            // in between. The rewrite then brought a dead cell back next to the new holder's,
+            // where the next check, which looks for our own cell only, would find it: the
+            // lease is lost, and renewal says so now (C-lost; found by checking the pause
+            // world two ticks past its clock bound).
+            (RenewalState::WritingQueue { .. } | RenewalState::WritingMain { .. }, Input::Reply(StoreReply::Done))
+                if self.expired(config, now_us) =>
+            {
+                self.finish(LANDED_LATE, RenewalEnd::Lost(LeaseLost::Expired))
             }
             (RenewalState::WritingQueue { started_us }, Input::Reply(StoreReply::Done)) => {
                 self.write_main(config, started_us)
@@ -543,6 +565,82 @@ mod tests {
         bench.now_us += 60_000_000;
         let done = bench.run_until(&mut renewal, Input::Woke, |_| false);
         assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
+    }
+
+    /// C-lost: the holder pauses after renewal decided to rewrite, for longer than the TTL;
+    /// its cells expire and another thread writes its main cell. The late rewrites land (they
+    /// bring our cells back), and renewal must report the lease lost when their replies come,
+    /// not go to sleep: its next check looks for our own cell only, which the rewrite put back.
+    #[test]
+    fn a_rewrite_landing_a_ttl_after_the_last_write_reports_the_lease_lost() {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease.clone());
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        // Checked in time: our cell is there, so renewal asks to rewrite the queue cell.
+        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
+        let Action::Store(command) = rewrite.action else {
+            panic!("a rewrite is a store command: {rewrite:?}")
+        };
+        // Paused past the TTL: our cells expire, and another thread takes the main row.
+        bench.now_us += 6_000_000;
+        assert!(
+            bench.live_columns("m:L").is_empty(),
+            "our cells expired during the pause"
+        );
+        let other = ClientId::new("b").unwrap().thread(1);
+        bench.execute(write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            other.as_str().into(),
+            &other,
+        ));
+        // The late write lands, then its reply reaches renewal.
+        let reply = bench.execute(command);
+        let done = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
+        assert_eq!(done.tag, LANDED_LATE);
+        assert!(
+            bench.live_columns("m:L") == ["b:1"],
+            "the main cell was not written back next to the new holder's"
+        );
+
+        // The same pause between the queue and the main rewrite.
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_MAIN);
+        let Action::Store(command) = rewrite.action else {
+            panic!("a rewrite is a store command: {rewrite:?}")
+        };
+        bench.now_us += 6_000_000;
+        let reply = bench.execute(command);
+        let done = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
+
+        // A rewrite whose reply comes within the TTL goes on as before.
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
+        let Action::Store(command) = rewrite.action else {
+            panic!("a rewrite is a store command: {rewrite:?}")
+        };
+        bench.now_us += 4_999_999;
+        let reply = bench.execute(command);
+        let next = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(next.tag, REWRITE_MAIN, "one microsecond inside the TTL: still ours");
     }
 
     #[test]

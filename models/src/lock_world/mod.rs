@@ -608,4 +608,74 @@ mod tests {
         assert!(violations > 0, "the comparison covers violations, not only holds");
         assert_eq!(smaller, 4, "the reduction cuts states in every world");
     }
+
+    /// A timed world's verdicts are for a clock bound, and the bound must not be what makes a
+    /// claim hold. Every timed world of the matrix at 2 threads x 1 acquisition (leases, a
+    /// pause, a crash, a coordinator a TTL ahead, a failed store request with leases; each
+    /// lock) is checked again with the clock bound 2 ticks higher: every verdict must stay
+    /// (a "holds within bound" at the higher bound counts as the same). This is how a pause
+    /// that lands between renewal's check and its rewrite was found (2026-11-28): the late
+    /// rewrite brought the expired cells back beside the next holder's, and C-lost, which
+    /// needs a tick more than the default bound to show it, was violated in all three locks.
+    #[test]
+    fn every_timed_verdict_stays_with_the_clock_bound_two_ticks_higher() {
+        const MORE_TICKS: u8 = 2;
+        let worlds = [
+            (Fault::None, true),
+            (Fault::Pause, false),
+            (Fault::Crash, false),
+            (Fault::TtlSkew, false),
+            (Fault::StoreFailure, true),
+        ];
+        let verdicts = |report: &crate::check::Report| -> Vec<(&'static str, &'static str, Verdict)> {
+            report
+                .rows
+                .iter()
+                .map(|row| {
+                    let verdict = match &row.verdict {
+                        Verdict::HoldsWithinClockBound(_) => Verdict::Holds,
+                        Verdict::Bounded(_) => Verdict::Bounded(String::new()),
+                        other => other.clone(),
+                    };
+                    (row.property, row.kind, verdict)
+                })
+                .collect()
+        };
+        let mut checked = 0;
+        for name in [ModelName::GetLock, ModelName::TryGetLock, ModelName::Old] {
+            for (fault, leases) in worlds {
+                let spec = Spec {
+                    threads: Some(2),
+                    acquisitions: Some(1),
+                    fault,
+                    leases,
+                    ..Spec::new(name)
+                };
+                let crate::Runnable::Lock(model) = crate::build(&spec).expect("a matrix world builds") else {
+                    panic!("{name:?} is a lock model")
+                };
+                let cfg = model.cfg.clone();
+                let mut later = cfg.clone();
+                let Clocks::Ticks { max_tick, .. } = &mut later.clocks else {
+                    panic!("{name:?} {fault:?}: a timed world ticks")
+                };
+                let bound = *max_tick;
+                *max_tick += MORE_TICKS;
+                let what = format!(
+                    "{name:?} 2 x 1, {fault:?}, leases {leases}, clock <= {bound} and <= {}",
+                    bound + MORE_TICKS
+                );
+                let at_bound = check(&LockModel::new(cfg), Limits::default());
+                let past_it = check(&LockModel::new(later), Limits::default());
+                assert!(at_bound.complete && past_it.complete, "{what}: both exhaustive");
+                assert!(
+                    past_it.stateright_states > at_bound.stateright_states,
+                    "{what}: the later bound lets time reach states the earlier one stops"
+                );
+                assert_eq!(verdicts(&at_bound), verdicts(&past_it), "{what}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 15);
+    }
 }
