@@ -86,3 +86,97 @@ fn a_bounded_check_names_the_limit_that_stopped_it_and_the_flag_that_raises_it()
     assert_eq!(code, Some(0), "the whole world fits the default limits: {stdout}");
     assert!(!stdout.contains("stopped the search"), "{stdout}");
 }
+
+/// `check --clock-bound` moves a timed world's clock bound (the verdicts say the new one, and
+/// the closing hint names the flag), and refuses, with exit status 2 and the rule, a bound
+/// outside 2..=250 and worlds that have none to move.
+#[test]
+fn check_clock_bound_moves_the_bound_and_is_refused_where_there_is_none() {
+    let check = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cassalock"))
+            .arg("check")
+            .args(args)
+            .output()
+            .expect("cassalock runs")
+    };
+    let default = check(&["--model", "getlock", "--fault", "pause", "--property", "C-lost"]);
+    let raised = check(&[
+        "--model",
+        "getlock",
+        "--fault",
+        "pause",
+        "--property",
+        "C-lost",
+        "--clock-bound",
+        "5",
+    ]);
+    let default_out = String::from_utf8_lossy(&default.stdout);
+    let raised_out = String::from_utf8_lossy(&raised.stdout);
+    assert!(
+        default.status.success() && raised.status.success(),
+        "{default_out}\n{raised_out}"
+    );
+    assert!(
+        default_out.contains("holds within bound (clock <= 4 ticks)"),
+        "{default_out}"
+    );
+    assert!(
+        raised_out.contains("holds within bound (clock <= 5 ticks)"),
+        "{raised_out}"
+    );
+    assert!(
+        raised_out.contains("ticks up to 5"),
+        "the title says the bound: {raised_out}"
+    );
+    assert!(
+        default_out.contains("clocks up to tick 4 was checked, nothing later; --clock-bound raises"),
+        "{default_out}"
+    );
+    let states = |out: &str| -> u64 {
+        out.lines()
+            .find(|line| line.starts_with("C-lost a holder learns"))
+            .and_then(|line| line.split_whitespace().rev().nth(2))
+            .and_then(|count| count.parse().ok())
+            .unwrap_or_else(|| panic!("a state count: {out}"))
+    };
+    assert!(
+        states(&raised_out) > 2 * states(&default_out),
+        "{default_out}\n{raised_out}"
+    );
+
+    for (args, says) in [
+        (
+            &["--model", "getlock", "--fault", "pause", "--clock-bound", "1"][..],
+            "must be 2 to 250 ticks",
+        ),
+        (
+            &["--model", "getlock", "--fault", "pause", "--clock-bound", "0"],
+            "must be 2 to 250 ticks",
+        ),
+        (
+            &["--model", "getlock", "--fault", "pause", "--clock-bound", "300"],
+            "300",
+        ),
+        (
+            &["--model", "getlock", "--fault", "skew", "--clock-bound", "6"],
+            "time has no bound",
+        ),
+        (
+            &["--model", "getlock", "--clock-bound", "6"],
+            "applies where clocks tick",
+        ),
+        (
+            &["--model", "redisson", "--clock-bound", "6"],
+            "--clock-bound apply to the Cassandra lock models",
+        ),
+        (
+            &["--model", "lemma", "--clock-bound", "6"],
+            "--clock-bound apply to the lock models",
+        ),
+    ] {
+        let output = check(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+}

@@ -30,7 +30,7 @@ pub mod shared;
 pub mod trygetlock;
 
 use check::{check, Limits, Report};
-use lock_world::{LockAlgorithm, LockModel, LockModelConfig};
+use lock_world::{Clocks, LockAlgorithm, LockModel, LockModelConfig};
 
 /// The models, by CLI name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -193,6 +193,11 @@ pub enum Mutant {
     M1,
     /// Release does not wait for the renewal task (turns leases on).
     K3,
+    /// Renewal trusts a rewrite that landed a whole TTL after the last write (the library
+    /// before 2026-11-28): a holder paused between its check and its rewrite never learns it
+    /// lost the lock (C-lost; needs clocks that tick, e.g. --fault pause, and shows one tick
+    /// past the default bound: --clock-bound 5).
+    M4,
     /// redlock: node-redlock's bug, every attempt's validity counted from the first attempt's
     /// start.
     #[cfg_attr(feature = "clap", value(name = "node-redlock-validity"))]
@@ -225,6 +230,7 @@ impl Mutant {
         match self {
             Mutant::M1 => "m1",
             Mutant::K3 => "k3",
+            Mutant::M4 => "m4",
             Mutant::NodeRedlockValidity => "node-redlock-validity",
             Mutant::GoRedsyncExtend => "go-redsync-extend",
             Mutant::Redisson775 => "redisson-775",
@@ -283,7 +289,16 @@ pub struct Spec {
     /// getlock: each thread reads the queue from the queue column of its last hold
     /// (`Settings::queue_read_from_last_hold`, issue 15's long run).
     pub queue_read_from_last_hold: bool,
+    /// Lock models whose clocks tick with a bound (leases, pause, crash, a coordinator a TTL
+    /// ahead, store failures with leases, K3): time stops at this tick instead of the default
+    /// (3 + acquisitions). Raising it shows whether a "holds within bound" depends on the
+    /// bound.
+    pub clock_bound: Option<u8>,
 }
+
+/// The highest `--clock-bound`: clocks read `now` plus an offset of up to a TTL (2 ticks) in a
+/// tick counter of one byte, and a bound this high is far past any world within reach.
+pub const MOST_CLOCK_BOUND_TICKS: u8 = 250;
 
 impl Spec {
     /// Does it ask for one of the Cassandra lock models' variants (the listings, the
@@ -295,6 +310,7 @@ impl Spec {
             || self.paced_poll
             || self.reuse_thread_ids
             || self.queue_read_from_last_hold
+            || self.clock_bound.is_some()
     }
 
     pub fn new(model: ModelName) -> Self {
@@ -313,6 +329,7 @@ impl Spec {
             reuse_thread_ids: false,
             queue_read_from_last_hold: false,
             extend: false,
+            clock_bound: None,
         }
     }
 }
@@ -437,6 +454,9 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
             size("--acquisitions", spec.acquisitions, 1, 1..=2, "clocks and leases")?,
         ),
     };
+    if spec.mutant == Some(Mutant::M4) && !timed {
+        return refuse("mutant m4 changes what renewal does with a late rewrite; renewal runs only where cells expire: add --fault pause (where it shows, one tick past the default bound: --clock-bound 5), crash, ttl-skew or --leases");
+    }
     if spec.mutant == Some(Mutant::M1) && algorithm == LockAlgorithm::Old {
         return refuse("mutant m1 skips the queue algorithm's main-row check; the old algorithm has no queue (use getlock or trygetlock)");
     }
@@ -459,13 +479,22 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         cfg.lock.next_poll_ms = Some(10);
         cfg.lock.paced_poll = spec.paced_poll;
     }
-    Ok(lock_world::apply_fault(
-        cfg,
-        spec.fault,
-        spec.mutant,
-        spec.fencing,
-        spec.leases,
-    ))
+    let mut cfg = lock_world::apply_fault(cfg, spec.fault, spec.mutant, spec.fencing, spec.leases);
+    if let Some(bound) = spec.clock_bound {
+        if cfg.relative_time() {
+            return refuse("--clock-bound: with a clock a tick behind (--fault skew) time has no bound (times are kept relative to the clock), so there is none to move");
+        }
+        let Clocks::Ticks { max_tick, .. } = &mut cfg.clocks else {
+            return refuse("--clock-bound applies where clocks tick: --leases, --fault pause, crash or ttl-skew, --fault store-failure --leases, or --mutant k3 (without them the clock is perfect and time has no bound)");
+        };
+        if !(2..=MOST_CLOCK_BOUND_TICKS).contains(&bound) {
+            return refuse(format!(
+                "--clock-bound must be 2 to {MOST_CLOCK_BOUND_TICKS} ticks (clocks start at tick 1; this world's default is {max_tick}), not {bound}"
+            ));
+        }
+        *max_tick = bound;
+    }
+    Ok(cfg)
 }
 
 /// A model ready to run.
@@ -510,7 +539,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
             }
             if spec.mutant.is_some() || spec.fencing || spec.uses_cassandra_lock_variants() {
                 return refuse(format!(
-                    "--mutant, --fencing, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids and --queue-read-from-last-hold apply to the lock models (getlock, trygetlock, old), not to {}",
+                    "--mutant, --fencing, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids, --queue-read-from-last-hold and --clock-bound apply to the lock models (getlock, trygetlock, old), not to {}",
                     spec.model.name()
                 ));
             }
@@ -574,7 +603,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
 fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
     if spec.fencing || spec.leases || spec.uses_cassandra_lock_variants() {
-        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids and --queue-read-from-last-hold apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
+        return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids, --queue-read-from-last-hold and --clock-bound apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
     }
     let mut mutants = family::FamilyMutants::default();
     match spec.mutant {

@@ -282,6 +282,43 @@ fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
     );
 }
 
+/// C-lost under a pause (found 2026-11-28 one tick past the default clock bound): with the
+/// library before its fix (mutant M4), a holder paused between renewal's check and its rewrite
+/// writes its expired cells back beside the next holder's and never learns; with the fix it
+/// learns, at that bound too, in all three locks.
+#[test]
+fn c_lost_a_rewrite_landing_after_the_ttl_is_caught_by_renewal_m4_is_not() {
+    let mut m4 = spec(ModelName::GetLock, Fault::Pause);
+    m4.mutant = Some(Mutant::M4);
+    m4.clock_bound = Some(5);
+    let report = first_violation(&m4, "C-lost");
+    let trace = report.row("C-lost").trace.as_ref().unwrap().to_string();
+    assert!(
+        trace.contains("PAUSED") && trace.contains("t0 AND t1") && trace.contains("renewal: rewrite own main cell"),
+        "{trace}"
+    );
+    pin(expect_file!["golden/c_lost_m4_late_rewrite.txt"], &golden_text(&report));
+    for name in [ModelName::GetLock, ModelName::TryGetLock, ModelName::Old] {
+        let mut fixed = spec(name, Fault::Pause);
+        fixed.clock_bound = Some(5);
+        let report = run(&fixed, Limits::default());
+        for claim in ["C-lost", "C-lost (liveness)"] {
+            let row = report
+                .rows
+                .iter()
+                .find(|row| {
+                    row.property.starts_with("C-lost") && (row.kind == "liveness") == claim.ends_with("(liveness)")
+                })
+                .unwrap_or_else(|| panic!("{name:?}: a {claim} row: {report}"));
+            assert_eq!(
+                row.verdict,
+                Verdict::HoldsWithinClockBound(5),
+                "{name:?} {claim}: {report}"
+            );
+        }
+    }
+}
+
 #[test]
 fn k3_release_without_waiting_leaves_the_lock_taken_until_the_ttl() {
     let mut k3 = Spec::new(ModelName::GetLock);

@@ -1998,6 +1998,8 @@ pub(crate) struct MutantModel {
     pub(crate) claim: ClaimId,
     /// Its trace file's name: `mutant-{key}.txt`.
     key: &'static str,
+    /// A clock bound other than the world's default (`--clock-bound`).
+    clock_bound: Option<u8>,
 }
 
 impl MutantModel {
@@ -2005,6 +2007,7 @@ impl MutantModel {
         let mut spec = Spec::new(self.model);
         spec.fault = self.fault;
         spec.mutant = Some(self.mutant);
+        spec.clock_bound = self.clock_bound;
         if self.mutant == cassalock_models::Mutant::RedissonFairBarging {
             // F-order needs a client that comes back to a queue another waits in.
             spec.acquisitions = Some(2);
@@ -2015,7 +2018,7 @@ impl MutantModel {
 
 /// The deliberately broken variants the model checker runs: each must break its claim, or the
 /// checks prove nothing.
-pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
+pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
     use cassalock_models::Mutant;
     [
         MutantModel {
@@ -2025,6 +2028,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
             mutant: Mutant::M1,
             claim: ClaimId::T1,
             key: "queue-m1-delayed-t1",
+            clock_bound: None,
         },
         MutantModel {
             label: "K3 (release does not wait for renewal), queue GetLock",
@@ -2033,6 +2037,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
             mutant: Mutant::K3,
             claim: ClaimId::K3,
             key: "queue-k3-k3",
+            clock_bound: None,
         },
         MutantModel {
             label: "K3, old GetLock",
@@ -2041,6 +2046,16 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
             mutant: Mutant::K3,
             claim: ClaimId::K3,
             key: "old-k3-k3",
+            clock_bound: None,
+        },
+        MutantModel {
+            label: "M4 (renewal trusts a rewrite that landed a TTL late, the library before 2026-11-28), holder paused, clock <= 5 ticks, queue GetLock",
+            model: ModelName::GetLock,
+            fault: Fault::Pause,
+            mutant: Mutant::M4,
+            claim: ClaimId::CLost,
+            key: "queue-m4-pause-c-lost",
+            clock_bound: Some(5),
         },
         MutantModel {
             label: "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one lost request, Redisson RLock",
@@ -2049,6 +2064,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
             mutant: Mutant::Redisson775,
             claim: ClaimId::CLost,
             key: "redisson-775-store-failure-c-lost",
+            clock_bound: None,
         },
         MutantModel {
             label: "an acquire that ignores the queue (the RLock's script; a planted unfair variant), 2 clients x 2 acquisitions, Redisson fair lock",
@@ -2057,6 +2073,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 5] = {
             mutant: Mutant::RedissonFairBarging,
             claim: ClaimId::FOrder,
             key: "redisson-fair-barging-f-order",
+            clock_bound: None,
         },
     ]
 };

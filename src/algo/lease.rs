@@ -278,7 +278,7 @@ impl Machine for Renewal {
             // lease is lost, and renewal says so now (C-lost; found by checking the pause
             // world two ticks past its clock bound).
             (RenewalState::WritingQueue { .. } | RenewalState::WritingMain { .. }, Input::Reply(StoreReply::Done))
-                if self.expired(config, now_us) =>
+                if self.expired(config, now_us) && !config.mutants.m4_trust_a_late_rewrite =>
             {
                 self.finish(LANDED_LATE, RenewalEnd::Lost(LeaseLost::Expired))
             }

@@ -327,6 +327,11 @@ pub struct Mutants {
     /// the cells, the older tombstone loses to the newer write and the released lock stays
     /// taken until the TTL (C-release).
     pub m3_delete_stamped_at_acquisition: bool,
+    /// M4: renewal trusts a rewrite whose reply comes a whole TTL after the main cell's last
+    /// write (the library before 2026-11-28). A holder paused between the check and the
+    /// rewrite then writes its expired cells back beside the next holder's and, as the check
+    /// finds its own cell, never learns it lost the lock (C-lost).
+    pub m4_trust_a_late_rewrite: bool,
 }
 
 /// Our fixes to the thesis's listings, each for a contract item (docs/contract.md) that the

@@ -304,6 +304,7 @@ pub fn apply_fault(
     match mutant {
         Some(Mutant::M1) => cfg.lock.mutants.m1_skip_main_check = true,
         Some(Mutant::K3) => cfg.lock.mutants.k3_release_without_waiting = true,
+        Some(Mutant::M4) => cfg.lock.mutants.m4_trust_a_late_rewrite = true,
         Some(
             Mutant::NodeRedlockValidity
             | Mutant::GoRedsyncExtend

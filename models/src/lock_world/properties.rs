@@ -356,6 +356,9 @@ impl crate::check::CheckedModel for LockModel {
         if cfg.lock.mutants.k3_release_without_waiting {
             faults.push("MUTANT K3".into());
         }
+        if cfg.lock.mutants.m4_trust_a_late_rewrite {
+            faults.push("MUTANT M4 (a late rewrite trusted)".into());
+        }
         if cfg.resource {
             faults.push(if cfg.fencing {
                 "resource with fencing".into()
