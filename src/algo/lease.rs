@@ -567,25 +567,32 @@ mod tests {
         assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
     }
 
+    /// A held lease whose renewal woke when due, checked its main cell and now asks for the
+    /// rewrite tagged `rewrite` (of the queue cell or the main cell): the bench, the renewal,
+    /// and the command it asked for, not yet sent.
+    fn renewal_about_to(rewrite: StepTag) -> (Bench, Renewal, crate::store::StoreCommand) {
+        let mut bench = Bench::new(timed());
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == rewrite);
+        let Action::Store(command) = step.action else {
+            panic!("a rewrite is a store command: {step:?}")
+        };
+        (bench, renewal, command)
+    }
+
     /// C-lost: the holder pauses after renewal decided to rewrite, for longer than the TTL;
     /// its cells expire and another thread writes its main cell. The late rewrites land (they
     /// bring our cells back), and renewal must report the lease lost when their replies come,
     /// not go to sleep: its next check looks for our own cell only, which the rewrite put back.
     #[test]
     fn a_rewrite_landing_a_ttl_after_the_last_write_reports_the_lease_lost() {
-        let mut bench = Bench::new(timed());
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease.clone());
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        // Checked in time: our cell is there, so renewal asks to rewrite the queue cell.
-        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
-        let Action::Store(command) = rewrite.action else {
-            panic!("a rewrite is a store command: {rewrite:?}")
-        };
-        // Paused past the TTL: our cells expire, and another thread takes the main row.
+        // Paused before the queue rewrite: our cells expire, another thread takes the main row.
+        let (mut bench, mut renewal, command) = renewal_about_to(REWRITE_QUEUE);
         bench.now_us += 6_000_000;
         assert!(
             bench.live_columns("m:L").is_empty(),
@@ -609,38 +616,26 @@ mod tests {
         );
 
         // The same pause between the queue and the main rewrite.
-        let mut bench = Bench::new(timed());
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease);
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_MAIN);
-        let Action::Store(command) = rewrite.action else {
-            panic!("a rewrite is a store command: {rewrite:?}")
-        };
+        let (mut bench, mut renewal, command) = renewal_about_to(REWRITE_MAIN);
         bench.now_us += 6_000_000;
         let reply = bench.execute(command);
         let done = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
         assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
 
         // A rewrite whose reply comes within the TTL goes on as before.
-        let mut bench = Bench::new(timed());
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease);
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        let rewrite = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
-        let Action::Store(command) = rewrite.action else {
-            panic!("a rewrite is a store command: {rewrite:?}")
-        };
+        let (mut bench, mut renewal, command) = renewal_about_to(REWRITE_QUEUE);
         bench.now_us += 4_999_999;
         let reply = bench.execute(command);
         let next = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
         assert_eq!(next.tag, REWRITE_MAIN, "one microsecond inside the TTL: still ours");
+
+        // Mutant M4 (the library before the fix) trusts the late reply and writes on.
+        let (mut bench, mut renewal, command) = renewal_about_to(REWRITE_QUEUE);
+        bench.config.mutants.m4_trust_a_late_rewrite = true;
+        bench.now_us += 6_000_000;
+        let reply = bench.execute(command);
+        let next = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(next.tag, REWRITE_MAIN, "M4 writes the expired main cell back");
     }
 
     #[test]
@@ -660,14 +655,7 @@ mod tests {
 
     #[test]
     fn renewal_is_urgent_between_waking_and_its_last_write() {
-        let mut bench = Bench::new(timed());
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease);
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_MAIN);
+        let (bench, renewal, _) = renewal_about_to(REWRITE_MAIN);
         assert!(renewal.urgent(&bench.config, bench.now_us));
     }
 
