@@ -89,7 +89,8 @@ fn a_bounded_check_names_the_limit_that_stopped_it_and_the_flag_that_raises_it()
 
 /// `check --clock-bound` moves a timed world's clock bound (the verdicts say the new one, and
 /// the closing hint names the flag), and refuses, with exit status 2 and the rule, a bound
-/// outside 2..=250 and worlds that have none to move.
+/// outside 2..=250 and worlds that have none to move; mutant M4 is refused where no cell
+/// expires (nothing is renewed there).
 #[test]
 fn check_clock_bound_moves_the_bound_and_is_refused_where_there_is_none() {
     let check = |args: &[&str]| {
@@ -172,6 +173,14 @@ fn check_clock_bound_moves_the_bound_and_is_refused_where_there_is_none() {
         (
             &["--model", "lemma", "--clock-bound", "6"],
             "--clock-bound apply to the lock models",
+        ),
+        (
+            &["--model", "getlock", "--mutant", "m4"],
+            "renewal runs only where cells expire",
+        ),
+        (
+            &["--model", "getlock", "--fault", "skew", "--mutant", "m4"],
+            "no cell expires",
         ),
     ] {
         let output = check(args);

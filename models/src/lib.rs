@@ -480,6 +480,9 @@ pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockM
         cfg.lock.paced_poll = spec.paced_poll;
     }
     let mut cfg = lock_world::apply_fault(cfg, spec.fault, spec.mutant, spec.fencing, spec.leases);
+    if spec.mutant == Some(Mutant::M4) && cfg.lock.ttl_s.is_none() {
+        return refuse("mutant m4 changes what renewal does with a late rewrite; with a clock a tick behind alone no cell expires and nothing is renewed: use --fault pause (where it shows, one tick past the default bound: --clock-bound 5), crash, ttl-skew or --leases");
+    }
     if let Some(bound) = spec.clock_bound {
         if cfg.relative_time() {
             return refuse("--clock-bound: with a clock a tick behind (--fault skew) time has no bound (times are kept relative to the clock), so there is none to move");
