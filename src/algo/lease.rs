@@ -124,6 +124,19 @@ const LANDED_LATE: StepTag = StepTag::new(
 );
 const RETRY_LATER: StepTag = StepTag::new(Source::Ours, 0, "renewal failed: try again shortly");
 
+/// Is `tag` a rewrite the renewal task sends, of the queue or the main cell (mutant M2's
+/// too)? The simulator's `pause-at-rewrite` scenario pauses a holder right at the first one,
+/// after renewal's check and before the write leaves.
+pub fn is_renewal_rewrite(tag: StepTag) -> bool {
+    [
+        REWRITE_QUEUE,
+        REWRITE_MAIN,
+        REWRITE_QUEUE_UNCHECKED,
+        REWRITE_MAIN_UNCHECKED,
+    ]
+    .contains(&tag)
+}
+
 /// Is `tag` one of the renewal task's steps (its sleeps, check, rewrites and how it ends)?
 pub fn is_renewal_step(tag: &StepTag) -> bool {
     [
@@ -168,10 +181,10 @@ impl Renewal {
         )
     }
 
+    /// Did our main cell's last write die (or may it have), counted as the store counts
+    /// ([`super::cells_live_until_us`]: whole seconds)?
     fn expired(&self, config: &LockConfig, now_us: u64) -> bool {
-        config
-            .ttl_ms()
-            .is_some_and(|ttl_ms| now_us >= self.lease.main_written_at_us.saturating_add(ttl_ms * 1000))
+        super::cells_live_until_us(config, self.lease.main_written_at_us).is_some_and(|until_us| now_us >= until_us)
     }
 
     fn sleep_until_due(&mut self, config: &LockConfig, now_us: u64) -> Step<RenewalEnd> {
@@ -636,6 +649,70 @@ mod tests {
         let reply = bench.execute(command);
         let next = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
         assert_eq!(next.tag, REWRITE_MAIN, "M4 writes the expired main cell back");
+    }
+
+    /// C-lost again, within the TTL by our clock: Cassandra fixes expiry in whole seconds of
+    /// the coordinator's clock, so a main cell written at 10.9 s with a 10 s TTL dies at 20 s,
+    /// not 20.9 s. A rewrite decided at 15.9 s whose reply comes at 20.5 s may have put a dead
+    /// cell back beside a new holder's: the lease is lost (before 2026-11-28 renewal trusted
+    /// it, since 20.5 s is within 10 s of 10.9 s).
+    #[test]
+    fn a_rewrite_landing_after_the_cells_whole_second_expiry_reports_the_lease_lost() {
+        let mut bench = Bench::new(timed());
+        bench.now_us = 10_900_000;
+        let lease = held(&mut bench);
+        let mut renewal = Renewal::new(lease);
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
+        let Action::Store(command) = step.action else {
+            panic!("a rewrite is a store command: {step:?}")
+        };
+        // Paused until 20.5 s: less than a TTL after 10.9 s, but our cells died at 20 s.
+        bench.now_us = 20_500_000;
+        assert!(bench.live_columns("m:L").is_empty(), "expired at the whole second");
+        let other = ClientId::new("b").unwrap().thread(1);
+        bench.execute(write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            other.as_str().into(),
+            &other,
+        ));
+        let reply = bench.execute(command);
+        let done = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(done.tag, LANDED_LATE);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
+
+        // Woken at 20.2 s (a pause while asleep): expired too, without touching the store.
+        let mut bench = Bench::new(timed());
+        bench.now_us = 10_900_000;
+        let mut renewal = Renewal::new(held(&mut bench));
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us = 20_200_000;
+        let done = renewal.resume(&bench.config, Input::Woke, bench.now_us);
+        assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
+
+        // A reply at 19.999999 s is before any cell written from 10.9 s on can have died.
+        let mut bench = Bench::new(timed());
+        bench.now_us = 10_900_000;
+        let mut renewal = Renewal::new(held(&mut bench));
+        bench.run_until(&mut renewal, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        bench.now_us += 5_000_000;
+        let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
+        let Action::Store(command) = step.action else {
+            panic!("a rewrite is a store command: {step:?}")
+        };
+        bench.now_us = 19_999_999;
+        assert_eq!(bench.live_columns("m:L"), ["a:1"]);
+        let reply = bench.execute(command);
+        let next = renewal.resume(&bench.config, Input::Reply(reply), bench.now_us);
+        assert_eq!(next.tag, REWRITE_MAIN, "still ours");
     }
 
     #[test]

@@ -503,10 +503,31 @@ pub(crate) const SLOW_ACQUISITION: StepTag = StepTag::new(
 /// and a main cell that expired before renewal started protects nothing. A success seen now
 /// must not be trusted. (Found by the model checker: contests slower than the TTL let two
 /// threads hold the lock in `old --fault crash` and `trygetlock --fault crash`.)
+///
+/// "A whole TTL" is counted as the store counts it ([`cells_live_until_us`]), not from the
+/// microsecond of the write.
 pub(crate) fn lease_outlived(config: &LockConfig, main_written_at_us: u64, now_us: u64) -> bool {
-    config
-        .ttl_ms()
-        .is_some_and(|ttl_ms| now_us >= main_written_at_us.saturating_add(ttl_ms * 1000))
+    cells_live_until_us(config, main_written_at_us).is_some_and(|until_us| now_us >= until_us)
+}
+
+/// Until when (on this client's clock) cells written at `written_at_us` certainly live, if
+/// cells expire at all. Cassandra fixes a cell's expiry in whole seconds of the write
+/// coordinator's clock (`whole_seconds(coordinator_now) + ttl`; see `store::row_store`), so a
+/// cell written at 10.9 s with TTL 10 dies at 20 s, not at 20.9 s. The write reaches its
+/// coordinator no earlier than it was sent, so, with clocks that agree, the cell lives at least
+/// until the start of the second it was sent in plus the TTL, and may die right then. (Clock
+/// skew between client and coordinator eats into this: S2.) Before 2026-11-28 the renewal and
+/// contest checks counted the TTL from the microsecond of the write, and trusted what happened
+/// in the last fraction of a second of a dead cell's life.
+pub(crate) fn cells_live_until_us(config: &LockConfig, written_at_us: u64) -> Option<u64> {
+    config.ttl_s.map(|ttl_s| {
+        let sent_second = crate::store::whole_seconds(written_at_us);
+        let until_us = sent_second
+            .saturating_add(u64::from(ttl_s))
+            .saturating_mul(crate::store::MICROS_PER_SECOND);
+        debug_assert!(until_us <= written_at_us.saturating_add(u64::from(ttl_s) * crate::store::MICROS_PER_SECOND));
+        until_us
+    })
 }
 
 /// Read the first `count` live cells of `row`.

@@ -946,4 +946,32 @@ mod tests {
         );
         assert_eq!(step.tag, SLOW_ACQUISITION);
     }
+
+    /// The same, within a TTL by our clock: a main cell written at 10.9 s with a 4 s TTL dies
+    /// at 14 s (Cassandra's whole-second expiry), so a success read at 14.5 s may be one that
+    /// another contender's read, after our cell died, did not see.
+    #[test]
+    fn a_success_after_the_main_cell_s_whole_second_expiry_is_not_trusted() {
+        let config = LockConfig {
+            ttl_s: Some(4),
+            renew_every_ms: 2000,
+            ..LockConfig::default()
+        };
+        let alone = || {
+            Input::Reply(StoreReply::Slice(vec![crate::store::LiveCell {
+                column: "a:1".into(),
+                value: "a:1".into(),
+                timestamp_us: 1,
+            }]))
+        };
+        for (answered_us, trusted) in [(13_999_999, true), (14_000_000, false), (14_500_000, false)] {
+            let mut bench = Bench::new(config.clone());
+            bench.now_us = 10_900_000;
+            let mut queue = machine();
+            bench.run_until(&mut queue, Input::Start, |step| step.tag == L6_READ_MAIN);
+            let step = queue.resume(&bench.config, alone(), answered_us);
+            assert_eq!(step.tag == L6_HELD, trusted, "answered at {answered_us} us: {step:?}");
+            assert_eq!(step.tag == SLOW_ACQUISITION, !trusted);
+        }
+    }
 }

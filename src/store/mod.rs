@@ -28,7 +28,9 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Mutex;
 
-pub use row_store::{live_slice, reconcile, CellBody, CellVersion, LiveCell, RowStore, MICROS_PER_SECOND};
+pub use row_store::{
+    live_slice, reconcile, whole_seconds, CellBody, CellVersion, LiveCell, RowStore, MICROS_PER_SECOND,
+};
 
 /// One cell of a write: column, value and optional TTL in whole seconds.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
