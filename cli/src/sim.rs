@@ -72,7 +72,8 @@ impl ValueEnum for Algorithms {
 #[derive(Args, Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScenarioArgs {
-    /// contention, skew, pause, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss
+    /// contention, skew, pause, pause-at-rewrite, cl-one, partition, crash-holder, renew-race,
+    /// timeservice-stall, swarm, loss
     /// (required unless the --scenario-file names one).
     #[arg(long)]
     pub scenario: Option<String>,
@@ -96,6 +97,13 @@ pub struct ScenarioArgs {
     /// afresh, so a renewed cell outlives its tombstone (C-release).
     #[arg(long)]
     pub m3: bool,
+    /// Mutant M4, any scenario: renewal trusts a rewrite whose reply comes after the cells may
+    /// have expired (the library before 2026-11-28), so a holder paused between renewal's check
+    /// and its rewrite writes its dead cells back beside the next holder's and goes on renewing
+    /// them: `is_lost()` says true at the resume, then false again (C-lost; scenario
+    /// pause-at-rewrite).
+    #[arg(long)]
+    pub m4: bool,
     /// Let the resource accept stale tokens (to see the damage fencing prevents).
     #[arg(long)]
     pub no_fencing: bool,
@@ -309,6 +317,7 @@ impl ScenarioArgs {
         merged.k3 |= file.k3;
         merged.m2 |= file.m2;
         merged.m3 |= file.m3;
+        merged.m4 |= file.m4;
         merged.no_fencing |= file.no_fencing;
         merged.lose_unsynced |= file.lose_unsynced;
         merged.try_lock |= file.try_lock;
@@ -342,6 +351,7 @@ impl ScenarioArgs {
                 k3: merged.k3,
                 m2: merged.m2,
                 m3: merged.m3,
+                m4: merged.m4,
                 no_fencing: merged.no_fencing,
                 lose_unsynced: merged.lose_unsynced,
                 consistency: merged.consistency,
@@ -390,6 +400,7 @@ impl ScenarioArgs {
             (self.k3, " --k3"),
             (self.m2, " --m2"),
             (self.m3, " --m3"),
+            (self.m4, " --m4"),
             (self.no_fencing, " --no-fencing"),
             (self.lose_unsynced, " --lose-unsynced"),
             (self.try_lock, " --try-lock"),

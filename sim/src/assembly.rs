@@ -171,6 +171,16 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> Simulated {
         let injector = injector.clone();
         supervisor_tasks.push(madsim::task::spawn(async move { injector.inject(fault).await }));
     }
+    if let Some(for_) = config.pause_at_renewal_rewrite {
+        let (to_injector, mut from_clients) = tokio::sync::mpsc::unbounded_channel();
+        recorder.arm_step_pause(to_injector);
+        let injector = injector.clone();
+        supervisor_tasks.push(madsim::task::spawn(async move {
+            while let Some((node, paused)) = from_clients.recv().await {
+                injector.pause_at_step(&node, for_, paused).await;
+            }
+        }));
+    }
 
     // Oracles.
     let oracle_recorder = Arc::clone(&recorder);

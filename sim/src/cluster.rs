@@ -784,6 +784,17 @@ impl SimStore {
 impl Store for SimStore {
     async fn execute(&self, request: StoreRequest) -> Result<StoreReply, StoreFailure> {
         use rand::Rng;
+        // `pause-at-rewrite`: this request is the renewal rewrite the pause waits for. Once the
+        // injector has paused the node, this task parks until the node resumes, and only
+        // then does the request leave (stamped and recorded before the pause, as a real
+        // client's would be).
+        if let Some(paused) = self
+            .faults_to
+            .as_ref()
+            .and_then(|(recorder, node)| recorder.take_step_pause(node))
+        {
+            let _ = paused.await;
+        }
         let fault = self.draw_fault(&request);
         if fault == Some(CallFault::BeforeApply) {
             return Err(StoreFailure::Unavailable);

@@ -67,6 +67,8 @@ pub struct ContractFigures {
     /// C-lost: overlaps judged, and the longest a holder went on not knowing.
     pub lost_judged: usize,
     pub lost_lag_max: Option<(Duration, String)>,
+    /// C-lost: times a holder's `is_lost()` said no again after it had said yes.
+    pub lost_retracted: usize,
     /// The bounds the run was judged against.
     pub bounds: ContractBounds,
 }
@@ -83,6 +85,22 @@ pub struct ContractBounds {
     pub handover: Duration,
     /// C-lost: from another client's acquisition to the holder learning it (with one check period).
     pub lost: Option<Duration>,
+}
+
+/// C-lost: from when on the holder knew, durably, during one belief `[from, to]`: the last
+/// time `is_lost()` turned true there, if it then stayed true (`changes`: each change of the
+/// answer, true where it turned true, in time order). A loss reported and then taken back was
+/// not learned: a user who asks a moment later is told the lease is fine.
+fn lasting_loss_heard(changes: &[(Duration, bool)], from: Duration, to: Duration) -> Option<Duration> {
+    debug_assert!(
+        changes.windows(2).all(|pair| pair[0].0 <= pair[1].0),
+        "changes in time order"
+    );
+    let mut within = changes.iter().filter(|(at, _)| (from..=to).contains(at));
+    match within.next_back() {
+        Some(&(at, true)) => Some(at),
+        _ => None,
+    }
 }
 
 fn node_index(node: &str) -> Option<usize> {
@@ -168,8 +186,8 @@ pub fn judge_contract(
     let mut releases: Vec<(Duration, Duration, String)> = Vec::new();
     let mut release_began: BTreeMap<String, Duration> = BTreeMap::new();
     let mut acquisitions: Vec<Duration> = Vec::new();
-    // C-lost: when each client node heard is_lost().
-    let mut lost_seen: BTreeMap<usize, Vec<Duration>> = BTreeMap::new();
+    // C-lost: each time a client node's is_lost() changed its answer (true: it turned true).
+    let mut lost_seen: BTreeMap<usize, Vec<(Duration, bool)>> = BTreeMap::new();
     for record in records {
         let node = node_index(&record.node);
         match &record.what {
@@ -234,7 +252,13 @@ pub fn judge_contract(
             }
             What::LeaseLostSeen { .. } => {
                 if let Some(node) = node {
-                    lost_seen.entry(node).or_default().push(record.at);
+                    lost_seen.entry(node).or_default().push((record.at, true));
+                }
+            }
+            What::LeaseLostRetracted { .. } => {
+                if let Some(node) = node {
+                    figures.lost_retracted += 1;
+                    lost_seen.entry(node).or_default().push((record.at, false));
                 }
             }
             What::Leftover { thread, live_for } => {
@@ -325,9 +349,11 @@ pub fn judge_contract(
             continue;
         };
         let taken_at = later.acquired_at;
-        let heard = lost_seen
-            .get(&node)
-            .and_then(|seen| seen.iter().find(|at| **at >= earlier.acquired_at).copied());
+        let heard = lasting_loss_heard(
+            lost_seen.get(&node).map_or(&[][..], Vec::as_slice),
+            earlier.acquired_at,
+            earlier.released_at,
+        );
         let learned = heard.map_or(earlier.released_at, |heard| heard.min(earlier.released_at));
         let lag = learned.saturating_sub(taken_at).saturating_sub(covered(
             paused.get(&node).map_or(&[][..], Vec::as_slice),
@@ -430,13 +456,51 @@ pub fn judge_contract(
             ClaimId::CLost,
             *lag <= bound,
             format!(
-                "{}; the longest one went on not knowing {} ({what}; bound {}, paused time not counted)",
+                "{}; the longest one went on not knowing {} ({what}; bound {}, paused time not counted){}",
                 count(figures.lost_judged, "overlapping holder"),
                 secs(*lag),
-                secs(bound)
+                secs(bound),
+                if figures.lost_retracted > 0 {
+                    format!(
+                        "; is_lost() went back to false {}",
+                        count(figures.lost_retracted, "time")
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ),
         _ => Check::not_exercised(ClaimId::CLost, "no holder lost its lease to another".into()),
     });
     (figures, checks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn c_lost_a_loss_reported_then_taken_back_is_not_learned() {
+        let changes = [(s(37), true), (s(38), false)];
+        assert_eq!(lasting_loss_heard(&changes, s(0), s(90)), None);
+    }
+
+    #[test]
+    fn c_lost_a_loss_that_stays_reported_is_learned_when_it_last_turned_true() {
+        let changes = [(s(37), true), (s(38), false), (s(45), true)];
+        assert_eq!(lasting_loss_heard(&changes, s(0), s(90)), Some(s(45)));
+        assert_eq!(lasting_loss_heard(&changes[..1], s(0), s(90)), Some(s(37)));
+    }
+
+    #[test]
+    fn c_lost_answers_outside_the_belief_do_not_count() {
+        // The previous acquisition's answers end before this one began.
+        let changes = [(s(5), true), (s(50), true)];
+        assert_eq!(lasting_loss_heard(&changes, s(10), s(40)), None);
+        assert_eq!(lasting_loss_heard(&changes, s(10), s(60)), Some(s(50)));
+    }
 }

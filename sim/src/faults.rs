@@ -18,6 +18,10 @@ use crate::transport::QueueTransport;
 /// How a note says a planned fault did not fire (the verdicts count such notes).
 pub(crate) const DID_NOT_FIRE: &str = "the holder fault did not fire";
 
+/// How the step-triggered pause (`pause-at-rewrite`) begins, in its fault record (the verdicts
+/// look for it to tell whether it fired).
+pub(crate) const STEP_PAUSE_TEXT: &str = "pause at renewal's rewrite: client";
+
 #[derive(Clone)]
 pub(crate) struct Injector {
     pub(crate) handle: Handle,
@@ -240,6 +244,35 @@ impl Injector {
                 self.kill_node(self.time_replicas[replica]);
             }
         }
+    }
+
+    /// `pause-at-rewrite`: pause client `node` (its renewal has just asked to rewrite its
+    /// cells, and that request waits) for `for_`; tell the waiting request once the node is
+    /// paused, so that it parks until the node resumes.
+    pub(crate) async fn pause_at_step(&self, node: &str, for_: Duration, paused: tokio::sync::oneshot::Sender<()>) {
+        let Some(client) = node.strip_prefix('c').and_then(|index| index.parse::<usize>().ok()) else {
+            debug_assert!(false, "only clients are paused at a step: {node}");
+            return;
+        };
+        self.mark(
+            format!(
+                "{STEP_PAUSE_TEXT} c{client} for {:.1} s, between renewal's check and its rewrite (the request leaves when it resumes)",
+                for_.as_secs_f64()
+            ),
+            format!("c{client}"),
+            Disruption::Paused,
+            true,
+        );
+        self.handle.pause(self.clients[client]);
+        let _ = paused.send(());
+        tokio::time::sleep(for_).await;
+        self.mark(
+            format!("resume client c{client}"),
+            format!("c{client}"),
+            Disruption::Paused,
+            false,
+        );
+        self.handle.resume(self.clients[client]);
     }
 
     async fn pause_client(&self, client: usize, for_: Duration) {

@@ -170,6 +170,12 @@ pub struct RunConfig {
     pub m2: bool,
     /// Mutant M3: release stamps its deletes at the lease's start.
     pub m3: bool,
+    /// Mutant M4: renewal trusts a rewrite whose reply comes after the cells may have expired.
+    pub m4: bool,
+    /// `pause-at-rewrite`: the first client whose renewal sends a rewrite is paused this long
+    /// right then, after renewal's check and before the write leaves (a step, not a time,
+    /// triggers it: `Recorder::arm_step_pause`).
+    pub pause_at_renewal_rewrite: Option<Duration>,
     /// Our fixes to the listings (`Fixes::THESIS`: the listings as written).
     pub fixes: Fixes,
     pub fencing: bool,
@@ -208,6 +214,9 @@ pub struct SimOptions {
     pub m2: bool,
     /// Mutant M3 (any scenario): release stamps its deletes at the lease's start.
     pub m3: bool,
+    /// Mutant M4 (any scenario): renewal trusts a rewrite whose reply comes after the cells
+    /// may have expired (the library before 2026-11-28).
+    pub m4: bool,
     /// Timing, workload, store-fault and clock knobs that override the scenario's values
     /// (boxed: they are large, and options travel by value in the report's tables).
     pub knobs: Box<Knobs>,
@@ -220,7 +229,7 @@ pub struct Scenario {
     pub expected: &'static str,
 }
 
-pub const SCENARIOS: [Scenario; 10] = [
+pub const SCENARIOS: [Scenario; 11] = [
     Scenario {
         name: "contention",
         setup: "5 clients x 20 acquisitions, QUORUM, no faults",
@@ -235,6 +244,11 @@ pub const SCENARIOS: [Scenario; 10] = [
         name: "pause",
         setup: "the holder pauses for TTL + 10 s (K1); fencing on",
         expected: "T1-belief violations; no resource damage",
+    },
+    Scenario {
+        name: "pause-at-rewrite",
+        setup: "2 clients x 2 acquisitions, holds of 85-95 s; the first holder to renew pauses right after renewal's check, before its rewrite leaves, for TTL/2 + 5 s (it resumes after its cells expired, within a TTL of the check); fencing on",
+        expected: "T1-belief violations (K1); the late rewrite lands after another client took the lock, and the holder is told its lease is lost and stays told (C-lost; with --m4 is_lost() turns true at the resume, then false again for the rest of the hold)",
     },
     Scenario {
         name: "cl-one",
@@ -360,6 +374,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         k3: false,
         m2: options.m2,
         m3: options.m3,
+        m4: options.m4,
+        pause_at_renewal_rewrite: None,
         fixes: if options.thesis_listings {
             Fixes::THESIS
         } else {
@@ -403,6 +419,21 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
                 at: s(rng.gen_range(2..8)),
                 kind: FaultKind::PauseHolder { for_: ttl + s(10) },
             });
+        }
+        "pause-at-rewrite" => {
+            // Renewal runs every TTL/2, so the first rewrite is decided half a TTL into the
+            // first hold. Paused for TTL/2 + 5 s, the holder resumes 5 s after its cells
+            // expired (another client has taken the lock meanwhile) but within a TTL of the
+            // rewrite's start: the window where the renewal that trusted a late rewrite (M4)
+            // counted its lease from that start and went on renewing the resurrected cells.
+            // A longer pause would take it past that start's TTL too, where even M4 notices.
+            // Holds long enough that a holder not told goes on believing well past C-lost's
+            // bound after it resumes.
+            config.clients = 2;
+            config.acquisitions = 2;
+            config.hold_ms = (85_000, 95_000);
+            config.lease_aware = false;
+            config.pause_at_renewal_rewrite = Some(ttl / 2 + s(5));
         }
         "cl-one" => {
             // At ONE, replicas that merely lag by a network hop converge faster than a lock
@@ -620,6 +651,7 @@ impl RunConfig {
         settings.mutants.k3_release_without_waiting = self.k3;
         settings.mutants.m2_renew_without_checking = self.m2;
         settings.mutants.m3_delete_stamped_at_acquisition = self.m3;
+        settings.mutants.m4_trust_a_late_rewrite = self.m4;
         settings.fixes = self.fixes;
         settings
     }
@@ -641,7 +673,7 @@ impl RunConfig {
     /// The plan, printed before a run.
     pub fn plan(&self) -> String {
         let mut lines = vec![format!(
-            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}{}{}{}",
+            "scenario {} | {} algorithm | {} clients x {} acquisitions | CL {} x {} replicas | TTL {} s, renew every {} ms, poll {} ms | hold {}-{} ms, think {}-{} ms | time source {:?}{}{}{}{}{}{}",
             self.scenario,
             self.algorithm.name(),
             self.clients,
@@ -659,6 +691,7 @@ impl RunConfig {
             if self.k3 { " | MUTANT K3" } else { "" },
             if self.m2 { " | MUTANT M2" } else { "" },
             if self.m3 { " | MUTANT M3" } else { "" },
+            if self.m4 { " | MUTANT M4" } else { "" },
             if self.fixes == Fixes::THESIS { " | thesis listings as written" } else { "" },
             if self.fencing { " | fencing on" } else { " | fencing OFF" },
         )];
@@ -697,7 +730,12 @@ impl RunConfig {
         lines.extend(clocks("r", &self.replica_clocks));
         lines.extend(clocks("c", &self.client_clocks));
         lines.extend(clocks("ts", &self.time_replica_clocks));
-        if self.faults.is_empty() {
+        if let Some(for_) = self.pause_at_renewal_rewrite {
+            lines.push(format!(
+                "  at the first renewal rewrite any client sends: pause that client for {:.1} s, before the write leaves",
+                for_.as_secs_f64()
+            ));
+        } else if self.faults.is_empty() {
             lines.push("  faults: none".into());
         }
         for fault in &self.faults {
@@ -855,6 +893,8 @@ pub fn fairness(params: &FairnessParams, seed: u64) -> RunConfig {
         k3: false,
         m2: false,
         m3: false,
+        m4: false,
+        pause_at_renewal_rewrite: None,
         fixes: Fixes::ALL,
         fencing: true,
         lease_aware: true,

@@ -46,11 +46,16 @@ pub enum What {
         acquired: bool,
         requests: u64,
     },
-    /// The holder asked its guard and `is_lost()` said yes, for the first time in this
-    /// acquisition (C-lost); `abandons`: it leaves the critical section without writing.
+    /// The holder asked its guard and `is_lost()` said yes, where it last said no (C-lost);
+    /// `abandons`: it leaves the critical section without writing.
     LeaseLostSeen {
         client: String,
         abandons: bool,
+    },
+    /// The holder asked again and `is_lost()` said no after it had said yes: the guard took a
+    /// loss back (C-lost asks that the answer, once true, stays true).
+    LeaseLostRetracted {
+        client: String,
     },
     /// Oracle (C-free): cells written by a call that failed (an acquisition or a release) stayed
     /// live on some replica for `live_for` after the call returned (zero: none was left).
@@ -126,7 +131,26 @@ pub struct Recorder {
     /// drains it every pass ([`Recorder::take_renewal_writes`]), so it holds at most a pass's
     /// writes.
     renewal_writes: Option<Mutex<Vec<RenewalWrite>>>,
+    /// The `pause-at-rewrite` scenario's trigger, once armed ([`Recorder::arm_step_pause`]).
+    step_pause: std::sync::OnceLock<StepPause>,
 }
+
+/// A pause triggered by a step rather than a time: the first client whose renewal sends a
+/// rewrite is paused before that request leaves. Its observer sees the request first
+/// ([`Recorder::step_reached`], synchronously, on the client's own task), then its store takes
+/// the pending pause ([`Recorder::take_step_pause`]) and waits until the injector has paused
+/// the node; the request leaves when the node resumes.
+struct StepPause {
+    /// Still waiting for its step (it fires once a run).
+    armed: std::sync::atomic::AtomicBool,
+    /// The client node whose next request must wait for its pause.
+    pending: Mutex<Option<String>>,
+    /// To the injector: this node, and how to tell it the node is paused.
+    injector: tokio::sync::mpsc::UnboundedSender<(String, tokio::sync::oneshot::Sender<()>)>,
+}
+
+/// What a client's store waits for before its request leaves: the injector has paused the node.
+pub type StepPaused = tokio::sync::oneshot::Receiver<()>;
 
 impl Recorder {
     /// `watch_renewal_writes`: keep the K3 oracle's side channel (runs with reused thread ids).
@@ -137,7 +161,50 @@ impl Recorder {
             records: Mutex::new(Vec::new()),
             requests: std::sync::atomic::AtomicU64::new(0),
             renewal_writes: watch_renewal_writes.then(|| Mutex::new(Vec::new())),
+            step_pause: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Arm the `pause-at-rewrite` trigger: the first renewal rewrite a client sends is held
+    /// back while `injector` pauses that client. Armed at most once a run.
+    pub fn arm_step_pause(
+        &self,
+        injector: tokio::sync::mpsc::UnboundedSender<(String, tokio::sync::oneshot::Sender<()>)>,
+    ) {
+        let armed = self.step_pause.set(StepPause {
+            armed: std::sync::atomic::AtomicBool::new(true),
+            pending: Mutex::new(None),
+            injector,
+        });
+        debug_assert!(armed.is_ok(), "the step pause is armed once a run");
+    }
+
+    /// `node`'s lock code is about to send a request tagged `tag`: if it is a renewal rewrite
+    /// and the trigger is armed, the pause fires on this node (the request waits for it).
+    fn step_reached(&self, node: &str, tag: cassalock::algo::StepTag) {
+        let Some(pause) = self.step_pause.get() else {
+            return;
+        };
+        if cassalock::algo::lease::is_renewal_rewrite(tag)
+            && pause.armed.swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            *pause.pending.lock().expect("step pause") = Some(node.to_owned());
+        }
+    }
+
+    /// Called by `node`'s store before a request leaves: `Some` if the step pause fired on
+    /// this node and the request must wait until the injector has paused it.
+    pub fn take_step_pause(&self, node: &str) -> Option<StepPaused> {
+        let pause = self.step_pause.get()?;
+        let mut pending = pause.pending.lock().expect("step pause");
+        if pending.as_deref() != Some(node) {
+            return None;
+        }
+        *pending = None;
+        let (paused, told) = tokio::sync::oneshot::channel();
+        // The injector lives as long as the run; if it is gone the run is ending anyway.
+        pause.injector.send((node.to_owned(), paused)).ok()?;
+        Some(told)
     }
 
     /// Does this run keep the side channel of renewal writes?
@@ -230,6 +297,11 @@ impl Observer for NodeObserver {
             self.recorder
                 .requests
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if let LockEvent::Request { tag, .. } = &event {
+            if self.node.starts_with('c') {
+                self.recorder.step_reached(&self.node, *tag);
+            }
         }
         if let LockEvent::Request {
             thread,
@@ -347,6 +419,10 @@ impl fmt::Display for What {
                 } else {
                     ""
                 }
+            ),
+            What::LeaseLostRetracted { client } => write!(
+                f,
+                "{client} sees is_lost() = false again: the guard took back the loss it reported (C-lost)"
             ),
             What::Leftover { thread, live_for } => write!(
                 f,

@@ -302,8 +302,17 @@ pub fn judge(
             | What::Note(_)
             | What::TryReturned { .. }
             | What::LeaseLostSeen { .. }
+            | What::LeaseLostRetracted { .. }
             | What::Leftover { .. } => {}
         }
+    }
+    // `pause-at-rewrite`'s pause fires at a step, not a time: a run whose holders never
+    // renewed never fired it.
+    let step_pause_fired = records.iter().any(|record| {
+        matches!(&record.what, What::Fault { text, begins: true, .. } if text.starts_with(crate::faults::STEP_PAUSE_TEXT))
+    });
+    if config.pause_at_renewal_rewrite.is_some() && !step_pause_fired {
+        v.faults_unfired += 1;
     }
     // A belief still open when the run ended lasted to the end.
     let holds = beliefs.finish(sim_time);

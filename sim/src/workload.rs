@@ -181,7 +181,10 @@ pub(crate) async fn client_main(
             let slice = hold.min(LEASE_CHECK_MS);
             clock.sleep_ms(slice).await;
             hold -= slice;
-            if !seen_lost && guards.iter().any(|(_, guard)| guard.is_lost()) {
+            // Every answer that differs from the last is recorded: a loss, once reported,
+            // should stay reported (C-lost judges from the last time it turned true).
+            let lost_now = guards.iter().any(|(_, guard)| guard.is_lost());
+            if lost_now && !seen_lost {
                 seen_lost = true;
                 recorder.record(
                     &node,
@@ -195,6 +198,15 @@ pub(crate) async fn client_main(
                     abandoned = true;
                     break;
                 }
+            } else if !lost_now && seen_lost {
+                seen_lost = false;
+                recorder.record(
+                    &node,
+                    Some(clock.now_us()),
+                    What::LeaseLostRetracted {
+                        client: client_id.clone(),
+                    },
+                );
             }
         }
         if !abandoned {

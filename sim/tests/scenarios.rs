@@ -455,6 +455,52 @@ fn m3_deletes_stamped_at_the_lease_start_leave_a_renewed_lock_taken_c_release() 
 }
 
 #[test]
+fn c_lost_pause_at_rewrite_the_holder_is_told_and_stays_told_m4_takes_it_back() {
+    // The pause strikes at a step (renewal decided to rewrite), so every run must fire it, and
+    // every run has an overlap for C-lost to judge (a verdict of `-` would be no evidence).
+    always(
+        "c_lost_pause_at_rewrite_the_holder_is_told_and_stays_told_m4_takes_it_back",
+        "pause-at-rewrite",
+        &SimOptions::default(),
+        "",
+        0..5,
+        |o| {
+            if o.verdicts.faults_unfired > 0 || o.verdicts.faults_begun == 0 {
+                return Err("the step-triggered pause did not fire".into());
+            }
+            let c_lost = o.verdicts.check("C-lost");
+            if c_lost.verdict != ClaimVerdict::Holds {
+                return Err(format!("C-lost was not judged to hold: {}", c_lost.detail));
+            }
+            if o.verdicts.contract.lost_retracted > 0 {
+                return Err("is_lost() went back to false".into());
+            }
+            passes(o, &["T1-resource", "C-token"])
+        },
+    );
+    let m4 = SimOptions {
+        m4: true,
+        ..SimOptions::default()
+    };
+    for algorithm in BOTH {
+        let found = sometimes(
+            "pause-at-rewrite --m4",
+            "pause-at-rewrite-m4",
+            "pause-at-rewrite",
+            algorithm,
+            &m4,
+            " --m4",
+            0..5,
+            |o| !o.verdicts.passed("C-lost") && o.verdicts.contract.lost_retracted > 0,
+        );
+        assert!(
+            printed(&found, " --m4").contains("MUTANT M4"),
+            "the trace names the mutant"
+        );
+    }
+}
+
+#[test]
 fn timeservice_stall_s1_freezes_global_time_for_the_lead_of_the_crashed_replica() {
     always(
         "timeservice_stall_s1_freezes_global_time_for_the_lead_of_the_crashed_replica",
