@@ -319,6 +319,11 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
                     label: "model, holder paused, fencing",
                 },
                 sim("pause", "sim, holder paused TTL + 10 s, fencing", Injected),
+                sim(
+                    "pause-at-rewrite",
+                    "sim, holder paused at renewal's rewrite TTL/2 + 5 s, fencing",
+                    Injected,
+                ),
             ]
         }
         C::SkewBelowTtl => vec![
@@ -2078,6 +2083,48 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
     ]
 };
 
+/// A broken variant the simulator must catch: the real library with one of its mutants, in
+/// the scenario that reaches the step the mutant changes.
+struct MutantSim {
+    claim: ClaimId,
+    scenario: &'static str,
+    /// The `sim`/`replay` flag that turns the mutant on.
+    flag: &'static str,
+    /// What the violation is, in the line's words.
+    breaks: &'static str,
+    firing: Firing,
+}
+
+impl MutantSim {
+    fn options(&self) -> SimOptions {
+        let mut options = SimOptions::default();
+        match self.flag {
+            "--k3" => options.k3 = true,
+            "--m4" => options.m4 = true,
+            other => unreachable!("no simulator mutant {other}"),
+        }
+        options
+    }
+}
+
+/// The simulator's broken variants, each searched for the old and the queue lock.
+const MUTANT_SIMS: [MutantSim; 2] = [
+    MutantSim {
+        claim: ClaimId::K3,
+        scenario: "renew-race",
+        flag: "--k3",
+        breaks: "a released lock came back to life",
+        firing: Firing::Configured,
+    },
+    MutantSim {
+        claim: ClaimId::CLost,
+        scenario: "pause-at-rewrite",
+        flag: "--m4",
+        breaks: "a holder paused at renewal's rewrite was told it lost the lease, then told it had not",
+        firing: Firing::Injected,
+    },
+];
+
 /// The "Broken variants" lines, from the mutants' units: each must break its claim, or the
 /// checks prove nothing. Writes each model counterexample's trace file.
 fn mutant_lines(
@@ -2114,30 +2161,38 @@ fn mutant_lines(
             link,
         ));
     }
-    for row in [Row::Old, Row::Queue] {
-        let result = results.search(&Unit::MutantSim(row))?;
-        let text = match result.first_violation(ClaimId::K3) {
-            Some(seed) => format!(
-                "sim: K3, {}, renew-race --k3: a released lock came back to life, violated at seed {seed} ({} tried): `cassalock replay --scenario renew-race --seed {seed} --algorithm {} --k3`",
-                row.name(),
-                seeds(seed + 1),
-                algorithm(row).name()
-            ),
-            None if result.stopped_by_time => {
-                stopped_by_time.push(format!("mutant K3, {}, renew-race --k3 (after {})", row.name(), seeds(result.tried)));
-                format!(
-                    "sim: K3, {}, renew-race --k3: stopped by the time limit after {}: not a verdict",
+    for (index, mutant) in MUTANT_SIMS.iter().enumerate() {
+        for row in [Row::Old, Row::Queue] {
+            let result = results.search(&Unit::MutantSim(index, row))?;
+            let (claim, scenario, flag) = (mutant.claim, mutant.scenario, mutant.flag);
+            let text = match result.first_violation(claim) {
+                Some(seed) => format!(
+                    "sim: {claim}, {}, {scenario} {flag}: {}, violated at seed {seed} ({} tried): `cassalock replay --scenario {scenario} --seed {seed} --algorithm {} {flag}`",
+                    row.name(),
+                    mutant.breaks,
+                    seeds(seed + 1),
+                    algorithm(row).name()
+                ),
+                None if result.stopped_by_time => {
+                    stopped_by_time.push(format!(
+                        "mutant {claim}, {}, {scenario} {flag} (after {})",
+                        row.name(),
+                        seeds(result.tried)
+                    ));
+                    format!(
+                        "sim: {claim}, {}, {scenario} {flag}: stopped by the time limit after {}: not a verdict",
+                        row.name(),
+                        seeds(result.tried)
+                    )
+                }
+                None => format!(
+                    "sim: {claim}, {}, {scenario} {flag}: not seen in {}: the check missed the mutant",
                     row.name(),
                     seeds(result.tried)
-                )
-            }
-            None => format!(
-                "sim: K3, {}, renew-race --k3: not seen in {}: the check missed the mutant",
-                row.name(),
-                seeds(result.tried)
-            ),
-        };
-        lines.push((text, String::new()));
+                ),
+            };
+            lines.push((text, String::new()));
+        }
     }
     if !options.thesis_only {
         for index in 0..family_sim::CLIENT_BUGS.len() {

@@ -52,8 +52,9 @@ pub(super) enum Unit {
     Search { row: Row, column: Column, source: usize },
     /// A broken variant's model run: [`MUTANT_MODELS`]`[i]`.
     MutantModel(usize),
-    /// The K3 mutant's seed search in the simulator, for the old or queue lock.
-    MutantSim(Row),
+    /// A broken variant's seed search in the simulator, for the old or queue lock:
+    /// [`super::MUTANT_SIMS`]`[i]`.
+    MutantSim(usize, Row),
     /// A planted client bug's seed search: `family_sim::CLIENT_BUGS[i]`.
     ClientBug(usize),
     /// A run set of the contract findings: `contract_findings::keys()[i]`.
@@ -67,7 +68,7 @@ impl Unit {
             Unit::Model { row, column, .. } | Unit::Search { row, column, .. } => {
                 format!("{} / {}", row.key(), column.key())
             }
-            Unit::MutantModel(_) | Unit::MutantSim(_) | Unit::ClientBug(_) => "mutants".into(),
+            Unit::MutantModel(_) | Unit::MutantSim(..) | Unit::ClientBug(_) => "mutants".into(),
             Unit::ContractSet(_) => "contract findings".into(),
         }
     }
@@ -109,8 +110,10 @@ pub(super) fn plan(options: &MatrixOptions) -> Vec<Unit> {
             units.push(Unit::MutantModel(index));
         }
     }
-    units.push(Unit::MutantSim(Row::Old));
-    units.push(Unit::MutantSim(Row::Queue));
+    for index in 0..super::MUTANT_SIMS.len() {
+        units.push(Unit::MutantSim(index, Row::Old));
+        units.push(Unit::MutantSim(index, Row::Queue));
+    }
     if !options.thesis_only {
         units.extend((0..family_sim::CLIENT_BUGS.len()).map(Unit::ClientBug));
     }
@@ -236,16 +239,13 @@ pub(super) fn execute(
             };
             UnitResult::Model(model(&mutant.spec(), &format!("{} mutant", mutant.claim), limits)?)
         }
-        Unit::MutantSim(row) => {
-            let row = *row;
-            let k3 = cassalock_sim::scenario::SimOptions {
-                k3: true,
-                ..Default::default()
-            };
+        Unit::MutantSim(index, row) => {
+            let (row, mutant) = (*row, &super::MUTANT_SIMS[*index]);
+            let options = mutant.options();
             UnitResult::Search(search(
                 pool,
-                &|seed| one_seed(row, "renew-race", &k3, super::Firing::Configured, &[ClaimId::K3], seed),
-                &[ClaimId::K3],
+                &|seed| one_seed(row, mutant.scenario, &options, mutant.firing, &[mutant.claim], seed),
+                &[mutant.claim],
                 budget,
             ))
         }
