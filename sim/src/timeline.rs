@@ -13,7 +13,9 @@
 //! lock (T1-belief), and one mark per resource write or K3 oracle record that matters, each of
 //! its own shape: a stale token accepted (damage, T1-resource), a stale holder's write refused
 //! (fencing doing its job), the only holder's write refused (C-token: the judge decides which
-//! refusals are these, [`crate::verdict::Refusal`]), a released lock live again (K3). The title
+//! refusals are these, [`crate::verdict::Refusal`]), a released lock live again (K3), and a
+//! holder's `is_lost()` turning true (a filled square) or false again (a hollow one: C-lost
+//! asks that it stays true). The title
 //! names every claim the run violated; the legend counts every mark.
 //!
 //! Nothing here decides anything about the lock: the lanes come from the records, the clocks
@@ -49,6 +51,10 @@ const CLOCK_TINT: (f64, f64) = (-0.46, 0.46);
 const CLOCK_WORDS: f64 = -0.31;
 /// Where a mark sits: on the holding bar.
 const MARK: f64 = 0.055;
+/// `is_lost()`'s two answers often come a fraction of a second apart: the turn to true sits
+/// at the bar's top edge, the turn back at its foot, so that neither hides the other.
+const LOST_SEEN_MARK: f64 = HOLDING.1;
+const LOST_RETRACTED_MARK: f64 = HOLDING.0;
 
 const STALE_ACCEPTED: RGBColor = RGBColor(230, 0, 0);
 const STALE_REFUSED: RGBColor = RGBColor(30, 110, 230);
@@ -346,6 +352,10 @@ enum Glyph {
     LegitRefused,
     /// A released acquisition's main cell live again (K3).
     Resurrected,
+    /// The holder asked and `is_lost()` turned true (C-lost).
+    LostSeen,
+    /// The holder asked again and `is_lost()` was false after it had said true (C-lost).
+    LostRetracted,
     /// A clock stepped back (or forward).
     JumpBack,
     JumpForward,
@@ -364,6 +374,12 @@ fn marks(outcome: &RunOutcome) -> Vec<(Glyph, Duration, Lane)> {
             } => marks.extend(Lane::parse(client).map(|lane| (Glyph::StaleAccepted, record.at, lane))),
             What::Resurrected { thread, .. } => {
                 marks.extend(Lane::parse(thread).map(|lane| (Glyph::Resurrected, record.at, lane)))
+            }
+            What::LeaseLostSeen { client, .. } => {
+                marks.extend(Lane::parse(client).map(|lane| (Glyph::LostSeen, record.at, lane)))
+            }
+            What::LeaseLostRetracted { client } => {
+                marks.extend(Lane::parse(client).map(|lane| (Glyph::LostRetracted, record.at, lane)))
             }
             _ => {}
         }
@@ -391,6 +407,11 @@ fn draw_glyph<CT: CoordTranslate>(area: &DrawingArea<SVGBackend<'_>, CT>, glyph:
         Glyph::Resurrected => {
             area.draw(&(at + Polygon::new(vec![(0, -8), (8, 0), (0, 8), (-8, 0)], RESURRECTED.filled())))
         }
+        Glyph::LostSeen => area.draw(&(at + Rectangle::new([(-5, -5), (5, 5)], BLACK.filled()))),
+        Glyph::LostRetracted => area.draw(
+            &(at + Rectangle::new([(-5, -5), (5, 5)], WHITE.filled())
+                + Rectangle::new([(-5, -5), (5, 5)], BLACK.stroke_width(2))),
+        ),
         Glyph::JumpBack | Glyph::JumpForward => draw_jump(area, glyph, at, 8),
     }
 }
@@ -520,6 +541,14 @@ fn legend(outcome: &RunOutcome, marks: &[(Glyph, Duration, Lane)], jumps: usize)
             (
                 Key::Glyph(Glyph::Resurrected),
                 format!("released lock live again (K3): {}", count(Glyph::Resurrected)),
+            ),
+            (
+                Key::Glyph(Glyph::LostSeen),
+                format!("holder sees is_lost() turn true (C-lost): {}", count(Glyph::LostSeen)),
+            ),
+            (
+                Key::Glyph(Glyph::LostRetracted),
+                format!("is_lost() false again (C-lost): {}", count(Glyph::LostRetracted)),
             ),
         ],
     ];
@@ -745,7 +774,12 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError>
     }
     for (glyph, at, lane) in &marks {
         if let Some(&i) = lane_index.get(lane) {
-            draw_glyph(area, *glyph, (at.as_secs_f64(), y_of(i) + MARK))?;
+            let height = match glyph {
+                Glyph::LostSeen => LOST_SEEN_MARK,
+                Glyph::LostRetracted => LOST_RETRACTED_MARK,
+                _ => MARK,
+            };
+            draw_glyph(area, *glyph, (at.as_secs_f64(), y_of(i) + height))?;
         }
     }
     draw_legend(&legend_area, &legend_rows)?;

@@ -497,6 +497,16 @@ fn c_lost_pause_at_rewrite_the_holder_is_told_and_stays_told_m4_takes_it_back() 
             printed(&found, " --m4").contains("MUTANT M4"),
             "the trace names the mutant"
         );
+        // The timeline marks both answers on the holder's lane, and counts them in its legend.
+        let path = std::env::temp_dir().join(format!("cassalock-m4-timeline-{}.svg", std::process::id()));
+        cassalock_sim::timeline::write_svg(&found, &path).expect("written");
+        let svg = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let retracted = found.verdicts.contract.lost_retracted;
+        assert!(
+            svg.contains(&format!("is_lost() false again (C-lost): {retracted}")),
+            "the legend counts the answers taken back"
+        );
     }
 }
 
