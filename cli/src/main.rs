@@ -94,7 +94,7 @@ const SCENARIOS_HELP: &str = concat!(
   contention         5 clients x 20 acquisitions, QUORUM, no faults
   skew               replica r0's clock ahead by 0..=2 TTL (--offset-s to choose)
   pause              the holder pauses for TTL + 10 s (K1), fencing on
-  pause-at-rewrite   a holder pauses between renewal's check and its rewrite, TTL/2 + 5 s (C-lost; --m4)
+  pause-at-rewrite   a holder pauses between renewal's check and its rewrite, TTL - interval + 5 s (C-lost; --m4)
   cl-one             consistency ONE (K2)
   partition          the holder is cut off from the replicas, then healed
   crash-holder       the holder's process is killed

@@ -2088,8 +2088,9 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
 struct MutantSim {
     claim: ClaimId,
     scenario: &'static str,
-    /// The `sim`/`replay` flag that turns the mutant on.
+    /// The `sim`/`replay` flag that turns the mutant on, and the option it sets.
     flag: &'static str,
+    turn_on: fn(&mut SimOptions),
     /// What the violation is, in the line's words.
     breaks: &'static str,
     firing: Firing,
@@ -2098,11 +2099,7 @@ struct MutantSim {
 impl MutantSim {
     fn options(&self) -> SimOptions {
         let mut options = SimOptions::default();
-        match self.flag {
-            "--k3" => options.k3 = true,
-            "--m4" => options.m4 = true,
-            other => unreachable!("no simulator mutant {other}"),
-        }
+        (self.turn_on)(&mut options);
         options
     }
 }
@@ -2113,6 +2110,7 @@ const MUTANT_SIMS: [MutantSim; 2] = [
         claim: ClaimId::K3,
         scenario: "renew-race",
         flag: "--k3",
+        turn_on: |options| options.k3 = true,
         breaks: "a released lock came back to life",
         firing: Firing::Configured,
     },
@@ -2120,6 +2118,7 @@ const MUTANT_SIMS: [MutantSim; 2] = [
         claim: ClaimId::CLost,
         scenario: "pause-at-rewrite",
         flag: "--m4",
+        turn_on: |options| options.m4 = true,
         breaks: "a holder paused at renewal's rewrite was told it lost the lease, then told it had not",
         firing: Firing::Injected,
     },

@@ -254,38 +254,35 @@ impl Injector {
             debug_assert!(false, "only clients are paused at a step: {node}");
             return;
         };
-        self.mark(
-            format!(
-                "{STEP_PAUSE_TEXT} c{client} for {:.1} s, between renewal's check and its rewrite (the request leaves when it resumes)",
-                for_.as_secs_f64()
-            ),
-            format!("c{client}"),
-            Disruption::Paused,
-            true,
+        let text = format!(
+            "{STEP_PAUSE_TEXT} c{client} for {:.1} s, between renewal's check and its rewrite (the request leaves when it resumes)",
+            for_.as_secs_f64()
         );
-        self.handle.pause(self.clients[client]);
-        let _ = paused.send(());
-        tokio::time::sleep(for_).await;
-        self.mark(
-            format!("resume client c{client}"),
-            format!("c{client}"),
-            Disruption::Paused,
-            false,
-        );
-        self.handle.resume(self.clients[client]);
+        self.pause_client_then(client, for_, text, Some(paused)).await;
     }
 
     async fn pause_client(&self, client: usize, for_: Duration) {
-        self.mark(
-            format!(
-                "pause client c{client} for {:.1} s (its renewal stops too)",
-                for_.as_secs_f64()
-            ),
-            format!("c{client}"),
-            Disruption::Paused,
-            true,
+        let text = format!(
+            "pause client c{client} for {:.1} s (its renewal stops too)",
+            for_.as_secs_f64()
         );
+        self.pause_client_then(client, for_, text, None).await;
+    }
+
+    /// Pause client `client` for `for_` (its fault record says `text`), telling `paused`, if
+    /// any, once it is paused; then resume it.
+    async fn pause_client_then(
+        &self,
+        client: usize,
+        for_: Duration,
+        text: String,
+        paused: Option<tokio::sync::oneshot::Sender<()>>,
+    ) {
+        self.mark(text, format!("c{client}"), Disruption::Paused, true);
         self.handle.pause(self.clients[client]);
+        if let Some(paused) = paused {
+            let _ = paused.send(());
+        }
         tokio::time::sleep(for_).await;
         self.mark(
             format!("resume client c{client}"),

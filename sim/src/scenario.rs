@@ -247,7 +247,7 @@ pub const SCENARIOS: [Scenario; 11] = [
     },
     Scenario {
         name: "pause-at-rewrite",
-        setup: "2 clients x 2 acquisitions, holds of 85-95 s; the first holder to renew pauses right after renewal's check, before its rewrite leaves, for TTL/2 + 5 s (it resumes after its cells expired, within a TTL of the check); fencing on",
+        setup: "2 clients x 2 acquisitions, holds of 85-95 s; the first holder to renew pauses right after renewal's check, before its rewrite leaves, for TTL - renewal interval + 5 s, 20 s by default (it resumes after its cells expired, within a TTL of the check); fencing on",
         expected: "T1-belief violations (K1); the late rewrite lands after another client took the lock, and the holder is told its lease is lost and stays told (C-lost; with --m4 is_lost() turns true at the resume, then false again for the rest of the hold)",
     },
     Scenario {
@@ -421,19 +421,22 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
             });
         }
         "pause-at-rewrite" => {
-            // Renewal runs every TTL/2, so the first rewrite is decided half a TTL into the
-            // first hold. Paused for TTL/2 + 5 s, the holder resumes 5 s after its cells
-            // expired (another client has taken the lock meanwhile) but within a TTL of the
-            // rewrite's start: the window where the renewal that trusted a late rewrite (M4)
-            // counted its lease from that start and went on renewing the resurrected cells.
-            // A longer pause would take it past that start's TTL too, where even M4 notices.
-            // Holds long enough that a holder not told goes on believing well past C-lost's
-            // bound after it resumes.
+            // The first rewrite is decided a renewal interval into the first hold. Paused
+            // for TTL - interval + 5 s (20 s at the defaults, TTL 30 s and every 15 s), the
+            // holder resumes 5 s after its cells expired (another client has taken the lock
+            // meanwhile) but, for intervals above 5 s, within a TTL of the rewrite's start:
+            // the window where the renewal that trusted a late rewrite (M4) counted its lease
+            // from that start and went on renewing the resurrected cells. A longer pause
+            // would take it past that start's TTL too, where even M4 notices. Holds long
+            // enough that a holder not told goes on believing well past C-lost's bound after
+            // it resumes. (Derived from the interval, so a `--renew-every-ms` knob moves the
+            // pause with it.)
             config.clients = 2;
             config.acquisitions = 2;
             config.hold_ms = (85_000, 95_000);
             config.lease_aware = false;
-            config.pause_at_renewal_rewrite = Some(ttl / 2 + s(5));
+            let interval = Duration::from_millis(config.renew_every_ms);
+            config.pause_at_renewal_rewrite = Some(ttl.saturating_sub(interval) + s(5));
         }
         "cl-one" => {
             // At ONE, replicas that merely lag by a network hop converge faster than a lock

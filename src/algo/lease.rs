@@ -584,12 +584,22 @@ mod tests {
     /// rewrite tagged `rewrite` (of the queue cell or the main cell): the bench, the renewal,
     /// and the command it asked for, not yet sent.
     fn renewal_about_to(rewrite: StepTag) -> (Bench, Renewal, crate::store::StoreCommand) {
-        let mut bench = Bench::new(timed());
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease);
+        renewal_about_to_on(Bench::new(timed()), rewrite)
+    }
+
+    /// A lease taken on `bench` at its current time, whose renewal has started and sleeps
+    /// until due.
+    fn renewal_asleep(mut bench: Bench) -> (Bench, Renewal) {
+        let mut renewal = Renewal::new(held(&mut bench));
         bench.run_until(&mut renewal, Input::Start, |step| {
             matches!(step.action, Action::Sleep { .. })
         });
+        (bench, renewal)
+    }
+
+    /// As [`renewal_about_to`], with the lease taken on `bench` at its current time.
+    fn renewal_about_to_on(bench: Bench, rewrite: StepTag) -> (Bench, Renewal, crate::store::StoreCommand) {
+        let (mut bench, mut renewal) = renewal_asleep(bench);
         bench.now_us += 5_000_000;
         let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == rewrite);
         let Action::Store(command) = step.action else {
@@ -658,18 +668,12 @@ mod tests {
     /// it, since 20.5 s is within 10 s of 10.9 s).
     #[test]
     fn a_rewrite_landing_after_the_cells_whole_second_expiry_reports_the_lease_lost() {
-        let mut bench = Bench::new(timed());
-        bench.now_us = 10_900_000;
-        let lease = held(&mut bench);
-        let mut renewal = Renewal::new(lease);
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
-        let Action::Store(command) = step.action else {
-            panic!("a rewrite is a store command: {step:?}")
+        let at_10_9_s = || {
+            let mut bench = Bench::new(timed());
+            bench.now_us = 10_900_000;
+            bench
         };
+        let (mut bench, mut renewal, command) = renewal_about_to_on(at_10_9_s(), REWRITE_QUEUE);
         // Paused until 20.5 s: less than a TTL after 10.9 s, but our cells died at 20 s.
         bench.now_us = 20_500_000;
         assert!(bench.live_columns("m:L").is_empty(), "expired at the whole second");
@@ -686,28 +690,13 @@ mod tests {
         assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
 
         // Woken at 20.2 s (a pause while asleep): expired too, without touching the store.
-        let mut bench = Bench::new(timed());
-        bench.now_us = 10_900_000;
-        let mut renewal = Renewal::new(held(&mut bench));
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
+        let (mut bench, mut renewal) = renewal_asleep(at_10_9_s());
         bench.now_us = 20_200_000;
         let done = renewal.resume(&bench.config, Input::Woke, bench.now_us);
         assert_eq!(done.action, Action::Done(RenewalEnd::Lost(LeaseLost::Expired)));
 
         // A reply at 19.999999 s is before any cell written from 10.9 s on can have died.
-        let mut bench = Bench::new(timed());
-        bench.now_us = 10_900_000;
-        let mut renewal = Renewal::new(held(&mut bench));
-        bench.run_until(&mut renewal, Input::Start, |step| {
-            matches!(step.action, Action::Sleep { .. })
-        });
-        bench.now_us += 5_000_000;
-        let step = bench.run_until(&mut renewal, Input::Woke, |step| step.tag == REWRITE_QUEUE);
-        let Action::Store(command) = step.action else {
-            panic!("a rewrite is a store command: {step:?}")
-        };
+        let (mut bench, mut renewal, command) = renewal_about_to_on(at_10_9_s(), REWRITE_QUEUE);
         bench.now_us = 19_999_999;
         assert_eq!(bench.live_columns("m:L"), ["a:1"]);
         let reply = bench.execute(command);
