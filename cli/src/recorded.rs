@@ -98,6 +98,7 @@ fn name(verdict: ClaimVerdict) -> &'static str {
         ClaimVerdict::Holds => "holds",
         ClaimVerdict::Violated => "VIOLATED",
         ClaimVerdict::NotExercised => "not exercised",
+        ClaimVerdict::Bounded => "bounded (no verdict)",
     }
 }
 

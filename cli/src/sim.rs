@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::bail;
 use cassalock::driver::Algorithm;
 use cassalock_history::text::count;
+use cassalock_history::ClaimVerdict;
 use cassalock_sim::cluster::Consistency;
 use cassalock_sim::cluster::Network;
 use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
@@ -510,6 +511,11 @@ pub(crate) struct Tally {
     /// Per claim, where it was first seen (seed, place in that seed's claims): a merge orders
     /// the claims by it, as one run over the whole range does.
     claim_seen: Vec<(u64, usize)>,
+    /// Runs with a claim a bound left undecided (T2 when the run's time limit came first).
+    bounded_runs: u64,
+    /// Per claim a bound left undecided in some run: its name, those runs, the first such seed;
+    /// kept sorted by name, so that shards merge in any order (printed in `per_claim`'s order).
+    bounded: Vec<(String, u64, Option<u64>)>,
     acquisitions: u64,
     /// Simulated time over all runs, nanoseconds (exact, so shards add up to the same figure).
     sim_nanos: u128,
@@ -531,6 +537,20 @@ impl Tally {
         };
         self.runs += other.runs;
         self.failed_runs += other.failed_runs;
+        self.bounded_runs += other.bounded_runs;
+        for (claim, runs, first) in &other.bounded {
+            match self.bounded.iter_mut().find(|(known, _, _)| known == claim) {
+                Some(entry) => {
+                    entry.1 += runs;
+                    entry.2 = match (entry.2, *first) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                None => self.bounded.push((claim.clone(), *runs, *first)),
+            }
+        }
+        self.bounded.sort_by(|a, b| a.0.cmp(&b.0));
         self.acquisitions += other.acquisitions;
         self.sim_nanos += other.sim_nanos;
         self.hashes ^= other.hashes;
@@ -641,7 +661,7 @@ fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>)
                 "claims": outcome
                     .claims
                     .iter()
-                    .map(|&(claim, passed)| (claim.to_owned(), serde_json::Value::from(if passed { "ok" } else { "FAILED" })))
+                    .map(|&(claim, verdict)| (claim.to_owned(), serde_json::Value::from(verdict_word(verdict))))
                     .collect::<serde_json::Map<_, _>>(),
             });
             // Only when the store-fault knobs injected some: other sweeps' lines stay as they were.
@@ -654,6 +674,15 @@ fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>)
             line
         }
         None => serde_json::json!({ "algorithm": algorithm.name(), "seed": seed, "panicked": true }),
+    }
+}
+
+/// A claim's verdict in a `--per-seed-out` line (a claim the run gave no occasion to: "ok").
+fn verdict_word(verdict: ClaimVerdict) -> &'static str {
+    match verdict {
+        ClaimVerdict::Violated => "FAILED",
+        ClaimVerdict::Bounded => "bounded",
+        ClaimVerdict::Holds | ClaimVerdict::NotExercised => "ok",
     }
 }
 
@@ -787,7 +816,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         Ok(out) => out,
         Err(message) => return crate::usage_error(&message),
     };
-    let mut any_failed = false;
+    let mut ended = Ended::default();
     let mut tallies = Vec::new();
     for algorithm in args.algorithm.algorithms() {
         let started = Instant::now();
@@ -838,7 +867,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
             continue;
         }
         match print_tally(&args, &scenario, &options, algorithm, &tally) {
-            Ok(failed) => any_failed |= failed,
+            Ok(this) => ended = ended.and(this),
             Err(code) => return code,
         }
     }
@@ -862,22 +891,19 @@ pub fn sim(args: SimArgs) -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    if any_failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    ended.exit_code()
 }
 
 /// Print one algorithm's tally over the whole range (a single run and a merge of shards both
-/// print through here); returns whether some run failed, or the exit status to stop with.
+/// print through here); returns whether some run failed or was bounded, or the exit status to
+/// stop with.
 fn print_tally(
     args: &SimArgs,
     scenario: &str,
     options: &SimOptions,
     algorithm: Algorithm,
     tally: &Tally,
-) -> Result<bool, ExitCode> {
+) -> Result<Ended, ExitCode> {
     println!(
         "{} | {} algorithm | seeds {} | {} | {} | {:.0} s simulated",
         scenario,
@@ -902,9 +928,27 @@ fn print_tally(
     if tally.failed_runs == 0 {
         let claims: Vec<&str> = tally.per_claim.iter().map(|(claim, _, _)| claim.as_str()).collect();
         println!(
-            "  no violation in {} of any check ({}; a check a run gave no occasion to is not counted as passed in its trace)",
+            "  no violation in {} of any check ({}; a check a run gave no occasion to is not counted as passed in its trace){}",
             count(tally.runs, "run"),
-            claims.join(", ")
+            claims.join(", "),
+            if tally.bounded_runs > 0 {
+                format!(", but a bound left a check undecided in {} (below)", count(tally.bounded_runs, "run"))
+            } else {
+                String::new()
+            }
+        );
+    }
+    for (claim, _, _) in &tally.per_claim {
+        let Some((_, runs, Some(seed))) = tally.bounded.iter().find(|(known, _, _)| known == claim) else {
+            continue;
+        };
+        println!(
+            "  {claim:<12} BOUNDED in {runs} of {}: the run's time limit came before every client finished, with none stuck; no verdict there; first seed {seed}",
+            count(tally.runs, "run")
+        );
+        println!(
+            "               replay: {}",
+            replay_command(scenario, *seed, algorithm, &args.scenario.flags())
         );
     }
     if tally.unfired.0 > 0 {
@@ -979,12 +1023,44 @@ fn print_tally(
             }
         }
     }
-    Ok(tally.failed_runs > 0)
+    Ok(Ended {
+        failed: tally.failed_runs > 0,
+        bounded: tally.bounded_runs > 0,
+    })
+}
+
+/// How a sweep (or one algorithm's part of it) ended, for the exit status.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ended {
+    failed: bool,
+    bounded: bool,
+}
+
+impl Ended {
+    fn and(self, other: Ended) -> Ended {
+        Ended {
+            failed: self.failed || other.failed,
+            bounded: self.bounded || other.bounded,
+        }
+    }
+
+    /// 1 for a violation, else 3 for a bound that left a check undecided, else 0.
+    fn exit_code(self) -> ExitCode {
+        if self.failed {
+            ExitCode::from(1)
+        } else if self.bounded {
+            ExitCode::from(3)
+        } else {
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 /// What a `sim` shard file says it is, and the version of its layout.
 pub const SHARD_FORMAT: &str = "cassalock-sim-shard";
-pub const SHARD_VERSION: u64 = 1;
+/// Version 2 (2026-11-28): tallies count runs a bound left undecided (T2 at the time limit),
+/// which version 1 counted as failures.
+pub const SHARD_VERSION: u64 = 2;
 
 /// A shard's result file (`sim --shard K/N --out FILE`), read by `cassalock merge`.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -1074,22 +1150,18 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
         .map_err(|error| format!("{}: {error:#}", first.command))?;
     build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
         .map_err(|error| format!("{}: {}", first.command, args.scenario.explain(&error)))?;
-    let mut any_failed = false;
+    let mut ended = Ended::default();
     for (index, algorithm) in args.algorithm.algorithms().into_iter().enumerate() {
         let mut merged = Tally::default();
         for (_, file, _, _) in &files {
             merged.absorb(&file.tallies[index].1);
         }
         match print_tally(args, &scenario, &options, algorithm, &merged) {
-            Ok(failed) => any_failed |= failed,
+            Ok(this) => ended = ended.and(this),
             Err(code) => return Ok(code),
         }
     }
-    Ok(if any_failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ended.exit_code())
 }
 
 /// What a sweep keeps of one run: its figures and each claim's pass or fail, not its records.
@@ -1102,7 +1174,8 @@ struct SeedSummary {
     sim_nanos: u128,
     trace_hash: u64,
     all_passed: bool,
-    claims: Vec<(&'static str, bool)>,
+    /// Each claim's verdict in this run (a claim a run gave no occasion to counts as passed).
+    claims: Vec<(&'static str, ClaimVerdict)>,
     /// Store faults injected: (before apply, after apply).
     store_faults: (u64, u64),
     /// Which kinds of fault the plan has (bit i: `FaultKind::NAMES[i]`).
@@ -1129,7 +1202,7 @@ impl SeedSummary {
                 .verdicts
                 .checks
                 .iter()
-                .map(|check| (check.claim.as_str(), check.passed()))
+                .map(|check| (check.claim.as_str(), check.verdict))
                 .collect(),
             fault_kinds: outcome
                 .config
@@ -1151,7 +1224,30 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     if !outcome.all_passed {
         tally.failed_runs += 1;
     }
-    for (place, &(claim, passed)) in outcome.claims.iter().enumerate() {
+    if outcome
+        .claims
+        .iter()
+        .any(|(_, verdict)| *verdict == ClaimVerdict::Bounded)
+    {
+        tally.bounded_runs += 1;
+    }
+    for &(claim, verdict) in &outcome.claims {
+        if verdict != ClaimVerdict::Bounded {
+            continue;
+        }
+        match tally.bounded.iter_mut().find(|(known, _, _)| known == claim) {
+            Some(entry) => {
+                entry.1 += 1;
+                entry.2 = Some(entry.2.map_or(outcome.seed, |s| s.min(outcome.seed)));
+            }
+            None => {
+                tally.bounded.push((claim.to_owned(), 1, Some(outcome.seed)));
+                tally.bounded.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+        }
+    }
+    for (place, &(claim, verdict)) in outcome.claims.iter().enumerate() {
+        let passed = !verdict.is_violated();
         let entry = match tally.per_claim.iter_mut().position(|(known, _, _)| known == claim) {
             Some(i) => &mut tally.per_claim[i],
             None => {
@@ -1168,8 +1264,8 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     tally
         .failures_by_kind
         .resize(tally.per_claim.len(), [0; FaultKind::NAMES.len()]);
-    for &(claim, passed) in &outcome.claims {
-        if passed {
+    for &(claim, verdict) in &outcome.claims {
+        if !verdict.is_violated() {
             continue;
         }
         let index = tally
@@ -1249,11 +1345,11 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         );
         return ExitCode::from(1);
     }
-    if outcome.verdicts.all_passed() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+    Ended {
+        failed: !outcome.verdicts.all_passed(),
+        bounded: outcome.verdicts.any_bounded(),
     }
+    .exit_code()
 }
 
 #[cfg(test)]
@@ -1307,7 +1403,7 @@ mod tests {
             sim_nanos: 56_500_000_000,
             trace_hash: 0,
             all_passed: false,
-            claims: vec![("T1-belief", false), ("T2", true)],
+            claims: vec![("T1-belief", ClaimVerdict::Violated), ("T2", ClaimVerdict::Holds)],
             store_faults: (0, 0),
             fault_kinds: 0,
             faults_unfired: 0,
@@ -1340,7 +1436,10 @@ mod tests {
             sim_nanos: 1_000_000_000,
             trace_hash: 0,
             all_passed: passed,
-            claims: vec![("T1-belief", passed), ("T2", true)],
+            claims: vec![
+                ("T1-belief", ClaimVerdict::from_holds(passed)),
+                ("T2", ClaimVerdict::Holds),
+            ],
             store_faults: (0, 0),
             fault_kinds,
             faults_unfired,
@@ -1362,6 +1461,7 @@ mod tests {
 
     #[test]
     fn shards_tallies_absorbed_in_any_order_equal_the_whole_runs_tally() {
+        // Each claim: held (true), violated (false); T2 is bounded in every fourth seed.
         let run = |seed: u64, claims: Vec<(&'static str, bool)>| SeedSummary {
             seed,
             acquisitions: seed,
@@ -1370,7 +1470,17 @@ mod tests {
             sim_nanos: u128::from(seed) * 1_000_003,
             trace_hash: seed,
             all_passed: claims.iter().all(|(_, passed)| *passed),
-            claims,
+            claims: claims
+                .into_iter()
+                .map(|(claim, passed)| {
+                    let verdict = match (claim, passed) {
+                        ("T2", true) if seed % 4 == 1 => ClaimVerdict::Bounded,
+                        ("K3", true) if seed % 6 == 4 => ClaimVerdict::Bounded,
+                        (_, passed) => ClaimVerdict::from_holds(passed),
+                    };
+                    (claim, verdict)
+                })
+                .collect(),
             store_faults: (seed % 2, seed % 3),
             fault_kinds: 1 << (seed % 4),
             faults_unfired: seed % 2,
@@ -1402,6 +1512,14 @@ mod tests {
             }
             assert_eq!(format!("{merged:?}"), format!("{whole:?}"), "{order:?}");
         }
+        assert_eq!(
+            whole.bounded_runs, 4,
+            "T2 in seeds 1, 5, 9; K3 in seed 4 (10 violates it)"
+        );
+        assert_eq!(
+            whole.bounded,
+            vec![("K3".to_owned(), 1, Some(4)), ("T2".to_owned(), 3, Some(1))]
+        );
     }
 
     #[test]

@@ -182,12 +182,27 @@ fn bad_merge_inputs_exit_2_and_name_the_file() {
 #[test]
 fn the_merge_of_sim_shards_prints_the_single_runs_bytes_and_exit_status() {
     let dir = scratch("sim");
-    // A control (exit 0), a broken release found in both algorithms (exit 1), and a swarm whose
-    // failures are tallied by the fault kinds of their plans.
+    // A control (exit 0), a broken release found in both algorithms (exit 1), a swarm whose
+    // failures are tallied by the fault kinds of their plans, and a workload too big for the
+    // run's time limit, which leaves T2 bounded (exit 3).
     let sweeps: &[(&[&str], &str, i32)] = &[
         (&["--scenario", "contention"], "0..9", 0),
         (&["--scenario", "renew-race", "--k3"], "0..12", 1),
         (&["--scenario", "swarm", "--algorithm", "queue"], "4..=15", 1),
+        (
+            &[
+                "--scenario",
+                "contention",
+                "--algorithm",
+                "queue",
+                "--clients",
+                "16",
+                "--acquisitions",
+                "10000",
+            ],
+            "0..3",
+            3,
+        ),
     ];
     for (index, (scenario, seeds, status)) in sweeps.iter().enumerate() {
         let mut single_args = vec!["sim"];
@@ -196,6 +211,13 @@ fn the_merge_of_sim_shards_prints_the_single_runs_bytes_and_exit_status() {
         let single = cassalock(&single_args);
         assert_eq!(single.status.code(), Some(*status), "{}", text(&single.stdout));
         assert!(!text(&single.stdout).contains("seeds/minute"));
+        if *status == 3 {
+            assert!(
+                text(&single.stdout).contains("T2           BOUNDED in 3 of 3 runs"),
+                "{}",
+                text(&single.stdout)
+            );
+        }
         let mut files = Vec::new();
         for k in [3, 1, 2] {
             let file = dir.join(format!("{index}-{k}.json")).display().to_string();

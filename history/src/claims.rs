@@ -319,6 +319,9 @@ pub enum ClaimVerdict {
     Violated,
     /// Not checked: what it is about never happened (a fault that never fired). Never a pass.
     NotExercised,
+    /// Not decided: a bound of the check (a simulated run's time limit) came before the claim
+    /// could be shown either way. Never a pass, never a violation.
+    Bounded,
 }
 
 impl ClaimVerdict {

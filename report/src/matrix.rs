@@ -1402,7 +1402,7 @@ fn one_seed(
                 Check {
                     violated: check.verdict.is_violated(),
                     exercised: check.verdict != ClaimVerdict::NotExercised,
-                    bounded: false,
+                    bounded: check.bounded(),
                 }
             })
             .collect(),

@@ -454,6 +454,10 @@ fn title_lines(outcome: &RunOutcome, width: i32) -> Vec<String> {
         let separator = if i + 1 < violated.len() { ", " } else { "; " };
         items.push(format!("{claim} VIOLATED{separator}"));
     }
+    // A claim the run's time limit left undecided: neither violated nor ok.
+    for claim in named(ClaimVerdict::Bounded) {
+        items.push(format!("{claim} bounded (the time limit came first); "));
+    }
     items.push(format!(
         "{}{}",
         match (violated.is_empty(), held.len()) {

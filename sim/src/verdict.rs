@@ -20,7 +20,12 @@
 //!   stopped believing) within the bound after the other acquired, not counting time it spent
 //!   paused.
 //! - **T2**: every client that was not killed for good finished its acquisitions; the bound is
-//!   the simulated time from the last fault's end to the last client's finish.
+//!   the simulated time from the last fault's end to the last client's finish. A run is finite,
+//!   so a client still unfinished when the run's time limit stops it is judged by how long its
+//!   open acquisition had been trying ([`stuck_after`]): for at least half the run (a deadlock,
+//!   a starved client, a holder that never lets go) T2 is *violated*; for less, the limit came
+//!   first and T2 is *bounded*, never a pass and never a violation (the family simulator's rule
+//!   too: clients still running at its bound make T2 bounded).
 //! - **K3**: an oracle saw a released acquisition's main cell live again (written after the
 //!   release began): `cassalock_history::k3`'s definition, applied by `crate::oracles`.
 //! - **S1**: the longest time the GlobalTime value stood still.
@@ -73,6 +78,11 @@ impl Check {
     pub fn passed(&self) -> bool {
         !self.verdict.is_violated()
     }
+
+    /// A bound of the run stopped this check before it decided (neither a pass nor a failure).
+    pub fn bounded(&self) -> bool {
+        self.verdict == ClaimVerdict::Bounded
+    }
 }
 
 /// A write the resource refused (its token was below the highest it had accepted).
@@ -101,6 +111,11 @@ pub struct Verdicts {
     pub token_drops: usize,
     pub first_token_drop: Option<(String, String)>,
     pub unfinished: Vec<String>,
+    /// The unfinished clients whose open acquisition had been trying for at least
+    /// [`stuck_after`] of the run when it ended, with how long: T2's violations.
+    pub stuck: Vec<(String, Duration)>,
+    /// The longest an unfinished client's open acquisition had been trying when the run ended.
+    pub longest_open_attempt: Option<(String, Duration)>,
     /// From the end of the last fault to the last client's finish.
     pub done_after_heal: Option<Duration>,
     pub last_heal: Duration,
@@ -154,11 +169,33 @@ impl Verdicts {
     pub fn all_passed(&self) -> bool {
         self.checks.iter().all(Check::passed)
     }
+
+    /// Did a bound of the run leave some check undecided?
+    pub fn any_bounded(&self) -> bool {
+        self.checks.iter().any(Check::bounded)
+    }
 }
 
 /// Is `tag` one of the lease's renewal steps? The machine that owns the steps says.
 fn is_renewal_step(tag: &cassalock::algo::StepTag) -> bool {
     cassalock::algo::lease::is_renewal_step(tag)
+}
+
+/// How long an open acquisition must have been trying, when the run's time limit stops it,
+/// for T2 to call it stuck: half the run. Shorter, and the run was simply too short for its
+/// workload (T2 bounded).
+pub fn stuck_after(sim_time: Duration) -> Duration {
+    sim_time / 2
+}
+
+/// One client's acquisition in progress: which one (`Waiting`'s `n`), since when it has been
+/// trying (its first `Waiting`: a retry after an error or a "no" keeps trying the same one),
+/// and how many of its locks it holds so far.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    n: u32,
+    since: Duration,
+    locks_taken: usize,
 }
 
 fn node_index(node: &str) -> Option<usize> {
@@ -182,6 +219,9 @@ pub fn judge(
     let mut beliefs: Beliefs<SimulatedTime> = Beliefs::default();
     let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
+    // Per client, the acquisition it is trying to complete (none while it holds or thinks).
+    let mut attempts: BTreeMap<usize, Attempt> = BTreeMap::new();
+    let locks_per_acquisition = config.locks.max(1);
     // Tokens in acquisition order, per lock (C-token compares each lock's holders).
     let mut tokens: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
     let mut done: BTreeSet<usize> = BTreeSet::new();
@@ -203,6 +243,12 @@ pub fn judge(
                 if let Some(since) = waiting_since.remove(&node) {
                     v.max_wait = v.max_wait.max(record.at - since);
                 }
+                if let Some(attempt) = attempts.get_mut(&node) {
+                    attempt.locks_taken += 1;
+                    if attempt.locks_taken >= locks_per_acquisition {
+                        attempts.remove(&node);
+                    }
+                }
                 if let Some((killed, at)) = kill_at {
                     if killed != node && v.free_after_kill.is_none() {
                         v.free_after_kill = Some(record.at - at);
@@ -222,9 +268,21 @@ pub fn judge(
                 }
             }
             What::Lock(LockEvent::LeaseLost { thread, .. }) => v.leases_lost.push(thread.to_string()),
-            What::Waiting { .. } => {
+            What::Waiting { n, .. } => {
                 if let Some(node) = node_index(&record.node) {
                     waiting_since.insert(node, record.at);
+                    let since = match attempts.get(&node) {
+                        Some(open) if open.n == *n => open.since,
+                        _ => record.at,
+                    };
+                    attempts.insert(
+                        node,
+                        Attempt {
+                            n: *n,
+                            since,
+                            locks_taken: 0,
+                        },
+                    );
                 }
             }
             What::ClientDone { .. } => {
@@ -330,6 +388,22 @@ pub fn judge(
     if v.unfinished.is_empty() {
         v.done_after_heal = Some(last_done.saturating_sub(v.last_heal));
     }
+    for (&node, attempt) in &attempts {
+        if done.contains(&node) || killed_for_good.contains(&node) {
+            continue;
+        }
+        let open = sim_time.saturating_sub(attempt.since);
+        let client = format!("c{node}");
+        if open >= stuck_after(sim_time) {
+            v.stuck.push((client.clone(), open));
+        }
+        if v.longest_open_attempt
+            .as_ref()
+            .is_none_or(|(_, longest)| open > *longest)
+        {
+            v.longest_open_attempt = Some((client, open));
+        }
+    }
     v.global_time_stall = global_changes.windows(2).map(|w| w[1] - w[0]).max();
 
     let s = |d: Duration| format!("{:.3} s", d.as_secs_f64());
@@ -383,25 +457,7 @@ pub fn judge(
                 ),
             },
         ),
-        Check::new(
-            ClaimId::T2,
-            v.unfinished.is_empty(),
-            match v.done_after_heal {
-                Some(after) if v.last_heal > Duration::ZERO => {
-                    format!(
-                        "every client finished, {} after the last fault ended; longest wait {}",
-                        s(after),
-                        s(v.max_wait)
-                    )
-                }
-                Some(after) => format!("every client finished by {}; longest wait {}", s(after), s(v.max_wait)),
-                None => format!(
-                    "unfinished after {} simulated: {}",
-                    s(sim_time),
-                    v.unfinished.join(", ")
-                ),
-            },
-        ),
+        t2(&v, sim_time),
         // The oracle's limit hit leaves a release unjudged: that fails the check, it never
         // passes it.
         Check::new(
@@ -423,6 +479,68 @@ pub fn judge(
     v.checks.extend(contract_checks);
     undecided_past_the_network_limit(&mut v);
     v
+}
+
+/// T2 on a finite run: finished, stuck (violated), or stopped by the time limit (bounded).
+fn t2(v: &Verdicts, sim_time: Duration) -> Check {
+    let s = |d: Duration| format!("{:.3} s", d.as_secs_f64());
+    match v.done_after_heal {
+        Some(after) if v.last_heal > Duration::ZERO => {
+            return Check::new(
+                ClaimId::T2,
+                true,
+                format!(
+                    "every client finished, {} after the last fault ended; longest wait {}",
+                    s(after),
+                    s(v.max_wait)
+                ),
+            );
+        }
+        Some(after) => {
+            return Check::new(
+                ClaimId::T2,
+                true,
+                format!("every client finished by {}; longest wait {}", s(after), s(v.max_wait)),
+            )
+        }
+        None => {}
+    }
+    debug_assert!(!v.unfinished.is_empty(), "T2 judged unfinished with every client done");
+    let unfinished = format!(
+        "unfinished after {} simulated: {}",
+        s(sim_time),
+        v.unfinished.join(", ")
+    );
+    if !v.stuck.is_empty() {
+        let stuck: Vec<String> = v
+            .stuck
+            .iter()
+            .map(|(client, open)| format!("{client} {}", s(*open)))
+            .collect();
+        return Check::new(
+            ClaimId::T2,
+            false,
+            format!(
+                "{unfinished}; stuck (trying to acquire for half the run or more): {}",
+                stuck.join(", ")
+            ),
+        );
+    }
+    let longest = match &v.longest_open_attempt {
+        Some((client, open)) => format!(
+            "the longest open acquisition had been trying for {} ({client})",
+            s(*open)
+        ),
+        None => "no acquisition was open (every unfinished client held or thought)".to_owned(),
+    };
+    Check {
+        claim: ClaimId::T2,
+        verdict: ClaimVerdict::Bounded,
+        detail: format!(
+            "undecided: {unfinished}; the run's time limit came first ({} acquisitions done), and {longest}, under half the run: ask for fewer acquisitions or clients",
+            v.acquisitions
+        ),
+    }
 }
 
 /// A run whose network dropped messages at its queue limit is not the run its scenario
@@ -454,6 +572,7 @@ impl fmt::Display for Verdicts {
                     ClaimVerdict::Holds => "ok",
                     ClaimVerdict::Violated => "FAILED",
                     ClaimVerdict::NotExercised => "-",
+                    ClaimVerdict::Bounded => "bounded",
                 },
                 check.detail
             )?;
