@@ -63,12 +63,18 @@ pub struct ContractFigures {
     pub leftover_judged_max: Option<(Duration, String)>,
     /// C-release: releases judged, and the longest wait from one to the next acquisition.
     pub handovers: usize,
+    /// C-release: releases the run's end cut short (nobody had acquired, and the bound was not
+    /// yet up when the run stopped): not judged, never passed.
+    pub handovers_cut: usize,
     pub handover_max: Option<(Duration, String)>,
     /// C-lost: overlaps judged, and the longest a holder went on not knowing.
     pub lost_judged: usize,
     pub lost_lag_max: Option<(Duration, String)>,
     /// C-lost: times a holder's `is_lost()` said no again after it had said yes.
     pub lost_retracted: usize,
+    /// C-lost: overlaps the run's end cut short (the earlier holder had not heard, still
+    /// believed, and the bound was not yet up): not judged, never passed.
+    pub lost_cut: usize,
     /// The bounds the run was judged against.
     pub bounds: ContractBounds,
 }
@@ -325,14 +331,20 @@ pub fn judge_contract(
         if another_holds {
             continue;
         }
-        figures.handovers += 1;
         // Any acquisition from the release's start on is another acquisition than the one
         // releasing, under whatever thread id: with `reuse_thread_ids` the releaser's own next
         // acquisition has the same id, and it takes the lock as any other would.
-        let next = acquisitions
-            .iter()
-            .find(|at| *at >= began_at)
-            .map_or(sim_time, |at| *at);
+        let next = match acquisitions.iter().find(|at| *at >= began_at) {
+            Some(at) => *at,
+            // Nobody acquired before the run stopped, and the bound was not up yet: the run's
+            // end, not the lock, decided this window.
+            None if window_end > sim_time => {
+                figures.handovers_cut += 1;
+                continue;
+            }
+            None => sim_time,
+        };
+        figures.handovers += 1;
         keep_max(&mut figures.handover_max, next.saturating_sub(*released_at), || {
             format!("after {thread}'s release at {}", secs(*released_at))
         });
@@ -354,6 +366,14 @@ pub fn judge_contract(
             earlier.acquired_at,
             earlier.released_at,
         );
+        // Still believing, never told, when the run stopped short of the bound: undecided.
+        if heard.is_none()
+            && earlier.released_at >= sim_time
+            && lost_bound.is_some_and(|bound| taken_at + bound > sim_time)
+        {
+            figures.lost_cut += 1;
+            continue;
+        }
         let learned = heard.map_or(earlier.released_at, |heard| heard.min(earlier.released_at));
         let lag = learned.saturating_sub(taken_at).saturating_sub(covered(
             paused.get(&node).map_or(&[][..], Vec::as_slice),
@@ -429,6 +449,15 @@ pub fn judge_contract(
             ),
         }
     });
+    let cut = |n: usize, what: &str| {
+        if n == 0 {
+            String::new()
+        } else {
+            format!("; {} cut short by the run's end, not judged", count(n, what))
+        }
+    };
+    let releases_cut = cut(figures.handovers_cut, "release");
+    let overlaps_cut = cut(figures.lost_cut, "overlap");
     checks.push(match &figures.handover_max {
         // A waiter's record does not say which lock it waits for, so with several locks a
         // release cannot be matched with the acquisition it should let in.
@@ -438,13 +467,13 @@ pub fn judge_contract(
         ),
         None => Check::not_exercised(
             ClaimId::CRelease,
-            "no release while another client waited and no fault was active".into(),
+            format!("no release while another client waited and no fault was active{releases_cut}"),
         ),
         Some((gap, what)) => Check::new(
             ClaimId::CRelease,
             *gap <= handover_bound,
             format!(
-                "{} judged; longest wait for the next acquisition {} ({what}; bound {})",
+                "{} judged; longest wait for the next acquisition {} ({what}; bound {}){releases_cut}",
                 count(figures.handovers, "release"),
                 secs(*gap),
                 secs(handover_bound)
@@ -456,7 +485,7 @@ pub fn judge_contract(
             ClaimId::CLost,
             *lag <= bound,
             format!(
-                "{}; the longest one went on not knowing {} ({what}; bound {}, paused time not counted){}",
+                "{}; the longest one went on not knowing {} ({what}; bound {}, paused time not counted){}{overlaps_cut}",
                 count(figures.lost_judged, "overlapping holder"),
                 secs(*lag),
                 secs(bound),
@@ -470,7 +499,10 @@ pub fn judge_contract(
                 }
             ),
         ),
-        _ => Check::not_exercised(ClaimId::CLost, "no holder lost its lease to another".into()),
+        _ => Check::not_exercised(
+            ClaimId::CLost,
+            format!("no holder lost its lease to another{overlaps_cut}"),
+        ),
     });
     (figures, checks)
 }
@@ -478,9 +510,107 @@ pub fn judge_contract(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cassalock_history::ClaimVerdict;
 
     fn s(secs: u64) -> Duration {
         Duration::from_secs(secs)
+    }
+
+    /// c0 holds from 1 s and releases at 2 s while c1 waits; nobody acquires after that.
+    fn release_with_a_waiter_and_nobody_after() -> Vec<Record> {
+        use cassalock::algo::queue_column::ClientId;
+        use cassalock::algo::{FencingToken, LockId};
+        let thread = ClientId::new("c0-0").unwrap().thread(0);
+        let lock = LockId::new("shared").unwrap();
+        let at = |ms: u64, node: &str, what: What| Record {
+            at: Duration::from_millis(ms),
+            node: node.to_owned(),
+            clock_us: None,
+            what,
+        };
+        vec![
+            at(
+                0,
+                "c0",
+                What::Waiting {
+                    client: "c0-0".into(),
+                    n: 1,
+                },
+            ),
+            at(
+                1000,
+                "c0",
+                What::Lock(LockEvent::Acquired {
+                    thread: thread.clone(),
+                    lock: lock.clone(),
+                    token: FencingToken("1".into()),
+                    client_us: 1_000_000,
+                }),
+            ),
+            at(
+                1500,
+                "c1",
+                What::Waiting {
+                    client: "c1-0".into(),
+                    n: 1,
+                },
+            ),
+            at(
+                2000,
+                "c0",
+                What::Lock(LockEvent::Releasing {
+                    thread: thread.clone(),
+                    lock: lock.clone(),
+                    client_us: 2_000_000,
+                }),
+            ),
+            at(
+                2010,
+                "c0",
+                What::Lock(LockEvent::Released {
+                    thread,
+                    lock,
+                    outcome: cassalock::algo::lease::Released::Released,
+                    client_us: 2_010_000,
+                }),
+            ),
+        ]
+    }
+
+    /// C-release: a release whose window the run's end cut short is not judged (it once
+    /// passed: its wait was "the run's end", under the bound); a window that was whole fails.
+    #[test]
+    fn c_release_a_window_the_run_s_end_cut_short_is_not_judged() {
+        let config = crate::scenario::build(
+            "contention",
+            0,
+            cassalock::driver::Algorithm::Queue,
+            &Default::default(),
+        )
+        .expect("a known scenario");
+        let records = release_with_a_waiter_and_nobody_after();
+        let judge = |end_ms: u64| {
+            let (figures, checks) = judge_contract(&config, &records, Duration::from_millis(end_ms), &[], &[]);
+            let check = checks
+                .into_iter()
+                .find(|check| check.claim == ClaimId::CRelease)
+                .expect("C-release is judged");
+            (figures, check)
+        };
+        let bound = judge(2050).0.bounds.handover;
+        assert!(bound > Duration::from_millis(100), "{bound:?}");
+        let (figures, cut) = judge(2050);
+        assert_eq!((figures.handovers, figures.handovers_cut), (0, 1));
+        assert_eq!(cut.verdict, ClaimVerdict::NotExercised, "{}", cut.detail);
+        assert!(
+            cut.detail.contains("1 release cut short by the run's end"),
+            "{}",
+            cut.detail
+        );
+        let whole_ms = 2010 + u64::try_from(bound.as_millis()).unwrap() + 1000;
+        let (figures, whole) = judge(whole_ms);
+        assert_eq!((figures.handovers, figures.handovers_cut), (1, 0));
+        assert_eq!(whole.verdict, ClaimVerdict::Violated, "{}", whole.detail);
     }
 
     #[test]
