@@ -770,6 +770,63 @@ fn t2_at_the_time_limit_is_bounded_while_clients_progress_and_violated_when_stuc
     );
 }
 
+/// C-wait: `lock()` with `max_wait_ms` gives up within `contract::gave_up_within_ms` of
+/// starting, at the contract's fault-free request time: its backoff and polls end at the
+/// deadline. Before 2026-11-28 the old algorithm's backoff ran to its end, and a call told to
+/// wait 300 ms returned after 1.3 s (the 1 s owner backoff), which this test catches (bound
+/// 1.1 s).
+#[test]
+fn c_wait_lock_with_max_wait_gives_up_within_its_bound() {
+    use cassalock_sim::trace::What;
+    let deadline = SimOptions {
+        knobs: Box::new(Knobs {
+            clients: Some(16),
+            max_wait_ms: Some(300),
+            ..Knobs::default()
+        }),
+        ..SimOptions::default()
+    };
+    for algorithm in BOTH {
+        for seed in seeds(0..3) {
+            let config = build("contention", seed, algorithm, &deadline).unwrap();
+            let bound_ms = cassalock::algo::contract::gave_up_within_ms(
+                config.acquire_kind(),
+                &config.lock_config().expect("valid settings"),
+                cassalock_sim::contract::FAULT_FREE_REQUEST_MS,
+            )
+            .expect("a deadline");
+            let outcome = run(&config, seed, false);
+            let mut started = std::collections::BTreeMap::new();
+            let (mut give_ups, mut longest) = (0, Duration::ZERO);
+            for record in &outcome.records {
+                match &record.what {
+                    What::Waiting { .. } => {
+                        started.insert(record.node.clone(), record.at);
+                    }
+                    What::Lock(cassalock::LockEvent::NotAcquired {
+                        outcome: cassalock::algo::Acquire::TimedOut,
+                        ..
+                    }) => {
+                        give_ups += 1;
+                        longest = longest.max(record.at - started[&record.node]);
+                    }
+                    _ => {}
+                }
+            }
+            let why = reproduce(
+                "c_wait_lock_with_max_wait_gives_up_within_its_bound",
+                &outcome,
+                " --clients 16 --max-wait-ms 300",
+            );
+            assert!(give_ups > 100, "{give_ups} give-ups{why}");
+            assert!(
+                longest <= Duration::from_millis(bound_ms),
+                "a call gave up {longest:?} after it began, bound {bound_ms} ms{why}"
+            );
+        }
+    }
+}
+
 /// A sweep (summary run) and `replay` (detailed run) of one seed are one run with one set of
 /// verdicts: the oracles may not lean on what only a detailed run records. The K3 mutant with
 /// reused ids is here because its oracle once did (the renewal requests), and judged the next

@@ -5,7 +5,7 @@
 //! A user of the library also relies on what each call promises: how long `try_lock` can take,
 //! what a failed call leaves behind, how soon a release lets the next waiter in, how soon a
 //! holder learns it lost its lease, and what the fencing token guarantees. Each promise has an
-//! ID (`C-try`, `C-free`, `C-release`, `C-lost`, `C-token`) and, where it is a bound, the bound
+//! ID (`C-try`, `C-free`, `C-release`, `C-lost`, `C-token`, `C-wait`) and, where it is a bound, the bound
 //! is computed here, once, so that the model, the simulator and the reports judge the same
 //! number. A bound takes the store's worst request time as a parameter (`request_ms`): the
 //! machines know how many requests they make, not how long the store takes to answer.
@@ -75,6 +75,29 @@ pub fn handover_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> u
     };
     let requests = listing_requests + token_requests(config);
     wait_ms.saturating_add(requests * request_ms)
+}
+
+/// C-wait: the longest `lock()` with `max_wait_ms` may take to return when it gives up, while
+/// the store answers every request within `request_ms` (`None`: no deadline, it waits for
+/// ever). The deadline is checked at the top of every attempt, and a backoff or a poll ends at
+/// it ([`super::sleep_until_deadline_ms`]; a machine past it sleeps 1 ms); so past the
+/// deadline a call finishes at most the attempt under way (the old algorithm's six requests
+/// of Listing 3; the queue's refresh of its cell, read head, write main, read main, delete
+/// main: five), sleeps at most 1 ms, then leaves (the queue: delete its queue cell) and cleans
+/// up ([`clean_up_requests`]). Before the fix of 2026-11-28 a backoff ran to its end: the old
+/// algorithm, told to wait 300 ms, returned after 1.3 s.
+pub fn gave_up_within_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> Option<u64> {
+    let max_wait_ms = config.max_wait_ms?;
+    let (attempt, leave) = match kind {
+        AcquireKind::OldGetLock | AcquireKind::OldTryLock => (6, 0),
+        AcquireKind::QueueGetLock | AcquireKind::QueueTryGetLock => (5, 1),
+    };
+    let requests = attempt + leave + clean_up_requests(config);
+    Some(
+        max_wait_ms
+            .saturating_add(1)
+            .saturating_add(requests.saturating_mul(request_ms)),
+    )
 }
 
 /// The requests the counter token ([`super::fence`]) adds to a successful acquisition: a read

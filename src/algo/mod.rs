@@ -483,6 +483,19 @@ impl Acquire {
     }
 }
 
+/// A wait of `ms` cut to end at the deadline, if there is one (C-wait: `lock()` with
+/// `max_wait_ms` returns within [`contract::gave_up_within_ms`]): a backoff or a poll never
+/// sleeps past it, and the step after the wake-up gives up. At least 1 ms, so that a machine
+/// already past its deadline still yields once before it gives up.
+pub(crate) fn sleep_until_deadline_ms(ms: u64, deadline_us: Option<u64>, now_us: u64) -> u64 {
+    let clipped = match deadline_us {
+        Some(deadline) => ms.min(deadline.saturating_sub(now_us).div_ceil(1000).max(1)),
+        None => ms,
+    };
+    debug_assert!(clipped <= ms.max(1), "a clipped sleep is never longer than asked");
+    clipped
+}
+
 /// A deadline `max_wait_ms` after `now_us`, if one is configured.
 pub(crate) fn deadline_after(config: &LockConfig, now_us: u64) -> Option<u64> {
     config

@@ -22,8 +22,9 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, sleep_until_deadline_ms, write_own_cell,
+    Acquire, Action, FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step,
+    StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -294,7 +295,8 @@ impl OldGetLock {
                 Step::new(
                     L4_SLEEP,
                     Action::Sleep {
-                        ms,
+                        // Ours (C-wait): never past the deadline.
+                        ms: sleep_until_deadline_ms(ms, self.deadline_us, now_us),
                         kind: SleepKind::Backoff,
                     },
                 )
@@ -497,6 +499,38 @@ mod tests {
         ));
         bench.draw = 1000;
         assert_eq!(bench.run(&mut machine(OldMode::Blocking)), Acquire::TimedOut);
+    }
+
+    /// C-wait: the owner backoff (1000 ms drawn) ends at the deadline (500 ms), not after it.
+    #[test]
+    fn a_backoff_ends_at_the_deadline() {
+        let mut bench = Bench::new(LockConfig {
+            max_wait_ms: Some(500),
+            ..LockConfig::untimed()
+        });
+        let other = thread("b");
+        bench.execute(crate::algo::write_own_cell(
+            &bench.config,
+            "m:L".into(),
+            other.as_str().into(),
+            &other,
+        ));
+        bench.draw = 1000;
+        let mut old = machine(OldMode::Blocking);
+        let step = bench.run_until(&mut old, Input::Start, |step| {
+            matches!(step.action, Action::Sleep { .. })
+        });
+        assert_eq!(
+            step.action,
+            Action::Sleep {
+                ms: 500,
+                kind: SleepKind::Backoff
+            }
+        );
+        // It wakes at the deadline and gives up without another attempt.
+        bench.now_us += 500_000;
+        let step = old.resume(&bench.config, Input::Woke, bench.now_us);
+        assert_eq!(step.action, Action::Done(Acquire::TimedOut));
     }
 
     #[test]

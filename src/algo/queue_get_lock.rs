@@ -33,8 +33,9 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, read_from, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, read_from, sleep_until_deadline_ms,
+    write_own_cell, Acquire, Action, FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind,
+    Source, Step, StepTag, ThreadId,
 };
 use crate::store::{StoreCommand, StoreReply};
 
@@ -294,16 +295,17 @@ impl QueueGetLock {
         )
     }
 
-    fn poll(&mut self, config: &LockConfig, tag: StepTag) -> Step<Acquire> {
-        self.poll_for(config.poll_ms, tag)
+    fn poll(&mut self, config: &LockConfig, tag: StepTag, now_us: u64) -> Step<Acquire> {
+        self.poll_for(config.poll_ms, tag, now_us)
     }
 
-    fn poll_for(&mut self, ms: u64, tag: StepTag) -> Step<Acquire> {
+    fn poll_for(&mut self, ms: u64, tag: StepTag, now_us: u64) -> Step<Acquire> {
         self.state = State::Polling;
         Step::new(
             tag,
             Action::Sleep {
-                ms,
+                // Ours (C-wait): never past the deadline.
+                ms: sleep_until_deadline_ms(ms, self.deadline_us, now_us),
                 kind: SleepKind::Poll,
             },
         )
@@ -337,7 +339,7 @@ impl QueueGetLock {
             ms = ms.min(until_ms.max(config.poll_ms).max(next_poll_ms));
         }
         debug_assert!(ms >= next_poll_ms && ms <= longest_ms);
-        self.poll_for(ms, tag)
+        self.poll_for(ms, tag, now_us)
     }
 
     fn held(&mut self, tag: StepTag, main_at_us: u64) -> Step<Acquire> {
@@ -413,9 +415,9 @@ impl QueueGetLock {
                             self.paced_poll(config, next_ms, rank, now_us)
                         }
                         Some(ms) if cells.get(1).is_some_and(|second| second.column == column) => {
-                            self.poll_for(ms, NEXT_IN_LINE)
+                            self.poll_for(ms, NEXT_IN_LINE, now_us)
                         }
-                        _ => self.poll(config, L6_NOT_FIRST),
+                        _ => self.poll(config, L6_NOT_FIRST, now_us),
                     },
                     _ => self.write_queue_cell(config, REENQUEUE, now_us),
                 }
@@ -444,7 +446,7 @@ impl QueueGetLock {
                     )
                 }
             }
-            (State::DeletingMain, Input::Reply(StoreReply::Done)) => self.poll(config, AFTER_DELETE_WAIT),
+            (State::DeletingMain, Input::Reply(StoreReply::Done)) => self.poll(config, AFTER_DELETE_WAIT, now_us),
             (State::Polling, Input::Woke) => self.loop_top(config, now_us),
             (State::Leaving, Input::Reply(StoreReply::Done)) => Step::done(TIMED_OUT, Acquire::TimedOut),
             (state, input) => {

@@ -36,8 +36,9 @@
 use super::queue_column::queue_column;
 use super::SLOW_ACQUISITION;
 use super::{
-    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, write_own_cell, Acquire, Action,
-    FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step, StepTag, ThreadId,
+    deadline_after, delete_own_cell, is_only, lease_outlived, read_first, sleep_until_deadline_ms, write_own_cell,
+    Acquire, Action, FencingToken, Input, LeaseCells, Leftover, LockConfig, LockId, Machine, SleepKind, Source, Step,
+    StepTag, ThreadId,
 };
 use crate::store::StoreReply;
 
@@ -248,7 +249,8 @@ impl QueueTryGetLock {
                 Step::new(
                     L7_LOOP_WAIT,
                     Action::Sleep {
-                        ms: config.poll_ms,
+                        // Ours (C-wait): never past the deadline.
+                        ms: sleep_until_deadline_ms(config.poll_ms, self.deadline_us, now_us),
                         kind: SleepKind::Poll,
                     },
                 )
