@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn store_failure_and_deadline_end_the_attempt() {
-        let mut bench = Bench::new(LockConfig::untimed());
+        let bench = Bench::new(LockConfig::untimed());
         let mut old = machine(OldMode::Blocking);
         old.resume(&bench.config, Input::Start, 0);
         let failed = old.resume(&bench.config, Input::Failed(StoreFailure::Timeout), 0);
@@ -489,21 +489,12 @@ mod tests {
             })
         );
 
-        bench.config.max_wait_ms = Some(500);
-        let other = thread("b");
-        bench.execute(crate::algo::write_own_cell(
-            &bench.config,
-            "m:L".into(),
-            other.as_str().into(),
-            &other,
-        ));
-        bench.draw = 1000;
+        let mut bench = owned_by_b_waiting_at_most_500_ms();
         assert_eq!(bench.run(&mut machine(OldMode::Blocking)), Acquire::TimedOut);
     }
 
-    /// C-wait: the owner backoff (1000 ms drawn) ends at the deadline (500 ms), not after it.
-    #[test]
-    fn a_backoff_ends_at_the_deadline() {
+    /// Thread b owns the main row; a waiter may wait 500 ms and draws 1000 ms backoffs.
+    fn owned_by_b_waiting_at_most_500_ms() -> Bench {
         let mut bench = Bench::new(LockConfig {
             max_wait_ms: Some(500),
             ..LockConfig::untimed()
@@ -516,6 +507,13 @@ mod tests {
             &other,
         ));
         bench.draw = 1000;
+        bench
+    }
+
+    /// C-wait: the owner backoff (1000 ms drawn) ends at the deadline (500 ms), not after it.
+    #[test]
+    fn a_backoff_ends_at_the_deadline() {
+        let mut bench = owned_by_b_waiting_at_most_500_ms();
         let mut old = machine(OldMode::Blocking);
         let step = bench.run_until(&mut old, Input::Start, |step| {
             matches!(step.action, Action::Sleep { .. })
