@@ -136,6 +136,35 @@ fn lock_gives_up_at_max_wait_and_says_how_long_it_waited() {
     });
 }
 
+/// C-wait for Memcached's `add` lock: a waiter told to wait 500 ms gives up within one retry
+/// interval of it (its retries every `retry_every_ms` are not cut at the deadline, as SET NX's
+/// are not: the overshoot is at most one interval, 100 ms by default).
+#[test]
+fn memcached_lock_gives_up_within_a_retry_of_max_wait() {
+    on_seed(10, || async {
+        let server = Arc::new(InMemoryMemcached::new(SystemClock));
+        let config = |max_wait_ms| MemcachedLockConfig {
+            ttl_s: 5,
+            retry_every_ms: 100,
+            max_wait_ms,
+            ..MemcachedLockConfig::default()
+        };
+        let locker = |name: &str, max_wait_ms| -> FamilyLocker<MemcachedLock, _, _> {
+            FamilyLocker::new(Arc::clone(&server), SystemClock, config(max_wait_ms), name, 1, None).unwrap()
+        };
+        let _held = locker("a", None).lock("L").await.unwrap();
+        let started = tokio::time::Instant::now();
+        match locker("b", Some(500)).lock("L").await {
+            Err(FamilyError::TimedOut { waited_ms, .. }) => {
+                let returned_ms = started.elapsed().as_millis() as u64;
+                assert!((500..=600).contains(&waited_ms), "{waited_ms}");
+                assert!((500..=600).contains(&returned_ms), "{returned_ms}");
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
+    });
+}
+
 #[test]
 fn a_server_that_stays_down_fails_the_acquisition_and_leaves_nothing() {
     on_seed(6, || async {
