@@ -613,6 +613,47 @@ mod tests {
         assert_eq!(whole.verdict, ClaimVerdict::Violated, "{}", whole.detail);
     }
 
+    /// C-lost: an overlap whose earlier holder had not heard when the run stopped, short of the
+    /// bound, is not judged (it once passed: the run's end stood in for when it learned); with
+    /// the whole bound run out it is violated.
+    #[test]
+    fn c_lost_an_overlap_the_run_s_end_cut_short_is_not_judged() {
+        use cassalock_history::holding::{overlaps, HoldingInterval};
+        let config = crate::scenario::build(
+            "contention",
+            0,
+            cassalock::driver::Algorithm::Queue,
+            &Default::default(),
+        )
+        .expect("a known scenario");
+        let judge = |end: Duration| {
+            let holds: Vec<HoldingInterval<SimulatedTime>> = vec![
+                HoldingInterval::new("c0-0:0", "shared", s(1), end),
+                HoldingInterval::new("c1-0:0", "shared", s(40), end),
+            ];
+            let found = overlaps(&holds);
+            assert_eq!(found.len(), 1);
+            let (figures, checks) = judge_contract(&config, &[], end, &holds, &found);
+            let check = checks
+                .into_iter()
+                .find(|check| check.claim == ClaimId::CLost)
+                .expect("C-lost is judged");
+            (figures, check)
+        };
+        let bound = judge(s(41)).0.bounds.lost.expect("a TTL");
+        let (figures, cut) = judge(s(41));
+        assert_eq!((figures.lost_judged, figures.lost_cut), (0, 1));
+        assert_eq!(cut.verdict, ClaimVerdict::NotExercised, "{}", cut.detail);
+        assert!(
+            cut.detail.contains("1 overlap cut short by the run's end"),
+            "{}",
+            cut.detail
+        );
+        let (figures, whole) = judge(s(40) + bound + s(10));
+        assert_eq!((figures.lost_judged, figures.lost_cut), (1, 0));
+        assert_eq!(whole.verdict, ClaimVerdict::Violated, "{}", whole.detail);
+    }
+
     #[test]
     fn c_lost_a_loss_reported_then_taken_back_is_not_learned() {
         let changes = [(s(37), true), (s(38), false)];
