@@ -133,8 +133,9 @@ pub fn read_json(path: &Path, format: &str, version: u64) -> Result<serde_json::
     }
     if found != Some(version) {
         return Err(format!(
-            "{}: shard file version {found:?}; this cassalock reads version {version}: rerun the shards with this cassalock",
-            path.display()
+            "{}: shard file version {}; this cassalock reads version {version}: rerun the shards with this cassalock",
+            path.display(),
+            found.map_or_else(|| "missing".to_owned(), |found| found.to_string())
         ));
     }
     Ok(value)

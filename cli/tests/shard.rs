@@ -160,7 +160,10 @@ fn bad_merge_inputs_exit_2_and_name_the_file() {
         (vec![&one, &two, &other_n], "another sweep"),
         (vec![&one, &two, &other_scenario], "another sweep"),
         (vec![&one, &two, &not_json], "not.json: not a shard result file"),
-        (vec![&one, &two, &future], "future.json: shard file version Some(99)"),
+        (
+            vec![&one, &two, &future],
+            "future.json: shard file version 99; this cassalock reads version",
+        ),
         (vec![&one, &two, &damaged], "damaged.json: a damaged shard file"),
         (vec![&one, &two, &missing], "missing.json: cannot read it"),
         (vec![], "FILE"),
