@@ -67,9 +67,10 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real, long-run: which locks, comma-separated [default: real: all eleven: old, queue,
+    /// real, long-run: which locks, comma-separated [default: real: all twelve: old, queue,
     /// queue-next-in-line (the queue lock whose waiter next in line polls every 5 ms, issue
-    /// 15's faster handoff), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
+    /// 15's faster handoff), queue-paced (the same, every waiter sleeping by its rank and the
+    /// queue's pace), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
     /// zookeeper, etcd; long-run: old,queue, the only two it takes].
     #[arg(long, value_enum, value_delimiter = ',')]
     locks: Option<Vec<Variant>>,

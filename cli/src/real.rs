@@ -27,7 +27,8 @@ pub struct RealArgs {
     #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
     pub contact_points: Vec<String>,
     /// Which lock: Cassandra's (old, queue, queue-next-in-line: the queue lock with
-    /// --next-poll-ms 5 unless given, lwt; --contact-points) or another family's
+    /// --next-poll-ms 5 unless given, queue-paced: the same with --paced-poll, lwt;
+    /// --contact-points) or another family's
     /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
     /// Also spelled --lock.
     #[arg(long, visible_alias = "lock", value_enum, default_value = "queue")]
@@ -434,7 +435,7 @@ impl BenchPlan {
             Variant::Memcached => vec![self.memcached.clone()],
             Variant::Zookeeper => self.zookeeper.clone(),
             Variant::Etcd => self.etcd.clone(),
-            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::Lwt => Vec::new(),
+            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced | Variant::Lwt => Vec::new(),
         }
     }
 
@@ -734,6 +735,12 @@ mod imp {
             summary.requests_per_acquisition, summary.requests
         );
         println!("  Jain, longest run       {:.3}, {}", summary.jain, summary.longest_run);
+        if summary.handoffs > 0 {
+            println!(
+                "  hold / handoff p50      {:.1} / {:.1} ms ({} handoffs from one locker to another)",
+                summary.hold_p50_ms, summary.handoff_p50_ms, summary.handoffs
+            );
+        }
         println!("  errors, lost leases     {}, {}", summary.errors, summary.lost_leases);
         if !summary.tokens.is_empty() {
             println!("  resource tokens         {}", summary.tokens);
@@ -1547,7 +1554,7 @@ mod imp {
         let outcome = match (injected, result) {
             (Err(e), _) => FaultOutcome::NotRun(format!("the fault could not be injected: {e}")),
             (Ok(()), Err(e)) => FaultOutcome::NotRun(format!("the run failed: {e}")),
-            (Ok(()), Ok(summary)) => FaultOutcome::Ran(summary),
+            (Ok(()), Ok(summary)) => FaultOutcome::Ran(Box::new(summary)),
         };
         (outcome, restored)
     }
@@ -1581,11 +1588,11 @@ mod tests {
         let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
         // Every lock.
         assert_eq!(plan.locks, Variant::ALL.to_vec());
-        assert_eq!(plan.locks.len(), 11);
+        assert_eq!(plan.locks.len(), 12);
         assert_eq!(plan.lockers, vec![1, 4, 16]);
         assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
-        assert_eq!(plan.runs(), 99);
-        assert_eq!(plan.fault_runs(), 11);
+        assert_eq!(plan.runs(), 108);
+        assert_eq!(plan.fault_runs(), 12);
         assert_eq!(plan.servers(Variant::Zookeeper).len(), 3);
         assert_eq!(plan.servers(Variant::Etcd)[0], "127.0.0.1:23781");
         assert_eq!(plan.servers(Variant::Redisson), vec!["127.0.0.1:16380".to_string()]);
@@ -1594,10 +1601,10 @@ mod tests {
         assert!(plan.servers(Variant::Queue).is_empty());
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks old,queue,queue-next-in-line,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
+            "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
         );
-        // Warm-up, 99 runs of 20 + 3 s, 11 fault runs of 20 + 60 s.
-        assert_eq!(plan.estimate_s(), 15 + 99 * 23 + 11 * 80);
+        // Warm-up, 108 runs of 20 + 3 s, 12 fault runs of 20 + 60 s.
+        assert_eq!(plan.estimate_s(), 15 + 108 * 23 + 12 * 80);
     }
 
     #[test]
@@ -1643,7 +1650,12 @@ mod tests {
         assert!(refused.contains("--locks old,queue"), "{refused}");
         assert!(refused.ends_with(",redisson-fair"), "{refused}");
         let all_row_locks = BenchRealFlags {
-            locks: Some(vec![Variant::Old, Variant::Queue, Variant::QueueNextInLine]),
+            locks: Some(vec![
+                Variant::Old,
+                Variant::Queue,
+                Variant::QueueNextInLine,
+                Variant::QueuePaced,
+            ]),
             ..flags(vec![1, 4, 16], older)
         };
         BenchPlan::new(all_row_locks).expect("every row lock measured again");
@@ -1809,7 +1821,7 @@ mod tests {
                     redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
                     ..flags()
                 },
-                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,queue-next-in-line,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
+                "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
             ),
             (
                 BenchRealFlags {
@@ -1833,7 +1845,7 @@ mod tests {
                     repeats: Some(20),
                     ..flags()
                 },
-                "bench real would take about 661 h (660 runs of 3600 s, 11 fault runs of 20 s); the limit is 24 h",
+                "bench real would take about 721 h (720 runs of 3600 s, 12 fault runs of 20 s); the limit is 24 h",
             ),
         ] {
             let message = plan(bad.clone()).expect_err(says);

@@ -129,10 +129,10 @@ async fn run_locker(
     settings.poll_ms = job.poll_ms;
     settings.next_poll_ms = match job.variant {
         // The variant is the setting: a `--next-poll-ms` given with it still wins.
-        Variant::QueueNextInLine => job.next_poll_ms.or(Some(crate::NEXT_IN_LINE_POLL_MS)),
+        Variant::QueueNextInLine | Variant::QueuePaced => job.next_poll_ms.or(Some(crate::NEXT_IN_LINE_POLL_MS)),
         _ => job.next_poll_ms,
     };
-    settings.paced_poll = job.paced_poll;
+    settings.paced_poll = job.paced_poll || job.variant == Variant::QueuePaced;
     settings.reuse_thread_ids = job.reuse_thread_ids;
     settings.queue_read_from_last_hold = job.queue_read_from_last_hold;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);

@@ -67,6 +67,10 @@ pub enum Variant {
     /// The queue GetLock with issue 15's faster handoff: the waiter next in line polls every
     /// [`NEXT_IN_LINE_POLL_MS`] (`Settings::next_poll_ms`), the others every poll interval.
     QueueNextInLine,
+    /// The same with issue 15's paced poll (`Settings::paced_poll`): every waiter reads its
+    /// rank and sleeps until the queue's pace says it will be next in line; next in line, it
+    /// polls down to every [`NEXT_IN_LINE_POLL_MS`].
+    QueuePaced,
     /// A lightweight-transaction lock (INSERT IF NOT EXISTS / DELETE IF owner), the reference.
     Lwt,
     /// Redis `SET key token NX PX ttl`, compare-and-delete release (one server, or a primary
@@ -120,10 +124,11 @@ impl Backend {
 impl Variant {
     /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
     /// Memcached's, ZooKeeper's and etcd's.
-    pub const ALL: [Variant; 11] = [
+    pub const ALL: [Variant; 12] = [
         Variant::Old,
         Variant::Queue,
         Variant::QueueNextInLine,
+        Variant::QueuePaced,
         Variant::Lwt,
         Variant::RedisSetNx,
         Variant::Redisson,
@@ -142,7 +147,9 @@ impl Variant {
     /// The server it runs on.
     pub fn backend(self) -> Backend {
         match self {
-            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::Lwt => Backend::Cassandra,
+            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced | Variant::Lwt => {
+                Backend::Cassandra
+            }
             Variant::RedisSetNx | Variant::Redlock | Variant::Redisson | Variant::RedissonFair => Backend::Redis,
             Variant::Memcached => Backend::Memcached,
             Variant::Zookeeper => Backend::ZooKeeper,
@@ -156,6 +163,7 @@ impl Variant {
             Variant::Old => "old",
             Variant::Queue => "queue",
             Variant::QueueNextInLine => "queue-next-in-line",
+            Variant::QueuePaced => "queue-paced",
             Variant::Lwt => "lwt",
             Variant::RedisSetNx => "redis-set-nx",
             Variant::Redlock => "redlock",
@@ -172,6 +180,7 @@ impl Variant {
             Variant::Old => "old GetLock",
             Variant::Queue => "queue GetLock",
             Variant::QueueNextInLine => "queue GetLock, next in line 5 ms",
+            Variant::QueuePaced => "queue GetLock, paced",
             Variant::Lwt => "LWT lock",
             Variant::RedisSetNx => "Redis SET NX lock",
             Variant::Redlock => "Redlock",
@@ -204,10 +213,13 @@ impl Variant {
         matches!(self, Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair)
     }
 
-    /// One of Cassandra's row locks (old, queue, queue next in line), the ones the library's
-    /// `RemoteLocker` runs and its `Settings` shape.
+    /// One of Cassandra's row locks (old, queue, queue next in line, queue paced), the ones the
+    /// library's `RemoteLocker` runs and its `Settings` shape.
     pub fn is_row_lock(self) -> bool {
-        matches!(self, Variant::Old | Variant::Queue | Variant::QueueNextInLine)
+        matches!(
+            self,
+            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced
+        )
     }
 
     /// Its waiters sleep until the unlock message (Redisson's RLock and fair lock).
@@ -416,6 +428,20 @@ pub struct Summary {
     pub jain: f64,
     /// Longest stretch of consecutive acquisitions by one locker (the thesis's "batches").
     pub longest_run: u64,
+    /// Where a cycle of the lock goes, medians over the run (0 when there were none, as in
+    /// data from before 2026-11-28): a hold, from an acquisition to its holder's belief
+    /// ending ...
+    #[serde(default)]
+    pub hold_p50_ms: f64,
+    /// ... and a handoff, from one holder's belief ending to the next acquisition by another
+    /// locker (its release's requests, the waiter's sleep before it looks again, and its
+    /// acquisition's requests; 0 when they overlapped). A locker that takes the lock straight
+    /// back is not a handoff and is not counted.
+    #[serde(default)]
+    pub handoff_p50_ms: f64,
+    /// How many handoffs [`Summary::handoff_p50_ms`] is over.
+    #[serde(default)]
+    pub handoffs: u64,
     /// Pairs of holding intervals that overlapped (T1-belief violations): every pair counts, so
     /// three lockers holding at once are three pairs.
     pub belief_overlaps: u64,
@@ -508,6 +534,28 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
     let mut intervals = beliefs.finish(u64::MAX);
     // Events come from several processes in any order: judge them in one order.
     intervals.sort_by(|a, b| (a.acquired_at, a.released_at, &a.holder).cmp(&(b.acquired_at, b.released_at, &b.holder)));
+    // The cycle: holds, and handoffs between consecutive holds of two lockers (a locker still
+    // holding at the end has no hold to count).
+    let holds: Vec<f64> = intervals
+        .iter()
+        .filter(|i| i.released_at != u64::MAX)
+        .map(|i| i.released_at.saturating_sub(i.acquired_at) as f64 / 1000.0)
+        .collect();
+    let handoffs: Vec<f64> = intervals
+        .windows(2)
+        .filter(|pair| pair[0].holder != pair[1].holder && pair[0].released_at != u64::MAX)
+        .map(|pair| pair[1].acquired_at.saturating_sub(pair[0].released_at) as f64 / 1000.0)
+        .collect();
+    let median = |values: &[f64]| {
+        if values.is_empty() {
+            0.0
+        } else {
+            stats::percentile(values, 50)
+        }
+    };
+    summary.hold_p50_ms = median(&holds);
+    summary.handoff_p50_ms = median(&handoffs);
+    summary.handoffs = handoffs.len() as u64;
     for overlap in overlaps(&intervals) {
         summary.belief_overlaps += 1;
         if summary.examples.len() < 5 {
@@ -609,6 +657,38 @@ mod tests {
             s.examples[0], "T1-belief: b acquired at 10 us while a held until 100 us",
             "{s:?}"
         );
+    }
+
+    /// Where a cycle goes (issue 15: the handoffs the fair lock's waiters slept through): holds,
+    /// and handoffs only between two lockers; a locker still holding at the end adds a
+    /// handoff but no hold.
+    #[test]
+    fn a_cycle_is_cut_into_holds_and_handoffs_between_two_lockers() {
+        let events = [
+            acquired("a", 0),
+            released("a", 10_000),
+            acquired("b", 15_000),
+            released("b", 25_000),
+            // b takes it straight back: no handoff.
+            acquired("b", 26_000),
+            released("b", 36_000),
+            acquired("a", 40_000),
+            released("a", 50_000),
+            acquired("c", 60_000),
+        ];
+        let s = summarize(Variant::QueuePaced, 3, 1, Duration::from_secs(1), &events);
+        assert_eq!(s.hold_p50_ms, 10.0, "{s:?}");
+        // 5, 4 and 10 ms.
+        assert_eq!((s.handoffs, s.handoff_p50_ms), (3, 5.0), "{s:?}");
+        // One locker alone: no handoff, and the figure says none rather than 0 ms of one.
+        let alone = [
+            acquired("a", 0),
+            released("a", 10_000),
+            acquired("a", 11_000),
+            released("a", 21_000),
+        ];
+        let s = summarize(Variant::Old, 1, 1, Duration::from_secs(1), &alone);
+        assert_eq!((s.handoffs, s.handoff_p50_ms, s.hold_p50_ms), (0, 0.0, 10.0), "{s:?}");
     }
 
     #[test]

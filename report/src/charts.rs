@@ -88,17 +88,18 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// A colour for each of up to eleven lines on one chart (the real-backends report's eleven
-/// locks): [`colour`]'s six, then five more, so no two of the first eleven repeat.
-pub fn colour_of_eleven(index: usize) -> RGBColor {
-    const MORE: [RGBColor; 5] = [
+/// A colour for each of up to twelve lines on one chart (the real-backends report's twelve
+/// locks): [`colour`]'s six, then six more, so no two of the first twelve repeat.
+pub fn colour_of_twelve(index: usize) -> RGBColor {
+    const MORE: [RGBColor; 6] = [
         RGBColor(20, 160, 170),
         RGBColor(200, 80, 160),
         RGBColor(150, 100, 30),
         RGBColor(120, 150, 20),
         RGBColor(20, 40, 110),
+        RGBColor(240, 170, 40),
     ];
-    match index % 11 {
+    match index % 12 {
         i @ 0..=5 => colour(i),
         i => MORE[i - 6],
     }

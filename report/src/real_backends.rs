@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use cassalock_history::text::count;
 use cassalock_real::{Backend, Summary, Variant};
 
-use crate::charts::{colour_of_eleven, LineChart, Series, Y};
+use crate::charts::{colour_of_twelve, LineChart, Series, Y};
 use crate::{write_file, ReportError};
 
 /// Medians closer than this fraction of the lower one are lines the eye cannot separate on
@@ -117,7 +117,7 @@ pub struct FaultRun {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum FaultOutcome {
-    Ran(Summary),
+    Ran(Box<Summary>),
     /// Not measured, and why (a report never shows a fault that did not fire as a pass).
     NotRun(String),
 }
@@ -249,7 +249,7 @@ fn lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
 
 /// A lock's colour: its place among every lock, so it is the same on every chart and run.
 fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
-    colour_of_eleven(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
+    colour_of_twelve(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
 }
 
 /// "no overlap" or "**2 overlaps**".
@@ -360,7 +360,7 @@ fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String
     let old = at(Variant::Old)?;
     let old_rate = old.median(&|r| r.acquisitions_per_s);
     let old_requests = old.median(&|r| r.requests_per_acquisition);
-    let clauses: Vec<String> = [Variant::Queue, Variant::QueueNextInLine]
+    let clauses: Vec<String> = [Variant::Queue, Variant::QueueNextInLine, Variant::QueuePaced]
         .into_iter()
         .filter_map(at)
         .map(|fair| {
@@ -605,11 +605,16 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
             .filter(|&l| runs_lock(l))
             .map(Variant::name)
             .collect();
-        let polling: Vec<&str> = [Variant::Queue, Variant::QueueNextInLine, Variant::Old]
-            .into_iter()
-            .filter(|&l| runs_lock(l))
-            .map(Variant::name)
-            .collect();
+        let polling: Vec<&str> = [
+            Variant::Queue,
+            Variant::QueueNextInLine,
+            Variant::QueuePaced,
+            Variant::Old,
+        ]
+        .into_iter()
+        .filter(|&l| runs_lock(l))
+        .map(Variant::name)
+        .collect();
         if !told.is_empty() && !polling.is_empty() {
             let _ = write!(
                 notes,
@@ -617,14 +622,22 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                 and_list(&told.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
                 and_list(&polling.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
                 setup.poll_ms,
-                if runs_lock(Variant::QueueNextInLine) {
-                    format!(
-                        " (the next in line of {} every {} ms)",
-                        Variant::QueueNextInLine.name(),
-                        cassalock_real::NEXT_IN_LINE_POLL_MS
-                    )
-                } else {
-                    String::new()
+                {
+                    let fast: Vec<String> = [Variant::QueueNextInLine, Variant::QueuePaced]
+                        .into_iter()
+                        .filter(|&l| runs_lock(l))
+                        .map(|l| l.name().to_string())
+                        .collect();
+                    if fast.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the next in line of {} every {} ms; the waiters of {} sleep by rank and pace in between)",
+                            and_list(&fast),
+                            cassalock_real::NEXT_IN_LINE_POLL_MS,
+                            Variant::QueuePaced.name()
+                        )
+                    }
                 }
             );
         }
@@ -736,7 +749,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         let ran: Vec<(&FaultRun, &Summary)> = faults
             .iter()
             .filter_map(|run| match &run.outcome {
-                FaultOutcome::Ran(s) => Some((run, s)),
+                FaultOutcome::Ran(s) => Some((run, &**s)),
                 FaultOutcome::NotRun(_) => None,
             })
             .collect();
@@ -843,15 +856,26 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
         setup.poll_ms,
         setup.poll_ms,
         RowLockSettings::describe(setup.row_lock_settings),
-        if groups.iter().any(|g| g.variant == Variant::QueueNextInLine.name()) {
-            format!(
-                "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, issue 15's faster handoff)",
-                Variant::QueueNextInLine.name(),
-                cassalock_real::NEXT_IN_LINE_POLL_MS,
-                setup.poll_ms
-            )
-        } else {
-            String::new()
+        {
+            let mut said = String::new();
+            if groups.iter().any(|g| g.variant == Variant::QueueNextInLine.name()) {
+                let _ = write!(
+                    said,
+                    "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, issue 15's faster handoff)",
+                    Variant::QueueNextInLine.name(),
+                    cassalock_real::NEXT_IN_LINE_POLL_MS,
+                    setup.poll_ms
+                );
+            }
+            if groups.iter().any(|g| g.variant == Variant::QueuePaced.name()) {
+                let _ = write!(
+                    said,
+                    "; in {}, every waiter reads up to 32 queue cells, so it knows its rank, and sleeps until the queue's pace (handoffs it has watched) says it will be next in line, then polls down to every {} ms (`Settings::paced_poll`)",
+                    Variant::QueuePaced.name(),
+                    cassalock_real::NEXT_IN_LINE_POLL_MS
+                );
+            }
+            said
         }
     );
     let _ = writeln!(
@@ -1278,12 +1302,12 @@ mod tests {
             FaultRun {
                 lock: Variant::Queue.name().into(),
                 fault: "node 3 of 3 killed (SIGKILL) 6.7 s in".into(),
-                outcome: FaultOutcome::Ran(queue),
+                outcome: FaultOutcome::Ran(Box::new(queue)),
             },
             FaultRun {
                 lock: Variant::Memcached.name().into(),
                 fault: "server killed and restarted empty 6.7 s in".into(),
-                outcome: FaultOutcome::Ran(memcached),
+                outcome: FaultOutcome::Ran(Box::new(memcached)),
             },
             FaultRun {
                 lock: Variant::Redlock.name().into(),
