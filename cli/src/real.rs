@@ -65,10 +65,11 @@ pub struct RealArgs {
     /// (1-60000; default: off, as the thesis's listing).
     #[arg(long)]
     pub next_poll_ms: Option<u64>,
-    /// Queue lock, with --next-poll-ms: every waiter learns its rank (reads up to 32 queue
-    /// cells) and sleeps until the queue's pace says it will be next in line; the one next in
-    /// line halves the holder's expected time left, down to --next-poll-ms.
-    #[arg(long, requires = "next_poll_ms")]
+    /// Queue lock, with --next-poll-ms (or --algorithm queue-next-in-line; queue-paced is
+    /// this already): every waiter learns its rank (reads up to 32 queue cells) and sleeps
+    /// until the queue's pace says it will be next in line; the one next in line halves the
+    /// holder's expected time left, down to --next-poll-ms.
+    #[arg(long)]
     pub paced_poll: bool,
     /// Each locker reuses its thread ids (the lowest none of its acquisitions in flight
     /// uses), so the main and shadow rows keep a cell per locker instead of a tombstone per

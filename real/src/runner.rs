@@ -83,6 +83,9 @@ pub enum InvalidSpec {
     MaxWaitS,
     #[error("--connect-timeout-s must be between 1 and 600, not {0}")]
     ConnectTimeoutS(u64),
+    /// The paced poll paces down to a next-in-line poll, which none of the flags gives.
+    #[error("--paced-poll needs --next-poll-ms (or --algorithm queue-next-in-line, whose next in line polls every 5 ms; --algorithm queue-paced is both)")]
+    PacedPollWithoutNextPoll,
     #[error(transparent)]
     Consistency(#[from] UnknownConsistency),
     /// The keyspace is not a plain CQL name.
@@ -153,6 +156,12 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     }
     if !(1..=60_000).contains(&spec.poll_ms) || spec.next_poll_ms.is_some_and(|ms| !(1..=60_000).contains(&ms)) {
         return Err(InvalidSpec::PollMs);
+    }
+    if spec.paced_poll
+        && spec.next_poll_ms.is_none()
+        && !matches!(spec.variant, Variant::QueueNextInLine | Variant::QueuePaced)
+    {
+        return Err(InvalidSpec::PacedPollWithoutNextPoll);
     }
     if !(1..=3600).contains(&spec.max_wait_s) {
         return Err(InvalidSpec::MaxWaitS);
@@ -347,4 +356,53 @@ fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
         .enable_all()
         .build()
         .map_err(RunError::Runtime)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> RunSpec {
+        RunSpec {
+            contact_points: vec!["127.0.0.1:9042".into()],
+            servers: Vec::new(),
+            variant,
+            threads: 4,
+            acquisitions: 10,
+            processes: 1,
+            hold_ms: 10,
+            ttl_s: 10,
+            renew_ms: None,
+            poll_ms: 100,
+            next_poll_ms,
+            paced_poll,
+            reuse_thread_ids: true,
+            queue_read_from_last_hold: true,
+            consistency: "quorum".into(),
+            keyspace: "cassalock".into(),
+            lock_id: None,
+            max_wait_s: 120,
+            run_limit_s: 0,
+            fencing: true,
+            connect_timeout_s: 30,
+        }
+    }
+
+    /// The paced poll paces down to a next-in-line poll: given by --next-poll-ms or by the
+    /// lock's name, and refused (naming both ways) when neither gives it.
+    #[test]
+    fn the_paced_poll_needs_a_next_in_line_poll_from_a_flag_or_the_lock() {
+        for (variant, next_poll_ms) in [
+            (Variant::Queue, Some(5)),
+            (Variant::QueueNextInLine, None),
+            (Variant::QueuePaced, None),
+        ] {
+            check(&spec(variant, next_poll_ms, true)).unwrap_or_else(|e| panic!("{variant:?}: {e}"));
+        }
+        let refused = check(&spec(Variant::Queue, None, true)).expect_err("no next-in-line poll");
+        assert!(matches!(refused, InvalidSpec::PacedPollWithoutNextPoll), "{refused}");
+        assert!(refused.to_string().contains("--next-poll-ms"), "{refused}");
+        assert!(refused.to_string().contains("queue-paced"), "{refused}");
+        check(&spec(Variant::Queue, None, false)).expect("the listing's poll alone");
+    }
 }
