@@ -1132,48 +1132,65 @@ fn c_token_the_queue_column_breaks_under_skew_the_counter_does_not() {
     }
 }
 
-/// Issue 15's handoff variants on the workload of the README's table (16 clients x 10, holds
-/// of 10 ms back to back, TTL 10 s, a message 1..2 us: the simulator's floor), in simulated
-/// time, so the figures are exact: the paced poll makes fewer store requests an
-/// acquisition than the next-in-line poll, fewer than the old lock, and still outruns the old
-/// lock; every claim holds in every run.
-#[test]
-fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
-    let knobs = |next_poll_ms: Option<u64>, paced_poll: Option<bool>| SimOptions {
+/// Issue 15's handoff workload: 16 clients x 10 acquisitions, holds of `hold_ms` back to
+/// back, a message 1..2 us (the simulator's floor), the lease and poll settings given.
+fn handoff_workload(
+    hold_ms: u64,
+    ttl_s: u32,
+    poll_ms: Option<u64>,
+    next_poll_ms: Option<u64>,
+    paced_poll: Option<bool>,
+) -> SimOptions {
+    SimOptions {
         knobs: Box::new(Knobs {
             clients: Some(16),
             acquisitions: Some(10),
-            hold_ms: Some(MsRange { lo: 10, hi: 10 }),
+            hold_ms: Some(MsRange {
+                lo: hold_ms,
+                hi: hold_ms,
+            }),
             think_ms: Some(MsRange { lo: 0, hi: 0 }),
-            ttl_s: Some(10),
-            renew_every_ms: Some(5000),
+            ttl_s: Some(ttl_s),
+            renew_every_ms: Some(u64::from(ttl_s) * 500),
+            poll_ms,
             message_latency_us: Some(MsRange { lo: 1, hi: 2 }),
             next_poll_ms,
             paced_poll,
             ..Knobs::default()
         }),
         ..SimOptions::default()
-    };
-    // (acquisitions per simulated second, store requests per acquisition) over seeds 0..3.
-    let figures = |algorithm: Algorithm, options: &SimOptions| {
-        let (mut acquisitions, mut requests, mut seconds) = (0u64, 0u64, 0f64);
-        for outcome in runs("contention", algorithm, options, 0..3) {
-            if let Err(why) = passes(
-                &outcome,
-                &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
-            ) {
-                panic!("{why}\n{}", printed(&outcome, ""));
-            }
-            assert_eq!(outcome.verdicts.acquisitions, 160, "{}", outcome.verdicts);
-            acquisitions += 160;
-            requests += outcome.requests;
-            seconds += outcome.sim_time.as_secs_f64();
+    }
+}
+
+/// (acquisitions per simulated second, store requests per acquisition) of
+/// [`handoff_workload`] over seeds 0..3, every claim holding in every run.
+fn handoff_figures(algorithm: Algorithm, options: &SimOptions) -> (f64, f64) {
+    let (mut acquisitions, mut requests, mut seconds) = (0u64, 0u64, 0f64);
+    for outcome in runs("contention", algorithm, options, 0..3) {
+        if let Err(why) = passes(
+            &outcome,
+            &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+        ) {
+            panic!("{why}\n{}", printed(&outcome, ""));
         }
-        (acquisitions as f64 / seconds, requests as f64 / acquisitions as f64)
-    };
-    let old = figures(Algorithm::Old, &knobs(None, None));
-    let next = figures(Algorithm::Queue, &knobs(Some(5), None));
-    let paced = figures(Algorithm::Queue, &knobs(Some(5), Some(true)));
+        assert_eq!(outcome.verdicts.acquisitions, 160, "{}", outcome.verdicts);
+        acquisitions += 160;
+        requests += outcome.requests;
+        seconds += outcome.sim_time.as_secs_f64();
+    }
+    (acquisitions as f64 / seconds, requests as f64 / acquisitions as f64)
+}
+
+/// Issue 15's handoff variants on the workload of the README's table (holds of 10 ms, TTL
+/// 10 s), in simulated time, so the figures are exact: the paced poll makes fewer store
+/// requests an acquisition than the next-in-line poll, fewer than the old lock, and still
+/// outruns the old lock; every claim holds in every run.
+#[test]
+fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
+    let knobs = |next_poll_ms, paced_poll| handoff_workload(10, 10, None, next_poll_ms, paced_poll);
+    let old = handoff_figures(Algorithm::Old, &knobs(None, None));
+    let next = handoff_figures(Algorithm::Queue, &knobs(Some(5), None));
+    let paced = handoff_figures(Algorithm::Queue, &knobs(Some(5), Some(true)));
     let table = format!("old {old:.2?}, next in line {next:.2?}, paced {paced:.2?} (acq/s, requests/acq)");
     assert!(paced.1 < 0.9 * next.1, "{table}");
     assert!(paced.1 < old.1, "{table}");
@@ -1184,49 +1201,18 @@ fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock(
 /// Issue 15, found on the real cluster (2026-11-28): where handoffs are much quicker than the
 /// listing's poll, a paced waiter whose turn was overdue slept a whole poll and missed it, and
 /// everyone behind it waited. The README's calibrated workload (every timing x3: holds of
-/// 30 ms, polls of 300 ms, next in line 15 ms, TTL 30 s; a message 1..2 us), so that a
-/// handoff (about 86 ms) is a third of a poll, as on the cluster: with the overdue waiter
-/// reading again after one handoff, the paced poll outruns both the next-in-line poll and the
-/// old lock by more than 1.3x (about 1.4x; with the listing's poll there, 6.48 acquisitions
-/// per simulated second against 7.02 and 7.04 over these seeds: 0.92x). Exact figures in
-/// simulated time; every claim holds in every run.
+/// 30 ms, polls of 300 ms, next in line 15 ms, TTL 30 s), so that a handoff (about 86 ms) is
+/// a third of a poll, as on the cluster: with the overdue waiter reading again after one
+/// handoff, the paced poll outruns both the next-in-line poll and the old lock by more than
+/// 1.3x (about 1.4x; with the listing's poll there, 6.48 acquisitions per simulated second
+/// against 7.02 and 7.04 over these seeds: 0.92x). Exact figures in simulated time; every
+/// claim holds in every run.
 #[test]
 fn issue15_an_overdue_paced_waiter_does_not_sleep_through_its_turn() {
-    let knobs = |next_poll_ms: Option<u64>, paced_poll: Option<bool>| SimOptions {
-        knobs: Box::new(Knobs {
-            clients: Some(16),
-            acquisitions: Some(10),
-            hold_ms: Some(MsRange { lo: 30, hi: 30 }),
-            think_ms: Some(MsRange { lo: 0, hi: 0 }),
-            ttl_s: Some(30),
-            renew_every_ms: Some(15_000),
-            poll_ms: Some(300),
-            message_latency_us: Some(MsRange { lo: 1, hi: 2 }),
-            next_poll_ms,
-            paced_poll,
-            ..Knobs::default()
-        }),
-        ..SimOptions::default()
-    };
-    // Acquisitions per simulated second over seeds 0..3.
-    let rate = |algorithm: Algorithm, options: &SimOptions| {
-        let (mut acquisitions, mut seconds) = (0u64, 0f64);
-        for outcome in runs("contention", algorithm, options, 0..3) {
-            if let Err(why) = passes(
-                &outcome,
-                &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
-            ) {
-                panic!("{why}\n{}", printed(&outcome, ""));
-            }
-            assert_eq!(outcome.verdicts.acquisitions, 160, "{}", outcome.verdicts);
-            acquisitions += 160;
-            seconds += outcome.sim_time.as_secs_f64();
-        }
-        acquisitions as f64 / seconds
-    };
-    let old = rate(Algorithm::Old, &knobs(None, None));
-    let next = rate(Algorithm::Queue, &knobs(Some(15), None));
-    let paced = rate(Algorithm::Queue, &knobs(Some(15), Some(true)));
+    let knobs = |next_poll_ms, paced_poll| handoff_workload(30, 30, Some(300), next_poll_ms, paced_poll);
+    let old = handoff_figures(Algorithm::Old, &knobs(None, None)).0;
+    let next = handoff_figures(Algorithm::Queue, &knobs(Some(15), None)).0;
+    let paced = handoff_figures(Algorithm::Queue, &knobs(Some(15), Some(true))).0;
     let table = format!("old {old:.2}, next in line {next:.2}, paced {paced:.2} acq/s");
     assert!(paced > 1.3 * next, "{table}");
     assert!(paced > 1.3 * old, "{table}");
