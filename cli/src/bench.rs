@@ -133,6 +133,10 @@ pub struct BenchArgs {
     /// real: seconds per configuration [default: 20].
     #[arg(long)]
     seconds: Option<u64>,
+    /// real: each locker's hold, milliseconds, 0-60000 [default: 10]; the report states it, and
+    /// --add-to needs the earlier runs' hold.
+    #[arg(long)]
+    hold_ms: Option<u64>,
     /// real: runs of each configuration, interleaved (run 1 of every configuration, then
     /// run 2, ...), so that the report gives a spread, not one noisy figure [default: 3].
     #[arg(long)]
@@ -192,6 +196,7 @@ impl BenchArgs {
             ("--add-to", self.add_to.is_some()),
             ("--lockers", self.lockers.is_some()),
             ("--seconds", self.seconds.is_some()),
+            ("--hold-ms", self.hold_ms.is_some()),
             ("--repeats", self.repeats.is_some()),
             ("--out", self.out.is_some()),
         ];
@@ -335,6 +340,7 @@ impl BenchArgs {
             locks: self.locks.clone(),
             lockers: self.lockers.clone(),
             seconds: self.seconds,
+            hold_ms: self.hold_ms,
             repeats: self.repeats,
             fault_seconds: self.fault_seconds,
             contact_points: self.contact_points.clone(),

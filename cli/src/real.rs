@@ -130,6 +130,10 @@ pub const DEFAULT_ETCD: [&str; 3] = ["127.0.0.1:23781", "127.0.0.1:23782", "127.
 /// The most members of a ZooKeeper ensemble or etcd cluster a benchmark names.
 const MAX_MEMBERS: usize = 7;
 
+/// `bench real`'s hold when --hold-ms is not given, and the most it takes (a run's
+/// acquisitions start within its seconds, so a longer hold would only lengthen the last ones).
+const DEFAULT_BENCH_HOLD_MS: u64 = 10;
+const MAX_BENCH_HOLD_MS: u64 = 60_000;
 /// Seconds of unreported load on Cassandra before the first measured run.
 pub const WARM_UP_S: u64 = 15;
 /// The most locker counts one benchmark compares.
@@ -165,6 +169,7 @@ pub struct BenchRealFlags {
     pub locks: Option<Vec<Variant>>,
     pub lockers: Option<Vec<usize>>,
     pub seconds: Option<u64>,
+    pub hold_ms: Option<u64>,
     pub repeats: Option<usize>,
     pub fault_seconds: Option<u64>,
     pub contact_points: Option<Vec<String>>,
@@ -184,6 +189,8 @@ pub struct BenchPlan {
     pub locks: Vec<Variant>,
     pub lockers: Vec<usize>,
     pub seconds: u64,
+    /// Each locker's hold, in every run and fault run.
+    pub hold_ms: u64,
     pub repeats: usize,
     /// Seconds of each lock's fault run; 0: none.
     pub fault_seconds: u64,
@@ -270,6 +277,12 @@ impl BenchPlan {
         let seconds = flags.seconds.unwrap_or(20);
         if !(1..=3600).contains(&seconds) {
             return Err(format!("--seconds must be between 1 and 3600, not {seconds}"));
+        }
+        let hold_ms = flags.hold_ms.unwrap_or(DEFAULT_BENCH_HOLD_MS);
+        if hold_ms > MAX_BENCH_HOLD_MS {
+            return Err(format!(
+                "--hold-ms must be between 0 and {MAX_BENCH_HOLD_MS}, not {hold_ms}"
+            ));
         }
         let repeats = flags.repeats.unwrap_or(3);
         if !(1..=20).contains(&repeats) {
@@ -383,6 +396,7 @@ impl BenchPlan {
             locks,
             lockers,
             seconds,
+            hold_ms,
             repeats,
             fault_seconds,
             contact_points,
@@ -459,6 +473,7 @@ impl BenchPlan {
         let setup = &old.setup;
         for (what, earlier, now) in [
             ("--seconds", setup.seconds_per_run.to_string(), self.seconds.to_string()),
+            ("--hold-ms", setup.hold_ms.to_string(), self.hold_ms.to_string()),
             ("--repeats", setup.repeats.to_string(), self.repeats.to_string()),
             (
                 "--fault-seconds",
@@ -504,10 +519,11 @@ impl BenchPlan {
 
     pub fn command(&self) -> String {
         let mut command = format!(
-            "cassalock bench real --locks {} --lockers {} --seconds {} --repeats {} --fault-seconds {}",
+            "cassalock bench real --locks {} --lockers {} --seconds {} --hold-ms {} --repeats {} --fault-seconds {}",
             joined(&self.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>()),
             joined(&self.lockers),
             self.seconds,
+            self.hold_ms,
             self.repeats,
             self.fault_seconds
         );
@@ -590,6 +606,7 @@ pub fn rerender(data: &Path, flags: &BenchRealFlags) -> ExitCode {
         ("--locks", flags.locks.is_some()),
         ("--lockers", flags.lockers.is_some()),
         ("--seconds", flags.seconds.is_some()),
+        ("--hold-ms", flags.hold_ms.is_some()),
         ("--repeats", flags.repeats.is_some()),
         ("--fault-seconds", flags.fault_seconds.is_some()),
         ("--contact-points", flags.contact_points.is_some()),
@@ -847,7 +864,7 @@ mod imp {
             threads: 1,
             acquisitions: 100_000,
             processes: 1,
-            hold_ms: 10,
+            hold_ms: plan.hold_ms,
             ttl_s: 10,
             renew_ms: None,
             poll_ms: 100,
@@ -1602,7 +1619,7 @@ mod tests {
         assert!(plan.servers(Variant::Queue).is_empty());
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
+            "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
         );
         // Warm-up, 108 runs of 20 + 3 s, 12 fault runs of 20 + 60 s.
         assert_eq!(plan.estimate_s(), 15 + 108 * 23 + 12 * 80);
@@ -1633,8 +1650,15 @@ mod tests {
         let current = with_settings(Some(row_lock_settings()), "current.json");
         let plan = BenchPlan::new(flags(vec![1, 4, 16], current.clone())).expect("the committed report's settings");
         assert!(plan.command().ends_with(&format!("--add-to {}", current.display())));
-        let refused = BenchPlan::new(flags(vec![1, 4], current)).unwrap_err();
+        let refused = BenchPlan::new(flags(vec![1, 4], current.clone())).unwrap_err();
         assert!(refused.contains("--lockers 1,4,16"), "{refused}");
+        // Runs with another hold do not compare with the earlier ones (the report states one).
+        let other_hold = BenchRealFlags {
+            hold_ms: Some(0),
+            ..flags(vec![1, 4, 16], current.clone())
+        };
+        let refused = BenchPlan::new(other_hold).unwrap_err();
+        assert!(refused.contains("--hold-ms 10, this one would use 0"), "{refused}");
         let missing = BenchPlan::new(flags(vec![1, 4, 16], PathBuf::from("/nonexistent/data.json"))).unwrap_err();
         assert!(missing.starts_with("--add-to: "), "{missing}");
         // A row lock measured beside row locks kept from data measured with other settings:
@@ -1674,7 +1698,7 @@ mod tests {
         assert!(!plan.uses(Backend::Cassandra));
         assert_eq!(
             plan.command(),
-            "cassalock bench real --locks redlock,memcached --lockers 1,4,16 --seconds 20 --repeats 3 --fault-seconds 0 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
+            "cassalock bench real --locks redlock,memcached --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 0 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
         );
         assert_eq!(
             plan.estimate_s(),
@@ -1742,6 +1766,20 @@ mod tests {
                     ..flags()
                 },
                 "--seconds must be between 1 and 3600",
+            ),
+            (
+                BenchRealFlags {
+                    hold_ms: Some(60_001),
+                    ..flags()
+                },
+                "--hold-ms must be between 0 and 60000, not 60001",
+            ),
+            (
+                BenchRealFlags {
+                    hold_ms: Some(u64::MAX),
+                    ..flags()
+                },
+                "--hold-ms must be between 0 and 60000",
             ),
             (
                 BenchRealFlags {

@@ -502,15 +502,23 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         }
         if !clauses.is_empty() {
             said.push(format!(
-                "By backend, the fastest lock of each in acq/s (medians; in brackets, a multiple of Cassandra's fastest): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas{}. Every cycle includes the {} ms hold, so one locker cannot pass {} acq/s on any backend.",
+                "By backend, the fastest lock of each in acq/s (medians; in brackets, a multiple of Cassandra's fastest): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas{}.{}",
                 clauses.join("; "),
                 if backends.iter().any(|b| matches!(b, Backend::ZooKeeper | Backend::Etcd)) {
                     "; a ZooKeeper or etcd write is appended to the leader's log and fsynced on a majority before it is answered"
                 } else {
                     ""
                 },
-                setup.hold_ms,
-                f(1000.0 / setup.hold_ms.max(1) as f64, 0)
+                // With no hold, only the requests bound a cycle: there is no ceiling to state.
+                if setup.hold_ms > 0 {
+                    format!(
+                        " Every cycle includes the {} ms hold, so one locker cannot pass {} acq/s on any backend.",
+                        setup.hold_ms,
+                        f(1000.0 / setup.hold_ms as f64, 0)
+                    )
+                } else {
+                    String::new()
+                }
             ));
         }
     }
