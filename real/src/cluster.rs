@@ -127,12 +127,9 @@ async fn run_locker(
     settings.ttl_s = job.ttl_s;
     settings.renew_every_ms = job.renew_ms;
     settings.poll_ms = job.poll_ms;
-    settings.next_poll_ms = match job.variant {
-        // The variant is the setting: a `--next-poll-ms` given with it still wins.
-        Variant::QueueNextInLine | Variant::QueuePaced => job.next_poll_ms.or(Some(crate::NEXT_IN_LINE_POLL_MS)),
-        _ => job.next_poll_ms,
-    };
-    settings.paced_poll = job.paced_poll || job.variant == Variant::QueuePaced;
+    let polling = crate::QueuePolling::of(job.variant, job.next_poll_ms, job.paced_poll);
+    settings.next_poll_ms = polling.next_poll_ms;
+    settings.paced_poll = polling.paced;
     settings.reuse_thread_ids = job.reuse_thread_ids;
     settings.queue_read_from_last_hold = job.queue_read_from_last_hold;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);

@@ -98,6 +98,49 @@ pub enum Variant {
 /// (its name says it too): the figure the README's simulator and cluster runs of the variant use.
 pub const NEXT_IN_LINE_POLL_MS: u64 = 5;
 
+/// The queue lock's polling as a run gives it: `--next-poll-ms` and `--paced-poll` as given,
+/// or what the variant implies (next in line every [`NEXT_IN_LINE_POLL_MS`] ms for
+/// `queue-next-in-line` and `queue-paced`, paced for `queue-paced`); a `--next-poll-ms` given
+/// with such a variant still wins. The one place the drivers and the labels read it from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueuePolling {
+    /// `Settings::next_poll_ms`.
+    pub next_poll_ms: Option<u64>,
+    /// `Settings::paced_poll`.
+    pub paced: bool,
+}
+
+impl QueuePolling {
+    pub fn of(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> QueuePolling {
+        QueuePolling {
+            next_poll_ms: match variant {
+                Variant::QueueNextInLine | Variant::QueuePaced => next_poll_ms.or(Some(NEXT_IN_LINE_POLL_MS)),
+                _ => next_poll_ms,
+            },
+            paced: paced_poll || variant == Variant::QueuePaced,
+        }
+    }
+
+    /// What a run's summary calls a queue lock polled so: the name of the variant these
+    /// settings are (`--algorithm queue --next-poll-ms 5` is next in line, `--paced-poll` is
+    /// paced), or, for a next-in-line poll other than the variants' 5 ms, a name with its figure
+    /// (a summary never names settings the run did not use). `None`: not the queue lock.
+    pub fn label(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> Option<String> {
+        if !matches!(variant, Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced) {
+            return None;
+        }
+        let polling = QueuePolling::of(variant, next_poll_ms, paced_poll);
+        Some(match (polling.next_poll_ms, polling.paced) {
+            // Paced without a next-in-line poll is refused before a run (runner::check).
+            (None, _) => Variant::Queue.name().into(),
+            (Some(NEXT_IN_LINE_POLL_MS), true) => Variant::QueuePaced.name().into(),
+            (Some(NEXT_IN_LINE_POLL_MS), false) => Variant::QueueNextInLine.name().into(),
+            (Some(ms), true) => format!("queue GetLock, paced, next in line {ms} ms"),
+            (Some(ms), false) => format!("queue GetLock, next in line {ms} ms"),
+        })
+    }
+}
+
 /// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
 /// started before it runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -612,6 +655,53 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_run_is_labelled_by_the_polling_it_used_not_by_the_variant_typed() {
+        let label = |variant, next, paced| QueuePolling::label(variant, next, paced);
+        // The variants as they are.
+        assert_eq!(label(Variant::Queue, None, false).as_deref(), Some("queue GetLock"));
+        assert_eq!(
+            label(Variant::QueueNextInLine, None, false).as_deref(),
+            Some(Variant::QueueNextInLine.name())
+        );
+        assert_eq!(
+            label(Variant::QueuePaced, None, false).as_deref(),
+            Some(Variant::QueuePaced.name())
+        );
+        // Settings that make one variant another: named as the variant they run.
+        assert_eq!(
+            label(Variant::QueueNextInLine, None, true).as_deref(),
+            Some(Variant::QueuePaced.name())
+        );
+        assert_eq!(
+            label(Variant::Queue, Some(NEXT_IN_LINE_POLL_MS), false).as_deref(),
+            Some(Variant::QueueNextInLine.name())
+        );
+        assert_eq!(
+            label(Variant::Queue, Some(NEXT_IN_LINE_POLL_MS), true).as_deref(),
+            Some(Variant::QueuePaced.name())
+        );
+        // A next-in-line poll the variants' names do not say: named with its figure.
+        assert_eq!(
+            label(Variant::QueueNextInLine, Some(20), false).as_deref(),
+            Some("queue GetLock, next in line 20 ms")
+        );
+        assert_eq!(
+            label(Variant::QueuePaced, Some(2), false).as_deref(),
+            Some("queue GetLock, paced, next in line 2 ms")
+        );
+        // What the driver runs is what the label says.
+        assert_eq!(
+            QueuePolling::of(Variant::QueueNextInLine, None, true),
+            QueuePolling {
+                next_poll_ms: Some(NEXT_IN_LINE_POLL_MS),
+                paced: true
+            }
+        );
+        // Other locks keep their names.
+        assert_eq!(label(Variant::Old, Some(5), true), None);
+        assert_eq!(label(Variant::Lwt, None, false), None);
+    }
     #[test]
     fn t1_belief_is_violated_exactly_when_holding_intervals_of_two_lockers_overlap() {
         let back_to_back = [

@@ -330,7 +330,11 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     let elapsed = began.elapsed();
     std::fs::remove_dir_all(&run_dir).ok();
     let events = events.lock().expect("events").clone();
-    Ok(summarize(spec.variant, spec.threads, spec.processes, elapsed, &events))
+    let mut summary = summarize(spec.variant, spec.threads, spec.processes, elapsed, &events);
+    if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
+        summary.variant = label;
+    }
+    Ok(summary)
 }
 
 pub fn worker(path: &Path, index: usize) -> Result<(), RunError> {
