@@ -111,6 +111,14 @@ pub struct RealArgs {
     /// Print every event as a JSON line as it happens (for tests that act mid-run).
     #[arg(long)]
     pub events: bool,
+    /// Write every step of every locker's machine to FILE, one JSON line each, as the library
+    /// reported it: each request with its listing's step, its reply, each sleep with its
+    /// length and kind, and the library's own acquired / releasing / released, stamped with the
+    /// wall clock (at_us) and the locker. Where a run's time went: a waiter asleep when its
+    /// turn came, a slow reply. The row locks only (old, queue, queue-next-in-line,
+    /// queue-paced); at most 2,000,000 lines, the rest counted and said.
+    #[arg(long, value_name = "FILE")]
+    pub steps: Option<PathBuf>,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.
     #[arg(long, hide = true, requires = "worker_index")]
     pub worker_job: Option<PathBuf>,
@@ -735,6 +743,7 @@ mod imp {
             run_limit_s: args.run_limit_s,
             fencing: !args.no_fencing,
             connect_timeout_s: args.connect_timeout_s,
+            steps: args.steps.clone(),
         }
     }
 
@@ -815,12 +824,30 @@ mod imp {
                 } else {
                     print(&summary);
                 }
+                if let Some(path) = &args.steps {
+                    eprintln!(
+                        "steps: {} written to {}{}",
+                        cassalock_history::text::count(summary.steps_written as usize, "line"),
+                        path.display(),
+                        if summary.steps_dropped > 0 {
+                            format!(
+                                "; {} more left out: the file holds at most {} (run fewer lockers, acquisitions or seconds)",
+                                summary.steps_dropped,
+                                cassalock_real::runner::MAX_STEP_LINES
+                            )
+                        } else {
+                            String::new()
+                        }
+                    );
+                }
                 if summary.t1_belief_holds() && summary.t1_resource_holds() {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::from(1)
                 }
             }
+            // The file named by --steps: the user's to fix, as any other option.
+            Err(e @ cassalock_real::runner::RunError::Steps { .. }) => usage_error(&e.to_string()),
             Err(e) => {
                 eprintln!("error: {e}");
                 ExitCode::from(BACKEND_UNAVAILABLE)
@@ -880,6 +907,7 @@ mod imp {
             run_limit_s: plan.seconds,
             fencing: true,
             connect_timeout_s: super::CONNECT_TIMEOUT_S,
+            steps: None,
         };
         let spec_for = |lock: Variant, threads: usize, run_limit_s: u64| RunSpec {
             variant: lock,

@@ -265,6 +265,82 @@ fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
     }
 }
 
+/// `real --steps FILE` writes every locker's machine steps, from every process: each
+/// acquisition's requests with their listing steps and replies, the paced waiters' sleeps, and
+/// the library's own acquired / releasing / released, in as many lines as the summary says.
+#[test]
+#[ignore = "needs a local Cassandra cluster (cluster/cassalock-cluster start --nodes 3); run with -- --include-ignored"]
+fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    cluster_nodes("steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes");
+    let path = std::env::temp_dir().join(format!("cassalock-steps-{}.jsonl", std::process::id()));
+    let lock = unique_lock("steps");
+    let (summary, ok) = run_real(&[
+        "--algorithm",
+        "queue-paced",
+        "--threads",
+        "4",
+        "--processes",
+        "2",
+        "--acquisitions",
+        "3",
+        "--lock-id",
+        &lock,
+        "--steps",
+        path.to_str().expect("a UTF-8 temp path"),
+    ]);
+    assert!(ok, "the run reported a failure: {summary:?}");
+    assert_eq!(summary.variant, "queue GetLock, paced");
+    let text = std::fs::read_to_string(&path).expect("the steps file");
+    let _ = std::fs::remove_file(&path);
+    let steps: Vec<Event> = text
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not a step ({e}): {line}")))
+        .collect();
+    assert_eq!(
+        steps.len() as u64,
+        summary.steps_written,
+        "the summary counts the lines"
+    );
+    assert_eq!(summary.steps_dropped, 0);
+    let mut count = std::collections::BTreeMap::<(String, String), usize>::new();
+    for step in &steps {
+        let Event::Step {
+            locker, what, detail, ..
+        } = step
+        else {
+            panic!("only steps in the file: {step:?}");
+        };
+        assert!(
+            !detail.is_empty() || matches!(what.as_str(), "releasing" | "reused"),
+            "{step:?}"
+        );
+        // The locker's name without the run's tag: p<process>-t<thread>.
+        let short = locker
+            .rsplit_once("-p")
+            .map(|(_, rest)| format!("p{rest}"))
+            .unwrap_or_default();
+        *count.entry((short, what.clone())).or_default() += 1;
+    }
+    for locker in ["p0-t0", "p1-t1", "p0-t2", "p1-t3"] {
+        let of = |what: &str| count.get(&(locker.to_owned(), what.to_owned())).copied().unwrap_or(0);
+        assert_eq!(of("acquired"), 3, "{locker}: {count:?}");
+        assert_eq!(of("released"), 3, "{locker}: {count:?}");
+        assert_eq!(
+            of("request"),
+            of("reply"),
+            "{locker}: every request answered: {count:?}"
+        );
+        // Each acquisition: its queue cell, at least one head read, the main cell, its
+        // read-back, the token's two, the release's two.
+        assert!(of("request") >= 3 * 8, "{locker}: {count:?}");
+    }
+    assert!(
+        text.contains("L6.1 write own cell to the queue row") && text.contains("L6.2 read the head of the queue"),
+        "the requests carry their listing steps"
+    );
+}
+
 /// 8 lockers x 6 acquisitions of `algorithm`; once 8 acquisitions are in, `inject` a node
 /// fault; then the run must complete with one holder at a time.
 fn run_through_a_node_fault(fault: &str, algorithm: &str, inject: impl FnOnce()) {

@@ -75,7 +75,15 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         tasks.push(tokio::spawn(async move {
             match lwt {
                 Some(lwt) => run_lwt_locker(&job, &name, &lwt, &monitor, &*emit, started).await,
-                None => run_locker(&job, &name, store, &monitor, &*emit, started).await,
+                None => {
+                    let steps = job.steps.then(|| {
+                        Arc::new(StepReporter {
+                            locker: name.clone(),
+                            emit: Arc::clone(&emit),
+                        }) as Arc<dyn cassalock::Observer>
+                    });
+                    run_locker(&job, &name, store, &monitor, &*emit, steps, started).await
+                }
             }
         }));
     }
@@ -110,12 +118,52 @@ fn critical_section(job: &Job, name: &str, token: &str, monitor: &Monitor, emit:
     }
 }
 
+/// `cassalock real --steps`: every step a row lock's machine makes, as an [`Event::Step`].
+struct StepReporter {
+    locker: String,
+    emit: Arc<dyn Fn(Event) + Send + Sync>,
+}
+
+impl cassalock::Observer for StepReporter {
+    fn on_event(&self, event: cassalock::LockEvent) {
+        use cassalock::LockEvent;
+        let (thread, what, detail) = match event {
+            LockEvent::Request {
+                thread, tag, request, ..
+            } => (thread, "request", format!("{tag}: {request}")),
+            LockEvent::Reply { thread, result, .. } => (
+                thread,
+                "reply",
+                match result {
+                    Ok(reply) => reply.to_string(),
+                    Err(failure) => format!("failed: {failure}"),
+                },
+            ),
+            LockEvent::Sleep { thread, tag, ms, kind } => (thread, "sleep", format!("{tag}: {ms} ms ({kind:?})")),
+            LockEvent::Acquired { thread, token, .. } => (thread, "acquired", format!("token {}", token.as_str())),
+            LockEvent::NotAcquired { thread, outcome, .. } => (thread, "not-acquired", format!("{outcome:?}")),
+            LockEvent::Releasing { thread, .. } => (thread, "releasing", String::new()),
+            LockEvent::Released { thread, outcome, .. } => (thread, "released", format!("{outcome:?}")),
+            LockEvent::Reused { thread, .. } => (thread, "reused", String::new()),
+            LockEvent::LeaseLost { thread, why, .. } => (thread, "lease-lost", format!("{why:?}")),
+        };
+        (self.emit)(Event::Step {
+            locker: self.locker.clone(),
+            at_us: now_us(),
+            thread: thread.as_str().to_owned(),
+            what: what.into(),
+            detail,
+        });
+    }
+}
+
 async fn run_locker(
     job: &Job,
     name: &str,
     store: Arc<CassandraStore>,
     monitor: &Monitor,
     emit: &(dyn Fn(Event) + Send + Sync),
+    steps: Option<Arc<dyn cassalock::Observer>>,
     started: Instant,
 ) -> Result<(), ClusterError> {
     let mut settings = Settings::new(name);
@@ -133,7 +181,10 @@ async fn run_locker(
     settings.reuse_thread_ids = job.reuse_thread_ids;
     settings.queue_read_from_last_hold = job.queue_read_from_last_hold;
     settings.max_wait_ms = Some(job.max_wait_s * 1000);
-    let locker = RemoteLocker::new(store, SystemClock, settings)?;
+    let locker = match steps {
+        Some(observer) => RemoteLocker::with_observer(store, SystemClock, settings, observer)?,
+        None => RemoteLocker::new(store, SystemClock, settings)?,
+    };
     for _ in 0..job.acquisitions {
         if out_of_time(job, started) {
             break;

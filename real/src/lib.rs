@@ -332,6 +332,9 @@ pub struct Job {
     pub fencing: bool,
     /// Give up connecting after this long.
     pub connect_timeout_s: u64,
+    /// Report every machine step as an [`Event::Step`] (`cassalock real --steps`).
+    #[serde(default)]
+    pub steps: bool,
 }
 
 /// What a locker did. Times are wall-clock microseconds since the Unix epoch.
@@ -362,6 +365,25 @@ pub enum Event {
     },
     /// A process finished: its store requests.
     Done { process: usize, requests: u64 },
+    /// With `cassalock real --steps FILE`: one thing a row lock's machine did (a request, its
+    /// reply, a sleep, the library's own acquired / releasing / released), as the driver
+    /// reported it to its [`cassalock::Observer`]. Written to the file, never summarized.
+    Step {
+        locker: String,
+        /// The locker's wall clock when the driver reported it.
+        at_us: u64,
+        /// The acquisition's thread id (a locker may reuse one across acquisitions).
+        thread: String,
+        /// request, reply, sleep, acquired, not-acquired, releasing, released, reused, lease-lost.
+        what: String,
+        /// The step's listing tag and the request, reply or sleep, as the simulator's traces
+        /// print them.
+        detail: String,
+    },
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// When a holder stopped believing it held the lock (the end of its interval for the T1-belief
@@ -498,6 +520,12 @@ pub struct Summary {
     pub tokens: String,
     /// Examples of what went wrong, for the printout.
     pub examples: Vec<String>,
+    /// With `--steps`: lines written to the steps file, and steps left out once it held
+    /// `runner::MAX_STEP_LINES` (absent from a summary without `--steps`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps_written: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub steps_dropped: u64,
 }
 
 impl Summary {
@@ -571,6 +599,7 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
                 }
             }
             Event::Done { requests, .. } => summary.requests += requests,
+            Event::Step { .. } => {}
         }
     }
     // A locker still open at the end held until the end.

@@ -57,7 +57,14 @@ pub struct RunSpec {
     pub fencing: bool,
     /// Give up connecting to the cluster (and setting up its table) after this long (1-600 s).
     pub connect_timeout_s: u64,
+    /// Write every machine step of the row locks to this file, one JSON line each
+    /// ([`Event::Step`]), at most [`MAX_STEP_LINES`].
+    pub steps: Option<PathBuf>,
 }
+
+/// The most lines `--steps` writes (about 150 bytes each); steps after them are counted, not
+/// written (16 lockers make some 60,000 steps in 15 s on the local cluster).
+pub const MAX_STEP_LINES: u64 = 2_000_000;
 
 /// Why a [`RunSpec`] was refused: which option, and what it may be.
 #[derive(Debug, thiserror::Error)]
@@ -83,6 +90,9 @@ pub enum InvalidSpec {
     MaxWaitS,
     #[error("--connect-timeout-s must be between 1 and 600, not {0}")]
     ConnectTimeoutS(u64),
+    /// `--steps` records the row locks' machines, which the other locks do not run.
+    #[error("--steps records the machine steps of Cassandra's row locks (old, queue, queue-next-in-line, queue-paced), not of {0}")]
+    StepsNotARowLock(&'static str),
     /// The paced poll paces down to a next-in-line poll, which none of the flags gives.
     #[error("--paced-poll needs --next-poll-ms (or --algorithm queue-next-in-line, whose next in line polls every 5 ms; --algorithm queue-paced is both)")]
     PacedPollWithoutNextPoll,
@@ -129,6 +139,9 @@ pub enum RunError {
     MalformedJob { path: PathBuf, source: serde_json::Error },
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// `--steps FILE` cannot be created or written: the user's to fix (exit 2).
+    #[error("--steps: cannot write {}: {source}", path.display())]
+    Steps { path: PathBuf, source: std::io::Error },
 }
 
 pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
@@ -162,6 +175,9 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
         && !matches!(spec.variant, Variant::QueueNextInLine | Variant::QueuePaced)
     {
         return Err(InvalidSpec::PacedPollWithoutNextPoll);
+    }
+    if spec.steps.is_some() && !spec.variant.is_row_lock() {
+        return Err(InvalidSpec::StepsNotARowLock(spec.variant.cli_name()));
     }
     if !(1..=3600).contains(&spec.max_wait_s) {
         return Err(InvalidSpec::MaxWaitS);
@@ -234,6 +250,88 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         // The family locks have no fencing token: the monitor only counts stale writes.
         fencing: spec.fencing && !spec.variant.is_family(),
         connect_timeout_s: spec.connect_timeout_s,
+        steps: spec.steps.is_some(),
+    }
+}
+
+/// Where a run's events go: the summary's list, and the steps to their file (never the list:
+/// a long run's steps would fill the memory).
+struct Sink {
+    events: Mutex<Vec<Event>>,
+    steps: Option<Mutex<StepFile>>,
+}
+
+struct StepFile {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    written: u64,
+    dropped: u64,
+    /// The first write that failed: the run goes on, and ends with it as its error.
+    failed: Option<std::io::Error>,
+}
+
+impl Sink {
+    fn new(steps: Option<&Path>) -> Result<Sink, RunError> {
+        let steps = match steps {
+            None => None,
+            Some(path) => {
+                let file = std::fs::File::create(path).map_err(|source| RunError::Steps {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+                Some(Mutex::new(StepFile {
+                    path: path.to_path_buf(),
+                    out: std::io::BufWriter::new(file),
+                    written: 0,
+                    dropped: 0,
+                    failed: None,
+                }))
+            }
+        };
+        Ok(Sink {
+            events: Mutex::new(Vec::new()),
+            steps,
+        })
+    }
+
+    fn take(&self, event: Event) {
+        match (&event, &self.steps) {
+            (Event::Step { .. }, Some(steps)) => {
+                let mut steps = steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                if steps.written >= MAX_STEP_LINES || steps.failed.is_some() {
+                    steps.dropped += 1;
+                    return;
+                }
+                let line = serde_json::to_string(&event).expect("events serialize");
+                match writeln!(steps.out, "{line}") {
+                    Ok(()) => steps.written += 1,
+                    Err(e) => steps.failed = Some(e),
+                }
+            }
+            // Steps without a file to go to (not asked for) are not kept either.
+            (Event::Step { .. }, None) => {}
+            _ => self.events.lock().expect("events").push(event),
+        }
+    }
+
+    /// The events, and the steps' counts once the file is flushed.
+    fn finish(&self) -> Result<(Vec<Event>, u64, u64), RunError> {
+        let events = std::mem::take(&mut *self.events.lock().expect("events"));
+        let Some(steps) = &self.steps else {
+            return Ok((events, 0, 0));
+        };
+        let mut steps = steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(source) = steps.failed.take() {
+            return Err(RunError::Steps {
+                path: steps.path.clone(),
+                source,
+            });
+        }
+        steps.out.flush().map_err(|source| RunError::Steps {
+            path: steps.path.clone(),
+            source,
+        })?;
+        Ok((events, steps.written, steps.dropped))
     }
 }
 
@@ -261,7 +359,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
         .collect();
     let all_lockers: Vec<String> = per_process.iter().flatten().cloned().collect();
     let base = job(spec, all_lockers, &monitor);
-    let events: Arc<Mutex<Vec<Event>>> = Arc::new(Mutex::new(Vec::new()));
+    let events = Arc::new(Sink::new(spec.steps.as_deref())?);
     let began = Instant::now();
     if spec.processes == 1 {
         let sink = Arc::clone(&events);
@@ -270,7 +368,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
                 println!("{}", serde_json::to_string(&event).expect("events serialize"));
                 let _ = std::io::stdout().flush();
             }
-            sink.lock().expect("events").push(event);
+            sink.take(event);
         });
         runtime()?.block_on(run_job(&base, 0, emit))?;
     } else {
@@ -311,7 +409,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
                             println!("{line}");
                         }
                         if let Ok(event) = serde_json::from_str::<Event>(&line) {
-                            sink.lock().expect("events").push(event);
+                            sink.take(event);
                         }
                     }
                 })
@@ -329,8 +427,11 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     }
     let elapsed = began.elapsed();
     std::fs::remove_dir_all(&run_dir).ok();
-    let events = events.lock().expect("events").clone();
+    // Every locker has ended (the runtime and the readers with them): nothing adds to it now.
+    let (events, steps_written, steps_dropped) = events.finish()?;
     let mut summary = summarize(spec.variant, spec.threads, spec.processes, elapsed, &events);
+    summary.steps_written = steps_written;
+    summary.steps_dropped = steps_dropped;
     if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
         summary.variant = label;
     }
@@ -389,6 +490,7 @@ mod tests {
             run_limit_s: 0,
             fencing: true,
             connect_timeout_s: 30,
+            steps: None,
         }
     }
 
