@@ -824,6 +824,21 @@ mod imp {
                 } else {
                     print(&summary);
                 }
+                match (&summary.slept_through, args.json) {
+                    (Some(slept), false) if slept.slept_through > 0 => println!(
+                        "  next holder asleep      {} of {} handoffs: its poll ended p50 {:.1} / p90 {:.1} / max {:.1} ms after the release began",
+                        slept.slept_through,
+                        slept.handoffs,
+                        slept.woke_after_p50_ms,
+                        slept.woke_after_p90_ms,
+                        slept.woke_after_max_ms
+                    ),
+                    (Some(slept), false) => println!(
+                        "  next holder asleep      in none of {} handoffs",
+                        slept.handoffs
+                    ),
+                    _ => {}
+                }
                 if let Some(path) = &args.steps {
                     eprintln!(
                         "steps: {} written to {}{}",

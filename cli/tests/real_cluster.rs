@@ -339,6 +339,33 @@ fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes
         text.contains("L6.1 write own cell to the queue row") && text.contains("L6.2 read the head of the queue"),
         "the requests carry their listing steps"
     );
+    // Over two processes the steps arrive out of time order: no slept-through figure. In one
+    // process there is one, over every handoff of the run.
+    assert!(summary.slept_through.is_none(), "{summary:?}");
+    let lock = unique_lock("steps-one-process");
+    let (summary, ok) = run_real(&[
+        "--algorithm",
+        "queue-paced",
+        "--threads",
+        "4",
+        "--acquisitions",
+        "3",
+        "--lock-id",
+        &lock,
+        "--steps",
+        path.to_str().expect("a UTF-8 temp path"),
+    ]);
+    let _ = std::fs::remove_file(&path);
+    assert!(ok, "the run reported a failure: {summary:?}");
+    let slept = summary
+        .slept_through
+        .clone()
+        .expect("one process: the slept-through figure");
+    assert_eq!(
+        slept.handoffs, summary.handoffs,
+        "the same handoffs as the summary's: {summary:?}"
+    );
+    assert!(slept.slept_through <= slept.handoffs, "{slept:?}");
 }
 
 /// 8 lockers x 6 acquisitions of `algorithm`; once 8 acquisitions are in, `inject` a node

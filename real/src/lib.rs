@@ -382,6 +382,116 @@ pub enum Event {
     },
 }
 
+/// With `--steps`, over one process's steps: handoffs (a release, then the next acquisition,
+/// by another locker) whose next holder was asleep on a poll when the release began, and how
+/// long after it that sleep ended. A waiter that sleeps through its turn stalls everyone
+/// queued behind it: the figure that found the paced poll's two late-wake faults (2026-11-28).
+/// Steps must come in time order (one process's are); a step's sleep is its `detail`'s "N ms".
+#[derive(Clone, Debug, Default)]
+pub struct SleptThrough {
+    /// Per locker: when its current sleep ends (wall-clock us), while it sleeps.
+    asleep_until_us: std::collections::BTreeMap<String, u64>,
+    /// The latest release not yet followed by an acquisition.
+    release: Option<PendingRelease>,
+    pub handoffs: u64,
+    /// How long after each slept-through release the sleeper's sleep ended, ms.
+    pub woke_after_ms: Vec<f64>,
+}
+
+/// A release not yet followed by an acquisition: who released, when, and who was asleep then
+/// (until when).
+#[derive(Clone, Debug, Default)]
+struct PendingRelease {
+    releaser: String,
+    at_us: u64,
+    asleep_until_us: Vec<(String, u64)>,
+}
+
+/// The figures of a [`SleptThrough`], for a run's summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SleptThroughFigures {
+    pub handoffs: u64,
+    /// Handoffs whose next holder was asleep when the release began.
+    pub slept_through: u64,
+    pub woke_after_p50_ms: f64,
+    pub woke_after_p90_ms: f64,
+    pub woke_after_max_ms: f64,
+}
+
+impl SleptThrough {
+    pub fn observe(&mut self, step: &Event) {
+        let Event::Step {
+            locker,
+            at_us,
+            what,
+            detail,
+            ..
+        } = step
+        else {
+            return;
+        };
+        match what.as_str() {
+            "sleep" if detail.ends_with("(Poll)") => {
+                let ms = detail
+                    .rsplit_once(": ")
+                    .and_then(|(_, rest)| rest.split_once(" ms"))
+                    .and_then(|(ms, _)| ms.parse::<u64>().ok());
+                if let Some(ms) = ms {
+                    self.asleep_until_us
+                        .insert(locker.clone(), at_us.saturating_add(ms.saturating_mul(1000)));
+                }
+            }
+            "releasing" => {
+                let asleep = self
+                    .asleep_until_us
+                    .iter()
+                    .filter(|(who, &until)| *who != locker && until > *at_us)
+                    .map(|(who, &until)| (who.clone(), until))
+                    .collect();
+                self.release = Some(PendingRelease {
+                    releaser: locker.clone(),
+                    at_us: *at_us,
+                    asleep_until_us: asleep,
+                });
+            }
+            "acquired" => {
+                if let Some(release) = self.release.take() {
+                    if release.releaser != *locker {
+                        self.handoffs += 1;
+                        if let Some((_, until)) = release.asleep_until_us.iter().find(|(who, _)| who == locker) {
+                            self.woke_after_ms
+                                .push(until.saturating_sub(release.at_us) as f64 / 1000.0);
+                        }
+                    }
+                }
+                self.asleep_until_us.remove(locker);
+            }
+            // Any other step of a locker means it is awake.
+            _ => {
+                self.asleep_until_us.remove(locker);
+            }
+        }
+    }
+
+    pub fn figures(&self) -> SleptThroughFigures {
+        // 0, not NaN, when none was slept through (a summary is JSON, which has no NaN).
+        let percentile = |p| {
+            if self.woke_after_ms.is_empty() {
+                0.0
+            } else {
+                stats::percentile(&self.woke_after_ms, p)
+            }
+        };
+        SleptThroughFigures {
+            handoffs: self.handoffs,
+            slept_through: self.woke_after_ms.len() as u64,
+            woke_after_p50_ms: percentile(50),
+            woke_after_p90_ms: percentile(90),
+            woke_after_max_ms: self.woke_after_ms.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -526,6 +636,9 @@ pub struct Summary {
     pub steps_written: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steps_dropped: u64,
+    /// With `--steps` in one process: handoffs the next holder slept through ([`SleptThrough`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slept_through: Option<SleptThroughFigures>,
 }
 
 impl Summary {
@@ -682,6 +795,48 @@ mod tests {
             at_us,
             lost: false,
         }
+    }
+
+    #[test]
+    fn a_handoff_whose_next_holder_slept_through_the_release_is_counted_with_how_late_it_woke() {
+        let step = |locker: &str, at_us: u64, what: &str, detail: &str| Event::Step {
+            locker: locker.into(),
+            at_us,
+            thread: format!("{locker}:0"),
+            what: what.into(),
+            detail: detail.into(),
+        };
+        let mut slept = SleptThrough::default();
+        for event in [
+            // b sleeps 100 ms from 0, c sleeps 10 ms from 0 and then reads (awake).
+            step("b", 0, "sleep", "ours paced: not next in line: 100 ms (Poll)"),
+            step("c", 0, "sleep", "ours paced: next in line: 10 ms (Poll)"),
+            step("c", 10_000, "request", "L6.2 read the head of the queue: read q"),
+            // a releases at 30 ms; b, asleep until 100 ms, takes the lock next: 70 ms late.
+            step("a", 30_000, "releasing", ""),
+            step("b", 100_000, "request", "L6.2 read the head of the queue: read q"),
+            step("b", 105_000, "acquired", "token t"),
+            // b releases; c was awake (reading): a handoff, not slept through.
+            step("b", 120_000, "releasing", ""),
+            step("c", 125_000, "acquired", "token u"),
+            // c releases and takes the lock straight back: no handoff.
+            step("c", 140_000, "releasing", ""),
+            step("c", 141_000, "acquired", "token v"),
+            // A renewal's sleep is no poll: d is not counted asleep.
+            step("d", 141_500, "sleep", "5.3 renewal: 5000 ms (Renewal)"),
+            step("c", 150_000, "releasing", ""),
+            step("d", 151_000, "acquired", "token w"),
+        ] {
+            slept.observe(&event);
+        }
+        let figures = slept.figures();
+        assert_eq!(figures.handoffs, 3, "{figures:?}");
+        assert_eq!(figures.slept_through, 1, "{figures:?}");
+        assert_eq!(figures.woke_after_max_ms, 70.0);
+        assert_eq!(figures.woke_after_p50_ms, 70.0);
+        // Nothing slept through: 0, not NaN (the summary is JSON).
+        let none = SleptThrough::default().figures();
+        assert_eq!((none.slept_through, none.woke_after_p90_ms), (0, 0.0));
     }
 
     #[test]

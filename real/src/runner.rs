@@ -268,10 +268,13 @@ struct StepFile {
     dropped: u64,
     /// The first write that failed: the run goes on, and ends with it as its error.
     failed: Option<std::io::Error>,
+    /// Over the written steps, in one process only (several processes' steps arrive out of
+    /// time order).
+    slept: Option<crate::SleptThrough>,
 }
 
 impl Sink {
-    fn new(steps: Option<&Path>) -> Result<Sink, RunError> {
+    fn new(steps: Option<&Path>, processes: usize) -> Result<Sink, RunError> {
         let steps = match steps {
             None => None,
             Some(path) => {
@@ -285,6 +288,7 @@ impl Sink {
                     written: 0,
                     dropped: 0,
                     failed: None,
+                    slept: (processes == 1).then(crate::SleptThrough::default),
                 }))
             }
         };
@@ -307,6 +311,9 @@ impl Sink {
                     Ok(()) => steps.written += 1,
                     Err(e) => steps.failed = Some(e),
                 }
+                if let Some(slept) = &mut steps.slept {
+                    slept.observe(&event);
+                }
             }
             // Steps without a file to go to (not asked for) are not kept either.
             (Event::Step { .. }, None) => {}
@@ -314,11 +321,11 @@ impl Sink {
         }
     }
 
-    /// The events, and the steps' counts once the file is flushed.
-    fn finish(&self) -> Result<(Vec<Event>, u64, u64), RunError> {
+    /// The events, and the steps' figures once the file is flushed.
+    fn finish(&self) -> Result<(Vec<Event>, StepFigures), RunError> {
         let events = std::mem::take(&mut *self.events.lock().expect("events"));
         let Some(steps) = &self.steps else {
-            return Ok((events, 0, 0));
+            return Ok((events, StepFigures::default()));
         };
         let mut steps = steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(source) = steps.failed.take() {
@@ -331,8 +338,22 @@ impl Sink {
             path: steps.path.clone(),
             source,
         })?;
-        Ok((events, steps.written, steps.dropped))
+        Ok((
+            events,
+            StepFigures {
+                written: steps.written,
+                dropped: steps.dropped,
+                slept_through: steps.slept.as_ref().map(crate::SleptThrough::figures),
+            },
+        ))
     }
+}
+
+#[derive(Default)]
+struct StepFigures {
+    written: u64,
+    dropped: u64,
+    slept_through: Option<crate::SleptThroughFigures>,
 }
 
 /// Run one configuration: in this process (P = 1) or in P worker processes.
@@ -359,7 +380,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
         .collect();
     let all_lockers: Vec<String> = per_process.iter().flatten().cloned().collect();
     let base = job(spec, all_lockers, &monitor);
-    let events = Arc::new(Sink::new(spec.steps.as_deref())?);
+    let events = Arc::new(Sink::new(spec.steps.as_deref(), spec.processes)?);
     let began = Instant::now();
     if spec.processes == 1 {
         let sink = Arc::clone(&events);
@@ -428,10 +449,11 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     let elapsed = began.elapsed();
     std::fs::remove_dir_all(&run_dir).ok();
     // Every locker has ended (the runtime and the readers with them): nothing adds to it now.
-    let (events, steps_written, steps_dropped) = events.finish()?;
+    let (events, steps) = events.finish()?;
     let mut summary = summarize(spec.variant, spec.threads, spec.processes, elapsed, &events);
-    summary.steps_written = steps_written;
-    summary.steps_dropped = steps_dropped;
+    summary.steps_written = steps.written;
+    summary.steps_dropped = steps.dropped;
+    summary.slept_through = steps.slept_through;
     if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
         summary.variant = label;
     }
