@@ -274,22 +274,27 @@ fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes
     let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
     cluster_nodes("steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes");
     let path = std::env::temp_dir().join(format!("cassalock-steps-{}.jsonl", std::process::id()));
-    let lock = unique_lock("steps");
-    let (summary, ok) = run_real(&[
-        "--algorithm",
-        "queue-paced",
-        "--threads",
-        "4",
-        "--processes",
-        "2",
-        "--acquisitions",
-        "3",
-        "--lock-id",
-        &lock,
-        "--steps",
-        path.to_str().expect("a UTF-8 temp path"),
-    ]);
-    assert!(ok, "the run reported a failure: {summary:?}");
+    // 4 paced lockers x 3 acquisitions over `processes`, their steps to `path`.
+    let run = |processes: &str| {
+        let lock = unique_lock("steps");
+        let (summary, ok) = run_real(&[
+            "--algorithm",
+            "queue-paced",
+            "--threads",
+            "4",
+            "--processes",
+            processes,
+            "--acquisitions",
+            "3",
+            "--lock-id",
+            &lock,
+            "--steps",
+            path.to_str().expect("a UTF-8 temp path"),
+        ]);
+        assert!(ok, "the run reported a failure: {summary:?}");
+        summary
+    };
+    let summary = run("2");
     assert_eq!(summary.variant, "queue GetLock, paced");
     let text = std::fs::read_to_string(&path).expect("the steps file");
     let _ = std::fs::remove_file(&path);
@@ -342,21 +347,8 @@ fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes
     // Over two processes the steps arrive out of time order: no slept-through figure. In one
     // process there is one, over every handoff of the run.
     assert!(summary.slept_through.is_none(), "{summary:?}");
-    let lock = unique_lock("steps-one-process");
-    let (summary, ok) = run_real(&[
-        "--algorithm",
-        "queue-paced",
-        "--threads",
-        "4",
-        "--acquisitions",
-        "3",
-        "--lock-id",
-        &lock,
-        "--steps",
-        path.to_str().expect("a UTF-8 temp path"),
-    ]);
+    let summary = run("1");
     let _ = std::fs::remove_file(&path);
-    assert!(ok, "the run reported a failure: {summary:?}");
     let slept = summary
         .slept_through
         .clone()
