@@ -803,6 +803,16 @@ mod imp {
         }
     }
 
+    /// Said of the slept-through figure when the steps file filled up: it covers the steps
+    /// written, the run's start.
+    fn partial(summary: &Summary) -> String {
+        if summary.steps_dropped > 0 {
+            format!(" (over the first {} steps only)", summary.steps_written)
+        } else {
+            String::new()
+        }
+    }
+
     pub fn run(args: RealArgs) -> ExitCode {
         if let Some(path) = &args.worker_job {
             return match worker(path, args.worker_index.unwrap_or(0)) {
@@ -826,16 +836,18 @@ mod imp {
                 }
                 match (&summary.slept_through, args.json) {
                     (Some(slept), false) if slept.slept_through > 0 => println!(
-                        "  next holder asleep      {} of {} handoffs: its poll ended p50 {:.1} / p90 {:.1} / max {:.1} ms after the release began",
+                        "  next holder asleep      {} of {} handoffs{}: its poll or backoff ended p50 {:.1} / p90 {:.1} / max {:.1} ms after the release began",
                         slept.slept_through,
                         slept.handoffs,
+                        partial(&summary),
                         slept.woke_after_p50_ms,
                         slept.woke_after_p90_ms,
                         slept.woke_after_max_ms
                     ),
                     (Some(slept), false) => println!(
-                        "  next holder asleep      in none of {} handoffs",
-                        slept.handoffs
+                        "  next holder asleep      in none of {} handoffs{}",
+                        slept.handoffs,
+                        partial(&summary)
                     ),
                     _ => {}
                 }

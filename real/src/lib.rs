@@ -383,7 +383,8 @@ pub enum Event {
 }
 
 /// With `--steps`, over one process's steps: handoffs (a release, then the next acquisition,
-/// by another locker) whose next holder was asleep on a poll when the release began, and how
+/// by another locker) whose next holder was asleep on a poll (the queue lock) or a backoff
+/// (the old lock) when the release began, and how
 /// long after it that sleep ended. A waiter that sleeps through its turn stalls everyone
 /// queued behind it: the figure that found the paced poll's two late-wake faults (2026-11-28).
 /// Steps must come in time order (one process's are); a step's sleep is its `detail`'s "N ms".
@@ -431,7 +432,7 @@ impl SleptThrough {
             return;
         };
         match what.as_str() {
-            "sleep" if detail.ends_with("(Poll)") => {
+            "sleep" if detail.ends_with("(Poll)") || detail.ends_with("(Backoff)") => {
                 let ms = detail
                     .rsplit_once(": ")
                     .and_then(|(_, rest)| rest.split_once(" ms"))
@@ -826,14 +827,24 @@ mod tests {
             step("d", 141_500, "sleep", "5.3 renewal: 5000 ms (Renewal)"),
             step("c", 150_000, "releasing", ""),
             step("d", 151_000, "acquired", "token w"),
+            // The old lock's backoff counts as a poll: e, backing off until 200 ms, sleeps
+            // through d's release at 170 ms by 30 ms.
+            step(
+                "e",
+                160_000,
+                "sleep",
+                "L4.4 someone else is in: back off: 40 ms (Backoff)",
+            ),
+            step("d", 170_000, "releasing", ""),
+            step("e", 200_000, "acquired", "token x"),
         ] {
             slept.observe(&event);
         }
         let figures = slept.figures();
-        assert_eq!(figures.handoffs, 3, "{figures:?}");
-        assert_eq!(figures.slept_through, 1, "{figures:?}");
+        assert_eq!(figures.handoffs, 4, "{figures:?}");
+        assert_eq!(figures.slept_through, 2, "{figures:?}");
         assert_eq!(figures.woke_after_max_ms, 70.0);
-        assert_eq!(figures.woke_after_p50_ms, 70.0);
+        assert_eq!(figures.woke_after_p50_ms, 50.0);
         // Nothing slept through: 0, not NaN (the summary is JSON).
         let none = SleptThrough::default().figures();
         assert_eq!((none.slept_through, none.woke_after_p90_ms), (0, 0.0));
