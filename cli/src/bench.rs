@@ -59,6 +59,14 @@ pub enum Suite {
     /// reports/real-long-run.md, its chart and its data. Start the cluster first:
     /// cluster/cassalock-cluster start --nodes 3. Exit 4 when the cluster does not answer.
     LongRun,
+    /// The Cassandra cluster's own ceiling (the real build only): --clients counts (default
+    /// 1,2,4,8,16,32,64) of clients on one connection, each asking one request after another
+    /// (a slice read, then a one-cell write, on a row of its own, QUORUM) for --seconds
+    /// (default 10) each; prints requests a second, latency p50 / p99 and how busy the
+    /// machine's CPU was. A lock whose runs come near that rate is bound by the machine, not
+    /// its handoff: it can go faster only by asking less. Start the cluster first:
+    /// cluster/cassalock-cluster start --nodes 3. Exit 4 when the cluster does not answer.
+    Capacity,
 }
 
 /// Measure and print speed figures.
@@ -127,10 +135,14 @@ pub struct BenchArgs {
     /// library's; false: from the row's start, as the listing].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     queue_read_from_last_hold: Option<bool>,
+    /// capacity: client counts, increasing, comma-separated, 1-256 each, at most 12 [default:
+    /// 1,2,4,8,16,32,64].
+    #[arg(long, value_delimiter = ',')]
+    clients: Option<Vec<usize>>,
     /// real: locker counts, increasing, comma-separated, 1-256 each, at most 8 [default: 1,4,16].
     #[arg(long, value_delimiter = ',')]
     lockers: Option<Vec<usize>>,
-    /// real: seconds per configuration [default: 20].
+    /// real: seconds per configuration [default: 20]; capacity: per client count [default: 10].
     #[arg(long)]
     seconds: Option<u64>,
     /// real: each locker's hold, milliseconds, 0-60000 [default: 10]; the report states it, and
@@ -205,6 +217,8 @@ impl BenchArgs {
             ("--counts", self.counts.is_some()),
         ];
         let seeds = [("--seeds", self.seeds.is_some())];
+        let capacity = [("--clients", self.clients.is_some())];
+        let capacity_ok = matches!(self.suite, Suite::Capacity);
         let sim = [
             ("--shard", self.shard.is_some()),
             ("--shard-out", self.shard_out.is_some()),
@@ -231,15 +245,21 @@ impl BenchArgs {
         let seeds_ok = matches!(self.suite, Suite::Sim | Suite::Handoff);
         #[cfg(not(madsim))]
         let seeds_ok = false;
-        // What the long run reads of the real suite's flags.
+        // What the long run and the capacity suite read of the real suite's flags.
         let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
+        let capacity_reads = ["--contact-points", "--seconds"];
+        // A flag another suite owns but this one reads too is in its place.
+        let read_here = |flag: &str| {
+            (long_run_ok && long_run_reads.contains(&flag)) || (capacity_ok && capacity_reads.contains(&flag))
+        };
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
             flags
                 .iter()
-                .find(|(flag, given)| *given && !ok && !(long_run_ok && long_run_reads.contains(flag)))
+                .find(|(flag, given)| *given && !ok && !read_here(flag))
                 .map(|(flag, _)| (*flag, suite))
         };
-        misplaced(&real, real_ok, "bench real")
+        misplaced(&capacity, capacity_ok, "bench capacity")
+            .or_else(|| misplaced(&real, real_ok, "bench real"))
             .or_else(|| misplaced(&sweep_memory, sweep_memory_ok, "bench sweep-memory"))
             .or_else(|| misplaced(&long_run, long_run_ok, "bench long-run"))
             .or_else(|| misplaced(&seeds, seeds_ok, "bench sim` or `cassalock bench handoff"))
@@ -270,6 +290,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
             args.counts.as_deref().unwrap_or(&[1000, 10_000, 100_000]),
         ),
         Suite::LongRun => crate::long_run::run(args.long_run_args()),
+        Suite::Capacity => crate::capacity::run(cassalock_real::capacity::CapacityPlan {
+            contact_points: args
+                .contact_points
+                .clone()
+                .unwrap_or_else(|| vec!["127.0.0.1:9042".into()]),
+            keyspace: "cassalock".into(),
+            consistency: "quorum".into(),
+            clients: args.clients.clone().unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]),
+            seconds: args.seconds.unwrap_or(10),
+        }),
         Suite::Real => match args.from_data.as_deref() {
             Some(data) => super::real::rerender(data, &args.real_flags()),
             None => match BenchPlan::new(args.real_flags()) {

@@ -5,6 +5,7 @@ mod bench;
 mod bench_handoff;
 #[cfg(madsim)]
 mod bench_sim;
+mod capacity;
 mod check;
 #[cfg(madsim)]
 mod family_sim;

@@ -758,9 +758,16 @@ mod imp {
             summary.wait_p50_ms, summary.wait_p99_ms, summary.wait_max_ms
         );
         println!(
-            "  store requests/acq      {:.1} ({} requests)",
-            summary.requests_per_acquisition, summary.requests
+            "  store requests/acq      {:.1} ({} requests, {:.0} a second)",
+            summary.requests_per_acquisition,
+            summary.requests,
+            summary.requests as f64 / summary.elapsed_s.max(1e-9)
         );
+        if let Some(busy) = summary.cpu_busy_pct {
+            // Not a sign of saturation by itself: Cassandra's threads keep the cores busy at
+            // a fraction of the rate it can answer (`bench capacity`).
+            println!("  machine CPU busy        {busy:.0}% of all cores over the run");
+        }
         println!("  Jain, longest run       {:.3}, {}", summary.jain, summary.longest_run);
         if summary.handoffs > 0 {
             println!(

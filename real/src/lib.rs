@@ -25,6 +25,7 @@
 //! `cluster` and `lwt`, which talk to Cassandra, [`redis`] and `memcached`, the real
 //! servers' stores, and `family`, only in the real one.
 
+pub mod capacity;
 #[cfg(not(madsim))]
 pub mod cluster;
 #[cfg(not(madsim))]
@@ -640,6 +641,11 @@ pub struct Summary {
     /// With `--steps` in one process: handoffs the next holder slept through ([`SleptThrough`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slept_through: Option<SleptThroughFigures>,
+    /// How busy the machine's CPU was over the run, all cores, percent ([`capacity::CpuTimes`];
+    /// absent in data from before 2026-11-29 and where /proc/stat cannot be read). Near 100 the
+    /// run measured the machine's cores as much as the lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_busy_pct: Option<f64>,
 }
 
 impl Summary {

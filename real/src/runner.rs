@@ -381,6 +381,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     let all_lockers: Vec<String> = per_process.iter().flatten().cloned().collect();
     let base = job(spec, all_lockers, &monitor);
     let events = Arc::new(Sink::new(spec.steps.as_deref(), spec.processes)?);
+    let cpu_before = crate::capacity::CpuTimes::now();
     let began = Instant::now();
     if spec.processes == 1 {
         let sink = Arc::clone(&events);
@@ -447,6 +448,10 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
         }
     }
     let elapsed = began.elapsed();
+    let cpu_busy_pct = match (cpu_before, crate::capacity::CpuTimes::now()) {
+        (Some(before), Some(after)) => after.busy_pct_since(&before),
+        _ => None,
+    };
     std::fs::remove_dir_all(&run_dir).ok();
     // Every locker has ended (the runtime and the readers with them): nothing adds to it now.
     let (events, steps) = events.finish()?;
@@ -454,6 +459,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     summary.steps_written = steps.written;
     summary.steps_dropped = steps.dropped;
     summary.slept_through = steps.slept_through;
+    summary.cpu_busy_pct = cpu_busy_pct;
     if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
         summary.variant = label;
     }

@@ -277,10 +277,10 @@ fn refused(run: &Summary) -> u64 {
 /// The main table: one row per configuration.
 fn table(groups: &[Configuration<'_>]) -> String {
     let mut md = String::new();
-    let _ = writeln!(md, "| lock | backend | lockers | runs | acquisitions per run | acq/s | wait p50 ms | wait p99 ms | wait max ms | requests/acq | Jain | longest run | errors | T1-belief | T1-resource |");
+    let _ = writeln!(md, "| lock | backend | lockers | runs | acquisitions per run | acq/s | wait p50 ms | wait p99 ms | wait max ms | requests/acq | requests/s | CPU busy % | Jain | longest run | errors | T1-belief | T1-resource |");
     let _ = writeln!(
         md,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
     );
     for g in groups {
         let overlaps: u64 = g.runs.iter().map(|r| r.belief_overlaps).sum();
@@ -288,7 +288,7 @@ fn table(groups: &[Configuration<'_>]) -> String {
         let stale_refused: u64 = g.runs.iter().map(|r| refused(r)).sum();
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             g.variant,
             backend_of(g.variant).map_or("-", Backend::name),
             g.lockers,
@@ -299,6 +299,9 @@ fn table(groups: &[Configuration<'_>]) -> String {
             g.spread(&|r| r.wait_p99_ms, 1),
             g.spread(&|r| r.wait_max_ms, 1),
             g.spread(&|r| r.requests_per_acquisition, 1),
+            g.spread(&|r| r.requests as f64 / r.elapsed_s, 0),
+            // NaN (left out) in data from before the figure existed.
+            g.spread(&|r| r.cpu_busy_pct.unwrap_or(f64::NAN), 0),
             g.spread(&|r| r.jain, 3),
             g.spread(&|r| r.longest_run as f64, 0),
             g.runs.iter().map(|r| r.errors).sum::<u64>(),
@@ -400,6 +403,97 @@ fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String
             clauses.join("; ")
         )
     })
+}
+
+/// Issue 15, part 1: how fast a fair lock can go at `lockers`, from its own runs with one
+/// locker (`None` without those, or without the old lock at `lockers`).
+///
+/// A fair lock hands every acquisition to another locker. After the hold the release's
+/// requests and the next holder's acquisition follow one another: `r1 - 1` requests in a row,
+/// where `r1` is its requests an acquisition alone (all but the enqueue, which the next holder
+/// made while it waited). Alone, a cycle is the hold and `r1` requests. So, as long as a request
+/// under load takes no less than alone, a cycle at `lockers` is at least `(r1 - 1) / r1` of a
+/// cycle alone, and the rate at most `r1 / (r1 - 1)` times the rate alone, whatever the lock's
+/// polling. The old lock is read beside it: its rate at `lockers` against alone, and the share
+/// of its acquisitions that went to another locker (the rest: its releaser taking it back).
+fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<String> {
+    const THROUGHPUT_RATIO_GOAL: f64 = 2.0;
+    let at = |lock: &str, count: usize| {
+        groups
+            .iter()
+            .find(|g| g.variant == lock && g.lockers == count && !g.acquired_nothing())
+    };
+    if lockers <= 1 {
+        return None;
+    }
+    let old = at(Variant::Old.name(), lockers)?;
+    let old_rate = old.median(&|r| r.acquisitions_per_s);
+    let fair_names: Vec<&str> = groups
+        .iter()
+        .map(|g| g.variant)
+        .filter(|v| v.starts_with(Variant::Queue.name()))
+        .fold(Vec::new(), |mut names, v| {
+            if !names.contains(&v) {
+                names.push(v);
+            }
+            names
+        });
+    let mut ratios = Vec::new();
+    let clauses: Vec<String> = fair_names
+        .iter()
+        .filter_map(|&name| {
+            let alone = at(name, 1)?;
+            let rate_alone = alone.median(&|r| r.acquisitions_per_s);
+            let requests_alone = alone.median(&|r| r.requests_per_acquisition);
+            if !(requests_alone > 1.0 && rate_alone.is_finite()) {
+                return None;
+            }
+            let ceiling = rate_alone * requests_alone / (requests_alone - 1.0);
+            let ratio = ceiling / old_rate;
+            ratios.push(ratio);
+            let measured = at(name, lockers)
+                .map(|g| format!(" (measured: {})", f(g.median(&|r| r.acquisitions_per_s), 2)))
+                .unwrap_or_default();
+            Some(format!(
+                "{name} made {} acq/s alone with {} requests each, so at most {} at {}{measured}, {}x the old lock's {}",
+                f(rate_alone, 2),
+                f(requests_alone, 1),
+                f(ceiling, 2),
+                count(lockers, "locker"),
+                f(ratio, 2),
+                f(old_rate, 2),
+            ))
+        })
+        .collect();
+    if clauses.is_empty() {
+        return None;
+    }
+    let acquisitions: u64 = old.runs.iter().map(|r| r.acquisitions).sum();
+    let handoffs: u64 = old.runs.iter().map(|r| r.handoffs).sum();
+    let old_against_alone = at(Variant::Old.name(), 1)
+        .map(|alone| {
+            format!(
+                "{}x its rate alone ({}), and ",
+                f(old_rate / alone.median(&|r| r.acquisitions_per_s), 2),
+                f(alone.median(&|r| r.acquisitions_per_s), 2)
+            )
+        })
+        .unwrap_or_default();
+    let highest = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Some(format!(
+        "A fair lock's ceiling (issue 15, part 1): every acquisition is a handoff, the release's requests and the next holder's acquisition one after another, one request fewer than an acquisition alone (the enqueue was made while waiting), so a fair lock can be at most r/(r-1) times as fast as alone (r: its requests alone), if a request under load is no faster than alone: {}. The old lock at {} made {}only {} of its {} acquisitions ({}%) passed the lock to another locker: the others were its releaser taking it straight back, a cycle as cheap as alone. {}",
+        clauses.join("; "),
+        count(lockers, "locker"),
+        old_against_alone,
+        handoffs,
+        acquisitions,
+        f(100.0 * handoffs as f64 / acquisitions.max(1) as f64, 0),
+        if highest < THROUGHPUT_RATIO_GOAL {
+            format!("So the goal's {THROUGHPUT_RATIO_GOAL}x is above every fair lock's ceiling here: only a handoff of fewer requests in a row could reach it, or a store whose requests get slower under the old lock's contention.")
+        } else {
+            format!("So the goal's {THROUGHPUT_RATIO_GOAL}x is within a fair lock's ceiling here.")
+        }
+    ))
 }
 
 /// The sentences of "What the numbers say", each computed from the runs.
@@ -576,6 +670,9 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         }
         if let Some(goal) = fair_lock_goal(groups, most) {
             said.push(goal);
+        }
+        if let Some(ceiling) = fair_lock_ceiling(groups, most) {
+            said.push(ceiling);
         }
         let slowdown: Vec<String> = locks
             .iter()
@@ -894,7 +991,7 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
     md.push_str(&table(&groups));
     let _ = writeln!(
         md,
-        "\nColumns: **backend**, the server the lock runs on; **runs**, how many times the configuration ran; **acquisitions per run**, locks taken in one run of {} s; **acq/s**, acquisitions per second of the run (a run ends when its lockers' last acquisitions, started before the time was up, are done); **wait**, from calling lock() to holding, over every acquisition of a run (p50, p99, max); **requests/acq**, store requests (reads, writes, deletes, scripts, LWT rounds, renewals and releases included) per acquisition; **Jain**, Jain's fairness index of the lockers' acquisition counts in a run (1: equal shares, 1/n: one locker took everything); **longest run**, the most consecutive acquisitions by one locker (the thesis's batches); **errors**, calls that failed (timeouts, unavailable), summed over the runs; **T1-belief**, pairs of holding intervals that overlapped (two lockers believing they hold the lock at once), over all runs; **T1-resource**, writes the shared resource accepted with a token below one it had already accepted, and how many it refused (fencing, Cassandra's locks only), over all runs. A figure is \"median (min-max)\" over the runs that made at least one acquisition.\n",
+        "\nColumns: **backend**, the server the lock runs on; **runs**, how many times the configuration ran; **acquisitions per run**, locks taken in one run of {} s; **acq/s**, acquisitions per second of the run (a run ends when its lockers' last acquisitions, started before the time was up, are done); **wait**, from calling lock() to holding, over every acquisition of a run (p50, p99, max); **requests/acq**, store requests (reads, writes, deletes, scripts, LWT rounds, renewals and releases included) per acquisition; **requests/s**, the run's store requests a second, all lockers together (the Cassandra cluster answers several times more to clients that ask without pause: `cassalock bench capacity`); **CPU busy %**, the machine's CPU, all cores, over the run (\"-\" in data from before 2026-11-29; Cassandra's threads keep it busy well below the rate it can answer, so a high figure alone is no sign of a saturated cluster); **Jain**, Jain's fairness index of the lockers' acquisition counts in a run (1: equal shares, 1/n: one locker took everything); **longest run**, the most consecutive acquisitions by one locker (the thesis's batches); **errors**, calls that failed (timeouts, unavailable), summed over the runs; **T1-belief**, pairs of holding intervals that overlapped (two lockers believing they hold the lock at once), over all runs; **T1-resource**, writes the shared resource accepted with a token below one it had already accepted, and how many it refused (fencing, Cassandra's locks only), over all runs. A figure is \"median (min-max)\" over the runs that made at least one acquisition.\n",
         setup.seconds_per_run
     );
     let _ = writeln!(md, "## Double holders under each fault\n");
@@ -1201,6 +1298,51 @@ mod tests {
         assert!(said.ends_with("not met (Jain)."), "{said}");
         let without_old = vec![with(Variant::Queue, 16, 10.0, 0.998, 21.0)];
         assert_eq!(fair_lock_goal(&configurations(&without_old), 16), None);
+    }
+
+    /// Issue 15, part 1: a fair lock's ceiling at the most lockers is its rate alone times
+    /// r/(r-1), judged against the old lock's rate there, with the old lock's retakes counted.
+    #[test]
+    fn a_fair_locks_ceiling_is_its_rate_alone_times_r_over_r_minus_one() {
+        let with = |variant: Variant, lockers: usize, rate: f64, requests: f64, handoffs: u64| Summary {
+            requests_per_acquisition: requests,
+            handoffs,
+            ..run(variant, lockers, rate)
+        };
+        let runs = vec![
+            with(Variant::Old, 1, 50.0, 9.0, 0),
+            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Variant::Old, 16, 45.0, 10.5, 45),
+            with(Variant::QueuePaced, 16, 40.0, 14.0, 799),
+        ];
+        let said = fair_lock_ceiling(&configurations(&runs), 16).expect("both ran alone and at 16");
+        // 48 * 8 / 7 = 54.86, against 45: 1.22x.
+        assert!(
+            said.contains("queue GetLock, paced made 48.00 acq/s alone with 8.0 requests each, so at most 54.86 at 16 lockers (measured: 40.00), 1.22x the old lock's 45.00"),
+            "{said}"
+        );
+        // 45 of 900 acquisitions handed off; 45 / 50 = 0.90x its rate alone.
+        assert!(
+            said.contains("made 0.90x its rate alone (50.00), and only 45 of its 900 acquisitions (5%)"),
+            "{said}"
+        );
+        assert!(said.ends_with("above every fair lock's ceiling here: only a handoff of fewer requests in a row could reach it, or a store whose requests get slower under the old lock's contention."), "{said}");
+        // An old lock that collapses under contention leaves room for 2x.
+        let runs = vec![
+            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Variant::Old, 16, 20.0, 30.0, 300),
+        ];
+        let said = fair_lock_ceiling(&configurations(&runs), 16).expect("ran");
+        assert!(said.contains("2.74x the old lock's 20.00"), "{said}");
+        assert!(said.ends_with("within a fair lock's ceiling here."), "{said}");
+        // Nothing to say without a fair lock alone, or without the old lock at 16.
+        let no_alone = vec![
+            with(Variant::Old, 16, 45.0, 10.5, 45),
+            with(Variant::QueuePaced, 16, 40.0, 14.0, 799),
+        ];
+        assert_eq!(fair_lock_ceiling(&configurations(&no_alone), 16), None);
+        let no_old = vec![with(Variant::QueuePaced, 1, 48.0, 8.0, 0)];
+        assert_eq!(fair_lock_ceiling(&configurations(&no_old), 16), None);
     }
 
     #[test]
