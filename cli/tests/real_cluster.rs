@@ -311,7 +311,11 @@ fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes
     let mut count = std::collections::BTreeMap::<(String, String), usize>::new();
     for step in &steps {
         let Event::Step {
-            locker, what, detail, ..
+            locker,
+            what,
+            detail,
+            sleep,
+            ..
         } = step
         else {
             panic!("only steps in the file: {step:?}");
@@ -320,6 +324,22 @@ fn steps_records_every_lockers_requests_sleeps_and_acquisitions_across_processes
             !detail.is_empty() || matches!(what.as_str(), "releasing" | "reused"),
             "{step:?}"
         );
+        // A sleep carries its figures (what the slept-through figure reads), and only a sleep.
+        match sleep {
+            Some(sleep) => {
+                assert_eq!(what, "sleep", "{step:?}");
+                assert!(
+                    detail.ends_with(&format!(": {} ms ({})", sleep.ms, sleep.kind)),
+                    "{step:?}"
+                );
+                assert_eq!(
+                    sleep.waiting,
+                    matches!(sleep.kind.as_str(), "Poll" | "Backoff"),
+                    "{step:?}"
+                );
+            }
+            None => assert_ne!(what, "sleep", "{step:?}"),
+        }
         // The locker's name without the run's tag: p<process>-t<thread>.
         let short = locker
             .rsplit_once("-p")

@@ -127,6 +127,7 @@ struct StepReporter {
 impl cassalock::Observer for StepReporter {
     fn on_event(&self, event: cassalock::LockEvent) {
         use cassalock::LockEvent;
+        let mut sleep = None;
         let (thread, what, detail) = match event {
             LockEvent::Request {
                 thread, tag, request, ..
@@ -139,7 +140,17 @@ impl cassalock::Observer for StepReporter {
                     Err(failure) => format!("failed: {failure}"),
                 },
             ),
-            LockEvent::Sleep { thread, tag, ms, kind } => (thread, "sleep", format!("{tag}: {ms} ms ({kind:?})")),
+            LockEvent::Sleep { thread, tag, ms, kind } => {
+                sleep = Some(crate::StepSleep {
+                    ms,
+                    kind: format!("{kind:?}"),
+                    waiting: matches!(
+                        kind,
+                        cassalock::algo::SleepKind::Poll | cassalock::algo::SleepKind::Backoff
+                    ),
+                });
+                (thread, "sleep", format!("{tag}: {ms} ms ({kind:?})"))
+            }
             LockEvent::Acquired { thread, token, .. } => (thread, "acquired", format!("token {}", token.as_str())),
             LockEvent::NotAcquired { thread, outcome, .. } => (thread, "not-acquired", format!("{outcome:?}")),
             LockEvent::Releasing { thread, .. } => (thread, "releasing", String::new()),
@@ -153,6 +164,7 @@ impl cassalock::Observer for StepReporter {
             thread: thread.as_str().to_owned(),
             what: what.into(),
             detail,
+            sleep,
         });
     }
 }

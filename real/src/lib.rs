@@ -380,7 +380,22 @@ pub enum Event {
         /// The step's listing tag and the request, reply or sleep, as the simulator's traces
         /// print them.
         detail: String,
+        /// A sleep's length and kind, as the machine asked for it (only on "sleep" steps; the
+        /// figures [`SleptThrough`] reads, so that it never parses `detail`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sleep: Option<StepSleep>,
     },
+}
+
+/// A sleep step's figures ([`Event::Step`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepSleep {
+    pub ms: u64,
+    /// The machine's `SleepKind`, by name: Poll, Backoff, Retry, Renewal, UntilNotified, ...
+    pub kind: String,
+    /// A sleep a waiter takes while it waits for the lock (a poll, or the old lock's
+    /// backoff): one that a release can fall into. Renewal and retry sleeps are not.
+    pub waiting: bool,
 }
 
 /// With `--steps`, over one process's steps: handoffs (a release, then the next acquisition,
@@ -388,7 +403,7 @@ pub enum Event {
 /// (the old lock) when the release began, and how
 /// long after it that sleep ended. A waiter that sleeps through its turn stalls everyone
 /// queued behind it: the figure that found the paced poll's two late-wake faults (2026-11-28).
-/// Steps must come in time order (one process's are); a step's sleep is its `detail`'s "N ms".
+/// Steps must come in time order (one process's are); a step's sleep is its [`StepSleep`].
 #[derive(Clone, Debug, Default)]
 pub struct SleptThrough {
     /// Per locker: when its current sleep ends (wall-clock us), while it sleeps.
@@ -426,21 +441,17 @@ impl SleptThrough {
             locker,
             at_us,
             what,
-            detail,
+            sleep,
             ..
         } = step
         else {
             return;
         };
         match what.as_str() {
-            "sleep" if detail.ends_with("(Poll)") || detail.ends_with("(Backoff)") => {
-                let ms = detail
-                    .rsplit_once(": ")
-                    .and_then(|(_, rest)| rest.split_once(" ms"))
-                    .and_then(|(ms, _)| ms.parse::<u64>().ok());
-                if let Some(ms) = ms {
+            "sleep" => {
+                if let Some(sleep) = sleep.as_ref().filter(|sleep| sleep.waiting) {
                     self.asleep_until_us
-                        .insert(locker.clone(), at_us.saturating_add(ms.saturating_mul(1000)));
+                        .insert(locker.clone(), at_us.saturating_add(sleep.ms.saturating_mul(1000)));
                 }
             }
             "releasing" => {
@@ -812,12 +823,26 @@ mod tests {
             thread: format!("{locker}:0"),
             what: what.into(),
             detail: detail.into(),
+            sleep: None,
+        };
+        // A sleep step as the reporter writes it: the figures in `sleep`, the text for people.
+        let sleep = |locker: &str, at_us: u64, tag: &str, ms: u64, kind: &str| Event::Step {
+            locker: locker.into(),
+            at_us,
+            thread: format!("{locker}:0"),
+            what: "sleep".into(),
+            detail: format!("{tag}: {ms} ms ({kind})"),
+            sleep: Some(StepSleep {
+                ms,
+                kind: kind.into(),
+                waiting: kind == "Poll" || kind == "Backoff",
+            }),
         };
         let mut slept = SleptThrough::default();
         for event in [
             // b sleeps 100 ms from 0, c sleeps 10 ms from 0 and then reads (awake).
-            step("b", 0, "sleep", "ours paced: not next in line: 100 ms (Poll)"),
-            step("c", 0, "sleep", "ours paced: next in line: 10 ms (Poll)"),
+            sleep("b", 0, "ours paced: not next in line", 100, "Poll"),
+            sleep("c", 0, "ours paced: next in line", 10, "Poll"),
             step("c", 10_000, "request", "L6.2 read the head of the queue: read q"),
             // a releases at 30 ms; b, asleep until 100 ms, takes the lock next: 70 ms late.
             step("a", 30_000, "releasing", ""),
@@ -830,17 +855,12 @@ mod tests {
             step("c", 140_000, "releasing", ""),
             step("c", 141_000, "acquired", "token v"),
             // A renewal's sleep is no poll: d is not counted asleep.
-            step("d", 141_500, "sleep", "5.3 renewal: 5000 ms (Renewal)"),
+            sleep("d", 141_500, "5.3 renewal", 5000, "Renewal"),
             step("c", 150_000, "releasing", ""),
             step("d", 151_000, "acquired", "token w"),
             // The old lock's backoff counts as a poll: e, backing off until 200 ms, sleeps
             // through d's release at 170 ms by 30 ms.
-            step(
-                "e",
-                160_000,
-                "sleep",
-                "L4.4 someone else is in: back off: 40 ms (Backoff)",
-            ),
+            sleep("e", 160_000, "L4.4 someone else is in: back off", 40, "Backoff"),
             step("d", 170_000, "releasing", ""),
             step("e", 200_000, "acquired", "token x"),
         ] {

@@ -405,6 +405,26 @@ fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String
     })
 }
 
+/// A fair lock's ceiling under contention from its runs alone (see [`fair_lock_ceiling`]): its
+/// median rate alone times r/(r-1), r its median requests alone; `None` when r <= 1 or no run
+/// acquired anything.
+fn ceiling_from_alone(alone: &Configuration<'_>) -> Option<f64> {
+    let rate = alone.median(&|r| r.acquisitions_per_s);
+    let requests = alone.median(&|r| r.requests_per_acquisition);
+    (requests > 1.0 && rate.is_finite() && !alone.acquired_nothing()).then(|| rate * requests / (requests - 1.0))
+}
+
+/// The fair locks (the queue lock and its variants) among the runs, in the order they ran.
+fn fair_lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for g in groups {
+        if g.variant.starts_with(Variant::Queue.name()) && !names.contains(&g.variant) {
+            names.push(g.variant);
+        }
+    }
+    names
+}
+
 /// Issue 15, part 1: how fast a fair lock can go at `lockers`, from its own runs with one
 /// locker (`None` without those, or without the old lock at `lockers`).
 ///
@@ -428,27 +448,14 @@ fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<Str
     }
     let old = at(Variant::Old.name(), lockers)?;
     let old_rate = old.median(&|r| r.acquisitions_per_s);
-    let fair_names: Vec<&str> = groups
-        .iter()
-        .map(|g| g.variant)
-        .filter(|v| v.starts_with(Variant::Queue.name()))
-        .fold(Vec::new(), |mut names, v| {
-            if !names.contains(&v) {
-                names.push(v);
-            }
-            names
-        });
     let mut ratios = Vec::new();
-    let clauses: Vec<String> = fair_names
-        .iter()
-        .filter_map(|&name| {
+    let clauses: Vec<String> = fair_lock_names(groups)
+        .into_iter()
+        .filter_map(|name| {
             let alone = at(name, 1)?;
             let rate_alone = alone.median(&|r| r.acquisitions_per_s);
             let requests_alone = alone.median(&|r| r.requests_per_acquisition);
-            if !(requests_alone > 1.0 && rate_alone.is_finite()) {
-                return None;
-            }
-            let ceiling = rate_alone * requests_alone / (requests_alone - 1.0);
+            let ceiling = ceiling_from_alone(alone)?;
             let ratio = ceiling / old_rate;
             ratios.push(ratio);
             let measured = at(name, lockers)
@@ -1059,6 +1066,46 @@ pub fn write_again(data: &Path, out: &Path) -> Result<(Vec<String>, Measured), R
     Ok((files, measured))
 }
 
+/// Issue 15, part 1 on the throughput chart, when the old lock ran with contention: its goal,
+/// twice the old lock's rate at each locker count past one, and the fair locks' highest ceiling
+/// ([`fair_lock_ceiling`]) across those counts, when a fair lock ran alone. Grey, dashed; drawn
+/// when every lock on the chart is Cassandra's.
+fn goal_and_ceiling_lines(groups: &[Configuration<'_>]) -> Vec<Series> {
+    let contended: Vec<&Configuration<'_>> = groups
+        .iter()
+        .filter(|g| g.variant == Variant::Old.name() && g.lockers > 1 && !g.acquired_nothing())
+        .collect();
+    if contended.is_empty() {
+        return Vec::new();
+    }
+    let mut lines = vec![Series {
+        name: "issue 15's goal: 2x the old lock".into(),
+        colour: plotters::style::RGBColor(60, 60, 60),
+        dashed: true,
+        points: contended
+            .iter()
+            .map(|g| (g.lockers as f64, Y::Value(2.0 * g.median(&|r| r.acquisitions_per_s))))
+            .collect(),
+    }];
+    let ceiling = fair_lock_names(groups)
+        .into_iter()
+        .filter_map(|name| groups.iter().find(|g| g.variant == name && g.lockers == 1))
+        .filter_map(ceiling_from_alone)
+        .fold(f64::NAN, f64::max);
+    if ceiling.is_finite() {
+        lines.push(Series {
+            name: "a fair lock's ceiling: its rate alone x r/(r-1)".into(),
+            colour: plotters::style::RGBColor(160, 160, 160),
+            dashed: true,
+            points: contended
+                .iter()
+                .map(|g| (g.lockers as f64, Y::Value(ceiling)))
+                .collect(),
+        });
+    }
+    lines
+}
+
 /// The markdown and its charts; their file names.
 fn write_rendered(
     out: &Path,
@@ -1114,13 +1161,18 @@ fn write_rendered(
             y_decimals,
             series: series(value),
         };
-    chart(
+    let mut throughput = chart(
         "Real backends: acquisitions per second (Cassandra solid, the other stores dashed)",
         "acquisitions / s (log)",
         2,
         &|r| r.acquisitions_per_s,
-    )
-    .write(&out.join(CHARTS[0]))?;
+    );
+    // Only beside Cassandra's locks alone: with the other stores' dashed lines they would be
+    // two more dashed lines among many.
+    if locks.iter().all(|l| backend_of(l) == Some(Backend::Cassandra)) {
+        throughput.series.extend(goal_and_ceiling_lines(&groups));
+    }
+    throughput.write(&out.join(CHARTS[0]))?;
     chart(
         "Real backends: median wait from asking to holding (p50)",
         "milliseconds (log)",
@@ -1343,6 +1395,22 @@ mod tests {
         assert_eq!(fair_lock_ceiling(&configurations(&no_alone), 16), None);
         let no_old = vec![with(Variant::QueuePaced, 1, 48.0, 8.0, 0)];
         assert_eq!(fair_lock_ceiling(&configurations(&no_old), 16), None);
+        // The chart's lines: twice the old lock at 16, and the ceiling, 48 * 8 / 7.
+        let runs = vec![
+            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Variant::Old, 1, 50.0, 9.0, 0),
+            with(Variant::Old, 16, 45.0, 10.5, 45),
+        ];
+        let lines = goal_and_ceiling_lines(&configurations(&runs));
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].points, vec![(16.0, Y::Value(90.0))]);
+        let Y::Value(ceiling) = lines[1].points[0].1 else {
+            panic!("{:?}", lines[1]);
+        };
+        assert!((ceiling - 48.0 * 8.0 / 7.0).abs() < 1e-9, "{ceiling}");
+        // No fair lock alone: the goal only; no contended old lock: nothing.
+        assert_eq!(goal_and_ceiling_lines(&configurations(&runs[1..])).len(), 1);
+        assert!(goal_and_ceiling_lines(&configurations(&runs[..2])).is_empty());
     }
 
     #[test]
