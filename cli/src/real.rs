@@ -142,8 +142,32 @@ const MAX_MEMBERS: usize = 7;
 /// acquisitions start within its seconds, so a longer hold would only lengthen the last ones).
 const DEFAULT_BENCH_HOLD_MS: u64 = 10;
 const MAX_BENCH_HOLD_MS: u64 = 60_000;
-/// Seconds of unreported load on Cassandra before the first measured run.
+/// Seconds of unreported load on Cassandra before the first measured run, at least: the
+/// warm-up goes on in stretches of [`WARM_UP_STRETCH_S`] until two in a row make rates within
+/// [`WARM_UP_STEADY_WITHIN`] of each other, or [`MAX_WARM_UP_S`] have passed (a cluster just
+/// started ran the old lock at 6.7 acquisitions/s for a minute or more, 2026-11-28).
 pub const WARM_UP_S: u64 = 15;
+#[cfg_attr(madsim, allow(dead_code))]
+pub const WARM_UP_STRETCH_S: u64 = 5;
+#[cfg_attr(madsim, allow(dead_code))]
+pub const MAX_WARM_UP_S: u64 = 60;
+const _: () = assert!(MAX_WARM_UP_S >= WARM_UP_S && WARM_UP_S % WARM_UP_STRETCH_S == 0);
+/// How close two stretches' rates must be, as a share of the faster, for the warm-up to end.
+#[cfg_attr(madsim, allow(dead_code))]
+pub const WARM_UP_STEADY_WITHIN: f64 = 0.15;
+
+/// Whether the warm-up's rates so far (acquisitions/s, one per stretch) have settled: the last
+/// two within [`WARM_UP_STEADY_WITHIN`] of the faster (two stretches that took nothing have not).
+#[cfg_attr(madsim, allow(dead_code))]
+pub fn warm_up_settled(rates: &[f64]) -> bool {
+    match rates {
+        [.., a, b] => {
+            let faster = a.max(*b);
+            faster > 0.0 && (a - b).abs() <= WARM_UP_STEADY_WITHIN * faster
+        }
+        _ => false,
+    }
+}
 /// The most locker counts one benchmark compares.
 const MAX_LOCKER_COUNTS: usize = 8;
 /// The most addresses of the replicated pair (a primary and its replicas).
@@ -714,7 +738,16 @@ mod imp {
     use cassalock_real::{Backend, Summary, Variant};
     use cassalock_report::real_backends::{self, BackendSetup, FaultOutcome, FaultRun, Measured, RedissonWake, Setup};
 
-    use super::{start_command, BenchPlan, RealArgs, START_REPLICATED, WARM_UP_S};
+    use super::{
+        start_command, warm_up_settled, BenchPlan, RealArgs, MAX_WARM_UP_S, START_REPLICATED, WARM_UP_S,
+        WARM_UP_STEADY_WITHIN, WARM_UP_STRETCH_S,
+    };
+
+    /// How long the warm-up ran, and whether its rate had settled.
+    struct WarmUp {
+        seconds: u64,
+        settled: bool,
+    }
     use crate::usage_error;
 
     /// Lockers of each fault run: enough to contend, few enough that one run says what happened.
@@ -1021,11 +1054,36 @@ mod imp {
 
         // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
         // cluster ran the first configuration at a third of its later speed. Not reported.
+        // At least WARM_UP_S, then until two stretches agree, at most MAX_WARM_UP_S.
+        let mut warm_up = None;
         if let Some(&first) = plan.locks.iter().find(|l| l.backend() == Backend::Cassandra) {
-            eprintln!("bench real: warming Cassandra up for {WARM_UP_S} s (not reported)");
-            if let Err(e) = execute(&spec_for(first, 1, WARM_UP_S), false) {
-                return unreachable(&[first], &plan.contact_points, start_command(first), &e.to_string());
+            eprintln!(
+                "bench real: warming Cassandra up (not reported): {WARM_UP_S}-{MAX_WARM_UP_S} s, until two {WARM_UP_STRETCH_S} s stretches make rates within {:.0}%",
+                100.0 * WARM_UP_STEADY_WITHIN
+            );
+            let mut rates = Vec::new();
+            let mut warmed_s = 0;
+            while warmed_s < MAX_WARM_UP_S {
+                match execute(&spec_for(first, 1, WARM_UP_STRETCH_S), false) {
+                    Ok(summary) => rates.push(summary.acquisitions_per_s),
+                    Err(e) => return unreachable(&[first], &plan.contact_points, start_command(first), &e.to_string()),
+                }
+                warmed_s += WARM_UP_STRETCH_S;
+                eprintln!("  warm-up {warmed_s:>2} s: {:.2} acq/s", rates[rates.len() - 1]);
+                if warmed_s >= WARM_UP_S && warm_up_settled(&rates) {
+                    break;
+                }
             }
+            let settled = warm_up_settled(&rates);
+            if !settled {
+                eprintln!(
+                    "warning: Cassandra's rate was still changing after {warmed_s} s of warm-up; the first rounds may run slower (the report says so)"
+                );
+            }
+            warm_up = Some(WarmUp {
+                seconds: warmed_s,
+                settled,
+            });
         }
         let mut runs = Vec::new();
         // Interleaved: one run of every configuration, then the next round, so that a slow
@@ -1132,7 +1190,8 @@ mod imp {
             ttl_s: template.ttl_s,
             poll_ms: template.poll_ms,
             repeats: plan.repeats,
-            warm_up_s: plan.uses(Backend::Cassandra).then_some(WARM_UP_S),
+            warm_up_s: warm_up.as_ref().map(|w| w.seconds),
+            warm_up_settled: warm_up.map(|w| w.settled),
             redisson_wake: if cassalock_real::REDISSON_WAITERS_NOTIFIED {
                 RedissonWake::Notified
             } else {
@@ -1659,6 +1718,23 @@ mod tests {
 
     use super::*;
 
+    /// The warm-up ends when its last two stretches agree within 15% of the faster, never on
+    /// one stretch, never on two that took nothing.
+    #[test]
+    fn the_warm_up_has_settled_when_two_stretches_in_a_row_agree() {
+        assert!(!warm_up_settled(&[]));
+        assert!(!warm_up_settled(&[50.0]));
+        // A cluster just started: 6.7, then 30, then 48, then 50 (within 4%).
+        assert!(!warm_up_settled(&[6.7, 30.0]));
+        assert!(!warm_up_settled(&[6.7, 30.0, 48.0]), "30 against 48 is 37% apart");
+        assert!(warm_up_settled(&[6.7, 30.0, 48.0, 50.0]));
+        // 15% of the faster is the edge: 85 against 100 settles, 84 does not, either order.
+        assert!(warm_up_settled(&[100.0, 85.0]));
+        assert!(warm_up_settled(&[85.0, 100.0]));
+        assert!(!warm_up_settled(&[84.0, 100.0]));
+        assert!(!warm_up_settled(&[0.0, 0.0]));
+    }
+
     fn plan(flags: BenchRealFlags) -> Result<BenchPlan, String> {
         BenchPlan::new(flags)
     }
@@ -1968,6 +2044,7 @@ mod tests {
             poll_ms: 100,
             repeats: 1,
             warm_up_s: None,
+            warm_up_settled: None,
             redisson_wake: RedissonWake::Notified,
             fault_lockers: 4,
             fault_seconds: 0,

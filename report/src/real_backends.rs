@@ -96,6 +96,11 @@ pub struct Setup {
     pub repeats: usize,
     /// Seconds of unreported load on Cassandra before the first run (when a Cassandra lock ran).
     pub warm_up_s: Option<u64>,
+    /// Whether the warm-up ended because its rate had settled (two stretches in a row close
+    /// together) rather than at its time limit; absent in data from before 2026-11-29, when it
+    /// ran a fixed 15 s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up_settled: Option<bool>,
     pub redisson_wake: RedissonWake,
     /// Lockers and seconds of each fault run; 0 seconds: no fault runs were asked for.
     pub fault_lockers: usize,
@@ -956,7 +961,17 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
     }
     let warm_up = setup
         .warm_up_s
-        .map(|s| format!("after {s} s of unreported warm-up load on Cassandra, every"))
+        .map(|s| {
+            format!(
+                "after {s} s of unreported warm-up load on Cassandra{}, every",
+                match setup.warm_up_settled {
+                    Some(true) => " (until its rate held steady)",
+                    Some(false) =>
+                        " (its rate still changing when the warm-up's time was up: the first round may be slower)",
+                    None => "",
+                }
+            )
+        })
         .unwrap_or_else(|| "every".into());
     let _ = writeln!(
         md,
@@ -1238,6 +1253,7 @@ mod tests {
             poll_ms: 100,
             repeats,
             warm_up_s: Some(15),
+            warm_up_settled: None,
             redisson_wake: RedissonWake::SleepsOutTheTtl,
             fault_lockers: 4,
             fault_seconds,
