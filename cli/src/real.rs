@@ -896,7 +896,12 @@ mod imp {
                         "steps: {} written to {}{}",
                         cassalock_history::text::count(summary.steps_written as usize, "line"),
                         path.display(),
-                        if summary.steps_dropped > 0 {
+                        if summary.steps_failed.is_some() {
+                            format!(
+                                " before writing failed (some may not have reached the file); {} more left out",
+                                summary.steps_dropped
+                            )
+                        } else if summary.steps_dropped > 0 {
                             format!(
                                 "; {} more left out: the file holds at most {} (run fewer lockers, acquisitions or seconds)",
                                 summary.steps_dropped,
@@ -907,10 +912,19 @@ mod imp {
                         }
                     );
                 }
-                if summary.t1_belief_holds() && summary.t1_resource_holds() {
-                    ExitCode::SUCCESS
-                } else {
+                if !(summary.t1_belief_holds() && summary.t1_resource_holds()) {
+                    // A violation outranks a steps file that failed: say both, exit 1.
+                    if let Some(why) = &summary.steps_failed {
+                        eprintln!("error: {why}");
+                    }
                     ExitCode::from(1)
+                } else if let Some(why) = &summary.steps_failed {
+                    // The verdicts above stand; the steps file is incomplete.
+                    usage_error(&format!(
+                        "{why} (the run's verdicts above stand; its steps file is incomplete)"
+                    ))
+                } else {
+                    ExitCode::SUCCESS
                 }
             }
             // The file named by --steps: the user's to fix, as any other option.

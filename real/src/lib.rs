@@ -649,6 +649,10 @@ pub struct Summary {
     pub steps_written: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub steps_dropped: u64,
+    /// With `--steps`: why the file could not be written (a full disk, say); the run's verdicts
+    /// stand, its steps file does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_failed: Option<String>,
     /// With `--steps` in one process: handoffs the next holder slept through ([`SleptThrough`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slept_through: Option<SleptThroughFigures>,

@@ -322,30 +322,34 @@ impl Sink {
     }
 
     /// The events, and the steps' figures once the file is flushed.
-    fn finish(&self) -> Result<(Vec<Event>, StepFigures), RunError> {
+    /// The run's events, and what became of its steps. A steps file that could not be written
+    /// does not cost the run its verdicts: the failure is a figure of its own.
+    fn finish(&self) -> (Vec<Event>, StepFigures) {
         let events = std::mem::take(&mut *self.events.lock().expect("events"));
         let Some(steps) = &self.steps else {
-            return Ok((events, StepFigures::default()));
+            return (events, StepFigures::default());
         };
         let mut steps = steps.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(source) = steps.failed.take() {
-            return Err(RunError::Steps {
+        let failed = match steps.failed.take() {
+            Some(source) => Some(source),
+            None => steps.out.flush().err(),
+        }
+        .map(|source| {
+            RunError::Steps {
                 path: steps.path.clone(),
                 source,
-            });
-        }
-        steps.out.flush().map_err(|source| RunError::Steps {
-            path: steps.path.clone(),
-            source,
-        })?;
-        Ok((
+            }
+            .to_string()
+        });
+        (
             events,
             StepFigures {
                 written: steps.written,
                 dropped: steps.dropped,
                 slept_through: steps.slept.as_ref().map(crate::SleptThrough::figures),
+                failed,
             },
-        ))
+        )
     }
 }
 
@@ -354,6 +358,8 @@ struct StepFigures {
     written: u64,
     dropped: u64,
     slept_through: Option<crate::SleptThroughFigures>,
+    /// Why the steps file could not be written, if it could not.
+    failed: Option<String>,
 }
 
 /// Run one configuration: in this process (P = 1) or in P worker processes.
@@ -454,11 +460,12 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     };
     std::fs::remove_dir_all(&run_dir).ok();
     // Every locker has ended (the runtime and the readers with them): nothing adds to it now.
-    let (events, steps) = events.finish()?;
+    let (events, steps) = events.finish();
     let mut summary = summarize(spec.variant, spec.threads, spec.processes, elapsed, &events);
     summary.steps_written = steps.written;
     summary.steps_dropped = steps.dropped;
     summary.slept_through = steps.slept_through;
+    summary.steps_failed = steps.failed;
     summary.cpu_busy_pct = cpu_busy_pct;
     if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
         summary.variant = label;
