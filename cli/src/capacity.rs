@@ -79,6 +79,15 @@ pub fn run(plan: CapacityPlan) -> ExitCode {
                     .map(|b| format!(", CPU {b:.0}% busy"))
                     .unwrap_or_default()
             );
+            for p in points.iter().filter(|p| p.latencies < p.requests) {
+                eprintln!(
+                    "note: at {} clients the latencies are over the first {} of {} requests (each client keeps at most {})",
+                    p.clients,
+                    p.latencies,
+                    p.requests,
+                    cassalock_real::capacity::MAX_LATENCIES / p.clients
+                );
+            }
             let errors: u64 = points.iter().map(|p| p.errors).sum();
             if errors > 0 {
                 eprintln!(

@@ -72,6 +72,9 @@ pub struct CapacityPoint {
     pub requests_per_s: f64,
     pub latency_p50_ms: f64,
     pub latency_p99_ms: f64,
+    /// How many requests the latencies are over: all answered, or the first of each client's
+    /// when more than [`MAX_LATENCIES`] in all were answered.
+    pub latencies: u64,
     /// Requests that failed (timeouts, unavailable); they end that client's loop for the point.
     pub errors: u64,
     /// The machine's CPU over the point, all cores (None where /proc/stat cannot be read).
@@ -267,6 +270,7 @@ mod measure {
             requests_per_s: requests as f64 / elapsed_s,
             latency_p50_ms: stats::percentile(&latencies, 50),
             latency_p99_ms: stats::percentile(&latencies, 99),
+            latencies: latencies.len() as u64,
             errors,
             cpu_busy_pct,
         }
