@@ -135,7 +135,7 @@ mod measure {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
+    use cassalock::store::cassandra::CassandraStore;
     use cassalock::store::{CellWrite, Store, StoreOp};
     use cassalock_history::stats;
 
@@ -169,12 +169,7 @@ mod measure {
             .build()
             .map_err(CapacityError::Runtime)?;
         runtime.block_on(async {
-            let config = CassandraConfig {
-                contact_points: plan.contact_points.clone(),
-                keyspace: plan.keyspace.clone(),
-                consistency: crate::cluster::consistency(&plan.consistency)?,
-                ..CassandraConfig::default()
-            };
+            let config = crate::cluster::config(&plan.contact_points, &plan.keyspace, &plan.consistency)?;
             let store = Arc::new(CassandraStore::connect(&config).await?);
             let run_id = crate::now_us();
             let warm_clients = plan.clients[plan.clients.len() / 2];

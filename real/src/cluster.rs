@@ -31,6 +31,21 @@ pub enum ClusterError {
     Family(#[from] crate::family::FamilyRunError),
 }
 
+/// The driver's settings for `contact_points` and `keyspace` at the consistency named
+/// (one, quorum, all), the rest the driver's defaults.
+pub fn config(
+    contact_points: &[String],
+    keyspace: &str,
+    consistency_name: &str,
+) -> Result<cassalock::store::cassandra::CassandraConfig, UnknownConsistency> {
+    Ok(cassalock::store::cassandra::CassandraConfig {
+        contact_points: contact_points.to_vec(),
+        keyspace: keyspace.to_owned(),
+        consistency: consistency(consistency_name)?,
+        ..cassalock::store::cassandra::CassandraConfig::default()
+    })
+}
+
 pub fn consistency(name: &str) -> Result<cassalock::store::cassandra::Consistency, UnknownConsistency> {
     use cassalock::store::cassandra::Consistency;
     match name.to_ascii_lowercase().as_str() {
@@ -47,11 +62,8 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         return Ok(crate::family::run_job(job, process, emit).await?);
     }
     let config = CassandraConfig {
-        contact_points: job.contact_points.clone(),
-        keyspace: job.keyspace.clone(),
-        consistency: consistency(&job.consistency)?,
         connect_timeout: std::time::Duration::from_secs(job.connect_timeout_s),
-        ..CassandraConfig::default()
+        ..config(&job.contact_points, &job.keyspace, &job.consistency)?
     };
     let store = Arc::new(CassandraStore::connect(&config).await?);
     let monitor = Arc::new(Monitor::open(&job.monitor));

@@ -363,7 +363,7 @@ pub async fn run(
     use std::sync::Arc;
     use std::time::Instant;
 
-    use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
+    use cassalock::store::cassandra::CassandraStore;
     use cassalock::store::{CellWrite, Store, StoreOp};
     use cassalock::{Algorithm, RemoteLocker, Settings, SystemClock};
 
@@ -373,12 +373,7 @@ pub async fn run(
         crate::Variant::Queue => Algorithm::Queue,
         other => return Err(LongRunError::NotOldOrQueue(other.name())),
     };
-    let config = CassandraConfig {
-        contact_points: plan.contact_points.clone(),
-        keyspace: plan.keyspace.clone(),
-        consistency: crate::cluster::consistency(&plan.consistency)?,
-        ..CassandraConfig::default()
-    };
+    let config = crate::cluster::config(&plan.contact_points, &plan.keyspace, &plan.consistency)?;
     let store = Arc::new(CassandraStore::connect(&config).await?);
     let run_id = crate::now_us();
     let probe_row = format!("long-run-probe-{run_id}");
@@ -525,14 +520,9 @@ async fn time_row_reads(store: &cassalock::store::cassandra::CassandraStore, key
 /// `gc_grace_seconds`), filling [`RowRead::after_idle_p50_ms`].
 #[cfg(not(madsim))]
 pub async fn reread_after_idle(plan: &LongRunPlan, runs: &mut [LongRun]) -> Result<(), LongRunError> {
-    use cassalock::store::cassandra::{CassandraConfig, CassandraStore};
+    use cassalock::store::cassandra::CassandraStore;
 
-    let config = CassandraConfig {
-        contact_points: plan.contact_points.clone(),
-        keyspace: plan.keyspace.clone(),
-        consistency: crate::cluster::consistency(&plan.consistency)?,
-        ..CassandraConfig::default()
-    };
+    let config = crate::cluster::config(&plan.contact_points, &plan.keyspace, &plan.consistency)?;
     let store = CassandraStore::connect(&config).await?;
     for run in runs {
         for read in &mut run.row_reads {
