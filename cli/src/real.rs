@@ -742,13 +742,13 @@ mod imp {
         start_command, warm_up_settled, BenchPlan, RealArgs, MAX_WARM_UP_S, START_REPLICATED, WARM_UP_S,
         WARM_UP_STEADY_WITHIN, WARM_UP_STRETCH_S,
     };
+    use crate::usage_error;
 
     /// How long the warm-up ran, and whether its rate had settled.
     struct WarmUp {
         seconds: u64,
         settled: bool,
     }
-    use crate::usage_error;
 
     /// Lockers of each fault run: enough to contend, few enough that one run says what happened.
     const FAULT_LOCKERS: usize = 4;

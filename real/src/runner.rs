@@ -321,8 +321,7 @@ impl Sink {
         }
     }
 
-    /// The events, and the steps' figures once the file is flushed.
-    /// The run's events, and what became of its steps. A steps file that could not be written
+    /// The run's events, and what became of its steps (the file flushed). A steps file that could not be written
     /// does not cost the run its verdicts: the failure is a figure of its own.
     fn finish(&self) -> (Vec<Event>, StepFigures) {
         let events = std::mem::take(&mut *self.events.lock().expect("events"));

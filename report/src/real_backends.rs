@@ -459,7 +459,7 @@ fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<Str
     let old = at(Variant::Old.name(), lockers)?;
     let old_rate = old.median(&|r| r.acquisitions_per_s);
     let goal_rate = THROUGHPUT_RATIO_GOAL * old_rate;
-    // (ceiling, the share of it the goal needs, name) of each fair lock that ran alone.
+    // (ceiling, name) of each fair lock that ran alone.
     let mut ceilings: Vec<(f64, &str)> = Vec::new();
     let clauses: Vec<String> = fair_lock_names(groups)
         .into_iter()
