@@ -1314,3 +1314,59 @@ fn issue15_reading_the_queue_from_the_last_hold_holds_every_check_under_contenti
         );
     }
 }
+
+/// T2 at any renewal interval: a queue waiter's refresh of its own queue cell falling due
+/// before each rewrite is answered (intervals of 1-50 ms against round trips of 20-60 ms) must
+/// not keep it from reading the head. Each waiter once rewrote its cell for ever and no client
+/// acquired. Swept for both locks and the queue lock's three polls, seeds 0..3.
+#[test]
+fn t2_a_renewal_interval_below_the_round_trip_does_not_starve_a_waiter() {
+    let polls: [(Algorithm, Option<u64>, Option<bool>, &str); 4] = [
+        (Algorithm::Old, None, None, ""),
+        (Algorithm::Queue, None, None, ""),
+        (Algorithm::Queue, Some(5), None, " --next-poll-ms 5"),
+        (
+            Algorithm::Queue,
+            Some(5),
+            Some(true),
+            " --next-poll-ms 5 --paced-poll true",
+        ),
+    ];
+    for renew_every_ms in [1, 2, 5, 10, 20, 50] {
+        for (algorithm, next_poll_ms, paced_poll, poll_flags) in polls {
+            let options = SimOptions {
+                knobs: Box::new(Knobs {
+                    clients: Some(5),
+                    acquisitions: Some(3),
+                    ttl_s: Some(2),
+                    renew_every_ms: Some(renew_every_ms),
+                    message_latency_us: Some(MsRange { lo: 10_000, hi: 30_000 }),
+                    next_poll_ms,
+                    paced_poll,
+                    ..Knobs::default()
+                }),
+                ..SimOptions::default()
+            };
+            let flags = format!(
+                " --clients 5 --acquisitions 3 --ttl-s 2 --renew-every-ms {renew_every_ms} --message-latency-us 10000..30000{poll_flags}"
+            );
+            for outcome in runs("contention", algorithm, &options, seeds(0..3)) {
+                let judged = passes(&outcome, &["T1-belief", "T2"]).and_then(|()| {
+                    (outcome.verdicts.acquisitions == 15)
+                        .then_some(())
+                        .ok_or(format!("{} acquisitions, not 15", outcome.verdicts.acquisitions))
+                });
+                if let Err(why) = judged {
+                    panic!(
+                        "renewing every {renew_every_ms} ms: {why}{}",
+                        reproduce(
+                            "t2_a_renewal_interval_below_the_round_trip_does_not_starve_a_waiter",
+                            &outcome,
+                            &flags
+                        )
+                    );
+                }
+            }
+        }
+    }
+}

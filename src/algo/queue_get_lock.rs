@@ -18,7 +18,9 @@
 //! - both "go back to 2" branches wait one poll interval first (the listing spins on the
 //!   store);
 //! - a waiter rewrites its queue cell every renewal interval, so that a wait longer than the
-//!   TTL does not silently drop it from the queue (the thesis renews only while held);
+//!   TTL does not silently drop it from the queue (the thesis renews only while held); every
+//!   such rewrite is followed by a read of the head, so a renewal interval shorter than a
+//!   write's round trip slows a waiter down but never starves it of that read (T2);
 //! - if the queue head sorts after our column, or the queue is empty, our own cell is gone
 //!   (expired, or lost to a failed write): we write it again under the same name;
 //! - with `max_wait_ms`, a waiter gives up and deletes its queue cell;
@@ -280,15 +282,38 @@ impl QueueGetLock {
                     .saturating_add(config.renew_every_ms.saturating_mul(1000))
     }
 
-    /// The top of the L6.2 loop.
+    /// The top of the L6.2 loop, after a poll: give up at the deadline, rewrite our queue cell
+    /// if its refresh is due, else read the head.
     fn loop_top(&mut self, config: &LockConfig, now_us: u64) -> Step<Acquire> {
         if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
-            self.state = State::Leaving;
-            return Step::store(GIVE_UP_LEAVE, delete_own_cell(self.lock.queue_row(), self.column()));
+            return self.leave();
         }
         if self.refresh_due(config, now_us) {
             return self.write_queue_cell(config, REFRESH, now_us);
         }
+        self.read_head(config)
+    }
+
+    /// After our queue cell was written (enqueued, refreshed or written again): give up at the
+    /// deadline, else read the head, whether or not a refresh is due again by now. A refresh
+    /// never follows a queue write directly: where the renewal interval is shorter than a
+    /// write's round trip, every write would find the next refresh due and the waiter would
+    /// rewrite its cell for ever without reading the head (a livelock, T2). So every queue
+    /// write is followed by one read of the head, and a waiter makes progress at any interval.
+    fn after_queue_write(&mut self, config: &LockConfig, now_us: u64) -> Step<Acquire> {
+        if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
+            return self.leave();
+        }
+        self.read_head(config)
+    }
+
+    fn leave(&mut self) -> Step<Acquire> {
+        self.state = State::Leaving;
+        Step::store(GIVE_UP_LEAVE, delete_own_cell(self.lock.queue_row(), self.column()))
+    }
+
+    /// L6.2: read the head of the queue.
+    fn read_head(&mut self, config: &LockConfig) -> Step<Acquire> {
         self.state = State::ReadingHead;
         // With a next-in-line poll, two cells: the head, and whether we are right behind it;
         // paced, enough to know our rank.
@@ -423,7 +448,7 @@ impl QueueGetLock {
                 self.column = Some(column);
                 self.write_queue_cell(config, L6_ENQUEUE, now_us)
             }
-            (State::WritingQueue, Input::Reply(StoreReply::Done)) => self.loop_top(config, now_us),
+            (State::WritingQueue, Input::Reply(StoreReply::Done)) => self.after_queue_write(config, now_us),
             (State::ReadingHead, Input::Reply(StoreReply::Slice(cells))) => {
                 let column = self.column();
                 match cells.first() {
@@ -968,6 +993,82 @@ mod tests {
             bench.live_columns("q:L").contains(&ours),
             "still enqueued after 2.5 TTLs"
         );
+    }
+
+    /// Runs `queue` from `input` where every store request takes `round_trip_us` (the reply is
+    /// applied and read that long after the request), until it finishes (its outcome) or
+    /// `max_requests` were sent (the input to go on with); and the requests sent.
+    fn run_with_round_trip(
+        bench: &mut Bench,
+        queue: &mut QueueGetLock,
+        mut input: Input,
+        round_trip_us: u64,
+        max_requests: u32,
+    ) -> (Result<Acquire, Input>, u32) {
+        let mut requests = 0;
+        while requests < max_requests {
+            let step = queue.resume(&bench.config, input, bench.now_us);
+            bench.tags.push(step.tag);
+            input = match step.action {
+                Action::Store(command) => {
+                    requests += 1;
+                    bench.now_us += round_trip_us;
+                    Input::Reply(bench.execute(command))
+                }
+                Action::Sleep { ms, .. } => {
+                    bench.now_us += ms * 1000;
+                    Input::Woke
+                }
+                Action::ReadTime => Input::Time(bench.now_us),
+                Action::Done(outcome) => return (Ok(outcome), requests),
+                other => panic!("queue GetLock asked for {other:?}"),
+            };
+        }
+        (Err(input), requests)
+    }
+
+    /// T2 at any renewal interval: a waiter whose queue-cell refresh falls due again before
+    /// each rewrite is answered (interval 1-10 ms, round trip 20 ms) still reads the head after
+    /// every rewrite, so it acquires once the head leaves. Before, it rewrote for ever.
+    #[test]
+    fn t2_a_renewal_interval_below_the_round_trip_does_not_starve_the_head_read() {
+        for renew_every_ms in [1, 5, 10, 19, 20, 21, 50] {
+            let mut bench = Bench::new(LockConfig {
+                ttl_s: Some(180),
+                renew_every_ms,
+                ..LockConfig::default()
+            });
+            // Alone: acquired in the listing's four requests after the enqueue.
+            let (outcome, requests) = run_with_round_trip(&mut bench, &mut machine(), Input::Start, 20_000, 1000);
+            assert!(
+                matches!(outcome, Ok(Acquire::Acquired { .. })),
+                "alone, renewing every {renew_every_ms} ms: {outcome:?} after {requests} requests"
+            );
+            assert_eq!(
+                requests, 4,
+                "enqueue, head, main write, main read ({renew_every_ms} ms)"
+            );
+            // Behind a head that leaves after a while: acquired, one refresh per poll at most.
+            let mut bench = Bench::new(bench.config.clone());
+            let head = enqueue(&mut bench, 5, &thread("b"));
+            let mut queue = machine();
+            let (outcome, _) = run_with_round_trip(&mut bench, &mut queue, Input::Start, 20_000, 40);
+            let Err(input) = outcome else {
+                panic!("acquired while b holds the head: {outcome:?}")
+            };
+            let refreshes = bench.tags.iter().filter(|tag| **tag == REFRESH).count();
+            let reads = bench.tags.iter().filter(|tag| **tag == L6_READ_HEAD).count();
+            assert!(
+                reads >= refreshes && reads >= 19,
+                "every refresh is followed by a head read: {refreshes} refreshes, {reads} reads ({renew_every_ms} ms)"
+            );
+            bench.execute(delete_own_cell("q:L".into(), head));
+            let (outcome, requests) = run_with_round_trip(&mut bench, &mut queue, input, 20_000, 1000);
+            assert!(
+                matches!(outcome, Ok(Acquire::Acquired { .. })),
+                "renewing every {renew_every_ms} ms, after the head left: {outcome:?} after {requests} requests"
+            );
+        }
     }
 
     #[test]
