@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cassalock_history::ClaimId;
+use cassalock_judge::ClaimId;
 use cassalock_report::handoff::{
     judge, GoalFigures, HandoffVariant, GOAL_JAIN, GOAL_THROUGHPUT_RATIO, HANDOFF_LATENCIES, HANDOFF_VARIANTS, HOLD_MS,
     LOCKERS, RUN_SIMULATED, TTL_S,
@@ -156,7 +156,7 @@ pub fn run_bench(seeds: u64) -> ExitCode {
                 figures.requests_per_acquisition(),
                 figures.requests_per_acquisition() / old.requests_per_acquisition().max(f64::MIN_POSITIVE),
                 figures.longest_run,
-                cassalock_history::stats::percentile(&figures.waits_ms, 99),
+                cassalock_judge::stats::percentile(&figures.waits_ms, 99),
                 figures.acquisitions,
             );
             for (claim, (count, first)) in &figures.failures {

@@ -72,6 +72,11 @@ pub struct SimFamilyArgs {
     /// With --seed: print the run's whole trace (every request, reply and sleep too).
     #[arg(long, requires = "seed")]
     trace: bool,
+    /// With --seed and one scenario: also write the run's event record into this file (JSON
+    /// lines, docs/events.md): `cassalock judge FILE` reads it back and prints the same
+    /// verdicts.
+    #[arg(long, value_name = "FILE", requires = "seed")]
+    events: Option<PathBuf>,
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -203,7 +208,13 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         replication_lag_ms: args.replication_lag_ms,
     };
     if let Some(seed) = args.seed {
-        return one_seed(&chosen, seed, args.trace, knobs);
+        if args.events.is_some() && chosen.len() != 1 {
+            return usage_error(&format!(
+                "--events writes one run's record: name one scenario, not {}",
+                chosen.len()
+            ));
+        }
+        return one_seed(&chosen, seed, args.trace, args.events.as_deref(), knobs);
     }
     let shard = args.shard.unwrap_or(Shard::new(1, 1).expect("1/1 is a shard"));
     let runs = shard.count(&args.seeds);
@@ -264,7 +275,13 @@ fn describe(scenario: &FamilyScenario) {
     println!("{} ({}): {}", scenario.name, scenario.lock.name(), scenario.premise);
 }
 
-fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> ExitCode {
+fn one_seed(
+    chosen: &[&'static str],
+    seed: u64,
+    trace: bool,
+    events: Option<&std::path::Path>,
+    knobs: Knobs,
+) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
@@ -295,6 +312,31 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, knobs: Knobs) -> Ex
         );
         violated |= outcome.verdicts.any_violated();
         bounded |= outcome.verdicts.any_bounded();
+        if let Some(path) = events {
+            let mut header = outcome.header.clone();
+            header.replay = Some(format!(
+                "cassalock sim-family --scenario {name} --seed {seed}{}",
+                knobs.flags()
+            ));
+            let written = std::fs::File::create(path).and_then(|file| {
+                let mut out = std::io::BufWriter::new(file);
+                cassalock_judge::event::write(&mut out, &header, &outcome.events)?;
+                out.into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?
+                    .sync_all()
+            });
+            match written {
+                Ok(()) => println!(
+                    "  event record written to {} ({} events)",
+                    path.display(),
+                    outcome.events.len()
+                ),
+                Err(error) => {
+                    eprintln!("error: could not write the event record {}: {error}", path.display());
+                    return ExitCode::from(if violated { 1 } else { 2 });
+                }
+            }
+        }
     }
     if violated {
         ExitCode::from(1)

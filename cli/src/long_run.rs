@@ -140,8 +140,8 @@ pub fn run(args: LongRunArgs) -> ExitCode {
         eprintln!(
             "bench long-run: {}, {} in {} of {} (one line a block)",
             lock.name(),
-            cassalock_history::text::count(args.plan.acquisitions, "acquisition"),
-            cassalock_history::text::count(blocks, "block"),
+            cassalock_judge::text::count(args.plan.acquisitions, "acquisition"),
+            cassalock_judge::text::count(blocks, "block"),
             args.plan.block
         );
         let progress = |b: &cassalock_real::long_run::Block| {
@@ -238,7 +238,7 @@ pub fn run(args: LongRunArgs) -> ExitCode {
         command: args.command(),
         cluster: format!(
             "{} on loopback (contact point {}), consistency {}, one locker, no hold",
-            cassalock_history::text::count(nodes, "Cassandra node"),
+            cassalock_judge::text::count(nodes, "Cassandra node"),
             args.plan.contact_points.join(","),
             args.plan.consistency.to_uppercase()
         ),

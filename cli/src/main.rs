@@ -9,6 +9,7 @@ mod capacity;
 mod check;
 #[cfg(madsim)]
 mod family_sim;
+mod judge;
 mod long_run;
 mod paxos_baseline;
 mod real;
@@ -86,6 +87,10 @@ enum Command {
     /// Run lockers against a real Cassandra cluster and judge T1 (the real build only).
     #[command(after_help = exit_status_help!())]
     Real(real::RealArgs),
+    /// Judge an event record (docs/events.md; `replay --events FILE` writes one): every claim's
+    /// verdict, as the run that wrote it printed them.
+    #[command(after_help = exit_status_help!())]
+    Judge(judge::JudgeArgs),
 }
 
 /// Shown under `sim --help` and `replay --help`.
@@ -141,5 +146,6 @@ fn main() -> ExitCode {
         #[cfg(madsim)]
         Command::Report(args) => report::run(args),
         Command::Real(args) => real::run(args),
+        Command::Judge(args) => judge::run(args),
     }
 }

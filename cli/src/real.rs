@@ -448,8 +448,8 @@ impl BenchPlan {
             return Err(format!(
                 "bench real would take about {} h ({} of {seconds} s, {} of {fault_seconds} s); the limit is {} h: lower --seconds, --repeats, --lockers or --locks",
                 plan.estimate_s().div_ceil(3600),
-                cassalock_history::text::count(plan.runs(), "run"),
-                cassalock_history::text::count(plan.fault_runs(), "fault run"),
+                cassalock_judge::text::count(plan.runs(), "run"),
+                cassalock_judge::text::count(plan.fault_runs(), "fault run"),
                 MAX_BENCH_S / 3600
             ));
         }
@@ -612,13 +612,7 @@ fn violations(runs: &[Summary]) -> ExitCode {
     let broken: Vec<String> = runs
         .iter()
         .filter(|r| !r.t1_belief_holds() || !r.t1_resource_holds())
-        .map(|r| {
-            format!(
-                "{} at {}",
-                r.variant,
-                cassalock_history::text::count(r.lockers, "locker")
-            )
-        })
+        .map(|r| format!("{} at {}", r.variant, cassalock_judge::text::count(r.lockers, "locker")))
         .collect();
     if broken.is_empty() {
         ExitCode::SUCCESS
@@ -819,7 +813,7 @@ mod imp {
             } else {
                 format!(
                     "VIOLATED: {}",
-                    cassalock_history::text::count(summary.belief_overlaps, "overlap")
+                    cassalock_judge::text::count(summary.belief_overlaps, "overlap")
                 )
             }
         );
@@ -834,7 +828,7 @@ mod imp {
             } else {
                 format!(
                     "VIOLATED: {} accepted",
-                    cassalock_history::text::count(summary.stale_accepted, "stale write")
+                    cassalock_judge::text::count(summary.stale_accepted, "stale write")
                 )
             }
         );
@@ -894,7 +888,7 @@ mod imp {
                 if let Some(path) = &args.steps {
                     eprintln!(
                         "steps: {} written to {}{}",
-                        cassalock_history::text::count(summary.steps_written as usize, "line"),
+                        cassalock_judge::text::count(summary.steps_written as usize, "line"),
                         path.display(),
                         if summary.steps_failed.is_some() {
                             format!(
@@ -948,13 +942,13 @@ mod imp {
             "bench real: {} at {} lockers: {} of {} s ({} of each configuration){}, about {} min",
             plan.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
             plan.lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
-            cassalock_history::text::count(total_runs, "run"),
+            cassalock_judge::text::count(total_runs, "run"),
             plan.seconds,
             plan.repeats,
             if plan.fault_runs() > 0 {
                 format!(
                     ", then {} of {} s",
-                    cassalock_history::text::count(plan.fault_runs(), "fault run"),
+                    cassalock_judge::text::count(plan.fault_runs(), "fault run"),
                     plan.fault_seconds
                 )
             } else {
@@ -1111,7 +1105,7 @@ mod imp {
                         runs.len() + 1,
                         plan.repeats,
                         lock.name(),
-                        cassalock_history::text::count(n, "locker"),
+                        cassalock_judge::text::count(n, "locker"),
                         plan.seconds
                     );
                     match execute(&spec, false) {
@@ -1168,7 +1162,7 @@ mod imp {
                 index + 1,
                 plan.fault_runs(),
                 lock.name(),
-                cassalock_history::text::count(FAULT_LOCKERS, "locker"),
+                cassalock_judge::text::count(FAULT_LOCKERS, "locker"),
                 plan.fault_seconds
             );
             let (outcome, restored) = run_through(&spec, &fault, plan.fault_seconds);
@@ -1343,7 +1337,7 @@ mod imp {
                 ),
                 servers: format!(
                     "{} (contact point {}), consistency QUORUM",
-                    cassalock_history::text::count(nodes, "node"),
+                    cassalock_judge::text::count(nodes, "node"),
                     plan.contact_points.join(",")
                 ),
                 start: format!("`{}`", start_command(Variant::Queue)),

@@ -13,7 +13,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use cassalock_history::claims::{ClaimId, ClaimVerdict};
+use cassalock_judge::claims::{ClaimId, ClaimVerdict};
 use cassalock_sim::verdict::Verdicts;
 
 /// Where recorded seeds live, relative to the repository root.

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use anyhow::bail;
 use cassalock::driver::Algorithm;
-use cassalock_history::text::count;
-use cassalock_history::ClaimVerdict;
+use cassalock_judge::text::count;
+use cassalock_judge::ClaimVerdict;
 use cassalock_sim::cluster::Consistency;
 use cassalock_sim::cluster::Network;
 use cassalock_sim::knobs::{whole, Knobs, LockOrder, MsRange};
@@ -474,6 +474,11 @@ pub struct ReplayArgs {
     /// Print the plan and verdicts only, not every event.
     #[arg(long)]
     summary: bool,
+    /// Also write the run's event record into this file (JSON lines, docs/events.md; every
+    /// request and reply too, unless --summary): `cassalock judge FILE` reads it back and
+    /// prints the same verdicts.
+    #[arg(long, value_name = "FILE")]
+    events: Option<std::path::PathBuf>,
     /// Check the run against recorded verdicts (a line of regressions/*.seeds): these claims,
     /// comma-separated, must be violated. With --expect-violated or --expect-passed the exit
     /// status says whether the recording still holds (0) or not (1), not whether claims hold.
@@ -1283,6 +1288,19 @@ fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     }
 }
 
+/// Write `outcome`'s event record into `path`; the number of events written.
+fn write_events(outcome: &RunOutcome, replay: String, path: &std::path::Path) -> std::io::Result<usize> {
+    let mut header = outcome.header.clone();
+    header.replay = Some(replay);
+    let events = cassalock_sim::events::events(&outcome.config, &outcome.records);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
+    cassalock_judge::event::write(&mut file, &header, &events)?;
+    file.into_inner()
+        .map_err(std::io::IntoInnerError::into_error)?
+        .sync_all()?;
+    Ok(events.len())
+}
+
 pub fn replay(args: ReplayArgs) -> ExitCode {
     let Resolved { scenario, options } = match args.scenario.resolve() {
         Ok(resolved) => resolved,
@@ -1327,6 +1345,16 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             Err(error) => {
                 eprintln!("error: could not write {}: {error}", path.display());
                 return ExitCode::from(2);
+            }
+        }
+    }
+    if let Some(path) = &args.events {
+        let replay = replay_command(&scenario, args.seed, algorithm, &args.scenario.flags());
+        match write_events(&outcome, replay, path) {
+            Ok(lines) => println!("event record written to {} ({lines} events)", path.display()),
+            Err(error) => {
+                eprintln!("error: could not write the event record {}: {error}", path.display());
+                return ExitCode::from(if outcome.verdicts.all_passed() { 2 } else { 1 });
             }
         }
     }

@@ -214,3 +214,59 @@ fn redisson_fair_barging_is_found_by_f_order_with_a_replay_command_and_the_contr
         "{stdout}"
     );
 }
+
+/// The claim lines a run printed (two spaces, a claim, its verdict).
+fn claim_lines(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .filter(|line| {
+            line.starts_with("  ")
+                && cassalock_sim::family::Claim::ALL
+                    .iter()
+                    .any(|claim| line[2..].starts_with(&format!("{:<12} ", claim.name())))
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every scenario's seed 0 and 1 writes an event record (`--events`) from which
+/// `cassalock judge` prints the run's verdicts.
+#[test]
+fn cassalock_judge_reads_every_scenario_s_event_record_as_the_run_judged_it() {
+    let dir = std::env::temp_dir().join(format!("cassalock-family-events-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut checked = 0;
+    for scenario in cassalock_sim::family::SCENARIOS.iter().map(|named| named.name) {
+        for seed in ["0", "1"] {
+            let events = dir.join(format!("{scenario}-{seed}.jsonl"));
+            let events_arg = events.to_string_lossy().into_owned();
+            let ran = cassalock(&[
+                "sim-family",
+                "--scenario",
+                scenario,
+                "--seed",
+                seed,
+                "--events",
+                &events_arg,
+            ]);
+            let judged = cassalock(&["judge", &events_arg]);
+            let (ran_lines, judged_lines) = (claim_lines(&text(&ran.stdout)), claim_lines(&text(&judged.stdout)));
+            assert_eq!(
+                ran_lines.len(),
+                cassalock_sim::family::Claim::ALL.len(),
+                "{scenario} {seed}: {}",
+                text(&ran.stdout)
+            );
+            assert_eq!(
+                ran_lines,
+                judged_lines,
+                "{scenario} seed {seed}: {}",
+                text(&judged.stderr)
+            );
+            assert_eq!(ran.status.code(), judged.status.code(), "{scenario} seed {seed}");
+            checked += 1;
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(checked >= 90, "{checked} runs: every scenario twice");
+}

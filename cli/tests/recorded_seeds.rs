@@ -106,6 +106,50 @@ fn recorded() -> Vec<(String, usize, Vec<String>)> {
     lines
 }
 
+/// The verdict lines a run printed: from its "verdicts (" line (without the trace hash, which
+/// only the simulator's records give) to the blank line after them.
+fn verdict_lines(stdout: &str) -> Vec<String> {
+    let mut lines: Vec<String> = stdout
+        .lines()
+        .skip_while(|line| !line.starts_with("verdicts ("))
+        .take_while(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(first) = lines.first_mut() {
+        if let Some(at) = first.find(", trace hash") {
+            first.replace_range(at..first.len() - 2, "");
+        }
+    }
+    lines
+}
+
+/// `cassalock judge` on the event record `events` prints the verdicts `replay_stdout` shows.
+fn judged_as_replayed(replay_stdout: &[u8], events: &Path) -> Result<(), String> {
+    let judged = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .arg("judge")
+        .arg(events)
+        .output()
+        .expect("the cassalock binary runs");
+    let replayed = verdict_lines(&String::from_utf8_lossy(replay_stdout));
+    let judged_lines = verdict_lines(&String::from_utf8_lossy(&judged.stdout));
+    if replayed.is_empty() {
+        return Err("the replay printed no verdicts".to_owned());
+    }
+    if replayed != judged_lines {
+        return Err(format!(
+            "cassalock judge {} differs from the replay:\n  replay:\n    {}\n  judge (exit {:?}, {}):\n    {}",
+            events.display(),
+            replayed.join("\n    "),
+            judged.status.code(),
+            String::from_utf8_lossy(&judged.stderr).trim(),
+            judged_lines.join("\n    ")
+        ));
+    }
+    Ok(())
+}
+
+/// Every recorded line replays with its recorded verdicts, and `cassalock judge` reading the
+/// line's event record (`replay --events`) prints the same verdicts as the replay.
 #[test]
 fn every_recorded_seed_still_gives_its_recorded_verdicts() {
     let lines = recorded();
@@ -120,7 +164,13 @@ fn every_recorded_seed_still_gives_its_recorded_verdicts() {
             arguments.iter().any(|a| a.starts_with("--expect-")),
             "regressions/{file}:{number}: a recorded seed must say what it expects (--expect-violated or --expect-passed)"
         );
-        let args: Vec<&str> = arguments.iter().map(String::as_str).collect();
+        let events = std::env::temp_dir().join(format!(
+            "cassalock-recorded-{}-{file}-{number}.jsonl",
+            std::process::id()
+        ));
+        let events_arg = events.to_string_lossy().into_owned();
+        let mut args: Vec<&str> = arguments.iter().map(String::as_str).collect();
+        args.extend(["--events", &events_arg]);
         let out = match replay(&args) {
             Replayed::Exited(out) => out,
             Replayed::Hung => {
@@ -128,6 +178,11 @@ fn every_recorded_seed_still_gives_its_recorded_verdicts() {
                 continue;
             }
         };
+        // The one judge, reading the run's event record, prints the replay's verdicts.
+        if let Err(why) = judged_as_replayed(&out.stdout, &events) {
+            failures.push(format!("regressions/{file}:{number}: {why}"));
+        }
+        let _ = std::fs::remove_file(&events);
         if out.status.code() != Some(0) {
             let stdout = String::from_utf8_lossy(&out.stdout);
             let stderr = String::from_utf8_lossy(&out.stderr);

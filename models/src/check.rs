@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cassalock_history::{AsClaim, ClaimId};
+use cassalock_judge::{AsClaim, ClaimId};
 use stateright::{Checker, Expectation, Model};
 
 use crate::liveness::{Fairness, Graph, Lasso, LivenessVerdict, Obligation};
@@ -225,7 +225,7 @@ impl fmt::Display for Trace {
 }
 
 /// The claim a property, obligation or measure is about: the first word of its name, parsed
-/// once. Every name must start with a claim ID (`cassalock_history::ClaimId`).
+/// once. Every name must start with a claim ID (`cassalock_judge::ClaimId`).
 pub fn claim_of(name: &str) -> ClaimId {
     ClaimId::of_name(name).unwrap_or_else(|| panic!("{name:?} does not start with a claim ID"))
 }

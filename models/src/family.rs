@@ -2918,8 +2918,8 @@ impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
         format!(
             "{} | {} x {} | ticks up to {}, {} | resource {} | faults: {fault}",
             F::describe_lock(&self.lock, self.extend),
-            cassalock_history::text::count(self.clients, "client"),
-            cassalock_history::text::count(self.acquisitions, "acquisition"),
+            cassalock_judge::text::count(self.clients, "client"),
+            cassalock_judge::text::count(self.acquisitions, "acquisition"),
             self.max_tick,
             F::describe_timing(&self.lock),
             if F::FENCING {

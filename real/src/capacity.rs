@@ -137,7 +137,7 @@ mod measure {
 
     use cassalock::store::cassandra::CassandraStore;
     use cassalock::store::{CellWrite, Store, StoreOp};
-    use cassalock_history::stats;
+    use cassalock_judge::stats;
 
     use super::{CapacityPlan, CapacityPoint, CpuTimes, MAX_LATENCIES, WARM_UP_SECONDS};
 

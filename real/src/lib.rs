@@ -7,7 +7,7 @@
 //! - **T1-belief**: two lockers' holding intervals (from the moment `lock` returned to the
 //!   moment `release` was called, or to the earlier moment the guard stopped being valid, its
 //!   lease run out: [`belief_ended_at_us`]; all read from the machine's shared wall clock) overlap:
-//!   `cassalock_history::holding::overlaps`, the judge the simulator uses too;
+//!   `cassalock_judge::holding::overlaps`, the judge the simulator uses too;
 //! - **T1-resource**: the [`Monitor`], a file under an exclusive `flock` that every process on
 //!   this machine shares, accepted a fencing token lower than one it had already accepted.
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
@@ -51,8 +51,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use cassalock_history::holding::{overlaps, Beliefs, WallClockMicros};
-use cassalock_history::stats;
+use cassalock_judge::holding::{overlaps, Beliefs, WallClockMicros};
+use cassalock_judge::stats;
 
 /// The lock every locker of a run takes (its events do not name it: a run has one lock).
 const RUN_LOCK: &str = "the run's lock";

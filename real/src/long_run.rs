@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use cassalock_history::stats;
+use cassalock_judge::stats;
 
 /// The most acquisitions one long run makes.
 pub const MAX_ACQUISITIONS: u64 = 1_000_000;

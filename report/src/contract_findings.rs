@@ -4,13 +4,13 @@
 //! fixes of `src/algo`). Every number is computed here from runs, so the "after" column follows
 //! the library when its fixes change.
 
-use cassalock_history::text::count;
+use cassalock_judge::text::count;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
-use cassalock_history::{ClaimId, ClaimVerdict};
+use cassalock_judge::{ClaimId, ClaimVerdict};
 use cassalock_sim::contract::ContractBounds;
 use cassalock_sim::run::run;
 use cassalock_sim::scenario::{build, SimOptions};

@@ -29,7 +29,7 @@ use crate::handoff::{
     NEXT_POLL_MS, RUN_SIMULATED, TTL_S,
 };
 use crate::{create_dir, write_file, ReportError};
-use cassalock_history::stats::percentile;
+use cassalock_judge::stats::percentile;
 use cassalock_sim::metrics::FairnessMetrics;
 use cassalock_sim::run::run;
 use cassalock_sim::scenario::{build, fairness, ClientMode, FairnessParams, SimOptions};

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
-use cassalock_history::{Aspect, ClaimId, ClaimVerdict};
+use cassalock_judge::{Aspect, ClaimId, ClaimVerdict};
 use cassalock_models::check::Verdict;
 use cassalock_models::{Fault, ModelName, Spec};
 use rayon::prelude::*;

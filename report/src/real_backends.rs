@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use cassalock_history::text::count;
+use cassalock_judge::text::count;
 use cassalock_real::{Backend, Summary, Variant};
 
 use crate::charts::{colour_of_twelve, LineChart, Series, Y};
@@ -146,7 +146,7 @@ fn f(value: f64, digits: usize) -> String {
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 fn median(values: &[f64]) -> f64 {
-    cassalock_history::stats::percentile(values, 50)
+    cassalock_judge::stats::percentile(values, 50)
 }
 
 /// "a, b and c".

@@ -18,6 +18,8 @@ pub mod cluster;
 #[cfg(madsim)]
 pub mod contract;
 #[cfg(madsim)]
+pub mod events;
+#[cfg(madsim)]
 pub mod family;
 #[cfg(madsim)]
 mod faults;

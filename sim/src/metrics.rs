@@ -81,7 +81,7 @@ impl FairnessMetrics {
     /// got everything.
     pub fn jain(&self) -> f64 {
         let shares: Vec<f64> = self.per_client.iter().map(|&x| x as f64).collect();
-        cassalock_history::stats::jain(&shares)
+        cassalock_judge::stats::jain(&shares)
     }
 
     pub fn throughput(&self) -> f64 {

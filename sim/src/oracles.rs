@@ -9,8 +9,8 @@ use cassalock::algo::global_time::{decode_time, GLOBAL_TIME_COLUMN, GLOBAL_TIME_
 use cassalock::driver::LockEvent;
 use cassalock::store::CellBody;
 use cassalock::{Clock, LockId};
-use cassalock_history::holding::SimulatedTime;
-use cassalock_history::k3::{self, LiveCell, Release};
+use cassalock_judge::holding::SimulatedTime;
+use cassalock_judge::k3::{self, LiveCell, Release};
 
 use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
@@ -56,7 +56,7 @@ impl LateRenewals {
 }
 
 /// K3 oracle: after a successful release, no replica may hold a live main cell of that
-/// acquisition written *after* the release began, that a read could see ([`readable`]): `cassalock_history::k3::stuck` decides. (The
+/// acquisition written *after* the release began, that a read could see ([`readable`]): `cassalock_judge::k3::stuck` decides. (The
 /// same locker stamps writes with monotonic timestamps, so "after" is "timestamp above its clock
 /// when release began"; a replica that merely missed the delete holds an older version and is
 /// not counted.) With reused thread ids the next acquisition may take the released one's id
@@ -446,7 +446,7 @@ mod tests {
             crate::verdict::judge(&config, records, Duration::from_secs(2), &BTreeSet::new())
                 .checks
                 .into_iter()
-                .find(|check| check.claim == cassalock_history::ClaimId::K3)
+                .find(|check| check.claim == cassalock_judge::ClaimId::K3)
                 .expect("K3 is checked")
         };
         assert!(k3(&[record(What::Note("a note".into()))]).passed());

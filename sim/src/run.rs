@@ -12,13 +12,16 @@ use std::time::Duration;
 use crate::assembly::{simulate, Simulated};
 use crate::scenario::RunConfig;
 use crate::trace::Record;
-use crate::verdict::{judge, Verdicts};
+use crate::verdict::Verdicts;
 
 /// The outcome of one run.
 pub struct RunOutcome {
     pub config: RunConfig,
     pub seed: u64,
     pub records: Vec<Record>,
+    /// The header of the run's event record: the facts and bounds its verdicts were judged
+    /// with (`crate::events::events` gives the events from `records`).
+    pub header: cassalock_judge::event::Header,
     pub verdicts: Verdicts,
     /// Simulated time the run took.
     pub sim_time: Duration,
@@ -63,12 +66,14 @@ fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutc
         queued_messages,
     } = simulated;
     let messages = madsim_messages + queued_messages;
-    let verdicts = judge(config, &records, sim_time, &killed);
+    let header = crate::events::header(config, sim_time, &killed);
+    let verdicts = cassalock_judge::rows::judge_record(&header, &crate::events::events(config, &records));
     let trace_hash = hash_records(&records);
     RunOutcome {
         config: config.clone(),
         seed,
         records,
+        header,
         verdicts,
         sim_time,
         trace_hash,

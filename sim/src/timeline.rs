@@ -26,7 +26,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use cassalock::driver::LockEvent;
-use cassalock_history::ClaimVerdict;
+use cassalock_judge::ClaimVerdict;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -268,7 +268,7 @@ fn queues_a_run_past_the_network_limit_passes_no_check() {
     for check in &judged.checks {
         assert_ne!(
             check.verdict,
-            cassalock_history::ClaimVerdict::Holds,
+            cassalock_judge::ClaimVerdict::Holds,
             "{} held past the network limit",
             check.claim
         );
@@ -278,7 +278,7 @@ fn queues_a_run_past_the_network_limit_passes_no_check() {
         .verdicts
         .checks
         .iter()
-        .filter(|check| check.verdict == cassalock_history::ClaimVerdict::Holds)
+        .filter(|check| check.verdict == cassalock_judge::ClaimVerdict::Holds)
         .count();
     let undecided = judged
         .checks

@@ -12,7 +12,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
-use cassalock_history::ClaimVerdict;
+use cassalock_judge::ClaimVerdict;
 use cassalock_sim::cluster::{Consistency, Network};
 use cassalock_sim::knobs::{Knobs, LockOrder, MsRange};
 use cassalock_sim::run::{check_determinism, run, RunOutcome};

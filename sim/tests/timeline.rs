@@ -5,7 +5,7 @@
 #![cfg(madsim)]
 
 use cassalock::driver::Algorithm;
-use cassalock_history::ClaimVerdict;
+use cassalock_judge::ClaimVerdict;
 use cassalock_sim::knobs::Knobs;
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};

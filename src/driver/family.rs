@@ -118,10 +118,11 @@ pub enum FamilyEvent {
         valid_until_us: u64,
         client_us: u64,
     },
-    /// An acquisition ended without the lock.
+    /// An acquisition ended without the lock: how (`outcome`), and as the library says it.
     NotAcquired {
         thread: String,
         key: String,
+        outcome: Acquisition<()>,
         why: String,
         client_us: u64,
     },
@@ -318,6 +319,14 @@ where
                 self.emit(|| FamilyEvent::NotAcquired {
                     thread,
                     key: key.to_owned(),
+                    outcome: match &other {
+                        Acquisition::Failed { failure, left } => Acquisition::Failed {
+                            failure: failure.clone(),
+                            left: *left,
+                        },
+                        Acquisition::TimedOut => Acquisition::TimedOut,
+                        Acquisition::NotAcquired | Acquisition::Acquired(_) => Acquisition::NotAcquired,
+                    },
                     why: format!("{other:?}"),
                     client_us: now_us,
                 });

@@ -8,8 +8,8 @@ use cassalock::algo::queue_column::{parse_queue_column, set_queue_time};
 use cassalock::algo::{contract, Acquire, Action, FencingToken, Input, Leftover, LockId, SleepKind, Step, StepTag};
 use cassalock::store::{RowStore, StoreCommand, StoreFailure, MICROS_PER_SECOND};
 
-use cassalock_history::holding::ModelTicks;
-use cassalock_history::k3;
+use cassalock_judge::holding::ModelTicks;
+use cassalock_judge::k3;
 
 use super::config::{Clocks, LockAlgorithm, LockModelConfig, LOCK};
 use super::fairness;
@@ -157,7 +157,7 @@ impl LockModel {
     }
 
     /// The acquisitions whose main cell is still live after they were released (K3, as
-    /// `cassalock_history::k3` defines it): the lock is taken by nobody. Returns (cell's thread
+    /// `cassalock_judge::k3` defines it): the lock is taken by nobody. Returns (cell's thread
     /// id, ticks it stays live). On the model's one linearizable copy, a cell live after its
     /// release completed was necessarily written after the release's delete (an older version
     /// would be shadowed by the tombstone), so every such write counts as "after the release

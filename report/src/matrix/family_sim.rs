@@ -8,7 +8,7 @@
 //! 10756, CURATOR-604, the barging fair lock) is not a fault of the lock: those are the "Broken
 //! variants" lines ([`client_bug_lines`]), and docs/mutants.md.
 
-use cassalock_history::ClaimId;
+use cassalock_judge::ClaimId;
 use cassalock_sim::family::scenario::{build as build_family, replay_command};
 use cassalock_sim::family::{run_family, Verdict as FamilyVerdict};
 

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::str::FromStr;
 use std::time::Duration;
 
-use cassalock_history::ClaimId;
+use cassalock_judge::ClaimId;
 use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Spec};
 use serde::{Deserialize, Serialize};

@@ -14,12 +14,15 @@
 //!   Redisson) a subscription to the server's pub/sub, whose messages travel the network.
 //! - [`scenario`]: the named scenarios, each a premise of the locks and the fault that breaks it.
 //! - [`run`]: one seed: the nodes, the clients' workload, the faults, the records.
-//! - [`verdict`]: the judges (T1-belief, T1-resource, C-release, C-lost for a lock with a
-//!   watchdog, T2, T2-free, and for the fair lock F-order and F-drop, judged from the server's
-//!   own records of its queue), and the longest handover of a run.
+//! - [`events`]: a run's records as the event record every driver writes, and [`verdict`]
+//!   its verdicts by the one judge (`cassalock_judge::families`: T1-belief, T1-resource,
+//!   C-release, C-lost for a lock with a watchdog, T2, T2-free, and for the fair lock F-order
+//!   and F-drop, judged from the server's own records of its queue), and the longest handover
+//!   of a run.
 //!
 //! Verdicts say "no violation in N seeds", never "holds": a sweep samples runs, it proves nothing.
 
+pub mod events;
 pub mod net;
 pub mod run;
 pub mod scenario;

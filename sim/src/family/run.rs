@@ -53,7 +53,7 @@ use super::net::{
     Replication, ServerData, ServerNode, ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
 };
 use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
-use super::verdict::{judge, FamilyVerdicts};
+use super::verdict::FamilyVerdicts;
 use crate::clock::SimClock;
 
 /// The one lock key every client contends for.
@@ -659,6 +659,9 @@ pub struct FamilyOutcome {
     pub seed: u64,
     pub records: Vec<FamilyRecord>,
     pub left: Vec<LeftKey>,
+    /// The run's event record (`super::events`): its verdicts were judged from it.
+    pub header: cassalock_judge::event::Header,
+    pub events: Vec<cassalock_judge::event::Event>,
     pub verdicts: FamilyVerdicts,
     /// The longest handover (from a release to the next acquisition), and when that release
     /// was: what lost unlock messages cost.
@@ -729,8 +732,10 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let for_run = scenario.clone();
     let (records, facts) = runtime.block_on(async move { simulate(for_run, seed, detailed).await });
-    let verdicts = judge(scenario, &records, &facts);
-    let longest_handover = super::verdict::longest_handover(&records);
+    let header = super::events::header(scenario, facts.end);
+    let events = super::events::events(&records, &facts);
+    let verdicts = cassalock_judge::families::judge_record(&header, &events);
+    let longest_handover = super::verdict::longest_handover(&events);
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     for record in records.iter().filter(|record| !record.is_detail()) {
         record.to_string().hash(&mut hasher);
@@ -741,6 +746,8 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
         seed,
         records,
         left: facts.left.clone(),
+        header,
+        events,
         verdicts,
         longest_handover,
         sim_time: facts.end,

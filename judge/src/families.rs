@@ -1,0 +1,1059 @@
+//! The judges of a run of the families' simulator, from its event record under
+//! [`FamilyRules`] (simulated time since the run began):
+//!
+//! - **T1-belief**: two holders believed they held the lock at once. A holder's interval runs
+//!   from its `acquired` event to the first of `releasing`, `lease_lost`, and the moment its own
+//!   clock passed the lease's `valid_until_us` (`valid_until_at_ns`, on the record's clock; an
+//!   `extended` event before that moment moves the end; one after it starts a new interval).
+//!   Judged by the shared [`crate::holding::overlaps`].
+//! - **T1-resource**: the resource received a write from an older acquisition after a newer one
+//!   had written (acquisitions numbered in the order they happened). What a fencing token would
+//!   have refused; the lock's belief can be right while this is violated (a pause between the
+//!   check and the write).
+//! - **C-release**: at the instant a release said `Released`, or at the end of the run, a key
+//!   still holds the released token (for Redlock: on a majority of the masters, enough to keep
+//!   every other client out until the TTL).
+//! - **C-lost** (locks whose holder runs a watchdog: Redisson): a holder that a later
+//!   acquisition overtook learns it within a bound: by its watchdog (`LeaseLost`), by its own
+//!   validity check finding the lease run out, or by starting its release, no later than one
+//!   renewal period plus one request timeout (and 100 ms) after the other acquired, the time
+//!   its process was paused not counted. (Its clock passing its validity unnoticed does not
+//!   count: a Redisson user has no such check, and trusts the watchdog to keep or end the lock.)
+//! - **C-fence** (locks whose token is a fencing token: ZooKeeper's czxid, etcd's create
+//!   revision): every acquisition's token is larger than every earlier acquisition's. Where it
+//!   holds, T1-resource is judged against a resource that checks the token: a write carrying a
+//!   token below the largest it has seen is refused, not counted.
+//! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
+//!   bound is reported *bounded*: nothing was shown either way.
+//! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
+//!   could have held the lock.
+//! - **F-order** (Redisson's fair lock): the lock goes to `lock()` calls in the order their first
+//!   acquire reached the server, as the server recorded it (`FairAsked`, `FairGranted`). A grant
+//!   to B violates it when a call A asked first, had not been granted, was still waiting in
+//!   `lock()` (no `NotAcquired` yet) and had not been dropped from the queue by the scripts.
+//!   A waiter the scripts dropped as stale is excused from then on, as the model's F-order
+//!   excuses it: the claim is the queue's discipline over the waiters it keeps. The drop itself
+//!   is F-drop's, never excused.
+//! - **F-drop** (Redisson's fair lock): no waiter is dropped from the queue without being told.
+//!   The scripts drop a waiter whose deadline passed (`FairDropped`, recorded by the server); a
+//!   call still waiting in `lock()` then is not told, and joins the tail whenever it next asks.
+//!   A drop of a call that had already ended (gave up) is not counted.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+use crate::event::{Event, FamilyRules, Header, ReleaseOutcome, Rules, What};
+use crate::holding::{overlaps, HoldingInterval, SimulatedTime};
+use crate::ClaimId;
+
+/// The key every family run's lock is on (its holding intervals name it).
+pub const KEY: &str = "L";
+
+/// What the judges read: the rules, the clients started, when the run stopped, the events.
+struct Run<'a> {
+    rules: &'a FamilyRules,
+    clients: usize,
+    end: Duration,
+    events: &'a [Event],
+}
+
+fn at(event: &Event) -> Duration {
+    Duration::from_nanos(event.at_ns)
+}
+
+/// The claims, in the order they are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Claim {
+    T1Belief,
+    T1Resource,
+    CRelease,
+    CLost,
+    CFence,
+    T2,
+    T2Free,
+    FOrder,
+    FDrop,
+}
+
+impl Claim {
+    pub const ALL: [Claim; 9] = [
+        Claim::T1Belief,
+        Claim::T1Resource,
+        Claim::CRelease,
+        Claim::CLost,
+        Claim::CFence,
+        Claim::T2,
+        Claim::T2Free,
+        Claim::FOrder,
+        Claim::FDrop,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Claim::T1Belief => "T1-belief",
+            Claim::T1Resource => "T1-resource",
+            Claim::CRelease => "C-release",
+            Claim::CLost => "C-lost",
+            Claim::CFence => "C-fence",
+            Claim::T2 => "T2",
+            Claim::T2Free => "T2-free",
+            Claim::FOrder => "F-order",
+            Claim::FDrop => "F-drop",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Claim> {
+        Claim::ALL.into_iter().find(|claim| claim.name() == name)
+    }
+
+    /// The claim of docs/claims.md this judge checks, as the property matrix files it: C-fence
+    /// is C-token's growing-token half, and T2-free (a lone client never gives up on a free
+    /// lock) is a case of T2.
+    pub fn id(self) -> ClaimId {
+        match self {
+            Claim::T1Belief => ClaimId::T1Belief,
+            Claim::T1Resource => ClaimId::T1Resource,
+            Claim::CRelease => ClaimId::CRelease,
+            Claim::CLost => ClaimId::CLost,
+            Claim::CFence => ClaimId::CToken,
+            Claim::T2 | Claim::T2Free => ClaimId::T2,
+            Claim::FOrder => ClaimId::FOrder,
+            Claim::FDrop => ClaimId::FDrop,
+        }
+    }
+}
+
+/// One claim's verdict on one run.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    NoViolation,
+    /// What broke, in a sentence (the first instance).
+    Violated(String),
+    /// The run's bound stopped the judge: neither held nor violated.
+    Bounded(String),
+    /// The judge does not apply to this scenario.
+    NotChecked,
+}
+
+impl Verdict {
+    pub fn is_violated(&self) -> bool {
+        matches!(self, Verdict::Violated(_))
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::NoViolation => write!(f, "no violation"),
+            Verdict::Violated(why) => write!(f, "VIOLATED: {why}"),
+            Verdict::Bounded(why) => write!(f, "bounded: {why}"),
+            Verdict::NotChecked => write!(f, "not checked"),
+        }
+    }
+}
+
+/// Every claim's verdict on one run, in [`Claim::ALL`] order.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FamilyVerdicts {
+    pub claims: Vec<(Claim, Verdict)>,
+}
+
+impl FamilyVerdicts {
+    pub fn get(&self, claim: Claim) -> &Verdict {
+        &self
+            .claims
+            .iter()
+            .find(|(c, _)| *c == claim)
+            .expect("every claim is judged")
+            .1
+    }
+
+    pub fn any_violated(&self) -> bool {
+        self.claims.iter().any(|(_, verdict)| verdict.is_violated())
+    }
+
+    pub fn any_bounded(&self) -> bool {
+        self.claims
+            .iter()
+            .any(|(_, verdict)| matches!(verdict, Verdict::Bounded(_)))
+    }
+}
+
+/// Judge a record of the families' simulator (its header's rules must be [`Rules::Families`]).
+///
+/// # Panics
+/// If the header asks for other rules; [`crate::judge`] picks the judge a record asks for.
+pub fn judge_record(header: &Header, events: &[Event]) -> FamilyVerdicts {
+    let Rules::Families(rules) = &header.run.rules else {
+        panic!(
+            "the families' judge was given a record with other rules: {:?}",
+            header.run.rules
+        )
+    };
+    judge(
+        rules,
+        header.run.clients,
+        Duration::from_nanos(header.run.end_ns),
+        events,
+    )
+}
+
+/// Judge one run: its rules, the clients it started, when it stopped, its events.
+pub fn judge(rules: &FamilyRules, clients: usize, end: Duration, events: &[Event]) -> FamilyVerdicts {
+    debug_assert!(
+        events.windows(2).all(|pair| pair[0].at_ns <= pair[1].at_ns),
+        "events are in time order"
+    );
+    let run = Run {
+        rules,
+        clients,
+        end,
+        events,
+    };
+    let claims = vec![
+        (Claim::T1Belief, t1_belief(&run)),
+        (Claim::T1Resource, t1_resource(&run)),
+        (Claim::CRelease, c_release(&run)),
+        (Claim::CLost, c_lost(&run)),
+        (Claim::CFence, c_fence(&run)),
+        (Claim::T2, t2(&run)),
+        (Claim::T2Free, t2_free(&run)),
+        (Claim::FOrder, f_order(&run)),
+        (Claim::FDrop, f_drop(&run)),
+    ];
+    debug_assert!(claims.iter().map(|(c, _)| *c).eq(Claim::ALL));
+    FamilyVerdicts { claims }
+}
+
+fn client_index(node: &str) -> Option<usize> {
+    node.strip_prefix('c')?.parse().ok()
+}
+
+/// When a holder's validity runs out, on the record's clock (the run's end if never, or
+/// unknown).
+fn lapse(valid_until_at_ns: Option<u64>, end: Duration) -> Duration {
+    valid_until_at_ns.map_or(end, |ns| Duration::from_nanos(ns).min(end))
+}
+
+/// The holders' intervals (see the module documentation), in the order they closed; `end`:
+/// when the run stopped.
+pub fn holding_intervals(events: &[Event], end: Duration) -> Vec<HoldingInterval<SimulatedTime>> {
+    struct Open {
+        since: Duration,
+        lapse: Duration,
+    }
+    let mut open: BTreeMap<String, Open> = BTreeMap::new();
+    let mut intervals = Vec::new();
+    for event in events {
+        if client_index(&event.node).is_none() {
+            continue;
+        }
+        let now = at(event);
+        match &event.what {
+            What::Acquired {
+                thread,
+                valid_until_at_ns,
+                ..
+            } => {
+                let previous = open.insert(
+                    thread.clone(),
+                    Open {
+                        since: now,
+                        lapse: lapse(*valid_until_at_ns, end),
+                    },
+                );
+                debug_assert!(previous.is_none(), "{thread} acquired twice");
+            }
+            What::Extended {
+                thread,
+                valid_until_at_ns,
+                ..
+            } => {
+                let lapsed = open
+                    .get(thread)
+                    .and_then(|held| (held.lapse <= now).then_some((held.since, held.lapse)));
+                if let Some((since, lapsed_at)) = lapsed {
+                    intervals.push(HoldingInterval::new(thread.clone(), KEY, since, lapsed_at));
+                    open.remove(thread);
+                }
+                let held = open.entry(thread.clone()).or_insert(Open { since: now, lapse: end });
+                held.lapse = lapse(*valid_until_at_ns, end);
+            }
+            What::LeaseLost { thread, .. } | What::Releasing { thread, .. } => {
+                if let Some(held) = open.remove(thread) {
+                    intervals.push(HoldingInterval::new(
+                        thread.clone(),
+                        KEY,
+                        held.since,
+                        held.lapse.min(now),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (thread, held) in open {
+        intervals.push(HoldingInterval::new(thread, KEY, held.since, held.lapse.min(end)));
+    }
+    intervals
+}
+
+fn ms(at: Duration) -> String {
+    format!("{:.3} ms", at.as_secs_f64() * 1000.0)
+}
+
+fn t1_belief(run: &Run) -> Verdict {
+    let intervals = holding_intervals(run.events, run.end);
+    match overlaps(&intervals).first() {
+        None => Verdict::NoViolation,
+        Some(overlap) => Verdict::Violated(format!(
+            "{} and {} both believed they held {} from {} to {}",
+            overlap.first.holder,
+            overlap.second.holder,
+            overlap.first.lock,
+            ms(overlap.from),
+            ms(overlap.to)
+        )),
+    }
+}
+
+fn t1_resource(run: &Run) -> Verdict {
+    // A fenced resource's largest token so far (tokens of fencing locks are 20 digits: text
+    // order is number order).
+    let fenced = run.rules.fencing_tokens;
+    let mut largest_token: Option<&str> = None;
+    let mut newest: Option<(u64, &str, Duration)> = None;
+    for event in run.events {
+        let What::Write { token, acquisition, .. } = &event.what else {
+            continue;
+        };
+        let Some(acquisition) = *acquisition else {
+            return Verdict::Violated(format!(
+                "a write from {token} at {}, a token no acquisition had",
+                ms(at(event))
+            ));
+        };
+        if fenced {
+            if largest_token.is_some_and(|largest| token.as_str() < largest) {
+                continue; // refused by the resource: its token is below one it has seen
+            }
+            largest_token = Some(token);
+        }
+        match newest {
+            Some((newer, newer_token, newer_at)) if acquisition < newer => {
+                return Verdict::Violated(format!(
+                    "acquisition #{acquisition} ({token}) wrote at {} after acquisition #{newer} ({newer_token}) had written at {}",
+                    ms(at(event)),
+                    ms(newer_at)
+                ));
+            }
+            Some((newer, _, _)) if acquisition == newer => {}
+            _ => newest = Some((acquisition, token, at(event))),
+        }
+    }
+    Verdict::NoViolation
+}
+
+fn c_release(run: &Run) -> Verdict {
+    // Tokens by thread, from the acquired events; threads whose release said released.
+    let mut token_of: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut released: BTreeSet<&str> = BTreeSet::new();
+    for event in run.events {
+        match &event.what {
+            What::Acquired { thread, token, .. } => {
+                token_of.insert(thread, token);
+            }
+            What::Released {
+                thread,
+                outcome: ReleaseOutcome::Released,
+                ..
+            } => {
+                if let Some(token) = token_of.get(thread.as_str()) {
+                    released.insert(token);
+                }
+            }
+            _ => {}
+        }
+    }
+    let needed = run.rules.release_quorum.max(1);
+    // At the instant a release said released (recorded by the run).
+    for event in run.events {
+        if let What::KeptAfterRelease { token, servers } = &event.what {
+            if servers.len() >= needed {
+                return Verdict::Violated(format!(
+                    "{}'s release of {token} said Released at {}, yet server(s) {servers:?} still held its key",
+                    event.node,
+                    ms(at(event))
+                ));
+            }
+        }
+    }
+    // At the end of the run.
+    let mut holding: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for event in run.events {
+        if let What::LeftAtEnd { token, server } = &event.what {
+            if released.contains(token.as_str()) {
+                holding.entry(token).or_default().push(*server);
+            }
+        }
+    }
+    match holding.into_iter().find(|(_, servers)| servers.len() >= needed) {
+        None => Verdict::NoViolation,
+        Some((token, servers)) => Verdict::Violated(format!(
+            "token {token} was released (Released) but still holds the key on server(s) {servers:?} at the end"
+        )),
+    }
+}
+
+fn c_fence(run: &Run) -> Verdict {
+    if !run.rules.fencing_tokens {
+        return Verdict::NotChecked;
+    }
+    let mut largest: Option<(&str, u64)> = None;
+    for event in run.events {
+        let What::Numbered { token, acquisition } = &event.what else {
+            continue;
+        };
+        if let Some((before, earlier)) = largest {
+            if token.as_str() <= before {
+                return Verdict::Violated(format!(
+                    "acquisition #{acquisition} at {} got token {token}, not above acquisition #{earlier}'s {before}",
+                    ms(at(event))
+                ));
+            }
+        }
+        largest = Some((token, *acquisition));
+    }
+    Verdict::NoViolation
+}
+
+/// The intervals each client's process was paused, from the `client_paused` events.
+fn paused_intervals(events: &[Event]) -> BTreeMap<&str, Vec<(Duration, Duration)>> {
+    let mut paused: BTreeMap<&str, Vec<(Duration, Duration)>> = BTreeMap::new();
+    for event in events {
+        if let What::ClientPaused { ms } = event.what {
+            paused
+                .entry(&event.node)
+                .or_default()
+                .push((at(event), at(event) + Duration::from_millis(ms)));
+        }
+    }
+    paused
+}
+
+/// The part of `from..to` in which none of `paused` ran.
+fn running_time(from: Duration, to: Duration, paused: &[(Duration, Duration)]) -> Duration {
+    let stopped: Duration = paused
+        .iter()
+        .map(|&(start, end)| end.min(to).saturating_sub(start.max(from)))
+        .sum();
+    to.saturating_sub(from).saturating_sub(stopped)
+}
+
+fn c_lost(run: &Run) -> Verdict {
+    let Some(bound_ms) = run.rules.lost_bound_ms else {
+        return Verdict::NotChecked;
+    };
+    let bound = Duration::from_millis(bound_ms);
+    let paused = paused_intervals(run.events);
+    // Per holder: its node, when it acquired, and when it learned or stopped holding.
+    struct Held<'a> {
+        node: &'a str,
+        thread: &'a str,
+        since: Duration,
+        until: Option<Duration>,
+    }
+    let mut held: Vec<Held> = Vec::new();
+    let mut acquisitions: Vec<(Duration, &str)> = Vec::new();
+    for event in run.events {
+        let learned = match &event.what {
+            What::Acquired { thread, .. } => {
+                held.push(Held {
+                    node: &event.node,
+                    thread,
+                    since: at(event),
+                    until: None,
+                });
+                acquisitions.push((at(event), thread));
+                None
+            }
+            What::LeaseLost { thread, .. } | What::Releasing { thread, .. } | What::SawInvalid { thread } => {
+                Some(thread.as_str())
+            }
+            _ => None,
+        };
+        if let Some(thread) = learned {
+            if let Some(holder) = held.iter_mut().find(|h| h.thread == thread && h.until.is_none()) {
+                holder.until = Some(at(event));
+            }
+        }
+    }
+    for holder in &held {
+        let until = holder.until.unwrap_or(run.end);
+        let overtaken = acquisitions
+            .iter()
+            .find(|(at, thread)| *thread != holder.thread && *at > holder.since && *at < until);
+        let Some(&(overtaken_at, by)) = overtaken else {
+            continue;
+        };
+        let stopped = paused.get(holder.node).map_or(&[][..], Vec::as_slice);
+        let unaware = running_time(overtaken_at, until, stopped);
+        if unaware > bound {
+            return Verdict::Violated(format!(
+                "{} was not told for {} after {by} acquired at {} (bound {bound_ms} ms: a renewal period and a request timeout){}",
+                holder.thread,
+                ms(unaware),
+                ms(overtaken_at),
+                if holder.until.is_none() {
+                    ", up to the end of the run"
+                } else {
+                    ""
+                }
+            ));
+        }
+    }
+    Verdict::NoViolation
+}
+
+/// The longest handover of a run: from a release that said released to the next
+/// `acquired`, and when that release was (what a lost unlock message costs: the waiter sleeps
+/// out the TTL it was told; a newcomer after a think time counts too).
+pub fn longest_handover(events: &[Event]) -> Option<(Duration, Duration)> {
+    let mut released_at: Option<Duration> = None;
+    let mut longest: Option<(Duration, Duration)> = None;
+    for event in events {
+        match &event.what {
+            // The fair lock's release cannot tell "freed" from "already gone" (both 1).
+            What::Released {
+                outcome: ReleaseOutcome::Released | ReleaseOutcome::GoneEitherWay,
+                ..
+            } => released_at = Some(at(event)),
+            What::Acquired { .. } => {
+                if let Some(released) = released_at.take() {
+                    let gap = at(event).saturating_sub(released);
+                    if longest.is_none_or(|(worst, _)| gap > worst) {
+                        longest = Some((gap, released));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    longest
+}
+
+fn t2(run: &Run) -> Verdict {
+    let done: BTreeSet<&str> = run
+        .events
+        .iter()
+        .filter(|event| matches!(event.what, What::Done { .. }))
+        .map(|event| event.node.as_str())
+        .collect();
+    if done.len() == run.clients {
+        Verdict::NoViolation
+    } else {
+        Verdict::Bounded(format!(
+            "{} of {} clients still running at the bound of {} ms",
+            run.clients.saturating_sub(done.len()),
+            run.clients,
+            run.rules.bound_ms
+        ))
+    }
+}
+
+fn t2_free(run: &Run) -> Verdict {
+    if !run.rules.lone_client {
+        return Verdict::NotChecked;
+    }
+    debug_assert_eq!(run.clients, 1, "T2-free is judged only with one client");
+    run.events
+        .iter()
+        .find_map(|event| match &event.what {
+            What::CallFailed { error, .. } => Some(Verdict::Violated(format!(
+                "{} gave up at {} on a lock no other client held: {error}",
+                event.node,
+                ms(at(event))
+            ))),
+            _ => None,
+        })
+        .unwrap_or(Verdict::NoViolation)
+}
+
+/// The `lock()` call (thread, `c3-2`) a token (`c3:2:nonce`) belongs to, as the driver names
+/// them.
+fn thread_of(token: &str) -> String {
+    let mut parts = token.splitn(3, ':');
+    match (parts.next(), parts.next()) {
+        (Some(client), Some(sequence)) => format!("{client}-{sequence}"),
+        _ => token.to_owned(),
+    }
+}
+
+/// Per fair-lock `lock()` call (by token): when its first acquire reached the server, when it
+/// was granted, when its call ended without the lock, when the scripts first dropped it.
+#[derive(Default)]
+struct FairCall {
+    asked: Option<(usize, Duration)>,
+    granted: Option<Duration>,
+    ended: Option<Duration>,
+    dropped: Option<(Duration, String)>,
+}
+
+fn fair_calls(events: &[Event]) -> BTreeMap<String, FairCall> {
+    let mut ended_threads: BTreeMap<&str, Duration> = BTreeMap::new();
+    for event in events {
+        if let What::NotAcquired { thread, .. } = &event.what {
+            ended_threads.entry(thread).or_insert(at(event));
+        }
+    }
+    let mut calls: BTreeMap<String, FairCall> = BTreeMap::new();
+    let mut order = 0;
+    for event in events {
+        match &event.what {
+            What::FairAsked { owner } => {
+                let call = calls.entry(owner.clone()).or_default();
+                call.asked.get_or_insert((order, at(event)));
+                order += 1;
+            }
+            What::FairGranted { owner } => {
+                calls.entry(owner.clone()).or_default().granted.get_or_insert(at(event));
+            }
+            What::FairDropped { owner, by, script } => {
+                let why = if by == owner {
+                    format!("its own late {script}, which queued it again at the tail")
+                } else {
+                    format!("{}'s {script}", thread_of(by))
+                };
+                calls
+                    .entry(owner.clone())
+                    .or_default()
+                    .dropped
+                    .get_or_insert((at(event), why));
+            }
+            _ => {}
+        }
+    }
+    for (token, call) in calls.iter_mut() {
+        call.ended = ended_threads.get(thread_of(token).as_str()).copied();
+    }
+    calls
+}
+
+fn f_order(run: &Run) -> Verdict {
+    if !run.rules.fair_queue {
+        return Verdict::NotChecked;
+    }
+    let calls = fair_calls(run.events);
+    // Grants in the order the server made them.
+    let mut grants: Vec<(Duration, usize, &str)> = calls
+        .iter()
+        .filter_map(|(token, call)| Some((call.granted?, call.asked.map_or(usize::MAX, |a| a.0), token.as_str())))
+        .collect();
+    grants.sort();
+    for &(granted_at, _, token) in &grants {
+        let Some((rank, _)) = calls[token].asked else {
+            return Verdict::Violated(format!(
+                "{} was granted at {} without an acquire the server recorded",
+                thread_of(token),
+                ms(granted_at)
+            ));
+        };
+        // A call that asked first and was still owed the lock.
+        let passed_over = calls.iter().find(|(other, call)| {
+            *other != token
+                && call.asked.is_some_and(|(r, _)| r < rank)
+                && call.granted.is_none_or(|at| at > granted_at)
+                && call.ended.is_none_or(|at| at > granted_at)
+                && call.dropped.as_ref().is_none_or(|(at, _)| *at > granted_at)
+        });
+        if let Some((other, call)) = passed_over {
+            let asked_at = call.asked.map(|(_, at)| at).unwrap_or_default();
+            let then = match call.granted {
+                Some(at) => format!("granted only at {}", ms(at)),
+                None => "never granted in the run".to_owned(),
+            };
+            return Verdict::Violated(format!(
+                "{} was granted at {} ahead of {}, whose first acquire reached the server earlier (at {} against {}) and which was still waiting ({then})",
+                thread_of(token),
+                ms(granted_at),
+                thread_of(other),
+                ms(asked_at),
+                ms(calls[token].asked.map(|(_, at)| at).unwrap_or_default()),
+            ));
+        }
+    }
+    Verdict::NoViolation
+}
+
+fn f_drop(run: &Run) -> Verdict {
+    if !run.rules.fair_queue {
+        return Verdict::NotChecked;
+    }
+    let calls = fair_calls(run.events);
+    let mut drops: Vec<(Duration, &str, &FairCall)> = calls
+        .iter()
+        .filter_map(|(token, call)| {
+            let (at, _) = call.dropped.as_ref()?;
+            // A call that had already given up is not owed a place.
+            call.ended
+                .is_none_or(|ended| ended > *at)
+                .then_some((*at, token.as_str(), call))
+        })
+        .collect();
+    drops.sort_by_key(|(at, token, _)| (*at, *token));
+    let Some(&(at, token, call)) = drops.first() else {
+        return Verdict::NoViolation;
+    };
+    let (_, by) = call.dropped.as_ref().expect("filtered above");
+    let asked = call.asked.map_or(at, |(_, asked)| asked);
+    let then = match (call.granted, call.ended) {
+        (Some(granted), _) => format!(
+            "it took the lock at {}, {} after it first asked",
+            ms(granted),
+            ms(granted.saturating_sub(asked))
+        ),
+        (None, Some(ended)) => format!("its lock() ended without the lock at {}", ms(ended)),
+        (None, None) => "it was still waiting at the end of the run".to_owned(),
+    };
+    Verdict::Violated(format!(
+        "{} waiter(s) dropped from the queue while still in lock(); the first, {}, queued since {}, was dropped at {} by {by}, and not told while it waited; {then}",
+        drops.len(),
+        thread_of(token),
+        ms(asked),
+        ms(at),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::NotAcquired;
+
+    fn at_ms(ms: u64) -> Duration {
+        Duration::from_millis(ms)
+    }
+
+    fn event(ms: u64, node: &str, what: What) -> Event {
+        Event {
+            at_ns: ms * 1_000_000,
+            node: node.to_owned(),
+            clock_us: None,
+            what,
+        }
+    }
+
+    /// `thread` of client `client` acquires at `ms`; its clock (exact) reads its validity at
+    /// `valid_until_ms`.
+    fn acquired(ms: u64, client: usize, thread: &str, valid_until_ms: u64) -> Event {
+        event(
+            ms,
+            &format!("c{client}"),
+            What::Acquired {
+                thread: thread.into(),
+                lock: KEY.into(),
+                token: format!("tok-{thread}"),
+                valid_until_us: Some(valid_until_ms * 1000),
+                valid_until_at_ns: Some(valid_until_ms * 1_000_000),
+            },
+        )
+    }
+
+    fn releasing(ms: u64, client: usize, thread: &str) -> Event {
+        event(
+            ms,
+            &format!("c{client}"),
+            What::Releasing {
+                thread: thread.into(),
+                lock: KEY.into(),
+            },
+        )
+    }
+
+    fn write(ms: u64, thread: &str, acquisition: u64) -> Event {
+        event(
+            ms,
+            "resource",
+            What::Write {
+                client: None,
+                lock: None,
+                token: format!("tok-{thread}"),
+                phase: None,
+                accepted: None,
+                stale: None,
+                acquisition: Some(acquisition),
+            },
+        )
+    }
+
+    const END_MS: u64 = 10_000;
+
+    fn run<'a>(rules: &'a FamilyRules, events: &'a [Event]) -> Run<'a> {
+        Run {
+            rules,
+            clients: 2,
+            end: at_ms(END_MS),
+            events,
+        }
+    }
+
+    fn unfenced() -> FamilyRules {
+        FamilyRules {
+            release_quorum: 1,
+            bound_ms: END_MS,
+            ..FamilyRules::default()
+        }
+    }
+
+    #[test]
+    fn belief_ends_at_release_or_when_the_holder_s_clock_passes_its_validity() {
+        let events = vec![
+            acquired(0, 0, "c0-0", 1000),
+            acquired(900, 1, "c1-0", 3000),
+            releasing(2000, 0, "c0-0"),
+            releasing(2500, 1, "c1-0"),
+        ];
+        let intervals = holding_intervals(&events, at_ms(END_MS));
+        assert_eq!(
+            intervals[0].released_at,
+            at_ms(1000),
+            "the clock passed before the release"
+        );
+        assert_eq!(intervals[1].released_at, at_ms(2500));
+        let rules = unfenced();
+        assert!(t1_belief(&run(&rules, &events)).is_violated());
+        let apart = vec![acquired(0, 0, "c0-0", 1000), acquired(1000, 1, "c1-0", 3000)];
+        assert_eq!(t1_belief(&run(&rules, &apart)), Verdict::NoViolation);
+    }
+
+    #[test]
+    fn an_extension_after_the_belief_lapsed_starts_a_new_interval() {
+        let extended = event(
+            1500,
+            "c0",
+            What::Extended {
+                thread: "c0-0".into(),
+                lock: KEY.into(),
+                valid_until_us: 2_500_000,
+                valid_until_at_ns: Some(2_500_000_000),
+            },
+        );
+        let events = vec![acquired(0, 0, "c0-0", 1000), extended, releasing(2000, 0, "c0-0")];
+        let spans: Vec<(Duration, Duration)> = holding_intervals(&events, at_ms(END_MS))
+            .iter()
+            .map(|i| (i.acquired_at, i.released_at))
+            .collect();
+        assert_eq!(spans, vec![(at_ms(0), at_ms(1000)), (at_ms(1500), at_ms(2000))]);
+    }
+
+    #[test]
+    fn an_older_acquisition_writing_after_a_newer_one_violates_t1_resource() {
+        let rules = unfenced();
+        let ordered = vec![write(10, "a", 0), write(20, "a", 0), write(30, "b", 1)];
+        assert_eq!(t1_resource(&run(&rules, &ordered)), Verdict::NoViolation);
+        let stale = vec![write(10, "a", 0), write(30, "b", 1), write(40, "a", 0)];
+        assert!(t1_resource(&run(&rules, &stale)).is_violated());
+    }
+
+    #[test]
+    fn c_fence_a_fenced_resource_refuses_a_smaller_token_and_a_token_that_does_not_grow_violates_c_fence() {
+        let fenced = FamilyRules {
+            fencing_tokens: true,
+            ..unfenced()
+        };
+        let (small, large) = ("00000000000000000003", "00000000000000000007");
+        // The older acquisition's late write carries the smaller revision: refused.
+        let stale = vec![write(10, small, 0), write(30, large, 1), write(40, small, 0)];
+        assert_eq!(t1_resource(&run(&fenced, &stale)), Verdict::NoViolation);
+        // A token that did not grow (#1's is below #0's) lets the older acquisition's write
+        // through after the newer one wrote.
+        let backwards = vec![write(30, small, 1), write(40, large, 0)];
+        assert!(t1_resource(&run(&fenced, &backwards)).is_violated());
+        let numbered = |ms: u64, token: &str, acquisition: u64| {
+            event(
+                ms,
+                "c0",
+                What::Numbered {
+                    token: token.into(),
+                    acquisition,
+                },
+            )
+        };
+        let growing = vec![numbered(10, small, 0), numbered(20, large, 1)];
+        assert_eq!(c_fence(&run(&fenced, &growing)), Verdict::NoViolation);
+        let shrinking = vec![numbered(10, large, 0), numbered(20, small, 1)];
+        assert!(c_fence(&run(&fenced, &shrinking)).is_violated());
+        assert_eq!(c_fence(&run(&unfenced(), &shrinking)), Verdict::NotChecked);
+    }
+
+    #[test]
+    fn a_released_token_left_on_a_majority_of_masters_violates_c_release() {
+        let redlock = FamilyRules {
+            release_quorum: 3,
+            ..unfenced()
+        };
+        let released = event(
+            100,
+            "c0",
+            What::Released {
+                thread: "c0-0".into(),
+                lock: KEY.into(),
+                outcome: ReleaseOutcome::Released,
+                why: "Released".into(),
+            },
+        );
+        let with_left = |servers: &[usize]| -> Vec<Event> {
+            let mut events = vec![acquired(0, 0, "c0-0", 1000), released.clone()];
+            events.extend(servers.iter().map(|&server| {
+                event(
+                    END_MS,
+                    &format!("s{server}"),
+                    What::LeftAtEnd {
+                        token: "tok-c0-0".into(),
+                        server,
+                    },
+                )
+            }));
+            events
+        };
+        let two = with_left(&[0, 1]);
+        assert_eq!(
+            c_release(&run(&redlock, &two)),
+            Verdict::NoViolation,
+            "2 of 5 masters keep no one out"
+        );
+        let three = with_left(&[0, 1, 4]);
+        assert!(c_release(&run(&redlock, &three)).is_violated());
+    }
+
+    #[test]
+    fn a_holder_not_told_after_another_acquired_violates_c_lost_unless_it_was_paused() {
+        // Bound: a 500 ms renewal period + a 200 ms request timeout + 100 ms.
+        let watchdog = FamilyRules {
+            lost_bound_ms: Some(800),
+            ..unfenced()
+        };
+        let overtaken = vec![
+            acquired(0, 0, "c0-0", 1400),
+            acquired(1000, 1, "c1-0", 2500),
+            releasing(2500, 0, "c0-0"),
+        ];
+        let verdict = c_lost(&run(&watchdog, &overtaken));
+        assert!(verdict.is_violated(), "{verdict}");
+        // Told by its watchdog 700 ms after the other acquired: within the bound.
+        let told = vec![
+            acquired(0, 0, "c0-0", 1400),
+            acquired(1000, 1, "c1-0", 2500),
+            event(
+                1700,
+                "c0",
+                What::LeaseLost {
+                    thread: "c0-0".into(),
+                    lock: KEY.into(),
+                    why: String::new(),
+                },
+            ),
+            releasing(2500, 0, "c0-0"),
+        ];
+        assert_eq!(c_lost(&run(&watchdog, &told)), Verdict::NoViolation);
+        // Paused from 900 to 2100 ms: it ran 400 ms unaware after the other acquired.
+        let mut paused = overtaken.clone();
+        paused.insert(1, event(900, "c0", What::ClientPaused { ms: 1200 }));
+        assert_eq!(c_lost(&run(&watchdog, &paused)), Verdict::NoViolation);
+        // A lock without a watchdog is not judged.
+        assert_eq!(c_lost(&run(&unfenced(), &overtaken)), Verdict::NotChecked);
+    }
+
+    #[test]
+    fn clients_still_running_at_the_bound_make_t2_bounded_not_violated() {
+        let rules = unfenced();
+        let one_done = vec![event(100, "c0", What::Done { client: "c0".into() })];
+        let verdict = t2(&run(&rules, &one_done));
+        assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
+        let both = vec![
+            event(100, "c0", What::Done { client: "c0".into() }),
+            event(200, "c1", What::Done { client: "c1".into() }),
+        ];
+        assert_eq!(t2(&run(&rules, &both)), Verdict::NoViolation);
+    }
+
+    fn fair(ms: u64, what: What) -> Event {
+        event(ms, "s0", what)
+    }
+
+    fn asked(ms: u64, owner: &str) -> Event {
+        fair(ms, What::FairAsked { owner: owner.into() })
+    }
+
+    fn granted(ms: u64, owner: &str) -> Event {
+        fair(ms, What::FairGranted { owner: owner.into() })
+    }
+
+    #[test]
+    fn f_order_takes_the_server_s_order_and_excuses_a_dropped_waiter_that_f_drop_reports() {
+        let fair_lock = FamilyRules {
+            fair_queue: true,
+            ..unfenced()
+        };
+        let in_order = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c1:0:b"),
+            granted(60, "c2:0:c"),
+        ];
+        assert_eq!(f_order(&run(&fair_lock, &in_order)), Verdict::NoViolation);
+        assert_eq!(f_drop(&run(&fair_lock, &in_order)), Verdict::NoViolation);
+        // c2 granted ahead of c1, which asked first and still waits.
+        let barged = vec![
+            asked(0, "c0:0:a"),
+            granted(0, "c0:0:a"),
+            asked(5, "c1:0:b"),
+            asked(6, "c2:0:c"),
+            granted(30, "c2:0:c"),
+            granted(60, "c1:0:b"),
+        ];
+        let verdict = f_order(&run(&fair_lock, &barged));
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c2-0 was granted"), "{verdict}");
+        // The same, c1 dropped as stale by c0's release first: excused by F-order, reported by
+        // F-drop.
+        let mut dropped = barged.clone();
+        dropped.insert(
+            4,
+            fair(
+                20,
+                What::FairDropped {
+                    owner: "c1:0:b".into(),
+                    by: "c0:0:a".into(),
+                    script: "release".into(),
+                },
+            ),
+        );
+        assert_eq!(f_order(&run(&fair_lock, &dropped)), Verdict::NoViolation);
+        let verdict = f_drop(&run(&fair_lock, &dropped));
+        assert!(verdict.is_violated(), "{verdict}");
+        assert!(verdict.to_string().contains("c1-0"), "{verdict}");
+        // A call that had given up before it was dropped is owed nothing.
+        let mut gave_up = dropped.clone();
+        gave_up.insert(
+            4,
+            event(
+                10,
+                "c1",
+                What::NotAcquired {
+                    thread: "c1-0".into(),
+                    lock: KEY.into(),
+                    outcome: NotAcquired::TimedOut,
+                    left: None,
+                    why: "TimedOut".into(),
+                },
+            ),
+        );
+        assert_eq!(f_drop(&run(&fair_lock, &gave_up)), Verdict::NoViolation);
+        // Other locks are not judged.
+        assert_eq!(f_order(&run(&unfenced(), &barged)), Verdict::NotChecked);
+        assert_eq!(f_drop(&run(&unfenced(), &dropped)), Verdict::NotChecked);
+    }
+}

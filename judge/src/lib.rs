@@ -1,0 +1,81 @@
+//! # cassalock-judge
+//!
+//! What happened in a lock run, and what it means: the event record every driver writes (a
+//! model trace, the simulator, the real runner) and the judges and statistics that read it,
+//! so each claim is judged one way whichever driver produced the history.
+//!
+//! - [`event`]: the record, its header and its events (`docs/events.md`);
+//! - [`rows`]: the row locks' judge, from a record; [`families`]: the other families' judge;
+//! - [`claims`]: the claim IDs ([`ClaimId`]) and a claim's typed verdict;
+//! - [`holding`]: holding intervals on a named clock and the one T1-belief judge;
+//! - [`k3`]: the one K3 definition (a released lock stays taken by nobody);
+//! - [`stats`]: the report statistics.
+
+pub mod claims;
+pub mod event;
+pub mod families;
+pub mod holding;
+pub mod k3;
+pub mod rows;
+pub mod stats;
+pub mod text;
+
+pub use claims::{AsClaim, Aspect, ClaimId, ClaimVerdict};
+
+/// Every claim's verdict on one record, by the judge its header's rules name.
+#[derive(Clone, Debug)]
+pub enum Judgement {
+    /// [`event::Rules::Rows`].
+    Rows(Box<rows::Verdicts>),
+    /// [`event::Rules::Families`].
+    Families(families::FamilyVerdicts),
+}
+
+impl Judgement {
+    /// Some claim was violated.
+    pub fn any_violated(&self) -> bool {
+        match self {
+            Judgement::Rows(verdicts) => !verdicts.all_passed(),
+            Judgement::Families(verdicts) => verdicts.any_violated(),
+        }
+    }
+
+    /// No claim was violated, and a bound left some claim undecided.
+    pub fn any_bounded(&self) -> bool {
+        match self {
+            Judgement::Rows(verdicts) => verdicts.any_bounded(),
+            Judgement::Families(verdicts) => verdicts.any_bounded(),
+        }
+    }
+}
+
+impl std::fmt::Display for Judgement {
+    /// The verdicts as the run that wrote the record printed them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Judgement::Rows(verdicts) => {
+                writeln!(
+                    f,
+                    "verdicts ({} acquisitions, {:.3} s simulated):",
+                    verdicts.acquisitions,
+                    verdicts.sim_time.as_secs_f64()
+                )?;
+                write!(f, "{verdicts}")
+            }
+            Judgement::Families(verdicts) => {
+                for (claim, verdict) in &verdicts.claims {
+                    writeln!(f, "  {:<12} {verdict}", claim.name())?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Judge a record by the rules its header names.
+pub fn judge(record: &event::Record) -> Judgement {
+    match &record.header.run.rules {
+        event::Rules::Rows(_) => Judgement::Rows(Box::new(rows::judge_record(&record.header, &record.events))),
+        event::Rules::Families(_) => Judgement::Families(families::judge_record(&record.header, &record.events)),
+    }
+}
