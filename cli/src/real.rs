@@ -108,9 +108,14 @@ pub struct RealArgs {
     /// Print the summary as one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Print every event as a JSON line as it happens (for tests that act mid-run).
+    /// Print every locker's event as a JSON line as it happens (for tests that act mid-run).
     #[arg(long)]
-    pub events: bool,
+    pub print_events: bool,
+    /// Also write the run's event record into this file (JSON lines, docs/events.md): every
+    /// acquisition, the end of every belief, every write the resource saw, every failure, on
+    /// the machine's wall clock. `cassalock judge FILE` reads it back and prints its verdicts.
+    #[arg(long, value_name = "FILE")]
+    pub events: Option<PathBuf>,
     /// Write every step of every locker's machine to FILE, one JSON line each, as the library
     /// reported it: each request with its listing's step, its reply, each sleep with its
     /// length and kind, and the library's own acquired / releasing / released, stamped with the
@@ -728,7 +733,7 @@ mod imp {
     use std::process::ExitCode;
     use std::time::Duration;
 
-    use cassalock_real::runner::{check, execute, worker, RunSpec};
+    use cassalock_real::runner::{check, execute, execute_recorded, worker, RunSpec};
     use cassalock_real::{Backend, Summary, Variant};
     use cassalock_report::real_backends::{self, BackendSetup, FaultOutcome, FaultRun, Measured, RedissonWake, Setup};
 
@@ -861,8 +866,17 @@ mod imp {
         if let Err(e) = check(&spec) {
             return usage_error(&e.to_string());
         }
-        match execute(&spec, args.events) {
-            Ok(summary) => {
+        // The event record's file, made before the run: one that cannot be written is refused
+        // before anything runs.
+        let events_file = match &args.events {
+            Some(path) => match std::fs::File::create(path) {
+                Ok(file) => Some((path, file)),
+                Err(e) => return usage_error(&format!("--events {}: cannot write it: {e}", path.display())),
+            },
+            None => None,
+        };
+        match execute_recorded(&spec, args.print_events) {
+            Ok((summary, record)) => {
                 if args.json {
                     println!("{}", serde_json::to_string(&summary).expect("summary serializes"));
                 } else {
@@ -906,16 +920,40 @@ mod imp {
                         }
                     );
                 }
+                let events_failed = events_file.and_then(|(path, file)| {
+                    let mut out = std::io::BufWriter::new(file);
+                    let written =
+                        cassalock_judge::event::write(&mut out, &record.header, &record.events).and_then(|()| {
+                            out.into_inner()
+                                .map_err(std::io::IntoInnerError::into_error)?
+                                .sync_all()
+                        });
+                    match written {
+                        Ok(()) => {
+                            eprintln!(
+                                "event record: {} written to {}",
+                                cassalock_judge::text::count(record.events.len(), "event"),
+                                path.display()
+                            );
+                            None
+                        }
+                        Err(e) => Some(format!(
+                            "--events {}: writing the event record failed: {e}",
+                            path.display()
+                        )),
+                    }
+                });
+                let failed_files: Vec<&String> = summary.steps_failed.iter().chain(events_failed.iter()).collect();
                 if !(summary.t1_belief_holds() && summary.t1_resource_holds()) {
-                    // A violation outranks a steps file that failed: say both, exit 1.
-                    if let Some(why) = &summary.steps_failed {
+                    // A violation outranks a file that failed: say both, exit 1.
+                    for why in failed_files {
                         eprintln!("error: {why}");
                     }
                     ExitCode::from(1)
-                } else if let Some(why) = &summary.steps_failed {
-                    // The verdicts above stand; the steps file is incomplete.
+                } else if let Some(why) = failed_files.first() {
+                    // The verdicts above stand; the file is incomplete.
                     usage_error(&format!(
-                        "{why} (the run's verdicts above stand; its steps file is incomplete)"
+                        "{why} (the run's verdicts above stand; that file is incomplete)"
                     ))
                 } else {
                     ExitCode::SUCCESS

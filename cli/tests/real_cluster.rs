@@ -106,7 +106,7 @@ impl LiveRun {
     fn start(args: &[&str]) -> LiveRun {
         let mut child = cassalock()
             .arg("real")
-            .args(["--contact-points", CONTACT_POINTS, "--events", "--json"])
+            .args(["--contact-points", CONTACT_POINTS, "--print-events", "--json"])
             .args(args)
             .stdout(Stdio::piped())
             .spawn()
@@ -238,6 +238,8 @@ fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
     cluster_nodes("t1_holds_for_both_algorithms_with_8_lockers_in_2_processes");
     for algorithm in ["old", "queue"] {
         let lock = unique_lock(algorithm);
+        let events = std::env::temp_dir().join(format!("{lock}.jsonl"));
+        let events_arg = events.to_string_lossy().into_owned();
         let (summary, ok) = run_real(&[
             "--algorithm",
             algorithm,
@@ -251,6 +253,8 @@ fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
             "5",
             "--lock-id",
             &lock,
+            "--events",
+            &events_arg,
         ]);
         assert!(ok, "{algorithm}: the run reported a failure: {summary:?}");
         assert_eq!(
@@ -258,6 +262,20 @@ fn t1_holds_for_both_algorithms_with_8_lockers_in_2_processes() {
             "{algorithm}: every locker acquires 5 times: {summary:?}"
         );
         assert_exclusive(&summary, algorithm);
+        // The run's event record, from both processes, judged again by `cassalock judge`.
+        let judged = cassalock()
+            .arg("judge")
+            .arg(&events)
+            .output()
+            .expect("cassalock judge runs");
+        let printed = String::from_utf8_lossy(&judged.stdout);
+        assert_eq!(judged.status.code(), Some(0), "{algorithm}: {printed}");
+        assert!(
+            printed.contains("verdicts (40 acquisitions):"),
+            "{algorithm}: {printed}"
+        );
+        assert!(printed.contains("T1-belief    ok"), "{algorithm}: {printed}");
+        let _ = std::fs::remove_file(&events);
         eprintln!(
             "{algorithm}: {} acquisitions, {:.1} acq/s, wait p99 {:.0} ms",
             summary.acquisitions, summary.acquisitions_per_s, summary.wait_p99_ms

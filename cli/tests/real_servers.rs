@@ -714,7 +714,7 @@ struct LiveRun {
 impl LiveRun {
     fn start(args: &[&str]) -> LiveRun {
         let mut child = cassalock()
-            .args(["real", "--events", "--json"])
+            .args(["real", "--print-events", "--json"])
             .args(args)
             .stdout(Stdio::piped())
             .spawn()

@@ -115,6 +115,9 @@ pub enum Rules {
     /// The simulator of the other families: beliefs end at `releasing`, `lease_lost` or the
     /// holder's clock passing its validity; staleness from the order of acquisitions.
     Families(FamilyRules),
+    /// A run seen from outside (the real runner): what the clients reported and the resource
+    /// saw; T1-belief and T1-resource, and the figures of the cycle and of fairness.
+    Observed(ObservedRules),
 }
 
 impl Default for Rules {
@@ -176,6 +179,13 @@ pub struct FamilyRules {
     pub lost_bound_ms: Option<u64>,
     /// The run's bound, for T2's text.
     pub bound_ms: u64,
+}
+
+/// [`Rules::Observed`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedRules {
+    /// The resource refuses a token below the highest it accepted.
+    pub fencing: bool,
 }
 
 /// The call a workload makes to acquire.

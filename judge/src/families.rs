@@ -43,6 +43,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
+use crate::belief::BeliefRules;
 use crate::event::{Event, FamilyRules, Header, ReleaseOutcome, Rules, What};
 use crate::holding::{overlaps, HoldingInterval, SimulatedTime};
 use crate::ClaimId;
@@ -226,77 +227,16 @@ pub fn judge(rules: &FamilyRules, clients: usize, end: Duration, events: &[Event
     FamilyVerdicts { claims }
 }
 
-fn client_index(node: &str) -> Option<usize> {
-    node.strip_prefix('c')?.parse().ok()
-}
-
-/// When a holder's validity runs out, on the record's clock (the run's end if never, or
-/// unknown).
-fn lapse(valid_until_at_ns: Option<u64>, end: Duration) -> Duration {
-    valid_until_at_ns.map_or(end, |ns| Duration::from_nanos(ns).min(end))
-}
-
-/// The holders' intervals (see the module documentation), in the order they closed; `end`:
-/// when the run stopped.
+/// The holders' intervals (see [`crate::belief`]: the library's notice of a lost lock ends a
+/// belief here), in the order they closed; `end`: when the run stopped.
 pub fn holding_intervals(events: &[Event], end: Duration) -> Vec<HoldingInterval<SimulatedTime>> {
-    struct Open {
-        since: Duration,
-        lapse: Duration,
-    }
-    let mut open: BTreeMap<String, Open> = BTreeMap::new();
-    let mut intervals = Vec::new();
-    for event in events {
-        if client_index(&event.node).is_none() {
-            continue;
-        }
-        let now = at(event);
-        match &event.what {
-            What::Acquired {
-                thread,
-                valid_until_at_ns,
-                ..
-            } => {
-                let previous = open.insert(
-                    thread.clone(),
-                    Open {
-                        since: now,
-                        lapse: lapse(*valid_until_at_ns, end),
-                    },
-                );
-                debug_assert!(previous.is_none(), "{thread} acquired twice");
-            }
-            What::Extended {
-                thread,
-                valid_until_at_ns,
-                ..
-            } => {
-                let lapsed = open
-                    .get(thread)
-                    .and_then(|held| (held.lapse <= now).then_some((held.since, held.lapse)));
-                if let Some((since, lapsed_at)) = lapsed {
-                    intervals.push(HoldingInterval::new(thread.clone(), KEY, since, lapsed_at));
-                    open.remove(thread);
-                }
-                let held = open.entry(thread.clone()).or_insert(Open { since: now, lapse: end });
-                held.lapse = lapse(*valid_until_at_ns, end);
-            }
-            What::LeaseLost { thread, .. } | What::Releasing { thread, .. } => {
-                if let Some(held) = open.remove(thread) {
-                    intervals.push(HoldingInterval::new(
-                        thread.clone(),
-                        KEY,
-                        held.since,
-                        held.lapse.min(now),
-                    ));
-                }
-            }
-            _ => {}
-        }
-    }
-    for (thread, held) in open {
-        intervals.push(HoldingInterval::new(thread, KEY, held.since, held.lapse.min(end)));
-    }
-    intervals
+    crate::belief::holding_intervals(
+        events,
+        end,
+        BeliefRules {
+            lease_lost_ends_it: true,
+        },
+    )
 }
 
 fn ms(at: Duration) -> String {

@@ -125,13 +125,31 @@ pub fn overlaps<B: TimeBase>(intervals: &[HoldingInterval<B>]) -> Vec<Overlap<B>
 }
 
 /// Who believes they hold which lock as a history unfolds, and the holding intervals that
-/// closed: the one way every driver turns "acquired", "release began" and "process died" into
-/// [`HoldingInterval`]s for [`overlaps`].
+/// closed: the one way every driver turns "acquired", "release began", "process died" and "its
+/// validity ran out" into [`HoldingInterval`]s for [`overlaps`] (`crate::belief` reads them
+/// from a record).
 #[derive(Clone, Debug)]
 pub struct Beliefs<B: TimeBase> {
-    /// holder -> (its process, lock, since). Ordered by holder, so closing is deterministic.
-    open: std::collections::BTreeMap<String, (usize, String, B::Instant)>,
+    /// holder -> what it believes. Ordered by holder, so closing is deterministic.
+    open: std::collections::BTreeMap<String, Open<B>>,
     closed: Vec<HoldingInterval<B>>,
+}
+
+/// One open belief.
+#[derive(Clone, Debug)]
+struct Open<B: TimeBase> {
+    process: usize,
+    lock: String,
+    since: B::Instant,
+    /// When its validity runs out, if the lock gave one.
+    lapse: Option<B::Instant>,
+}
+
+impl<B: TimeBase> Open<B> {
+    /// Its end if it stops at `at`: then, or when its validity ran out, if earlier.
+    fn ends(&self, at: B::Instant) -> B::Instant {
+        self.lapse.map_or(at, |lapse| lapse.min(at))
+    }
 }
 
 impl<B: TimeBase> Default for Beliefs<B> {
@@ -146,13 +164,59 @@ impl<B: TimeBase> Default for Beliefs<B> {
 impl<B: TimeBase> Beliefs<B> {
     /// `holder`, running in `process`, learned at `at` that it holds `lock`.
     pub fn acquired(&mut self, holder: &str, process: usize, lock: &str, at: B::Instant) {
-        self.open.insert(holder.to_owned(), (process, lock.to_owned(), at));
+        self.acquired_until(holder, process, lock, at, None);
     }
 
-    /// `holder` stopped using its lock at `at` (release began).
+    /// The same, believing it until `lapse` at the latest (its validity, on this clock).
+    pub fn acquired_until(
+        &mut self,
+        holder: &str,
+        process: usize,
+        lock: &str,
+        at: B::Instant,
+        lapse: Option<B::Instant>,
+    ) {
+        self.open.insert(
+            holder.to_owned(),
+            Open {
+                process,
+                lock: lock.to_owned(),
+                since: at,
+                lapse,
+            },
+        );
+    }
+
+    /// At `at`, `holder`'s validity moved to `lapse`. If the old one had already run out, that
+    /// belief ended then, and a new one begins now.
+    pub fn extended(&mut self, holder: &str, process: usize, lock: &str, at: B::Instant, lapse: Option<B::Instant>) {
+        let lapsed = self
+            .open
+            .get(holder)
+            .and_then(|open| open.lapse.filter(|lapse| *lapse <= at));
+        if let Some(lapsed_at) = lapsed {
+            let open = self.open.remove(holder).expect("just read");
+            self.closed
+                .push(HoldingInterval::new(holder, open.lock, open.since, lapsed_at));
+        }
+        self.open
+            .entry(holder.to_owned())
+            .or_insert_with(|| Open {
+                process,
+                lock: lock.to_owned(),
+                since: at,
+                lapse: None,
+            })
+            .lapse = lapse;
+    }
+
+    /// `holder` stopped using its lock at `at` (release began), or earlier, when its validity
+    /// ran out.
     pub fn stopped(&mut self, holder: &str, at: B::Instant) {
-        if let Some((_, lock, since)) = self.open.remove(holder) {
-            self.closed.push(HoldingInterval::new(holder, lock, since, at));
+        if let Some(open) = self.open.remove(holder) {
+            let ends = open.ends(at);
+            self.closed
+                .push(HoldingInterval::new(holder, open.lock, open.since, ends));
         }
     }
 
@@ -161,7 +225,7 @@ impl<B: TimeBase> Beliefs<B> {
         let dead: Vec<String> = self
             .open
             .iter()
-            .filter(|(_, (owner, _, _))| *owner == process)
+            .filter(|(_, open)| open.process == process)
             .map(|(holder, _)| holder.clone())
             .collect();
         for holder in dead {
@@ -178,15 +242,17 @@ impl<B: TimeBase> Beliefs<B> {
     pub fn holders_of<'a>(&'a self, lock: &'a str) -> impl Iterator<Item = &'a str> {
         self.open
             .iter()
-            .filter(move |(_, (_, held, _))| held == lock)
+            .filter(move |(_, open)| open.lock == lock)
             .map(|(holder, _)| holder.as_str())
     }
 
-    /// The history ended at `end`: beliefs still open lasted until then. Every interval, in
-    /// the order they closed (then the open ones, by holder).
+    /// The history ended at `end`: beliefs still open lasted until then (or their validity).
+    /// Every interval, in the order they closed (then the open ones, by holder).
     pub fn finish(mut self, end: B::Instant) -> Vec<HoldingInterval<B>> {
-        for (holder, (_, lock, since)) in std::mem::take(&mut self.open) {
-            self.closed.push(HoldingInterval::new(holder, lock, since, end));
+        for (holder, open) in std::mem::take(&mut self.open) {
+            let ends = open.ends(end);
+            self.closed
+                .push(HoldingInterval::new(holder, open.lock, open.since, ends));
         }
         self.closed
     }

@@ -5,17 +5,21 @@
 //! so each claim is judged one way whichever driver produced the history.
 //!
 //! - [`event`]: the record, its header and its events (`docs/events.md`);
+//! - [`belief`]: a holder's belief, one definition for every record;
 //! - [`rows`]: the row locks' judge, from a record; [`families`]: the other families' judge;
+//!   [`observed`]: the judge of a run seen from outside (the real runner);
 //! - [`claims`]: the claim IDs ([`ClaimId`]) and a claim's typed verdict;
 //! - [`holding`]: holding intervals on a named clock and the one T1-belief judge;
 //! - [`k3`]: the one K3 definition (a released lock stays taken by nobody);
 //! - [`stats`]: the report statistics.
 
+pub mod belief;
 pub mod claims;
 pub mod event;
 pub mod families;
 pub mod holding;
 pub mod k3;
+pub mod observed;
 pub mod rows;
 pub mod stats;
 pub mod text;
@@ -29,6 +33,8 @@ pub enum Judgement {
     Rows(Box<rows::Verdicts>),
     /// [`event::Rules::Families`].
     Families(families::FamilyVerdicts),
+    /// [`event::Rules::Observed`].
+    Observed(Box<observed::ObservedVerdicts>),
 }
 
 impl Judgement {
@@ -37,6 +43,7 @@ impl Judgement {
         match self {
             Judgement::Rows(verdicts) => !verdicts.all_passed(),
             Judgement::Families(verdicts) => verdicts.any_violated(),
+            Judgement::Observed(verdicts) => verdicts.any_violated(),
         }
     }
 
@@ -45,6 +52,7 @@ impl Judgement {
         match self {
             Judgement::Rows(verdicts) => verdicts.any_bounded(),
             Judgement::Families(verdicts) => verdicts.any_bounded(),
+            Judgement::Observed(_) => false,
         }
     }
 }
@@ -68,6 +76,10 @@ impl std::fmt::Display for Judgement {
                 }
                 Ok(())
             }
+            Judgement::Observed(verdicts) => {
+                writeln!(f, "verdicts ({} acquisitions):", verdicts.acquisitions)?;
+                write!(f, "{verdicts}")
+            }
         }
     }
 }
@@ -77,5 +89,8 @@ pub fn judge(record: &event::Record) -> Judgement {
     match &record.header.run.rules {
         event::Rules::Rows(_) => Judgement::Rows(Box::new(rows::judge_record(&record.header, &record.events))),
         event::Rules::Families(_) => Judgement::Families(families::judge_record(&record.header, &record.events)),
+        event::Rules::Observed(_) => {
+            Judgement::Observed(Box::new(observed::judge_record(&record.header, &record.events)))
+        }
     }
 }

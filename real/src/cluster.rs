@@ -118,12 +118,14 @@ fn critical_section(job: &Job, name: &str, token: &str, monitor: &Monitor, emit:
     match monitor.write(token, job.fencing) {
         Ok((accepted, stale)) => emit(Event::Resource {
             locker: name.into(),
+            at_us: now_us(),
             token: token.into(),
             accepted,
             stale,
         }),
         Err(e) => emit(Event::Error {
             locker: name.into(),
+            at_us: now_us(),
             during: "resource".into(),
             message: e.to_string(),
         }),
@@ -223,6 +225,7 @@ async fn run_locker(
                 Err(e) => {
                     emit(Event::Error {
                         locker: name.into(),
+                        at_us: now_us(),
                         during: "lock".into(),
                         message: e.to_string(),
                     });
@@ -253,6 +256,7 @@ async fn run_locker(
         if let Err(e) = guard.release().await {
             emit(Event::Error {
                 locker: name.into(),
+                at_us: now_us(),
                 during: "release".into(),
                 message: e.to_string(),
             });
@@ -277,6 +281,7 @@ async fn run_lwt_locker(
         if let Err(e) = lwt.lock(&job.lock_id, name, Duration::from_secs(job.max_wait_s)).await {
             emit(Event::Error {
                 locker: name.into(),
+                at_us: now_us(),
                 during: "lock".into(),
                 message: e.to_string(),
             });
@@ -303,6 +308,7 @@ async fn run_lwt_locker(
             Ok(unlocked) if unlocked.kept_until_release() => {}
             Ok(unlocked) => emit(Event::Error {
                 locker: name.into(),
+                at_us: now_us(),
                 during: "release".into(),
                 message: match unlocked {
                     lwt::Unlocked::TakenOver => {
@@ -314,6 +320,7 @@ async fn run_lwt_locker(
             }),
             Err(e) => emit(Event::Error {
                 locker: name.into(),
+                at_us: now_us(),
                 during: "release".into(),
                 message: e.to_string(),
             }),

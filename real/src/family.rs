@@ -396,6 +396,7 @@ fn out_of_time(job: &Job, started: Instant) -> bool {
 fn error(emit: &(dyn Fn(Event) + Send + Sync), locker: &str, during: &str, message: String) {
     emit(Event::Error {
         locker: locker.into(),
+        at_us: now_us(),
         during: during.into(),
         message,
     });
@@ -456,6 +457,7 @@ where
             match monitor.write(&token, false) {
                 Ok((accepted, stale)) => emit(Event::Resource {
                     locker: name.into(),
+                    at_us: now_us(),
                     token: token.clone(),
                     accepted,
                     stale,

@@ -51,7 +51,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use cassalock_judge::holding::{overlaps, Beliefs, WallClockMicros};
 use cassalock_judge::stats;
 
 /// The lock every locker of a run takes (its events do not name it: a run has one lock).
@@ -236,6 +235,24 @@ impl Variant {
         }
     }
 
+    /// Its name on the command line (`--locks queue-paced`), as a run's event record names it.
+    pub fn command_name(self) -> &'static str {
+        match self {
+            Variant::Old => "old",
+            Variant::Queue => "queue",
+            Variant::QueueNextInLine => "queue-next-in-line",
+            Variant::QueuePaced => "queue-paced",
+            Variant::Lwt => "lwt",
+            Variant::RedisSetNx => "redis-set-nx",
+            Variant::Redlock => "redlock",
+            Variant::Memcached => "memcached",
+            Variant::Redisson => "redisson",
+            Variant::RedissonFair => "redisson-fair",
+            Variant::Zookeeper => "zookeeper",
+            Variant::Etcd => "etcd",
+        }
+    }
+
     /// One of the other families' locks (Redis, Memcached), run with `--servers`; the others
     /// are Cassandra's, run with `--contact-points`.
     pub fn is_family(self) -> bool {
@@ -348,9 +365,12 @@ pub enum Event {
         wait_us: u64,
         token: String,
     },
-    /// The monitor's answer to the holder's write inside its critical section.
+    /// The monitor's answer to the holder's write inside its critical section (`at_us`: when
+    /// it answered; 0 in events from before it was recorded).
     Resource {
         locker: String,
+        #[serde(default)]
+        at_us: u64,
         token: String,
         accepted: bool,
         stale: bool,
@@ -361,6 +381,8 @@ pub enum Event {
     /// A lock or release call failed (after the library's own retries).
     Error {
         locker: String,
+        #[serde(default)]
+        at_us: u64,
         during: String,
         message: String,
     },
@@ -673,7 +695,140 @@ impl Summary {
     }
 }
 
-/// Judge a run from all its events (any order across processes).
+/// A run's events as its event record (`cassalock_judge::event`, rules `observed`), on the
+/// machine's wall clock: each acquisition as an `invoke` when its locker asked and an
+/// `acquired` when `lock` returned; the end of each belief as a `releasing` (a `lease_lost`
+/// just before it where the guard said the lease was lost); each monitor answer as a `write`;
+/// each failed call as a `call_failed`. Lockers are client nodes `c0`, `c1`, ... in the order of
+/// their names; the record ends just after its last event. Events from several processes come
+/// in any order: the record is in time order.
+pub fn record(variant: Variant, lockers: usize, fencing: bool, events: &[Event]) -> EventRecord {
+    use cassalock_judge::event::{self as record, What};
+    let mut names: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Acquired { locker, .. }
+            | Event::Released { locker, .. }
+            | Event::Resource { locker, .. }
+            | Event::Error { locker, .. } => Some(locker.as_str()),
+            Event::Done { .. } | Event::Step { .. } => None,
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let node = |locker: &str| format!("c{}", names.binary_search(&locker).unwrap_or(names.len()));
+    let line = |at_us: u64, node: String, what: What| record::Event {
+        at_ns: at_us.saturating_mul(1000),
+        node,
+        clock_us: Some(at_us),
+        what,
+    };
+    let mut lines: Vec<record::Event> = Vec::with_capacity(events.len() * 2);
+    for event in events {
+        match event {
+            Event::Acquired {
+                locker,
+                at_us,
+                wait_us,
+                token,
+            } => {
+                lines.push(line(
+                    at_us.saturating_sub(*wait_us),
+                    node(locker),
+                    What::Invoke {
+                        client: locker.clone(),
+                        call: record::Call::Lock,
+                        acquisition: 0,
+                    },
+                ));
+                lines.push(line(
+                    *at_us,
+                    node(locker),
+                    What::Acquired {
+                        thread: locker.clone(),
+                        lock: RUN_LOCK.into(),
+                        token: token.clone(),
+                        valid_until_us: None,
+                        valid_until_at_ns: None,
+                    },
+                ));
+            }
+            Event::Released { locker, at_us, lost } => {
+                if *lost {
+                    lines.push(line(
+                        *at_us,
+                        node(locker),
+                        What::LeaseLost {
+                            thread: locker.clone(),
+                            lock: RUN_LOCK.into(),
+                            why: "the guard said the lease was lost at the end of the hold".into(),
+                        },
+                    ));
+                }
+                lines.push(line(
+                    *at_us,
+                    node(locker),
+                    What::Releasing {
+                        thread: locker.clone(),
+                        lock: RUN_LOCK.into(),
+                    },
+                ));
+            }
+            Event::Resource {
+                locker,
+                at_us,
+                token,
+                accepted,
+                stale,
+            } => lines.push(line(
+                *at_us,
+                "resource".into(),
+                What::Write {
+                    client: Some(locker.clone()),
+                    lock: Some(RUN_LOCK.into()),
+                    token: token.clone(),
+                    phase: Some(record::Phase::Enter),
+                    accepted: Some(*accepted),
+                    stale: Some(*stale),
+                    acquisition: None,
+                },
+            )),
+            Event::Error {
+                locker,
+                at_us,
+                during,
+                message,
+            } => lines.push(line(
+                *at_us,
+                node(locker),
+                What::CallFailed {
+                    client: locker.clone(),
+                    error: format!("{during} failed: {message}"),
+                },
+            )),
+            Event::Done { .. } | Event::Step { .. } => {}
+        }
+    }
+    lines.sort_by_key(|event| event.at_ns);
+    let end_ns = lines.last().map_or(0, |event| event.at_ns.saturating_add(1));
+    let header = record::Header::new(
+        record::Driver::Real,
+        variant.command_name(),
+        record::Clock::WallSinceEpoch,
+        record::RunFacts {
+            clients: lockers,
+            end_ns,
+            rules: record::Rules::Observed(record::ObservedRules { fencing }),
+        },
+    );
+    EventRecord { header, events: lines }
+}
+
+/// A run's event record: [`cassalock_judge::event::Record`].
+pub type EventRecord = cassalock_judge::event::Record;
+
+/// Judge a run from all its events (any order across processes), by the one judge, on its
+/// event record ([`record`]).
 pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Duration, events: &[Event]) -> Summary {
     let mut summary = Summary {
         variant: variant.name().into(),
@@ -683,50 +838,31 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
         tokens: variant.token_note().into(),
         ..Summary::default()
     };
-    // Who believes they hold, per locker (process 0: events do not say which process; nothing
-    // here needs it).
-    let mut beliefs: Beliefs<WallClockMicros> = Beliefs::default();
-    let mut waits: Vec<f64> = Vec::new();
+    let run = record(variant, lockers, !variant.is_family(), events);
+    let judged = cassalock_judge::observed::judge_record(&run.header, &run.events);
+    // What went wrong, in the order it happened in each process: stale writes and failures.
     for event in events {
         match event {
-            Event::Acquired {
-                locker, at_us, wait_us, ..
-            } => {
-                summary.acquisitions += 1;
-                waits.push(*wait_us as f64 / 1000.0);
-                beliefs.acquired(locker, 0, RUN_LOCK, *at_us);
-            }
-            Event::Released { locker, at_us, lost } => {
-                beliefs.stopped(locker, *at_us);
-                summary.lost_leases += u64::from(*lost);
-            }
+            Event::Released { lost, .. } => summary.lost_leases += u64::from(*lost),
             Event::Resource {
                 locker,
                 token,
                 accepted,
-                stale,
-            } => {
-                if *stale {
-                    summary.stale_tokens += 1;
-                    if *accepted {
-                        summary.stale_accepted += 1;
-                    }
-                    if summary.examples.len() < 5 {
-                        summary.examples.push(format!(
-                            "{locker} wrote with stale token {token} ({})",
-                            if *accepted {
-                                "ACCEPTED: damage"
-                            } else {
-                                "refused by fencing"
-                            }
-                        ));
-                    }
+                stale: true,
+                ..
+            } if summary.examples.len() < 5 => summary.examples.push(format!(
+                "{locker} wrote with stale token {token} ({})",
+                if *accepted {
+                    "ACCEPTED: damage"
+                } else {
+                    "refused by fencing"
                 }
-            }
+            )),
             Event::Error {
                 locker,
                 during,
                 message,
+                ..
             } => {
                 summary.errors += 1;
                 if summary.examples.len() < 5 {
@@ -734,25 +870,12 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
                 }
             }
             Event::Done { requests, .. } => summary.requests += requests,
-            Event::Step { .. } => {}
+            _ => {}
         }
     }
-    // A locker still open at the end held until the end.
-    let mut intervals = beliefs.finish(u64::MAX);
-    // Events come from several processes in any order: judge them in one order.
-    intervals.sort_by(|a, b| (a.acquired_at, a.released_at, &a.holder).cmp(&(b.acquired_at, b.released_at, &b.holder)));
-    // The cycle: holds, and handoffs between consecutive holds of two lockers (a locker still
-    // holding at the end has no hold to count).
-    let holds: Vec<f64> = intervals
-        .iter()
-        .filter(|i| i.released_at != u64::MAX)
-        .map(|i| i.released_at.saturating_sub(i.acquired_at) as f64 / 1000.0)
-        .collect();
-    let handoffs: Vec<f64> = intervals
-        .windows(2)
-        .filter(|pair| pair[0].holder != pair[1].holder && pair[0].released_at != u64::MAX)
-        .map(|pair| pair[1].acquired_at.saturating_sub(pair[0].released_at) as f64 / 1000.0)
-        .collect();
+    summary.acquisitions = judged.acquisitions;
+    summary.stale_tokens = judged.stale_writes.len() as u64;
+    summary.stale_accepted = judged.stale_accepted() as u64;
     let median = |values: &[f64]| {
         if values.is_empty() {
             0.0
@@ -760,39 +883,26 @@ pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Du
             stats::percentile(values, 50)
         }
     };
-    summary.hold_p50_ms = median(&holds);
-    summary.handoff_p50_ms = median(&handoffs);
-    summary.handoffs = handoffs.len() as u64;
-    for overlap in overlaps(&intervals) {
-        summary.belief_overlaps += 1;
+    summary.hold_p50_ms = median(&judged.holds_ms);
+    summary.handoff_p50_ms = median(&judged.handoffs_ms);
+    summary.handoffs = judged.handoffs_ms.len() as u64;
+    summary.belief_overlaps = judged.overlaps.len() as u64;
+    for overlap in &judged.overlaps {
         if summary.examples.len() < 5 {
             summary.examples.push(format!(
                 "T1-belief: {} acquired at {} us while {} held until {} us",
-                overlap.second.holder, overlap.from, overlap.first.holder, overlap.first.released_at
+                overlap.second.holder,
+                overlap.from.as_micros(),
+                overlap.first.holder,
+                overlap.first.released_at.as_micros()
             ));
         }
     }
-    // Fairness: shares per locker (every locker counts, even one that never acquired) and the
-    // longest run of one locker in acquisition order.
-    let mut acquired: Vec<(u64, &str)> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Acquired { locker, at_us, .. } => Some((*at_us, locker.as_str())),
-            _ => None,
-        })
-        .collect();
-    acquired.sort();
-    let mut shares: std::collections::BTreeMap<&str, f64> = std::collections::BTreeMap::new();
-    for &(_, locker) in &acquired {
-        *shares.entry(locker).or_default() += 1.0;
-    }
-    let mut share_list: Vec<f64> = shares.into_values().collect();
-    share_list.resize(lockers.max(share_list.len()), 0.0);
-    summary.jain = stats::jain(&share_list);
-    summary.longest_run = stats::longest_run(acquired.iter().map(|&(_, locker)| locker));
-    summary.wait_p50_ms = stats::percentile(&waits, 50);
-    summary.wait_p99_ms = stats::percentile(&waits, 99);
-    summary.wait_max_ms = waits.iter().copied().fold(f64::NAN, f64::max);
+    summary.jain = judged.jain;
+    summary.longest_run = judged.longest_run;
+    summary.wait_p50_ms = stats::percentile(&judged.waits_ms, 50);
+    summary.wait_p99_ms = stats::percentile(&judged.waits_ms, 99);
+    summary.wait_max_ms = judged.waits_ms.iter().copied().fold(f64::NAN, f64::max);
     summary.acquisitions_per_s = summary.acquisitions as f64 / summary.elapsed_s.max(1e-9);
     summary.requests_per_acquisition = summary.requests as f64 / (summary.acquisitions.max(1) as f64);
     summary
@@ -927,6 +1037,47 @@ mod tests {
         assert_eq!(label(Variant::Old, Some(5), true), None);
         assert_eq!(label(Variant::Lwt, None, false), None);
     }
+    /// A run's event record reads back as written, in time order, and the one judge reading
+    /// it finds the summary's verdicts: the overlap, the stale write fencing refused.
+    #[test]
+    fn a_run_s_event_record_is_judged_as_its_summary() {
+        let events = [
+            acquired("b", 15),
+            acquired("a", 10),
+            Event::Resource {
+                locker: "a".into(),
+                at_us: 12,
+                token: "1".into(),
+                accepted: false,
+                stale: true,
+            },
+            released("a", 20),
+            released("b", 30),
+            Event::Done {
+                process: 0,
+                requests: 9,
+            },
+        ];
+        let summary = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &events);
+        assert_eq!(
+            (summary.belief_overlaps, summary.stale_tokens, summary.stale_accepted),
+            (1, 1, 0)
+        );
+        let run = record(Variant::Queue, 2, true, &events);
+        assert_eq!(run.header.lock, "queue");
+        assert!(run.events.windows(2).all(|pair| pair[0].at_ns <= pair[1].at_ns));
+        let mut bytes = Vec::new();
+        cassalock_judge::event::write(&mut bytes, &run.header, &run.events).unwrap();
+        let read = cassalock_judge::event::read(&bytes[..]).unwrap();
+        assert_eq!(read, run);
+        let cassalock_judge::Judgement::Observed(judged) = cassalock_judge::judge(&read) else {
+            panic!("a real run's record has the observed rules")
+        };
+        assert_eq!(judged.overlaps.len(), 1);
+        assert_eq!((judged.stale_writes.len(), judged.stale_accepted()), (1, 0));
+        assert!(judged.any_violated(), "{judged}");
+    }
+
     #[test]
     fn t1_belief_is_violated_exactly_when_holding_intervals_of_two_lockers_overlap() {
         let back_to_back = [

@@ -363,6 +363,12 @@ struct StepFigures {
 
 /// Run one configuration: in this process (P = 1) or in P worker processes.
 pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> {
+    execute_recorded(spec, print_events).map(|(summary, _)| summary)
+}
+
+/// [`execute`], and the run's event record (`crate::record`), which its summary was judged
+/// from.
+pub fn execute_recorded(spec: &RunSpec, print_events: bool) -> Result<(Summary, crate::EventRecord), RunError> {
     check(spec)?;
     let run_dir = std::env::temp_dir().join(format!("cassalock-real-{}-{}", std::process::id(), now_us()));
     std::fs::create_dir_all(&run_dir).map_err(|source| RunError::CreateDir {
@@ -461,6 +467,12 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     // Every locker has ended (the runtime and the readers with them): nothing adds to it now.
     let (events, steps) = events.finish();
     let mut summary = summarize(spec.variant, spec.threads, spec.processes, elapsed, &events);
+    let record = crate::record(
+        spec.variant,
+        spec.threads,
+        spec.fencing && !spec.variant.is_family(),
+        &events,
+    );
     summary.steps_written = steps.written;
     summary.steps_dropped = steps.dropped;
     summary.slept_through = steps.slept_through;
@@ -469,7 +481,7 @@ pub fn execute(spec: &RunSpec, print_events: bool) -> Result<Summary, RunError> 
     if let Some(label) = crate::QueuePolling::label(spec.variant, spec.next_poll_ms, spec.paced_poll) {
         summary.variant = label;
     }
-    Ok(summary)
+    Ok((summary, record))
 }
 
 pub fn worker(path: &Path, index: usize) -> Result<(), RunError> {

@@ -41,8 +41,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
+use crate::belief::{BeliefRules, Believing};
 use crate::event::{Disruption, Event, Header, Limit, RowRules, Rules, What};
-use crate::holding::{overlaps, Beliefs, SimulatedTime};
+use crate::holding::{overlaps, SimulatedTime};
 use crate::text::count;
 use crate::{AsClaim, ClaimId, ClaimVerdict};
 
@@ -227,8 +228,9 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
         faults_unfired: rules.faults_planned_after_end,
         ..Verdicts::default()
     };
-    // Who believes they hold, by thread (its process is its client node).
-    let mut beliefs: Beliefs<SimulatedTime> = Beliefs::default();
+    // Who believes they hold, by thread (its process is its client node): a notice that the
+    // lease is lost does not end a belief here; the holder learns it from `is_lost()`.
+    let mut beliefs = Believing::new(BeliefRules::default());
     let mut releasing: BTreeSet<String> = BTreeSet::new();
     let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
     // Per client, the acquisition it is trying to complete (none while it holds or thinks).
@@ -242,13 +244,13 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
     let mut global_changes: Vec<Duration> = Vec::new();
     for event in events {
         let at = Duration::from_nanos(event.at_ns);
+        beliefs.see(event);
         match &event.what {
             What::Acquired {
                 thread, lock, token, ..
             } => {
                 let Some(node) = node_index(&event.node) else { continue };
                 v.acquisitions += 1;
-                beliefs.acquired(thread, node, lock, at);
                 tokens
                     .entry(lock.clone())
                     .or_default()
@@ -270,7 +272,6 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
             }
             What::Releasing { thread, .. } => {
                 releasing.insert(thread.clone());
-                beliefs.stopped(thread, at);
             }
             What::Released { thread, .. } => {
                 releasing.remove(thread);
@@ -354,17 +355,15 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
             } => {
                 v.last_heal = v.last_heal.max(at);
                 v.faults_begun += usize::from(*begins);
-                // A restart (the end of a `Killed` period) kills the incarnation that runs, if
-                // one does (the simulator restarts a live client too): its beliefs end there.
+                // A kill (or a restart, which kills the incarnation that runs) ends the
+                // client's beliefs (`Believing` saw it); the first kill starts the clock of
+                // how long the lock stays taken.
                 let client = match (target, disruption) {
                     (Some(node), Some(Disruption::Killed)) => node_index(node),
                     _ => None,
                 };
-                if let Some(client) = client {
-                    beliefs.process_died(client, at);
-                    if *begins {
-                        kill_at.get_or_insert((client, at));
-                    }
+                if let (Some(client), true) = (client, *begins) {
+                    kill_at.get_or_insert((client, at));
                 }
             }
             What::Resurrected { .. } => v.resurrections += 1,
