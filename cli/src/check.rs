@@ -102,6 +102,12 @@ pub struct CheckArgs {
     /// Serve stateright's Explorer on this loopback address (e.g. 127.0.0.1:3000) instead.
     #[arg(long, value_name = "ADDR")]
     explore: Option<SocketAddr>,
+    /// Also write the first violated property's counterexample (with --property, that
+    /// property's) as an event record into this file (JSON lines, docs/events.md): `cassalock
+    /// judge FILE` reads it as a run seen from outside. Every lock model writes one (not lemma
+    /// or globaltime).
+    #[arg(long, value_name = "FILE", conflicts_with = "explore")]
+    events: Option<std::path::PathBuf>,
 }
 
 fn spec(args: &CheckArgs) -> Spec {
@@ -215,6 +221,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
     print!("{report}");
     print_how_to_go_further(&report, &limits_used);
+    if let Some(path) = &args.events {
+        if let Err(code) = write_counterexample_record(&report, path) {
+            return code;
+        }
+    }
     if !report.internal_errors.is_empty() {
         return ExitCode::from(1);
     }
@@ -226,6 +237,52 @@ pub fn run(args: CheckArgs) -> ExitCode {
         return ExitCode::from(3);
     }
     ExitCode::SUCCESS
+}
+
+/// `--events FILE`: the first violated property's counterexample as an event record. None to
+/// write is said, not an error; a file that cannot be written is exit 2 (1 if a property was
+/// violated: a verdict outranks the file).
+fn write_counterexample_record(
+    report: &cassalock_models::check::Report,
+    path: &std::path::Path,
+) -> Result<(), ExitCode> {
+    let Some(row) = report
+        .rows
+        .iter()
+        .find(|row| row.verdict.is_violation() && row.record.is_some())
+    else {
+        let why = if report.any_violation() {
+            "this model writes no event record"
+        } else {
+            "no property was violated"
+        };
+        println!("\nno event record written to {}: {why}", path.display());
+        return Ok(());
+    };
+    let record = row.record.as_ref().expect("found with one");
+    let written = std::fs::File::create(path).and_then(|file| {
+        let mut out = std::io::BufWriter::new(file);
+        cassalock_judge::event::write(&mut out, &record.header, &record.events)?;
+        out.into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?
+            .sync_all()
+    });
+    match written {
+        Ok(()) => {
+            println!(
+                "\n{}'s counterexample written to {} as an event record ({} events): cassalock judge {} reads it",
+                row.property,
+                path.display(),
+                record.events.len(),
+                path.display()
+            );
+            Ok(())
+        }
+        Err(error) => {
+            eprintln!("error: --events {}: {error}", path.display());
+            Err(ExitCode::from(if report.any_violation() { 1 } else { 2 }))
+        }
+    }
 }
 
 /// After a bounded run, which limit stopped it and the flag that moves it (a state or time

@@ -1,10 +1,12 @@
 //! `cassalock judge FILE`: read an event record (docs/events.md) and print every claim's
 //! verdict, as the run that wrote it printed them.
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cassalock_judge::event;
+use cassalock_judge::text::count;
 
 #[derive(clap::Args, Debug)]
 pub struct JudgeArgs {
@@ -33,20 +35,25 @@ pub fn run(args: JudgeArgs) -> ExitCode {
         Err(error) => return crate::usage_error(&format!("{}: {error}", args.file.display())),
     };
     let header = &record.header;
-    println!(
-        "{} events of a {} run of the {} lock ({} clients, version {} of the record)",
-        record.events.len(),
+    let mut out = format!(
+        "{} of a {} run of the {} lock ({}, version {} of the record)\n",
+        count(record.events.len(), "event"),
         header.driver,
         header.lock,
-        header.run.clients,
+        count(header.run.clients, "client"),
         header.version
     );
     if let Some(replay) = &header.replay {
-        println!("written by: {replay}");
+        out.push_str(&format!("written by: {replay}\n"));
     }
-    println!();
     let judgement = cassalock_judge::judge(&record);
-    print!("{judgement}");
+    out.push_str(&format!("\n{judgement}"));
+    // A full disk or a closed pipe is said, not a panic: the verdict stands, the output does not.
+    let mut stdout = std::io::stdout().lock();
+    if let Err(error) = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+        eprintln!("error: cannot write the verdicts to standard output: {error}");
+        return ExitCode::from(if judgement.any_violated() { 1 } else { 2 });
+    }
     if judgement.any_violated() {
         ExitCode::from(1)
     } else if judgement.any_bounded() {

@@ -186,6 +186,10 @@ pub struct FamilyRules {
 pub struct ObservedRules {
     /// The resource refuses a token below the highest it accepted.
     pub fencing: bool,
+    /// `lease_lost` ends the holder's belief: the library's notice reaches the code that uses
+    /// the lock (a watchdog's, an extension's answer).
+    #[serde(default)]
+    pub lease_lost_ends_it: bool,
 }
 
 /// The call a workload makes to acquire.

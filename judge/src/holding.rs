@@ -101,9 +101,15 @@ pub struct Overlap<B: TimeBase> {
 /// that share an instant. Intervals that only touch (one released when the other acquired) do
 /// not overlap.
 ///
+/// An empty interval (a holder told it acquired after its validity had already run out, so it
+/// never believed it held) overlaps nothing.
+///
 /// Order: by the first interval's acquisition (ties: input order), then by the second's.
 pub fn overlaps<B: TimeBase>(intervals: &[HoldingInterval<B>]) -> Vec<Overlap<B>> {
-    let mut sorted: Vec<&HoldingInterval<B>> = intervals.iter().collect();
+    let mut sorted: Vec<&HoldingInterval<B>> = intervals
+        .iter()
+        .filter(|interval| interval.released_at > interval.acquired_at)
+        .collect();
     sorted.sort_by_key(|interval| interval.acquired_at);
     let mut found = Vec::new();
     for (i, a) in sorted.iter().enumerate() {
@@ -288,6 +294,14 @@ mod tests {
             ]
         );
         assert_eq!(overlaps(&intervals).len(), 3, "a-b, a-c, b-c");
+    }
+
+    #[test]
+    fn an_empty_belief_overlaps_nothing() {
+        // b was told it acquired at 15 with a validity that had run out at 12.
+        assert!(overlaps(&[wall("a", 10, 20), wall("b", 15, 12)]).is_empty());
+        assert!(overlaps(&[wall("a", 10, 20), wall("b", 15, 15)]).is_empty());
+        assert_eq!(overlaps(&[wall("a", 10, 20), wall("b", 15, 16)]).len(), 1);
     }
 
     #[test]

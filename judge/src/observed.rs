@@ -16,7 +16,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::belief::{BeliefRules, Believing};
-use crate::event::{Event, Header, ObservedRules, Rules, What};
+use crate::event::{Clock, Event, Header, ObservedRules, Rules, What};
 use crate::holding::{overlaps, HoldingInterval, Overlap, SimulatedTime};
 use crate::stats;
 use crate::text::count;
@@ -76,16 +76,19 @@ pub fn judge_record(header: &Header, events: &[Event]) -> ObservedVerdicts {
     };
     judge(
         rules,
+        header.clock,
         header.run.clients,
         Duration::from_nanos(header.run.end_ns),
         events,
     )
 }
 
-/// Judge `events` of `clients` clients, a record that ended at `end`.
-pub fn judge(rules: &ObservedRules, clients: usize, end: Duration, events: &[Event]) -> ObservedVerdicts {
+/// Judge `events` of `clients` clients, a record on `clock` that ended at `end`.
+pub fn judge(rules: &ObservedRules, clock: Clock, clients: usize, end: Duration, events: &[Event]) -> ObservedVerdicts {
     let mut v = ObservedVerdicts::default();
-    let mut believing = Believing::new(BeliefRules::default());
+    let mut believing = Believing::new(BeliefRules {
+        lease_lost_ends_it: rules.lease_lost_ends_it,
+    });
     let mut invoked: BTreeMap<&str, Duration> = BTreeMap::new();
     // (when, client) of every acquisition, for the shares and runs.
     let mut acquired: Vec<(Duration, &str)> = Vec::new();
@@ -149,12 +152,12 @@ pub fn judge(rules: &ObservedRules, clients: usize, end: Duration, events: &[Eve
             match v.overlaps.first() {
                 None => format!("{}, never two believers", count(v.acquisitions, "acquisition")),
                 Some(first) => format!(
-                    "{}; first: {} acquired {} while {} held until {}",
+                    "{}; first: {} acquired at {} while {} held until {}",
                     count(v.overlaps.len(), "overlap"),
                     first.second.holder,
-                    instant(first.from),
+                    instant(clock, first.from),
                     first.first.holder,
-                    instant(first.first.released_at)
+                    instant(clock, first.first.released_at)
                 ),
             },
         ),
@@ -177,8 +180,14 @@ fn ms(duration: Duration) -> f64 {
     duration.as_micros() as f64 / 1000.0
 }
 
-fn instant(at: Duration) -> String {
-    format!("{} us", at.as_micros())
+/// An instant as its clock reads: microseconds since the epoch on the wall clock; a tick and
+/// the step within it on the model's; seconds on the simulator's.
+fn instant(clock: Clock, at: Duration) -> String {
+    match clock {
+        Clock::WallSinceEpoch => format!("{} us", at.as_micros()),
+        Clock::ModelTicks => format!("tick {}, step {}", at.as_secs(), at.subsec_nanos()),
+        Clock::SimulatedSinceStart => format!("{:.6} s", at.as_secs_f64()),
+    }
 }
 
 impl fmt::Display for ObservedVerdicts {
@@ -257,7 +266,11 @@ mod tests {
     fn judged(mut events: Vec<Event>, clients: usize) -> ObservedVerdicts {
         events.sort_by_key(|event| event.at_ns);
         judge(
-            &ObservedRules { fencing: true },
+            &ObservedRules {
+                fencing: true,
+                lease_lost_ends_it: false,
+            },
+            Clock::WallSinceEpoch,
             clients,
             Duration::from_millis(1),
             &events,
@@ -284,7 +297,7 @@ mod tests {
         assert!(
             v.checks[0]
                 .2
-                .starts_with("3 overlaps; first: b acquired 10 us while a held until 100 us"),
+                .starts_with("3 overlaps; first: b acquired at 10 us while a held until 100 us"),
             "{}",
             v.checks[0].2
         );

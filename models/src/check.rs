@@ -54,7 +54,16 @@ where
     fn describe_state(&self, state: &Self::State) -> String;
     /// The actor of an action, for traces ("t1", "clock").
     fn actor(&self, action: &Self::Action) -> String;
+    /// A path from initial state `init` as the event record every driver writes (`None`:
+    /// this model does not write one).
+    fn record_of_path(&self, init: usize, actions: &[Self::Action]) -> Option<EventRecord> {
+        let _ = (init, actions);
+        None
+    }
 }
+
+/// A run's event record (`cassalock_judge::event`).
+pub type EventRecord = cassalock_judge::event::Record;
 
 /// Limits on one run.
 #[derive(Clone, Debug)]
@@ -243,6 +252,9 @@ pub struct Row {
     pub seconds: f64,
     pub detail: Option<String>,
     pub trace: Option<Trace>,
+    /// The trace's path as an event record, where the model writes one (a safety property's
+    /// counterexample, a reachable state's witness).
+    pub record: Option<EventRecord>,
 }
 
 /// The limit that cut a check short.
@@ -417,23 +429,31 @@ where
         // Our graph's path is the shortest. When the graph stopped at a limit before reaching
         // the violation, stateright's path (found breadth-first on several threads, so short
         // but not always the shortest) is shown instead, and says so.
-        let trace = match found_by_graph {
-            Some(node) => Some(path_trace(model, &graph.path_to(node))),
-            None => discoveries.get(property.name).map(|path| {
-                let mut states_and_actions = path.clone().into_vec();
-                let init = states_and_actions
-                    .first()
-                    .and_then(|(first, _)| model.init_states().iter().position(|init| init == first))
-                    .unwrap_or(0);
-                let actions = states_and_actions.drain(..).filter_map(|(_, action)| action).collect();
-                let mut trace = path_trace(model, &(init, actions));
-                trace.lines.insert(
-                    0,
-                    "   (stateright's path: our graph stopped at a limit before this state, so it may not be the shortest)"
-                        .to_owned(),
-                );
-                trace
-            }),
+        let (trace, record) = match found_by_graph {
+            Some(node) => {
+                let path = graph.path_to(node);
+                (Some(path_trace(model, &path)), model.record_of_path(path.0, &path.1))
+            }
+            None => match discoveries.get(property.name) {
+                Some(path) => {
+                    let mut states_and_actions = path.clone().into_vec();
+                    let init = states_and_actions
+                        .first()
+                        .and_then(|(first, _)| model.init_states().iter().position(|init| init == first))
+                        .unwrap_or(0);
+                    let actions: Vec<M::Action> =
+                        states_and_actions.drain(..).filter_map(|(_, action)| action).collect();
+                    let record = model.record_of_path(init, &actions);
+                    let mut trace = path_trace(model, &(init, actions));
+                    trace.lines.insert(
+                        0,
+                        "   (stateright's path: our graph stopped at a limit before this state, so it may not be the shortest)"
+                            .to_owned(),
+                    );
+                    (Some(trace), record)
+                }
+                None => (None, None),
+            },
         };
         rows.push(Row {
             claim: claim_of(property.name),
@@ -449,6 +469,7 @@ where
             seconds: stateright_seconds,
             detail: None,
             trace,
+            record,
         });
     }
 
@@ -464,6 +485,7 @@ where
                 seconds: graph_seconds,
                 detail: None,
                 trace: None,
+                record: None,
             });
             continue;
         }
@@ -497,6 +519,7 @@ where
             seconds,
             detail,
             trace,
+            record: None,
         });
     }
 

@@ -1451,6 +1451,32 @@ pub struct Resource {
     pub fence: Option<String>,
 }
 
+impl Resource {
+    /// What the resource does with a write of acquisition `grant` carrying `token`: with a
+    /// fencing token (`F::FENCING`), it refuses a token below the highest it accepted, and
+    /// accepts, stale, one equal to it from another acquisition (two holders sharing a token);
+    /// without, it accepts everything, stale when a later acquisition has already written.
+    /// `accepted` and `stale` as the resource of the other drivers says them
+    /// (`cassalock::algo::admit`).
+    pub fn admit<F: ModelFamily>(&self, grant: Grant, token: &str) -> cassalock::algo::Admission {
+        if F::FENCING {
+            if self.fence.as_deref().is_some_and(|fence| fence > token) {
+                return cassalock::algo::Admission {
+                    stale: true,
+                    accepted: false,
+                };
+            }
+            let shared = self.fence.as_deref() == Some(token) && self.last_write.is_some_and(|(_, last)| last != grant);
+            return cassalock::algo::Admission {
+                stale: shared,
+                accepted: true,
+            };
+        }
+        let stale = self.last_write.is_some_and(|(_, last)| last > grant);
+        cassalock::algo::Admission { stale, accepted: true }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct World<F: ModelFamily> {
     pub now_tick: u8,
@@ -2214,17 +2240,18 @@ impl<F: ModelFamily> FamilyModel<F> {
 
     fn write_resource(&self, world: &mut World<F>, i: usize, grant: Grant, token: &str, notes: &mut Notes) {
         let resource = &mut world.resource;
+        let admission = resource.admit::<F>(grant, token);
         if F::FENCING {
             // The fence refuses a token below the highest it accepted; what it cannot refuse
             // is another acquisition's write with the same token (two holders sharing one).
-            if let Some(fence) = resource.fence.as_deref().filter(|fence| *fence > token) {
+            if !admission.accepted {
+                let fence = resource.fence.as_deref().unwrap_or_default();
                 note(notes, || {
                     format!("the resource REFUSES t{i}'s write (grant {grant}): its token {token} is below {fence}, the highest it has seen")
                 });
                 return;
             }
-            let shared =
-                resource.fence.as_deref() == Some(token) && resource.last_write.is_some_and(|(_, last)| last != grant);
+            let shared = admission.stale;
             resource.fence = Some(token.to_owned());
             if shared {
                 resource.stale_write = true;
@@ -2240,7 +2267,7 @@ impl<F: ModelFamily> FamilyModel<F> {
             return;
         }
         match resource.last_write {
-            Some((writer, last)) if last > grant => {
+            Some((writer, last)) if admission.stale => {
                 resource.stale_write = true;
                 note(notes, || {
                     format!(
@@ -3003,6 +3030,10 @@ impl<F: ModelFamily> CheckedModel for FamilyModel<F> {
             world.server.describe(world.now_tick),
             clients.join(", "),
         )
+    }
+
+    fn record_of_path(&self, init: usize, actions: &[Act]) -> Option<crate::check::EventRecord> {
+        Some(self.path_record(init, actions))
     }
 
     fn actor(&self, action: &Act) -> String {

@@ -20,6 +20,7 @@
 pub mod check;
 pub mod coord;
 pub mod family;
+pub mod family_record;
 pub mod getlock;
 pub mod globaltime;
 pub mod lemma;

@@ -818,7 +818,11 @@ pub fn record(variant: Variant, lockers: usize, fencing: bool, events: &[Event])
         record::RunFacts {
             clients: lockers,
             end_ns,
-            rules: record::Rules::Observed(record::ObservedRules { fencing }),
+            // The real runner's belief already ends where the guard was lost (`Released`).
+            rules: record::Rules::Observed(record::ObservedRules {
+                fencing,
+                lease_lost_ends_it: false,
+            }),
         },
     );
     EventRecord { header, events: lines }

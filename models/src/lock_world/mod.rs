@@ -128,10 +128,12 @@
 //! | `fairness` | the bookkeeping behind F: wait order, overtakes, queue order at acquisition |
 //! | `trace` | how a step and a state read in a counterexample |
 //! | `properties` | every property, liveness obligation and measure, in one place |
+//! | `record` | a path as the event record every driver writes, for the one judge |
 
 mod config;
 mod fairness;
 mod properties;
+mod record;
 mod state;
 mod step;
 mod trace;

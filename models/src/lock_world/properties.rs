@@ -521,4 +521,8 @@ impl crate::check::CheckedModel for LockModel {
             other => other.to_string(),
         }
     }
+
+    fn record_of_path(&self, init: usize, actions: &[Act]) -> Option<crate::check::EventRecord> {
+        Some(self.path_record(init, actions))
+    }
 }

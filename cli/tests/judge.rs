@@ -1,0 +1,91 @@
+//! `cassalock judge FILE`: a model's counterexample written with `check --events` is judged as
+//! the model judged it; a record that cannot be read is refused with exit 2 and the line named.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn cassalock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(args)
+        .output()
+        .expect("the cassalock binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("cassalock-judge-test-{}-{name}", std::process::id()))
+}
+
+#[test]
+fn a_model_counterexample_written_by_check_is_judged_violated() {
+    let file = temp("k1.jsonl");
+    let path = file.to_string_lossy().into_owned();
+    let checked = cassalock(&[
+        "check",
+        "--model",
+        "getlock",
+        "--fault",
+        "pause",
+        "--property",
+        "T1",
+        "--stop-at-first",
+        "--events",
+        &path,
+    ]);
+    assert_eq!(checked.status.code(), Some(1), "{}", text(&checked.stdout));
+    assert!(
+        text(&checked.stdout).contains("written to"),
+        "{}",
+        text(&checked.stdout)
+    );
+    let judged = cassalock(&["judge", &path]);
+    let stdout = text(&judged.stdout);
+    assert_eq!(judged.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("a model run of the queue lock"), "{stdout}");
+    assert!(stdout.contains("T1-belief    FAILED   1 overlap"), "{stdout}");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn a_record_that_cannot_be_read_is_refused_with_exit_2_naming_the_line() {
+    let missing = cassalock(&["judge", "/nonexistent/record.jsonl"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        text(&missing.stderr).contains("cannot open the event record"),
+        "{}",
+        text(&missing.stderr)
+    );
+    let header = r#"{"schema":"cassalock-events","version":1,"driver":"simulator","lock":"queue","clock":"simulated-since-start","run":{"clients":1,"end_ns":10,"rules":{"harness":"observed","fencing":true}}}"#;
+    for (name, body, expected) in [
+        ("empty", String::new(), "empty"),
+        ("garbage", "not json\n".to_owned(), "line 1 is not a header"),
+        (
+            "newer",
+            format!("{}\n", header.replace("\"version\":1", "\"version\":9")),
+            "version 9",
+        ),
+        (
+            "bad-event",
+            format!("{header}\n{{\"at_ns\":1,\"node\":\"c0\",\"kind\":\"teleported\"}}\n"),
+            "line 2 is not an event",
+        ),
+    ] {
+        let file = temp(name);
+        std::fs::write(&file, body).unwrap();
+        let judged = cassalock(&["judge", &file.to_string_lossy()]);
+        let stderr = text(&judged.stderr);
+        assert_eq!(judged.status.code(), Some(2), "{name}: {stderr}");
+        assert!(stderr.contains(expected), "{name}: expected {expected:?} in {stderr}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+        let _ = std::fs::remove_file(&file);
+    }
+    // A record with nothing but its header: judged, nothing violated.
+    let file = temp("header-only");
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+    let judged = cassalock(&["judge", &file.to_string_lossy()]);
+    assert_eq!(judged.status.code(), Some(0), "{}", text(&judged.stdout));
+    let _ = std::fs::remove_file(&file);
+}
