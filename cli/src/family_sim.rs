@@ -77,6 +77,9 @@ pub struct SimFamilyArgs {
     /// verdicts.
     #[arg(long, value_name = "FILE", requires = "seed")]
     events: Option<PathBuf>,
+    /// With --seed and one scenario: also draw the run's timeline as SVG into this file.
+    #[arg(long, value_name = "FILE", requires = "seed")]
+    svg: Option<PathBuf>,
     /// Parallel runs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
@@ -208,13 +211,17 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         replication_lag_ms: args.replication_lag_ms,
     };
     if let Some(seed) = args.seed {
-        if args.events.is_some() && chosen.len() != 1 {
+        if (args.events.is_some() || args.svg.is_some()) && chosen.len() != 1 {
             return usage_error(&format!(
-                "--events writes one run's record: name one scenario, not {}",
+                "--events and --svg write one run's record or timeline: name one scenario, not {}",
                 chosen.len()
             ));
         }
-        return one_seed(&chosen, seed, args.trace, args.events.as_deref(), knobs);
+        let files = RunFiles {
+            events: args.events.as_deref(),
+            svg: args.svg.as_deref(),
+        };
+        return one_seed(&chosen, seed, args.trace, files, knobs);
     }
     let shard = args.shard.unwrap_or(Shard::new(1, 1).expect("1/1 is a shard"));
     let runs = shard.count(&args.seeds);
@@ -275,13 +282,13 @@ fn describe(scenario: &FamilyScenario) {
     println!("{} ({}): {}", scenario.name, scenario.lock.name(), scenario.premise);
 }
 
-fn one_seed(
-    chosen: &[&'static str],
-    seed: u64,
-    trace: bool,
-    events: Option<&std::path::Path>,
-    knobs: Knobs,
-) -> ExitCode {
+/// The files a one-seed run writes: its event record, its timeline.
+struct RunFiles<'a> {
+    events: Option<&'a std::path::Path>,
+    svg: Option<&'a std::path::Path>,
+}
+
+fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, knobs: Knobs) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
@@ -312,7 +319,18 @@ fn one_seed(
         );
         violated |= outcome.verdicts.any_violated();
         bounded |= outcome.verdicts.any_bounded();
-        if let Some(path) = events {
+        if let Some(path) = files.svg {
+            let judgement = cassalock_judge::Judgement::Families(outcome.verdicts.clone());
+            let picture = cassalock_sim::timeline::Picture::new(&outcome.header, &outcome.events, &judgement);
+            match cassalock_sim::timeline::write_record_svg(&picture, path) {
+                Ok(()) => println!("  timeline written to {}", path.display()),
+                Err(error) => {
+                    eprintln!("error: --svg {}: could not write the timeline: {error}", path.display());
+                    return ExitCode::from(if violated { 1 } else { 2 });
+                }
+            }
+        }
+        if let Some(path) = files.events {
             let mut header = outcome.header.clone();
             header.replay = Some(format!(
                 "cassalock sim-family --scenario {name} --seed {seed}{}",

@@ -14,6 +14,10 @@ pub struct JudgeArgs {
     /// writes one). `-` reads standard input.
     #[arg(value_name = "FILE")]
     file: PathBuf,
+    /// Also draw the run's timeline as SVG into this file: a lane per node, waits and holds,
+    /// faults, clocks, two holders at once, the resource's marks (the simulation build draws).
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 pub fn run(args: JudgeArgs) -> ExitCode {
@@ -48,10 +52,18 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     }
     let judgement = cassalock_judge::judge(&record);
     out.push_str(&format!("\n{judgement}"));
+    let drawn = args.svg.as_deref().map(|path| draw(&record, &judgement, path));
+    if let Some(Ok(path)) = &drawn {
+        out.push_str(&format!("timeline written to {path}\n"));
+    }
     // A full disk or a closed pipe is said, not a panic: the verdict stands, the output does not.
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         eprintln!("error: cannot write the verdicts to standard output: {error}");
+        return ExitCode::from(if judgement.any_violated() { 1 } else { 2 });
+    }
+    if let Some(Err(why)) = &drawn {
+        eprintln!("error: {why}");
         return ExitCode::from(if judgement.any_violated() { 1 } else { 2 });
     }
     if judgement.any_violated() {
@@ -61,4 +73,25 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Draw the record's timeline into `path`; its name, or why not.
+#[cfg(madsim)]
+fn draw(
+    record: &event::Record,
+    judgement: &cassalock_judge::Judgement,
+    path: &std::path::Path,
+) -> Result<String, String> {
+    let picture = cassalock_sim::timeline::Picture::new(&record.header, &record.events, judgement);
+    cassalock_sim::timeline::write_record_svg(&picture, path)
+        .map(|()| path.display().to_string())
+        .map_err(|error| format!("--svg {}: could not write the timeline: {error}", path.display()))
+}
+
+#[cfg(not(madsim))]
+fn draw(_: &event::Record, _: &cassalock_judge::Judgement, path: &std::path::Path) -> Result<String, String> {
+    Err(format!(
+        "--svg {}: the timeline is drawn by the simulation build: cargo run --release -- judge FILE --svg OUT",
+        path.display()
+    ))
 }

@@ -102,6 +102,39 @@ pub struct RunFacts {
     /// The run's claims are judged under the rules of this harness. Each harness states what a
     /// holder's belief is and which claims apply; [`Rules`] says how they differ.
     pub rules: Rules,
+    /// What the driver calls the run ("pause / queue algorithm / seed 0"), for titles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Every node of the run, in the order a timeline draws them (empty: the clients, then
+    /// every node an event names).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// The clocks that do not read the record's clock, as the driver set them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clocks: Vec<NodeClock>,
+}
+
+/// How a node's clock reads against the record's clock: `offset_us` ahead (negative: behind)
+/// at the start, `drift_ppm` parts per million faster, stepping by `step_us` at each jump, and
+/// every reading off by up to `error_us` either way.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeClock {
+    pub node: String,
+    #[serde(default)]
+    pub offset_us: i64,
+    #[serde(default)]
+    pub drift_ppm: i64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jumps: Vec<ClockJump>,
+    #[serde(default)]
+    pub error_us: u64,
+}
+
+/// A step of a node's clock, `at_ms` into the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockJump {
+    pub at_ms: u64,
+    pub step_us: i64,
 }
 
 /// The judging rules a run asks for: where the two simulators' definitions of a claim still
@@ -627,6 +660,17 @@ mod tests {
                     locks_per_acquisition: 1,
                     ..RowRules::default()
                 }),
+                name: Some("a run".into()),
+                nodes: vec!["c0".into(), "c1".into(), "r0".into()],
+                clocks: vec![NodeClock {
+                    node: "r0".into(),
+                    offset_us: 30_000_000,
+                    jumps: vec![ClockJump {
+                        at_ms: 100,
+                        step_us: -1,
+                    }],
+                    ..NodeClock::default()
+                }],
             },
         )
     }

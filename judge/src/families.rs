@@ -258,41 +258,86 @@ fn t1_belief(run: &Run) -> Verdict {
     }
 }
 
-fn t1_resource(run: &Run) -> Verdict {
-    // A fenced resource's largest token so far (tokens of fencing locks are 20 digits: text
-    // order is number order).
-    let fenced = run.rules.fencing_tokens;
+/// A write the resource saw, as the families' judge reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JudgedWrite {
+    pub at: Duration,
+    pub token: String,
+    /// The order number of the acquisition that held the token (`None`: no acquisition had it).
+    pub acquisition: Option<u64>,
+    /// A fenced resource refused it: its token is below one it has accepted.
+    pub refused: bool,
+    /// It came from an older acquisition after a newer one had written (or from no
+    /// acquisition), and went through: T1-resource's damage.
+    pub stale_accepted: bool,
+    /// The newer acquisition that had written before it, and when, where it was stale.
+    pub after: Option<(u64, String, Duration)>,
+}
+
+/// Every write of `events`, judged: a fenced resource (tokens that grow: 20 digits, so text
+/// order is number order) refuses a token below the largest it has accepted; a write that goes
+/// through from an older acquisition than one that has already written is stale.
+pub fn judged_writes(rules: &FamilyRules, events: &[Event]) -> Vec<JudgedWrite> {
+    let fenced = rules.fencing_tokens;
     let mut largest_token: Option<&str> = None;
     let mut newest: Option<(u64, &str, Duration)> = None;
-    for event in run.events {
+    let mut writes = Vec::new();
+    for event in events {
         let What::Write { token, acquisition, .. } = &event.what else {
             continue;
         };
+        let mut write = JudgedWrite {
+            at: at(event),
+            token: token.clone(),
+            acquisition: *acquisition,
+            refused: false,
+            stale_accepted: false,
+            after: None,
+        };
         let Some(acquisition) = *acquisition else {
-            return Verdict::Violated(format!(
-                "a write from {token} at {}, a token no acquisition had",
-                ms(at(event))
-            ));
+            write.stale_accepted = true;
+            writes.push(write);
+            continue;
         };
         if fenced {
             if largest_token.is_some_and(|largest| token.as_str() < largest) {
-                continue; // refused by the resource: its token is below one it has seen
+                write.refused = true;
+                writes.push(write);
+                continue;
             }
             largest_token = Some(token);
         }
         match newest {
             Some((newer, newer_token, newer_at)) if acquisition < newer => {
-                return Verdict::Violated(format!(
-                    "acquisition #{acquisition} ({token}) wrote at {} after acquisition #{newer} ({newer_token}) had written at {}",
-                    ms(at(event)),
-                    ms(newer_at)
-                ));
+                write.stale_accepted = true;
+                write.after = Some((newer, newer_token.to_owned(), newer_at));
             }
             Some((newer, _, _)) if acquisition == newer => {}
             _ => newest = Some((acquisition, token, at(event))),
         }
+        writes.push(write);
     }
-    Verdict::NoViolation
+    writes
+}
+
+fn t1_resource(run: &Run) -> Verdict {
+    let writes = judged_writes(run.rules, run.events);
+    let Some(stale) = writes.iter().find(|write| write.stale_accepted) else {
+        return Verdict::NoViolation;
+    };
+    match (&stale.acquisition, &stale.after) {
+        (Some(acquisition), Some((newer, newer_token, newer_at))) => Verdict::Violated(format!(
+            "acquisition #{acquisition} ({}) wrote at {} after acquisition #{newer} ({newer_token}) had written at {}",
+            stale.token,
+            ms(stale.at),
+            ms(*newer_at)
+        )),
+        _ => Verdict::Violated(format!(
+            "a write from {} at {}, a token no acquisition had",
+            stale.token,
+            ms(stale.at)
+        )),
+    }
 }
 
 fn c_release(run: &Run) -> Verdict {

@@ -72,6 +72,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                     fencing: F::FENCING,
                     lease_lost_ends_it: true,
                 }),
+                ..RunFacts::default()
             },
         );
         Record { header, events }

@@ -823,6 +823,7 @@ pub fn record(variant: Variant, lockers: usize, fencing: bool, events: &[Event])
                 fencing,
                 lease_lost_ends_it: false,
             }),
+            ..record::RunFacts::default()
         },
     );
     EventRecord { header, events: lines }

@@ -35,6 +35,31 @@ pub struct ClockSpec {
 }
 
 impl ClockSpec {
+    /// `node`'s clock as an event record's header says it (`None`: it reads simulated time).
+    pub fn to_record(&self, node: &str) -> Option<cassalock_judge::event::NodeClock> {
+        (*self != ClockSpec::default()).then(|| cassalock_judge::event::NodeClock {
+            node: node.to_owned(),
+            offset_us: self.offset_us,
+            drift_ppm: self.drift_ppm,
+            jumps: self
+                .jumps
+                .iter()
+                .map(|&(at_ms, step_us)| cassalock_judge::event::ClockJump { at_ms, step_us })
+                .collect(),
+            error_us: self.error_us,
+        })
+    }
+
+    /// The clock an event record's header gives a node.
+    pub fn from_record(clock: &cassalock_judge::event::NodeClock) -> ClockSpec {
+        ClockSpec {
+            offset_us: clock.offset_us,
+            drift_ppm: clock.drift_ppm,
+            jumps: clock.jumps.iter().map(|jump| (jump.at_ms, jump.step_us)).collect(),
+            error_us: clock.error_us,
+        }
+    }
+
     /// How far this clock reads ahead of global time (negative: behind) at a global elapsed
     /// time: the offset, the drift so far and the jumps so far, without the per-reading error.
     /// [`SimClock::reading_at`] is global time plus this; the timeline draws it.

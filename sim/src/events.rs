@@ -25,9 +25,9 @@ pub fn lock_name(config: &RunConfig) -> String {
     }
 }
 
-/// The header of a run of `config` that stopped at `sim_time`, with `killed_for_good` clients
-/// never restarted.
-pub fn header(config: &RunConfig, sim_time: Duration, killed_for_good: &BTreeSet<usize>) -> Header {
+/// The header of the run of `config` on `seed` that stopped at `sim_time`, with
+/// `killed_for_good` clients never restarted.
+pub fn header(config: &RunConfig, seed: u64, sim_time: Duration, killed_for_good: &BTreeSet<usize>) -> Header {
     let rules = RowRules {
         locks_per_acquisition: config.locks,
         call: call(config.mode),
@@ -46,8 +46,26 @@ pub fn header(config: &RunConfig, sim_time: Duration, killed_for_good: &BTreeSet
             clients: config.clients,
             end_ns: nanos(sim_time),
             rules: Rules::Rows(rules),
+            name: Some(format!(
+                "{} / {} algorithm / seed {seed}",
+                config.scenario,
+                config.algorithm.name()
+            )),
+            nodes: nodes(config).map(|(node, _)| node).collect(),
+            clocks: nodes(config)
+                .filter_map(|(node, clock)| clock.and_then(|clock| clock.to_record(&node)))
+                .collect(),
         },
     )
+}
+
+/// Every node of a run, clients first, then the replicas and the time-service replicas, with
+/// its clock where the run gives it one.
+fn nodes(config: &RunConfig) -> impl Iterator<Item = (String, Option<&crate::clock::ClockSpec>)> {
+    let clients = (0..config.clients).map(|i| (format!("c{i}"), config.client_clocks.get(i)));
+    let replicas = (0..config.cluster.replicas).map(|i| (format!("r{i}"), config.replica_clocks.get(i)));
+    let time = (0..config.time_replicas).map(|i| (format!("ts{i}"), config.time_replica_clocks.get(i)));
+    clients.chain(replicas).chain(time)
 }
 
 fn call(mode: ClientMode) -> Call {

@@ -66,7 +66,7 @@ fn run_on_fresh_thread(config: &RunConfig, seed: u64, detailed: bool) -> RunOutc
         queued_messages,
     } = simulated;
     let messages = madsim_messages + queued_messages;
-    let header = crate::events::header(config, sim_time, &killed);
+    let header = crate::events::header(config, seed, sim_time, &killed);
     let verdicts = cassalock_judge::rows::judge_record(&header, &crate::events::events(config, &records));
     let trace_hash = hash_records(&records);
     RunOutcome {

@@ -1,11 +1,12 @@
-//! A run as a picture: one lane per node, top to bottom the clients, the replicas and the
-//! time-service replicas, on simulated time.
+//! A run as a picture, drawn from its event record (`cassalock_judge::event`) and the one
+//! judge's verdicts on it, whatever drove the run: one lane per node, top to bottom the
+//! clients, the replicas, the time-service replicas and the servers, on the record's clock.
 //!
 //! A lane's bar is what the node does: a client waits (grey) or believes it holds the lock
 //! (green); a replica or time-service replica is down, paused or cut off. A client's
 //! disruptions (paused, dead, cut off) run in a strip above its bar, so that a paused holder
 //! shows both. Behind the bar, the lane is tinted by the node's clock against simulated time,
-//! taken from the [`ClockSpec`] the run's clocks read ([`ClockSpec::ahead_us_at`]): ahead (blue)
+//! taken from the clocks the record's header gives ([`ClockSpec::ahead_us_at`]): ahead (blue)
 //! or behind (pink), with its offset, drift and per-reading error written under the bar, and a
 //! marker with the step at every jump.
 //!
@@ -13,27 +14,29 @@
 //! lock (T1-belief), and one mark per resource write or K3 oracle record that matters, each of
 //! its own shape: a stale token accepted (damage, T1-resource), a stale holder's write refused
 //! (fencing doing its job), the only holder's write refused (C-token: the judge decides which
-//! refusals are these, [`crate::verdict::Refusal`]), a released lock live again (K3), and a
+//! refusals are these, `cassalock_judge::rows::Refusal`), a released lock live again (K3), and a
 //! holder's `is_lost()` turning true (a filled square) or false again (a hollow one: C-lost
 //! asks that it stays true). The title
 //! names every claim the run violated; the legend counts every mark.
 //!
-//! Nothing here decides anything about the lock: the lanes come from the records, the clocks
-//! from the run's configuration, the verdicts and refusals from [`crate::verdict`].
+//! Nothing here decides anything about the lock: the lanes come from the record's events, the
+//! clocks from its header, the verdicts, overlaps and refusals from the judge.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use cassalock::driver::LockEvent;
-use cassalock_judge::ClaimVerdict;
+use cassalock_judge::belief::BeliefRules;
+use cassalock_judge::event::{Clock, Disruption, Event, Header, Rules, What};
+use cassalock_judge::holding::{HoldingInterval, SimulatedTime};
+use cassalock_judge::rows::{Overlap, Refusal};
+use cassalock_judge::{ClaimVerdict, Judgement};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::clock::ClockSpec;
 use crate::run::RunOutcome;
-use crate::trace::{Disruption, What};
 
 /// The picture's width, and the height of one lane, in pixels.
 const WIDTH: u32 = 1200;
@@ -85,12 +88,14 @@ fn colour(span: Span) -> RGBColor {
 /// (kind, from, to).
 type Spans = Vec<(Span, Duration, Duration)>;
 
-/// A lane's node: clients first, then replicas, then time-service replicas, each by number.
+/// A lane's node: clients first, then replicas, then time-service replicas, then servers,
+/// each by number.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Lane {
     Client(usize),
     Replica(usize),
     TimeReplica(usize),
+    Server(usize),
 }
 
 impl Lane {
@@ -100,6 +105,9 @@ impl Lane {
         }
         if let Some(i) = node.strip_prefix('r') {
             return i.parse().ok().map(Lane::Replica);
+        }
+        if let Some(i) = node.strip_prefix('s') {
+            return i.parse().ok().map(Lane::Server);
         }
         // A client node is `c3`; a client id or thread `c3-0`, `c3-0:2` names its node first.
         let node = node.split(['-', ':']).next()?;
@@ -111,6 +119,7 @@ impl Lane {
             Lane::Client(i) => format!("c{i}"),
             Lane::Replica(i) => format!("r{i}"),
             Lane::TimeReplica(i) => format!("ts{i}"),
+            Lane::Server(i) => format!("s{i}"),
         }
     }
 
@@ -119,13 +128,173 @@ impl Lane {
     }
 }
 
+/// What a timeline draws: a run's event record and the judge's verdicts on it.
+pub struct Picture<'a> {
+    header: &'a Header,
+    events: &'a [Event],
+    /// The record's instant that is 0 on the picture: its start (the first event, on the wall
+    /// clock; 0 otherwise).
+    origin_ns: u64,
+    /// Every claim the judge judged, by its name, with its verdict.
+    checks: Vec<(String, ClaimVerdict)>,
+    /// Two holders at once (T1-belief).
+    overlaps: Vec<Overlap>,
+    /// The writes the resource refused, read by the judge (the row locks' judge says which).
+    refusals: Vec<Refusal>,
+    /// Every holder's belief, as the judge reads it: the holding bars.
+    holds: Vec<HoldingInterval<SimulatedTime>>,
+    /// Stale writes the resource accepted, where the judge rather than the resource decides
+    /// (the families'): when, and the writer's node.
+    stale_writes: Vec<(Duration, String)>,
+}
+
+impl<'a> Picture<'a> {
+    /// The picture of `events` under `header`, as `judgement` judged them.
+    pub fn new(header: &'a Header, events: &'a [Event], judgement: &Judgement) -> Self {
+        let origin_ns = match header.clock {
+            Clock::WallSinceEpoch => events.first().map_or(0, |event| event.at_ns),
+            Clock::SimulatedSinceStart | Clock::ModelTicks => 0,
+        };
+        let end = Duration::from_nanos(header.run.end_ns.saturating_sub(origin_ns));
+        let shift = |at: Duration| at.saturating_sub(Duration::from_nanos(origin_ns));
+        let shifted = |overlaps: Vec<Overlap>| -> Vec<Overlap> {
+            overlaps
+                .into_iter()
+                .map(|mut overlap| {
+                    overlap.from = shift(overlap.from);
+                    overlap.to = shift(overlap.to);
+                    overlap
+                })
+                .collect()
+        };
+        let shifted_holds = |holds: Vec<HoldingInterval<SimulatedTime>>| -> Vec<HoldingInterval<SimulatedTime>> {
+            holds
+                .into_iter()
+                .map(|mut hold| {
+                    hold.acquired_at = shift(hold.acquired_at);
+                    hold.released_at = shift(hold.released_at);
+                    hold
+                })
+                .collect()
+        };
+        let holds = match (&header.run.rules, judgement) {
+            (_, Judgement::Observed(verdicts)) => shifted_holds(verdicts.intervals.clone()),
+            (Rules::Families(_), _) => cassalock_judge::families::holding_intervals(events, end),
+            (Rules::Observed(rules), _) => cassalock_judge::belief::holding_intervals(
+                events,
+                end,
+                BeliefRules {
+                    lease_lost_ends_it: rules.lease_lost_ends_it,
+                },
+            ),
+            (Rules::Rows(_), _) => cassalock_judge::belief::holding_intervals(events, end, BeliefRules::default()),
+        };
+        let stale_writes = match &header.run.rules {
+            Rules::Families(rules) => {
+                // The writer of a token: the node that acquired with it.
+                let holder: BTreeMap<&str, &str> = events
+                    .iter()
+                    .filter_map(|event| match &event.what {
+                        What::Acquired { token, .. } => Some((token.as_str(), event.node.as_str())),
+                        _ => None,
+                    })
+                    .collect();
+                cassalock_judge::families::judged_writes(rules, events)
+                    .into_iter()
+                    .filter(|write| write.stale_accepted)
+                    .filter_map(|write| {
+                        let node = holder.get(write.token.as_str())?;
+                        Some((shift(write.at), (*node).to_owned()))
+                    })
+                    .collect()
+            }
+            Rules::Rows(_) | Rules::Observed(_) => Vec::new(),
+        };
+        let (checks, overlaps, refusals) = match judgement {
+            Judgement::Rows(verdicts) => (
+                verdicts
+                    .checks
+                    .iter()
+                    .map(|check| (check.claim.as_str().to_owned(), check.verdict))
+                    .collect(),
+                verdicts.overlaps.clone(),
+                verdicts.refusals.clone(),
+            ),
+            Judgement::Families(verdicts) => (
+                verdicts
+                    .claims
+                    .iter()
+                    .map(|(claim, verdict)| {
+                        use cassalock_judge::families::Verdict;
+                        let verdict = match verdict {
+                            Verdict::NoViolation => ClaimVerdict::Holds,
+                            Verdict::Violated(_) => ClaimVerdict::Violated,
+                            Verdict::Bounded(_) => ClaimVerdict::Bounded,
+                            Verdict::NotChecked => ClaimVerdict::NotExercised,
+                        };
+                        (claim.name().to_owned(), verdict)
+                    })
+                    .collect(),
+                cassalock_judge::holding::overlaps(&cassalock_judge::families::holding_intervals(events, end)),
+                Vec::new(),
+            ),
+            Judgement::Observed(verdicts) => (
+                verdicts
+                    .checks
+                    .iter()
+                    .map(|(claim, verdict, _)| (claim.as_str().to_owned(), *verdict))
+                    .collect(),
+                shifted(verdicts.overlaps.clone()),
+                Vec::new(),
+            ),
+        };
+        Picture {
+            header,
+            events,
+            origin_ns,
+            checks,
+            overlaps,
+            refusals,
+            holds,
+            stale_writes,
+        }
+    }
+
+    /// When `event` happened, on the picture.
+    fn at(&self, event: &Event) -> Duration {
+        Duration::from_nanos(event.at_ns.saturating_sub(self.origin_ns))
+    }
+
+    /// When the record ends, on the picture.
+    fn end(&self) -> Duration {
+        Duration::from_nanos(self.header.run.end_ns.saturating_sub(self.origin_ns))
+    }
+
+    /// The lanes to draw: the header's nodes, or the clients and every node an event names.
+    fn lane_names(&self) -> Vec<Lane> {
+        let mut lanes: Vec<Lane> = if self.header.run.nodes.is_empty() {
+            let mut found: Vec<Lane> = (0..self.header.run.clients).map(Lane::Client).collect();
+            found.extend(self.events.iter().filter_map(|event| Lane::parse(&event.node)));
+            found
+        } else {
+            self.header
+                .run
+                .nodes
+                .iter()
+                .filter_map(|node| Lane::parse(node))
+                .collect()
+        };
+        lanes.sort();
+        lanes.dedup();
+        lanes
+    }
+}
+
 /// Every lane with its spans, in drawing order; and the periods of message loss (all nodes).
-fn lanes(outcome: &RunOutcome) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>) {
-    let end = outcome.sim_time;
+fn lanes(picture: &Picture) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>) {
+    let end = picture.end();
     let mut lanes: BTreeMap<Lane, Spans> = BTreeMap::new();
-    lanes.extend((0..outcome.config.clients).map(|i| (Lane::Client(i), Vec::new())));
-    lanes.extend((0..outcome.config.cluster.replicas).map(|i| (Lane::Replica(i), Vec::new())));
-    lanes.extend((0..outcome.config.time_replicas).map(|i| (Lane::TimeReplica(i), Vec::new())));
+    lanes.extend(picture.lane_names().into_iter().map(|lane| (lane, Vec::new())));
     let mut open: BTreeMap<(Lane, u8), (Span, Duration)> = BTreeMap::new();
     let key = |span: Span| match span {
         Span::Waiting => 0u8,
@@ -143,38 +312,34 @@ fn lanes(outcome: &RunOutcome) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duratio
     };
     let mut loss: Vec<(Duration, Duration)> = Vec::new();
     let mut loss_from: Option<Duration> = None;
-    for record in &outcome.records {
-        match &record.what {
-            What::Waiting { .. }
-            | What::Lock(LockEvent::Acquired { .. })
-            | What::Lock(LockEvent::Releasing { .. })
-            | What::ClientError { .. }
+    for event in picture.events {
+        let at = picture.at(event);
+        match &event.what {
+            What::Invoke { .. }
+            | What::Acquired { .. }
+            | What::Releasing { .. }
+            | What::CallFailed { .. }
             | What::TryReturned { acquired: false, .. } => {
-                let Some(lane) = Lane::parse(&record.node) else {
+                let Some(lane) = Lane::parse(&event.node) else {
                     continue;
                 };
-                let at = record.at;
                 // A span opens once: a second lock of the same acquisition does not move its
                 // holding's start.
-                match &record.what {
-                    What::Waiting { .. } => {
+                // Holding is drawn from the judge's beliefs, below.
+                match &event.what {
+                    What::Invoke { .. } => {
                         open.entry((lane, key(Span::Waiting))).or_insert((Span::Waiting, at));
                     }
-                    What::Lock(LockEvent::Acquired { .. }) => {
-                        close(&mut lanes, &mut open, &lane, Span::Waiting, at);
-                        open.entry((lane, key(Span::Holding))).or_insert((Span::Holding, at));
-                    }
-                    What::Lock(LockEvent::Releasing { .. }) => {
-                        close(&mut lanes, &mut open, &lane, Span::Holding, record.at)
-                    }
+                    What::Acquired { .. } => close(&mut lanes, &mut open, &lane, Span::Waiting, at),
+                    What::Releasing { .. } => {}
                     // The attempt failed, or try_lock said no: the client stops waiting until
                     // its next attempt.
-                    _ => close(&mut lanes, &mut open, &lane, Span::Waiting, record.at),
+                    _ => close(&mut lanes, &mut open, &lane, Span::Waiting, at),
                 }
             }
             What::Fault {
-                node: Some(node),
-                period,
+                target: Some(node),
+                disruption: Some(period),
                 begins,
                 ..
             } => {
@@ -182,24 +347,31 @@ fn lanes(outcome: &RunOutcome) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duratio
                 let span = Span::Disrupted(*period);
                 if *begins {
                     if *period == Disruption::Killed {
-                        close(&mut lanes, &mut open, &lane, Span::Waiting, record.at);
-                        close(&mut lanes, &mut open, &lane, Span::Holding, record.at);
+                        close(&mut lanes, &mut open, &lane, Span::Waiting, at);
                     }
-                    open.insert((lane, key(span)), (span, record.at));
+                    open.insert((lane, key(span)), (span, at));
                 } else {
-                    close(&mut lanes, &mut open, &lane, span, record.at);
+                    close(&mut lanes, &mut open, &lane, span, at);
+                }
+            }
+            // A client's own pause (a GC pause between its check and its write).
+            What::ClientPaused { ms } => {
+                if let Some(lane) = Lane::parse(&event.node) {
+                    let span = Span::Disrupted(Disruption::Paused);
+                    let to = (at + Duration::from_millis(*ms)).min(end);
+                    lanes.entry(lane).or_default().push((span, at, to));
                 }
             }
             What::Fault {
-                node: None,
-                period: Disruption::Lossy,
+                target: None,
+                disruption: Some(Disruption::Lossy),
                 begins,
                 ..
             } => {
                 if *begins {
-                    loss_from.get_or_insert(record.at);
+                    loss_from.get_or_insert(at);
                 } else if let Some(from) = loss_from.take() {
-                    loss.push((from, record.at));
+                    loss.push((from, at));
                 }
             }
             _ => {}
@@ -207,6 +379,26 @@ fn lanes(outcome: &RunOutcome) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duratio
     }
     for ((lane, _), (span, from)) in open {
         lanes.entry(lane).or_default().push((span, from, end));
+    }
+    // A hold's lane: the node its holder acquired on.
+    let node_of: BTreeMap<&str, &str> = picture
+        .events
+        .iter()
+        .filter_map(|event| match &event.what {
+            What::Acquired { thread, .. } => Some((thread.as_str(), event.node.as_str())),
+            _ => None,
+        })
+        .collect();
+    for hold in &picture.holds {
+        let node = node_of.get(hold.holder.as_str()).copied().unwrap_or(&hold.holder);
+        if let Some(lane) = Lane::parse(node) {
+            if hold.released_at > hold.acquired_at {
+                lanes
+                    .entry(lane)
+                    .or_default()
+                    .push((Span::Holding, hold.acquired_at, hold.released_at));
+            }
+        }
     }
     loss.extend(loss_from.map(|from| (from, end)));
     (lanes, loss)
@@ -247,15 +439,13 @@ struct ClockStretch {
     jump_us: Option<i64>,
 }
 
-/// The clock of lane `lane` as the run configured it (`None`: it reads simulated time).
-fn clock_of<'a>(outcome: &'a RunOutcome, lane: &Lane) -> Option<&'a ClockSpec> {
-    let config = &outcome.config;
-    let spec = match *lane {
-        Lane::Client(i) => config.client_clocks.get(i),
-        Lane::Replica(i) => config.replica_clocks.get(i),
-        Lane::TimeReplica(i) => config.time_replica_clocks.get(i),
-    }?;
-    (*spec != ClockSpec::default()).then_some(spec)
+/// The clock of lane `lane` as the record's header gives it (`None`: it reads the record's
+/// clock).
+fn clock_of(picture: &Picture, lane: &Lane) -> Option<ClockSpec> {
+    let name = lane.name();
+    let clock = picture.header.run.clocks.iter().find(|clock| clock.node == name)?;
+    let spec = ClockSpec::from_record(clock);
+    (spec != ClockSpec::default()).then_some(spec)
 }
 
 /// The clock's stretches from the run's start to `end`: one, and one more per jump before
@@ -361,36 +551,39 @@ enum Glyph {
     JumpForward,
 }
 
-/// Every mark the judge and the resource's records call for: (glyph, time, lane).
-fn marks(outcome: &RunOutcome) -> Vec<(Glyph, Duration, Lane)> {
+/// Every mark the judge and the resource's events call for: (glyph, time, lane).
+fn marks(picture: &Picture) -> Vec<(Glyph, Duration, Lane)> {
     let mut marks = Vec::new();
-    for record in &outcome.records {
-        match &record.what {
-            What::Resource {
-                client,
-                stale: true,
-                accepted: true,
+    for event in picture.events {
+        let at = picture.at(event);
+        match &event.what {
+            What::Write {
+                client: Some(client),
+                stale: Some(true),
+                accepted: Some(true),
                 ..
-            } => marks.extend(Lane::parse(client).map(|lane| (Glyph::StaleAccepted, record.at, lane))),
+            } => marks.extend(Lane::parse(client).map(|lane| (Glyph::StaleAccepted, at, lane))),
             What::Resurrected { thread, .. } => {
-                marks.extend(Lane::parse(thread).map(|lane| (Glyph::Resurrected, record.at, lane)))
+                marks.extend(Lane::parse(thread).map(|lane| (Glyph::Resurrected, at, lane)))
             }
-            What::LeaseLostSeen { client, .. } => {
-                marks.extend(Lane::parse(client).map(|lane| (Glyph::LostSeen, record.at, lane)))
-            }
-            What::LeaseLostRetracted { client } => {
-                marks.extend(Lane::parse(client).map(|lane| (Glyph::LostRetracted, record.at, lane)))
+            What::LostSeen { client, .. } => marks.extend(Lane::parse(client).map(|lane| (Glyph::LostSeen, at, lane))),
+            What::LostRetracted { client } => {
+                marks.extend(Lane::parse(client).map(|lane| (Glyph::LostRetracted, at, lane)))
             }
             _ => {}
         }
     }
-    for refusal in &outcome.verdicts.refusals {
+    for (at, node) in &picture.stale_writes {
+        marks.extend(Lane::parse(node).map(|lane| (Glyph::StaleAccepted, *at, lane)));
+    }
+    for refusal in &picture.refusals {
         let glyph = if refusal.legitimate {
             Glyph::LegitRefused
         } else {
             Glyph::StaleRefused
         };
-        marks.extend(Lane::parse(&refusal.client).map(|lane| (glyph, refusal.at, lane)));
+        let at = refusal.at.saturating_sub(Duration::from_nanos(picture.origin_ns));
+        marks.extend(Lane::parse(&refusal.client).map(|lane| (glyph, at, lane)));
     }
     marks
 }
@@ -434,13 +627,13 @@ fn draw_jump<'a, CT: CoordTranslate>(
 
 /// The title: the run, then every claim it violated, then what held and what had no occasion;
 /// wrapped at item boundaries to lines of at most `width` pixels.
-fn title_lines(outcome: &RunOutcome, width: i32) -> Vec<String> {
-    let checks = &outcome.verdicts.checks;
+fn title_lines(picture: &Picture, width: i32) -> Vec<String> {
     let named = |verdict: ClaimVerdict| -> Vec<&str> {
-        checks
+        picture
+            .checks
             .iter()
-            .filter(|c| c.verdict == verdict)
-            .map(|c| c.claim.as_str())
+            .filter(|(_, judged)| *judged == verdict)
+            .map(|(claim, _)| claim.as_str())
             .collect()
     };
     let (violated, held, idle) = (
@@ -472,11 +665,14 @@ fn title_lines(outcome: &RunOutcome, width: i32) -> Vec<String> {
         let separator = if i + 1 < idle.len() { ", " } else { "" };
         items.push(format!("{lead}{claim}{separator}"));
     }
+    let header = picture.header;
     let mut lines = vec![format!(
-        "{} / {} algorithm / seed {}: ",
-        outcome.config.scenario,
-        outcome.config.algorithm.name(),
-        outcome.seed
+        "{}: ",
+        header
+            .run
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("the {} lock, a {} run", header.lock, header.driver))
     )];
     for item in items {
         let line = lines.last_mut().expect("a line");
@@ -499,7 +695,7 @@ enum Key {
 
 /// The legend: one row of lane strips, one of clock strips, one of the judge's marks (each
 /// counted in this run), each row wrapped to the picture's width.
-fn legend(outcome: &RunOutcome, marks: &[(Glyph, Duration, Lane)], jumps: usize) -> Vec<Vec<(Key, String)>> {
+fn legend(picture: &Picture, marks: &[(Glyph, Duration, Lane)], jumps: usize) -> Vec<Vec<(Key, String)>> {
     let count = |glyph: Glyph| marks.iter().filter(|mark| mark.0 == glyph).count();
     let bar = |span: Span| Key::Bar(colour(span));
     let groups: Vec<Vec<(Key, String)>> = vec![
@@ -515,7 +711,10 @@ fn legend(outcome: &RunOutcome, marks: &[(Glyph, Duration, Lane)], jumps: usize)
             ),
         ],
         vec![
-            (Key::Bar(CLOCK_AHEAD), "clock ahead of simulated time".into()),
+            (
+                Key::Bar(CLOCK_AHEAD),
+                format!("clock ahead of {}", clock_name(picture.header.clock)),
+            ),
             (Key::Bar(CLOCK_BEHIND), "clock behind".into()),
             (Key::Glyph(Glyph::JumpBack), format!("clock jump: {jumps}")),
         ],
@@ -524,7 +723,7 @@ fn legend(outcome: &RunOutcome, marks: &[(Glyph, Duration, Lane)], jumps: usize)
                 Key::Band(RED.mix(0.25)),
                 format!(
                     "two clients believe they hold it (T1-belief): {}",
-                    outcome.verdicts.overlaps.len()
+                    picture.overlaps.len()
                 ),
             ),
             (
@@ -611,28 +810,56 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, rows: &[Vec<(Key, Stri
 #[error(transparent)]
 pub struct TimelineError(#[from] DrawingAreaErrorKind<std::io::Error>);
 
-/// Draw `outcome` into an SVG file.
+/// What the picture's time axis counts.
+fn clock_name(clock: Clock) -> &'static str {
+    match clock {
+        Clock::SimulatedSinceStart => "simulated time",
+        Clock::WallSinceEpoch => "the wall clock",
+        Clock::ModelTicks => "the model's clock",
+    }
+}
+
+/// Draw a simulated run into an SVG file: its event record, as its verdicts judged it.
 pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError> {
-    let (lanes, loss) = lanes(outcome);
+    let events = crate::events::events(&outcome.config, &outcome.records);
+    let judgement = Judgement::Rows(Box::new(outcome.verdicts.clone()));
+    write_record_svg(&Picture::new(&outcome.header, &events, &judgement), path)
+}
+
+/// Draw `picture` into an SVG file.
+pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineError> {
+    let (lanes, loss) = lanes(picture);
     let names: Vec<&Lane> = lanes.keys().collect();
     let count = names.len();
     // Lane i (top first) is centred on y = count - 1 - i.
     let y_of = |i: usize| (count - 1 - i) as f64;
     let lane_index: BTreeMap<&Lane, usize> = names.iter().enumerate().map(|(i, lane)| (*lane, i)).collect();
-    let seconds = outcome.sim_time.as_secs_f64().max(1.0);
-    let clocks: Vec<(usize, &ClockSpec, Vec<ClockStretch>)> = names
+    let end = picture.end();
+    // A model's record ends just after its last step: half a tick more shows what that step did.
+    let margin = if picture.header.clock == Clock::ModelTicks {
+        0.5
+    } else {
+        0.0
+    };
+    let seconds = (end.as_secs_f64() + margin).max(1.0);
+    let clocks: Vec<(usize, ClockSpec, Vec<ClockStretch>)> = names
         .iter()
         .enumerate()
-        .filter_map(|(i, lane)| clock_of(outcome, lane).map(|spec| (i, spec, clock_stretches(spec, outcome.sim_time))))
+        .filter_map(|(i, lane)| {
+            clock_of(picture, lane).map(|spec| {
+                let stretches = clock_stretches(&spec, end);
+                (i, spec, stretches)
+            })
+        })
         .collect();
     let jumps = clocks
         .iter()
         .map(|(_, _, stretches)| stretches.iter().filter(|s| s.jump_us.is_some()).count())
         .sum();
-    let marks = marks(outcome);
+    let marks = marks(picture);
 
-    let title = title_lines(outcome, WIDTH as i32 - 40);
-    let legend_rows = legend(outcome, &marks, jumps);
+    let title = title_lines(picture, WIDTH as i32 - 40);
+    let legend_rows = legend(picture, &marks, jumps);
     let title_px = 14 + 24 * title.len() as u32;
     let plot_px = LANE_PX * count as u32 + 12 + 40;
     let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
@@ -663,7 +890,11 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError>
     let label_names: Vec<String> = names.iter().map(|lane| lane.name()).collect();
     chart
         .configure_mesh()
-        .x_desc("simulated seconds")
+        .x_desc(match picture.header.clock {
+            Clock::SimulatedSinceStart => "simulated seconds",
+            Clock::WallSinceEpoch => "seconds since the first event",
+            Clock::ModelTicks => "model ticks",
+        })
         .x_label_formatter(&|x: &f64| shortest(*x, 6))
         .y_labels(count)
         .y_label_formatter(&move |y: &f64| {
@@ -765,10 +996,10 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError>
         }
     }
     // Overlapping beliefs: red bands across the client lanes.
-    let clients = outcome.config.clients;
+    let clients = names.iter().filter(|lane| lane.is_client()).count();
     if clients > 0 {
         let (low, high) = (y_of(clients - 1) - 0.5, y_of(0) + 0.5);
-        for overlap in &outcome.verdicts.overlaps {
+        for overlap in &picture.overlaps {
             let to = overlap
                 .to
                 .as_secs_f64()

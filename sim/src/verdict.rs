@@ -16,7 +16,7 @@ pub fn judge(
     sim_time: Duration,
     killed_for_good: &BTreeSet<usize>,
 ) -> Verdicts {
-    let header = crate::events::header(config, sim_time, killed_for_good);
+    let header = crate::events::header(config, 0, sim_time, killed_for_good);
     let events = crate::events::events(config, records);
     cassalock_judge::rows::judge_record(&header, &events)
 }

@@ -78,6 +78,7 @@ impl LockModel {
                     fencing: self.cfg.fencing,
                     lease_lost_ends_it: false,
                 }),
+                ..RunFacts::default()
             },
         );
         Record { header, events }

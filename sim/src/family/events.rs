@@ -46,8 +46,10 @@ pub fn rules(scenario: &FamilyScenario) -> FamilyRules {
     }
 }
 
-/// The header of a run of `scenario` that stopped at `end`.
-pub fn header(scenario: &FamilyScenario, end: Duration) -> Header {
+/// The header of the run of `scenario` on `seed` that stopped at `end`.
+pub fn header(scenario: &FamilyScenario, seed: u64, end: Duration) -> Header {
+    let clients = (0..scenario.clients).map(|i| (format!("c{i}"), scenario.client_clock(i)));
+    let servers = (0..scenario.server_clocks.len()).map(|i| (format!("s{i}"), scenario.server_clock(i)));
     Header::new(
         Driver::Simulator,
         scenario.lock.name(),
@@ -56,6 +58,12 @@ pub fn header(scenario: &FamilyScenario, end: Duration) -> Header {
             clients: scenario.clients,
             end_ns: nanos(end),
             rules: Rules::Families(rules(scenario)),
+            name: Some(format!("{} / seed {seed}", scenario.name)),
+            nodes: (0..scenario.clients).map(|i| format!("c{i}")).collect(),
+            clocks: clients
+                .chain(servers)
+                .filter_map(|(node, clock)| clock.to_record(&node))
+                .collect(),
         },
     )
 }

@@ -732,7 +732,7 @@ fn run_on_fresh_thread(scenario: &FamilyScenario, seed: u64, detailed: bool) -> 
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let for_run = scenario.clone();
     let (records, facts) = runtime.block_on(async move { simulate(for_run, seed, detailed).await });
-    let header = super::events::header(scenario, facts.end);
+    let header = super::events::header(scenario, seed, facts.end);
     let events = super::events::events(&records, &facts);
     let verdicts = cassalock_judge::families::judge_record(&header, &events);
     let longest_handover = super::verdict::longest_handover(&events);
