@@ -141,6 +141,14 @@ fn what(node: &str, what: &FamilyWhat, passes: impl Fn(u64) -> Option<u64>) -> (
     use event::What as E;
     match what {
         FamilyWhat::Lock(lock_event) => lock(lock_event, passes),
+        FamilyWhat::Waiting { acquisition } => (
+            None,
+            E::Invoke {
+                client: node.to_owned(),
+                call: event::Call::Lock,
+                acquisition: *acquisition,
+            },
+        ),
         FamilyWhat::Numbered { token, acquisition } => (
             None,
             E::Numbered {

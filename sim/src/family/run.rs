@@ -72,6 +72,10 @@ pub struct FamilyRecord {
 pub enum FamilyWhat {
     /// The client's lock code reported this (client clock readings inside).
     Lock(FamilyEvent),
+    /// The client starts trying to acquire its `acquisition`-th hold (1-based).
+    Waiting {
+        acquisition: u32,
+    },
     /// An `Acquired` event's place in the order of acquisitions (recorded right after it).
     Numbered {
         token: String,
@@ -147,6 +151,7 @@ impl fmt::Display for FamilyWhat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FamilyWhat::Lock(event) => write_event(f, event),
+            FamilyWhat::Waiting { acquisition } => write!(f, "waits for the lock (acquisition {acquisition})"),
             FamilyWhat::Numbered { token, acquisition } => write!(f, "acquisition #{acquisition} is {token}"),
             FamilyWhat::Write { token, acquisition } => match acquisition {
                 Some(n) => write!(f, "write from {token} (acquisition #{n})"),
@@ -481,6 +486,12 @@ where
             let think_ms = madsim::rand::thread_rng().gen_range(0..=scenario.think_max_ms);
             ctx.sleep_ms(think_ms).await;
         }
+        ctx.recorder.record(
+            &ctx.node,
+            FamilyWhat::Waiting {
+                acquisition: acquisition + 1,
+            },
+        );
         let mut held = None;
         for _ in 0..scenario.max_tries {
             match locker.lock(KEY).await {
