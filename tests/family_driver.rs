@@ -1,4 +1,4 @@
-//! The family driver (issue 13) with the library's machines against in-memory servers: what
+//! The family driver with the library's machines against in-memory servers: what
 //! each call of `FamilyLocker` and `FamilyGuard` promises (contract items of docs/contract.md),
 //! for `SET NX`, Redlock and Memcached. Runs under madsim with fixed seeds (simulated time).
 #![cfg(madsim)]

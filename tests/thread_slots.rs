@@ -1,4 +1,4 @@
-//! Issue 15, the long run: with `Settings::reuse_thread_ids` a locker's acquisitions reuse
+//! The long run: with `Settings::reuse_thread_ids` a locker's acquisitions reuse
 //! thread ids, so the main and shadow rows (named by thread id) keep one cell per slot
 //! instead of a tombstone per acquisition. Through the real driver, under madsim.
 #![cfg(madsim)]

@@ -15,7 +15,7 @@ use crate::real::{BenchPlan, BenchRealFlags};
 pub enum Suite {
     /// Model checking: stateright's own Paxos example as the yardstick (built from the stateright
     /// sources cargo unpacked, about a minute the first time, and run now), exhaustive runs
-    /// with their states per second and its ratio to the yardstick's, issue 15's GetLock 3 x 2
+    /// with their states per second and its ratio to the yardstick's, the GetLock 3 x 2
     /// worlds against their 60 s goal and 4 x 2 with skew against its 10 minutes, and the time to each catalogued counterexample. Exit 4
     /// when the yardstick cannot be built or run.
     Models,
@@ -26,7 +26,7 @@ pub enum Suite {
     /// --shard K/N --shard-out FILE, this machine's part, added up by `cassalock merge`.
     #[cfg(madsim)]
     Sim,
-    /// Simulation: issue 15, part 1. The queue lock (as listed, its next in line polling
+    /// Simulation: the fair lock's goal. The queue lock (as listed, its next in line polling
     /// every 5 ms, and paced) against the old lock at 16 lockers, hold 10 ms, no think time,
     /// each locker acquiring for a simulated minute; at the default latency (1..10 ms) and at 1..2 us a
     /// message: acquisitions per simulated second, Jain's index, requests per acquisition,
@@ -76,8 +76,8 @@ pub struct BenchArgs {
     #[arg(value_enum)]
     suite: Suite,
     /// real, long-run: which locks, comma-separated [default: real: all twelve: old, queue,
-    /// queue-next-in-line (the queue lock whose waiter next in line polls every 5 ms, issue
-    /// 15's faster handoff), queue-paced (the same, every waiter sleeping by its rank and the
+    /// queue-next-in-line (the queue lock whose waiter next in line polls every 5 ms, the
+    /// faster handoff), queue-paced (the same, every waiter sleeping by its rank and the
     /// queue's pace), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
     /// zookeeper, etcd; long-run: old,queue, the only two it takes].
     #[arg(long, value_enum, value_delimiter = ',')]
@@ -430,7 +430,7 @@ fn peak_rss_kib() -> std::io::Result<u64> {
 }
 
 /// Peak memory of one long sweep, read after each count of seeds: the sweep must run in flat
-/// memory (issue 11, item 4), so the ratio of the last reading to the first should stay near 1.
+/// memory, so the ratio of the last reading to the first should stay near 1.
 /// The seeds run through `sim`'s own `run_seeds` (2 jobs, the queue algorithm), so this measures
 /// what `cassalock sim --seeds 0..N` holds.
 #[cfg(madsim)]
@@ -546,12 +546,12 @@ const SHORTEST_TIMED_SECONDS: f64 = 1.0;
 /// The most runs of one row (a check of a few states would otherwise repeat for long).
 const MOST_TIMED_RUNS: u32 = 50;
 
-/// Issue 15's goal for GetLock 3 x 2 with skew, delayed enqueue or leases: exhaustive within this.
+/// The goal for GetLock 3 x 2 with skew, delayed enqueue or leases: exhaustive within this.
 const WORLD_GOAL_SECONDS: u64 = 60;
 /// The check's time limit covers stateright and our graph together; this caps the graph's
 /// memory as well (the frontier's states are held in full).
 const WORLD_STATE_LIMIT: usize = 2_000_000;
-/// Issue 15's goal for GetLock 4 x 2 with skew: exhaustive within this.
+/// The goal for GetLock 4 x 2 with skew: exhaustive within this.
 const LARGE_WORLD_GOAL_SECONDS: u64 = 600;
 /// The state limit of that world: twice its 9,961,752 states (measured 2026-11-28; about 4 GB
 /// resident at the end). The check's memory limit still stops it first on a smaller machine.
@@ -693,7 +693,7 @@ fn models() -> ExitCode {
     }
     println!();
     println!(
-        "issue 15's worlds: each exhaustive within its goal ({WORLD_GOAL_SECONDS} s; 4 x 2 {LARGE_WORLD_GOAL_SECONDS} s), the check's time limit (stateright, then our graph), else bounded"
+        "the larger worlds: each exhaustive within its goal ({WORLD_GOAL_SECONDS} s; 4 x 2 {LARGE_WORLD_GOAL_SECONDS} s), the check's time limit (stateright, then our graph), else bounded"
     );
     println!(
         "{:<44} {:>12} {:>9} {:>14} {:>8}   goal",

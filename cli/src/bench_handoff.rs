@@ -1,4 +1,4 @@
-//! `cassalock bench handoff`: issue 15, part 1, in the simulator. The fair lock's variants
+//! `cassalock bench handoff`: the fair lock's goal, in the simulator. The fair lock's variants
 //! against the old lock at 16 lockers, every figure the goal names measured in one run:
 //! acquisitions per simulated second (exact: no machine noise), Jain's index of the lockers'
 //! shares, store requests per acquisition, each against the old lock's.
@@ -128,7 +128,7 @@ pub fn run_bench(seeds: u64) -> ExitCode {
         }
     };
     println!(
-        "issue 15, part 1, in the simulator: {LOCKERS} lockers acquiring for {} simulated s, hold {HOLD_MS} ms, no think time, TTL {TTL_S} s, QUORUM x 3 replicas; seeds 0..{seeds} per line, {JOBS} jobs",
+        "the fair lock's goal, in the simulator: {LOCKERS} lockers acquiring for {} simulated s, hold {HOLD_MS} ms, no think time, TTL {TTL_S} s, QUORUM x 3 replicas; seeds 0..{seeds} per line, {JOBS} jobs",
         RUN_SIMULATED.as_secs()
     );
     println!("acq/s: acquisitions over simulated seconds, all seeds; Jain: mean over the seeds (their lowest); goal: at least {GOAL_THROUGHPUT_RATIO}x the old lock's acq/s, Jain >= {GOAL_JAIN}, no more requests an acquisition than the old lock");

@@ -1,5 +1,5 @@
 //! `cassalock bench sim`: seeds per minute of the contention scenario, on madsim's network and
-//! on the cluster's own queues (`--network queues`), against issue 15's goal and against
+//! on the cluster's own queues (`--network queues`), against our goal and against
 //! madsim's own message rate measured in the same run; with `--shard K/N --shard-out FILE`,
 //! one machine's part of it, and `cassalock merge` of the parts.
 //!
@@ -31,7 +31,7 @@ pub const MAX_SEEDS: u64 = 100_000;
 const JOBS: usize = 2;
 /// Echo calls of the raw madsim measurement.
 const RAW_CALLS: u64 = 200_000;
-/// The goal of issue 15: contention seeds per minute on the two jobs.
+/// The goal: contention seeds per minute on the two jobs.
 const GOAL_SEEDS_PER_MINUTE: f64 = 10_000.0;
 /// What is measured: each algorithm on the cluster's queues (the default network), then on
 /// madsim's network.
@@ -288,7 +288,7 @@ fn network_lines(figures: &[((Algorithm, Network), Figures)]) {
     }
 }
 
-/// Issue 15, part 3: madsim's timers and tasks alone against its network, in the same run, two
+/// madsim's timers and tasks alone against its network, in the same run, two
 /// ways (`cassalock_sim::run::timer_echo_calls`: a task per message, a design not built;
 /// `queue_echo_calls`: the cluster's own transport, `cassalock_sim::transport`), and the seeds
 /// per minute the messages alone would allow at each rate: ceilings, set beside the

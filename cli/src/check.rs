@@ -1,5 +1,5 @@
 //! `cassalock check`: run a stateright model of the thesis's algorithms (and of the other
-//! families' locks, issue 13: Redis `SET NX PX`, Redlock, Memcached `add`, Redisson's `RLock`).
+//! families' locks: Redis `SET NX PX`, Redlock, Memcached `add`, Redisson's `RLock`).
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -48,16 +48,16 @@ pub struct CheckArgs {
     /// outlasts a contender's requests (the purely asynchronous model).
     #[arg(long)]
     asynchronous: bool,
-    /// getlock: issue 15's faster handoff, the waiter next in line polls at its own short
+    /// getlock: the faster handoff, the waiter next in line polls at its own short
     /// interval (each waiter reads two queue cells to know).
     #[arg(long)]
     next_poll: bool,
-    /// getlock: issue 15's paced variant (implies --next-poll): each waiter reads up to 32
+    /// getlock: the paced variant (implies --next-poll): each waiter reads up to 32
     /// queue cells, learns its rank and sleeps by it and the queue's pace.
     #[arg(long)]
     paced_poll: bool,
     /// Lock models: every acquisition of a thread runs under one thread id, as a locker with
-    /// `reuse_thread_ids` used one acquisition at a time (issue 15's long run: the main and
+    /// `reuse_thread_ids` used one acquisition at a time (for the long run: the main and
     /// shadow cells are rewritten in place instead of new ones under new names). On in the
     /// library by default, off here unless given: the models keep the listings' one id per
     /// acquisition, and give the same verdicts with it (models/tests/verdicts.rs).
@@ -65,7 +65,7 @@ pub struct CheckArgs {
     reuse_thread_ids: bool,
     /// getlock: each thread reads the queue from the queue column of its last hold instead of
     /// the row's start, and from the row's start again after meeting another contender in the
-    /// main row (issue 15's long run). On in the library by default, off here unless given,
+    /// main row (for the long run). On in the library by default, off here unless given,
     /// as --reuse-thread-ids.
     #[arg(long)]
     queue_read_from_last_hold: bool,

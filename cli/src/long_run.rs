@@ -1,5 +1,5 @@
 //! `cassalock bench long-run`: the Cassandra locks used many times in a row, uncontended, on
-//! the real cluster; writes reports/real-long-run.md (issue 15, part 1).
+//! the real cluster; writes reports/real-long-run.md.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! The yardstick of `bench models`: stateright's own single-decree Paxos example, unmodified,
 //! built from the stateright sources cargo already unpacked for this workspace and run in the
 //! same `bench` run, so that our states per second are compared with it on the same machine at
-//! the same moment (issue 15, part 2).
+//! the same moment.
 //!
 //! Steps, each a limit and an error that says what to do:
 //! 1. `cargo pkgid` names the stateright version we depend on, whose sources cargo unpacked;

@@ -73,12 +73,12 @@ pub struct RealArgs {
     pub paced_poll: bool,
     /// Each locker reuses its thread ids (the lowest none of its acquisitions in flight
     /// uses), so the main and shadow rows keep a cell per locker instead of a tombstone per
-    /// acquisition (issue 15's long run; the library's default; false: a new id per
+    /// acquisition (the library's default; false: a new id per
     /// acquisition, as the thesis's listings).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub reuse_thread_ids: bool,
     /// Queue lock: GetLock reads the queue from the column of the locker's last hold instead
-    /// of the row's start (issue 15's long run; the library's default; false: from the row's
+    /// of the row's start (the library's default; false: from the row's
     /// start, as the listing).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub queue_read_from_last_hold: bool,
@@ -1010,7 +1010,7 @@ mod imp {
             poll_ms: 100,
             next_poll_ms: None,
             paced_poll: false,
-            // The library's defaults (issue 15's long-run settings are on).
+            // The library's defaults (its long-run settings are on).
             reuse_thread_ids: super::row_lock_settings().reuse_thread_ids,
             queue_read_from_last_hold: super::row_lock_settings().queue_read_from_last_hold,
             consistency: "quorum".into(),

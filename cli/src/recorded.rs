@@ -1,4 +1,4 @@
-//! Recorded seeds (issue 16): a failing simulator seed, once found, is kept in
+//! Recorded seeds: a failing simulator seed, once found, is kept in
 //! `regressions/<scenario>.seeds` as the `replay` arguments that reproduce it plus the verdicts it
 //! gave, and `cargo test` (cli/tests/recorded_seeds.rs) replays every line. A seed recorded as
 //! violating a known failure must still violate it (the harness has not gone blind); a seed

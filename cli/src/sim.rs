@@ -133,7 +133,7 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub poll_ms: Option<u64>,
     /// Queue lock: the waiter next in line (second in the queue) reads the head this often
-    /// instead of --poll-ms, and every waiter reads two queue cells to know (issue 15's faster
+    /// instead of --poll-ms, and every waiter reads two queue cells to know (the faster
     /// handoff; default: off, every waiter at --poll-ms).
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub next_poll_ms: Option<u64>,
@@ -141,18 +141,18 @@ pub struct ScenarioArgs {
     /// sleeps until the queue's pace says it will be next in line (no longer than it has
     /// watched the queue, at most ten --poll-ms); the
     /// one next in line halves the holder's expected time left, down to --next-poll-ms
-    /// (issue 15; default false).
+    /// (default false).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub paced_poll: Option<bool>,
     /// Each client's acquisitions reuse thread ids: the lowest one none of its acquisitions
     /// in flight uses, so the main and shadow rows keep a cell per client and slot instead of
-    /// a tombstone per acquisition (`Settings::reuse_thread_ids`, issue 15; default true,
+    /// a tombstone per acquisition (`Settings::reuse_thread_ids`; default true,
     /// false with --thesis-listings: a new id per acquisition, as the listings do).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub reuse_thread_ids: Option<bool>,
     /// Queue lock: GetLock reads the queue from the column of the client's last hold of the
     /// lock instead of the row's start, and from the row's start again after meeting another
-    /// contender in the main row (`Settings::queue_read_from_last_hold`, issue 15; default
+    /// contender in the main row (`Settings::queue_read_from_last_hold`; default
     /// true, false with --thesis-listings: from the row's start, as the listing does).
     #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
     pub queue_read_from_last_hold: Option<bool>,
@@ -217,7 +217,7 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "LO..HI", allow_hyphen_values = true, help_heading = KNOBS)]
     pub message_latency_us: Option<MsRange>,
     /// Which network carries the cluster's messages: queues (the default: a delivery queue per
-    /// node, issue 15) or madsim (its endpoints and RPC: the same latencies and faults, about
+    /// node) or madsim (its endpoints and RPC: the same latencies and faults, about
     /// 2x slower; what seeds recorded before 2026-11-27 ran on). A seed gives a different run
     /// on each.
     #[arg(long, value_name = "madsim|queues", help_heading = KNOBS)]

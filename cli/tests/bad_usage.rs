@@ -1,4 +1,4 @@
-//! Bad usage of every command (issue 12): zero, negative, huge, overflowing, unknown and
+//! Bad usage of every command: zero, negative, huge, overflowing, unknown and
 //! wrong-command values. Each is refused before anything runs, with exit status 2 and a message
 //! that names the flag the user typed; never a panic, a hang or a silently ignored flag. The
 //! simulator's knobs have their own table in `knobs.rs`.

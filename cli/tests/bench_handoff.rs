@@ -1,4 +1,4 @@
-//! `cassalock bench handoff` (issue 15, part 1): its figures are simulated, so exact: two runs
+//! `cassalock bench handoff`: its figures are simulated, so exact: two runs
 //! print the same table, and each faster variant's goal line judges every figure the goal
 //! names.
 #![cfg(madsim)]

@@ -1,4 +1,4 @@
-//! The simulator's knobs on the command line and in scenario files (issue 11, item 2): every bad
+//! The simulator's knobs on the command line and in scenario files: every bad
 //! value is refused before anything runs, with exit status 2 and a message that names the flag
 //! (or the file's key) and the rule; good ones reach the run, and the printed replay command
 //! reproduces it.

@@ -1,4 +1,4 @@
-//! The other families' locks (issue 13: Redis `SET NX`, Redlock, Memcached `add`) against real
+//! The other families' locks (Redis `SET NX`, Redlock, Memcached `add`) against real
 //! local servers (the real build, without `--cfg madsim`). `.ci/run` starts the servers with
 //! `cluster/cassalock-servers`, runs these tests and stops them:
 //!

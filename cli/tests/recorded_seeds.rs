@@ -1,5 +1,5 @@
 //! Every recorded simulator seed (regressions/*.seeds) is replayed and must give its recorded
-//! verdicts (issue 16): a recorded violation must still be found, a recorded pass must still
+//! verdicts: a recorded violation must still be found, a recorded pass must still
 //! hold. The lines are `cassalock replay` arguments; see cli/src/recorded.rs for the format.
 #![cfg(madsim)]
 

@@ -1,4 +1,4 @@
-//! The coordination services' locks in the family model (issue 14): Curator's
+//! The coordination services' locks in the family model: Curator's
 //! `InterProcessMutex` on ZooKeeper (`--model zookeeper`) and etcd's mutex with its session
 //! (`--model etcd`). The model, its faults and claims are [`crate::family`]'s (its opening essay
 //! has a section per lock); this module holds their servers as the model steps them (the

@@ -1,4 +1,4 @@
-//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson (issue 13); zookeeper, etcd (issue 14)
+//! # The lease locks people use instead: redis-set-nx, redlock, memcached, redisson; zookeeper, etcd
 //!
 //! One model runs the four locks whose key the *server* expires: Redis's single-instance
 //! `SET NX PX` lock, Redlock over three Redis masters, Memcached's `add` lock and Redisson's
@@ -79,7 +79,7 @@
 //! the RLock's script, so whoever asks when the lock is free takes it; F-order catches it in
 //! 12 steps (pinned in `models/tests/redisson_fair.rs`, with the counts of every fault).
 //!
-//! ## ZooKeeper (Curator) and etcd (issue 14)
+//! ## ZooKeeper (Curator) and etcd
 //!
 //! The coordination services' locks run in this model too (their servers and settings are in
 //! [`crate::coord`]): the library's [`cassalock::algo::family::CuratorLock`] against the

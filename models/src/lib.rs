@@ -1,6 +1,6 @@
 //! # cassalock-models
 //!
-//! stateright models of the thesis's algorithms, and of the other families' locks (issue 13). The
+//! stateright models of the thesis's algorithms, and of the other families' locks. The
 //! thread actors step the very machines the library runs (`cassalock::algo`), against the
 //! library's own store value types (`RowStore`; `RedisKeyspace` and `ReplicatedRedis`).
 //!
@@ -51,28 +51,28 @@ pub enum ModelName {
     #[cfg_attr(feature = "clap", value(name = "globaltime"))]
     GlobalTime,
     /// Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource,
-    /// C-free, C-release, T2; issue 13).
+    /// C-free, C-release, T2).
     #[cfg_attr(feature = "clap", value(name = "redis-set-nx"))]
     RedisSetNx,
     /// Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free,
-    /// C-release, T2; issue 13).
+    /// C-release, T2).
     Redlock,
-    /// Memcached's `add` lock with expiry, released and extended with gets + cas (issue 13).
+    /// Memcached's `add` lock with expiry, released and extended with gets + cas.
     Memcached,
     /// Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message
-    /// (T1-belief, T1-resource, C-free, C-release, C-lost, T2; issue 13).
+    /// (T1-belief, T1-resource, C-free, C-release, C-lost, T2).
     Redisson,
     /// Redisson's fair lock: the RLock with a queue of waiters (F-fifo besides the RLock's
-    /// claims; issue 13).
+    /// claims).
     #[cfg_attr(feature = "clap", value(name = "redisson-fair"))]
     RedissonFair,
     /// Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches
-    /// (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2; issue 14).
+    /// (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2).
     #[cfg_attr(feature = "clap", value(name = "zookeeper"))]
     Zookeeper,
     /// etcd's mutex: session leases kept alive, keys ordered by create revision, watches
-    /// (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost, T2;
-    /// issue 14).
+    /// (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost,
+    /// T2).
     Etcd,
 }
 
@@ -276,19 +276,19 @@ pub struct Spec {
     /// redis-set-nx: each holder extends its key once (`SetNxExtend`) between two uses of the
     /// resource.
     pub extend: bool,
-    /// getlock: the waiter next in line polls at its own interval (issue 15's variant: every
+    /// getlock: the waiter next in line polls at its own interval (the faster handoff: every
     /// waiter reads two queue cells; the model's sleeps are untimed, so what changes is what
     /// a waiter reads and which branch it takes).
     pub next_poll: bool,
-    /// getlock: issue 15's paced variant on top of `next_poll` (every waiter reads up to 32
+    /// getlock: the paced variant on top of `next_poll` (every waiter reads up to 32
     /// queue cells, learns its rank and sleeps by it; the sleeps are untimed here, so what
     /// changes is what a waiter reads and what it remembers).
     pub paced_poll: bool,
     /// Lock models: a thread's acquisitions all use one thread id (`Settings::reuse_thread_ids`,
-    /// issue 15's long run), so later ones write the cells earlier ones wrote and deleted.
+    /// for the long run), so later ones write the cells earlier ones wrote and deleted.
     pub reuse_thread_ids: bool,
     /// getlock: each thread reads the queue from the queue column of its last hold
-    /// (`Settings::queue_read_from_last_hold`, issue 15's long run).
+    /// (`Settings::queue_read_from_last_hold`, for the long run).
     pub queue_read_from_last_hold: bool,
     /// Lock models whose clocks tick with a bound (leases, pause, crash, a coordinator a TTL
     /// ahead, store failures with leases, K3): time stops at this tick instead of the default
@@ -303,7 +303,7 @@ pub const MOST_CLOCK_BOUND_TICKS: u8 = 250;
 
 impl Spec {
     /// Does it ask for one of the Cassandra lock models' variants (the listings, the
-    /// asynchronous model, issue 15's polls, reused thread ids, the queue start)?
+    /// asynchronous model, the next-in-line and paced polls, reused thread ids, the queue start)?
     fn uses_cassandra_lock_variants(&self) -> bool {
         self.thesis_listings
             || self.asynchronous

@@ -1,5 +1,5 @@
 //! The coordination services' locks in the family model (`models/src/family.rs` and
-//! `models/src/coord.rs`, issue 14): Curator's `InterProcessMutex` on ZooKeeper and etcd's mutex
+//! `models/src/coord.rs`): Curator's `InterProcessMutex` on ZooKeeper and etcd's mutex
 //! with its session. The verdict on every claim under each fault, the unique-state counts
 //! pinned, and the counterexamples to the mutants CURATOR-678 and etcd 11456.
 //!

@@ -1,5 +1,5 @@
-//! Redlock (3 masters) and Memcached's `add` lock in the family model (`models/src/family.rs`,
-//! issue 13): the verdict on every claim under each fault, with the unique-state counts pinned,
+//! Redlock (3 masters) and Memcached's `add` lock in the family model (`models/src/family.rs`):
+//! the verdict on every claim under each fault, with the unique-state counts pinned,
 //! and the counterexamples' telling steps. (`SET NX PX`, the same model's third lock, has its
 //! whole reports pinned in `redis_set_nx.rs`.)
 //!

@@ -1,4 +1,4 @@
-//! Redis's `SET NX PX` lock (`models/src/family.rs`, issue 13): the verdict on every
+//! Redis's `SET NX PX` lock (`models/src/family.rs`): the verdict on every
 //! claim under each fault, with the unique-state counts pinned and every report pinned whole,
 //! traces included, in `golden/redis_set_nx*.txt` beside this file. After an intended change:
 //! `UPDATE_EXPECT=1 cargo test -p cassalock-models --test redis_set_nx`, then review `git diff`.

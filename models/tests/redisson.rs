@@ -1,4 +1,4 @@
-//! Redisson's `RLock` in the family model (`models/src/family.rs`, issue 13): the library's
+//! Redisson's `RLock` in the family model (`models/src/family.rs`): the library's
 //! acquire, watchdog and release machines against the Redis key space, the watchdog a lane of
 //! its own beside the holder, the unlock message a message of its own. The verdict on every
 //! claim under each fault, the unique-state counts pinned, and the counterexample to Redisson

@@ -1,4 +1,4 @@
-//! Redisson's fair lock in the family model (`models/src/family.rs`, issue 13): the RLock's
+//! Redisson's fair lock in the family model (`models/src/family.rs`): the RLock's
 //! machines switched to the fair scripts (a queue of waiters with deadlines on the clients'
 //! clocks, the first waiter told on its own channel), the watchdog a lane of its own. The
 //! verdict on every claim under each fault, the unique-state counts pinned, F-order (waiters

@@ -43,7 +43,7 @@ fn t1_t2_f_hold_for_getlock_3_threads_x_2_acquisitions() {
     pin(expect_file!["golden/getlock.txt"], &golden_text(&report));
 }
 
-/// Issue 15's faster handoffs, each exhaustive at the sizes above with the listing's
+/// The faster handoffs, each exhaustive at the sizes above with the listing's
 /// verdicts, and with delayed enqueue the same order violation and no more:
 /// - next in line: the waiter second in the queue polls at its own interval (every waiter
 ///   reads two queue cells; the two branches differ only in the sleep, which reduction 6
@@ -76,7 +76,7 @@ fn the_next_in_line_and_paced_polls_keep_t1_t2_and_the_queue_order() {
     }
 }
 
-/// Issue 15's long run: with `reuse_thread_ids` a thread's acquisitions share one thread id,
+/// The long run: with `reuse_thread_ids` a thread's acquisitions share one thread id,
 /// so a later acquisition writes (and deletes) under the name of the earlier ones and of what
 /// they left behind. Every verdict stays, with the library's fixes and with the thesis's
 /// listings (whose C-free and C-try counterexamples the shared name does not hide), under
@@ -116,7 +116,7 @@ fn reused_thread_ids_keep_every_verdict_under_store_failures() {
     }
 }
 
-/// Issue 15's long run: with `queue_read_from_last_hold` a thread's GetLock reads the queue
+/// The long run: with `queue_read_from_last_hold` a thread's GetLock reads the queue
 /// from the column of its last hold (what lies below it had left when it held), and from the
 /// row's start again once the main row shows it another contender. Exhaustive at 3 x 2 with
 /// the listing's verdicts: the queue order holds with perfect clocks and atomic enqueues (no

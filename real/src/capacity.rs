@@ -1,4 +1,4 @@
-//! The store's own ceiling (issue 15, part 1): how many requests a second the Cassandra cluster
+//! The store's own ceiling: how many requests a second the Cassandra cluster
 //! answers on this machine when nothing but requests are asked of it.
 //!
 //! Why a lock benchmark needs it: on one machine the cluster's nodes and the lockers share the

@@ -13,7 +13,7 @@
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
 
 //!
-//! The same judges serve the other families' locks (issue 13: [`Variant::RedisSetNx`],
+//! The same judges serve the other families' locks ([`Variant::RedisSetNx`],
 //! [`Variant::Redlock`], [`Variant::Memcached`], run through the library's family driver
 //! against real Redis and Memcached servers, see `family`). Those locks hand out no growing
 //! token, so their holders give the monitor one that orders acquisitions instead: the
@@ -64,10 +64,10 @@ pub enum Variant {
     Old,
     /// The fair queue GetLock (Listing 6).
     Queue,
-    /// The queue GetLock with issue 15's faster handoff: the waiter next in line polls every
+    /// The queue GetLock with the faster handoff: the waiter next in line polls every
     /// [`NEXT_IN_LINE_POLL_MS`] (`Settings::next_poll_ms`), the others every poll interval.
     QueueNextInLine,
-    /// The same with issue 15's paced poll (`Settings::paced_poll`): every waiter reads its
+    /// The same with the paced poll (`Settings::paced_poll`): every waiter reads its
     /// rank and sleeps until the queue's pace says it will be next in line; next in line, it
     /// polls down to every [`NEXT_IN_LINE_POLL_MS`].
     QueuePaced,
@@ -1130,7 +1130,7 @@ mod tests {
         );
     }
 
-    /// Where a cycle goes (issue 15: the handoffs the fair lock's waiters slept through): holds,
+    /// Where a cycle goes (the handoffs the fair lock's waiters slept through): holds,
     /// and handoffs only between two lockers; a locker still holding at the end adds a
     /// handoff but no hold.
     #[test]

@@ -1,4 +1,4 @@
-//! The long run (issue 15, part 1): one locker takes and releases one lock many times in a row
+//! The long run: one locker takes and releases one lock many times in a row
 //! on the real cluster, with nobody contending, and the acquire and release latencies are read
 //! block by block, so that a cost that grows with the lock's age shows as a slope.
 //!
@@ -12,7 +12,7 @@
 //! since a quorum read costs more than a write. An uncontended call that makes `r` reads and
 //! `w` writes (deletes count as writes) one after the other cannot take much less than `r`
 //! read probes plus `w` write probes; the ratio of the two says how much the lock adds beyond
-//! its requests (issue 15 asks for 1.3x at most).
+//! its requests (the goal is 1.3x at most).
 
 use std::time::Duration;
 

@@ -149,7 +149,7 @@ enum Job {
     Skew(usize, u64, bool),
     /// the S1 lead in seconds
     Stall(u64),
-    /// issue 15, part 1: (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`)
+    /// the faster handoff: (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`)
     Handoff(usize, usize),
 }
 
@@ -162,7 +162,7 @@ pub struct Measured {
     pub skew: BTreeMap<(usize, u64, bool), Aggregate>,
     /// lead -> the longest stall seen in any seed, seconds
     pub stalls: BTreeMap<u64, f64>,
-    /// (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`) -> issue 15's handoff runs
+    /// (index in `HANDOFF_VARIANTS`, index in `HANDOFF_LATENCIES`) -> the handoff runs
     pub handoff: BTreeMap<(usize, usize), Aggregate>,
 }
 
@@ -200,7 +200,7 @@ fn time_sources(variant: usize) -> &'static [bool] {
 type JobResult = (FairnessMetrics, Option<f64>);
 
 /// The grid's cells in report order: every variant at every thread count, then the skew and
-/// time-source cells, then the S1 leads, then issue 15's handoff runs. Depends on the thread
+/// time-source cells, then the S1 leads, then the handoff runs. Depends on the thread
 /// counts alone.
 fn jobs(threads: &[usize]) -> Vec<Job> {
     let mut jobs = Vec::new();
@@ -571,7 +571,7 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     // The charts' subtitles end here (a longer line is cut off at their width); the report's
     // text adds the library's long-run settings.
     let settings = format!(
-        "issue 15's long-run settings: thread ids reused {}, the queue read from the last hold {}",
+        "the library's long-run settings: thread ids reused {}, the queue read from the last hold {}",
         on_off(run.reuse_thread_ids),
         on_off(run.queue_read_from_last_hold)
     );
@@ -901,10 +901,10 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     md
 }
 
-/// Issue 15, part 1: the queue lock's faster handoffs against the old lock, and the goal judged
+/// The queue lock's faster handoffs against the old lock, and the goal judged
 /// (the same workload and verdict as `cassalock bench handoff`, over this report's seeds).
 fn handoff_section(md: &mut String, measured: &Measured) {
-    let _ = writeln!(md, "\n## Issue 15, part 1: the faster handoff at {LOCKERS} lockers\n");
+    let _ = writeln!(md, "\n## The faster handoff at {LOCKERS} lockers\n");
     let _ = writeln!(
         md,
         "{LOCKERS} lockers acquiring for {} s simulated, hold {HOLD_MS} ms, no think time, TTL {TTL_S} s, seeds 0..{}: the old lock, the queue lock as listed, its waiter next in line polling every {NEXT_POLL_MS} ms (`Settings::next_poll_ms`), and that with the others sleeping by rank and pace (`Settings::paced_poll`). The goal: at least {GOAL_THROUGHPUT_RATIO}x the old lock's acquisitions per simulated second, Jain's index at least {GOAL_JAIN}, no more store requests an acquisition than the old lock. `cassalock bench handoff` runs the same over more seeds (100 by default).",

@@ -1,4 +1,4 @@
-//! Issue 15, part 1, in the simulator: the queue lock's faster handoffs against the old lock
+//! The fair lock's goal, in the simulator: the queue lock's faster handoffs against the old lock
 //! at 16 lockers. The workload, the variants and the goal are defined here once, for the
 //! fairness report's section and for `cassalock bench handoff`.
 //!
@@ -14,7 +14,7 @@ use std::time::Duration;
 use cassalock::driver::Algorithm;
 use cassalock_sim::scenario::{fairness, ClientMode, FairnessParams, RunConfig};
 
-/// Issue 15's contenders.
+/// How many lockers contend.
 pub const LOCKERS: usize = 16;
 pub const HOLD_MS: u64 = 10;
 pub const TTL_S: u32 = 10;

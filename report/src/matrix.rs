@@ -35,13 +35,13 @@ pub enum Row {
     Queue,
     TryGetLock,
     GlobalTime,
-    /// Issue 13: the locks people use instead, whose key the server expires.
+    /// The locks people use instead, whose key the server expires.
     RedisSetNx,
     Redlock,
     Memcached,
     Redisson,
     RedissonFair,
-    /// Issue 14: the coordination services' locks, whose node or key lives with a session.
+    /// The coordination services' locks, whose node or key lives with a session.
     Zookeeper,
     Etcd,
 }
@@ -93,7 +93,7 @@ impl Row {
         }
     }
 
-    /// A lock of the other families (issue 13), not the thesis's.
+    /// A lock of the other families, not the thesis's.
     pub fn is_family(self) -> bool {
         matches!(
             self,
@@ -131,17 +131,17 @@ pub enum Column {
     SkewAtTtl,
     ClOne,
     RenewalRace,
-    /// Store requests fail, before or after they apply (issue 11, item 2).
+    /// Store requests fail, before or after they apply.
     StoreFailure,
-    /// A node's clock steps back (issue 11, item 2).
+    /// A node's clock steps back.
     BackwardJump,
-    /// A server restarts without persistence (issue 13).
+    /// A server restarts without persistence.
     Restart,
-    /// A replica is promoted before it has the primary's acknowledged writes (issue 13).
+    /// A replica is promoted before it has the primary's acknowledged writes.
     Failover,
-    /// A server's clock jumps forward by the TTL (issue 13).
+    /// A server's clock jumps forward by the TTL.
     ServerClockJump,
-    /// An unlock message (Redis pub/sub) is lost on its way to a waiter (issue 13, Redisson).
+    /// An unlock message (Redis pub/sub) is lost on its way to a waiter (Redisson).
     LostNotification,
 }
 
@@ -161,7 +161,7 @@ impl Column {
         Column::BackwardJump,
     ];
 
-    /// The columns of the other families' rows (issue 13).
+    /// The columns of the other families' rows.
     pub const FAMILY: [Column; 7] = [
         Column::None,
         Column::Pause,
@@ -1559,7 +1559,7 @@ fn searched_judgement(
     })
 }
 
-/// Which of issue 15's long-run settings (reused thread ids, the queue read from the last
+/// Which of the library's long-run settings (reused thread ids, the queue read from the last
 /// hold) the sim lines and the model rows run with, read from how each builds its runs.
 fn long_run_settings_sentence() -> String {
     let on_off = |on: bool| if on { "on" } else { "off" };
@@ -1607,8 +1607,8 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "Verdicts: \"holds (exhaustive)\": every reachable state of the model checked (in the models with a clock a tick behind, time is kept relative to the clock and has no bound: reduction 7); \"holds within bound (clock <= N ticks)\": every reachable state with clocks up to the model's bound checked, nothing beyond it (each timed world at 2 threads x 1 acquisition is also checked by a test with the bound 2 ticks higher, and must give the same verdicts: that test found C-lost broken under a pause, fixed 2026-11-28); \"bounded\": a liveness property whose only counterexamples reach the model's last tick (where time stops), or a search its budget stopped: no verdict either way; \"reachable\" / \"unreachable\" (S1, T5-race, which say what *can* happen): the model found such a state, or proved there is none; \"no violation in N seeds\": none of the seeds searched broke it (never a proof); VIOLATED links to the shortest counterexample (model), \"violated at seed S\" to that seed's trace (sim); \"the fault never fired\": no verdict, never a pass. Every claim ID is defined in [docs/claims.md](../docs/claims.md), the contract items in [docs/contract.md](../docs/contract.md).\n");
     let rows = options.rows();
     if rows.iter().any(|row| row.is_family()) {
-        let _ = writeln!(md, "**The locks people use instead** (issue 13: Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types) and from the simulator's named scenarios (`cassalock sim-family --scenario NAME`, docs/simulator-families.md: the library's own `FamilyLocker` against simulated servers on their own clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that fault yet. The simulator's T2 includes T2-free (a lone client never gives up on a free lock), its C-token is the growing-token half (C-fence, for the locks whose tokens grow), its C-lost is judged only where a watchdog or keep-alive renews the lease (Redisson, etcd), and it judges no C-free (the model does); a seed whose run stopped at its bound with a client still waiting gives T2 no verdict and is counted apart (\"bounded\"). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
-        let _ = writeln!(md, "**The coordination services' locks** (issue 14: Curator's `InterProcessMutex` on ZooKeeper, etcd's mutex with its session) run in the same model (`cassalock check --model zookeeper|etcd`, the library's `CuratorLock` and `EtcdLock` against `ZnodeTree` and `EtcdKeyspace`), with one server (no failover) and their own readings of the faults: a ZooKeeper session is kept alive by the heartbeat of its client's process, which a pause stops, and expires on the server's clock; an etcd session's lease by the holder's keep-alive lane; a restart keeps the tree, the sessions and the leases (they persist); a clock jump expires sessions and leases early; a lost notification is a missed watch event. Their tokens grow (the node's czxid, the key's create revision), so their resource fences: T1-resource there means the fenced resource accepted no stale token and no token another acquisition wrote with, and C-token checks that a holder whose node or key is live has a token above every earlier holder's. Curator's holder has no bound of its own (it believes until told), so a pause past the session timeout leaves it believing while the next waiter holds.\n");
+        let _ = writeln!(md, "**The locks people use instead** (Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a pause between the holder's validity check and its write (for Redisson the whole process, its watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. Their cells come from their model (`cassalock check --model redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the servers' value types) and from the simulator's named scenarios (`cassalock sim-family --scenario NAME`, docs/simulator-families.md: the library's own `FamilyLocker` against simulated servers on their own clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that fault yet. The simulator's T2 includes T2-free (a lone client never gives up on a free lock), its C-token is the growing-token half (C-fence, for the locks whose tokens grow), its C-lost is judged only where a watchdog or keep-alive renews the lease (Redisson, etcd), and it judges no C-free (the model does); a seed whose run stopped at its bound with a client still waiting gives T2 no verdict and is counted apart (\"bounded\"). Their resource has no fencing (their tokens name a holder, they do not grow), so T1-resource there means: no write from an acquisition after a later acquisition wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` calls in the order they reached the server (a waiter the scripts drop because its deadline passed lost its place by design, and is excused).\n");
+        let _ = writeln!(md, "**The coordination services' locks** (Curator's `InterProcessMutex` on ZooKeeper, etcd's mutex with its session) run in the same model (`cassalock check --model zookeeper|etcd`, the library's `CuratorLock` and `EtcdLock` against `ZnodeTree` and `EtcdKeyspace`), with one server (no failover) and their own readings of the faults: a ZooKeeper session is kept alive by the heartbeat of its client's process, which a pause stops, and expires on the server's clock; an etcd session's lease by the holder's keep-alive lane; a restart keeps the tree, the sessions and the leases (they persist); a clock jump expires sessions and leases early; a lost notification is a missed watch event. Their tokens grow (the node's czxid, the key's create revision), so their resource fences: T1-resource there means the fenced resource accepted no stale token and no token another acquisition wrote with, and C-token checks that a holder whose node or key is live has a token above every earlier holder's. Curator's holder has no bound of its own (it believes until told), so a pause past the session timeout leaves it believing while the next waiter holds.\n");
     }
     which_lock_section(&mut md, cells, &rows);
     for &row in &rows {
@@ -1653,10 +1653,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
             continue;
         }
         if family {
-            let _ = writeln!(
-                md,
-                "\nThe locks people use instead (issues 13 and 14), under their servers' faults:\n"
-            );
+            let _ = writeln!(md, "\nThe locks people use instead, under their servers' faults:\n");
         }
         compact_header(&mut md, rows[0].columns());
         for row in rows {
@@ -1710,10 +1707,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         }
     }
     if rows.iter().any(|row| row.is_family()) {
-        let _ = writeln!(
-            md,
-            "\nThe locks people use instead (issues 13 and 14), their simulator lines:\n"
-        );
+        let _ = writeln!(md, "\nThe locks people use instead, their simulator lines:\n");
         compact_header(&mut md, &Column::FAMILY);
         for row in rows.iter().copied().filter(|row| row.is_family()) {
             for claim in contract_claims(row) {

@@ -55,7 +55,7 @@ pub enum RedissonWake {
     SleepsOutTheTtl,
 }
 
-/// The library's two long-run settings (issue 15) that the Cassandra row locks (old, queue,
+/// The library's two long-run settings that the Cassandra row locks (old, queue,
 /// queue next in line) ran with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowLockSettings {
@@ -353,7 +353,7 @@ fn fault_table(faults: &[FaultRun]) -> String {
     md
 }
 
-/// Issue 15, part 1's goal for the fair lock against the old one at `lockers` (medians): at
+/// The fair lock's goal against the old one at `lockers` (medians): at
 /// least twice its throughput, Jain >= 0.99, no more store requests an acquisition. One clause
 /// per queue lock measured, each saying which of the three it meets; `None` when the old lock
 /// or both queue locks did not run (or took nothing) at that count.
@@ -403,7 +403,7 @@ fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String
         .collect();
     (!clauses.is_empty()).then(|| {
         format!(
-            "Issue 15, part 1 (the fair lock at least {THROUGHPUT_RATIO_GOAL}x the old lock's throughput at {}, Jain >= {JAIN_GOAL}, no more requests an acquisition; medians): {}.",
+            "The fair lock's goal (at least {THROUGHPUT_RATIO_GOAL}x the old lock's throughput at {}, Jain >= {JAIN_GOAL}, no more requests an acquisition; medians): {}.",
             count(lockers, "locker"),
             clauses.join("; ")
         )
@@ -430,7 +430,7 @@ fn fair_lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
     names
 }
 
-/// Issue 15, part 1: how fast a fair lock can go at `lockers`, from its own runs with one
+/// How fast a fair lock can go at `lockers`, from its own runs with one
 /// locker (`None` without those, or without the old lock at `lockers`).
 ///
 /// A fair lock hands every acquisition to another locker. After the hold come the release's
@@ -526,7 +526,7 @@ fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<Str
         )
     };
     Some(format!(
-        "A fair lock's ceiling (issue 15, part 1): every acquisition is a handoff, the release's two deletes and then the next holder's queue read, main-cell write, main-row read and token read and write, each sent once the one before is answered, but for the queue read, which may already be under way while the last delete lands: at least r-2 requests in a row, where r requests and the hold make a cycle alone (the enqueue was made while waiting). So a fair lock can be at most r/(r-2) times as fast as alone (r = 8: 1.33x), however it polls, if a request under load is no faster than alone: {}.{hold_sentence} The old lock at {} made {}only {} of its {} acquisitions ({}%) passed the lock to another locker: the others were its releaser taking it straight back, a cycle as cheap as alone. {verdict}",
+        "A fair lock's ceiling: every acquisition is a handoff, the release's two deletes and then the next holder's queue read, main-cell write, main-row read and token read and write, each sent once the one before is answered, but for the queue read, which may already be under way while the last delete lands: at least r-2 requests in a row, where r requests and the hold make a cycle alone (the enqueue was made while waiting). So a fair lock can be at most r/(r-2) times as fast as alone (r = 8: 1.33x), however it polls, if a request under load is no faster than alone: {}.{hold_sentence} The old lock at {} made {}only {} of its {} acquisitions ({}%) passed the lock to another locker: the others were its releaser taking it straight back, a cycle as cheap as alone. {verdict}",
         clauses.join("; "),
         count(lockers, "locker"),
         old_against_alone,
@@ -1016,7 +1016,7 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
             if groups.iter().any(|g| g.variant == Variant::QueueNextInLine.name()) {
                 let _ = write!(
                     said,
-                    "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, issue 15's faster handoff)",
+                    "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, the faster handoff)",
                     Variant::QueueNextInLine.name(),
                     cassalock_real::NEXT_IN_LINE_POLL_MS,
                     setup.poll_ms
@@ -1109,10 +1109,10 @@ pub fn write_again(data: &Path, out: &Path) -> Result<(Vec<String>, Measured), R
     Ok((files, measured))
 }
 
-/// Issue 15, part 1 on the throughput chart, when the old lock ran with contention: its goal,
-/// twice the old lock's rate at each locker count past one, and the fair locks' highest ceiling
-/// ([`fair_lock_ceiling`]) across those counts, when a fair lock ran alone. Grey, dashed; drawn
-/// when every lock on the chart is Cassandra's.
+/// The fair lock's goal and ceiling on the throughput chart, when the old lock ran with
+/// contention: the goal, twice the old lock's rate at each locker count past one, and the fair
+/// locks' highest ceiling ([`fair_lock_ceiling`]) across those counts, when a fair lock ran
+/// alone. Grey, dashed; drawn when every lock on the chart is Cassandra's.
 fn goal_and_ceiling_lines(groups: &[Configuration<'_>]) -> Vec<Series> {
     let contended: Vec<&Configuration<'_>> = groups
         .iter()
@@ -1122,7 +1122,7 @@ fn goal_and_ceiling_lines(groups: &[Configuration<'_>]) -> Vec<Series> {
         return Vec::new();
     }
     let mut lines = vec![Series {
-        name: "issue 15's goal: 2x the old lock".into(),
+        name: "the fair lock's goal: 2x the old lock".into(),
         colour: plotters::style::RGBColor(60, 60, 60),
         dashed: true,
         points: contended
@@ -1362,7 +1362,7 @@ mod tests {
         );
     }
 
-    /// Issue 15, part 1: each queue lock against the old lock at the most lockers, every one of
+    /// The fair lock's goal: each queue lock against the old lock at the most lockers, every one of
     /// the goal's three figures judged, and nothing said when the old lock did not run.
     #[test]
     fn the_fair_lock_goal_is_judged_on_all_three_figures_against_the_old_lock() {
@@ -1396,7 +1396,7 @@ mod tests {
         assert_eq!(fair_lock_goal(&configurations(&without_old), 16), None);
     }
 
-    /// Issue 15, part 1: a fair lock's ceiling at the most lockers is its rate alone times
+    /// A fair lock's ceiling at the most lockers is its rate alone times
     /// r/(r-2), judged against the old lock's rate there and against the hold, with the old
     /// lock's retakes counted.
     #[test]

@@ -1,5 +1,5 @@
 //! `reports/real-long-run.md`: the Cassandra locks used many times in a row on the real cluster
-//! with nobody contending (`cassalock bench long-run`, issue 15 part 1): does an acquisition get
+//! with nobody contending (`cassalock bench long-run`): does an acquisition get
 //! slower as the lock ages, and how far is it from its own requests' round trips?
 
 use std::fmt::Write as _;
@@ -16,11 +16,11 @@ pub const REPORT: &str = "real-long-run.md";
 pub const CHART: &str = "real-long-run.svg";
 pub const DATA: &str = "real-long-run.json";
 
-/// The issue's bound on an uncontended call against its requests' round trips.
+/// The long run's goal: an uncontended call within this many times its requests' round trips.
 pub const ROUND_TRIP_GOAL: f64 = 1.3;
 
-/// The requests of the thesis's own listing for an uncontended acquire and release, where the
-/// issue states its goal against them: the queue lock's Listing 6 enqueues (a write), reads
+/// The requests of the thesis's own listing for an uncontended acquire and release, against
+/// which the long run's goal is stated: the queue lock's Listing 6 enqueues (a write), reads
 /// the queue head, writes and reads the main row; its release deletes two cells.
 pub fn listing_requests(lock: &str) -> Option<(Requests, Requests)> {
     (lock == "queue").then_some((
@@ -173,7 +173,7 @@ pub fn render(measured: &Measured) -> String {
             );
             let _ = writeln!(
                 md,
-                "  Against the listing's requests, as issue 15 states its goal ({} for acquire, {} for release, at most {ROUND_TRIP_GOAL}x): acquire {a:.2}x ({}), release {r:.2}x ({}). The library's acquire makes {} requests where the listing makes {}.",
+                "  Against the listing's requests, as the goal is stated ({} for acquire, {} for release, at most {ROUND_TRIP_GOAL}x): acquire {a:.2}x ({}), release {r:.2}x ({}). The library's acquire makes {} requests where the listing makes {}.",
                 requests(&acquire),
                 requests(&release),
                 verdict(a),
@@ -213,7 +213,7 @@ pub fn render(measured: &Measured) -> String {
     }
     let _ = writeln!(
         md,
-        "\n(met / not met: against issue 15's bound of {ROUND_TRIP_GOAL}x the call's own requests.)"
+        "\n(met / not met: against the goal's bound of {ROUND_TRIP_GOAL}x the call's own requests.)"
     );
     let _ = writeln!(md, "\n![acquire and release over the run]({CHART})\n");
     let _ = writeln!(md, "## Where a call's time goes\n");

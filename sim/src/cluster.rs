@@ -139,7 +139,7 @@ pub enum Network {
     /// in `regressions/` say `--network madsim`).
     Madsim,
     /// A delivery queue per node ([`crate::transport`]): the same latencies and faults, fewer
-    /// tasks and timers a message (issue 15, part 3). The default.
+    /// tasks and timers a message. The default.
     #[default]
     Queues,
 }

@@ -1,4 +1,4 @@
-//! Knobs: what a user may vary in a run without editing code (issue 11, item 2).
+//! Knobs: what a user may vary in a run without editing code.
 //!
 //! A named scenario fixes a base plan; every knob that is set overrides the scenario's value.
 //! The command line (`cassalock sim --ttl-s 10 ...`) and scenario files (TOML, same names in

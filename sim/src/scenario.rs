@@ -320,7 +320,7 @@ pub enum BuildError {
     Knob(#[from] KnobError),
 }
 
-/// Issue 15's two long-run settings, where a run starts before its knobs are applied.
+/// The library's two long-run settings, where a run starts before its knobs are applied.
 struct LongRunSettings {
     reuse_thread_ids: bool,
     queue_read_from_last_hold: bool,

@@ -1,4 +1,4 @@
-//! The cluster's own transport (issue 15, part 3): a delivery queue per node instead of madsim's
+//! The cluster's own transport: a delivery queue per node instead of madsim's
 //! network, for the Cassandra cluster's traffic (clients and the time service to coordinators,
 //! coordinators to replicas, and every answer).
 //!

@@ -1,5 +1,5 @@
-//! ZooKeeper (Curator's `InterProcessMutex`) and etcd's mutex in the family simulator (issue
-//! 14): the library's `FamilyLocker` against simulated ZooKeeper and etcd servers that judge
+//! ZooKeeper (Curator's `InterProcessMutex`) and etcd's mutex in the family simulator: the
+//! library's `FamilyLocker` against simulated ZooKeeper and etcd servers that judge
 //! sessions and leases on their own clocks and send fired watches over the network. Pins what
 //! the sweeps found (docs/simulator-families.md): the controls show no violation, each fault
 //! scenario violates its claim on a pinned seed, etcd 11456's mutant is caught where the fixed

@@ -1,4 +1,4 @@
-//! The family simulator (issue 13): the library's `FamilyLocker` against simulated Redis and
+//! The family simulator: the library's `FamilyLocker` against simulated Redis and
 //! Memcached servers. Pins what the sweeps found (docs/simulator-families.md): the controls show
 //! no violation over their seeds, every fault scenario violates its claim on a pinned seed, each
 //! client bug's mutant is caught where the unmutated lock passes, and a seed replays exactly.

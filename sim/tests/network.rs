@@ -1,4 +1,4 @@
-//! The cluster's own transport (`--network queues`, issue 15 part 3) against madsim's network:
+//! The cluster's own transport (`--network queues`) against madsim's network:
 //! the same simulated times and message counts, and every network fault doing what it does on
 //! madsim's (a cut-off client hears nothing, lost messages time requests out, an isolated
 //! replica misses writes, a killed node's messages are lost), deterministically.

@@ -206,7 +206,7 @@ fn skew_finding_the_smallest_breaking_offset_is_about_ttl_minus_the_renewal_inte
     // The finding (`cassalock sim --scenario skew --sweep-offsets --seeds 0..100`): with the
     // default TTL 30 s renewed every 15 s, a replica clock 14.1 s ahead already breaks T1
     // (seed 26 on the cluster's queues; 14.0 s on seed 71. On madsim's network: 14.1 s on
-    // seed 80 with the issue-15 defaults, 14.0 s on seed 53 with a new id per acquisition,
+    // seed 80 with the long-run defaults, 14.0 s on seed 53 with a new id per acquisition,
     // and 14.1 s on seed 8 before acquisitions took the counter token), while 13.9 s holds
     // on seeds 0..100: the bound is TTL - renewal interval - up to 1 s of whole-second
     // expiry, not the thesis's TTL.
@@ -542,7 +542,7 @@ fn swarm_never_damages_the_resource() {
     );
 }
 
-/// The store-fault knobs (issue 11, item 2): failures before and after apply are injected per
+/// The store-fault knobs: failures before and after apply are injected per
 /// call and counted in the verdicts; with no retries some calls fail for good, and the library's
 /// clean-up leaves no cells behind the C-free oracle could see (no violation of the safety
 /// claims or C-free in seeds 0..4 of contention, either algorithm).
@@ -1132,7 +1132,7 @@ fn c_token_the_queue_column_breaks_under_skew_the_counter_does_not() {
     }
 }
 
-/// Issue 15's handoff workload: 16 clients x 10 acquisitions, holds of `hold_ms` back to
+/// The handoff workload: 16 clients x 10 acquisitions, holds of `hold_ms` back to
 /// back, a message 1..2 us (the simulator's floor), the lease and poll settings given.
 fn handoff_workload(
     hold_ms: u64,
@@ -1181,12 +1181,12 @@ fn handoff_figures(algorithm: Algorithm, options: &SimOptions) -> (f64, f64) {
     (acquisitions as f64 / seconds, requests as f64 / acquisitions as f64)
 }
 
-/// Issue 15's handoff variants on the workload of the README's table (holds of 10 ms, TTL
+/// The handoff variants on the workload of the README's table (holds of 10 ms, TTL
 /// 10 s), in simulated time, so the figures are exact: the paced poll makes fewer store
 /// requests an acquisition than the next-in-line poll, fewer than the old lock, and still
 /// outruns the old lock; every claim holds in every run.
 #[test]
-fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
+fn the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
     let knobs = |next_poll_ms, paced_poll| handoff_workload(10, 10, None, next_poll_ms, paced_poll);
     let old = handoff_figures(Algorithm::Old, &knobs(None, None));
     let next = handoff_figures(Algorithm::Queue, &knobs(Some(5), None));
@@ -1198,7 +1198,7 @@ fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock(
     assert!(paced.0 > 0.9 * next.0, "{table}");
 }
 
-/// Issue 15, found on the real cluster (2026-11-28): where handoffs are much quicker than the
+/// Found on the real cluster (2026-11-28): where handoffs are much quicker than the
 /// listing's poll, a paced waiter whose turn was overdue slept a whole poll and missed it, and
 /// everyone behind it waited. The README's calibrated workload (every timing x3: holds of
 /// 30 ms, polls of 300 ms, next in line 15 ms, TTL 30 s), so that a handoff (about 86 ms) is
@@ -1208,7 +1208,7 @@ fn issue15_the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock(
 /// against 7.02 and 7.04 over these seeds: 0.92x). Exact figures in simulated time; every
 /// claim holds in every run.
 #[test]
-fn issue15_an_overdue_paced_waiter_does_not_sleep_through_its_turn() {
+fn an_overdue_paced_waiter_does_not_sleep_through_its_turn() {
     let knobs = |next_poll_ms, paced_poll| handoff_workload(30, 30, Some(300), next_poll_ms, paced_poll);
     let old = handoff_figures(Algorithm::Old, &knobs(None, None)).0;
     let next = handoff_figures(Algorithm::Queue, &knobs(Some(15), None)).0;
@@ -1218,13 +1218,13 @@ fn issue15_an_overdue_paced_waiter_does_not_sleep_through_its_turn() {
     assert!(paced > 1.3 * old, "{table}");
 }
 
-/// Issue 15's long run: with `reuse_thread_ids` each client's acquisitions run under one
+/// The long run: with `reuse_thread_ids` each client's acquisitions run under one
 /// thread id (5 clients x 20 acquisitions, one at a time each), and every check still holds
 /// in every run: the judges and oracles attribute cells and events to the acquisition that
 /// last took the id (the `Reused` event), not to the first. The same seeds without reuse
 /// give every acquisition a new id, and both locks are tried.
 #[test]
-fn issue15_reused_thread_ids_hold_every_check_under_contention() {
+fn reused_thread_ids_hold_every_check_under_contention() {
     let options = |reuse: bool| SimOptions {
         knobs: Box::new(Knobs {
             reuse_thread_ids: Some(reuse),
@@ -1266,11 +1266,11 @@ fn issue15_reused_thread_ids_hold_every_check_under_contention() {
     }
 }
 
-/// Issue 15's long run: with `queue_read_from_last_hold` (and reused thread ids) the queue
+/// The long run: with `queue_read_from_last_hold` (and reused thread ids) the queue
 /// lock's head reads start at the client's last hold instead of the row's start once it has
 /// held, and every check holds in every run.
 #[test]
-fn issue15_reading_the_queue_from_the_last_hold_holds_every_check_under_contention() {
+fn reading_the_queue_from_the_last_hold_holds_every_check_under_contention() {
     let options = SimOptions {
         knobs: Box::new(Knobs {
             reuse_thread_ids: Some(true),

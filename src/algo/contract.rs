@@ -67,7 +67,7 @@ pub fn request_with_retries_ms(config: &LockConfig, request_ms: u64) -> u64 {
 pub fn handover_ms(kind: AcquireKind, config: &LockConfig, request_ms: u64) -> u64 {
     let (wait_ms, listing_requests) = match kind {
         // Read head, write main, read main.
-        // The next-in-line and paced polls (issue 15) can sleep longer than `poll_ms`.
+        // The next-in-line and paced polls can sleep longer than `poll_ms`.
         AcquireKind::QueueGetLock => (super::queue_get_lock::longest_poll_ms(config), 3),
         AcquireKind::QueueTryGetLock => (config.poll_ms, 3),
         // Read main, write shadow, read shadow, read main, write main, delete shadow.
@@ -152,8 +152,8 @@ mod tests {
         assert_eq!(handover_ms(AcquireKind::QueueGetLock, &config, 50), 350);
         assert_eq!(handover_ms(AcquireKind::OldGetLock, &config, 50), 1400);
         assert_eq!(handover_ms(AcquireKind::QueueGetLock, &thesis, 50), 250);
-        // Issue 15's variants: the next-in-line poll never lengthens the bound; a paced
-        // waiter may sleep ten polls.
+        // The next-in-line and paced variants: the next-in-line poll never lengthens the
+        // bound; a paced waiter may sleep ten polls.
         let next = LockConfig {
             next_poll_ms: Some(5),
             ..LockConfig::default()

@@ -1,4 +1,4 @@
-//! Ours, for the model checker (issue 15, reduction 7): every Listing 5 queue column a machine
+//! Ours, for the model checker (reduction 7): every Listing 5 queue column a machine
 //! holds, reachable so that a model can rename the times inside them.
 //!
 //! Where no clock is read but the time source (no TTL, no deadline: the models' skew worlds),

@@ -188,8 +188,8 @@ impl Lifecycle {
         Self::acquire_reading_the_queue_from(kind, lock, thread, None)
     }
 
-    /// As [`Lifecycle::acquire`]; a queue GetLock reads the queue from `queue_start` (issue
-    /// 15's long run: the queue column of the locker's last hold of this lock, from
+    /// As [`Lifecycle::acquire`]; a queue GetLock reads the queue from `queue_start` (for
+    /// the long run: the queue column of the locker's last hold of this lock, from
     /// [`LeaseCells::queue_column`]).
     pub fn acquire_reading_the_queue_from(
         kind: AcquireKind,

@@ -1,4 +1,4 @@
-//! Memcached `add`: the lock people build on a cache (issue 13, lock 5; seeds 001–003).
+//! Memcached `add`: the lock people build on a cache (seeds 001–003).
 //!
 //! To acquire, `add key token exptime` (stored only if no live item holds the key); to release,
 //! `delete key`; to keep it longer, `touch key exptime`. That is the recipe as usually written,

@@ -21,9 +21,9 @@
 //! | [`held_columns`] | ours: every queue column a machine holds, for the model checker's renaming of times |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
-//! | [`family`] | issue 13: what the other families' lease locks share, so one driver runs them: acquire, extend, release, and how each machine's outcome reads |
-//! | [`memcached`] | issue 13: the Memcached `add` lock, its release and extension as usually written and checked with `gets` + `cas` |
-//! | [`redis`] | issue 13: the Redis family's locks over [`crate::store::redis_keyspace`] (`SET NX PX`; more to come) |
+//! | [`family`] | ours: what the other families' lease locks share, so one driver runs them: acquire, extend, release, and how each machine's outcome reads |
+//! | [`memcached`] | not the thesis's: the Memcached `add` lock, its release and extension as usually written and checked with `gets` + `cas` |
+//! | [`redis`] | not the thesis's: the Redis family's locks over [`crate::store::redis_keyspace`] (`SET NX PX`; more to come) |
 //!
 //! Steps that are ours rather than the thesis's are tagged [`Source::Ours`] and say why.
 
@@ -82,9 +82,9 @@ pub enum Source {
     Redisson,
     /// Redlock over N Redis masters, as the Redis documentation gives it (seeds 002, 003).
     Redlock,
-    /// Curator's `InterProcessMutex` recipe on ZooKeeper (issue 14).
+    /// Curator's `InterProcessMutex` recipe on ZooKeeper.
     Curator,
-    /// etcd's `clientv3/concurrency` session and mutex (issue 14).
+    /// etcd's `clientv3/concurrency` session and mutex.
     Etcd,
     /// Not in the thesis: our addition, explained in the step's note.
     Ours,
@@ -381,11 +381,11 @@ pub struct LockConfig {
     pub renew_every_ms: u64,
     /// How long a waiter sleeps between two reads of the queue head.
     pub poll_ms: u64,
-    /// Ours (issue 15): a queue waiter that sees itself next in line (second in the queue)
+    /// Ours: a queue waiter that sees itself next in line (second in the queue)
     /// sleeps this long instead of `poll_ms`, and every waiter reads the first two cells to
     /// know. `None`: every waiter sleeps `poll_ms` (the listing's loop).
     pub next_poll_ms: Option<u64>,
-    /// Ours (issue 15), with `next_poll_ms` only: a waiter reads up to
+    /// Ours, with `next_poll_ms` only: a waiter reads up to
     /// [`PACE_READ_CELLS`](crate::algo::queue_get_lock::PACE_READ_CELLS) cells of the queue,
     /// so it knows its rank, and sleeps by that rank and the pace the queue has moved at since
     /// it enqueued (see `queue_get_lock`'s `Pace`), instead of `poll_ms` whatever its rank.

@@ -17,10 +17,10 @@
 //! A thread id is `client id` + `:` + a number. The `:` is the separator that naming relies
 //! on, so client ids may not contain it. Without `Settings::reuse_thread_ids` (the listings'
 //! naming) the number is a per-locker sequence number, unique per acquisition. With it (the
-//! default since issue 15's long run) the number is a slot instead
-//! ([`ThreadSlots`]): unique among the locker's acquisitions in flight, and reused by a later
-//! acquisition once an earlier one has ended, so that the main and shadow rows hold one cell
-//! per slot (overwritten in place) instead of a tombstone per acquisition.
+//! default) the number is a slot instead ([`ThreadSlots`]): unique among the locker's
+//! acquisitions in flight, and reused by a later acquisition once an earlier one has ended,
+//! so that the main and shadow rows hold one cell per slot (overwritten in place) instead of
+//! a tombstone per acquisition.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -149,7 +149,7 @@ impl ClientId {
     }
 }
 
-/// Ours (issue 15, the long run): the sequence numbers a locker that reuses thread ids hands
+/// Ours (the long run): the sequence numbers a locker that reuses thread ids hands
 /// out. An acquisition takes the lowest free slot and gives it back when it has ended (its
 /// release, clean-up and renewal are over), so that no two acquisitions in flight share a
 /// thread id, and a locker used one acquisition at a time writes under one thread id for
@@ -189,7 +189,7 @@ impl ThreadSlots {
     }
 }
 
-/// Ours (issue 15, the long run): per lock, the queue column of a locker's last hold, where its
+/// Ours (the long run): per lock, the queue column of a locker's last hold, where its
 /// next GetLock of that lock starts reading the queue (`Settings::queue_read_from_last_hold`).
 /// It keeps at most `capacity` locks; past that it forgets the lock held least recently, whose
 /// next acquisition then reads from the row's start once (correct, only slower).

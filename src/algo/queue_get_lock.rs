@@ -24,7 +24,7 @@
 //! - if the queue head sorts after our column, or the queue is empty, our own cell is gone
 //!   (expired, or lost to a failed write): we write it again under the same name;
 //! - with `max_wait_ms`, a waiter gives up and deletes its queue cell;
-//! - with `next_poll_ms` (issue 15), the waiter next in line sleeps that instead of `poll_ms`,
+//! - with `next_poll_ms`, the waiter next in line sleeps that instead of `poll_ms`,
 //!   and with `paced_poll` too every waiter sleeps by its rank and the queue's pace (`Pace`).
 //!   Only how long a waiter sleeps changes: what it does after waking is the listing's, so
 //!   T1 and the queue order do not rest on these sleeps (the model checks them as they are).
@@ -67,12 +67,12 @@ enum State {
     Finished,
 }
 
-/// Ours (issue 15, `paced_poll`): how many queue cells a paced waiter reads to learn its
+/// Ours (`paced_poll`): how many queue cells a paced waiter reads to learn its
 /// rank. A waiter further back counts itself at this rank (a lower bound), which only makes
 /// it think the queue faster than it is and wake earlier.
 pub const PACE_READ_CELLS: u32 = 32;
 
-/// Ours (issue 15, `paced_poll`): a paced sleep is at most this many `poll_ms`, so a waiter
+/// Ours (`paced_poll`): a paced sleep is at most this many `poll_ms`, so a waiter
 /// whose estimate is stale (the queue stalled, or sped up) still reads the queue now and then.
 pub const PACE_MAX_POLLS: u64 = 10;
 
@@ -88,7 +88,7 @@ pub fn longest_poll_ms(config: &LockConfig) -> u64 {
     }
 }
 
-/// Ours (issue 15, `paced_poll`): what a waiter has learnt of the queue's pace from its own
+/// Ours (`paced_poll`): what a waiter has learnt of the queue's pace from its own
 /// reads, all on its own clock.
 ///
 /// - One handoff (a release and the next acquisition) takes `h`, estimated as the time since
@@ -175,7 +175,7 @@ pub struct QueueGetLock {
     state: State,
     deadline_us: Option<u64>,
     pace: Pace,
-    /// Ours (issue 15, the long run): where L6.2 reads the queue from ("": the row's start,
+    /// Ours (the long run): where L6.2 reads the queue from ("": the row's start,
     /// as the listing). Given, it is the queue column of this locker's last acquisition that
     /// held the lock ([`QueueGetLock::reading_the_queue_from`]), clamped to our own column.
     queue_from: String,
@@ -234,7 +234,7 @@ impl QueueGetLock {
         }
     }
 
-    /// Ours (issue 15, the long run): read the queue from `start` (the queue column with which
+    /// Ours (the long run): read the queue from `start` (the queue column with which
     /// this locker last held the lock) instead of the row's start, so that a read does not
     /// walk past the tombstone of every acquisition before it. Below that column every cell
     /// had left when that acquisition took the lock; what can appear there later is a late
@@ -344,7 +344,7 @@ impl QueueGetLock {
         )
     }
 
-    /// Ours (issue 15): a paced waiter's sleep at `rank` (cells ahead of ours, >= 1); see
+    /// Ours: a paced waiter's sleep at `rank` (cells ahead of ours, >= 1); see
     /// [`Pace`].
     ///
     /// `arrivals_us`: how far apart the waiters behind the head enqueued, on average (their
@@ -613,7 +613,7 @@ mod tests {
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
     }
 
-    /// Issue 15's next-in-line poll: second in the queue sleeps the short interval, third the
+    /// The next-in-line poll: second in the queue sleeps the short interval, third the
     /// listing's; one read of two cells says which.
     #[test]
     fn the_waiter_next_in_line_polls_at_the_short_interval_and_the_others_at_the_listing_s() {
@@ -655,7 +655,7 @@ mod tests {
         assert!(matches!(done.action, Action::Done(Acquire::Acquired { .. })));
     }
 
-    /// Issue 15's long run: a locker that held the lock before reads the queue from that
+    /// The long run: a locker that held the lock before reads the queue from that
     /// hold's column (not walking the tombstones below it), never from above its own column.
     #[test]
     fn the_queue_is_read_from_the_last_hold_and_never_from_above_our_own_column() {
@@ -753,7 +753,7 @@ mod tests {
         matches!(step.action, Action::Sleep { .. })
     }
 
-    /// Issue 15's paced poll, step by step on the waiter's own clock: with nothing known of
+    /// The paced poll, step by step on the waiter's own clock: with nothing known of
     /// the pace it sleeps the listing's poll; once cells have left ahead of it, until it should
     /// be next in line; next in line, half the holder's expected time left, down to the
     /// next-in-line poll. Each figure is worked out in [`Pace`]'s terms (h, d) in the comments.
@@ -804,7 +804,7 @@ mod tests {
         assert!(matches!(step.action, Action::Done(Acquire::Acquired { .. })));
     }
 
-    /// Issue 15 (found on the real cluster at 4 lockers, 2026-11-28): before any cell has left
+    /// Found on the real cluster at 4 lockers (2026-11-28): before any cell has left
     /// ahead of it, a paced waiter guesses the pace from how far apart the waiters behind the
     /// head enqueued (the head's own column is left out: it dates from before its hold), and
     /// sleeps `rank - 1` such gaps, never longer than the listing's poll.
@@ -830,7 +830,7 @@ mod tests {
         }
     }
 
-    /// Issue 15 (found on the real cluster, 2026-11-28): a paced waiter behind the next in
+    /// Found on the real cluster (2026-11-28): a paced waiter behind the next in
     /// line whose turn to be next in line is overdue reads again after one handoff, not after
     /// the listing's poll, which on a queue quicker than its poll would make it sleep through
     /// its turn while everyone behind it waits.

@@ -1,4 +1,4 @@
-//! The async driver of the other families' lease locks (issue 13: Redis `SET NX`, Redlock,
+//! The async driver of the other families' lease locks (Redis `SET NX`, Redlock,
 //! Memcached `add`): one loop that carries out any [`FamilyLock`]'s machines against a
 //! [`FamilyStore`] of that family, and the user's API over it, [`FamilyLocker`] and
 //! [`FamilyGuard`].

@@ -66,7 +66,7 @@ pub struct Settings {
     /// How often a waiter reads the queue head.
     pub poll_ms: u64,
     /// The queue lock's waiter next in line reads the head this often instead of `poll_ms`
-    /// (`None`: every waiter at `poll_ms`, as the thesis's listing). Issue 15's faster handoff:
+    /// (`None`: every waiter at `poll_ms`, as the thesis's listing). The faster handoff:
     /// the next holder learns of a release within this, the others keep their pace.
     pub next_poll_ms: Option<u64>,
     /// With `next_poll_ms`: every waiter learns its rank in the queue and sleeps until about
@@ -76,21 +76,21 @@ pub struct Settings {
     /// `next_poll_ms`. Fewer reads than polling at one interval; the cost: a lock whose
     /// waiters ahead vanish may stay free up to ten polls (C-release's bound says so).
     pub paced_poll: bool,
-    /// Issue 15, the long run: an acquisition takes the lowest thread id none of this
+    /// For the long run: an acquisition takes the lowest thread id none of this
     /// locker's acquisitions in flight uses (`client_id:slot`) instead of a new one
     /// (`client_id:sequence`). The main and shadow rows are named by thread id, so a lock
     /// used for ever by the same lockers keeps one cell per locker and slot there, rewritten
     /// in place, instead of gathering a tombstone per acquisition that every read walks past.
-    /// On by default (since issue 15; `false` gives every acquisition a new id, as the
+    /// On by default (`false` gives every acquisition a new id, as the
     /// thesis's listings do). The queue row still gathers one per acquisition (its column is the
     /// enqueue time); `queue_read_from_last_hold` keeps the queue lock's reads off them.
     pub reuse_thread_ids: bool,
-    /// Issue 15, the long run: the queue lock's GetLock reads the queue from the queue column
+    /// For the long run: the queue lock's GetLock reads the queue from the queue column
     /// with which this locker last held the same lock, instead of from the row's start, so
     /// that a read does not walk past the tombstone of every acquisition ever made (the queue
     /// row's columns are enqueue times, new for every acquisition). After finding another
-    /// contender in the main row it reads from the row's start again. On by default (since
-    /// issue 15; `false` reads from the row's start, as the listing does). The locker remembers the [`crate::driver::MAX_QUEUE_STARTS`] locks it held most recently
+    /// contender in the main row it reads from the row's start again. On by default
+    /// (`false` reads from the row's start, as the listing does). The locker remembers the [`crate::driver::MAX_QUEUE_STARTS`] locks it held most recently
     /// (`QueueStarts` in `algo::queue_column`).
     pub queue_read_from_last_hold: bool,
     pub time_source: TimeSource,

@@ -72,12 +72,12 @@ pub struct LockModelConfig {
     /// readings can see it (see [`LockModelConfig::time_seen_only_by_readings`]). For tests
     /// that compare the reduced model with the unreduced one.
     pub eager_ticks: bool,
-    /// Issue 15, the long run (`Settings::reuse_thread_ids`): a thread's acquisitions all run
+    /// For the long run (`Settings::reuse_thread_ids`): a thread's acquisitions all run
     /// under one thread id, as a locker used one acquisition at a time does, so that an
     /// acquisition's main (and shadow) cell has the name of the ones before it, and whatever
     /// they left behind.
     pub reuse_thread_ids: bool,
-    /// Issue 15, the long run (`Settings::queue_read_from_last_hold`): a thread's GetLock
+    /// For the long run (`Settings::queue_read_from_last_hold`): a thread's GetLock
     /// reads the queue from the queue column of its last hold instead of the row's start.
     pub queue_read_from_last_hold: bool,
     /// Reduction 6 off: a main task's sleeps and backoff draws are steps of their own even

@@ -1,4 +1,4 @@
-//! The simulator's lines in the other families' cells (issues 13 and 14): each cell's named
+//! The simulator's lines in the other families' cells: each cell's named
 //! scenarios of `cassalock sim-family` (sim/src/family), searched seed by seed like the
 //! thesis's, their judges filed under the claim IDs of docs/claims.md.
 //!

@@ -1,6 +1,6 @@
-//! The other lock families (issue 13) in the simulator: the library's `FamilyLocker`, unchanged,
+//! The other lock families in the simulator: the library's `FamilyLocker`, unchanged,
 //! against simulated Redis and Memcached servers under madsim (SET NX, Redlock, Memcached `add`,
-//! Redisson's `RLock` and fair lock), and (issue 14) Curator's lock and etcd's mutex against
+//! Redisson's `RLock` and fair lock), and Curator's lock and etcd's mutex against
 //! simulated ZooKeeper and etcd servers that judge sessions and leases on their own clocks and
 //! send fired watches over the network (docs/simulator-coordination.md).
 //!

@@ -1,4 +1,4 @@
-//! The etcd family's locks (issue 14), each written once as a sans-IO machine over the requests
+//! The etcd family's locks, each written once as a sans-IO machine over the requests
 //! of [`crate::store::etcd_keyspace`] and the deletion watch of [`crate::store::etcd_client`].
 //!
 //! Like ZooKeeper's, a "listening" lock: the store orders the waiters (each key's
@@ -7,6 +7,6 @@
 //!
 //! | file | lock | source |
 //! |---|---|---|
-//! | [`mutex`] | `clientv3/concurrency`'s `Session` + `Mutex`: a key per session under the lock's prefix, lowest create revision holds, watch the key just before ours | issue 14, seeds' survey |
+//! | [`mutex`] | `clientv3/concurrency`'s `Session` + `Mutex`: a key per session under the lock's prefix, lowest create revision holds, watch the key just before ours | seeds' survey |
 
 pub mod mutex;

@@ -1,4 +1,4 @@
-//! The Redis family's locks (issue 13), each written once as a sans-IO machine over the key
+//! The Redis family's locks, each written once as a sans-IO machine over the key
 //! space of [`crate::store::redis_keyspace`].
 //!
 //! The thesis's locks poll Cassandra rows; the locks most engineers pick instead put one key in

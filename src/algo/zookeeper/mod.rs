@@ -1,4 +1,4 @@
-//! The ZooKeeper family's locks (issue 14), each written once as a sans-IO machine over the
+//! The ZooKeeper family's locks, each written once as a sans-IO machine over the
 //! requests of [`crate::store::znode_tree`].
 //!
 //! These are "listening" locks: the store orders the waiters (sequential nodes) and tells the
@@ -8,6 +8,6 @@
 //!
 //! | file | lock | source |
 //! |---|---|---|
-//! | [`curator_mutex`] | Curator's `InterProcessMutex`: an ephemeral sequential node, lowest holds, watch the predecessor | issue 14, seeds' survey |
+//! | [`curator_mutex`] | Curator's `InterProcessMutex`: an ephemeral sequential node, lowest holds, watch the predecessor | seeds' survey |
 
 pub mod curator_mutex;
