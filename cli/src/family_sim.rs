@@ -1,5 +1,8 @@
-//! `cassalock sim-family`: the other lock families (Redis SET NX, Redlock, Memcached,
-//! Redisson) in the simulator, over seeds or one seed in full (docs/simulator-families.md).
+//! The other lock families' scenarios in the simulator (Redis SET NX, Redlock, Memcached,
+//! Redisson, ZooKeeper, etcd: docs/simulator-families.md), over seeds (`cassalock sim
+//! --scenario NAME`) or one seed in full (`cassalock replay --scenario NAME --seed N`); `sim` and
+//! `replay` hand a family scenario here. `cassalock sim-family` is the older spelling, kept for
+//! scripts (and `--scenario all`).
 //!
 //! Exit status: 0 no violation in any seed; 1 a claim was violated (the first violating seed
 //! and the command that replays it are printed); 2 bad usage; 3 no violation, but some run hit
@@ -179,6 +182,65 @@ fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
     Ok(chosen)
 }
 
+/// Whether `text` names only the families' scenarios (one, or several comma-separated): `sim`
+/// and `replay` hand such a run to this simulator.
+pub fn names_family_scenarios(text: &str) -> bool {
+    !text.is_empty()
+        && text
+            .split(',')
+            .map(str::trim)
+            .all(|name| SCENARIOS.iter().any(|named| named.name == name))
+}
+
+/// `sim --scenario NAMES`: a sweep of the families' scenarios.
+pub fn sweep_scenarios(
+    scenario: &str,
+    seeds: SeedRange,
+    jobs: usize,
+    knobs: Knobs,
+    shard: Option<Shard>,
+    out: Option<PathBuf>,
+) -> ExitCode {
+    run(SimFamilyArgs {
+        scenario: scenario.to_owned(),
+        seeds,
+        seed: None,
+        trace: false,
+        events: None,
+        svg: None,
+        jobs,
+        bound_ms: knobs.bound_ms,
+        replication_lag_ms: knobs.replication_lag_ms,
+        shard,
+        out,
+    })
+}
+
+/// `replay --scenario NAME --seed N`: one seed of a family scenario in full (`trace`: every
+/// request, reply and sleep too).
+pub fn replay_scenario(
+    scenario: &str,
+    seed: u64,
+    trace: bool,
+    events: Option<&Path>,
+    svg: Option<&Path>,
+    knobs: Knobs,
+) -> ExitCode {
+    run(SimFamilyArgs {
+        scenario: scenario.to_owned(),
+        seeds: SeedRange::new(seed..=seed).expect("one seed is a range"),
+        seed: Some(seed),
+        trace,
+        events: events.map(Path::to_path_buf),
+        svg: svg.map(Path::to_path_buf),
+        jobs: 1,
+        bound_ms: knobs.bound_ms,
+        replication_lag_ms: knobs.replication_lag_ms,
+        shard: None,
+        out: None,
+    })
+}
+
 pub fn run(args: SimFamilyArgs) -> ExitCode {
     let chosen = match scenarios_named(&args.scenario) {
         Ok(chosen) => chosen,
@@ -333,7 +395,7 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, kn
         if let Some(path) = files.events {
             let mut header = outcome.header.clone();
             header.replay = Some(format!(
-                "cassalock sim-family --scenario {name} --seed {seed}{}",
+                "cassalock replay --scenario {name} --seed {seed}{}",
                 knobs.flags()
             ));
             let written = std::fs::File::create(path).and_then(|file| {
@@ -767,7 +829,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
         .collect();
     let first = &files[0].1;
     let rerun = format!(
-        "cassalock sim-family --scenario {} --seeds {}{}",
+        "cassalock sim --scenario {} --seeds {}{}",
         first.scenarios.join(","),
         first.seeds,
         Knobs {
@@ -820,22 +882,20 @@ mod tests {
     #[test]
     fn the_replay_command_parses_back_to_one_seed_with_its_trace() {
         use clap::Parser;
-        #[derive(Parser)]
-        struct Wrapper {
-            #[command(flatten)]
-            args: SimFamilyArgs,
-        }
         let knobs = Knobs {
             bound_ms: Some(900),
             replication_lag_ms: Some(0),
         };
         let line = replay_command("set-nx-failover-after-acquire", 17, knobs);
-        let words: Vec<&str> = line.split(' ').skip(1).collect();
-        assert_eq!(words[0], "sim-family");
-        let parsed = Wrapper::try_parse_from(words).unwrap().args;
-        assert_eq!(parsed.scenario, "set-nx-failover-after-acquire");
-        assert_eq!(parsed.seed, Some(17));
-        assert!(parsed.trace);
+        let crate::Command::Replay(parsed) = crate::Cli::try_parse_from(line.split(' ')).unwrap().command else {
+            panic!("{line}: not a replay")
+        };
+        assert_eq!(
+            parsed.scenario.scenario.as_deref(),
+            Some("set-nx-failover-after-acquire")
+        );
+        assert_eq!(parsed.seed, 17);
+        assert!(!parsed.summary, "the whole trace");
         assert_eq!(parsed.bound_ms, Some(900));
         assert_eq!(parsed.replication_lag_ms, Some(0));
     }

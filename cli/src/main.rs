@@ -62,17 +62,20 @@ enum Command {
     /// Measure speed figures (benchmarks that print numbers, not tests).
     #[command(after_help = exit_status_help!())]
     Bench(Box<bench::BenchArgs>),
-    /// Simulate a scenario over many seeds (the real lock code against a simulated cluster).
+    /// Simulate a scenario over many seeds: the real lock code against simulated servers, for
+    /// every lock family (the row locks' scenarios and the other families', listed below).
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
     Sim(sim::SimArgs),
-    /// Replay one simulated run in full: plan, every event, verdicts, and an SVG timeline.
+    /// Replay one simulated run in full, for every lock family: plan, every event, verdicts,
+    /// and with --svg its timeline, with --events its event record.
     #[cfg(madsim)]
     #[command(after_help = SCENARIOS_HELP)]
     Replay(sim::ReplayArgs),
-    /// Simulate the other lock families (Redis SET NX, Redlock, Memcached) over seeds.
+    /// The families' scenarios over seeds: the older spelling of `sim --scenario NAME` (and
+    /// `replay --scenario NAME --seed N` with --seed), kept for scripts; takes --scenario all.
     #[cfg(madsim)]
-    #[command(after_help = family_sim::HELP)]
+    #[command(hide = true, after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
     /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`,
     /// `report ...`/`bench sim --shard K/N --shard-out FILE`) into what one machine prints (and,
@@ -108,6 +111,14 @@ const SCENARIOS_HELP: &str = concat!(
   timeservice-stall  a time-service replica 20 s ahead crashes at 10 s (S1)
   swarm              the whole fault plan drawn from the seed
   loss               20% message loss for 40 s, then healed
+
+The other families' scenarios (Redis SET NX, Redlock, Memcached, Redisson and its fair lock,
+ZooKeeper, etcd), each a premise of a lock and the fault that breaks it, for example:
+  redlock-gc-pause, set-nx-restart-no-persistence, redisson-fair-barging,
+  zookeeper-session-expiry-pause, etcd-lease-expires-while-waiting-11456
+every one listed with its line of help by `cassalock sim --scenario list`; they take --seeds,
+--jobs, --shard/--out, --bound-ms and --replication-lag-ms (replay: --seed, --summary, --svg,
+--events), not the row locks' knobs.
 
 Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
 sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and

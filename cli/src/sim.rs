@@ -436,8 +436,17 @@ pub struct SimArgs {
     /// Parallel runs (each on its own thread).
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-    #[arg(long, value_enum, default_value = "both")]
-    algorithm: Algorithms,
+    /// The row locks' algorithm [default: both].
+    #[arg(long, value_enum)]
+    algorithm: Option<Algorithms>,
+    /// The families' scenarios: stop each run at this many simulated milliseconds instead of
+    /// the scenario's bound (clients not done by then make T2 bounded, exit status 3).
+    #[arg(long, value_name = "MS")]
+    bound_ms: Option<u64>,
+    /// The families' scenarios with a replica: its lag behind the primary, simulated ms,
+    /// instead of the scenario's.
+    #[arg(long, value_name = "MS")]
+    replication_lag_ms: Option<u64>,
     /// Write one JSON line per seed to FILE as the sweep goes (algorithm, seed, acquisitions,
     /// simulated seconds, each claim's verdict), in seed order; nothing per seed is kept in memory.
     #[arg(long, value_name = "FILE")]
@@ -459,21 +468,58 @@ pub struct SimArgs {
     out: Option<PathBuf>,
 }
 
+impl SimArgs {
+    /// The algorithms to run: as given, or both.
+    pub(crate) fn algorithms(&self) -> Algorithms {
+        self.algorithm.unwrap_or(Algorithms::Both)
+    }
+
+    /// A flag given that only the row locks' scenarios take, for a refusal.
+    fn row_lock_flag(&self) -> Option<String> {
+        let flags = self.scenario.flags();
+        let given = [
+            (self.algorithm.is_some(), "--algorithm".to_owned()),
+            (self.per_seed_out.is_some(), "--per-seed-out".to_owned()),
+            (self.record, "--record".to_owned()),
+            (self.sweep_offsets, "--sweep-offsets".to_owned()),
+            (
+                !flags.is_empty(),
+                flags.trim().split(' ').next().unwrap_or_default().to_owned(),
+            ),
+        ];
+        given.into_iter().find_map(|(on, flag)| on.then_some(flag))
+    }
+}
+
+/// The families' scenarios named by `scenario` (one, or several comma-separated), when it
+/// names no row-lock scenario and no scenario file is given.
+fn family_scenarios(scenario: &ScenarioArgs) -> Option<String> {
+    let name = scenario.scenario.as_deref()?;
+    (scenario.scenario_file.is_none() && crate::family_sim::names_family_scenarios(name)).then(|| name.to_owned())
+}
+
 /// Replay one run in full: the plan, every event, the verdicts.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     #[command(flatten)]
-    scenario: ScenarioArgs,
+    pub(crate) scenario: ScenarioArgs,
     #[arg(long)]
-    seed: u64,
-    #[arg(long, value_enum, default_value = "queue")]
-    algorithm: Algorithm,
+    pub(crate) seed: u64,
+    /// The row locks' algorithm [default: queue].
+    #[arg(long, value_enum)]
+    algorithm: Option<Algorithm>,
+    /// The families' scenarios: stop the run at this many simulated milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub(crate) bound_ms: Option<u64>,
+    /// The families' scenarios with a replica: its lag behind the primary, simulated ms.
+    #[arg(long, value_name = "MS")]
+    pub(crate) replication_lag_ms: Option<u64>,
     /// Also draw the timeline as SVG into this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<std::path::PathBuf>,
     /// Print the plan and verdicts only, not every event.
     #[arg(long)]
-    summary: bool,
+    pub(crate) summary: bool,
     /// Also write the run's event record into this file (JSON lines, docs/events.md; every
     /// request and reply too, unless --summary): `cassalock judge FILE` reads it back and
     /// prints the same verdicts.
@@ -495,6 +541,9 @@ pub struct ReplayArgs {
 pub fn shell_word(text: &str) -> String {
     shlex::try_quote(text).map_or_else(|_| text.to_owned(), |quoted| quoted.into_owned())
 }
+
+/// The row locks' scenarios, as refusals name them.
+const ROW_SCENARIOS: &str = "contention, skew, pause, pause-at-rewrite, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss";
 
 pub fn replay_command(scenario: &str, seed: u64, algorithm: Algorithm, flags: &str) -> String {
     format!(
@@ -704,7 +753,7 @@ fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &ra
         .knobs
         .renew_every_ms
         .map_or(ttl_s / 2.0, |ms| ms as f64 / 1000.0);
-    let algorithms = args.algorithm.algorithms();
+    let algorithms = args.algorithms().algorithms();
     let first_failure = |offset: f64, algorithm: Algorithm| -> Option<u64> {
         let options = SimOptions {
             offset_s: Some(offset),
@@ -775,7 +824,46 @@ fn sweep_offsets(args: &SimArgs, scenario: &str, options: &SimOptions, pool: &ra
     ExitCode::SUCCESS
 }
 
+/// `sim --scenario list`: every scenario, each with its line of help.
+fn list_scenarios() -> ExitCode {
+    println!("The row locks' scenarios (old, queue; --algorithm, the knobs):");
+    for scenario in cassalock_sim::scenario::SCENARIOS {
+        println!("  {:<40} {} ({})", scenario.name, scenario.setup, scenario.expected);
+    }
+    println!("\nThe other families' scenarios (--bound-ms, --replication-lag-ms):");
+    for named in cassalock_sim::family::SCENARIOS {
+        println!("  {:<40} {}", named.name, named.help);
+    }
+    ExitCode::SUCCESS
+}
+
 pub fn sim(args: SimArgs) -> ExitCode {
+    if args.scenario.scenario.as_deref() == Some("list") {
+        return list_scenarios();
+    }
+    if let Some(names) = family_scenarios(&args.scenario) {
+        if let Some(flag) = args.row_lock_flag() {
+            return crate::usage_error(&format!(
+                "{flag} applies to the row locks' scenarios ({ROW_SCENARIOS}), not to {names}"
+            ));
+        }
+        return crate::family_sim::sweep_scenarios(
+            &names,
+            args.seeds,
+            args.jobs,
+            crate::family_sim::Knobs {
+                bound_ms: args.bound_ms,
+                replication_lag_ms: args.replication_lag_ms,
+            },
+            args.shard,
+            args.out.clone(),
+        );
+    }
+    if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
+        return crate::usage_error(&format!(
+            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({ROW_SCENARIOS})"
+        ));
+    }
     let Resolved { scenario, options } = match args.scenario.resolve() {
         Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
@@ -823,7 +911,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
     };
     let mut ended = Ended::default();
     let mut tallies = Vec::new();
-    for algorithm in args.algorithm.algorithms() {
+    for algorithm in args.algorithms().algorithms() {
         let started = Instant::now();
         let total = u64::try_from(runs).expect("at most MAX_SEEDS");
         let bar = std::io::stderr().is_terminal().then(|| {
@@ -1082,7 +1170,7 @@ struct SimShardFile {
 
 /// The command that runs the whole sweep on one machine (without --jobs, --shard, --out).
 fn sweep_command(args: &SimArgs, scenario: &str) -> String {
-    let algorithms = args.algorithm.to_possible_value().expect("every value is named");
+    let algorithms = args.algorithms().to_possible_value().expect("every value is named");
     format!(
         "cassalock sim --scenario {}{} --seeds {} --algorithm {}",
         shell_word(scenario),
@@ -1119,7 +1207,7 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
             .map_err(|error| damaged(format!("command {:?}: {error}", file.command)))?
             .args;
         let names: Vec<&str> = args
-            .algorithm
+            .algorithms()
             .algorithms()
             .iter()
             .map(|algorithm| algorithm.name())
@@ -1156,7 +1244,7 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
     build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
         .map_err(|error| format!("{}: {}", first.command, args.scenario.explain(&error)))?;
     let mut ended = Ended::default();
-    for (index, algorithm) in args.algorithm.algorithms().into_iter().enumerate() {
+    for (index, algorithm) in args.algorithms().algorithms().into_iter().enumerate() {
         let mut merged = Tally::default();
         for (_, file, _, _) in &files {
             merged.absorb(&file.tallies[index].1);
@@ -1302,11 +1390,46 @@ fn write_events(outcome: &RunOutcome, replay: String, path: &std::path::Path) ->
 }
 
 pub fn replay(args: ReplayArgs) -> ExitCode {
+    if let Some(names) = family_scenarios(&args.scenario) {
+        let flags = args.scenario.flags();
+        let row_flag = [
+            (args.algorithm.is_some(), "--algorithm".to_owned()),
+            (!args.expect_violated.is_empty(), "--expect-violated".to_owned()),
+            (!args.expect_passed.is_empty(), "--expect-passed".to_owned()),
+            (
+                !flags.is_empty(),
+                flags.trim().split(' ').next().unwrap_or_default().to_owned(),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(on, flag)| on.then_some(flag));
+        if let Some(flag) = row_flag {
+            return crate::usage_error(&format!(
+                "{flag} applies to the row locks' scenarios ({ROW_SCENARIOS}), not to {names}"
+            ));
+        }
+        return crate::family_sim::replay_scenario(
+            &names,
+            args.seed,
+            !args.summary,
+            args.events.as_deref(),
+            args.svg.as_deref(),
+            crate::family_sim::Knobs {
+                bound_ms: args.bound_ms,
+                replication_lag_ms: args.replication_lag_ms,
+            },
+        );
+    }
+    if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
+        return crate::usage_error(&format!(
+            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({ROW_SCENARIOS})"
+        ));
+    }
     let Resolved { scenario, options } = match args.scenario.resolve() {
         Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
-    let algorithm = args.algorithm;
+    let algorithm = args.algorithm.unwrap_or(Algorithm::Queue);
     let expectation = match crate::recorded::Expectation::parse(&args.expect_violated, &args.expect_passed) {
         Ok(expectation) => expectation,
         Err(error) => return crate::usage_error(&error),
@@ -1397,7 +1520,7 @@ mod tests {
 
     #[test]
     fn algorithms_are_the_library_s_and_both() {
-        let choose = |name: &str| parse(&["--scenario", "contention", "--algorithm", name]).map(|a| a.algorithm);
+        let choose = |name: &str| parse(&["--scenario", "contention", "--algorithm", name]).map(|a| a.algorithms());
         assert_eq!(choose("old").unwrap(), Algorithms::One(Algorithm::Old));
         assert_eq!(choose("queue").unwrap(), Algorithms::One(Algorithm::Queue));
         assert_eq!(
@@ -1406,7 +1529,7 @@ mod tests {
         );
         assert!(choose("lwt").is_err());
         let default = parse(&["--scenario", "contention"]).unwrap();
-        assert_eq!(default.algorithm, Algorithms::Both);
+        assert_eq!(default.algorithms(), Algorithms::Both);
         assert_eq!(default.seeds.to_string(), "0..100");
     }
 

@@ -45,6 +45,33 @@ fn bad_usage_exits_2_and_names_the_flag() {
             &["sim-family", "--scenario", "memcached-pause", "--bound-ms", "0"],
             "--bound-ms",
         ),
+        // `sim` and `replay` run the families' scenarios, refusing the row locks' options, and
+        // the row locks' refuse the families'.
+        (
+            &["sim", "--scenario", "redlock-gc-pause", "--algorithm", "old"],
+            "--algorithm applies to the row locks' scenarios",
+        ),
+        (&["sim", "--scenario", "redlock-gc-pause", "--k3"], "--k3 applies"),
+        (
+            &[
+                "replay",
+                "--scenario",
+                "redlock-gc-pause",
+                "--seed",
+                "0",
+                "--expect-violated",
+                "T1",
+            ],
+            "--expect-violated applies",
+        ),
+        (
+            &["replay", "--scenario", "contention", "--seed", "0", "--bound-ms", "5"],
+            "apply to the families' scenarios",
+        ),
+        (
+            &["sim", "--scenario", "redlock-gc-pause,contention"],
+            "unknown scenario",
+        ),
     ];
     for (args, expected) in bad {
         let out = cassalock(args);
@@ -95,7 +122,10 @@ fn a_control_exits_0_and_a_run_cut_by_its_bound_exits_3() {
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "{stdout}");
     assert!(stdout.contains("bounded in 2"), "{stdout}");
-    assert!(stdout.contains("--bound-ms 50 --trace"), "{stdout}");
+    assert!(
+        stdout.contains("replay --scenario set-nx-contention --seed 0 --bound-ms 50"),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -146,7 +176,7 @@ fn redisson_775_is_found_with_a_replay_command_and_lost_unlock_messages_report_t
         .expect("a replay command");
     assert_eq!(
         replay,
-        "cassalock sim-family --scenario redisson-failed-renewal-775 --seed 0 --trace"
+        "cassalock replay --scenario redisson-failed-renewal-775 --seed 0"
     );
     let words: Vec<&str> = replay.split(' ').collect();
     let again = cassalock(&words[1..]);
@@ -175,7 +205,7 @@ fn redisson_775_is_found_with_a_replay_command_and_lost_unlock_messages_report_t
 
 #[test]
 fn redisson_fair_barging_is_found_by_f_order_with_a_replay_command_and_the_control_exits_0() {
-    let out = cassalock(&["sim-family", "--scenario", "redisson-fair-barging", "--seeds", "0..3"]);
+    let out = cassalock(&["sim", "--scenario", "redisson-fair-barging", "--seeds", "0..3"]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
@@ -187,10 +217,7 @@ fn redisson_fair_barging_is_found_by_f_order_with_a_replay_command_and_the_contr
         .skip_while(|line| !line.contains("VIOLATED"))
         .find_map(|line| line.split("replay: ").nth(1))
         .expect("a replay command");
-    assert_eq!(
-        replay,
-        "cassalock sim-family --scenario redisson-fair-barging --seed 0 --trace"
-    );
+    assert_eq!(replay, "cassalock replay --scenario redisson-fair-barging --seed 0");
     let words: Vec<&str> = replay.split(' ').collect();
     let again = cassalock(&words[1..]);
     let trace = text(&again.stdout);

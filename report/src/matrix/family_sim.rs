@@ -1,6 +1,6 @@
-//! The simulator's lines in the other families' cells: each cell's named
-//! scenarios of `cassalock sim-family` (sim/src/family), searched seed by seed like the
-//! thesis's, their judges filed under the claim IDs of docs/claims.md.
+//! The simulator's lines in the other families' cells: each cell's named scenarios of the
+//! families' simulator (`cassalock sim --scenario NAME`, sim/src/family), searched seed by seed
+//! like the thesis's, their judges filed under the claim IDs of docs/claims.md.
 //!
 //! Which scenario judges which fault is a table here: the scenarios are written once, in
 //! sim/src/family/scenario.rs, and this file only says where each one's verdicts go. A

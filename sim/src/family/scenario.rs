@@ -549,7 +549,7 @@ pub const SCENARIOS: &[Named] = &[
 /// The command that replays one seed of scenario `name` with its trace; `flags` are the
 /// command line's knobs, each with a leading space.
 pub fn replay_command(name: &str, seed: u64, flags: &str) -> String {
-    format!("cassalock sim-family --scenario {name} --seed {seed}{flags} --trace")
+    format!("cassalock replay --scenario {name} --seed {seed}{flags}")
 }
 
 pub fn names() -> Vec<&'static str> {
