@@ -22,6 +22,7 @@
 
 pub mod algo;
 pub mod driver;
+pub mod registry;
 pub mod store;
 
 pub use algo::{FencingToken, LockId, ThreadId};

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use cassalock_models::check::{Limits, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
-use cassalock_real::Variant;
+use cassalock_real::Lock;
 use clap::{Args, ValueEnum};
 
 use crate::real::{BenchPlan, BenchRealFlags};
@@ -80,8 +80,8 @@ pub struct BenchArgs {
     /// faster handoff), queue-paced (the same, every waiter sleeping by its rank and the
     /// queue's pace), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
     /// zookeeper, etcd; long-run: old,queue, the only two it takes].
-    #[arg(long, value_enum, value_delimiter = ',')]
-    locks: Option<Vec<Variant>>,
+    #[arg(long, value_parser = crate::lock_names::real_lock(), value_delimiter = ',')]
+    locks: Option<Vec<Lock>>,
     /// real, long-run: Cassandra nodes, host:port, comma-separated, for old, queue and lwt
     /// [default: 127.0.0.1:9042, `cluster/cassalock-cluster start --nodes 3`].
     #[arg(long, value_delimiter = ',')]
@@ -321,7 +321,7 @@ impl BenchArgs {
     fn long_run_args(&self) -> crate::long_run::LongRunArgs {
         let acquisitions = self.acquisitions.unwrap_or(10_000);
         crate::long_run::LongRunArgs {
-            locks: self.locks.clone().unwrap_or_else(|| vec![Variant::Old, Variant::Queue]),
+            locks: self.locks.clone().unwrap_or_else(|| vec![Lock::Old, Lock::Queue]),
             plan: cassalock_real::long_run::LongRunPlan {
                 acquisitions,
                 // 500, or larger when 500 would make more than the most blocks, or every

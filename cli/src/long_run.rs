@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use cassalock_real::long_run::LongRunPlan;
-use cassalock_real::Variant;
+use cassalock_real::Lock;
 
 /// The longest idle wait `--idle-s` takes: an hour.
 const MAX_IDLE_S: u64 = 3600;
 
 /// The long run's options, as `bench` parsed them.
 pub struct LongRunArgs {
-    pub locks: Vec<Variant>,
+    pub locks: Vec<Lock>,
     pub plan: LongRunPlan,
     pub out: PathBuf,
     /// Seconds the locks sit idle before their rows are read again (0: not read again).
@@ -60,10 +60,10 @@ fn rerender(data: &std::path::Path, args: &LongRunArgs) -> ExitCode {
 impl LongRunArgs {
     /// Check the options; the error names the flag.
     pub fn check(&self) -> Result<(), String> {
-        if let Some(other) = self.locks.iter().find(|l| !matches!(l, Variant::Old | Variant::Queue)) {
+        if let Some(other) = self.locks.iter().find(|l| !matches!(l, Lock::Old | Lock::Queue)) {
             return Err(format!(
                 "--locks {}: the long run takes the Cassandra row locks old and queue only",
-                other.cli_name()
+                other.name()
             ));
         }
         if self.locks.is_empty() {
@@ -92,7 +92,7 @@ impl LongRunArgs {
         };
         format!(
             "cassalock bench long-run --locks {} --acquisitions {} --block {} --idle-s {} --contact-points {}{reuse}{out}",
-            self.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(","),
+            self.locks.iter().map(|l| l.name()).collect::<Vec<_>>().join(","),
             self.plan.acquisitions,
             self.plan.block,
             self.idle_s,
@@ -139,7 +139,7 @@ pub fn run(args: LongRunArgs) -> ExitCode {
     for &lock in &args.locks {
         eprintln!(
             "bench long-run: {}, {} in {} of {} (one line a block)",
-            lock.name(),
+            lock.title(),
             cassalock_judge::text::count(args.plan.acquisitions, "acquisition"),
             cassalock_judge::text::count(blocks, "block"),
             args.plan.block
@@ -187,7 +187,7 @@ pub fn run(args: LongRunArgs) -> ExitCode {
                 runs.push(run);
             }
             Err(e) => {
-                eprintln!("error: {}: {e}", lock.name());
+                eprintln!("error: {}: {e}", lock.title());
                 return ExitCode::from(4);
             }
         }

@@ -10,6 +10,7 @@ mod check;
 #[cfg(madsim)]
 mod family_sim;
 mod judge;
+mod lock_names;
 mod long_run;
 mod paxos_baseline;
 mod real;

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use cassalock::algo::family::MAX_MASTERS;
-use cassalock_real::{Backend, Summary, Variant};
+use cassalock_real::{Family, Lock, RealLock, Summary};
 use cassalock_report::real_backends;
 
 /// `--connect-timeout-s` by default: the store's own default (checked below in the real build,
@@ -31,8 +31,8 @@ pub struct RealArgs {
     /// --contact-points) or another family's
     /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
     /// Also spelled --lock.
-    #[arg(long, visible_alias = "lock", value_enum, default_value = "queue")]
-    pub algorithm: Variant,
+    #[arg(long, visible_alias = "lock", value_parser = crate::lock_names::real_lock(), default_value = "queue")]
+    pub algorithm: Lock,
     /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx, redisson and
     /// redisson-fair one server (or a primary and its replicas: the lockers use the master),
     /// redlock every master (1-15), memcached one server. Redisson's waiters wake on the unlock
@@ -187,13 +187,13 @@ const RUN_OVERHEAD_S: u64 = 3;
 const FAULT_OVERHEAD_S: u64 = 60;
 
 /// The command that starts the servers `lock` runs on.
-pub fn start_command(lock: Variant) -> &'static str {
-    match lock.backend() {
-        Backend::Cassandra => "cluster/cassalock-cluster start --nodes 3",
-        Backend::Redis => "cluster/cassalock-servers start redis --instances 3",
-        Backend::Memcached => "cluster/cassalock-servers start memcached --instances 1",
-        Backend::ZooKeeper => "cluster/cassalock-servers start zookeeper --nodes 3",
-        Backend::Etcd => "cluster/cassalock-servers start etcd --nodes 3",
+pub fn start_command(lock: Lock) -> &'static str {
+    match lock.family() {
+        Family::Cassandra => "cluster/cassalock-cluster start --nodes 3",
+        Family::Redis => "cluster/cassalock-servers start redis --instances 3",
+        Family::Memcached => "cluster/cassalock-servers start memcached --instances 1",
+        Family::ZooKeeper => "cluster/cassalock-servers start zookeeper --nodes 3",
+        Family::Etcd => "cluster/cassalock-servers start etcd --nodes 3",
     }
 }
 
@@ -203,7 +203,7 @@ pub const START_REPLICATED: &str = "cluster/cassalock-servers start redis-replic
 /// `cassalock bench real`'s options as given (`None`: not given, the default applies).
 #[derive(Clone, Debug, Default)]
 pub struct BenchRealFlags {
-    pub locks: Option<Vec<Variant>>,
+    pub locks: Option<Vec<Lock>>,
     pub lockers: Option<Vec<usize>>,
     pub seconds: Option<u64>,
     pub hold_ms: Option<u64>,
@@ -223,7 +223,7 @@ pub struct BenchRealFlags {
 /// A checked `bench real`: which locks run, how long, against which servers.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BenchPlan {
-    pub locks: Vec<Variant>,
+    pub locks: Vec<Lock>,
     pub lockers: Vec<usize>,
     pub seconds: u64,
     /// Each locker's hold, in every run and fault run.
@@ -284,15 +284,12 @@ fn joined<T: ToString>(items: &[T]) -> String {
 impl BenchPlan {
     /// Check the options and fill in the defaults: every refusal names the flag and what to type.
     pub fn new(flags: BenchRealFlags) -> Result<BenchPlan, String> {
-        let locks = flags.locks.clone().unwrap_or_else(|| Variant::ALL.to_vec());
+        let locks = flags.locks.clone().unwrap_or_else(cassalock_real::real_locks);
         if locks.is_empty() {
             return Err("--locks: name at least one lock (e.g. --locks queue,redlock)".into());
         }
         if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
-            return Err(format!(
-                "--locks: {} is named twice; name each lock once",
-                twice.cli_name()
-            ));
+            return Err(format!("--locks: {} is named twice; name each lock once", twice.name()));
         }
         let lockers = flags.lockers.clone().unwrap_or_else(|| vec![1, 4, 16]);
         if lockers.is_empty() || lockers.len() > MAX_LOCKER_COUNTS {
@@ -331,9 +328,9 @@ impl BenchPlan {
                 "--fault-seconds must be 0 (no fault runs) or between 3 and 600, not {fault_seconds}"
             ));
         }
-        let uses = |lock: Variant| locks.contains(&lock);
-        let cassandra = locks.iter().any(|l| l.backend() == Backend::Cassandra);
-        let redis_server = uses(Variant::RedisSetNx) || uses(Variant::Redisson) || uses(Variant::RedissonFair);
+        let uses = |lock: Lock| locks.contains(&lock);
+        let cassandra = locks.iter().any(|l| l.family() == Family::Cassandra);
+        let redis_server = uses(Lock::RedisSetNx) || uses(Lock::Redisson) || uses(Lock::RedissonFair);
         // A server flag for a lock that does not run would be silently ignored: refuse it.
         for (flag, given, used, locks_named) in [
             (
@@ -351,13 +348,13 @@ impl BenchPlan {
             (
                 "--redlock-masters",
                 flags.redlock_masters.is_some(),
-                uses(Variant::Redlock),
+                uses(Lock::Redlock),
                 "redlock",
             ),
             (
                 "--memcached",
                 flags.memcached.is_some(),
-                uses(Variant::Memcached),
+                uses(Lock::Memcached),
                 "memcached",
             ),
             (
@@ -369,15 +366,15 @@ impl BenchPlan {
             (
                 "--zookeeper",
                 flags.zookeeper.is_some(),
-                uses(Variant::Zookeeper),
+                uses(Lock::Zookeeper),
                 "zookeeper",
             ),
-            ("--etcd", flags.etcd.is_some(), uses(Variant::Etcd), "etcd"),
+            ("--etcd", flags.etcd.is_some(), uses(Lock::Etcd), "etcd"),
         ] {
             if given && !used {
                 return Err(format!(
                     "{flag} is for {locks_named}, which this benchmark does not run (--locks {}{}); drop {flag} or add such a lock",
-                    joined(&locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>()),
+                    joined(&locks.iter().map(|l| l.name()).collect::<Vec<_>>()),
                     if fault_seconds == 0 { ", --fault-seconds 0" } else { "" }
                 ));
             }
@@ -475,25 +472,31 @@ impl BenchPlan {
         }
     }
 
-    pub fn uses(&self, backend: Backend) -> bool {
-        self.locks.iter().any(|l| l.backend() == backend)
+    pub fn uses(&self, backend: Family) -> bool {
+        self.locks.iter().any(|l| l.family() == backend)
     }
 
     /// The servers a family lock runs on (its `--servers`); empty for Cassandra's locks.
-    pub fn servers(&self, lock: Variant) -> Vec<String> {
+    pub fn servers(&self, lock: Lock) -> Vec<String> {
         match lock {
-            Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => vec![self.redis.clone()],
-            Variant::Redlock => self.redlock_masters.clone(),
-            Variant::Memcached => vec![self.memcached.clone()],
-            Variant::Zookeeper => self.zookeeper.clone(),
-            Variant::Etcd => self.etcd.clone(),
-            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced | Variant::Lwt => Vec::new(),
+            Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => vec![self.redis.clone()],
+            Lock::Redlock => self.redlock_masters.clone(),
+            Lock::Memcached => vec![self.memcached.clone()],
+            Lock::Zookeeper => self.zookeeper.clone(),
+            Lock::Etcd => self.etcd.clone(),
+            Lock::Old
+            | Lock::Queue
+            | Lock::QueueNextInLine
+            | Lock::QueuePaced
+            | Lock::QueueTry
+            | Lock::GlobalTime
+            | Lock::Lwt => Vec::new(),
         }
     }
 
     /// Seconds the whole benchmark should take, roughly (warm-up, runs, fault runs).
     pub fn estimate_s(&self) -> u64 {
-        let warm_up = if self.uses(Backend::Cassandra) { WARM_UP_S } else { 0 };
+        let warm_up = if self.uses(Family::Cassandra) { WARM_UP_S } else { 0 };
         warm_up
             + self.runs() as u64 * (self.seconds + RUN_OVERHEAD_S)
             + self.fault_runs() as u64 * (self.fault_seconds + FAULT_OVERHEAD_S)
@@ -529,11 +532,11 @@ impl BenchPlan {
         // The report states one set of long-run settings for the row locks: if this one
         // measures a row lock, every row lock it keeps must have run with the same settings.
         let measures_row_locks = self.locks.iter().any(|v| v.is_row_lock());
-        let kept: Vec<&str> = Variant::ALL
+        let kept: Vec<&str> = cassalock_real::real_locks()
             .into_iter()
             .filter(|v| v.is_row_lock() && !self.locks.contains(v))
-            .filter(|v| old.runs.iter().any(|r| r.variant == v.name()))
-            .map(|v| v.cli_name())
+            .filter(|v| old.runs.iter().any(|r| r.variant == v.title()))
+            .map(|v| v.name())
             .collect();
         if measures_row_locks && !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
             return Err(format!(
@@ -542,11 +545,11 @@ impl BenchPlan {
                 kept.join(", "),
                 real_backends::RowLockSettings::describe(setup.row_lock_settings),
                 joined(
-                    &Variant::ALL
+                    &cassalock_real::real_locks()
                         .into_iter()
-                        .filter(|v| v.is_row_lock() && (self.locks.contains(v) || kept.contains(&v.cli_name())))
+                        .filter(|v| v.is_row_lock() && (self.locks.contains(v) || kept.contains(&v.name())))
                         .chain(self.locks.iter().copied().filter(|v| !v.is_row_lock()))
-                        .map(|v| v.cli_name())
+                        .map(|v| v.name())
                         .collect::<Vec<_>>()
                 )
             ));
@@ -557,14 +560,14 @@ impl BenchPlan {
     pub fn command(&self) -> String {
         let mut command = format!(
             "cassalock bench real --locks {} --lockers {} --seconds {} --hold-ms {} --repeats {} --fault-seconds {}",
-            joined(&self.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>()),
+            joined(&self.locks.iter().map(|l| l.name()).collect::<Vec<_>>()),
             joined(&self.lockers),
             self.seconds,
             self.hold_ms,
             self.repeats,
             self.fault_seconds
         );
-        if self.uses(Backend::Cassandra) {
+        if self.uses(Family::Cassandra) {
             command += &format!(" --contact-points {}", self.contact_points.join(","));
         }
         if self.locks.iter().any(|l| l.on_one_redis()) {
@@ -573,16 +576,16 @@ impl BenchPlan {
                 command += &format!(" --redis-replicated {}", self.redis_replicated.join(","));
             }
         }
-        if self.locks.contains(&Variant::Redlock) {
+        if self.locks.contains(&Lock::Redlock) {
             command += &format!(" --redlock-masters {}", self.redlock_masters.join(","));
         }
-        if self.locks.contains(&Variant::Memcached) {
+        if self.locks.contains(&Lock::Memcached) {
             command += &format!(" --memcached {}", self.memcached);
         }
-        if self.locks.contains(&Variant::Zookeeper) {
+        if self.locks.contains(&Lock::Zookeeper) {
             command += &format!(" --zookeeper {}", self.zookeeper.join(","));
         }
-        if self.locks.contains(&Variant::Etcd) {
+        if self.locks.contains(&Lock::Etcd) {
             command += &format!(" --etcd {}", self.etcd.join(","));
         }
         if let Some(path) = &self.add_to {
@@ -708,7 +711,7 @@ pub fn bench_needs_the_real_build(plan: &BenchPlan) -> ExitCode {
             } else {
                 &servers
             };
-            format!("  {} on {}", lock.cli_name(), servers.join(","))
+            format!("  {} on {}", lock.name(), servers.join(","))
         })
         .collect();
     eprintln!(
@@ -734,7 +737,7 @@ mod imp {
     use std::time::Duration;
 
     use cassalock_real::runner::{check, execute, execute_recorded, worker, RunSpec};
-    use cassalock_real::{Backend, Summary, Variant};
+    use cassalock_real::{Family, Lock, RealLock, Summary};
     use cassalock_report::real_backends::{self, BackendSetup, FaultOutcome, FaultRun, Measured, RedissonWake, Setup};
 
     use super::{
@@ -978,7 +981,7 @@ mod imp {
         let total_runs = plan.runs();
         eprintln!(
             "bench real: {} at {} lockers: {} of {} s ({} of each configuration){}, about {} min",
-            plan.locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
+            plan.locks.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
             plan.lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
             cassalock_judge::text::count(total_runs, "run"),
             plan.seconds,
@@ -1000,7 +1003,7 @@ mod imp {
         let template = RunSpec {
             contact_points: plan.contact_points.clone(),
             servers: Vec::new(),
-            variant: Variant::Queue,
+            variant: Lock::Queue,
             threads: 1,
             acquisitions: 100_000,
             processes: 1,
@@ -1022,7 +1025,7 @@ mod imp {
             connect_timeout_s: super::CONNECT_TIMEOUT_S,
             steps: None,
         };
-        let spec_for = |lock: Variant, threads: usize, run_limit_s: u64| RunSpec {
+        let spec_for = |lock: Lock, threads: usize, run_limit_s: u64| RunSpec {
             variant: lock,
             servers: plan.servers(lock),
             threads,
@@ -1032,7 +1035,7 @@ mod imp {
 
         // Every server answers before anything is measured: a missing one is said at once, with
         // the command that starts it, not after half an hour of the others.
-        let nodes = if plan.uses(Backend::Cassandra) {
+        let nodes = if plan.uses(Family::Cassandra) {
             eprintln!(
                 "bench real: connecting to Cassandra at {}",
                 plan.contact_points.join(",")
@@ -1040,13 +1043,13 @@ mod imp {
             match cassandra_nodes(&plan.contact_points) {
                 Ok(nodes) => nodes,
                 Err(e) => {
-                    let cassandra: Vec<Variant> = plan
+                    let cassandra: Vec<Lock> = plan
                         .locks
                         .iter()
                         .copied()
-                        .filter(|l| l.backend() == Backend::Cassandra)
+                        .filter(|l| l.family() == Family::Cassandra)
                         .collect();
-                    return unreachable(&cassandra, &plan.contact_points, start_command(Variant::Queue), &e);
+                    return unreachable(&cassandra, &plan.contact_points, start_command(Lock::Queue), &e);
                 }
             }
         } else {
@@ -1063,14 +1066,14 @@ mod imp {
                 return unreachable(&[lock], &probe.servers, start_command(lock), &e.to_string());
             }
         }
-        let failover_locks: Vec<Variant> = plan.locks.iter().copied().filter(|l| l.on_one_redis()).collect();
+        let failover_locks: Vec<Lock> = plan.locks.iter().copied().filter(|l| l.on_one_redis()).collect();
         if plan.fault_seconds > 0 && !failover_locks.is_empty() {
             let probe = RunSpec {
                 servers: plan.redis_replicated.clone(),
                 acquisitions: 1,
                 hold_ms: 0,
                 run_limit_s: 0,
-                ..spec_for(Variant::RedisSetNx, 1, 0)
+                ..spec_for(Lock::RedisSetNx, 1, 0)
             };
             if let Err(e) = execute(&probe, false) {
                 eprintln!("  (the failover runs need the pair; --fault-seconds 0 runs no fault)");
@@ -1083,7 +1086,7 @@ mod imp {
             }
         }
         // Which faults this machine can inject, said before the long part.
-        let faults: Vec<(Variant, Result<Fault, String>)> = if plan.fault_seconds > 0 {
+        let faults: Vec<(Lock, Result<Fault, String>)> = if plan.fault_seconds > 0 {
             let servers = servers_status();
             plan.locks
                 .iter()
@@ -1094,7 +1097,7 @@ mod imp {
         };
         for (lock, fault) in &faults {
             if let Err(why) = fault {
-                eprintln!("bench real: {}'s fault run will not run: {why}", lock.name());
+                eprintln!("bench real: {}'s fault run will not run: {why}", lock.title());
             }
         }
 
@@ -1102,7 +1105,7 @@ mod imp {
         // cluster ran the first configuration at a third of its later speed. Not reported.
         // At least WARM_UP_S, then until two stretches agree, at most MAX_WARM_UP_S.
         let mut warm_up = None;
-        if let Some(&first) = plan.locks.iter().find(|l| l.backend() == Backend::Cassandra) {
+        if let Some(&first) = plan.locks.iter().find(|l| l.family() == Family::Cassandra) {
             eprintln!(
                 "bench real: warming Cassandra up (not reported): {WARM_UP_S}-{MAX_WARM_UP_S} s, until two {WARM_UP_STRETCH_S} s stretches make rates within {:.0}%",
                 100.0 * WARM_UP_STEADY_WITHIN
@@ -1142,7 +1145,7 @@ mod imp {
                         "bench real: run {}/{total_runs} (round {round}/{}): {} with {} for {} s",
                         runs.len() + 1,
                         plan.repeats,
-                        lock.name(),
+                        lock.title(),
                         cassalock_judge::text::count(n, "locker"),
                         plan.seconds
                     );
@@ -1169,13 +1172,13 @@ mod imp {
 
         let mut fault_runs = Vec::new();
         // A backend a fault run could not bring back: the later fault runs on it do not run.
-        let mut not_restored: Vec<(Backend, String)> = Vec::new();
+        let mut not_restored: Vec<(Family, String)> = Vec::new();
         for (index, (lock, fault)) in faults.into_iter().enumerate() {
             let fault = match fault {
                 Ok(fault) => fault,
                 Err(why) => {
                     fault_runs.push(FaultRun {
-                        lock: lock.name().into(),
+                        lock: lock.title().into(),
                         fault: Fault::planned(lock).into(),
                         outcome: FaultOutcome::NotRun(why),
                     });
@@ -1183,9 +1186,9 @@ mod imp {
                 }
             };
             let description = fault.describe(plan.fault_seconds);
-            if let Some((_, why)) = not_restored.iter().find(|(b, _)| *b == lock.backend()) {
+            if let Some((_, why)) = not_restored.iter().find(|(b, _)| *b == lock.family()) {
                 fault_runs.push(FaultRun {
-                    lock: lock.name().into(),
+                    lock: lock.title().into(),
                     fault: description,
                     outcome: FaultOutcome::NotRun(why.clone()),
                 });
@@ -1199,7 +1202,7 @@ mod imp {
                 "bench real: fault run {}/{}: {} with {} for {} s; {description}",
                 index + 1,
                 plan.fault_runs(),
-                lock.name(),
+                lock.title(),
                 cassalock_judge::text::count(FAULT_LOCKERS, "locker"),
                 plan.fault_seconds
             );
@@ -1215,10 +1218,10 @@ mod imp {
             }
             if let Err(why) = restored {
                 eprintln!("  {why}");
-                not_restored.push((lock.backend(), why));
+                not_restored.push((lock.family(), why));
             }
             fault_runs.push(FaultRun {
-                lock: lock.name().into(),
+                lock: lock.title().into(),
                 fault: description,
                 outcome,
             });
@@ -1299,7 +1302,12 @@ mod imp {
         let mut all_faults: Vec<FaultRun> = old.faults.into_iter().filter(|f| !measured.contains(&f.lock)).collect();
         all_faults.extend(faults);
         // Each lock where the reports list it (stable: a lock's runs keep their order).
-        let place = |name: &str| Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(usize::MAX);
+        let place = |name: &str| {
+            cassalock_real::real_locks()
+                .iter()
+                .position(|v| v.title() == name)
+                .unwrap_or(usize::MAX)
+        };
         all_runs.sort_by_key(|r| place(&r.variant));
         all_faults.sort_by_key(|f| place(&f.lock));
         (setup, all_runs, all_faults)
@@ -1331,7 +1339,7 @@ mod imp {
     }
 
     /// A backend that does not answer: what, where, and the command that starts it; exit 4.
-    fn unreachable(locks: &[Variant], servers: &[String], start: &str, error: &str) -> ExitCode {
+    fn unreachable(locks: &[Lock], servers: &[String], start: &str, error: &str) -> ExitCode {
         let fresh = if locks.iter().any(|l| l.is_family()) {
             "on a fresh machine `cluster/cassalock-servers install all` first; "
         } else {
@@ -1339,7 +1347,7 @@ mod imp {
         };
         eprintln!(
             "error: {} cannot run: {error}\n  nothing usable answers at {}; start it with:\n    {start}\n  ({fresh}--locks leaves locks out)",
-            locks.iter().map(|l| l.cli_name()).collect::<Vec<_>>().join(", "),
+            locks.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
             servers.join(",")
         );
         ExitCode::from(BACKEND_UNAVAILABLE)
@@ -1366,9 +1374,9 @@ mod imp {
     /// The backends of the plan, for the report's header.
     fn backends(plan: &BenchPlan, nodes: usize) -> Vec<BackendSetup> {
         let mut backends = Vec::new();
-        if plan.uses(Backend::Cassandra) {
+        if plan.uses(Family::Cassandra) {
             backends.push(BackendSetup {
-                backend: Backend::Cassandra,
+                backend: Family::Cassandra,
                 software: format!(
                     "Apache Cassandra {} from jars Maven resolves, one JVM per node on 127.0.0.x",
                     cassandra_version()
@@ -1378,17 +1386,17 @@ mod imp {
                     cassalock_judge::text::count(nodes, "node"),
                     plan.contact_points.join(",")
                 ),
-                start: format!("`{}`", start_command(Variant::Queue)),
+                start: format!("`{}`", start_command(Lock::Queue)),
             });
         }
-        if plan.uses(Backend::Redis) {
+        if plan.uses(Family::Redis) {
             let mut servers = Vec::new();
-            let mut start = vec![format!("`{}`", start_command(Variant::Redlock))];
+            let mut start = vec![format!("`{}`", start_command(Lock::Redlock))];
             let single = plan.locks.iter().any(|l| l.on_one_redis());
             if single {
                 servers.push(format!("SET NX and Redisson's locks: {}", plan.redis));
             }
-            if plan.locks.contains(&Variant::Redlock) {
+            if plan.locks.contains(&Lock::Redlock) {
                 servers.push(format!(
                     "Redlock: {} masters, {}",
                     plan.redlock_masters.len(),
@@ -1404,7 +1412,7 @@ mod imp {
             }
             let address = if single { &plan.redis } else { &plan.redlock_masters[0] };
             backends.push(BackendSetup {
-                backend: Backend::Redis,
+                backend: Family::Redis,
                 software: format!(
                     "redis-server {}, no persistence",
                     server_version(address, "*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n", "redis_version:")
@@ -1413,39 +1421,39 @@ mod imp {
                 start: start.join(", "),
             });
         }
-        if plan.uses(Backend::Memcached) {
+        if plan.uses(Family::Memcached) {
             backends.push(BackendSetup {
-                backend: Backend::Memcached,
+                backend: Family::Memcached,
                 software: format!(
                     "memcached {}",
                     server_version(&plan.memcached, "version\r\n", "VERSION ")
                 ),
                 servers: plan.memcached.clone(),
-                start: format!("`{}`", start_command(Variant::Memcached)),
+                start: format!("`{}`", start_command(Lock::Memcached)),
             });
         }
-        if plan.uses(Backend::ZooKeeper) {
+        if plan.uses(Family::ZooKeeper) {
             let version = server_version(&plan.zookeeper[0], "srvr", "Zookeeper version: ");
             backends.push(BackendSetup {
-                backend: Backend::ZooKeeper,
+                backend: Family::ZooKeeper,
                 software: format!(
                     "ZooKeeper {} (Debian's package), Curator's lock layout run by our machine over the zookeeper-client crate",
                     version.split(['-', ',']).next().unwrap_or(&version)
                 ),
                 servers: format!("{} members, {}", plan.zookeeper.len(), plan.zookeeper.join(", ")),
-                start: format!("`{}`", start_command(Variant::Zookeeper)),
+                start: format!("`{}`", start_command(Lock::Zookeeper)),
             });
         }
-        if plan.uses(Backend::Etcd) {
+        if plan.uses(Family::Etcd) {
             let version = server_version(&plan.etcd[0], "GET /version HTTP/1.0\r\n\r\n", "\"etcdserver\":\"");
             backends.push(BackendSetup {
-                backend: Backend::Etcd,
+                backend: Family::Etcd,
                 software: format!(
                     "etcd {} (Debian's etcd-server), the mutex run by our machine over the etcd-client crate",
                     version.split('"').next().unwrap_or(&version)
                 ),
                 servers: format!("{} members, {}", plan.etcd.len(), plan.etcd.join(", ")),
-                start: format!("`{}`", start_command(Variant::Etcd)),
+                start: format!("`{}`", start_command(Lock::Etcd)),
             });
         }
         backends
@@ -1571,24 +1579,24 @@ mod imp {
 
     impl Fault {
         /// The fault a lock gets, in a few words (for a fault that cannot run here).
-        fn planned(lock: Variant) -> &'static str {
-            match lock.backend() {
-                Backend::Cassandra => "one of 3 nodes killed (SIGKILL)",
-                Backend::Redis if lock == Variant::Redlock => "one master paused (SIGSTOP)",
-                Backend::Redis => "primary killed, replica promoted (failover)",
-                Backend::Memcached => "server killed and restarted",
-                Backend::ZooKeeper | Backend::Etcd => "the leader killed (SIGKILL)",
+        fn planned(lock: Lock) -> &'static str {
+            match lock.family() {
+                Family::Cassandra => "one of 3 nodes killed (SIGKILL)",
+                Family::Redis if lock == Lock::Redlock => "one master paused (SIGSTOP)",
+                Family::Redis => "primary killed, replica promoted (failover)",
+                Family::Memcached => "server killed and restarted",
+                Family::ZooKeeper | Family::Etcd => "the leader killed (SIGKILL)",
             }
         }
 
         /// The fault for `lock`, or why this machine cannot inject it.
         fn for_lock(
-            lock: Variant,
+            lock: Lock,
             plan: &BenchPlan,
             nodes: usize,
             servers: &Result<Vec<ServerInstance>, String>,
         ) -> Result<Fault, String> {
-            if lock.backend() == Backend::Cassandra {
+            if lock.family() == Family::Cassandra {
                 return if nodes >= 3 {
                     Ok(Fault::NodeKilled { node: nodes, nodes })
                 } else {
@@ -1599,7 +1607,7 @@ mod imp {
             }
             let servers = servers.as_ref().map_err(Clone::clone)?;
             match lock {
-                Variant::Redlock => {
+                Lock::Redlock => {
                     let master = plan.redlock_masters.len().min(2);
                     let name = instance_at(servers, &plan.redlock_masters[master - 1], "redis", "redis")?
                         .name
@@ -1610,13 +1618,13 @@ mod imp {
                         masters: plan.redlock_masters.len(),
                     })
                 }
-                Variant::Memcached => Ok(Fault::ServerRestarted {
+                Lock::Memcached => Ok(Fault::ServerRestarted {
                     name: instance_at(servers, &plan.memcached, "memcached", "memcached")?
                         .name
                         .clone(),
                 }),
-                Variant::Zookeeper | Variant::Etcd => {
-                    let (members, kind) = if lock == Variant::Zookeeper {
+                Lock::Zookeeper | Lock::Etcd => {
+                    let (members, kind) = if lock == Lock::Zookeeper {
                         (&plan.zookeeper, "zookeeper")
                     } else {
                         (&plan.etcd, "etcd")
@@ -1760,7 +1768,6 @@ mod imp {
 
 #[cfg(test)]
 mod tests {
-    use clap::ValueEnum;
 
     use super::*;
 
@@ -1789,18 +1796,18 @@ mod tests {
     fn the_default_plan_runs_every_lock_against_the_scripts_ports() {
         let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
         // Every lock.
-        assert_eq!(plan.locks, Variant::ALL.to_vec());
+        assert_eq!(plan.locks, cassalock_real::real_locks());
         assert_eq!(plan.locks.len(), 12);
         assert_eq!(plan.lockers, vec![1, 4, 16]);
         assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
         assert_eq!(plan.runs(), 108);
         assert_eq!(plan.fault_runs(), 12);
-        assert_eq!(plan.servers(Variant::Zookeeper).len(), 3);
-        assert_eq!(plan.servers(Variant::Etcd)[0], "127.0.0.1:23781");
-        assert_eq!(plan.servers(Variant::Redisson), vec!["127.0.0.1:16380".to_string()]);
-        assert_eq!(plan.servers(Variant::Redlock).len(), 3);
-        assert_eq!(plan.servers(Variant::Memcached), vec!["127.0.0.1:21211".to_string()]);
-        assert!(plan.servers(Variant::Queue).is_empty());
+        assert_eq!(plan.servers(Lock::Zookeeper).len(), 3);
+        assert_eq!(plan.servers(Lock::Etcd)[0], "127.0.0.1:23781");
+        assert_eq!(plan.servers(Lock::Redisson), vec!["127.0.0.1:16380".to_string()]);
+        assert_eq!(plan.servers(Lock::Redlock).len(), 3);
+        assert_eq!(plan.servers(Lock::Memcached), vec!["127.0.0.1:21211".to_string()]);
+        assert!(plan.servers(Lock::Queue).is_empty());
         assert_eq!(
             plan.command(),
             "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
@@ -1813,7 +1820,7 @@ mod tests {
     fn add_to_needs_the_earlier_runs_settings_and_a_readable_data_file() {
         let data = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../reports/real-backends.json"));
         let flags = |lockers: Vec<usize>, path: PathBuf| BenchRealFlags {
-            locks: Some(vec![Variant::RedissonFair]),
+            locks: Some(vec![Lock::RedissonFair]),
             lockers: Some(lockers),
             seconds: Some(15),
             repeats: Some(3),
@@ -1851,7 +1858,7 @@ mod tests {
         let older = with_settings(None, "older.json");
         BenchPlan::new(flags(vec![1, 4, 16], older.clone())).expect("redisson-fair is no row lock");
         let one_row_lock = BenchRealFlags {
-            locks: Some(vec![Variant::Queue, Variant::RedissonFair]),
+            locks: Some(vec![Lock::Queue, Lock::RedissonFair]),
             ..flags(vec![1, 4, 16], older.clone())
         };
         let refused = BenchPlan::new(one_row_lock).unwrap_err();
@@ -1859,12 +1866,7 @@ mod tests {
         assert!(refused.contains("--locks old,queue"), "{refused}");
         assert!(refused.ends_with(",redisson-fair"), "{refused}");
         let all_row_locks = BenchRealFlags {
-            locks: Some(vec![
-                Variant::Old,
-                Variant::Queue,
-                Variant::QueueNextInLine,
-                Variant::QueuePaced,
-            ]),
+            locks: Some(vec![Lock::Old, Lock::Queue, Lock::QueueNextInLine, Lock::QueuePaced]),
             ..flags(vec![1, 4, 16], older)
         };
         BenchPlan::new(all_row_locks).expect("every row lock measured again");
@@ -1874,12 +1876,12 @@ mod tests {
     #[test]
     fn the_command_names_only_the_servers_of_the_locks_that_run() {
         let plan = plan(BenchRealFlags {
-            locks: Some(vec![Variant::Redlock, Variant::Memcached]),
+            locks: Some(vec![Lock::Redlock, Lock::Memcached]),
             fault_seconds: Some(0),
             ..BenchRealFlags::default()
         })
         .expect("valid");
-        assert!(!plan.uses(Backend::Cassandra));
+        assert!(!plan.uses(Family::Cassandra));
         assert_eq!(
             plan.command(),
             "cassalock bench real --locks redlock,memcached --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 0 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211"
@@ -1904,7 +1906,7 @@ mod tests {
             ),
             (
                 BenchRealFlags {
-                    locks: Some(vec![Variant::Queue, Variant::Redlock, Variant::Queue]),
+                    locks: Some(vec![Lock::Queue, Lock::Redlock, Lock::Queue]),
                     ..flags()
                 },
                 "--locks: queue is named twice",
@@ -2024,7 +2026,7 @@ mod tests {
             // A server flag for a lock that does not run would be ignored: refused.
             (
                 BenchRealFlags {
-                    locks: Some(vec![Variant::Queue]),
+                    locks: Some(vec![Lock::Queue]),
                     memcached: Some("127.0.0.1:21211".into()),
                     ..flags()
                 },
@@ -2032,7 +2034,7 @@ mod tests {
             ),
             (
                 BenchRealFlags {
-                    locks: Some(vec![Variant::Redlock]),
+                    locks: Some(vec![Lock::Redlock]),
                     contact_points: Some(vec!["127.0.0.1:9042".into()]),
                     ..flags()
                 },
@@ -2048,7 +2050,7 @@ mod tests {
             ),
             (
                 BenchRealFlags {
-                    locks: Some(vec![Variant::Queue]),
+                    locks: Some(vec![Lock::Queue]),
                     etcd: Some(vec!["127.0.0.1:23781".into()]),
                     ..flags()
                 },
@@ -2097,7 +2099,7 @@ mod tests {
             row_lock_settings: None,
         };
         let run = Summary {
-            variant: Variant::Memcached.name().into(),
+            variant: Lock::Memcached.title().into(),
             lockers: 4,
             acquisitions: 100,
             acquisitions_per_s: 5.0,
@@ -2130,12 +2132,9 @@ mod tests {
     }
 
     #[test]
-    fn every_lock_has_its_clap_name_and_a_start_command() {
-        for lock in Variant::ALL {
-            let name = lock.to_possible_value().expect("listed");
-            assert_eq!(name.get_name(), lock.cli_name());
+    fn every_lock_the_real_runner_runs_has_a_start_command() {
+        for lock in cassalock_real::real_locks() {
             assert!(start_command(lock).starts_with("cluster/cassalock-"), "{lock:?}");
         }
-        assert_eq!(Variant::value_variants().len(), Variant::ALL.len());
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use cassalock::store::cassandra::{CassandraConfig, CassandraError, CassandraStore};
 use cassalock::{Algorithm, LockError, RemoteLocker, Settings, SystemClock};
 
-use crate::{lwt, now_us, Event, Job, Monitor, Variant};
+use crate::{lwt, now_us, Event, Job, Lock, Monitor};
 
 /// A consistency level that is not one, quorum or all.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -69,7 +69,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
     let lwt = match job.variant {
-        Variant::Lwt => Some(Arc::new(
+        Lock::Lwt => Some(Arc::new(
             lwt::LwtLock::new(
                 Arc::clone(store.session()),
                 &job.keyspace,
@@ -193,7 +193,7 @@ async fn run_locker(
     started: Instant,
 ) -> Result<(), ClusterError> {
     let mut settings = Settings::new(name);
-    settings.algorithm = if job.variant == Variant::Old {
+    settings.algorithm = if job.variant == Lock::Old {
         Algorithm::Old
     } else {
         Algorithm::Queue

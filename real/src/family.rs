@@ -34,7 +34,7 @@ use crate::etcd::{RealEtcd, RealEtcdError};
 use crate::memcached::{RealMemcached, RealMemcachedError};
 use crate::redis::{RealRedis, RealRedisError, MAX_ADDRESSES};
 use crate::zookeeper::{RealZooKeeper, RealZooKeeperError};
-use crate::{now_us, Event, Job, Monitor, Variant};
+use crate::{now_us, Event, Job, Lock, Monitor};
 
 /// Why the family lockers could not run.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +158,7 @@ fn well_formed(address: &str) -> bool {
 }
 
 /// Check a family variant's servers and settings before anything starts (exit status 2).
-pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), String> {
+pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), String> {
     if servers.is_empty() {
         return Err(format!(
             "--servers: give host:port[,host:port...] for --algorithm {}",
@@ -169,13 +169,13 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         return Err(format!("--servers: {bad:?} is not host:port"));
     }
     let (most, what) = match variant {
-        Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => {
+        Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => {
             (MAX_ADDRESSES, "a Redis server, or a primary and its replicas")
         }
-        Variant::Redlock => (MAX_MASTERS, "the Redlock masters"),
-        Variant::Memcached => (1, "one Memcached server"),
-        Variant::Zookeeper => (MAX_ENSEMBLE, "the ZooKeeper ensemble's servers"),
-        Variant::Etcd => (MAX_ENSEMBLE, "the etcd cluster's endpoints"),
+        Lock::Redlock => (MAX_MASTERS, "the Redlock masters"),
+        Lock::Memcached => (1, "one Memcached server"),
+        Lock::Zookeeper => (MAX_ENSEMBLE, "the ZooKeeper ensemble's servers"),
+        Lock::Etcd => (MAX_ENSEMBLE, "the etcd cluster's endpoints"),
         _ => {
             return Err(
                 "--servers is for redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper and etcd".into(),
@@ -189,11 +189,11 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
         ));
     }
     let checked = match variant {
-        Variant::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
-        Variant::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
-        Variant::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
-        Variant::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_s)),
-        Variant::Zookeeper => {
+        Lock::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
+        Lock::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
+        Lock::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
+        Lock::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_s)),
+        Lock::Zookeeper => {
             let session_ms = zookeeper_session_ms(ttl_s);
             if !(2000..=60_000).contains(&session_ms) {
                 return Err(format!(
@@ -202,7 +202,7 @@ pub fn check(variant: Variant, servers: &[String], ttl_s: u32, poll_ms: u64, max
             }
             CuratorLock::check(&curator_config(max_wait_s))
         }
-        Variant::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
+        Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
         _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
     };
     checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
@@ -223,8 +223,8 @@ pub fn check_key(lock_id: &str) -> Result<(), String> {
 }
 
 /// The variant's name on the command line.
-pub fn cli_name(variant: Variant) -> &'static str {
-    variant.cli_name()
+pub fn cli_name(variant: Lock) -> &'static str {
+    variant.name()
 }
 
 /// Run this process's family lockers; every event goes to `emit`.
@@ -236,25 +236,25 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     // (the others may be down after a failover). Redlock needs every master answering at the
     // start; Memcached has one server.
     match job.variant {
-        Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair => {
+        Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => {
             RealRedis::new(&job.servers)?
                 .ping()
                 .await
                 .map_err(FamilyRunError::Unreachable)?;
         }
-        Variant::Memcached => {
+        Lock::Memcached => {
             RealMemcached::new(&job.servers[0])?
                 .ping()
                 .await
                 .map_err(FamilyRunError::Unreachable)?;
         }
-        Variant::Zookeeper => {
+        Lock::Zookeeper => {
             RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?
                 .ping()
                 .await
                 .map_err(FamilyRunError::Unreachable)?;
         }
-        Variant::Etcd => {
+        Lock::Etcd => {
             RealEtcd::new(&job.servers)?
                 .ping()
                 .await
@@ -277,7 +277,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
         let (job, name, emit, monitor) = (job.clone(), name.clone(), Arc::clone(&emit), Arc::clone(&monitor));
         let (ttl_s, poll_ms, max_wait_s) = (job.ttl_s, job.poll_ms, job.max_wait_s);
         match job.variant {
-            Variant::RedisSetNx => {
+            Lock::RedisSetNx => {
                 let store = RealRedis::new(&job.servers)?;
                 let locker = FamilyLocker::<SetNxLock, _, _>::new(
                     store,
@@ -291,7 +291,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     run_locker(&job, &name, locker, &monitor, &*emit, started).await
                 }));
             }
-            Variant::Redisson => {
+            Lock::Redisson => {
                 let store = RealRedis::new(&job.servers)?;
                 let locker = FamilyLocker::<RedissonLock, _, _>::new(
                     store,
@@ -305,7 +305,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     run_locker(&job, &name, locker, &monitor, &*emit, started).await
                 }));
             }
-            Variant::RedissonFair => {
+            Lock::RedissonFair => {
                 let store = RealRedis::new(&job.servers)?;
                 let locker = FamilyLocker::<RedissonFairLock, _, _>::new(
                     store,
@@ -319,7 +319,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     run_locker(&job, &name, locker, &monitor, &*emit, started).await
                 }));
             }
-            Variant::Redlock => {
+            Lock::Redlock => {
                 let masters = job
                     .servers
                     .iter()
@@ -337,7 +337,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     run_locker(&job, &name, locker, &monitor, &*emit, started).await
                 }));
             }
-            Variant::Zookeeper => {
+            Lock::Zookeeper => {
                 let store = RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?;
                 let locker = FamilyLocker::<CuratorLock, _, _>::new(
                     store,
@@ -351,7 +351,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     run_locker(&job, &name, locker, &monitor, &*emit, started).await
                 }));
             }
-            Variant::Etcd => {
+            Lock::Etcd => {
                 let store = RealEtcd::new(&job.servers)?;
                 let locker = FamilyLocker::<EtcdLock, _, _>::new(
                     store,

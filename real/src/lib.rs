@@ -13,8 +13,8 @@
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
 
 //!
-//! The same judges serve the other families' locks ([`Variant::RedisSetNx`],
-//! [`Variant::Redlock`], [`Variant::Memcached`], run through the library's family driver
+//! The same judges serve the other families' locks ([`Lock::RedisSetNx`],
+//! [`Lock::Redlock`], [`Lock::Memcached`], run through the library's family driver
 //! against real Redis and Memcached servers, see `family`). Those locks hand out no growing
 //! token, so their holders give the monitor one that orders acquisitions instead: the
 //! acquisition's wall-clock time in microseconds, zero-padded, then the locker's name. Fencing
@@ -56,45 +56,38 @@ use cassalock_judge::stats;
 /// The lock every locker of a run takes (its events do not name it: a run has one lock).
 const RUN_LOCK: &str = "the run's lock";
 
-/// Which lock the lockers use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
-pub enum Variant {
-    /// The old shadow-row lock (Listings 3-4).
-    Old,
-    /// The fair queue GetLock (Listing 6).
-    Queue,
-    /// The queue GetLock with the faster handoff: the waiter next in line polls every
-    /// [`NEXT_IN_LINE_POLL_MS`] (`Settings::next_poll_ms`), the others every poll interval.
-    QueueNextInLine,
-    /// The same with the paced poll (`Settings::paced_poll`): every waiter reads its
-    /// rank and sleeps until the queue's pace says it will be next in line; next in line, it
-    /// polls down to every [`NEXT_IN_LINE_POLL_MS`].
-    QueuePaced,
-    /// A lightweight-transaction lock (INSERT IF NOT EXISTS / DELETE IF owner), the reference.
-    Lwt,
-    /// Redis `SET key token NX PX ttl`, compare-and-delete release (one server, or a primary
-    /// and its replicas of which the master is used).
-    RedisSetNx,
-    /// Redlock over every listed Redis server as a master.
-    Redlock,
-    /// Memcached `add` with expiry, `gets` + `cas` release (one server).
-    Memcached,
-    /// Redisson's RLock: the hash lock's scripts with the watchdog renewing every third of
-    /// the TTL (one server, or a primary and its replicas).
-    Redisson,
-    /// Redisson's fair lock: the RLock's watchdog over the fair scripts (a queue of waiters,
-    /// each told in turn on its own channel).
-    RedissonFair,
-    /// Curator's `InterProcessMutex` (our machine of it) on a ZooKeeper ensemble: ephemeral
-    /// sequential nodes, one session per locker.
-    Zookeeper,
-    /// etcd's `concurrency.Mutex` (our machine of it) on an etcd cluster: a lease per
-    /// acquisition, kept alive while waiting.
-    Etcd,
+pub use cassalock::registry::{Family, Lock};
+
+/// The locks the real runner runs, in the registry's order (`Entry::real`).
+pub fn real_locks() -> Vec<Lock> {
+    Lock::all().filter(|lock| lock.entry().real).collect()
 }
 
-/// How often [`Variant::QueueNextInLine`]'s waiter next in line reads the queue head, in ms
+/// What the real runner knows of a lock beside the registry's entry.
+pub trait RealLock {
+    /// Runs on one Redis server, or the master of a primary and its replicas (not Redlock's
+    /// independent masters).
+    fn on_one_redis(self) -> bool;
+    /// What the resource's tokens are, for the summary: empty for the Cassandra locks' own
+    /// fencing tokens.
+    fn token_note(self) -> &'static str;
+}
+
+impl RealLock for Lock {
+    fn on_one_redis(self) -> bool {
+        matches!(self, Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair)
+    }
+
+    fn token_note(self) -> &'static str {
+        if self.is_family() {
+            FAMILY_TOKENS
+        } else {
+            ""
+        }
+    }
+}
+
+/// How often [`Lock::QueueNextInLine`]'s waiter next in line reads the queue head, in ms
 /// (its name says it too): the figure the README's simulator and cluster runs of the variant use.
 pub const NEXT_IN_LINE_POLL_MS: u64 = 5;
 
@@ -111,13 +104,13 @@ pub struct QueuePolling {
 }
 
 impl QueuePolling {
-    pub fn of(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> QueuePolling {
+    pub fn of(variant: Lock, next_poll_ms: Option<u64>, paced_poll: bool) -> QueuePolling {
         QueuePolling {
             next_poll_ms: match variant {
-                Variant::QueueNextInLine | Variant::QueuePaced => next_poll_ms.or(Some(NEXT_IN_LINE_POLL_MS)),
+                Lock::QueueNextInLine | Lock::QueuePaced => next_poll_ms.or(Some(NEXT_IN_LINE_POLL_MS)),
                 _ => next_poll_ms,
             },
-            paced: paced_poll || variant == Variant::QueuePaced,
+            paced: paced_poll || variant == Lock::QueuePaced,
         }
     }
 
@@ -125,177 +118,19 @@ impl QueuePolling {
     /// settings are (`--algorithm queue --next-poll-ms 5` is next in line, `--paced-poll` is
     /// paced), or, for a next-in-line poll other than the variants' 5 ms, a name with its figure
     /// (a summary never names settings the run did not use). `None`: not the queue lock.
-    pub fn label(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> Option<String> {
-        if !matches!(variant, Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced) {
+    pub fn label(variant: Lock, next_poll_ms: Option<u64>, paced_poll: bool) -> Option<String> {
+        if !matches!(variant, Lock::Queue | Lock::QueueNextInLine | Lock::QueuePaced) {
             return None;
         }
         let polling = QueuePolling::of(variant, next_poll_ms, paced_poll);
         Some(match (polling.next_poll_ms, polling.paced) {
             // Paced without a next-in-line poll is refused before a run (runner::check).
-            (None, _) => Variant::Queue.name().into(),
-            (Some(NEXT_IN_LINE_POLL_MS), true) => Variant::QueuePaced.name().into(),
-            (Some(NEXT_IN_LINE_POLL_MS), false) => Variant::QueueNextInLine.name().into(),
+            (None, _) => Lock::Queue.title().into(),
+            (Some(NEXT_IN_LINE_POLL_MS), true) => Lock::QueuePaced.title().into(),
+            (Some(NEXT_IN_LINE_POLL_MS), false) => Lock::QueueNextInLine.title().into(),
             (Some(ms), true) => format!("queue GetLock, paced, next in line {ms} ms"),
             (Some(ms), false) => format!("queue GetLock, next in line {ms} ms"),
         })
-    }
-}
-
-/// The server a lock runs on: what `cassalock bench real` groups the locks by, and what must be
-/// started before it runs them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Backend {
-    Cassandra,
-    Redis,
-    Memcached,
-    ZooKeeper,
-    Etcd,
-}
-
-impl Backend {
-    pub fn name(self) -> &'static str {
-        match self {
-            Backend::Cassandra => "Cassandra",
-            Backend::Redis => "Redis",
-            Backend::Memcached => "Memcached",
-            Backend::ZooKeeper => "ZooKeeper",
-            Backend::Etcd => "etcd",
-        }
-    }
-}
-
-impl Variant {
-    /// Every lock, in the order the reports list them: Cassandra's, then Redis's, then
-    /// Memcached's, ZooKeeper's and etcd's.
-    pub const ALL: [Variant; 12] = [
-        Variant::Old,
-        Variant::Queue,
-        Variant::QueueNextInLine,
-        Variant::QueuePaced,
-        Variant::Lwt,
-        Variant::RedisSetNx,
-        Variant::Redisson,
-        Variant::RedissonFair,
-        Variant::Redlock,
-        Variant::Memcached,
-        Variant::Zookeeper,
-        Variant::Etcd,
-    ];
-
-    /// The variant whose [`Variant::name`] this is (a [`Summary`] keeps the name only).
-    pub fn from_name(name: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == name)
-    }
-
-    /// The server it runs on.
-    pub fn backend(self) -> Backend {
-        match self {
-            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced | Variant::Lwt => {
-                Backend::Cassandra
-            }
-            Variant::RedisSetNx | Variant::Redlock | Variant::Redisson | Variant::RedissonFair => Backend::Redis,
-            Variant::Memcached => Backend::Memcached,
-            Variant::Zookeeper => Backend::ZooKeeper,
-            Variant::Etcd => Backend::Etcd,
-        }
-    }
-
-    /// Its name on the command line (`--algorithm`, `--locks`): clap's name for it.
-    pub fn cli_name(self) -> &'static str {
-        match self {
-            Variant::Old => "old",
-            Variant::Queue => "queue",
-            Variant::QueueNextInLine => "queue-next-in-line",
-            Variant::QueuePaced => "queue-paced",
-            Variant::Lwt => "lwt",
-            Variant::RedisSetNx => "redis-set-nx",
-            Variant::Redlock => "redlock",
-            Variant::Memcached => "memcached",
-            Variant::Redisson => "redisson",
-            Variant::RedissonFair => "redisson-fair",
-            Variant::Zookeeper => "zookeeper",
-            Variant::Etcd => "etcd",
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Old => "old GetLock",
-            Variant::Queue => "queue GetLock",
-            Variant::QueueNextInLine => "queue GetLock, next in line 5 ms",
-            Variant::QueuePaced => "queue GetLock, paced",
-            Variant::Lwt => "LWT lock",
-            Variant::RedisSetNx => "Redis SET NX lock",
-            Variant::Redlock => "Redlock",
-            Variant::Memcached => "Memcached add lock",
-            Variant::Redisson => "Redisson RLock",
-            Variant::RedissonFair => "Redisson fair lock",
-            Variant::Zookeeper => "ZooKeeper Curator lock",
-            Variant::Etcd => "etcd mutex",
-        }
-    }
-
-    /// Its name on the command line (`--locks queue-paced`), as a run's event record names it.
-    pub fn command_name(self) -> &'static str {
-        match self {
-            Variant::Old => "old",
-            Variant::Queue => "queue",
-            Variant::QueueNextInLine => "queue-next-in-line",
-            Variant::QueuePaced => "queue-paced",
-            Variant::Lwt => "lwt",
-            Variant::RedisSetNx => "redis-set-nx",
-            Variant::Redlock => "redlock",
-            Variant::Memcached => "memcached",
-            Variant::Redisson => "redisson",
-            Variant::RedissonFair => "redisson-fair",
-            Variant::Zookeeper => "zookeeper",
-            Variant::Etcd => "etcd",
-        }
-    }
-
-    /// One of the other families' locks (Redis, Memcached), run with `--servers`; the others
-    /// are Cassandra's, run with `--contact-points`.
-    pub fn is_family(self) -> bool {
-        matches!(
-            self,
-            Variant::RedisSetNx
-                | Variant::Redlock
-                | Variant::Memcached
-                | Variant::Redisson
-                | Variant::RedissonFair
-                | Variant::Zookeeper
-                | Variant::Etcd
-        )
-    }
-
-    /// Runs on one Redis server, or the master of a primary and its replicas (not Redlock's
-    /// independent masters).
-    pub fn on_one_redis(self) -> bool {
-        matches!(self, Variant::RedisSetNx | Variant::Redisson | Variant::RedissonFair)
-    }
-
-    /// One of Cassandra's row locks (old, queue, queue next in line, queue paced), the ones the
-    /// library's `RemoteLocker` runs and its `Settings` shape.
-    pub fn is_row_lock(self) -> bool {
-        matches!(
-            self,
-            Variant::Old | Variant::Queue | Variant::QueueNextInLine | Variant::QueuePaced
-        )
-    }
-
-    /// Its waiters sleep until the unlock message (Redisson's RLock and fair lock).
-    pub fn is_redisson(self) -> bool {
-        matches!(self, Variant::Redisson | Variant::RedissonFair)
-    }
-
-    /// What the resource's tokens are, for the summary: empty for the Cassandra locks' own
-    /// fencing tokens.
-    pub fn token_note(self) -> &'static str {
-        if self.is_family() {
-            FAMILY_TOKENS
-        } else {
-            ""
-        }
     }
 }
 
@@ -320,7 +155,7 @@ pub struct Job {
     pub servers: Vec<String>,
     pub keyspace: String,
     pub consistency: String,
-    pub variant: Variant,
+    pub variant: Lock,
     pub lock_id: String,
     /// Locker names this process runs (`p0-t3`, ...).
     pub lockers: Vec<String>,
@@ -660,7 +495,7 @@ pub struct Summary {
     /// Stale tokens the monitor accepted (T1-resource violations: only without fencing).
     pub stale_accepted: u64,
     /// What the resource's tokens were, when not the lock's own fencing tokens
-    /// ([`Variant::token_note`]).
+    /// ([`Lock::token_note`]).
     #[serde(default)]
     pub tokens: String,
     /// Examples of what went wrong, for the printout.
@@ -702,7 +537,7 @@ impl Summary {
 /// each failed call as a `call_failed`. Lockers are client nodes `c0`, `c1`, ... in the order of
 /// their names; the record ends just after its last event. Events from several processes come
 /// in any order: the record is in time order.
-pub fn record(variant: Variant, lockers: usize, fencing: bool, events: &[Event]) -> EventRecord {
+pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) -> EventRecord {
     use cassalock_judge::event::{self as record, What};
     let mut names: Vec<&str> = events
         .iter()
@@ -813,7 +648,7 @@ pub fn record(variant: Variant, lockers: usize, fencing: bool, events: &[Event])
     let end_ns = lines.last().map_or(0, |event| event.at_ns.saturating_add(1));
     let header = record::Header::new(
         record::Driver::Real,
-        variant.command_name(),
+        variant.name(),
         record::Clock::WallSinceEpoch,
         record::RunFacts {
             clients: lockers,
@@ -834,9 +669,9 @@ pub type EventRecord = cassalock_judge::event::Record;
 
 /// Judge a run from all its events (any order across processes), by the one judge, on its
 /// event record ([`record`]).
-pub fn summarize(variant: Variant, lockers: usize, processes: usize, elapsed: Duration, events: &[Event]) -> Summary {
+pub fn summarize(variant: Lock, lockers: usize, processes: usize, elapsed: Duration, events: &[Event]) -> Summary {
     let mut summary = Summary {
-        variant: variant.name().into(),
+        variant: variant.title().into(),
         lockers,
         processes,
         elapsed_s: elapsed.as_secs_f64(),
@@ -999,48 +834,48 @@ mod tests {
     fn a_run_is_labelled_by_the_polling_it_used_not_by_the_variant_typed() {
         let label = |variant, next, paced| QueuePolling::label(variant, next, paced);
         // The variants as they are.
-        assert_eq!(label(Variant::Queue, None, false).as_deref(), Some("queue GetLock"));
+        assert_eq!(label(Lock::Queue, None, false).as_deref(), Some("queue GetLock"));
         assert_eq!(
-            label(Variant::QueueNextInLine, None, false).as_deref(),
-            Some(Variant::QueueNextInLine.name())
+            label(Lock::QueueNextInLine, None, false).as_deref(),
+            Some(Lock::QueueNextInLine.title())
         );
         assert_eq!(
-            label(Variant::QueuePaced, None, false).as_deref(),
-            Some(Variant::QueuePaced.name())
+            label(Lock::QueuePaced, None, false).as_deref(),
+            Some(Lock::QueuePaced.title())
         );
         // Settings that make one variant another: named as the variant they run.
         assert_eq!(
-            label(Variant::QueueNextInLine, None, true).as_deref(),
-            Some(Variant::QueuePaced.name())
+            label(Lock::QueueNextInLine, None, true).as_deref(),
+            Some(Lock::QueuePaced.title())
         );
         assert_eq!(
-            label(Variant::Queue, Some(NEXT_IN_LINE_POLL_MS), false).as_deref(),
-            Some(Variant::QueueNextInLine.name())
+            label(Lock::Queue, Some(NEXT_IN_LINE_POLL_MS), false).as_deref(),
+            Some(Lock::QueueNextInLine.title())
         );
         assert_eq!(
-            label(Variant::Queue, Some(NEXT_IN_LINE_POLL_MS), true).as_deref(),
-            Some(Variant::QueuePaced.name())
+            label(Lock::Queue, Some(NEXT_IN_LINE_POLL_MS), true).as_deref(),
+            Some(Lock::QueuePaced.title())
         );
         // A next-in-line poll the variants' names do not say: named with its figure.
         assert_eq!(
-            label(Variant::QueueNextInLine, Some(20), false).as_deref(),
+            label(Lock::QueueNextInLine, Some(20), false).as_deref(),
             Some("queue GetLock, next in line 20 ms")
         );
         assert_eq!(
-            label(Variant::QueuePaced, Some(2), false).as_deref(),
+            label(Lock::QueuePaced, Some(2), false).as_deref(),
             Some("queue GetLock, paced, next in line 2 ms")
         );
         // What the driver runs is what the label says.
         assert_eq!(
-            QueuePolling::of(Variant::QueueNextInLine, None, true),
+            QueuePolling::of(Lock::QueueNextInLine, None, true),
             QueuePolling {
                 next_poll_ms: Some(NEXT_IN_LINE_POLL_MS),
                 paced: true
             }
         );
         // Other locks keep their names.
-        assert_eq!(label(Variant::Old, Some(5), true), None);
-        assert_eq!(label(Variant::Lwt, None, false), None);
+        assert_eq!(label(Lock::Old, Some(5), true), None);
+        assert_eq!(label(Lock::Lwt, None, false), None);
     }
     /// A run's event record reads back as written, in time order, and the one judge reading
     /// it finds the summary's verdicts: the overlap, the stale write fencing refused.
@@ -1063,12 +898,12 @@ mod tests {
                 requests: 9,
             },
         ];
-        let summary = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &events);
+        let summary = summarize(Lock::Queue, 2, 1, Duration::from_secs(1), &events);
         assert_eq!(
             (summary.belief_overlaps, summary.stale_tokens, summary.stale_accepted),
             (1, 1, 0)
         );
-        let run = record(Variant::Queue, 2, true, &events);
+        let run = record(Lock::Queue, 2, true, &events);
         assert_eq!(run.header.lock, "queue");
         assert!(run.events.windows(2).all(|pair| pair[0].at_ns <= pair[1].at_ns));
         let mut bytes = Vec::new();
@@ -1091,7 +926,7 @@ mod tests {
             acquired("b", 20),
             released("b", 30),
         ];
-        let s = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &back_to_back);
+        let s = summarize(Lock::Queue, 2, 1, Duration::from_secs(1), &back_to_back);
         assert!(s.t1_belief_holds(), "touching intervals are not an overlap: {s:?}");
         assert_eq!(s.acquisitions, 2);
         let overlapping = [
@@ -1100,7 +935,7 @@ mod tests {
             released("a", 20),
             released("b", 30),
         ];
-        let s = summarize(Variant::Queue, 2, 1, Duration::from_secs(1), &overlapping);
+        let s = summarize(Lock::Queue, 2, 1, Duration::from_secs(1), &overlapping);
         assert_eq!(s.belief_overlaps, 1, "{s:?}");
         // Nested inside a long interval that is not the latest to start.
         let nested = [
@@ -1111,7 +946,7 @@ mod tests {
             acquired("c", 50),
             released("c", 60),
         ];
-        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &nested);
+        let s = summarize(Lock::Old, 3, 1, Duration::from_secs(1), &nested);
         assert_eq!(s.belief_overlaps, 2, "{s:?}");
         // Three at once: every pair counts.
         let three = [
@@ -1122,7 +957,7 @@ mod tests {
             released("b", 90),
             released("a", 100),
         ];
-        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &three);
+        let s = summarize(Lock::Old, 3, 1, Duration::from_secs(1), &three);
         assert_eq!(s.belief_overlaps, 3, "{s:?}");
         assert_eq!(
             s.examples[0], "T1-belief: b acquired at 10 us while a held until 100 us",
@@ -1147,7 +982,7 @@ mod tests {
             released("a", 50_000),
             acquired("c", 60_000),
         ];
-        let s = summarize(Variant::QueuePaced, 3, 1, Duration::from_secs(1), &events);
+        let s = summarize(Lock::QueuePaced, 3, 1, Duration::from_secs(1), &events);
         assert_eq!(s.hold_p50_ms, 10.0, "{s:?}");
         // 5, 4 and 10 ms.
         assert_eq!((s.handoffs, s.handoff_p50_ms), (3, 5.0), "{s:?}");
@@ -1158,7 +993,7 @@ mod tests {
             acquired("a", 11_000),
             released("a", 21_000),
         ];
-        let s = summarize(Variant::Old, 1, 1, Duration::from_secs(1), &alone);
+        let s = summarize(Lock::Old, 1, 1, Duration::from_secs(1), &alone);
         assert_eq!((s.handoffs, s.handoff_p50_ms, s.hold_p50_ms), (0, 0.0, 10.0), "{s:?}");
     }
 
@@ -1188,7 +1023,7 @@ mod tests {
                 acquired("b", 160),
                 released("b", 300),
             ];
-            summarize(Variant::Old, 2, 1, Duration::from_secs(1), &events).belief_overlaps
+            summarize(Lock::Old, 2, 1, Duration::from_secs(1), &events).belief_overlaps
         };
         assert_eq!(judged(belief_ended_at_us(100, 200, false, Some(150))), 0);
         // Had a's lease run until 170, b's acquisition at 160 overlaps it.
@@ -1207,7 +1042,7 @@ mod tests {
             acquired("a", 16),
             released("a", 17),
         ];
-        let s = summarize(Variant::Old, 3, 1, Duration::from_secs(1), &events);
+        let s = summarize(Lock::Old, 3, 1, Duration::from_secs(1), &events);
         assert_eq!(s.longest_run, 2, "{s:?}");
         // Shares 3, 1 and 0 (locker c never acquired): 16 / (3 x 10).
         assert!((s.jain - 16.0 / 30.0).abs() < 1e-9, "{s:?}");
@@ -1215,23 +1050,23 @@ mod tests {
 
     #[test]
     fn every_variant_is_listed_once_and_found_by_its_name() {
-        for (i, variant) in Variant::ALL.into_iter().enumerate() {
-            assert_eq!(Variant::from_name(variant.name()), Some(variant));
+        for (i, variant) in crate::real_locks().into_iter().enumerate() {
+            assert_eq!(Lock::titled(variant.title()), Some(variant));
             assert_eq!(
-                Variant::ALL.iter().position(|v| *v == variant),
+                crate::real_locks().iter().position(|v| *v == variant),
                 Some(i),
                 "{variant:?} twice"
             );
             assert_eq!(
                 variant.is_family(),
-                variant.backend() != Backend::Cassandra,
+                variant.family() != Family::Cassandra,
                 "{variant:?}"
             );
         }
-        assert_eq!(Variant::from_name("nope"), None);
+        assert_eq!(Lock::titled("nope"), None);
         assert!(
-            Variant::QueueNextInLine
-                .name()
+            Lock::QueueNextInLine
+                .title()
                 .ends_with(&format!("next in line {NEXT_IN_LINE_POLL_MS} ms")),
             "the variant's name states its poll"
         );

@@ -357,7 +357,7 @@ pub enum LongRunError {
 #[cfg(not(madsim))]
 pub async fn run(
     plan: &LongRunPlan,
-    variant: crate::Variant,
+    variant: crate::Lock,
     progress: &(dyn Fn(&Block) + Sync),
 ) -> Result<LongRun, LongRunError> {
     use std::sync::Arc;
@@ -369,9 +369,9 @@ pub async fn run(
 
     debug_assert!(plan.check().is_ok(), "the plan is checked before it runs");
     let algorithm = match variant {
-        crate::Variant::Old => Algorithm::Old,
-        crate::Variant::Queue => Algorithm::Queue,
-        other => return Err(LongRunError::NotOldOrQueue(other.name())),
+        crate::Lock::Old => Algorithm::Old,
+        crate::Lock::Queue => Algorithm::Queue,
+        other => return Err(LongRunError::NotOldOrQueue(other.title())),
     };
     let config = crate::cluster::config(&plan.contact_points, &plan.keyspace, &plan.consistency)?;
     let store = Arc::new(CassandraStore::connect(&config).await?);
@@ -395,12 +395,12 @@ pub async fn run(
         writes: after.writes - before.writes,
     };
     // Warm up on a lock of its own, so that the measured lock starts new.
-    let warm_up_lock = format!("long-run-warm-up-{}-{run_id}", variant.cli_name());
+    let warm_up_lock = format!("long-run-warm-up-{}-{run_id}", variant.name());
     for _ in 0..WARM_UP_ACQUISITIONS {
         locker.lock(&warm_up_lock).await?.release().await?;
     }
     timer.take();
-    let lock_id = format!("long-run-{}-{run_id}", variant.cli_name());
+    let lock_id = format!("long-run-{}-{run_id}", variant.name());
     let started = Instant::now();
     let mut samples = Vec::with_capacity(plan.acquisitions as usize);
     let mut probes = Probes::default();
@@ -469,12 +469,8 @@ pub async fn run(
     let rows = [
         ("main", lock.main_row()),
         (
-            if variant == crate::Variant::Old {
-                "shadow"
-            } else {
-                "queue"
-            },
-            if variant == crate::Variant::Old {
+            if variant == crate::Lock::Old { "shadow" } else { "queue" },
+            if variant == crate::Lock::Old {
                 lock.shadow_row()
             } else {
                 lock.queue_row()
@@ -492,7 +488,7 @@ pub async fn run(
             after_idle_p50_ms: None,
         });
     }
-    let mut run = LongRun::of(variant.cli_name(), blocks, &samples, &probes, seconds);
+    let mut run = LongRun::of(variant.name(), blocks, &samples, &probes, seconds);
     run.row_reads = row_reads;
     Ok(run)
 }

@@ -12,7 +12,7 @@ use cassalock::algo::queue_column::InvalidName;
 use cassalock::store::cassandra::CassandraError;
 
 use crate::cluster::{consistency, run_job, ClusterError, UnknownConsistency};
-use crate::{now_us, summarize, Event, Job, Monitor, Summary, Variant};
+use crate::{now_us, summarize, Event, Job, Lock, Monitor, Summary};
 
 /// What to run: the settings of `cassalock real`, checked by [`check`].
 #[derive(Clone, Debug)]
@@ -21,7 +21,7 @@ pub struct RunSpec {
     pub contact_points: Vec<String>,
     /// The Redis / Memcached servers of the family variants, host:port.
     pub servers: Vec<String>,
-    pub variant: Variant,
+    pub variant: Lock,
     /// Lockers contending for the one lock (1-256).
     pub threads: usize,
     /// Acquisitions per locker (1-100000).
@@ -172,12 +172,12 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     }
     if spec.paced_poll
         && spec.next_poll_ms.is_none()
-        && !matches!(spec.variant, Variant::QueueNextInLine | Variant::QueuePaced)
+        && !matches!(spec.variant, Lock::QueueNextInLine | Lock::QueuePaced)
     {
         return Err(InvalidSpec::PacedPollWithoutNextPoll);
     }
     if spec.steps.is_some() && !spec.variant.is_row_lock() {
-        return Err(InvalidSpec::StepsNotARowLock(spec.variant.cli_name()));
+        return Err(InvalidSpec::StepsNotARowLock(spec.variant.name()));
     }
     if !(1..=3600).contains(&spec.max_wait_s) {
         return Err(InvalidSpec::MaxWaitS);
@@ -513,7 +513,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, RunError> {
 mod tests {
     use super::*;
 
-    fn spec(variant: Variant, next_poll_ms: Option<u64>, paced_poll: bool) -> RunSpec {
+    fn spec(variant: Lock, next_poll_ms: Option<u64>, paced_poll: bool) -> RunSpec {
         RunSpec {
             contact_points: vec!["127.0.0.1:9042".into()],
             servers: Vec::new(),
@@ -545,16 +545,16 @@ mod tests {
     #[test]
     fn the_paced_poll_needs_a_next_in_line_poll_from_a_flag_or_the_lock() {
         for (variant, next_poll_ms) in [
-            (Variant::Queue, Some(5)),
-            (Variant::QueueNextInLine, None),
-            (Variant::QueuePaced, None),
+            (Lock::Queue, Some(5)),
+            (Lock::QueueNextInLine, None),
+            (Lock::QueuePaced, None),
         ] {
             check(&spec(variant, next_poll_ms, true)).unwrap_or_else(|e| panic!("{variant:?}: {e}"));
         }
-        let refused = check(&spec(Variant::Queue, None, true)).expect_err("no next-in-line poll");
+        let refused = check(&spec(Lock::Queue, None, true)).expect_err("no next-in-line poll");
         assert!(matches!(refused, InvalidSpec::PacedPollWithoutNextPoll), "{refused}");
         assert!(refused.to_string().contains("--next-poll-ms"), "{refused}");
         assert!(refused.to_string().contains("queue-paced"), "{refused}");
-        check(&spec(Variant::Queue, None, false)).expect("the listing's poll alone");
+        check(&spec(Lock::Queue, None, false)).expect("the listing's poll alone");
     }
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use cassalock_judge::text::count;
-use cassalock_real::{Backend, Summary, Variant};
+use cassalock_real::{Family, Lock, Summary};
 
 use crate::charts::{colour_of_twelve, LineChart, Series, Y};
 use crate::{write_file, ReportError};
@@ -37,7 +37,7 @@ pub const CHARTS: [&str; 3] = [
 /// One backend the benchmark used, for the report's header.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BackendSetup {
-    pub backend: Backend,
+    pub backend: Family,
     /// What ran, with its version: "Apache Cassandra 5.0.8", "redis-server 7.0.15".
     pub software: String,
     /// Where and how: "3 nodes, contact point 127.0.0.1:9042, QUORUM".
@@ -113,7 +113,7 @@ pub struct Setup {
 /// One lock's run under its backend's fault, or why it did not run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FaultRun {
-    /// The lock's [`Variant::name`].
+    /// The lock's [`Lock::title`].
     pub lock: String,
     /// What was injected, and when: "node 3 of 3 killed (SIGKILL) 6.7 s in".
     pub fault: String,
@@ -159,8 +159,8 @@ fn and_list(items: &[String]) -> String {
 }
 
 /// The lock's backend, when its name is one of ours.
-fn backend_of(lock: &str) -> Option<Backend> {
-    Variant::from_name(lock).map(Variant::backend)
+fn backend_of(lock: &str) -> Option<Family> {
+    Lock::titled(lock).map(Lock::family)
 }
 
 /// One configuration (lock x lockers) and its repeated runs, in run order.
@@ -254,7 +254,12 @@ fn lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
 
 /// A lock's colour: its place among every lock, so it is the same on every chart and run.
 fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
-    colour_of_twelve(Variant::ALL.iter().position(|v| v.name() == name).unwrap_or(fallback))
+    colour_of_twelve(
+        cassalock_real::real_locks()
+            .iter()
+            .position(|v| v.title() == name)
+            .unwrap_or(fallback),
+    )
 }
 
 /// "no overlap" or "**2 overlaps**".
@@ -295,7 +300,7 @@ fn table(groups: &[Configuration<'_>]) -> String {
             md,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             g.variant,
-            backend_of(g.variant).map_or("-", Backend::name),
+            backend_of(g.variant).map_or("-", Family::name),
             g.lockers,
             g.runs.len(),
             g.spread(&|r| r.acquisitions as f64, 0),
@@ -360,15 +365,15 @@ fn fault_table(faults: &[FaultRun]) -> String {
 fn fair_lock_goal(groups: &[Configuration<'_>], lockers: usize) -> Option<String> {
     const THROUGHPUT_RATIO_GOAL: f64 = 2.0;
     const JAIN_GOAL: f64 = 0.99;
-    let at = |lock: Variant| {
+    let at = |lock: Lock| {
         groups
             .iter()
-            .find(|g| g.variant == lock.name() && g.lockers == lockers && !g.acquired_nothing())
+            .find(|g| g.variant == lock.title() && g.lockers == lockers && !g.acquired_nothing())
     };
-    let old = at(Variant::Old)?;
+    let old = at(Lock::Old)?;
     let old_rate = old.median(&|r| r.acquisitions_per_s);
     let old_requests = old.median(&|r| r.requests_per_acquisition);
-    let clauses: Vec<String> = [Variant::Queue, Variant::QueueNextInLine, Variant::QueuePaced]
+    let clauses: Vec<String> = [Lock::Queue, Lock::QueueNextInLine, Lock::QueuePaced]
         .into_iter()
         .filter_map(at)
         .map(|fair| {
@@ -423,7 +428,7 @@ fn ceiling_from_alone(alone: &Configuration<'_>) -> Option<f64> {
 fn fair_lock_names<'a>(groups: &[Configuration<'a>]) -> Vec<&'a str> {
     let mut names: Vec<&str> = Vec::new();
     for g in groups {
-        if g.variant.starts_with(Variant::Queue.name()) && !names.contains(&g.variant) {
+        if g.variant.starts_with(Lock::Queue.title()) && !names.contains(&g.variant) {
             names.push(g.variant);
         }
     }
@@ -456,7 +461,7 @@ fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<Str
     if lockers <= 1 {
         return None;
     }
-    let old = at(Variant::Old.name(), lockers)?;
+    let old = at(Lock::Old.title(), lockers)?;
     let old_rate = old.median(&|r| r.acquisitions_per_s);
     let goal_rate = THROUGHPUT_RATIO_GOAL * old_rate;
     // (ceiling, name) of each fair lock that ran alone.
@@ -489,7 +494,7 @@ fn fair_lock_ceiling(groups: &[Configuration<'_>], lockers: usize) -> Option<Str
     }
     let acquisitions: u64 = old.runs.iter().map(|r| r.acquisitions).sum();
     let handoffs: u64 = old.runs.iter().map(|r| r.handoffs).sum();
-    let old_against_alone = at(Variant::Old.name(), 1)
+    let old_against_alone = at(Lock::Old.title(), 1)
         .map(|alone| {
             format!(
                 "{}x its rate alone ({}), and ",
@@ -589,8 +594,8 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
     }
 
     // Families: the best lock of each backend, against Cassandra's best.
-    let backends: Vec<Backend> = {
-        let mut seen: Vec<Backend> = locks.iter().filter_map(|l| backend_of(l)).collect();
+    let backends: Vec<Family> = {
+        let mut seen: Vec<Family> = locks.iter().filter_map(|l| backend_of(l)).collect();
         seen.sort();
         seen.dedup();
         seen
@@ -599,7 +604,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         let mut clauses = Vec::new();
         let counts = if fewest == most { vec![most] } else { vec![fewest, most] };
         for lockers in counts {
-            let best: Vec<(Backend, &Configuration<'_>)> = backends
+            let best: Vec<(Family, &Configuration<'_>)> = backends
                 .iter()
                 .filter_map(|&b| {
                     ranked(lockers, &|r| r.acquisitions_per_s, true)
@@ -608,12 +613,12 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                         .map(|g| (b, g))
                 })
                 .collect();
-            let Some(&(_, cassandra)) = best.iter().find(|(b, _)| *b == Backend::Cassandra) else {
+            let Some(&(_, cassandra)) = best.iter().find(|(b, _)| *b == Family::Cassandra) else {
                 continue;
             };
             let others: Vec<String> = best
                 .iter()
-                .filter(|(b, _)| *b != Backend::Cassandra)
+                .filter(|(b, _)| *b != Family::Cassandra)
                 .map(|(b, g)| {
                     format!(
                         "{} ({}) {} ({}x)",
@@ -638,7 +643,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
             said.push(format!(
                 "By backend, the fastest lock of each in acq/s (medians; in brackets, a multiple of Cassandra's fastest): {}. Redis and Memcached answer from memory, one round trip per request; every Cassandra request goes through a coordinator to a quorum of replicas{}.{}",
                 clauses.join("; "),
-                if backends.iter().any(|b| matches!(b, Backend::ZooKeeper | Backend::Etcd)) {
+                if backends.iter().any(|b| matches!(b, Family::ZooKeeper | Family::Etcd)) {
                     "; a ZooKeeper or etcd write is appended to the leader's log and fsynced on a majority before it is answered"
                 } else {
                     ""
@@ -661,7 +666,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
     let in_memory: Vec<&str> = locks
         .iter()
         .copied()
-        .filter(|l| backend_of(l).is_some_and(|b| matches!(b, Backend::Redis | Backend::Memcached)))
+        .filter(|l| backend_of(l).is_some_and(|b| matches!(b, Family::Redis | Family::Memcached)))
         .collect();
     if in_memory.len() > 1 {
         let widest = groups
@@ -737,29 +742,24 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         .map(|g| format!("{} {}", g.variant, f(g.median(&|r| r.requests_per_acquisition), 1)))
         .collect();
     if !requests.is_empty() {
-        let runs_lock = |lock: Variant| locks.contains(&lock.name());
+        let runs_lock = |lock: Lock| locks.contains(&lock.title());
         let mut notes = String::new();
-        if runs_lock(Variant::Redlock) {
+        if runs_lock(Lock::Redlock) {
             notes += " Redlock asks every master at each step.";
         }
-        if runs_lock(Variant::Lwt) {
+        if runs_lock(Lock::Lwt) {
             notes += " An LWT request is a Paxos round (four round trips between replicas) where the other Cassandra requests are one.";
         }
-        let told: Vec<&str> = [Variant::Zookeeper, Variant::Etcd]
+        let told: Vec<&str> = [Lock::Zookeeper, Lock::Etcd]
             .into_iter()
             .filter(|&l| runs_lock(l))
-            .map(Variant::name)
+            .map(Lock::title)
             .collect();
-        let polling: Vec<&str> = [
-            Variant::Queue,
-            Variant::QueueNextInLine,
-            Variant::QueuePaced,
-            Variant::Old,
-        ]
-        .into_iter()
-        .filter(|&l| runs_lock(l))
-        .map(Variant::name)
-        .collect();
+        let polling: Vec<&str> = [Lock::Queue, Lock::QueueNextInLine, Lock::QueuePaced, Lock::Old]
+            .into_iter()
+            .filter(|&l| runs_lock(l))
+            .map(Lock::title)
+            .collect();
         if !told.is_empty() && !polling.is_empty() {
             let _ = write!(
                 notes,
@@ -768,10 +768,10 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                 and_list(&polling.iter().map(|s| s.to_string()).collect::<Vec<_>>()),
                 setup.poll_ms,
                 {
-                    let fast: Vec<String> = [Variant::QueueNextInLine, Variant::QueuePaced]
+                    let fast: Vec<String> = [Lock::QueueNextInLine, Lock::QueuePaced]
                         .into_iter()
                         .filter(|&l| runs_lock(l))
-                        .map(|l| l.name().to_string())
+                        .map(|l| l.title().to_string())
                         .collect();
                     if fast.is_empty() {
                         String::new()
@@ -780,7 +780,7 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
                             " (the next in line of {} every {} ms; the waiters of {} sleep by rank and pace in between)",
                             and_list(&fast),
                             cassalock_real::NEXT_IN_LINE_POLL_MS,
-                            Variant::QueuePaced.name()
+                            Lock::QueuePaced.title()
                         )
                     }
                 }
@@ -793,10 +793,10 @@ fn findings(setup: &Setup, runs: &[Summary], groups: &[Configuration<'_>], fault
         ));
     }
 
-    if let Some(redisson) = locks.iter().find(|l| Variant::from_name(l) == Some(Variant::Redisson)) {
+    if let Some(redisson) = locks.iter().find(|l| Lock::titled(l) == Some(Lock::Redisson)) {
         // The p99: the median wait is the releasing locker's own, taken straight back.
         let wait_at = |lock: &str| at(lock, most).map(|g| f(g.median(&|r| r.wait_p99_ms), 0));
-        let set_nx = Variant::RedisSetNx.name();
+        let set_nx = Lock::RedisSetNx.title();
         let compare = match (wait_at(redisson), wait_at(set_nx)) {
             (Some(r), Some(s)) if most > 1 => format!(
                 ": at {} its wait p99 was {r} ms, against {s} ms for SET NX on the same server, whose waiters retry every {} ms",
@@ -1013,20 +1013,20 @@ pub fn render(setup: &Setup, runs: &[Summary], faults: &[FaultRun]) -> String {
         RowLockSettings::describe(setup.row_lock_settings),
         {
             let mut said = String::new();
-            if groups.iter().any(|g| g.variant == Variant::QueueNextInLine.name()) {
+            if groups.iter().any(|g| g.variant == Lock::QueueNextInLine.title()) {
                 let _ = write!(
                     said,
                     "; in {}, the waiter next in line reads the queue head every {} ms and the others every {} ms (`Settings::next_poll_ms`, the faster handoff)",
-                    Variant::QueueNextInLine.name(),
+                    Lock::QueueNextInLine.title(),
                     cassalock_real::NEXT_IN_LINE_POLL_MS,
                     setup.poll_ms
                 );
             }
-            if groups.iter().any(|g| g.variant == Variant::QueuePaced.name()) {
+            if groups.iter().any(|g| g.variant == Lock::QueuePaced.title()) {
                 let _ = write!(
                     said,
                     "; in {}, every waiter reads up to 32 queue cells, so it knows its rank, and sleeps until the queue's pace (handoffs it has watched) says it will be next in line, then polls down to every {} ms (`Settings::paced_poll`)",
-                    Variant::QueuePaced.name(),
+                    Lock::QueuePaced.title(),
                     cassalock_real::NEXT_IN_LINE_POLL_MS
                 );
             }
@@ -1116,7 +1116,7 @@ pub fn write_again(data: &Path, out: &Path) -> Result<(Vec<String>, Measured), R
 fn goal_and_ceiling_lines(groups: &[Configuration<'_>]) -> Vec<Series> {
     let contended: Vec<&Configuration<'_>> = groups
         .iter()
-        .filter(|g| g.variant == Variant::Old.name() && g.lockers > 1 && !g.acquired_nothing())
+        .filter(|g| g.variant == Lock::Old.title() && g.lockers > 1 && !g.acquired_nothing())
         .collect();
     if contended.is_empty() {
         return Vec::new();
@@ -1176,7 +1176,7 @@ fn write_rendered(
             .map(|(i, name)| Series {
                 name: name.to_string(),
                 colour: lock_colour(name, i),
-                dashed: backend_of(name).is_some_and(|b| b != Backend::Cassandra),
+                dashed: backend_of(name).is_some_and(|b| b != Family::Cassandra),
                 points: groups
                     .iter()
                     .filter(|g| g.variant == *name)
@@ -1212,7 +1212,7 @@ fn write_rendered(
     );
     // Only beside Cassandra's locks alone: with the other stores' dashed lines they would be
     // two more dashed lines among many.
-    if locks.iter().all(|l| backend_of(l) == Some(Backend::Cassandra)) {
+    if locks.iter().all(|l| backend_of(l) == Some(Family::Cassandra)) {
         throughput.series.extend(goal_and_ceiling_lines(&groups));
     }
     throughput.write(&out.join(CHARTS[0]))?;
@@ -1240,9 +1240,9 @@ fn write_rendered(
 mod tests {
     use super::*;
 
-    fn run(variant: Variant, lockers: usize, acquisitions_per_s: f64) -> Summary {
+    fn run(variant: Lock, lockers: usize, acquisitions_per_s: f64) -> Summary {
         Summary {
-            variant: variant.name().into(),
+            variant: variant.title().into(),
             lockers,
             acquisitions: (acquisitions_per_s * 20.0) as u64,
             acquisitions_per_s,
@@ -1263,13 +1263,13 @@ mod tests {
             machine: "2 cores".into(),
             backends: vec![
                 BackendSetup {
-                    backend: Backend::Cassandra,
+                    backend: Family::Cassandra,
                     software: "Apache Cassandra 5".into(),
                     servers: "3 nodes".into(),
                     start: "`cluster/cassalock-cluster start --nodes 3`".into(),
                 },
                 BackendSetup {
-                    backend: Backend::Redis,
+                    backend: Family::Redis,
                     software: "redis-server 7".into(),
                     servers: "127.0.0.1:16380".into(),
                     start: "`cluster/cassalock-servers start redis --instances 3`".into(),
@@ -1300,14 +1300,14 @@ mod tests {
             (30.0, 26.0, 40.0, 90.0, 64.0),
             (22.0, 25.0, 38.0, 85.0, 62.0),
         ] {
-            runs.push(run(Variant::Old, 1, old_1));
-            runs.push(run(Variant::Old, 4, old_4));
-            runs.push(run(Variant::Lwt, 4, lwt_4));
-            runs.push(run(Variant::RedisSetNx, 1, set_nx_1));
-            runs.push(run(Variant::RedisSetNx, 4, set_nx_4));
+            runs.push(run(Lock::Old, 1, old_1));
+            runs.push(run(Lock::Old, 4, old_4));
+            runs.push(run(Lock::Lwt, 4, lwt_4));
+            runs.push(run(Lock::RedisSetNx, 1, set_nx_1));
+            runs.push(run(Lock::RedisSetNx, 4, set_nx_4));
             runs.push(Summary {
                 wait_p99_ms: 9000.0,
-                ..run(Variant::Redisson, 4, 0.5)
+                ..run(Lock::Redisson, 4, 0.5)
             });
         }
         runs
@@ -1366,16 +1366,16 @@ mod tests {
     /// the goal's three figures judged, and nothing said when the old lock did not run.
     #[test]
     fn the_fair_lock_goal_is_judged_on_all_three_figures_against_the_old_lock() {
-        let with = |variant: Variant, lockers: usize, rate: f64, jain: f64, requests: f64| Summary {
+        let with = |variant: Lock, lockers: usize, rate: f64, jain: f64, requests: f64| Summary {
             jain,
             requests_per_acquisition: requests,
             ..run(variant, lockers, rate)
         };
         let runs = vec![
-            with(Variant::Old, 1, 35.0, 1.0, 9.0),
-            with(Variant::Old, 16, 30.0, 0.6, 12.0),
-            with(Variant::Queue, 16, 10.0, 0.998, 21.0),
-            with(Variant::QueueNextInLine, 16, 61.0, 0.995, 11.9),
+            with(Lock::Old, 1, 35.0, 1.0, 9.0),
+            with(Lock::Old, 16, 30.0, 0.6, 12.0),
+            with(Lock::Queue, 16, 10.0, 0.998, 21.0),
+            with(Lock::QueueNextInLine, 16, 61.0, 0.995, 11.9),
         ];
         let groups = configurations(&runs);
         let said = fair_lock_goal(&groups, 16).expect("the old lock and two queue locks ran");
@@ -1387,12 +1387,12 @@ mod tests {
         assert!(said.contains("2.03x the old lock's 30.00; Jain 0.995; 11.9 requests an acquisition against the old lock's 12.0: goal met"), "{said}");
         // One figure short is not met: Jain under 0.99.
         let runs = vec![
-            with(Variant::Old, 16, 30.0, 0.6, 12.0),
-            with(Variant::QueueNextInLine, 16, 61.0, 0.98, 11.9),
+            with(Lock::Old, 16, 30.0, 0.6, 12.0),
+            with(Lock::QueueNextInLine, 16, 61.0, 0.98, 11.9),
         ];
         let said = fair_lock_goal(&configurations(&runs), 16).expect("ran");
         assert!(said.ends_with("not met (Jain)."), "{said}");
-        let without_old = vec![with(Variant::Queue, 16, 10.0, 0.998, 21.0)];
+        let without_old = vec![with(Lock::Queue, 16, 10.0, 0.998, 21.0)];
         assert_eq!(fair_lock_goal(&configurations(&without_old), 16), None);
     }
 
@@ -1401,16 +1401,16 @@ mod tests {
     /// lock's retakes counted.
     #[test]
     fn a_fair_locks_ceiling_is_its_rate_alone_times_r_over_r_minus_two() {
-        let with = |variant: Variant, lockers: usize, rate: f64, requests: f64, handoffs: u64| Summary {
+        let with = |variant: Lock, lockers: usize, rate: f64, requests: f64, handoffs: u64| Summary {
             requests_per_acquisition: requests,
             handoffs,
             ..run(variant, lockers, rate)
         };
         let runs = vec![
-            with(Variant::Old, 1, 50.0, 9.0, 0),
-            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
-            with(Variant::Old, 16, 45.0, 10.5, 45),
-            with(Variant::QueuePaced, 16, 40.0, 14.0, 799),
+            with(Lock::Old, 1, 50.0, 9.0, 0),
+            with(Lock::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Lock::Old, 16, 45.0, 10.5, 45),
+            with(Lock::QueuePaced, 16, 40.0, 14.0, 799),
         ];
         let said = fair_lock_ceiling(&configurations(&runs), 16).expect("both ran alone and at 16");
         // 48 * 8 / 6 = 64, against 45: 1.42x; 40 is 62% of 64.
@@ -1449,8 +1449,8 @@ mod tests {
         );
         // An old lock that collapses under contention leaves room for 2x: 42 is 66% of 64.
         let runs = vec![
-            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
-            with(Variant::Old, 16, 21.0, 30.0, 300),
+            with(Lock::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Lock::Old, 16, 21.0, 30.0, 300),
         ];
         let said = fair_lock_ceiling(&configurations(&runs), 16).expect("ran");
         assert!(said.contains("3.05x the old lock's 21.00"), "{said}");
@@ -1460,17 +1460,17 @@ mod tests {
         );
         // Nothing to say without a fair lock alone, or without the old lock at 16.
         let no_alone = vec![
-            with(Variant::Old, 16, 45.0, 10.5, 45),
-            with(Variant::QueuePaced, 16, 40.0, 14.0, 799),
+            with(Lock::Old, 16, 45.0, 10.5, 45),
+            with(Lock::QueuePaced, 16, 40.0, 14.0, 799),
         ];
         assert_eq!(fair_lock_ceiling(&configurations(&no_alone), 16), None);
-        let no_old = vec![with(Variant::QueuePaced, 1, 48.0, 8.0, 0)];
+        let no_old = vec![with(Lock::QueuePaced, 1, 48.0, 8.0, 0)];
         assert_eq!(fair_lock_ceiling(&configurations(&no_old), 16), None);
         // The chart's lines: twice the old lock at 16, and the ceiling, 48 * 8 / 6.
         let runs = vec![
-            with(Variant::QueuePaced, 1, 48.0, 8.0, 0),
-            with(Variant::Old, 1, 50.0, 9.0, 0),
-            with(Variant::Old, 16, 45.0, 10.5, 45),
+            with(Lock::QueuePaced, 1, 48.0, 8.0, 0),
+            with(Lock::Old, 1, 50.0, 9.0, 0),
+            with(Lock::Old, 16, 45.0, 10.5, 45),
         ];
         let lines = goal_and_ceiling_lines(&configurations(&runs));
         assert_eq!(lines.len(), 2);
@@ -1505,10 +1505,10 @@ mod tests {
         // SET NX (62) and Redisson (0.5) are far apart: no note that their lines overlap.
         assert!(!findings.contains("lines overlap"), "{findings}");
         let close = vec![
-            run(Variant::RedisSetNx, 1, 70.0),
-            run(Variant::Memcached, 1, 72.0),
-            run(Variant::RedisSetNx, 4, 69.0),
-            run(Variant::Memcached, 4, 66.0),
+            run(Lock::RedisSetNx, 1, 70.0),
+            run(Lock::Memcached, 1, 72.0),
+            run(Lock::RedisSetNx, 4, 69.0),
+            run(Lock::Memcached, 4, 66.0),
         ];
         let md = render(&setup(1, 0), &close, &[]);
         assert!(
@@ -1580,26 +1580,26 @@ mod tests {
             stale_accepted: 2,
             errors: 5,
             lost_leases: 1,
-            ..run(Variant::Memcached, 4, 50.0)
+            ..run(Lock::Memcached, 4, 50.0)
         };
         let queue = Summary {
             stale_tokens: 1,
             errors: 3,
-            ..run(Variant::Queue, 4, 10.0)
+            ..run(Lock::Queue, 4, 10.0)
         };
         let faults = vec![
             FaultRun {
-                lock: Variant::Queue.name().into(),
+                lock: Lock::Queue.title().into(),
                 fault: "node 3 of 3 killed (SIGKILL) 6.7 s in".into(),
                 outcome: FaultOutcome::Ran(Box::new(queue)),
             },
             FaultRun {
-                lock: Variant::Memcached.name().into(),
+                lock: Lock::Memcached.title().into(),
                 fault: "server killed and restarted empty 6.7 s in".into(),
                 outcome: FaultOutcome::Ran(Box::new(memcached)),
             },
             FaultRun {
-                lock: Variant::Redlock.name().into(),
+                lock: Lock::Redlock.title().into(),
                 fault: "master 2 of 3 paused (SIGSTOP)".into(),
                 outcome: FaultOutcome::NotRun("127.0.0.1:16381 is not an instance of cluster/cassalock-servers".into()),
             },
@@ -1656,7 +1656,7 @@ mod tests {
     fn the_report_and_its_three_charts_are_written() {
         let dir = std::env::temp_dir().join(format!("cassalock-real-backends-{}", std::process::id()));
         let faults = vec![FaultRun {
-            lock: Variant::Redlock.name().into(),
+            lock: Lock::Redlock.title().into(),
             fault: "master 2 of 3 paused".into(),
             outcome: FaultOutcome::NotRun("not here".into()),
         }];
