@@ -28,89 +28,39 @@ mod units;
 use units::Unit;
 pub use units::{MatrixShard, MatrixSweep, ModelOutcome, ModelRow, UnitResult};
 
-/// The rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Row {
-    Old,
-    Queue,
-    TryGetLock,
-    GlobalTime,
-    /// The locks people use instead, whose key the server expires.
-    RedisSetNx,
-    Redlock,
-    Memcached,
-    Redisson,
-    RedissonFair,
-    /// The coordination services' locks, whose node or key lives with a session.
-    Zookeeper,
-    Etcd,
+/// A row: a lock of the registry (`cassalock::registry`) that has a row in the matrix.
+pub type Row = cassalock::registry::Lock;
+
+/// Every row, in the order of the registry's locks' declaration: the thesis's, then the other
+/// families'.
+pub fn matrix_rows() -> Vec<Row> {
+    let mut rows: Vec<Row> = Row::all().filter(|lock| lock.entry().matrix_row.is_some()).collect();
+    rows.sort();
+    rows
 }
 
-impl Row {
-    pub const ALL: [Row; 11] = [
-        Row::Old,
-        Row::Queue,
-        Row::TryGetLock,
-        Row::GlobalTime,
-        Row::RedisSetNx,
-        Row::Redlock,
-        Row::Memcached,
-        Row::Redisson,
-        Row::RedissonFair,
-        Row::Zookeeper,
-        Row::Etcd,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Row::Old => "old GetLock (L3-4)",
-            Row::Queue => "queue GetLock (L6)",
-            Row::TryGetLock => "TryGetLock (L7)",
-            Row::GlobalTime => "global time (L8)",
-            Row::RedisSetNx => "Redis SET NX PX (redis-set-nx)",
-            Row::Redlock => "Redlock, 3 masters (redlock)",
-            Row::Memcached => "Memcached add (memcached)",
-            Row::Redisson => "Redisson RLock, watchdog (redisson)",
-            Row::RedissonFair => "Redisson fair lock, queue + watchdog (redisson-fair)",
-            Row::Zookeeper => "Curator InterProcessMutex on ZooKeeper (zookeeper)",
-            Row::Etcd => "etcd mutex, session lease + keep-alive (etcd)",
-        }
-    }
-
-    fn key(self) -> &'static str {
-        match self {
-            Row::Old => "old",
-            Row::Queue => "queue",
-            Row::TryGetLock => "trygetlock",
-            Row::GlobalTime => "globaltime",
-            Row::RedisSetNx => "redis-set-nx",
-            Row::Redlock => "redlock",
-            Row::Memcached => "memcached",
-            Row::Redisson => "redisson",
-            Row::RedissonFair => "redisson-fair",
-            Row::Zookeeper => "zookeeper",
-            Row::Etcd => "etcd",
-        }
-    }
-
-    /// A lock of the other families, not the thesis's.
-    pub fn is_family(self) -> bool {
-        matches!(
-            self,
-            Row::RedisSetNx
-                | Row::Redlock
-                | Row::Memcached
-                | Row::Redisson
-                | Row::RedissonFair
-                | Row::Zookeeper
-                | Row::Etcd
-        )
-    }
-
+/// What the matrix knows of a row beside the registry's entry.
+pub trait MatrixRow {
+    /// Its title in the matrix.
+    fn row_title(self) -> &'static str;
+    /// Its key in the matrix's file names: its registry name.
+    fn key(self) -> &'static str;
     /// The faults this row is judged under: the thesis's rows under the Cassandra cluster's
     /// faults, the other families' under their servers' (a Redis server has no consistency
     /// level; a Cassandra cluster has no failover of a primary).
-    pub fn columns(self) -> &'static [Column] {
+    fn columns(self) -> &'static [Column];
+}
+
+impl MatrixRow for Row {
+    fn row_title(self) -> &'static str {
+        self.entry().matrix_row.expect("a matrix row has a title (matrix_rows)")
+    }
+
+    fn key(self) -> &'static str {
+        self.name()
+    }
+
+    fn columns(self) -> &'static [Column] {
         if self.is_family() {
             &Column::FAMILY
         } else {
@@ -379,7 +329,7 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
             }]
         }
     };
-    if row == Row::TryGetLock {
+    if row == Row::QueueTry {
         for source in &mut list {
             if let Source::Sim { options, .. } = source {
                 options.try_lock = true;
@@ -477,7 +427,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
 /// cells list them (by ID text).
 fn sim_claims(row: Row) -> &'static [ClaimId] {
     match row {
-        Row::TryGetLock => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource],
+        Row::QueueTry => &[ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource],
         Row::RedissonFair => &[
             ClaimId::FDrop,
             ClaimId::FOrder,
@@ -509,7 +459,7 @@ fn is_contract(claim: ClaimId) -> bool {
 /// C-release where they call `lock()` (the simulator judges handovers for `lock()` callers).
 fn contract_claims(row: Row) -> &'static [ClaimId] {
     match row {
-        Row::TryGetLock => &[ClaimId::CTry, ClaimId::CFree, ClaimId::CLost, ClaimId::CToken],
+        Row::QueueTry => &[ClaimId::CTry, ClaimId::CFree, ClaimId::CLost, ClaimId::CToken],
         // The family simulator judges C-token's growing half (its C-fence) where tokens grow,
         // and no C-free (the model does).
         // C-lost only where a lane renews the lease and so can tell the holder (Redisson's
@@ -568,7 +518,7 @@ pub struct MatrixOptions {
 impl MatrixOptions {
     /// The rows this run judges.
     pub fn rows(&self) -> Vec<Row> {
-        Row::ALL
+        matrix_rows()
             .into_iter()
             .filter(|row| !(self.thesis_only && row.is_family()))
             .collect()
@@ -846,7 +796,7 @@ impl Judgement {
                     let trace = c.trace.as_ref()?;
                     Some(format!(
                         "{} / {}: model: {} violated ({} steps): [trace](matrix/{})",
-                        row.name(),
+                        row.row_title(),
                         column.name(),
                         c.name,
                         trace.steps,
@@ -860,7 +810,7 @@ impl Judgement {
                     let first = c.first_failure.as_ref()?;
                     Some(format!(
                         "{} / {}: {label}: {} violated at seed {} ({} tried): `{}`",
-                        row.name(),
+                        row.row_title(),
                         column.name(),
                         c.search.claim,
                         first.seed,
@@ -1298,7 +1248,7 @@ fn note_stopped(stopped_by_time: &mut Vec<String>, (row, column, label): (Row, C
     if result.stopped_by_time {
         stopped_by_time.push(format!(
             "{} / {}: {label} (after {})",
-            row.name(),
+            row.row_title(),
             column.name(),
             seeds(result.tried)
         ));
@@ -1612,7 +1562,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     }
     which_lock_section(&mut md, cells, &rows);
     for &row in &rows {
-        let _ = writeln!(md, "## {}\n", row.name());
+        let _ = writeln!(md, "## {}\n", row.row_title());
         let _ = write!(md, "| fault | verdicts |");
         for claim in CONTRACT {
             let _ = write!(md, " {claim} |");
@@ -1666,7 +1616,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
                 if marks.iter().all(|mark| mark == "-" || mark == "n/a") {
                     continue;
                 }
-                let _ = writeln!(md, "| {} {} | {} |", row.name(), aspect.name(), marks.join(" | "));
+                let _ = writeln!(md, "| {} {} | {} |", row.row_title(), aspect.name(), marks.join(" | "));
             }
         }
     }
@@ -1696,9 +1646,9 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
     let _ = writeln!(md, "## Compact view: the contract\n");
     compact_header(&mut md, &Column::THESIS);
     // The thesis's rows first; the other families' (their sim lines) below.
-    for row in Row::ALL.into_iter().filter(|row| !row.is_family()) {
+    for row in matrix_rows().into_iter().filter(|row| !row.is_family()) {
         for claim in contract_claims(row) {
-            let _ = write!(md, "| {} {claim} |", row.name());
+            let _ = write!(md, "| {} {claim} |", row.row_title());
             for column in Column::THESIS {
                 let mark = contract_compact_mark(&cells[&(row, column)], *claim);
                 let _ = write!(md, " {mark} |");
@@ -1711,7 +1661,7 @@ fn markdown(cells: &BTreeMap<(Row, Column), Cell>, mutants: &[(String, String)],
         compact_header(&mut md, &Column::FAMILY);
         for row in rows.iter().copied().filter(|row| row.is_family()) {
             for claim in contract_claims(row) {
-                let _ = write!(md, "| {} {claim} |", row.name());
+                let _ = write!(md, "| {} {claim} |", row.row_title());
                 for column in Column::FAMILY {
                     let mark = contract_compact_mark(&cells[&(row, column)], *claim);
                     let _ = write!(md, " {mark} |");
@@ -1783,7 +1733,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
         }
     };
     let fencing = |row: Row| match row {
-        Row::Old | Row::Queue | Row::TryGetLock => {
+        Row::Old | Row::Queue | Row::QueueTry => {
             let down = broken_under(row, &[ClaimId::CToken]);
             if down == "none found" {
                 "yes: the resource refuses a stale token; no check found a token going down".to_owned()
@@ -1791,7 +1741,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
                 format!("yes, but a later holder's token was not always higher (C-token) under: {down}")
             }
         }
-        Row::GlobalTime => String::new(),
+        Row::GlobalTime | Row::QueueNextInLine | Row::QueuePaced | Row::Lwt => String::new(),
         Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
         Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
         Row::Redisson | Row::RedissonFair => "no: the owner field names the holder, it does not grow".to_owned(),
@@ -1818,7 +1768,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
     let _ = writeln!(md, "|---|---|---|---|---|");
     for &row in rows.iter().filter(|row| **row != Row::GlobalTime) {
         let t1: &[ClaimId] = match row {
-            Row::TryGetLock => &[ClaimId::T3, ClaimId::T1Belief],
+            Row::QueueTry => &[ClaimId::T3, ClaimId::T1Belief],
             _ => &[ClaimId::T1, ClaimId::T1Belief],
         };
         let none_safe = !cells[&(row, Column::None)]
@@ -1827,7 +1777,7 @@ fn which_lock_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>, ro
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} |",
-            row.name(),
+            row.row_title(),
             if none_safe {
                 "no two holders found"
             } else {
@@ -1872,7 +1822,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
         if t1_tolerant { "no violation in the model or the seeds" } else { "violated in at least one of them (see the table)" }
     );
     // K2: CL ONE instead of QUORUM breaks L1 and so T1; the seed search shows which locks.
-    let k2: Vec<String> = [Row::Old, Row::Queue, Row::TryGetLock]
+    let k2: Vec<String> = [Row::Old, Row::Queue, Row::QueueTry]
         .iter()
         .map(|&row| {
             let found = cell(row, Column::ClOne).iter().find_map(|j| match j {
@@ -1887,11 +1837,11 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
             match found {
                 Some((_, Some(seed))) => format!(
                     "{}: T1-belief violated at seed {seed} ({} tried)",
-                    row.name(),
+                    row.row_title(),
                     seeds(seed + 1)
                 ),
-                Some((tried, None)) => format!("{}: no violation in {}", row.name(), seeds(tried)),
-                None => format!("{}: no verdict", row.name()),
+                Some((tried, None)) => format!("{}: no violation in {}", row.row_title(), seeds(tried)),
+                None => format!("{}: no verdict", row.row_title()),
             }
         })
         .collect();
@@ -1910,7 +1860,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
             "Below the TTL the simulator found no violation."
         }
     );
-    let fenced = [Row::Old, Row::Queue, Row::TryGetLock]
+    let fenced = [Row::Old, Row::Queue, Row::QueueTry]
         .iter()
         .all(|&row| !violated(row, Column::Pause, ClaimId::T1Resource));
     let _ = writeln!(
@@ -1938,11 +1888,11 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
             "T2 did not hold exhaustively (see the table)"
         }
     );
-    let t4 = model_says(Row::TryGetLock, Column::None, ClaimId::T4, exhaustive);
+    let t4 = model_says(Row::QueueTry, Column::None, ClaimId::T4, exhaustive);
     let _ = writeln!(
         md,
         "- **Theorems 3-4 (TryGetLock).** T3 {} with no faults; T4 (some caller of a free lock acquires) {}.",
-        if model_says(Row::TryGetLock, Column::None, ClaimId::T3, exhaustive) {
+        if model_says(Row::QueueTry, Column::None, ClaimId::T3, exhaustive) {
             "holds in every reachable state"
         } else {
             "did not hold"
@@ -1974,7 +1924,7 @@ fn thesis_section(md: &mut String, cells: &BTreeMap<(Row, Column), Cell>) {
     let drops: Vec<&str> = Column::THESIS
         .iter()
         .filter(|&&column| {
-            [Row::Old, Row::Queue, Row::TryGetLock]
+            [Row::Old, Row::Queue, Row::QueueTry]
                 .iter()
                 .any(|&row| cell(row, column).iter().any(Judgement::tokens_went_down))
         })
@@ -2161,7 +2111,7 @@ fn mutant_lines(
             let text = match result.first_violation(claim) {
                 Some(seed) => format!(
                     "sim: {claim}, {}, {scenario} {flag}: {}, violated at seed {seed} ({} tried): `cassalock replay --scenario {scenario} --seed {seed} --algorithm {} {flag}`",
-                    row.name(),
+                    row.row_title(),
                     mutant.breaks,
                     seeds(seed + 1),
                     algorithm(row).name()
@@ -2169,18 +2119,18 @@ fn mutant_lines(
                 None if result.stopped_by_time => {
                     stopped_by_time.push(format!(
                         "mutant {claim}, {}, {scenario} {flag} (after {})",
-                        row.name(),
+                        row.row_title(),
                         seeds(result.tried)
                     ));
                     format!(
                         "sim: {claim}, {}, {scenario} {flag}: stopped by the time limit after {}: not a verdict",
-                        row.name(),
+                        row.row_title(),
                         seeds(result.tried)
                     )
                 }
                 None => format!(
                     "sim: {claim}, {}, {scenario} {flag}: not seen in {}: the check missed the mutant",
-                    row.name(),
+                    row.row_title(),
                     seeds(result.tried)
                 ),
             };

@@ -32,8 +32,8 @@ use cassalock_models::{build as build_model, Spec};
 use serde::{Deserialize, Serialize};
 
 use super::{
-    family_sim, one_seed, search, sources, Budget, Column, MatrixError, MatrixOptions, Row, SimResult, Source,
-    MUTANT_MODELS,
+    family_sim, one_seed, search, sources, Budget, Column, MatrixError, MatrixOptions, MatrixRow, Row, SimResult,
+    Source, MUTANT_MODELS,
 };
 
 /// One unit of a matrix run's work.
