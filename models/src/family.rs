@@ -470,6 +470,14 @@ impl<K, C, R> Hash for NoLane<K, C, R> {
     }
 }
 
+impl<K, C, R> NoLane<K, C, R> {
+    /// Anything at all, since no such lane exists: a lock without a renewal lane answers
+    /// [`ModelFamily::lane_lease`] with it.
+    pub fn unreachable<T>(&self) -> T {
+        match self.0 {}
+    }
+}
+
 impl<K, C, R> Machine for NoLane<K, C, R> {
     type Config = K;
     type Output = RenewalEnd;

@@ -102,6 +102,14 @@ pub struct NoRenewal<K, C, R>(Infallible, Types<K, C, R>);
 /// Names the types a [`NoRenewal`] would run with (and nothing else: `fn` keeps it `Send`).
 type Types<K, C, R> = PhantomData<fn() -> (K, C, R)>;
 
+impl<K, C, R> NoRenewal<K, C, R> {
+    /// Anything at all, since no such lane exists: a lock without a renewal lane answers
+    /// [`FamilyLock::renewed_lease`] with it.
+    pub fn unreachable<T>(&self) -> T {
+        match self.0 {}
+    }
+}
+
 impl<K, C, R> Machine for NoRenewal<K, C, R> {
     type Config = K;
     type Output = RenewalEnd;
@@ -122,9 +130,12 @@ pub trait FamilyLock: Send + Sync + 'static {
     type Reply: fmt::Display + fmt::Debug + Clone + Send + Sync + 'static;
     /// What a holder owns.
     type Lease: fmt::Debug + Clone + Send + Sync + 'static;
-    type AcquireMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
-    type ExtendMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
-    type ReleaseMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply> + Send;
+    type AcquireMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply, Output: Send>
+        + Send;
+    type ExtendMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply, Output: Send>
+        + Send;
+    type ReleaseMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply, Output: Send>
+        + Send;
     /// A holder's background renewal lane ([`NoRenewal`] for the locks that have none).
     type RenewalMachine: Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply, Output: Send>
         + Send

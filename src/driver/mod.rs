@@ -7,6 +7,7 @@
 //! what the guard knows about its lease) is one [`Lifecycle`], whose two lanes run here as two
 //! tasks. `Engine::drive` is the one loop that carries out any machine's actions.
 
+pub mod any_lock;
 pub mod clock;
 pub mod family;
 pub mod notify;

@@ -364,6 +364,7 @@ pub(super) fn client_bug_line(index: usize, result: &SimResult, stopped_by_time:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::MatrixRow;
 
     #[test]
     fn every_scenario_in_the_table_exists_and_sits_in_a_column_of_its_own_lock() {

@@ -26,6 +26,7 @@ pub mod events;
 pub mod net;
 pub mod run;
 pub mod scenario;
+pub mod sim_lock;
 pub mod verdict;
 
 pub use run::{check_family_determinism, run_family, FamilyOutcome, FamilyRecord, FamilyWhat};

@@ -33,8 +33,10 @@ use cassalock::algo::family::{
     CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock,
 };
 use cassalock::algo::Source;
-use cassalock::driver::family::{FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
+use cassalock::driver::any_lock::AnyLocker;
+use cassalock::driver::family::{FamilyError, FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::driver::notify::Channels;
+use cassalock::registry::Family;
 use cassalock::store::etcd_client::EtcdServerState;
 use cassalock::store::family_memory::Masters;
 use cassalock::store::memcached::Memcached;
@@ -53,6 +55,7 @@ use super::net::{
     Replication, ServerData, ServerNode, ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
 };
 use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
+use super::sim_lock::LockerEnv;
 use super::verdict::FamilyVerdicts;
 use crate::clock::SimClock;
 
@@ -474,11 +477,7 @@ impl ClientCtx {
     }
 }
 
-async fn workload<F, S>(locker: FamilyLocker<F, S, SimClock>, ctx: &ClientCtx)
-where
-    F: FamilyLock,
-    S: FamilyStore<F::Command, Reply = F::Reply>,
-{
+async fn workload(locker: &dyn AnyLocker, ctx: &ClientCtx) {
     use rand::Rng;
     let scenario = &ctx.scenario;
     for acquisition in 0..scenario.acquisitions {
@@ -542,6 +541,24 @@ where
     }
 }
 
+/// One client's locker of a lock the simulator defines, over `store`.
+fn locker<F, S>(store: S, config: &F::Config, env: &LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError>
+where
+    F: FamilyLock,
+    F::Config: Clone,
+    S: FamilyStore<F::Command, Reply = F::Reply>,
+{
+    let locker = FamilyLocker::<F, _, _>::new(
+        store,
+        env.clock.clone(),
+        config.clone(),
+        &env.name,
+        env.seed,
+        Some(Arc::clone(&env.observer)),
+    )?;
+    Ok(Box::new(locker))
+}
+
 fn locker_seed(seed: u64, client: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (client as u64 + 1)
 }
@@ -560,98 +577,31 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
         node: ctx.node.clone(),
         recorder: Arc::clone(&ctx.recorder),
     });
-    let locker_seed = locker_seed(seed, ctx.index);
-    let name = ctx.node.clone();
-    match &ctx.scenario.lock {
-        LockKind::SetNx(config) => {
-            let locker = FamilyLocker::<SetNxLock, _, _>::new(
-                store(0),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
+    let env = LockerEnv {
+        store: store(0),
+        clock: ctx.clock.clone(),
+        name: ctx.node.clone(),
+        seed: locker_seed(seed, ctx.index),
+        observer,
+    };
+    let locker = match &ctx.scenario.lock {
+        LockKind::SetNx(config) => locker::<SetNxLock, _>(env.store.clone(), config, &env),
         LockKind::Redlock(config) => {
             let masters = Masters::new((0..config.masters).map(store).collect());
-            let locker = FamilyLocker::<RedlockLock, _, _>::new(
-                masters,
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
+            locker::<RedlockLock, _>(masters, config, &env)
         }
-        LockKind::Redisson(config) => {
-            let locker = FamilyLocker::<RedissonLock, _, _>::new(
-                store(0),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
+        LockKind::Redisson(config) => locker::<RedissonLock, _>(env.store.clone(), config, &env),
         LockKind::Zookeeper {
             config,
             session_timeout_ms,
-        } => {
-            let locker = FamilyLocker::<CuratorLock, _, _>::new(
-                SimZkStore::new(store(0), *session_timeout_ms),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
-        LockKind::Etcd(config) => {
-            let locker = FamilyLocker::<EtcdLock, _, _>::new(
-                store(0),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
-        LockKind::RedissonFair(config) => {
-            let locker = FamilyLocker::<RedissonFairLock, _, _>::new(
-                store(0),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
-        LockKind::Memcached(config) => {
-            let locker = FamilyLocker::<MemcachedLock, _, _>::new(
-                store(0),
-                ctx.clock.clone(),
-                config.clone(),
-                &name,
-                locker_seed,
-                Some(observer),
-            )
-            .expect("the scenario's settings are valid");
-            workload(locker, &ctx).await;
-        }
+        } => locker::<CuratorLock, _>(SimZkStore::new(env.store.clone(), *session_timeout_ms), config, &env),
+        LockKind::Etcd(config) => locker::<EtcdLock, _>(env.store.clone(), config, &env),
+        LockKind::RedissonFair(config) => locker::<RedissonFairLock, _>(env.store.clone(), config, &env),
+        LockKind::Memcached(config) => locker::<MemcachedLock, _>(env.store.clone(), config, &env),
+        LockKind::Custom(lock) => lock.locker(env),
     }
+    .expect("the scenario's settings are valid (FamilyScenario::check)");
+    workload(&*locker, &ctx).await;
     ctx.recorder.record(&ctx.node, FamilyWhat::Done);
     done.fetch_add(1, Ordering::SeqCst);
 }
@@ -829,6 +779,10 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     for server in 0..logical {
         let data = match (&scenario.lock, &replication) {
             (LockKind::Memcached(_), _) => ServerData::Memcached(Memcached::new()),
+            (LockKind::Custom(lock), _) if lock.server() == Family::Memcached => {
+                ServerData::Memcached(Memcached::new())
+            }
+            (LockKind::Custom(lock), _) if lock.server() == Family::Etcd => ServerData::etcd(),
             (LockKind::Zookeeper { .. }, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
             (LockKind::Etcd(_), _) => ServerData::etcd(),
             (_, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),

@@ -13,11 +13,14 @@ use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::zookeeper::curator_mutex::{CuratorConfig, CuratorMutants};
+use cassalock::registry::Family;
 use cassalock::store::redis_keyspace::Persistence;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::sync::Arc;
 
 use super::net::{Cut, CutMode, Slow};
+use super::sim_lock::SimLock;
 use crate::clock::ClockSpec;
 
 /// Which lock the clients run, with its settings.
@@ -41,6 +44,9 @@ pub enum LockKind {
     /// etcd's mutex on one etcd server: a session lease per acquisition, kept alive by the
     /// holder's keep-alive lane, waiters woken by the predecessor's deletion watch.
     Etcd(EtcdMutexConfig),
+    /// A lock the simulator does not define (a user's own), on one server of its kind
+    /// ([`super::sim_lock`]).
+    Custom(Arc<dyn SimLock>),
 }
 
 impl LockKind {
@@ -53,6 +59,7 @@ impl LockKind {
             LockKind::RedissonFair(_) => "redisson-fair",
             LockKind::Zookeeper { .. } => "zookeeper",
             LockKind::Etcd(_) => "etcd",
+            LockKind::Custom(lock) => lock.name(),
         }
     }
 
@@ -84,6 +91,7 @@ impl LockKind {
             LockKind::RedissonFair(config) => config.lease_ms(),
             LockKind::Zookeeper { session_timeout_ms, .. } => *session_timeout_ms,
             LockKind::Etcd(config) => config.ttl_us() / 1000,
+            LockKind::Custom(lock) => lock.ttl_ms(),
         }
     }
 
@@ -95,7 +103,10 @@ impl LockKind {
     /// The holder's token only grows from one acquisition to the next (ZooKeeper's czxid,
     /// etcd's create revision): a fencing token.
     pub fn fences(&self) -> bool {
-        matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_))
+        match self {
+            LockKind::Custom(lock) => lock.fences(),
+            _ => matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_)),
+        }
     }
 
     /// Whether the lock's waiters sleep until an unlock message (Redis pub/sub) wakes them.
@@ -206,7 +217,9 @@ pub struct FamilyScenario {
 }
 
 impl FamilyScenario {
-    fn base(name: &'static str, premise: &'static str, lock: LockKind) -> Self {
+    /// A scenario with the defaults every named one starts from: 2 clients, one acquisition
+    /// each, a 300 ms hold, no fault, a 200 ms request timeout, a 60 s bound.
+    pub fn base(name: &'static str, premise: &'static str, lock: LockKind) -> Self {
         FamilyScenario {
             name,
             premise,
@@ -276,6 +289,18 @@ impl FamilyScenario {
         if self.lock.servers() > MAX_SERVERS {
             return Err(ScenarioError::Servers(self.lock.servers()));
         }
+        if let LockKind::Custom(lock) = &self.lock {
+            if !CUSTOM_SERVERS.contains(&lock.server()) {
+                return Err(ScenarioError::CustomServer {
+                    lock: lock.name(),
+                    server: lock.server(),
+                });
+            }
+            lock.check().map_err(|error| ScenarioError::LockSettings {
+                lock: lock.name(),
+                why: error.to_string(),
+            })?;
+        }
         Ok(())
     }
 }
@@ -293,7 +318,14 @@ pub enum ScenarioError {
     Clients(usize),
     #[error("{0} servers: give 1 to {MAX_SERVERS}")]
     Servers(usize),
+    #[error("lock {lock} sends {} commands; the simulator runs a lock of its own on a Redis, Memcached or etcd server", server.name())]
+    CustomServer { lock: &'static str, server: Family },
+    #[error("lock {lock}: {why}")]
+    LockSettings { lock: &'static str, why: String },
 }
+
+/// The servers a lock the simulator does not define may send its commands to.
+pub const CUSTOM_SERVERS: [Family; 3] = [Family::Redis, Family::Memcached, Family::Etcd];
 
 /// A named scenario: its name, a line of help, its builder.
 pub struct Named {
@@ -1528,4 +1560,86 @@ fn etcd_restart(_seed: u64) -> FamilyScenario {
             etcd(EtcdMutants::default()),
         )
     }
+}
+
+/// The faults every lock on one server can be run under, for a lock the simulator does not
+/// name (a user's own, [`LockKind::Custom`]): the contention control, lost requests and
+/// replies, a holder paused past its lease, the server restarting without its keys (Redis and
+/// Memcached; etcd keeps its data on disk), and the server's clock stepping forward by the
+/// lease. None is expected to fail: each run's verdicts say what the lock kept.
+pub fn fault_scenarios(lock: LockKind, seed: u64) -> Vec<FamilyScenario> {
+    let ttl_ms = lock.ttl_ms();
+    let keeps_keys_on_disk = matches!(&lock, LockKind::Custom(custom) if custom.server() == Family::Etcd);
+    let mut scenarios = vec![
+        FamilyScenario {
+            clients: contention_clients(seed),
+            acquisitions: 3,
+            hold_ms: 20,
+            think_max_ms: 50,
+            ..FamilyScenario::base(
+                "contention",
+                "none broken: one server that keeps its keys and a clock that keeps pace",
+                lock.clone(),
+            )
+        },
+        FamilyScenario {
+            clients: 8,
+            acquisitions: 3,
+            hold_ms: 20,
+            think_max_ms: 50,
+            lost_request_ppm: LOSS_PPM,
+            lost_reply_ppm: LOSS_PPM,
+            ..FamilyScenario::base(
+                "lost-messages",
+                "none broken: a request whose reply was lost (5% of requests, 5% of replies) may have applied, and the lock code must know it",
+                lock.clone(),
+            )
+        },
+        FamilyScenario {
+            start_ms: vec![0, 50],
+            pauses: vec![Pause {
+                client: 0,
+                acquisition: 0,
+                pause_ms: ttl_ms.saturating_add(500),
+                whole_process: false,
+            }],
+            ..FamilyScenario::base(
+                "pause",
+                "a holder is not paused between checking its validity and using the lock: here it stops for its lease and half a second more",
+                lock.clone(),
+            )
+        },
+        FamilyScenario {
+            hold_ms: ttl_ms / 2,
+            start_ms: vec![0, 100],
+            server_clocks: vec![ClockSpec {
+                jumps: vec![(200, i64::try_from(ttl_ms.saturating_mul(1000)).unwrap_or(i64::MAX))],
+                ..ClockSpec::default()
+            }],
+            ..FamilyScenario::base(
+                "server-clock-jump",
+                "the server's clock keeps pace: here it steps forward by the lease while a client holds",
+                lock.clone(),
+            )
+        },
+    ];
+    if !keeps_keys_on_disk {
+        scenarios.push(FamilyScenario {
+            clients: 5,
+            faults: vec![ServerFault {
+                trigger: Trigger::FirstAcquired { delay_ms: 0 },
+                action: ServerAction::Restart {
+                    server: 0,
+                    persistence: Persistence::None,
+                    down_ms: 5,
+                },
+            }],
+            ..FamilyScenario::base(
+                "server-restart",
+                "the server keeps its keys across a restart: here it comes back empty right after a client acquired",
+                lock,
+            )
+        });
+    }
+    scenarios
 }
