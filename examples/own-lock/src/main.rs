@@ -1,0 +1,229 @@
+//! One command for a lock cassalock does not define: its model check under every fault the
+//! model has, a simulator sweep under faults, and its row in the shape of cassalock's matrix.
+//!
+//! `cargo run --release -- [--seeds N] [--max-seconds S]`
+//! Exit 0: every check ran (violations are findings, printed); 2: bad usage; 3: a model check
+//! hit its time, state or memory limit, so some verdicts are bounded by it.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use cassalock::algo::RetryPolicy;
+use cassalock::registry::Family;
+use cassalock_models::check::{check, Limits, Verdict as ModelVerdict};
+use cassalock_models::family::FamilyModel;
+use cassalock_models::Fault;
+use cassalock_sim::family::scenario::{fault_scenarios, LockKind};
+use cassalock_sim::family::sim_lock::Simulated;
+use cassalock_sim::family::{run_family, Verdict as SimVerdict};
+use own_lock::{CasLeaseConfig, CasLeaseLock};
+
+/// Most seeds a sweep may run (each run is a fraction of a second of this machine's time).
+const MAX_SEEDS: u64 = 10_000;
+/// Most seconds one model check may take.
+const MAX_MODEL_SECONDS: u64 = 600;
+
+const USAGE: &str = "usage: own-lock [--seeds N (1..=10000, default 20)] [--max-seconds S (1..=600, default 60)]";
+
+struct Options {
+    seeds: u64,
+    max_seconds: u64,
+}
+
+/// Why the command line was not run.
+enum Usage {
+    /// `--help`: print the usage, exit 0.
+    Help,
+    /// Bad usage, in a sentence: exit 2.
+    Bad(String),
+}
+
+fn parse(args: &[String]) -> Result<Options, Usage> {
+    let mut options = Options {
+        seeds: 20,
+        max_seconds: 60,
+    };
+    let mut args = args.iter();
+    while let Some(flag) = args.next() {
+        let (slot, most) = match flag.as_str() {
+            "--seeds" => (&mut options.seeds, MAX_SEEDS),
+            "--max-seconds" => (&mut options.max_seconds, MAX_MODEL_SECONDS),
+            "--help" | "-h" => return Err(Usage::Help),
+            other => return Err(Usage::Bad(format!("unknown argument {other:?}"))),
+        };
+        let value = args
+            .next()
+            .ok_or_else(|| Usage::Bad(format!("{flag} needs a number")))?;
+        *slot = value
+            .parse::<u64>()
+            .ok()
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| Usage::Bad(format!("{flag} {value:?}: give a whole number from 1 to {most}")))?;
+    }
+    Ok(options)
+}
+
+/// The settings the simulator runs the lock with: a 2 s lease, read every 20 ms.
+fn sim_config() -> CasLeaseConfig {
+    CasLeaseConfig {
+        lease_s: 2,
+        retry_every_ms: 20,
+        max_wait_ms: None,
+        retry: RetryPolicy::default(),
+    }
+}
+
+/// A cell of the row: the model's verdict and the sweep's.
+#[derive(Default)]
+struct Cell {
+    /// How bad (violated 3, bounded 2, holds within the clock bound 1, holds 0) and the text.
+    model: Option<(u8, String)>,
+    sim: Option<String>,
+}
+
+/// The model's faults, and the simulator scenario that stands for each (by name).
+const COLUMNS: [(Fault, &str); 5] = [
+    (Fault::None, "contention"),
+    (Fault::StoreFailure, "lost-messages"),
+    (Fault::Pause, "pause"),
+    (Fault::Restart, "server-restart"),
+    (Fault::ServerClockJump, "server-clock-jump"),
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let options = match parse(&args) {
+        Ok(options) => options,
+        Err(Usage::Help) => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Err(Usage::Bad(why)) => {
+            eprintln!("own-lock: {why}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut row: BTreeMap<(String, usize), Cell> = BTreeMap::new();
+    let mut limit_hit = false;
+
+    println!("# cas-lease: a lease lock over one compare-and-set register (Memcached gets/cas)\n");
+    println!("## Model check (2 clients, 1 acquisition each)\n");
+    for (column, (fault, _)) in COLUMNS.iter().enumerate() {
+        eprintln!("own-lock: model under {} ...", fault.name());
+        let model = FamilyModel::<CasLeaseLock>::new(2, 1, false, *fault);
+        let limits = Limits {
+            max_seconds: options.max_seconds,
+            ..Limits::default()
+        };
+        let report = check(&model, limits);
+        println!(
+            "{} ({} states{})",
+            report.title,
+            report.graph_states,
+            if report.complete { "" } else { ", bounded" }
+        );
+        for result in &report.rows {
+            println!("  {:<40} {}", result.property, result.verdict);
+            let (rank, mark) = match &result.verdict {
+                ModelVerdict::Violated => {
+                    let steps = result.trace.as_ref().map_or(result.depth, |trace| trace.steps);
+                    (3, format!("model: violated ({steps} steps)"))
+                }
+                ModelVerdict::Bounded(_) => (2, "model: bounded".to_owned()),
+                ModelVerdict::HoldsWithinClockBound(ticks) => (1, format!("model: holds to tick {ticks}")),
+                ModelVerdict::Holds => (0, "model: holds".to_owned()),
+                ModelVerdict::Reachable | ModelVerdict::Unreachable => continue,
+            };
+            let cell = row.entry((result.claim.to_string(), column)).or_default();
+            // A claim with several properties shows its worst verdict.
+            if cell.model.as_ref().is_none_or(|(old_rank, _)| rank > *old_rank) {
+                cell.model = Some((rank, mark));
+            }
+        }
+        limit_hit |= report.stopped_by.is_some();
+        println!();
+    }
+
+    println!("## Simulator sweep ({} seeds a scenario)\n", options.seeds);
+    let lock = LockKind::Custom(Arc::new(Simulated::<CasLeaseLock> {
+        config: sim_config(),
+        server: Family::Memcached,
+        ttl_ms: 2000,
+        fences: false,
+    }));
+    for scenario in fault_scenarios(lock, 0) {
+        if let Err(error) = scenario.check() {
+            eprintln!("own-lock: {error}");
+            return ExitCode::from(2);
+        }
+        let Some(column) = COLUMNS.iter().position(|(_, name)| *name == scenario.name) else {
+            continue;
+        };
+        eprintln!("own-lock: simulator, {} ...", scenario.name);
+        let mut first_violation: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let mut judged: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for seed in 0..options.seeds {
+            // Scenarios whose client count is drawn from the seed are rebuilt for each.
+            let scenario = if scenario.name == "contention" {
+                let lock = scenario.lock.clone();
+                fault_scenarios(lock, seed).swap_remove(0)
+            } else {
+                scenario.clone()
+            };
+            let outcome = run_family(&scenario, seed, false);
+            for (claim, verdict) in &outcome.verdicts.claims {
+                match verdict {
+                    SimVerdict::Violated(_) => {
+                        first_violation.entry(claim.name()).or_insert(seed);
+                    }
+                    SimVerdict::NoViolation => {}
+                    SimVerdict::Bounded(_) | SimVerdict::NotChecked => continue,
+                }
+                *judged.entry(claim.name()).or_default() += 1;
+            }
+        }
+        println!("{}: {}", scenario.name, scenario.premise);
+        for (claim, runs) in &judged {
+            let mark = match first_violation.get(claim) {
+                Some(seed) => format!("sim: violated at seed {seed}"),
+                None => format!("sim: no violation in {runs} seeds"),
+            };
+            println!("  {claim:<12} {mark}");
+            row.entry((claim.to_string(), column)).or_default().sim = Some(mark);
+        }
+        println!();
+    }
+
+    println!("## Matrix row\n");
+    print!("| claim |");
+    for (fault, scenario) in COLUMNS {
+        print!(" {} / {scenario} |", fault.name());
+    }
+    println!("\n|---|{}", "---|".repeat(COLUMNS.len()));
+    let claims: Vec<String> = {
+        let mut claims: Vec<String> = row.keys().map(|(claim, _)| claim.clone()).collect();
+        claims.dedup();
+        claims
+    };
+    for claim in claims {
+        print!("| {claim} |");
+        for column in 0..COLUMNS.len() {
+            let text = match row.get(&(claim.clone(), column)) {
+                None => "-".to_owned(),
+                Some(cell) => [cell.model.as_ref().map(|(_, text)| text.as_str()), cell.sim.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            print!(" {text} |");
+        }
+        println!();
+    }
+    if limit_hit {
+        eprintln!("own-lock: a model check hit a limit: its verdicts are bounded (raise --max-seconds)");
+        return ExitCode::from(3);
+    }
+    ExitCode::SUCCESS
+}
