@@ -627,31 +627,37 @@ fn models() -> ExitCode {
     let exhaustive = [
         (
             "getlock 3 threads x 2 acquisitions",
-            spec(ModelName::GetLock, Fault::None, None, Some(3), Some(2)),
+            spec(ModelName::Lock(Lock::Queue), Fault::None, None, Some(3), Some(2)),
         ),
         (
             "getlock 4 threads x 2 acquisitions",
-            spec(ModelName::GetLock, Fault::None, None, Some(4), Some(2)),
+            spec(ModelName::Lock(Lock::Queue), Fault::None, None, Some(4), Some(2)),
         ),
         (
             "trygetlock 3 threads",
-            spec(ModelName::TryGetLock, Fault::None, None, None, None),
+            spec(ModelName::Lock(Lock::QueueTry), Fault::None, None, None, None),
         ),
         (
             "getlock pause (ticks, TTL 2)",
-            spec(ModelName::GetLock, Fault::Pause, None, None, None),
+            spec(ModelName::Lock(Lock::Queue), Fault::Pause, None, None, None),
         ),
         (
             "globaltime 3 replicas (ranks)",
-            spec(ModelName::GlobalTime, Fault::None, None, Some(3), None),
+            spec(ModelName::Lock(Lock::GlobalTime), Fault::None, None, Some(3), None),
         ),
         (
             "getlock 2 x 2, a clock a tick behind",
-            spec(ModelName::GetLock, Fault::Skew, None, Some(2), Some(2)),
+            spec(ModelName::Lock(Lock::Queue), Fault::Skew, None, Some(2), Some(2)),
         ),
         (
             "getlock 3 x 1, delayed enqueue",
-            spec(ModelName::GetLock, Fault::DelayedEnqueue, None, Some(3), Some(1)),
+            spec(
+                ModelName::Lock(Lock::Queue),
+                Fault::DelayedEnqueue,
+                None,
+                Some(3),
+                Some(1),
+            ),
         ),
     ];
     let mut failed = false;
@@ -702,19 +708,25 @@ fn models() -> ExitCode {
     let worlds = [
         (
             "getlock 3 x 2, a clock a tick behind",
-            spec(ModelName::GetLock, Fault::Skew, None, Some(3), Some(2)),
+            spec(ModelName::Lock(Lock::Queue), Fault::Skew, None, Some(3), Some(2)),
             WORLD_GOAL_SECONDS,
             WORLD_STATE_LIMIT,
         ),
         (
             "getlock 4 x 2, a clock a tick behind",
-            spec(ModelName::GetLock, Fault::Skew, None, Some(4), Some(2)),
+            spec(ModelName::Lock(Lock::Queue), Fault::Skew, None, Some(4), Some(2)),
             LARGE_WORLD_GOAL_SECONDS,
             LARGE_WORLD_STATE_LIMIT,
         ),
         (
             "getlock 3 x 2, delayed enqueue",
-            spec(ModelName::GetLock, Fault::DelayedEnqueue, None, Some(3), Some(2)),
+            spec(
+                ModelName::Lock(Lock::Queue),
+                Fault::DelayedEnqueue,
+                None,
+                Some(3),
+                Some(2),
+            ),
             WORLD_GOAL_SECONDS,
             WORLD_STATE_LIMIT,
         ),
@@ -722,7 +734,7 @@ fn models() -> ExitCode {
             "getlock 3 x 2, leases (TTL 2 ticks)",
             Spec {
                 leases: true,
-                ..spec(ModelName::GetLock, Fault::None, None, Some(3), Some(2))
+                ..spec(ModelName::Lock(Lock::Queue), Fault::None, None, Some(3), Some(2))
             },
             WORLD_GOAL_SECONDS,
             WORLD_STATE_LIMIT,
@@ -771,43 +783,49 @@ fn models() -> ExitCode {
     let catalogue = [
         (
             "M1 + delayed enqueue: T1",
-            spec(ModelName::GetLock, Fault::DelayedEnqueue, Some(Mutant::M1), None, None),
+            spec(
+                ModelName::Lock(Lock::Queue),
+                Fault::DelayedEnqueue,
+                Some(Mutant::M1),
+                None,
+                None,
+            ),
             "T1",
             true,
         ),
         (
             "S2 clocks a TTL apart: T1",
-            spec(ModelName::GetLock, Fault::TtlSkew, None, None, None),
+            spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew, None, None, None),
             "T1",
             true,
         ),
         (
             "K1 paused holder: T1 (belief)",
-            spec(ModelName::GetLock, Fault::Pause, None, None, None),
+            spec(ModelName::Lock(Lock::Queue), Fault::Pause, None, None, None),
             "T1",
             true,
         ),
         (
             "K1 paused holder: T1-resource (no fencing)",
-            spec(ModelName::GetLock, Fault::Pause, None, None, None),
+            spec(ModelName::Lock(Lock::Queue), Fault::Pause, None, None, None),
             "T1-resource",
             true,
         ),
         (
             "K3 release without waiting: K3",
-            spec(ModelName::GetLock, Fault::None, Some(Mutant::K3), None, None),
+            spec(ModelName::Lock(Lock::Queue), Fault::None, Some(Mutant::K3), None, None),
             "K3",
             true,
         ),
         (
             "old algorithm: T2 lasso",
-            spec(ModelName::Old, Fault::None, None, None, None),
+            spec(ModelName::Lock(Lock::Old), Fault::None, None, None, None),
             "T2",
             false,
         ),
         (
             "old algorithm: F-overtakes",
-            spec(ModelName::Old, Fault::None, None, None, None),
+            spec(ModelName::Lock(Lock::Old), Fault::None, None, None, None),
             "F-overtakes",
             true,
         ),

@@ -30,83 +30,81 @@ pub mod old;
 pub mod shared;
 pub mod trygetlock;
 
+use cassalock::registry::Lock;
 use check::{check, Limits, Report};
 use lock_world::{Clocks, LockAlgorithm, LockModel, LockModelConfig};
 
-/// The models, by CLI name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+/// A model `cassalock check --model NAME` runs: Lemma 1's, or the model of a lock of the
+/// registry (`cassalock::registry`) whose entry names one. The list of locks is the
+/// registry's; this type only adds the lemma, which is not a lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ModelName {
     /// Lemma 1: writers and readers of one row (L1).
     Lemma,
-    /// Listing 6, the fair queue GetLock (T1, T2, F).
-    #[cfg_attr(feature = "clap", value(name = "getlock"))]
-    GetLock,
-    /// Listing 7, TryGetLock (T3, T4).
-    #[cfg_attr(feature = "clap", value(name = "trygetlock"))]
-    TryGetLock,
-    /// Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail).
-    Old,
-    /// Listing 8, the global time service (T5, S1).
-    #[cfg_attr(feature = "clap", value(name = "globaltime"))]
-    GlobalTime,
-    /// Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource,
-    /// C-free, C-release, T2).
-    #[cfg_attr(feature = "clap", value(name = "redis-set-nx"))]
-    RedisSetNx,
-    /// Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free,
-    /// C-release, T2).
-    Redlock,
-    /// Memcached's `add` lock with expiry, released and extended with gets + cas.
-    Memcached,
-    /// Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message
-    /// (T1-belief, T1-resource, C-free, C-release, C-lost, T2).
-    Redisson,
-    /// Redisson's fair lock: the RLock with a queue of waiters (F-fifo besides the RLock's
-    /// claims).
-    #[cfg_attr(feature = "clap", value(name = "redisson-fair"))]
-    RedissonFair,
-    /// Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches
-    /// (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2).
-    #[cfg_attr(feature = "clap", value(name = "zookeeper"))]
-    Zookeeper,
-    /// etcd's mutex: session leases kept alive, keys ordered by create revision, watches
-    /// (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost,
-    /// T2).
-    Etcd,
+    /// The model of this lock (its registry entry's `model`).
+    Lock(Lock),
 }
 
 impl ModelName {
-    pub const ALL: [ModelName; 12] = [
-        ModelName::Lemma,
-        ModelName::GetLock,
-        ModelName::TryGetLock,
-        ModelName::Old,
-        ModelName::GlobalTime,
-        ModelName::RedisSetNx,
-        ModelName::Redlock,
-        ModelName::Memcached,
-        ModelName::Redisson,
-        ModelName::RedissonFair,
-        ModelName::Zookeeper,
-        ModelName::Etcd,
-    ];
+    /// Every model: the lemma, then the registry's locks that have one, in its order.
+    pub fn all() -> impl Iterator<Item = ModelName> {
+        std::iter::once(ModelName::Lemma).chain(
+            Lock::all()
+                .filter(|lock| lock.entry().model.is_some())
+                .map(ModelName::Lock),
+        )
+    }
 
+    /// The model named `name` on the command line.
+    pub fn named(name: &str) -> Option<ModelName> {
+        ModelName::all().find(|model| model.name() == name)
+    }
+
+    /// Its name on the command line: `lemma`, or the lock's registry entry's `model`.
     pub fn name(self) -> &'static str {
         match self {
             ModelName::Lemma => "lemma",
-            ModelName::GetLock => "getlock",
-            ModelName::TryGetLock => "trygetlock",
-            ModelName::Old => "old",
-            ModelName::GlobalTime => "globaltime",
-            ModelName::RedisSetNx => "redis-set-nx",
-            ModelName::Redlock => "redlock",
-            ModelName::Memcached => "memcached",
-            ModelName::Redisson => "redisson",
-            ModelName::RedissonFair => "redisson-fair",
-            ModelName::Zookeeper => "zookeeper",
-            ModelName::Etcd => "etcd",
+            ModelName::Lock(lock) => lock
+                .entry()
+                .model
+                .unwrap_or_else(|| panic!("{lock} has no model (ModelName::all lists only those that do)")),
         }
+    }
+
+    /// What it checks, in a line (`check --help`).
+    pub fn help(self) -> &'static str {
+        match self {
+            ModelName::Lemma => "Lemma 1: writers and readers of one row (L1)",
+            ModelName::Lock(lock) => match lock {
+                Lock::Queue => "Listing 6, the fair queue GetLock (T1, T2, F)",
+                Lock::QueueTry => "Listing 7, TryGetLock (T3, T4)",
+                Lock::Old => "Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail)",
+                Lock::GlobalTime => "Listing 8, the global time service (T5, S1)",
+                Lock::RedisSetNx => "Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource, C-free, C-release, T2)",
+                Lock::Redlock => "Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free, C-release, T2)",
+                Lock::Memcached => "Memcached's add lock with expiry, released and extended with gets + cas",
+                Lock::Redisson => "Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message (T1-belief, T1-resource, C-free, C-release, C-lost, T2)",
+                Lock::RedissonFair => "Redisson's fair lock: the RLock with a queue of waiters (F-order besides the RLock's claims)",
+                Lock::Zookeeper => "Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2)",
+                Lock::Etcd => "etcd's mutex: session leases kept alive, keys ordered by create revision, watches (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost, T2)",
+                Lock::QueueNextInLine | Lock::QueuePaced | Lock::Lwt => "",
+            },
+        }
+    }
+}
+
+/// Every model, for the command line's list of values.
+#[cfg(feature = "clap")]
+static MODELS: std::sync::LazyLock<Vec<ModelName>> = std::sync::LazyLock::new(|| ModelName::all().collect());
+
+#[cfg(feature = "clap")]
+impl clap::ValueEnum for ModelName {
+    fn value_variants<'a>() -> &'a [Self] {
+        MODELS.as_slice()
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.name()).help(self.help()))
     }
 }
 
@@ -520,13 +518,16 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
     if spec.extend
         && !matches!(
             spec.model,
-            ModelName::RedisSetNx | ModelName::Redlock | ModelName::Memcached
+            ModelName::Lock(Lock::RedisSetNx) | ModelName::Lock(Lock::Redlock) | ModelName::Lock(Lock::Memcached)
         )
     {
         return refuse(format!(
             "--extend applies to the redis-set-nx, redlock and memcached models, not to {}{}",
             spec.model.name(),
-            if matches!(spec.model, ModelName::Redisson | ModelName::RedissonFair) {
+            if matches!(
+                spec.model,
+                ModelName::Lock(Lock::Redisson) | ModelName::Lock(Lock::RedissonFair)
+            ) {
                 " (its watchdog renews the lease)"
             } else {
                 ""
@@ -534,7 +535,7 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
         ));
     }
     match spec.model {
-        ModelName::Lemma | ModelName::GlobalTime => {
+        ModelName::Lemma | ModelName::Lock(Lock::GlobalTime) => {
             if spec.acquisitions.is_some() {
                 return refuse(format!(
                     "--acquisitions does not apply to the {} model",
@@ -559,10 +560,10 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 threads: size("--threads", spec.threads, 2, 2..=3, "the lemma is about 2 or 3 writers")?,
             }))
         }
-        ModelName::GetLock => Ok(Runnable::Lock(LockModel::new(getlock::config(spec)?))),
-        ModelName::TryGetLock => Ok(Runnable::Lock(LockModel::new(trygetlock::config(spec)?))),
-        ModelName::Old => Ok(Runnable::Lock(LockModel::new(old::config(spec)?))),
-        ModelName::GlobalTime => {
+        ModelName::Lock(Lock::Queue) => Ok(Runnable::Lock(LockModel::new(getlock::config(spec)?))),
+        ModelName::Lock(Lock::QueueTry) => Ok(Runnable::Lock(LockModel::new(trygetlock::config(spec)?))),
+        ModelName::Lock(Lock::Old) => Ok(Runnable::Lock(LockModel::new(old::config(spec)?))),
+        ModelName::Lock(Lock::GlobalTime) => {
             let time = match spec.fault {
                 Fault::None => globaltime::TimeKeeping::Ranks,
                 Fault::Skew => globaltime::TimeKeeping::Ticks {
@@ -592,13 +593,16 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 every_tick_jump: false,
             }))
         }
-        ModelName::RedisSetNx => Ok(Runnable::RedisSetNx(family_model(spec)?)),
-        ModelName::Redlock => Ok(Runnable::Redlock(family_model(spec)?)),
-        ModelName::Memcached => Ok(Runnable::Memcached(family_model(spec)?)),
-        ModelName::Redisson => Ok(Runnable::Redisson(family_model(spec)?)),
-        ModelName::RedissonFair => Ok(Runnable::RedissonFair(family_model(spec)?)),
-        ModelName::Zookeeper => Ok(Runnable::Zookeeper(family_model(spec)?)),
-        ModelName::Etcd => Ok(Runnable::Etcd(family_model(spec)?)),
+        ModelName::Lock(Lock::RedisSetNx) => Ok(Runnable::RedisSetNx(family_model(spec)?)),
+        ModelName::Lock(Lock::Redlock) => Ok(Runnable::Redlock(family_model(spec)?)),
+        ModelName::Lock(Lock::Memcached) => Ok(Runnable::Memcached(family_model(spec)?)),
+        ModelName::Lock(Lock::Redisson) => Ok(Runnable::Redisson(family_model(spec)?)),
+        ModelName::Lock(Lock::RedissonFair) => Ok(Runnable::RedissonFair(family_model(spec)?)),
+        ModelName::Lock(Lock::Zookeeper) => Ok(Runnable::Zookeeper(family_model(spec)?)),
+        ModelName::Lock(Lock::Etcd) => Ok(Runnable::Etcd(family_model(spec)?)),
+        ModelName::Lock(lock @ (Lock::QueueNextInLine | Lock::QueuePaced | Lock::Lwt)) => refuse(format!(
+            "{lock} has no model of its own (the queue GetLock's polls are `--model getlock --next-poll` and `--paced-poll`)"
+        )),
     }
 }
 

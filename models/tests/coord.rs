@@ -11,6 +11,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
 use pinning::{first_violation, full, golden_text, pin, pinned, spec};
@@ -21,11 +22,11 @@ const VIOLATED: &str = "VIOLATED";
 const BOUNDED: &str = "bounded (the only counterexamples reach the model's last clock tick, where time stops)";
 
 fn zookeeper(fault: Fault) -> Spec {
-    spec(ModelName::Zookeeper, fault)
+    spec(ModelName::Lock(Lock::Zookeeper), fault)
 }
 
 fn etcd(fault: Fault) -> Spec {
-    spec(ModelName::Etcd, fault)
+    spec(ModelName::Lock(Lock::Etcd), fault)
 }
 
 /// ZooKeeper's claims in the order the model checks them: T1-belief, T1-resource (fenced),
@@ -176,7 +177,7 @@ fn the_coordination_models_refuse_what_does_not_apply_to_them() {
     let mut wrong = etcd(Fault::None);
     wrong.mutant = Some(Mutant::Curator678);
     assert!(refused(&wrong).contains("curator-678: zookeeper"));
-    let mut wrong = spec(ModelName::GetLock, Fault::None);
+    let mut wrong = spec(ModelName::Lock(Lock::Queue), Fault::None);
     wrong.mutant = Some(Mutant::Etcd11456);
     assert!(refused(&wrong).contains("use --model etcd"));
 }

@@ -8,6 +8,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_models::check::Report;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use pinning::{full, pinned, spec};
@@ -46,7 +47,7 @@ fn verdicts(
 
 #[test]
 fn redlock_without_faults_keeps_t1_but_lock_can_return_empty_handed_under_contention() {
-    let report = full(&spec(ModelName::Redlock, Fault::None));
+    let report = full(&spec(ModelName::Lock(Lock::Redlock), Fault::None));
     pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 516_193);
     // Both clients split the masters, both attempts fail: lock() returns NotAcquired.
     assert!(trace(&report, "T2").contains("did not get the lock: NotAcquired"));
@@ -67,7 +68,7 @@ fn redlock_breaks_t1_when_master_0_forgets_or_its_clock_jumps() {
             1_476_587,
         ),
     ] {
-        let report = full(&spec(ModelName::Redlock, fault));
+        let report = full(&spec(ModelName::Lock(Lock::Redlock), fault));
         pinned(&report, &verdicts(VIOLATED, VIOLATED, HOLDS, HOLDS, VIOLATED), states);
         let t1 = trace(&report, "T1-belief");
         assert!(t1.contains(what), "{t1}");
@@ -77,14 +78,14 @@ fn redlock_breaks_t1_when_master_0_forgets_or_its_clock_jumps() {
 
 #[test]
 fn redlock_a_pause_breaks_t1_resource_not_t1_belief() {
-    let report = full(&spec(ModelName::Redlock, Fault::Pause));
+    let report = full(&spec(ModelName::Lock(Lock::Redlock), Fault::Pause));
     pinned(&report, &verdicts(HOLDS, VIOLATED, HOLDS, HOLDS, VIOLATED), 605_511);
     assert!(trace(&report, "T1-resource").contains("no fencing stops it"));
 }
 
 #[test]
 fn go_redsync_extend_mutant_breaks_t1_where_the_written_extension_keeps_it() {
-    let mut extend = spec(ModelName::Redlock, Fault::None);
+    let mut extend = spec(ModelName::Lock(Lock::Redlock), Fault::None);
     extend.extend = true;
     let report = full(&extend);
     pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, VIOLATED), 1_036_727);
@@ -107,9 +108,9 @@ fn go_redsync_extend_mutant_breaks_t1_where_the_written_extension_keeps_it() {
 
 #[test]
 fn memcached_add_keeps_t1_without_faults_and_loses_it_to_a_restart_or_a_clock_jump() {
-    let none = full(&spec(ModelName::Memcached, Fault::None));
+    let none = full(&spec(ModelName::Lock(Lock::Memcached), Fault::None));
     pinned(&none, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, HOLDS), 14_259);
-    let pause = full(&spec(ModelName::Memcached, Fault::Pause));
+    let pause = full(&spec(ModelName::Lock(Lock::Memcached), Fault::Pause));
     pinned(&pause, &verdicts(HOLDS, VIOLATED, HOLDS, HOLDS, HOLDS), 17_638);
     for (fault, what, states) in [
         (Fault::Restart, "the server RESTARTS (Memcached keeps nothing)", 49_164),
@@ -119,7 +120,7 @@ fn memcached_add_keeps_t1_without_faults_and_loses_it_to_a_restart_or_a_clock_ju
             54_180,
         ),
     ] {
-        let report = full(&spec(ModelName::Memcached, fault));
+        let report = full(&spec(ModelName::Lock(Lock::Memcached), fault));
         pinned(&report, &verdicts(VIOLATED, VIOLATED, HOLDS, HOLDS, HOLDS), states);
         assert!(trace(&report, "T1-belief").contains(what));
     }
@@ -127,7 +128,7 @@ fn memcached_add_keeps_t1_without_faults_and_loses_it_to_a_restart_or_a_clock_ju
 
 #[test]
 fn memcached_lost_requests_keep_t1_and_leave_nothing_behind() {
-    let report = full(&spec(ModelName::Memcached, Fault::StoreFailure));
+    let report = full(&spec(ModelName::Lock(Lock::Memcached), Fault::StoreFailure));
     let bounded = "bounded (the only counterexamples reach the model's last clock tick, where time stops)";
     let expected = [
         ("T1-belief", HOLDS),
@@ -143,17 +144,19 @@ fn memcached_lost_requests_keep_t1_and_leave_nothing_behind() {
 #[test]
 fn the_family_models_refuse_what_does_not_apply_to_them() {
     let refused = |spec: &Spec| build(spec).err().expect("refused").0;
-    assert!(refused(&spec(ModelName::Redlock, Fault::Failover)).contains(
-        "the redlock model supports --fault none, pause, store-failure, restart or server-clock-jump, not failover"
-    ));
-    assert!(refused(&spec(ModelName::Memcached, Fault::Skew)).contains("the memcached model supports"));
-    let mut wrong = spec(ModelName::Memcached, Fault::None);
+    assert!(
+        refused(&spec(ModelName::Lock(Lock::Redlock), Fault::Failover)).contains(
+            "the redlock model supports --fault none, pause, store-failure, restart or server-clock-jump, not failover"
+        )
+    );
+    assert!(refused(&spec(ModelName::Lock(Lock::Memcached), Fault::Skew)).contains("the memcached model supports"));
+    let mut wrong = spec(ModelName::Lock(Lock::Memcached), Fault::None);
     wrong.mutant = Some(Mutant::NodeRedlockValidity);
     assert!(refused(&wrong).contains("does not apply to the memcached model"));
-    let mut no_extend = spec(ModelName::Redlock, Fault::None);
+    let mut no_extend = spec(ModelName::Lock(Lock::Redlock), Fault::None);
     no_extend.mutant = Some(Mutant::GoRedsyncExtend);
     assert!(refused(&no_extend).contains("add --extend"));
-    let mut cassandra = spec(ModelName::GetLock, Fault::None);
+    let mut cassandra = spec(ModelName::Lock(Lock::Queue), Fault::None);
     cassandra.mutant = Some(Mutant::NodeRedlockValidity);
     assert!(refused(&cassandra).contains("use --model redlock"));
 }

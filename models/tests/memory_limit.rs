@@ -2,6 +2,7 @@
 //! and says so; it never reports "holds" for what it did not explore. Its own test binary: the
 //! guard's flag is process-wide (resident memory is), and would cut checks running beside it.
 
+use cassalock::registry::Lock;
 use cassalock_models::check::{Limits, StoppedBy, Verdict};
 use cassalock_models::{build, Fault, ModelName, Runnable, Spec};
 
@@ -10,7 +11,7 @@ fn skewed_getlock() -> Runnable {
         threads: Some(4),
         acquisitions: Some(1),
         fault: Fault::Skew,
-        ..Spec::new(ModelName::GetLock)
+        ..Spec::new(ModelName::Lock(Lock::Queue))
     })
     .expect("a valid spec")
 }

@@ -7,6 +7,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_judge::event::{self, Driver, Record};
 use cassalock_judge::{judge, Judgement};
 use cassalock_models::lock_world::{LockModel, World};
@@ -28,16 +29,16 @@ fn judged(record: &Record) -> cassalock_judge::observed::ObservedVerdicts {
 
 #[test]
 fn every_t1_counterexample_of_the_model_is_an_overlap_for_the_judge() {
-    let mut m1 = spec(ModelName::GetLock, Fault::DelayedEnqueue);
+    let mut m1 = spec(ModelName::Lock(Lock::Queue), Fault::DelayedEnqueue);
     m1.mutant = Some(Mutant::M1);
     for (name, spec) in [
-        ("getlock pause (K1)", spec(ModelName::GetLock, Fault::Pause)),
+        ("getlock pause (K1)", spec(ModelName::Lock(Lock::Queue), Fault::Pause)),
         (
             "getlock a coordinator a TTL ahead (S2)",
-            spec(ModelName::GetLock, Fault::TtlSkew),
+            spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew),
         ),
         ("getlock M1 with delayed enqueue", m1),
-        ("old pause", spec(ModelName::Old, Fault::Pause)),
+        ("old pause", spec(ModelName::Lock(Lock::Old), Fault::Pause)),
     ] {
         let report = first_violation(&spec, "T1");
         let row = report.row("T1");
@@ -54,7 +55,7 @@ fn every_t1_counterexample_of_the_model_is_an_overlap_for_the_judge() {
 
 #[test]
 fn a_t1_resource_counterexample_is_a_stale_write_the_resource_accepted() {
-    let report = first_violation(&spec(ModelName::GetLock, Fault::Pause), "T1-resource");
+    let report = first_violation(&spec(ModelName::Lock(Lock::Queue), Fault::Pause), "T1-resource");
     let verdicts = judged(report.row("T1-resource").record.as_ref().expect("a record"));
     assert_eq!(verdicts.stale_accepted(), 1, "{verdicts}");
 }
@@ -94,18 +95,26 @@ fn walk(model: &LockModel, seed: u64, steps: usize) -> (Vec<cassalock_models::lo
 
 #[test]
 fn along_random_walks_the_judge_and_the_model_agree_on_t1_and_t1_resource() {
-    let mut fenced_pause = spec(ModelName::GetLock, Fault::Pause);
+    let mut fenced_pause = spec(ModelName::Lock(Lock::Queue), Fault::Pause);
     fenced_pause.fencing = true;
     // (world, walks): more where a stale write needs a long way (a pause, another holder's
     // write, then the paused holder's).
     let worlds: Vec<(&str, Spec, u64)> = vec![
-        ("getlock", Spec::new(ModelName::GetLock), 600),
-        ("getlock pause", spec(ModelName::GetLock, Fault::Pause), 4000),
+        ("getlock", Spec::new(ModelName::Lock(Lock::Queue)), 600),
+        ("getlock pause", spec(ModelName::Lock(Lock::Queue), Fault::Pause), 4000),
         ("getlock pause, fencing", fenced_pause, 600),
-        ("getlock crash", spec(ModelName::GetLock, Fault::Crash), 600),
-        ("getlock TTL skew", spec(ModelName::GetLock, Fault::TtlSkew), 600),
-        ("old pause", spec(ModelName::Old, Fault::Pause), 4000),
-        ("trygetlock TTL skew", spec(ModelName::TryGetLock, Fault::TtlSkew), 600),
+        ("getlock crash", spec(ModelName::Lock(Lock::Queue), Fault::Crash), 600),
+        (
+            "getlock TTL skew",
+            spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew),
+            600,
+        ),
+        ("old pause", spec(ModelName::Lock(Lock::Old), Fault::Pause), 4000),
+        (
+            "trygetlock TTL skew",
+            spec(ModelName::Lock(Lock::QueueTry), Fault::TtlSkew),
+            600,
+        ),
     ];
     let (mut walks, mut with_overlap, mut with_stale) = (0, 0, 0);
     for (name, spec, seeds) in worlds {
@@ -147,12 +156,15 @@ fn along_random_walks_the_judge_and_the_model_agree_on_t1_and_t1_resource() {
 #[test]
 fn a_family_model_s_t1_belief_counterexample_is_an_overlap_for_the_judge() {
     for (name, spec) in [
-        ("redis-set-nx restart", spec(ModelName::RedisSetNx, Fault::Restart)),
+        (
+            "redis-set-nx restart",
+            spec(ModelName::Lock(Lock::RedisSetNx), Fault::Restart),
+        ),
         (
             "redis-set-nx server clock jump",
-            spec(ModelName::RedisSetNx, Fault::ServerClockJump),
+            spec(ModelName::Lock(Lock::RedisSetNx), Fault::ServerClockJump),
         ),
-        ("zookeeper pause", spec(ModelName::Zookeeper, Fault::Pause)),
+        ("zookeeper pause", spec(ModelName::Lock(Lock::Zookeeper), Fault::Pause)),
     ] {
         let report = first_violation(&spec, "T1-belief");
         let row = report.row("T1-belief");
@@ -221,17 +233,23 @@ fn along_random_walks_of_family_worlds_the_judge_and_the_model_agree() {
     }
     let mut tally = (0, 0, 0);
     for (name, spec) in [
-        ("redis-set-nx pause", spec(ModelName::RedisSetNx, Fault::Pause)),
-        ("redis-set-nx restart", spec(ModelName::RedisSetNx, Fault::Restart)),
+        (
+            "redis-set-nx pause",
+            spec(ModelName::Lock(Lock::RedisSetNx), Fault::Pause),
+        ),
+        (
+            "redis-set-nx restart",
+            spec(ModelName::Lock(Lock::RedisSetNx), Fault::Restart),
+        ),
         (
             "redis-set-nx clock jump",
-            spec(ModelName::RedisSetNx, Fault::ServerClockJump),
+            spec(ModelName::Lock(Lock::RedisSetNx), Fault::ServerClockJump),
         ),
-        ("redlock restart", spec(ModelName::Redlock, Fault::Restart)),
-        ("memcached pause", spec(ModelName::Memcached, Fault::Pause)),
-        ("redisson pause", spec(ModelName::Redisson, Fault::Pause)),
-        ("zookeeper pause", spec(ModelName::Zookeeper, Fault::Pause)),
-        ("etcd pause", spec(ModelName::Etcd, Fault::Pause)),
+        ("redlock restart", spec(ModelName::Lock(Lock::Redlock), Fault::Restart)),
+        ("memcached pause", spec(ModelName::Lock(Lock::Memcached), Fault::Pause)),
+        ("redisson pause", spec(ModelName::Lock(Lock::Redisson), Fault::Pause)),
+        ("zookeeper pause", spec(ModelName::Lock(Lock::Zookeeper), Fault::Pause)),
+        ("etcd pause", spec(ModelName::Lock(Lock::Etcd), Fault::Pause)),
     ] {
         match build(&spec).unwrap_or_else(|e| panic!("{name}: {e}")) {
             Runnable::RedisSetNx(model) => agree(name, &model, 1500, &mut tally),

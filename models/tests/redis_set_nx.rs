@@ -11,6 +11,7 @@ mod pinning;
 
 use cassalock::algo::family::SetNxLock;
 use cassalock::algo::Input;
+use cassalock::registry::Lock;
 use cassalock::store::redis_keyspace::{RedisCommand, RedisReply};
 use cassalock_models::check::{check, Limits, Report};
 use cassalock_models::family::{Pending, Phase, RedisSetNxModel};
@@ -23,7 +24,7 @@ const HOLDS: &str = "holds within bound (clock <= 4 ticks)";
 const VIOLATED: &str = "VIOLATED";
 
 fn redis(fault: Fault) -> Spec {
-    spec(ModelName::RedisSetNx, fault)
+    spec(ModelName::Lock(Lock::RedisSetNx), fault)
 }
 
 fn trace(report: &Report, claim: &str) -> String {
@@ -296,13 +297,18 @@ fn lost_requests_and_replies_keep_t1_and_leave_nothing_behind() {
 fn faults_and_flags_are_refused_where_they_do_not_apply() {
     let refused = |spec: &Spec| build(spec).err().expect("refused").0;
     // A Redis server's faults are not the Cassandra models'.
-    for model in [ModelName::GetLock, ModelName::TryGetLock, ModelName::Old] {
+    for model in [
+        ModelName::Lock(Lock::Queue),
+        ModelName::Lock(Lock::QueueTry),
+        ModelName::Lock(Lock::Old),
+    ] {
         for fault in [Fault::Restart, Fault::Failover, Fault::ServerClockJump] {
             let message = refused(&spec(model, fault));
             assert!(message.contains("is a fault of a Redis server"), "{message}");
         }
     }
-    assert!(refused(&spec(ModelName::GlobalTime, Fault::Failover)).contains("supports --fault none, skew or crash"));
+    assert!(refused(&spec(ModelName::Lock(Lock::GlobalTime), Fault::Failover))
+        .contains("supports --fault none, skew or crash"));
     assert!(refused(&spec(ModelName::Lemma, Fault::Restart)).contains("no fault knobs"));
     // The Cassandra models' faults and flags are not redis-set-nx's.
     for fault in [Fault::Skew, Fault::TtlSkew, Fault::DelayedEnqueue, Fault::Crash] {
@@ -315,7 +321,7 @@ fn faults_and_flags_are_refused_where_they_do_not_apply() {
     let mut fencing = redis(Fault::None);
     fencing.fencing = true;
     assert!(refused(&fencing).contains("not to redis-set-nx"));
-    let mut extend = spec(ModelName::GetLock, Fault::None);
+    let mut extend = spec(ModelName::Lock(Lock::Queue), Fault::None);
     extend.extend = true;
     assert!(refused(&extend).contains("--extend applies to the redis-set-nx, redlock and memcached models"));
     let mut four = redis(Fault::None);

@@ -12,6 +12,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_models::check::Report;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
@@ -22,7 +23,7 @@ const VIOLATED: &str = "VIOLATED";
 const BOUNDED: &str = "bounded (the only counterexamples reach the model's last clock tick, where time stops)";
 
 fn redisson(fault: Fault) -> Spec {
-    spec(ModelName::Redisson, fault)
+    spec(ModelName::Lock(Lock::Redisson), fault)
 }
 
 fn mutant_775(fault: Fault) -> Spec {
@@ -197,11 +198,17 @@ fn the_redisson_model_refuses_what_does_not_apply_to_it() {
     let mut redlock_bug = redisson(Fault::None);
     redlock_bug.mutant = Some(Mutant::GoRedsyncExtend);
     assert!(refused(&redlock_bug).contains("does not apply to the redisson model"));
-    assert!(refused(&mutant_775(Fault::None).with_model(ModelName::RedisSetNx)).contains("redisson-775: redisson"));
-    assert!(refused(&spec(ModelName::RedisSetNx, Fault::LostNotification))
+    assert!(
+        refused(&mutant_775(Fault::None).with_model(ModelName::Lock(Lock::RedisSetNx)))
+            .contains("redisson-775: redisson")
+    );
+    assert!(refused(&spec(ModelName::Lock(Lock::RedisSetNx), Fault::LostNotification))
         .contains("the redis-set-nx model supports --fault none, pause, store-failure, restart, failover or server-clock-jump, not lost-notification"));
-    assert!(refused(&spec(ModelName::GetLock, Fault::LostNotification)).contains("or redisson for lost-notification"));
-    assert!(refused(&mutant_775(Fault::None).with_model(ModelName::GetLock)).contains("use --model redisson"));
+    assert!(refused(&spec(ModelName::Lock(Lock::Queue), Fault::LostNotification))
+        .contains("or redisson for lost-notification"));
+    assert!(
+        refused(&mutant_775(Fault::None).with_model(ModelName::Lock(Lock::Queue))).contains("use --model redisson")
+    );
 }
 
 trait WithModel {

@@ -16,6 +16,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_models::check::{Limits, Report};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
@@ -26,7 +27,7 @@ const VIOLATED: &str = "VIOLATED";
 const BOUNDED: &str = "bounded (the only counterexamples reach the model's last clock tick, where time stops)";
 
 fn fair(fault: Fault) -> Spec {
-    spec(ModelName::RedissonFair, fault)
+    spec(ModelName::Lock(Lock::RedissonFair), fault)
 }
 
 /// 2 clients x 2 acquisitions: a client comes back to a queue another client waits in.
@@ -170,7 +171,7 @@ fn the_fair_model_refuses_what_does_not_apply_to_it() {
     let mut extend = fair(Fault::None);
     extend.extend = true;
     assert!(refused(&extend).contains("(its watchdog renews the lease)"));
-    let mut barging_on_rlock = spec(ModelName::Redisson, Fault::None);
+    let mut barging_on_rlock = spec(ModelName::Lock(Lock::Redisson), Fault::None);
     barging_on_rlock.mutant = Some(Mutant::RedissonFairBarging);
     assert!(refused(&barging_on_rlock).contains("redisson-fair-barging: redisson-fair"));
 }

@@ -8,6 +8,7 @@
 
 mod pinning;
 
+use cassalock::registry::Lock;
 use cassalock_models::check::{Limits, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
@@ -27,7 +28,7 @@ fn l1_holds_for_two_and_three_writers() {
 
 #[test]
 fn t1_t2_f_hold_for_getlock_3_threads_x_2_acquisitions() {
-    let report = full(&Spec::new(ModelName::GetLock));
+    let report = full(&Spec::new(ModelName::Lock(Lock::Queue)));
     pinned(
         &report,
         &[
@@ -55,9 +56,9 @@ fn the_next_in_line_and_paced_polls_keep_t1_t2_and_the_queue_order() {
     let next_poll = |spec: &mut Spec| spec.next_poll = true;
     let paced_poll = |spec: &mut Spec| spec.paced_poll = true;
     for (variant, states, delayed_states) in [(next_poll as fn(&mut Spec), 2601, 2281), (paced_poll, 16353, 2913)] {
-        let mut fault_free = Spec::new(ModelName::GetLock);
+        let mut fault_free = Spec::new(ModelName::Lock(Lock::Queue));
         variant(&mut fault_free);
-        let mut delayed = spec(ModelName::GetLock, Fault::DelayedEnqueue);
+        let mut delayed = spec(ModelName::Lock(Lock::Queue), Fault::DelayedEnqueue);
         variant(&mut delayed);
         for (spec, order, states) in [(fault_free, "holds", states), (delayed, "VIOLATED", delayed_states)] {
             pinned(
@@ -85,10 +86,10 @@ fn the_next_in_line_and_paced_polls_keep_t1_t2_and_the_queue_order() {
 #[test]
 fn reused_thread_ids_keep_every_verdict_under_store_failures() {
     for (model, thesis, states, reused_states) in [
-        (ModelName::GetLock, false, 30582, 30240),
-        (ModelName::GetLock, true, 14832, 14490),
-        (ModelName::Old, true, 338, 338),
-        (ModelName::TryGetLock, true, 65958, 65958),
+        (ModelName::Lock(Lock::Queue), false, 30582, 30240),
+        (ModelName::Lock(Lock::Queue), true, 14832, 14490),
+        (ModelName::Lock(Lock::Old), true, 338, 338),
+        (ModelName::Lock(Lock::QueueTry), true, 65958, 65958),
     ] {
         let mut once = spec(model, Fault::StoreFailure);
         once.thesis_listings = thesis;
@@ -125,7 +126,7 @@ fn reused_thread_ids_keep_every_verdict_under_store_failures() {
 #[test]
 fn reading_the_queue_from_the_last_hold_keeps_t1_t2_and_the_queue_order() {
     for (fault, order, states) in [(Fault::None, "holds", 6170), (Fault::DelayedEnqueue, "VIOLATED", 3914)] {
-        let mut from_last_hold = spec(ModelName::GetLock, fault);
+        let mut from_last_hold = spec(ModelName::Lock(Lock::Queue), fault);
         from_last_hold.queue_read_from_last_hold = true;
         pinned(
             &full(&from_last_hold),
@@ -146,7 +147,7 @@ fn reading_the_queue_from_the_last_hold_keeps_t1_t2_and_the_queue_order() {
 fn t3_t4_hold_for_trygetlock_3_threads() {
     // The thesis's T4 holds in this model: whenever several threads call TryGetLock on a free
     // lock, one gets it (no terminal state and no fair cycle without an acquisition).
-    let report = full(&Spec::new(ModelName::TryGetLock));
+    let report = full(&Spec::new(ModelName::Lock(Lock::QueueTry)));
     pinned(
         &report,
         &[
@@ -163,7 +164,7 @@ fn t3_t4_hold_for_trygetlock_3_threads() {
 
 #[test]
 fn old_algorithm_keeps_t1_but_starves_with_a_lasso() {
-    let report = full(&Spec::new(ModelName::Old));
+    let report = full(&Spec::new(ModelName::Lock(Lock::Old)));
     pinned(
         &report,
         &[
@@ -191,10 +192,10 @@ fn old_algorithm_keeps_t1_but_starves_with_a_lasso() {
 
 #[test]
 fn t5_holds_for_any_clock_order_and_s1_freezes_global_time() {
-    let report = full(&Spec::new(ModelName::GlobalTime));
+    let report = full(&Spec::new(ModelName::Lock(Lock::GlobalTime)));
     pinned(&report, &[("T5", "holds"), ("T5-race", "reachable")], 1691);
     pin(expect_file!["golden/globaltime_t5_race.txt"], &golden_text(&report));
-    let report = full(&spec(ModelName::GlobalTime, Fault::Crash));
+    let report = full(&spec(ModelName::Lock(Lock::GlobalTime), Fault::Crash));
     pinned(
         &report,
         &[
@@ -215,7 +216,7 @@ fn t5_holds_for_any_clock_order_and_s1_freezes_global_time() {
 
 #[test]
 fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
-    let mut m1 = spec(ModelName::GetLock, Fault::DelayedEnqueue);
+    let mut m1 = spec(ModelName::Lock(Lock::Queue), Fault::DelayedEnqueue);
     m1.mutant = Some(Mutant::M1);
     let report = first_violation(&m1, "T1");
     let trace = report.row("T1").trace.as_ref().unwrap().to_string();
@@ -225,7 +226,7 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
     );
     pin(expect_file!["golden/m1_delayed_enqueue_t1.txt"], &golden_text(&report));
     // Without the mutant, delayed enqueue only breaks the queue order.
-    let report = full(&spec(ModelName::GetLock, Fault::DelayedEnqueue));
+    let report = full(&spec(ModelName::Lock(Lock::Queue), Fault::DelayedEnqueue));
     pinned(
         &report,
         &[
@@ -246,7 +247,7 @@ fn m1_with_delayed_enqueue_breaks_t1_but_the_real_check_keeps_it() {
 
 #[test]
 fn s2_clocks_a_ttl_apart_break_t1() {
-    let report = first_violation(&spec(ModelName::GetLock, Fault::TtlSkew), "T1");
+    let report = first_violation(&spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew), "T1");
     let trace = report.row("T1").trace.as_ref().unwrap().to_string();
     assert!(
         trace.contains("coordinator clock 3") && trace.contains("t0 AND t1"),
@@ -257,7 +258,7 @@ fn s2_clocks_a_ttl_apart_break_t1() {
 
 #[test]
 fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
-    let pause = spec(ModelName::GetLock, Fault::Pause);
+    let pause = spec(ModelName::Lock(Lock::Queue), Fault::Pause);
     let report = first_violation(&pause, "T1");
     assert!(report.row("T1").trace.as_ref().unwrap().to_string().contains("PAUSED"));
     pin(expect_file!["golden/k1_pause_t1.txt"], &golden_text(&report));
@@ -288,7 +289,7 @@ fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
 /// learns, at that bound too, in all three locks.
 #[test]
 fn c_lost_a_rewrite_landing_after_the_ttl_is_caught_by_renewal_m4_is_not() {
-    let mut m4 = spec(ModelName::GetLock, Fault::Pause);
+    let mut m4 = spec(ModelName::Lock(Lock::Queue), Fault::Pause);
     m4.mutant = Some(Mutant::M4);
     m4.clock_bound = Some(5);
     let report = first_violation(&m4, "C-lost");
@@ -298,7 +299,11 @@ fn c_lost_a_rewrite_landing_after_the_ttl_is_caught_by_renewal_m4_is_not() {
         "{trace}"
     );
     pin(expect_file!["golden/c_lost_m4_late_rewrite.txt"], &golden_text(&report));
-    for name in [ModelName::GetLock, ModelName::TryGetLock, ModelName::Old] {
+    for name in [
+        ModelName::Lock(Lock::Queue),
+        ModelName::Lock(Lock::QueueTry),
+        ModelName::Lock(Lock::Old),
+    ] {
         let mut fixed = spec(name, Fault::Pause);
         fixed.clock_bound = Some(5);
         let report = run(&fixed, Limits::default());
@@ -321,7 +326,7 @@ fn c_lost_a_rewrite_landing_after_the_ttl_is_caught_by_renewal_m4_is_not() {
 
 #[test]
 fn k3_release_without_waiting_leaves_the_lock_taken_until_the_ttl() {
-    let mut k3 = Spec::new(ModelName::GetLock);
+    let mut k3 = Spec::new(ModelName::Lock(Lock::Queue));
     k3.mutant = Some(Mutant::K3);
     let report = first_violation(&k3, "K3");
     let trace = report.row("K3").trace.as_ref().unwrap().to_string();
@@ -331,7 +336,7 @@ fn k3_release_without_waiting_leaves_the_lock_taken_until_the_ttl() {
     );
     pin(expect_file!["golden/k3_mutant.txt"], &golden_text(&report));
     // The default release (waiting for renewal) never leaves a released lock taken.
-    let report = run(&spec(ModelName::GetLock, Fault::Crash), Limits::default());
+    let report = run(&spec(ModelName::Lock(Lock::Queue), Fault::Crash), Limits::default());
     assert_eq!(report.row("K3").verdict, Verdict::HoldsWithinClockBound(4), "{report}");
     assert_eq!(report.row("T1").verdict, Verdict::HoldsWithinClockBound(4), "{report}");
     pin(expect_file!["golden/getlock_crash.txt"], &golden_text(&report));
@@ -341,10 +346,10 @@ fn k3_release_without_waiting_leaves_the_lock_taken_until_the_ttl() {
 fn a_crashed_holders_lease_frees_the_lock_for_old_and_trygetlock_too() {
     // A contest slower than the TTL used to let two threads in (a shadow or main cell expiring
     // mid-contest); the machines now refuse such late successes.
-    let old = run(&spec(ModelName::Old, Fault::Crash), Limits::default());
+    let old = run(&spec(ModelName::Lock(Lock::Old), Fault::Crash), Limits::default());
     assert_eq!(old.row("T1").verdict, Verdict::HoldsWithinClockBound(4), "{old}");
     pin(expect_file!["golden/old_crash.txt"], &golden_text(&old));
-    let try_get_lock = run(&spec(ModelName::TryGetLock, Fault::Crash), Limits::default());
+    let try_get_lock = run(&spec(ModelName::Lock(Lock::QueueTry), Fault::Crash), Limits::default());
     assert_eq!(
         try_get_lock.row("T3").verdict,
         Verdict::HoldsWithinClockBound(4),
@@ -358,7 +363,7 @@ fn a_crashed_holders_lease_frees_the_lock_for_old_and_trygetlock_too() {
 #[test]
 fn c_free_the_listings_leave_a_failed_call_s_cells_the_library_cleans_them_up() {
     // One store request fails, before or after it applies; no TTL, so a leftover cell stays.
-    let library = spec(ModelName::GetLock, Fault::StoreFailure);
+    let library = spec(ModelName::Lock(Lock::Queue), Fault::StoreFailure);
     let report = full(&library);
     pinned(
         &report,
@@ -382,7 +387,7 @@ fn c_free_the_listings_leave_a_failed_call_s_cells_the_library_cleans_them_up() 
     let trace = report.row("C-free").trace.as_ref().unwrap().to_string();
     assert!(trace.contains("FAULT"), "{trace}");
     pin(expect_file!["golden/c_free_getlock_thesis.txt"], &golden_text(&report));
-    for model in [ModelName::Old, ModelName::TryGetLock] {
+    for model in [ModelName::Lock(Lock::Old), ModelName::Lock(Lock::QueueTry)] {
         let report = full(&spec(model, Fault::StoreFailure));
         assert_eq!(report.row("C-free").verdict, Verdict::Holds, "{report}");
         let mut thesis = spec(model, Fault::StoreFailure);
@@ -395,7 +400,7 @@ fn c_free_the_listings_leave_a_failed_call_s_cells_the_library_cleans_them_up() 
 fn c_try_listing_7_loops_while_another_cell_stays_the_fix_gives_up_and_keeps_t3_t4() {
     // Delayed enqueue lets a thread first in the queue find another's main cell: Listing 7
     // loops on (C-try), the library gives up after its turns.
-    let mut thesis = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+    let mut thesis = spec(ModelName::Lock(Lock::QueueTry), Fault::DelayedEnqueue);
     thesis.threads = Some(2);
     thesis.thesis_listings = true;
     let report = first_violation(&thesis, "C-try");
@@ -408,14 +413,14 @@ fn c_try_listing_7_loops_while_another_cell_stays_the_fix_gives_up_and_keeps_t3_
     // The fix keeps T3 and T4, exhaustively, under the partial synchrony it needs (a poll
     // outlasts a contender's requests) ...
     // (3 threads: `cassalock check --model trygetlock --fault delayed-enqueue`, 30 s.)
-    let mut library = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+    let mut library = spec(ModelName::Lock(Lock::QueueTry), Fault::DelayedEnqueue);
     library.threads = Some(2);
     let report = full(&library);
     for claim in ["T3", "C-try", "T4"] {
         assert_eq!(report.row(claim).verdict, Verdict::Holds, "{report}");
     }
     // With a clock a tick behind, for time without end (reduction 7).
-    let mut library = spec(ModelName::TryGetLock, Fault::Skew);
+    let mut library = spec(ModelName::Lock(Lock::QueueTry), Fault::Skew);
     library.threads = Some(2);
     let report = full(&library);
     for claim in ["T3", "C-try", "T4"] {
@@ -423,7 +428,7 @@ fn c_try_listing_7_loops_while_another_cell_stays_the_fix_gives_up_and_keeps_t3_
     }
     // ... and loses T4 without it: no try-lock on registers can bound its steps and always
     // let one caller in (test-and-set is not wait-free from registers).
-    let mut asynchronous = spec(ModelName::TryGetLock, Fault::DelayedEnqueue);
+    let mut asynchronous = spec(ModelName::Lock(Lock::QueueTry), Fault::DelayedEnqueue);
     asynchronous.threads = Some(2);
     asynchronous.asynchronous = true;
     let report = full(&asynchronous);
@@ -437,7 +442,7 @@ fn c_try_listing_7_loops_while_another_cell_stays_the_fix_gives_up_and_keeps_t3_
 
 #[test]
 fn c_release_k3_leaves_a_released_lock_s_cell_live() {
-    let mut k3 = Spec::new(ModelName::GetLock);
+    let mut k3 = Spec::new(ModelName::Lock(Lock::Queue));
     k3.mutant = Some(Mutant::K3);
     let report = first_violation(&k3, "C-release");
     let trace = report.row("C-release").trace.as_ref().unwrap().to_string();
@@ -448,14 +453,14 @@ fn c_release_k3_leaves_a_released_lock_s_cell_live() {
 #[test]
 fn c_lost_a_holder_learns_within_a_renewal_unless_its_coordinator_s_clock_runs_a_ttl_ahead() {
     // (It holds under a pause: checked with K1, above.)
-    let report = full(&spec(ModelName::GetLock, Fault::Crash));
+    let report = full(&spec(ModelName::Lock(Lock::Queue), Fault::Crash));
     assert_eq!(
         report.row("C-lost").verdict,
         Verdict::HoldsWithinClockBound(4),
         "{report}"
     );
     // S2: the holder's own coordinator still sees its cell live, so renewal never notices.
-    let report = first_violation(&spec(ModelName::GetLock, Fault::TtlSkew), "C-lost");
+    let report = first_violation(&spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew), "C-lost");
     pin(expect_file!["golden/c_lost_ttl_skew.txt"], &golden_text(&report));
 }
 
@@ -463,7 +468,7 @@ fn c_lost_a_holder_learns_within_a_renewal_unless_its_coordinator_s_clock_runs_a
 fn c_token_the_queue_column_goes_down_the_counter_only_when_t1_breaks() {
     // The listings' token, the queue column: two threads enqueue in the same tick, the one
     // sorting later takes the lock first, and the other then holds it with a lower token.
-    let mut thesis = spec(ModelName::GetLock, Fault::Pause);
+    let mut thesis = spec(ModelName::Lock(Lock::Queue), Fault::Pause);
     thesis.fencing = true;
     thesis.thesis_listings = true;
     let report = first_violation(&thesis, "C-token");
@@ -476,9 +481,13 @@ fn c_token_the_queue_column_goes_down_the_counter_only_when_t1_breaks() {
     // (Skewed worlds keep time relative to the clock and hold for time without end,
     // reduction 7; a pause is counted in ticks, up to the clock bound.)
     for (model, fault, holds) in [
-        (ModelName::GetLock, Fault::Skew, Verdict::Holds),
-        (ModelName::Old, Fault::Pause, Verdict::HoldsWithinClockBound(4)),
-        (ModelName::TryGetLock, Fault::Skew, Verdict::Holds),
+        (ModelName::Lock(Lock::Queue), Fault::Skew, Verdict::Holds),
+        (
+            ModelName::Lock(Lock::Old),
+            Fault::Pause,
+            Verdict::HoldsWithinClockBound(4),
+        ),
+        (ModelName::Lock(Lock::QueueTry), Fault::Skew, Verdict::Holds),
     ] {
         let mut library = spec(model, fault);
         library.fencing = true;
@@ -487,7 +496,7 @@ fn c_token_the_queue_column_goes_down_the_counter_only_when_t1_breaks() {
     }
     // ... but when mutual exclusion itself breaks (S2) two holders read the same counter:
     // their tokens differ only by thread id, and the resource lets one through.
-    let mut s2 = spec(ModelName::GetLock, Fault::TtlSkew);
+    let mut s2 = spec(ModelName::Lock(Lock::Queue), Fault::TtlSkew);
     s2.fencing = true;
     let report = first_violation(&s2, "C-token");
     let trace = report.row("C-token").trace.as_ref().unwrap().to_string();
@@ -497,7 +506,7 @@ fn c_token_the_queue_column_goes_down_the_counter_only_when_t1_breaks() {
 
 #[test]
 fn a_state_budget_is_reported_as_bounded_never_as_holds() {
-    let report = build(&Spec::new(ModelName::GetLock)).unwrap().check(Limits {
+    let report = build(&Spec::new(ModelName::Lock(Lock::Queue))).unwrap().check(Limits {
         max_states: 1000,
         ..Limits::default()
     });
@@ -515,7 +524,7 @@ fn a_state_budget_is_reported_as_bounded_never_as_holds() {
 #[test]
 fn bad_specs_are_refused_with_a_reason() {
     let refused = |edit: fn(&mut Spec)| {
-        let mut spec = Spec::new(ModelName::GetLock);
+        let mut spec = Spec::new(ModelName::Lock(Lock::Queue));
         edit(&mut spec);
         build(&spec).err().expect("refused").0
     };
@@ -527,7 +536,7 @@ fn bad_specs_are_refused_with_a_reason() {
         s.acquisitions = Some(3);
     })
     .contains("over 6"));
-    let mut delayed_3x2 = Spec::new(ModelName::GetLock);
+    let mut delayed_3x2 = Spec::new(ModelName::Lock(Lock::Queue));
     delayed_3x2.fault = Fault::DelayedEnqueue;
     delayed_3x2.threads = Some(3);
     assert!(
@@ -542,20 +551,20 @@ fn bad_specs_are_refused_with_a_reason() {
         acquisitions: Some(acquisitions),
         ..Spec::new(model)
     };
-    assert!(build(&skew(ModelName::GetLock, 3, 2)).is_ok());
-    assert!(build(&skew(ModelName::GetLock, 4, 1)).is_ok());
-    assert!(build(&skew(ModelName::GetLock, 4, 2)).is_ok());
-    assert!(build(&skew(ModelName::GetLock, 4, 3))
+    assert!(build(&skew(ModelName::Lock(Lock::Queue), 3, 2)).is_ok());
+    assert!(build(&skew(ModelName::Lock(Lock::Queue), 4, 1)).is_ok());
+    assert!(build(&skew(ModelName::Lock(Lock::Queue), 4, 2)).is_ok());
+    assert!(build(&skew(ModelName::Lock(Lock::Queue), 4, 3))
         .err()
         .expect("refused")
         .0
         .contains("outside 1..=2"));
-    assert!(build(&skew(ModelName::TryGetLock, 4, 1))
+    assert!(build(&skew(ModelName::Lock(Lock::QueueTry), 4, 1))
         .err()
         .expect("refused")
         .0
         .contains("outside 1..=3"));
-    let mut old_m1 = Spec::new(ModelName::Old);
+    let mut old_m1 = Spec::new(ModelName::Lock(Lock::Old));
     old_m1.mutant = Some(Mutant::M1);
     assert!(build(&old_m1).err().unwrap().0.contains("no queue"));
     let mut lemma = Spec::new(ModelName::Lemma);

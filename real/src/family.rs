@@ -26,6 +26,7 @@ use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
 use cassalock::algo::RetryPolicy;
+use cassalock::driver::any_lock::AnyLocker;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore, MAX_NAME_LEN};
 use cassalock::store::family_memory::Masters;
 use cassalock::SystemClock;
@@ -275,111 +276,10 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     for (index, name) in job.lockers.iter().enumerate() {
         let seed = now_us() ^ ((process as u64) << 32) ^ index as u64;
         let (job, name, emit, monitor) = (job.clone(), name.clone(), Arc::clone(&emit), Arc::clone(&monitor));
-        let (ttl_s, poll_ms, max_wait_s) = (job.ttl_s, job.poll_ms, job.max_wait_s);
-        match job.variant {
-            Lock::RedisSetNx => {
-                let store = RealRedis::new(&job.servers)?;
-                let locker = FamilyLocker::<SetNxLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    redis_config(ttl_s, poll_ms, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            Lock::Redisson => {
-                let store = RealRedis::new(&job.servers)?;
-                let locker = FamilyLocker::<RedissonLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    redisson_config(ttl_s, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            Lock::RedissonFair => {
-                let store = RealRedis::new(&job.servers)?;
-                let locker = FamilyLocker::<RedissonFairLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    redisson_config(ttl_s, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            Lock::Redlock => {
-                let masters = job
-                    .servers
-                    .iter()
-                    .map(|server| RealRedis::new(std::slice::from_ref(server)))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let locker = FamilyLocker::<RedlockLock, _, _>::new(
-                    Masters::new(masters),
-                    SystemClock,
-                    redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            Lock::Zookeeper => {
-                let store = RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?;
-                let locker = FamilyLocker::<CuratorLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    curator_config(max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            Lock::Etcd => {
-                let store = RealEtcd::new(&job.servers)?;
-                let locker = FamilyLocker::<EtcdLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    etcd_config(ttl_s, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-            _ => {
-                let store = RealMemcached::new(&job.servers[0])?;
-                let locker = FamilyLocker::<MemcachedLock, _, _>::new(
-                    store,
-                    SystemClock,
-                    memcached_config(ttl_s, poll_ms, max_wait_s),
-                    &name,
-                    seed,
-                    None,
-                )?;
-                tasks.push(tokio::spawn(async move {
-                    run_locker(&job, &name, locker, &monitor, &*emit, started).await
-                }));
-            }
-        }
+        let locker = locker_for(&job, &name, seed)?;
+        tasks.push(tokio::spawn(async move {
+            run_locker(&job, &name, &*locker, &monitor, &*emit, started).await
+        }));
     }
     let mut requests = 0;
     for task in tasks {
@@ -387,6 +287,73 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     }
     emit(Event::Done { process, requests });
     Ok(())
+}
+
+/// One locker of the job's lock, against the job's servers.
+fn locker_for(job: &Job, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, FamilyRunError> {
+    let (ttl_s, poll_ms, max_wait_s) = (job.ttl_s, job.poll_ms, job.max_wait_s);
+    Ok(match job.variant {
+        Lock::RedisSetNx => boxed::<SetNxLock, _>(
+            RealRedis::new(&job.servers)?,
+            redis_config(ttl_s, poll_ms, max_wait_s),
+            name,
+            seed,
+        )?,
+        Lock::Redisson => boxed::<RedissonLock, _>(
+            RealRedis::new(&job.servers)?,
+            redisson_config(ttl_s, max_wait_s),
+            name,
+            seed,
+        )?,
+        Lock::RedissonFair => boxed::<RedissonFairLock, _>(
+            RealRedis::new(&job.servers)?,
+            redisson_config(ttl_s, max_wait_s),
+            name,
+            seed,
+        )?,
+        Lock::Redlock => {
+            let masters = job
+                .servers
+                .iter()
+                .map(|server| RealRedis::new(std::slice::from_ref(server)))
+                .collect::<Result<Vec<_>, _>>()?;
+            boxed::<RedlockLock, _>(
+                Masters::new(masters),
+                redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_s),
+                name,
+                seed,
+            )?
+        }
+        Lock::Zookeeper => boxed::<CuratorLock, _>(
+            RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?,
+            curator_config(max_wait_s),
+            name,
+            seed,
+        )?,
+        Lock::Etcd => boxed::<EtcdLock, _>(RealEtcd::new(&job.servers)?, etcd_config(ttl_s, max_wait_s), name, seed)?,
+        _ => boxed::<MemcachedLock, _>(
+            RealMemcached::new(&job.servers[0])?,
+            memcached_config(ttl_s, poll_ms, max_wait_s),
+            name,
+            seed,
+        )?,
+    })
+}
+
+/// A locker of lock `F` over `store`, on the system clock.
+fn boxed<F, S>(store: S, config: F::Config, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, FamilyError>
+where
+    F: FamilyLock,
+    S: FamilyStore<F::Command, Reply = F::Reply>,
+{
+    Ok(Box::new(FamilyLocker::<F, _, _>::new(
+        store,
+        SystemClock,
+        config,
+        name,
+        seed,
+        None,
+    )?))
 }
 
 fn out_of_time(job: &Job, started: Instant) -> bool {
@@ -403,18 +370,14 @@ fn error(emit: &(dyn Fn(Event) + Send + Sync), locker: &str, during: &str, messa
 }
 
 /// One locker's acquisitions; its store requests.
-async fn run_locker<F, S>(
+async fn run_locker(
     job: &Job,
     name: &str,
-    locker: FamilyLocker<F, S, SystemClock>,
+    locker: &dyn AnyLocker,
     monitor: &Monitor,
     emit: &(dyn Fn(Event) + Send + Sync),
     started: Instant,
-) -> u64
-where
-    F: FamilyLock,
-    S: FamilyStore<F::Command, Reply = F::Reply>,
-{
+) -> u64 {
     for _ in 0..job.acquisitions {
         if out_of_time(job, started) {
             break;

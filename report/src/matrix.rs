@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use cassalock::driver::Algorithm;
+use cassalock::registry::Lock;
 use cassalock_judge::{Aspect, ClaimId, ClaimVerdict};
 use cassalock_models::check::Verdict;
 use cassalock_models::{Fault, ModelName, Spec};
@@ -227,13 +228,25 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
     use Firing::*;
     if row == Row::GlobalTime {
         return match column {
-            C::None => vec![model(ModelName::GlobalTime, Fault::None, "model, clocks in any order")],
+            C::None => vec![model(
+                ModelName::Lock(Lock::GlobalTime),
+                Fault::None,
+                "model, clocks in any order",
+            )],
             C::Crash => vec![
-                model(ModelName::GlobalTime, Fault::Crash, "model, r0 3 ticks ahead, crashes"),
+                model(
+                    ModelName::Lock(Lock::GlobalTime),
+                    Fault::Crash,
+                    "model, r0 3 ticks ahead, crashes",
+                ),
                 sim("timeservice-stall", "sim, ts0 20 s ahead, killed", Injected),
             ],
             C::SkewBelowTtl | C::SkewAtTtl => {
-                vec![model(ModelName::GlobalTime, Fault::Skew, "model, r0 2 ticks ahead")]
+                vec![model(
+                    ModelName::Lock(Lock::GlobalTime),
+                    Fault::Skew,
+                    "model, r0 2 ticks ahead",
+                )]
             }
             _ => vec![Source::NotApplicable(
                 "the time service's claim (T5) is about clock order and crashes",
@@ -244,9 +257,9 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
         return family_sources(row, column);
     }
     let lock_model = match row {
-        Row::Old => ModelName::Old,
-        Row::Queue => ModelName::GetLock,
-        _ => ModelName::TryGetLock,
+        Row::Old => ModelName::Lock(Lock::Old),
+        Row::Queue => ModelName::Lock(Lock::Queue),
+        _ => ModelName::Lock(Lock::QueueTry),
     };
     let mut list = match column {
         C::None => vec![
@@ -342,13 +355,13 @@ fn sources(row: Row, column: Column) -> Vec<Source> {
 /// The other families' cells: their model (`models/src/family.rs`) under each of its faults.
 fn family_sources(row: Row, column: Column) -> Vec<Source> {
     let model_name = match row {
-        Row::RedisSetNx => ModelName::RedisSetNx,
-        Row::Redlock => ModelName::Redlock,
-        Row::Redisson => ModelName::Redisson,
-        Row::RedissonFair => ModelName::RedissonFair,
-        Row::Zookeeper => ModelName::Zookeeper,
-        Row::Etcd => ModelName::Etcd,
-        _ => ModelName::Memcached,
+        Row::RedisSetNx => ModelName::Lock(Lock::RedisSetNx),
+        Row::Redlock => ModelName::Lock(Lock::Redlock),
+        Row::Redisson => ModelName::Lock(Lock::Redisson),
+        Row::RedissonFair => ModelName::Lock(Lock::RedissonFair),
+        Row::Zookeeper => ModelName::Lock(Lock::Zookeeper),
+        Row::Etcd => ModelName::Lock(Lock::Etcd),
+        _ => ModelName::Lock(Lock::Memcached),
     };
     let (fault, label) = match column {
         Column::None => (Fault::None, "model, no fault"),
@@ -1524,7 +1537,7 @@ fn long_run_settings_sentence() -> String {
     };
     let (sim_reuse, sim_queue) = sim(false);
     let (listing_reuse, listing_queue) = sim(true);
-    let model = Spec::new(ModelName::GetLock);
+    let model = Spec::new(ModelName::Lock(Lock::Queue));
     format!(
         "**Long-run settings.** The sim lines run the library's default: thread ids reused {}, the queue read from the last hold {} (lines run with `--thesis-listings`: {} and {}, as the listings). The model rows keep the listings' way: thread ids reused {}, the queue read from the last hold {} (`cassalock check --reuse-thread-ids --queue-read-from-last-hold` turns them on).",
         on_off(sim_reuse),
@@ -1972,7 +1985,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
     [
         MutantModel {
             label: "M1 (first in the queue skips the main-row check) with delayed enqueue, queue GetLock",
-            model: ModelName::GetLock,
+            model: ModelName::Lock(Lock::Queue),
             fault: Fault::DelayedEnqueue,
             mutant: Mutant::M1,
             claim: ClaimId::T1,
@@ -1981,7 +1994,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
         },
         MutantModel {
             label: "K3 (release does not wait for renewal), queue GetLock",
-            model: ModelName::GetLock,
+            model: ModelName::Lock(Lock::Queue),
             fault: Fault::None,
             mutant: Mutant::K3,
             claim: ClaimId::K3,
@@ -1990,7 +2003,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
         },
         MutantModel {
             label: "K3, old GetLock",
-            model: ModelName::Old,
+            model: ModelName::Lock(Lock::Old),
             fault: Fault::None,
             mutant: Mutant::K3,
             claim: ClaimId::K3,
@@ -1999,7 +2012,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
         },
         MutantModel {
             label: "M4 (renewal trusts a rewrite that landed a TTL late, the library before 2026-11-28), holder paused, clock <= 5 ticks, queue GetLock",
-            model: ModelName::GetLock,
+            model: ModelName::Lock(Lock::Queue),
             fault: Fault::Pause,
             mutant: Mutant::M4,
             claim: ClaimId::CLost,
@@ -2008,7 +2021,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
         },
         MutantModel {
             label: "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one lost request, Redisson RLock",
-            model: ModelName::Redisson,
+            model: ModelName::Lock(Lock::Redisson),
             fault: Fault::StoreFailure,
             mutant: Mutant::Redisson775,
             claim: ClaimId::CLost,
@@ -2017,7 +2030,7 @@ pub(crate) const MUTANT_MODELS: [MutantModel; 6] = {
         },
         MutantModel {
             label: "an acquire that ignores the queue (the RLock's script; a planted unfair variant), 2 clients x 2 acquisitions, Redisson fair lock",
-            model: ModelName::RedissonFair,
+            model: ModelName::Lock(Lock::RedissonFair),
             fault: Fault::None,
             mutant: Mutant::RedissonFairBarging,
             claim: ClaimId::FOrder,
@@ -2488,7 +2501,7 @@ mod tests {
     fn a_claim_checked_twice_by_one_model_is_named_apart() {
         let dir = std::env::temp_dir().join(format!("cassalock-matrix-twice-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let mut spec = Spec::new(ModelName::Old);
+        let mut spec = Spec::new(ModelName::Lock(Lock::Old));
         spec.fault = Fault::Crash;
         let report = cassalock_models::build(&spec)
             .expect("spec")

@@ -148,6 +148,7 @@ mod tests {
     use super::*;
     use crate::check::{check, Limits, Verdict};
     use crate::{Fault, ModelName, Mutant, Spec};
+    use cassalock::registry::Lock;
 
     /// Every reachable state of `model`, without its times: the queue row's thread ids in
     /// queue order, the main row's, and each thread's task and count of acquisitions.
@@ -287,12 +288,26 @@ mod tests {
     #[test]
     fn reduction_5_time_seen_only_by_readings_keeps_every_verdict_of_the_unreduced_model() {
         let worlds = [
-            (ModelName::GetLock, LockAlgorithm::GetLock, 2, 2, false, false),
-            (ModelName::GetLock, LockAlgorithm::GetLock, 2, 1, true, false),
-            (ModelName::GetLock, LockAlgorithm::GetLock, 2, 2, false, true),
-            (ModelName::TryGetLock, LockAlgorithm::TryGetLock, 2, 1, false, false),
-            (ModelName::TryGetLock, LockAlgorithm::TryGetLock, 2, 1, true, false),
-            (ModelName::Old, LockAlgorithm::Old, 2, 1, true, false),
+            (ModelName::Lock(Lock::Queue), LockAlgorithm::GetLock, 2, 2, false, false),
+            (ModelName::Lock(Lock::Queue), LockAlgorithm::GetLock, 2, 1, true, false),
+            (ModelName::Lock(Lock::Queue), LockAlgorithm::GetLock, 2, 2, false, true),
+            (
+                ModelName::Lock(Lock::QueueTry),
+                LockAlgorithm::TryGetLock,
+                2,
+                1,
+                false,
+                false,
+            ),
+            (
+                ModelName::Lock(Lock::QueueTry),
+                LockAlgorithm::TryGetLock,
+                2,
+                1,
+                true,
+                false,
+            ),
+            (ModelName::Lock(Lock::Old), LockAlgorithm::Old, 2, 1, true, false),
         ];
         let mut violations = 0;
         for (name, algorithm, threads, acquisitions, fencing, thesis_listings) in worlds {
@@ -345,68 +360,77 @@ mod tests {
             ..Spec::new(name)
         };
         let worlds = [
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, 3, 1, Fault::None)),
             (
                 LockAlgorithm::GetLock,
-                world(ModelName::GetLock, 2, 2, Fault::DelayedEnqueue),
+                world(ModelName::Lock(Lock::Queue), 3, 1, Fault::None),
+            ),
+            (
+                LockAlgorithm::GetLock,
+                world(ModelName::Lock(Lock::Queue), 2, 2, Fault::DelayedEnqueue),
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     mutant: Some(Mutant::M1),
-                    ..world(ModelName::GetLock, 2, 2, Fault::DelayedEnqueue)
+                    ..world(ModelName::Lock(Lock::Queue), 2, 2, Fault::DelayedEnqueue)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
-                world(ModelName::GetLock, 2, 1, Fault::StoreFailure),
+                world(ModelName::Lock(Lock::Queue), 2, 1, Fault::StoreFailure),
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     thesis_listings: true,
-                    ..world(ModelName::GetLock, 2, 1, Fault::StoreFailure)
+                    ..world(ModelName::Lock(Lock::Queue), 2, 1, Fault::StoreFailure)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     next_poll: true,
-                    ..world(ModelName::GetLock, 3, 1, Fault::None)
+                    ..world(ModelName::Lock(Lock::Queue), 3, 1, Fault::None)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     paced_poll: true,
-                    ..world(ModelName::GetLock, 3, 1, Fault::None)
+                    ..world(ModelName::Lock(Lock::Queue), 3, 1, Fault::None)
                 },
             ),
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, 2, 1, Fault::Skew)),
+            (
+                LockAlgorithm::GetLock,
+                world(ModelName::Lock(Lock::Queue), 2, 1, Fault::Skew),
+            ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     fencing: true,
-                    ..world(ModelName::GetLock, 2, 1, Fault::Skew)
+                    ..world(ModelName::Lock(Lock::Queue), 2, 1, Fault::Skew)
                 },
             ),
             (
                 LockAlgorithm::TryGetLock,
-                world(ModelName::TryGetLock, 2, 1, Fault::DelayedEnqueue),
+                world(ModelName::Lock(Lock::QueueTry), 2, 1, Fault::DelayedEnqueue),
             ),
             (
                 LockAlgorithm::TryGetLock,
                 Spec {
                     asynchronous: true,
-                    ..world(ModelName::TryGetLock, 2, 1, Fault::DelayedEnqueue)
+                    ..world(ModelName::Lock(Lock::QueueTry), 2, 1, Fault::DelayedEnqueue)
                 },
             ),
             (
                 LockAlgorithm::TryGetLock,
-                world(ModelName::TryGetLock, 2, 1, Fault::Skew),
+                world(ModelName::Lock(Lock::QueueTry), 2, 1, Fault::Skew),
             ),
-            (LockAlgorithm::Old, world(ModelName::Old, 2, 1, Fault::None)),
-            (LockAlgorithm::Old, world(ModelName::Old, 2, 1, Fault::StoreFailure)),
+            (LockAlgorithm::Old, world(ModelName::Lock(Lock::Old), 2, 1, Fault::None)),
+            (
+                LockAlgorithm::Old,
+                world(ModelName::Lock(Lock::Old), 2, 1, Fault::StoreFailure),
+            ),
         ];
         let (mut violations, mut smaller, mut halved) = (0, 0, false);
         for (algorithm, spec) in worlds {
@@ -450,49 +474,49 @@ mod tests {
             ..Spec::new(name)
         };
         let worlds = [
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, 2, 2)),
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, 3, 1)),
+            (LockAlgorithm::GetLock, world(ModelName::Lock(Lock::Queue), 2, 2)),
+            (LockAlgorithm::GetLock, world(ModelName::Lock(Lock::Queue), 3, 1)),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     fencing: true,
-                    ..world(ModelName::GetLock, 2, 2)
+                    ..world(ModelName::Lock(Lock::Queue), 2, 2)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     thesis_listings: true,
-                    ..world(ModelName::GetLock, 2, 1)
+                    ..world(ModelName::Lock(Lock::Queue), 2, 1)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     next_poll: true,
-                    ..world(ModelName::GetLock, 3, 1)
+                    ..world(ModelName::Lock(Lock::Queue), 3, 1)
                 },
             ),
             (
                 LockAlgorithm::GetLock,
                 Spec {
                     paced_poll: true,
-                    ..world(ModelName::GetLock, 3, 1)
+                    ..world(ModelName::Lock(Lock::Queue), 3, 1)
                 },
             ),
-            (LockAlgorithm::TryGetLock, world(ModelName::TryGetLock, 2, 2)),
+            (LockAlgorithm::TryGetLock, world(ModelName::Lock(Lock::QueueTry), 2, 2)),
             (
                 LockAlgorithm::TryGetLock,
                 Spec {
                     asynchronous: true,
-                    ..world(ModelName::TryGetLock, 2, 1)
+                    ..world(ModelName::Lock(Lock::QueueTry), 2, 1)
                 },
             ),
             (
                 LockAlgorithm::Old,
                 Spec {
                     fencing: true,
-                    ..world(ModelName::Old, 2, 1)
+                    ..world(ModelName::Lock(Lock::Old), 2, 1)
                 },
             ),
         ];
@@ -573,13 +597,19 @@ mod tests {
                 LockAlgorithm::GetLock,
                 Spec {
                     leases: true,
-                    ..world(ModelName::GetLock, Fault::None)
+                    ..world(ModelName::Lock(Lock::Queue), Fault::None)
                 },
             ),
             // C-lost violated: the coordinator a TTL ahead expires the holder's cells early.
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, Fault::TtlSkew)),
-            (LockAlgorithm::GetLock, world(ModelName::GetLock, Fault::Crash)),
-            (LockAlgorithm::Old, world(ModelName::Old, Fault::Pause)),
+            (
+                LockAlgorithm::GetLock,
+                world(ModelName::Lock(Lock::Queue), Fault::TtlSkew),
+            ),
+            (
+                LockAlgorithm::GetLock,
+                world(ModelName::Lock(Lock::Queue), Fault::Crash),
+            ),
+            (LockAlgorithm::Old, world(ModelName::Lock(Lock::Old), Fault::Pause)),
         ];
         let (mut violations, mut smaller) = (0, 0);
         for (algorithm, spec) in worlds {
@@ -644,7 +674,11 @@ mod tests {
                 .collect()
         };
         let mut checked = 0;
-        for name in [ModelName::GetLock, ModelName::TryGetLock, ModelName::Old] {
+        for name in [
+            ModelName::Lock(Lock::Queue),
+            ModelName::Lock(Lock::QueueTry),
+            ModelName::Lock(Lock::Old),
+        ] {
             for (fault, leases) in worlds {
                 let spec = Spec {
                     threads: Some(2),
