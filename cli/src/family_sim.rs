@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use cassalock_sim::family::scenario::{build, names, FamilyScenario, LockKind, SCENARIOS};
+use cassalock_sim::family::scenario::{build, names, FamilyScenario, SCENARIOS};
+use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
 use clap::Args;
@@ -430,7 +431,7 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, kn
 /// Whether a scenario's runs report their longest handover: where waiters sleep until
 /// notified (Redisson), what a lost unlock message costs.
 fn reports_handovers(scenario: &FamilyScenario) -> bool {
-    matches!(scenario.lock, LockKind::Redisson(_) | LockKind::RedissonFair(_))
+    scenario.lock.wakeup() == Wakeup::UnlockMessage
 }
 
 /// One seed's verdicts, simulated time and longest handover (`None`: the run panicked).

@@ -10,12 +10,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use cassalock::algo::RetryPolicy;
-use cassalock::registry::Family;
 use cassalock_models::check::{check, Limits, Verdict as ModelVerdict};
 use cassalock_models::family::FamilyModel;
 use cassalock_models::Fault;
-use cassalock_sim::family::scenario::{fault_scenarios, LockKind};
-use cassalock_sim::family::sim_lock::Simulated;
+use cassalock_sim::family::scenario::fault_scenarios;
+use cassalock_sim::family::sim_lock::{LockKind, Simulated};
 use cassalock_sim::family::{run_family, Verdict as SimVerdict};
 use own_lock::{CasLeaseConfig, CasLeaseLock};
 
@@ -146,12 +145,7 @@ fn main() -> ExitCode {
     }
 
     println!("## Simulator sweep ({} seeds a scenario)\n", options.seeds);
-    let lock = LockKind::Custom(Arc::new(Simulated::<CasLeaseLock> {
-        config: sim_config(),
-        server: Family::Memcached,
-        ttl_ms: 2000,
-        fences: false,
-    }));
+    let lock: LockKind = Arc::new(Simulated::<CasLeaseLock>::new(sim_config(), 2000));
     for scenario in fault_scenarios(lock, 0) {
         if let Err(error) = scenario.check() {
             eprintln!("own-lock: {error}");

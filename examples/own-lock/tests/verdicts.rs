@@ -5,12 +5,11 @@
 use std::sync::Arc;
 
 use cassalock::algo::RetryPolicy;
-use cassalock::registry::Family;
 use cassalock_models::check::{check, Limits, Verdict};
 use cassalock_models::family::FamilyModel;
 use cassalock_models::Fault;
-use cassalock_sim::family::scenario::{fault_scenarios, FamilyScenario, LockKind};
-use cassalock_sim::family::sim_lock::Simulated;
+use cassalock_sim::family::scenario::{fault_scenarios, FamilyScenario};
+use cassalock_sim::family::sim_lock::{LockKind, Simulated};
 use cassalock_sim::family::{run_family, Claim, Verdict as SimVerdict};
 use own_lock::{CasLeaseConfig, CasLeaseLock};
 
@@ -32,17 +31,13 @@ fn model_verdict(fault: Fault, claim: &str) -> Verdict {
 }
 
 fn scenario(name: &str, seed: u64) -> FamilyScenario {
-    let lock = LockKind::Custom(Arc::new(Simulated::<CasLeaseLock> {
-        config: CasLeaseConfig {
-            lease_s: 2,
-            retry_every_ms: 20,
-            max_wait_ms: None,
-            retry: RetryPolicy::default(),
-        },
-        server: Family::Memcached,
-        ttl_ms: 2000,
-        fences: false,
-    }));
+    let config = CasLeaseConfig {
+        lease_s: 2,
+        retry_every_ms: 20,
+        max_wait_ms: None,
+        retry: RetryPolicy::default(),
+    };
+    let lock: LockKind = Arc::new(Simulated::<CasLeaseLock>::new(config, 2000));
     let scenario = fault_scenarios(lock, seed)
         .into_iter()
         .find(|scenario| scenario.name == name)

@@ -16,7 +16,7 @@ use cassalock_judge::event::{
 };
 
 use super::run::{FamilyRecord, FamilyWhat, RunFacts as Facts};
-use super::scenario::{FamilyScenario, LockKind};
+use super::scenario::FamilyScenario;
 use crate::clock::SimClock;
 
 /// Slack on C-lost's bound for the network's latency (a request and its reply take up to
@@ -36,10 +36,7 @@ pub fn rules(scenario: &FamilyScenario) -> FamilyRules {
     FamilyRules {
         fencing_tokens: scenario.lock.fences(),
         fair_queue: scenario.lock.is_fair(),
-        release_quorum: match &scenario.lock {
-            LockKind::Redlock(config) => config.majority(),
-            _ => 1,
-        },
+        release_quorum: scenario.lock.release_quorum(),
         lone_client: scenario.check_free_progress,
         lost_bound_ms: lost_bound_ms(scenario),
         bound_ms: scenario.bound_ms,

@@ -12,6 +12,8 @@
 //!   primary+replica pair with `ReplicatedRedis`'s asynchronous replication and a failover, and
 //!   the client side, [`net::SimServerStore`], a `FamilyStore` with a request timeout and (for
 //!   Redisson) a subscription to the server's pub/sub, whose messages travel the network.
+//! - [`sim_lock`]: a lock as the simulator runs it, whoever defined it (the library's locks and
+//!   a user's own alike): its server, lease, renewal, wake-up, and a locker per client.
 //! - [`scenario`]: the named scenarios, each a premise of the locks and the fault that breaks it.
 //! - [`run`]: one seed: the nodes, the clients' workload, the faults, the records.
 //! - [`events`]: a run's records as the event record every driver writes, and [`verdict`]

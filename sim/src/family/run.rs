@@ -29,16 +29,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cassalock::algo::family::{
-    CuratorLock, EtcdLock, FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, Release, SetNxLock,
-};
+use cassalock::algo::family::Release;
 use cassalock::algo::Source;
 use cassalock::driver::any_lock::AnyLocker;
-use cassalock::driver::family::{FamilyError, FamilyEvent, FamilyLocker, FamilyObserver, FamilyStore};
+use cassalock::driver::family::{FamilyEvent, FamilyObserver};
 use cassalock::driver::notify::Channels;
 use cassalock::registry::Family;
 use cassalock::store::etcd_client::EtcdServerState;
-use cassalock::store::family_memory::Masters;
 use cassalock::store::memcached::Memcached;
 use cassalock::store::redis_keyspace::{RedisKeyspace, RedisValue};
 use cassalock::store::redis_replication::ReplicatedRedis;
@@ -52,10 +49,10 @@ use tokio::time::Instant;
 
 use super::net::{
     client_ip, lock, notify_addr, resource_addr, server_addr, FairObserver, FairScript, FairStep, FamilyNet, PubSub,
-    Replication, ServerData, ServerNode, ServerSlot, SimServerStore, SimZkStore, UnlockMessage,
+    Replication, ServerData, ServerNode, ServerSlot, SimServerStore, UnlockMessage,
 };
-use super::scenario::{FamilyScenario, LockKind, Pause, ServerAction, ServerFault, Trigger};
-use super::sim_lock::LockerEnv;
+use super::scenario::{FamilyScenario, Pause, ServerAction, ServerFault, Trigger};
+use super::sim_lock::{LockerEnv, Wakeup};
 use super::verdict::FamilyVerdicts;
 use crate::clock::SimClock;
 
@@ -541,24 +538,6 @@ async fn workload(locker: &dyn AnyLocker, ctx: &ClientCtx) {
     }
 }
 
-/// One client's locker of a lock the simulator defines, over `store`.
-fn locker<F, S>(store: S, config: &F::Config, env: &LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError>
-where
-    F: FamilyLock,
-    F::Config: Clone,
-    S: FamilyStore<F::Command, Reply = F::Reply>,
-{
-    let locker = FamilyLocker::<F, _, _>::new(
-        store,
-        env.clock.clone(),
-        config.clone(),
-        &env.name,
-        env.seed,
-        Some(Arc::clone(&env.observer)),
-    )?;
-    Ok(Box::new(locker))
-}
-
 fn locker_seed(seed: u64, client: usize) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (client as u64 + 1)
 }
@@ -584,23 +563,11 @@ async fn client_main(ctx: ClientCtx, net: Arc<FamilyNet>, seed: u64, done: Arc<A
         seed: locker_seed(seed, ctx.index),
         observer,
     };
-    let locker = match &ctx.scenario.lock {
-        LockKind::SetNx(config) => locker::<SetNxLock, _>(env.store.clone(), config, &env),
-        LockKind::Redlock(config) => {
-            let masters = Masters::new((0..config.masters).map(store).collect());
-            locker::<RedlockLock, _>(masters, config, &env)
-        }
-        LockKind::Redisson(config) => locker::<RedissonLock, _>(env.store.clone(), config, &env),
-        LockKind::Zookeeper {
-            config,
-            session_timeout_ms,
-        } => locker::<CuratorLock, _>(SimZkStore::new(env.store.clone(), *session_timeout_ms), config, &env),
-        LockKind::Etcd(config) => locker::<EtcdLock, _>(env.store.clone(), config, &env),
-        LockKind::RedissonFair(config) => locker::<RedissonFairLock, _>(env.store.clone(), config, &env),
-        LockKind::Memcached(config) => locker::<MemcachedLock, _>(env.store.clone(), config, &env),
-        LockKind::Custom(lock) => lock.locker(env),
-    }
-    .expect("the scenario's settings are valid (FamilyScenario::check)");
+    let locker = ctx
+        .scenario
+        .lock
+        .locker(env)
+        .expect("the scenario's settings are valid (FamilyScenario::check)");
     workload(&*locker, &ctx).await;
     ctx.recorder.record(&ctx.node, FamilyWhat::Done);
     done.fetch_add(1, Ordering::SeqCst);
@@ -755,9 +722,9 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
         .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
     // Redis pub/sub, where the lock's waiters sleep until notified (Redisson). The recorder is
     // held weakly: the servers that hold the pub/sub are in the recorder's probe.
-    let pubsub = scenario.lock.notifies().then(|| {
+    let pubsub = (scenario.lock.wakeup() != Wakeup::None).then(|| {
         let weak = Arc::downgrade(&recorder);
-        let watches = matches!(scenario.lock, LockKind::Zookeeper { .. } | LockKind::Etcd(_));
+        let watches = scenario.lock.wakeup() == Wakeup::Watch;
         Arc::new(PubSub::new(
             scenario.lost_message_ppm,
             Duration::from_millis(scenario.message_delay_ms),
@@ -777,16 +744,13 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     let fair = scenario.lock.is_fair().then(|| fair_observer(&recorder));
     let mut nodes = Vec::new();
     for server in 0..logical {
-        let data = match (&scenario.lock, &replication) {
-            (LockKind::Memcached(_), _) => ServerData::Memcached(Memcached::new()),
-            (LockKind::Custom(lock), _) if lock.server() == Family::Memcached => {
-                ServerData::Memcached(Memcached::new())
-            }
-            (LockKind::Custom(lock), _) if lock.server() == Family::Etcd => ServerData::etcd(),
-            (LockKind::Zookeeper { .. }, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
-            (LockKind::Etcd(_), _) => ServerData::etcd(),
-            (_, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
-            (_, None) => ServerData::Redis(RedisKeyspace::new()),
+        let data = match (scenario.lock.server(), &replication) {
+            (Family::Memcached, _) => ServerData::Memcached(Memcached::new()),
+            (Family::ZooKeeper, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
+            (Family::Etcd, _) => ServerData::etcd(),
+            (Family::Redis, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
+            (Family::Redis, None) => ServerData::Redis(RedisKeyspace::new()),
+            (Family::Cassandra, _) => unreachable!("no lock of this simulator sends Cassandra's commands (ServedBy)"),
         };
         nodes.push(ServerNode {
             node: server,

@@ -8,6 +8,7 @@
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 
 use cassalock::algo::etcd::mutex::{EtcdMutants, EtcdMutexConfig};
+use cassalock::algo::family::{EtcdLock, MemcachedLock, RedissonFairLock, RedissonLock, SetNxLock};
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
@@ -20,105 +21,8 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 use super::net::{Cut, CutMode, Slow};
-use super::sim_lock::SimLock;
+use super::sim_lock::{LockKind, SimCurator, SimRedlock, Simulated, Wakeup};
 use crate::clock::ClockSpec;
-
-/// Which lock the clients run, with its settings.
-#[derive(Clone, Debug)]
-pub enum LockKind {
-    SetNx(RedisLockConfig),
-    Redlock(RedlockConfig),
-    Memcached(MemcachedLockConfig),
-    /// Redisson's `RLock` (watchdog when no lease time is given; waiters woken by the unlock
-    /// message, which the simulated server publishes over the network).
-    Redisson(RedissonConfig),
-    /// Redisson's fair lock: the RLock's hash and watchdog with a queue of waiters; the release
-    /// tells the first waiter alone, on its own channel.
-    RedissonFair(RedissonConfig),
-    /// Curator's `InterProcessMutex` on one ZooKeeper server: each client's session (with
-    /// this timeout) kept alive by its heartbeat, waiters woken by the predecessor's watch.
-    Zookeeper {
-        config: CuratorConfig,
-        session_timeout_ms: u64,
-    },
-    /// etcd's mutex on one etcd server: a session lease per acquisition, kept alive by the
-    /// holder's keep-alive lane, waiters woken by the predecessor's deletion watch.
-    Etcd(EtcdMutexConfig),
-    /// A lock the simulator does not define (a user's own), on one server of its kind
-    /// ([`super::sim_lock`]).
-    Custom(Arc<dyn SimLock>),
-}
-
-impl LockKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            LockKind::SetNx(_) => "redis-set-nx",
-            LockKind::Redlock(_) => "redlock",
-            LockKind::Memcached(_) => "memcached",
-            LockKind::Redisson(_) => "redisson",
-            LockKind::RedissonFair(_) => "redisson-fair",
-            LockKind::Zookeeper { .. } => "zookeeper",
-            LockKind::Etcd(_) => "etcd",
-            LockKind::Custom(lock) => lock.name(),
-        }
-    }
-
-    /// The holder's watchdog (Redisson without a lease time): its renewal period, ms.
-    pub fn renew_every_ms(&self) -> Option<u64> {
-        match self {
-            LockKind::Redisson(config) if config.watchdog() => Some(config.renew_every_ms()),
-            LockKind::RedissonFair(config) if config.watchdog() => Some(config.renew_every_ms()),
-            LockKind::Etcd(config) => Some(config.keep_alive_every_ms()),
-            _ => None,
-        }
-    }
-
-    /// Logical servers: Redlock's masters, else one.
-    pub fn servers(&self) -> usize {
-        match self {
-            LockKind::Redlock(config) => config.masters,
-            _ => 1,
-        }
-    }
-
-    /// The key's time to live, milliseconds.
-    pub fn ttl_ms(&self) -> u64 {
-        match self {
-            LockKind::SetNx(config) => config.ttl_ms,
-            LockKind::Redlock(config) => config.lock.ttl_ms,
-            LockKind::Memcached(config) => u64::from(config.ttl_s) * 1000,
-            LockKind::Redisson(config) => config.lease_ms(),
-            LockKind::RedissonFair(config) => config.lease_ms(),
-            LockKind::Zookeeper { session_timeout_ms, .. } => *session_timeout_ms,
-            LockKind::Etcd(config) => config.ttl_us() / 1000,
-            LockKind::Custom(lock) => lock.ttl_ms(),
-        }
-    }
-
-    /// The server notifies waiters (Redisson's unlock message, ZooKeeper's and etcd's watches).
-    pub fn notifies(&self) -> bool {
-        self.uses_pubsub() || matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_))
-    }
-
-    /// The holder's token only grows from one acquisition to the next (ZooKeeper's czxid,
-    /// etcd's create revision): a fencing token.
-    pub fn fences(&self) -> bool {
-        match self {
-            LockKind::Custom(lock) => lock.fences(),
-            _ => matches!(self, LockKind::Zookeeper { .. } | LockKind::Etcd(_)),
-        }
-    }
-
-    /// Whether the lock's waiters sleep until an unlock message (Redis pub/sub) wakes them.
-    pub fn uses_pubsub(&self) -> bool {
-        matches!(self, LockKind::Redisson(_) | LockKind::RedissonFair(_))
-    }
-
-    /// Whether the lock keeps a queue of waiters (the F-order and F-drop judges apply).
-    pub fn is_fair(&self) -> bool {
-        matches!(self, LockKind::RedissonFair(_))
-    }
-}
 
 /// When a server fault fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -289,18 +193,10 @@ impl FamilyScenario {
         if self.lock.servers() > MAX_SERVERS {
             return Err(ScenarioError::Servers(self.lock.servers()));
         }
-        if let LockKind::Custom(lock) = &self.lock {
-            if !CUSTOM_SERVERS.contains(&lock.server()) {
-                return Err(ScenarioError::CustomServer {
-                    lock: lock.name(),
-                    server: lock.server(),
-                });
-            }
-            lock.check().map_err(|error| ScenarioError::LockSettings {
-                lock: lock.name(),
-                why: error.to_string(),
-            })?;
-        }
+        self.lock.check().map_err(|error| ScenarioError::LockSettings {
+            lock: self.lock.name(),
+            why: error.to_string(),
+        })?;
         Ok(())
     }
 }
@@ -318,14 +214,9 @@ pub enum ScenarioError {
     Clients(usize),
     #[error("{0} servers: give 1 to {MAX_SERVERS}")]
     Servers(usize),
-    #[error("lock {lock} sends {} commands; the simulator runs a lock of its own on a Redis, Memcached or etcd server", server.name())]
-    CustomServer { lock: &'static str, server: Family },
     #[error("lock {lock}: {why}")]
     LockSettings { lock: &'static str, why: String },
 }
-
-/// The servers a lock the simulator does not define may send its commands to.
-pub const CUSTOM_SERVERS: [Family; 3] = [Family::Redis, Family::Memcached, Family::Etcd];
 
 /// A named scenario: its name, a line of help, its builder.
 pub struct Named {
@@ -620,6 +511,41 @@ fn redlock(ttl_ms: u64, mutants: RedlockMutants) -> RedlockConfig {
     }
 }
 
+/// Redis's `SET NX PX` lock.
+fn set_nx_lock(config: RedisLockConfig) -> LockKind {
+    let ttl_ms = config.ttl_ms;
+    Arc::new(Simulated::<SetNxLock>::new(config, ttl_ms))
+}
+
+/// Memcached's `add` lock.
+fn memcached_lock(config: MemcachedLockConfig) -> LockKind {
+    let ttl_ms = u64::from(config.ttl_s) * 1000;
+    Arc::new(Simulated::<MemcachedLock>::new(config, ttl_ms))
+}
+
+/// Redisson's `RLock` (watchdog when no lease time is given; waiters woken by the unlock
+/// message, which the simulated server publishes over the network), or with `fair` its fair
+/// lock (the RLock's hash and watchdog with a queue of waiters; the release tells the first
+/// waiter alone, on its own channel).
+fn redisson_lock(config: RedissonConfig, fair: bool) -> LockKind {
+    let renew_every_ms = config.watchdog().then(|| config.renew_every_ms());
+    let lease_ms = config.lease_ms();
+    if fair {
+        Arc::new(Simulated::<RedissonFairLock> {
+            renew_every_ms,
+            wakeup: Wakeup::UnlockMessage,
+            fair: true,
+            ..Simulated::new(config, lease_ms)
+        })
+    } else {
+        Arc::new(Simulated::<RedissonLock> {
+            renew_every_ms,
+            wakeup: Wakeup::UnlockMessage,
+            ..Simulated::new(config, lease_ms)
+        })
+    }
+}
+
 fn memcached(ttl_s: u32) -> MemcachedLockConfig {
     MemcachedLockConfig {
         ttl_s,
@@ -642,7 +568,7 @@ fn set_nx_contention(seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "set-nx-contention",
             "none broken: one server that keeps its keys and a clock that keeps pace",
-            LockKind::SetNx(redis(2000)),
+            set_nx_lock(redis(2000)),
         )
     }
 }
@@ -662,7 +588,7 @@ fn set_nx_lost(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "set-nx-lost-messages",
             "none broken: a request whose reply was lost may have applied, and the lock code knows it",
-            LockKind::SetNx(redis(2000)),
+            set_nx_lock(redis(2000)),
         )
     }
 }
@@ -707,7 +633,7 @@ fn set_nx_clock_drift(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "set-nx-clock-drift",
             "the server's clock keeps pace with the client's within drift_ppm (1%): at 5% fast the key expires about 95 ms before the holder stops believing",
-            LockKind::SetNx(redis(2000)),
+            set_nx_lock(redis(2000)),
         )
     }
 }
@@ -724,7 +650,7 @@ fn set_nx_failover(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "set-nx-failover-after-acquire",
             "an acknowledged SET survives: asynchronous replication loses it when the primary fails over before the batch reached the replica",
-            LockKind::SetNx(redis(2000)),
+            set_nx_lock(redis(2000)),
         )
     }
 }
@@ -744,7 +670,7 @@ fn set_nx_restart(name: &'static str, persistence: Persistence, expect: Option<&
         ..FamilyScenario::base(
             name,
             "the server keeps its keys across a restart: without persistence it comes back empty and the next client takes the lock",
-            LockKind::SetNx(redis(2000)),
+            set_nx_lock(redis(2000)),
         )
     }
 }
@@ -770,7 +696,7 @@ fn redlock_contention(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redlock-contention",
             "none broken: masters that keep their keys and clocks that keep pace",
-            LockKind::Redlock(redlock(2000, RedlockMutants::default())),
+            Arc::new(SimRedlock(redlock(2000, RedlockMutants::default()))),
         )
     }
 }
@@ -795,7 +721,7 @@ fn holder_with_bare_majority(name: &'static str, premise: &'static str, ttl_ms: 
         ..FamilyScenario::base(
             name,
             premise,
-            LockKind::Redlock(redlock(ttl_ms, RedlockMutants::default())),
+            Arc::new(SimRedlock(redlock(ttl_ms, RedlockMutants::default()))),
         )
     }
 }
@@ -863,7 +789,7 @@ fn redlock_gc_pause(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redlock-gc-pause",
             "a holder is not paused between checking its validity and using the lock: a 2.5 s pause with a 2 s TTL lets a second client acquire and write first",
-            LockKind::Redlock(redlock(2000, RedlockMutants::default())),
+            Arc::new(SimRedlock(redlock(2000, RedlockMutants::default()))),
         )
     }
 }
@@ -894,7 +820,7 @@ fn slow_extend(name: &'static str, mutants: RedlockMutants, expect: Option<&'sta
         ..FamilyScenario::base(
             name,
             "an extension counts only if a majority said yes within the validity: a slow round ends after the first keys it extended expired again",
-            LockKind::Redlock(redlock(1000, mutants)),
+            Arc::new(SimRedlock(redlock(1000, mutants))),
         )
     }
 }
@@ -938,7 +864,7 @@ fn retry(name: &'static str, mutants: RedlockMutants, expect: Option<&'static st
         ..FamilyScenario::base(
             name,
             "each attempt's validity counts from that attempt's start: counted from the first, a retry after a slow first attempt can never succeed",
-            LockKind::Redlock(redlock(1000, mutants)),
+            Arc::new(SimRedlock(redlock(1000, mutants))),
         )
     }
 }
@@ -970,7 +896,7 @@ fn memcached_contention(seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "memcached-contention",
             "none broken: one server that keeps its items and a clock that keeps pace",
-            LockKind::Memcached(memcached(3)),
+            memcached_lock(memcached(3)),
         )
     }
 }
@@ -988,7 +914,7 @@ fn memcached_pause(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "memcached-pause",
             "a holder is not paused between checking its validity and using the lock: a 3.5 s pause with a 3 s item lets a second client acquire and write first",
-            LockKind::Memcached(memcached(3)),
+            memcached_lock(memcached(3)),
         )
     }
 }
@@ -1012,7 +938,7 @@ fn redisson_contention(seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redisson-contention",
             "none broken: one server that keeps its keys, a clock that keeps pace, and unlock messages that arrive",
-            LockKind::Redisson(redisson(2000, RedissonMutants::default())),
+            redisson_lock(redisson(2000, RedissonMutants::default()), false),
         )
     }
 }
@@ -1027,7 +953,7 @@ fn redisson_lost_messages(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redisson-lost-unlock-messages",
             "none broken (safety), but every unlock message is lost: a waiter wakes only when the holder's TTL it was told runs out, so each handover can cost up to the lease",
-            LockKind::Redisson(redisson(1000, RedissonMutants::default())),
+            redisson_lock(redisson(1000, RedissonMutants::default()), false),
         )
     }
 }
@@ -1050,7 +976,7 @@ fn redisson_failover(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redisson-failover-during-renewal",
             "an acknowledged acquire survives: the primary fails over while the holder's first renewal is in flight and before the replica has the key, so a client that asks the promoted replica takes the lock while the holder's watchdog is still waiting to renew",
-            LockKind::Redisson(redisson(1500, RedissonMutants::default())),
+            redisson_lock(redisson(1500, RedissonMutants::default()), false),
         )
     }
 }
@@ -1068,7 +994,7 @@ fn redisson_pause(_seed: u64) -> FamilyScenario {
         ..FamilyScenario::base(
             "redisson-pause",
             "the holder's process runs: it stops 1.5 s (its watchdog with it) between its validity check and its write, longer than the 1 s watchdog timeout, so the key runs out, the other client takes the lock and writes first",
-            LockKind::Redisson(redisson(1000, RedissonMutants::default())),
+            redisson_lock(redisson(1000, RedissonMutants::default()), false),
         )
     }
 }
@@ -1091,7 +1017,7 @@ fn failed_renewal(name: &'static str, mutants: RedissonMutants, expect: Option<&
         ..FamilyScenario::base(
             name,
             "one failed renewal does not stop the watchdog (Redisson issue 775): with it stopped, the lease runs out under a holder that is never told, and the other client takes the lock",
-            LockKind::Redisson(redisson(1500, mutants)),
+            redisson_lock(redisson(1500, mutants), false),
         )
     }
 }
@@ -1117,7 +1043,7 @@ fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
 /// Redisson's fair lock with its watchdog (`lock()` without a lease time) and Redisson's
 /// `threadWaitTime` of 5 s.
 fn redisson_fair(watchdog_timeout_ms: u64, mutants: RedissonMutants) -> LockKind {
-    LockKind::RedissonFair(redisson(watchdog_timeout_ms, mutants))
+    redisson_lock(redisson(watchdog_timeout_ms, mutants), true)
 }
 
 fn redisson_fair_contention(seed: u64) -> FamilyScenario {
@@ -1231,13 +1157,13 @@ fn redisson_fair_long_contention(_seed: u64) -> FamilyScenario {
 const ZK_SESSION_TIMEOUT_MS: u64 = 2000;
 
 fn zookeeper(recheck_every_ms: Option<u64>) -> LockKind {
-    LockKind::Zookeeper {
+    Arc::new(SimCurator {
         config: CuratorConfig {
             recheck_every_ms,
             ..CuratorConfig::default()
         },
         session_timeout_ms: ZK_SESSION_TIMEOUT_MS,
-    }
+    })
 }
 
 fn zookeeper_contention(seed: u64) -> FamilyScenario {
@@ -1358,13 +1284,13 @@ fn lingering_session(name: &'static str, mutants: CuratorMutants, premise: &'sta
         ..FamilyScenario::base(
             name,
             premise,
-            LockKind::Zookeeper {
+            Arc::new(SimCurator {
                 config: CuratorConfig {
                     mutants,
                     ..CuratorConfig::default()
                 },
                 session_timeout_ms: ZK_SESSION_TIMEOUT_MS,
-            },
+            }),
         )
     }
 }
@@ -1418,10 +1344,16 @@ fn zookeeper_restart(_seed: u64) -> FamilyScenario {
 const ETCD_TTL_S: i64 = 2;
 
 fn etcd(mutants: EtcdMutants) -> LockKind {
-    LockKind::Etcd(EtcdMutexConfig {
+    let config = EtcdMutexConfig {
         session_ttl_s: ETCD_TTL_S,
         mutants,
         ..EtcdMutexConfig::default()
+    };
+    Arc::new(Simulated::<EtcdLock> {
+        fences: true,
+        renew_every_ms: Some(config.keep_alive_every_ms()),
+        wakeup: Wakeup::Watch,
+        ..Simulated::new(config.clone(), config.ttl_us() / 1000)
     })
 }
 
@@ -1563,13 +1495,13 @@ fn etcd_restart(_seed: u64) -> FamilyScenario {
 }
 
 /// The faults every lock on one server can be run under, for a lock the simulator does not
-/// name (a user's own, [`LockKind::Custom`]): the contention control, lost requests and
+/// name (a user's own, [`Simulated`]): the contention control, lost requests and
 /// replies, a holder paused past its lease, the server restarting without its keys (Redis and
 /// Memcached; etcd keeps its data on disk), and the server's clock stepping forward by the
 /// lease. None is expected to fail: each run's verdicts say what the lock kept.
 pub fn fault_scenarios(lock: LockKind, seed: u64) -> Vec<FamilyScenario> {
     let ttl_ms = lock.ttl_ms();
-    let keeps_keys_on_disk = matches!(&lock, LockKind::Custom(custom) if custom.server() == Family::Etcd);
+    let keeps_keys_on_disk = matches!(lock.server(), Family::Etcd | Family::ZooKeeper);
     let mut scenarios = vec![
         FamilyScenario {
             clients: contention_clients(seed),

@@ -1,28 +1,41 @@
-//! A lock the simulator runs that the simulator does not define: a user's own lock, written as
-//! the library's [`FamilyLock`] over the commands of a server the simulator has (Redis,
-//! Memcached or etcd), and registered in a scenario as [`LockKind::Custom`].
+//! A lock as the simulator sees it, whoever defined it: the library's locks and a user's own
+//! are run the same way.
 //!
-//! The simulator needs little of such a lock: its name, which server its commands go to, its
-//! lease (the judge's bound on how long a lost holder may believe), whether its tokens grow
-//! (fencing), and how to build a locker for one client. [`Simulated`] gives all of that for any
-//! `FamilyLock` whose commands the simulated servers answer; the workload then drives the lock
-//! through [`AnyLocker`], the same calls as every built-in lock.
+//! The simulator needs little of a lock: its name, which server its commands go to (and how
+//! many), its lease (the judge's bound on how long a lost holder may believe), whether its
+//! tokens grow (fencing), whether its holders renew in the background, how a waiter is woken,
+//! and how to build a locker for one client. [`Simulated`] gives all of that for any
+//! [`FamilyLock`] that talks to one server whose commands the simulated servers answer (Redis,
+//! Memcached, etcd); [`SimRedlock`] and [`SimCurator`] add what Redlock (several masters) and
+//! Curator (a ZooKeeper session per client) need. The workload then drives every lock through
+//! [`AnyLocker`], the same calls.
 //!
-//! [`LockKind::Custom`]: super::scenario::LockKind::Custom
+//! A user's lock is a `Simulated::<TheirLock>::new(config, ttl_ms)` in a scenario; the
+//! simulator's own are built by [`super::scenario`]'s named scenarios the same way.
 
 use std::fmt;
 use std::panic::RefUnwindSafe;
 use std::sync::Arc;
 
-use cassalock::algo::family::FamilyLock;
+use cassalock::algo::family::{CuratorLock, FamilyLock, RedlockLock};
+use cassalock::algo::redis::redlock::RedlockConfig;
+use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
 use cassalock::driver::any_lock::AnyLocker;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::registry::Family;
+use cassalock::store::etcd_client::EtcdOp;
+use cassalock::store::family_memory::Masters;
+use cassalock::store::memcached::MemcachedCommand;
+use cassalock::store::redis_keyspace::RedisCommand;
 
-use super::net::SimServerStore;
+use super::net::{SimServerStore, SimZkStore};
 use crate::clock::SimClock;
 
-/// What one client's locker is built from: its connection to the lock's server, its clock, its
+/// A lock the simulator runs, as a scenario holds it.
+pub type LockKind = Arc<dyn SimLock>;
+
+/// What one client's locker is built from: its connection to the lock's server (server 0; a
+/// lock over several servers connects to each with [`LockerEnv::store_of`]), its clock, its
 /// name, its seed and the observer that records its events.
 pub struct LockerEnv {
     pub store: SimServerStore,
@@ -32,20 +45,80 @@ pub struct LockerEnv {
     pub observer: Arc<dyn FamilyObserver>,
 }
 
-/// A lock the simulator can run without knowing its type.
-/// (Unwind-safe: a sweep catches a run's panic and reports its seed.)
+impl LockerEnv {
+    /// This client's connection to logical server `server`.
+    pub fn store_of(&self, server: usize) -> SimServerStore {
+        SimServerStore {
+            server,
+            ..self.store.clone()
+        }
+    }
+
+    /// A locker of lock `F` over `store`.
+    pub fn locker<F, S>(self, store: S, config: F::Config) -> Result<Box<dyn AnyLocker>, FamilyError>
+    where
+        F: FamilyLock,
+        S: FamilyStore<F::Command, Reply = F::Reply>,
+    {
+        let locker =
+            FamilyLocker::<F, _, _>::new(store, self.clock, config, &self.name, self.seed, Some(self.observer))?;
+        Ok(Box::new(locker))
+    }
+}
+
+/// How the server tells a waiter to try again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wakeup {
+    /// It does not: a waiter asks again on its own.
+    None,
+    /// Redis pub/sub: the release publishes an unlock message (Redisson).
+    UnlockMessage,
+    /// A watch on the waiter's predecessor fires (ZooKeeper, etcd).
+    Watch,
+}
+
+/// A lock the simulator can run without knowing its type. (Unwind-safe: a sweep catches a
+/// run's panic and reports its seed.)
 pub trait SimLock: fmt::Debug + Send + Sync + RefUnwindSafe + 'static {
     /// Its name in traces, event records and reports.
     fn name(&self) -> &'static str;
 
-    /// The server whose commands it sends (one server of that kind is simulated).
+    /// The server whose commands it sends.
     fn server(&self) -> Family;
+
+    /// Logical servers it runs on (Redlock's masters; else one).
+    fn servers(&self) -> usize {
+        1
+    }
 
     /// The lease a holder is given, ms: how long a holder that lost its key may go on believing.
     fn ttl_ms(&self) -> u64;
 
     /// Its token grows from one holder to the next, so the resource may fence with it.
-    fn fences(&self) -> bool;
+    fn fences(&self) -> bool {
+        false
+    }
+
+    /// A holder's background renewal period (Redisson's watchdog, etcd's keep-alive), ms.
+    fn renew_every_ms(&self) -> Option<u64> {
+        None
+    }
+
+    /// How a waiter is woken.
+    fn wakeup(&self) -> Wakeup {
+        Wakeup::None
+    }
+
+    /// It keeps a queue of waiters (the F-order and F-drop judges apply).
+    fn is_fair(&self) -> bool {
+        false
+    }
+
+    /// On how many servers a release must delete the key to free the lock (Redlock: a
+    /// majority).
+    fn release_quorum(&self) -> usize {
+        1
+    }
 
     /// Settings it cannot work with, said in a sentence (`FamilyError::Config`).
     fn check(&self) -> Result<(), FamilyError>;
@@ -54,12 +127,46 @@ pub trait SimLock: fmt::Debug + Send + Sync + RefUnwindSafe + 'static {
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError>;
 }
 
-/// Any [`FamilyLock`] whose commands the simulated servers answer, with its settings.
+/// The server a lock's commands go to.
+pub trait ServedBy {
+    const SERVER: Family;
+}
+
+impl ServedBy for RedisCommand {
+    const SERVER: Family = Family::Redis;
+}
+
+impl ServedBy for MemcachedCommand {
+    const SERVER: Family = Family::Memcached;
+}
+
+impl ServedBy for EtcdOp {
+    const SERVER: Family = Family::Etcd;
+}
+
+/// Any [`FamilyLock`] over one simulated server, with its settings.
 pub struct Simulated<L: FamilyLock> {
     pub config: L::Config,
-    pub server: Family,
     pub ttl_ms: u64,
     pub fences: bool,
+    pub renew_every_ms: Option<u64>,
+    pub wakeup: Wakeup,
+    pub fair: bool,
+}
+
+impl<L: FamilyLock> Simulated<L> {
+    /// A lock whose tokens do not grow, with no background renewal, whose waiters ask again
+    /// on their own: change the fields for one that differs.
+    pub fn new(config: L::Config, ttl_ms: u64) -> Self {
+        Simulated {
+            config,
+            ttl_ms,
+            fences: false,
+            renew_every_ms: None,
+            wakeup: Wakeup::None,
+            fair: false,
+        }
+    }
 }
 
 impl<L: FamilyLock> fmt::Debug for Simulated<L> {
@@ -67,10 +174,8 @@ impl<L: FamilyLock> fmt::Debug for Simulated<L> {
         f.debug_struct("Simulated")
             .field("lock", &L::NAME)
             .field("config", &self.config)
-            .field("server", &self.server)
             .field("ttl_ms", &self.ttl_ms)
-            .field("fences", &self.fences)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -78,6 +183,7 @@ impl<L> SimLock for Simulated<L>
 where
     L: FamilyLock,
     L::Config: Clone + RefUnwindSafe,
+    L::Command: ServedBy,
     SimServerStore: FamilyStore<L::Command, Reply = L::Reply>,
 {
     fn name(&self) -> &'static str {
@@ -85,7 +191,7 @@ where
     }
 
     fn server(&self) -> Family {
-        self.server
+        L::Command::SERVER
     }
 
     fn ttl_ms(&self) -> u64 {
@@ -96,19 +202,98 @@ where
         self.fences
     }
 
+    fn renew_every_ms(&self) -> Option<u64> {
+        self.renew_every_ms
+    }
+
+    fn wakeup(&self) -> Wakeup {
+        self.wakeup
+    }
+
+    fn is_fair(&self) -> bool {
+        self.fair
+    }
+
     fn check(&self) -> Result<(), FamilyError> {
         L::check(&self.config).map_err(FamilyError::Config)
     }
 
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {
-        let locker = FamilyLocker::<L, _, _>::new(
-            env.store,
-            env.clock,
-            self.config.clone(),
-            &env.name,
-            env.seed,
-            Some(env.observer),
-        )?;
-        Ok(Box::new(locker))
+        let store = env.store.clone();
+        env.locker::<L, _>(store, self.config.clone())
+    }
+}
+
+/// Redlock over `config.masters` simulated Redis masters.
+#[derive(Debug)]
+pub struct SimRedlock(pub RedlockConfig);
+
+impl SimLock for SimRedlock {
+    fn name(&self) -> &'static str {
+        RedlockLock::NAME
+    }
+
+    fn server(&self) -> Family {
+        Family::Redis
+    }
+
+    fn servers(&self) -> usize {
+        self.0.masters
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.0.lock.ttl_ms
+    }
+
+    fn release_quorum(&self) -> usize {
+        self.0.majority()
+    }
+
+    fn check(&self) -> Result<(), FamilyError> {
+        RedlockLock::check(&self.0).map_err(FamilyError::Config)
+    }
+
+    fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {
+        let masters = Masters::new((0..self.0.masters).map(|server| env.store_of(server)).collect());
+        env.locker::<RedlockLock, _>(masters, self.0.clone())
+    }
+}
+
+/// Curator's `InterProcessMutex` on one simulated ZooKeeper server, each client with its own
+/// session of this timeout, kept alive by its heartbeat.
+#[derive(Debug)]
+pub struct SimCurator {
+    pub config: CuratorConfig,
+    pub session_timeout_ms: u64,
+}
+
+impl SimLock for SimCurator {
+    fn name(&self) -> &'static str {
+        CuratorLock::NAME
+    }
+
+    fn server(&self) -> Family {
+        Family::ZooKeeper
+    }
+
+    fn ttl_ms(&self) -> u64 {
+        self.session_timeout_ms
+    }
+
+    fn fences(&self) -> bool {
+        true
+    }
+
+    fn wakeup(&self) -> Wakeup {
+        Wakeup::Watch
+    }
+
+    fn check(&self) -> Result<(), FamilyError> {
+        CuratorLock::check(&self.config).map_err(FamilyError::Config)
+    }
+
+    fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {
+        let store = SimZkStore::new(env.store.clone(), self.session_timeout_ms);
+        env.locker::<CuratorLock, _>(store, self.config.clone())
     }
 }
