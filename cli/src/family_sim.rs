@@ -104,19 +104,6 @@ pub struct SimFamilyArgs {
     out: Option<PathBuf>,
 }
 
-/// `cassalock merge FILE...`: the shards' result files in any order.
-#[derive(Args, Debug)]
-pub struct MergeArgs {
-    /// The result files of every shard (1/N to N/N) of one sweep, each once.
-    #[arg(required = true, value_name = "FILE")]
-    files: Vec<PathBuf>,
-    /// Report shards (`report ... --shard K/N --shard-out FILE`): the directory the report's
-    /// files are written to [default: reports]. `sim`, `sim-family` and `bench sim` merges
-    /// only print.
-    #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
-}
-
 /// What the command line changes in a scenario (and a replay command must repeat).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Knobs {
@@ -784,35 +771,11 @@ fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
     Ok(range)
 }
 
-/// `cassalock merge FILE...`: print what one `sim-family` run over the whole range prints,
-/// from the shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
-pub fn merge(args: MergeArgs) -> ExitCode {
-    // The first file says which command's shards these are.
-    let format = match crate::shard::read_any(&args.files[0]) {
-        Ok(value) => value
-            .get("format")
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-        Err(message) => return usage_error(&message),
-    };
-    if format.as_deref() == Some(crate::report::SHARD_FORMAT) {
-        let out = args.out.unwrap_or_else(|| PathBuf::from("reports"));
-        return crate::report::merge(&args.files, &out);
-    }
-    if let Some(out) = &args.out {
-        return usage_error(&format!(
-            "--out {}: only report shards write files; a sim or sim-family merge prints its summary",
-            out.display()
-        ));
-    }
-    if format.as_deref() == Some(crate::sim::SHARD_FORMAT) {
-        return crate::sim::merge(&args.files);
-    }
-    if format.as_deref() == Some(crate::bench_sim::SHARD_FORMAT) {
-        return crate::bench_sim::merge(&args.files);
-    }
+/// The merge of `sim-family` shards: print what one run over the whole range prints, from the
+/// shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
+pub fn merge(paths: &[PathBuf]) -> ExitCode {
     let mut files: Vec<(&PathBuf, ShardFile)> = Vec::new();
-    for path in &args.files {
+    for path in paths {
         match read_shard(path) {
             Ok(file) => files.push((path, file)),
             Err(message) => return usage_error(&message),

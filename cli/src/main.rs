@@ -12,6 +12,8 @@ mod family_sim;
 mod judge;
 mod lock_names;
 mod long_run;
+#[cfg(madsim)]
+mod merge;
 mod paxos_baseline;
 mod real;
 #[cfg(madsim)]
@@ -83,7 +85,7 @@ enum Command {
     /// for a report, writes) for the whole sweep, with its exit status.
     #[cfg(madsim)]
     #[command(after_help = family_sim::MERGE_HELP)]
-    Merge(family_sim::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Regenerate the reports in reports/ (fairness and performance, the property matrix).
     #[cfg(madsim)]
     #[command(after_help = exit_status_help!())]
@@ -154,7 +156,7 @@ fn main() -> ExitCode {
         #[cfg(madsim)]
         Command::SimFamily(args) => family_sim::run(args),
         #[cfg(madsim)]
-        Command::Merge(args) => family_sim::merge(args),
+        Command::Merge(args) => merge::merge(args),
         #[cfg(madsim)]
         Command::Report(args) => report::run(args),
         Command::Real(args) => real::run(args),

@@ -26,6 +26,7 @@ pub mod globaltime;
 pub mod lemma;
 pub mod liveness;
 pub mod lock_world;
+pub mod memory;
 pub mod old;
 pub mod shared;
 pub mod trygetlock;

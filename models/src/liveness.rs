@@ -223,8 +223,8 @@ where
                 graph.timed_out = true;
                 break;
             }
-            // The check's memory guard (`check::memory_allows`) fired: stop, as at a deadline.
-            if !crate::check::memory_allows() {
+            // The check's memory guard (`memory::memory_allows`) fired: stop, as at a deadline.
+            if !crate::memory::memory_allows() {
                 graph.truncated = true;
                 graph.out_of_memory = true;
                 break;

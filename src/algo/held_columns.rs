@@ -87,13 +87,13 @@ impl HeldColumns for BTreeSet<(String, String)> {
 /// Nothing of a unit or of a value without strings.
 macro_rules! holds_no_columns {
     ($($t:ty),*) => {$(
-        impl HeldColumns for $t {
+        impl $crate::algo::held_columns::HeldColumns for $t {
             fn see_columns(&self, _: &mut dyn FnMut(&str)) {}
             fn rename_columns(&mut self, _: &mut dyn FnMut(&mut String)) {}
         }
     )*};
 }
-holds_no_columns!(super::lease::RenewalEnd, super::lease::Released);
+pub(crate) use holds_no_columns;
 
 impl HeldColumns for FencingToken {
     fn see_columns(&self, see: &mut dyn FnMut(&str)) {

@@ -461,6 +461,8 @@ impl Machine for Release {
     }
 }
 
+crate::algo::held_columns::holds_no_columns!(RenewalEnd, Released);
+
 /// Reduction 7 of the lock models: the lease's queue column.
 impl crate::algo::held_columns::HeldColumns for Renewal {
     fn see_columns(&self, see: &mut dyn FnMut(&str)) {

@@ -15,7 +15,7 @@ use cassalock_judge::event::{
     self, Clock, Driver, Event, FamilyRules, Header, NotAcquired, ReleaseOutcome, Rules, RunFacts, Wake,
 };
 
-use super::run::{FamilyRecord, FamilyWhat, RunFacts as Facts};
+use super::record::{FamilyRecord, FamilyWhat, RunFacts as Facts};
 use super::scenario::FamilyScenario;
 use crate::clock::SimClock;
 

@@ -26,11 +26,13 @@
 
 pub mod events;
 pub mod net;
+pub mod record;
 pub mod run;
 pub mod scenario;
 pub mod sim_lock;
 pub mod verdict;
 
-pub use run::{check_family_determinism, run_family, FamilyOutcome, FamilyRecord, FamilyWhat};
+pub use record::{FamilyRecord, FamilyWhat};
+pub use run::{check_family_determinism, run_family, FamilyOutcome};
 pub use scenario::{FamilyScenario, ScenarioError, SCENARIOS};
 pub use verdict::{Claim, FamilyVerdicts, Verdict};
