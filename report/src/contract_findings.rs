@@ -16,8 +16,6 @@ use cassalock_sim::run::run;
 use cassalock_sim::scenario::{build, SimOptions};
 use rayon::prelude::*;
 
-use crate::matrix::MatrixOptions;
-
 /// The contract items, in docs/contract.md's order.
 const ITEMS: [ClaimId; 5] = [
     ClaimId::CTry,
@@ -276,18 +274,19 @@ pub fn keys() -> Vec<Key> {
     keys
 }
 
-/// Run the run set [`keys`]`()[index]`: seeds 0..contract_seeds, within the cell time cap.
-pub fn run_key(pool: &rayon::ThreadPool, index: usize, options: &MatrixOptions) -> Figures {
-    let batch = (options.jobs.max(1) as u64) * 4;
-    run_set(pool, keys()[index], options.contract_seeds, options.cell_time, batch)
+/// Run the run set [`keys`]`()[index]`: seeds `0..seeds`, within the cell time cap `time`,
+/// `jobs` runs at a time.
+pub fn run_key(pool: &rayon::ThreadPool, index: usize, seeds: u64, time: Duration, jobs: usize) -> Figures {
+    let batch = (jobs.max(1) as u64) * 4;
+    run_set(pool, keys()[index], seeds, time, batch)
 }
 
 /// The section's findings from every run set's figures, in [`keys`] order.
-pub fn assemble(options: &MatrixOptions, figures: Vec<Figures>) -> ContractFindings {
+pub fn assemble(seeds: u64, figures: Vec<Figures>) -> ContractFindings {
     let keys = keys();
     debug_assert_eq!(keys.len(), figures.len(), "one figure per run set");
     ContractFindings {
-        seeds: options.contract_seeds,
+        seeds,
         runs: keys.into_iter().zip(figures).collect(),
     }
 }

@@ -1246,7 +1246,7 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
     let figures = (0..crate::contract_findings::keys().len())
         .map(|index| results.contract(&Unit::ContractSet(index)).cloned())
         .collect::<Result<Vec<_>, MatrixError>>()?;
-    let findings = crate::contract_findings::assemble(options, figures);
+    let findings = crate::contract_findings::assemble(options.contract_seeds, figures);
     stopped_by_time.extend(findings.stopped_by_time());
     let mut md = markdown(&cells, &mutants, options);
     crate::contract_findings::render(&mut md, &findings);

@@ -15,9 +15,9 @@ use crate::clock::{ClockSpec, SimClock};
 use crate::cluster::{
     client_ip, replica_addr, resource_addr, time_replica_ip, Network, Replica, ReplicaData, SimStore,
 };
+use crate::config::RunConfig;
 use crate::faults::Injector;
 use crate::oracles::{watch_global_time, watch_replicas};
-use crate::scenario::RunConfig;
 use crate::trace::{serve_resource, NodeObserver, Record, Recorder, What};
 use crate::transport::{QueueTransport, MAX_WAITING_MESSAGES, NETWORK_LIMIT_HIT};
 use crate::workload::{client_main, ClientState};

@@ -36,7 +36,7 @@
 //!   too few live replicas times out instead), speculative retries.
 
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,16 +44,16 @@ use cassalock::store::{
     reconcile, CellVersion, LiveCell, RowStore, Store, StoreFailure, StoreOp, StoreReply, StoreRequest,
 };
 use cassalock::Clock;
-use madsim::net::rpc::{Deserialize, Request, Serialize};
+use madsim::net::rpc::{Deserialize, Serialize};
 use madsim::net::Endpoint;
 
 use crate::clock::SimClock;
-use crate::knobs::StoreFaults;
 use crate::trace::{Recorder, What};
 use crate::transport::{Delivery, QueueTransport, Reply};
+pub use crate::wire::{
+    client_ip, replica_addr, resource_addr, time_replica_ip, Apply, Coordinate, RawSlice, ReadRaw, PORT,
+};
 
-/// The port every simulated service listens on.
-pub const PORT: u16 = 9042;
 /// Versions one raw read may carry before it is refused (a row full of tombstones). Hitting it
 /// fails the client's request with a store error that says so (see [`limit_hit`]).
 pub const MAX_RAW_VERSIONS: usize = 10_000;
@@ -63,22 +63,6 @@ pub const MAX_RAW_VERSIONS: usize = 10_000;
 /// then gives up, and the verdicts count the failed acquisition).
 pub fn limit_hit(row: &str, why: &str) -> String {
     format!("limit hit: {why} (MAX_RAW_VERSIONS = {MAX_RAW_VERSIONS}) reading {row}; refused rather than answered with a possibly incomplete slice")
-}
-
-pub fn replica_addr(i: usize) -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1 + i as u8)), PORT)
-}
-
-pub fn client_ip(i: usize) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1 + i as u8))
-}
-
-pub fn time_replica_ip(i: usize) -> IpAddr {
-    IpAddr::V4(Ipv4Addr::new(10, 0, 3, 1 + i as u8))
-}
-
-pub fn resource_addr() -> SocketAddr {
-    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 2, 1)), PORT)
 }
 
 /// Consistency level of every read and write.
@@ -234,45 +218,19 @@ impl Default for ClusterConfig {
     }
 }
 
-// ---- messages ----
-
-/// Client → coordinator.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Coordinate(pub StoreRequest);
-impl Request for Coordinate {
-    type Response = Result<StoreReply, StoreFailure>;
-    const ID: u64 = 0xCA55_0001;
+/// Per-call store faults of the lock clients' requests, in parts per million.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StoreFaults {
+    /// The request fails before it is applied: the client gets Unavailable at once.
+    pub before_apply_ppm: u32,
+    /// The request is applied but the reply is lost: the client times out.
+    pub after_apply_ppm: u32,
 }
 
-/// Coordinator → replica: merge these versions.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Apply {
-    pub row: String,
-    pub versions: Vec<(String, CellVersion)>,
-}
-impl Request for Apply {
-    type Response = ();
-    const ID: u64 = 0xCA55_0002;
-}
-
-/// Coordinator → replica: the versions of a slice (tombstones and expired cells included),
-/// stopping once `live_limit` live cells (by the replica's clock) have been included.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ReadRaw {
-    pub row: String,
-    pub start: String,
-    pub live_limit: usize,
-}
-
-/// A replica's answer: the versions, and whether it stopped at the limit (more may follow).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RawSlice {
-    pub versions: Vec<(String, CellVersion)>,
-    pub truncated: bool,
-}
-impl Request for ReadRaw {
-    type Response = Result<RawSlice, String>;
-    const ID: u64 = 0xCA55_0003;
+impl StoreFaults {
+    pub fn any(self) -> bool {
+        self.before_apply_ppm > 0 || self.after_apply_ppm > 0
+    }
 }
 
 // ---- replicas ----

@@ -12,8 +12,8 @@ use cassalock_judge::event::{
     RunFacts,
 };
 
+use crate::config::{ClientMode, RunConfig};
 use crate::contract::{FAULT_FREE_REQUEST_MS, LEASE_CHECK_MS, ORACLE_PERIOD_MS};
-use crate::scenario::{ClientMode, RunConfig};
 use crate::trace::{Disruption, Record, What};
 
 /// The lock a run takes, by the name a record's header gives it: the algorithm, and `-try`

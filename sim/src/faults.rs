@@ -11,7 +11,7 @@ use madsim::task::NodeId;
 use tokio::time::Instant;
 
 use crate::cluster::{client_ip, replica_addr};
-use crate::scenario::{Fault, FaultKind};
+use crate::config::{Fault, FaultKind};
 use crate::trace::{Disruption, Recorder, What};
 use crate::transport::QueueTransport;
 

@@ -21,7 +21,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::cluster::Network;
-use crate::scenario::{FaultKind, RunConfig};
+use crate::config::{FaultKind, LockOrder, LongHold, RunConfig};
 
 /// The most clients a run may have (their addresses are 10.0.1.1 ..; the fairness report's
 /// largest run has 32).
@@ -182,29 +182,6 @@ pub struct Knobs {
     pub message_latency_us: Option<MsRange>,
     /// Which network carries the cluster's messages.
     pub network: Option<Network>,
-}
-
-/// The order an acquisition takes several locks in.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LockOrder {
-    /// `shared-0`, `shared-1`, ...: every client in the same order (no deadlock possible).
-    #[default]
-    Fixed,
-    /// A new order per acquisition, drawn from madsim's generator: two clients can each hold a
-    /// lock the other waits for (with GetLock and no `max_wait_ms`, until the run's time limit).
-    Random,
-}
-
-impl FromStr for LockOrder {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "fixed" => Ok(LockOrder::Fixed),
-            "random" => Ok(LockOrder::Random),
-            other => Err(format!("{other:?} is not a lock order; use fixed or random")),
-        }
-    }
 }
 
 impl fmt::Display for LockOrder {
@@ -511,30 +488,6 @@ impl Knobs {
         if let Some(network) = self.network {
             config.cluster.network = network;
         }
-    }
-}
-
-/// Hold lengths with a mix of long operations.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LongHold {
-    /// A long hold's length, uniform in this range.
-    pub hold_ms: (u64, u64),
-    /// How often a hold is long.
-    pub percent: f64,
-}
-
-/// Per-call store faults of the lock clients' requests, in parts per million.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StoreFaults {
-    /// The request fails before it is applied: the client gets Unavailable at once.
-    pub before_apply_ppm: u32,
-    /// The request is applied but the reply is lost: the client times out.
-    pub after_apply_ppm: u32,
-}
-
-impl StoreFaults {
-    pub fn any(self) -> bool {
-        self.before_apply_ppm > 0 || self.after_apply_ppm > 0
     }
 }
 

@@ -16,6 +16,8 @@ pub mod clock;
 #[cfg(madsim)]
 pub mod cluster;
 #[cfg(madsim)]
+pub mod config;
+#[cfg(madsim)]
 pub mod contract;
 #[cfg(madsim)]
 pub mod events;
@@ -43,5 +45,7 @@ pub mod trace;
 pub mod transport;
 #[cfg(madsim)]
 pub mod verdict;
+#[cfg(madsim)]
+pub mod wire;
 #[cfg(madsim)]
 mod workload;

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use crate::assembly::{simulate, Simulated};
-use crate::scenario::RunConfig;
+use crate::config::RunConfig;
 use crate::trace::Record;
 use crate::verdict::Verdicts;
 

@@ -12,7 +12,7 @@ use madsim::net::Endpoint;
 use tokio::time::Instant;
 
 use crate::clock::SimClock;
-use crate::cluster::resource_addr;
+use crate::wire::resource_addr;
 
 /// Inside or leaving the critical section.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -443,7 +443,7 @@ impl fmt::Display for What {
                     (false, _) => "REFUSED (stale token)",
                 };
                 // The one-lock runs print as they always did.
-                let part = if lock == crate::scenario::LOCK {
+                let part = if lock == crate::wire::LOCK {
                     String::new()
                 } else {
                     format!(" {lock}")

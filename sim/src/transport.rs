@@ -55,7 +55,7 @@ use std::time::Duration;
 use cassalock::store::{CellVersion, StoreFailure, StoreReply, StoreRequest};
 use tokio::time::Instant;
 
-use crate::cluster::RawSlice;
+use crate::wire::RawSlice;
 
 /// What madsim's network adds to every message beyond its latency (1 ms sleep on sending, 1 ms
 /// on receiving), added here too so that simulated times compare across the two networks.

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 pub use cassalock_judge::rows::{stuck_after, Check, Overlap, Refusal, Verdicts};
 
-use crate::scenario::RunConfig;
+use crate::config::RunConfig;
 use crate::trace::Record;
 
 /// Judge a run of `config` from its records: written as events, then judged.

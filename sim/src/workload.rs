@@ -12,8 +12,8 @@ use rand::Rng;
 
 use crate::clock::SimClock;
 use crate::cluster::{client_ip, resource_addr, SimStore};
-use crate::knobs::LockOrder;
-use crate::scenario::{ClientMode, RunConfig};
+use crate::config::LockOrder;
+use crate::config::{ClientMode, RunConfig};
 use crate::trace::{NodeObserver, Phase, Recorder, ResourceWrite, What};
 
 /// How often a holder looks at `guard.is_lost()` during its critical section.

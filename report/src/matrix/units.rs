@@ -250,9 +250,13 @@ pub(super) fn execute(
             ))
         }
         Unit::ClientBug(index) => UnitResult::Search(family_sim::client_bug_search(pool, *index, budget)),
-        Unit::ContractSet(index) => {
-            UnitResult::Contract(Box::new(crate::contract_findings::run_key(pool, *index, options)))
-        }
+        Unit::ContractSet(index) => UnitResult::Contract(Box::new(crate::contract_findings::run_key(
+            pool,
+            *index,
+            options.contract_seeds,
+            options.cell_time,
+            options.jobs,
+        ))),
     })
 }
 
