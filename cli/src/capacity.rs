@@ -18,8 +18,8 @@ fn command(plan: &CapacityPlan) -> String {
 
 #[cfg(madsim)]
 pub fn run(plan: CapacityPlan) -> ExitCode {
-    if let Err(message) = plan.check() {
-        return crate::usage_error(&message);
+    if let Err(refused) = plan.check() {
+        return crate::usage_error(&refused.to_string());
     }
     eprintln!(
         "error: `bench capacity` talks to a real Cassandra cluster: use the real build, \
@@ -33,8 +33,8 @@ pub fn run(plan: CapacityPlan) -> ExitCode {
 pub fn run(plan: CapacityPlan) -> ExitCode {
     use cassalock_real::capacity::{measure, CapacityPoint};
 
-    if let Err(message) = plan.check() {
-        return crate::usage_error(&message);
+    if let Err(refused) = plan.check() {
+        return crate::usage_error(&refused.to_string());
     }
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     eprintln!(

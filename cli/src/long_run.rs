@@ -73,7 +73,7 @@ impl LongRunArgs {
         if self.idle_s > MAX_IDLE_S {
             return Err(format!("--idle-s {}: give 0 to {MAX_IDLE_S}", self.idle_s));
         }
-        self.plan.check()
+        self.plan.check().map_err(|refused| refused.0)
     }
 
     /// The command that measures this again (`--out` only when not the default).

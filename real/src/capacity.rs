@@ -43,21 +43,26 @@ pub struct CapacityPlan {
 
 impl CapacityPlan {
     /// Why the plan cannot run, if it cannot.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), crate::Refused> {
         if self.clients.is_empty() || self.clients.len() > MAX_POINTS {
-            return Err(format!(
+            return Err(crate::Refused(format!(
                 "--clients takes 1 to {MAX_POINTS} counts, got {}",
                 self.clients.len()
-            ));
+            )));
         }
         if let Some(bad) = self.clients.iter().find(|&&c| c == 0 || c > MAX_CLIENTS) {
-            return Err(format!("--clients: each count must be 1-{MAX_CLIENTS}, got {bad}"));
+            return Err(crate::Refused(format!(
+                "--clients: each count must be 1-{MAX_CLIENTS}, got {bad}"
+            )));
         }
         if self.clients.windows(2).any(|w| w[0] >= w[1]) {
             return Err("--clients must be increasing, e.g. 1,4,16".into());
         }
         if self.seconds == 0 || self.seconds > MAX_SECONDS {
-            return Err(format!("--seconds must be 1-{MAX_SECONDS}, got {}", self.seconds));
+            return Err(crate::Refused(format!(
+                "--seconds must be 1-{MAX_SECONDS}, got {}",
+                self.seconds
+            )));
         }
         Ok(())
     }

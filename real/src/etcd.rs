@@ -246,18 +246,18 @@ impl RealEtcd {
     }
 
     /// Connect and read the cluster's revision: an error says why not.
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), crate::Unreachable> {
         let endpoints = self.endpoints.join(",").replace("http://", "");
         let reply = self
             .execute(EtcdOp::Kv(EtcdCommand::Range(RangeRequest::key("cassalock-ping"))))
             .await
-            .map_err(|e| format!("{endpoints}: etcd: {e}"))?;
+            .map_err(|e| crate::Unreachable(format!("{endpoints}: etcd: {e}")))?;
         match reply {
             EtcdOpReply::Kv(EtcdReply {
                 response: EtcdResponse::Range(_),
                 ..
             }) => Ok(()),
-            other => Err(format!("{endpoints}: etcd answered {other}")),
+            other => Err(crate::Unreachable(format!("{endpoints}: etcd answered {other}"))),
         }
     }
 

@@ -35,13 +35,13 @@ use crate::etcd::{RealEtcd, RealEtcdError};
 use crate::memcached::{RealMemcached, RealMemcachedError};
 use crate::redis::{RealRedis, RealRedisError, MAX_ADDRESSES};
 use crate::zookeeper::{RealZooKeeper, RealZooKeeperError};
-use crate::{now_us, Event, Job, Lock, Monitor};
+use crate::{now_us, Event, Job, Lock, Monitor, Refused, Unreachable};
 
 /// Why the family lockers could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum FamilyRunError {
     #[error("--servers: {0}")]
-    Servers(String),
+    Servers(Refused),
     #[error(transparent)]
     Redis(#[from] RealRedisError),
     #[error(transparent)]
@@ -52,7 +52,7 @@ pub enum FamilyRunError {
     Etcd(#[from] RealEtcdError),
     /// A server did not answer before the run (exit status 4 of `cassalock real`).
     #[error("server unreachable: {0}")]
-    Unreachable(String),
+    Unreachable(Unreachable),
     #[error("lock settings: {0}")]
     Settings(#[from] FamilyError),
     #[error("a locker task failed: {0}")]
@@ -159,15 +159,15 @@ fn well_formed(address: &str) -> bool {
 }
 
 /// Check a family variant's servers and settings before anything starts (exit status 2).
-pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), String> {
+pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), Refused> {
     if servers.is_empty() {
-        return Err(format!(
+        return Err(Refused(format!(
             "--servers: give host:port[,host:port...] for --algorithm {}",
             cli_name(variant)
-        ));
+        )));
     }
     if let Some(bad) = servers.iter().find(|s| !well_formed(s)) {
-        return Err(format!("--servers: {bad:?} is not host:port"));
+        return Err(Refused(format!("--servers: {bad:?} is not host:port")));
     }
     let (most, what) = match variant {
         Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => {
@@ -184,10 +184,10 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
         }
     };
     if servers.len() > most {
-        return Err(format!(
+        return Err(Refused(format!(
             "--servers: {} given; give {what} (at most {most})",
             servers.len()
-        ));
+        )));
     }
     let checked = match variant {
         Lock::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
@@ -197,29 +197,29 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
         Lock::Zookeeper => {
             let session_ms = zookeeper_session_ms(ttl_s);
             if !(2000..=60_000).contains(&session_ms) {
-                return Err(format!(
+                return Err(Refused(format!(
                     "--ttl-s {ttl_s}: the ZooKeeper session timeout must be 2 to 60 s (the servers' bounds)"
-                ));
+                )));
             }
             CuratorLock::check(&curator_config(max_wait_s))
         }
         Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
         _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
     };
-    checked.map_err(|why| format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}"))
+    checked.map_err(|why| Refused(format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}")))
 }
 
 /// A lock id the family locks can use as a key (Memcached's rules: no spaces, not too long).
-pub fn check_key(lock_id: &str) -> Result<(), String> {
+pub fn check_key(lock_id: &str) -> Result<(), Refused> {
     let fine = !lock_id.is_empty()
         && lock_id.len() <= MAX_NAME_LEN
         && lock_id.chars().all(|c| !c.is_whitespace() && !c.is_control());
     if fine {
         Ok(())
     } else {
-        Err(format!(
+        Err(Refused(format!(
             "--lock-id {lock_id:?}: give 1 to {MAX_NAME_LEN} printable characters without spaces"
-        ))
+        )))
     }
 }
 

@@ -58,6 +58,29 @@ const RUN_LOCK: &str = "the run's lock";
 
 pub use cassalock::registry::{Family, Lock};
 
+/// A setting or a server list the real runner refuses before it starts, in a sentence that
+/// names the flag and what it accepts (exit status 2).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+impl From<&str> for Refused {
+    fn from(why: &str) -> Self {
+        Refused(why.to_owned())
+    }
+}
+
+/// A server that could not be reached or used, and why (exit status 4).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unreachable(pub String);
+
+impl From<&str> for Unreachable {
+    fn from(why: &str) -> Self {
+        Unreachable(why.to_owned())
+    }
+}
+
 /// The locks the real runner runs, in the registry's order (`Entry::real`).
 pub fn real_locks() -> Vec<Lock> {
     Lock::all().filter(|lock| lock.entry().real).collect()

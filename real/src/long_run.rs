@@ -309,26 +309,26 @@ pub struct LongRunPlan {
 
 impl LongRunPlan {
     /// Check the sizes: an error names the flag and what it accepts.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), crate::Refused> {
         if !(1..=MAX_ACQUISITIONS).contains(&self.acquisitions) {
-            return Err(format!(
+            return Err(crate::Refused(format!(
                 "--acquisitions {}: give 1 to {MAX_ACQUISITIONS}",
                 self.acquisitions
-            ));
+            )));
         }
         if self.block == 0 || self.block > self.acquisitions {
-            return Err(format!(
+            return Err(crate::Refused(format!(
                 "--block {}: give 1 to --acquisitions ({})",
                 self.block, self.acquisitions
-            ));
+            )));
         }
         if self.acquisitions.div_ceil(self.block) > MAX_BLOCKS {
-            return Err(format!(
+            return Err(crate::Refused(format!(
                 "--block {}: {} acquisitions would make {} blocks; at most {MAX_BLOCKS} (give a larger block)",
                 self.block,
                 self.acquisitions,
                 self.acquisitions.div_ceil(self.block)
-            ));
+            )));
         }
         Ok(())
     }
@@ -613,13 +613,14 @@ mod tests {
             queue_read_from_last_hold: false,
         };
         assert!(plan(10_000, 500).check().is_ok());
-        assert!(plan(0, 1).check().unwrap_err().contains("--acquisitions"));
+        assert!(plan(0, 1).check().unwrap_err().0.contains("--acquisitions"));
         assert!(plan(MAX_ACQUISITIONS + 1, 10_000)
             .check()
             .unwrap_err()
+            .0
             .contains("--acquisitions"));
-        assert!(plan(100, 0).check().unwrap_err().contains("--block"));
-        assert!(plan(100, 101).check().unwrap_err().contains("--block"));
-        assert!(plan(1_000_000, 10).check().unwrap_err().contains("at most"));
+        assert!(plan(100, 0).check().unwrap_err().0.contains("--block"));
+        assert!(plan(100, 101).check().unwrap_err().0.contains("--block"));
+        assert!(plan(1_000_000, 10).check().unwrap_err().0.contains("at most"));
     }
 }

@@ -104,7 +104,7 @@ impl RealMemcached {
     }
 
     /// Check the server answers (`version`): its version line, or why not.
-    pub async fn ping(&self) -> Result<String, String> {
+    pub async fn ping(&self) -> Result<String, crate::Unreachable> {
         let deadline = Instant::now() + self.command_timeout;
         let mut slot = self.connection.lock().await;
         let result = self.exchange(&mut slot, b"version\r\n", deadline, |stream| {
@@ -117,13 +117,13 @@ impl RealMemcached {
         });
         match result.await {
             Ok(version) => Ok(version),
-            Err(Trouble::NotSent) => Err(format!("{}: cannot connect", self.address)),
-            Err(Trouble::NoAnswer) => Err(format!(
+            Err(Trouble::NotSent) => Err(crate::Unreachable(format!("{}: cannot connect", self.address))),
+            Err(Trouble::NoAnswer) => Err(crate::Unreachable(format!(
                 "{}: no answer to `version` within {} ms",
                 self.address,
                 self.command_timeout.as_millis()
-            )),
-            Err(Trouble::Bad(why)) => Err(format!("{}: {why}", self.address)),
+            ))),
+            Err(Trouble::Bad(why)) => Err(crate::Unreachable(format!("{}: {why}", self.address))),
         }
     }
 

@@ -51,6 +51,8 @@ use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::redis_keyspace::{fair_queue_key, fair_timeouts_key, RedisCommand, RedisError, RedisReply};
 use cassalock::store::StoreFailure;
 
+use crate::Unreachable;
+
 /// How long one command may take before it counts as [`StoreFailure::Timeout`], by default.
 pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 1000;
 
@@ -310,7 +312,7 @@ impl RealRedis {
     }
 
     /// Check the server answers (connecting if need be): the address in use, or why not.
-    pub async fn ping(&self) -> Result<String, String> {
+    pub async fn ping(&self) -> Result<String, Unreachable> {
         let (generation, address, mut connection) = self.connection().await?;
         let pinged = tokio::time::timeout(
             self.command_timeout,
@@ -321,21 +323,24 @@ impl RealRedis {
             Ok(Ok(_)) => Ok(self.clients[address].0.clone()),
             Ok(Err(error)) => {
                 self.forget(generation).await;
-                Err(format!("{}: PING failed: {error}", self.clients[address].0))
+                Err(Unreachable(format!(
+                    "{}: PING failed: {error}",
+                    self.clients[address].0
+                )))
             }
             Err(_) => {
                 self.forget(generation).await;
-                Err(format!(
+                Err(Unreachable(format!(
                     "{}: PING got no answer within {} ms",
                     self.clients[address].0,
                     self.command_timeout.as_millis()
-                ))
+                )))
             }
         }
     }
 
     /// The live connection, or a new one to the first address that is a master; else why none.
-    async fn connection(&self) -> Result<(u64, usize, MultiplexedConnection), String> {
+    async fn connection(&self) -> Result<(u64, usize, MultiplexedConnection), Unreachable> {
         let mut slot = self.slot.lock().await;
         if let Some(connected) = &*slot {
             return Ok((connected.generation, connected.address, connected.connection.clone()));
@@ -355,24 +360,24 @@ impl RealRedis {
                 Err(reason) => why.push(format!("{address}: {reason}")),
             }
         }
-        Err(why.join("; "))
+        Err(Unreachable(why.join("; ")))
     }
 
     /// Connect to one server and, when there is a choice, check it is a master.
-    async fn connect(&self, client: &redis::Client) -> Result<MultiplexedConnection, String> {
+    async fn connect(&self, client: &redis::Client) -> Result<MultiplexedConnection, Unreachable> {
         let config = AsyncConnectionConfig::new().set_connection_timeout(self.connect_timeout);
         let mut connection = client
             .get_multiplexed_async_connection_with_config(&config)
             .await
-            .map_err(|error| error.to_string())?;
+            .map_err(|error| Unreachable(error.to_string()))?;
         if self.clients.len() > 1 {
             let role = tokio::time::timeout(
                 self.connect_timeout,
                 redis::cmd("ROLE").query_async::<Value>(&mut connection),
             )
             .await
-            .map_err(|_| "ROLE did not answer in time".to_string())?
-            .map_err(|error| error.to_string())?;
+            .map_err(|_| Unreachable::from("ROLE did not answer in time"))?
+            .map_err(|error| Unreachable(error.to_string()))?;
             let is_master = match role {
                 Value::Array(parts) => matches!(parts.first(),
                     Some(Value::BulkString(role)) if role == b"master"),
@@ -387,7 +392,7 @@ impl RealRedis {
 
     /// Subscribe `channel` on the server (connecting the pub/sub connection if need be), then
     /// locally; why not, if the server could not be reached or did not confirm in time.
-    async fn listen(&self, channel: &str) -> Result<Subscription, String> {
+    async fn listen(&self, channel: &str) -> Result<Subscription, Unreachable> {
         let mut listening = self.listening.lock().await;
         self.open_listening(&mut listening).await?;
         // Subscribe locally first: a message that arrives right after the server confirms
@@ -421,15 +426,15 @@ impl RealRedis {
 
     /// Open the pub/sub connection if there is none, with a task that forwards its messages
     /// to the local subscribers and, when it breaks, wakes every one of them.
-    async fn open_listening(&self, listening: &mut Option<Listening>) -> Result<(), String> {
+    async fn open_listening(&self, listening: &mut Option<Listening>) -> Result<(), Unreachable> {
         if listening.is_none() {
             // The server the commands go to (a master, when there is a choice).
             let (_, address, _) = self.connection().await?;
             let client = &self.clients[address].1;
             let pubsub = tokio::time::timeout(self.connect_timeout, client.get_async_pubsub())
                 .await
-                .map_err(|_| "the pub/sub connection did not open in time".to_string())?
-                .map_err(|error| error.to_string())?;
+                .map_err(|_| Unreachable::from("the pub/sub connection did not open in time"))?
+                .map_err(|error| Unreachable(error.to_string()))?;
             let (sink, mut stream) = pubsub.split();
             let generation = self.generations.fetch_add(1, Ordering::Relaxed) + 1;
             let (channels, slot) = (Arc::clone(&self.channels), Arc::clone(&self.listening));
@@ -460,7 +465,7 @@ impl RealRedis {
 
     /// Subscribe `channel` on the open pub/sub connection (unsubscribing idle channels first
     /// at the limit); a failure drops the connection.
-    async fn subscribe_on_server(&self, listening: &mut Option<Listening>, channel: &str) -> Result<(), String> {
+    async fn subscribe_on_server(&self, listening: &mut Option<Listening>, channel: &str) -> Result<(), Unreachable> {
         let link = listening.as_mut().expect("opened by open_listening");
         if !link.subscribed.contains(channel) {
             if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
@@ -477,9 +482,9 @@ impl RealRedis {
                     }
                 }
                 if link.subscribed.len() >= MAX_SUBSCRIBED_CHANNELS {
-                    return Err(format!(
+                    return Err(Unreachable(format!(
                         "{MAX_SUBSCRIBED_CHANNELS} channels are subscribed and in use (MAX_SUBSCRIBED_CHANNELS)"
-                    ));
+                    )));
                 }
             }
             match tokio::time::timeout(self.command_timeout, link.sink.subscribe(channel)).await {
@@ -488,10 +493,10 @@ impl RealRedis {
                 }
                 failed => {
                     *listening = None;
-                    return Err(match failed {
+                    return Err(Unreachable(match failed {
                         Ok(Err(error)) => format!("SUBSCRIBE {channel}: {error}"),
                         _ => format!("SUBSCRIBE {channel}: no answer in time"),
-                    });
+                    }));
                 }
             }
         }

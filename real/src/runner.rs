@@ -187,9 +187,9 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     }
     if spec.variant.is_family() {
         crate::family::check(spec.variant, &spec.servers, spec.ttl_s, spec.poll_ms, spec.max_wait_s)
-            .map_err(InvalidSpec::Servers)?;
+            .map_err(|refused| InvalidSpec::Servers(refused.0))?;
         if let Some(id) = &spec.lock_id {
-            crate::family::check_key(id).map_err(InvalidSpec::Servers)?;
+            crate::family::check_key(id).map_err(|refused| InvalidSpec::Servers(refused.0))?;
         }
     } else if !spec.servers.is_empty() {
         return Err(InvalidSpec::Servers(

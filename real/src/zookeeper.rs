@@ -123,10 +123,10 @@ impl RealZooKeeper {
     }
 
     /// Open the session now: an error says why no server took it.
-    pub async fn ping(&self) -> Result<(), String> {
+    pub async fn ping(&self) -> Result<(), crate::Unreachable> {
         self.client().await.map(|_| ()).map_err(|e| match e {
-            StoreFailure::Unavailable => format!("{}: no ZooKeeper server answered", self.servers),
-            other => format!("{}: ZooKeeper: {other}", self.servers),
+            StoreFailure::Unavailable => crate::Unreachable(format!("{}: no ZooKeeper server answered", self.servers)),
+            other => crate::Unreachable(format!("{}: ZooKeeper: {other}", self.servers)),
         })
     }
 

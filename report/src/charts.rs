@@ -237,6 +237,12 @@ impl Layout {
     }
 }
 
+/// A point's value on the chart, or why it has no place there.
+enum Plottable {
+    At(f64),
+    Not(String),
+}
+
 impl LineChart<'_> {
     /// Draw the chart into the SVG file `path`.
     pub fn write(&self, path: &Path) -> Result<(), ReportError> {
@@ -251,7 +257,7 @@ impl LineChart<'_> {
         let mut omitted = Vec::new();
         for series in &self.series {
             for (x, y) in &series.points {
-                if let Err(reason) = self.plottable(y) {
+                if let Plottable::Not(reason) = self.plottable(y) {
                     omitted.push(Omitted {
                         series: series.name.clone(),
                         x: *x,
@@ -308,12 +314,14 @@ impl LineChart<'_> {
     }
 
     /// The value to draw, or why there is none.
-    fn plottable(&self, y: &Y) -> Result<f64, String> {
+    fn plottable(&self, y: &Y) -> Plottable {
         match y {
-            Y::Undefined(reason) => Err(reason.clone()),
-            Y::Value(v) if !v.is_finite() => Err("no value".into()),
-            Y::Value(v) if self.log_y && *v <= 0.0 => Err(format!("{} has no place on a log axis", axis_label(*v))),
-            Y::Value(v) => Ok(*v),
+            Y::Undefined(reason) => Plottable::Not(reason.clone()),
+            Y::Value(v) if !v.is_finite() => Plottable::Not("no value".into()),
+            Y::Value(v) if self.log_y && *v <= 0.0 => {
+                Plottable::Not(format!("{} has no place on a log axis", axis_label(*v)))
+            }
+            Y::Value(v) => Plottable::At(*v),
         }
     }
 
@@ -325,7 +333,10 @@ impl LineChart<'_> {
             .map(|s| {
                 s.points
                     .iter()
-                    .map(|(x, y)| self.plottable(y).ok().map(|y| (to_x(*x), y)))
+                    .map(|(x, y)| match self.plottable(y) {
+                        Plottable::At(y) => Some((to_x(*x), y)),
+                        Plottable::Not(_) => None,
+                    })
                     .collect()
             })
             .collect();

@@ -51,7 +51,7 @@ use crate::clock::SimClock;
 use crate::trace::{Recorder, What};
 use crate::transport::{Delivery, QueueTransport, Reply};
 pub use crate::wire::{
-    client_ip, replica_addr, resource_addr, time_replica_ip, Apply, Coordinate, RawSlice, ReadRaw, PORT,
+    client_ip, replica_addr, resource_addr, time_replica_ip, Apply, Coordinate, RawSlice, ReadRaw, ReadRefused, PORT,
 };
 
 /// Versions one raw read may carry before it is refused (a row full of tombstones). Hitting it
@@ -143,13 +143,18 @@ impl std::fmt::Display for Network {
     }
 }
 
+/// A network name that is neither `madsim` nor `queues`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a network; use madsim or queues")]
+pub struct UnknownNetwork(pub String);
+
 impl std::str::FromStr for Network {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownNetwork;
+    fn from_str(text: &str) -> Result<Self, UnknownNetwork> {
         match text {
             "madsim" => Ok(Network::Madsim),
             "queues" => Ok(Network::Queues),
-            other => Err(format!("{other:?} is not a network; use madsim or queues")),
+            other => Err(UnknownNetwork(other.to_owned())),
         }
     }
 }
@@ -255,7 +260,7 @@ pub struct Replica {
 }
 
 impl Replica {
-    fn raw(&self, row: &str, start: &str, live_limit: usize) -> Result<RawSlice, String> {
+    fn raw(&self, row: &str, start: &str, live_limit: usize) -> Result<RawSlice, ReadRefused> {
         let now_us = self.clock.now_us();
         let data = self.data.lock().expect("replica data");
         let mut versions = Vec::new();
@@ -268,7 +273,10 @@ impl Replica {
                 });
             }
             if versions.len() >= MAX_RAW_VERSIONS {
-                return Err(limit_hit(row, "a replica holds more versions than one read may carry"));
+                return Err(ReadRefused(limit_hit(
+                    row,
+                    "a replica holds more versions than one read may carry",
+                )));
             }
             live += usize::from(version.is_live_at(now_us));
             versions.push((column.to_owned(), version.clone()));
@@ -493,7 +501,7 @@ impl Replica {
         limit: usize,
     ) -> Result<(Vec<LiveCell>, bool), StoreFailure> {
         let needed = self.config.consistency.required(self.config.replicas);
-        let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel::<(usize, Result<RawSlice, String>)>();
+        let (answers, mut answered) = tokio::sync::mpsc::unbounded_channel::<(usize, Result<RawSlice, ReadRefused>)>();
         for replica in 0..self.config.replicas {
             if replica == self.index {
                 let _ = answers.send((replica, self.raw(row, start, limit)));
@@ -551,7 +559,7 @@ impl Replica {
         // Columns up to this one were sent in full by every responder.
         let mut complete_up_to: Option<String> = None;
         for (replica, answer) in responses {
-            let slice = answer.map_err(StoreFailure::Other)?;
+            let slice = answer.map_err(|refused| StoreFailure::Other(refused.0))?;
             if slice.truncated {
                 let last = slice.versions.last().map(|(c, _)| c.clone()).unwrap_or_default();
                 if complete_up_to.as_ref().is_none_or(|bound| last < *bound) {

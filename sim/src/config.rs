@@ -198,14 +198,19 @@ pub enum LockOrder {
     Random,
 }
 
-impl FromStr for LockOrder {
-    type Err = String;
+/// A lock order that is neither `fixed` nor `random`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a lock order; use fixed or random")]
+pub struct UnknownLockOrder(pub String);
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl FromStr for LockOrder {
+    type Err = UnknownLockOrder;
+
+    fn from_str(text: &str) -> Result<Self, UnknownLockOrder> {
         match text {
             "fixed" => Ok(LockOrder::Fixed),
             "random" => Ok(LockOrder::Random),
-            other => Err(format!("{other:?} is not a lock order; use fixed or random")),
+            other => Err(UnknownLockOrder(other.to_owned())),
         }
     }
 }

@@ -55,39 +55,57 @@ impl MsRange {
     }
 }
 
+/// A knob's number that is not a whole number it can take, in words a user can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadNumber {
+    #[error("{0} is negative; give a whole number, 0 or more")]
+    Negative(String),
+    #[error("{0:?} is not a whole number")]
+    NotANumber(String),
+    #[error("{text} is too large (it overflows a {bits}-bit number)")]
+    TooLarge { text: String, bits: usize },
+}
+
 /// Parse a whole number for a knob, saying what is wrong in words a user can act on.
-pub fn whole<T: FromStr + TryFrom<u128>>(text: &str) -> Result<T, String> {
+pub fn whole<T: FromStr + TryFrom<u128>>(text: &str) -> Result<T, BadNumber> {
     let text = text.trim();
     if text.starts_with('-') {
-        return Err(format!("{text} is negative; give a whole number, 0 or more"));
+        return Err(BadNumber::Negative(text.to_owned()));
     }
     if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{text:?} is not a whole number"));
+        return Err(BadNumber::NotANumber(text.to_owned()));
     }
-    let too_large = || {
-        format!(
-            "{text} is too large (it overflows a {}-bit number)",
-            std::mem::size_of::<T>() * 8
-        )
+    let too_large = || BadNumber::TooLarge {
+        text: text.to_owned(),
+        bits: std::mem::size_of::<T>() * 8,
     };
     let value: u128 = text.parse().map_err(|_| too_large())?;
     T::try_from(value).map_err(|_| too_large())
 }
 
-impl FromStr for MsRange {
-    type Err = String;
+/// A knob's range that is not `LO..HI` of whole numbers with LO <= HI.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadRange {
+    #[error("LO: {0} (write LO..HI, whole numbers in the unit the knob names)")]
+    Lo(BadNumber),
+    #[error("HI: {0} (write LO..HI, whole numbers in the unit the knob names)")]
+    Hi(BadNumber),
+    #[error("LO {lo} is above HI {hi}; write LO..HI with LO <= HI")]
+    Reversed { lo: u64, hi: u64 },
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl FromStr for MsRange {
+    type Err = BadRange;
+
+    fn from_str(text: &str) -> Result<Self, BadRange> {
         let (lo, hi) = match text.split_once("..") {
             Some((lo, hi)) => (lo, hi.strip_prefix('=').unwrap_or(hi)),
             None => (text, text),
         };
-        let lo: u64 =
-            whole(lo).map_err(|e| format!("LO: {e} (write LO..HI, whole numbers in the unit the knob names)"))?;
-        let hi: u64 =
-            whole(hi).map_err(|e| format!("HI: {e} (write LO..HI, whole numbers in the unit the knob names)"))?;
+        let lo: u64 = whole(lo).map_err(BadRange::Lo)?;
+        let hi: u64 = whole(hi).map_err(BadRange::Hi)?;
         if lo > hi {
-            return Err(format!("LO {lo} is above HI {hi}; write LO..HI with LO <= HI"));
+            return Err(BadRange::Reversed { lo, hi });
         }
         Ok(MsRange { lo, hi })
     }
@@ -594,13 +612,18 @@ mod tests {
         assert_eq!("100..2000".parse::<MsRange>(), Ok(MsRange { lo: 100, hi: 2000 }));
         assert_eq!("100..=2000".parse::<MsRange>(), Ok(MsRange { lo: 100, hi: 2000 }));
         assert_eq!("5".parse::<MsRange>(), Ok(MsRange { lo: 5, hi: 5 }));
-        assert!("9..3".parse::<MsRange>().unwrap_err().contains("above HI"));
-        assert!("-1..3".parse::<MsRange>().unwrap_err().contains("negative"));
+        assert!("9..3".parse::<MsRange>().unwrap_err().to_string().contains("above HI"));
+        assert!("-1..3".parse::<MsRange>().unwrap_err().to_string().contains("negative"));
         assert!("0..99999999999999999999"
             .parse::<MsRange>()
             .unwrap_err()
+            .to_string()
             .contains("too large"));
-        assert!("a..b".parse::<MsRange>().unwrap_err().contains("not a whole number"));
+        assert!("a..b"
+            .parse::<MsRange>()
+            .unwrap_err()
+            .to_string()
+            .contains("not a whole number"));
         assert_eq!(MsRange { lo: 1, hi: 2 }.to_string(), "1..2");
     }
 

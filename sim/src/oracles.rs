@@ -37,17 +37,21 @@ struct LateRenewals {
     stamps_us: Vec<u64>,
 }
 
+/// A limit an oracle hit, with the note to record (the oracle's verdict is then undecided).
+#[derive(Debug)]
+struct LimitHit(String);
+
 impl LateRenewals {
     /// Keep a late renewal's stamp; `Err` with the note to record when the limit is hit
     /// (the stamp is then not kept, and the id's K3 watch can no longer be trusted).
-    fn keep(&mut self, thread: &str, stamp_us: u64) -> Result<(), String> {
+    fn keep(&mut self, thread: &str, stamp_us: u64) -> Result<(), LimitHit> {
         if self.stamps_us.contains(&stamp_us) {
             return Ok(());
         }
         if self.stamps_us.len() >= MAX_LATE_RENEWALS {
-            return Err(format!(
+            return Err(LimitHit(format!(
                 "{K3_LIMIT_HIT} kept {MAX_LATE_RENEWALS} late renewal stamps of {thread} (MAX_LATE_RENEWALS) and dropped one; K3 is undecided for this release"
-            ));
+            )));
         }
         self.stamps_us.push(stamp_us);
         debug_assert!(self.stamps_us.len() <= MAX_LATE_RENEWALS);
@@ -181,7 +185,7 @@ pub(crate) async fn watch_replicas(
                 if write.stamp_us > late.began_stamp_us
                     && late.reacquired_at.is_none_or(|held_at| write.position <= held_at)
                 {
-                    if let Err(note) = late.keep(&write.thread, write.stamp_us) {
+                    if let Err(LimitHit(note)) = late.keep(&write.thread, write.stamp_us) {
                         recorder.record("oracle", None, What::Note(note));
                     }
                 }
@@ -416,7 +420,7 @@ mod tests {
             // A retry resends the same stamp: kept once, never counted twice.
             late.keep("c0-0:0", 10 + stamp).expect("a stamp already kept");
         }
-        let note = late.keep("c0-0:0", 1_000).expect_err("the limit is hit");
+        let LimitHit(note) = late.keep("c0-0:0", 1_000).expect_err("the limit is hit");
         assert!(note.starts_with(K3_LIMIT_HIT), "{note}");
         assert!(note.contains("c0-0:0"), "{note}");
         assert_eq!(late.stamps_us.len(), MAX_LATE_RENEWALS);
@@ -428,7 +432,7 @@ mod tests {
         let options = crate::scenario::SimOptions::default();
         let config =
             crate::scenario::build("contention", 0, cassalock::Algorithm::Queue, &options).expect("a scenario");
-        let note = LateRenewals {
+        let LimitHit(note) = LateRenewals {
             began_stamp_us: 0,
             reused: true,
             reacquired_at: None,

@@ -288,6 +288,7 @@ pub fn timer_echo_calls(calls: u64) -> EchoCalls {
 pub fn queue_echo_calls(calls: u64) -> EchoCalls {
     use crate::cluster::RawSlice;
     use crate::transport::{Delivery, QueueTransport, Reply};
+    use crate::wire::ReadRefused;
     echo_without_network(calls, |server, client| {
         let (server_ip, client_ip): (std::net::IpAddr, std::net::IpAddr) =
             ([10, 99, 0, 1].into(), [10, 99, 0, 2].into());
@@ -314,7 +315,7 @@ pub fn queue_echo_calls(calls: u64) -> EchoCalls {
             std::future::pending::<()>().await;
         });
         move |(n, answer): EchoCall| {
-            let answer = Reply::new(client_ip, move |_: Result<RawSlice, String>| {
+            let answer = Reply::new(client_ip, move |_: Result<RawSlice, ReadRefused>| {
                 let _ = answer.send(n);
             });
             let read = Delivery::ReadRaw {

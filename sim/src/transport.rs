@@ -55,7 +55,7 @@ use std::time::Duration;
 use cassalock::store::{CellVersion, StoreFailure, StoreReply, StoreRequest};
 use tokio::time::Instant;
 
-use crate::wire::RawSlice;
+use crate::wire::{RawSlice, ReadRefused};
 
 /// What madsim's network adds to every message beyond its latency (1 ms sleep on sending, 1 ms
 /// on receiving), added here too so that simulated times compare across the two networks.
@@ -97,7 +97,7 @@ pub enum Delivery {
         row: String,
         start: String,
         live_limit: usize,
-        answer: Reply<Result<RawSlice, String>>,
+        answer: Reply<Result<RawSlice, ReadRefused>>,
     },
     /// Client -> coordinator: carry out this request.
     Coordinate {

@@ -56,6 +56,12 @@ pub struct ReadRaw {
     pub live_limit: usize,
 }
 
+/// A replica's refusal to answer a raw read, in a sentence (a read that would carry more
+/// versions than one read may: the client's request fails with it, never with a shorter slice).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{0}")]
+pub struct ReadRefused(pub String);
+
 /// A replica's answer: the versions, and whether it stopped at the limit (more may follow).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RawSlice {
@@ -63,6 +69,6 @@ pub struct RawSlice {
     pub truncated: bool,
 }
 impl Request for ReadRaw {
-    type Response = Result<RawSlice, String>;
+    type Response = Result<RawSlice, ReadRefused>;
     const ID: u64 = 0xCA55_0003;
 }

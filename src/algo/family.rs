@@ -31,6 +31,7 @@ use super::zookeeper::curator_mutex::{
     directory_of, CuratorAcquire, CuratorAcquired, CuratorCheck, CuratorChecked, CuratorConfig, CuratorLease,
     CuratorRelease, CuratorReleased,
 };
+pub use super::LockConfigError;
 use super::{Input, Leftover, Machine, RetryPolicy, Step};
 use crate::store::etcd_client::{EtcdOp, EtcdOpReply};
 use crate::store::memcached::{MemcachedCommand, MemcachedReply};
@@ -153,7 +154,7 @@ pub trait FamilyLock: Send + Sync + 'static {
     /// The token the holder's key carries (what the resource sees; it does not grow).
     fn token(lease: &Self::Lease) -> &str;
     /// Settings the lock cannot work with, said in a sentence.
-    fn check(config: &Self::Config) -> Result<(), String>;
+    fn check(config: &Self::Config) -> Result<(), LockConfigError>;
 
     /// The channel on which a waiter of `key` holding `token` is told to try again (Redisson's
     /// unlock message), if the lock's waiters sleep until notified.
@@ -188,7 +189,7 @@ macro_rules! no_renewal {
 }
 
 /// Settings every Redis-family lock needs.
-fn check_redis(config: &RedisLockConfig) -> Result<(), String> {
+fn check_redis(config: &RedisLockConfig) -> Result<(), LockConfigError> {
     if config.ttl_ms == 0 {
         return Err("ttl_ms is 0: Redis refuses PX 0; give the key's time to live".into());
     }
@@ -196,10 +197,10 @@ fn check_redis(config: &RedisLockConfig) -> Result<(), String> {
         return Err("retry_every_ms is 0: a waiter would ask the server in a busy loop; use 1 ms or more".into());
     }
     if config.drift_ppm >= 1_000_000 {
-        return Err(format!(
+        return Err(LockConfigError(format!(
             "drift_ppm {} leaves no lease at all (the margin is the whole TTL); use less than 1000000",
             config.drift_ppm
-        ));
+        )));
     }
     if config
         .extend_every_ms
@@ -271,7 +272,7 @@ impl FamilyLock for SetNxLock {
         &lease.token
     }
 
-    fn check(config: &RedisLockConfig) -> Result<(), String> {
+    fn check(config: &RedisLockConfig) -> Result<(), LockConfigError> {
         check_redis(config)
     }
 
@@ -371,9 +372,12 @@ impl FamilyLock for RedlockLock {
         &hold.lease.token
     }
 
-    fn check(config: &RedlockConfig) -> Result<(), String> {
+    fn check(config: &RedlockConfig) -> Result<(), LockConfigError> {
         if !(1..=MAX_MASTERS).contains(&config.masters) {
-            return Err(format!("masters {}: give 1 to {MAX_MASTERS}", config.masters));
+            return Err(LockConfigError(format!(
+                "masters {}: give 1 to {MAX_MASTERS}",
+                config.masters
+            )));
         }
         if config.attempts == 0 {
             return Err("attempts is 0: Redlock would never try".into());
@@ -451,8 +455,8 @@ impl FamilyLock for MemcachedLock {
         &lease.token
     }
 
-    fn check(config: &MemcachedLockConfig) -> Result<(), String> {
-        config.check().map_err(|error| error.to_string())?;
+    fn check(config: &MemcachedLockConfig) -> Result<(), LockConfigError> {
+        config.check().map_err(|error| LockConfigError(error.to_string()))?;
         if config.retry_every_ms == 0 {
             return Err("retry_every_ms is 0: a waiter would ask the server in a busy loop; use 1 ms or more".into());
         }
@@ -540,7 +544,7 @@ impl FamilyLock for RedissonLock {
         &lease.owner
     }
 
-    fn check(config: &RedissonConfig) -> Result<(), String> {
+    fn check(config: &RedissonConfig) -> Result<(), LockConfigError> {
         if config.watchdog_timeout_ms < 3 {
             return Err("watchdog_timeout_ms below 3 ms leaves the watchdog no period".into());
         }
@@ -621,7 +625,7 @@ impl FamilyLock for RedissonFairLock {
         &lease.owner
     }
 
-    fn check(config: &RedissonConfig) -> Result<(), String> {
+    fn check(config: &RedissonConfig) -> Result<(), LockConfigError> {
         RedissonLock::check(config)?;
         if config.fair_thread_wait_ms == 0 {
             return Err("fair_thread_wait_ms 0: every waiter would be dropped from the queue at once; give a slot (Redisson: 5000 ms)".into());
@@ -718,7 +722,7 @@ impl FamilyLock for CuratorLock {
         &lease.token
     }
 
-    fn check(config: &CuratorConfig) -> Result<(), String> {
+    fn check(config: &CuratorConfig) -> Result<(), LockConfigError> {
         if config.recheck_every_ms == Some(0) {
             return Err(
                 "recheck_every_ms 0: a waiter would list the directory in a busy loop; use 1 ms or more".into(),
@@ -819,7 +823,7 @@ impl FamilyLock for EtcdLock {
         &lease.token
     }
 
-    fn check(config: &EtcdMutexConfig) -> Result<(), String> {
+    fn check(config: &EtcdMutexConfig) -> Result<(), LockConfigError> {
         config.check()
     }
 

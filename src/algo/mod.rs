@@ -212,6 +212,17 @@ impl<T, C> Step<T, C> {
     }
 }
 
+/// Settings a lock cannot work with, in a sentence that names the setting and what to give.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct LockConfigError(pub String);
+
+impl From<&str> for LockConfigError {
+    fn from(why: &str) -> Self {
+        LockConfigError(why.to_owned())
+    }
+}
+
 /// A sans-IO algorithm.
 pub trait Machine {
     /// The configuration every step reads (kept outside the machine so states stay small).

@@ -24,7 +24,7 @@ use super::clock::Clock;
 use super::notify::Subscription;
 use crate::algo::family::{Acquisition, Extension, FamilyLock, Release, RenewalEnd};
 use crate::algo::redis::set_nx::Patience;
-use crate::algo::{Action, Input, Leftover, Machine, SleepKind, StepTag};
+use crate::algo::{Action, Input, Leftover, LockConfigError, Machine, SleepKind, StepTag};
 use crate::store::StoreFailure;
 
 /// The longest lock key or client name the family lockers accept (Memcached's key limit is
@@ -62,7 +62,7 @@ pub enum FamilyError {
     #[error("{what} {name:?}: give 1 to {MAX_NAME_LEN} printable characters without spaces")]
     Name { what: &'static str, name: String },
     #[error("lock settings: {0}")]
-    Config(String),
+    Config(#[from] LockConfigError),
     #[error("gave up after waiting {waited_ms} ms for lock {key} (max_wait_ms)")]
     TimedOut { key: String, waited_ms: u64 },
     #[error("lock {key}: every attempt failed to take a majority of the masters within the validity")]

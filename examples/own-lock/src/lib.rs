@@ -23,7 +23,9 @@
 
 use cassalock::algo::family::{Acquisition, Extension, FamilyLock, NoRenewal, Release, RenewalEnd};
 use cassalock::algo::redis::set_nx::Patience;
-use cassalock::algo::{Action, Input, Leftover, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use cassalock::algo::{
+    Action, Input, Leftover, LockConfigError, Machine, RetryPolicy, SleepKind, Source, Step, StepTag,
+};
 use cassalock::store::memcached::{MemcachedCommand, MemcachedReply};
 use cassalock::store::StoreFailure;
 
@@ -393,12 +395,12 @@ impl FamilyLock for CasLeaseLock {
         &lease.token
     }
 
-    fn check(config: &CasLeaseConfig) -> Result<(), String> {
+    fn check(config: &CasLeaseConfig) -> Result<(), LockConfigError> {
         if config.lease_s < 2 {
-            return Err(format!(
+            return Err(LockConfigError(format!(
                 "lease_s {}: the server counts whole seconds, so a lease under 2 s may leave no time to hold; use 2 or more",
                 config.lease_s
-            ));
+            )));
         }
         if config.retry_every_ms == 0 {
             return Err(

@@ -42,7 +42,7 @@
 //!   it. A later contender's key is then the lowest and it acquires too.
 
 use super::super::retry::Uncertainty;
-use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use super::super::{Action, Input, LockConfigError, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use crate::store::etcd_client::{EtcdOp, EtcdOpReply};
 use crate::store::etcd_keyspace::{
     Compare, CompareResult, EtcdCommand, EtcdError, EtcdReply, EtcdResponse, LeaseId, RangeRequest, Revision, TxnOp,
@@ -137,12 +137,12 @@ impl EtcdMutexConfig {
     }
 
     /// Settings the lock cannot work with, said in a sentence.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), LockConfigError> {
         if !(1..=MAX_LEASE_TTL_S).contains(&self.session_ttl_s) {
-            return Err(format!(
+            return Err(LockConfigError(format!(
                 "session_ttl_s {}: give 1 to {MAX_LEASE_TTL_S} seconds",
                 self.session_ttl_s
-            ));
+            )));
         }
         Ok(())
     }
