@@ -46,7 +46,8 @@ macro_rules! exit_status_help {
   1  a claim was violated (replay --expect-*: a recorded verdict did not reproduce)
   2  bad usage: nothing ran (the message names the flag)
   3  no violation, but a bound stopped a verdict (a model-checking budget, a time cap)
-  4  a backend could not be reached or set up (the real cluster)"
+  4  a backend could not be reached or set up (the real cluster, a client's server)
+  5  a client program broke the protocol or stopped answering (real --client)"
     };
 }
 
@@ -90,9 +91,10 @@ enum Command {
     #[cfg(madsim)]
     #[command(after_help = exit_status_help!())]
     Report(report::ReportArgs),
-    /// Run lockers against a real Cassandra cluster and judge T1 (the real build only).
+    /// Run lockers against real servers and judge T1 (the real build only); or, with
+    /// --client, copies of a program that drives a shipped lock library (either build).
     #[command(after_help = exit_status_help!())]
-    Real(real::RealArgs),
+    Real(Box<real::RealArgs>),
     /// Judge an event record (docs/events.md; `replay --events FILE` writes one): every claim's
     /// verdict, as the run that wrote it printed them.
     #[command(after_help = exit_status_help!())]
@@ -159,7 +161,10 @@ fn main() -> ExitCode {
         Command::Merge(args) => merge::merge(args),
         #[cfg(madsim)]
         Command::Report(args) => report::run(args),
-        Command::Real(args) => real::run(args),
+        Command::Real(args) => match args.client.clone() {
+            Some(command) => real::run_client(&args, &command),
+            None => real::run(*args),
+        },
         Command::Judge(args) => judge::run(args),
     }
 }

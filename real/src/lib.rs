@@ -26,6 +26,7 @@
 //! servers' stores, and `family`, only in the real one.
 
 pub mod capacity;
+pub mod client;
 #[cfg(not(madsim))]
 pub mod cluster;
 #[cfg(not(madsim))]

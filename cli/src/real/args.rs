@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use cassalock_real::Lock;
 
@@ -117,9 +117,45 @@ pub struct RealArgs {
     /// queue-paced); at most 2,000,000 lines, the rest counted and said.
     #[arg(long, value_name = "FILE")]
     pub steps: Option<PathBuf>,
+    /// Run copies of this program instead of cassalock's own lock code: any program that
+    /// speaks the client protocol (docs/client-protocol.md), such as the shims in clients/
+    /// that drive shipped libraries (redis-py, kazoo). Run through /bin/sh, each copy in a
+    /// process group of its own; --threads copies, each making --acquisitions acquisitions of
+    /// one lock (named in their environment, CASSALOCK_LOCK), holding each --hold-ms, writing
+    /// its token to cassalock's resource, releasing. Works in either build.
+    #[arg(long, value_name = "COMMAND")]
+    pub client: Option<String>,
+    /// With --client: the call each acquisition makes, lock or try-lock (with --try-wait-ms).
+    #[arg(long, value_enum, default_value_t = ClientCall::Lock, requires = "client")]
+    pub call: ClientCall,
+    /// With --client --call try-lock: how long try_lock waits, milliseconds (1-3600000).
+    #[arg(long, default_value_t = 1000, requires = "client")]
+    pub try_wait_ms: u64,
+    /// With --client: the lease each acquisition asks for, milliseconds (1-3600000; default:
+    /// none, the library's own: its watchdog, its session, or no expiry).
+    #[arg(long, requires = "client")]
+    pub lease_ms: Option<u64>,
+    /// With --client: stop (SIGSTOP) the holder of the --pause-at-th acquisition of the run as
+    /// soon as it holds, for this many milliseconds (1-600000), then continue it (SIGCONT);
+    /// longer than its lease, another client may take the lock meanwhile.
+    #[arg(long, requires = "client")]
+    pub pause_holder_ms: Option<u64>,
+    /// With --pause-holder-ms: which acquisition of the run (1-based, counting every client's).
+    #[arg(long, default_value_t = 2, requires = "pause_holder_ms")]
+    pub pause_at: u64,
+    /// With --client: how long each copy may take to start and say hello, seconds (1-600).
+    #[arg(long, default_value_t = 60, requires = "client")]
+    pub start_timeout_s: u64,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.
     #[arg(long, hide = true, requires = "worker_index")]
     pub worker_job: Option<PathBuf>,
     #[arg(long, hide = true)]
     pub worker_index: Option<usize>,
+}
+
+/// The call a client's acquisitions make (`real --client --call`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClientCall {
+    Lock,
+    TryLock,
 }

@@ -10,6 +10,7 @@ mod args;
 mod backends;
 #[cfg(not(madsim))]
 mod bench;
+mod client;
 #[cfg(not(madsim))]
 mod faults;
 mod plan;
@@ -24,6 +25,7 @@ mod tests;
 mod warm_up;
 
 pub use args::RealArgs;
+pub use client::run as run_client;
 pub use plan::{check_contact_points, BenchPlan, BenchRealFlags};
 pub use report::rerender;
 #[cfg(madsim)]

@@ -1,0 +1,232 @@
+//! `cassalock real --client COMMAND`: copies of a client program that drives a lock library
+//! (docs/client-protocol.md) take turns at one lock under the planned fault; the run's event
+//! record is judged by the one judge, and what the libraries told their holders is said.
+//!
+//! Exit status: 0 no claim violated; 1 a claim violated; 2 bad usage; 4 a client never said
+//! hello (it could not start, or reach its server); 5 a client broke the protocol or stopped
+//! answering mid-run (the verdicts on what happened before are printed, but the run is cut).
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cassalock_judge::event::Call;
+use cassalock_judge::stats::percentile;
+use cassalock_judge::text::count;
+use cassalock_judge::Judgement;
+use cassalock_real::client::process::ClientFault;
+use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, HolderPause};
+
+use super::args::{ClientCall, RealArgs};
+use crate::usage_error;
+
+/// A client never said hello: it could not start or reach its server.
+const NOT_STARTED: u8 = 4;
+/// A client broke the protocol or went silent after its hello.
+const CLIENT_BROKE: u8 = 5;
+
+fn spec(args: &RealArgs, command: &str) -> ClientSpec {
+    ClientSpec {
+        command: command.to_owned(),
+        clients: args.threads,
+        acquisitions: args.acquisitions,
+        call: match args.call {
+            ClientCall::Lock => Call::Lock,
+            ClientCall::TryLock => Call::TryLock,
+        },
+        try_wait_ms: args.try_wait_ms,
+        lease_ms: args.lease_ms,
+        hold_ms: args.hold_ms,
+        max_wait: Duration::from_secs(args.max_wait_s),
+        start_timeout: Duration::from_secs(args.start_timeout_s),
+        run_limit: (args.run_limit_s > 0).then(|| Duration::from_secs(args.run_limit_s)),
+        fencing: !args.no_fencing,
+        pause: args.pause_holder_ms.map(|ms| HolderPause {
+            at_acquisition: args.pause_at,
+            ms,
+        }),
+        lock_name: args
+            .lock_id
+            .clone()
+            .unwrap_or_else(|| format!("cassalock-{}", cassalock_real::now_us())),
+    }
+}
+
+pub fn run(args: &RealArgs, command: &str) -> ExitCode {
+    let spec = spec(args, command);
+    if let Err(refused) = check(&spec) {
+        return usage_error(&refused.to_string());
+    }
+    if !(1..=3600).contains(&args.max_wait_s) {
+        return usage_error(&format!("--max-wait-s {}: 1-3600", args.max_wait_s));
+    }
+    if !(1..=600).contains(&args.start_timeout_s) {
+        return usage_error(&format!("--start-timeout-s {}: 1-600", args.start_timeout_s));
+    }
+    let events_file = match &args.events {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some((path, file)),
+            Err(e) => return usage_error(&format!("--events {}: cannot write it: {e}", path.display())),
+        },
+        None => None,
+    };
+    eprintln!(
+        "starting {} of `{command}` ({} acquisitions each{})",
+        cassalock_judge::text::Counted::irregular(spec.clients, "copy", "copies"),
+        spec.acquisitions,
+        spec.pause.map_or_else(String::new, |pause| format!(
+            "; the holder of acquisition {} paused for {} ms",
+            pause.at_acquisition, pause.ms
+        ))
+    );
+    let outcome = run_clients(&spec);
+    let judgement = cassalock_judge::judge(&outcome.record);
+    print!("{}", report(&spec, &outcome, &judgement));
+    if let Some((path, file)) = events_file {
+        let mut out = std::io::BufWriter::new(file);
+        let written =
+            cassalock_judge::event::write(&mut out, &outcome.record.header, &outcome.record.events).and_then(|()| {
+                out.into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?
+                    .sync_all()
+            });
+        match written {
+            Ok(()) => eprintln!(
+                "event record: {} written to {} (cassalock judge {} reads it back)",
+                count(outcome.record.events.len(), "event"),
+                path.display(),
+                path.display()
+            ),
+            Err(e) => eprintln!(
+                "error: --events {}: writing the event record failed: {e}",
+                path.display()
+            ),
+        }
+    }
+    for fault in &outcome.faults {
+        eprintln!("error: {fault}");
+    }
+    if violated_before(&judgement, outcome.cut_at_ns) {
+        ExitCode::from(1)
+    } else if outcome
+        .faults
+        .iter()
+        .any(|fault| matches!(fault, ClientFault::Broke { .. }))
+    {
+        eprintln!("no verdict covers the run: a client broke the protocol (docs/client-protocol.md)");
+        ExitCode::from(CLIENT_BROKE)
+    } else if outcome.hello.is_none() {
+        eprintln!(
+            "no client said hello, so nothing ran: is its server running (cluster/cassalock-servers start redis|zookeeper|...)? Its command, run by hand, prints its hello first (docs/client-protocol.md)."
+        );
+        ExitCode::from(NOT_STARTED)
+    } else if !outcome.faults.is_empty() {
+        eprintln!("the run was cut short by the client above: no verdict covers what it would have done");
+        ExitCode::from(CLIENT_BROKE)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The run's summary, verdicts and what the holders were told.
+fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} x {}: {} in {:.1} s",
+        outcome.record.header.lock,
+        count(spec.clients, "client"),
+        count(outcome.acquisitions, "acquisition"),
+        outcome.elapsed.as_secs_f64()
+    );
+    if let Some(pause) = spec.pause {
+        let _ = writeln!(
+            out,
+            "  fault                   {}",
+            if outcome.paused {
+                format!(
+                    "the holder of acquisition {} stopped (SIGSTOP) for {} ms, then continued",
+                    pause.at_acquisition, pause.ms
+                )
+            } else {
+                format!("NOT FIRED: the run ended before acquisition {}", pause.at_acquisition)
+            }
+        );
+    }
+    if let Judgement::Observed(verdicts) = judgement {
+        if !verdicts.waits_ms.is_empty() {
+            let _ = writeln!(
+                out,
+                "  wait p50 / p99 / max    {:.1} / {:.1} / {:.1} ms",
+                percentile(&verdicts.waits_ms, 50),
+                percentile(&verdicts.waits_ms, 99),
+                verdicts.waits_ms.iter().copied().fold(0.0, f64::max)
+            );
+        }
+    }
+    let told: Vec<String> = outcome
+        .told_at_release
+        .iter()
+        .map(|((outcome, why), n)| {
+            if why.is_empty() {
+                format!("{n} {outcome}")
+            } else {
+                format!("{n} {outcome} ({why})")
+            }
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "  told at release         {}",
+        if told.is_empty() {
+            "no release returned".to_owned()
+        } else {
+            told.join("; ")
+        }
+    );
+    let lost = outcome
+        .record
+        .events
+        .iter()
+        .filter(|event| matches!(event.what, cassalock_judge::event::What::LeaseLost { .. }))
+        .count();
+    let _ = writeln!(out, "  told it lost the lock   {}", count(lost, "time"));
+    if outcome.killed_at_exit > 0 {
+        let _ = writeln!(
+            out,
+            "  killed at exit          {} (did not exit within 5 s of `exit`)",
+            count(outcome.killed_at_exit, "client")
+        );
+    }
+    if outcome.hello.is_none() {
+        let _ = writeln!(out, "no verdict: no client said hello, so no lock was asked for");
+    } else if !outcome.faults.is_empty() {
+        let _ = write!(
+            out,
+            "cut short by a client (below): these verdicts cover what ran, not the run asked for;\n\
+             only a violation before the cut counts\n{judgement}"
+        );
+    } else {
+        let _ = write!(out, "{judgement}");
+    }
+    out
+}
+
+/// Some claim was violated before `cut_at_ns` (none: the run was not cut): an overlap that
+/// began, or a stale write accepted, before the first broken client was stopped.
+fn violated_before(judgement: &Judgement, cut_at_ns: Option<u64>) -> bool {
+    let Some(cut_at_ns) = cut_at_ns else {
+        return judgement.any_violated();
+    };
+    let cut = Duration::from_nanos(cut_at_ns);
+    match judgement {
+        Judgement::Observed(verdicts) => {
+            verdicts.overlaps.iter().any(|overlap| overlap.from < cut)
+                || verdicts
+                    .stale_writes
+                    .iter()
+                    .any(|write| write.accepted && write.at < cut)
+        }
+        other => other.any_violated(),
+    }
+}

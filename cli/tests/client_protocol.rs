@@ -1,0 +1,190 @@
+//! `cassalock real --client`: client programs that speak the client protocol, run as black
+//! boxes. A test client (`tests/clients/flock_lock.py`, a lock on this machine through `flock`,
+//! no server needed) is run honest, barging, and breaking the protocol in every way it can: the
+//! verdict must be the lock's when it behaved, and a named break, never a pass, when it did not.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn cassalock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("cassalock runs")
+}
+
+/// A fresh lock file for one test.
+fn lock_file(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cassalock-client-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join(test);
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(file.with_extension("count"));
+    file
+}
+
+/// Run `clients` copies of the test client with `flags` for `acquisitions` each, plus `extra`
+/// arguments to cassalock.
+fn run(test: &str, flags: &str, clients: &str, extra: &[&str]) -> (i32, String, String) {
+    let command = format!(
+        "python3 cli/tests/clients/flock_lock.py {} {flags}",
+        lock_file(test).display()
+    );
+    let mut args = vec![
+        "real",
+        "--client",
+        &command,
+        "--threads",
+        clients,
+        "--acquisitions",
+        "3",
+        "--hold-ms",
+        "5",
+    ];
+    for (flag, default) in [("--max-wait-s", "2"), ("--start-timeout-s", "5")] {
+        if !extra.contains(&flag) {
+            args.extend([flag, default]);
+        }
+    }
+    args.extend_from_slice(extra);
+    let output = cassalock(&args);
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn an_honest_lock_holds_t1_under_a_paused_holder_and_its_record_judges_the_same() {
+    let record = std::env::temp_dir().join(format!("cassalock-client-honest-{}.jsonl", std::process::id()));
+    let record_arg = record.display().to_string();
+    let (code, out, err) = run(
+        "honest",
+        "",
+        "3",
+        &["--pause-holder-ms", "300", "--pause-at", "2", "--events", &record_arg],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("flock 0 flock x 3 clients: 9 acquisitions"), "{out}");
+    assert!(
+        out.contains("the holder of acquisition 2 stopped (SIGSTOP) for 300 ms"),
+        "{out}"
+    );
+    assert!(
+        out.contains("T1-belief    ok       9 acquisitions, never two believers"),
+        "{out}"
+    );
+    assert!(out.contains("told at release         9 released"), "{out}");
+    let judged = cassalock(&["judge", &record_arg]);
+    let judged_out = String::from_utf8_lossy(&judged.stdout);
+    assert_eq!(judged.status.code(), Some(0), "{judged_out}");
+    let verdicts = |text: &str| {
+        text.lines()
+            .filter(|line| line.starts_with("  T1"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(verdicts(&out), verdicts(&judged_out));
+    let _ = std::fs::remove_file(record);
+}
+
+#[test]
+fn a_lock_that_hands_out_two_holders_is_caught() {
+    let (code, out, err) = run("barge", "--barge", "3", &[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("T1-belief    FAILED"), "{out}");
+}
+
+#[test]
+fn a_client_that_prints_garbage_is_named_with_its_line() {
+    let (code, out, err) = run("garbage", "--say-garbage-after 1", "2", &[]);
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(
+        err.contains("broke the protocol: line 3 of its output is not an answer"),
+        "{err}"
+    );
+    assert!(err.contains("this is not JSON"), "{err}");
+    assert!(out.contains("cut short by a client"), "{out}");
+}
+
+#[test]
+fn a_client_that_answers_another_command_breaks_the_protocol() {
+    let (code, _, err) = run("wrong-id", "--wrong-id", "1", &[]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("answers `acquired` (id 99) to `lock` (id 1), which it cannot"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_client_that_hangs_gets_a_time_bound_not_a_hang() {
+    let (code, _, err) = run("hang", "--hang-after 1", "1", &["--max-wait-s", "1"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("did not answer `write` (id 2) within 1"), "{err}");
+}
+
+#[test]
+fn a_client_that_exits_early_is_said_with_its_status() {
+    let (code, _, err) = run("exits", "--exit-after 0", "2", &[]);
+    assert_eq!(code, 5, "{err}");
+    assert!(
+        err.contains("exited (exit status: 3) while cassalock waited for `lock` (id 1)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_client_that_never_says_hello_is_a_backend_problem() {
+    let (code, out, err) = run("no-hello", "--no-hello", "2", &["--start-timeout-s", "1"]);
+    assert_eq!(code, 4, "{out}{err}");
+    assert!(err.contains("did not answer its hello within"), "{err}");
+    assert!(out.contains("no verdict: no client said hello"), "{out}");
+    let (code, _, err) = cassalock_code(&["real", "--client", "exit 7", "--threads", "1"]);
+    assert_eq!(code, 4, "{err}");
+    assert!(
+        err.contains("exited (exit status: 7) while cassalock waited for its hello"),
+        "{err}"
+    );
+}
+
+fn cassalock_code(args: &[&str]) -> (i32, String, String) {
+    let output = cassalock(args);
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_client_options_are_refused_before_anything_starts() {
+    for (args, says) in [
+        (vec!["--client", "true", "--threads", "0"], "--threads 0 with --client"),
+        (
+            vec!["--client", "true", "--threads", "65"],
+            "--threads 65 with --client",
+        ),
+        (vec!["--client", "true", "--lease-ms", "0"], "--lease-ms 0"),
+        (
+            vec!["--client", "true", "--pause-holder-ms", "0"],
+            "--pause-holder-ms 0",
+        ),
+        (
+            vec!["--client", "true", "--pause-holder-ms", "10", "--pause-at", "9999"],
+            "--pause-at 9999",
+        ),
+        (vec!["--client", "true", "--max-wait-s", "0"], "--max-wait-s 0"),
+        (vec!["--client", "", "--threads", "1"], "--client needs a command"),
+        (vec!["--lease-ms", "100"], "--client"),
+        (vec!["--client", "true", "--pause-at", "2"], "--pause-holder-ms"),
+    ] {
+        let mut all = vec!["real"];
+        all.extend(args.iter().copied());
+        let (code, _, err) = cassalock_code(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

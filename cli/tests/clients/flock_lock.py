@@ -1,0 +1,108 @@
+"""A test client: a lock on this machine only, `flock` on a file, and ways to break it.
+
+    flock_lock.py FILE [--barge] [--say-garbage-after N] [--hang-after N] [--exit-after N]
+        [--wrong-id] [--no-hello]
+
+--barge says acquired without taking the lock (a broken lock: two holders at once); the others
+break the protocol before the N-th command (0-based). Tokens are the count of acquisitions kept in FILE.count,
+under the lock: a fencing token.
+"""
+
+import argparse
+import fcntl
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../clients/python"))
+import cassalock_client as protocol  # noqa: E402
+
+
+class FlockLock:
+    def __init__(self, path, barge):
+        self.path = path
+        self.barge = barge
+        self.file = None
+        self.held = None
+
+    def acquire(self, lease_ms, wait_ms):
+        self.file = open(self.path, "a+")
+        if not self.barge:
+            if wait_ms is None:
+                fcntl.flock(self.file, fcntl.LOCK_EX)
+            else:
+                stop = time.monotonic() + wait_ms / 1000
+                while True:
+                    try:
+                        fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        break
+                    except BlockingIOError:
+                        if time.monotonic() >= stop:
+                            self.file.close()
+                            return None
+                        time.sleep(0.005)
+        with open(self.path + ".count", "a+") as counter:
+            fcntl.flock(counter, fcntl.LOCK_EX)
+            counter.seek(0)
+            count = int(counter.read() or "0") + 1
+            counter.seek(0)
+            counter.truncate()
+            counter.write(str(count))
+        self.held = count
+        return count, None
+
+    def token(self):
+        return self.held
+
+    def extend(self, lease_ms):
+        return None
+
+    def release(self):
+        self.file.close()
+        return True
+
+    def close(self):
+        pass
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("file")
+    parser.add_argument("--barge", action="store_true")
+    parser.add_argument("--say-garbage-after", type=int)
+    parser.add_argument("--hang-after", type=int)
+    parser.add_argument("--exit-after", type=int)
+    parser.add_argument("--wrong-id", action="store_true")
+    parser.add_argument("--no-hello", action="store_true")
+    args = parser.parse_args()
+    if args.no_hello:
+        time.sleep(3600)
+    sys.stdin = Breaking(sys.stdin, args)
+    protocol.serve(FlockLock(args.file, args.barge), library="flock", library_version="0", lock="flock",
+                   tokens="fencing")
+
+
+class Breaking:
+    """Standard input that breaks the protocol on cue: before the N-th command (0-based) it
+    prints garbage, hangs or exits; with --wrong-id it answers every command twice, the first
+    time with another id."""
+
+    def __init__(self, lines, args):
+        self.lines = lines
+        self.args = args
+
+    def __iter__(self):
+        for seen, line in enumerate(self.lines):
+            if seen == self.args.say_garbage_after:
+                print("this is not JSON", flush=True)
+            if seen == self.args.hang_after:
+                time.sleep(3600)
+            if seen == self.args.exit_after:
+                sys.exit(3)
+            if self.args.wrong_id:
+                protocol.say(event="acquired", id=99, token="1")
+            yield line
+
+
+if __name__ == "__main__":
+    main()

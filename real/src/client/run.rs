@@ -1,0 +1,799 @@
+//! A run of client programs: start N copies, wait for every hello, then let each take the lock
+//! again and again (ask, hold, write its token to the resource, release), a holder paused on
+//! plan, and write down everything as an event record for the one judge.
+//!
+//! The resource is cassalock's own, in this process: a write carries the holder's token; with
+//! fencing tokens it refuses one below the highest it accepted (unless fencing is off); with
+//! tokens that order nothing, it orders writes by their acquisitions (the holder's clock when
+//! its library returned the lock) and can only count a stale write, not refuse it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use cassalock_judge::event::{self as record, Call, Disruption, Event, NotAcquired, ReleaseOutcome, What};
+
+use super::process::{ClientFault, ClientProcess};
+use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
+use crate::now_us;
+
+/// The lock every client of a run takes (its record's events name it).
+const LOCK: &str = "the run's lock";
+/// How far a client's clock may read from cassalock's before its answers are refused: its
+/// clock must be this machine's wall clock, in microseconds.
+pub const CLOCK_SLACK: Duration = Duration::from_secs(5);
+/// Clients one run starts, at most.
+pub const MAX_CLIENTS: usize = 64;
+/// Acquisitions of all clients together, at most (the record stays under a few hundred MB).
+pub const MAX_ACQUISITIONS: u64 = 200_000;
+/// How long a client has to exit after `exit` before its process group is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+/// A holder paused on plan: the process (group) of the client that made the run's
+/// `at_acquisition`-th acquisition is stopped (SIGSTOP) as soon as it holds, for `ms`, then
+/// continued (SIGCONT); its hold, its write and its release follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HolderPause {
+    pub at_acquisition: u64,
+    pub ms: u64,
+}
+
+/// What a run does.
+#[derive(Clone, Debug)]
+pub struct ClientSpec {
+    /// The program, run through `/bin/sh -c`.
+    pub command: String,
+    pub clients: usize,
+    /// Per client.
+    pub acquisitions: u32,
+    pub call: Call,
+    /// `try_lock`'s wait.
+    pub try_wait_ms: u64,
+    /// The lease each acquisition asks for; none: the library's default.
+    pub lease_ms: Option<u64>,
+    pub hold_ms: u64,
+    /// The longest cassalock waits for one answer (a `lock` call waits this long at most).
+    pub max_wait: Duration,
+    /// The longest cassalock waits for a client's hello after starting it.
+    pub start_timeout: Duration,
+    /// Stop starting acquisitions after this long (none: run them all).
+    pub run_limit: Option<Duration>,
+    /// The resource refuses a fencing token below the highest it accepted.
+    pub fencing: bool,
+    pub pause: Option<HolderPause>,
+    /// The name the clients lock (`CASSALOCK_LOCK` in their environment).
+    pub lock_name: String,
+}
+
+/// A spec the runner refuses, in a sentence naming the flag.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadClientSpec(pub String);
+
+/// Check a spec before anything starts.
+pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
+    let refuse = |why: String| Err(BadClientSpec(why));
+    if spec.command.trim().is_empty() {
+        return refuse("--client needs a command: the program and its arguments, as one string".into());
+    }
+    if spec.clients == 0 || spec.clients > MAX_CLIENTS {
+        return refuse(format!(
+            "--threads {} with --client: copies of the client, 1-{MAX_CLIENTS}",
+            spec.clients
+        ));
+    }
+    let total = spec.clients as u64 * u64::from(spec.acquisitions);
+    if spec.acquisitions == 0 || total > MAX_ACQUISITIONS {
+        return refuse(format!(
+            "--acquisitions {} x --threads {} = {total} acquisitions: 1-{MAX_ACQUISITIONS} in all with --client",
+            spec.acquisitions, spec.clients
+        ));
+    }
+    if let Some(lease) = spec.lease_ms {
+        if !(1..=3_600_000).contains(&lease) {
+            return refuse(format!("--lease-ms {lease}: 1-3600000"));
+        }
+    }
+    if spec.hold_ms > 60_000 {
+        return refuse(format!("--hold-ms {}: 0-60000", spec.hold_ms));
+    }
+    if !(1..=3_600_000).contains(&spec.try_wait_ms) {
+        return refuse(format!("--try-wait-ms {}: 1-3600000", spec.try_wait_ms));
+    }
+    if let Some(pause) = spec.pause {
+        if !(1..=600_000).contains(&pause.ms) {
+            return refuse(format!("--pause-holder-ms {}: 1-600000", pause.ms));
+        }
+        if pause.at_acquisition == 0 || pause.at_acquisition > total {
+            return refuse(format!(
+                "--pause-at {}: an acquisition of the run, 1-{total}",
+                pause.at_acquisition
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What a run found.
+#[derive(Debug)]
+pub struct ClientRun {
+    /// The clients' hello (all said the same), if they said one.
+    pub hello: Option<Hello>,
+    /// Everything that happened, for the judge.
+    pub record: record::Record,
+    /// The clients that broke the protocol, exited or went silent: the run is cut short and
+    /// no claim holds on its account.
+    pub faults: Vec<ClientFault>,
+    /// What the libraries answered at release, by outcome and text, with counts.
+    pub told_at_release: BTreeMap<(String, String), u64>,
+    /// Acquisitions made.
+    pub acquisitions: u64,
+    /// The planned pause fired (false: the run ended before its acquisition).
+    pub paused: bool,
+    /// When the first client that broke was stopped (on the record's clock): what the judge
+    /// finds from there on may be cassalock's doing (a holder killed), not the lock's.
+    pub cut_at_ns: Option<u64>,
+    /// Clients that did not exit within the grace after `exit` and were killed.
+    pub killed_at_exit: usize,
+    pub elapsed: Duration,
+}
+
+/// What the client threads share.
+struct Shared {
+    spec: ClientSpec,
+    tokens: Tokens,
+    events: Mutex<Vec<Event>>,
+    resource: Mutex<Resource>,
+    acquisitions: AtomicU64,
+    stop: AtomicBool,
+    paused: AtomicBool,
+    told: Mutex<BTreeMap<(String, String), u64>>,
+    started: Instant,
+}
+
+impl Shared {
+    fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
+        let event = Event {
+            at_ns: at_us.saturating_mul(1000),
+            node: node.to_owned(),
+            clock_us,
+            what,
+        };
+        self.events
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(event);
+    }
+}
+
+/// The resource's state: the highest write it accepted.
+#[derive(Default)]
+struct Resource {
+    highest: Option<Order>,
+}
+
+/// A write's place in the order of writes: a fencing token's digits, or an acquisition's time
+/// and client.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Order {
+    Fencing(usize, String),
+    Acquired(u64, usize),
+}
+
+impl Resource {
+    /// (accepted, stale).
+    fn write(&mut self, order: Order, fencing: bool) -> (bool, bool) {
+        let stale = self.highest.as_ref().is_some_and(|highest| order < *highest);
+        let accepted = !(stale && fencing);
+        if accepted && self.highest.as_ref().is_none_or(|highest| order > *highest) {
+            self.highest = Some(order);
+        }
+        (accepted, stale)
+    }
+}
+
+/// Run the clients of `spec` (checked by [`check`]).
+pub fn run(spec: &ClientSpec) -> ClientRun {
+    let started = Instant::now();
+    let names: Vec<String> = (0..spec.clients).map(|index| format!("c{index}")).collect();
+    let mut faults = Vec::new();
+    let mut processes = Vec::new();
+    for name in &names {
+        let env = [
+            ("CASSALOCK_LOCK", spec.lock_name.clone()),
+            ("CASSALOCK_CLIENT", name.clone()),
+            ("CASSALOCK_PROTOCOL_VERSION", protocol::VERSION.to_string()),
+        ];
+        match ClientProcess::start(name, &spec.command, &env) {
+            Ok(process) => processes.push(process),
+            Err(fault) => faults.push(fault),
+        }
+    }
+    // Every hello before any command: a client that starts slowly (a JVM) must not find the
+    // others' run half over.
+    let hello_deadline = Instant::now() + spec.start_timeout;
+    let mut hello: Option<Hello> = None;
+    for process in &mut processes {
+        if !faults.is_empty() {
+            break;
+        }
+        match process.hello(hello_deadline) {
+            Ok(said) => match &hello {
+                Some(first) if !same_library(first, &said) => {
+                    let line = process.last_line();
+                    faults.push(process.broke(Broken::new(
+                        line,
+                        format!(
+                            "says {} {} {} with {:?} tokens, while c0 said {} {} {} with {:?} tokens",
+                            said.library,
+                            said.library_version,
+                            said.lock,
+                            said.tokens,
+                            first.library,
+                            first.library_version,
+                            first.lock,
+                            first.tokens
+                        ),
+                        "(its hello)",
+                    )));
+                }
+                Some(_) => {}
+                None => hello = Some(said),
+            },
+            Err(fault) => faults.push(fault),
+        }
+    }
+    let tokens = hello.as_ref().map_or(Tokens::Random, |hello| hello.tokens);
+    let shared = Arc::new(Shared {
+        spec: spec.clone(),
+        tokens,
+        events: Mutex::new(Vec::new()),
+        resource: Mutex::new(Resource::default()),
+        acquisitions: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        paused: AtomicBool::new(false),
+        told: Mutex::new(BTreeMap::new()),
+        started,
+    });
+    let mut killed_at_exit = 0;
+    if faults.is_empty() {
+        let workers: Vec<_> = processes
+            .into_iter()
+            .enumerate()
+            .map(|(index, process)| {
+                let shared = Arc::clone(&shared);
+                thread::Builder::new()
+                    .name(format!("client-{index}"))
+                    .spawn(move || take_turns(&shared, index, process))
+                    .expect("a client thread starts")
+            })
+            .collect();
+        for worker in workers {
+            match worker.join().expect("a client thread does not panic") {
+                Ended::Exited => {}
+                Ended::Killed => killed_at_exit += 1,
+                Ended::Fault(fault) => faults.push(*fault),
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    let shared = Arc::into_inner(shared).expect("every client thread has ended");
+    let mut events = shared
+        .events
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pause) = spec.pause.filter(|_| !shared.paused.load(Ordering::Relaxed)) {
+        events.push(Event {
+            at_ns: now_us().saturating_mul(1000),
+            node: "faults".into(),
+            clock_us: None,
+            what: What::FaultUnfired {
+                text: format!(
+                    "the holder of acquisition {} to be paused for {} ms: the run made only {} acquisitions",
+                    pause.at_acquisition,
+                    pause.ms,
+                    shared.acquisitions.load(Ordering::Relaxed)
+                ),
+            },
+        });
+    }
+    events.sort_by_key(|event| event.at_ns);
+    let end_ns = events.last().map_or(0, |event| event.at_ns.saturating_add(1));
+    let cut_at_ns = events
+        .iter()
+        .find(|event| {
+            matches!(
+                event.what,
+                What::Fault {
+                    disruption: Some(Disruption::Killed),
+                    ..
+                }
+            )
+        })
+        .map(|event| event.at_ns);
+    let lock = hello.as_ref().map_or_else(
+        || "a client that never said hello".to_owned(),
+        |hello| format!("{} {} {}", hello.library, hello.library_version, hello.lock),
+    );
+    let mut header = record::Header::new(
+        record::Driver::Real,
+        lock,
+        record::Clock::WallSinceEpoch,
+        record::RunFacts {
+            clients: spec.clients,
+            end_ns,
+            rules: record::Rules::Observed(record::ObservedRules {
+                fencing: spec.fencing && tokens == Tokens::Fencing,
+                lease_lost_ends_it: false,
+            }),
+            name: Some(format!("{} x `{}`", spec.clients, spec.command)),
+            ..record::RunFacts::default()
+        },
+    );
+    header.replay = Some(format!("client program: {}", spec.command));
+    ClientRun {
+        hello,
+        record: record::Record { header, events },
+        faults,
+        told_at_release: shared
+            .told
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        acquisitions: shared.acquisitions.load(Ordering::Relaxed),
+        paused: shared.paused.load(Ordering::Relaxed),
+        cut_at_ns,
+        killed_at_exit,
+        elapsed,
+    }
+}
+
+fn same_library(a: &Hello, b: &Hello) -> bool {
+    (&a.library, &a.library_version, &a.lock, a.tokens) == (&b.library, &b.library_version, &b.lock, b.tokens)
+}
+
+/// How a client's thread ended.
+enum Ended {
+    Exited,
+    /// It did not exit after `exit` and was killed.
+    Killed,
+    Fault(Box<ClientFault>),
+}
+
+/// One client's turns at the lock, until its acquisitions are made, the run's limit passes, or
+/// another client broke.
+fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ended {
+    let mut client = Client {
+        shared,
+        index,
+        name: format!("c{index}"),
+        next_id: 0,
+        thread: None,
+    };
+    for acquisition in 1..=shared.spec.acquisitions {
+        let over = shared
+            .spec
+            .run_limit
+            .is_some_and(|limit| shared.started.elapsed() >= limit);
+        if over || shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Err(fault) = client.turn(&mut process, acquisition) {
+            shared.stop.store(true, Ordering::Relaxed);
+            // From the moment it broke, what it does is unknown: its belief ends there (its
+            // process is killed now, if it has not died already), and the run is cut.
+            let cut_us = process.last_heard_us();
+            drop(process);
+            let text = match &fault {
+                ClientFault::Exited { status, .. } => format!("{}'s process exited ({status})", client.name),
+                _ => format!(
+                    "{} broke the protocol or went silent: cassalock stopped listening and killed it",
+                    client.name
+                ),
+            };
+            shared.push(
+                cut_us,
+                "faults",
+                None,
+                What::Fault {
+                    text,
+                    target: Some(client.name.clone()),
+                    disruption: Some(Disruption::Killed),
+                    begins: true,
+                    at_step: false,
+                },
+            );
+            return Ended::Fault(Box::new(fault));
+        }
+    }
+    let said_exit = process.send(&Command::Exit).is_ok();
+    if said_exit && process.finish(EXIT_GRACE) {
+        Ended::Exited
+    } else {
+        Ended::Killed
+    }
+}
+
+/// A client's state between its answers.
+struct Client<'a> {
+    shared: &'a Shared,
+    index: usize,
+    name: String,
+    next_id: u64,
+    /// The acquisition it holds or last held (`c2-7`).
+    thread: Option<String>,
+}
+
+impl Client<'_> {
+    /// One acquisition: ask, hold, write, release.
+    fn turn(&mut self, process: &mut ClientProcess, acquisition: u32) -> Result<(), ClientFault> {
+        let spec = &self.shared.spec;
+        let thread = format!("{}-{acquisition}", self.name);
+        let id = self.id();
+        let (command, call) = match spec.call {
+            Call::Lock => (
+                Command::Lock {
+                    id,
+                    lease_ms: spec.lease_ms,
+                },
+                Call::Lock,
+            ),
+            Call::TryLock => (
+                Command::TryLock {
+                    id,
+                    wait_ms: spec.try_wait_ms,
+                    lease_ms: spec.lease_ms,
+                },
+                Call::TryLock,
+            ),
+        };
+        self.shared.push(
+            now_us(),
+            &self.name,
+            None,
+            What::Invoke {
+                client: self.name.clone(),
+                call,
+                acquisition,
+            },
+        );
+        process.send(&command)?;
+        let acquired_us = match self.answer(process, &command)? {
+            Answer::Acquired {
+                token,
+                valid_until_us,
+                clock_us,
+                ..
+            } => {
+                self.thread = Some(thread.clone());
+                self.shared.push(
+                    clock_us,
+                    &self.name,
+                    Some(clock_us),
+                    What::Acquired {
+                        thread: thread.clone(),
+                        lock: LOCK.into(),
+                        token: token.clone(),
+                        valid_until_us,
+                        valid_until_at_ns: valid_until_us.map(|us| us.saturating_mul(1000)),
+                    },
+                );
+                clock_us
+            }
+            Answer::NotAcquired { why, clock_us, .. } => {
+                self.not_acquired(&thread, clock_us, NotAcquired::TimedOut, why);
+                return Ok(());
+            }
+            Answer::Failed { error, clock_us, .. } => {
+                self.not_acquired(&thread, clock_us, NotAcquired::Failed, error);
+                return Ok(());
+            }
+            other => return Err(self.unexpected(process, &command, &other)),
+        };
+        let order = self.shared.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
+        if spec.pause.is_some_and(|pause| pause.at_acquisition == order) {
+            self.pause_holder(process, spec.pause.expect("checked just above").ms);
+        }
+        thread::sleep(Duration::from_millis(spec.hold_ms));
+        let write = Command::Write { id: self.id() };
+        process.send(&write)?;
+        match self.answer(process, &write)? {
+            Answer::Written {
+                token: said, clock_us, ..
+            } => {
+                self.write(process, &said, acquired_us, clock_us)?;
+            }
+            Answer::Failed { error, clock_us, .. } => self.shared.push(
+                clock_us,
+                &self.name,
+                Some(clock_us),
+                What::CallFailed {
+                    client: self.name.clone(),
+                    error: format!("write: {}", protocol::cut(&error)),
+                },
+            ),
+            other => return Err(self.unexpected(process, &write, &other)),
+        }
+        let unlock = Command::Unlock { id: self.id() };
+        process.send(&unlock)?;
+        match self.answer(process, &unlock)? {
+            Answer::Releasing { clock_us, .. } => self.shared.push(
+                clock_us,
+                &self.name,
+                Some(clock_us),
+                What::Releasing {
+                    thread: thread.clone(),
+                    lock: LOCK.into(),
+                },
+            ),
+            other => return Err(self.unexpected(process, &unlock, &other)),
+        }
+        match self.answer(process, &unlock)? {
+            Answer::Released {
+                outcome,
+                error,
+                clock_us,
+                ..
+            } => {
+                let why = error.as_deref().map(protocol::cut).unwrap_or_default();
+                *self
+                    .shared
+                    .told
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .entry((released_name(outcome).to_owned(), why.clone()))
+                    .or_default() += 1;
+                self.shared.push(
+                    clock_us,
+                    &self.name,
+                    Some(clock_us),
+                    What::Released {
+                        thread,
+                        lock: LOCK.into(),
+                        outcome: match outcome {
+                            Released::Released => ReleaseOutcome::Released,
+                            Released::NotHeld => ReleaseOutcome::NotHeld,
+                            Released::Failed => ReleaseOutcome::Failed,
+                        },
+                        why,
+                    },
+                );
+            }
+            other => return Err(self.unexpected(process, &unlock, &other)),
+        }
+        Ok(())
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// The final answer to `command`, recording every `lost` said before it; an answer to
+    /// another command, or a clock that is not this machine's, breaks the protocol.
+    fn answer(&mut self, process: &mut ClientProcess, command: &Command) -> Result<Answer, ClientFault> {
+        let deadline = Instant::now() + self.shared.spec.max_wait;
+        let waiting_for = format!("`{}` (id {})", command.name(), command.id().unwrap_or(0));
+        loop {
+            let answer = process.answer(deadline, &waiting_for)?;
+            let ours_us = now_us();
+            let off_us = answer.clock_us().abs_diff(ours_us);
+            if off_us > CLOCK_SLACK.as_micros() as u64 {
+                let line = process.last_line();
+                return Err(process.broke(Broken::new(
+                    line,
+                    format!(
+                        "has clock_us {}, {:.1} s from this machine's clock ({ours_us}): clock_us is microseconds since the Unix epoch, read from the wall clock",
+                        answer.clock_us(),
+                        off_us as f64 / 1e6
+                    ),
+                    &format!("{answer:?}"),
+                )));
+            }
+            match answer {
+                Answer::Lost { why, clock_us } => self.shared.push(
+                    clock_us,
+                    &self.name,
+                    Some(clock_us),
+                    What::LeaseLost {
+                        thread: self.thread.clone().unwrap_or_else(|| format!("{}-0", self.name)),
+                        lock: LOCK.into(),
+                        why: protocol::cut(&why),
+                    },
+                ),
+                answer if answer.id() == command.id() => return Ok(answer),
+                other => return Err(self.unexpected(process, command, &other)),
+            }
+        }
+    }
+
+    fn unexpected(&self, process: &mut ClientProcess, command: &Command, answer: &Answer) -> ClientFault {
+        let line = process.last_line();
+        process.broke(Broken::new(
+            line,
+            format!(
+                "answers `{}` (id {}) to `{}` (id {}), which it cannot",
+                answer.name(),
+                answer.id().map_or_else(|| "none".to_owned(), |id| id.to_string()),
+                command.name(),
+                command.id().unwrap_or(0)
+            ),
+            &format!("{answer:?}"),
+        ))
+    }
+
+    fn not_acquired(&self, thread: &str, clock_us: u64, outcome: NotAcquired, why: String) {
+        self.shared.push(
+            clock_us,
+            &self.name,
+            Some(clock_us),
+            What::NotAcquired {
+                thread: thread.to_owned(),
+                lock: LOCK.into(),
+                outcome,
+                left: None,
+                why: protocol::cut(&why),
+            },
+        );
+    }
+
+    /// The resource takes a write with the token the holder said, `said`; it acquired at
+    /// `acquired_us` on its clock.
+    fn write(
+        &self,
+        process: &mut ClientProcess,
+        said: &str,
+        acquired_us: u64,
+        clock_us: u64,
+    ) -> Result<(), ClientFault> {
+        let order = match self.shared.tokens {
+            Tokens::Fencing => {
+                match protocol::fencing_order(said) {
+                    Some((digits, value)) => Order::Fencing(digits, value.to_owned()),
+                    None => {
+                        let line = process.last_line();
+                        return Err(process.broke(Broken::new(
+                        line,
+                        format!("writes with token {said:?}, not a whole number, though its hello said its tokens fence"),
+                        said,
+                    )));
+                    }
+                }
+            }
+            Tokens::Random => Order::Acquired(acquired_us, self.index),
+        };
+        let fencing = self.shared.spec.fencing && self.shared.tokens == Tokens::Fencing;
+        let (accepted, stale) = self
+            .shared
+            .resource
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .write(order, fencing);
+        self.shared.push(
+            clock_us,
+            "resource",
+            None,
+            What::Write {
+                client: Some(self.name.clone()),
+                lock: Some(LOCK.into()),
+                token: protocol::cut(said),
+                phase: None,
+                accepted: Some(accepted),
+                stale: Some(stale),
+                acquisition: None,
+            },
+        );
+        Ok(())
+    }
+
+    /// Stop the holder's process group for `ms`, then continue it; both ends in the record.
+    fn pause_holder(&self, process: &ClientProcess, ms: u64) {
+        let text = format!("{}'s process stopped (SIGSTOP) for {ms} ms while it holds", self.name);
+        let fault = |begins: bool| What::Fault {
+            text: text.clone(),
+            target: Some(self.name.clone()),
+            disruption: Some(Disruption::Paused),
+            begins,
+            at_step: false,
+        };
+        self.shared.paused.store(true, Ordering::Relaxed);
+        self.shared.push(now_us(), "faults", None, fault(true));
+        #[cfg(unix)]
+        let paused = process.pause().is_ok();
+        #[cfg(not(unix))]
+        let paused = false;
+        thread::sleep(Duration::from_millis(ms));
+        #[cfg(unix)]
+        if paused {
+            let _ = process.resume();
+        }
+        self.shared.push(now_us(), "faults", None, fault(false));
+    }
+}
+
+fn released_name(outcome: Released) -> &'static str {
+    match outcome {
+        Released::Released => "released",
+        Released::NotHeld => "not held",
+        Released::Failed => "failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_resource_refuses_a_lower_fencing_token_and_only_counts_a_late_random_one() {
+        let mut fenced = Resource::default();
+        assert_eq!(fenced.write(Order::Fencing(1, "5".into()), true), (true, false));
+        assert_eq!(fenced.write(Order::Fencing(1, "4".into()), true), (false, true));
+        assert_eq!(fenced.write(Order::Fencing(2, "10".into()), true), (true, false));
+        let mut random = Resource::default();
+        assert_eq!(random.write(Order::Acquired(20, 1), false), (true, false));
+        assert_eq!(random.write(Order::Acquired(10, 0), false), (true, true));
+        assert_eq!(random.write(Order::Acquired(30, 0), false), (true, false));
+    }
+
+    fn spec() -> ClientSpec {
+        ClientSpec {
+            command: "true".into(),
+            clients: 2,
+            acquisitions: 3,
+            call: Call::Lock,
+            try_wait_ms: 100,
+            lease_ms: Some(1000),
+            hold_ms: 10,
+            max_wait: Duration::from_secs(1),
+            start_timeout: Duration::from_secs(1),
+            run_limit: None,
+            fencing: true,
+            pause: None,
+            lock_name: "k".into(),
+        }
+    }
+
+    #[test]
+    fn a_spec_is_refused_with_the_flag_named() {
+        assert_eq!(check(&spec()), Ok(()));
+        for (bad, flag) in [
+            (ClientSpec { clients: 0, ..spec() }, "--threads 0"),
+            (ClientSpec { clients: 65, ..spec() }, "--threads 65"),
+            (
+                ClientSpec {
+                    acquisitions: 200_000,
+                    ..spec()
+                },
+                "--acquisitions 200000",
+            ),
+            (
+                ClientSpec {
+                    lease_ms: Some(0),
+                    ..spec()
+                },
+                "--lease-ms 0",
+            ),
+            (
+                ClientSpec {
+                    command: " ".into(),
+                    ..spec()
+                },
+                "--client needs",
+            ),
+            (
+                ClientSpec {
+                    pause: Some(HolderPause {
+                        at_acquisition: 7,
+                        ms: 10,
+                    }),
+                    ..spec()
+                },
+                "--pause-at 7",
+            ),
+        ] {
+            let refused = check(&bad).unwrap_err();
+            assert!(refused.0.starts_with(flag), "{refused}");
+        }
+    }
+}
