@@ -25,6 +25,8 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const PYTHON: &str = "target/clients/python/bin/python";
 const REDISSON: &str = "target/clients/java/redisson-locks";
 const CURATOR: &str = "target/clients/java/curator-mutex";
+const REDSYNC: &str = "target/clients/go/redsync";
+const ETCD_MUTEX: &str = "target/clients/go/etcdmutex";
 
 /// Fails the test, saying what to start or build, unless `address` answers and `program` is
 /// built.
@@ -342,4 +344,75 @@ fn redisson_fair_lock_paused_past_its_lease_gives_two_holders_and_tells_nothing(
     // The lock is free again when the paused holder releases: its unlock returns normally.
     assert!(out.contains("told at release         9 released"), "{out}");
     assert!(out.contains("told it lost the lock   0 times"), "{out}");
+}
+
+/// go-redsync says how long the lock is good for (`Until()`): the paused holder's belief ends
+/// there, before the others acquire, so no two beliefs overlap; but its write, made after its
+/// validity without looking at it, reaches the resource after the next holder's.
+#[test]
+#[ignore = "needs 3 Redis masters (cluster/cassalock-servers start redis --instances 3) and clients/setup go; run with -- --include-ignored"]
+fn redsync_over_three_masters_keeps_beliefs_apart_by_its_validity_but_a_late_write_lands() {
+    require("go-redsync", "127.0.0.1:16382", "start redis --instances 3", REDSYNC);
+    let (code, out, err) = run(
+        &format!("{REDSYNC} -servers 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382"),
+        &[
+            "--threads",
+            "3",
+            "--acquisitions",
+            "4",
+            "--hold-ms",
+            "20",
+            "--lease-ms",
+            "1000",
+            "--pause-holder-ms",
+            "3000",
+            "--pause-at",
+            "2",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("go-redsync v4.18.1 Mutex (Redlock) x 3 clients: 12 acquisitions"),
+        "{out}"
+    );
+    assert!(out.contains("T1-belief    ok"), "{out}");
+    assert!(out.contains("T1-resource  FAILED   1 stale write accepted"), "{out}");
+    assert!(
+        out.contains("1 not held (*errors.joinError: redsync: failed to unlock, lock was already expired"),
+        "{out}"
+    );
+}
+
+#[test]
+#[ignore = "needs etcd (cluster/cassalock-servers start etcd) and clients/setup go; run with -- --include-ignored"]
+fn etcd_mutex_paused_past_its_session_is_fenced_by_the_create_revision() {
+    require("etcd Mutex", "127.0.0.1:23781", "start etcd --nodes 3", ETCD_MUTEX);
+    let (code, out, err) = run(
+        &format!("{ETCD_MUTEX} -endpoints 127.0.0.1:23781 -ttl-s 2"),
+        &[
+            "--threads",
+            "3",
+            "--acquisitions",
+            "3",
+            "--hold-ms",
+            "20",
+            "--pause-holder-ms",
+            "6000",
+            "--pause-at",
+            "2",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("etcd client v3.7.3 concurrency.Mutex x 3 clients"),
+        "{out}"
+    );
+    assert!(out.contains("T1-belief    FAILED"), "{out}");
+    assert!(
+        out.contains("T1-resource  ok       0 stale writes accepted, 1 refused by fencing"),
+        "{out}"
+    );
+    // The session's end is the notice; Unlock returns nil regardless.
+    assert!(out.contains("told it lost the lock   1 time"), "{out}");
+    assert!(!out.contains("not held"), "{out}");
 }

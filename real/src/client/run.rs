@@ -537,12 +537,14 @@ impl Client<'_> {
                 ..
             } => {
                 let why = error.as_deref().map(protocol::cut).unwrap_or_default();
+                // One line in the counts (a library may join one error per server).
+                let said = why.split_whitespace().collect::<Vec<_>>().join(" ");
                 *self
                     .shared
                     .told
                     .lock()
                     .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .entry((released_name(outcome).to_owned(), why.clone()))
+                    .entry((released_name(outcome).to_owned(), said))
                     .or_default() += 1;
                 self.shared.push(
                     clock_us,
