@@ -39,10 +39,8 @@ fn run(test: &str, flags: &str, clients: &str, extra: &[&str]) -> (i32, String, 
         clients,
         "--acquisitions",
         "3",
-        "--hold-ms",
-        "5",
     ];
-    for (flag, default) in [("--max-wait-s", "2"), ("--start-timeout-s", "5")] {
+    for (flag, default) in [("--hold-ms", "5"), ("--max-wait-s", "2"), ("--start-timeout-s", "5")] {
         if !extra.contains(&flag) {
             args.extend([flag, default]);
         }
@@ -88,6 +86,22 @@ fn an_honest_lock_holds_t1_under_a_paused_holder_and_its_record_judges_the_same(
     };
     assert_eq!(verdicts(&out), verdicts(&judged_out));
     let _ = std::fs::remove_file(record);
+}
+
+#[test]
+fn a_waiter_is_paused_while_another_holds_and_an_honest_lock_still_holds_t1() {
+    let (code, out, err) = run(
+        "waiter",
+        "",
+        "3",
+        &["--hold-ms", "50", "--pause-waiter-ms", "200", "--pause-at", "1"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("a client waiting at acquisition 1 stopped (SIGSTOP) for 200 ms"),
+        "{out}"
+    );
+    assert!(out.contains("T1-belief    ok       9 acquisitions"), "{out}");
 }
 
 #[test]
@@ -179,7 +193,15 @@ fn bad_client_options_are_refused_before_anything_starts() {
         (vec!["--client", "true", "--max-wait-s", "0"], "--max-wait-s 0"),
         (vec!["--client", "", "--threads", "1"], "--client needs a command"),
         (vec!["--lease-ms", "100"], "--client"),
-        (vec!["--client", "true", "--pause-at", "2"], "--pause-holder-ms"),
+        (vec!["--client", "true", "--pause-at", "2"], "--pause-at needs a pause"),
+        (
+            vec!["--client", "true", "--pause-waiter-ms", "10", "--threads", "1"],
+            "--pause-waiter-ms needs a waiter",
+        ),
+        (
+            vec!["--client", "true", "--pause-waiter-ms", "10", "--pause-holder-ms", "10"],
+            "cannot be used with",
+        ),
     ] {
         let mut all = vec!["real"];
         all.extend(args.iter().copied());

@@ -138,11 +138,18 @@ pub struct RealArgs {
     /// With --client: stop (SIGSTOP) the holder of the --pause-at-th acquisition of the run as
     /// soon as it holds, for this many milliseconds (1-600000), then continue it (SIGCONT);
     /// longer than its lease, another client may take the lock meanwhile.
-    #[arg(long, requires = "client")]
+    #[arg(long, requires = "client", conflicts_with = "pause_waiter_ms")]
     pub pause_holder_ms: Option<u64>,
-    /// With --pause-holder-ms: which acquisition of the run (1-based, counting every client's).
-    #[arg(long, default_value_t = 2, requires = "pause_holder_ms")]
-    pub pause_at: u64,
+    /// With --client: when the --pause-at-th acquisition of the run is made, stop (SIGSTOP)
+    /// the lowest-numbered other client waiting in its lock call for this many milliseconds
+    /// (1-600000), then continue it, while the holder holds on: a waiter whose lease or session
+    /// runs out while it waits.
+    #[arg(long, requires = "client")]
+    pub pause_waiter_ms: Option<u64>,
+    /// With --pause-holder-ms or --pause-waiter-ms: at which acquisition of the run (1-based,
+    /// counting every client's; default 2).
+    #[arg(long)]
+    pub pause_at: Option<u64>,
     /// With --client: how long each copy may take to start and say hello, seconds (1-600).
     #[arg(long, default_value_t = 60, requires = "client")]
     pub start_timeout_s: u64,

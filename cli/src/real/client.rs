@@ -15,7 +15,7 @@ use cassalock_judge::stats::percentile;
 use cassalock_judge::text::count;
 use cassalock_judge::Judgement;
 use cassalock_real::client::process::ClientFault;
-use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, HolderPause};
+use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Pause, Paused};
 
 use super::args::{ClientCall, RealArgs};
 use crate::usage_error;
@@ -41,10 +41,19 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
         start_timeout: Duration::from_secs(args.start_timeout_s),
         run_limit: (args.run_limit_s > 0).then(|| Duration::from_secs(args.run_limit_s)),
         fencing: !args.no_fencing,
-        pause: args.pause_holder_ms.map(|ms| HolderPause {
-            at_acquisition: args.pause_at,
-            ms,
-        }),
+        pause: match (args.pause_holder_ms, args.pause_waiter_ms) {
+            (Some(ms), _) => Some(Pause {
+                at_acquisition: args.pause_at.unwrap_or(2),
+                ms,
+                whom: Paused::Holder,
+            }),
+            (None, Some(ms)) => Some(Pause {
+                at_acquisition: args.pause_at.unwrap_or(2),
+                ms,
+                whom: Paused::Waiter,
+            }),
+            (None, None) => None,
+        },
         lock_name: args
             .lock_id
             .clone()
@@ -54,6 +63,9 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
 
 pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     let spec = spec(args, command);
+    if spec.pause.is_none() && args.pause_at.is_some() {
+        return usage_error("--pause-at needs a pause: --pause-holder-ms or --pause-waiter-ms");
+    }
     if let Err(refused) = check(&spec) {
         return usage_error(&refused.to_string());
     }
@@ -75,8 +87,13 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
         cassalock_judge::text::Counted::irregular(spec.clients, "copy", "copies"),
         spec.acquisitions,
         spec.pause.map_or_else(String::new, |pause| format!(
-            "; the holder of acquisition {} paused for {} ms",
-            pause.at_acquisition, pause.ms
+            "; {} paused for {} ms at acquisition {}",
+            match pause.whom {
+                Paused::Holder => "its holder",
+                Paused::Waiter => "a waiter",
+            },
+            pause.ms,
+            pause.at_acquisition
         ))
     );
     let outcome = run_clients(&spec);
@@ -143,13 +160,19 @@ fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> Stri
         let _ = writeln!(
             out,
             "  fault                   {}",
-            if outcome.paused {
-                format!(
+            match (outcome.paused, pause.whom) {
+                (true, Paused::Holder) => format!(
                     "the holder of acquisition {} stopped (SIGSTOP) for {} ms, then continued",
                     pause.at_acquisition, pause.ms
-                )
-            } else {
-                format!("NOT FIRED: the run ended before acquisition {}", pause.at_acquisition)
+                ),
+                (true, Paused::Waiter) => format!(
+                    "a client waiting at acquisition {} stopped (SIGSTOP) for {} ms, then continued",
+                    pause.at_acquisition, pause.ms
+                ),
+                (false, _) => format!(
+                    "NOT FIRED at acquisition {} (the record says why)",
+                    pause.at_acquisition
+                ),
             }
         );
     }

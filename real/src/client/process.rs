@@ -256,14 +256,7 @@ impl ClientProcess {
 
     #[cfg(unix)]
     fn signal(&self, signal: libc::c_int) -> std::io::Result<()> {
-        let group = libc::pid_t::try_from(self.child.id()).map_err(std::io::Error::other)?;
-        // SAFETY: kill(2) with a process group we created (the child leads it) and a constant
-        // signal; it touches no memory of ours.
-        if unsafe { libc::kill(-group, signal) } == 0 {
-            Ok(())
-        } else {
-            Err(std::io::Error::last_os_error())
-        }
+        signal_group(self.child.id(), signal)
     }
 
     /// Close its input and wait up to `grace` for it to exit by itself; then kill its group.
@@ -357,5 +350,18 @@ fn keep_tail(mut stderr: impl Read, tail: &Mutex<VecDeque<u8>>) {
         tail.extend(&chunk[..read]);
         let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
         tail.drain(..excess);
+    }
+}
+
+/// Send `signal` to the process group a client leads (its pid: [`ClientProcess::pid`]).
+#[cfg(unix)]
+pub fn signal_group(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
+    let group = libc::pid_t::try_from(pid).map_err(std::io::Error::other)?;
+    // SAFETY: kill(2) with a process group cassalock created (the client leads it) and a
+    // constant signal; it touches no memory of ours.
+    if unsafe { libc::kill(-group, signal) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }

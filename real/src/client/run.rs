@@ -31,13 +31,32 @@ pub const MAX_ACQUISITIONS: u64 = 200_000;
 /// How long a client has to exit after `exit` before its process group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
-/// A holder paused on plan: the process (group) of the client that made the run's
-/// `at_acquisition`-th acquisition is stopped (SIGSTOP) as soon as it holds, for `ms`, then
-/// continued (SIGCONT); its hold, its write and its release follow.
+/// A client paused on plan, as soon as the run's `at_acquisition`-th acquisition is made: its
+/// process (group) stopped (SIGSTOP) for `ms`, then continued (SIGCONT).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HolderPause {
+pub struct Pause {
     pub at_acquisition: u64,
     pub ms: u64,
+    pub whom: Paused,
+}
+
+/// Which client a [`Pause`] stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paused {
+    /// The client that made that acquisition: its hold, its write and its release follow.
+    Holder,
+    /// The lowest-numbered other client waiting in its `lock` call then (its lease or session
+    /// may run out while it waits); the holder holds on meanwhile.
+    Waiter,
+}
+
+impl Pause {
+    fn flag(&self) -> &'static str {
+        match self.whom {
+            Paused::Holder => "--pause-holder-ms",
+            Paused::Waiter => "--pause-waiter-ms",
+        }
+    }
 }
 
 /// What a run does.
@@ -62,7 +81,7 @@ pub struct ClientSpec {
     pub run_limit: Option<Duration>,
     /// The resource refuses a fencing token below the highest it accepted.
     pub fencing: bool,
-    pub pause: Option<HolderPause>,
+    pub pause: Option<Pause>,
     /// The name the clients lock (`CASSALOCK_LOCK` in their environment).
     pub lock_name: String,
 }
@@ -104,7 +123,10 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
     }
     if let Some(pause) = spec.pause {
         if !(1..=600_000).contains(&pause.ms) {
-            return refuse(format!("--pause-holder-ms {}: 1-600000", pause.ms));
+            return refuse(format!("{} {}: 1-600000", pause.flag(), pause.ms));
+        }
+        if pause.whom == Paused::Waiter && spec.clients < 2 {
+            return refuse("--pause-waiter-ms needs a waiter: --threads 2 or more".into());
         }
         if pause.at_acquisition == 0 || pause.at_acquisition > total {
             return refuse(format!(
@@ -148,12 +170,21 @@ struct Shared {
     resource: Mutex<Resource>,
     acquisitions: AtomicU64,
     stop: AtomicBool,
+    /// The planned pause fired.
     paused: AtomicBool,
+    /// The planned pause was due and could not fire (said in the record already).
+    pause_unfired: AtomicBool,
+    /// The clients waiting in a `lock` call now: their index and process id.
+    waiting: Mutex<BTreeMap<usize, u32>>,
     told: Mutex<BTreeMap<(String, String), u64>>,
     started: Instant,
 }
 
 impl Shared {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, u32>> {
+        self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
         let event = Event {
             at_ns: at_us.saturating_mul(1000),
@@ -254,6 +285,8 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         acquisitions: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         paused: AtomicBool::new(false),
+        pause_unfired: AtomicBool::new(false),
+        waiting: Mutex::new(BTreeMap::new()),
         told: Mutex::new(BTreeMap::new()),
         started,
     });
@@ -284,14 +317,15 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         .events
         .into_inner()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pause) = spec.pause.filter(|_| !shared.paused.load(Ordering::Relaxed)) {
+    let settled = shared.paused.load(Ordering::Relaxed) || shared.pause_unfired.load(Ordering::Relaxed);
+    if let Some(pause) = spec.pause.filter(|_| !settled) {
         events.push(Event {
             at_ns: now_us().saturating_mul(1000),
             node: "faults".into(),
             clock_us: None,
             what: What::FaultUnfired {
                 text: format!(
-                    "the holder of acquisition {} to be paused for {} ms: the run made only {} acquisitions",
+                    "a pause at acquisition {} for {} ms: the run made only {} acquisitions",
                     pause.at_acquisition,
                     pause.ms,
                     shared.acquisitions.load(Ordering::Relaxed)
@@ -458,8 +492,11 @@ impl Client<'_> {
                 acquisition,
             },
         );
+        self.shared.waiting().insert(self.index, process.pid());
         process.send(&command)?;
-        let acquired_us = match self.answer(process, &command)? {
+        let answer = self.answer(process, &command);
+        self.shared.waiting().remove(&self.index);
+        let acquired_us = match answer? {
             Answer::Acquired {
                 token,
                 valid_until_us,
@@ -492,8 +529,11 @@ impl Client<'_> {
             other => return Err(self.unexpected(process, &command, &other)),
         };
         let order = self.shared.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
-        if spec.pause.is_some_and(|pause| pause.at_acquisition == order) {
-            self.pause_holder(process, spec.pause.expect("checked just above").ms);
+        if let Some(pause) = spec.pause.filter(|pause| pause.at_acquisition == order) {
+            match pause.whom {
+                Paused::Holder => self.pause(&self.name, process.pid(), "while it holds", pause.ms),
+                Paused::Waiter => self.pause_a_waiter(order, pause.ms),
+            }
         }
         thread::sleep(Duration::from_millis(spec.hold_ms));
         let write = Command::Write { id: self.id() };
@@ -689,12 +729,13 @@ impl Client<'_> {
         Ok(())
     }
 
-    /// Stop the holder's process group for `ms`, then continue it; both ends in the record.
-    fn pause_holder(&self, process: &ClientProcess, ms: u64) {
-        let text = format!("{}'s process stopped (SIGSTOP) for {ms} ms while it holds", self.name);
+    /// Stop client `name`'s process group (process `pid`) for `ms`, then continue it; both
+    /// ends in the record. `when` says what it was doing.
+    fn pause(&self, name: &str, pid: u32, when: &str, ms: u64) {
+        let text = format!("{name}'s process stopped (SIGSTOP) for {ms} ms {when}");
         let fault = |begins: bool| What::Fault {
             text: text.clone(),
-            target: Some(self.name.clone()),
+            target: Some(name.to_owned()),
             disruption: Some(Disruption::Paused),
             begins,
             at_step: false,
@@ -702,15 +743,44 @@ impl Client<'_> {
         self.shared.paused.store(true, Ordering::Relaxed);
         self.shared.push(now_us(), "faults", None, fault(true));
         #[cfg(unix)]
-        let paused = process.pause().is_ok();
+        let paused = super::process::signal_group(pid, libc::SIGSTOP).is_ok();
         #[cfg(not(unix))]
         let paused = false;
         thread::sleep(Duration::from_millis(ms));
         #[cfg(unix)]
         if paused {
-            let _ = process.resume();
+            let _ = super::process::signal_group(pid, libc::SIGCONT);
         }
         self.shared.push(now_us(), "faults", None, fault(false));
+    }
+
+    /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds.
+    fn pause_a_waiter(&self, order: u64, ms: u64) {
+        let waiter = self
+            .shared
+            .waiting()
+            .iter()
+            .map(|(&index, &pid)| (index, pid))
+            .find(|&(index, _)| index != self.index);
+        match waiter {
+            Some((index, pid)) => self.pause(
+                &format!("c{index}"),
+                pid,
+                &format!("while it waits for the lock {} holds", self.name),
+                ms,
+            ),
+            None => {
+                self.shared.pause_unfired.store(true, Ordering::Relaxed);
+                self.shared.push(
+                    now_us(),
+                    "faults",
+                    None,
+                    What::FaultUnfired {
+                        text: format!("a waiter to pause at acquisition {order}: no other client was waiting then"),
+                    },
+                );
+            }
+        }
     }
 }
 
@@ -785,13 +855,26 @@ mod tests {
             ),
             (
                 ClientSpec {
-                    pause: Some(HolderPause {
+                    pause: Some(Pause {
                         at_acquisition: 7,
                         ms: 10,
+                        whom: Paused::Holder,
                     }),
                     ..spec()
                 },
                 "--pause-at 7",
+            ),
+            (
+                ClientSpec {
+                    clients: 1,
+                    pause: Some(Pause {
+                        at_acquisition: 1,
+                        ms: 10,
+                        whom: Paused::Waiter,
+                    }),
+                    ..spec()
+                },
+                "--pause-waiter-ms needs a waiter",
             ),
         ] {
             let refused = check(&bad).unwrap_err();

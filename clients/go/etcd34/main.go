@@ -1,0 +1,53 @@
+// Command etcd34 is etcd's concurrency.Mutex from the Go client of etcd 3.4.13
+// (go.etcd.io/etcd/clientv3, the release-3.4 line: before Lock checked, after its wait, that
+// its own key was still there) as a cassalock client (docs/client-protocol.md). It is built
+// beside the current client's (etcdmutex) to show what that check changed.
+//
+//	etcd34 [-endpoints HOST:PORT,...] [-ttl-s S]
+//
+// Locks /cassalock/$CASSALOCK_LOCK in one session per process, whose lease (-ttl-s, etcd's
+// default 60 s) the client keeps alive; a lease in a command is not the mutex's to set and is
+// ignored. The token is the store revision the lock was taken at (the mutex's Header()),
+// which grows with every change to etcd: a fencing token. The session's end (its lease lost) is said as lost.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"cassalock/clients/protocol/etcdlock"
+
+	"go.etcd.io/etcd/clientv3"
+	"go.etcd.io/etcd/clientv3/concurrency"
+)
+
+func main() {
+	endpoints := flag.String("endpoints", "127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783", "etcd client addresses, comma-separated")
+	ttl := flag.Int("ttl-s", 60, "the session's lease, seconds")
+	flag.Parse()
+	client, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(*endpoints, ","), DialTimeout: 5 * time.Second})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd34:", err)
+		os.Exit(1)
+	}
+	session, err := concurrency.NewSession(client, concurrency.WithTTL(*ttl))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd34: no session:", err)
+		os.Exit(1)
+	}
+	mutex := concurrency.NewMutex(session, etcdlock.LockName())
+	version := "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "go.etcd.io/etcd" {
+				version = "3.4.13 (" + dep.Version + ")"
+			}
+		}
+	}
+	revision := func() int64 { return mutex.Header().Revision }
+	etcdlock.Serve(etcdlock.Client{Revision: revision, Done: session.Done(), Close: func() { client.Close() }}, mutex, version)
+}

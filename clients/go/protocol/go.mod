@@ -1,0 +1,3 @@
+module cassalock/clients/protocol
+
+go 1.24
