@@ -67,6 +67,16 @@ pub enum Suite {
     /// its handoff: it can go faster only by asking less. Start the cluster first:
     /// cluster/cassalock-cluster start --nodes 3. Exit 4 when the cluster does not answer.
     Capacity,
+    /// The locks people ship, as black boxes (either build): every client program of clients/
+    /// (redis-py, kazoo, Redisson's RLock, fair and fenced locks, Curator, go-redsync over one
+    /// and three masters, etcd's current and 3.4 clients), 3 copies each, with no fault and
+    /// with a holder (for etcd also a waiter) stopped past its lease or session; writes
+    /// reports/real-clients.md (each run beside our model's verdict from reports/matrix.md) and
+    /// each run's event record. Build the programs first (clients/setup all) and start the
+    /// servers (cluster/cassalock-servers start redis --instances 3; ... start zookeeper
+    /// --nodes 3; ... start etcd --nodes 3). Exit 4 when one is missing, 3 when a run gave no
+    /// verdict.
+    Clients,
 }
 
 /// Measure and print speed figures.
@@ -167,7 +177,7 @@ pub struct BenchArgs {
     /// earlier --lockers, --seconds, --repeats and --fault-seconds must be given again.
     #[arg(long)]
     add_to: Option<std::path::PathBuf>,
-    /// real, long-run: where the report goes [default: reports].
+    /// real, long-run, clients: where the report goes [default: reports].
     #[arg(long)]
     out: Option<std::path::PathBuf>,
     /// sweep-memory: the scenario swept (the names `cassalock sim --help` lists) [default:
@@ -248,9 +258,12 @@ impl BenchArgs {
         // What the long run and the capacity suite read of the real suite's flags.
         let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
         let capacity_reads = ["--contact-points", "--seconds"];
+        let clients_ok = matches!(self.suite, Suite::Clients);
         // A flag another suite owns but this one reads too is in its place.
         let read_here = |flag: &str| {
-            (long_run_ok && long_run_reads.contains(&flag)) || (capacity_ok && capacity_reads.contains(&flag))
+            (long_run_ok && long_run_reads.contains(&flag))
+                || (capacity_ok && capacity_reads.contains(&flag))
+                || (clients_ok && flag == "--out")
         };
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
             flags
@@ -300,6 +313,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             clients: args.clients.clone().unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]),
             seconds: args.seconds.unwrap_or(10),
         }),
+        Suite::Clients => crate::bench_clients::run(args.out.as_deref()),
         Suite::Real => match args.from_data.as_deref() {
             Some(data) => super::real::rerender(data, &args.real_flags()),
             None => match BenchPlan::new(args.real_flags()) {

@@ -1,6 +1,7 @@
 //! The `cassalock` command: model checking, simulation, reports and the real cluster.
 
 mod bench;
+mod bench_clients;
 #[cfg(madsim)]
 mod bench_handoff;
 #[cfg(madsim)]

@@ -16,6 +16,7 @@ pub mod handoff;
 #[cfg(madsim)]
 pub mod matrix;
 pub mod real_backends;
+pub mod real_clients;
 pub mod real_long_run;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,398 @@
+//! `cassalock bench clients`: every client program of `clients/` (docs/client-protocol.md)
+//! against the local servers, with no fault and with a client stopped past its lease, each run
+//! judged and written down; the report (`reports/real-clients.md`) sets each run beside what
+//! our model and simulator of the same lock say.
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use cassalock_judge::event::{Call, What};
+use cassalock_judge::stats::percentile;
+use cassalock_judge::Judgement;
+use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused};
+use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Seen};
+
+/// One program of the plan.
+struct Program {
+    /// Its file name in the record file names.
+    slug: &'static str,
+    /// Its command line, from the repository's root.
+    command: &'static str,
+    /// The file it runs (built by `clients/setup`).
+    built: &'static str,
+    /// The server it needs, and how to start it.
+    server: (&'static str, &'static str),
+    /// The lease each acquisition asks for (none: a session the program sets).
+    lease_ms: Option<u64>,
+    /// Long enough for its lease or session to run out.
+    pause_ms: u64,
+    /// Each hold. A paused waiter's bogus acquisition comes a few ms after the fair one:
+    /// holds of 300 ms make the two meet every time (20 ms: 4 runs of 6).
+    hold_ms: u64,
+    /// Our registry lock of the same algorithm.
+    ours: Option<&'static str>,
+    /// The faults it runs under.
+    faults: &'static [ClientFault],
+    call: Call,
+}
+
+const REDIS: (&str, &str) = ("127.0.0.1:16380", "start redis --instances 3");
+const REDIS_3: (&str, &str) = ("127.0.0.1:16382", "start redis --instances 3");
+const ZOOKEEPER: (&str, &str) = ("127.0.0.1:22181", "start zookeeper --nodes 3");
+const ETCD: (&str, &str) = ("127.0.0.1:23781", "start etcd --nodes 3");
+const BOTH: &[ClientFault] = &[ClientFault::None, ClientFault::PausedHolder];
+const PAUSED: &[ClientFault] = &[ClientFault::PausedHolder];
+
+const PLAN: [Program; 12] = [
+    Program {
+        slug: "redis-py",
+        command: "target/clients/python/bin/python clients/python/redis_py_lock.py --server 127.0.0.1:16380",
+        built: "target/clients/python/bin/python",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: Some("redis-set-nx"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "kazoo",
+        command:
+            "target/clients/python/bin/python clients/python/kazoo_lock.py --servers 127.0.0.1:22181 --session-ms 2000",
+        built: "target/clients/python/bin/python",
+        server: ZOOKEEPER,
+        lease_ms: None,
+        pause_ms: 6000,
+        hold_ms: HOLD_MS,
+        ours: Some("zookeeper"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redisson-rlock",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16380 --kind rlock",
+        built: "target/clients/java/redisson-locks",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: Some("redisson"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redisson-fair",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16380 --kind fair",
+        built: "target/clients/java/redisson-locks",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: Some("redisson-fair"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redisson-fenced",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16380 --kind fenced",
+        built: "target/clients/java/redisson-locks",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: None,
+        faults: PAUSED,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redisson-fenced-try",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16380 --kind fenced",
+        built: "target/clients/java/redisson-locks",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: None,
+        faults: PAUSED,
+        call: Call::TryLock,
+    },
+    Program {
+        slug: "curator",
+        command: "target/clients/java/curator-mutex --servers 127.0.0.1:22181 --session-ms 2000",
+        built: "target/clients/java/curator-mutex",
+        server: ZOOKEEPER,
+        lease_ms: None,
+        pause_ms: 6000,
+        hold_ms: HOLD_MS,
+        ours: Some("zookeeper"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redsync-redlock",
+        command: "target/clients/go/redsync -servers 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382",
+        built: "target/clients/go/redsync",
+        server: REDIS_3,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: Some("redlock"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "redsync-one",
+        command: "target/clients/go/redsync -servers 127.0.0.1:16380",
+        built: "target/clients/go/redsync",
+        server: REDIS,
+        lease_ms: Some(1000),
+        pause_ms: 3000,
+        hold_ms: HOLD_MS,
+        ours: Some("redis-set-nx"),
+        faults: PAUSED,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "etcd",
+        command: "target/clients/go/etcdmutex -endpoints 127.0.0.1:23781 -ttl-s 2",
+        built: "target/clients/go/etcdmutex",
+        server: ETCD,
+        lease_ms: None,
+        pause_ms: 6000,
+        hold_ms: HOLD_MS,
+        ours: Some("etcd"),
+        faults: BOTH,
+        call: Call::Lock,
+    },
+    Program {
+        slug: "etcd-waiter",
+        command: "target/clients/go/etcdmutex -endpoints 127.0.0.1:23781 -ttl-s 2",
+        built: "target/clients/go/etcdmutex",
+        server: ETCD,
+        lease_ms: None,
+        pause_ms: 6000,
+        hold_ms: WAITER_HOLD_MS,
+        ours: Some("etcd"),
+        faults: &[ClientFault::PausedWaiter],
+        call: Call::Lock,
+    },
+    Program {
+        slug: "etcd34-waiter",
+        command: "target/clients/go/etcd34 -endpoints 127.0.0.1:23781 -ttl-s 2",
+        built: "target/clients/go/etcd34",
+        server: ETCD,
+        lease_ms: None,
+        pause_ms: 6000,
+        hold_ms: WAITER_HOLD_MS,
+        ours: Some("etcd"),
+        faults: &[ClientFault::PausedWaiter],
+        call: Call::Lock,
+    },
+];
+
+/// Copies of each program in a run, and acquisitions of each.
+const CLIENTS: usize = 3;
+const ACQUISITIONS: u32 = 3;
+const HOLD_MS: u64 = 20;
+const WAITER_HOLD_MS: u64 = 300;
+
+fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
+    ClientSpec {
+        command: program.command.to_owned(),
+        clients: CLIENTS,
+        acquisitions: ACQUISITIONS,
+        call: program.call,
+        try_wait_ms: 20_000,
+        lease_ms: program.lease_ms,
+        hold_ms: program.hold_ms,
+        max_wait: Duration::from_secs(60),
+        start_timeout: Duration::from_secs(60),
+        run_limit: None,
+        fencing: true,
+        pause: match fault {
+            ClientFault::None => None,
+            ClientFault::PausedHolder => Some(Pause {
+                at_acquisition: 2,
+                ms: program.pause_ms,
+                whom: Paused::Holder,
+            }),
+            ClientFault::PausedWaiter => Some(Pause {
+                at_acquisition: 1,
+                ms: program.pause_ms,
+                whom: Paused::Waiter,
+            }),
+        },
+        lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
+    }
+}
+
+/// The command line that reruns one run.
+fn rerun(program: &Program, fault: ClientFault) -> String {
+    let mut line = format!(
+        "cassalock real --client '{}' --threads {CLIENTS} --acquisitions {ACQUISITIONS} --hold-ms {}",
+        program.command, program.hold_ms
+    );
+    if let Some(lease) = program.lease_ms {
+        line.push_str(&format!(" --lease-ms {lease}"));
+    }
+    if program.call == Call::TryLock {
+        line.push_str(" --call try-lock --try-wait-ms 20000");
+    }
+    match fault {
+        ClientFault::None => {}
+        ClientFault::PausedHolder => line.push_str(&format!(" --pause-holder-ms {} --pause-at 2", program.pause_ms)),
+        ClientFault::PausedWaiter => line.push_str(&format!(" --pause-waiter-ms {} --pause-at 1", program.pause_ms)),
+    }
+    line
+}
+
+fn reachable(address: &str) -> bool {
+    let address: SocketAddr = address.parse().expect("a literal address");
+    TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
+}
+
+/// Run the plan, write the report into `out` (default reports/).
+pub fn run(out: Option<&Path>) -> ExitCode {
+    let out = out.map_or_else(|| PathBuf::from("reports"), Path::to_path_buf);
+    for program in &PLAN {
+        if !Path::new(program.built).exists() {
+            eprintln!(
+                "error: {} is not built: run clients/setup all (from the repository's root)",
+                program.built
+            );
+            return ExitCode::from(4);
+        }
+        if !reachable(program.server.0) {
+            eprintln!(
+                "error: nothing answers on {} for {}: start it with cluster/cassalock-servers {}",
+                program.server.0, program.slug, program.server.1
+            );
+            return ExitCode::from(4);
+        }
+    }
+    let records = out.join("real-clients");
+    if let Err(e) = std::fs::create_dir_all(&records) {
+        return crate::usage_error(&format!("cannot create {}: {e}", records.display()));
+    }
+    let runs: usize = PLAN.iter().map(|program| program.faults.len()).sum();
+    let mut rows = Vec::new();
+    let mut broken = 0;
+    for program in &PLAN {
+        for &fault in program.faults {
+            eprintln!("[{}/{runs}] {}, {}", rows.len() + 1, program.slug, fault.label());
+            let spec = spec(program, fault);
+            let outcome = run_clients(&spec);
+            let judgement = cassalock_judge::judge(&outcome.record);
+            for fault in &outcome.faults {
+                eprintln!("  {fault}");
+            }
+            let cut = !outcome.faults.is_empty() || (spec.pause.is_some() && !outcome.paused);
+            broken += usize::from(cut);
+            let name = format!(
+                "{}-{}.jsonl",
+                program.slug,
+                match fault {
+                    ClientFault::None => "none",
+                    ClientFault::PausedHolder => "paused-holder",
+                    ClientFault::PausedWaiter => "paused-waiter",
+                }
+            );
+            let path = records.join(&name);
+            let written = std::fs::File::create(&path).and_then(|file| {
+                let mut file = std::io::BufWriter::new(file);
+                cassalock_judge::event::write(&mut file, &outcome.record.header, &outcome.record.events)
+            });
+            if let Err(e) = written {
+                return crate::usage_error(&format!("cannot write {}: {e}", path.display()));
+            }
+            rows.push(row(
+                program,
+                fault,
+                &outcome,
+                &judgement,
+                cut,
+                format!("real-clients/{name}"),
+            ));
+        }
+    }
+    let matrix = std::fs::read_to_string(out.join("matrix.md")).ok();
+    let report = render(&rows, matrix.as_deref(), "cassalock bench clients");
+    let path = out.join("real-clients.md");
+    if let Err(e) = std::fs::write(&path, report) {
+        return crate::usage_error(&format!("cannot write {}: {e}", path.display()));
+    }
+    eprintln!(
+        "wrote {} ({} runs, {broken} without a verdict)",
+        path.display(),
+        rows.len()
+    );
+    if broken > 0 {
+        ExitCode::from(3)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn row(
+    program: &Program,
+    fault: ClientFault,
+    outcome: &cassalock_real::client::run::ClientRun,
+    judgement: &Judgement,
+    cut: bool,
+    record: String,
+) -> ClientRunRow {
+    let seen = |violated: bool| {
+        if cut {
+            Seen::NoVerdict
+        } else if violated {
+            Seen::Violated
+        } else {
+            Seen::Kept
+        }
+    };
+    let (belief, resource, refused, waits) = match judgement {
+        Judgement::Observed(verdicts) => (
+            seen(!verdicts.overlaps.is_empty()),
+            seen(verdicts.stale_accepted() > 0),
+            verdicts.stale_writes.len() - verdicts.stale_accepted(),
+            verdicts.waits_ms.clone(),
+        ),
+        _ => (Seen::NoVerdict, Seen::NoVerdict, 0, Vec::new()),
+    };
+    let lost = outcome
+        .record
+        .events
+        .iter()
+        .filter(|event| matches!(event.what, What::LeaseLost { .. }))
+        .count();
+    let mut told: Vec<String> = outcome
+        .told_at_release
+        .iter()
+        .map(|((said, why), n)| {
+            if why.is_empty() {
+                format!("{n} {said}")
+            } else {
+                format!("{n} {said} ({why})")
+            }
+        })
+        .collect();
+    if lost > 0 {
+        told.push(format!("{lost} lost notice{}", if lost == 1 { "" } else { "s" }));
+    }
+    ClientRunRow {
+        library: outcome.record.header.lock.clone(),
+        command: rerun(program, fault),
+        fault,
+        ours: program.ours,
+        acquisitions: outcome.acquisitions,
+        t1_belief: belief,
+        t1_resource: resource,
+        refused,
+        max_wait_ms: if waits.is_empty() { 0.0 } else { percentile(&waits, 100) },
+        told: told.join("; "),
+        record,
+    }
+}

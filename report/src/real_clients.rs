@@ -1,0 +1,265 @@
+//! `reports/real-clients.md`: the shipped lock libraries, driven as black boxes by their
+//! client programs (docs/client-protocol.md) under faults, each run beside what our own
+//! model and simulator of the same lock say (`reports/matrix.md`'s answer table), and every
+//! difference either explained or called a finding.
+
+use std::fmt::Write as _;
+
+/// How a claim fared in one run, or in the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Seen {
+    Kept,
+    Violated,
+    /// The run was cut short by its client, or the fault did not fire: no verdict.
+    NoVerdict,
+}
+
+impl Seen {
+    fn word(self) -> &'static str {
+        match self {
+            Seen::Kept => "kept",
+            Seen::Violated => "**violated**",
+            Seen::NoVerdict => "no verdict",
+        }
+    }
+}
+
+/// The faults the report runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientFault {
+    None,
+    /// The holder's process stopped past its lease or session.
+    PausedHolder,
+    /// A waiter's process stopped past its lease or session while another holds.
+    PausedWaiter,
+}
+
+impl ClientFault {
+    pub fn label(self) -> &'static str {
+        match self {
+            ClientFault::None => "none",
+            ClientFault::PausedHolder => "holder paused past its lease",
+            ClientFault::PausedWaiter => "waiter paused past its lease",
+        }
+    }
+}
+
+/// One run of one client program under one fault.
+#[derive(Clone, Debug)]
+pub struct ClientRunRow {
+    /// What the client's hello said: library, version, lock.
+    pub library: String,
+    /// The command that reruns it (a `cassalock real --client ...` line).
+    pub command: String,
+    pub fault: ClientFault,
+    /// The registry lock our model and simulator re-implement it as (none: not modelled).
+    pub ours: Option<&'static str>,
+    pub acquisitions: u64,
+    pub t1_belief: Seen,
+    pub t1_resource: Seen,
+    /// Stale writes refused by fencing.
+    pub refused: usize,
+    pub max_wait_ms: f64,
+    /// What the holders were told at release, and the lost notices.
+    pub told: String,
+    /// The run's event record, relative to the report.
+    pub record: String,
+}
+
+/// Why our re-implementation and the shipped library differ, where someone found out. A
+/// difference not listed here is printed as a finding.
+const EXPLAINED: [(&str, ClientFault, &str); 4] = [
+    (
+        "redis-set-nx",
+        ClientFault::PausedHolder,
+        "our holder stops believing when the lease it set runs out on its own clock; redis-py's `Lock` gives its caller no validity, so the code using it believes until it releases",
+    ),
+    (
+        "redisson",
+        ClientFault::PausedHolder,
+        "our holder stops believing when its lease runs out on its own clock; Redisson's `RLock` gives its caller no validity, so the code using it believes until it releases",
+    ),
+    (
+        "redisson-fair",
+        ClientFault::PausedHolder,
+        "as for the `RLock`: the fair lock gives its caller no validity either",
+    ),
+    (
+        "etcd",
+        ClientFault::PausedHolder,
+        "our holder stops believing when its session would have timed out on its own clock (a TTL after its last keep-alive, `EtcdLease::valid_until_us`); etcd's client gives the code using the `Mutex` only `session.Done()`, which a stopped process sees after it resumes, so it believes until it releases",
+    ),
+];
+
+/// The matrix's answer for `ours` under `fault`: (T1-belief, T1-resource), read from
+/// `reports/matrix.md`'s answer table ("Which lock, under which faults"), whose rows are titled
+/// `... (name)`. None: the matrix has no line for it.
+pub fn matrix_answer(matrix: &str, ours: &str, fault: ClientFault) -> Option<(Seen, Seen)> {
+    let tag = format!("({ours}) |");
+    let line = matrix
+        .lines()
+        .find(|line| line.starts_with("| ") && line.contains(&tag))?;
+    let cells: Vec<&str> = line.split(" | ").collect();
+    // | lock | no fault | two holders under | stale write reaches the resource under | token |
+    let (no_fault, two_holders, stale) = (cells.get(1)?, cells.get(2)?, cells.get(3)?);
+    match fault {
+        ClientFault::None => Some((
+            if no_fault.contains("no two holders") {
+                Seen::Kept
+            } else {
+                Seen::Violated
+            },
+            Seen::Kept,
+        )),
+        ClientFault::PausedHolder => Some((
+            if two_holders.split(", ").any(|f| f == "pause") {
+                Seen::Violated
+            } else {
+                Seen::Kept
+            },
+            if stale.split(", ").any(|f| f == "pause") {
+                Seen::Violated
+            } else {
+                Seen::Kept
+            },
+        )),
+        ClientFault::PausedWaiter => None,
+    }
+}
+
+/// The report.
+pub fn render(rows: &[ClientRunRow], matrix: Option<&str>, command: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# The locks people ship, as black boxes\n");
+    let _ = writeln!(
+        out,
+        "Generated by `{command}` against local servers (`cluster/cassalock-servers`) with the client \
+         programs of `clients/setup all` (docs/client-protocol.md). Each run: 3 copies of the \
+         program take turns at one lock, 3 acquisitions each, each hold 20 ms (300 ms where a \
+         waiter is paused) and a write of its token to cassalock's resource; under a fault, the client named is stopped (SIGSTOP) past its lease or session, \
+         then continued. Wall-clock runs: a rerun gives the same verdicts, not the same figures.\n"
+    );
+    let _ = writeln!(
+        out,
+        "**ours**: what our re-implementation of the lock (the registry's name) shows in \
+         `reports/matrix.md` under the same fault, T1-belief / T1-resource; \"same\" where they \
+         agree; where they differ, why, or **unexplained**: a finding, not a pass.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| library, lock | fault | acquisitions | T1-belief | T1-resource | longest wait | told | ours | record |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    for row in rows {
+        let resource = if row.refused > 0 && row.t1_resource == Seen::Kept {
+            format!("kept ({} refused by fencing)", row.refused)
+        } else {
+            row.t1_resource.word().to_owned()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.0} ms | {} | {} | [events]({}) |",
+            row.library,
+            row.fault.label(),
+            row.acquisitions,
+            row.t1_belief.word(),
+            resource,
+            row.max_wait_ms,
+            row.told,
+            conformance(row, matrix),
+            row.record
+        );
+    }
+    let _ = writeln!(out, "\nEach run again (the record's header names the program):\n");
+    for row in rows {
+        let _ = writeln!(out, "- {}, {}: `{}`", row.library, row.fault.label(), row.command);
+    }
+    let _ = writeln!(
+        out,
+        "\n`cassalock judge FILE` prints a record's verdicts again; `--svg FILE` (the simulation build) draws its timeline."
+    );
+    out
+}
+
+fn conformance(row: &ClientRunRow, matrix: Option<&str>) -> String {
+    let Some(ours) = row.ours else {
+        return "not modelled".into();
+    };
+    let Some(matrix) = matrix else {
+        return format!("`{ours}`: no reports/matrix.md to compare with");
+    };
+    let Some((belief, resource)) = matrix_answer(matrix, ours, row.fault) else {
+        return format!("`{ours}`: the matrix has no such fault");
+    };
+    if row.t1_belief == Seen::NoVerdict {
+        return format!("`{ours}`: {} / {}", belief.word(), resource.word());
+    }
+    if (belief, resource) == (row.t1_belief, row.t1_resource) {
+        return format!("`{ours}`: same");
+    }
+    let said = format!("`{ours}`: {} / {}", belief.word(), resource.word());
+    match EXPLAINED
+        .iter()
+        .find(|(lock, fault, _)| *lock == ours && *fault == row.fault)
+    {
+        Some((_, _, why)) => format!("{said}, differs: {why}"),
+        None => format!("{said}, differs, **unexplained**"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MATRIX: &str = "| lock | no fault | two holders under | stale write reaches the resource under | fencing token |\n\
+        | Redis SET NX PX (redis-set-nx) | no two holders found | restart without persistence, failover | pause, failover | no |\n\
+        | Curator InterProcessMutex on ZooKeeper (zookeeper) | no two holders found | pause, server clock jumps | none found | yes |\n";
+
+    #[test]
+    fn the_matrix_answer_is_read_from_its_table() {
+        assert_eq!(
+            matrix_answer(MATRIX, "redis-set-nx", ClientFault::PausedHolder),
+            Some((Seen::Kept, Seen::Violated))
+        );
+        assert_eq!(
+            matrix_answer(MATRIX, "zookeeper", ClientFault::PausedHolder),
+            Some((Seen::Violated, Seen::Kept))
+        );
+        assert_eq!(
+            matrix_answer(MATRIX, "zookeeper", ClientFault::None),
+            Some((Seen::Kept, Seen::Kept))
+        );
+        assert_eq!(matrix_answer(MATRIX, "etcd", ClientFault::PausedHolder), None);
+        assert_eq!(matrix_answer(MATRIX, "zookeeper", ClientFault::PausedWaiter), None);
+    }
+
+    fn row(ours: &'static str, belief: Seen, resource: Seen) -> ClientRunRow {
+        ClientRunRow {
+            library: "lib 1 Lock".into(),
+            command: "cassalock real --client x".into(),
+            fault: ClientFault::PausedHolder,
+            ours: Some(ours),
+            acquisitions: 9,
+            t1_belief: belief,
+            t1_resource: resource,
+            refused: 0,
+            max_wait_ms: 1.0,
+            told: "9 released".into(),
+            record: "real-clients/x.jsonl".into(),
+        }
+    }
+
+    #[test]
+    fn a_difference_is_explained_or_called_unexplained_never_same() {
+        let same = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], Some(MATRIX), "c");
+        assert!(same.contains("`zookeeper`: same"), "{same}");
+        let explained = render(
+            &[row("redis-set-nx", Seen::Violated, Seen::Violated)],
+            Some(MATRIX),
+            "c",
+        );
+        assert!(explained.contains("differs: our holder stops believing"), "{explained}");
+        let unexplained = render(&[row("zookeeper", Seen::Kept, Seen::Kept)], Some(MATRIX), "c");
+        assert!(unexplained.contains("differs, **unexplained**"), "{unexplained}");
+    }
+}
