@@ -210,3 +210,53 @@ fn bad_client_options_are_refused_before_anything_starts() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_client_whose_clock_is_in_milliseconds_is_told_so() {
+    let (code, _, err) = run("clock-ms", "--clock-in-ms", "1", &[]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("clock_us is microseconds since the Unix epoch"), "{err}");
+}
+
+/// A program outside the repository, run from outside it: what a user does with their own lock.
+#[test]
+fn a_client_program_outside_the_repository_is_run_and_judged() {
+    let outside = std::env::temp_dir().join(format!("cassalock-outside-{}", std::process::id()));
+    std::fs::create_dir_all(&outside).expect("temp dir");
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    for (from, to) in [
+        ("cli/tests/clients/flock_lock.py", "my_lock.py"),
+        ("clients/python/cassalock_client.py", "cassalock_client.py"),
+    ] {
+        std::fs::copy(root.join(from), outside.join(to)).expect("copy");
+    }
+    let command = format!(
+        "python3 {} {}",
+        outside.join("my_lock.py").display(),
+        outside.join("lock").display()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args([
+            "real",
+            "--client",
+            &command,
+            "--threads",
+            "2",
+            "--acquisitions",
+            "5",
+            "--hold-ms",
+            "2",
+        ])
+        .current_dir(&outside)
+        .output()
+        .expect("cassalock runs");
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(out.contains("T1-belief    ok       10 acquisitions"), "{out}");
+    let _ = std::fs::remove_dir_all(outside);
+}

@@ -1,7 +1,7 @@
 """A test client: a lock on this machine only, `flock` on a file, and ways to break it.
 
     flock_lock.py FILE [--barge] [--say-garbage-after N] [--hang-after N] [--exit-after N]
-        [--wrong-id] [--no-hello]
+        [--wrong-id] [--no-hello] [--clock-in-ms]
 
 --barge says acquired without taking the lock (a broken lock: two holders at once); the others
 break the protocol before the N-th command (0-based). Tokens are the count of acquisitions kept in FILE.count,
@@ -74,7 +74,11 @@ def main():
     parser.add_argument("--exit-after", type=int)
     parser.add_argument("--wrong-id", action="store_true")
     parser.add_argument("--no-hello", action="store_true")
+    parser.add_argument("--clock-in-ms", action="store_true")
     args = parser.parse_args()
+    if args.clock_in_ms:
+        # The usual mistake: a clock in milliseconds where microseconds are asked for.
+        protocol.now_us = lambda: time.time_ns() // 1_000_000
     if args.no_hello:
         time.sleep(3600)
     sys.stdin = Breaking(sys.stdin, args)
