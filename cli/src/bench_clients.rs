@@ -12,7 +12,7 @@ use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
 use cassalock_judge::Judgement;
 use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused};
-use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Seen};
+use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Overhead, Seen};
 
 /// One program of the plan.
 struct Program {
@@ -318,8 +318,27 @@ pub fn run(out: Option<&Path>) -> ExitCode {
             ));
         }
     }
+    let mut overhead = Vec::new();
+    for program in PLAN.iter().filter(|program| SELF_LOOPS.contains(&program.slug)) {
+        match cost(program) {
+            Ok(figures) => {
+                eprintln!(
+                    "{}: own loop {:.1} acq/s, under cassalock {:.1} acq/s ({:.2}x)",
+                    figures.library,
+                    figures.own_loop_per_s,
+                    figures.under_cassalock_per_s,
+                    figures.ratio()
+                );
+                overhead.push(figures);
+            }
+            Err(why) => {
+                eprintln!("error: timing {}: {why}", program.slug);
+                broken += 1;
+            }
+        }
+    }
     let matrix = std::fs::read_to_string(out.join("matrix.md")).ok();
-    let report = render(&rows, matrix.as_deref(), "cassalock bench clients");
+    let report = render(&rows, &overhead, matrix.as_deref(), "cassalock bench clients");
     let path = out.join("real-clients.md");
     if let Err(e) = std::fs::write(&path, report) {
         return crate::usage_error(&format!("cannot write {}: {e}", path.display()));
@@ -395,4 +414,111 @@ fn row(
         told: told.join("; "),
         record,
     }
+}
+
+/// The programs whose protocol side can run the library's own loop (`CASSALOCK_SELF_LOOP`).
+const SELF_LOOPS: [&str; 2] = ["redis-py", "kazoo"];
+/// Interleaved rounds of the cost measurement, and acquisitions of each copy in a round.
+const COST_ROUNDS: usize = 3;
+const COST_ACQUISITIONS: u64 = 50;
+const COST_HOLD_MS: u64 = 5;
+/// The longest one round of a library's own loop may take.
+const OWN_LOOP_LIMIT: Duration = Duration::from_secs(120);
+
+/// The library's own loop against the same copies under cassalock (no fault).
+fn cost(program: &Program) -> Result<Overhead, String> {
+    let mut own = Vec::new();
+    let mut under = Vec::new();
+    let mut library = program.slug.to_owned();
+    for _ in 0..COST_ROUNDS {
+        own.push(own_loop(program)?);
+        let spec = ClientSpec {
+            acquisitions: COST_ACQUISITIONS as u32,
+            hold_ms: COST_HOLD_MS,
+            ..spec(program, ClientFault::None)
+        };
+        let outcome = run_clients(&spec);
+        if !outcome.faults.is_empty() {
+            return Err(outcome
+                .faults
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; "));
+        }
+        library = outcome.record.header.lock.clone();
+        let events = &outcome.record.events;
+        let first = events
+            .iter()
+            .find(|e| matches!(e.what, What::Invoke { .. }))
+            .map(|e| e.at_ns);
+        let last = events
+            .iter()
+            .rev()
+            .find(|e| matches!(e.what, What::Released { .. }))
+            .map(|e| e.at_ns);
+        let (Some(first), Some(last)) = (first, last) else {
+            return Err("the run under cassalock made no acquisition".into());
+        };
+        under.push(outcome.acquisitions as f64 / ((last - first) as f64 / 1e9).max(1e-9));
+    }
+    Ok(Overhead {
+        library,
+        rounds: COST_ROUNDS,
+        acquisitions_per_round: CLIENTS as u64 * COST_ACQUISITIONS,
+        own_loop_per_s: percentile(&own, 50),
+        under_cassalock_per_s: percentile(&under, 50),
+    })
+}
+
+/// One round of the library's own loop: `CLIENTS` processes, acquisitions a second over the
+/// slowest one's loop.
+fn own_loop(program: &Program) -> Result<f64, String> {
+    let lock = format!("cassalock-own-{}-{}", program.slug, cassalock_real::now_us());
+    let children: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let mut command = std::process::Command::new("/bin/sh");
+            command
+                .arg("-c")
+                .arg(program.command)
+                .env("CASSALOCK_SELF_LOOP", COST_ACQUISITIONS.to_string())
+                .env("CASSALOCK_HOLD_MS", COST_HOLD_MS.to_string())
+                .env("CASSALOCK_LOCK", &lock)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+            if let Some(lease) = program.lease_ms {
+                command.env("CASSALOCK_LEASE_MS", lease.to_string());
+            }
+            command.spawn()
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("cannot start {}: {e}", program.command))?;
+    // A loop that hangs is killed, not waited for.
+    let deadline = std::time::Instant::now() + OWN_LOOP_LIMIT;
+    let mut children = children;
+    while children.iter_mut().any(|child| matches!(child.try_wait(), Ok(None))) {
+        if std::time::Instant::now() >= deadline {
+            for child in &mut children {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            return Err(format!(
+                "its own loop did not end within {} s",
+                OWN_LOOP_LIMIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut slowest_s: f64 = 0.0;
+    for child in children {
+        let output = child.wait_with_output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let seconds = serde_json::from_str::<serde_json::Value>(text.trim())
+            .ok()
+            .and_then(|value| value.get("seconds").and_then(serde_json::Value::as_f64))
+            .ok_or_else(|| format!("its own loop printed {:?}, not its seconds", text.trim()))?;
+        slowest_s = slowest_s.max(seconds);
+    }
+    Ok((CLIENTS as u64 * COST_ACQUISITIONS) as f64 / slowest_s.max(1e-9))
 }

@@ -20,6 +20,7 @@ them; the library's own logging belongs on standard error.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -55,7 +56,16 @@ def describe(error):
 
 
 def serve(shim, library, library_version, lock, tokens, not_held=()):
-    """Speak the protocol for `shim` until `exit`. `tokens`: "fencing" or "random"."""
+    """Speak the protocol for `shim` until `exit`. `tokens`: "fencing" or "random".
+
+    With CASSALOCK_SELF_LOOP=N in the environment, speak no protocol: take and release the lock
+    N times in a plain loop (each hold CASSALOCK_HOLD_MS, the lease CASSALOCK_LEASE_MS), print
+    the loop's seconds, and return. That is the library without cassalock, which
+    `cassalock bench clients` times beside the same library driven through the protocol.
+    """
+    if os.environ.get("CASSALOCK_SELF_LOOP"):
+        self_loop(shim, int(os.environ["CASSALOCK_SELF_LOOP"]))
+        return
     say(
         protocol=PROTOCOL,
         version=VERSION,
@@ -105,3 +115,18 @@ def release(shim, ident, not_held):
             say(event="released", id=ident, outcome="not_held", error="the library returned False")
         else:
             say(event="released", id=ident, outcome="released", error=None)
+
+
+def self_loop(shim, count):
+    """The library's own loop, timed: acquire, hold, read the token, release."""
+    hold_s = int(os.environ.get("CASSALOCK_HOLD_MS", "0")) / 1000
+    lease = os.environ.get("CASSALOCK_LEASE_MS")
+    lease_ms = int(lease) if lease else None
+    started = time.monotonic()
+    for _ in range(count):
+        shim.acquire(lease_ms, None)
+        time.sleep(hold_s)
+        shim.token()
+        shim.release()
+    print(json.dumps({"self_loop": count, "seconds": time.monotonic() - started}), flush=True)
+    shim.close()

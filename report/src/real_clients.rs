@@ -127,8 +127,29 @@ pub fn matrix_answer(matrix: &str, ours: &str, fault: ClientFault) -> Option<(Se
     }
 }
 
+/// What driving a library through the protocol costs it: the same library's own loop (3
+/// processes, each taking and releasing the lock in a plain loop) against 3 copies under
+/// cassalock, acquisitions a second each, medians of interleaved rounds.
+#[derive(Clone, Debug)]
+pub struct Overhead {
+    pub library: String,
+    pub rounds: usize,
+    pub acquisitions_per_round: u64,
+    pub own_loop_per_s: f64,
+    pub under_cassalock_per_s: f64,
+}
+
+impl Overhead {
+    pub fn ratio(&self) -> f64 {
+        self.under_cassalock_per_s / self.own_loop_per_s.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The smallest ratio the harness may cost (under cassalock / the library's own loop).
+pub const OVERHEAD_GOAL: f64 = 0.9;
+
 /// The report.
-pub fn render(rows: &[ClientRunRow], matrix: Option<&str>, command: &str) -> String {
+pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>, command: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# The locks people ship, as black boxes\n");
     let _ = writeln!(
@@ -178,6 +199,38 @@ pub fn render(rows: &[ClientRunRow], matrix: Option<&str>, command: &str) -> Str
         out,
         "\n`cassalock judge FILE` prints a record's verdicts again; `--svg FILE` (the simulation build) draws its timeline."
     );
+    if !overhead.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## What the harness costs a library\n\n\
+             The library's own loop (3 processes, each taking, holding 5 ms and releasing the lock, \
+             `CASSALOCK_SELF_LOOP`) against the same 3 copies driven through the protocol, timed \
+             from the first acquisition asked to the last release; medians of interleaved rounds, \
+             on this machine in one run. Goal: at least {OVERHEAD_GOAL}x.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| library | rounds x acquisitions | own loop, acq/s | under cassalock, acq/s | ratio |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---|");
+        for cost in overhead {
+            let _ = writeln!(
+                out,
+                "| {} | {} x {} | {:.1} | {:.1} | {:.2}{} |",
+                cost.library,
+                cost.rounds,
+                cost.acquisitions_per_round,
+                cost.own_loop_per_s,
+                cost.under_cassalock_per_s,
+                cost.ratio(),
+                if cost.ratio() >= OVERHEAD_GOAL {
+                    ""
+                } else {
+                    " (below the goal)"
+                }
+            );
+        }
+    }
     out
 }
 
@@ -251,7 +304,7 @@ mod tests {
 
     #[test]
     fn a_difference_is_explained_or_called_unexplained_never_same() {
-        let same = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], Some(MATRIX), "c");
+        let same = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(same.contains("`zookeeper`: same"), "{same}");
         let explained = render(
             &[row("redis-set-nx", Seen::Violated, Seen::Violated)],
@@ -259,7 +312,7 @@ mod tests {
             "c",
         );
         assert!(explained.contains("differs: our holder stops believing"), "{explained}");
-        let unexplained = render(&[row("zookeeper", Seen::Kept, Seen::Kept)], Some(MATRIX), "c");
+        let unexplained = render(&[row("zookeeper", Seen::Kept, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(unexplained.contains("differs, **unexplained**"), "{unexplained}");
     }
 }
