@@ -514,7 +514,13 @@ fn own_loop(program: &Program) -> Result<f64, String> {
     for child in children {
         let output = child.wait_with_output().map_err(|e| e.to_string())?;
         let text = String::from_utf8_lossy(&output.stdout);
-        let seconds = serde_json::from_str::<serde_json::Value>(text.trim())
+        // Its listener threads may print protocol lines too (a session lost at close): the
+        // loop's own line is the one that names it.
+        let line = text
+            .lines()
+            .find(|line| line.contains("\"self_loop\""))
+            .unwrap_or_default();
+        let seconds = serde_json::from_str::<serde_json::Value>(line)
             .ok()
             .and_then(|value| value.get("seconds").and_then(serde_json::Value::as_f64))
             .ok_or_else(|| format!("its own loop printed {:?}, not its seconds", text.trim()))?;
