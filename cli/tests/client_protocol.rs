@@ -194,6 +194,15 @@ fn bad_client_options_are_refused_before_anything_starts() {
         (vec!["--client", "", "--threads", "1"], "--client needs a command"),
         (vec!["--lease-ms", "100"], "--client"),
         (vec!["--client", "true", "--pause-at", "2"], "--pause-at needs a pause"),
+        // The row locks' and the servers' options say nothing to a client program.
+        (vec!["--client", "true", "--algorithm", "queue"], "cannot be used with"),
+        (
+            vec!["--client", "true", "--servers", "127.0.0.1:1"],
+            "cannot be used with",
+        ),
+        (vec!["--client", "true", "--ttl-s", "5"], "cannot be used with"),
+        (vec!["--client", "true", "--processes", "2"], "cannot be used with"),
+        (vec!["--client", "true", "--json"], "cannot be used with"),
         (
             vec!["--client", "true", "--pause-waiter-ms", "10", "--threads", "1"],
             "--pause-waiter-ms needs a waiter",

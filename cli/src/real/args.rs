@@ -17,20 +17,25 @@ const _: () = assert!(CONNECT_TIMEOUT_S == cassalock::store::cassandra::DEFAULT_
 #[derive(Args, Debug, Clone)]
 pub struct RealArgs {
     /// Cassandra nodes, host:port, comma-separated.
-    #[arg(long, default_value = "127.0.0.1:9042", value_delimiter = ',')]
+    #[arg(
+        long,
+        default_value = "127.0.0.1:9042",
+        value_delimiter = ',',
+        conflicts_with = "client"
+    )]
     pub contact_points: Vec<String>,
     /// Which lock: Cassandra's (old, queue, queue-next-in-line: the queue lock with
     /// --next-poll-ms 5 unless given, queue-paced: the same with --paced-poll, lwt;
     /// --contact-points) or another family's
     /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
     /// Also spelled --lock.
-    #[arg(long, visible_alias = "lock", value_parser = crate::lock_names::real_lock(), default_value = "queue")]
+    #[arg(long, visible_alias = "lock", value_parser = crate::lock_names::real_lock(), default_value = "queue", conflicts_with = "client")]
     pub algorithm: Lock,
     /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx, redisson and
     /// redisson-fair one server (or a primary and its replicas: the lockers use the master),
     /// redlock every master (1-15), memcached one server. Redisson's waiters wake on the unlock
     /// message (pub/sub), as Redisson's client does; the fair lock's, each on its own channel.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', conflicts_with = "client")]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
     #[arg(long, default_value_t = 8)]
@@ -40,46 +45,46 @@ pub struct RealArgs {
     pub acquisitions: u32,
     /// Processes the lockers are spread over (1-threads); more than one checks mutual
     /// exclusion across processes, through a shared monitor file.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, conflicts_with = "client")]
     pub processes: usize,
     /// Critical-section length, milliseconds (0-60000).
     #[arg(long, default_value_t = 10)]
     pub hold_ms: u64,
     /// Lease TTL, whole seconds (2-3600).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, conflicts_with = "client")]
     pub ttl_s: u32,
     /// Lease renewal interval, milliseconds (default: half the TTL).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "client")]
     pub renew_ms: Option<u64>,
     /// How often a waiter polls, milliseconds (1-60000).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, conflicts_with = "client")]
     pub poll_ms: u64,
     /// Queue lock: the waiter next in line polls this often instead of --poll-ms, milliseconds
     /// (1-60000; default: off, as the thesis's listing).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "client")]
     pub next_poll_ms: Option<u64>,
     /// Queue lock, with --next-poll-ms (or --algorithm queue-next-in-line; queue-paced is
     /// this already): every waiter learns its rank (reads up to 32 queue cells) and sleeps
     /// until the queue's pace says it will be next in line; the one next in line halves the
     /// holder's expected time left, down to --next-poll-ms.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "client")]
     pub paced_poll: bool,
     /// Each locker reuses its thread ids (the lowest none of its acquisitions in flight
     /// uses), so the main and shadow rows keep a cell per locker instead of a tombstone per
     /// acquisition (the library's default; false: a new id per
     /// acquisition, as the thesis's listings).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set, conflicts_with = "client")]
     pub reuse_thread_ids: bool,
     /// Queue lock: GetLock reads the queue from the column of the locker's last hold instead
     /// of the row's start (the library's default; false: from the row's
     /// start, as the listing).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = true, default_missing_value = "true", action = clap::ArgAction::Set, conflicts_with = "client")]
     pub queue_read_from_last_hold: bool,
     /// Consistency of every lock request: one, quorum or all.
-    #[arg(long, default_value = "quorum")]
+    #[arg(long, default_value = "quorum", conflicts_with = "client")]
     pub consistency: String,
     /// Keyspace (created with RF min(3, nodes) when missing).
-    #[arg(long, default_value = "cassalock")]
+    #[arg(long, default_value = "cassalock", conflicts_with = "client")]
     pub keyspace: String,
     /// Lock id (default: a fresh one per run, so earlier runs' cells do not matter).
     #[arg(long)]
@@ -93,16 +98,16 @@ pub struct RealArgs {
     /// Give up connecting to the cluster and setting up its table after this many seconds
     /// (1-600): a contact point that accepts connections but never answers (a paused node)
     /// fails with exit status 4 instead of hanging.
-    #[arg(long, default_value_t = CONNECT_TIMEOUT_S)]
+    #[arg(long, default_value_t = CONNECT_TIMEOUT_S, conflicts_with = "client")]
     pub connect_timeout_s: u64,
     /// Let the resource accept stale tokens (shows damage instead of refusals).
     #[arg(long)]
     pub no_fencing: bool,
     /// Print the summary as one JSON object instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "client")]
     pub json: bool,
     /// Print every locker's event as a JSON line as it happens (for tests that act mid-run).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "client")]
     pub print_events: bool,
     /// Also write the run's event record into this file (JSON lines, docs/events.md): every
     /// acquisition, the end of every belief, every write the resource saw, every failure, on
@@ -115,7 +120,7 @@ pub struct RealArgs {
     /// wall clock (at_us) and the locker. Where a run's time went: a waiter asleep when its
     /// turn came, a slow reply. The row locks only (old, queue, queue-next-in-line,
     /// queue-paced); at most 2,000,000 lines, the rest counted and said.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "client")]
     pub steps: Option<PathBuf>,
     /// Run copies of this program instead of cassalock's own lock code: any program that
     /// speaks the client protocol (docs/client-protocol.md), such as the shims in clients/
