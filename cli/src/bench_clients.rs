@@ -11,7 +11,7 @@ use std::time::Duration;
 use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
 use cassalock_judge::Judgement;
-use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused};
+use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused, ServerFault};
 use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Overhead, Seen};
 
 /// One program of the plan.
@@ -43,6 +43,14 @@ const REDIS_3: (&str, &str) = ("127.0.0.1:16382", "start redis --instances 3");
 const ZOOKEEPER: (&str, &str) = ("127.0.0.1:22181", "start zookeeper --nodes 3");
 const ETCD: (&str, &str) = ("127.0.0.1:23781", "start etcd --nodes 3");
 const BOTH: &[ClientFault] = &[ClientFault::None, ClientFault::PausedHolder];
+/// No fault, a paused holder, and its one Redis server restarted without persistence.
+const ON_ONE_REDIS: &[ClientFault] = &[
+    ClientFault::None,
+    ClientFault::PausedHolder,
+    ClientFault::ServerRestarted,
+];
+/// The command that restarts the one Redis server (`cluster/cassalock-servers`' redis1).
+const RESTART_REDIS: &str = "cluster/cassalock-servers restart redis1";
 const PAUSED: &[ClientFault] = &[ClientFault::PausedHolder];
 
 const PLAN: [Program; 12] = [
@@ -55,7 +63,7 @@ const PLAN: [Program; 12] = [
         pause_ms: 3000,
         hold_ms: HOLD_MS,
         ours: Some("redis-set-nx"),
-        faults: BOTH,
+        faults: ON_ONE_REDIS,
         call: Call::Lock,
     },
     Program {
@@ -80,7 +88,7 @@ const PLAN: [Program; 12] = [
         pause_ms: 3000,
         hold_ms: HOLD_MS,
         ours: Some("redisson"),
-        faults: BOTH,
+        faults: ON_ONE_REDIS,
         call: Call::Lock,
     },
     Program {
@@ -152,7 +160,7 @@ const PLAN: [Program; 12] = [
         pause_ms: 3000,
         hold_ms: HOLD_MS,
         ours: Some("redis-set-nx"),
-        faults: PAUSED,
+        faults: &[ClientFault::PausedHolder, ClientFault::ServerRestarted],
         call: Call::Lock,
     },
     Program {
@@ -197,6 +205,7 @@ const PLAN: [Program; 12] = [
 const CLIENTS: usize = 3;
 const ACQUISITIONS: u32 = 3;
 const HOLD_MS: u64 = 20;
+/// Holds where the fault frees the lock under a holder or a waiter: 300 ms.
 const WAITER_HOLD_MS: u64 = 300;
 
 fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
@@ -207,7 +216,7 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
         call: program.call,
         try_wait_ms: 20_000,
         lease_ms: program.lease_ms,
-        hold_ms: program.hold_ms,
+        hold_ms: hold_ms(program, fault),
         max_wait: Duration::from_secs(60),
         start_timeout: Duration::from_secs(60),
         run_limit: None,
@@ -219,13 +228,29 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
                 ms: program.pause_ms,
                 whom: Paused::Holder,
             }),
+            ClientFault::ServerRestarted => None,
             ClientFault::PausedWaiter => Some(Pause {
                 at_acquisition: 1,
                 ms: program.pause_ms,
                 whom: Paused::Waiter,
             }),
         },
+        server_fault: (fault == ClientFault::ServerRestarted).then(|| ServerFault {
+            at_acquisition: 2,
+            command: RESTART_REDIS.into(),
+            undo: None,
+            ms: 0,
+        }),
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
+    }
+}
+
+/// Each hold of a run: long enough, where a fault frees the lock under its holder (a restarted
+/// server), for waiters that poll (redis-py every 100 ms) to come in while it still holds.
+fn hold_ms(program: &Program, fault: ClientFault) -> u64 {
+    match fault {
+        ClientFault::ServerRestarted => WAITER_HOLD_MS,
+        _ => program.hold_ms,
     }
 }
 
@@ -233,7 +258,8 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
 fn rerun(program: &Program, fault: ClientFault) -> String {
     let mut line = format!(
         "cassalock real --client '{}' --threads {CLIENTS} --acquisitions {ACQUISITIONS} --hold-ms {}",
-        program.command, program.hold_ms
+        program.command,
+        hold_ms(program, fault)
     );
     if let Some(lease) = program.lease_ms {
         line.push_str(&format!(" --lease-ms {lease}"));
@@ -245,6 +271,9 @@ fn rerun(program: &Program, fault: ClientFault) -> String {
         ClientFault::None => {}
         ClientFault::PausedHolder => line.push_str(&format!(" --pause-holder-ms {} --pause-at 2", program.pause_ms)),
         ClientFault::PausedWaiter => line.push_str(&format!(" --pause-waiter-ms {} --pause-at 1", program.pause_ms)),
+        ClientFault::ServerRestarted => {
+            line.push_str(&format!(" --server-fault '{RESTART_REDIS}' --server-fault-at 2"))
+        }
     }
     line
 }
@@ -289,7 +318,9 @@ pub fn run(out: Option<&Path>) -> ExitCode {
             for fault in &outcome.faults {
                 eprintln!("  {fault}");
             }
-            let cut = !outcome.faults.is_empty() || (spec.pause.is_some() && !outcome.paused);
+            let cut = !outcome.faults.is_empty()
+                || (spec.pause.is_some() && !outcome.paused)
+                || (spec.server_fault.is_some() && !outcome.server_fault_fired);
             broken += usize::from(cut);
             let name = format!(
                 "{}-{}.jsonl",
@@ -298,6 +329,7 @@ pub fn run(out: Option<&Path>) -> ExitCode {
                     ClientFault::None => "none",
                     ClientFault::PausedHolder => "paused-holder",
                     ClientFault::PausedWaiter => "paused-waiter",
+                    ClientFault::ServerRestarted => "server-restarted",
                 }
             );
             let path = records.join(&name);

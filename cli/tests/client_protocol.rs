@@ -204,6 +204,18 @@ fn bad_client_options_are_refused_before_anything_starts() {
         (vec!["--client", "true", "--processes", "2"], "cannot be used with"),
         (vec!["--client", "true", "--json"], "cannot be used with"),
         (
+            vec!["--client", "true", "--server-fault", "true", "--server-fault-at", "999"],
+            "--server-fault-at 999",
+        ),
+        (
+            vec!["--client", "true", "--server-fault", " "],
+            "--server-fault needs a command",
+        ),
+        (
+            vec!["--client", "true", "--server-fault-ms", "5"],
+            "--server-fault-undo",
+        ),
+        (
             vec!["--client", "true", "--pause-waiter-ms", "10", "--threads", "1"],
             "--pause-waiter-ms needs a waiter",
         ),
@@ -268,4 +280,35 @@ fn a_client_program_outside_the_repository_is_run_and_judged() {
     );
     assert!(out.contains("T1-belief    ok       10 acquisitions"), "{out}");
     let _ = std::fs::remove_dir_all(outside);
+}
+
+#[test]
+fn a_server_fault_command_runs_while_held_and_one_that_fails_is_said_not_passed() {
+    let (code, out, err) = run(
+        "fault-ok",
+        "",
+        "2",
+        &["--server-fault", "true", "--server-fault-at", "1"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("server fault            `true` at acquisition 1"), "{out}");
+    let (code, out, err) = run(
+        "fault-undo",
+        "",
+        "2",
+        &[
+            "--server-fault",
+            "true",
+            "--server-fault-undo",
+            "true",
+            "--server-fault-ms",
+            "50",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // A fault that did not happen leaves the run short of what was asked: exit 3, never 0.
+    let (code, out, err) = run("fault-fails", "", "2", &["--server-fault", "exit 9"]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("NOT FIRED: `exit 9` at acquisition 2"), "{out}");
+    assert!(err.contains("the fault asked for did not fire"), "{err}");
 }

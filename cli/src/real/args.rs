@@ -155,6 +155,22 @@ pub struct RealArgs {
     /// counting every client's; default 2).
     #[arg(long)]
     pub pause_at: Option<u64>,
+    /// With --client: a fault on the servers, as a command run through /bin/sh (from the
+    /// current directory) when the --server-fault-at-th acquisition is made, while its holder
+    /// holds: `cluster/cassalock-servers restart redis1`, `... pause redis1`, `... kill zk1`.
+    /// Its start and end are in the record; a command that fails is said.
+    #[arg(long, value_name = "COMMAND", requires = "client")]
+    pub server_fault: Option<String>,
+    /// With --server-fault: a command that undoes it (`cluster/cassalock-servers resume
+    /// redis1`), run --server-fault-ms after it.
+    #[arg(long, value_name = "COMMAND", requires = "server_fault")]
+    pub server_fault_undo: Option<String>,
+    /// With --server-fault-undo: how long the fault lasts, milliseconds (0-600000).
+    #[arg(long, default_value_t = 0, requires = "server_fault_undo")]
+    pub server_fault_ms: u64,
+    /// With --server-fault: at which acquisition of the run (1-based; default 2).
+    #[arg(long, default_value_t = 2, requires = "server_fault")]
+    pub server_fault_at: u64,
     /// With --client: how long each copy may take to start and say hello, seconds (1-600).
     #[arg(long, default_value_t = 60, requires = "client")]
     pub start_timeout_s: u64,

@@ -15,7 +15,7 @@ use cassalock_judge::stats::percentile;
 use cassalock_judge::text::count;
 use cassalock_judge::Judgement;
 use cassalock_real::client::process::ClientFault;
-use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Pause, Paused};
+use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Pause, Paused, ServerFault};
 
 use super::args::{ClientCall, RealArgs};
 use crate::usage_error;
@@ -54,6 +54,12 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
             }),
             (None, None) => None,
         },
+        server_fault: args.server_fault.clone().map(|command| ServerFault {
+            at_acquisition: args.server_fault_at,
+            command,
+            undo: args.server_fault_undo.clone(),
+            ms: args.server_fault_ms,
+        }),
         lock_name: args
             .lock_id
             .clone()
@@ -140,6 +146,10 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     } else if !outcome.faults.is_empty() {
         eprintln!("the run was cut short by the client above: no verdict covers what it would have done");
         ExitCode::from(CLIENT_BROKE)
+    } else if (spec.pause.is_some() && !outcome.paused) || (spec.server_fault.is_some() && !outcome.server_fault_fired)
+    {
+        eprintln!("the fault asked for did not fire (above): no violation, but the run is not the one asked for");
+        ExitCode::from(3)
     } else {
         ExitCode::SUCCESS
     }
@@ -173,6 +183,20 @@ fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> Stri
                     "NOT FIRED at acquisition {} (the record says why)",
                     pause.at_acquisition
                 ),
+            }
+        );
+    }
+    if let Some(fault) = &spec.server_fault {
+        let _ = writeln!(
+            out,
+            "  server fault            {}",
+            if outcome.server_fault_fired {
+                format!("`{}` at acquisition {}", fault.command, fault.at_acquisition)
+            } else {
+                format!(
+                    "NOT FIRED: `{}` at acquisition {} (the record says why)",
+                    fault.command, fault.at_acquisition
+                )
             }
         );
     }

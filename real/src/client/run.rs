@@ -59,6 +59,23 @@ impl Pause {
     }
 }
 
+/// A fault on the servers, by a command (`cluster/cassalock-servers pause redis1`, `... restart
+/// zk1`): run through `/bin/sh` as soon as the run's `at_acquisition`-th acquisition is made,
+/// while its holder holds; then, after `ms`, `undo` if there is one (`... resume redis1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerFault {
+    pub at_acquisition: u64,
+    pub command: String,
+    pub undo: Option<String>,
+    pub ms: u64,
+}
+
+/// How long a planned waiter pause looks for a client waiting in its `lock` call.
+pub const WAITER_SEARCH: Duration = Duration::from_secs(1);
+
+/// The longest a server fault's command may run.
+pub const SERVER_FAULT_LIMIT: Duration = Duration::from_secs(60);
+
 /// What a run does.
 #[derive(Clone, Debug)]
 pub struct ClientSpec {
@@ -82,6 +99,7 @@ pub struct ClientSpec {
     /// The resource refuses a fencing token below the highest it accepted.
     pub fencing: bool,
     pub pause: Option<Pause>,
+    pub server_fault: Option<ServerFault>,
     /// The name the clients lock (`CASSALOCK_LOCK` in their environment).
     pub lock_name: String,
 }
@@ -135,6 +153,20 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
             ));
         }
     }
+    if let Some(fault) = &spec.server_fault {
+        if fault.command.trim().is_empty() {
+            return refuse("--server-fault needs a command".into());
+        }
+        if fault.at_acquisition == 0 || fault.at_acquisition > total {
+            return refuse(format!(
+                "--server-fault-at {}: an acquisition of the run, 1-{total}",
+                fault.at_acquisition
+            ));
+        }
+        if fault.ms > 600_000 {
+            return refuse(format!("--server-fault-ms {}: 0-600000", fault.ms));
+        }
+    }
     Ok(())
 }
 
@@ -154,6 +186,8 @@ pub struct ClientRun {
     pub acquisitions: u64,
     /// The planned pause fired (false: the run ended before its acquisition).
     pub paused: bool,
+    /// The server fault's command ran and succeeded (and its undo, if any).
+    pub server_fault_fired: bool,
     /// When the first client that broke was stopped (on the record's clock): what the judge
     /// finds from there on may be cassalock's doing (a holder killed), not the lock's.
     pub cut_at_ns: Option<u64>,
@@ -172,6 +206,8 @@ struct Shared {
     stop: AtomicBool,
     /// The planned pause fired.
     paused: AtomicBool,
+    /// The server fault's command ran and succeeded.
+    server_fault_fired: AtomicBool,
     /// The planned pause was due and could not fire (said in the record already).
     pause_unfired: AtomicBool,
     /// The clients waiting in a `lock` call now: their index and process id.
@@ -285,6 +321,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         acquisitions: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         paused: AtomicBool::new(false),
+        server_fault_fired: AtomicBool::new(false),
         pause_unfired: AtomicBool::new(false),
         waiting: Mutex::new(BTreeMap::new()),
         told: Mutex::new(BTreeMap::new()),
@@ -377,6 +414,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
             .unwrap_or_else(|poisoned| poisoned.into_inner()),
         acquisitions: shared.acquisitions.load(Ordering::Relaxed),
         paused: shared.paused.load(Ordering::Relaxed),
+        server_fault_fired: shared.server_fault_fired.load(Ordering::Relaxed),
         cut_at_ns,
         killed_at_exit,
         elapsed,
@@ -534,6 +572,9 @@ impl Client<'_> {
                 Paused::Holder => self.pause(&self.name, process.pid(), "while it holds", pause.ms),
                 Paused::Waiter => self.pause_a_waiter(order, pause.ms),
             }
+        }
+        if let Some(fault) = spec.server_fault.as_ref().filter(|fault| fault.at_acquisition == order) {
+            self.server_fault(fault);
         }
         thread::sleep(Duration::from_millis(spec.hold_ms));
         let write = Command::Write { id: self.id() };
@@ -754,14 +795,61 @@ impl Client<'_> {
         self.shared.push(now_us(), "faults", None, fault(false));
     }
 
-    /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds.
+    /// Run the server fault's command, and after its time its undo, while this client holds;
+    /// each end in the record, a command that fails said as unfired with its output.
+    fn server_fault(&self, fault: &ServerFault) {
+        let fault_event = |text: String, begins: bool| What::Fault {
+            text,
+            target: Some("servers".into()),
+            disruption: None,
+            begins,
+            at_step: false,
+        };
+        self.shared.push(
+            now_us(),
+            "faults",
+            None,
+            fault_event(format!("`{}`", fault.command), true),
+        );
+        if let Err(why) = run_command(&fault.command) {
+            self.shared
+                .push(now_us(), "faults", None, What::FaultUnfired { text: why });
+            return;
+        }
+        if let Some(undo) = &fault.undo {
+            thread::sleep(Duration::from_millis(fault.ms));
+            if let Err(why) = run_command(undo) {
+                self.shared
+                    .push(now_us(), "faults", None, What::FaultUnfired { text: why });
+                return;
+            }
+            self.shared.push(
+                now_us(),
+                "faults",
+                None,
+                fault_event(format!("`{}`, undone by `{undo}`", fault.command), false),
+            );
+        }
+        self.shared.server_fault_fired.store(true, Ordering::Relaxed);
+    }
+
+    /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds;
+    /// the others may not have asked yet when the first acquisition is made, so it looks for
+    /// one for up to [`WAITER_SEARCH`].
     fn pause_a_waiter(&self, order: u64, ms: u64) {
-        let waiter = self
-            .shared
-            .waiting()
-            .iter()
-            .map(|(&index, &pid)| (index, pid))
-            .find(|&(index, _)| index != self.index);
+        let give_up = Instant::now() + WAITER_SEARCH;
+        let waiter = loop {
+            let found = self
+                .shared
+                .waiting()
+                .iter()
+                .map(|(&index, &pid)| (index, pid))
+                .find(|&(index, _)| index != self.index);
+            if found.is_some() || Instant::now() >= give_up {
+                break found;
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
         match waiter {
             Some((index, pid)) => self.pause(
                 &format!("c{index}"),
@@ -776,11 +864,53 @@ impl Client<'_> {
                     "faults",
                     None,
                     What::FaultUnfired {
-                        text: format!("a waiter to pause at acquisition {order}: no other client was waiting then"),
+                        text: format!(
+                            "a waiter to pause at acquisition {order}: no other client was waiting within {} ms",
+                            WAITER_SEARCH.as_millis()
+                        ),
                     },
                 );
             }
         }
+    }
+}
+
+/// Run `command` through `/bin/sh`, at most [`SERVER_FAULT_LIMIT`]; why not, if it failed.
+fn run_command(command: &str) -> Result<(), String> {
+    let mut child = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("`{command}` could not start: {e}"))?;
+    let deadline = Instant::now() + SERVER_FAULT_LIMIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`{command}` did not end within {} s",
+                    SERVER_FAULT_LIMIT.as_secs()
+                ));
+            }
+            Err(e) => return Err(format!("`{command}`: {e}")),
+        }
+    }
+    let output = child.wait_with_output().map_err(|e| format!("`{command}`: {e}"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(protocol::cut(&format!(
+            "`{command}` failed ({}): {}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout).trim(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        )))
     }
 }
 
@@ -822,6 +952,7 @@ mod tests {
             run_limit: None,
             fencing: true,
             pause: None,
+            server_fault: None,
             lock_name: "k".into(),
         }
     }
