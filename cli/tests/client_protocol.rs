@@ -312,3 +312,10 @@ fn a_server_fault_command_runs_while_held_and_one_that_fails_is_said_not_passed(
     assert!(out.contains("NOT FIRED: `exit 9` at acquisition 2"), "{out}");
     assert!(err.contains("the fault asked for did not fire"), "{err}");
 }
+
+#[test]
+fn a_client_that_repeats_lost_without_end_is_stopped_at_the_bound() {
+    let (code, _, err) = run("lost-spam", "--lost-spam", "1", &[]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("says `lost` more than 1000 times"), "{err}");
+}

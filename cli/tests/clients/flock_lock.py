@@ -1,7 +1,7 @@
 """A test client: a lock on this machine only, `flock` on a file, and ways to break it.
 
     flock_lock.py FILE [--barge] [--say-garbage-after N] [--hang-after N] [--exit-after N]
-        [--wrong-id] [--no-hello] [--clock-in-ms]
+        [--wrong-id] [--no-hello] [--clock-in-ms] [--lost-spam]
 
 --barge says acquired without taking the lock (a broken lock: two holders at once); the others
 break the protocol before the N-th command (0-based). Tokens are the count of acquisitions kept in FILE.count,
@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--wrong-id", action="store_true")
     parser.add_argument("--no-hello", action="store_true")
     parser.add_argument("--clock-in-ms", action="store_true")
+    parser.add_argument("--lost-spam", action="store_true")
     args = parser.parse_args()
     if args.clock_in_ms:
         # The usual mistake: a clock in milliseconds where microseconds are asked for.
@@ -103,6 +104,9 @@ class Breaking:
                 time.sleep(3600)
             if seen == self.args.exit_after:
                 sys.exit(3)
+            if self.args.lost_spam:
+                for _ in range(1200):
+                    protocol.lost("again")
             if self.args.wrong_id:
                 protocol.say(event="acquired", id=99, token="1")
             yield line

@@ -28,6 +28,8 @@ pub const CLOCK_SLACK: Duration = Duration::from_secs(5);
 pub const MAX_CLIENTS: usize = 64;
 /// Acquisitions of all clients together, at most (the record stays under a few hundred MB).
 pub const MAX_ACQUISITIONS: u64 = 200_000;
+/// `lost` lines one client may print in a run before it is taken to have broken the protocol.
+pub const MAX_LOST_NOTICES: u64 = 1000;
 /// How long a client has to exit after `exit` before its process group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
@@ -442,6 +444,7 @@ fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ende
         name: format!("c{index}"),
         next_id: 0,
         thread: None,
+        lost_notices: 0,
     };
     for acquisition in 1..=shared.spec.acquisitions {
         let over = shared
@@ -495,6 +498,9 @@ struct Client<'a> {
     next_id: u64,
     /// The acquisition it holds or last held (`c2-7`).
     thread: Option<String>,
+    /// `lost` lines it printed: at most [`MAX_LOST_NOTICES`], so that a client repeating one
+    /// cannot grow the record without bound while a command is outstanding.
+    lost_notices: u64,
 }
 
 impl Client<'_> {
@@ -675,16 +681,27 @@ impl Client<'_> {
                 )));
             }
             match answer {
-                Answer::Lost { why, clock_us } => self.shared.push(
-                    clock_us,
-                    &self.name,
-                    Some(clock_us),
-                    What::LeaseLost {
-                        thread: self.thread.clone().unwrap_or_else(|| format!("{}-0", self.name)),
-                        lock: LOCK.into(),
-                        why: protocol::cut(&why),
-                    },
-                ),
+                Answer::Lost { .. } if self.lost_notices >= MAX_LOST_NOTICES => {
+                    let line = process.last_line();
+                    return Err(process.broke(Broken::new(
+                        line,
+                        format!("says `lost` more than {MAX_LOST_NOTICES} times: a library tells a holder once"),
+                        &format!("{answer:?}"),
+                    )));
+                }
+                Answer::Lost { why, clock_us } => {
+                    self.lost_notices += 1;
+                    self.shared.push(
+                        clock_us,
+                        &self.name,
+                        Some(clock_us),
+                        What::LeaseLost {
+                            thread: self.thread.clone().unwrap_or_else(|| format!("{}-0", self.name)),
+                            lock: LOCK.into(),
+                            why: protocol::cut(&why),
+                        },
+                    );
+                }
                 answer if answer.id() == command.id() => return Ok(answer),
                 other => return Err(self.unexpected(process, command, &other)),
             }
