@@ -830,14 +830,14 @@ impl Client<'_> {
         );
         if let Err(why) = run_command(&fault.command) {
             self.shared
-                .push(now_us(), "faults", None, What::FaultUnfired { text: why });
+                .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
             return;
         }
         if let Some(undo) = &fault.undo {
             thread::sleep(Duration::from_millis(fault.ms));
             if let Err(why) = run_command(undo) {
                 self.shared
-                    .push(now_us(), "faults", None, What::FaultUnfired { text: why });
+                    .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
                 return;
             }
             self.shared.push(
@@ -892,8 +892,26 @@ impl Client<'_> {
     }
 }
 
+/// A fault's command that did not do its work.
+#[derive(Debug, thiserror::Error)]
+enum CommandFailed {
+    #[error("`{command}` could not start: {source}")]
+    NotStarted { command: String, source: std::io::Error },
+    #[error("`{command}` did not end within {} s", SERVER_FAULT_LIMIT.as_secs())]
+    TooLong { command: String },
+    #[error("`{command}`: {source}")]
+    Wait { command: String, source: std::io::Error },
+    /// It exited with a failure; what it printed, cut to the protocol's length.
+    #[error("{0}")]
+    Exited(String),
+}
+
 /// Run `command` through `/bin/sh`, at most [`SERVER_FAULT_LIMIT`]; why not, if it failed.
-fn run_command(command: &str) -> Result<(), String> {
+fn run_command(command: &str) -> Result<(), CommandFailed> {
+    let wait_failed = |source| CommandFailed::Wait {
+        command: command.to_owned(),
+        source,
+    };
     let mut child = std::process::Command::new("/bin/sh")
         .arg("-c")
         .arg(command)
@@ -901,7 +919,10 @@ fn run_command(command: &str) -> Result<(), String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("`{command}` could not start: {e}"))?;
+        .map_err(|source| CommandFailed::NotStarted {
+            command: command.to_owned(),
+            source,
+        })?;
     let deadline = Instant::now() + SERVER_FAULT_LIMIT;
     loop {
         match child.try_wait() {
@@ -910,24 +931,23 @@ fn run_command(command: &str) -> Result<(), String> {
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!(
-                    "`{command}` did not end within {} s",
-                    SERVER_FAULT_LIMIT.as_secs()
-                ));
+                return Err(CommandFailed::TooLong {
+                    command: command.to_owned(),
+                });
             }
-            Err(e) => return Err(format!("`{command}`: {e}")),
+            Err(e) => return Err(wait_failed(e)),
         }
     }
-    let output = child.wait_with_output().map_err(|e| format!("`{command}`: {e}"))?;
+    let output = child.wait_with_output().map_err(wait_failed)?;
     if output.status.success() {
         Ok(())
     } else {
-        Err(protocol::cut(&format!(
+        Err(CommandFailed::Exited(protocol::cut(&format!(
             "`{command}` failed ({}): {}{}",
             output.status,
             String::from_utf8_lossy(&output.stdout).trim(),
             String::from_utf8_lossy(&output.stderr).trim()
-        )))
+        ))))
     }
 }
 
