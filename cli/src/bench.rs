@@ -77,6 +77,13 @@ pub enum Suite {
     /// --nodes 3; ... start etcd --nodes 3). Exit 4 when one is missing, 3 when a run gave no
     /// verdict.
     Clients,
+    /// The judge of runs seen from outside (the real runner's, a client library's): records of
+    /// --counts events (default 10000,100000,1000000; 100..=10000000, increasing), written to a
+    /// temporary folder and each judged by `cassalock judge FILE` in a child process: its time,
+    /// events per second and peak resident memory, and the last count's memory against the
+    /// first's (flat: memory that does not grow with the record). Exit 1 when the judge misses
+    /// what the record planted (two holders at once, stale writes accepted).
+    Judge,
 }
 
 /// Measure and print speed figures.
@@ -185,7 +192,8 @@ pub struct BenchArgs {
     #[arg(long)]
     scenario: Option<String>,
     /// sweep-memory: seed counts after which peak memory is read, increasing, comma-separated;
-    /// one sweep runs seeds 0.. up to the last count [default: 1000,10000,100000].
+    /// one sweep runs seeds 0.. up to the last count [default: 1000,10000,100000]; judge:
+    /// events per record [default: 10000,100000,1000000].
     #[arg(long, value_delimiter = ',')]
     counts: Option<Vec<u64>>,
     /// sim: seeds per algorithm, 1-100000 [default: 600]; handoff: seeds per variant and
@@ -259,11 +267,13 @@ impl BenchArgs {
         let long_run_reads = ["--locks", "--contact-points", "--out", "--from-data"];
         let capacity_reads = ["--contact-points", "--seconds"];
         let clients_ok = matches!(self.suite, Suite::Clients);
+        let judge_ok = matches!(self.suite, Suite::Judge);
         // A flag another suite owns but this one reads too is in its place.
         let read_here = |flag: &str| {
             (long_run_ok && long_run_reads.contains(&flag))
                 || (capacity_ok && capacity_reads.contains(&flag))
                 || (clients_ok && flag == "--out")
+                || (judge_ok && flag == "--counts")
         };
         let misplaced = |flags: &[(&'static str, bool)], ok: bool, suite: &'static str| {
             flags
@@ -314,6 +324,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             seconds: args.seconds.unwrap_or(10),
         }),
         Suite::Clients => crate::bench_clients::run(args.out.as_deref()),
+        Suite::Judge => crate::bench_judge::run(args.counts.as_deref().unwrap_or(&crate::bench_judge::DEFAULT_EVENTS)),
         Suite::Real => match args.from_data.as_deref() {
             Some(data) => super::real::rerender(data, &args.real_flags()),
             None => match BenchPlan::new(args.real_flags()) {

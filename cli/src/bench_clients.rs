@@ -406,9 +406,9 @@ fn row(
     };
     let (belief, resource, refused, waits) = match judgement {
         Judgement::Observed(verdicts) => (
-            seen(!verdicts.overlaps.is_empty()),
-            seen(verdicts.stale_accepted() > 0),
-            verdicts.stale_writes.len() - verdicts.stale_accepted(),
+            seen(verdicts.overlap_count > 0),
+            seen(verdicts.stale_accepted_count > 0),
+            usize::try_from(verdicts.stale_count - verdicts.stale_accepted_count).unwrap_or(usize::MAX),
             verdicts.waits_ms.clone(),
         ),
         _ => (Seen::NoVerdict, Seen::NoVerdict, 0, Vec::new()),

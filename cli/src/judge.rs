@@ -5,8 +5,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use cassalock_judge::event;
 use cassalock_judge::text::count;
+use cassalock_judge::{event, observed};
 
 #[derive(clap::Args, Debug)]
 pub struct JudgeArgs {
@@ -21,11 +21,11 @@ pub struct JudgeArgs {
 }
 
 pub fn run(args: JudgeArgs) -> ExitCode {
-    let read = if args.file.as_os_str() == "-" {
-        event::read(std::io::stdin().lock())
+    let input: Box<dyn std::io::BufRead> = if args.file.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
     } else {
         match std::fs::File::open(&args.file) {
-            Ok(file) => event::read(std::io::BufReader::new(file)),
+            Ok(file) => Box::new(std::io::BufReader::new(file)),
             Err(error) => {
                 return crate::usage_error(&format!(
                     "cannot open the event record {}: {error}",
@@ -34,14 +34,19 @@ pub fn run(args: JudgeArgs) -> ExitCode {
             }
         }
     };
-    let record = match read {
-        Ok(record) => record,
+    let read = event::Reader::new(input).and_then(|reader| judge_reading(reader, args.svg.is_some()));
+    let Judged {
+        record,
+        events_read,
+        judgement,
+    } = match read {
+        Ok(judged) => judged,
         Err(error) => return crate::usage_error(&format!("{}: {error}", args.file.display())),
     };
     let header = &record.header;
     let mut out = format!(
         "{} of a {} run of the {} lock ({}, version {} of the record)\n",
-        count(record.events.len(), "event"),
+        count(events_read, "event"),
         header.driver,
         header.lock,
         count(header.run.clients, "client"),
@@ -50,7 +55,6 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     if let Some(replay) = &header.replay {
         out.push_str(&format!("written by: {replay}\n"));
     }
-    let judgement = cassalock_judge::judge(&record);
     out.push_str(&format!("\n{judgement}"));
     let drawn = args.svg.as_deref().map(|path| draw(&record, &judgement, path));
     if let Some(Ok(path)) = &drawn {
@@ -73,6 +77,48 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// A record judged: its header and events (none kept when judged as read), how many events it
+/// had, and every claim's verdict.
+struct Judged {
+    record: event::Record,
+    events_read: u64,
+    judgement: cassalock_judge::Judgement,
+}
+
+/// Judge the record `reader` reads. A run seen from outside (the real runner's, a client
+/// library's: runs that can be long) is judged as it is read, in memory that does not grow with
+/// its length, unless its events are `needed` (to draw them); any other record is read whole.
+fn judge_reading(
+    mut reader: event::Reader<Box<dyn std::io::BufRead + '_>>,
+    needed: bool,
+) -> Result<Judged, event::ReadError> {
+    if matches!(reader.header.run.rules, event::Rules::Observed(_)) && !needed {
+        let mut judge = observed::Judge::for_record(&reader.header, observed::Keep::Verdicts);
+        for event in reader.by_ref() {
+            judge.see(&event?);
+        }
+        let end = std::time::Duration::from_nanos(reader.header.run.end_ns);
+        return Ok(Judged {
+            events_read: reader.events_read,
+            judgement: cassalock_judge::Judgement::Observed(Box::new(judge.finish(end))),
+            record: event::Record {
+                header: reader.header,
+                events: Vec::new(),
+            },
+        });
+    }
+    let events = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    let record = event::Record {
+        header: reader.header,
+        events,
+    };
+    Ok(Judged {
+        events_read: reader.events_read,
+        judgement: cassalock_judge::judge(&record),
+        record,
+    })
 }
 
 /// Draw the record's timeline into `path`; its name, or why not.

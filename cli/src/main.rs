@@ -4,6 +4,7 @@ mod bench;
 mod bench_clients;
 #[cfg(madsim)]
 mod bench_handoff;
+mod bench_judge;
 #[cfg(madsim)]
 mod bench_sim;
 mod capacity;

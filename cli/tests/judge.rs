@@ -148,3 +148,25 @@ fn a_record_s_timeline_is_the_run_s_timeline_for_every_family() {
         }
     }
 }
+
+/// `bench judge`: records of a run seen from outside, judged as they are read by `judge FILE`,
+/// find every overlap and stale write planted in them; bad counts are refused.
+#[test]
+fn bench_judge_finds_what_it_planted_and_refuses_bad_counts() {
+    let out = cassalock(&["bench", "judge", "--counts", "2000,5000"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("peak memory at 5000 events against 2000"), "{stdout}");
+    assert!(stdout.contains("1 of 1"), "{stdout}");
+    for bad in ["0", "99", "10000001", "5000,2000", "x"] {
+        let refused = cassalock(&["bench", "judge", "--counts", bad]);
+        assert_eq!(
+            refused.status.code(),
+            Some(2),
+            "--counts {bad}: {}",
+            text(&refused.stderr)
+        );
+    }
+    let misplaced = cassalock(&["bench", "judge", "--seeds", "3"]);
+    assert_eq!(misplaced.status.code(), Some(2), "{}", text(&misplaced.stderr));
+}

@@ -102,6 +102,16 @@ impl Believing {
         self.beliefs.holders_of(lock)
     }
 
+    /// The intervals closed since the last call, in the order they closed.
+    pub fn take_closed(&mut self) -> std::vec::Drain<'_, HoldingInterval<SimulatedTime>> {
+        self.beliefs.take_closed()
+    }
+
+    /// When the oldest belief still open began.
+    pub fn earliest_open_since(&self) -> Option<Duration> {
+        self.beliefs.earliest_open_since()
+    }
+
     /// Every interval, in the order they closed, then the ones open at `end` (by holder).
     pub fn finish(self, end: Duration) -> Vec<HoldingInterval<SimulatedTime>> {
         self.beliefs.finish(end)

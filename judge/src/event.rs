@@ -554,34 +554,81 @@ pub struct Record {
 
 /// Read a record: the header, then every event, in time order.
 pub fn read(input: impl BufRead) -> Result<Record, ReadError> {
-    let mut lines = Lines::new(input);
-    let first = lines.next_line()?.ok_or(ReadError::Empty)?;
-    let header: Header = serde_json::from_str(&first).map_err(|source| ReadError::BadHeader { source })?;
-    if header.schema != SCHEMA {
-        return Err(ReadError::OtherSchema { found: header.schema });
-    }
-    if header.version > VERSION {
-        return Err(ReadError::NewerVersion { found: header.version });
-    }
-    let mut events = Vec::new();
-    let mut previous_ns = 0;
-    while let Some(text) = lines.next_line()? {
-        if text.trim().is_empty() {
-            continue;
+    let mut reader = Reader::new(input)?;
+    let events = reader.by_ref().collect::<Result<Vec<_>, _>>()?;
+    Ok(Record {
+        header: reader.header,
+        events,
+    })
+}
+
+/// A record read one event at a time: its header first ([`Reader::new`]), then its events as
+/// an iterator, each checked as [`read`] checks it. Holds one line at a time, so a judge that
+/// keeps bounded state reads a record of any length in bounded memory.
+pub struct Reader<R> {
+    pub header: Header,
+    lines: Lines<R>,
+    previous_ns: u64,
+    /// Events read so far.
+    pub events_read: u64,
+    failed: bool,
+}
+
+impl<R: BufRead> Reader<R> {
+    /// Read and check the header.
+    pub fn new(input: R) -> Result<Self, ReadError> {
+        let mut lines = Lines::new(input);
+        let first = lines.next_line()?.ok_or(ReadError::Empty)?;
+        let header: Header = serde_json::from_str(&first).map_err(|source| ReadError::BadHeader { source })?;
+        if header.schema != SCHEMA {
+            return Err(ReadError::OtherSchema { found: header.schema });
         }
-        let line = lines.number;
-        let event: Event = serde_json::from_str(&text).map_err(|source| ReadError::BadEvent { line, source })?;
-        if event.at_ns < previous_ns {
-            return Err(ReadError::OutOfOrder {
-                line,
-                at_ns: event.at_ns,
-                previous_ns,
-            });
+        if header.version > VERSION {
+            return Err(ReadError::NewerVersion { found: header.version });
         }
-        previous_ns = event.at_ns;
-        events.push(event);
+        Ok(Reader {
+            header,
+            lines,
+            previous_ns: 0,
+            events_read: 0,
+            failed: false,
+        })
     }
-    Ok(Record { header, events })
+
+    fn next_event(&mut self) -> Result<Option<Event>, ReadError> {
+        while let Some(text) = self.lines.next_line()? {
+            if text.trim().is_empty() {
+                continue;
+            }
+            let line = self.lines.number;
+            let event: Event = serde_json::from_str(&text).map_err(|source| ReadError::BadEvent { line, source })?;
+            if event.at_ns < self.previous_ns {
+                return Err(ReadError::OutOfOrder {
+                    line,
+                    at_ns: event.at_ns,
+                    previous_ns: self.previous_ns,
+                });
+            }
+            self.previous_ns = event.at_ns;
+            self.events_read += 1;
+            return Ok(Some(event));
+        }
+        Ok(None)
+    }
+}
+
+impl<R: BufRead> Iterator for Reader<R> {
+    type Item = Result<Event, ReadError>;
+
+    /// The next event; after an error, nothing more.
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let next = self.next_event().transpose();
+        self.failed = matches!(next, Some(Err(_)));
+        next
+    }
 }
 
 /// Lines of at most [`MAX_LINE_BYTES`], numbered from 1.

@@ -239,6 +239,17 @@ impl<B: TimeBase> Beliefs<B> {
         }
     }
 
+    /// The intervals closed since the last call, in the order they closed: a judge that keeps
+    /// bounded state takes them as they close instead of at [`Beliefs::finish`].
+    pub fn take_closed(&mut self) -> std::vec::Drain<'_, HoldingInterval<B>> {
+        self.closed.drain(..)
+    }
+
+    /// When the oldest belief still open began (none open: `None`).
+    pub fn earliest_open_since(&self) -> Option<B::Instant> {
+        self.open.values().map(|open| open.since).min()
+    }
+
     /// The holders that believe they hold a lock now.
     pub fn holders(&self) -> impl Iterator<Item = &str> {
         self.open.keys().map(String::as_str)

@@ -10,6 +10,7 @@
 //!   [`observed`]: the judge of a run seen from outside (the real runner);
 //! - [`claims`]: the claim IDs ([`ClaimId`]) and a claim's typed verdict;
 //! - [`holding`]: holding intervals on a named clock and the one T1-belief judge;
+//! - [`overlap_window`]: T1-belief as beliefs close, in bounded memory;
 //! - [`k3`]: the one K3 definition (a released lock stays taken by nobody);
 //! - [`stats`]: the report statistics.
 
@@ -20,6 +21,7 @@ pub mod families;
 pub mod holding;
 pub mod k3;
 pub mod observed;
+pub mod overlap_window;
 pub mod rows;
 pub mod stats;
 pub mod text;
@@ -52,7 +54,7 @@ impl Judgement {
         match self {
             Judgement::Rows(verdicts) => verdicts.any_bounded(),
             Judgement::Families(verdicts) => verdicts.any_bounded(),
-            Judgement::Observed(_) => false,
+            Judgement::Observed(verdicts) => verdicts.any_bounded(),
         }
     }
 }

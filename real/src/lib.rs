@@ -738,7 +738,7 @@ pub fn summarize(variant: Lock, lockers: usize, processes: usize, elapsed: Durat
         }
     }
     summary.acquisitions = judged.acquisitions;
-    summary.stale_tokens = judged.stale_writes.len() as u64;
+    summary.stale_tokens = judged.stale_count;
     summary.stale_accepted = judged.stale_accepted() as u64;
     let median = |values: &[f64]| {
         if values.is_empty() {
@@ -750,7 +750,7 @@ pub fn summarize(variant: Lock, lockers: usize, processes: usize, elapsed: Durat
     summary.hold_p50_ms = median(&judged.holds_ms);
     summary.handoff_p50_ms = median(&judged.handoffs_ms);
     summary.handoffs = judged.handoffs_ms.len() as u64;
-    summary.belief_overlaps = judged.overlaps.len() as u64;
+    summary.belief_overlaps = judged.overlap_count;
     for overlap in &judged.overlaps {
         if summary.examples.len() < 5 {
             summary.examples.push(format!(
