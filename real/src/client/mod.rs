@@ -14,6 +14,7 @@
 //! - [`process`]: one client program, its pipes, its process group, its bounds;
 //! - [`run`]: N copies taking turns, the resource, the planned pause, the record.
 
+pub mod faults;
 pub mod process;
 pub mod protocol;
 pub mod run;

@@ -1,6 +1,6 @@
 //! A run of client programs: start N copies, wait for every hello, then let each take the lock
 //! again and again (ask, hold, write its token to the resource, release), a holder paused on
-//! plan, and write down everything as an event record for the one judge.
+//! plan (`faults.rs`), and write down everything as an event record for the one judge.
 //!
 //! The resource is cassalock's own, in this process: a write carries the holder's token; with
 //! fencing tokens it refuses one below the highest it accepted (unless fencing is off); with
@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use cassalock_judge::event::{self as record, Call, Disruption, Event, NotAcquired, ReleaseOutcome, What};
 
+pub use super::faults::{Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WAITER_SEARCH};
 use super::process::{ClientFault, ClientProcess};
 use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
 use crate::now_us;
@@ -32,51 +33,6 @@ pub const MAX_ACQUISITIONS: u64 = 200_000;
 pub const MAX_LOST_NOTICES: u64 = 1000;
 /// How long a client has to exit after `exit` before its process group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
-
-/// A client paused on plan, as soon as the run's `at_acquisition`-th acquisition is made: its
-/// process (group) stopped (SIGSTOP) for `ms`, then continued (SIGCONT).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pause {
-    pub at_acquisition: u64,
-    pub ms: u64,
-    pub whom: Paused,
-}
-
-/// Which client a [`Pause`] stops.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Paused {
-    /// The client that made that acquisition: its hold, its write and its release follow.
-    Holder,
-    /// The lowest-numbered other client waiting in its `lock` call then (its lease or session
-    /// may run out while it waits); the holder holds on meanwhile.
-    Waiter,
-}
-
-impl Pause {
-    fn flag(&self) -> &'static str {
-        match self.whom {
-            Paused::Holder => "--pause-holder-ms",
-            Paused::Waiter => "--pause-waiter-ms",
-        }
-    }
-}
-
-/// A fault on the servers, by a command (`cluster/cassalock-servers pause redis1`, `... restart
-/// zk1`): run through `/bin/sh` as soon as the run's `at_acquisition`-th acquisition is made,
-/// while its holder holds; then, after `ms`, `undo` if there is one (`... resume redis1`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerFault {
-    pub at_acquisition: u64,
-    pub command: String,
-    pub undo: Option<String>,
-    pub ms: u64,
-}
-
-/// How long a planned waiter pause looks for a client waiting in its `lock` call.
-pub const WAITER_SEARCH: Duration = Duration::from_secs(1);
-
-/// The longest a server fault's command may run.
-pub const SERVER_FAULT_LIMIT: Duration = Duration::from_secs(60);
 
 /// What a run does.
 #[derive(Clone, Debug)]
@@ -199,7 +155,7 @@ pub struct ClientRun {
 }
 
 /// What the client threads share.
-struct Shared {
+pub(super) struct Shared {
     spec: ClientSpec,
     tokens: Tokens,
     events: Mutex<Vec<Event>>,
@@ -207,11 +163,11 @@ struct Shared {
     acquisitions: AtomicU64,
     stop: AtomicBool,
     /// The planned pause fired.
-    paused: AtomicBool,
+    pub(super) paused: AtomicBool,
     /// The server fault's command ran and succeeded.
-    server_fault_fired: AtomicBool,
+    pub(super) server_fault_fired: AtomicBool,
     /// The planned pause was due and could not fire (said in the record already).
-    pause_unfired: AtomicBool,
+    pub(super) pause_unfired: AtomicBool,
     /// The clients waiting in a `lock` call now: their index and process id.
     waiting: Mutex<BTreeMap<usize, u32>>,
     told: Mutex<BTreeMap<(String, String), u64>>,
@@ -219,11 +175,11 @@ struct Shared {
 }
 
 impl Shared {
-    fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, u32>> {
+    pub(super) fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, u32>> {
         self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
+    pub(super) fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
         let event = Event {
             at_ns: at_us.saturating_mul(1000),
             node: node.to_owned(),
@@ -266,25 +222,107 @@ impl Resource {
 /// Run the clients of `spec` (checked by [`check`]).
 pub fn run(spec: &ClientSpec) -> ClientRun {
     let started = Instant::now();
-    let names: Vec<String> = (0..spec.clients).map(|index| format!("c{index}")).collect();
+    let (mut processes, mut faults) = start_clients(spec);
+    let hello = hellos(spec, &mut processes, &mut faults);
+    let tokens = hello.as_ref().map_or(Tokens::Random, |hello| hello.tokens);
+    let shared = Arc::new(Shared {
+        spec: spec.clone(),
+        tokens,
+        events: Mutex::new(Vec::new()),
+        resource: Mutex::new(Resource::default()),
+        acquisitions: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        paused: AtomicBool::new(false),
+        server_fault_fired: AtomicBool::new(false),
+        pause_unfired: AtomicBool::new(false),
+        waiting: Mutex::new(BTreeMap::new()),
+        told: Mutex::new(BTreeMap::new()),
+        started,
+    });
+    let killed_at_exit = if faults.is_empty() {
+        take_turns_all(&shared, processes, &mut faults)
+    } else {
+        0
+    };
+    let elapsed = started.elapsed();
+    let shared = Arc::into_inner(shared).expect("every client thread has ended");
+    let acquisitions = shared.acquisitions.load(Ordering::Relaxed);
+    let paused = shared.paused.load(Ordering::Relaxed);
+    let server_fault_fired = shared.server_fault_fired.load(Ordering::Relaxed);
+    let settled = paused || shared.pause_unfired.load(Ordering::Relaxed);
+    let mut events = shared
+        .events
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pause) = spec.pause.filter(|_| !settled) {
+        events.push(Event {
+            at_ns: now_us().saturating_mul(1000),
+            node: "faults".into(),
+            clock_us: None,
+            what: What::FaultUnfired {
+                text: format!(
+                    "a pause at acquisition {} for {} ms: the run made only {acquisitions} acquisitions",
+                    pause.at_acquisition, pause.ms,
+                ),
+            },
+        });
+    }
+    events.sort_by_key(|event| event.at_ns);
+    let cut_at_ns = events
+        .iter()
+        .find(|event| {
+            matches!(
+                event.what,
+                What::Fault {
+                    disruption: Some(Disruption::Killed),
+                    ..
+                }
+            )
+        })
+        .map(|event| event.at_ns);
+    let header = header(spec, hello.as_ref(), tokens, &events);
+    ClientRun {
+        hello,
+        record: record::Record { header, events },
+        faults,
+        told_at_release: shared
+            .told
+            .into_inner()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        acquisitions,
+        paused,
+        server_fault_fired,
+        cut_at_ns,
+        killed_at_exit,
+        elapsed,
+    }
+}
+
+/// Start every copy of the client program; those that could not start are faults.
+fn start_clients(spec: &ClientSpec) -> (Vec<ClientProcess>, Vec<ClientFault>) {
     let mut faults = Vec::new();
     let mut processes = Vec::new();
-    for name in &names {
+    for index in 0..spec.clients {
+        let name = format!("c{index}");
         let env = [
             ("CASSALOCK_LOCK", spec.lock_name.clone()),
             ("CASSALOCK_CLIENT", name.clone()),
             ("CASSALOCK_PROTOCOL_VERSION", protocol::VERSION.to_string()),
         ];
-        match ClientProcess::start(name, &spec.command, &env) {
+        match ClientProcess::start(&name, &spec.command, &env) {
             Ok(process) => processes.push(process),
             Err(fault) => faults.push(fault),
         }
     }
-    // Every hello before any command: a client that starts slowly (a JVM) must not find the
-    // others' run half over.
+    (processes, faults)
+}
+
+/// Every hello before any command: a client that starts slowly (a JVM) must not find the
+/// others' run half over. The first hello; a client that says another is a fault.
+fn hellos(spec: &ClientSpec, processes: &mut [ClientProcess], faults: &mut Vec<ClientFault>) -> Option<Hello> {
     let hello_deadline = Instant::now() + spec.start_timeout;
     let mut hello: Option<Hello> = None;
-    for process in &mut processes {
+    for process in processes {
         if !faults.is_empty() {
             break;
         }
@@ -314,79 +352,38 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
             Err(fault) => faults.push(fault),
         }
     }
-    let tokens = hello.as_ref().map_or(Tokens::Random, |hello| hello.tokens);
-    let shared = Arc::new(Shared {
-        spec: spec.clone(),
-        tokens,
-        events: Mutex::new(Vec::new()),
-        resource: Mutex::new(Resource::default()),
-        acquisitions: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        paused: AtomicBool::new(false),
-        server_fault_fired: AtomicBool::new(false),
-        pause_unfired: AtomicBool::new(false),
-        waiting: Mutex::new(BTreeMap::new()),
-        told: Mutex::new(BTreeMap::new()),
-        started,
-    });
+    hello
+}
+
+/// A thread per client taking turns until the run ends; how many had to be killed at exit.
+fn take_turns_all(shared: &Arc<Shared>, processes: Vec<ClientProcess>, faults: &mut Vec<ClientFault>) -> usize {
+    let workers: Vec<_> = processes
+        .into_iter()
+        .enumerate()
+        .map(|(index, process)| {
+            let shared = Arc::clone(shared);
+            thread::Builder::new()
+                .name(format!("client-{index}"))
+                .spawn(move || take_turns(&shared, index, process))
+                .expect("a client thread starts")
+        })
+        .collect();
     let mut killed_at_exit = 0;
-    if faults.is_empty() {
-        let workers: Vec<_> = processes
-            .into_iter()
-            .enumerate()
-            .map(|(index, process)| {
-                let shared = Arc::clone(&shared);
-                thread::Builder::new()
-                    .name(format!("client-{index}"))
-                    .spawn(move || take_turns(&shared, index, process))
-                    .expect("a client thread starts")
-            })
-            .collect();
-        for worker in workers {
-            match worker.join().expect("a client thread does not panic") {
-                Ended::Exited => {}
-                Ended::Killed => killed_at_exit += 1,
-                Ended::Fault(fault) => faults.push(*fault),
-            }
+    for worker in workers {
+        match worker.join().expect("a client thread does not panic") {
+            Ended::Exited => {}
+            Ended::Killed => killed_at_exit += 1,
+            Ended::Fault(fault) => faults.push(*fault),
         }
     }
-    let elapsed = started.elapsed();
-    let shared = Arc::into_inner(shared).expect("every client thread has ended");
-    let mut events = shared
-        .events
-        .into_inner()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    let settled = shared.paused.load(Ordering::Relaxed) || shared.pause_unfired.load(Ordering::Relaxed);
-    if let Some(pause) = spec.pause.filter(|_| !settled) {
-        events.push(Event {
-            at_ns: now_us().saturating_mul(1000),
-            node: "faults".into(),
-            clock_us: None,
-            what: What::FaultUnfired {
-                text: format!(
-                    "a pause at acquisition {} for {} ms: the run made only {} acquisitions",
-                    pause.at_acquisition,
-                    pause.ms,
-                    shared.acquisitions.load(Ordering::Relaxed)
-                ),
-            },
-        });
-    }
-    events.sort_by_key(|event| event.at_ns);
+    killed_at_exit
+}
+
+/// The run's record header: the library as its hello named it, judged with the observed rules
+/// (fenced where the tokens grow and fencing is on).
+fn header(spec: &ClientSpec, hello: Option<&Hello>, tokens: Tokens, events: &[Event]) -> record::Header {
     let end_ns = events.last().map_or(0, |event| event.at_ns.saturating_add(1));
-    let cut_at_ns = events
-        .iter()
-        .find(|event| {
-            matches!(
-                event.what,
-                What::Fault {
-                    disruption: Some(Disruption::Killed),
-                    ..
-                }
-            )
-        })
-        .map(|event| event.at_ns);
-    let lock = hello.as_ref().map_or_else(
+    let lock = hello.map_or_else(
         || "a client that never said hello".to_owned(),
         |hello| format!("{} {} {}", hello.library, hello.library_version, hello.lock),
     );
@@ -406,21 +403,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         },
     );
     header.replay = Some(format!("client program: {}", spec.command));
-    ClientRun {
-        hello,
-        record: record::Record { header, events },
-        faults,
-        told_at_release: shared
-            .told
-            .into_inner()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        acquisitions: shared.acquisitions.load(Ordering::Relaxed),
-        paused: shared.paused.load(Ordering::Relaxed),
-        server_fault_fired: shared.server_fault_fired.load(Ordering::Relaxed),
-        cut_at_ns,
-        killed_at_exit,
-        elapsed,
-    }
+    header
 }
 
 fn same_library(a: &Hello, b: &Hello) -> bool {
@@ -491,10 +474,10 @@ fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ende
 }
 
 /// A client's state between its answers.
-struct Client<'a> {
-    shared: &'a Shared,
-    index: usize,
-    name: String,
+pub(super) struct Client<'a> {
+    pub(super) shared: &'a Shared,
+    pub(super) index: usize,
+    pub(super) name: String,
     next_id: u64,
     /// The acquisition it holds or last held (`c2-7`).
     thread: Option<String>,
@@ -785,169 +768,6 @@ impl Client<'_> {
             },
         );
         Ok(())
-    }
-
-    /// Stop client `name`'s process group (process `pid`) for `ms`, then continue it; both
-    /// ends in the record. `when` says what it was doing.
-    fn pause(&self, name: &str, pid: u32, when: &str, ms: u64) {
-        let text = format!("{name}'s process stopped (SIGSTOP) for {ms} ms {when}");
-        let fault = |begins: bool| What::Fault {
-            text: text.clone(),
-            target: Some(name.to_owned()),
-            disruption: Some(Disruption::Paused),
-            begins,
-            at_step: false,
-        };
-        self.shared.paused.store(true, Ordering::Relaxed);
-        self.shared.push(now_us(), "faults", None, fault(true));
-        #[cfg(unix)]
-        let paused = super::process::signal_group(pid, libc::SIGSTOP).is_ok();
-        #[cfg(not(unix))]
-        let paused = false;
-        thread::sleep(Duration::from_millis(ms));
-        #[cfg(unix)]
-        if paused {
-            let _ = super::process::signal_group(pid, libc::SIGCONT);
-        }
-        self.shared.push(now_us(), "faults", None, fault(false));
-    }
-
-    /// Run the server fault's command, and after its time its undo, while this client holds;
-    /// each end in the record, a command that fails said as unfired with its output.
-    fn server_fault(&self, fault: &ServerFault) {
-        let fault_event = |text: String, begins: bool| What::Fault {
-            text,
-            target: Some("servers".into()),
-            disruption: None,
-            begins,
-            at_step: false,
-        };
-        self.shared.push(
-            now_us(),
-            "faults",
-            None,
-            fault_event(format!("`{}`", fault.command), true),
-        );
-        if let Err(why) = run_command(&fault.command) {
-            self.shared
-                .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
-            return;
-        }
-        if let Some(undo) = &fault.undo {
-            thread::sleep(Duration::from_millis(fault.ms));
-            if let Err(why) = run_command(undo) {
-                self.shared
-                    .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
-                return;
-            }
-            self.shared.push(
-                now_us(),
-                "faults",
-                None,
-                fault_event(format!("`{}`, undone by `{undo}`", fault.command), false),
-            );
-        }
-        self.shared.server_fault_fired.store(true, Ordering::Relaxed);
-    }
-
-    /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds;
-    /// the others may not have asked yet when the first acquisition is made, so it looks for
-    /// one for up to [`WAITER_SEARCH`].
-    fn pause_a_waiter(&self, order: u64, ms: u64) {
-        let give_up = Instant::now() + WAITER_SEARCH;
-        let waiter = loop {
-            let found = self
-                .shared
-                .waiting()
-                .iter()
-                .map(|(&index, &pid)| (index, pid))
-                .find(|&(index, _)| index != self.index);
-            if found.is_some() || Instant::now() >= give_up {
-                break found;
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
-        match waiter {
-            Some((index, pid)) => self.pause(
-                &format!("c{index}"),
-                pid,
-                &format!("while it waits for the lock {} holds", self.name),
-                ms,
-            ),
-            None => {
-                self.shared.pause_unfired.store(true, Ordering::Relaxed);
-                self.shared.push(
-                    now_us(),
-                    "faults",
-                    None,
-                    What::FaultUnfired {
-                        text: format!(
-                            "a waiter to pause at acquisition {order}: no other client was waiting within {} ms",
-                            WAITER_SEARCH.as_millis()
-                        ),
-                    },
-                );
-            }
-        }
-    }
-}
-
-/// A fault's command that did not do its work.
-#[derive(Debug, thiserror::Error)]
-enum CommandFailed {
-    #[error("`{command}` could not start: {source}")]
-    NotStarted { command: String, source: std::io::Error },
-    #[error("`{command}` did not end within {} s", SERVER_FAULT_LIMIT.as_secs())]
-    TooLong { command: String },
-    #[error("`{command}`: {source}")]
-    Wait { command: String, source: std::io::Error },
-    /// It exited with a failure; what it printed, cut to the protocol's length.
-    #[error("{0}")]
-    Exited(String),
-}
-
-/// Run `command` through `/bin/sh`, at most [`SERVER_FAULT_LIMIT`]; why not, if it failed.
-fn run_command(command: &str) -> Result<(), CommandFailed> {
-    let wait_failed = |source| CommandFailed::Wait {
-        command: command.to_owned(),
-        source,
-    };
-    let mut child = std::process::Command::new("/bin/sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|source| CommandFailed::NotStarted {
-            command: command.to_owned(),
-            source,
-        })?;
-    let deadline = Instant::now() + SERVER_FAULT_LIMIT;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(CommandFailed::TooLong {
-                    command: command.to_owned(),
-                });
-            }
-            Err(e) => return Err(wait_failed(e)),
-        }
-    }
-    let output = child.wait_with_output().map_err(wait_failed)?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(CommandFailed::Exited(protocol::cut(&format!(
-            "`{command}` failed ({}): {}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout).trim(),
-            String::from_utf8_lossy(&output.stderr).trim()
-        ))))
     }
 }
 
