@@ -22,6 +22,9 @@
 //! The tests are `#[ignore]`d, so a plain `cargo test` lists them as ignored instead of passing
 //! them without servers; asked for (`--include-ignored`), a test fails, saying what to start,
 //! when its servers are missing: a skipped check never looks like a pass.
+//!
+//! One concept, kept in one file over 1,000 lines: the tests of one setting: the families'
+//! locks against real local servers.
 #![cfg(not(madsim))]
 
 use std::io::{BufRead, BufReader};

@@ -38,6 +38,9 @@
 //!   The scripts drop a waiter whose deadline passed (`FairDropped`, recorded by the server); a
 //!   call still waiting in `lock()` then is not told, and joins the tail whenever it next asks.
 //!   A drop of a call that had already ended (gave up) is not counted.
+//!
+//! One concept, kept in one file over 1,000 lines: one rule set, the families' simulator's
+//! judges, and their tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;

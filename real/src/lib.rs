@@ -11,6 +11,9 @@
 //! - **T1-resource**: the [`Monitor`], a file under an exclusive `flock` that every process on
 //!   this machine shares, accepted a fencing token lower than one it had already accepted.
 //!   With fencing on (the default) it refuses such a write; the refusal is counted.
+//!
+//! One concept, kept in one file over 1,000 lines: the real runner's core for the row locks (a
+//! run, its resource check, its summary) and its tests.
 
 //!
 //! The same judges serve the other families' locks ([`Lock::RedisSetNx`],

@@ -12,6 +12,9 @@
 //! aggregates, with their floating-point sums and percentiles, are computed once, after the
 //! merge, in work-list order.
 //! [`measure`] itself is shard 1 of 1 assembled, so the committed report checks that path.
+//!
+//! One concept, kept in one file over 1,000 lines: one report, fairness.md: its measurement,
+//! charts and prose, and its tests.
 
 use std::collections::BTreeMap;
 use std::fmt;

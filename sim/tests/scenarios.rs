@@ -6,6 +6,9 @@
 //! The failures the tests look for (plan and verdicts, and for pause seed 0 the whole rendered
 //! trace) are pinned in `golden/*.txt` beside this file: after an intended change, regenerate
 //! them with `UPDATE_EXPECT=1 cargo test -p cassalock-sim --test scenarios` and review `git diff`.
+//!
+//! One concept, kept in one file over 1,000 lines: one table: every named scenario with its
+//! expected outcome.
 #![cfg(madsim)]
 
 use std::ops::Range;

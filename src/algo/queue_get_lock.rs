@@ -31,6 +31,9 @@
 //!
 //! Mutant M1 ([`crate::algo::Mutants::m1_skip_main_check`]) skips step 4: the first thread in
 //! the queue writes its main cell and takes the lock without reading the main row.
+//!
+//! One concept, kept in one file over 1,000 lines: the machine of one listing, Listing 6's
+//! GetLock, and its tests.
 
 use super::queue_column::{parse_queue_column, queue_column};
 use super::SLOW_ACQUISITION;

@@ -115,6 +115,9 @@
 //! and the use of the lock: `create_revision` is the fencing token a resource must check, and a
 //! holder can make the store check it itself (`create_revision(own key) = my revision` as the
 //! compare of its own writes).
+//!
+//! One concept, kept in one file over 1,000 lines: etcd's key space as one value type (keys,
+//! revisions, transactions, leases, watches, compaction) and its property tests.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

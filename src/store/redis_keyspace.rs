@@ -79,6 +79,9 @@
 //! or a sorted set is never stored empty. Every command but the fair lock's touches exactly one
 //! key (those touch the lock's three, [`RedisCommand::keys`]), and produces at most
 //! [`MAX_EFFECTS_PER_COMMAND`] effects.
+//!
+//! One concept, kept in one file over 1,000 lines: Redis's key space as one value type (keys
+//! with expiry, the commands and scripts the recipes send) and its property tests.
 
 use std::collections::BTreeMap;
 

@@ -51,6 +51,9 @@
 //!   them by sequence itself).
 //!
 //! Not modelled: ACLs, quotas, multi-ops, persistent watches, containers and TTL nodes.
+//!
+//! One concept, kept in one file over 1,000 lines: ZooKeeper's tree and sessions as one value
+//! type and its property tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 

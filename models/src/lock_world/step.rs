@@ -1,5 +1,8 @@
 //! The model's own driver: it carries out what the library's lifecycle machines ask for, against
 //! one linearizable `RowStore`, with the model's clocks and faults, and keeps the state canonical.
+//!
+//! One concept, kept in one file over 1,000 lines: one function's job, the model's step over
+//! the row locks' machines, with the helpers it alone calls.
 
 use cassalock::algo::held_columns::HeldColumns;
 use cassalock::algo::lease::{Released, RenewalEnd};

@@ -37,6 +37,9 @@
 //!   order (F-order) and of waiters dropped without being told (F-drop) read these records, not
 //!   the clients' guesses of when their requests arrived. The lock's decisions stay in the
 //!   keyspace's scripts: the observer only compares the queue before and after.
+//!
+//! One concept, kept in one file over 1,000 lines: the families' simulated network: the servers
+//! as madsim nodes and the clients' way to them.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -40,6 +40,9 @@
 //!   during the wait had its key deleted by the revocation; the wait ended as if its
 //!   predecessors had gone, and the lock service answered "acquired" with no key standing for
 //!   it. A later contender's key is then the lowest and it acquires too.
+//!
+//! One concept, kept in one file over 1,000 lines: the machines of one lock, etcd's mutex
+//! (session, acquire, release), and their tests.
 
 use super::super::retry::Uncertainty;
 use super::super::{Action, Input, LockConfigError, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};

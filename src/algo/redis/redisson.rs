@@ -31,6 +31,9 @@
 //! lock, and nobody tells it. The fixed watchdog tries again at the next interval; it reports
 //! the lock lost when the server says our field is gone, and expired when renewals have failed
 //! for a whole lease since the last one that got through.
+//!
+//! One concept, kept in one file over 1,000 lines: the machines of one lock, Redisson's `RLock`
+//! (acquire, watchdog, release), and their tests.
 
 use super::super::retry::Uncertainty;
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
