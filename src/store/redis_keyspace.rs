@@ -731,118 +731,165 @@ impl Run<'_> {
                 }
             }
             RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
-                self.expire_if_needed(key, now_ms);
-                // Free, or already ours (reentrant): count one more hold and arm the lease.
-                // `hexists` is asked only when the key exists, so a string key is WRONGTYPE.
-                if !self.entries.contains_key(key) || self.hexists(key, owner)? {
-                    self.hincrby(key, owner, 1)?;
-                    let expires_at_ms = expiry_instant_ms(now_ms, *lease_ms)?;
-                    self.pexpire_at(key, expires_at_ms, now_ms);
-                    return Ok(RedisReply::Nil);
-                }
-                // Held by someone else: how long their lease still runs.
-                Ok(RedisReply::Integer(self.pttl(key, now_ms)))
+                self.redisson_acquire(key, owner, *lease_ms, now_ms)
             }
-            RedisCommand::RedissonRenew { key, owner, lease_ms } => {
-                self.expire_if_needed(key, now_ms);
-                if self.hexists(key, owner)? {
-                    let expires_at_ms = expiry_instant_ms(now_ms, *lease_ms)?;
-                    self.pexpire_at(key, expires_at_ms, now_ms);
-                    Ok(RedisReply::Integer(1))
-                } else {
-                    Ok(RedisReply::Integer(0))
-                }
-            }
+            RedisCommand::RedissonRenew { key, owner, lease_ms } => self.redisson_renew(key, owner, *lease_ms, now_ms),
             RedisCommand::RedissonRelease {
                 key,
                 owner,
                 lease_ms,
                 channel,
-            } => {
-                self.expire_if_needed(key, now_ms);
-                if !self.hexists(key, owner)? {
-                    return Ok(RedisReply::Nil); // not ours: nothing changes
-                }
-                let remaining = self.hincrby(key, owner, -1)?;
-                if remaining > 0 {
-                    // A reentrant hold is left: the lock stays ours, with a fresh lease.
-                    let expires_at_ms = expiry_instant_ms(now_ms, *lease_ms)?;
-                    self.pexpire_at(key, expires_at_ms, now_ms);
-                    Ok(RedisReply::Integer(0))
-                } else {
-                    self.del(key);
-                    self.published.push(Published {
-                        channel: channel.clone(),
-                        message: UNLOCK_MESSAGE.to_owned(),
-                    });
-                    Ok(RedisReply::Integer(1))
-                }
-            }
+            } => self.redisson_release(key, owner, *lease_ms, channel, now_ms),
             RedisCommand::RedissonFairAcquire {
                 key,
                 owner,
                 lease_ms,
                 thread_wait_ms,
                 client_now_ms,
-            } => {
-                let mut fair = self.fair(key, now_ms)?;
-                fair.drop_stale_waiters(*client_now_ms);
-                // What was dropped stays dropped whatever the rest does (no rollback).
-                let reply = self.fair_acquire(
-                    &mut fair,
-                    key,
-                    owner,
-                    *lease_ms,
-                    *thread_wait_ms,
-                    *client_now_ms,
-                    now_ms,
-                );
-                self.store_fair(fair);
-                reply
-            }
+            } => self.redisson_fair_acquire(key, owner, *lease_ms, *thread_wait_ms, *client_now_ms, now_ms),
             RedisCommand::RedissonFairRelease {
                 key,
                 owner,
                 lease_ms,
                 channel,
                 client_now_ms,
-            } => {
-                let mut fair = self.fair(key, now_ms)?;
-                fair.drop_stale_waiters(*client_now_ms);
-                let reply = self.fair_release(key, owner, *lease_ms, now_ms);
-                if reply == Ok(RedisReply::Integer(1)) {
-                    if let Some(first) = fair.queue.first() {
-                        self.published.push(Published {
-                            channel: format!("{channel}:{first}"),
-                            message: UNLOCK_MESSAGE.to_owned(),
-                        });
-                    }
-                }
-                self.store_fair(fair);
-                reply
-            }
+            } => self.redisson_fair_release(key, owner, *lease_ms, channel, *client_now_ms, now_ms),
             RedisCommand::RedissonFairGiveUp {
                 key,
                 owner,
                 thread_wait_ms,
-            } => {
-                let mut fair = self.fair(key, now_ms)?;
-                let wait = i64::try_from(*thread_wait_ms).unwrap_or(i64::MAX);
-                let Some(at) = fair.queue.iter().position(|waiter| waiter == owner) else {
-                    return Ok(RedisReply::Integer(0));
-                };
-                // Those behind us move up a slot.
-                for behind in &fair.queue[at + 1..] {
-                    if let Some(deadline) = fair.deadlines.get_mut(behind) {
-                        *deadline = deadline.saturating_sub(wait);
-                    }
-                }
-                fair.queue.retain(|waiter| waiter != owner);
-                fair.deadlines.remove(owner);
-                self.store_fair(fair);
-                Ok(RedisReply::Integer(1))
+            } => self.redisson_fair_give_up(key, owner, *thread_wait_ms, now_ms),
+        }
+    }
+
+    /// Redisson's acquire script: free or ours, count one more hold; else the holder's PTTL.
+    fn redisson_acquire(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        self.expire_if_needed(key, now_ms);
+        // Free, or already ours (reentrant): count one more hold and arm the lease.
+        // `hexists` is asked only when the key exists, so a string key is WRONGTYPE.
+        if !self.entries.contains_key(key) || self.hexists(key, owner)? {
+            self.hincrby(key, owner, 1)?;
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            return Ok(RedisReply::Nil);
+        }
+        // Held by someone else: how long their lease still runs.
+        Ok(RedisReply::Integer(self.pttl(key, now_ms)))
+    }
+
+    /// Redisson's renewal script: re-arm the lease if the field is ours.
+    fn redisson_renew(&mut self, key: &str, owner: &str, lease_ms: u64, now_ms: u64) -> Result<RedisReply, RedisError> {
+        self.expire_if_needed(key, now_ms);
+        if self.hexists(key, owner)? {
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            Ok(RedisReply::Integer(1))
+        } else {
+            Ok(RedisReply::Integer(0))
+        }
+    }
+
+    /// Redisson's release script: one hold less; the last one deletes the key and publishes.
+    fn redisson_release(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        channel: &str,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        self.expire_if_needed(key, now_ms);
+        if !self.hexists(key, owner)? {
+            return Ok(RedisReply::Nil); // not ours: nothing changes
+        }
+        let remaining = self.hincrby(key, owner, -1)?;
+        if remaining > 0 {
+            // A reentrant hold is left: the lock stays ours, with a fresh lease.
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            Ok(RedisReply::Integer(0))
+        } else {
+            self.del(key);
+            self.published.push(Published {
+                channel: channel.to_owned(),
+                message: UNLOCK_MESSAGE.to_owned(),
+            });
+            Ok(RedisReply::Integer(1))
+        }
+    }
+
+    /// The fair lock's acquire script: stale waiters dropped first, kept dropped whatever follows.
+    fn redisson_fair_acquire(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        thread_wait_ms: u64,
+        client_now_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        let mut fair = self.fair(key, now_ms)?;
+        fair.drop_stale_waiters(client_now_ms);
+        // What was dropped stays dropped whatever the rest does (no rollback).
+        let reply = self.fair_acquire(&mut fair, key, owner, lease_ms, thread_wait_ms, client_now_ms, now_ms);
+        self.store_fair(fair);
+        reply
+    }
+
+    /// The fair lock's release script: the first waiter left is told.
+    fn redisson_fair_release(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        channel: &str,
+        client_now_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        let mut fair = self.fair(key, now_ms)?;
+        fair.drop_stale_waiters(client_now_ms);
+        let reply = self.fair_release(key, owner, lease_ms, now_ms);
+        if reply == Ok(RedisReply::Integer(1)) {
+            if let Some(first) = fair.queue.first() {
+                self.published.push(Published {
+                    channel: format!("{channel}:{first}"),
+                    message: UNLOCK_MESSAGE.to_owned(),
+                });
             }
         }
+        self.store_fair(fair);
+        reply
+    }
+
+    /// The fair lock's give-up script: leave the queue; those behind move up a slot.
+    fn redisson_fair_give_up(
+        &mut self,
+        key: &str,
+        owner: &str,
+        thread_wait_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        let mut fair = self.fair(key, now_ms)?;
+        let wait = i64::try_from(thread_wait_ms).unwrap_or(i64::MAX);
+        let Some(at) = fair.queue.iter().position(|waiter| waiter == owner) else {
+            return Ok(RedisReply::Integer(0));
+        };
+        // Those behind us move up a slot.
+        for behind in &fair.queue[at + 1..] {
+            if let Some(deadline) = fair.deadlines.get_mut(behind) {
+                *deadline = deadline.saturating_sub(wait);
+            }
+        }
+        fair.queue.retain(|waiter| waiter != owner);
+        fair.deadlines.remove(owner);
+        self.store_fair(fair);
+        Ok(RedisReply::Integer(1))
     }
 
     /// The fair acquire once the stale waiters are gone, in the order of Redisson's script (an

@@ -698,52 +698,7 @@ impl ZnodeTree {
                 ephemeral,
                 sequential,
                 ..
-            } => {
-                if !valid_path(path) || path == "/" {
-                    return Err(ZkError::BadArguments);
-                }
-                let parent = parent_of(path).to_owned();
-                let Some(parent_node) = self.nodes.get(&parent) else {
-                    return Err(ZkError::NoNode);
-                };
-                if parent_node.ephemeral_owner.is_some() {
-                    return Err(ZkError::NoChildrenForEphemerals);
-                }
-                let full = if *sequential {
-                    if parent_node.cversion > MAX_SEQUENCE {
-                        return Err(ZkError::SequenceOverflow);
-                    }
-                    format!("{path}{:010}", parent_node.cversion)
-                } else {
-                    path.clone()
-                };
-                if self.nodes.contains_key(&full) {
-                    return Err(ZkError::NodeExists);
-                }
-                if self.nodes.len() >= MAX_NODES {
-                    return Err(ZkError::TooManyNodes);
-                }
-                let zxid = self.next_zxid();
-                let node = Znode {
-                    data: data.clone(),
-                    czxid: zxid,
-                    mzxid: zxid,
-                    version: 0,
-                    cversion: 0,
-                    ephemeral_owner: ephemeral.then_some(session),
-                };
-                let stat = Self::stat(&node);
-                self.nodes.insert(full.clone(), node.clone());
-                self.bump_parent(&full);
-                run.txns.push(ZkTxn::Create {
-                    zxid,
-                    path: full.clone(),
-                    node,
-                });
-                self.fire(run, Watches::Data, &full, WatchKind::NodeCreated);
-                self.fire(run, Watches::Child, &parent, WatchKind::NodeChildrenChanged);
-                Ok(ZkReply::Created { path: full, stat })
-            }
+            } => self.create(run, session, path, data, *ephemeral, *sequential),
             ZkCommand::Delete { path, version, .. } => {
                 if !valid_path(path) || path == "/" {
                     return Err(ZkError::BadArguments);
@@ -823,6 +778,62 @@ impl ZnodeTree {
                 Ok(ZkReply::Children(names))
             }
         }
+    }
+
+    /// Create `path` (with a sequence number appended when `sequential`) for `session`.
+    fn create(
+        &mut self,
+        run: &mut ZkRun,
+        session: SessionId,
+        path: &str,
+        data: &str,
+        ephemeral: bool,
+        sequential: bool,
+    ) -> Result<ZkReply, ZkError> {
+        if !valid_path(path) || path == "/" {
+            return Err(ZkError::BadArguments);
+        }
+        let parent = parent_of(path).to_owned();
+        let Some(parent_node) = self.nodes.get(&parent) else {
+            return Err(ZkError::NoNode);
+        };
+        if parent_node.ephemeral_owner.is_some() {
+            return Err(ZkError::NoChildrenForEphemerals);
+        }
+        let full = if sequential {
+            if parent_node.cversion > MAX_SEQUENCE {
+                return Err(ZkError::SequenceOverflow);
+            }
+            format!("{path}{:010}", parent_node.cversion)
+        } else {
+            path.to_owned()
+        };
+        if self.nodes.contains_key(&full) {
+            return Err(ZkError::NodeExists);
+        }
+        if self.nodes.len() >= MAX_NODES {
+            return Err(ZkError::TooManyNodes);
+        }
+        let zxid = self.next_zxid();
+        let node = Znode {
+            data: data.to_owned(),
+            czxid: zxid,
+            mzxid: zxid,
+            version: 0,
+            cversion: 0,
+            ephemeral_owner: ephemeral.then_some(session),
+        };
+        let stat = Self::stat(&node);
+        self.nodes.insert(full.clone(), node.clone());
+        self.bump_parent(&full);
+        run.txns.push(ZkTxn::Create {
+            zxid,
+            path: full.clone(),
+            node,
+        });
+        self.fire(run, Watches::Data, &full, WatchKind::NodeCreated);
+        self.fire(run, Watches::Child, &parent, WatchKind::NodeChildrenChanged);
+        Ok(ZkReply::Created { path: full, stat })
     }
 
     /// Debug builds: the root exists; every other node's parent exists and is not ephemeral;
