@@ -262,6 +262,144 @@ pub struct EtcdAcquire {
 }
 
 impl EtcdAcquire {
+    /// E1's lease grant answered: on to the transaction, the lease counted from the send that applied.
+    fn granting_answered(
+        &mut self,
+        config: &EtcdMutexConfig,
+        sent_at_us: u64,
+        reply: EtcdReply,
+        now_us: u64,
+    ) -> Step<EtcdAcquired, EtcdOp> {
+        use EtcdOpReply as R;
+        match reply.response {
+            // Granted now: this send is the one that applied.
+            EtcdResponse::LeaseGrant { .. } => {
+                self.uncertainty.answered();
+                self.kept_alive(config, sent_at_us);
+                self.try_acquire(now_us)
+            }
+            // A lease id is unique per acquisition: "exists" is one of our own earlier
+            // grants, whose reply was lost; it may have applied as early as the first send,
+            // so the lease counts from there (counted from this send, the holder would
+            // believe past the server's deadline: found by the model, store-failure).
+            EtcdResponse::Error(EtcdError::LeaseExists) => {
+                self.uncertainty.answered();
+                let first = self.first_grant_sent_at_us.unwrap_or(sent_at_us);
+                debug_assert!(first <= sent_at_us, "the first grant was sent first");
+                self.kept_alive(config, first);
+                self.try_acquire(now_us)
+            }
+            _ => self.unexpected(config, &R::Kv(reply), &State::Granting { sent_at_us }),
+        }
+    }
+
+    /// E2's read of the key before ours answered: watch it, or (none left) check our own key.
+    fn predecessor_read(&mut self, config: &EtcdMutexConfig, reply: EtcdReply) -> Step<EtcdAcquired, EtcdOp> {
+        use EtcdOpReply as R;
+        match reply.response {
+            EtcdResponse::Range(range) => {
+                self.uncertainty.answered();
+                match range.kvs.first() {
+                    Some(predecessor) => {
+                        let op = EtcdOp::WatchDeletion {
+                            key: predecessor.key.clone(),
+                            after_revision: reply.revision,
+                        };
+                        self.state = State::Watching;
+                        Step::store(E3_WATCH, op)
+                    }
+                    None if config.mutants.no_own_key_check_after_wait => self.held(MUTANT_11456),
+                    None => {
+                        let command = EtcdCommand::Range(RangeRequest::key(self.key.clone()));
+                        self.kv(E4_CHECK, State::Checking, command)
+                    }
+                }
+            }
+            response => self.unexpected(
+                config,
+                &R::Kv(EtcdReply {
+                    revision: reply.revision,
+                    response,
+                }),
+                &State::ReadingPredecessor,
+            ),
+        }
+    }
+
+    /// A keep-alive sent while waiting answered.
+    fn keep_alive_answered(
+        &mut self,
+        config: &EtcdMutexConfig,
+        sent_at_us: u64,
+        reply: EtcdReply,
+    ) -> Step<EtcdAcquired, EtcdOp> {
+        use EtcdOpReply as R;
+        match reply.response {
+            EtcdResponse::LeaseKeepAlive { .. } => {
+                self.uncertainty.answered();
+                self.kept_alive(config, sent_at_us);
+                self.read_predecessor()
+            }
+            _ if lease_gone(&reply) => self.give_up(config, EtcdNotAcquired::SessionExpired),
+            response => self.unexpected(
+                config,
+                &R::Kv(EtcdReply {
+                    revision: reply.revision,
+                    response,
+                }),
+                &State::KeepingAlive { sent_at_us },
+            ),
+        }
+    }
+
+    /// E4's read of our own key answered: held if it is still there.
+    fn own_key_checked(&mut self, config: &EtcdMutexConfig, reply: EtcdReply) -> Step<EtcdAcquired, EtcdOp> {
+        use EtcdOpReply as R;
+        match reply.response {
+            EtcdResponse::Range(range) if range.kvs.is_empty() => {
+                self.state = State::Finished;
+                Step::done(
+                    E4_EXPIRED,
+                    EtcdAcquired::NotAcquired {
+                        why: EtcdNotAcquired::SessionExpired,
+                        key_may_remain: false,
+                    },
+                )
+            }
+            EtcdResponse::Range(_) => self.held(E4_HELD),
+            response => self.unexpected(
+                config,
+                &R::Kv(EtcdReply {
+                    revision: reply.revision,
+                    response,
+                }),
+                &State::Checking,
+            ),
+        }
+    }
+
+    /// Woken while waiting: give up at the deadline or when the session has lapsed, keep it
+    /// alive when due, else read the predecessor again.
+    fn woke_waiting(&mut self, config: &EtcdMutexConfig, now_us: u64) -> Step<EtcdAcquired, EtcdOp> {
+        if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
+            return self.give_up(config, EtcdNotAcquired::TimedOut);
+        }
+        // etcd's client gives the session up when nothing got through for a TTL; the
+        // server may not have expired it yet: revoke it (and our key) all the same.
+        if now_us >= self.kept_alive_sent_at_us.saturating_add(config.ttl_us()) {
+            let state = State::GivingUp {
+                why: EtcdNotAcquired::SessionExpired,
+                tries_left: config.retry.max_retries,
+            };
+            return self.kv(GIVE_UP, state, EtcdCommand::LeaseRevoke { id: self.lease });
+        }
+        if now_us >= self.keep_alive_due_us {
+            let command = EtcdCommand::LeaseKeepAlive { id: self.lease };
+            return self.kv(E3_KEEP_ALIVE, State::KeepingAlive { sent_at_us: now_us }, command);
+        }
+        self.read_predecessor()
+    }
+
     /// Lock `key` (its prefix [`prefix_of`]); `token`: unique per acquisition (the session's
     /// lease id is drawn from it); `once`: `try_lock`.
     pub fn new(key: &str, token: &str, once: bool) -> Self {
@@ -462,7 +600,6 @@ impl EtcdAcquire {
         now_us: u64,
     ) -> Step<EtcdAcquired, EtcdOp> {
         use EtcdOpReply as R;
-        let lease_gone = |reply: &EtcdReply| reply.response == EtcdResponse::Error(EtcdError::LeaseNotFound);
         match (std::mem::replace(&mut self.state, State::Finished), input) {
             (State::Idle, Input::Start) => {
                 if config.mutants.one_session_for_every_acquisition {
@@ -472,26 +609,9 @@ impl EtcdAcquire {
                 self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
                 self.grant(config, now_us)
             }
-            (State::Granting { sent_at_us }, Input::Reply(R::Kv(reply))) => match reply.response {
-                // Granted now: this send is the one that applied.
-                EtcdResponse::LeaseGrant { .. } => {
-                    self.uncertainty.answered();
-                    self.kept_alive(config, sent_at_us);
-                    self.try_acquire(now_us)
-                }
-                // A lease id is unique per acquisition: "exists" is one of our own earlier
-                // grants, whose reply was lost; it may have applied as early as the first send,
-                // so the lease counts from there (counted from this send, the holder would
-                // believe past the server's deadline: found by the model, store-failure).
-                EtcdResponse::Error(EtcdError::LeaseExists) => {
-                    self.uncertainty.answered();
-                    let first = self.first_grant_sent_at_us.unwrap_or(sent_at_us);
-                    debug_assert!(first <= sent_at_us, "the first grant was sent first");
-                    self.kept_alive(config, first);
-                    self.try_acquire(now_us)
-                }
-                _ => self.unexpected(config, &R::Kv(reply), &State::Granting { sent_at_us }),
-            },
+            (State::Granting { sent_at_us }, Input::Reply(R::Kv(reply))) => {
+                self.granting_answered(config, sent_at_us, reply, now_us)
+            }
             (State::Granting { sent_at_us }, Input::Failed(failure)) => {
                 self.failed(config, failure, None, State::Granting { sent_at_us })
             }
@@ -507,34 +627,7 @@ impl EtcdAcquire {
             (State::Trying { sent_at_us }, Input::Failed(failure)) => {
                 self.failed(config, failure, Some(sent_at_us), State::Trying { sent_at_us })
             }
-            (State::ReadingPredecessor, Input::Reply(R::Kv(reply))) => match reply.response {
-                EtcdResponse::Range(range) => {
-                    self.uncertainty.answered();
-                    match range.kvs.first() {
-                        Some(predecessor) => {
-                            let op = EtcdOp::WatchDeletion {
-                                key: predecessor.key.clone(),
-                                after_revision: reply.revision,
-                            };
-                            self.state = State::Watching;
-                            Step::store(E3_WATCH, op)
-                        }
-                        None if config.mutants.no_own_key_check_after_wait => self.held(MUTANT_11456),
-                        None => {
-                            let command = EtcdCommand::Range(RangeRequest::key(self.key.clone()));
-                            self.kv(E4_CHECK, State::Checking, command)
-                        }
-                    }
-                }
-                response => self.unexpected(
-                    config,
-                    &R::Kv(EtcdReply {
-                        revision: reply.revision,
-                        response,
-                    }),
-                    &State::ReadingPredecessor,
-                ),
-            },
+            (State::ReadingPredecessor, Input::Reply(R::Kv(reply))) => self.predecessor_read(config, reply),
             (State::Watching, Input::Reply(R::Watching)) => {
                 self.uncertainty.answered();
                 self.wait(now_us)
@@ -548,62 +641,11 @@ impl EtcdAcquire {
                 let failure = StoreFailure::Other("the server refused another watch".into());
                 self.give_up(config, EtcdNotAcquired::Failed(failure))
             }
-            (State::Waiting, Input::Woke) => {
-                if self.deadline_us.is_some_and(|deadline| now_us >= deadline) {
-                    return self.give_up(config, EtcdNotAcquired::TimedOut);
-                }
-                // etcd's client gives the session up when nothing got through for a TTL; the
-                // server may not have expired it yet: revoke it (and our key) all the same.
-                if now_us >= self.kept_alive_sent_at_us.saturating_add(config.ttl_us()) {
-                    let state = State::GivingUp {
-                        why: EtcdNotAcquired::SessionExpired,
-                        tries_left: config.retry.max_retries,
-                    };
-                    return self.kv(GIVE_UP, state, EtcdCommand::LeaseRevoke { id: self.lease });
-                }
-                if now_us >= self.keep_alive_due_us {
-                    let command = EtcdCommand::LeaseKeepAlive { id: self.lease };
-                    return self.kv(E3_KEEP_ALIVE, State::KeepingAlive { sent_at_us: now_us }, command);
-                }
-                self.read_predecessor()
+            (State::Waiting, Input::Woke) => self.woke_waiting(config, now_us),
+            (State::KeepingAlive { sent_at_us }, Input::Reply(R::Kv(reply))) => {
+                self.keep_alive_answered(config, sent_at_us, reply)
             }
-            (State::KeepingAlive { sent_at_us }, Input::Reply(R::Kv(reply))) => match reply.response {
-                EtcdResponse::LeaseKeepAlive { .. } => {
-                    self.uncertainty.answered();
-                    self.kept_alive(config, sent_at_us);
-                    self.read_predecessor()
-                }
-                _ if lease_gone(&reply) => self.give_up(config, EtcdNotAcquired::SessionExpired),
-                response => self.unexpected(
-                    config,
-                    &R::Kv(EtcdReply {
-                        revision: reply.revision,
-                        response,
-                    }),
-                    &State::KeepingAlive { sent_at_us },
-                ),
-            },
-            (State::Checking, Input::Reply(R::Kv(reply))) => match reply.response {
-                EtcdResponse::Range(range) if range.kvs.is_empty() => {
-                    self.state = State::Finished;
-                    Step::done(
-                        E4_EXPIRED,
-                        EtcdAcquired::NotAcquired {
-                            why: EtcdNotAcquired::SessionExpired,
-                            key_may_remain: false,
-                        },
-                    )
-                }
-                EtcdResponse::Range(_) => self.held(E4_HELD),
-                response => self.unexpected(
-                    config,
-                    &R::Kv(EtcdReply {
-                        revision: reply.revision,
-                        response,
-                    }),
-                    &State::Checking,
-                ),
-            },
+            (State::Checking, Input::Reply(R::Kv(reply))) => self.own_key_checked(config, reply),
             (State::ReadingPredecessor | State::Watching | State::Checking, Input::Failed(failure)) => {
                 self.failed(config, failure, None, State::ReadingPredecessor)
             }
@@ -649,6 +691,11 @@ impl EtcdAcquire {
             (state, input) => panic!("EtcdAcquire: {input:?} in state {state:?}"),
         }
     }
+}
+
+/// The server no longer knows the lease.
+fn lease_gone(reply: &EtcdReply) -> bool {
+    reply.response == EtcdResponse::Error(EtcdError::LeaseNotFound)
 }
 
 impl Machine for EtcdAcquire {
