@@ -458,7 +458,7 @@ const COST_HOLD_MS: u64 = 5;
 const OWN_LOOP_LIMIT: Duration = Duration::from_secs(120);
 
 /// The library's own loop against the same copies under cassalock (no fault).
-fn cost(program: &Program) -> Result<Overhead, String> {
+fn cost(program: &Program) -> anyhow::Result<Overhead> {
     let mut own = Vec::new();
     let mut under = Vec::new();
     let mut library = program.slug.to_owned();
@@ -471,12 +471,15 @@ fn cost(program: &Program) -> Result<Overhead, String> {
         };
         let outcome = run_clients(&spec);
         if !outcome.faults.is_empty() {
-            return Err(outcome
-                .faults
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "));
+            anyhow::bail!(
+                "{}",
+                outcome
+                    .faults
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
         }
         library = outcome.record.header.lock.clone();
         let events = &outcome.record.events;
@@ -490,7 +493,7 @@ fn cost(program: &Program) -> Result<Overhead, String> {
             .find(|e| matches!(e.what, What::Released { .. }))
             .map(|e| e.at_ns);
         let (Some(first), Some(last)) = (first, last) else {
-            return Err("the run under cassalock made no acquisition".into());
+            anyhow::bail!("the run under cassalock made no acquisition");
         };
         under.push(outcome.acquisitions as f64 / ((last - first) as f64 / 1e9).max(1e-9));
     }
@@ -505,7 +508,7 @@ fn cost(program: &Program) -> Result<Overhead, String> {
 
 /// One round of the library's own loop: `CLIENTS` processes, acquisitions a second over the
 /// slowest one's loop.
-fn own_loop(program: &Program) -> Result<f64, String> {
+fn own_loop(program: &Program) -> anyhow::Result<f64> {
     let lock = format!("cassalock-own-{}-{}", program.slug, cassalock_real::now_us());
     let children: Vec<_> = (0..CLIENTS)
         .map(|_| {
@@ -525,7 +528,7 @@ fn own_loop(program: &Program) -> Result<f64, String> {
             command.spawn()
         })
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("cannot start {}: {e}", program.command))?;
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", program.command))?;
     // A loop that hangs is killed, not waited for.
     let deadline = std::time::Instant::now() + OWN_LOOP_LIMIT;
     let mut children = children;
@@ -535,7 +538,7 @@ fn own_loop(program: &Program) -> Result<f64, String> {
                 let _ = child.kill();
                 let _ = child.wait();
             }
-            return Err(format!(
+            return Err(anyhow::anyhow!(
                 "its own loop did not end within {} s",
                 OWN_LOOP_LIMIT.as_secs()
             ));
@@ -544,7 +547,7 @@ fn own_loop(program: &Program) -> Result<f64, String> {
     }
     let mut slowest_s: f64 = 0.0;
     for child in children {
-        let output = child.wait_with_output().map_err(|e| e.to_string())?;
+        let output = child.wait_with_output().map_err(anyhow::Error::from)?;
         let text = String::from_utf8_lossy(&output.stdout);
         // Its listener threads may print protocol lines too (a session lost at close): the
         // loop's own line is the one that names it.
@@ -555,7 +558,7 @@ fn own_loop(program: &Program) -> Result<f64, String> {
         let seconds = serde_json::from_str::<serde_json::Value>(line)
             .ok()
             .and_then(|value| value.get("seconds").and_then(serde_json::Value::as_f64))
-            .ok_or_else(|| format!("its own loop printed {:?}, not its seconds", text.trim()))?;
+            .ok_or_else(|| anyhow::anyhow!("its own loop printed {:?}, not its seconds", text.trim()))?;
         slowest_s = slowest_s.max(seconds);
     }
     Ok((CLIENTS as u64 * COST_ACQUISITIONS) as f64 / slowest_s.max(1e-9))

@@ -52,7 +52,7 @@ struct Measured {
 
 pub fn run(counts: &[u64]) -> ExitCode {
     if let Err(message) = check_counts(counts) {
-        return crate::usage_error(&message);
+        return crate::usage_error(&message.to_string());
     }
     let dir = std::env::temp_dir().join(format!("cassalock-bench-judge-{}", std::process::id()));
     if let Err(error) = std::fs::create_dir_all(&dir) {
@@ -69,23 +69,27 @@ pub fn run(counts: &[u64]) -> ExitCode {
     }
 }
 
-fn check_counts(counts: &[u64]) -> Result<(), String> {
+fn check_counts(counts: &[u64]) -> anyhow::Result<()> {
     if counts.is_empty() || counts.len() > 8 {
-        return Err(format!("--counts takes 1 to 8 event counts, not {}", counts.len()));
+        return Err(anyhow::anyhow!(
+            "--counts takes 1 to 8 event counts, not {}",
+            counts.len()
+        ));
     }
     if let Some(bad) = counts.iter().find(|&&n| !(MIN_EVENTS..=MAX_EVENTS).contains(&n)) {
-        return Err(format!(
+        return Err(anyhow::anyhow!(
             "--counts {bad}: each count of events is {MIN_EVENTS}..={MAX_EVENTS}"
         ));
     }
     if counts.windows(2).any(|pair| pair[0] >= pair[1]) {
-        return Err("--counts must increase (for example 10000,100000,1000000)".into());
+        anyhow::bail!("--counts must increase (for example 10000,100000,1000000)");
     }
     Ok(())
 }
 
-fn measure_all(counts: &[u64], dir: &Path) -> Result<ExitCode, String> {
-    let binary = std::env::current_exe().map_err(|error| format!("cannot find this program's path: {error}"))?;
+fn measure_all(counts: &[u64], dir: &Path) -> anyhow::Result<ExitCode> {
+    let binary =
+        std::env::current_exe().map_err(|error| anyhow::anyhow!("cannot find this program's path: {error}"))?;
     println!(
         "bench judge: `cassalock judge FILE` on records of a run seen from outside: {CLIENTS} clients, 5 events an \
          acquisition, two holders at once every {OVERLAP_EVERY} acquisitions, a stale write accepted every {STALE_EVERY}"
@@ -148,8 +152,9 @@ fn measure_all(counts: &[u64], dir: &Path) -> Result<ExitCode, String> {
 }
 
 /// Write a record of `events` events to `path`, then judge it in a child process.
-fn measure(binary: &Path, path: &PathBuf, events: u64) -> Result<Measured, String> {
-    let planted = write_record(path, events).map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+fn measure(binary: &Path, path: &PathBuf, events: u64) -> anyhow::Result<Measured> {
+    let planted =
+        write_record(path, events).map_err(|error| anyhow::anyhow!("cannot write {}: {error}", path.display()))?;
     let file_bytes = std::fs::metadata(path).map(|meta| meta.len()).unwrap_or(0);
     let started = Instant::now();
     let child = Command::new(binary)
@@ -158,7 +163,7 @@ fn measure(binary: &Path, path: &PathBuf, events: u64) -> Result<Measured, Strin
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|error| format!("cannot start {} judge: {error}", binary.display()))?;
+        .map_err(|error| anyhow::anyhow!("cannot start {} judge: {error}", binary.display()))?;
     let (output, peak_rss_kib) = wait_with_peak_memory(child)?;
     Ok(Measured {
         planted,
@@ -171,7 +176,7 @@ fn measure(binary: &Path, path: &PathBuf, events: u64) -> Result<Measured, Strin
 
 /// The child's standard output and its peak resident memory (KiB), once it exited. Killed
 /// after [`JUDGE_TIMEOUT`].
-fn wait_with_peak_memory(mut child: std::process::Child) -> Result<(String, u64), String> {
+fn wait_with_peak_memory(mut child: std::process::Child) -> anyhow::Result<(String, u64)> {
     let mut stdout = child.stdout.take().expect("piped");
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
@@ -191,11 +196,14 @@ fn wait_with_peak_memory(mut child: std::process::Child) -> Result<(String, u64)
             return Ok((output, u64::try_from(usage.ru_maxrss).unwrap_or(0)));
         }
         if waited < 0 {
-            return Err(format!("waiting for the judge: {}", std::io::Error::last_os_error()));
+            return Err(anyhow::anyhow!(
+                "waiting for the judge: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            return Err(format!("the judge ran past {} s", JUDGE_TIMEOUT.as_secs()));
+            return Err(anyhow::anyhow!("the judge ran past {} s", JUDGE_TIMEOUT.as_secs()));
         }
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -127,16 +127,16 @@ fn draw(
     record: &event::Record,
     judgement: &cassalock_judge::Judgement,
     path: &std::path::Path,
-) -> Result<String, String> {
+) -> anyhow::Result<String> {
     let picture = cassalock_sim::timeline::Picture::new(&record.header, &record.events, judgement);
     cassalock_sim::timeline::write_record_svg(&picture, path)
         .map(|()| path.display().to_string())
-        .map_err(|error| format!("--svg {}: could not write the timeline: {error}", path.display()))
+        .map_err(|error| anyhow::anyhow!("--svg {}: could not write the timeline: {error}", path.display()))
 }
 
 #[cfg(not(madsim))]
-fn draw(_: &event::Record, _: &cassalock_judge::Judgement, path: &std::path::Path) -> Result<String, String> {
-    Err(format!(
+fn draw(_: &event::Record, _: &cassalock_judge::Judgement, path: &std::path::Path) -> anyhow::Result<String> {
+    Err(anyhow::anyhow!(
         "--svg {}: the timeline is drawn by the simulation build: cargo run --release -- judge FILE --svg OUT",
         path.display()
     ))
