@@ -15,10 +15,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
+	"cassalock/clients/protocol"
 	"cassalock/clients/protocol/etcdlock"
 
 	"go.etcd.io/etcd/clientv3"
@@ -40,14 +40,7 @@ func main() {
 		os.Exit(1)
 	}
 	mutex := concurrency.NewMutex(session, etcdlock.LockName())
-	version := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "go.etcd.io/etcd" {
-				version = "3.4.13 (" + dep.Version + ")"
-			}
-		}
-	}
+	version := "3.4.13 (" + protocol.ModuleVersion("go.etcd.io/etcd") + ")"
 	revision := func() int64 { return mutex.Header().Revision }
 	etcdlock.Serve(etcdlock.Client{Revision: revision, Done: session.Done(), Close: func() { client.Close() }}, mutex, version)
 }

@@ -13,10 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
+	"cassalock/clients/protocol"
 	"cassalock/clients/protocol/etcdlock"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,14 +38,7 @@ func main() {
 		os.Exit(1)
 	}
 	mutex := concurrency.NewMutex(session, etcdlock.LockName())
-	version := "unknown"
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == "go.etcd.io/etcd/client/v3" {
-				version = dep.Version
-			}
-		}
-	}
+	version := protocol.ModuleVersion("go.etcd.io/etcd/client/v3")
 	revision := func() int64 { return mutex.Header().Revision }
 	etcdlock.Serve(etcdlock.Client{Revision: revision, Done: session.Done(), Close: func() { client.Close() }}, mutex, version)
 }

@@ -13,12 +13,26 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
 )
 
 // Version is the protocol version this package speaks.
 const Version = 1
+
+// ModuleVersion is the version of the module at path this program was built with, as its
+// build information records it; "unknown" where it does not.
+func ModuleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == path {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
 
 // Acquired is a lock taken: its token and, where the library says, how long it is good for.
 type Acquired struct {

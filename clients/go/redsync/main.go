@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -71,17 +70,6 @@ func (s *shim) Release() (bool, bool, error) {
 
 func (s *shim) Close() {}
 
-func version(module string) string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range info.Deps {
-			if dep.Path == module {
-				return dep.Version
-			}
-		}
-	}
-	return "unknown"
-}
-
 func main() {
 	servers := flag.String("servers", "127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382", "host:port of every Redis master, comma-separated")
 	flag.Parse()
@@ -98,5 +86,5 @@ func main() {
 		lock = "Mutex (one server)"
 	}
 	protocol.Serve(&shim{rs: redsync.New(pools...), name: name}, "go-redsync",
-		version("github.com/go-redsync/redsync/v4"), lock, "random")
+		protocol.ModuleVersion("github.com/go-redsync/redsync/v4"), lock, "random")
 }
