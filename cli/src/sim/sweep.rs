@@ -1,0 +1,244 @@
+//! `cassalock sim`: the command itself. A row locks' scenario is checked, swept over its seeds
+//! per algorithm and printed (or written as a shard's file); a family's is handed to
+//! `family_sim`; `--scenario list` lists them all.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use cassalock::driver::Algorithm;
+use cassalock_judge::text::count;
+use cassalock_sim::scenario::{build, SimOptions};
+
+use super::args::{family_scenarios, SimArgs, ROW_SCENARIOS};
+use super::offsets::sweep_offsets;
+use super::print::{print_tally, Ended};
+use super::scenario_args::Resolved;
+use super::seeds::{run_seeds, MAX_SEEDS};
+use super::shard_file::{sweep_command, SimShardFile, SHARD_FORMAT, SHARD_VERSION};
+use super::tally::Tally;
+use crate::shard::{Shard, ShardOut};
+
+/// `sim --scenario list`: every scenario, each with its line of help.
+fn list_scenarios() -> ExitCode {
+    println!("The row locks' scenarios (old, queue; --algorithm, the knobs):");
+    for scenario in cassalock_sim::scenario::SCENARIOS {
+        println!("  {:<40} {} ({})", scenario.name, scenario.setup, scenario.expected);
+    }
+    println!("\nThe other families' scenarios (--bound-ms, --replication-lag-ms):");
+    for named in cassalock_sim::family::SCENARIOS {
+        println!("  {:<40} {}", named.name, named.help);
+    }
+    ExitCode::SUCCESS
+}
+
+/// A row locks' sweep, checked and ready to run: its scenario and options, the runs per
+/// algorithm, the worker threads.
+struct Ready {
+    scenario: String,
+    options: SimOptions,
+    shard: Shard,
+    runs: u128,
+    pool: rayon::ThreadPool,
+}
+
+pub fn sim(args: SimArgs) -> ExitCode {
+    if args.scenario.scenario.as_deref() == Some("list") {
+        return list_scenarios();
+    }
+    if let Some(names) = family_scenarios(&args.scenario) {
+        return family_sweep(&args, &names);
+    }
+    let ready = match ready(&args) {
+        Ok(ready) => ready,
+        Err(code) => return code,
+    };
+    if args.sweep_offsets {
+        if args.per_seed_out.is_some() {
+            return crate::usage_error("--per-seed-out applies to a plain sweep, not --sweep-offsets");
+        }
+        return sweep_offsets(&args, &ready.scenario, &ready.options, &ready.pool);
+    }
+    let mut per_seed = match &args.per_seed_out {
+        Some(path) => match std::fs::File::create(path) {
+            Ok(file) => Some((path, std::io::BufWriter::new(file))),
+            Err(error) => return crate::usage_error(&format!("--per-seed-out {}: {error}", path.display())),
+        },
+        None => None,
+    };
+    // Opened before running, so a bad path costs nothing.
+    let out = match args.out.as_deref().map(ShardOut::create).transpose() {
+        Ok(out) => out,
+        Err(message) => return crate::usage_error(&message),
+    };
+    let mut ended = Ended::default();
+    let mut tallies = Vec::new();
+    for algorithm in args.algorithms().algorithms() {
+        let tally = match sweep_algorithm(&args, &ready, algorithm, per_seed.as_mut()) {
+            Ok(tally) => tally,
+            Err(code) => return code,
+        };
+        if out.is_some() {
+            tallies.push((algorithm.name().to_owned(), tally));
+            continue;
+        }
+        match print_tally(&args, &ready.scenario, &ready.options, algorithm, &tally) {
+            Ok(this) => ended = ended.and(this),
+            Err(code) => return code,
+        }
+    }
+    match out {
+        Some(out) => write_shard(&args, &ready, out, tallies),
+        None => ended.exit_code(),
+    }
+}
+
+/// `sim --scenario NAMES` of the families' scenarios: refuse the row locks' flags, and hand the
+/// sweep to `family_sim`.
+fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
+    if let Some(flag) = args.row_lock_flag() {
+        return crate::usage_error(&format!(
+            "{flag} applies to the row locks' scenarios ({ROW_SCENARIOS}), not to {names}"
+        ));
+    }
+    crate::family_sim::sweep_scenarios(
+        names,
+        args.seeds,
+        args.jobs,
+        crate::family_sim::Knobs {
+            bound_ms: args.bound_ms,
+            replication_lag_ms: args.replication_lag_ms,
+        },
+        args.shard,
+        args.out.clone(),
+    )
+}
+
+/// Check a row locks' sweep (the families' flags, the scenario, the number of runs, --jobs, a
+/// build of its first seed) and start its worker threads; the exit status to stop with, the
+/// message printed, when something is wrong.
+fn ready(args: &SimArgs) -> Result<Ready, ExitCode> {
+    if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
+        return Err(crate::usage_error(&format!(
+            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({ROW_SCENARIOS})"
+        )));
+    }
+    let Resolved { scenario, options } = match args.scenario.resolve() {
+        Ok(resolved) => resolved,
+        Err(error) => return Err(crate::usage_error(&format!("{error:#}"))),
+    };
+    let seeds = args.seeds;
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let runs = shard.count(&seeds);
+    if runs > u128::from(MAX_SEEDS) {
+        return Err(crate::usage_error(&format!(
+            "--seeds {:?}{} asks for {runs} runs; at most {MAX_SEEDS} per call (split a larger sweep with --shard K/N)",
+            seeds.to_string(),
+            args.shard.map(|shard| format!(" --shard {shard}")).unwrap_or_default(),
+        )));
+    }
+    if args.jobs == 0 || args.jobs > 64 {
+        return Err(crate::usage_error("--jobs must be between 1 and 64"));
+    }
+    if let Err(error) = build(&scenario, seeds.first(), Algorithm::Queue, &options) {
+        return Err(crate::usage_error(&args.scenario.explain(&error)));
+    }
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
+        Ok(pool) => pool,
+        Err(error) => {
+            eprintln!("error: cannot start the worker threads: {error}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    Ok(Ready {
+        scenario,
+        options,
+        shard,
+        runs,
+        pool,
+    })
+}
+
+/// Run this shard's seeds (all of them without --shard) with `algorithm`, with a progress bar
+/// on a terminal, and say on stderr how long it took; the tally, or exit 1 when writing the
+/// --per-seed-out file failed.
+fn sweep_algorithm(
+    args: &SimArgs,
+    ready: &Ready,
+    algorithm: Algorithm,
+    per_seed: Option<&mut (&PathBuf, BufWriter<File>)>,
+) -> Result<Tally, ExitCode> {
+    let scenario = &ready.scenario;
+    let started = Instant::now();
+    let total = u64::try_from(ready.runs).expect("at most MAX_SEEDS");
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} seeds, {per_sec}, eta {eta}")
+                .expect("template"),
+        );
+        bar.set_message(format!("{} {}", scenario, algorithm.name()));
+        bar
+    });
+    let (path, out): (Option<&PathBuf>, Option<&mut dyn Write>) = match per_seed {
+        Some((path, out)) => (Some(*path), Some(out)),
+        None => (None, None),
+    };
+    let tally = match run_seeds(
+        scenario,
+        &ready.options,
+        ready.shard.seeds(&args.seeds),
+        &ready.pool,
+        algorithm,
+        bar.as_ref(),
+        out,
+    ) {
+        Ok(tally) => tally,
+        Err(error) => {
+            let path = path.map(|path| path.display().to_string()).unwrap_or_default();
+            eprintln!("error: cannot write --per-seed-out {path}: {error}");
+            return Err(ExitCode::from(1));
+        }
+    };
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    // Wall-clock figures go to stderr: stdout is the same bytes on any machine, and for
+    // `cassalock merge` of shards (README, "Sweeps across machines").
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!(
+        "{scenario} | {} algorithm | {} in {seconds:.1} s ({:.0} seeds/minute on {} jobs)",
+        algorithm.name(),
+        count(tally.runs, "run"),
+        tally.runs as f64 / seconds.max(1e-9) * 60.0,
+        args.jobs
+    );
+    Ok(tally)
+}
+
+/// Write a shard's result file (`--shard K/N --out FILE`) with every algorithm's tally, and say
+/// where: 0 once written (the verdict is `cassalock merge`'s), 4 if writing it failed.
+fn write_shard(args: &SimArgs, ready: &Ready, out: ShardOut, tallies: Vec<(String, Tally)>) -> ExitCode {
+    let shard = ready.shard;
+    let file = SimShardFile {
+        format: SHARD_FORMAT.to_owned(),
+        version: SHARD_VERSION,
+        command: sweep_command(args, &ready.scenario),
+        k: shard.k(),
+        n: shard.n(),
+        tallies,
+    };
+    let path = out.path().to_owned();
+    if let Err(code) = out.write(&file) {
+        return code;
+    }
+    println!(
+        "shard {shard} of `{}`: {} seeds per algorithm run, written to {}; combine every shard with `cassalock merge FILE...`",
+        file.command,
+        ready.runs,
+        path.display()
+    );
+    ExitCode::SUCCESS
+}
