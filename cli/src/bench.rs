@@ -328,7 +328,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         Suite::Real => match args.from_data.as_deref() {
             Some(data) => super::real::rerender(data, &args.real_flags()),
             None => match BenchPlan::new(args.real_flags()) {
-                Err(message) => crate::usage_error(&message),
+                Err(error) => crate::usage_error(&format!("{error:#}")),
                 #[cfg(not(madsim))]
                 Ok(plan) => super::real::bench(plan),
                 #[cfg(madsim)]
@@ -418,22 +418,18 @@ const MAX_COUNTS: usize = 8;
 /// Check `bench sweep-memory --counts`: 1 to [`MAX_COUNTS`] counts, strictly increasing, each
 /// from 1 to `sim`'s own limit on one call's seeds.
 #[cfg(madsim)]
-fn check_counts(counts: &[u64], max_seeds: u64) -> Result<(), String> {
+fn check_counts(counts: &[u64], max_seeds: u64) -> anyhow::Result<()> {
     if counts.is_empty() || counts.len() > MAX_COUNTS {
-        return Err(format!(
-            "--counts: give 1 to {MAX_COUNTS} seed counts, comma-separated (e.g. 1000,10000,100000)"
-        ));
+        anyhow::bail!("--counts: give 1 to {MAX_COUNTS} seed counts, comma-separated (e.g. 1000,10000,100000)");
     }
     if let Some(bad) = counts.iter().find(|&&count| count == 0 || count > max_seeds) {
-        return Err(format!(
-            "--counts {bad}: each count must be from 1 to {max_seeds} seeds"
-        ));
+        anyhow::bail!("--counts {bad}: each count must be from 1 to {max_seeds} seeds");
     }
     if counts.windows(2).any(|pair| pair[0] >= pair[1]) {
-        return Err(format!(
+        anyhow::bail!(
             "--counts {}: give the counts in increasing order, each once (they are checkpoints of one sweep)",
             counts.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-        ));
+        );
     }
     Ok(())
 }
@@ -472,8 +468,8 @@ fn sweep_memory(scenario: &str, counts: &[u64]) -> ExitCode {
     const STEP: u64 = 10_000;
     let algorithm = Algorithm::Queue;
     let options = SimOptions::default();
-    if let Err(message) = check_counts(counts, MAX_SEEDS) {
-        return crate::usage_error(&message);
+    if let Err(error) = check_counts(counts, MAX_SEEDS) {
+        return crate::usage_error(&format!("{error:#}"));
     }
     let config = match build(scenario, 0, algorithm, &options) {
         Ok(config) => config,
@@ -622,7 +618,7 @@ fn models() -> ExitCode {
     }) {
         Ok(runs) => runs,
         Err(why) => {
-            eprintln!("error: the Paxos yardstick could not run: {why}");
+            eprintln!("error: the Paxos yardstick could not run: {why:#}");
             return ExitCode::from(4);
         }
     };
@@ -898,7 +894,7 @@ mod tests {
             (&[1000, 10][..], "--counts 1000,10: give the counts in increasing order"),
             (&[1, 2, 3, 4, 5, 6, 7, 8, 9][..], "give 1 to 8"),
         ] {
-            let message = check_counts(counts, 1_000_000).unwrap_err();
+            let message = check_counts(counts, 1_000_000).unwrap_err().to_string();
             assert!(message.contains(says), "{counts:?}: {message}");
         }
     }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use anyhow::{anyhow, bail};
 use cassalock::Algorithm;
 use cassalock_sim::cluster::Network;
 use cassalock_sim::ranges::SeedRange;
@@ -226,9 +227,9 @@ fn pool() -> Result<rayon::ThreadPool, ExitCode> {
 }
 
 /// `--seeds` checked: 1 to [`MAX_SEEDS`]; the error is the message (the caller says where).
-fn seed_range(seeds: u64) -> Result<SeedRange, String> {
+fn seed_range(seeds: u64) -> anyhow::Result<SeedRange> {
     if seeds == 0 || seeds > MAX_SEEDS {
-        return Err(format!("--seeds {seeds}: give 1 to {MAX_SEEDS} seeds per algorithm"));
+        bail!("--seeds {seeds}: give 1 to {MAX_SEEDS} seeds per algorithm");
     }
     Ok(format!("0..{seeds}").parse().expect("a valid range"))
 }
@@ -237,7 +238,7 @@ fn seed_range(seeds: u64) -> Result<SeedRange, String> {
 pub fn run(seeds: u64) -> ExitCode {
     let range = match seed_range(seeds) {
         Ok(range) => range,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     let pool = match pool() {
         Ok(pool) => pool,
@@ -372,7 +373,7 @@ struct BenchShardFile {
 pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
     let range = match seed_range(seeds) {
         Ok(range) => range,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     let shard: Shard = match shard.parse() {
         Ok(shard) => shard,
@@ -380,7 +381,7 @@ pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
     };
     let out = match ShardOut::create(path) {
         Ok(out) => out,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     let pool = match pool() {
         Ok(pool) => pool,
@@ -416,18 +417,18 @@ pub fn shard(seeds: u64, shard: &str, path: &Path) -> ExitCode {
 pub fn merge(paths: &[PathBuf]) -> ExitCode {
     match merge_files(paths) {
         Ok(code) => code,
-        Err(message) => usage_error(&message),
+        Err(error) => usage_error(&format!("{error:#}")),
     }
 }
 
-fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
+fn merge_files(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let mut files = Vec::new();
     for path in paths {
         let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
-        let damaged = |why: String| format!("{}: a damaged shard file: {why}", path.display());
+        let damaged = |why: String| anyhow!("{}: a damaged shard file: {why}", path.display());
         let file: BenchShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
         let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
-        let range = seed_range(file.seeds).map_err(damaged)?;
+        let range = seed_range(file.seeds).map_err(|error| damaged(format!("{error:#}")))?;
         let names: Vec<String> = RUNS.into_iter().map(run_name).collect();
         if !file
             .figures

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::{anyhow, bail, Context};
 use cassalock_sim::family::scenario::{build, names, FamilyScenario, SCENARIOS};
 use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
@@ -146,7 +147,7 @@ pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
     cassalock_sim::family::scenario::replay_command(scenario, seed, &knobs.flags())
 }
 
-fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
+fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
     if text == "all" {
         return Ok(names());
     }
@@ -160,10 +161,10 @@ fn scenarios_named(text: &str) -> Result<Vec<&'static str>, String> {
                     .iter()
                     .map(|named| format!("  {:<40} {}", named.name, named.help))
                     .collect();
-                return Err(format!(
+                bail!(
                     "no scenario named {name:?}; give one of (or several, comma-separated, or all):\n{}",
                     list.join("\n")
-                ));
+                );
             }
         }
     }
@@ -232,7 +233,7 @@ pub fn replay_scenario(
 pub fn run(args: SimFamilyArgs) -> ExitCode {
     let chosen = match scenarios_named(&args.scenario) {
         Ok(chosen) => chosen,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     if args.jobs == 0 || args.jobs > 256 {
         return usage_error(&format!("--jobs {}: give 1 to 256", args.jobs));
@@ -285,7 +286,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     // Open the result file before running, so a bad path costs nothing.
     let out = match args.out.as_deref().map(ShardOut::create).transpose() {
         Ok(out) => out,
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
         Ok(pool) => pool,
@@ -721,38 +722,38 @@ fn sweep_of(file: &ShardFile) -> String {
         .flags()
     )
 }
-/// Read one shard file, or say why not (naming the file).
-fn read_shard(path: &Path) -> Result<ShardFile, String> {
+/// Read one shard file, or say why not (naming the file; print it with `{:#}`).
+fn read_shard(path: &Path) -> anyhow::Result<ShardFile> {
     let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
-    let file: ShardFile =
-        serde_json::from_value(value).map_err(|error| format!("{}: a damaged shard file: {error}", path.display()))?;
-    check_shard(&file).map_err(|why| format!("{}: a damaged shard file: {why}", path.display()))?;
+    let damaged = || format!("{}: a damaged shard file", path.display());
+    let file: ShardFile = serde_json::from_value(value).with_context(damaged)?;
+    check_shard(&file).with_context(damaged)?;
     Ok(file)
 }
 
 /// What a well-formed shard file holds, beyond its JSON shape.
-fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
+fn check_shard(file: &ShardFile) -> anyhow::Result<SeedRange> {
     let range: SeedRange = file
         .seeds
         .parse()
-        .map_err(|error| format!("seeds {:?}: {error}", file.seeds))?;
-    let shard = Shard::new(file.k, file.n).ok_or_else(|| format!("shard {}/{}", file.k, file.n))?;
+        .map_err(|error| anyhow!("seeds {:?}: {error}", file.seeds))?;
+    let shard = Shard::new(file.k, file.n).ok_or_else(|| anyhow!("shard {}/{}", file.k, file.n))?;
     let chosen = scenarios_named(&file.scenarios.join(","))
-        .map_err(|_| format!("scenarios {:?} not all known to this cassalock", file.scenarios))?;
+        .map_err(|_| anyhow!("scenarios {:?} not all known to this cassalock", file.scenarios))?;
     if chosen.len() != file.scenarios.len() || file.results.len() != chosen.len() {
-        return Err("the scenarios and the results do not match".to_owned());
+        bail!("the scenarios and the results do not match");
     }
     if file.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS)
         || file.replication_lag_ms.is_some_and(|ms| ms > MAX_BOUND_MS)
     {
-        return Err("bound_ms or replication_lag_ms out of range".to_owned());
+        bail!("bound_ms or replication_lag_ms out of range");
     }
     if file.replication_lag_ms.is_some()
         && chosen
             .iter()
             .any(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
     {
-        return Err("replication_lag_ms for a scenario without a replica".to_owned());
+        bail!("replication_lag_ms for a scenario without a replica");
     }
     let runs = shard.count(&range);
     for (name, result) in chosen.iter().zip(&file.results) {
@@ -765,7 +766,7 @@ fn check_shard(file: &ShardFile) -> Result<SeedRange, String> {
                 .zip(Claim::ALL)
                 .all(|(tally, claim)| tally.claim == claim.name())
         {
-            return Err(format!("the result for {name} is not {runs} seeds of every claim"));
+            bail!("the result for {name} is not {runs} seeds of every claim");
         }
     }
     Ok(range)
@@ -778,7 +779,7 @@ pub fn merge(paths: &[PathBuf]) -> ExitCode {
     for path in paths {
         match read_shard(path) {
             Ok(file) => files.push((path, file)),
-            Err(message) => return usage_error(&message),
+            Err(error) => return usage_error(&format!("{error:#}")),
         }
     }
     let cover: Vec<(&PathBuf, String, Shard)> = files
@@ -802,8 +803,8 @@ pub fn merge(paths: &[PathBuf]) -> ExitCode {
         }
         .flags()
     );
-    if let Err(message) = crate::shard::check_cover(&cover, &rerun) {
-        return usage_error(&message);
+    if let Err(error) = crate::shard::check_cover(&cover, &rerun) {
+        return usage_error(&format!("{error:#}"));
     }
     let range: SeedRange = first.seeds.parse().expect("checked on reading");
     let knobs = Knobs {
@@ -836,7 +837,7 @@ mod tests {
             scenarios_named("memcached-pause, redlock-gc-pause,memcached-pause").unwrap(),
             vec!["memcached-pause", "redlock-gc-pause"]
         );
-        let error = scenarios_named("set-nx-contention,nope").unwrap_err();
+        let error = scenarios_named("set-nx-contention,nope").unwrap_err().to_string();
         assert!(error.contains("\"nope\""), "{error}");
         for named in SCENARIOS {
             assert!(error.contains(named.name), "{error}");

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{anyhow, bail};
 use cassalock_real::long_run::LongRunPlan;
 use cassalock_real::Lock;
 
@@ -58,22 +59,22 @@ fn rerender(data: &std::path::Path, args: &LongRunArgs) -> ExitCode {
 }
 
 impl LongRunArgs {
-    /// Check the options; the error names the flag.
-    pub fn check(&self) -> Result<(), String> {
+    /// Check the options; the error (print it with `{:#}`) names the flag.
+    pub fn check(&self) -> anyhow::Result<()> {
         if let Some(other) = self.locks.iter().find(|l| !matches!(l, Lock::Old | Lock::Queue)) {
-            return Err(format!(
+            bail!(
                 "--locks {}: the long run takes the Cassandra row locks old and queue only",
                 other.name()
-            ));
+            );
         }
         if self.locks.is_empty() {
-            return Err("--locks: name old, queue or both".into());
+            bail!("--locks: name old, queue or both");
         }
         crate::real::check_contact_points(&self.plan.contact_points)?;
         if self.idle_s > MAX_IDLE_S {
-            return Err(format!("--idle-s {}: give 0 to {MAX_IDLE_S}", self.idle_s));
+            bail!("--idle-s {}: give 0 to {MAX_IDLE_S}", self.idle_s);
         }
-        self.plan.check().map_err(|refused| refused.0)
+        self.plan.check().map_err(|refused| anyhow!(refused.0))
     }
 
     /// The command that measures this again (`--out` only when not the default).
@@ -106,8 +107,8 @@ pub fn run(args: LongRunArgs) -> ExitCode {
     if let Some(data) = &args.from_data {
         return rerender(data, &args);
     }
-    if let Err(message) = args.check() {
-        return crate::usage_error(&message);
+    if let Err(error) = args.check() {
+        return crate::usage_error(&format!("{error:#}"));
     }
     eprintln!(
         "error: `bench long-run` talks to a real Cassandra cluster: use the real build, \
@@ -124,8 +125,8 @@ pub fn run(args: LongRunArgs) -> ExitCode {
     if let Some(data) = &args.from_data {
         return rerender(data, &args);
     }
-    if let Err(message) = args.check() {
-        return crate::usage_error(&message);
+    if let Err(error) = args.check() {
+        return crate::usage_error(&format!("{error:#}"));
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -30,7 +30,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
             .get("format")
             .and_then(serde_json::Value::as_str)
             .map(str::to_owned),
-        Err(message) => return usage_error(&message),
+        Err(error) => return usage_error(&format!("{error:#}")),
     };
     if format.as_deref() == Some(crate::report::SHARD_FORMAT) {
         let out = args.out.unwrap_or_else(|| PathBuf::from("reports"));

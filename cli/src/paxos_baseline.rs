@@ -18,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use anyhow::{anyhow, bail, Context};
+
 /// The clients of the example's configuration we time (3 servers, the default network):
 /// about 1.2 million unique states, seconds on 2 cores.
 pub const CLIENTS: u32 = 3;
@@ -43,15 +45,15 @@ impl BaselineRun {
 /// The stateright package directory cargo unpacked for this workspace: `cargo pkgid` names the
 /// version we depend on, and cargo keeps every unpacked package under
 /// `$CARGO_HOME/registry/src/<registry>/<name>-<version>`.
-fn stateright_source() -> Result<PathBuf, String> {
+fn stateright_source() -> anyhow::Result<PathBuf> {
     let output = Command::new(env!("CARGO"))
         .args(["pkgid", "-p", "stateright"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stderr(Stdio::inherit())
         .output()
-        .map_err(|e| format!("cannot run cargo pkgid: {e}"))?;
+        .context("cannot run cargo pkgid")?;
     if !output.status.success() {
-        return Err("cargo pkgid -p stateright failed (see above)".into());
+        bail!("cargo pkgid -p stateright failed (see above)");
     }
     let pkgid = String::from_utf8_lossy(&output.stdout);
     let version = pkgid
@@ -59,14 +61,14 @@ fn stateright_source() -> Result<PathBuf, String> {
         .rsplit(['@', '#'])
         .next()
         .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
-        .ok_or_else(|| format!("cargo pkgid printed {:?}, not ...@<version>", pkgid.trim()))?;
+        .ok_or_else(|| anyhow!("cargo pkgid printed {:?}, not ...@<version>", pkgid.trim()))?;
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cargo")))
-        .ok_or("neither CARGO_HOME nor HOME is set")?;
+        .context("neither CARGO_HOME nor HOME is set")?;
     let registries = cargo_home.join("registry").join("src");
     let wanted = format!("stateright-{version}");
-    let entries = std::fs::read_dir(&registries).map_err(|e| format!("cannot list {}: {e}", registries.display()))?;
+    let entries = std::fs::read_dir(&registries).with_context(|| format!("cannot list {}", registries.display()))?;
     let mut found: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path().join(&wanted))
@@ -74,7 +76,7 @@ fn stateright_source() -> Result<PathBuf, String> {
         .collect();
     found.sort();
     found.into_iter().next().ok_or_else(|| {
-        format!(
+        anyhow!(
             "no {wanted}/examples/paxos.rs under {}: build the workspace once (cargo build --release) so cargo unpacks it",
             registries.display()
         )
@@ -95,8 +97,9 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Build the example (once; cargo keeps it) and return the binary's path.
-pub fn build() -> Result<PathBuf, String> {
+/// Build the example (once; cargo keeps it) and return the binary's path; print the error with
+/// `{:#}` (each step says what it was doing, then why it failed).
+pub fn build() -> anyhow::Result<PathBuf> {
     let source = stateright_source()?;
     let version = source
         .file_name()
@@ -104,17 +107,17 @@ pub fn build() -> Result<PathBuf, String> {
         .unwrap_or_else(|| "stateright".into());
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .ok_or("the cli crate has no parent directory")?;
+        .context("the cli crate has no parent directory")?;
     let root = workspace.join("target").join("paxos-baseline");
     let copy = root.join(&version);
     if !copy.join("Cargo.toml").exists() {
-        copy_dir(&source, &copy).map_err(|e| format!("copying {} to {}: {e}", source.display(), copy.display()))?;
+        copy_dir(&source, &copy).with_context(|| format!("copying {} to {}", source.display(), copy.display()))?;
         // The copy sits inside this workspace's directory: an empty workspace table makes it
         // its own (the only change; the example's code is as published).
         let manifest = copy.join("Cargo.toml");
-        let mut text = std::fs::read_to_string(&manifest).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        let mut text = std::fs::read_to_string(&manifest).with_context(|| manifest.display().to_string())?;
         text.push_str("\n[workspace]\n");
-        std::fs::write(&manifest, text).map_err(|e| format!("{}: {e}", manifest.display()))?;
+        std::fs::write(&manifest, text).with_context(|| manifest.display().to_string())?;
     }
     eprintln!(
         "building stateright's Paxos example ({version}) in {} (about a minute the first time)",
@@ -131,12 +134,12 @@ pub fn build() -> Result<PathBuf, String> {
         .env_remove("RUSTFLAGS")
         .env("CARGO_ENCODED_RUSTFLAGS", "")
         .status()
-        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+        .context("cannot run cargo build")?;
     if !status.success() {
-        return Err(format!(
+        bail!(
             "building the example failed (see above); try it by hand: cd {} && cargo build --release --example paxos",
             copy.display()
-        ));
+        );
     }
     Ok(root.join("target").join("release").join("examples").join("paxos"))
 }
@@ -148,36 +151,37 @@ pub fn parse_done(stdout: &str) -> Option<u64> {
     unique.trim().parse().ok()
 }
 
-/// Run the example once in `mode` ("check" or "check-dfs") and time it.
-pub fn run(binary: &Path, mode: &'static str) -> Result<BaselineRun, String> {
+/// Run the example once in `mode` ("check" or "check-dfs") and time it; print the error with
+/// `{:#}`.
+pub fn run(binary: &Path, mode: &'static str) -> anyhow::Result<BaselineRun> {
     let started = Instant::now();
     let mut child = Command::new(binary)
         .args([mode, &CLIENTS.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+        .with_context(|| format!("cannot start {}", binary.display()))?;
+    let mut stdout = child.stdout.take().context("no stdout")?;
     let reader = std::thread::spawn(move || {
         let mut text = String::new();
         let _ = std::io::Read::read_to_string(&mut stdout, &mut text);
         text
     });
     loop {
-        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+        if child.try_wait()?.is_some() {
             break;
         }
         if started.elapsed() > RUN_LIMIT {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("paxos {mode} {CLIENTS} ran over {} s", RUN_LIMIT.as_secs()));
+            bail!("paxos {mode} {CLIENTS} ran over {} s", RUN_LIMIT.as_secs());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let seconds = started.elapsed().as_secs_f64();
-    let text = reader.join().map_err(|_| "the reader thread panicked")?;
+    let text = reader.join().map_err(|_| anyhow!("the reader thread panicked"))?;
     let unique_states = parse_done(&text)
-        .ok_or_else(|| format!("paxos {mode} {CLIENTS}: no `Done. ... unique=N` line in its output"))?;
+        .ok_or_else(|| anyhow!("paxos {mode} {CLIENTS}: no `Done. ... unique=N` line in its output"))?;
     Ok(BaselineRun {
         mode,
         unique_states,

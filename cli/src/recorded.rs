@@ -13,6 +13,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use anyhow::{anyhow, bail};
 use cassalock_judge::claims::{ClaimId, ClaimVerdict};
 use cassalock_sim::verdict::Verdicts;
 
@@ -31,19 +32,17 @@ pub struct Expectation {
 
 impl Expectation {
     /// Parse the two flag lists; an unknown claim or a claim in both lists is bad usage.
-    pub fn parse(violated: &[String], passed: &[String]) -> Result<Self, String> {
+    pub fn parse(violated: &[String], passed: &[String]) -> anyhow::Result<Self> {
         if violated.len() + passed.len() > MAX_CLAIMS {
-            return Err(format!(
-                "at most {MAX_CLAIMS} claims in --expect-violated and --expect-passed"
-            ));
+            bail!("at most {MAX_CLAIMS} claims in --expect-violated and --expect-passed");
         }
-        let parse = |flag: &str, names: &[String]| -> Result<Vec<ClaimId>, String> {
+        let parse = |flag: &str, names: &[String]| -> anyhow::Result<Vec<ClaimId>> {
             names
                 .iter()
                 .map(|name| {
                     name.trim()
                         .parse::<ClaimId>()
-                        .map_err(|error| format!("{flag} {name}: {error}"))
+                        .map_err(|error| anyhow!("{flag} {name}: {error}"))
                 })
                 .collect()
         };
@@ -56,7 +55,7 @@ impl Expectation {
             .iter()
             .find(|claim| expectation.passed.contains(claim))
         {
-            return Err(format!("{both} is in both --expect-violated and --expect-passed"));
+            bail!("{both} is in both --expect-violated and --expect-passed");
         }
         Ok(expectation)
     }
@@ -158,9 +157,11 @@ mod tests {
         assert_eq!(ok.violated.len(), 2);
         assert!(Expectation::parse(&["K9".into()], &[])
             .unwrap_err()
+            .to_string()
             .contains("--expect-violated K9"));
         assert!(Expectation::parse(&["K3".into()], &["K3".into()])
             .unwrap_err()
+            .to_string()
             .contains("in both"));
         assert!(Expectation::parse(&[], &[]).unwrap().is_empty());
     }

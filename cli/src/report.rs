@@ -436,7 +436,7 @@ fn shard(which: &Which, shard: Shard, path: &std::path::Path) -> ExitCode {
     };
     let out = match ShardOut::create(path) {
         Ok(out) => out,
-        Err(message) => return crate::usage_error(&message),
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let fairness = planned.fairness.as_ref().map(|options| {
         let progress = Progress::new("fairness", "runs");
@@ -503,7 +503,7 @@ fn merge_files(paths: &[PathBuf], out: &std::path::Path) -> anyhow::Result<Writt
     use clap::Parser;
     let mut files = Vec::new();
     for path in paths {
-        let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION).map_err(anyhow::Error::msg)?;
+        let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
         let damaged = |why: String| anyhow::anyhow!("{}: a damaged shard file: {why}", path.display());
         let file: ReportShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
         let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
@@ -513,7 +513,7 @@ fn merge_files(paths: &[PathBuf], out: &std::path::Path) -> anyhow::Result<Writt
         .iter()
         .map(|(path, file, shard)| (*path, format!("`{}` in {} shards", file.command, shard.n()), *shard))
         .collect();
-    crate::shard::check_cover(&cover, &files[0].1.command).map_err(anyhow::Error::msg)?;
+    crate::shard::check_cover(&cover, &files[0].1.command)?;
     let command = files[0].1.command.clone();
     let words = shlex::split(&command).unwrap_or_default();
     let mut which = ReportCommand::try_parse_from(words.iter().skip(1))

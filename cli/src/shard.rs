@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::str::FromStr;
 
+use anyhow::{anyhow, bail, Context};
 use cassalock_sim::ranges::SeedRange;
 
 /// The most shards a sweep is split into.
@@ -69,18 +70,29 @@ impl fmt::Display for Shard {
     }
 }
 
+/// A `--shard` that is not K/N with `1 <= K <= N <= MAX_SHARDS`; says how to write one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NotAShard;
+
+impl fmt::Display for NotAShard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "write K/N with 1 <= K <= N <= {MAX_SHARDS}, e.g. 2/8 (shard 2 of 8)")
+    }
+}
+
+impl std::error::Error for NotAShard {}
+
 impl FromStr for Shard {
-    type Err = String;
+    type Err = NotAShard;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let hint = format!("write K/N with 1 <= K <= N <= {MAX_SHARDS}, e.g. 2/8 (shard 2 of 8)");
         let Some((k, n)) = text.trim().split_once('/') else {
-            return Err(hint);
+            return Err(NotAShard);
         };
         let (Ok(k), Ok(n)) = (k.trim().parse::<u64>(), n.trim().parse::<u64>()) else {
-            return Err(hint);
+            return Err(NotAShard);
         };
-        Shard::new(k, n).ok_or(hint)
+        Shard::new(k, n).ok_or(NotAShard)
     }
 }
 
@@ -92,15 +104,13 @@ pub struct ShardOut {
 }
 
 impl ShardOut {
-    /// Create `path`; the error is the message for a usage error (exit 2).
-    pub fn create(path: &Path) -> Result<ShardOut, String> {
-        match File::create(path) {
-            Ok(file) => Ok(ShardOut {
-                path: path.to_owned(),
-                writer: BufWriter::new(file),
-            }),
-            Err(error) => Err(format!("--out {}: cannot write it: {error}", path.display())),
-        }
+    /// Create `path`; the error (printed with `{:#}`) is the message for a usage error (exit 2).
+    pub fn create(path: &Path) -> anyhow::Result<ShardOut> {
+        let file = File::create(path).with_context(|| format!("--out {}: cannot write it", path.display()))?;
+        Ok(ShardOut {
+            path: path.to_owned(),
+            writer: BufWriter::new(file),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -121,31 +131,32 @@ impl ShardOut {
     }
 }
 
-/// Read a result file as JSON and check it says `format` and `version`; errors name the file.
-pub fn read_json(path: &Path, format: &str, version: u64) -> Result<serde_json::Value, String> {
+/// Read a result file as JSON and check it says `format` and `version`; errors name the file
+/// (print them with `{:#}`).
+pub fn read_json(path: &Path, format: &str, version: u64) -> anyhow::Result<serde_json::Value> {
     let value = read_any(path)?;
     let found = value.get("version").and_then(serde_json::Value::as_u64);
     if value.get("format").and_then(serde_json::Value::as_str) != Some(format) {
-        return Err(format!(
+        bail!(
             "{}: not a {format:?} file: merge the shards of one command",
             path.display()
-        ));
+        );
     }
     if found != Some(version) {
-        return Err(format!(
+        bail!(
             "{}: shard file version {}; this cassalock reads version {version}: rerun the shards with this cassalock",
             path.display(),
             found.map_or_else(|| "missing".to_owned(), |found| found.to_string())
-        ));
+        );
     }
     Ok(value)
 }
 
-/// Read a file as JSON, whatever it holds; errors name the file.
-pub fn read_any(path: &Path) -> Result<serde_json::Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("{}: cannot read it: {error}", path.display()))?;
+/// Read a file as JSON, whatever it holds; errors name the file (print them with `{:#}`).
+pub fn read_any(path: &Path) -> anyhow::Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read it", path.display()))?;
     serde_json::from_str(&text).map_err(|error| {
-        format!(
+        anyhow!(
             "{}: not a shard result file (not JSON: {error}); write one with --shard K/N --out FILE",
             path.display()
         )
@@ -154,29 +165,29 @@ pub fn read_any(path: &Path) -> Result<serde_json::Value, String> {
 
 /// Check that `files` (path, the sweep it belongs to, its shard) are every shard of one sweep,
 /// each once; `rerun` is the command that runs the sweep, for the message on a missing shard.
-pub fn check_cover(files: &[(&PathBuf, String, Shard)], rerun: &str) -> Result<(), String> {
+pub fn check_cover(files: &[(&PathBuf, String, Shard)], rerun: &str) -> anyhow::Result<()> {
     let Some((first_path, sweep, first)) = files.first() else {
-        return Err("give the shard files: cassalock merge FILE...".to_owned());
+        bail!("give the shard files: cassalock merge FILE...");
     };
     let n = first.n;
     for (path, other, _) in &files[1..] {
         if other != sweep {
-            return Err(format!(
+            bail!(
                 "{}: a shard of another sweep ({other}) than {} ({sweep}); merge the shards of one sweep",
                 path.display(),
                 first_path.display()
-            ));
+            );
         }
     }
     let mut by_k: Vec<Option<&PathBuf>> = vec![None; usize::try_from(n).expect("at most 10000")];
     for (path, _, shard) in files {
         let slot = &mut by_k[usize::try_from(shard.k - 1).expect("at most 10000")];
         if let Some(other) = slot {
-            return Err(format!(
+            bail!(
                 "{} and {} are both shard {shard}: give each shard once",
                 other.display(),
                 path.display()
-            ));
+            );
         }
         *slot = Some(path);
     }
@@ -190,7 +201,7 @@ pub fn check_cover(files: &[(&PathBuf, String, Shard)], rerun: &str) -> Result<(
         return Ok(());
     }
     let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
-    Err(format!(
+    Err(anyhow!(
         "{} of {n} shards missing ({}{}): run `{rerun} --shard K/{n} --out FILE` for each and merge every file",
         missing.len(),
         shown.join(", "),
@@ -208,7 +219,7 @@ mod tests {
         assert_eq!(" 1 / 1 ".parse(), Ok(Shard { k: 1, n: 1 }));
         assert_eq!("10000/10000".parse::<Shard>().unwrap().to_string(), "10000/10000");
         for bad in ["", "3", "0/3", "4/3", "1/0", "1/10001", "-1/3", "a/3", "1/3/4", "1.5/3"] {
-            let error = bad.parse::<Shard>().unwrap_err();
+            let error = bad.parse::<Shard>().unwrap_err().to_string();
             assert!(error.contains("K/N"), "{bad:?}: {error}");
         }
     }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use anyhow::{anyhow, Context};
 use cassalock_real::runner::{execute, RunSpec};
 use cassalock_real::{Family, Lock, RealLock, Summary};
 use cassalock_report::real_backends::{self, FaultOutcome, FaultRun, Measured, RedissonWake, Setup};
@@ -101,7 +102,12 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
                     .copied()
                     .filter(|l| l.family() == Family::Cassandra)
                     .collect();
-                return unreachable(&cassandra, &plan.contact_points, start_command(Lock::Queue), &e);
+                return unreachable(
+                    &cassandra,
+                    &plan.contact_points,
+                    start_command(Lock::Queue),
+                    &format!("{e:#}"),
+                );
             }
         }
     } else {
@@ -138,7 +144,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
         }
     }
     // Which faults this machine can inject, said before the long part.
-    let faults: Vec<(Lock, Result<Fault, String>)> = if plan.fault_seconds > 0 {
+    let faults: Vec<(Lock, anyhow::Result<Fault>)> = if plan.fault_seconds > 0 {
         let servers = servers_status();
         plan.locks
             .iter()
@@ -149,7 +155,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
     };
     for (lock, fault) in &faults {
         if let Err(why) = fault {
-            eprintln!("bench real: {}'s fault run will not run: {why}", lock.title());
+            eprintln!("bench real: {}'s fault run will not run: {why:#}", lock.title());
         }
     }
 
@@ -232,7 +238,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
                 fault_runs.push(FaultRun {
                     lock: lock.title().into(),
                     fault: Fault::planned(lock).into(),
-                    outcome: FaultOutcome::NotRun(why),
+                    outcome: FaultOutcome::NotRun(format!("{why:#}")),
                 });
                 continue;
             }
@@ -269,6 +275,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             FaultOutcome::NotRun(why) => eprintln!("  not measured: {why}"),
         }
         if let Err(why) = restored {
+            let why = format!("{why:#}");
             eprintln!("  {why}");
             not_restored.push((lock.family(), why));
         }
@@ -400,12 +407,12 @@ fn unreachable(locks: &[Lock], servers: &[String], start: &str, error: &str) -> 
     ExitCode::from(BACKEND_UNAVAILABLE)
 }
 
-/// The Cassandra cluster's node count, or why it cannot be reached.
-fn cassandra_nodes(contact_points: &[String]) -> Result<usize, String> {
+/// The Cassandra cluster's node count, or why it cannot be reached (print it with `{:#}`).
+fn cassandra_nodes(contact_points: &[String]) -> anyhow::Result<usize> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+        .context("cannot start the async runtime")?;
     runtime.block_on(async {
         let config = cassalock::store::cassandra::CassandraConfig {
             contact_points: contact_points.to_vec(),
@@ -414,6 +421,6 @@ fn cassandra_nodes(contact_points: &[String]) -> Result<usize, String> {
         cassalock::store::cassandra::CassandraStore::connect(&config)
             .await
             .map(|store| store.nodes())
-            .map_err(|e| e.to_string())
+            .map_err(|e| anyhow!("{e}"))
     })
 }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use anyhow::{anyhow, bail, Context};
 use cassalock_real::runner::{execute, RunSpec};
 use cassalock_real::{Family, Lock};
 use cassalock_report::real_backends::FaultOutcome;
@@ -27,38 +28,37 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster").join(name)
 }
 
-/// Run one of the cluster scripts: its output, or what went wrong.
-fn run_script(name: &str, args: &[&str]) -> Result<String, String> {
+/// Run one of the cluster scripts: its output, or what went wrong (print it with `{:#}`).
+fn run_script(name: &str, args: &[&str]) -> anyhow::Result<String> {
     let output = std::process::Command::new(script(name))
         .args(args)
         .output()
-        .map_err(|e| format!("cannot run cluster/{name}: {e}"))?;
+        .with_context(|| format!("cannot run cluster/{name}"))?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    if output.status.success() {
-        Ok(text)
-    } else {
-        Err(format!(
+    if !output.status.success() {
+        bail!(
             "`cluster/{name} {}` failed ({}): {}",
             args.join(" "),
             output.status,
             text.trim()
-        ))
+        );
     }
+    Ok(text)
 }
 
 /// The instances `cluster/cassalock-servers` manages (it exits 3 when one is down, still
-/// listing them all), or why they cannot be listed.
-pub(super) fn servers_status() -> Result<Vec<ServerInstance>, String> {
+/// listing them all), or why they cannot be listed (print it with `{:#}`).
+pub(super) fn servers_status() -> anyhow::Result<Vec<ServerInstance>> {
     let output = std::process::Command::new(script("cassalock-servers"))
         .args(["status", "--json"])
         .output()
-        .map_err(|e| format!("cannot run cluster/cassalock-servers: {e}"))?;
+        .context("cannot run cluster/cassalock-servers")?;
     serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))
+        .map_err(|e| anyhow!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))
 }
 
 /// The managed instance listening on `address` (127.0.0.1 only: the script binds nothing
@@ -68,7 +68,7 @@ fn instance_at<'a>(
     address: &str,
     kind: &str,
     set: &str,
-) -> Result<&'a ServerInstance, String> {
+) -> anyhow::Result<&'a ServerInstance> {
     let port = address
         .rsplit_once(':')
         .filter(|(host, _)| matches!(*host, "127.0.0.1" | "localhost"))
@@ -79,7 +79,7 @@ fn instance_at<'a>(
             .find(|s| s.port == port && s.kind == kind && s.set == set)
     })
     .ok_or_else(|| {
-        format!("{address} is not a {kind} instance of cluster/cassalock-servers (its `status --json` lists none in set {set} there), so nothing here can inject its fault")
+        anyhow!("{address} is not a {kind} instance of cluster/cassalock-servers (its `status --json` lists none in set {set} there), so nothing here can inject its fault")
     })
 }
 
@@ -116,23 +116,22 @@ impl Fault {
         }
     }
 
-    /// The fault for `lock`, or why this machine cannot inject it.
+    /// The fault for `lock`, or why this machine cannot inject it (print it with `{:#}`).
     pub(super) fn for_lock(
         lock: Lock,
         plan: &BenchPlan,
         nodes: usize,
-        servers: &Result<Vec<ServerInstance>, String>,
-    ) -> Result<Fault, String> {
+        servers: &anyhow::Result<Vec<ServerInstance>>,
+    ) -> anyhow::Result<Fault> {
         if lock.family() == Family::Cassandra {
-            return if nodes >= 3 {
-                Ok(Fault::NodeKilled { node: nodes, nodes })
-            } else {
-                Err(format!(
+            if nodes < 3 {
+                bail!(
                     "a {nodes}-node cluster: QUORUM does not survive a node down (cluster/cassalock-cluster start --nodes 3)"
-                ))
-            };
+                );
+            }
+            return Ok(Fault::NodeKilled { node: nodes, nodes });
         }
-        let servers = servers.as_ref().map_err(Clone::clone)?;
+        let servers = servers.as_ref().map_err(|why| anyhow!("{why:#}"))?;
         match lock {
             Lock::Redlock => {
                 let master = plan.redlock_masters.len().min(2);
@@ -157,10 +156,10 @@ impl Fault {
                     (&plan.etcd, "etcd")
                 };
                 if members.len() < 3 {
-                    return Err(format!(
+                    bail!(
                         "{} member(s): a majority does not survive its leader killed (cluster/cassalock-servers start {kind} --nodes 3)",
                         members.len()
-                    ));
+                    );
                 }
                 let mut leader = None;
                 for address in members {
@@ -170,7 +169,7 @@ impl Fault {
                     }
                 }
                 let name = leader.ok_or_else(|| {
-                    format!(
+                    anyhow!(
                         "no member of {} is the {kind} leader now (`cluster/cassalock-servers status`)",
                         members.join(",")
                     )
@@ -218,7 +217,7 @@ impl Fault {
     }
 
     /// Inject the fault (a pause: and end it).
-    fn inject(&self, run_s: u64) -> Result<(), String> {
+    fn inject(&self, run_s: u64) -> anyhow::Result<()> {
         match self {
             Fault::NodeKilled { node, .. } => run_script("cassalock-cluster", &["kill", &node.to_string()]).map(drop),
             Fault::Failover => run_script("cassalock-servers", &["failover"]).map(drop),
@@ -236,7 +235,7 @@ impl Fault {
     }
 
     /// Bring the backend back as it was before the run, for the runs after it.
-    fn restore(&self) -> Result<(), String> {
+    fn restore(&self) -> anyhow::Result<()> {
         match self {
             Fault::NodeKilled { node, .. } => {
                 run_script("cassalock-cluster", &["restart", &node.to_string()]).map(drop)
@@ -253,23 +252,23 @@ impl Fault {
 }
 
 /// One run with `fault` injected a third of the way in; its outcome, and whether the
-/// backend was brought back afterwards.
-pub(super) fn run_through(spec: &RunSpec, fault: &Fault, run_s: u64) -> (FaultOutcome, Result<(), String>) {
+/// backend was brought back afterwards (print why not with `{:#}`).
+pub(super) fn run_through(spec: &RunSpec, fault: &Fault, run_s: u64) -> (FaultOutcome, anyhow::Result<()>) {
     let running = {
         let spec = spec.clone();
-        std::thread::spawn(move || execute(&spec, false).map_err(|e| e.to_string()))
+        std::thread::spawn(move || execute(&spec, false).map_err(|e| anyhow!("{e}")))
     };
     std::thread::sleep(Fault::at(run_s));
     let injected = fault.inject(run_s);
     let result = running
         .join()
-        .unwrap_or_else(|_| Err("the run's thread panicked".into()));
+        .unwrap_or_else(|_| Err(anyhow!("the run's thread panicked")));
     let restored = fault
         .restore()
-        .map_err(|e| format!("the backend was not brought back after the fault: {e}"));
+        .context("the backend was not brought back after the fault");
     let outcome = match (injected, result) {
-        (Err(e), _) => FaultOutcome::NotRun(format!("the fault could not be injected: {e}")),
-        (Ok(()), Err(e)) => FaultOutcome::NotRun(format!("the run failed: {e}")),
+        (Err(e), _) => FaultOutcome::NotRun(format!("the fault could not be injected: {e:#}")),
+        (Ok(()), Err(e)) => FaultOutcome::NotRun(format!("the run failed: {e:#}")),
         (Ok(()), Ok(summary)) => FaultOutcome::Ran(Box::new(summary)),
     };
     (outcome, restored)

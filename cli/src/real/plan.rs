@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::{anyhow, bail};
 use cassalock::algo::family::MAX_MASTERS;
 use cassalock_real::{Family, Lock, RealLock};
 use cassalock_report::real_backends;
@@ -90,24 +91,24 @@ fn well_formed(address: &str) -> bool {
 }
 
 /// Check a list of addresses given to `flag`: `fewest..=most` of them, each host:port, each once.
-fn check_addresses(flag: &str, addresses: &[String], fewest: usize, most: usize, what: &str) -> Result<(), String> {
+fn check_addresses(flag: &str, addresses: &[String], fewest: usize, most: usize, what: &str) -> anyhow::Result<()> {
     if !(fewest..=most).contains(&addresses.len()) {
-        return Err(format!(
+        bail!(
             "{flag}: {} given; give {what} ({fewest} to {most} host:port, comma-separated)",
             addresses.len()
-        ));
+        );
     }
     if let Some(bad) = addresses.iter().find(|a| !well_formed(a)) {
-        return Err(format!("{flag}: {bad:?} is not host:port (e.g. 127.0.0.1:16380)"));
+        bail!("{flag}: {bad:?} is not host:port (e.g. 127.0.0.1:16380)");
     }
     if let Some((_, twice)) = addresses.iter().enumerate().find(|(i, a)| addresses[..*i].contains(a)) {
-        return Err(format!("{flag}: {twice} is given twice; give each server once"));
+        bail!("{flag}: {twice} is given twice; give each server once");
     }
     Ok(())
 }
 
 /// Check `--contact-points` as `bench real` does (1 to 16 host:port, none twice).
-pub fn check_contact_points(contact_points: &[String]) -> Result<(), String> {
+pub fn check_contact_points(contact_points: &[String]) -> anyhow::Result<()> {
     check_addresses("--contact-points", contact_points, 1, 16, "Cassandra nodes")
 }
 
@@ -116,51 +117,44 @@ fn joined<T: ToString>(items: &[T]) -> String {
 }
 
 impl BenchPlan {
-    /// Check the options and fill in the defaults: every refusal names the flag and what to type.
-    pub fn new(flags: BenchRealFlags) -> Result<BenchPlan, String> {
+    /// Check the options and fill in the defaults: every refusal names the flag and what to type
+    /// (print it with `{:#}`).
+    pub fn new(flags: BenchRealFlags) -> anyhow::Result<BenchPlan> {
         let locks = flags.locks.clone().unwrap_or_else(cassalock_real::real_locks);
         if locks.is_empty() {
-            return Err("--locks: name at least one lock (e.g. --locks queue,redlock)".into());
+            bail!("--locks: name at least one lock (e.g. --locks queue,redlock)");
         }
         if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
-            return Err(format!("--locks: {} is named twice; name each lock once", twice.name()));
+            bail!("--locks: {} is named twice; name each lock once", twice.name());
         }
         let lockers = flags.lockers.clone().unwrap_or_else(|| vec![1, 4, 16]);
         if lockers.is_empty() || lockers.len() > MAX_LOCKER_COUNTS {
-            return Err(format!(
-                "--lockers: give 1 to {MAX_LOCKER_COUNTS} counts between 1 and 256, comma-separated (e.g. 1,4,16)"
-            ));
+            bail!("--lockers: give 1 to {MAX_LOCKER_COUNTS} counts between 1 and 256, comma-separated (e.g. 1,4,16)");
         }
         if let Some(bad) = lockers.iter().find(|&&n| !(1..=256).contains(&n)) {
-            return Err(format!(
-                "--lockers {bad}: give counts between 1 and 256 (e.g. --lockers 1,4,16)"
-            ));
+            bail!("--lockers {bad}: give counts between 1 and 256 (e.g. --lockers 1,4,16)");
         }
         if lockers.windows(2).any(|pair| pair[0] >= pair[1]) {
-            return Err(format!(
+            bail!(
                 "--lockers {}: give the counts in increasing order, each once (e.g. 1,4,16)",
                 joined(&lockers)
-            ));
+            );
         }
         let seconds = flags.seconds.unwrap_or(20);
         if !(1..=3600).contains(&seconds) {
-            return Err(format!("--seconds must be between 1 and 3600, not {seconds}"));
+            bail!("--seconds must be between 1 and 3600, not {seconds}");
         }
         let hold_ms = flags.hold_ms.unwrap_or(DEFAULT_BENCH_HOLD_MS);
         if hold_ms > MAX_BENCH_HOLD_MS {
-            return Err(format!(
-                "--hold-ms must be between 0 and {MAX_BENCH_HOLD_MS}, not {hold_ms}"
-            ));
+            bail!("--hold-ms must be between 0 and {MAX_BENCH_HOLD_MS}, not {hold_ms}");
         }
         let repeats = flags.repeats.unwrap_or(3);
         if !(1..=20).contains(&repeats) {
-            return Err(format!("--repeats must be between 1 and 20, not {repeats}"));
+            bail!("--repeats must be between 1 and 20, not {repeats}");
         }
         let fault_seconds = flags.fault_seconds.unwrap_or(20);
         if fault_seconds != 0 && !(3..=600).contains(&fault_seconds) {
-            return Err(format!(
-                "--fault-seconds must be 0 (no fault runs) or between 3 and 600, not {fault_seconds}"
-            ));
+            bail!("--fault-seconds must be 0 (no fault runs) or between 3 and 600, not {fault_seconds}");
         }
         let uses = |lock: Lock| locks.contains(&lock);
         let cassandra = locks.iter().any(|l| l.family() == Family::Cassandra);
@@ -206,11 +200,11 @@ impl BenchPlan {
             ("--etcd", flags.etcd.is_some(), uses(Lock::Etcd), "etcd"),
         ] {
             if given && !used {
-                return Err(format!(
+                bail!(
                     "{flag} is for {locks_named}, which this benchmark does not run (--locks {}{}); drop {flag} or add such a lock",
                     joined(&locks.iter().map(|l| l.name()).collect::<Vec<_>>()),
                     if fault_seconds == 0 { ", --fault-seconds 0" } else { "" }
-                ));
+                );
             }
         }
         let contact_points = flags
@@ -281,13 +275,13 @@ impl BenchPlan {
             plan.check_addable(path)?;
         }
         if plan.estimate_s() > MAX_BENCH_S {
-            return Err(format!(
+            bail!(
                 "bench real would take about {} h ({} of {seconds} s, {} of {fault_seconds} s); the limit is {} h: lower --seconds, --repeats, --lockers or --locks",
                 plan.estimate_s().div_ceil(3600),
                 cassalock_judge::text::count(plan.runs(), "run"),
                 cassalock_judge::text::count(plan.fault_runs(), "fault run"),
                 MAX_BENCH_S / 3600
-            ));
+            );
         }
         Ok(plan)
     }
@@ -339,8 +333,8 @@ impl BenchPlan {
     /// The command line that runs this plan, every option spelled out ("Generated by").
     /// The earlier measurements at `path` were made with this plan's lockers, seconds, repeats
     /// and fault seconds, so that the added runs compare with them.
-    fn check_addable(&self, path: &Path) -> Result<(), String> {
-        let old = real_backends::read_data(path).map_err(|e| format!("--add-to: {e}"))?;
+    fn check_addable(&self, path: &Path) -> anyhow::Result<()> {
+        let old = real_backends::read_data(path).map_err(|e| anyhow!("--add-to: {e}"))?;
         let mut lockers: Vec<usize> = old.runs.iter().map(|r| r.lockers).collect();
         lockers.sort_unstable();
         lockers.dedup();
@@ -357,10 +351,10 @@ impl BenchPlan {
             ("--lockers", joined(&lockers), joined(&self.lockers)),
         ] {
             if earlier != now {
-                return Err(format!(
+                bail!(
                     "--add-to {}: its runs were measured with {what} {earlier}, this one would use {now}; give {what} {earlier} so that the runs compare",
                     path.display()
-                ));
+                );
             }
         }
         // The report states one set of long-run settings for the row locks: if this one
@@ -373,7 +367,7 @@ impl BenchPlan {
             .map(|v| v.name())
             .collect();
         if measures_row_locks && !kept.is_empty() && setup.row_lock_settings != Some(row_lock_settings()) {
-            return Err(format!(
+            bail!(
                 "--add-to {}: its {} runs were measured {}, and this one runs the row locks with the library's defaults; measure every row lock again with it: --locks {}",
                 path.display(),
                 kept.join(", "),
@@ -386,7 +380,7 @@ impl BenchPlan {
                         .map(|v| v.name())
                         .collect::<Vec<_>>()
                 )
-            ));
+            );
         }
         Ok(())
     }

@@ -68,7 +68,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
     let algorithm = args.algorithm.unwrap_or(Algorithm::Queue);
     let expectation = match crate::recorded::Expectation::parse(&args.expect_violated, &args.expect_passed) {
         Ok(expectation) => expectation,
-        Err(error) => return crate::usage_error(&error),
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let config = match build(&scenario, args.seed, algorithm, &options) {
         Ok(config) => config,

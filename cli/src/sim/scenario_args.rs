@@ -175,10 +175,10 @@ pub struct ScenarioArgs {
 const KNOBS: &str = "Knobs (each overrides the scenario's value)";
 
 /// A decimal number for a knob: finite.
-fn number(text: &str) -> Result<f64, String> {
+fn number(text: &str) -> anyhow::Result<f64> {
     match text.trim().parse::<f64>() {
         Ok(value) if value.is_finite() => Ok(value),
-        _ => Err(format!("{text:?} is not a finite decimal number")),
+        _ => bail!("{text:?} is not a finite decimal number"),
     }
 }
 

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::{anyhow, Context};
 use cassalock::driver::Algorithm;
 use cassalock_sim::scenario::build;
 use clap::ValueEnum;
@@ -51,11 +52,11 @@ pub(super) fn sweep_command(args: &SimArgs, scenario: &str) -> String {
 pub fn merge(paths: &[PathBuf]) -> ExitCode {
     match merge_files(paths) {
         Ok(code) => code,
-        Err(message) => crate::usage_error(&message),
+        Err(error) => crate::usage_error(&format!("{error:#}")),
     }
 }
 
-fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
+fn merge_files(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     #[derive(clap::Parser)]
     struct SimCommand {
         #[command(flatten)]
@@ -65,7 +66,7 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
     let mut files = Vec::new();
     for path in paths {
         let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
-        let damaged = |why: String| format!("{}: a damaged shard file: {why}", path.display());
+        let damaged = |why: String| anyhow!("{}: a damaged shard file: {why}", path.display());
         let file: SimShardFile = serde_json::from_value(value).map_err(|error| damaged(error.to_string()))?;
         let shard = Shard::new(file.k, file.n).ok_or_else(|| damaged(format!("shard {}/{}", file.k, file.n)))?;
         let words = shlex::split(&file.command).unwrap_or_default();
@@ -103,12 +104,9 @@ fn merge_files(paths: &[PathBuf]) -> Result<ExitCode, String> {
         .collect();
     crate::shard::check_cover(&cover, &files[0].1.command)?;
     let (_, first, _, args) = &files[0];
-    let Resolved { scenario, options } = args
-        .scenario
-        .resolve()
-        .map_err(|error| format!("{}: {error:#}", first.command))?;
+    let Resolved { scenario, options } = args.scenario.resolve().context(first.command.clone())?;
     build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
-        .map_err(|error| format!("{}: {}", first.command, args.scenario.explain(&error)))?;
+        .map_err(|error| anyhow!("{}: {}", first.command, args.scenario.explain(&error)))?;
     let mut ended = Ended::default();
     for (index, algorithm) in args.algorithms().algorithms().into_iter().enumerate() {
         let mut merged = Tally::default();

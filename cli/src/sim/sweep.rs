@@ -71,7 +71,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
     // Opened before running, so a bad path costs nothing.
     let out = match args.out.as_deref().map(ShardOut::create).transpose() {
         Ok(out) => out,
-        Err(message) => return crate::usage_error(&message),
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
     let mut ended = Ended::default();
     let mut tallies = Vec::new();
