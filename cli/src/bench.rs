@@ -605,7 +605,27 @@ fn spec(model: ModelName, fault: Fault, mutant: Option<Mutant>, threads: Option<
     spec
 }
 
+/// `bench models`: the yardstick, then the exhaustive runs, the larger worlds and the
+/// counterexamples, each against the yardstick's rate. Exit 4 when the yardstick cannot run, 1
+/// when a counterexample was not found or an exploration went wrong.
 fn models() -> ExitCode {
+    let paxos_bfs = match yardstick() {
+        Ok(rate) => rate,
+        Err(code) => return code,
+    };
+    let mut failed = exhaustive_runs(paxos_bfs);
+    failed |= larger_worlds(paxos_bfs);
+    failed |= counterexamples();
+    if failed {
+        eprintln!("error: a catalogued counterexample was not found, or the explorations disagreed");
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Build and run stateright's own Paxos example now, print its runs, and return its
+/// breadth-first states per second (exit 4 when it cannot run).
+fn yardstick() -> Result<f64, ExitCode> {
     // The yardstick first: stateright's own Paxos example, run now on this machine.
     println!(
         "yardstick: stateright's Paxos example, unmodified ({} clients, 3 servers), run now",
@@ -619,7 +639,7 @@ fn models() -> ExitCode {
         Ok(runs) => runs,
         Err(why) => {
             eprintln!("error: the Paxos yardstick could not run: {why:#}");
-            return ExitCode::from(4);
+            return Err(ExitCode::from(4));
         }
     };
     println!(
@@ -635,17 +655,12 @@ fn models() -> ExitCode {
             run.states_per_second()
         );
     }
-    let paxos_bfs = baseline.0.states_per_second();
-    println!();
-    println!("exhaustive runs: stateright's BFS on 2 threads (compare with paxos check), then our graph on 1");
-    println!(
-        "(a check under {SHORTEST_TIMED_SECONDS} s runs again until its runs add up to that, at most {MOST_TIMED_RUNS} runs; seconds are a run's mean)"
-    );
-    println!(
-        "{:<44} {:>12} {:>9} {:>14} {:>8} {:>9} {:>14} {:>5}",
-        "model", "unique states", "seconds", "states/second", "x paxos", "graph s", "graph st/s", "runs"
-    );
-    let exhaustive = [
+    Ok(baseline.0.states_per_second())
+}
+
+/// The models explored exhaustively in a few seconds, with their labels.
+fn exhaustive_specs() -> [(&'static str, Spec); 7] {
+    [
         (
             "getlock 3 threads x 2 acquisitions",
             spec(ModelName::Lock(Lock::Queue), Fault::None, None, Some(3), Some(2)),
@@ -680,53 +695,72 @@ fn models() -> ExitCode {
                 Some(1),
             ),
         ),
-    ];
-    let mut failed = false;
-    for (label, spec) in exhaustive {
-        let model = build(&spec).expect("valid");
-        // A check shorter than the yardstick's timer can tell apart is run again until the
-        // runs add up to SHORTEST_TIMED_SECONDS (at most MOST_TIMED_RUNS runs): the rate is
-        // the states of all runs over their seconds, and "seconds" is one run's mean.
-        let (mut runs, mut stateright_seconds, mut graph_seconds) = (0u32, 0.0, None::<f64>);
-        let report = loop {
-            let report = model.check(Limits::default());
-            failed |= !report.internal_errors.is_empty() || !report.complete;
-            let (stateright, graph) = exploration_seconds(&report);
-            runs += 1;
-            stateright_seconds += stateright;
-            graph_seconds = graph.map(|seconds| graph_seconds.unwrap_or(0.0) + seconds);
-            if stateright_seconds >= SHORTEST_TIMED_SECONDS || runs >= MOST_TIMED_RUNS || !report.complete {
-                break report;
-            }
-        };
-        let rate = f64::from(runs) * report.stateright_states as f64 / stateright_seconds.max(1e-9);
-        // A model without liveness obligations (globaltime) has no graph row to time.
-        let (graph_seconds, graph_rate) = match graph_seconds {
-            Some(seconds) => (
-                format!("{:.2}", seconds / f64::from(runs)),
-                format!(
-                    "{:.0}",
-                    f64::from(runs) * report.graph_states as f64 / seconds.max(1e-9)
-                ),
-            ),
-            None => ("-".to_owned(), "-".to_owned()),
-        };
-        println!(
-            "{label:<44} {:>12} {:>9.2} {rate:>14.0} {:>8.2} {graph_seconds:>9} {graph_rate:>14} {runs:>5}",
-            report.stateright_states,
-            stateright_seconds / f64::from(runs),
-            rate / paxos_bfs
-        );
-    }
+    ]
+}
+
+/// Time each exhaustive run (stateright's BFS, then our graph) and print its rates against the
+/// yardstick's; whether one went wrong (an internal error, or not complete).
+fn exhaustive_runs(paxos_bfs: f64) -> bool {
     println!();
+    println!("exhaustive runs: stateright's BFS on 2 threads (compare with paxos check), then our graph on 1");
     println!(
-        "the larger worlds: each exhaustive within its goal ({WORLD_GOAL_SECONDS} s; 4 x 2 {LARGE_WORLD_GOAL_SECONDS} s), the check's time limit (stateright, then our graph), else bounded"
+        "(a check under {SHORTEST_TIMED_SECONDS} s runs again until its runs add up to that, at most {MOST_TIMED_RUNS} runs; seconds are a run's mean)"
     );
     println!(
-        "{:<44} {:>12} {:>9} {:>14} {:>8}   goal",
-        "model", "unique states", "seconds", "states/second", "x paxos"
+        "{:<44} {:>12} {:>9} {:>14} {:>8} {:>9} {:>14} {:>5}",
+        "model", "unique states", "seconds", "states/second", "x paxos", "graph s", "graph st/s", "runs"
     );
-    let worlds = [
+    let mut failed = false;
+    for (label, spec) in exhaustive_specs() {
+        failed |= exhaustive_run(label, &spec, paxos_bfs);
+    }
+    failed
+}
+
+/// One exhaustive row: the check, run again until its runs can be timed, and its line; whether
+/// a run went wrong.
+fn exhaustive_run(label: &str, spec: &Spec, paxos_bfs: f64) -> bool {
+    let mut failed = false;
+    let model = build(spec).expect("valid");
+    // A check shorter than the yardstick's timer can tell apart is run again until the
+    // runs add up to SHORTEST_TIMED_SECONDS (at most MOST_TIMED_RUNS runs): the rate is
+    // the states of all runs over their seconds, and "seconds" is one run's mean.
+    let (mut runs, mut stateright_seconds, mut graph_seconds) = (0u32, 0.0, None::<f64>);
+    let report = loop {
+        let report = model.check(Limits::default());
+        failed |= !report.internal_errors.is_empty() || !report.complete;
+        let (stateright, graph) = exploration_seconds(&report);
+        runs += 1;
+        stateright_seconds += stateright;
+        graph_seconds = graph.map(|seconds| graph_seconds.unwrap_or(0.0) + seconds);
+        if stateright_seconds >= SHORTEST_TIMED_SECONDS || runs >= MOST_TIMED_RUNS || !report.complete {
+            break report;
+        }
+    };
+    let rate = f64::from(runs) * report.stateright_states as f64 / stateright_seconds.max(1e-9);
+    // A model without liveness obligations (globaltime) has no graph row to time.
+    let (graph_seconds, graph_rate) = match graph_seconds {
+        Some(seconds) => (
+            format!("{:.2}", seconds / f64::from(runs)),
+            format!(
+                "{:.0}",
+                f64::from(runs) * report.graph_states as f64 / seconds.max(1e-9)
+            ),
+        ),
+        None => ("-".to_owned(), "-".to_owned()),
+    };
+    println!(
+        "{label:<44} {:>12} {:>9.2} {rate:>14.0} {:>8.2} {graph_seconds:>9} {graph_rate:>14} {runs:>5}",
+        report.stateright_states,
+        stateright_seconds / f64::from(runs),
+        rate / paxos_bfs
+    );
+    failed
+}
+
+/// The larger worlds, each with its goal in seconds and its state limit.
+fn world_specs() -> [(&'static str, Spec, u64, usize); 4] {
+    [
         (
             "getlock 3 x 2, a clock a tick behind",
             spec(ModelName::Lock(Lock::Queue), Fault::Skew, None, Some(3), Some(2)),
@@ -760,8 +794,22 @@ fn models() -> ExitCode {
             WORLD_GOAL_SECONDS,
             WORLD_STATE_LIMIT,
         ),
-    ];
-    for (label, spec, goal_seconds, state_limit) in worlds {
+    ]
+}
+
+/// Check each larger world within its goal's time (else bounded) and print whether it met the
+/// goal; whether a check hit an internal error.
+fn larger_worlds(paxos_bfs: f64) -> bool {
+    println!();
+    println!(
+        "the larger worlds: each exhaustive within its goal ({WORLD_GOAL_SECONDS} s; 4 x 2 {LARGE_WORLD_GOAL_SECONDS} s), the check's time limit (stateright, then our graph), else bounded"
+    );
+    println!(
+        "{:<44} {:>12} {:>9} {:>14} {:>8}   goal",
+        "model", "unique states", "seconds", "states/second", "x paxos"
+    );
+    let mut failed = false;
+    for (label, spec, goal_seconds, state_limit) in world_specs() {
         let model = match build(&spec) {
             Ok(model) => model,
             Err(refused) => {
@@ -798,10 +846,13 @@ fn models() -> ExitCode {
             rate / paxos_bfs
         );
     }
-    println!();
-    println!("time to the shortest counterexample of each catalogued failure");
-    println!("{:<44} {:>6} {:>12} {:>9}", "failure", "steps", "states", "seconds");
-    let catalogue = [
+    failed
+}
+
+/// Each catalogued failure: its model, the claim it violates, and whether the check stops at
+/// the first violation (`Limits::stop_at_first_violation`).
+fn catalogue_specs() -> [(&'static str, Spec, &'static str, bool); 7] {
+    [
         (
             "M1 + delayed enqueue: T1",
             spec(
@@ -850,8 +901,17 @@ fn models() -> ExitCode {
             "F-overtakes",
             true,
         ),
-    ];
-    for (label, spec, claim, first) in catalogue {
+    ]
+}
+
+/// Time the check to each catalogued counterexample and print its steps and states; whether
+/// one was not found.
+fn counterexamples() -> bool {
+    println!();
+    println!("time to the shortest counterexample of each catalogued failure");
+    println!("{:<44} {:>6} {:>12} {:>9}", "failure", "steps", "states", "seconds");
+    let mut failed = false;
+    for (label, spec, claim, first) in catalogue_specs() {
         let model = build(&spec).expect("valid");
         let limits = Limits {
             stop_at_first_violation: first,
@@ -868,11 +928,7 @@ fn models() -> ExitCode {
         }
         println!("{label:<44} {steps:>6} {:>12} {seconds:>9.3}", report.graph_states);
     }
-    if failed {
-        eprintln!("error: a catalogued counterexample was not found, or the explorations disagreed");
-        return ExitCode::from(1);
-    }
-    ExitCode::SUCCESS
+    failed
 }
 
 #[cfg(all(test, madsim))]

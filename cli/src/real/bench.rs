@@ -31,12 +31,48 @@ const FAULT_LOCKERS: usize = 4;
 /// `cassalock bench real`: every lock of the plan at each locker count for a fixed time,
 /// in interleaved rounds; then one run of each lock under its backend's fault.
 pub fn bench(plan: BenchPlan) -> ExitCode {
-    let total_runs = plan.runs();
+    announce(&plan);
+    if let Err(e) = std::fs::create_dir_all(&plan.out) {
+        return usage_error(&format!("--out: cannot create {}: {e}", plan.out.display()));
+    }
+    let specs = Specs::new(&plan);
+    let nodes = match check_servers(&specs) {
+        Ok(nodes) => nodes,
+        Err(code) => return code,
+    };
+    let faults = plan_faults(&plan, nodes);
+    let warm_up = match warm_up(&specs) {
+        Ok(warm_up) => warm_up,
+        Err(code) => return code,
+    };
+    let runs = match measure(&specs) {
+        Ok(runs) => runs,
+        Err(code) => return code,
+    };
+    let fault_runs = run_faults(&specs, faults);
+    let setup = setup(&specs, nodes, warm_up);
+    match &plan.add_to {
+        None => write_report(&plan.out, &setup, &runs, &fault_runs),
+        Some(path) => match real_backends::read_data(path) {
+            Ok(old) => {
+                let (setup, runs, fault_runs) = added(old, setup, runs, fault_runs);
+                write_report(&plan.out, &setup, &runs, &fault_runs)
+            }
+            Err(e) => {
+                eprintln!("error: --add-to: {e} (the runs just measured are not written)");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+/// Say what the benchmark will run and about how long it will take.
+fn announce(plan: &BenchPlan) {
     eprintln!(
         "bench real: {} at {} lockers: {} of {} s ({} of each configuration){}, about {} min",
         plan.locks.iter().map(|l| l.name()).collect::<Vec<_>>().join(", "),
         plan.lockers.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
-        cassalock_judge::text::count(total_runs, "run"),
+        cassalock_judge::text::count(plan.runs(), "run"),
         plan.seconds,
         plan.repeats,
         if plan.fault_runs() > 0 {
@@ -50,44 +86,72 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
         },
         plan.estimate_s().div_ceil(60)
     );
-    if let Err(e) = std::fs::create_dir_all(&plan.out) {
-        return usage_error(&format!("--out: cannot create {}: {e}", plan.out.display()));
-    }
-    let template = RunSpec {
-        contact_points: plan.contact_points.clone(),
-        servers: Vec::new(),
-        variant: Lock::Queue,
-        threads: 1,
-        acquisitions: 100_000,
-        processes: 1,
-        hold_ms: plan.hold_ms,
-        ttl_s: 10,
-        renew_ms: None,
-        poll_ms: 100,
-        next_poll_ms: None,
-        paced_poll: false,
-        // The library's defaults (its long-run settings are on).
-        reuse_thread_ids: super::row_lock_settings().reuse_thread_ids,
-        queue_read_from_last_hold: super::row_lock_settings().queue_read_from_last_hold,
-        consistency: "quorum".into(),
-        keyspace: "cassalock".into(),
-        lock_id: None,
-        max_wait_s: 120,
-        run_limit_s: plan.seconds,
-        fencing: true,
-        connect_timeout_s: super::CONNECT_TIMEOUT_S,
-        steps: None,
-    };
-    let spec_for = |lock: Lock, threads: usize, run_limit_s: u64| RunSpec {
-        variant: lock,
-        servers: plan.servers(lock),
-        threads,
-        run_limit_s,
-        ..template.clone()
-    };
+}
 
-    // Every server answers before anything is measured: a missing one is said at once, with
-    // the command that starts it, not after half an hour of the others.
+/// The plan, and what every run of it shares: each run is [`Specs::of`] a lock, its lockers
+/// and its seconds.
+struct Specs<'a> {
+    plan: &'a BenchPlan,
+    template: RunSpec,
+}
+
+impl<'a> Specs<'a> {
+    fn new(plan: &'a BenchPlan) -> Specs<'a> {
+        let template = RunSpec {
+            contact_points: plan.contact_points.clone(),
+            servers: Vec::new(),
+            variant: Lock::Queue,
+            threads: 1,
+            acquisitions: 100_000,
+            processes: 1,
+            hold_ms: plan.hold_ms,
+            ttl_s: 10,
+            renew_ms: None,
+            poll_ms: 100,
+            next_poll_ms: None,
+            paced_poll: false,
+            // The library's defaults (its long-run settings are on).
+            reuse_thread_ids: super::row_lock_settings().reuse_thread_ids,
+            queue_read_from_last_hold: super::row_lock_settings().queue_read_from_last_hold,
+            consistency: "quorum".into(),
+            keyspace: "cassalock".into(),
+            lock_id: None,
+            max_wait_s: 120,
+            run_limit_s: plan.seconds,
+            fencing: true,
+            connect_timeout_s: super::CONNECT_TIMEOUT_S,
+            steps: None,
+        };
+        Specs { plan, template }
+    }
+
+    /// A run of `lock` on its servers with `threads` lockers for `run_limit_s` seconds.
+    fn of(&self, lock: Lock, threads: usize, run_limit_s: u64) -> RunSpec {
+        RunSpec {
+            variant: lock,
+            servers: self.plan.servers(lock),
+            threads,
+            run_limit_s,
+            ..self.template.clone()
+        }
+    }
+
+    /// One acquisition of `lock` without a hold: does its backend answer?
+    fn probe(&self, lock: Lock) -> RunSpec {
+        RunSpec {
+            acquisitions: 1,
+            hold_ms: 0,
+            run_limit_s: 0,
+            ..self.of(lock, 1, 0)
+        }
+    }
+}
+
+/// Every server answers before anything is measured: a missing one is said at once, with the
+/// command that starts it, not after half an hour of the others. The Cassandra cluster's node
+/// count (0 without a Cassandra lock), or exit 4.
+fn check_servers(specs: &Specs) -> Result<usize, ExitCode> {
+    let plan = specs.plan;
     let nodes = if plan.uses(Family::Cassandra) {
         eprintln!(
             "bench real: connecting to Cassandra at {}",
@@ -102,53 +166,55 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
                     .copied()
                     .filter(|l| l.family() == Family::Cassandra)
                     .collect();
-                return unreachable(
+                return Err(unreachable(
                     &cassandra,
                     &plan.contact_points,
                     start_command(Lock::Queue),
                     &format!("{e:#}"),
-                );
+                ));
             }
         }
     } else {
         0
     };
     for &lock in plan.locks.iter().filter(|l| l.is_family()) {
-        let probe = RunSpec {
-            acquisitions: 1,
-            hold_ms: 0,
-            run_limit_s: 0,
-            ..spec_for(lock, 1, 0)
-        };
+        let probe = specs.probe(lock);
         if let Err(e) = execute(&probe, false) {
-            return unreachable(&[lock], &probe.servers, start_command(lock), &e.to_string());
+            return Err(unreachable(
+                &[lock],
+                &probe.servers,
+                start_command(lock),
+                &e.to_string(),
+            ));
         }
     }
     let failover_locks: Vec<Lock> = plan.locks.iter().copied().filter(|l| l.on_one_redis()).collect();
     if plan.fault_seconds > 0 && !failover_locks.is_empty() {
         let probe = RunSpec {
             servers: plan.redis_replicated.clone(),
-            acquisitions: 1,
-            hold_ms: 0,
-            run_limit_s: 0,
-            ..spec_for(Lock::RedisSetNx, 1, 0)
+            ..specs.probe(Lock::RedisSetNx)
         };
         if let Err(e) = execute(&probe, false) {
             eprintln!("  (the failover runs need the pair; --fault-seconds 0 runs no fault)");
-            return unreachable(
+            return Err(unreachable(
                 &failover_locks,
                 &plan.redis_replicated,
                 START_REPLICATED,
                 &e.to_string(),
-            );
+            ));
         }
     }
-    // Which faults this machine can inject, said before the long part.
+    Ok(nodes)
+}
+
+/// Which faults this machine can inject (none without fault runs), each lock's fault or why it
+/// cannot run, said before the long part.
+fn plan_faults(plan: &BenchPlan, nodes: usize) -> Vec<(Lock, anyhow::Result<Fault>)> {
     let faults: Vec<(Lock, anyhow::Result<Fault>)> = if plan.fault_seconds > 0 {
         let servers = servers_status();
         plan.locks
             .iter()
-            .map(|&lock| (lock, Fault::for_lock(lock, &plan, nodes, &servers)))
+            .map(|&lock| (lock, Fault::for_lock(lock, plan, nodes, &servers)))
             .collect()
     } else {
         Vec::new()
@@ -158,47 +224,65 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             eprintln!("bench real: {}'s fault run will not run: {why:#}", lock.title());
         }
     }
+    faults
+}
 
-    // Warm the cluster up first (JIT, connection pools, the tables): a freshly started
-    // cluster ran the first configuration at a third of its later speed. Not reported.
-    // At least WARM_UP_S, then until two stretches agree, at most MAX_WARM_UP_S.
-    let mut warm_up = None;
-    if let Some(&first) = plan.locks.iter().find(|l| l.family() == Family::Cassandra) {
-        eprintln!(
-            "bench real: warming Cassandra up (not reported): {WARM_UP_S}-{MAX_WARM_UP_S} s, until two {WARM_UP_STRETCH_S} s stretches make rates within {:.0}%",
-            100.0 * WARM_UP_STEADY_WITHIN
-        );
-        let mut rates = Vec::new();
-        let mut warmed_s = 0;
-        while warmed_s < MAX_WARM_UP_S {
-            match execute(&spec_for(first, 1, WARM_UP_STRETCH_S), false) {
-                Ok(summary) => rates.push(summary.acquisitions_per_s),
-                Err(e) => return unreachable(&[first], &plan.contact_points, start_command(first), &e.to_string()),
-            }
-            warmed_s += WARM_UP_STRETCH_S;
-            eprintln!("  warm-up {warmed_s:>2} s: {:.2} acq/s", rates[rates.len() - 1]);
-            if warmed_s >= WARM_UP_S && warm_up_settled(&rates) {
-                break;
+/// Warm the cluster up first (JIT, connection pools, the tables): a freshly started cluster ran
+/// the first configuration at a third of its later speed. Not reported. At least WARM_UP_S,
+/// then until two stretches agree, at most MAX_WARM_UP_S. `None` without a Cassandra lock;
+/// exit 4 when Cassandra stops answering.
+fn warm_up(specs: &Specs) -> Result<Option<WarmUp>, ExitCode> {
+    let plan = specs.plan;
+    let Some(&first) = plan.locks.iter().find(|l| l.family() == Family::Cassandra) else {
+        return Ok(None);
+    };
+    eprintln!(
+        "bench real: warming Cassandra up (not reported): {WARM_UP_S}-{MAX_WARM_UP_S} s, until two {WARM_UP_STRETCH_S} s stretches make rates within {:.0}%",
+        100.0 * WARM_UP_STEADY_WITHIN
+    );
+    let mut rates = Vec::new();
+    let mut warmed_s = 0;
+    while warmed_s < MAX_WARM_UP_S {
+        match execute(&specs.of(first, 1, WARM_UP_STRETCH_S), false) {
+            Ok(summary) => rates.push(summary.acquisitions_per_s),
+            Err(e) => {
+                return Err(unreachable(
+                    &[first],
+                    &plan.contact_points,
+                    start_command(first),
+                    &e.to_string(),
+                ))
             }
         }
-        let settled = warm_up_settled(&rates);
-        if !settled {
-            eprintln!(
-                "warning: Cassandra's rate was still changing after {warmed_s} s of warm-up; the first rounds may run slower (the report says so)"
-            );
+        warmed_s += WARM_UP_STRETCH_S;
+        eprintln!("  warm-up {warmed_s:>2} s: {:.2} acq/s", rates[rates.len() - 1]);
+        if warmed_s >= WARM_UP_S && warm_up_settled(&rates) {
+            break;
         }
-        warm_up = Some(WarmUp {
-            seconds: warmed_s,
-            settled,
-        });
     }
+    let settled = warm_up_settled(&rates);
+    if !settled {
+        eprintln!(
+            "warning: Cassandra's rate was still changing after {warmed_s} s of warm-up; the first rounds may run slower (the report says so)"
+        );
+    }
+    Ok(Some(WarmUp {
+        seconds: warmed_s,
+        settled,
+    }))
+}
+
+/// The measured runs, interleaved: one run of every configuration, then the next round, so that
+/// a slow stretch of the machine spreads over all configurations instead of one. Exit 4 when a
+/// backend stops answering.
+fn measure(specs: &Specs) -> Result<Vec<Summary>, ExitCode> {
+    let plan = specs.plan;
+    let total_runs = plan.runs();
     let mut runs = Vec::new();
-    // Interleaved: one run of every configuration, then the next round, so that a slow
-    // stretch of the machine spreads over all configurations instead of one.
     for round in 1..=plan.repeats {
         for &lock in &plan.locks {
             for &n in &plan.lockers {
-                let spec = spec_for(lock, n, plan.seconds);
+                let spec = specs.of(lock, n, plan.seconds);
                 eprintln!(
                     "bench real: run {}/{total_runs} (round {round}/{}): {} with {} for {} s",
                     runs.len() + 1,
@@ -218,7 +302,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
                         } else {
                             plan.contact_points.clone()
                         };
-                        return unreachable(&[lock], &servers, start_command(lock), &e.to_string());
+                        return Err(unreachable(&[lock], &servers, start_command(lock), &e.to_string()));
                     }
                 }
                 // Let the last run's lease cells and tombstones age out of the picture: every
@@ -227,7 +311,13 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             }
         }
     }
+    Ok(runs)
+}
 
+/// One run of each lock under its fault (or the reason it did not run); a backend a fault run
+/// could not bring back runs none of its later fault runs.
+fn run_faults(specs: &Specs, faults: Vec<(Lock, anyhow::Result<Fault>)>) -> Vec<FaultRun> {
+    let plan = specs.plan;
     let mut fault_runs = Vec::new();
     // A backend a fault run could not bring back: the later fault runs on it do not run.
     let mut not_restored: Vec<(Family, String)> = Vec::new();
@@ -252,7 +342,7 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             });
             continue;
         }
-        let mut spec = spec_for(lock, FAULT_LOCKERS, plan.fault_seconds);
+        let mut spec = specs.of(lock, FAULT_LOCKERS, plan.fault_seconds);
         if fault.on_replicated_pair() {
             spec.servers = plan.redis_replicated.clone();
         }
@@ -285,14 +375,19 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             outcome,
         });
     }
+    fault_runs
+}
 
-    let setup = Setup {
+/// What the report says of how it was measured.
+fn setup(specs: &Specs, nodes: usize, warm_up: Option<WarmUp>) -> Setup {
+    let (plan, template) = (specs.plan, &specs.template);
+    Setup {
         command: plan.command(),
         machine: format!(
             "{} cores",
             std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
         ),
-        backends: backends(&plan, nodes),
+        backends: backends(plan, nodes),
         seconds_per_run: plan.seconds,
         hold_ms: template.hold_ms,
         ttl_s: template.ttl_s,
@@ -312,19 +407,6 @@ pub fn bench(plan: BenchPlan) -> ExitCode {
             .iter()
             .any(|l| l.is_row_lock())
             .then_some(super::row_lock_settings()),
-    };
-    match &plan.add_to {
-        None => write_report(&plan.out, &setup, &runs, &fault_runs),
-        Some(path) => match real_backends::read_data(path) {
-            Ok(old) => {
-                let (setup, runs, fault_runs) = added(old, setup, runs, fault_runs);
-                write_report(&plan.out, &setup, &runs, &fault_runs)
-            }
-            Err(e) => {
-                eprintln!("error: --add-to: {e} (the runs just measured are not written)");
-                ExitCode::from(1)
-            }
-        },
     }
 }
 

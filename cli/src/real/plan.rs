@@ -116,30 +116,48 @@ fn joined<T: ToString>(items: &[T]) -> String {
     items.iter().map(T::to_string).collect::<Vec<_>>().join(",")
 }
 
-impl BenchPlan {
-    /// Check the options and fill in the defaults: every refusal names the flag and what to type
-    /// (print it with `{:#}`).
-    pub fn new(flags: BenchRealFlags) -> anyhow::Result<BenchPlan> {
-        let locks = flags.locks.clone().unwrap_or_else(cassalock_real::real_locks);
-        if locks.is_empty() {
-            bail!("--locks: name at least one lock (e.g. --locks queue,redlock)");
-        }
-        if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
-            bail!("--locks: {} is named twice; name each lock once", twice.name());
-        }
-        let lockers = flags.lockers.clone().unwrap_or_else(|| vec![1, 4, 16]);
-        if lockers.is_empty() || lockers.len() > MAX_LOCKER_COUNTS {
-            bail!("--lockers: give 1 to {MAX_LOCKER_COUNTS} counts between 1 and 256, comma-separated (e.g. 1,4,16)");
-        }
-        if let Some(bad) = lockers.iter().find(|&&n| !(1..=256).contains(&n)) {
-            bail!("--lockers {bad}: give counts between 1 and 256 (e.g. --lockers 1,4,16)");
-        }
-        if lockers.windows(2).any(|pair| pair[0] >= pair[1]) {
-            bail!(
-                "--lockers {}: give the counts in increasing order, each once (e.g. 1,4,16)",
-                joined(&lockers)
-            );
-        }
+/// `--locks`, or every lock the real runner runs: at least one, each once.
+fn checked_locks(locks: Option<Vec<Lock>>) -> anyhow::Result<Vec<Lock>> {
+    let locks = locks.unwrap_or_else(cassalock_real::real_locks);
+    if locks.is_empty() {
+        bail!("--locks: name at least one lock (e.g. --locks queue,redlock)");
+    }
+    if let Some((_, twice)) = locks.iter().enumerate().find(|(i, l)| locks[..*i].contains(l)) {
+        bail!("--locks: {} is named twice; name each lock once", twice.name());
+    }
+    Ok(locks)
+}
+
+/// `--lockers`, or 1, 4 and 16: 1 to [`MAX_LOCKER_COUNTS`] counts from 1 to 256, increasing.
+fn checked_lockers(lockers: Option<Vec<usize>>) -> anyhow::Result<Vec<usize>> {
+    let lockers = lockers.unwrap_or_else(|| vec![1, 4, 16]);
+    if lockers.is_empty() || lockers.len() > MAX_LOCKER_COUNTS {
+        bail!("--lockers: give 1 to {MAX_LOCKER_COUNTS} counts between 1 and 256, comma-separated (e.g. 1,4,16)");
+    }
+    if let Some(bad) = lockers.iter().find(|&&n| !(1..=256).contains(&n)) {
+        bail!("--lockers {bad}: give counts between 1 and 256 (e.g. --lockers 1,4,16)");
+    }
+    if lockers.windows(2).any(|pair| pair[0] >= pair[1]) {
+        bail!(
+            "--lockers {}: give the counts in increasing order, each once (e.g. 1,4,16)",
+            joined(&lockers)
+        );
+    }
+    Ok(lockers)
+}
+
+/// How long and how often `bench real` runs: each run's seconds and hold, the repeats, the
+/// fault runs' seconds.
+struct Timing {
+    seconds: u64,
+    hold_ms: u64,
+    repeats: usize,
+    fault_seconds: u64,
+}
+
+impl Timing {
+    /// --seconds, --hold-ms, --repeats and --fault-seconds, or their defaults, each in its range.
+    fn checked(flags: &BenchRealFlags) -> anyhow::Result<Timing> {
         let seconds = flags.seconds.unwrap_or(20);
         if !(1..=3600).contains(&seconds) {
             bail!("--seconds must be between 1 and 3600, not {seconds}");
@@ -156,57 +174,85 @@ impl BenchPlan {
         if fault_seconds != 0 && !(3..=600).contains(&fault_seconds) {
             bail!("--fault-seconds must be 0 (no fault runs) or between 3 and 600, not {fault_seconds}");
         }
-        let uses = |lock: Lock| locks.contains(&lock);
-        let cassandra = locks.iter().any(|l| l.family() == Family::Cassandra);
-        let redis_server = uses(Lock::RedisSetNx) || uses(Lock::Redisson) || uses(Lock::RedissonFair);
-        // A server flag for a lock that does not run would be silently ignored: refuse it.
-        for (flag, given, used, locks_named) in [
-            (
-                "--contact-points",
-                flags.contact_points.is_some(),
-                cassandra,
-                "old, queue or lwt",
-            ),
-            (
-                "--redis",
-                flags.redis.is_some(),
-                redis_server,
-                "redis-set-nx, redisson or redisson-fair",
-            ),
-            (
-                "--redlock-masters",
-                flags.redlock_masters.is_some(),
-                uses(Lock::Redlock),
-                "redlock",
-            ),
-            (
-                "--memcached",
-                flags.memcached.is_some(),
-                uses(Lock::Memcached),
-                "memcached",
-            ),
-            (
-                "--redis-replicated",
-                flags.redis_replicated.is_some(),
-                redis_server && fault_seconds > 0,
-                "redis-set-nx, redisson or redisson-fair, with fault runs",
-            ),
-            (
-                "--zookeeper",
-                flags.zookeeper.is_some(),
-                uses(Lock::Zookeeper),
-                "zookeeper",
-            ),
-            ("--etcd", flags.etcd.is_some(), uses(Lock::Etcd), "etcd"),
-        ] {
-            if given && !used {
-                bail!(
-                    "{flag} is for {locks_named}, which this benchmark does not run (--locks {}{}); drop {flag} or add such a lock",
-                    joined(&locks.iter().map(|l| l.name()).collect::<Vec<_>>()),
-                    if fault_seconds == 0 { ", --fault-seconds 0" } else { "" }
-                );
-            }
+        Ok(Timing {
+            seconds,
+            hold_ms,
+            repeats,
+            fault_seconds,
+        })
+    }
+}
+
+/// Refuse a server flag given for locks that do not run (`locks`; the pair only with fault
+/// runs): it would be silently ignored.
+fn refuse_unused_servers(flags: &BenchRealFlags, locks: &[Lock], fault_seconds: u64) -> anyhow::Result<()> {
+    let uses = |lock: Lock| locks.contains(&lock);
+    let cassandra = locks.iter().any(|l| l.family() == Family::Cassandra);
+    let redis_server = uses(Lock::RedisSetNx) || uses(Lock::Redisson) || uses(Lock::RedissonFair);
+    for (flag, given, used, locks_named) in [
+        (
+            "--contact-points",
+            flags.contact_points.is_some(),
+            cassandra,
+            "old, queue or lwt",
+        ),
+        (
+            "--redis",
+            flags.redis.is_some(),
+            redis_server,
+            "redis-set-nx, redisson or redisson-fair",
+        ),
+        (
+            "--redlock-masters",
+            flags.redlock_masters.is_some(),
+            uses(Lock::Redlock),
+            "redlock",
+        ),
+        (
+            "--memcached",
+            flags.memcached.is_some(),
+            uses(Lock::Memcached),
+            "memcached",
+        ),
+        (
+            "--redis-replicated",
+            flags.redis_replicated.is_some(),
+            redis_server && fault_seconds > 0,
+            "redis-set-nx, redisson or redisson-fair, with fault runs",
+        ),
+        (
+            "--zookeeper",
+            flags.zookeeper.is_some(),
+            uses(Lock::Zookeeper),
+            "zookeeper",
+        ),
+        ("--etcd", flags.etcd.is_some(), uses(Lock::Etcd), "etcd"),
+    ] {
+        if given && !used {
+            bail!(
+                "{flag} is for {locks_named}, which this benchmark does not run (--locks {}{}); drop {flag} or add such a lock",
+                joined(&locks.iter().map(|l| l.name()).collect::<Vec<_>>()),
+                if fault_seconds == 0 { ", --fault-seconds 0" } else { "" }
+            );
         }
+    }
+    Ok(())
+}
+
+/// The servers of every lock, as given or the scripts' defaults, each list checked.
+struct Servers {
+    contact_points: Vec<String>,
+    redis: String,
+    redlock_masters: Vec<String>,
+    memcached: String,
+    redis_replicated: Vec<String>,
+    zookeeper: Vec<String>,
+    etcd: Vec<String>,
+}
+
+impl Servers {
+    /// Each server flag, or its default: the right number of host:port, none twice.
+    fn checked(flags: &BenchRealFlags) -> anyhow::Result<Servers> {
         let contact_points = flags
             .contact_points
             .clone()
@@ -254,6 +300,40 @@ impl BenchPlan {
             .clone()
             .unwrap_or_else(|| DEFAULT_ETCD.map(str::to_owned).to_vec());
         check_addresses("--etcd", &etcd, 1, MAX_MEMBERS, "the cluster's members")?;
+        Ok(Servers {
+            contact_points,
+            redis,
+            redlock_masters,
+            memcached,
+            redis_replicated,
+            zookeeper,
+            etcd,
+        })
+    }
+}
+
+impl BenchPlan {
+    /// Check the options and fill in the defaults: every refusal names the flag and what to type
+    /// (print it with `{:#}`).
+    pub fn new(flags: BenchRealFlags) -> anyhow::Result<BenchPlan> {
+        let locks = checked_locks(flags.locks.clone())?;
+        let lockers = checked_lockers(flags.lockers.clone())?;
+        let Timing {
+            seconds,
+            hold_ms,
+            repeats,
+            fault_seconds,
+        } = Timing::checked(&flags)?;
+        refuse_unused_servers(&flags, &locks, fault_seconds)?;
+        let Servers {
+            contact_points,
+            redis,
+            redlock_masters,
+            memcached,
+            redis_replicated,
+            zookeeper,
+            etcd,
+        } = Servers::checked(&flags)?;
         let plan = BenchPlan {
             locks,
             lockers,
@@ -274,16 +354,24 @@ impl BenchPlan {
         if let Some(path) = &plan.add_to {
             plan.check_addable(path)?;
         }
-        if plan.estimate_s() > MAX_BENCH_S {
+        plan.check_estimate()?;
+        Ok(plan)
+    }
+
+    /// Refuse a plan its own estimate says would take longer than [`MAX_BENCH_S`].
+    fn check_estimate(&self) -> anyhow::Result<()> {
+        if self.estimate_s() > MAX_BENCH_S {
             bail!(
-                "bench real would take about {} h ({} of {seconds} s, {} of {fault_seconds} s); the limit is {} h: lower --seconds, --repeats, --lockers or --locks",
-                plan.estimate_s().div_ceil(3600),
-                cassalock_judge::text::count(plan.runs(), "run"),
-                cassalock_judge::text::count(plan.fault_runs(), "fault run"),
+                "bench real would take about {} h ({} of {} s, {} of {} s); the limit is {} h: lower --seconds, --repeats, --lockers or --locks",
+                self.estimate_s().div_ceil(3600),
+                cassalock_judge::text::count(self.runs(), "run"),
+                self.seconds,
+                cassalock_judge::text::count(self.fault_runs(), "fault run"),
+                self.fault_seconds,
                 MAX_BENCH_S / 3600
             );
         }
-        Ok(plan)
+        Ok(())
     }
 
     /// Measured runs: every lock at every locker count, `repeats` times.

@@ -142,10 +142,19 @@ fn the_command_names_only_the_servers_of_the_locks_that_run() {
     );
 }
 
+/// Each of `cases` is refused with a message that contains its words.
+fn assert_refused<const N: usize>(cases: [(BenchRealFlags, &str); N]) {
+    for (bad, says) in cases {
+        let message = refusal(bad.clone());
+        assert!(message.contains(says), "{bad:?}: {message}");
+    }
+}
+
+/// --locks and --lockers: none, one twice, a count out of range, counts out of order.
 #[test]
-fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
+fn bad_locks_and_locker_counts_are_refused_naming_the_flag() {
     let flags = BenchRealFlags::default;
-    for (bad, says) in [
+    assert_refused([
         (
             BenchRealFlags {
                 locks: Some(vec![]),
@@ -188,6 +197,14 @@ fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
             },
             "--lockers 4,4: give the counts in increasing order",
         ),
+    ]);
+}
+
+/// --seconds, --hold-ms, --repeats and --fault-seconds out of their ranges.
+#[test]
+fn bad_durations_and_repeats_are_refused_naming_the_flag_and_the_range() {
+    let flags = BenchRealFlags::default;
+    assert_refused([
         (
             BenchRealFlags {
                 seconds: Some(0),
@@ -230,6 +247,14 @@ fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
             },
             "--fault-seconds must be 0 (no fault runs) or between 3 and 600, not 2",
         ),
+    ]);
+}
+
+/// A server that is not host:port, too few or too many servers, one given twice.
+#[test]
+fn bad_server_addresses_are_refused_naming_the_flag_and_what_to_type() {
+    let flags = BenchRealFlags::default;
+    assert_refused([
         (
             BenchRealFlags {
                 redis: Some("nohost".into()),
@@ -272,7 +297,21 @@ fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
             },
             "--contact-points: \" \" is not host:port",
         ),
-        // A server flag for a lock that does not run would be ignored: refused.
+        (
+            BenchRealFlags {
+                zookeeper: Some(vec!["127.0.0.1:1".into(); 8]),
+                ..flags()
+            },
+            "--zookeeper: 8 given; give the ensemble's members (1 to 7",
+        ),
+    ]);
+}
+
+/// A server flag for a lock that does not run would be ignored: refused.
+#[test]
+fn server_flags_for_locks_that_do_not_run_are_refused() {
+    let flags = BenchRealFlags::default;
+    assert_refused([
         (
             BenchRealFlags {
                 locks: Some(vec![Lock::Queue]),
@@ -305,26 +344,21 @@ fn bad_options_are_refused_naming_the_flag_and_what_to_type() {
             },
             "--etcd is for etcd, which this benchmark does not run (--locks queue)",
         ),
-        (
-            BenchRealFlags {
-                zookeeper: Some(vec!["127.0.0.1:1".into(); 8]),
-                ..flags()
-            },
-            "--zookeeper: 8 given; give the ensemble's members (1 to 7",
-        ),
-        // Each value allowed, but together about 17 days.
-        (
-            BenchRealFlags {
-                seconds: Some(3600),
-                repeats: Some(20),
-                ..flags()
-            },
-            "bench real would take about 721 h (720 runs of 3600 s, 12 fault runs of 20 s); the limit is 24 h",
-        ),
-    ] {
-        let message = refusal(bad.clone());
-        assert!(message.contains(says), "{bad:?}: {message}");
-    }
+    ]);
+}
+
+/// Each value allowed, but together about 17 days.
+#[test]
+fn a_benchmark_that_would_take_too_long_is_refused() {
+    let flags = BenchRealFlags::default;
+    assert_refused([(
+        BenchRealFlags {
+            seconds: Some(3600),
+            repeats: Some(20),
+            ..flags()
+        },
+        "bench real would take about 721 h (720 runs of 3600 s, 12 fault runs of 20 s); the limit is 24 h",
+    )]);
 }
 
 #[test]
