@@ -141,169 +141,249 @@ pub fn judge_contract(
                 .collect(),
         );
     };
-    let try_bound = bounds.try_requests;
-    let leftover_bound = Duration::from_nanos(bounds.leftover_ns);
-    let handover_bound = Duration::from_nanos(bounds.handover_ns);
-    let lost_bound = bounds.lost_ns.map(Duration::from_nanos);
     figures.bounds = ContractBounds {
-        try_requests: try_bound.filter(|_| rules.call == Call::TryLock),
-        leftover: leftover_bound,
-        handover: handover_bound,
-        lost: lost_bound,
+        try_requests: bounds.try_requests.filter(|_| rules.call == Call::TryLock),
+        leftover: Duration::from_nanos(bounds.leftover_ns),
+        handover: Duration::from_nanos(bounds.handover_ns),
+        lost: bounds.lost_ns.map(Duration::from_nanos),
     };
+    let evidence = Evidence::gather(rules.call, bounds.try_requests, events, sim_time, &mut figures);
+    measure_handovers(&evidence, &bounds, sim_time, holds, &mut figures);
+    measure_lost_lags(&evidence, sim_time, overlaps, &mut figures);
+    let checks = vec![
+        check_try(&figures, evidence.try_over_bound.as_ref()),
+        check_free(&figures),
+        check_release(rules, &figures),
+        check_lost(&figures),
+    ];
+    (figures, checks)
+}
 
-    // One pass over the events.
-    let mut call_started: BTreeMap<usize, Duration> = BTreeMap::new();
-    let mut waiting: BTreeSet<usize> = BTreeSet::new();
-    let mut try_over_bound: Option<(u64, String)> = None;
-    // Disruptions in force per node, and pause intervals per client node.
-    let mut disrupted: BTreeMap<String, BTreeSet<Disruption>> = BTreeMap::new();
-    let mut pause_began: BTreeMap<usize, Duration> = BTreeMap::new();
-    let mut paused: BTreeMap<usize, Vec<(Duration, Duration)>> = BTreeMap::new();
-    let mut active_faults = 0i64;
-    let mut fault_times: Vec<Duration> = Vec::new();
-    // C-free: failed calls by thread: judged? (The client could reach the store when the call
-    // returned, and the call did not report cells left behind.)
-    // In call order per thread id (ids are reused with `reuse_thread_ids`; the oracle's
-    // leftover records come in the same order, one per failed call).
-    let mut failed: BTreeMap<String, VecDeque<bool>> = BTreeMap::new();
-    // C-release: (released at, thread) for releases while another client waited and no fault
-    // was active; when each acquisition took the lock.
-    let mut releases: Vec<(Duration, Duration, String)> = Vec::new();
-    let mut release_began: BTreeMap<String, Duration> = BTreeMap::new();
-    let mut acquisitions: Vec<Duration> = Vec::new();
-    // C-lost: each time a client node's is_lost() changed its answer (true: it turned true).
-    let mut lost_seen: BTreeMap<usize, Vec<(Duration, bool)>> = BTreeMap::new();
-    for event in events {
+/// What one pass over a run's events gathers for the contract's items (the figures it can
+/// count as it goes, C-try's and C-free's, go straight into [`ContractFigures`]).
+#[derive(Default)]
+struct Evidence {
+    /// When each client node's current call began.
+    call_started: BTreeMap<usize, Duration>,
+    /// Client nodes inside a call that has not yet acquired or given up.
+    waiting: BTreeSet<usize>,
+    /// C-try: the first call over the bound (its requests, and who and when).
+    try_over_bound: Option<(u64, String)>,
+    /// Disruptions in force per node.
+    disrupted: BTreeMap<String, BTreeSet<Disruption>>,
+    /// Pauses begun and not yet ended, and pause intervals, per client node.
+    pause_began: BTreeMap<usize, Duration>,
+    paused: BTreeMap<usize, Vec<(Duration, Duration)>>,
+    active_faults: i64,
+    fault_times: Vec<Duration>,
+    /// C-free: failed calls by thread: judged? (The client could reach the store when the call
+    /// returned, and the call did not report cells left behind.)
+    /// In call order per thread id (ids are reused with `reuse_thread_ids`; the oracle's
+    /// leftover records come in the same order, one per failed call).
+    failed: BTreeMap<String, VecDeque<bool>>,
+    /// C-release: (release began, released at, thread) for releases while another client
+    /// waited and no fault was active; when each release began; when each acquisition took
+    /// the lock.
+    releases: Vec<(Duration, Duration, String)>,
+    release_began: BTreeMap<String, Duration>,
+    acquisitions: Vec<Duration>,
+    /// C-lost: each time a client node's is_lost() changed its answer (true: it turned true).
+    lost_seen: BTreeMap<usize, Vec<(Duration, bool)>>,
+}
+
+impl Evidence {
+    /// One pass over `events`; pauses still on at the end last to `sim_time`.
+    fn gather(
+        call: Call,
+        try_bound: Option<u64>,
+        events: &[Event],
+        sim_time: Duration,
+        figures: &mut ContractFigures,
+    ) -> Self {
+        let mut evidence = Evidence::default();
+        for event in events {
+            evidence.read(event, call, try_bound, figures);
+        }
+        for (client, began) in std::mem::take(&mut evidence.pause_began) {
+            evidence.paused.entry(client).or_default().push((began, sim_time));
+        }
+        evidence
+    }
+
+    fn read(&mut self, event: &Event, call: Call, try_bound: Option<u64>, figures: &mut ContractFigures) {
         let at = Duration::from_nanos(event.at_ns);
         let node = node_index(&event.node);
         match &event.what {
             What::Invoke { .. } => {
                 if let Some(node) = node {
-                    call_started.insert(node, at);
-                    waiting.insert(node);
+                    self.call_started.insert(node, at);
+                    self.waiting.insert(node);
                 }
             }
             What::Acquired { .. } => {
                 if let Some(node) = node {
-                    waiting.remove(&node);
+                    self.waiting.remove(&node);
                 }
-                acquisitions.push(at);
+                self.acquisitions.push(at);
             }
             What::NotAcquired {
                 thread, outcome, left, ..
-            } => {
-                if let Some(node) = node {
-                    waiting.remove(&node);
-                }
-                let reported_left = match outcome {
-                    // Only a clean-up that was tried and failed excuses cells left behind.
-                    NotAcquired::Failed => Some(*left == Some(Left::CleanUpFailed)),
-                    NotAcquired::TimedOut => Some(false),
-                    NotAcquired::Taken => None,
-                };
-                if let Some(reported_left) = reported_left {
-                    let reachable = disrupted.get(&event.node).is_none_or(BTreeSet::is_empty);
-                    failed
-                        .entry(thread.to_string())
-                        .or_default()
-                        .push_back(reachable && !reported_left);
-                }
-            }
+            } => self.not_acquired(event, node, thread, outcome, left),
             What::Releasing { thread, .. } => {
-                release_began.insert(thread.clone(), at);
+                self.release_began.insert(thread.clone(), at);
             }
-            What::Released { thread, outcome, .. } => match outcome {
-                ReleaseOutcome::Released => {
-                    let others_wait = waiting.iter().any(|&waiter| Some(waiter) != node);
-                    let began = release_began.remove(thread).unwrap_or(at);
-                    if others_wait && active_faults == 0 && rules.call == Call::Lock {
-                        releases.push((began, at, thread.clone()));
-                    }
-                }
-                // A failed release failed to delete: its error says the cells may be left.
-                ReleaseOutcome::Failed => {
-                    failed.entry(thread.clone()).or_default().push_back(false);
-                }
-                ReleaseOutcome::NotHeld | ReleaseOutcome::GoneEitherWay | ReleaseOutcome::ActedBlind => {}
-            },
-            What::TryReturned { requests, .. } => {
-                figures.try_calls += 1;
-                figures.most_try_requests = figures.most_try_requests.max(*requests);
-                let took = node
-                    .and_then(|node| call_started.get(&node))
-                    .map_or(Duration::ZERO, |started| at.saturating_sub(*started));
-                if figures.longest_try.is_none_or(|(longest, _)| took > longest) {
-                    figures.longest_try = Some((took, *requests));
-                }
-                if try_bound.is_some_and(|bound| *requests > bound) && try_over_bound.is_none() {
-                    try_over_bound = Some((*requests, format!("{} at {}", event.node, secs(at))));
-                }
-            }
+            What::Released { thread, outcome, .. } => self.released(at, node, thread, outcome, call),
+            What::TryReturned { requests, .. } => self.try_returned(event, at, node, *requests, try_bound, figures),
             What::LostSeen { .. } => {
                 if let Some(node) = node {
-                    lost_seen.entry(node).or_default().push((at, true));
+                    self.lost_seen.entry(node).or_default().push((at, true));
                 }
             }
             What::LostRetracted { .. } => {
                 if let Some(node) = node {
                     figures.lost_retracted += 1;
-                    lost_seen.entry(node).or_default().push((at, false));
+                    self.lost_seen.entry(node).or_default().push((at, false));
                 }
             }
             What::Leftover { thread, live_for_ns } => {
-                let live_for = &Duration::from_nanos(*live_for_ns);
-                figures.failed_calls += 1;
-                figures.leftover_max = Some(figures.leftover_max.map_or(*live_for, |max| max.max(*live_for)));
-                let judged = failed.get_mut(thread).and_then(VecDeque::pop_front).unwrap_or(false);
-                if judged {
-                    keep_max(&mut figures.leftover_judged_max, *live_for, || thread.clone());
-                }
+                self.leftover(thread, Duration::from_nanos(*live_for_ns), figures);
             }
             // A store fault delays whatever call it hits by up to a request with its retries,
             // like any other fault (C-release's windows).
-            What::StoreFault { .. } => fault_times.push(at),
+            What::StoreFault { .. } => self.fault_times.push(at),
             What::Fault {
                 target,
                 disruption,
                 begins,
                 ..
-            } => {
-                fault_times.push(at);
-                active_faults += if *begins { 1 } else { -1 };
-                if let (Some(fault_node), Some(period)) = (target, disruption) {
-                    let now = disrupted.entry(fault_node.clone()).or_default();
-                    if *begins {
-                        now.insert(*period);
-                    } else {
-                        now.remove(period);
-                    }
-                    if let (Some(client), Disruption::Paused) = (node_index(fault_node), period) {
-                        // madsim's pauses do not nest: the first resume ends them all.
-                        if *begins {
-                            pause_began.entry(client).or_insert(at);
-                        } else if let Some(began) = pause_began.remove(&client) {
-                            paused.entry(client).or_default().push((began, at));
-                        }
-                    }
-                }
-            }
+            } => self.fault(at, target.as_deref(), *disruption, *begins),
             _ => {}
         }
     }
-    for (client, began) in pause_began {
-        paused.entry(client).or_default().push((began, sim_time));
+
+    fn not_acquired(
+        &mut self,
+        event: &Event,
+        node: Option<usize>,
+        thread: &str,
+        outcome: &NotAcquired,
+        left: &Option<Left>,
+    ) {
+        if let Some(node) = node {
+            self.waiting.remove(&node);
+        }
+        let reported_left = match outcome {
+            // Only a clean-up that was tried and failed excuses cells left behind.
+            NotAcquired::Failed => Some(*left == Some(Left::CleanUpFailed)),
+            NotAcquired::TimedOut => Some(false),
+            NotAcquired::Taken => None,
+        };
+        if let Some(reported_left) = reported_left {
+            let reachable = self.disrupted.get(&event.node).is_none_or(BTreeSet::is_empty);
+            self.failed
+                .entry(thread.to_owned())
+                .or_default()
+                .push_back(reachable && !reported_left);
+        }
     }
 
-    // C-release: the next acquisition after each judged release.
-    // (An acquisition while the release was still deleting counts: the lock was handed over.)
-    // A request sent while a fault was active may take up to one request with its retries to
-    // finish: a fault's effects last that long after its end.
+    fn released(&mut self, at: Duration, node: Option<usize>, thread: &str, outcome: &ReleaseOutcome, call: Call) {
+        match outcome {
+            ReleaseOutcome::Released => {
+                let others_wait = self.waiting.iter().any(|&waiter| Some(waiter) != node);
+                let began = self.release_began.remove(thread).unwrap_or(at);
+                if others_wait && self.active_faults == 0 && call == Call::Lock {
+                    self.releases.push((began, at, thread.to_owned()));
+                }
+            }
+            // A failed release failed to delete: its error says the cells may be left.
+            ReleaseOutcome::Failed => {
+                self.failed.entry(thread.to_owned()).or_default().push_back(false);
+            }
+            ReleaseOutcome::NotHeld | ReleaseOutcome::GoneEitherWay | ReleaseOutcome::ActedBlind => {}
+        }
+    }
+
+    fn try_returned(
+        &mut self,
+        event: &Event,
+        at: Duration,
+        node: Option<usize>,
+        requests: u64,
+        try_bound: Option<u64>,
+        figures: &mut ContractFigures,
+    ) {
+        figures.try_calls += 1;
+        figures.most_try_requests = figures.most_try_requests.max(requests);
+        let took = node
+            .and_then(|node| self.call_started.get(&node))
+            .map_or(Duration::ZERO, |started| at.saturating_sub(*started));
+        if figures.longest_try.is_none_or(|(longest, _)| took > longest) {
+            figures.longest_try = Some((took, requests));
+        }
+        if try_bound.is_some_and(|bound| requests > bound) && self.try_over_bound.is_none() {
+            self.try_over_bound = Some((requests, format!("{} at {}", event.node, secs(at))));
+        }
+    }
+
+    /// The oracle measured how long a failed call's cells stayed live.
+    fn leftover(&mut self, thread: &str, live_for: Duration, figures: &mut ContractFigures) {
+        figures.failed_calls += 1;
+        figures.leftover_max = Some(figures.leftover_max.map_or(live_for, |max| max.max(live_for)));
+        let judged = self
+            .failed
+            .get_mut(thread)
+            .and_then(VecDeque::pop_front)
+            .unwrap_or(false);
+        if judged {
+            keep_max(&mut figures.leftover_judged_max, live_for, || thread.to_owned());
+        }
+    }
+
+    fn fault(&mut self, at: Duration, target: Option<&str>, disruption: Option<Disruption>, begins: bool) {
+        self.fault_times.push(at);
+        self.active_faults += if begins { 1 } else { -1 };
+        let (Some(fault_node), Some(period)) = (target, disruption) else {
+            return;
+        };
+        let now = self.disrupted.entry(fault_node.to_owned()).or_default();
+        if begins {
+            now.insert(period);
+        } else {
+            now.remove(&period);
+        }
+        if let (Some(client), Disruption::Paused) = (node_index(fault_node), period) {
+            // madsim's pauses do not nest: the first resume ends them all.
+            if begins {
+                self.pause_began.entry(client).or_insert(at);
+            } else if let Some(began) = self.pause_began.remove(&client) {
+                self.paused.entry(client).or_default().push((began, at));
+            }
+        }
+    }
+}
+
+/// C-release: the next acquisition after each judged release.
+/// (An acquisition while the release was still deleting counts: the lock was handed over.)
+/// A request sent while a fault was active may take up to one request with its retries to
+/// finish: a fault's effects last that long after its end.
+fn measure_handovers(
+    evidence: &Evidence,
+    bounds: &crate::event::ContractBounds,
+    sim_time: Duration,
+    holds: &[HoldingInterval<SimulatedTime>],
+    figures: &mut ContractFigures,
+) {
+    let handover_bound = figures.bounds.handover;
     let aftermath = Duration::from_nanos(bounds.fault_aftermath_ns);
-    for (began_at, released_at, thread) in &releases {
+    for (began_at, released_at, thread) in &evidence.releases {
         let window_end = *released_at + handover_bound;
         let window_start = began_at.saturating_sub(aftermath);
-        if fault_times.iter().any(|at| (window_start..=window_end).contains(at)) {
+        if evidence
+            .fault_times
+            .iter()
+            .any(|at| (window_start..=window_end).contains(at))
+        {
             continue;
         }
         // A release by a holder whose lease was already taken over hands nothing over.
@@ -316,7 +396,7 @@ pub fn judge_contract(
         // Any acquisition from the release's start on is another acquisition than the one
         // releasing, under whatever thread id: with `reuse_thread_ids` the releaser's own next
         // acquisition has the same id, and it takes the lock as any other would.
-        let next = match acquisitions.iter().find(|at| *at >= began_at) {
+        let next = match evidence.acquisitions.iter().find(|at| *at >= began_at) {
             Some(at) => *at,
             // Nobody acquired before the run stopped, and the bound was not up yet: the run's
             // end, not the lock, decided this window.
@@ -331,8 +411,11 @@ pub fn judge_contract(
             format!("after {thread}'s release at {}", secs(*released_at))
         });
     }
+}
 
-    // C-lost: for each overlap, when the earlier holder learned (or stopped believing).
+/// C-lost: for each overlap, when the earlier holder learned (or stopped believing).
+fn measure_lost_lags(evidence: &Evidence, sim_time: Duration, overlaps: &[Overlap], figures: &mut ContractFigures) {
+    let lost_bound = figures.bounds.lost;
     for overlap in overlaps {
         let (earlier, later) = (&overlap.first, &overlap.second);
         let Some(node) = earlier
@@ -344,7 +427,7 @@ pub fn judge_contract(
         };
         let taken_at = later.acquired_at;
         let heard = lasting_loss_heard(
-            lost_seen.get(&node).map_or(&[][..], Vec::as_slice),
+            evidence.lost_seen.get(&node).map_or(&[][..], Vec::as_slice),
             earlier.acquired_at,
             earlier.released_at,
         );
@@ -358,7 +441,7 @@ pub fn judge_contract(
         }
         let learned = heard.map_or(earlier.released_at, |heard| heard.min(earlier.released_at));
         let lag = learned.saturating_sub(taken_at).saturating_sub(covered(
-            paused.get(&node).map_or(&[][..], Vec::as_slice),
+            evidence.paused.get(&node).map_or(&[][..], Vec::as_slice),
             taken_at,
             learned,
         ));
@@ -372,10 +455,12 @@ pub fn judge_contract(
             )
         });
     }
+}
 
-    let mut checks = Vec::new();
-    checks.push(match (rules.call, try_bound) {
-        (Call::TryLock, Some(bound)) if figures.try_calls > 0 => {
+/// C-try: judged for `try_lock()` callers with a bound (`figures.bounds.try_requests`).
+fn check_try(figures: &ContractFigures, try_over_bound: Option<&(u64, String)>) -> Check {
+    match figures.bounds.try_requests {
+        Some(bound) if figures.try_calls > 0 => {
             let (longest, requests) = figures.longest_try.unwrap_or_default();
             let figure = format!(
                 "{} try_lock calls, the most requests in one {} (bound {bound}); longest call {} ({requests} requests) against a longest hold of {}",
@@ -384,7 +469,7 @@ pub fn judge_contract(
                 secs(longest),
                 secs(figures.longest_hold)
             );
-            match &try_over_bound {
+            match try_over_bound {
                 None => Check::new(ClaimId::CTry, true, figure),
                 Some((requests, at)) => Check::new(
                     ClaimId::CTry,
@@ -394,53 +479,61 @@ pub fn judge_contract(
             }
         }
         _ => Check::not_exercised(ClaimId::CTry, "no try_lock calls".into()),
-    });
-    checks.push(if figures.failed_calls == 0 {
-        Check::not_exercised(ClaimId::CFree, "no call failed".into())
+    }
+}
+
+fn check_free(figures: &ContractFigures) -> Check {
+    if figures.failed_calls == 0 {
+        return Check::not_exercised(ClaimId::CFree, "no call failed".into());
+    }
+    let leftover_bound = figures.bounds.leftover;
+    let worst = figures.leftover_max.unwrap_or_default();
+    match &figures.leftover_judged_max {
+        Some((judged, thread)) if *judged > leftover_bound => Check::new(
+            ClaimId::CFree,
+            false,
+            format!(
+                "{thread}'s call failed and its cells stayed live {} after it returned (bound {}); {} failed calls",
+                secs(*judged),
+                secs(leftover_bound),
+                figures.failed_calls
+            ),
+        ),
+        Some((judged, _)) => Check::new(
+            ClaimId::CFree,
+            true,
+            format!(
+                "{} failed calls; cells left at most {} (bound {}; {} counting calls that said cells may be left, or whose client could not reach the store)",
+                figures.failed_calls,
+                secs(*judged),
+                secs(leftover_bound),
+                secs(worst)
+            ),
+        ),
+        None => Check::not_exercised(
+            ClaimId::CFree,
+            format!(
+                "{} failed calls, all saying cells may be left or by clients that could not reach the store (cells left at most {})",
+                figures.failed_calls,
+                secs(worst)
+            ),
+        ),
+    }
+}
+
+/// "; N things cut short by the run's end, not judged", or nothing.
+fn cut_short(n: usize, what: &str) -> String {
+    if n == 0 {
+        String::new()
     } else {
-        let worst = figures.leftover_max.unwrap_or_default();
-        match &figures.leftover_judged_max {
-            Some((judged, thread)) if *judged > leftover_bound => Check::new(
-                ClaimId::CFree,
-                false,
-                format!(
-                    "{thread}'s call failed and its cells stayed live {} after it returned (bound {}); {} failed calls",
-                    secs(*judged),
-                    secs(leftover_bound),
-                    figures.failed_calls
-                ),
-            ),
-            Some((judged, _)) => Check::new(
-                ClaimId::CFree,
-                true,
-                format!(
-                    "{} failed calls; cells left at most {} (bound {}; {} counting calls that said cells may be left, or whose client could not reach the store)",
-                    figures.failed_calls,
-                    secs(*judged),
-                    secs(leftover_bound),
-                    secs(worst)
-                ),
-            ),
-            None => Check::not_exercised(
-                ClaimId::CFree,
-                format!(
-                    "{} failed calls, all saying cells may be left or by clients that could not reach the store (cells left at most {})",
-                    figures.failed_calls,
-                    secs(worst)
-                ),
-            ),
-        }
-    });
-    let cut = |n: usize, what: &str| {
-        if n == 0 {
-            String::new()
-        } else {
-            format!("; {} cut short by the run's end, not judged", count(n, what))
-        }
-    };
-    let releases_cut = cut(figures.handovers_cut, "release");
-    let overlaps_cut = cut(figures.lost_cut, "overlap");
-    checks.push(match &figures.handover_max {
+        format!("; {} cut short by the run's end, not judged", count(n, what))
+    }
+}
+
+fn check_release(rules: &RowRules, figures: &ContractFigures) -> Check {
+    let releases_cut = cut_short(figures.handovers_cut, "release");
+    let handover_bound = figures.bounds.handover;
+    match &figures.handover_max {
         // A waiter's record does not say which lock it waits for, so with several locks a
         // release cannot be matched with the acquisition it should let in.
         _ if rules.locks_per_acquisition > 1 => Check::not_exercised(
@@ -461,8 +554,12 @@ pub fn judge_contract(
                 secs(handover_bound)
             ),
         ),
-    });
-    checks.push(match (&figures.lost_lag_max, lost_bound) {
+    }
+}
+
+fn check_lost(figures: &ContractFigures) -> Check {
+    let overlaps_cut = cut_short(figures.lost_cut, "overlap");
+    match (&figures.lost_lag_max, figures.bounds.lost) {
         (Some((lag, what)), Some(bound)) => Check::new(
             ClaimId::CLost,
             *lag <= bound,
@@ -485,8 +582,7 @@ pub fn judge_contract(
             ClaimId::CLost,
             format!("no holder lost its lease to another{overlaps_cut}"),
         ),
-    });
-    (figures, checks)
+    }
 }
 
 #[cfg(test)]

@@ -228,79 +228,89 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
         faults_unfired: rules.faults_planned_after_end,
         ..Verdicts::default()
     };
-    // Who believes they hold, by thread (its process is its client node): a notice that the
-    // lease is lost does not end a belief here; the holder learns it from `is_lost()`.
-    let mut beliefs = Believing::new(BeliefRules::default());
-    let mut releasing: BTreeSet<String> = BTreeSet::new();
-    let mut waiting_since: BTreeMap<usize, Duration> = BTreeMap::new();
-    // Per client, the acquisition it is trying to complete (none while it holds or thinks).
-    let mut attempts: BTreeMap<usize, Attempt> = BTreeMap::new();
-    let locks_per_acquisition = rules.locks_per_acquisition.max(1);
-    // Tokens in acquisition order, per lock (C-token compares each lock's holders).
-    let mut tokens: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
-    let mut done: BTreeSet<usize> = BTreeSet::new();
-    let mut last_done = Duration::ZERO;
-    let mut kill_at: Option<(usize, Duration)> = None;
-    let mut global_changes: Vec<Duration> = Vec::new();
+    let mut pass = Pass::new(rules);
     for event in events {
+        pass.read(event, &mut v);
+    }
+    count_unfired_step_pause(rules, events, &mut v);
+    count_token_drops(&pass.tokens, &mut v);
+    pass.judge_progress(rules, clients, sim_time, &mut v);
+    v.global_time_stall = pass.global_changes.windows(2).map(|w| w[1] - w[0]).max();
+    // A belief still open when the run ended lasted to the end.
+    let holds = pass.beliefs.finish(sim_time);
+    v.overlaps = overlaps(&holds);
+
+    v.checks = vec![
+        check_t1_belief(&v),
+        check_t1_resource(rules, &v),
+        check_c_token(&v),
+        t2(&v, sim_time),
+        check_k3(&v),
+    ];
+    let (figures, contract_checks) = contract::judge_contract(rules, events, sim_time, &holds, &v.overlaps);
+    v.contract = figures;
+    v.checks.extend(contract_checks);
+    undecided_past_the_network_limit(&mut v);
+    v
+}
+
+/// What the judge follows through one pass over a run's events (what it counts as it goes
+/// lands in [`Verdicts`] directly).
+struct Pass {
+    /// Who believes they hold, by thread (its process is its client node): a notice that the
+    /// lease is lost does not end a belief here; the holder learns it from `is_lost()`.
+    beliefs: Believing,
+    releasing: BTreeSet<String>,
+    waiting_since: BTreeMap<usize, Duration>,
+    /// Per client, the acquisition it is trying to complete (none while it holds or thinks).
+    attempts: BTreeMap<usize, Attempt>,
+    locks_per_acquisition: usize,
+    /// Tokens in acquisition order, per lock (C-token compares each lock's holders).
+    tokens: BTreeMap<String, Vec<(String, String)>>,
+    done: BTreeSet<usize>,
+    last_done: Duration,
+    kill_at: Option<(usize, Duration)>,
+    global_changes: Vec<Duration>,
+}
+
+impl Pass {
+    fn new(rules: &RowRules) -> Self {
+        Pass {
+            beliefs: Believing::new(BeliefRules::default()),
+            releasing: BTreeSet::new(),
+            waiting_since: BTreeMap::new(),
+            attempts: BTreeMap::new(),
+            locks_per_acquisition: rules.locks_per_acquisition.max(1),
+            tokens: BTreeMap::new(),
+            done: BTreeSet::new(),
+            last_done: Duration::ZERO,
+            kill_at: None,
+            global_changes: Vec::new(),
+        }
+    }
+
+    fn read(&mut self, event: &Event, v: &mut Verdicts) {
         let at = Duration::from_nanos(event.at_ns);
-        beliefs.see(event);
+        self.beliefs.see(event);
         match &event.what {
             What::Acquired {
                 thread, lock, token, ..
-            } => {
-                let Some(node) = node_index(&event.node) else { continue };
-                v.acquisitions += 1;
-                tokens
-                    .entry(lock.clone())
-                    .or_default()
-                    .push((thread.clone(), token.clone()));
-                if let Some(since) = waiting_since.remove(&node) {
-                    v.max_wait = v.max_wait.max(at - since);
-                }
-                if let Some(attempt) = attempts.get_mut(&node) {
-                    attempt.locks_taken += 1;
-                    if attempt.locks_taken >= locks_per_acquisition {
-                        attempts.remove(&node);
-                    }
-                }
-                if let Some((killed, killed_at)) = kill_at {
-                    if killed != node && v.free_after_kill.is_none() {
-                        v.free_after_kill = Some(at - killed_at);
-                    }
-                }
-            }
+            } => self.acquired(event, at, thread, lock, token, v),
             What::Releasing { thread, .. } => {
-                releasing.insert(thread.clone());
+                self.releasing.insert(thread.clone());
             }
             What::Released { thread, .. } => {
-                releasing.remove(thread);
+                self.releasing.remove(thread);
             }
             What::Request {
                 thread, renewal: true, ..
-            } if releasing.contains(thread) => v.renewal_during_release = true,
+            } if self.releasing.contains(thread) => v.renewal_during_release = true,
             What::LeaseLost { thread, .. } => v.leases_lost.push(thread.clone()),
-            What::Invoke { acquisition: n, .. } => {
-                if let Some(node) = node_index(&event.node) {
-                    waiting_since.insert(node, at);
-                    let since = match attempts.get(&node) {
-                        Some(open) if open.n == *n => open.since,
-                        _ => at,
-                    };
-                    attempts.insert(
-                        node,
-                        Attempt {
-                            n: *n,
-                            since,
-                            locks_taken: 0,
-                        },
-                    );
-                }
-            }
+            What::Invoke { acquisition: n, .. } => self.invoked(event, at, *n),
             What::Done { .. } => {
                 if let Some(node) = node_index(&event.node) {
-                    done.insert(node);
-                    last_done = last_done.max(at);
+                    self.done.insert(node);
+                    self.last_done = self.last_done.max(at);
                 }
             }
             What::CallFailed { .. } => v.client_errors += 1,
@@ -318,56 +328,22 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
                 accepted,
                 stale,
                 ..
-            } => {
-                let (accepted, stale) = (accepted.unwrap_or(true), stale.unwrap_or(false));
-                let client = client.as_deref().unwrap_or_default();
-                let lock = lock.as_deref().unwrap_or_default();
-                if stale && accepted {
-                    v.stale_accepted += 1;
-                }
-                if stale && !accepted {
-                    v.stale_refused += 1;
-                }
-                if !accepted {
-                    // Legitimate: the writer acquired this lock last (its token is the latest
-                    // handed out for it) and is the only thread believing it holds it.
-                    let believers: Vec<&str> = beliefs.holders_of(lock).collect();
-                    let acquired_last = tokens
-                        .get(lock)
-                        .and_then(|tokens| tokens.last())
-                        .is_some_and(|(_, last)| last == token);
-                    let legitimate =
-                        acquired_last && believers.len() == 1 && believers[0].split(':').next() == Some(client);
-                    v.legit_refused += usize::from(legitimate);
-                    v.refusals.push(Refusal {
-                        at,
-                        client: client.to_owned(),
-                        lock: lock.to_owned(),
-                        legitimate,
-                    });
-                }
-            }
+            } => self.write(
+                at,
+                client.as_deref().unwrap_or_default(),
+                token,
+                lock.as_deref().unwrap_or_default(),
+                (accepted.unwrap_or(true), stale.unwrap_or(false)),
+                v,
+            ),
             What::Fault {
                 target,
                 disruption,
                 begins,
                 ..
-            } => {
-                v.last_heal = v.last_heal.max(at);
-                v.faults_begun += usize::from(*begins);
-                // A kill (or a restart, which kills the incarnation that runs) ends the
-                // client's beliefs (`Believing` saw it); the first kill starts the clock of
-                // how long the lock stays taken.
-                let client = match (target, disruption) {
-                    (Some(node), Some(Disruption::Killed)) => node_index(node),
-                    _ => None,
-                };
-                if let (Some(client), true) = (client, *begins) {
-                    kill_at.get_or_insert((client, at));
-                }
-            }
+            } => self.fault(at, target.as_deref(), *disruption, *begins, v),
             What::Resurrected { .. } => v.resurrections += 1,
-            What::GlobalTime { .. } => global_changes.push(at),
+            What::GlobalTime { .. } => self.global_changes.push(at),
             What::FaultUnfired { .. } => v.faults_unfired += 1,
             What::LimitHit {
                 limit: Limit::K3Oracle, ..
@@ -379,8 +355,139 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
             _ => {}
         }
     }
-    // A pause planned at a renewal's rewrite fires at a step, not a time: a run whose holders
-    // never renewed never fired it.
+
+    fn acquired(&mut self, event: &Event, at: Duration, thread: &str, lock: &str, token: &str, v: &mut Verdicts) {
+        let Some(node) = node_index(&event.node) else { return };
+        v.acquisitions += 1;
+        self.tokens
+            .entry(lock.to_owned())
+            .or_default()
+            .push((thread.to_owned(), token.to_owned()));
+        if let Some(since) = self.waiting_since.remove(&node) {
+            v.max_wait = v.max_wait.max(at - since);
+        }
+        if let Some(attempt) = self.attempts.get_mut(&node) {
+            attempt.locks_taken += 1;
+            if attempt.locks_taken >= self.locks_per_acquisition {
+                self.attempts.remove(&node);
+            }
+        }
+        if let Some((killed, killed_at)) = self.kill_at {
+            if killed != node && v.free_after_kill.is_none() {
+                v.free_after_kill = Some(at - killed_at);
+            }
+        }
+    }
+
+    /// A client starts (or retries) its `n`-th acquisition.
+    fn invoked(&mut self, event: &Event, at: Duration, n: u32) {
+        let Some(node) = node_index(&event.node) else { return };
+        self.waiting_since.insert(node, at);
+        let since = match self.attempts.get(&node) {
+            Some(open) if open.n == n => open.since,
+            _ => at,
+        };
+        self.attempts.insert(
+            node,
+            Attempt {
+                n,
+                since,
+                locks_taken: 0,
+            },
+        );
+    }
+
+    /// A write reached the resource: `(accepted, stale)`.
+    fn write(
+        &mut self,
+        at: Duration,
+        client: &str,
+        token: &str,
+        lock: &str,
+        (accepted, stale): (bool, bool),
+        v: &mut Verdicts,
+    ) {
+        if stale && accepted {
+            v.stale_accepted += 1;
+        }
+        if stale && !accepted {
+            v.stale_refused += 1;
+        }
+        if !accepted {
+            // Legitimate: the writer acquired this lock last (its token is the latest
+            // handed out for it) and is the only thread believing it holds it.
+            let believers: Vec<&str> = self.beliefs.holders_of(lock).collect();
+            let acquired_last = self
+                .tokens
+                .get(lock)
+                .and_then(|tokens| tokens.last())
+                .is_some_and(|(_, last)| last == token);
+            let legitimate = acquired_last && believers.len() == 1 && believers[0].split(':').next() == Some(client);
+            v.legit_refused += usize::from(legitimate);
+            v.refusals.push(Refusal {
+                at,
+                client: client.to_owned(),
+                lock: lock.to_owned(),
+                legitimate,
+            });
+        }
+    }
+
+    fn fault(
+        &mut self,
+        at: Duration,
+        target: Option<&str>,
+        disruption: Option<Disruption>,
+        begins: bool,
+        v: &mut Verdicts,
+    ) {
+        v.last_heal = v.last_heal.max(at);
+        v.faults_begun += usize::from(begins);
+        // A kill (or a restart, which kills the incarnation that runs) ends the
+        // client's beliefs (`Believing` saw it); the first kill starts the clock of
+        // how long the lock stays taken.
+        let client = match (target, disruption) {
+            (Some(node), Some(Disruption::Killed)) => node_index(node),
+            _ => None,
+        };
+        if let (Some(client), true) = (client, begins) {
+            self.kill_at.get_or_insert((client, at));
+        }
+    }
+
+    /// T2's figures: the clients that did not finish (and were not killed for good), when the
+    /// rest finished after the last fault, and how long each open acquisition had been trying.
+    fn judge_progress(&self, rules: &RowRules, clients: usize, sim_time: Duration, v: &mut Verdicts) {
+        let killed_for_good: BTreeSet<usize> = rules.killed_for_good.iter().copied().collect();
+        v.unfinished = (0..clients)
+            .filter(|c| !self.done.contains(c) && !killed_for_good.contains(c))
+            .map(|c| format!("c{c}"))
+            .collect();
+        if v.unfinished.is_empty() {
+            v.done_after_heal = Some(self.last_done.saturating_sub(v.last_heal));
+        }
+        for (&node, attempt) in &self.attempts {
+            if self.done.contains(&node) || killed_for_good.contains(&node) {
+                continue;
+            }
+            let open = sim_time.saturating_sub(attempt.since);
+            let client = format!("c{node}");
+            if open >= stuck_after(sim_time) {
+                v.stuck.push((client.clone(), open));
+            }
+            if v.longest_open_attempt
+                .as_ref()
+                .is_none_or(|(_, longest)| open > *longest)
+            {
+                v.longest_open_attempt = Some((client, open));
+            }
+        }
+    }
+}
+
+/// A pause planned at a renewal's rewrite fires at a step, not a time: a run whose holders
+/// never renewed never fired it.
+fn count_unfired_step_pause(rules: &RowRules, events: &[Event], v: &mut Verdicts) {
     let step_pause_fired = events.iter().any(|event| {
         matches!(
             &event.what,
@@ -394,114 +501,93 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
     if rules.step_pause_planned && !step_pause_fired {
         v.faults_unfired += 1;
     }
-    // A belief still open when the run ended lasted to the end.
-    let holds = beliefs.finish(sim_time);
-    v.overlaps = overlaps(&holds);
+}
+
+/// C-token's figures: a holder whose token is below the previous holder's, per lock.
+fn count_token_drops(tokens: &BTreeMap<String, Vec<(String, String)>>, v: &mut Verdicts) {
     for pair in tokens.values().flat_map(|tokens| tokens.windows(2)) {
         if pair[1].1 < pair[0].1 {
             v.token_drops += 1;
             v.first_token_drop.get_or_insert((pair[0].0.clone(), pair[1].0.clone()));
         }
     }
-    let killed_for_good: BTreeSet<usize> = rules.killed_for_good.iter().copied().collect();
-    v.unfinished = (0..clients)
-        .filter(|c| !done.contains(c) && !killed_for_good.contains(c))
-        .map(|c| format!("c{c}"))
-        .collect();
-    if v.unfinished.is_empty() {
-        v.done_after_heal = Some(last_done.saturating_sub(v.last_heal));
-    }
-    for (&node, attempt) in &attempts {
-        if done.contains(&node) || killed_for_good.contains(&node) {
-            continue;
-        }
-        let open = sim_time.saturating_sub(attempt.since);
-        let client = format!("c{node}");
-        if open >= stuck_after(sim_time) {
-            v.stuck.push((client.clone(), open));
-        }
-        if v.longest_open_attempt
-            .as_ref()
-            .is_none_or(|(_, longest)| open > *longest)
-        {
-            v.longest_open_attempt = Some((client, open));
-        }
-    }
-    v.global_time_stall = global_changes.windows(2).map(|w| w[1] - w[0]).max();
+}
 
-    let s = |d: Duration| format!("{:.3} s", d.as_secs_f64());
+fn secs(d: Duration) -> String {
+    format!("{:.3} s", d.as_secs_f64())
+}
+
+fn check_t1_belief(v: &Verdicts) -> Check {
     let first_overlap = v.overlaps.first().map(|o| {
         format!(
             "{} and {} from {} to {}",
             o.first.holder,
             o.second.holder,
-            s(o.from),
-            s(o.to)
+            secs(o.from),
+            secs(o.to)
         )
     });
-    v.checks = vec![
-        Check::new(
-            ClaimId::T1Belief,
-            v.overlaps.is_empty(),
-            match &first_overlap {
-                None => format!("{}, never two believers", count(v.acquisitions, "acquisition")),
-                Some(first) => format!("{}; first: {first}", count(v.overlaps.len(), "overlap")),
-            },
-        ),
-        Check::new(ClaimId::T1Resource, v.stale_accepted == 0, {
-            // A refused write of the only holder (its token went down) is C-token's
-            // finding, not fencing stopping a stale holder: counted apart.
-            let fenced_off = v.refusals.iter().filter(|r| !r.legitimate).count();
-            let mut text = format!(
-                "{} accepted, {fenced_off} refused by fencing{}",
-                count(v.stale_accepted, "stale write"),
-                if rules.fencing { "" } else { " (fencing off)" }
-            );
-            if v.legit_refused > 0 {
-                text.push_str(&format!(
-                    "; {} of the only holder refused too (C-token)",
-                    count(v.legit_refused, "write")
-                ));
-            }
-            text
-        }),
-        Check::new(
-            ClaimId::CToken,
-            v.token_drops == 0 && v.legit_refused == 0,
-            match &v.first_token_drop {
-                None => format!(
-                    "every holder's token above the previous holder's; {} of the only holder refused",
-                    count(v.legit_refused, "write")
-                ),
-                Some((a, b)) => format!(
-                    "{} (first: {b} got a lower token than {a}); {} of the only holder refused",
-                    count(v.token_drops, "drop"),
-                    count(v.legit_refused, "write")
-                ),
-            },
-        ),
-        t2(&v, sim_time),
-        // The oracle's limit hit leaves a release unjudged: that fails the check, it never
-        // passes it.
-        Check::new(
-            ClaimId::K3,
-            v.resurrections == 0 && v.k3_limit_hits == 0,
-            if v.k3_limit_hits == 0 {
-                format!("{} came back to life", count(v.resurrections, "released acquisition"))
-            } else {
-                format!(
-                    "{} came back to life; undecided: the oracle's limit was hit {} (see the trace's notes), counted as a failure",
-                    count(v.resurrections, "released acquisition"),
-                    count(v.k3_limit_hits, "time")
-                )
-            },
-        ),
-    ];
-    let (figures, contract_checks) = contract::judge_contract(rules, events, sim_time, &holds, &v.overlaps);
-    v.contract = figures;
-    v.checks.extend(contract_checks);
-    undecided_past_the_network_limit(&mut v);
-    v
+    Check::new(
+        ClaimId::T1Belief,
+        v.overlaps.is_empty(),
+        match &first_overlap {
+            None => format!("{}, never two believers", count(v.acquisitions, "acquisition")),
+            Some(first) => format!("{}; first: {first}", count(v.overlaps.len(), "overlap")),
+        },
+    )
+}
+
+fn check_t1_resource(rules: &RowRules, v: &Verdicts) -> Check {
+    // A refused write of the only holder (its token went down) is C-token's
+    // finding, not fencing stopping a stale holder: counted apart.
+    let fenced_off = v.refusals.iter().filter(|r| !r.legitimate).count();
+    let mut text = format!(
+        "{} accepted, {fenced_off} refused by fencing{}",
+        count(v.stale_accepted, "stale write"),
+        if rules.fencing { "" } else { " (fencing off)" }
+    );
+    if v.legit_refused > 0 {
+        text.push_str(&format!(
+            "; {} of the only holder refused too (C-token)",
+            count(v.legit_refused, "write")
+        ));
+    }
+    Check::new(ClaimId::T1Resource, v.stale_accepted == 0, text)
+}
+
+fn check_c_token(v: &Verdicts) -> Check {
+    Check::new(
+        ClaimId::CToken,
+        v.token_drops == 0 && v.legit_refused == 0,
+        match &v.first_token_drop {
+            None => format!(
+                "every holder's token above the previous holder's; {} of the only holder refused",
+                count(v.legit_refused, "write")
+            ),
+            Some((a, b)) => format!(
+                "{} (first: {b} got a lower token than {a}); {} of the only holder refused",
+                count(v.token_drops, "drop"),
+                count(v.legit_refused, "write")
+            ),
+        },
+    )
+}
+
+/// The oracle's limit hit leaves a release unjudged: that fails the check, it never passes it.
+fn check_k3(v: &Verdicts) -> Check {
+    Check::new(
+        ClaimId::K3,
+        v.resurrections == 0 && v.k3_limit_hits == 0,
+        if v.k3_limit_hits == 0 {
+            format!("{} came back to life", count(v.resurrections, "released acquisition"))
+        } else {
+            format!(
+                "{} came back to life; undecided: the oracle's limit was hit {} (see the trace's notes), counted as a failure",
+                count(v.resurrections, "released acquisition"),
+                count(v.k3_limit_hits, "time")
+            )
+        },
+    )
 }
 
 /// T2 on a finite run: finished, stuck (violated), or stopped by the time limit (bounded).
