@@ -499,215 +499,34 @@ struct Servers {
 }
 
 async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<FamilyRecord>, RunFacts) {
-    let handle = Handle::current();
     let start = Instant::now();
-    let scenario = Arc::new(scenario);
-    let recorder = Arc::new(Recorder::new(start, detailed));
-    let logical = scenario.lock.servers();
-
-    // Servers: per logical server a node; a replicated SET NX server a second one.
-    let replication = scenario
-        .replication_lag_ms
-        .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
-    // Redis pub/sub, where the lock's waiters sleep until notified (Redisson). The recorder is
-    // held weakly: the servers that hold the pub/sub are in the recorder's probe.
-    let pubsub = (scenario.lock.wakeup() != Wakeup::None).then(|| {
-        let weak = Arc::downgrade(&recorder);
-        let watches = scenario.lock.wakeup() == Wakeup::Watch;
-        Arc::new(PubSub::new(
-            scenario.lost_message_ppm,
-            Duration::from_millis(scenario.message_delay_ms),
-            Duration::from_millis(scenario.request_timeout_ms),
-            Box::new(move |to: usize, lost: bool| {
-                if let Some(recorder) = weak.upgrade() {
-                    if watches {
-                        recorder.record("watches", FamilyWhat::Watch { to, lost });
-                    } else {
-                        recorder.record("pubsub", FamilyWhat::UnlockMessage { to, lost });
-                    }
-                }
-            }),
-        ))
-    });
-    // The fair lock's queue as the servers apply its scripts (held weakly, as the pub/sub).
-    let fair = scenario.lock.is_fair().then(|| fair_observer(&recorder));
-    let mut nodes = Vec::new();
-    for server in 0..logical {
-        let data = match (scenario.lock.server(), &replication) {
-            (Family::Memcached, _) => ServerData::Memcached(Memcached::new()),
-            (Family::ZooKeeper, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
-            (Family::Etcd, _) => ServerData::etcd(),
-            (Family::Redis, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
-            (Family::Redis, None) => ServerData::Redis(RedisKeyspace::new()),
-            (Family::Cassandra, _) => unreachable!("no lock of this simulator sends Cassandra's commands (ServedBy)"),
-        };
-        nodes.push(ServerNode {
-            node: server,
-            data: Arc::new(Mutex::new(data)),
-            clock: SimClock::new(scenario.server_clock(server), start),
-            slow: scenario
-                .slow
-                .iter()
-                .filter(|(s, _)| *s == server)
-                .map(|(_, slow)| *slow)
-                .collect(),
-            start,
-            replication: replication.clone(),
-            pubsub: pubsub.clone(),
-            fair: fair.clone(),
-        });
-    }
-    if replication.is_some() {
-        debug_assert_eq!(logical, 1, "only a single Redis server has a replica");
-        let primary = nodes[0].clone();
-        nodes.push(ServerNode {
-            node: 1,
-            // The replica's own clock: the scenario's clock of "server 1".
-            clock: SimClock::new(scenario.server_clock(1), start),
-            ..primary
-        });
-    }
-    let mut node_ids = Vec::new();
-    for server in &nodes {
-        let server = server.clone();
-        let id = handle
-            .create_node()
-            .name(format!("s{}", server.node))
-            .ip(server_addr(server.node).ip())
-            .init(move || server.clone().serve())
-            .build()
-            .id();
-        node_ids.push(id);
-    }
-    let servers = Servers {
-        node_ids,
-        nodes,
-        replication,
-    };
-    let net = Arc::new(FamilyNet {
+    let setup = Setup {
+        handle: Handle::current(),
         start,
-        slots: (0..logical).map(ServerSlot::new).collect(),
-        cuts: scenario.cuts.clone(),
-        request_timeout: Duration::from_millis(scenario.request_timeout_ms),
-        lost_request_ppm: scenario.lost_request_ppm,
-        lost_reply_ppm: scenario.lost_reply_ppm,
-        pubsub,
-    });
-
-    // The resource.
-    let resource_recorder = Arc::clone(&recorder);
-    let mut other_nodes = vec![handle
-        .create_node()
-        .name("resource")
-        .ip(resource_addr().ip())
-        .init(move || serve_resource(Arc::clone(&resource_recorder)))
-        .build()
-        .id()];
-
-    // Clients.
-    let (pauses, mut pause_requests) = mpsc::unbounded_channel();
+        scenario: Arc::new(scenario),
+        recorder: Arc::new(Recorder::new(start, detailed)),
+    };
+    let (servers, pubsub) = setup.start_servers();
+    let net = Arc::new(setup.family_net(pubsub));
+    // The resource, then the clients.
+    let mut other_nodes = vec![setup.start_resource()];
+    let (pauses, pause_requests) = mpsc::unbounded_channel();
     let done = Arc::new(AtomicUsize::new(0));
-    let client_clocks: Vec<SimClock> = (0..scenario.clients)
-        .map(|client| SimClock::new(scenario.client_clock(client), start))
+    let client_clocks: Vec<SimClock> = (0..setup.scenario.clients)
+        .map(|client| SimClock::new(setup.scenario.client_clock(client), start))
         .collect();
-    for (index, clock) in client_clocks.iter().enumerate() {
-        let scenario = Arc::clone(&scenario);
-        let recorder = Arc::clone(&recorder);
-        let net = Arc::clone(&net);
-        let done = Arc::clone(&done);
-        let clock = clock.clone();
-        let pauses = pauses.clone();
-        let client = handle
-            .create_node()
-            .name(format!("c{index}"))
-            .ip(client_ip(index))
-            .init(move || {
-                let scenario = Arc::clone(&scenario);
-                let recorder = Arc::clone(&recorder);
-                let net = Arc::clone(&net);
-                let done = Arc::clone(&done);
-                let clock = clock.clone();
-                let pauses = pauses.clone();
-                async move {
-                    let endpoint = Endpoint::bind(SocketAddr::new(client_ip(index), 0))
-                        .await
-                        .expect("client address free");
-                    // Where the server's unlock messages arrive (kept for the client's life).
-                    let mut inbox = None;
-                    let channels = if net.pubsub.is_some() {
-                        let channels = Arc::new(Channels::new());
-                        let receiver = Endpoint::bind(notify_addr(index))
-                            .await
-                            .expect("client notification address free");
-                        let deliver = Arc::clone(&channels);
-                        receiver.add_rpc_handler(move |UnlockMessage { channel }| {
-                            deliver.publish(&channel);
-                            std::future::ready(())
-                        });
-                        inbox = Some(receiver);
-                        Some(channels)
-                    } else {
-                        None
-                    };
-                    let ctx = ClientCtx {
-                        index,
-                        node: format!("c{index}"),
-                        scenario,
-                        clock,
-                        endpoint,
-                        recorder,
-                        channels,
-                        pauses,
-                    };
-                    client_main(ctx, net, seed, done).await;
-                    drop(inbox);
-                }
-            })
-            .build();
-        other_nodes.push(client.id());
-    }
+    other_nodes.extend(setup.start_clients(&net, &client_clocks, &pauses, &done, seed));
     drop(pauses);
 
     // Faults, each on its own task of the supervisor.
     let servers = Arc::new(servers);
-    *lock(&recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
-    let mut fault_tasks = Vec::new();
-    // Whole-process pauses: the supervisor pauses the client's node and resumes it (a task
-    // only where a scenario has such a pause, so that the others run as they always ran).
-    if scenario.pauses.iter().any(|pause| pause.whole_process) {
-        let client_nodes: Vec<NodeId> = other_nodes[1..].to_vec();
-        let pauser = handle.clone();
-        fault_tasks.push(tokio::spawn(async move {
-            while let Some((client, ms, resumed)) = pause_requests.recv().await {
-                let node: NodeId = client_nodes[client];
-                pauser.pause(node);
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                pauser.resume(node);
-                let _ = resumed.send(());
-            }
-        }));
-    }
-    for fault in scenario.faults.iter().copied() {
-        let recorder = Arc::clone(&recorder);
-        let net = Arc::clone(&net);
-        let servers = Arc::clone(&servers);
-        fault_tasks.push(tokio::spawn(
-            async move { inject(fault, &recorder, &net, &servers).await },
-        ));
-    }
+    *lock(&setup.recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
+    let fault_tasks = setup.start_faults(&net, &servers, pause_requests, other_nodes[1..].to_vec());
 
-    // Wait for the clients, up to the bound.
-    let poll = Duration::from_millis(10);
-    let polls = scenario.bound_ms / 10 + 1;
-    for _ in 0..polls {
-        if done.load(Ordering::SeqCst) == scenario.clients {
-            break;
-        }
-        tokio::time::sleep(poll).await;
-    }
+    setup.wait_for_clients(&done).await;
     let end = start.elapsed();
     let left = left_keys(&servers, &net);
-    let records = std::mem::take(&mut *lock(&recorder.records));
+    let records = std::mem::take(&mut *lock(&setup.recorder.records));
     let facts = RunFacts {
         end,
         clients_done: done.load(Ordering::SeqCst),
@@ -717,10 +536,275 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     // Stop every node and fault task once the outcome is taken, or the run's runtime (nodes,
     // tasks, records) is never freed: a sweep grew by about 280 KB a seed (1.1 GB after 4,000
     // seeds of set-nx-contention). The recorder's probe holds the servers: let it go too.
-    *lock(&recorder.probe) = None;
+    *lock(&setup.recorder.probe) = None;
     let every_node: Vec<NodeId> = servers.node_ids.iter().copied().chain(other_nodes).collect();
-    crate::assembly::stop_every_task(&handle, &every_node, &fault_tasks);
+    crate::assembly::stop_every_task(&setup.handle, &every_node, &fault_tasks);
     (records, facts)
+}
+
+/// What every step of a run's setup shares.
+struct Setup {
+    handle: Handle,
+    start: Instant,
+    scenario: Arc<FamilyScenario>,
+    recorder: Arc<Recorder>,
+}
+
+impl Setup {
+    /// Servers: per logical server a node; a replicated SET NX server a second one. Also the
+    /// Redis pub/sub, where the lock's waiters sleep until notified (the servers hold it).
+    fn start_servers(&self) -> (Servers, Option<Arc<PubSub>>) {
+        let (scenario, start) = (&self.scenario, self.start);
+        let logical = scenario.lock.servers();
+        let replication = scenario
+            .replication_lag_ms
+            .map(|lag_ms| Arc::new(Replication::new(lag_ms)));
+        let pubsub = self.pubsub();
+        // The fair lock's queue as the servers apply its scripts (held weakly, as the pub/sub).
+        let fair = scenario.lock.is_fair().then(|| fair_observer(&self.recorder));
+        let mut nodes = Vec::new();
+        for server in 0..logical {
+            let data = match (scenario.lock.server(), &replication) {
+                (Family::Memcached, _) => ServerData::Memcached(Memcached::new()),
+                (Family::ZooKeeper, _) => ServerData::zookeeper(scenario.zk_close_lag_ms),
+                (Family::Etcd, _) => ServerData::etcd(),
+                (Family::Redis, Some(_)) => ServerData::Pair(ReplicatedRedis::new()),
+                (Family::Redis, None) => ServerData::Redis(RedisKeyspace::new()),
+                (Family::Cassandra, _) => {
+                    unreachable!("no lock of this simulator sends Cassandra's commands (ServedBy)")
+                }
+            };
+            nodes.push(ServerNode {
+                node: server,
+                data: Arc::new(Mutex::new(data)),
+                clock: SimClock::new(scenario.server_clock(server), start),
+                slow: scenario
+                    .slow
+                    .iter()
+                    .filter(|(s, _)| *s == server)
+                    .map(|(_, slow)| *slow)
+                    .collect(),
+                start,
+                replication: replication.clone(),
+                pubsub: pubsub.clone(),
+                fair: fair.clone(),
+            });
+        }
+        if replication.is_some() {
+            debug_assert_eq!(logical, 1, "only a single Redis server has a replica");
+            let primary = nodes[0].clone();
+            nodes.push(ServerNode {
+                node: 1,
+                // The replica's own clock: the scenario's clock of "server 1".
+                clock: SimClock::new(scenario.server_clock(1), start),
+                ..primary
+            });
+        }
+        let mut node_ids = Vec::new();
+        for server in &nodes {
+            let server = server.clone();
+            let id = self
+                .handle
+                .create_node()
+                .name(format!("s{}", server.node))
+                .ip(server_addr(server.node).ip())
+                .init(move || server.clone().serve())
+                .build()
+                .id();
+            node_ids.push(id);
+        }
+        let servers = Servers {
+            node_ids,
+            nodes,
+            replication,
+        };
+        (servers, pubsub)
+    }
+
+    /// Redis pub/sub, where the lock's waiters sleep until notified (Redisson). The recorder is
+    /// held weakly: the servers that hold the pub/sub are in the recorder's probe.
+    fn pubsub(&self) -> Option<Arc<PubSub>> {
+        let scenario = &self.scenario;
+        (scenario.lock.wakeup() != Wakeup::None).then(|| {
+            let weak = Arc::downgrade(&self.recorder);
+            let watches = scenario.lock.wakeup() == Wakeup::Watch;
+            Arc::new(PubSub::new(
+                scenario.lost_message_ppm,
+                Duration::from_millis(scenario.message_delay_ms),
+                Duration::from_millis(scenario.request_timeout_ms),
+                Box::new(move |to: usize, lost: bool| {
+                    if let Some(recorder) = weak.upgrade() {
+                        if watches {
+                            recorder.record("watches", FamilyWhat::Watch { to, lost });
+                        } else {
+                            recorder.record("pubsub", FamilyWhat::UnlockMessage { to, lost });
+                        }
+                    }
+                }),
+            ))
+        })
+    }
+
+    fn family_net(&self, pubsub: Option<Arc<PubSub>>) -> FamilyNet {
+        let scenario = &self.scenario;
+        FamilyNet {
+            start: self.start,
+            slots: (0..scenario.lock.servers()).map(ServerSlot::new).collect(),
+            cuts: scenario.cuts.clone(),
+            request_timeout: Duration::from_millis(scenario.request_timeout_ms),
+            lost_request_ppm: scenario.lost_request_ppm,
+            lost_reply_ppm: scenario.lost_reply_ppm,
+            pubsub,
+        }
+    }
+
+    fn start_resource(&self) -> NodeId {
+        let resource_recorder = Arc::clone(&self.recorder);
+        self.handle
+            .create_node()
+            .name("resource")
+            .ip(resource_addr().ip())
+            .init(move || serve_resource(Arc::clone(&resource_recorder)))
+            .build()
+            .id()
+    }
+
+    /// One node per client, each running [`client_node`]; their ids in client order.
+    fn start_clients(
+        &self,
+        net: &Arc<FamilyNet>,
+        client_clocks: &[SimClock],
+        pauses: &PauseRequests,
+        done: &Arc<AtomicUsize>,
+        seed: u64,
+    ) -> Vec<NodeId> {
+        let mut ids = Vec::new();
+        for (index, clock) in client_clocks.iter().enumerate() {
+            let scenario = Arc::clone(&self.scenario);
+            let recorder = Arc::clone(&self.recorder);
+            let net = Arc::clone(net);
+            let done = Arc::clone(done);
+            let clock = clock.clone();
+            let pauses = pauses.clone();
+            let client = self
+                .handle
+                .create_node()
+                .name(format!("c{index}"))
+                .ip(client_ip(index))
+                .init(move || {
+                    let ctx = ClientNode {
+                        index,
+                        scenario: Arc::clone(&scenario),
+                        recorder: Arc::clone(&recorder),
+                        clock: clock.clone(),
+                        pauses: pauses.clone(),
+                    };
+                    client_node(ctx, Arc::clone(&net), seed, Arc::clone(&done))
+                })
+                .build();
+            ids.push(client.id());
+        }
+        ids
+    }
+
+    /// The fault tasks: the whole-process pauses' supervisor where a scenario has such a
+    /// pause (so that the others run as they always ran), then one task per planned fault.
+    fn start_faults(
+        &self,
+        net: &Arc<FamilyNet>,
+        servers: &Arc<Servers>,
+        mut pause_requests: mpsc::UnboundedReceiver<(usize, u64, oneshot::Sender<()>)>,
+        client_nodes: Vec<NodeId>,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut fault_tasks = Vec::new();
+        // Whole-process pauses: the supervisor pauses the client's node and resumes it.
+        if self.scenario.pauses.iter().any(|pause| pause.whole_process) {
+            let pauser = self.handle.clone();
+            fault_tasks.push(tokio::spawn(async move {
+                while let Some((client, ms, resumed)) = pause_requests.recv().await {
+                    let node: NodeId = client_nodes[client];
+                    pauser.pause(node);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    pauser.resume(node);
+                    let _ = resumed.send(());
+                }
+            }));
+        }
+        for fault in self.scenario.faults.iter().copied() {
+            let recorder = Arc::clone(&self.recorder);
+            let net = Arc::clone(net);
+            let servers = Arc::clone(servers);
+            fault_tasks.push(tokio::spawn(
+                async move { inject(fault, &recorder, &net, &servers).await },
+            ));
+        }
+        fault_tasks
+    }
+
+    /// Wait for the clients, up to the bound.
+    async fn wait_for_clients(&self, done: &AtomicUsize) {
+        let poll = Duration::from_millis(10);
+        let polls = self.scenario.bound_ms / 10 + 1;
+        for _ in 0..polls {
+            if done.load(Ordering::SeqCst) == self.scenario.clients {
+                break;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+}
+
+/// What a client's node starts from (each start of the node gets its own copy).
+struct ClientNode {
+    index: usize,
+    scenario: Arc<FamilyScenario>,
+    recorder: Arc<Recorder>,
+    clock: SimClock,
+    pauses: PauseRequests,
+}
+
+/// A client's node: its endpoints (and, where the servers send unlock messages, the inbox
+/// that hands them to its `Channels`), then [`client_main`].
+async fn client_node(node: ClientNode, net: Arc<FamilyNet>, seed: u64, done: Arc<AtomicUsize>) {
+    let ClientNode {
+        index,
+        scenario,
+        recorder,
+        clock,
+        pauses,
+    } = node;
+    let endpoint = Endpoint::bind(SocketAddr::new(client_ip(index), 0))
+        .await
+        .expect("client address free");
+    // Where the server's unlock messages arrive (kept for the client's life).
+    let mut inbox = None;
+    let channels = if net.pubsub.is_some() {
+        let channels = Arc::new(Channels::new());
+        let receiver = Endpoint::bind(notify_addr(index))
+            .await
+            .expect("client notification address free");
+        let deliver = Arc::clone(&channels);
+        receiver.add_rpc_handler(move |UnlockMessage { channel }| {
+            deliver.publish(&channel);
+            std::future::ready(())
+        });
+        inbox = Some(receiver);
+        Some(channels)
+    } else {
+        None
+    };
+    let ctx = ClientCtx {
+        index,
+        node: format!("c{index}"),
+        scenario,
+        clock,
+        endpoint,
+        recorder,
+        channels,
+        pauses,
+    };
+    client_main(ctx, net, seed, done).await;
+    drop(inbox);
 }
 
 /// The fair lock's server-side records: each lock() call's first acquire to reach a server,
