@@ -14,7 +14,7 @@ use cassalock_judge::k3::{self, LiveCell, Release};
 
 use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
-use crate::trace::{Recorder, What};
+use crate::trace::{Record, Recorder, What};
 
 /// The most late renewal stamps the K3 oracle keeps for one released id. A watch lasts 500 ms
 /// and two renewal intervals, so a renewal that outlives its release sends at most three
@@ -85,189 +85,261 @@ pub(crate) async fn watch_replicas(
     settle: Duration,
     read_quorum: usize,
 ) {
-    let mut releasing: BTreeMap<String, u64> = BTreeMap::new();
-    let mut released: Vec<Release<SimulatedTime>> = Vec::new();
-    let mut seen = 0usize;
-    let mut reported: BTreeSet<String> = BTreeSet::new();
-    // C-free: failed calls being watched: thread -> (returned at, last seen live at, the
-    // timestamp its acquisition's writes are above: 0, or with reused ids the locker's last
-    // before the acquisition began).
-    let mut failed: BTreeMap<String, (Duration, Option<Duration>, u64)> = BTreeMap::new();
-    // With reused thread ids: per id, what the current acquisition's writes are stamped above.
-    let mut stamps_above: BTreeMap<String, u64> = BTreeMap::new();
-    // K3 with reused thread ids: per released id, its late renewal writes.
-    let mut late_renewals: BTreeMap<String, LateRenewals> = BTreeMap::new();
+    let mut watch = ReplicaWatch {
+        recorder,
+        replicas,
+        renew_ms,
+        ttl,
+        settle,
+        read_quorum,
+        releasing: BTreeMap::new(),
+        released: Vec::new(),
+        seen: 0,
+        reported: BTreeSet::new(),
+        failed: BTreeMap::new(),
+        stamps_above: BTreeMap::new(),
+        late_renewals: BTreeMap::new(),
+    };
     loop {
         tokio::time::sleep(Duration::from_millis(200)).await;
+        watch.step();
+    }
+}
+
+/// The state of [`watch_replicas`]: the K3 and the C-free oracles'.
+struct ReplicaWatch {
+    recorder: Arc<Recorder>,
+    replicas: Vec<(Arc<Mutex<ReplicaData>>, SimClock)>,
+    renew_ms: u64,
+    ttl: Duration,
+    settle: Duration,
+    read_quorum: usize,
+    /// K3: releases begun (thread -> its write stamp then), and releases completed.
+    releasing: BTreeMap<String, u64>,
+    released: Vec<Release<SimulatedTime>>,
+    /// Records read so far.
+    seen: usize,
+    /// K3: released ids already reported.
+    reported: BTreeSet<String>,
+    /// C-free: failed calls being watched: thread -> (returned at, last seen live at, the
+    /// timestamp its acquisition's writes are above: 0, or with reused ids the locker's last
+    /// before the acquisition began).
+    failed: BTreeMap<String, (Duration, Option<Duration>, u64)>,
+    /// With reused thread ids: per id, what the current acquisition's writes are stamped above.
+    stamps_above: BTreeMap<String, u64>,
+    /// K3 with reused thread ids: per released id, its late renewal writes.
+    late_renewals: BTreeMap<String, LateRenewals>,
+}
+
+impl ReplicaWatch {
+    /// One look, every 200 ms: the records since the last, then the replicas.
+    fn step(&mut self) {
         let mut ended_by_reuse = Vec::new();
+        let recorder = Arc::clone(&self.recorder);
         recorder.with_records(|records| {
-            for (index, record) in records.iter().enumerate().skip(seen) {
-                if let Some(thread) = failed_call(&record.what) {
-                    let above_us = stamps_above.get(&thread).copied().unwrap_or(0);
-                    failed.insert(thread, (record.at, None, above_us));
-                }
-                match &record.what {
-                    // The id now names a new acquisition (`reuse_thread_ids`): what a read finds
-                    // under it is no longer the earlier call's. A failed call's watch ends with
-                    // what it measured so far, a release's K3 watch ends.
-                    What::Lock(LockEvent::Reused {
-                        thread,
-                        stamps_above_us,
-                        ..
-                    }) => {
-                        stamps_above.insert(thread.to_string(), *stamps_above_us);
-                        if let Some((returned_at, last_live, _)) = failed.remove(thread.as_str()) {
-                            // Recorded after this pass: the records are locked while we read them.
-                            ended_by_reuse.push(What::Leftover {
-                                thread: thread.to_string(),
-                                live_for: last_live.map_or(Duration::ZERO, |last| last.saturating_sub(returned_at)),
-                            });
-                        }
-                        releasing.remove(thread.as_str());
-                        // From here a cell under the id counts for K3 only by a late
-                        // renewal's stamp.
-                        if let Some(late) = late_renewals.get_mut(thread.as_str()) {
-                            late.reused = true;
-                        }
+            for (index, record) in records.iter().enumerate().skip(self.seen) {
+                self.read(index, record, &mut ended_by_reuse);
+            }
+            self.seen = records.len();
+        });
+        self.keep_late_renewals();
+        for leftover in ended_by_reuse {
+            self.recorder.record("oracle", None, leftover);
+        }
+        let now = self.recorder.elapsed();
+        self.watch_releases(now);
+        self.watch_failed_calls(now);
+    }
+
+    /// Follow one record; the leftover records of failed calls whose id a new acquisition
+    /// took go to `ended_by_reuse` (recorded after this pass: the records are locked while we
+    /// read them).
+    fn read(&mut self, index: usize, record: &Record, ended_by_reuse: &mut Vec<What>) {
+        if let Some(thread) = failed_call(&record.what) {
+            let above_us = self.stamps_above.get(&thread).copied().unwrap_or(0);
+            self.failed.insert(thread, (record.at, None, above_us));
+        }
+        match &record.what {
+            What::Lock(LockEvent::Reused {
+                thread,
+                stamps_above_us,
+                ..
+            }) => self.reused(thread.as_str(), *stamps_above_us, ended_by_reuse),
+            What::Lock(LockEvent::Acquired { thread, .. }) => {
+                // The id's next acquisition holds: renewal writes from here may be its own.
+                if let Some(late) = self.late_renewals.get_mut(thread.as_str()) {
+                    if late.reused && late.reacquired_at.is_none() {
+                        late.reacquired_at = Some(index);
                     }
-                    What::Lock(LockEvent::Acquired { thread, .. }) => {
-                        // The id's next acquisition holds: renewal writes from here may be its own.
-                        if let Some(late) = late_renewals.get_mut(thread.as_str()) {
-                            if late.reused && late.reacquired_at.is_none() {
-                                late.reacquired_at = Some(index);
-                            }
-                        }
-                    }
-                    What::Lock(LockEvent::Releasing { thread, client_us, .. }) => {
-                        releasing.insert(thread.to_string(), *client_us);
-                        if recorder.watches_renewal_writes() {
-                            // With reuse, an id's new release replaces its older one's watch
-                            // (the id held again in between, so the older one's late renewals
-                            // are no longer told apart).
-                            released.retain(|release| release.holder != thread.as_str());
-                            reported.remove(thread.as_str());
-                            late_renewals.insert(
-                                thread.to_string(),
-                                LateRenewals {
-                                    began_stamp_us: *client_us,
-                                    reused: false,
-                                    reacquired_at: None,
-                                    stamps_us: Vec::new(),
-                                },
-                            );
-                        }
-                    }
-                    What::Lock(LockEvent::Released {
-                        thread,
-                        lock,
-                        outcome: cassalock::algo::lease::Released::Released,
-                        ..
-                    }) => {
-                        if let Some(began_us) = releasing.remove(thread.as_str()) {
-                            released.push(Release {
-                                holder: thread.to_string(),
-                                lock: lock.as_str().to_owned(),
-                                began_stamp_us: began_us,
-                                completed_at: record.at,
-                            });
-                        }
-                    }
-                    _ => {}
                 }
             }
-            seen = records.len();
-        });
-        // Renewal rewrites a released holder sent after its release began and before its id
-        // held again (at most MAX_LATE_RENEWALS kept an id, reported when hit: a renewal that
-        // outlives its release sends one or two).
-        for write in recorder.take_renewal_writes() {
-            if let Some(late) = late_renewals.get_mut(&write.thread) {
+            What::Lock(LockEvent::Releasing { thread, client_us, .. }) => {
+                self.releasing.insert(thread.to_string(), *client_us);
+                if self.recorder.watches_renewal_writes() {
+                    // With reuse, an id's new release replaces its older one's watch
+                    // (the id held again in between, so the older one's late renewals
+                    // are no longer told apart).
+                    self.released.retain(|release| release.holder != thread.as_str());
+                    self.reported.remove(thread.as_str());
+                    self.late_renewals.insert(
+                        thread.to_string(),
+                        LateRenewals {
+                            began_stamp_us: *client_us,
+                            reused: false,
+                            reacquired_at: None,
+                            stamps_us: Vec::new(),
+                        },
+                    );
+                }
+            }
+            What::Lock(LockEvent::Released {
+                thread,
+                lock,
+                outcome: cassalock::algo::lease::Released::Released,
+                ..
+            }) => {
+                if let Some(began_us) = self.releasing.remove(thread.as_str()) {
+                    self.released.push(Release {
+                        holder: thread.to_string(),
+                        lock: lock.as_str().to_owned(),
+                        began_stamp_us: began_us,
+                        completed_at: record.at,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The id now names a new acquisition (`reuse_thread_ids`): what a read finds under it is
+    /// no longer the earlier call's. A failed call's watch ends with what it measured so far,
+    /// a release's K3 watch ends.
+    fn reused(&mut self, thread: &str, stamps_above_us: u64, ended_by_reuse: &mut Vec<What>) {
+        self.stamps_above.insert(thread.to_owned(), stamps_above_us);
+        if let Some((returned_at, last_live, _)) = self.failed.remove(thread) {
+            ended_by_reuse.push(What::Leftover {
+                thread: thread.to_owned(),
+                live_for: last_live.map_or(Duration::ZERO, |last| last.saturating_sub(returned_at)),
+            });
+        }
+        self.releasing.remove(thread);
+        // From here a cell under the id counts for K3 only by a late renewal's stamp.
+        if let Some(late) = self.late_renewals.get_mut(thread) {
+            late.reused = true;
+        }
+    }
+
+    /// Renewal rewrites a released holder sent after its release began and before its id
+    /// held again (at most MAX_LATE_RENEWALS kept an id, reported when hit: a renewal that
+    /// outlives its release sends one or two).
+    fn keep_late_renewals(&mut self) {
+        for write in self.recorder.take_renewal_writes() {
+            if let Some(late) = self.late_renewals.get_mut(&write.thread) {
                 if write.stamp_us > late.began_stamp_us
                     && late.reacquired_at.is_none_or(|held_at| write.position <= held_at)
                 {
                     if let Err(LimitHit(note)) = late.keep(&write.thread, write.stamp_us) {
-                        recorder.record("oracle", None, What::Note(note));
+                        self.recorder.record("oracle", None, What::Note(note));
                     }
                 }
             }
         }
-        for leftover in ended_by_reuse {
-            recorder.record("oracle", None, leftover);
-        }
-        let now = recorder.elapsed();
+    }
+
+    /// K3: each release in its window, the first replica holding a stuck cell of it.
+    fn watch_releases(&mut self, now: Duration) {
         // A renewal write in flight at release time lands within a few round trips; look
         // from 500 ms after the release for as long as a renewal could still write (two intervals).
-        let window = Duration::from_millis(500)..Duration::from_millis(500 + 2 * renew_ms.max(1000));
-        for release in &released {
+        let window = Duration::from_millis(500)..Duration::from_millis(500 + 2 * self.renew_ms.max(1000));
+        for release in &self.released {
             let age = now.saturating_sub(release.completed_at);
-            if !window.contains(&age) || reported.contains(&release.holder) {
+            if !window.contains(&age) || self.reported.contains(&release.holder) {
                 continue;
             }
-            let main_row = LockId::new(&release.lock).expect("a lock the clients took").main_row();
-            for (index, (data, clock)) in replicas.iter().enumerate() {
-                let reader_us = clock.now_us();
-                let cell = data
-                    .lock()
-                    .expect("replica data")
-                    .live
-                    .version(&main_row, &release.holder)
-                    .filter(|version| version.is_live_at(reader_us))
-                    .map(|version| LiveCell {
-                        holder: release.holder.clone(),
-                        lock: release.lock.clone(),
-                        seen_at: now,
-                        stamp_us: version.timestamp_us,
-                        live_until: match &version.body {
-                            CellBody::Value {
-                                expires_at_s: Some(expiry_s),
-                                ..
-                            } => Some(now + Duration::from_micros((expiry_s * 1_000_000).saturating_sub(reader_us))),
-                            _ => None,
-                        },
-                    });
-                // A replica that missed the release's delete holds the cell live, but a read
-                // that also meets the delete does not see it: only a cell some read can see is
-                // stuck.
-                // With the id reused, only a late renewal's stamp tells the released
-                // acquisition's cell from the next one's.
-                let by_late_renewal = |cell: &LiveCell<SimulatedTime>| match late_renewals.get(&release.holder) {
-                    // Once the id holds again the lock is not taken by nobody: not judged.
-                    Some(late) if late.reused => {
-                        late.reacquired_at.is_none() && late.stamps_us.contains(&cell.stamp_us)
-                    }
-                    _ => true,
-                };
-                if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some() && by_late_renewal(&cell))
-                    && readable(&replicas, read_quorum, &main_row, &release.holder, &release.holder, 0)
-                {
-                    reported.insert(release.holder.clone());
-                    recorder.record(
-                        "oracle",
-                        None,
-                        What::Resurrected {
-                            thread: release.holder.clone(),
-                            replica: index,
-                        },
-                    );
-                    break;
-                }
+            if let Some(index) = self.stuck_replica(release, now) {
+                self.reported.insert(release.holder.clone());
+                self.recorder.record(
+                    "oracle",
+                    None,
+                    What::Resurrected {
+                        thread: release.holder.clone(),
+                        replica: index,
+                    },
+                );
             }
         }
-        released.retain(|release| now.saturating_sub(release.completed_at) < window.end);
-        late_renewals.retain(|thread, _| {
+        self.released
+            .retain(|release| now.saturating_sub(release.completed_at) < window.end);
+        let (releasing, released) = (&self.releasing, &self.released);
+        self.late_renewals.retain(|thread, _| {
             releasing.contains_key(thread) || released.iter().any(|release| release.holder == *thread)
         });
+    }
 
+    /// The first replica that holds a live main cell of `release` that K3 calls stuck and a
+    /// read could see.
+    fn stuck_replica(&self, release: &Release<SimulatedTime>, now: Duration) -> Option<usize> {
+        let main_row = LockId::new(&release.lock).expect("a lock the clients took").main_row();
+        for (index, (data, clock)) in self.replicas.iter().enumerate() {
+            let reader_us = clock.now_us();
+            let cell = data
+                .lock()
+                .expect("replica data")
+                .live
+                .version(&main_row, &release.holder)
+                .filter(|version| version.is_live_at(reader_us))
+                .map(|version| LiveCell {
+                    holder: release.holder.clone(),
+                    lock: release.lock.clone(),
+                    seen_at: now,
+                    stamp_us: version.timestamp_us,
+                    live_until: match &version.body {
+                        CellBody::Value {
+                            expires_at_s: Some(expiry_s),
+                            ..
+                        } => Some(now + Duration::from_micros((expiry_s * 1_000_000).saturating_sub(reader_us))),
+                        _ => None,
+                    },
+                });
+            // A replica that missed the release's delete holds the cell live, but a read
+            // that also meets the delete does not see it: only a cell some read can see is
+            // stuck.
+            // With the id reused, only a late renewal's stamp tells the released
+            // acquisition's cell from the next one's.
+            let by_late_renewal = |cell: &LiveCell<SimulatedTime>| match self.late_renewals.get(&release.holder) {
+                // Once the id holds again the lock is not taken by nobody: not judged.
+                Some(late) if late.reused => late.reacquired_at.is_none() && late.stamps_us.contains(&cell.stamp_us),
+                _ => true,
+            };
+            if cell.is_some_and(|cell| k3::stuck(release, &cell).is_some() && by_late_renewal(&cell))
+                && readable(
+                    &self.replicas,
+                    self.read_quorum,
+                    &main_row,
+                    &release.holder,
+                    &release.holder,
+                    0,
+                )
+            {
+                return Some(index);
+            }
+        }
+        None
+    }
+
+    /// C-free: each failed call's cells, until none is left and no write of the call can
+    /// still land, or the TTL has passed; then its leftover record.
+    fn watch_failed_calls(&mut self, now: Duration) {
         let mut settled = Vec::new();
-        for (thread, (returned_at, last_live, above_us)) in failed.iter_mut() {
-            let live = readable_cell_of(&replicas, read_quorum, thread, *above_us);
+        for (thread, (returned_at, last_live, above_us)) in self.failed.iter_mut() {
+            let live = readable_cell_of(&self.replicas, self.read_quorum, thread, *above_us);
             if live {
                 *last_live = Some(now);
             }
             let age = now.saturating_sub(*returned_at);
-            if (!live && age >= settle) || age >= ttl + settle {
+            if (!live && age >= self.settle) || age >= self.ttl + self.settle {
                 settled.push(thread.clone());
-                recorder.record(
+                self.recorder.record(
                     "oracle",
                     None,
                     What::Leftover {
@@ -278,7 +350,7 @@ pub(crate) async fn watch_replicas(
             }
         }
         for thread in settled {
-            failed.remove(&thread);
+            self.failed.remove(&thread);
         }
     }
 }

@@ -31,6 +31,7 @@ use cassalock_judge::event::{Clock, Disruption, Event, Header, Rules, What};
 use cassalock_judge::holding::{HoldingInterval, SimulatedTime};
 use cassalock_judge::rows::{Overlap, Refusal};
 use cassalock_judge::{ClaimVerdict, Judgement};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -828,40 +829,12 @@ pub fn write_svg(outcome: &RunOutcome, path: &Path) -> Result<(), TimelineError>
 
 /// Draw `picture` into an SVG file.
 pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineError> {
-    let (lanes, loss) = lanes(picture);
-    let names: Vec<&Lane> = lanes.keys().collect();
-    let count = names.len();
-    // Lane i (top first) is centred on y = count - 1 - i.
-    let y_of = |i: usize| (count - 1 - i) as f64;
-    let lane_index: BTreeMap<&Lane, usize> = names.iter().enumerate().map(|(i, lane)| (*lane, i)).collect();
-    let end = picture.end();
-    // A model's record ends just after its last step: half a tick more shows what that step did.
-    let margin = if picture.header.clock == Clock::ModelTicks {
-        0.5
-    } else {
-        0.0
-    };
-    let seconds = (end.as_secs_f64() + margin).max(1.0);
-    let clocks: Vec<(usize, ClockSpec, Vec<ClockStretch>)> = names
-        .iter()
-        .enumerate()
-        .filter_map(|(i, lane)| {
-            clock_of(picture, lane).map(|spec| {
-                let stretches = clock_stretches(&spec, end);
-                (i, spec, stretches)
-            })
-        })
-        .collect();
-    let jumps = clocks
-        .iter()
-        .map(|(_, _, stretches)| stretches.iter().filter(|s| s.jump_us.is_some()).count())
-        .sum();
+    let layout = Layout::new(picture);
     let marks = marks(picture);
-
     let title = title_lines(picture, WIDTH as i32 - 40);
-    let legend_rows = legend(picture, &marks, jumps);
+    let legend_rows = legend(picture, &marks, layout.jumps());
     let title_px = 14 + 24 * title.len() as u32;
-    let plot_px = LANE_PX * count as u32 + 12 + 40;
+    let plot_px = LANE_PX * layout.count as u32 + 12 + 40;
     let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
     let height = title_px + plot_px + legend_px;
 
@@ -869,157 +842,266 @@ pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineEr
     root.fill(&WHITE)?;
     let (top, rest) = root.split_vertically(title_px);
     let (plot, legend_area) = rest.split_vertically(plot_px);
+    draw_title(&top, &title)?;
+    layout.draw_plot(&plot, &marks)?;
+    draw_legend(&legend_area, &legend_rows)?;
+    root.present()?;
+    Ok(())
+}
+
+/// The title's lines, centred at the top.
+fn draw_title(top: &DrawingArea<SVGBackend<'_>, Shift>, title: &[String]) -> Fallible {
     for (i, line) in title.iter().enumerate() {
         top.draw(&Text::new(
             line.as_str(),
             (WIDTH as i32 / 2, 10 + 24 * i as i32),
             ("sans-serif", TITLE_FONT)
                 .into_font()
-                .into_text_style(&top)
+                .into_text_style(top)
                 .pos(Pos::new(HPos::Center, VPos::Top)),
         ))?;
     }
+    Ok(())
+}
 
-    let mut chart = ChartBuilder::on(&plot)
-        .margin_left(12)
-        .margin_right(12)
-        .margin_top(6)
-        .x_label_area_size(40)
-        .y_label_area_size(48)
-        .build_cartesian_2d(0.0..seconds, -0.5..(count as f64 - 0.5))?;
-    let label_names: Vec<String> = names.iter().map(|lane| lane.name()).collect();
-    chart
-        .configure_mesh()
-        .x_desc(match picture.header.clock {
-            Clock::SimulatedSinceStart => "simulated seconds",
-            Clock::WallSinceEpoch => "seconds since the first event",
-            Clock::ModelTicks => "model ticks",
-        })
-        .x_label_formatter(&|x: &f64| shortest(*x, 6))
-        .y_labels(count)
-        .y_label_formatter(&move |y: &f64| {
-            let lane = count as f64 - 1.0 - y.round();
-            if (y - y.round()).abs() < 1e-6 && lane >= 0.0 {
-                label_names.get(lane as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        })
-        .disable_y_mesh()
-        .draw()?;
-    let area = chart.plotting_area();
-    let px_per_s = f64::from(area.dim_in_pixel().0) / seconds;
-    let min_width = seconds / 2000.0;
-    let band = |from: f64, to: f64, low: f64, high: f64, colour: ShapeStyle| {
-        Rectangle::new([(from, low), (to.max(from + min_width), high)], colour)
-    };
+/// The plot's drawing area, in (seconds, lane) coordinates.
+type PlotArea<'b> = DrawingArea<SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
-    // Message loss hits every node: a band behind all lanes.
-    for &(from, to) in &loss {
-        let colour = colour(Span::Disrupted(Disruption::Lossy)).mix(0.3).filled();
-        area.draw(&band(
-            from.as_secs_f64(),
-            to.as_secs_f64(),
-            -0.5,
-            count as f64 - 0.5,
-            colour,
-        ))?;
-    }
-    // Clocks: the tint, its words, a marker at each jump (the tints first, under the bars).
-    let clock_font = ("sans-serif", CLOCK_FONT)
-        .into_font()
-        .into_text_style(area)
-        .pos(Pos::new(HPos::Left, VPos::Center));
-    for (i, spec, stretches) in &clocks {
-        let y = y_of(*i);
-        for stretch in stretches {
-            let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
-            // A clock exact at the stretch's start but drifting is tinted the way it drifts.
-            let ahead = if stretch.ahead_us != 0 {
-                stretch.ahead_us
-            } else {
-                spec.drift_ppm
-            };
-            if ahead != 0 {
-                let colour = if ahead > 0 { CLOCK_AHEAD } else { CLOCK_BEHIND };
-                area.draw(&band(from, to, y + CLOCK_TINT.0, y + CLOCK_TINT.1, colour.filled()))?;
-            }
+/// Where a picture's things go: its lanes, top first, and its time axis.
+struct Layout<'p> {
+    picture: &'p Picture<'p>,
+    /// Each lane's spans, in lane order (top first), and the message loss behind them all.
+    lanes: BTreeMap<Lane, Spans>,
+    loss: Vec<(Duration, Duration)>,
+    count: usize,
+    /// The time axis's length.
+    seconds: f64,
+    /// The lanes whose clock is not the record's: (lane index, clock, its stretches).
+    clocks: Vec<(usize, ClockSpec, Vec<ClockStretch>)>,
+}
+
+impl<'p> Layout<'p> {
+    fn new(picture: &'p Picture<'p>) -> Self {
+        let (lanes, loss) = lanes(picture);
+        let count = lanes.len();
+        let end = picture.end();
+        // A model's record ends just after its last step: half a tick more shows what that step did.
+        let margin = if picture.header.clock == Clock::ModelTicks {
+            0.5
+        } else {
+            0.0
+        };
+        let seconds = (end.as_secs_f64() + margin).max(1.0);
+        let clocks: Vec<(usize, ClockSpec, Vec<ClockStretch>)> = lanes
+            .keys()
+            .enumerate()
+            .filter_map(|(i, lane)| {
+                clock_of(picture, lane).map(|spec| {
+                    let stretches = clock_stretches(&spec, end);
+                    (i, spec, stretches)
+                })
+            })
+            .collect();
+        Layout {
+            picture,
+            lanes,
+            loss,
+            count,
+            seconds,
+            clocks,
         }
     }
-    for (i, lane) in names.iter().enumerate() {
-        let y = y_of(i);
-        let spans = &lanes[*lane];
-        let tracks = disruption_tracks(spans);
-        let track_count = tracks.iter().copied().max().map_or(1, |last| last + 1);
-        for (&(span, from, to), &track) in spans.iter().zip(&tracks) {
-            // A client's disruptions above its bar; a replica's are its bar (it holds nothing).
-            // Disruptions that overlap share the strip, one track each, the first on top.
-            let (low, high) = match span {
-                Span::Waiting => WAITING,
-                Span::Holding => HOLDING,
-                Span::Disrupted(_) => {
-                    let (low, high) = if lane.is_client() { DISRUPTION } else { HOLDING };
-                    let step = (high - low) / track_count as f64;
-                    let top = high - step * track as f64;
-                    (top - step + if track_count > 1 { 0.02 } else { 0.0 }, top)
+
+    /// The clocks' jumps, all lanes together.
+    fn jumps(&self) -> usize {
+        self.clocks
+            .iter()
+            .map(|(_, _, stretches)| stretches.iter().filter(|s| s.jump_us.is_some()).count())
+            .sum()
+    }
+
+    /// Lane i (top first) is centred on y = count - 1 - i.
+    fn y_of(&self, i: usize) -> f64 {
+        (self.count - 1 - i) as f64
+    }
+
+    /// A band from `from` to `to` seconds, at least 1/2000 of the axis wide.
+    fn band(&self, from: f64, to: f64, low: f64, high: f64, colour: ShapeStyle) -> Rectangle<(f64, f64)> {
+        let min_width = self.seconds / 2000.0;
+        Rectangle::new([(from, low), (to.max(from + min_width), high)], colour)
+    }
+
+    /// The axes, then from the back to the front: the loss, the clocks' tints, the lanes'
+    /// bars, the clocks' words and jumps, the overlaps, the marks.
+    fn draw_plot(&self, plot: &DrawingArea<SVGBackend<'_>, Shift>, marks: &[(Glyph, Duration, Lane)]) -> Fallible {
+        let count = self.count;
+        let mut chart = ChartBuilder::on(plot)
+            .margin_left(12)
+            .margin_right(12)
+            .margin_top(6)
+            .x_label_area_size(40)
+            .y_label_area_size(48)
+            .build_cartesian_2d(0.0..self.seconds, -0.5..(count as f64 - 0.5))?;
+        let label_names: Vec<String> = self.lanes.keys().map(|lane| lane.name()).collect();
+        chart
+            .configure_mesh()
+            .x_desc(match self.picture.header.clock {
+                Clock::SimulatedSinceStart => "simulated seconds",
+                Clock::WallSinceEpoch => "seconds since the first event",
+                Clock::ModelTicks => "model ticks",
+            })
+            .x_label_formatter(&|x: &f64| shortest(*x, 6))
+            .y_labels(count)
+            .y_label_formatter(&move |y: &f64| {
+                let lane = count as f64 - 1.0 - y.round();
+                if (y - y.round()).abs() < 1e-6 && lane >= 0.0 {
+                    label_names.get(lane as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
                 }
-            };
-            area.draw(&band(
+            })
+            .disable_y_mesh()
+            .draw()?;
+        let area = chart.plotting_area();
+        self.draw_loss(area)?;
+        self.draw_clock_tints(area)?;
+        self.draw_spans(area)?;
+        self.draw_clock_words(area)?;
+        self.draw_overlaps(area)?;
+        self.draw_marks(area, marks)
+    }
+
+    /// Message loss hits every node: a band behind all lanes.
+    fn draw_loss(&self, area: &PlotArea<'_>) -> Fallible {
+        for &(from, to) in &self.loss {
+            let colour = colour(Span::Disrupted(Disruption::Lossy)).mix(0.3).filled();
+            area.draw(&self.band(
                 from.as_secs_f64(),
                 to.as_secs_f64(),
-                y + low,
-                y + high,
-                colour(span).filled(),
+                -0.5,
+                self.count as f64 - 0.5,
+                colour,
             ))?;
         }
+        Ok(())
     }
-    let half_lane_px = (LANE_PX as i32 * 46) / 100;
-    for (i, spec, stretches) in &clocks {
-        let y = y_of(*i);
-        for stretch in stretches {
-            let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
-            let exact = stretch.ahead_us == 0 && spec.drift_ppm == 0 && spec.error_us == 0;
-            let indent_px = if stretch.jump_us.is_some() { 12 } else { 4 };
-            if let Some(step) = stretch.jump_us {
-                let glyph = if step < 0 { Glyph::JumpBack } else { Glyph::JumpForward };
-                draw_jump(area, glyph, EmptyElement::at((from, y)), half_lane_px)?;
+
+    /// Clocks: the tint (under the bars).
+    fn draw_clock_tints(&self, area: &PlotArea<'_>) -> Fallible {
+        for (i, spec, stretches) in &self.clocks {
+            let y = self.y_of(*i);
+            for stretch in stretches {
+                let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
+                // A clock exact at the stretch's start but drifting is tinted the way it drifts.
+                let ahead = if stretch.ahead_us != 0 {
+                    stretch.ahead_us
+                } else {
+                    spec.drift_ppm
+                };
+                if ahead != 0 {
+                    let colour = if ahead > 0 { CLOCK_AHEAD } else { CLOCK_BEHIND };
+                    area.draw(&self.band(from, to, y + CLOCK_TINT.0, y + CLOCK_TINT.1, colour.filled()))?;
+                }
             }
-            let room = ((to - from) * px_per_s) as i32 - indent_px - 2;
-            let label = clock_labels(spec, stretch)
-                .into_iter()
-                .find(|label| text_width(label, CLOCK_FONT) <= room);
-            if let (Some(label), false) = (label, exact && stretch.jump_us.is_none()) {
-                area.draw(
-                    &(EmptyElement::at((from, y + CLOCK_WORDS)) + Text::new(label, (indent_px, 0), clock_font.clone())),
-                )?;
+        }
+        Ok(())
+    }
+
+    /// Each lane's bar: waiting, holding, disrupted.
+    fn draw_spans(&self, area: &PlotArea<'_>) -> Fallible {
+        for (i, (lane, spans)) in self.lanes.iter().enumerate() {
+            let y = self.y_of(i);
+            let tracks = disruption_tracks(spans);
+            let track_count = tracks.iter().copied().max().map_or(1, |last| last + 1);
+            for (&(span, from, to), &track) in spans.iter().zip(&tracks) {
+                // A client's disruptions above its bar; a replica's are its bar (it holds nothing).
+                // Disruptions that overlap share the strip, one track each, the first on top.
+                let (low, high) = match span {
+                    Span::Waiting => WAITING,
+                    Span::Holding => HOLDING,
+                    Span::Disrupted(_) => {
+                        let (low, high) = if lane.is_client() { DISRUPTION } else { HOLDING };
+                        let step = (high - low) / track_count as f64;
+                        let top = high - step * track as f64;
+                        (top - step + if track_count > 1 { 0.02 } else { 0.0 }, top)
+                    }
+                };
+                area.draw(&self.band(
+                    from.as_secs_f64(),
+                    to.as_secs_f64(),
+                    y + low,
+                    y + high,
+                    colour(span).filled(),
+                ))?;
             }
         }
+        Ok(())
     }
-    // Overlapping beliefs: red bands across the client lanes.
-    let clients = names.iter().filter(|lane| lane.is_client()).count();
-    if clients > 0 {
-        let (low, high) = (y_of(clients - 1) - 0.5, y_of(0) + 0.5);
-        for overlap in &picture.overlaps {
-            let to = overlap
-                .to
-                .as_secs_f64()
-                .max(overlap.from.as_secs_f64() + seconds / 500.0);
-            area.draw(&band(overlap.from.as_secs_f64(), to, low, high, RED.mix(0.25).filled()))?;
+
+    /// Clocks: their words under the bar where they fit, a marker at each jump.
+    fn draw_clock_words(&self, area: &PlotArea<'_>) -> Fallible {
+        let clock_font = ("sans-serif", CLOCK_FONT)
+            .into_font()
+            .into_text_style(area)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let px_per_s = f64::from(area.dim_in_pixel().0) / self.seconds;
+        let half_lane_px = (LANE_PX as i32 * 46) / 100;
+        for (i, spec, stretches) in &self.clocks {
+            let y = self.y_of(*i);
+            for stretch in stretches {
+                let (from, to) = (stretch.from.as_secs_f64(), stretch.to.as_secs_f64());
+                let exact = stretch.ahead_us == 0 && spec.drift_ppm == 0 && spec.error_us == 0;
+                let indent_px = if stretch.jump_us.is_some() { 12 } else { 4 };
+                if let Some(step) = stretch.jump_us {
+                    let glyph = if step < 0 { Glyph::JumpBack } else { Glyph::JumpForward };
+                    draw_jump(area, glyph, EmptyElement::at((from, y)), half_lane_px)?;
+                }
+                let room = ((to - from) * px_per_s) as i32 - indent_px - 2;
+                let label = clock_labels(spec, stretch)
+                    .into_iter()
+                    .find(|label| text_width(label, CLOCK_FONT) <= room);
+                if let (Some(label), false) = (label, exact && stretch.jump_us.is_none()) {
+                    area.draw(
+                        &(EmptyElement::at((from, y + CLOCK_WORDS))
+                            + Text::new(label, (indent_px, 0), clock_font.clone())),
+                    )?;
+                }
+            }
         }
+        Ok(())
     }
-    for (glyph, at, lane) in &marks {
-        if let Some(&i) = lane_index.get(lane) {
-            let height = match glyph {
-                Glyph::LostSeen => LOST_SEEN_MARK,
-                Glyph::LostRetracted => LOST_RETRACTED_MARK,
-                _ => MARK,
-            };
-            draw_glyph(area, *glyph, (at.as_secs_f64(), y_of(i) + height))?;
+
+    /// Overlapping beliefs: red bands across the client lanes.
+    fn draw_overlaps(&self, area: &PlotArea<'_>) -> Fallible {
+        let clients = self.lanes.keys().filter(|lane| lane.is_client()).count();
+        if clients > 0 {
+            let (low, high) = (self.y_of(clients - 1) - 0.5, self.y_of(0) + 0.5);
+            for overlap in &self.picture.overlaps {
+                let to = overlap
+                    .to
+                    .as_secs_f64()
+                    .max(overlap.from.as_secs_f64() + self.seconds / 500.0);
+                area.draw(&self.band(overlap.from.as_secs_f64(), to, low, high, RED.mix(0.25).filled()))?;
+            }
         }
+        Ok(())
     }
-    draw_legend(&legend_area, &legend_rows)?;
-    root.present()?;
-    Ok(())
+
+    /// The judge's marks, each on its lane.
+    fn draw_marks(&self, area: &PlotArea<'_>, marks: &[(Glyph, Duration, Lane)]) -> Fallible {
+        let lane_index: BTreeMap<&Lane, usize> = self.lanes.keys().enumerate().map(|(i, lane)| (lane, i)).collect();
+        for (glyph, at, lane) in marks {
+            if let Some(&i) = lane_index.get(lane) {
+                let height = match glyph {
+                    Glyph::LostSeen => LOST_SEEN_MARK,
+                    Glyph::LostRetracted => LOST_RETRACTED_MARK,
+                    _ => MARK,
+                };
+                draw_glyph(area, *glyph, (at.as_secs_f64(), self.y_of(i) + height))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
