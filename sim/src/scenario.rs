@@ -150,10 +150,30 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
     let Some(found) = scenario(name) else {
         return Err(UnknownScenario { name: name.to_owned() }.into());
     };
-    let defaults = Settings::new("sim");
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA55);
-    let mut config = RunConfig {
-        scenario: found.name,
+    let mut config = base_config(found.name, algorithm, options);
+    options.knobs.check(config.max_sim)?;
+    options.knobs.apply_timing(&mut config);
+    plan(found.name, &mut config, options, &mut rng);
+    if let Some(consistency) = options.consistency {
+        config.cluster.consistency = consistency;
+    }
+    if options.try_lock {
+        config.mode = ClientMode::TryGetLock;
+    }
+    options.knobs.apply(&mut config, &mut rng);
+    check_run(&config, &options.knobs)?;
+    config.cluster.gc_grace = ClusterConfig::gc_grace_for_ttl(config.ttl_s);
+    config.faults.sort_by_key(|f| f.at);
+    Ok(config)
+}
+
+/// Every scenario's starting point: the library's default settings, three clients taking one
+/// lock five times, no faults; the options that are not knobs applied.
+fn base_config(scenario: &'static str, algorithm: Algorithm, options: &SimOptions) -> RunConfig {
+    let defaults = Settings::new("sim");
+    RunConfig {
+        scenario,
         algorithm,
         mode: ClientMode::GetLock,
         clients: 3,
@@ -196,11 +216,13 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
         faults: Vec::new(),
         max_sim: s(900),
         open_ended: false,
-    };
-    options.knobs.check(config.max_sim)?;
-    options.knobs.apply_timing(&mut config);
+    }
+}
+
+/// The scenario's own workload and fault plan, on top of the base and the timing knobs.
+fn plan(name: &str, config: &mut RunConfig, options: &SimOptions, rng: &mut ChaCha8Rng) {
     let ttl = s(u64::from(config.ttl_s));
-    match found.name {
+    match name {
         "contention" => {
             config.clients = 5;
             config.acquisitions = 20;
@@ -227,48 +249,8 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
                 kind: FaultKind::PauseHolder { for_: ttl + s(10) },
             });
         }
-        "pause-at-rewrite" => {
-            // The first rewrite is decided a renewal interval into the first hold. Paused
-            // for TTL - interval + 5 s (20 s at the defaults, TTL 30 s and every 15 s), the
-            // holder resumes 5 s after its cells expired (another client has taken the lock
-            // meanwhile) but, for intervals above 5 s, within a TTL of the rewrite's start:
-            // the window where the renewal that trusted a late rewrite (M4) counted its lease
-            // from that start and went on renewing the resurrected cells. A longer pause
-            // would take it past that start's TTL too, where even M4 notices. Holds long
-            // enough that a holder not told goes on believing well past C-lost's bound after
-            // it resumes. (Derived from the interval, so a `--renew-every-ms` knob moves the
-            // pause with it.)
-            config.clients = 2;
-            config.acquisitions = 2;
-            config.hold_ms = (85_000, 95_000);
-            config.lease_aware = false;
-            let interval = Duration::from_millis(config.renew_every_ms);
-            config.pause_at_renewal_rewrite = Some(ttl.saturating_sub(interval) + s(5));
-        }
-        "cl-one" => {
-            // At ONE, replicas that merely lag by a network hop converge faster than a lock
-            // step; what bites is a replica that *missed* writes, because nothing repairs it
-            // (read repair touches only the one replica that answered). So one replica is
-            // briefly unreachable, twice. At QUORUM the same plan is harmless.
-            config.cluster.consistency = Consistency::One;
-            config.clients = 5;
-            config.acquisitions = 20;
-            // Holds long enough that a holder which acquired while the replica was away still
-            // holds when it returns, missing that holder's cells: a stale replica that only
-            // shows ghosts of released holders makes threads back off, the safe direction.
-            config.hold_ms = (0, 5000);
-            config.think_ms = (0, 200);
-            let replica = rng.gen_range(0..config.cluster.replicas);
-            for window in 0..2u64 {
-                config.faults.push(Fault {
-                    at: s(2 + 15 * window + rng.gen_range(0..5)),
-                    kind: FaultKind::IsolateReplica {
-                        replica,
-                        for_: s(rng.gen_range(3..=8)),
-                    },
-                });
-            }
-        }
+        "pause-at-rewrite" => pause_at_rewrite(config, ttl),
+        "cl-one" => cl_one(config, rng),
         "partition" => {
             // Holds longer than the TTL, so the cut-off holder is still inside when its lease
             // runs out and must learn it.
@@ -293,21 +275,7 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
             config.think_ms = (0, 200);
             config.k3 = options.k3;
         }
-        "timeservice-stall" => {
-            config.time_source = TimeSource::Global;
-            config.time_replicas = 3;
-            config.time_replica_clocks = vec![ClockSpec {
-                offset_us: 20_000_000,
-                ..ClockSpec::default()
-            }];
-            // Enough work to outlast the 20 s stall that follows the kill.
-            config.acquisitions = 15;
-            config.hold_ms = (500, 3000);
-            config.faults.push(Fault {
-                at: s(10),
-                kind: FaultKind::KillTimeReplica { replica: 0 },
-            });
-        }
+        "timeservice-stall" => timeservice_stall(config),
         "loss" => {
             config.acquisitions = 8;
             config.faults.push(Fault {
@@ -318,20 +286,72 @@ pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) 
                 },
             });
         }
-        "swarm" => swarm(&mut config, &mut rng),
+        "swarm" => swarm(config, rng),
         other => unreachable!("scenario {other} is listed but not built"),
     }
-    if let Some(consistency) = options.consistency {
-        config.cluster.consistency = consistency;
+}
+
+/// pause-at-rewrite: two clients, long holds, and a pause between renewal's check and its rewrite.
+fn pause_at_rewrite(config: &mut RunConfig, ttl: Duration) {
+    // The first rewrite is decided a renewal interval into the first hold. Paused
+    // for TTL - interval + 5 s (20 s at the defaults, TTL 30 s and every 15 s), the
+    // holder resumes 5 s after its cells expired (another client has taken the lock
+    // meanwhile) but, for intervals above 5 s, within a TTL of the rewrite's start:
+    // the window where the renewal that trusted a late rewrite (M4) counted its lease
+    // from that start and went on renewing the resurrected cells. A longer pause
+    // would take it past that start's TTL too, where even M4 notices. Holds long
+    // enough that a holder not told goes on believing well past C-lost's bound after
+    // it resumes. (Derived from the interval, so a `--renew-every-ms` knob moves the
+    // pause with it.)
+    config.clients = 2;
+    config.acquisitions = 2;
+    config.hold_ms = (85_000, 95_000);
+    config.lease_aware = false;
+    let interval = Duration::from_millis(config.renew_every_ms);
+    config.pause_at_renewal_rewrite = Some(ttl.saturating_sub(interval) + s(5));
+}
+
+/// cl-one: consistency ONE, and one replica briefly unreachable, twice.
+fn cl_one(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
+    // At ONE, replicas that merely lag by a network hop converge faster than a lock
+    // step; what bites is a replica that *missed* writes, because nothing repairs it
+    // (read repair touches only the one replica that answered). So one replica is
+    // briefly unreachable, twice. At QUORUM the same plan is harmless.
+    config.cluster.consistency = Consistency::One;
+    config.clients = 5;
+    config.acquisitions = 20;
+    // Holds long enough that a holder which acquired while the replica was away still
+    // holds when it returns, missing that holder's cells: a stale replica that only
+    // shows ghosts of released holders makes threads back off, the safe direction.
+    config.hold_ms = (0, 5000);
+    config.think_ms = (0, 200);
+    let replica = rng.gen_range(0..config.cluster.replicas);
+    for window in 0..2u64 {
+        config.faults.push(Fault {
+            at: s(2 + 15 * window + rng.gen_range(0..5)),
+            kind: FaultKind::IsolateReplica {
+                replica,
+                for_: s(rng.gen_range(3..=8)),
+            },
+        });
     }
-    if options.try_lock {
-        config.mode = ClientMode::TryGetLock;
-    }
-    options.knobs.apply(&mut config, &mut rng);
-    check_run(&config, &options.knobs)?;
-    config.cluster.gc_grace = ClusterConfig::gc_grace_for_ttl(config.ttl_s);
-    config.faults.sort_by_key(|f| f.at);
-    Ok(config)
+}
+
+/// timeservice-stall: clients read GlobalTime; a time-service replica 20 s ahead is killed.
+fn timeservice_stall(config: &mut RunConfig) {
+    config.time_source = TimeSource::Global;
+    config.time_replicas = 3;
+    config.time_replica_clocks = vec![ClockSpec {
+        offset_us: 20_000_000,
+        ..ClockSpec::default()
+    }];
+    // Enough work to outlast the 20 s stall that follows the kill.
+    config.acquisitions = 15;
+    config.hold_ms = (500, 3000);
+    config.faults.push(Fault {
+        at: s(10),
+        kind: FaultKind::KillTimeReplica { replica: 0 },
+    });
 }
 
 /// VOPR-style: the whole plan from the seed.

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cassalock::{Clock, RemoteLocker};
+use cassalock::{Clock, LockGuard, RemoteLocker};
 use madsim::net::Endpoint;
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -47,81 +47,155 @@ pub(crate) async fn client_main(
     clock: SimClock,
     recorder: Arc<Recorder>,
 ) {
-    let incarnation = state.incarnations.fetch_add(1, Ordering::Relaxed);
-    let node = format!("c{}", state.index);
-    // A new incarnation gets a new client id: thread ids must never repeat.
-    let client_id = format!("c{}-{incarnation}", state.index);
-    let store = SimStore::connect(client_ip(state.index), config.cluster.clone(), state.transport.clone())
-        .await
-        .with_store_faults(Arc::clone(&recorder), node.clone());
-    let mut settings = config.settings(&client_id);
-    settings.seed = Some(madsim::rand::random());
-    let observer = Arc::new(NodeObserver {
-        node: node.clone(),
-        clock: clock.clone(),
-        recorder: Arc::clone(&recorder),
-    });
-    let locker = match RemoteLocker::with_observer(store, clock.clone(), settings, observer) {
-        Ok(locker) => locker,
-        Err(error) => {
-            recorder.record(
-                &node,
-                None,
-                What::ClientError {
-                    client: client_id,
-                    error: error.to_string(),
+    if let Some(client) = Client::start(config, state, clock, recorder).await {
+        client.run().await;
+    }
+}
+
+/// The guards of one acquisition's locks, in the order it took them.
+type Guards = Vec<(String, LockGuard<SimStore, SimClock>)>;
+
+/// One incarnation of a client: its locker and its endpoint to the resource. (Fields drop in
+/// the order the function they came from dropped them.)
+struct Client {
+    names: Vec<String>,
+    resource: Endpoint,
+    locker: RemoteLocker<SimStore, SimClock>,
+    node: String,
+    client_id: String,
+    config: Arc<RunConfig>,
+    state: Arc<ClientState>,
+    clock: SimClock,
+    recorder: Arc<Recorder>,
+}
+
+impl Client {
+    /// Connect to the cluster, build the locker (`None`, recorded, if its settings are
+    /// refused) and bind the endpoint that writes to the resource.
+    async fn start(
+        config: Arc<RunConfig>,
+        state: Arc<ClientState>,
+        clock: SimClock,
+        recorder: Arc<Recorder>,
+    ) -> Option<Client> {
+        let incarnation = state.incarnations.fetch_add(1, Ordering::Relaxed);
+        let node = format!("c{}", state.index);
+        // A new incarnation gets a new client id: thread ids must never repeat.
+        let client_id = format!("c{}-{incarnation}", state.index);
+        let store = SimStore::connect(client_ip(state.index), config.cluster.clone(), state.transport.clone())
+            .await
+            .with_store_faults(Arc::clone(&recorder), node.clone());
+        let mut settings = config.settings(&client_id);
+        settings.seed = Some(madsim::rand::random());
+        let observer = Arc::new(NodeObserver {
+            node: node.clone(),
+            clock: clock.clone(),
+            recorder: Arc::clone(&recorder),
+        });
+        let locker = match RemoteLocker::with_observer(store, clock.clone(), settings, observer) {
+            Ok(locker) => locker,
+            Err(error) => {
+                recorder.record(
+                    &node,
+                    None,
+                    What::ClientError {
+                        client: client_id,
+                        error: error.to_string(),
+                    },
+                );
+                return None;
+            }
+        };
+        let resource = Endpoint::bind(std::net::SocketAddr::new(client_ip(state.index), 0))
+            .await
+            .expect("client address free");
+        Some(Client {
+            names: config.lock_names(),
+            resource,
+            locker,
+            node,
+            client_id,
+            config,
+            state,
+            clock,
+            recorder,
+        })
+    }
+
+    /// Acquisition after acquisition, until the run's count is done.
+    async fn run(self) {
+        let (config, clock) = (&self.config, &self.clock);
+        loop {
+            let done = self.state.done.load(Ordering::Relaxed);
+            if done >= config.acquisitions && !config.open_ended {
+                break;
+            }
+            self.recorder.record(
+                &self.node,
+                Some(clock.now_us()),
+                What::Waiting {
+                    client: self.client_id.clone(),
+                    n: done + 1,
                 },
             );
-            return;
+            let (mut guards, short) = self.take_locks().await;
+            if let Some(error) = short {
+                // Give back what was taken, last first, then try the whole acquisition again.
+                release_last_first(&mut guards).await;
+                self.after_short(error).await;
+                continue;
+            }
+            let tokens: Vec<(String, String)> = guards
+                .iter()
+                .map(|(lock, guard)| (lock.clone(), guard.fencing_token().to_string()))
+                .collect();
+            for (lock, token) in &tokens {
+                self.write(lock.clone(), token.clone(), Phase::Enter).await;
+            }
+            let abandoned = self.critical_section(&guards).await;
+            if !abandoned {
+                for (lock, token) in tokens {
+                    self.write(lock, token, Phase::Exit).await;
+                }
+            }
+            release_last_first(&mut guards).await;
+            if self.state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions && !config.open_ended {
+                break;
+            }
+            let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
+            clock.sleep_ms(think).await;
         }
-    };
-    let resource = Endpoint::bind(std::net::SocketAddr::new(client_ip(state.index), 0))
-        .await
-        .expect("client address free");
-    let write = |lock: String, token: String, phase: Phase| {
-        let message = ResourceWrite {
-            client: client_id.clone(),
-            lock,
-            token,
-            phase,
-        };
-        resource.call_timeout(resource_addr(), message, Duration::from_secs(3))
-    };
-    let names = config.lock_names();
-    loop {
-        let done = state.done.load(Ordering::Relaxed);
-        if done >= config.acquisitions && !config.open_ended {
-            break;
-        }
-        recorder.record(
-            &node,
+        self.recorder.record(
+            &self.node,
             Some(clock.now_us()),
-            What::Waiting {
-                client: client_id.clone(),
-                n: done + 1,
+            What::ClientDone {
+                client: self.client_id.clone(),
             },
         );
-        // The locks of this acquisition, in its order (one lock: no draw).
-        let mut order: Vec<&str> = names.iter().map(String::as_str).collect();
-        if config.lock_order == LockOrder::Random && order.len() > 1 {
+        self.state.finished.store(true, Ordering::Relaxed);
+    }
+
+    /// Take this acquisition's locks in its order (one lock: no draw). Stops short at a "no"
+    /// from try_lock (`Some(None)`) or an error (`Some(Some(error))`), with the guards taken.
+    async fn take_locks(&self) -> (Guards, Option<Option<String>>) {
+        let mut order: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        if self.config.lock_order == LockOrder::Random && order.len() > 1 {
             order.shuffle(&mut madsim::rand::thread_rng());
         }
         let mut guards = Vec::with_capacity(order.len());
-        // Why the acquisition stopped short of every lock: a "no" from try_lock, or an error.
-        let mut short: Option<Option<String>> = None;
         for lock in &order {
-            let requests_before = locker.requests().total();
-            let attempt = match config.mode {
-                ClientMode::GetLock => locker.lock(lock).await.map(Some),
+            let requests_before = self.locker.requests().total();
+            let attempt = match self.config.mode {
+                ClientMode::GetLock => self.locker.lock(lock).await.map(Some),
                 ClientMode::TryGetLock => {
-                    let attempt = locker.try_lock(lock).await;
-                    recorder.record(
-                        &node,
-                        Some(clock.now_us()),
+                    let attempt = self.locker.try_lock(lock).await;
+                    self.recorder.record(
+                        &self.node,
+                        Some(self.clock.now_us()),
                         What::TryReturned {
-                            client: client_id.clone(),
+                            client: self.client_id.clone(),
                             acquired: matches!(attempt, Ok(Some(_))),
-                            requests: locker.requests().total() - requests_before,
+                            requests: self.locker.requests().total() - requests_before,
                         },
                     );
                     attempt
@@ -129,53 +203,56 @@ pub(crate) async fn client_main(
             };
             match attempt {
                 Ok(Some(guard)) => guards.push((lock.to_string(), guard)),
-                Ok(None) => {
-                    short = Some(None);
-                    break;
-                }
-                Err(error) => {
-                    short = Some(Some(error.to_string()));
-                    break;
-                }
+                Ok(None) => return (guards, Some(None)),
+                Err(error) => return (guards, Some(Some(error.to_string()))),
             }
         }
-        if let Some(error) = short {
-            // Give back what was taken, last first, then try the whole acquisition again.
-            while let Some((_, guard)) = guards.pop() {
-                let _ = guard.release().await;
+        (guards, None)
+    }
+
+    /// After an acquisition stopped short: a "no" thinks before trying again, an error is
+    /// recorded and waits half a second.
+    async fn after_short(&self, error: Option<String>) {
+        match error {
+            None => {
+                let think = madsim::rand::thread_rng().gen_range(self.config.think_ms.0..=self.config.think_ms.1);
+                self.clock.sleep_ms(think.max(1)).await;
             }
-            match error {
-                None => {
-                    let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
-                    clock.sleep_ms(think.max(1)).await;
-                }
-                Some(error) => {
-                    recorder.record(
-                        &node,
-                        Some(clock.now_us()),
-                        What::ClientError {
-                            client: client_id.clone(),
-                            error,
-                        },
-                    );
-                    clock.sleep_ms(500).await;
-                }
+            Some(error) => {
+                self.recorder.record(
+                    &self.node,
+                    Some(self.clock.now_us()),
+                    What::ClientError {
+                        client: self.client_id.clone(),
+                        error,
+                    },
+                );
+                self.clock.sleep_ms(500).await;
             }
-            continue;
         }
-        let tokens: Vec<(String, String)> = guards
-            .iter()
-            .map(|(lock, guard)| (lock.clone(), guard.fencing_token().to_string()))
-            .collect();
-        for (lock, token) in &tokens {
-            let _ = write(lock.clone(), token.clone(), Phase::Enter).await;
-        }
-        // The critical section, watching the leases as a careful user would: a lost lease ends
-        // it early (a paused process cannot look, which is K1).
-        let mut hold = hold_ms(&config);
+    }
+
+    /// A write to the resource under `token` (its answer, or its timeout, is not used).
+    async fn write(&self, lock: String, token: String, phase: Phase) {
+        let message = ResourceWrite {
+            client: self.client_id.clone(),
+            lock,
+            token,
+            phase,
+        };
+        let _ = self
+            .resource
+            .call_timeout(resource_addr(), message, Duration::from_secs(3))
+            .await;
+    }
+
+    /// The critical section, watching the leases as a careful user would: a lost lease ends
+    /// it early (a paused process cannot look, which is K1). True if it did (abandoned).
+    async fn critical_section(&self, guards: &Guards) -> bool {
+        let (config, clock) = (&self.config, &self.clock);
+        let mut hold = hold_ms(config);
         // Every holder asks its guards (C-lost measures when it first hears a lease is lost);
         // only a lease-aware one acts on the answer.
-        let mut abandoned = false;
         let mut seen_lost = false;
         while hold > 0 {
             let slice = hold.min(LEASE_CHECK_MS);
@@ -186,43 +263,35 @@ pub(crate) async fn client_main(
             let lost_now = guards.iter().any(|(_, guard)| guard.is_lost());
             if lost_now && !seen_lost {
                 seen_lost = true;
-                recorder.record(
-                    &node,
+                self.recorder.record(
+                    &self.node,
                     Some(clock.now_us()),
                     What::LeaseLostSeen {
-                        client: client_id.clone(),
+                        client: self.client_id.clone(),
                         abandons: config.lease_aware,
                     },
                 );
                 if config.lease_aware {
-                    abandoned = true;
-                    break;
+                    return true;
                 }
             } else if !lost_now && seen_lost {
                 seen_lost = false;
-                recorder.record(
-                    &node,
+                self.recorder.record(
+                    &self.node,
                     Some(clock.now_us()),
                     What::LeaseLostRetracted {
-                        client: client_id.clone(),
+                        client: self.client_id.clone(),
                     },
                 );
             }
         }
-        if !abandoned {
-            for (lock, token) in tokens {
-                let _ = write(lock, token, Phase::Exit).await;
-            }
-        }
-        while let Some((_, guard)) = guards.pop() {
-            let _ = guard.release().await;
-        }
-        if state.done.fetch_add(1, Ordering::Relaxed) + 1 >= config.acquisitions && !config.open_ended {
-            break;
-        }
-        let think = madsim::rand::thread_rng().gen_range(config.think_ms.0..=config.think_ms.1);
-        clock.sleep_ms(think).await;
+        false
     }
-    recorder.record(&node, Some(clock.now_us()), What::ClientDone { client: client_id });
-    state.finished.store(true, Ordering::Relaxed);
+}
+
+/// Release every guard, last taken first.
+async fn release_last_first(guards: &mut Guards) {
+    while let Some((_, guard)) = guards.pop() {
+        let _ = guard.release().await;
+    }
 }
