@@ -114,6 +114,17 @@ fn verdict(ratio: f64) -> &'static str {
 /// The markdown.
 pub fn render(measured: &Measured) -> String {
     let mut md = String::new();
+    introduction(&mut md, measured);
+    summary_section(&mut md, measured);
+    new_and_old_lock_section(&mut md, measured);
+    call_time_breakdown_section(&mut md, measured);
+    row_reads_section(&mut md, measured);
+    block_by_block_sections(&mut md, measured);
+    md
+}
+
+/// The title, what was run and how, and the command that measured it.
+fn introduction(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "# The Cassandra locks over a long run (real cluster)\n");
     let _ = writeln!(
         md,
@@ -126,6 +137,10 @@ pub fn render(measured: &Measured) -> String {
          time one request of each kind (the *probes*). Measured with:\n\n```sh\n{}\n```\n",
         measured.cluster, measured.command
     );
+}
+
+/// Each lock's whole run against its requests' round trips, and against the listing's.
+fn summary_section(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "## Summary\n");
     let _ = writeln!(
         md,
@@ -183,6 +198,10 @@ pub fn render(measured: &Measured) -> String {
             );
         }
     }
+}
+
+/// The first block against the last, each judged against the goal, and the chart.
+fn new_and_old_lock_section(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "\n### A new lock and an old one\n");
     let _ = writeln!(
         md,
@@ -216,6 +235,10 @@ pub fn render(measured: &Measured) -> String {
         "\n(met / not met: against the goal's bound of {ROUND_TRIP_GOAL}x the call's own requests.)"
     );
     let _ = writeln!(md, "\n![acquire and release over the run]({CHART})\n");
+}
+
+/// Where the mean acquire and release spend their time: replies, sleeps, the client's own work.
+fn call_time_breakdown_section(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "## Where a call's time goes\n");
     let _ = writeln!(
         md,
@@ -247,50 +270,59 @@ pub fn render(measured: &Measured) -> String {
         }
     }
     let _ = writeln!(md);
-    if measured.runs.iter().any(|run| !run.row_reads.is_empty()) {
-        let _ = writeln!(md, "## Where the time goes: the lock's rows after the run\n");
-        let _ = writeln!(
-            md,
-            "After the last block, {ROW_READS} reads of the first live cell of each row the lock \
-             wrote (a slice of one from the row's start, as the queue lock reads its queue head: \
-             the server walks past every deleted cell before it), and of the probe row, which \
-             holds one cell. Medians, milliseconds{}:\n",
-            match measured.idle_s {
-                Some(idle) => format!(
-                    "; then the same reads again after every lock had sat idle {idle} s (the \
-                     table's `gc_grace_seconds` is {GC_GRACE_S} s: a tombstone older than the grace \
-                     is no longer returned to a read, though it stays until a flush and a \
-                     compaction)"
-                ),
-                None => String::new(),
-            }
-        );
-        let _ = writeln!(
-            md,
-            "| lock | row | read p50 ms | x the probe row | after the idle wait, ms | x the probe row |"
-        );
-        let _ = writeln!(md, "|---|---|---|---|---|---|");
-        for run in &measured.runs {
-            let probe = run.row_reads.iter().find(|r| r.row == "probe");
-            let probe_now = probe.map_or(f64::NAN, |r| r.read_p50_ms);
-            let probe_idle = probe.and_then(|r| r.after_idle_p50_ms).unwrap_or(f64::NAN);
-            for read in &run.row_reads {
-                let idle = match read.after_idle_p50_ms {
-                    Some(ms) => format!("{ms:.2} | {:.1}x", ms / probe_idle),
-                    None => "not measured | -".into(),
-                };
-                let _ = writeln!(
-                    md,
-                    "| {} | {} | {:.2} | {:.1}x | {idle} |",
-                    run.lock,
-                    read.row,
-                    read.read_p50_ms,
-                    read.read_p50_ms / probe_now
-                );
-            }
-        }
-        let _ = writeln!(md);
+}
+
+/// The reads of the lock's rows after the run (and after the idle wait), when they were measured.
+fn row_reads_section(md: &mut String, measured: &Measured) {
+    if !measured.runs.iter().any(|run| !run.row_reads.is_empty()) {
+        return;
     }
+    let _ = writeln!(md, "## Where the time goes: the lock's rows after the run\n");
+    let _ = writeln!(
+        md,
+        "After the last block, {ROW_READS} reads of the first live cell of each row the lock \
+         wrote (a slice of one from the row's start, as the queue lock reads its queue head: \
+         the server walks past every deleted cell before it), and of the probe row, which \
+         holds one cell. Medians, milliseconds{}:\n",
+        match measured.idle_s {
+            Some(idle) => format!(
+                "; then the same reads again after every lock had sat idle {idle} s (the \
+                 table's `gc_grace_seconds` is {GC_GRACE_S} s: a tombstone older than the grace \
+                 is no longer returned to a read, though it stays until a flush and a \
+                 compaction)"
+            ),
+            None => String::new(),
+        }
+    );
+    let _ = writeln!(
+        md,
+        "| lock | row | read p50 ms | x the probe row | after the idle wait, ms | x the probe row |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
+    for run in &measured.runs {
+        let probe = run.row_reads.iter().find(|r| r.row == "probe");
+        let probe_now = probe.map_or(f64::NAN, |r| r.read_p50_ms);
+        let probe_idle = probe.and_then(|r| r.after_idle_p50_ms).unwrap_or(f64::NAN);
+        for read in &run.row_reads {
+            let idle = match read.after_idle_p50_ms {
+                Some(ms) => format!("{ms:.2} | {:.1}x", ms / probe_idle),
+                None => "not measured | -".into(),
+            };
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.2} | {:.1}x | {idle} |",
+                run.lock,
+                read.row,
+                read.read_p50_ms,
+                read.read_p50_ms / probe_now
+            );
+        }
+    }
+    let _ = writeln!(md);
+}
+
+/// One table per lock, a row per block.
+fn block_by_block_sections(md: &mut String, measured: &Measured) {
     for run in &measured.runs {
         let _ = writeln!(md, "## {}, block by block\n", run.lock);
         let _ = writeln!(
@@ -315,7 +347,6 @@ pub fn render(measured: &Measured) -> String {
         }
         let _ = writeln!(md);
     }
-    md
 }
 
 /// Read the data file of an earlier `bench long-run` back.
