@@ -553,6 +553,31 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
     let out = &options.out;
     create_dir(out)?;
     let seeds = format!("seeds 0..{}", options.seeds);
+    let (workload, settings) = workload_and_settings(options, &seeds);
+    let mut charts = ThreadCharts {
+        measured,
+        subtitle: &workload,
+        files: Vec::new(),
+    };
+    throughput_chart(&mut charts)?;
+    wait_charts(&mut charts)?;
+    requests_chart(&mut charts)?;
+    share_and_order_charts(&mut charts)?;
+    let mut files = charts.files;
+    s1_staleness_chart(measured, &seeds)?;
+    files.push("fairness-s1-staleness.svg".into());
+    write_file(
+        out,
+        "fairness.md",
+        &markdown(measured, &format!("{workload}; {settings}")),
+    )?;
+    files.push("fairness.md".into());
+    Ok(files)
+}
+
+/// The workload every run shares, as the charts' subtitles state it, and the library's long-run
+/// settings, which the report's text adds to it.
+fn workload_and_settings(options: &FairnessOptions, seeds: &str) -> (String, String) {
     // What every run shares, read from the runs' own configuration (the queue lock's, one
     // thread, no skew: the settings below are the same for every variant and count).
     let run = fairness(&params(options, 1, 1, 0, false), 0);
@@ -578,7 +603,27 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         on_off(run.reuse_thread_ids),
         on_off(run.queue_read_from_last_hold)
     );
-    let series = |variants: &[usize], value: &dyn Fn(&Aggregate) -> Y, dashed: bool, suffix: &str| -> Vec<Series> {
+    (workload, settings)
+}
+
+/// The variants every chart against the thread count may draw, and the GetLock ones (whose
+/// waits and order mean the same thing).
+const ALL_VARIANTS: [usize; 4] = [0, 1, 2, 3];
+const GETLOCK_VARIANTS: [usize; 2] = [0, 1];
+
+/// The charts drawn against the thread count: the figures they plot, the workload line under
+/// their titles, and the files written so far.
+struct ThreadCharts<'a> {
+    measured: &'a Measured,
+    subtitle: &'a str,
+    files: Vec<String>,
+}
+
+impl ThreadCharts<'_> {
+    /// A line for each of `variants`: `value` of its aggregate at every thread count.
+    fn series(&self, variants: &[usize], value: &dyn Fn(&Aggregate) -> Y, dashed: bool, suffix: &str) -> Vec<Series> {
+        let options = &self.measured.options;
+        let measured = self.measured;
         variants
             .iter()
             .map(|&v| Series {
@@ -592,21 +637,21 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
                     .collect(),
             })
             .collect()
-    };
-    let all = [0, 1, 2, 3];
-    let getlock = [0, 1];
-    let mut files = Vec::new();
-    // `decimals`: those of the figure's column in the Data table.
-    let mut chart = |name: &str,
-                     title: &str,
-                     y_label: &str,
-                     log_y: bool,
-                     decimals: usize,
-                     series: Vec<Series>|
-     -> Result<(), ReportError> {
+    }
+
+    /// Write the chart `name`; `decimals`: those of the figure's column in the Data table.
+    fn draw(
+        &mut self,
+        name: &str,
+        title: &str,
+        y_label: &str,
+        log_y: bool,
+        decimals: usize,
+        series: Vec<Series>,
+    ) -> Result<(), ReportError> {
         LineChart {
             title,
-            subtitle: &workload,
+            subtitle: self.subtitle,
             x_label: "threads (clients contending for one lock)",
             y_label,
             x_unit: ("thread", "threads"),
@@ -615,21 +660,30 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
             y_decimals: decimals,
             series,
         }
-        .write(&out.join(name))?;
-        files.push(name.to_owned());
+        .write(&self.measured.options.out.join(name))?;
+        self.files.push(name.to_owned());
         Ok(())
-    };
-    chart(
+    }
+}
+
+/// Acquisitions per simulated second.
+fn throughput_chart(charts: &mut ThreadCharts<'_>) -> Result<(), ReportError> {
+    charts.draw(
         "fairness-throughput.svg",
         "Throughput: acquisitions per simulated second",
         "acquisitions / s",
         false,
         2,
-        series(&all, &|a| Y::Value(a.throughput), false, ""),
+        charts.series(&ALL_VARIANTS, &|a| Y::Value(a.throughput), false, ""),
     )?;
-    let mut waits = series(&getlock, &|a| a.of_acquisitions(a.wait_p50_ms), false, " p50");
-    waits.extend(series(&getlock, &|a| a.of_acquisitions(a.wait_p99_ms), true, " p99"));
-    chart(
+    Ok(())
+}
+
+/// GetLock's waits: p50 and p99, and the longest.
+fn wait_charts(charts: &mut ThreadCharts<'_>) -> Result<(), ReportError> {
+    let mut waits = charts.series(&GETLOCK_VARIANTS, &|a| a.of_acquisitions(a.wait_p50_ms), false, " p50");
+    waits.extend(charts.series(&GETLOCK_VARIANTS, &|a| a.of_acquisitions(a.wait_p99_ms), true, " p99"));
+    charts.draw(
         "fairness-wait.svg",
         "GetLock wait, from asking to holding: p50 (solid) and p99 (dashed)",
         "milliseconds (log)",
@@ -637,27 +691,32 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         1,
         waits,
     )?;
-    chart(
+    charts.draw(
         "fairness-wait-max.svg",
         "GetLock wait: the longest single wait",
         "milliseconds (log)",
         true,
         1,
-        series(&getlock, &|a| a.of_acquisitions(a.wait_max_ms), false, " max"),
+        charts.series(&GETLOCK_VARIANTS, &|a| a.of_acquisitions(a.wait_max_ms), false, " max"),
     )?;
-    let mut requests = series(
-        &all,
+    Ok(())
+}
+
+/// Store requests per acquisition and per handoff.
+fn requests_chart(charts: &mut ThreadCharts<'_>) -> Result<(), ReportError> {
+    let mut requests = charts.series(
+        &ALL_VARIANTS,
         &|a| a.of_acquisitions(a.requests_per_acquisition),
         false,
         " per acquisition",
     );
-    requests.extend(series(
-        &all,
+    requests.extend(charts.series(
+        &ALL_VARIANTS,
         &|a| a.of_handoffs(a.requests_per_handoff),
         true,
         " per handoff",
     ));
-    chart(
+    charts.draw(
         "fairness-requests.svg",
         "Store requests per acquisition (solid) and per handoff (dashed)",
         "requests (log)",
@@ -665,30 +724,46 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         1,
         requests,
     )?;
-    chart(
+    Ok(())
+}
+
+/// How evenly the lock is shared and how far arrival order is kept: Jain's index, the longest
+/// run by one client, overtakes.
+fn share_and_order_charts(charts: &mut ThreadCharts<'_>) -> Result<(), ReportError> {
+    charts.draw(
         "fairness-jain.svg",
         "Jain's fairness index of acquisitions per client (1 = even)",
         "index",
         false,
         3,
-        series(&all, &|a| a.of_acquisitions(a.jain), false, ""),
+        charts.series(&ALL_VARIANTS, &|a| a.of_acquisitions(a.jain), false, ""),
     )?;
-    chart(
+    charts.draw(
         "fairness-longest-run.svg",
         "Longest run of consecutive acquisitions by one client",
         "acquisitions (log)",
         true,
         0,
-        series(&all, &|a| a.of_acquisitions(a.longest_run as f64), false, ""),
+        charts.series(&ALL_VARIANTS, &|a| a.of_acquisitions(a.longest_run as f64), false, ""),
     )?;
-    chart(
+    charts.draw(
         "fairness-overtakes.svg",
         "Overtakes: clients passed by someone who started waiting later, per acquisition",
         "overtakes per acquisition",
         false,
         3,
-        series(&getlock, &|a| a.of_acquisitions(a.overtakes_per_acquisition), false, ""),
+        charts.series(
+            &GETLOCK_VARIANTS,
+            &|a| a.of_acquisitions(a.overtakes_per_acquisition),
+            false,
+            "",
+        ),
     )?;
+    Ok(())
+}
+
+/// S1: how long GlobalTime stood still against how far ahead the crashed replica ran.
+fn s1_staleness_chart(measured: &Measured, seeds: &str) -> Result<(), ReportError> {
     let stall_series = vec![
         Series {
             name: "GlobalTime stood still".into(),
@@ -721,23 +796,25 @@ pub fn write(measured: &Measured) -> Result<Vec<String>, ReportError> {
         y_decimals: 1,
         series: stall_series,
     }
-    .write(&out.join("fairness-s1-staleness.svg"))?;
-    files.push("fairness-s1-staleness.svg".into());
-    write_file(
-        out,
-        "fairness.md",
-        &markdown(measured, &format!("{workload}; {settings}")),
-    )?;
-    files.push("fairness.md".into());
-    Ok(files)
+    .write(&measured.options.out.join("fairness-s1-staleness.svg"))
 }
 
+/// fairness.md, section by section.
 fn markdown(measured: &Measured, workload: &str) -> String {
-    let options = &measured.options;
-    let t = &measured.threads;
-    let (few, many) = (options.threads[0], *options.threads.last().expect("thread counts"));
-    let two = options.threads.iter().copied().find(|&n| n >= 2).unwrap_or(few);
     let mut md = String::new();
+    introduction(&mut md, measured, workload);
+    thesis_claims_section(&mut md);
+    numbers_section(&mut md, measured);
+    figures_section(&mut md);
+    data_section(&mut md, measured, workload);
+    handoff_section(&mut md, measured);
+    reading_section(&mut md);
+    md
+}
+
+/// The title, how the report was made, and the workload of its figures.
+fn introduction(md: &mut String, measured: &Measured, workload: &str) {
+    let options = &measured.options;
     let _ = writeln!(md, "# Fairness and performance: the old lock against the queue lock\n");
     let _ = writeln!(
         md,
@@ -745,11 +822,22 @@ fn markdown(measured: &Measured, workload: &str) -> String {
         options.command_line()
     );
     let _ = writeln!(md, "Workload of every figure unless it says otherwise: {workload}. Each client loops: wait for the lock, hold it, release, think.\n");
+}
+
+/// What the thesis says of the two locks.
+fn thesis_claims_section(md: &mut String) {
     let _ = writeln!(md, "## What the thesis claimed\n");
     let _ = writeln!(md, "- The old shadow-row lock *slows down as more threads contend*: threads fight in the shadow row and back off for random times.");
     let _ = writeln!(md, "- It is *unfair*: a releasing thread re-acquires while the others sleep, so threads hold the lock in long batches.");
     let _ = writeln!(md, "- The queue lock fixes both. The thesis's own benchmark results are missing from the text (\"[benchmark results and legend here]\").\n");
+}
 
+/// Each claim against the figures measured.
+fn numbers_section(md: &mut String, measured: &Measured) {
+    let options = &measured.options;
+    let t = &measured.threads;
+    let (few, many) = (options.threads[0], *options.threads.last().expect("thread counts"));
+    let two = options.threads.iter().copied().find(|&n| n >= 2).unwrap_or(few);
     let _ = writeln!(md, "## What the numbers say\n");
     let old_t = |n: usize| t[&(0, n)].throughput;
     let queue_t = |n: usize| t[&(1, n)].throughput;
@@ -815,7 +903,10 @@ fn markdown(measured: &Measured, workload: &str) -> String {
         "- **S1.** A time-service replica 20 s ahead that crashes leaves GlobalTime standing still for {} s (the thesis: \"for as long as it was ahead\").\n",
         f(stall_20, 1)
     );
+}
 
+/// Each chart, with what it shows.
+fn figures_section(md: &mut String) {
     let _ = writeln!(md, "## Figures\n");
     let figures = [
         ("fairness-throughput.svg", "Throughput against threads", "Acquisitions per simulated second, mean over seeds. The old lock's random backoff (0-1000 ms after finding an owner) leaves the lock idle between holders; the queue lock hands over within a poll interval."),
@@ -830,8 +921,21 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     for (file, title, caption) in figures {
         let _ = writeln!(md, "### {title}\n\n![{title}]({file})\n\n{caption}\n");
     }
+}
 
+/// Every figure in tables: by variant and thread count, by clock skew and time source, and S1's
+/// stalls.
+fn data_section(md: &mut String, measured: &Measured, workload: &str) {
     let _ = writeln!(md, "## Data\n");
+    thread_count_table(md, measured, workload);
+    skew_table(md, measured);
+    s1_stall_table(md, measured);
+}
+
+/// Every figure by lock variant and thread count.
+fn thread_count_table(md: &mut String, measured: &Measured, workload: &str) {
+    let options = &measured.options;
+    let t = &measured.threads;
     let _ = writeln!(md, "By lock variant and thread count ({workload}).\n");
     let _ = writeln!(
         md,
@@ -858,6 +962,10 @@ fn markdown(measured: &Measured, workload: &str) -> String {
             );
         }
     }
+}
+
+/// The clock skew and time source runs.
+fn skew_table(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "\nClock skew and the time source, at {SKEW_THREADS} threads (client clocks offset uniformly in 0..=skew; \"global\": queue times from the time service, 3 replicas).\n");
     let _ = writeln!(
         md,
@@ -882,10 +990,14 @@ fn markdown(measured: &Measured, workload: &str) -> String {
             }
         }
     }
+}
+
+/// S1: the longest stall at each lead.
+fn s1_stall_table(md: &mut String, measured: &Measured) {
     let _ = writeln!(
         md,
         "\nS1 (timeservice-stall scenario, queue GetLock, {}):\n",
-        format_args!("seeds 0..{}", options.seeds)
+        format_args!("seeds 0..{}", measured.options.seeds)
     );
     let _ = writeln!(
         md,
@@ -895,13 +1007,15 @@ fn markdown(measured: &Measured, workload: &str) -> String {
     for (lead, stall) in &measured.stalls {
         let _ = writeln!(md, "| {lead} s | {} s |", f(*stall, 1));
     }
-    handoff_section(&mut md, measured);
+}
+
+/// How to read the charts, and what they do not say.
+fn reading_section(md: &mut String) {
     let _ = writeln!(md, "\n## Reading the figures\n");
     let _ = writeln!(md, "- Thread counts are on a log scale. A flat throughput line means handoffs cost the same however many clients wait.");
     let _ = writeln!(md, "- A figure that means nothing for a configuration (Jain's index or a wait with 0 acquisitions, requests per handoff with 0 handoffs, 0 on a log axis) is not plotted: its line breaks there and a note under the chart names it. A value too close to zero to read off a linear axis is printed beside its point, and a line lying wholly that close (under {}% of the axis) is drawn again under the chart on its own scale.", axis_label(NEAR_ZERO * 100.0));
     let _ = writeln!(md, "- \"old TryLock\" is the old algorithm's single TryLock (Listing 3) used as TryGetLock; \"queue TryGetLock\" is Listing 7. A refusal is a try that found the lock taken; their clients think and try again, so their acquisitions are not comparable with GetLock's one for one.");
     let _ = writeln!(md, "- Simulated time, not wall time: the simulator's network (the cluster's own queues, `--network queues`) has 1-10 ms per message plus the 2 ms madsim's network adds, so absolute rates are those of a LAN-like cluster; compare the algorithms, not the numbers with a real cluster (see `real-backends.md` for that).");
-    md
 }
 
 /// The queue lock's faster handoffs against the old lock, and the goal judged
