@@ -103,23 +103,7 @@ impl Flat {
                 value,
                 only_if_absent,
                 ttl_ms,
-            } => {
-                let mut expires_at_ms = None;
-                if let Some(ttl) = ttl_ms {
-                    if *ttl == 0 {
-                        return RedisReply::Error(RedisError::InvalidExpireTime);
-                    }
-                    match Self::instant(now, *ttl) {
-                        None => return RedisReply::Error(RedisError::InvalidExpireTime),
-                        Some(at) => expires_at_ms = Some(at),
-                    }
-                }
-                if *only_if_absent && self.live(key, now).is_some() {
-                    return RedisReply::Nil;
-                }
-                self.put(key, Data::Text(value.clone()), expires_at_ms);
-                RedisReply::Ok
-            }
+            } => self.set(key, value, *only_if_absent, *ttl_ms, now),
             RedisCommand::Get { key } => match self.live(key, now) {
                 None => RedisReply::Nil,
                 Some(i) => match &self.records[i].data {
@@ -165,256 +149,341 @@ impl Flat {
                     }
                 },
             },
-            RedisCommand::DeleteIfEquals { key, token } => match self.live(key, now) {
-                None => RedisReply::Integer(0),
-                Some(i) => match &self.records[i].data {
-                    Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
-                    Data::Text(value) if value == token => {
-                        self.remove(key);
-                        RedisReply::Integer(1)
-                    }
-                    Data::Text(_) => RedisReply::Integer(0),
-                },
-            },
-            RedisCommand::PExpireIfEquals { key, token, ttl_ms } => match self.live(key, now) {
-                None => RedisReply::Integer(0),
-                Some(i) => match &self.records[i].data {
-                    Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
-                    Data::Text(value) if value == token => {
-                        if Self::instant(now, *ttl_ms).is_none() {
-                            return RedisReply::Error(RedisError::InvalidExpireTime);
-                        }
-                        self.expire_record(i, now, *ttl_ms);
-                        RedisReply::Integer(1)
-                    }
-                    Data::Text(_) => RedisReply::Integer(0),
-                },
-            },
-            RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
-                let i = match self.live(key, now) {
-                    None => {
-                        self.put(key, Data::Counters(vec![(owner.clone(), 1)]), None);
-                        self.records.len() - 1
-                    }
-                    Some(i) => {
-                        let Data::Counters(counters) = &mut self.records[i].data else {
-                            return RedisReply::Error(RedisError::WrongType);
-                        };
-                        let mut ours = false;
-                        for (name, count) in counters.iter_mut() {
-                            if name == owner {
-                                ours = true;
-                                match count.checked_add(1) {
-                                    Some(more) => *count = more,
-                                    None => return RedisReply::Error(RedisError::Overflow),
-                                }
-                            }
-                        }
-                        if !ours {
-                            return RedisReply::Integer(self.pttl_of(i, now));
-                        }
-                        i
-                    }
-                };
-                if Self::instant(now, *lease_ms).is_none() {
-                    return RedisReply::Error(RedisError::InvalidExpireTime); // the count stays
-                }
-                self.expire_record(i, now, *lease_ms);
-                RedisReply::Nil
-            }
-            RedisCommand::RedissonRenew { key, owner, lease_ms } => match self.live(key, now) {
-                None => RedisReply::Integer(0),
-                Some(i) => match &self.records[i].data {
-                    Data::Text(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
-                    Data::Counters(counters) => {
-                        if !counters.iter().any(|(name, _)| name == owner) {
-                            return RedisReply::Integer(0);
-                        }
-                        if Self::instant(now, *lease_ms).is_none() {
-                            return RedisReply::Error(RedisError::InvalidExpireTime);
-                        }
-                        self.expire_record(i, now, *lease_ms);
-                        RedisReply::Integer(1)
-                    }
-                },
-            },
+            RedisCommand::DeleteIfEquals { key, token } => self.delete_if_equals(key, token, now),
+            RedisCommand::PExpireIfEquals { key, token, ttl_ms } => self.pexpire_if_equals(key, token, *ttl_ms, now),
+            RedisCommand::RedissonAcquire { key, owner, lease_ms } => self.redisson_acquire(key, owner, *lease_ms, now),
+            RedisCommand::RedissonRenew { key, owner, lease_ms } => self.redisson_renew(key, owner, *lease_ms, now),
             RedisCommand::RedissonRelease {
                 key,
                 owner,
                 lease_ms,
                 channel,
-            } => {
-                let Some(i) = self.live(key, now) else {
-                    return RedisReply::Nil;
-                };
-                let Data::Counters(counters) = &mut self.records[i].data else {
-                    return RedisReply::Error(RedisError::WrongType);
-                };
-                let mut remaining = None;
-                for (name, count) in counters.iter_mut() {
-                    if name == owner {
-                        *count -= 1;
-                        remaining = Some(*count);
-                    }
-                }
-                match remaining {
-                    None => RedisReply::Nil,
-                    Some(count) if count > 0 => {
-                        if Self::instant(now, *lease_ms).is_none() {
-                            return RedisReply::Error(RedisError::InvalidExpireTime);
-                            // decremented
-                        }
-                        self.expire_record(i, now, *lease_ms);
-                        RedisReply::Integer(0)
-                    }
-                    Some(_) => {
-                        self.remove(key);
-                        published.push(Published {
-                            channel: channel.clone(),
-                            message: UNLOCK_MESSAGE.to_owned(),
-                        });
-                        RedisReply::Integer(1)
-                    }
-                }
-            }
+            } => self.redisson_release(key, owner, *lease_ms, channel, now, published),
             RedisCommand::RedissonFairAcquire {
                 key,
                 owner,
                 lease_ms,
                 thread_wait_ms,
                 client_now_ms,
-            } => {
-                let (mut queue, mut scores) = self.waiters(key);
-                drop_stale(&mut queue, &mut scores, *client_now_ms as i64);
-                let wait = *thread_wait_ms as i64;
-                let client_now = *client_now_ms as i64;
-                let lock = self.live(key, now);
-                if lock.is_none() && (queue.is_empty() || queue[0] == *owner) {
-                    if !queue.is_empty() {
-                        queue.remove(0);
-                    }
-                    scores.retain(|(name, _)| name != owner);
-                    for (_, score) in scores.iter_mut() {
-                        *score = score.saturating_sub(wait);
-                    }
-                    self.save_waiters(key, queue, scores);
-                    self.put(key, Data::Counters(vec![(owner.clone(), 1)]), None);
-                    let i = self.records.len() - 1;
-                    if Self::instant(now, *lease_ms).is_none() {
-                        return RedisReply::Error(RedisError::InvalidExpireTime);
-                    }
-                    self.expire_record(i, now, *lease_ms);
-                    return RedisReply::Nil;
-                }
-                if let Some(i) = lock {
-                    match &mut self.records[i].data {
-                        Data::Counters(counters) => {
-                            if let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) {
-                                *count += 1;
-                                self.save_waiters(key, queue, scores);
-                                if Self::instant(now, *lease_ms).is_none() {
-                                    return RedisReply::Error(RedisError::InvalidExpireTime);
-                                }
-                                let i = self.live(key, now).expect("still there");
-                                self.expire_record(i, now, *lease_ms);
-                                return RedisReply::Nil;
-                            }
-                        }
-                        _ => {
-                            self.save_waiters(key, queue, scores);
-                            return RedisReply::Error(RedisError::WrongType);
-                        }
-                    }
-                }
-                if let Some((_, deadline)) = scores.iter().find(|(name, _)| name == owner) {
-                    let reply = RedisReply::Integer(deadline.saturating_sub(wait).saturating_sub(client_now));
-                    self.save_waiters(key, queue, scores);
-                    return reply;
-                }
-                let last = queue.last().filter(|last| *last != owner).cloned();
-                let ttl = match last {
-                    Some(last) => {
-                        let deadline = scores
-                            .iter()
-                            .find(|(name, _)| *name == last)
-                            .map_or(client_now, |(_, d)| *d);
-                        deadline.saturating_sub(client_now)
-                    }
-                    None => match self.live(key, now) {
-                        None => -2,
-                        Some(i) => self.pttl_of(i, now),
-                    },
-                };
-                scores.push((owner.clone(), ttl.saturating_add(wait).saturating_add(client_now)));
-                if !queue.contains(owner) {
-                    queue.push(owner.clone());
-                }
-                self.save_waiters(key, queue, scores);
-                RedisReply::Integer(ttl)
-            }
+            } => self.redisson_fair_acquire(key, owner, *lease_ms, *thread_wait_ms, *client_now_ms, now),
             RedisCommand::RedissonFairRelease {
                 key,
                 owner,
                 lease_ms,
                 channel,
                 client_now_ms,
-            } => {
-                let (mut queue, mut scores) = self.waiters(key);
-                drop_stale(&mut queue, &mut scores, *client_now_ms as i64);
-                let first = queue.first().cloned();
-                self.save_waiters(key, queue, scores);
-                let tell_first = |published: &mut Vec<Published>| {
-                    if let Some(first) = &first {
-                        published.push(Published {
-                            channel: format!("{channel}:{first}"),
-                            message: UNLOCK_MESSAGE.to_owned(),
-                        });
-                    }
-                };
-                let Some(i) = self.live(key, now) else {
-                    tell_first(published);
-                    return RedisReply::Integer(1);
-                };
-                let Data::Counters(counters) = &mut self.records[i].data else {
-                    return RedisReply::Error(RedisError::WrongType);
-                };
-                let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) else {
-                    return RedisReply::Nil;
-                };
-                *count -= 1;
-                if *count > 0 {
-                    if Self::instant(now, *lease_ms).is_none() {
-                        return RedisReply::Error(RedisError::InvalidExpireTime);
-                    }
-                    self.expire_record(i, now, *lease_ms);
-                    return RedisReply::Integer(0);
-                }
-                self.remove(key);
-                tell_first(published);
-                RedisReply::Integer(1)
-            }
+            } => self.redisson_fair_release(key, owner, *lease_ms, channel, *client_now_ms, now, published),
             RedisCommand::RedissonFairGiveUp {
                 key,
                 owner,
                 thread_wait_ms,
-            } => {
-                let (mut queue, mut scores) = self.waiters(key);
-                let Some(at) = queue.iter().position(|name| name == owner) else {
-                    return RedisReply::Integer(0);
+            } => self.redisson_fair_give_up(key, owner, *thread_wait_ms),
+        }
+    }
+
+    /// SET, with NX and PX: a TTL of 0 or past Redis's range is refused.
+    fn set(&mut self, key: &str, value: &str, only_if_absent: bool, ttl_ms: Option<u64>, now: u64) -> RedisReply {
+        let mut expires_at_ms = None;
+        if let Some(ttl) = ttl_ms {
+            if ttl == 0 {
+                return RedisReply::Error(RedisError::InvalidExpireTime);
+            }
+            match Self::instant(now, ttl) {
+                None => return RedisReply::Error(RedisError::InvalidExpireTime),
+                Some(at) => expires_at_ms = Some(at),
+            }
+        }
+        if only_if_absent && self.live(key, now).is_some() {
+            return RedisReply::Nil;
+        }
+        self.put(key, Data::Text(value.to_owned()), expires_at_ms);
+        RedisReply::Ok
+    }
+
+    // The `SET NX` lock's scripts.
+
+    /// The `SET NX` lock's release script: DEL the key if it holds `token`.
+    fn delete_if_equals(&mut self, key: &str, token: &str, now: u64) -> RedisReply {
+        match self.live(key, now) {
+            None => RedisReply::Integer(0),
+            Some(i) => match &self.records[i].data {
+                Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
+                Data::Text(value) if value == token => {
+                    self.remove(key);
+                    RedisReply::Integer(1)
+                }
+                Data::Text(_) => RedisReply::Integer(0),
+            },
+        }
+    }
+
+    /// The `SET NX` lock's extension script: PEXPIRE the key if it holds `token`.
+    fn pexpire_if_equals(&mut self, key: &str, token: &str, ttl_ms: u64, now: u64) -> RedisReply {
+        match self.live(key, now) {
+            None => RedisReply::Integer(0),
+            Some(i) => match &self.records[i].data {
+                Data::Counters(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
+                Data::Text(value) if value == token => {
+                    if Self::instant(now, ttl_ms).is_none() {
+                        return RedisReply::Error(RedisError::InvalidExpireTime);
+                    }
+                    self.expire_record(i, now, ttl_ms);
+                    RedisReply::Integer(1)
+                }
+                Data::Text(_) => RedisReply::Integer(0),
+            },
+        }
+    }
+
+    // Redisson's lock scripts.
+
+    /// Redisson's acquire script: free or ours, count one more hold and arm the lease; else the
+    /// holder's PTTL.
+    fn redisson_acquire(&mut self, key: &str, owner: &str, lease_ms: u64, now: u64) -> RedisReply {
+        let i = match self.live(key, now) {
+            None => {
+                self.put(key, Data::Counters(vec![(owner.to_owned(), 1)]), None);
+                self.records.len() - 1
+            }
+            Some(i) => {
+                let Data::Counters(counters) = &mut self.records[i].data else {
+                    return RedisReply::Error(RedisError::WrongType);
                 };
-                for behind in &queue[at + 1..] {
-                    for (name, score) in scores.iter_mut() {
-                        if name == behind {
-                            *score = score.saturating_sub(*thread_wait_ms as i64);
+                let mut ours = false;
+                for (name, count) in counters.iter_mut() {
+                    if name == owner {
+                        ours = true;
+                        match count.checked_add(1) {
+                            Some(more) => *count = more,
+                            None => return RedisReply::Error(RedisError::Overflow),
                         }
                     }
                 }
-                queue.retain(|name| name != owner);
-                scores.retain(|(name, _)| name != owner);
-                self.save_waiters(key, queue, scores);
+                if !ours {
+                    return RedisReply::Integer(self.pttl_of(i, now));
+                }
+                i
+            }
+        };
+        if Self::instant(now, lease_ms).is_none() {
+            return RedisReply::Error(RedisError::InvalidExpireTime); // the count stays
+        }
+        self.expire_record(i, now, lease_ms);
+        RedisReply::Nil
+    }
+
+    /// Redisson's renew script: ours, arm the lease again.
+    fn redisson_renew(&mut self, key: &str, owner: &str, lease_ms: u64, now: u64) -> RedisReply {
+        match self.live(key, now) {
+            None => RedisReply::Integer(0),
+            Some(i) => match &self.records[i].data {
+                Data::Text(_) | Data::Items(_) | Data::Scores(_) => RedisReply::Error(RedisError::WrongType),
+                Data::Counters(counters) => {
+                    if !counters.iter().any(|(name, _)| name == owner) {
+                        return RedisReply::Integer(0);
+                    }
+                    if Self::instant(now, lease_ms).is_none() {
+                        return RedisReply::Error(RedisError::InvalidExpireTime);
+                    }
+                    self.expire_record(i, now, lease_ms);
+                    RedisReply::Integer(1)
+                }
+            },
+        }
+    }
+
+    /// Redisson's release script: one hold fewer; the last one deletes the lock and publishes
+    /// the unlock.
+    fn redisson_release(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        channel: &str,
+        now: u64,
+        published: &mut Vec<Published>,
+    ) -> RedisReply {
+        let Some(i) = self.live(key, now) else {
+            return RedisReply::Nil;
+        };
+        let Data::Counters(counters) = &mut self.records[i].data else {
+            return RedisReply::Error(RedisError::WrongType);
+        };
+        let mut remaining = None;
+        for (name, count) in counters.iter_mut() {
+            if name == owner {
+                *count -= 1;
+                remaining = Some(*count);
+            }
+        }
+        match remaining {
+            None => RedisReply::Nil,
+            Some(count) if count > 0 => {
+                if Self::instant(now, lease_ms).is_none() {
+                    return RedisReply::Error(RedisError::InvalidExpireTime);
+                    // decremented
+                }
+                self.expire_record(i, now, lease_ms);
+                RedisReply::Integer(0)
+            }
+            Some(_) => {
+                self.remove(key);
+                published.push(Published {
+                    channel: channel.to_owned(),
+                    message: UNLOCK_MESSAGE.to_owned(),
+                });
                 RedisReply::Integer(1)
             }
         }
+    }
+
+    // Redisson's fair lock scripts.
+
+    /// The fair lock's acquire script: take the lock if free and first in line (or ours again),
+    /// else queue up and answer how long to wait.
+    fn redisson_fair_acquire(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        thread_wait_ms: u64,
+        client_now_ms: u64,
+        now: u64,
+    ) -> RedisReply {
+        let (mut queue, mut scores) = self.waiters(key);
+        drop_stale(&mut queue, &mut scores, client_now_ms as i64);
+        let wait = thread_wait_ms as i64;
+        let client_now = client_now_ms as i64;
+        let lock = self.live(key, now);
+        if lock.is_none() && (queue.is_empty() || queue[0] == *owner) {
+            if !queue.is_empty() {
+                queue.remove(0);
+            }
+            scores.retain(|(name, _)| name != owner);
+            for (_, score) in scores.iter_mut() {
+                *score = score.saturating_sub(wait);
+            }
+            self.save_waiters(key, queue, scores);
+            self.put(key, Data::Counters(vec![(owner.to_owned(), 1)]), None);
+            let i = self.records.len() - 1;
+            if Self::instant(now, lease_ms).is_none() {
+                return RedisReply::Error(RedisError::InvalidExpireTime);
+            }
+            self.expire_record(i, now, lease_ms);
+            return RedisReply::Nil;
+        }
+        if let Some(i) = lock {
+            match &mut self.records[i].data {
+                Data::Counters(counters) => {
+                    if let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) {
+                        *count += 1;
+                        self.save_waiters(key, queue, scores);
+                        if Self::instant(now, lease_ms).is_none() {
+                            return RedisReply::Error(RedisError::InvalidExpireTime);
+                        }
+                        let i = self.live(key, now).expect("still there");
+                        self.expire_record(i, now, lease_ms);
+                        return RedisReply::Nil;
+                    }
+                }
+                _ => {
+                    self.save_waiters(key, queue, scores);
+                    return RedisReply::Error(RedisError::WrongType);
+                }
+            }
+        }
+        if let Some((_, deadline)) = scores.iter().find(|(name, _)| name == owner) {
+            let reply = RedisReply::Integer(deadline.saturating_sub(wait).saturating_sub(client_now));
+            self.save_waiters(key, queue, scores);
+            return reply;
+        }
+        let last = queue.last().filter(|last| *last != owner).cloned();
+        let ttl = match last {
+            Some(last) => {
+                let deadline = scores
+                    .iter()
+                    .find(|(name, _)| *name == last)
+                    .map_or(client_now, |(_, d)| *d);
+                deadline.saturating_sub(client_now)
+            }
+            None => match self.live(key, now) {
+                None => -2,
+                Some(i) => self.pttl_of(i, now),
+            },
+        };
+        scores.push((owner.to_owned(), ttl.saturating_add(wait).saturating_add(client_now)));
+        if !queue.iter().any(|name| name == owner) {
+            queue.push(owner.to_owned());
+        }
+        self.save_waiters(key, queue, scores);
+        RedisReply::Integer(ttl)
+    }
+
+    /// The fair lock's release script: one hold fewer; the last one deletes the lock and tells
+    /// the first waiter.
+    #[allow(clippy::too_many_arguments)]
+    fn redisson_fair_release(
+        &mut self,
+        key: &str,
+        owner: &str,
+        lease_ms: u64,
+        channel: &str,
+        client_now_ms: u64,
+        now: u64,
+        published: &mut Vec<Published>,
+    ) -> RedisReply {
+        let (mut queue, mut scores) = self.waiters(key);
+        drop_stale(&mut queue, &mut scores, client_now_ms as i64);
+        let first = queue.first().cloned();
+        self.save_waiters(key, queue, scores);
+        let tell_first = |published: &mut Vec<Published>| {
+            if let Some(first) = &first {
+                published.push(Published {
+                    channel: format!("{channel}:{first}"),
+                    message: UNLOCK_MESSAGE.to_owned(),
+                });
+            }
+        };
+        let Some(i) = self.live(key, now) else {
+            tell_first(published);
+            return RedisReply::Integer(1);
+        };
+        let Data::Counters(counters) = &mut self.records[i].data else {
+            return RedisReply::Error(RedisError::WrongType);
+        };
+        let Some((_, count)) = counters.iter_mut().find(|(name, _)| name == owner) else {
+            return RedisReply::Nil;
+        };
+        *count -= 1;
+        if *count > 0 {
+            if Self::instant(now, lease_ms).is_none() {
+                return RedisReply::Error(RedisError::InvalidExpireTime);
+            }
+            self.expire_record(i, now, lease_ms);
+            return RedisReply::Integer(0);
+        }
+        self.remove(key);
+        tell_first(published);
+        RedisReply::Integer(1)
+    }
+
+    /// The fair lock's give-up script: leave the queue, and move those behind up a slot.
+    fn redisson_fair_give_up(&mut self, key: &str, owner: &str, thread_wait_ms: u64) -> RedisReply {
+        let (mut queue, mut scores) = self.waiters(key);
+        let Some(at) = queue.iter().position(|name| name == owner) else {
+            return RedisReply::Integer(0);
+        };
+        for behind in &queue[at + 1..] {
+            for (name, score) in scores.iter_mut() {
+                if name == behind {
+                    *score = score.saturating_sub(thread_wait_ms as i64);
+                }
+            }
+        }
+        queue.retain(|name| name != owner);
+        scores.retain(|(name, _)| name != owner);
+        self.save_waiters(key, queue, scores);
+        RedisReply::Integer(1)
     }
 
     /// A fair lock's queue and deadlines (empty when absent; the keys never expire).
