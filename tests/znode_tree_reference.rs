@@ -208,62 +208,8 @@ impl Reference {
                 ephemeral,
                 sequential,
                 ..
-            } => {
-                if !Self::valid(path) || path == "/" {
-                    return err(ZkError::BadArguments);
-                }
-                let p = parent(path);
-                let Some(pi) = self.find(&p) else {
-                    return err(ZkError::NoNode);
-                };
-                if self.nodes[pi].owner.is_some() {
-                    return err(ZkError::NoChildrenForEphemerals);
-                }
-                let mut name = path.clone();
-                if *sequential {
-                    if self.nodes[pi].cversion > MAX_SEQUENCE {
-                        return err(ZkError::SequenceOverflow);
-                    }
-                    name.push_str(&format!("{:010}", self.nodes[pi].cversion));
-                }
-                if self.find(&name).is_some() {
-                    return err(ZkError::NodeExists);
-                }
-                self.zxid += 1;
-                self.nodes[pi].cversion += 1;
-                self.nodes.push(Node {
-                    path: name.clone(),
-                    data: data.clone(),
-                    czxid: self.zxid,
-                    mzxid: self.zxid,
-                    version: 0,
-                    cversion: 0,
-                    owner: if *ephemeral { Some(me) } else { None },
-                });
-                let stat = self.stat(self.nodes.len() - 1);
-                self.trigger(Kind::Data, &name, WatchKind::NodeCreated, fired);
-                self.trigger(Kind::Child, &p, WatchKind::NodeChildrenChanged, fired);
-                ZkReply::Created { path: name, stat }
-            }
-            ZkCommand::Delete { path, version, .. } => {
-                if !Self::valid(path) || path == "/" {
-                    return err(ZkError::BadArguments);
-                }
-                let Some(i) = self.find(path) else {
-                    return err(ZkError::NoNode);
-                };
-                if let Some(v) = version {
-                    if *v != self.nodes[i].version {
-                        return err(ZkError::BadVersion);
-                    }
-                }
-                if self.nodes.iter().any(|n| n.path != "/" && parent(&n.path) == *path) {
-                    return err(ZkError::NotEmpty);
-                }
-                self.zxid += 1;
-                self.delete_node(path, fired);
-                ZkReply::Ok
-            }
+            } => self.create(me, path, data, *ephemeral, *sequential, fired),
+            ZkCommand::Delete { path, version, .. } => self.delete(path, *version, fired),
             ZkCommand::Exists { path, watch, .. } => {
                 if !Self::valid(path) {
                     return err(ZkError::BadArguments);
@@ -290,25 +236,7 @@ impl Reference {
             }
             ZkCommand::SetData {
                 path, data, version, ..
-            } => {
-                if !Self::valid(path) {
-                    return err(ZkError::BadArguments);
-                }
-                let Some(i) = self.find(path) else {
-                    return err(ZkError::NoNode);
-                };
-                if let Some(v) = version {
-                    if *v != self.nodes[i].version {
-                        return err(ZkError::BadVersion);
-                    }
-                }
-                self.zxid += 1;
-                self.nodes[i].data = data.clone();
-                self.nodes[i].mzxid = self.zxid;
-                self.nodes[i].version += 1;
-                self.trigger(Kind::Data, path, WatchKind::NodeDataChanged, fired);
-                ZkReply::Ok
-            }
+            } => self.set_data(path, data, *version, fired),
             ZkCommand::GetChildren { path, watch, .. } => {
                 if !Self::valid(path) {
                     return err(ZkError::BadArguments);
@@ -329,6 +257,98 @@ impl Reference {
                 ZkReply::Children(names)
             }
         }
+    }
+
+    /// Create: a node under an existing, non-ephemeral parent, its name numbered if sequential.
+    fn create(
+        &mut self,
+        me: SessionId,
+        path: &str,
+        data: &str,
+        ephemeral: bool,
+        sequential: bool,
+        fired: &mut Vec<WatchEvent>,
+    ) -> ZkReply {
+        let err = ZkReply::Error;
+        if !Self::valid(path) || path == "/" {
+            return err(ZkError::BadArguments);
+        }
+        let p = parent(path);
+        let Some(pi) = self.find(&p) else {
+            return err(ZkError::NoNode);
+        };
+        if self.nodes[pi].owner.is_some() {
+            return err(ZkError::NoChildrenForEphemerals);
+        }
+        let mut name = path.to_owned();
+        if sequential {
+            if self.nodes[pi].cversion > MAX_SEQUENCE {
+                return err(ZkError::SequenceOverflow);
+            }
+            name.push_str(&format!("{:010}", self.nodes[pi].cversion));
+        }
+        if self.find(&name).is_some() {
+            return err(ZkError::NodeExists);
+        }
+        self.zxid += 1;
+        self.nodes[pi].cversion += 1;
+        self.nodes.push(Node {
+            path: name.clone(),
+            data: data.to_owned(),
+            czxid: self.zxid,
+            mzxid: self.zxid,
+            version: 0,
+            cversion: 0,
+            owner: if ephemeral { Some(me) } else { None },
+        });
+        let stat = self.stat(self.nodes.len() - 1);
+        self.trigger(Kind::Data, &name, WatchKind::NodeCreated, fired);
+        self.trigger(Kind::Child, &p, WatchKind::NodeChildrenChanged, fired);
+        ZkReply::Created { path: name, stat }
+    }
+
+    /// Delete: a childless node, if the version given (if any) is its own.
+    fn delete(&mut self, path: &str, version: Option<i64>, fired: &mut Vec<WatchEvent>) -> ZkReply {
+        let err = ZkReply::Error;
+        if !Self::valid(path) || path == "/" {
+            return err(ZkError::BadArguments);
+        }
+        let Some(i) = self.find(path) else {
+            return err(ZkError::NoNode);
+        };
+        if let Some(v) = version {
+            if v != self.nodes[i].version {
+                return err(ZkError::BadVersion);
+            }
+        }
+        if self.nodes.iter().any(|n| n.path != "/" && parent(&n.path) == *path) {
+            return err(ZkError::NotEmpty);
+        }
+        self.zxid += 1;
+        self.delete_node(path, fired);
+        ZkReply::Ok
+    }
+
+    /// SetData: a node's data, if the version given (if any) is its own.
+    fn set_data(&mut self, path: &str, data: &str, version: Option<i64>, fired: &mut Vec<WatchEvent>) -> ZkReply {
+        let err = ZkReply::Error;
+        if !Self::valid(path) {
+            return err(ZkError::BadArguments);
+        }
+        let Some(i) = self.find(path) else {
+            return err(ZkError::NoNode);
+        };
+        if let Some(v) = version {
+            if v != self.nodes[i].version {
+                return err(ZkError::BadVersion);
+            }
+        }
+        self.zxid += 1;
+        self.nodes[i].data = data.to_owned();
+        self.nodes[i].mzxid = self.zxid;
+        self.nodes[i].version += 1;
+        self.trigger(Kind::Data, path, WatchKind::NodeDataChanged, fired);
+        ZkReply::Ok
     }
 
     fn observe(&self) -> Vec<(String, String, ZkStat)> {
