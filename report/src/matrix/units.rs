@@ -1,4 +1,5 @@
-//! The matrix's work, cut into units that machines can share (`report matrix --shard K/N`).
+//! Execution: the matrix's work, cut into units that machines can share (`report matrix --shard
+//! K/N`), each unit run here, and the units' results gathered back from the shards.
 //!
 //! A matrix run is a few hundred independent pieces of work: one model run per distinct model
 //! of a row (the same spec judging several faults is run once), one seed search per simulator
@@ -23,7 +24,6 @@
 //! takes a second, so shards are balanced in count, not in time.
 
 use std::collections::BTreeMap;
-use std::str::FromStr;
 use std::time::Duration;
 
 use cassalock_judge::ClaimId;
@@ -31,10 +31,14 @@ use cassalock_models::check::{Limits, Report, Verdict};
 use cassalock_models::{build as build_model, Spec};
 use serde::{Deserialize, Serialize};
 
-use super::{
-    family_sim, one_seed, search, sources, Budget, Column, MatrixError, MatrixOptions, MatrixRow, Row, SimResult,
-    Source, MUTANT_MODELS,
-};
+use super::claims::all_sim_claims;
+use super::family_sim::CLIENT_BUGS;
+use super::grid::{Column, MatrixRow, Row};
+use super::judgement::claim_text;
+use super::mutants::{MUTANT_MODELS, MUTANT_SIMS};
+use super::options::{MatrixError, MatrixOptions};
+use super::seed_search::{client_bug_search, family_one_seed, one_seed, search, Budget, SimResult};
+use super::sources::{sources, Source};
 
 /// One unit of a matrix run's work.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,9 +57,9 @@ pub(super) enum Unit {
     /// A broken variant's model run: [`MUTANT_MODELS`]`[i]`.
     MutantModel(usize),
     /// A broken variant's seed search in the simulator, for the old or queue lock:
-    /// [`super::MUTANT_SIMS`]`[i]`.
+    /// [`MUTANT_SIMS`]`[i]`.
     MutantSim(usize, Row),
-    /// A planted client bug's seed search: `family_sim::CLIENT_BUGS[i]`.
+    /// A planted client bug's seed search: [`CLIENT_BUGS`]`[i]`.
     ClientBug(usize),
     /// A run set of the contract findings: `contract_findings::keys()[i]`.
     ContractSet(usize),
@@ -110,12 +114,12 @@ pub(super) fn plan(options: &MatrixOptions) -> Vec<Unit> {
             units.push(Unit::MutantModel(index));
         }
     }
-    for index in 0..super::MUTANT_SIMS.len() {
+    for index in 0..MUTANT_SIMS.len() {
         units.push(Unit::MutantSim(index, Row::Old));
         units.push(Unit::MutantSim(index, Row::Queue));
     }
     if !options.thesis_only {
-        units.extend((0..family_sim::CLIENT_BUGS.len()).map(Unit::ClientBug));
+        units.extend((0..CLIENT_BUGS.len()).map(Unit::ClientBug));
     }
     units.extend((0..crate::contract_findings::keys().len()).map(Unit::ContractSet));
     units
@@ -207,7 +211,7 @@ pub(super) fn execute(
         Unit::Model { spec, label, .. } => UnitResult::Model(model(spec, label, Limits::default())?),
         Unit::Search { row, column, source } => {
             let (row, column) = (*row, *column);
-            let claims = super::all_sim_claims(row);
+            let claims = all_sim_claims(row);
             let result = match sources(row, column).into_iter().nth(*source) {
                 Some(Source::Sim {
                     scenario,
@@ -220,12 +224,9 @@ pub(super) fn execute(
                     &claims,
                     budget,
                 ),
-                Some(Source::FamilySim { scenario, .. }) => search(
-                    pool,
-                    &|seed| family_sim::one_seed(scenario, &claims, seed),
-                    &claims,
-                    budget,
-                ),
+                Some(Source::FamilySim { scenario, .. }) => {
+                    search(pool, &|seed| family_one_seed(scenario, &claims, seed), &claims, budget)
+                }
                 other => unreachable!("the plan lists searches only: {other:?}"),
             };
             UnitResult::Search(result)
@@ -240,7 +241,7 @@ pub(super) fn execute(
             UnitResult::Model(model(&mutant.spec(), &format!("{} mutant", mutant.claim), limits)?)
         }
         Unit::MutantSim(index, row) => {
-            let (row, mutant) = (*row, &super::MUTANT_SIMS[*index]);
+            let (row, mutant) = (*row, &MUTANT_SIMS[*index]);
             let options = mutant.options();
             UnitResult::Search(search(
                 pool,
@@ -249,7 +250,7 @@ pub(super) fn execute(
                 budget,
             ))
         }
-        Unit::ClientBug(index) => UnitResult::Search(family_sim::client_bug_search(pool, *index, budget)),
+        Unit::ClientBug(index) => UnitResult::Search(client_bug_search(pool, *index, budget)),
         Unit::ContractSet(index) => UnitResult::Contract(Box::new(crate::contract_findings::run_key(
             pool,
             *index,
@@ -310,7 +311,8 @@ pub(super) fn gather(units: usize, shards: &[MatrixShard]) -> Result<Vec<UnitRes
     for shard in shards {
         if shard.units != units {
             return Err(MatrixError::Shard(format!(
-                "shard {}/{} was cut from a plan of {} units; this cassalock plans {units}: run every shard with the same cassalock",
+                "shard {}/{} was cut from a plan of {} units; this cassalock plans {units}: run every shard \
+                 with the same cassalock",
                 shard.k, shard.n, shard.units
             )));
         }
@@ -337,20 +339,6 @@ pub(super) fn gather(units: usize, shards: &[MatrixShard]) -> Result<Vec<UnitRes
         )));
     }
     Ok(by_index.into_values().collect())
-}
-
-/// A [`ClaimId`] in a shard file: its ID as docs/claims.md writes it.
-pub(super) mod claim_text {
-    use super::*;
-
-    pub fn serialize<S: serde::Serializer>(claim: &ClaimId, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(claim.as_str())
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<ClaimId, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        ClaimId::from_str(&text).map_err(|_| serde::de::Error::custom(format!("unknown claim {text:?}")))
-    }
 }
 
 /// Every unit of the plan with its result, looked up by unit while rendering.
