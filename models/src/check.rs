@@ -235,42 +235,8 @@ where
     // what is left.
     let started = Instant::now();
     let deadline = started.checked_add(Duration::from_secs(limits.max_seconds));
-    // stateright's target counts generated states, repeats included: allow a generous
-    // multiple of the unique-state budget, and call the run bounded if it was reached.
-    let generated_budget = limits.max_states.saturating_mul(GENERATED_PER_UNIQUE);
-    let names: std::collections::BTreeSet<&'static str> = properties.iter().map(|p| p.name).collect();
-    let failures: std::collections::BTreeSet<&'static str> = properties
-        .iter()
-        .filter(|p| p.expectation.discovery_is_failure())
-        .map(|p| p.name)
-        .collect();
-    let finish_when = if limits.stop_at_first_violation {
-        stateright::HasDiscoveries::AnyOf(failures)
-    } else {
-        stateright::HasDiscoveries::AllOf(names)
-    };
     let guard = MemoryGuard::start(limits.max_memory_bytes);
-    let checker = model
-        .clone()
-        .checker()
-        .finish_when(finish_when)
-        .threads(limits.checker_threads.max(2))
-        .target_state_count(generated_budget)
-        .timeout(Duration::from_secs(limits.max_seconds))
-        .spawn_bfs()
-        .join();
-    let stateright_seconds = started.elapsed().as_secs_f64();
-    let stateright_states = checker.unique_state_count();
-    let stateright_depth = checker.max_depth();
-    let discoveries = checker.discoveries();
-    // The guard keeps watching while our graph is built (below): the graph stops too.
-    let stateright_cut_by_memory = !memory_allows();
-    let stateright_out_of_time = stateright_seconds >= limits.max_seconds as f64;
-    let stateright_out_of_states = checker.state_count() >= generated_budget;
-    let timed_out = stateright_out_of_time || stateright_out_of_states || stateright_cut_by_memory;
-    // What stateright found is copied out above: its fingerprints and paths go before our graph
-    // is built, so the two explorations do not hold their memory at once.
-    drop(checker);
+    let stateright = Stateright::run(model, &properties, &limits, started);
 
     // 2. Our graph, with the same properties evaluated on every state.
     let started = Instant::now();
@@ -283,74 +249,224 @@ where
     let graph_complete = !graph.truncated;
     let stopped_by = if memory_hit {
         Some(StoppedBy::Memory)
-    } else if stateright_out_of_time || graph.timed_out {
+    } else if stateright.out_of_time || graph.timed_out {
         Some(StoppedBy::Time)
-    } else if stateright_out_of_states || (graph.truncated && !graph.stopped_early) {
+    } else if stateright.out_of_states || (graph.truncated && !graph.stopped_early) {
         Some(StoppedBy::States)
     } else {
         None
     };
 
-    let all_found = properties.iter().all(|p| discoveries.contains_key(p.name));
-    let complete = graph_complete && !timed_out && (stateright_states == graph.state_count() || all_found);
+    let timed_out = stateright.timed_out();
+    let all_found = properties.iter().all(|p| stateright.discoveries.contains_key(p.name));
+    let complete = graph_complete && !timed_out && (stateright.states == graph.state_count() || all_found);
     let mut internal_errors = Vec::new();
-    if graph_complete && !timed_out && !all_found && stateright_states != graph.state_count() {
+    if graph_complete && !timed_out && !all_found && stateright.states != graph.state_count() {
         internal_errors.push(format!(
-            "stateright counted {stateright_states} unique states, our graph {}: the explorations disagree",
+            "stateright counted {} unique states, our graph {}: the explorations disagree",
+            stateright.states,
             graph.state_count()
         ));
     }
 
-    let bound_reason = || {
-        if memory_hit {
+    let explored = Explored {
+        model,
+        limits: &limits,
+        stateright: &stateright,
+        graph: &graph,
+        graph_seconds,
+        probe: &probe,
+        complete,
+        memory_hit,
+    };
+    let mut rows = explored.property_rows(&properties, &mut internal_errors);
+    rows.extend(explored.obligation_rows(&obligations));
+    let figures = explored.figures(&measures);
+
+    Report {
+        title: model.title(),
+        rows,
+        figures,
+        stateright_states: stateright.states,
+        graph_states: graph.state_count(),
+        complete,
+        stopped_by,
+        internal_errors,
+    }
+}
+
+/// What stateright's search found, copied out of its checker.
+struct Stateright<M: Model> {
+    seconds: f64,
+    states: usize,
+    depth: usize,
+    discoveries: std::collections::HashMap<&'static str, stateright::Path<M::State, M::Action>>,
+    /// The generated states stateright was allowed (see `Stateright::run`).
+    generated_budget: usize,
+    cut_by_memory: bool,
+    out_of_time: bool,
+    out_of_states: bool,
+}
+
+impl<M> Stateright<M>
+where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    /// stateright's BFS on `properties`, within `limits` (from `started`).
+    fn run(model: &M, properties: &[stateright::Property<M>], limits: &Limits, started: Instant) -> Self {
+        // stateright's target counts generated states, repeats included: allow a generous
+        // multiple of the unique-state budget, and call the run bounded if it was reached.
+        let generated_budget = limits.max_states.saturating_mul(GENERATED_PER_UNIQUE);
+        let names: std::collections::BTreeSet<&'static str> = properties.iter().map(|p| p.name).collect();
+        let failures: std::collections::BTreeSet<&'static str> = properties
+            .iter()
+            .filter(|p| p.expectation.discovery_is_failure())
+            .map(|p| p.name)
+            .collect();
+        let finish_when = if limits.stop_at_first_violation {
+            stateright::HasDiscoveries::AnyOf(failures)
+        } else {
+            stateright::HasDiscoveries::AllOf(names)
+        };
+        let checker = model
+            .clone()
+            .checker()
+            .finish_when(finish_when)
+            .threads(limits.checker_threads.max(2))
+            .target_state_count(generated_budget)
+            .timeout(Duration::from_secs(limits.max_seconds))
+            .spawn_bfs()
+            .join();
+        let seconds = started.elapsed().as_secs_f64();
+        let found = Stateright {
+            seconds,
+            states: checker.unique_state_count(),
+            depth: checker.max_depth(),
+            discoveries: checker.discoveries(),
+            generated_budget,
+            // The guard keeps watching while our graph is built (after this): the graph stops too.
+            cut_by_memory: !memory_allows(),
+            out_of_time: seconds >= limits.max_seconds as f64,
+            out_of_states: checker.state_count() >= generated_budget,
+        };
+        // What stateright found is copied out above: its fingerprints and paths go before our
+        // graph is built, so the two explorations do not hold their memory at once.
+        drop(checker);
+        found
+    }
+
+    /// A limit cut stateright's search short.
+    fn timed_out(&self) -> bool {
+        self.out_of_time || self.out_of_states || self.cut_by_memory
+    }
+}
+
+/// Both explorations' findings, from which the rows and figures are made.
+struct Explored<'a, M: CheckedModel>
+where
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    model: &'a M,
+    limits: &'a Limits,
+    stateright: &'a Stateright<M>,
+    graph: &'a Graph<M>,
+    graph_seconds: f64,
+    probe: &'a Probe<'a, M>,
+    /// Both explorations ran to the end and agree on the state count (or found everything).
+    complete: bool,
+    memory_hit: bool,
+}
+
+impl<M> Explored<'_, M>
+where
+    M: CheckedModel,
+    M::State: Clone + fmt::Debug + Hash + PartialEq + Send + Sync + 'static,
+    M::Action: Clone + fmt::Debug + PartialEq + Send + Sync + 'static,
+{
+    /// Why a property with no discovery is bounded: the limit that stopped the search.
+    fn bound_reason(&self) -> String {
+        let limits = self.limits;
+        if self.memory_hit {
             format!(
                 "memory limit of {} MiB resident: the exploration stopped expanding states",
                 limits.max_memory_bytes >> 20
             )
-        } else if timed_out || graph.timed_out {
+        } else if self.stateright.timed_out() || self.graph.timed_out {
             format!(
-                "time or generated-state limit ({} s, {generated_budget} states)",
-                limits.max_seconds
+                "time or generated-state limit ({} s, {} states)",
+                limits.max_seconds, self.stateright.generated_budget
             )
         } else {
             format!("state limit of {}", limits.max_states)
         }
-    };
+    }
 
-    let mut rows = Vec::new();
-    for (p, property) in properties.iter().enumerate() {
-        let found_by_stateright = discoveries.contains_key(property.name);
-        let found_by_graph = probe.first_discovery(p);
-        if complete && !limits.stop_at_first_violation && found_by_stateright != found_by_graph.is_some() {
-            internal_errors.push(format!(
-                "{}: stateright {} a discovery, our graph {}",
-                property.name,
-                if found_by_stateright { "made" } else { "did not make" },
-                if found_by_graph.is_some() { "did" } else { "did not" }
-            ));
+    /// One row per safety (`always`, `sometimes`) property; a disagreement between the two
+    /// explorations goes to `internal_errors`.
+    fn property_rows(&self, properties: &[stateright::Property<M>], internal_errors: &mut Vec<String>) -> Vec<Row> {
+        let (model, graph, stateright) = (self.model, self.graph, self.stateright);
+        let mut rows = Vec::new();
+        for (p, property) in properties.iter().enumerate() {
+            let found_by_stateright = stateright.discoveries.contains_key(property.name);
+            let found_by_graph = self.probe.first_discovery(p);
+            if self.complete && !self.limits.stop_at_first_violation && found_by_stateright != found_by_graph.is_some()
+            {
+                internal_errors.push(format!(
+                    "{}: stateright {} a discovery, our graph {}",
+                    property.name,
+                    if found_by_stateright { "made" } else { "did not make" },
+                    if found_by_graph.is_some() { "did" } else { "did not" }
+                ));
+            }
+            let discovered = found_by_stateright || found_by_graph.is_some();
+            let verdict = match (&property.expectation, discovered) {
+                (Expectation::Always | Expectation::Eventually, true) => Verdict::Violated,
+                (Expectation::Sometimes, true) => Verdict::Reachable,
+                (_, false) if graph.stopped_early => Verdict::Bounded("stopped at the first violation".into()),
+                (_, false) if !self.complete => Verdict::Bounded(self.bound_reason()),
+                (Expectation::Always, false) => match model.clock_bound() {
+                    Some(max) => Verdict::HoldsWithinClockBound(max),
+                    None => Verdict::Holds,
+                },
+                (Expectation::Sometimes, false) => Verdict::Unreachable,
+                (Expectation::Eventually, false) => Verdict::Holds,
+            };
+            let (trace, record) = self.discovery_trace(property.name, found_by_graph);
+            rows.push(Row {
+                claim: claim_of(property.name),
+                property: property.name,
+                kind: match property.expectation {
+                    Expectation::Always => "always",
+                    Expectation::Sometimes => "sometimes",
+                    Expectation::Eventually => "eventually",
+                },
+                verdict,
+                unique_states: stateright.states,
+                depth: stateright.depth,
+                seconds: stateright.seconds,
+                detail: None,
+                trace,
+                record,
+            });
         }
-        let discovered = found_by_stateright || found_by_graph.is_some();
-        let verdict = match (&property.expectation, discovered) {
-            (Expectation::Always | Expectation::Eventually, true) => Verdict::Violated,
-            (Expectation::Sometimes, true) => Verdict::Reachable,
-            (_, false) if graph.stopped_early => Verdict::Bounded("stopped at the first violation".into()),
-            (_, false) if !complete => Verdict::Bounded(bound_reason()),
-            (Expectation::Always, false) => match model.clock_bound() {
-                Some(max) => Verdict::HoldsWithinClockBound(max),
-                None => Verdict::Holds,
-            },
-            (Expectation::Sometimes, false) => Verdict::Unreachable,
-            (Expectation::Eventually, false) => Verdict::Holds,
-        };
-        // Our graph's path is the shortest. When the graph stopped at a limit before reaching
-        // the violation, stateright's path (found breadth-first on several threads, so short
-        // but not always the shortest) is shown instead, and says so.
-        let (trace, record) = match found_by_graph {
+        rows
+    }
+
+    /// The trace (and event record) of a property's discovery. Our graph's path is the
+    /// shortest. When the graph stopped at a limit before reaching the violation,
+    /// stateright's path (found breadth-first on several threads, so short but not always
+    /// the shortest) is shown instead, and says so.
+    fn discovery_trace(&self, name: &str, found_by_graph: Option<u32>) -> (Option<Trace>, Option<EventRecord>) {
+        let model = self.model;
+        match found_by_graph {
             Some(node) => {
-                let path = graph.path_to(node);
+                let path = self.graph.path_to(node);
                 (Some(path_trace(model, &path)), model.record_of_path(path.0, &path.1))
             }
-            None => match discoveries.get(property.name) {
+            None => match self.stateright.discoveries.get(name) {
                 Some(path) => {
                     let mut states_and_actions = path.clone().into_vec();
                     let init = states_and_actions
@@ -370,113 +486,96 @@ where
                 }
                 None => (None, None),
             },
-        };
-        rows.push(Row {
-            claim: claim_of(property.name),
-            property: property.name,
-            kind: match property.expectation {
-                Expectation::Always => "always",
-                Expectation::Sometimes => "sometimes",
-                Expectation::Eventually => "eventually",
-            },
-            verdict,
-            unique_states: stateright_states,
-            depth: stateright_depth,
-            seconds: stateright_seconds,
-            detail: None,
-            trace,
-            record,
-        });
+        }
     }
 
-    for (o, obligation) in obligations.iter().enumerate() {
-        if graph.stopped_early {
+    /// One row per liveness obligation, judged on our graph.
+    fn obligation_rows(&self, obligations: &[Obligation<M>]) -> Vec<Row> {
+        let (model, graph) = (self.model, self.graph);
+        let mut rows = Vec::new();
+        for (o, obligation) in obligations.iter().enumerate() {
+            if graph.stopped_early {
+                rows.push(Row {
+                    claim: claim_of(obligation.name),
+                    property: obligation.name,
+                    kind: "liveness",
+                    verdict: Verdict::Bounded("not checked: stopped at the first violation".into()),
+                    unique_states: graph.state_count(),
+                    depth: graph.depth(),
+                    seconds: self.graph_seconds,
+                    detail: None,
+                    trace: None,
+                    record: None,
+                });
+                continue;
+            }
+            let started = Instant::now();
+            let verdict = graph.check(obligations, o);
+            let seconds = self.graph_seconds + started.elapsed().as_secs_f64();
+            let (verdict, detail, trace) = match verdict {
+                LivenessVerdict::Holds => (
+                    model
+                        .clock_bound()
+                        .map_or(Verdict::Holds, Verdict::HoldsWithinClockBound),
+                    Some("no deadlock, no weakly fair cycle that starves it".to_owned()),
+                    None,
+                ),
+                LivenessVerdict::Violated(lasso) => {
+                    let detail = lasso_summary(&lasso);
+                    (Verdict::Violated, Some(detail), Some(lasso_trace(model, &lasso)))
+                }
+                LivenessVerdict::Bounded { reason, lasso } => {
+                    let trace = lasso.as_ref().map(|lasso| lasso_trace(model, lasso));
+                    (Verdict::Bounded(reason), lasso.map(|l| lasso_summary(&l)), trace)
+                }
+            };
             rows.push(Row {
                 claim: claim_of(obligation.name),
                 property: obligation.name,
                 kind: "liveness",
-                verdict: Verdict::Bounded("not checked: stopped at the first violation".into()),
+                verdict,
                 unique_states: graph.state_count(),
                 depth: graph.depth(),
-                seconds: graph_seconds,
-                detail: None,
-                trace: None,
+                seconds,
+                detail,
+                trace,
                 record: None,
             });
-            continue;
         }
-        let started = Instant::now();
-        let verdict = graph.check(&obligations, o);
-        let seconds = graph_seconds + started.elapsed().as_secs_f64();
-        let (verdict, detail, trace) = match verdict {
-            LivenessVerdict::Holds => (
-                model
-                    .clock_bound()
-                    .map_or(Verdict::Holds, Verdict::HoldsWithinClockBound),
-                Some("no deadlock, no weakly fair cycle that starves it".to_owned()),
-                None,
-            ),
-            LivenessVerdict::Violated(lasso) => {
-                let detail = lasso_summary(&lasso);
-                (Verdict::Violated, Some(detail), Some(lasso_trace(model, &lasso)))
-            }
-            LivenessVerdict::Bounded { reason, lasso } => {
-                let trace = lasso.as_ref().map(|lasso| lasso_trace(model, lasso));
-                (Verdict::Bounded(reason), lasso.map(|l| lasso_summary(&l)), trace)
-            }
-        };
-        rows.push(Row {
-            claim: claim_of(obligation.name),
-            property: obligation.name,
-            kind: "liveness",
-            verdict,
-            unique_states: graph.state_count(),
-            depth: graph.depth(),
-            seconds,
-            detail,
-            trace,
-            record: None,
-        });
+        rows
     }
 
-    // A figure is over every reachable state only when our graph reached them all.
-    let scope = if graph.truncated {
-        format!(" (bounded: over the {} states our graph explored)", graph.state_count())
-    } else {
-        String::new()
-    };
-    let figures = measures
-        .iter()
-        .enumerate()
-        .map(|(m, measure)| match probe.extreme(m) {
-            Some((0, _)) if graph.truncated => (format!("{}: 0{scope}", measure.name), None),
-            Some((0, _)) => (format!("{}: 0 in every reachable state", measure.name), None),
-            Some((value, node)) => {
-                let path = graph.path_to(node);
-                (
-                    format!(
-                        "{}: at most {} {} (reached in {} steps){scope}",
-                        measure.name,
-                        value,
-                        measure.unit,
-                        path.1.len()
-                    ),
-                    Some(path_trace(model, &path)),
-                )
-            }
-            None => (format!("{}: never applies{scope}", measure.name), None),
-        })
-        .collect();
-
-    Report {
-        title: model.title(),
-        rows,
-        figures,
-        stateright_states,
-        graph_states: graph.state_count(),
-        complete,
-        stopped_by,
-        internal_errors,
+    /// Each measure's extreme, with a path to it. A figure is over every reachable state only
+    /// when our graph reached them all.
+    fn figures(&self, measures: &[Measure<M>]) -> Vec<(String, Option<Trace>)> {
+        let graph = self.graph;
+        let scope = if graph.truncated {
+            format!(" (bounded: over the {} states our graph explored)", graph.state_count())
+        } else {
+            String::new()
+        };
+        measures
+            .iter()
+            .enumerate()
+            .map(|(m, measure)| match self.probe.extreme(m) {
+                Some((0, _)) if graph.truncated => (format!("{}: 0{scope}", measure.name), None),
+                Some((0, _)) => (format!("{}: 0 in every reachable state", measure.name), None),
+                Some((value, node)) => {
+                    let path = graph.path_to(node);
+                    (
+                        format!(
+                            "{}: at most {} {} (reached in {} steps){scope}",
+                            measure.name,
+                            value,
+                            measure.unit,
+                            path.1.len()
+                        ),
+                        Some(path_trace(self.model, &path)),
+                    )
+                }
+                None => (format!("{}: never applies{scope}", measure.name), None),
+            })
+            .collect()
     }
 }
 
