@@ -21,6 +21,9 @@
 //!
 //! Nothing here decides anything about the lock: the lanes come from the record's events, the
 //! clocks from its header, the verdicts, overlaps and refusals from the judge.
+//!
+//! One concept, kept in one file over 1,000 lines: one picture, a run's timeline: its layout,
+//! its layers and their tests.
 
 use std::collections::BTreeMap;
 use std::path::Path;

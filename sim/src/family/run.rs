@@ -20,6 +20,9 @@
 //!
 //! Everything random comes from the seed: madsim's generator (latencies, think times) and the
 //! lockers' own generators, seeded from the run's seed and the client's index.
+//!
+//! One concept, kept in one file over 1,000 lines: one run of a family scenario on one seed:
+//! its setup steps, its clients' workload and its records.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
