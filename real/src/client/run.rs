@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use cassalock_judge::event::{self as record, Call, Disruption, Event, NotAcquired, ReleaseOutcome, What};
 
+use super::faults::run_command;
 pub use super::faults::{Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WAITER_SEARCH};
 use super::process::{ClientFault, ClientProcess};
 use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
@@ -155,7 +156,7 @@ pub struct ClientRun {
 }
 
 /// What the client threads share.
-pub(super) struct Shared {
+struct Shared {
     spec: ClientSpec,
     tokens: Tokens,
     events: Mutex<Vec<Event>>,
@@ -163,11 +164,11 @@ pub(super) struct Shared {
     acquisitions: AtomicU64,
     stop: AtomicBool,
     /// The planned pause fired.
-    pub(super) paused: AtomicBool,
+    paused: AtomicBool,
     /// The server fault's command ran and succeeded.
-    pub(super) server_fault_fired: AtomicBool,
+    server_fault_fired: AtomicBool,
     /// The planned pause was due and could not fire (said in the record already).
-    pub(super) pause_unfired: AtomicBool,
+    pause_unfired: AtomicBool,
     /// The clients waiting in a `lock` call now: their index and process id.
     waiting: Mutex<BTreeMap<usize, u32>>,
     told: Mutex<BTreeMap<(String, String), u64>>,
@@ -175,11 +176,11 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, u32>> {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, u32>> {
         self.waiting.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    pub(super) fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
+    fn push(&self, at_us: u64, node: &str, clock_us: Option<u64>, what: What) {
         let event = Event {
             at_ns: at_us.saturating_mul(1000),
             node: node.to_owned(),
@@ -474,10 +475,10 @@ fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ende
 }
 
 /// A client's state between its answers.
-pub(super) struct Client<'a> {
-    pub(super) shared: &'a Shared,
-    pub(super) index: usize,
-    pub(super) name: String,
+struct Client<'a> {
+    shared: &'a Shared,
+    index: usize,
+    name: String,
     next_id: u64,
     /// The acquisition it holds or last held (`c2-7`).
     thread: Option<String>,
@@ -768,6 +769,112 @@ impl Client<'_> {
             },
         );
         Ok(())
+    }
+}
+
+impl Client<'_> {
+    /// Stop client `name`'s process group (process `pid`) for `ms`, then continue it; both
+    /// ends in the record. `when` says what it was doing.
+    fn pause(&self, name: &str, pid: u32, when: &str, ms: u64) {
+        let text = format!("{name}'s process stopped (SIGSTOP) for {ms} ms {when}");
+        let fault = |begins: bool| What::Fault {
+            text: text.clone(),
+            target: Some(name.to_owned()),
+            disruption: Some(Disruption::Paused),
+            begins,
+            at_step: false,
+        };
+        self.shared.paused.store(true, Ordering::Relaxed);
+        self.shared.push(now_us(), "faults", None, fault(true));
+        #[cfg(unix)]
+        let paused = super::process::signal_group(pid, libc::SIGSTOP).is_ok();
+        #[cfg(not(unix))]
+        let paused = false;
+        thread::sleep(Duration::from_millis(ms));
+        #[cfg(unix)]
+        if paused {
+            let _ = super::process::signal_group(pid, libc::SIGCONT);
+        }
+        self.shared.push(now_us(), "faults", None, fault(false));
+    }
+
+    /// Run the server fault's command, and after its time its undo, while this client holds;
+    /// each end in the record, a command that fails said as unfired with its output.
+    fn server_fault(&self, fault: &ServerFault) {
+        let fault_event = |text: String, begins: bool| What::Fault {
+            text,
+            target: Some("servers".into()),
+            disruption: None,
+            begins,
+            at_step: false,
+        };
+        self.shared.push(
+            now_us(),
+            "faults",
+            None,
+            fault_event(format!("`{}`", fault.command), true),
+        );
+        if let Err(why) = run_command(&fault.command) {
+            self.shared
+                .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
+            return;
+        }
+        if let Some(undo) = &fault.undo {
+            thread::sleep(Duration::from_millis(fault.ms));
+            if let Err(why) = run_command(undo) {
+                self.shared
+                    .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
+                return;
+            }
+            self.shared.push(
+                now_us(),
+                "faults",
+                None,
+                fault_event(format!("`{}`, undone by `{undo}`", fault.command), false),
+            );
+        }
+        self.shared.server_fault_fired.store(true, Ordering::Relaxed);
+    }
+
+    /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds;
+    /// the others may not have asked yet when the first acquisition is made, so it looks for
+    /// one for up to [`WAITER_SEARCH`].
+    fn pause_a_waiter(&self, order: u64, ms: u64) {
+        let give_up = Instant::now() + WAITER_SEARCH;
+        let waiter = loop {
+            let found = self
+                .shared
+                .waiting()
+                .iter()
+                .map(|(&index, &pid)| (index, pid))
+                .find(|&(index, _)| index != self.index);
+            if found.is_some() || Instant::now() >= give_up {
+                break found;
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        match waiter {
+            Some((index, pid)) => self.pause(
+                &format!("c{index}"),
+                pid,
+                &format!("while it waits for the lock {} holds", self.name),
+                ms,
+            ),
+            None => {
+                self.shared.pause_unfired.store(true, Ordering::Relaxed);
+                self.shared.push(
+                    now_us(),
+                    "faults",
+                    None,
+                    What::FaultUnfired {
+                        text: format!(
+                            "a waiter to pause at acquisition {order}: no other client was waiting within {} ms",
+                            WAITER_SEARCH.as_millis()
+                        ),
+                    },
+                );
+            }
+        }
     }
 }
 
