@@ -178,12 +178,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
         model.explore(address);
         return ExitCode::SUCCESS;
     }
+    let left_out = model.left_out();
     if let Some(only) = &args.property {
-        if !model.claims().iter().any(|claim| claim == only) {
-            return crate::usage_error(&format!(
-                "--property {only}: this model checks {}",
-                model.claims().join(", ")
-            ));
+        if let Some((_, why)) = left_out.iter().find(|(claim, _)| claim == only) {
+            return crate::usage_error(&format!("--property {only}: not checked at this size: {why}"));
+        }
+        let mut claims = model.claims();
+        // A claim checked in two forms (T2 as an invariant and as liveness) is named once.
+        let mut seen = std::collections::BTreeSet::new();
+        claims.retain(|claim| seen.insert(claim.clone()));
+        if !claims.iter().any(|claim| claim == only) {
+            return crate::usage_error(&format!("--property {only}: this model checks {}", claims.join(", ")));
         }
     }
     let limits = Limits {
@@ -220,6 +225,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         let _ = ticker.join();
     }
     print!("{report}");
+    for (claim, why) in &left_out {
+        println!("\n{claim} NOT CHECKED: {why}");
+    }
     print_how_to_go_further(&report, &limits_used);
     if let Some(path) = &args.events {
         if let Err(code) = write_counterexample_record(&report, path) {
@@ -280,7 +288,9 @@ fn write_counterexample_record(
         }
         Err(error) => {
             eprintln!("error: --events {}: {error}", path.display());
-            Err(ExitCode::from(if report.any_violation() { 1 } else { 2 }))
+            Err(crate::output::failed_output(ExitCode::from(u8::from(
+                report.any_violation(),
+            ))))
         }
     }
 }

@@ -376,8 +376,8 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, kn
             match cassalock_sim::timeline::write_record_svg(&picture, path) {
                 Ok(()) => println!("  timeline written to {}", path.display()),
                 Err(error) => {
-                    eprintln!("error: --svg {}: could not write the timeline: {error}", path.display());
-                    return ExitCode::from(if violated { 1 } else { 2 });
+                    eprintln!("error: --svg {}: {error}", path.display());
+                    return crate::output::failed_output(ExitCode::from(u8::from(violated)));
                 }
             }
         }
@@ -402,7 +402,7 @@ fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, kn
                 ),
                 Err(error) => {
                     eprintln!("error: could not write the event record {}: {error}", path.display());
-                    return ExitCode::from(if violated { 1 } else { 2 });
+                    return crate::output::failed_output(ExitCode::from(u8::from(violated)));
                 }
             }
         }

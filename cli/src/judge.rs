@@ -64,11 +64,11 @@ pub fn run(args: JudgeArgs) -> ExitCode {
     let mut stdout = std::io::stdout().lock();
     if let Err(error) = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
         eprintln!("error: cannot write the verdicts to standard output: {error}");
-        return ExitCode::from(if judgement.any_violated() { 1 } else { 2 });
+        return crate::output::failed_output(ExitCode::from(if judgement.any_violated() { 1 } else { 0 }));
     }
     if let Some(Err(why)) = &drawn {
         eprintln!("error: {why}");
-        return ExitCode::from(if judgement.any_violated() { 1 } else { 2 });
+        return crate::output::failed_output(ExitCode::from(if judgement.any_violated() { 1 } else { 0 }));
     }
     if judgement.any_violated() {
         ExitCode::from(1)
@@ -131,7 +131,7 @@ fn draw(
     let picture = cassalock_sim::timeline::Picture::new(&record.header, &record.events, judgement);
     cassalock_sim::timeline::write_record_svg(&picture, path)
         .map(|()| path.display().to_string())
-        .map_err(|error| anyhow::anyhow!("--svg {}: could not write the timeline: {error}", path.display()))
+        .map_err(|error| anyhow::anyhow!("--svg {}: {error}", path.display()))
 }
 
 #[cfg(not(madsim))]

@@ -1,5 +1,9 @@
 //! The `cassalock` command: model checking, simulation, reports and the real cluster.
 
+// First: its print macros shadow the standard ones in every module declared after it.
+#[macro_use]
+mod output;
+
 mod bench;
 mod bench_clients;
 #[cfg(madsim)]
@@ -49,7 +53,8 @@ macro_rules! exit_status_help {
   2  bad usage: nothing ran (the message names the flag)
   3  no violation, but a bound stopped a verdict (a model-checking budget, a time cap)
   4  a backend could not be reached or set up (the real cluster, a client's server)
-  5  a client program broke the protocol or stopped answering (real --client)"
+  5  a client program broke the protocol or stopped answering (real --client)
+  6  an output could not be written (a full disk, a closed file); a violation still exits 1"
     };
 }
 
@@ -149,8 +154,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
-    match cli.command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(refused) => return clap_exit(&refused),
+    };
+    let code = match cli.command {
         Command::Check(args) => check::run(args),
         Command::Bench(args) => bench::run(*args),
         #[cfg(madsim)]
@@ -168,5 +176,23 @@ fn main() -> ExitCode {
             None => real::run(*args),
         },
         Command::Judge(args) => judge::run(args),
+    };
+    output::finish(code)
+}
+
+/// What clap stops on: `--help` and `--version` (printed to standard output, exit 0, or 6 when
+/// that write fails), or a usage error (printed to standard error, exit 2).
+fn clap_exit(stop: &clap::Error) -> ExitCode {
+    let printed = stop
+        .print()
+        .and_then(|()| std::io::Write::flush(&mut std::io::stdout()));
+    let code = ExitCode::from(u8::try_from(stop.exit_code()).unwrap_or(2));
+    match printed {
+        Ok(()) => code,
+        Err(_) if stop.use_stderr() => code,
+        Err(error) => {
+            eprintln!("error: cannot write to standard output: {error}");
+            ExitCode::from(output::OUTPUT_FAILED)
+        }
     }
 }

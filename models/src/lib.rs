@@ -725,6 +725,21 @@ impl Runnable {
         }
     }
 
+    /// The claims of this lock its model at this size leaves out, each with why and the flag
+    /// that checks it.
+    pub fn left_out(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Runnable::RedisSetNx(model) => model.left_out(),
+            Runnable::Redlock(model) => model.left_out(),
+            Runnable::Memcached(model) => model.left_out(),
+            Runnable::Redisson(model) => model.left_out(),
+            Runnable::RedissonFair(model) => model.left_out(),
+            Runnable::Zookeeper(model) => model.left_out(),
+            Runnable::Etcd(model) => model.left_out(),
+            Runnable::Lock(_) | Runnable::Lemma(_) | Runnable::GlobalTime(_) => Vec::new(),
+        }
+    }
+
     pub fn title(&self) -> String {
         use check::CheckedModel;
         match self {

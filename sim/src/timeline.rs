@@ -808,11 +808,16 @@ fn draw_legend(area: &DrawingArea<SVGBackend<'_>, Shift>, rows: &[Vec<(Key, Stri
     Ok(())
 }
 
-/// Why the timeline could not be drawn: plotters' SVG backend failed, in practice an I/O error
-/// writing the file (its message names the cause, e.g. a missing directory).
+/// Why the timeline could not be drawn or written.
 #[derive(Debug, thiserror::Error)]
-#[error(transparent)]
-pub struct TimelineError(#[from] DrawingAreaErrorKind<std::io::Error>);
+pub enum TimelineError {
+    /// plotters could not draw the picture (into memory: no file is touched yet).
+    #[error("the timeline could not be drawn: {0}")]
+    Draw(#[from] DrawingAreaErrorKind<std::io::Error>),
+    /// The drawn picture could not be written to its file (a missing directory, a full disk).
+    #[error("the timeline was drawn but could not be written: {0}")]
+    Write(#[source] std::io::Error),
+}
 
 /// What the picture's time axis counts.
 fn clock_name(clock: Clock) -> &'static str {
@@ -841,15 +846,20 @@ pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineEr
     let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
     let height = title_px + plot_px + legend_px;
 
-    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (top, rest) = root.split_vertically(title_px);
-    let (plot, legend_area) = rest.split_vertically(plot_px);
-    draw_title(&top, &title)?;
-    layout.draw_plot(&plot, &marks)?;
-    draw_legend(&legend_area, &legend_rows)?;
-    root.present()?;
-    Ok(())
+    // Drawn into memory first and written in one call: a write that fails says why, with its
+    // path (plotters' own file backend reports only "Drawing backend error").
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (top, rest) = root.split_vertically(title_px);
+        let (plot, legend_area) = rest.split_vertically(plot_px);
+        draw_title(&top, &title)?;
+        layout.draw_plot(&plot, &marks)?;
+        draw_legend(&legend_area, &legend_rows)?;
+        root.present()?;
+    }
+    std::fs::write(path, svg).map_err(TimelineError::Write)
 }
 
 /// The title's lines, centred at the top.

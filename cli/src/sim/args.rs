@@ -86,7 +86,8 @@ pub struct SimArgs {
     #[arg(long)]
     pub(super) record: bool,
     /// skew only: sweep replica r0's offset over 0..=2 TTL (1 s steps, then 0.1 s below the first
-    /// offset that breaks T1) and report the smallest offset that breaks it, with its seed.
+    /// offset that breaks T1) and report the smallest offset that breaks it, with its seed
+    /// (exit 1 when one did, as its replay does).
     #[arg(long)]
     pub(super) sweep_offsets: bool,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result

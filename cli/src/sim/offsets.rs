@@ -1,5 +1,7 @@
 //! `sim --scenario skew --sweep-offsets`: the smallest offset of replica r0's clock that
-//! breaks T1, searched in 1 s steps, then 0.1 s steps below the first that broke it.
+//! breaks T1, searched in 1 s steps, then 0.1 s steps below the first that broke it. A
+//! finding is a violation: the sweep exits 1 when an offset broke T1, as the replay it prints
+//! does.
 
 use std::process::ExitCode;
 
@@ -30,6 +32,7 @@ pub(super) fn sweep_offsets(
         .renew_every_ms
         .map_or(ttl_s / 2.0, |ms| ms as f64 / 1000.0);
     let algorithms = args.algorithms().algorithms();
+    let mut found = false;
     let first_failure = |offset: f64, algorithm: Algorithm| -> Option<u64> {
         let options = SimOptions {
             offset_s: Some(offset),
@@ -83,6 +86,7 @@ pub(super) fn sweep_offsets(
             fine += 0.1;
         }
         let (offset, seed) = smallest;
+        found = true;
         println!(
             "  FINDING ({} algorithm): the smallest offset that broke T1 is {offset:.1} s (TTL {ttl_s} s); seed {seed}",
             algorithm.name()
@@ -97,5 +101,5 @@ pub(super) fn sweep_offsets(
             )
         );
     }
-    ExitCode::SUCCESS
+    ExitCode::from(u8::from(found))
 }

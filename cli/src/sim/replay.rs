@@ -102,8 +102,8 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         match cassalock_sim::timeline::write_svg(&outcome, path) {
             Ok(()) => println!("timeline written to {}", path.display()),
             Err(error) => {
-                eprintln!("error: could not write {}: {error}", path.display());
-                return ExitCode::from(2);
+                eprintln!("error: --svg {}: {error}", path.display());
+                return crate::output::failed_output(verdict_code(&outcome));
             }
         }
     }
@@ -113,7 +113,7 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             Ok(lines) => println!("event record written to {} ({lines} events)", path.display()),
             Err(error) => {
                 eprintln!("error: could not write the event record {}: {error}", path.display());
-                return ExitCode::from(if outcome.verdicts.all_passed() { 2 } else { 1 });
+                return crate::output::failed_output(verdict_code(&outcome));
             }
         }
     }
@@ -132,6 +132,11 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    verdict_code(&outcome)
+}
+
+/// The exit status the run's verdicts alone give: 1 on a violation, 3 when bounded, else 0.
+fn verdict_code(outcome: &RunOutcome) -> ExitCode {
     Ended {
         failed: !outcome.verdicts.all_passed(),
         bounded: outcome.verdicts.any_bounded(),

@@ -99,12 +99,14 @@ fn per_seed_line(algorithm: Algorithm, seed: u64, outcome: Option<&SeedSummary>)
     }
 }
 
-/// A claim's verdict in a `--per-seed-out` line (a claim the run gave no occasion to: "ok").
+/// A claim's verdict in a `--per-seed-out` line: a claim the run gave no occasion to is
+/// "no occasion", never "ok" (as `replay` shows it "-", and the matrix "no occasion").
 fn verdict_word(verdict: ClaimVerdict) -> &'static str {
     match verdict {
         ClaimVerdict::Violated => "FAILED",
         ClaimVerdict::Bounded => "bounded",
-        ClaimVerdict::Holds | ClaimVerdict::NotExercised => "ok",
+        ClaimVerdict::Holds => "ok",
+        ClaimVerdict::NotExercised => "no occasion",
     }
 }
 
@@ -122,14 +124,18 @@ mod tests {
             sim_nanos: 56_500_000_000,
             trace_hash: 0,
             all_passed: false,
-            claims: vec![("T1-belief", ClaimVerdict::Violated), ("T2", ClaimVerdict::Holds)],
+            claims: vec![
+                ("T1-belief", ClaimVerdict::Violated),
+                ("T2", ClaimVerdict::Holds),
+                ("C-free", ClaimVerdict::NotExercised),
+            ],
             store_faults: (0, 0),
             fault_kinds: 0,
             faults_unfired: 0,
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),
-            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5}"#
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"C-free":"no occasion","T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5}"#
         );
         let faulty = SeedSummary {
             store_faults: (2, 3),
@@ -137,7 +143,7 @@ mod tests {
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&faulty)).to_string(),
-            r#"{"acquisitions":15,"algorithm":"queue","claims":{"T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
+            r#"{"acquisitions":15,"algorithm":"queue","claims":{"C-free":"no occasion","T1-belief":"FAILED","T2":"ok"},"requests":120,"seed":7,"sim_seconds":56.5,"store_faults":{"after_apply":3,"before_apply":2}}"#
         );
         assert_eq!(
             per_seed_line(Algorithm::Old, 8, None).to_string(),

@@ -198,8 +198,8 @@ fn sweep_algorithm(
         Ok(tally) => tally,
         Err(error) => {
             let path = path.map(|path| path.display().to_string()).unwrap_or_default();
-            eprintln!("error: cannot write --per-seed-out {path}: {error}");
-            return Err(ExitCode::from(1));
+            eprintln!("error: cannot write --per-seed-out {path}: {error}; the sweep stopped there");
+            return Err(ExitCode::from(crate::output::OUTPUT_FAILED));
         }
     };
     if let Some(bar) = bar {
