@@ -1,11 +1,15 @@
-//! The README's reading of the fairness report quotes numbers; this keeps them those of the
-//! report. In the paragraph "How to read them, and what they say about the thesis", every bullet
-//! that cites the fairness report (`fairness-*.svg` or `reports/fairness.md`, in parentheses
-//! after its bold title) may only quote numbers that `reports/fairness.md` prints, written as it
-//! prints them: "Jain 0.620", not "0.62" or "about 0.6". When the report is regenerated and a
-//! figure moves, this fails with the README line and the number to update.
+//! The findings page's reading of the fairness report quotes numbers; this keeps them those of
+//! the report. In `docs/findings.md`'s paragraph "How to read them, and what they say about the
+//! thesis", every bullet that cites the fairness report (`fairness-*.svg` or
+//! `reports/fairness.md`, in parentheses after its bold title) may only quote numbers that
+//! `reports/fairness.md` prints, written as it prints them: "Jain 0.620", not "0.62" or "about
+//! 0.6". When the report is regenerated and a figure moves, this fails with the page's line and
+//! the number to update.
 
 use std::path::Path;
+
+/// The page that reads the fairness report.
+const PAGE: &str = "docs/findings.md";
 
 const PARAGRAPH: &str = "How to read them, and what they say about the thesis:";
 
@@ -45,15 +49,15 @@ fn numbers(text: &str, figures_only: bool) -> Vec<String> {
     found
 }
 
-/// A bullet of the paragraph: its README lines (number, text).
+/// A bullet of the paragraph: its lines on the page (number, text).
 type Bullet = Vec<(usize, String)>;
 
-fn bullets(readme: &str) -> Vec<Bullet> {
-    let lines: Vec<&str> = readme.lines().collect();
+fn bullets(page: &str) -> Vec<Bullet> {
+    let lines: Vec<&str> = page.lines().collect();
     let start = lines
         .iter()
         .position(|l| l.trim() == PARAGRAPH)
-        .unwrap_or_else(|| panic!("README.md has no paragraph {PARAGRAPH:?}"));
+        .unwrap_or_else(|| panic!("{PAGE} has no paragraph {PARAGRAPH:?}"));
     let mut bullets: Vec<Bullet> = Vec::new();
     for (i, line) in lines.iter().enumerate().skip(start + 1) {
         if line.trim().is_empty() || line.starts_with('#') {
@@ -93,13 +97,13 @@ fn cites_fairness(name: &str) -> bool {
 }
 
 #[test]
-fn readme_figures_are_the_fairness_reports() {
-    let readme = read("README.md");
+fn findings_figures_are_the_fairness_reports() {
+    let page = read(PAGE);
     let report = read("reports/fairness.md");
     let printed = numbers(&report, false);
     let mut checked = 0;
     let mut missing = Vec::new();
-    for bullet in bullets(&readme) {
+    for bullet in bullets(&page) {
         let files = cited(&bullet);
         if !files.iter().any(|f| cites_fairness(f)) {
             continue;
@@ -111,18 +115,18 @@ fn readme_figures_are_the_fairness_reports() {
                     .join("../reports")
                     .join(file)
                     .is_file(),
-                "README.md cites {file}, which is not in reports/"
+                "{PAGE} cites {file}, which is not in reports/"
             );
             assert!(
                 report.contains(&format!("]({file})")),
-                "README.md cites {file}, which reports/fairness.md does not show"
+                "{PAGE} cites {file}, which reports/fairness.md does not show"
             );
         }
         for (line_number, line) in &bullet {
             for number in numbers(line, true) {
                 if !printed.contains(&number) {
                     missing.push(format!(
-                        "README.md:{line_number}: {number} is not in reports/fairness.md\n  {line}"
+                        "{PAGE}:{line_number}: {number} is not in reports/fairness.md\n  {line}"
                     ));
                 }
             }
