@@ -1,5 +1,5 @@
 //! The other lock families' scenarios in the simulator (Redis SET NX, Redlock, Memcached,
-//! Redisson, ZooKeeper, etcd: docs/simulator-families.md), over seeds (`cassalock sim
+//! Redisson, ZooKeeper, etcd: docs/simulator.md), over seeds (`cassalock sim
 //! --scenario NAME`) or one seed in full (`cassalock replay --scenario NAME --seed N`); `sim` and
 //! `replay` hand a family scenario here. `cassalock sim-family` is the older spelling, kept for
 //! scripts (and `--scenario all`).
@@ -30,7 +30,7 @@ pub const MAX_SEEDS: u64 = 1_000_000;
 const BATCH: u64 = 256;
 
 /// Shown under `sim-family --help`.
-pub const HELP: &str = "Scenarios: see docs/simulator-families.md, or give an unknown name to list them.
+pub const HELP: &str = "Scenarios: see docs/simulator.md, or give an unknown name to list them.
 
 Exit status:
   0  no violation in any seed
@@ -97,7 +97,7 @@ pub struct SimFamilyArgs {
     #[arg(long, value_name = "MS")]
     replication_lag_ms: Option<u64>,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
-    /// file for `cassalock merge` (README, "Sweeps across machines"); needs --out.
+    /// file for `cassalock merge` (docs/sweeps.md); needs --out.
     #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "out")]
     shard: Option<Shard>,
     /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.
@@ -613,7 +613,7 @@ fn sweep(name: &str, range: &SeedRange, shard: Shard, pool: &rayon::ThreadPool, 
         }
     }
     // Wall-clock figures go to stderr: stdout is the same bytes on any machine, and for
-    // `cassalock merge` of shards (README, "Sweeps across machines").
+    // `cassalock merge` of shards (docs/sweeps.md).
     let elapsed = started.elapsed().as_secs_f64();
     eprintln!(
         "  {name}: {total} seeds in {elapsed:.1} s ({:.0} seeds/min)",

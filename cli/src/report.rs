@@ -45,8 +45,7 @@ const MATRIX_CONTRACT_SEEDS: u64 = 100;
 /// on the machine's speed.
 const STOPPED_BY_TIME: u8 = 3;
 
-/// `--shard K/N --shard-out FILE`: one machine's part of a report (README, "Sweeps across
-/// machines").
+/// `--shard K/N --shard-out FILE`: one machine's part of a report (docs/sweeps.md).
 #[derive(Args, Debug, Clone, Default)]
 struct ShardArgs {
     /// Run only shard K of N of the report's runs (the units i of its fixed plan with

@@ -1,5 +1,5 @@
-//! `--shard K/N`: one machine's part of a sweep too large for one machine (README, "Sweeps
-//! across machines"). Shard K of N runs the seeds `s` of the range with `s % N == K - 1`: a
+//! `--shard K/N`: one machine's part of a sweep too large for one machine (docs/sweeps.md).
+//! Shard K of N runs the seeds `s` of the range with `s % N == K - 1`: a
 //! split fixed by the seeds alone (not by `--jobs`, the machine or the order shards run in),
 //! balanced to within one seed, and with every seed in exactly one shard.
 

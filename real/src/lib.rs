@@ -115,7 +115,7 @@ impl RealLock for Lock {
 }
 
 /// How often [`Lock::QueueNextInLine`]'s waiter next in line reads the queue head, in ms
-/// (its name says it too): the figure the README's simulator and cluster runs of the variant use.
+/// (its name says it too): the figure docs/findings-handoff.md's simulator and cluster runs of the variant use.
 pub const NEXT_IN_LINE_POLL_MS: u64 = 5;
 
 /// The queue lock's polling as a run gives it: `--next-poll-ms` and `--paced-poll` as given,

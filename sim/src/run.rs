@@ -364,7 +364,7 @@ mod tests {
     /// simulated time beyond its latency, so a call with next to no latency takes 4 ms, and
     /// with the default 1..10 ms about 15 ms. A Cassandra request in the simulator is four
     /// messages on its critical path: at least 8 ms, where the loopback cluster answers in
-    /// 2 to 4 (README, "the simulator against the real cluster").
+    /// 2 to 4 (docs/findings-handoff.md, "The simulator against the real cluster").
     #[test]
     fn a_simulated_message_costs_2_ms_beyond_its_latency() {
         let floor = echo_calls(200, Some((1, 2))).simulated / 200;

@@ -1,7 +1,7 @@
 //! ZooKeeper (Curator's `InterProcessMutex`) and etcd's mutex in the family simulator: the
 //! library's `FamilyLocker` against simulated ZooKeeper and etcd servers that judge
 //! sessions and leases on their own clocks and send fired watches over the network. Pins what
-//! the sweeps found (docs/simulator-families.md): the controls show no violation, each fault
+//! the sweeps found (docs/simulator.md): the controls show no violation, each fault
 //! scenario violates its claim on a pinned seed, etcd 11456's mutant is caught where the fixed
 //! waiter passes, the tokens fence (C-fence), and a handover costs a constant number of
 //! requests whatever the number of waiters.

@@ -1,5 +1,5 @@
 //! The family simulator: the library's `FamilyLocker` against simulated Redis and
-//! Memcached servers. Pins what the sweeps found (docs/simulator-families.md): the controls show
+//! Memcached servers. Pins what the sweeps found (docs/simulator.md): the controls show
 //! no violation over their seeds, every fault scenario violates its claim on a pinned seed, each
 //! client bug's mutant is caught where the unmutated lock passes, and a seed replays exactly.
 //! Redisson's scenarios also pin what its unlock messages do to a handover.
@@ -94,7 +94,7 @@ fn assert_violates_only(name: &str, seed: u64, claim: Claim) {
 #[test]
 fn every_fault_scenario_violates_its_claim_on_its_pinned_seed() {
     // Seed 0 violates in each (the sweeps of 0..1000: every seed but the ones noted in
-    // docs/simulator-families.md).
+    // docs/simulator.md).
     let pinned = [
         ("set-nx-clock-drift", 0, Claim::T1Belief),
         ("set-nx-failover-after-acquire", 0, Claim::T1Belief),
@@ -280,7 +280,7 @@ fn a_holder_s_clock_passing_its_validity_is_found_under_drift_and_jumps() {
 }
 
 /// Redisson's fair lock: no violation under plain contention over a handful of seeds (the
-/// sweep of 1000 is in docs/simulator-families.md), the queue order kept, the handover within
+/// sweep of 1000 is in docs/simulator.md), the queue order kept, the handover within
 /// the network's latency.
 #[test]
 fn redisson_fair_contention_keeps_the_queue_order_and_shows_no_violation() {

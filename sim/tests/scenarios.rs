@@ -1185,7 +1185,7 @@ fn handoff_figures(algorithm: Algorithm, options: &SimOptions) -> (f64, f64) {
     (acquisitions as f64 / seconds, requests as f64 / acquisitions as f64)
 }
 
-/// The handoff variants on the workload of the README's table (holds of 10 ms, TTL
+/// The handoff variants on the workload of docs/findings-handoff.md's table (holds of 10 ms, TTL
 /// 10 s), in simulated time, so the figures are exact: the paced poll makes fewer store
 /// requests an acquisition than the next-in-line poll, fewer than the old lock, and still
 /// outruns the old lock; every claim holds in every run.
@@ -1204,7 +1204,7 @@ fn the_paced_poll_reads_less_than_next_in_line_and_outruns_the_old_lock() {
 
 /// Found on the real cluster (2026-11-28): where handoffs are much quicker than the
 /// listing's poll, a paced waiter whose turn was overdue slept a whole poll and missed it, and
-/// everyone behind it waited. The README's calibrated workload (every timing x3: holds of
+/// everyone behind it waited. docs/findings-handoff.md's calibrated workload (every timing x3: holds of
 /// 30 ms, polls of 300 ms, next in line 15 ms, TTL 30 s), so that a handoff (about 86 ms) is
 /// a third of a poll, as on the cluster: with the overdue waiter reading again after one
 /// handoff, the paced poll outruns both the next-in-line poll and the old lock by more than

@@ -91,7 +91,7 @@ pub struct SimArgs {
     #[arg(long)]
     pub(super) sweep_offsets: bool,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
-    /// file for `cassalock merge` (README, "Sweeps across machines"); needs --out.
+    /// file for `cassalock merge` (docs/sweeps.md); needs --out.
     #[arg(long, value_name = "K/N", requires = "out", conflicts_with_all = ["sweep_offsets", "record"])]
     pub(super) shard: Option<Shard>,
     /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.

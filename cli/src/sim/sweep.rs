@@ -206,7 +206,7 @@ fn sweep_algorithm(
         bar.finish_and_clear();
     }
     // Wall-clock figures go to stderr: stdout is the same bytes on any machine, and for
-    // `cassalock merge` of shards (README, "Sweeps across machines").
+    // `cassalock merge` of shards (docs/sweeps.md).
     let seconds = started.elapsed().as_secs_f64();
     eprintln!(
         "{scenario} | {} algorithm | {} in {seconds:.1} s ({:.0} seeds/minute on {} jobs)",

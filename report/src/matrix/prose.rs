@@ -85,7 +85,7 @@ fn families(md: &mut String) {
          Their cells come from their model (`cassalock check --model \
          redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the \
          servers' value types) and from the simulator's named scenarios (`cassalock sim --scenario NAME`, \
-         docs/simulator-families.md: the library's own `FamilyLocker` against simulated servers on their own \
+         docs/simulator.md: the library's own `FamilyLocker` against simulated servers on their own \
          clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that \
          fault yet. The simulator's T2 includes T2-free (a lone client never gives up on a free lock), its \
          C-token is the growing-token half (C-fence, for the locks whose tokens grow), its C-lost is judged \

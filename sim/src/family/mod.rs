@@ -2,7 +2,7 @@
 //! against simulated Redis and Memcached servers under madsim (SET NX, Redlock, Memcached `add`,
 //! Redisson's `RLock` and fair lock), and Curator's lock and etcd's mutex against
 //! simulated ZooKeeper and etcd servers that judge sessions and leases on their own clocks and
-//! send fired watches over the network (docs/simulator-coordination.md).
+//! send fired watches over the network (docs/simulator.md).
 //!
 //! The lock code decides everything; the simulator only moves messages, runs clocks and injects
 //! faults, then judges what happened from the run's records (simulated time, the god view):

@@ -1,7 +1,7 @@
 //! The named scenarios of the family simulator. Each states the premise of the lock that its
 //! fault breaks (or that no fault breaks: the contention scenarios are the controls), and the
 //! claim a sweep is expected to find violated ([`FamilyScenario::expect_violated`]; the tests
-//! and docs/simulator-families.md pin the seeds).
+//! and docs/simulator.md pin the seeds).
 //!
 //! Every scenario is a function of the seed: what varies with it (the number of clients in the
 //! contention scenarios, a client's think times, message latencies, Redlock's retry delays) is
