@@ -22,11 +22,13 @@ pub struct CheckArgs {
     /// Which model.
     #[arg(long, value_enum)]
     model: ModelName,
-    /// Threads (replicas for globaltime). Default depends on the model and fault.
-    #[arg(long)]
+    /// Threads (replicas for globaltime). Default depends on the model and fault; each model
+    /// says its feasible sizes when given another.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..))]
     threads: Option<u8>,
-    /// Acquisitions per thread (TryGetLock: attempts). Lock models only.
-    #[arg(long)]
+    /// Acquisitions per thread (TryGetLock: attempts). Lock models only; each model says its
+    /// feasible sizes when given another.
+    #[arg(long, value_parser = clap::value_parser!(u8).range(1..))]
     acquisitions: Option<u8>,
     /// Fault knob.
     #[arg(long, value_enum, default_value = "none")]
@@ -78,7 +80,7 @@ pub struct CheckArgs {
     /// acquisitions), 2 to 250. A verdict "holds within bound (clock <= N ticks)" says nothing
     /// past N: raise the bound to see whether it still holds (2 ticks more multiplied the
     /// states of the 2 threads x 1 acquisition worlds 3-8x, measured 2026-11-28).
-    #[arg(long, value_name = "TICKS")]
+    #[arg(long, value_name = "TICKS", value_parser = clap::value_parser!(u8).range(2..=i64::from(cassalock_models::MOST_CLOCK_BOUND_TICKS)))]
     clock_bound: Option<u8>,
     /// Check only this claim (T1, T1-belief, T2, T3, T4, T5, F-order, F-overtakes, T1-resource,
     /// K3, L1, S1, C-try, C-free, C-release, C-lost, C-token).

@@ -148,11 +148,16 @@ pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
 }
 
 fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
-    if text == "all" {
-        return Ok(names());
-    }
     let mut chosen = Vec::new();
     for name in text.split(',').map(str::trim) {
+        if name == "all" {
+            for every in names() {
+                if !chosen.contains(&every) {
+                    chosen.push(every);
+                }
+            }
+            continue;
+        }
         match SCENARIOS.iter().find(|named| named.name == name) {
             Some(named) if !chosen.contains(&named.name) => chosen.push(named.name),
             Some(_) => {}
@@ -237,6 +242,9 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     };
     if args.jobs == 0 || args.jobs > 256 {
         return usage_error(&format!("--jobs {}: give 1 to 256", args.jobs));
+    }
+    if args.trace && args.seed.is_none() {
+        return usage_error("--trace prints one run's trace: give --seed N (a sweep prints verdicts only)");
     }
     if args.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS) {
         return usage_error(&format!(

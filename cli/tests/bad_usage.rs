@@ -16,6 +16,26 @@ fn cassalock(args: &[&str]) -> Output {
 
 /// (the command line, what its error must say).
 const BAD: &[(&[&str], &str)] = &[
+    // A range the message states is the range taken: 0 is not offered and then refused.
+    (
+        &["check", "--model", "getlock", "--acquisitions", "1000000"],
+        "1000000 is not in 1..=255",
+    ),
+    (&["check", "--model", "getlock", "--acquisitions", "0"], "0 is not in 1..=255"),
+    (&["check", "--model", "globaltime", "--threads", "0"], "0 is not in 1..=255"),
+    (
+        &["check", "--model", "globaltime", "--threads", "1"],
+        "--threads (replicas) 1 is outside 2..=3",
+    ),
+    (&["check", "--model", "getlock", "--clock-bound", "1000"], "1000 is not in 2..=250"),
+    (
+        &["check", "--model", "getlock", "--leases", "--clock-bound", "1"],
+        "1 is not in 2..=250",
+    ),
+    (
+        &["sim", "--scenario", "contention", "--ttl-s", "-5"],
+        "-5 is negative; the knob takes a whole number (its lower bound is checked next)",
+    ),
     // A flag of another suite is refused, not ignored.
     (
         &["bench", "models", "--lockers", "0"],
@@ -142,7 +162,7 @@ const BAD: &[(&[&str], &str)] = &[
     (&["check", "--model", "nope"], "invalid value 'nope' for '--model"),
     (
         &["check", "--model", "getlock", "--threads", "0"],
-        "--threads must be at least 1",
+        "0 is not in 1..=255",
     ),
     (&["check", "--model", "getlock", "--threads", "300"], "--threads"),
     (&["check", "--model", "getlock", "--threads", "9"], "--threads"),

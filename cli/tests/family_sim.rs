@@ -72,6 +72,20 @@ fn bad_usage_exits_2_and_names_the_flag() {
             &["sim", "--scenario", "redlock-gc-pause,contention"],
             "unknown scenario",
         ),
+        // "all" among other names is all of them; the unknown name is the one refused.
+        (&["sim-family", "--scenario", "all,nope"], "no scenario named \"nope\""),
+        // --trace prints one run's trace: with a sweep it is refused, not ignored.
+        (
+            &[
+                "sim-family",
+                "--scenario",
+                "set-nx-contention",
+                "--seeds",
+                "0..3",
+                "--trace",
+            ],
+            "--trace prints one run's trace: give --seed N",
+        ),
     ];
     for (args, expected) in bad {
         let out = cassalock(args);

@@ -99,3 +99,95 @@ fn f_order_left_out_at_the_fair_lock_model_s_default_size_is_said() {
     assert_eq!(unknown.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.matches("T2").count(), 1, "each claim named once: {stderr}");
 }
+
+/// A search stopped by its time limit says that limit, not stateright's budget of generated
+/// states (32 x --max-states) as if it were the state limit.
+#[test]
+fn a_search_stopped_by_time_names_the_time_limit() {
+    let out = cassalock(
+        &[
+            "check",
+            "--model",
+            "getlock",
+            "--leases",
+            "--threads",
+            "3",
+            "--acquisitions",
+            "2",
+            "--max-seconds",
+            "1",
+        ],
+        Stdio::piped(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("bounded (time limit of 1 s)"), "{stdout}");
+    assert!(!stdout.contains("160000000"), "{stdout}");
+}
+
+/// The time-service scenario's sweep reports S1, as its replay does, and refuses the old lock,
+/// which never reads the time service (it would pass without testing anything).
+#[test]
+fn the_time_service_sweep_reports_s1_and_refuses_the_old_lock() {
+    let out = cassalock(
+        &["sim", "--scenario", "timeservice-stall", "--seeds", "0..2"],
+        Stdio::piped(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("timeservice-stall | queue algorithm"), "{stdout}");
+    assert!(!stdout.contains("old algorithm"), "{stdout}");
+    assert!(
+        stdout.contains("S1           GlobalTime stood still for at most 20."),
+        "{stdout}"
+    );
+    for command in ["sim", "replay"] {
+        let (seeds, first) = if command == "sim" {
+            ("--seeds", "0..1")
+        } else {
+            ("--seed", "0")
+        };
+        let old = cassalock(
+            &[
+                command,
+                "--scenario",
+                "timeservice-stall",
+                seeds,
+                first,
+                "--algorithm",
+                "old",
+            ],
+            Stdio::piped(),
+        );
+        let stderr = String::from_utf8_lossy(&old.stderr);
+        assert_eq!(old.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("--algorithm old: the old lock never reads the time service"),
+            "{command}: {stderr}"
+        );
+    }
+}
+
+/// A failing seed's record suggestion works wherever it is run: `--record`, not a shell line
+/// with a path relative to the repository.
+#[test]
+fn a_failing_seed_suggests_record_not_a_shell_line() {
+    let out = cassalock(
+        &[
+            "sim",
+            "--scenario",
+            "skew",
+            "--offset-s",
+            "20",
+            "--algorithm",
+            "old",
+            "--seeds",
+            "0..1",
+        ],
+        Stdio::piped(),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("record: rerun with --record"), "{stdout}");
+    assert!(!stdout.contains("echo "), "{stdout}");
+}

@@ -394,10 +394,12 @@ where
                 "memory limit of {} MiB resident: the exploration stopped expanding states",
                 limits.max_memory_bytes >> 20
             )
-        } else if self.stateright.timed_out() || self.graph.timed_out {
+        } else if self.stateright.out_of_time || self.graph.timed_out {
+            format!("time limit of {} s", limits.max_seconds)
+        } else if self.stateright.timed_out() {
             format!(
-                "time or generated-state limit ({} s, {} states)",
-                limits.max_seconds, self.stateright.generated_budget
+                "{} generated states, repeats included ({GENERATED_PER_UNIQUE} x the state limit of {})",
+                self.stateright.generated_budget, limits.max_states
             )
         } else {
             format!("state limit of {}", limits.max_states)

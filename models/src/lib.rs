@@ -352,9 +352,6 @@ fn size(
     why: &str,
 ) -> Result<u8, SpecError> {
     let value = value.unwrap_or(default);
-    if value == 0 {
-        return refuse(format!("{option} must be at least 1"));
-    }
     if !range.contains(&value) {
         return refuse(format!(
             "{option} {value} is outside {}..={} for this model and fault ({why}); larger sizes have no feasible bound on this machine",

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use cassalock::driver::Algorithm;
+use cassalock_judge::text::count;
 use rayon::prelude::*;
 
 use crate::charts::{axis_label, colour, LineChart, Series, NEAR_ZERO, Y};
@@ -832,6 +833,28 @@ fn thesis_claims_section(md: &mut String) {
     let _ = writeln!(md, "- The queue lock fixes both. The thesis's own benchmark results are missing from the text (\"[benchmark results and legend here]\").\n");
 }
 
+/// Whether the old lock's throughput falls from `two` threads (the fewest that contend) to
+/// `many`, as the thesis says: by at least a fifth; by less, said with its size; not at all; or
+/// not measurable from one thread count.
+fn slowdown_verdict(two: usize, many: usize, at_two: f64, at_many: f64) -> String {
+    if two >= many || two < 2 {
+        return format!(
+            "whether it falls as threads grow needs two thread counts of 2 or more (--threads 2,16); this run has only {}",
+            count(many, "thread")
+        );
+    }
+    if at_many < 0.8 * at_two {
+        "it falls as threads grow, as the thesis says".to_owned()
+    } else if at_many < at_two {
+        format!(
+            "it falls by only {:.0}% from {two} to {many} threads (this report counts a fall of a fifth or more)",
+            (1.0 - at_many / at_two) * 100.0
+        )
+    } else {
+        "it does not fall as threads grow, against the thesis".to_owned()
+    }
+}
+
 /// Each claim against the figures measured.
 fn numbers_section(md: &mut String, measured: &Measured) {
     let options = &measured.options;
@@ -841,28 +864,28 @@ fn numbers_section(md: &mut String, measured: &Measured) {
     let _ = writeln!(md, "## What the numbers say\n");
     let old_t = |n: usize| t[&(0, n)].throughput;
     let queue_t = |n: usize| t[&(1, n)].throughput;
-    let verdict_slow = if old_t(many) < 0.8 * old_t(two) {
-        "falls as threads grow, as the thesis says"
-    } else {
-        "does not fall as threads grow, against the thesis"
-    };
+    let verdict_slow = slowdown_verdict(two, many, old_t(two), old_t(many));
     let _ = writeln!(
         md,
-        "- **Slows down with threads.** Old GetLock: {} acquisitions/s at {two} threads, {} at {many}: it {verdict_slow}. Queue GetLock: {} at {two}, {} at {many}.",
+        "- **Slows down with threads.** Old GetLock: {} acquisitions/s at {}, {} at {many}: {verdict_slow}. Queue GetLock: {} at {two}, {} at {many}.",
         f(old_t(two), 2),
+        count(two, "thread"),
         f(old_t(many), 2),
         f(queue_t(two), 2),
         f(queue_t(many), 2)
     );
     let _ = writeln!(
         md,
-        "  The queue lock's throughput is bounded by its polling: a waiter reads the queue head every {} ms, so a handoff costs up to a poll interval. Requests per acquisition at {many} threads: old {}, queue {} (the thesis's S3: polling is the price of a store that cannot notify).",
+        "  The queue lock's throughput is bounded by its polling: a waiter reads the queue head every {} ms, so a handoff costs up to a poll interval. Requests per acquisition at {}: old {}, queue {} (the thesis's S3: polling is the price of a store that cannot notify).",
         100,
+        count(many, "thread"),
         f(t[&(0, many)].requests_per_acquisition, 1),
         f(t[&(1, many)].requests_per_acquisition, 1)
     );
     let run = |variant: usize, n: usize| t[&(variant, n)].longest_run;
-    let batches = if run(0, two) > 2 * run(1, two).max(1) {
+    let batches = if two < 2 {
+        "needs 2 threads or more to show (one client always runs alone)"
+    } else if run(0, two) > 2 * run(1, two).max(1) {
         "shows when few threads contend, as the thesis says: the releasing client re-enters while the other sleeps out its 0-1000 ms backoff"
     } else {
         "does not show here"
@@ -875,8 +898,9 @@ fn numbers_section(md: &mut String, measured: &Measured) {
         .collect();
     let _ = writeln!(
         md,
-        "- **Batches (unfairness).** Longest run of consecutive acquisitions by one client ({}). The batching {batches}. With many threads the batches break up and the unfairness turns into starvation instead: at {many} threads Jain's index is old {}, queue {}, and the longest wait is old {} s, queue {} s.",
-        runs.join("; "),
+        "- **Batches (unfairness).** Longest run of consecutive acquisitions by one client ({}). The batching {batches}. With many threads the batches break up and the unfairness turns into starvation instead: at {} Jain's index is old {}, queue {}, and the longest wait is old {} s, queue {} s.",
+        if runs.is_empty() { "no run of 2 threads or more".to_owned() } else { runs.join("; ") },
+        count(many, "thread"),
         f(t[&(0, many)].jain, 3),
         f(t[&(1, many)].jain, 3),
         f(t[&(0, many)].wait_max_ms / 1000.0, 1),
@@ -884,7 +908,8 @@ fn numbers_section(md: &mut String, measured: &Measured) {
     );
     let _ = writeln!(
         md,
-        "- **Order.** Overtakes per acquisition at {many} threads (a client acquiring ahead of one that started waiting earlier): old {}, queue {}. With local clocks and no skew the queue serves clients in arrival order; overtakes come from clients that start waiting within the same microsecond, or from skew (below).",
+        "- **Order.** Overtakes per acquisition at {} (a client acquiring ahead of one that started waiting earlier): old {}, queue {}. With local clocks and no skew the queue serves clients in arrival order; overtakes come from clients that start waiting within the same microsecond, or from skew (below).",
+        count(many, "thread"),
         f(t[&(0, many)].overtakes_per_acquisition, 3),
         f(t[&(1, many)].overtakes_per_acquisition, 3)
     );
@@ -1067,6 +1092,26 @@ fn handoff_section(md: &mut String, measured: &Measured) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slowdown_is_judged_only_from_two_thread_counts_that_contend() {
+        assert_eq!(
+            slowdown_verdict(1, 1, 3.10, 3.10),
+            "whether it falls as threads grow needs two thread counts of 2 or more (--threads 2,16); this run has only 1 thread"
+        );
+        assert_eq!(
+            slowdown_verdict(2, 32, 2.99, 1.07),
+            "it falls as threads grow, as the thesis says"
+        );
+        assert_eq!(
+            slowdown_verdict(2, 4, 2.95, 2.75),
+            "it falls by only 7% from 2 to 4 threads (this report counts a fall of a fifth or more)"
+        );
+        assert_eq!(
+            slowdown_verdict(2, 4, 2.95, 3.0),
+            "it does not fall as threads grow, against the thesis"
+        );
+    }
 
     fn run(per_client: Vec<u64>) -> FairnessMetrics {
         FairnessMetrics {

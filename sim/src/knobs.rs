@@ -58,7 +58,7 @@ impl MsRange {
 /// A knob's number that is not a whole number it can take, in words a user can act on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum BadNumber {
-    #[error("{0} is negative; give a whole number, 0 or more")]
+    #[error("{0} is negative; the knob takes a whole number (its lower bound is checked next)")]
     Negative(String),
     #[error("{0:?} is not a whole number")]
     NotANumber(String),
@@ -135,7 +135,11 @@ impl<'de> serde::Deserialize<'de> for MsRange {
             fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<MsRange, E> {
                 u64::try_from(value)
                     .map(|value| MsRange { lo: value, hi: value })
-                    .map_err(|_| E::custom(format!("{value} is negative; give a whole number, 0 or more")))
+                    .map_err(|_| {
+                        E::custom(format!(
+                            "{value} is negative; the knob takes a whole number (its lower bound is checked next)"
+                        ))
+                    })
             }
         }
         deserializer.deserialize_any(Visitor)

@@ -102,7 +102,7 @@ fn always(
     range: Range<u64>,
     check: impl Fn(&RunOutcome) -> Result<(), String>,
 ) {
-    for algorithm in BOTH {
+    for &algorithm in cassalock_sim::scenario::algorithms_for(scenario) {
         for outcome in runs(scenario, algorithm, options, seeds(range.clone())) {
             if let Err(why) = check(&outcome) {
                 panic!("{test}: {why}{}", reproduce(test, &outcome, flags));

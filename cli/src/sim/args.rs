@@ -100,9 +100,14 @@ pub struct SimArgs {
 }
 
 impl SimArgs {
-    /// The algorithms to run: as given, or both.
-    pub(crate) fn algorithms(&self) -> Algorithms {
-        self.algorithm.unwrap_or(Algorithms::Both)
+    /// The algorithms to run: as given, or those `scenario` tests (both, but for a scenario
+    /// only one of them can show: timeservice-stall's time service only the queue lock reads).
+    pub(crate) fn algorithms(&self, scenario: &str) -> Algorithms {
+        self.algorithm
+            .unwrap_or(match cassalock_sim::scenario::algorithms_for(scenario) {
+                [only] => Algorithms::One(*only),
+                _ => Algorithms::Both,
+            })
     }
 
     /// A flag given that only the row locks' scenarios take, for a refusal.
@@ -186,7 +191,8 @@ mod tests {
 
     #[test]
     fn algorithms_are_the_library_s_and_both() {
-        let choose = |name: &str| parse(&["--scenario", "contention", "--algorithm", name]).map(|a| a.algorithms());
+        let choose =
+            |name: &str| parse(&["--scenario", "contention", "--algorithm", name]).map(|a| a.algorithms("contention"));
         assert_eq!(choose("old").unwrap(), Algorithms::One(Algorithm::Old));
         assert_eq!(choose("queue").unwrap(), Algorithms::One(Algorithm::Queue));
         assert_eq!(
@@ -195,7 +201,12 @@ mod tests {
         );
         assert!(choose("lwt").is_err());
         let default = parse(&["--scenario", "contention"]).unwrap();
-        assert_eq!(default.algorithms(), Algorithms::Both);
+        assert_eq!(default.algorithms("contention"), Algorithms::Both);
+        assert_eq!(
+            default.algorithms("timeservice-stall"),
+            Algorithms::One(Algorithm::Queue),
+            "the time service's scenario tests the lock that reads it"
+        );
         assert_eq!(default.seeds.to_string(), "0..100");
     }
 

@@ -31,7 +31,7 @@ pub(super) fn sweep_offsets(
         .knobs
         .renew_every_ms
         .map_or(ttl_s / 2.0, |ms| ms as f64 / 1000.0);
-    let algorithms = args.algorithms().algorithms();
+    let algorithms = args.algorithms(scenario).algorithms();
     let mut found = false;
     let first_failure = |offset: f64, algorithm: Algorithm| -> Option<u64> {
         let options = SimOptions {

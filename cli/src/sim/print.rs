@@ -10,7 +10,7 @@ use cassalock_sim::run::run;
 use cassalock_sim::scenario::{build, FaultKind, SimOptions};
 
 use super::args::SimArgs;
-use super::command_line::{replay_command, shell_word};
+use super::command_line::replay_command;
 use super::tally::Tally;
 
 /// Print one algorithm's tally over the whole range (a single run and a merge of shards both
@@ -68,6 +68,13 @@ pub(super) fn print_tally(
         println!(
             "               replay: {}",
             replay_command(scenario, *seed, algorithm, &args.scenario.flags())
+        );
+    }
+    if let Some((nanos, seed)) = tally.s1_longest_stall {
+        println!(
+            "  S1           GlobalTime stood still for at most {:.3} s (seed {seed}; the longest over {})",
+            nanos as f64 / 1e9,
+            count(tally.runs, "run")
         );
     }
     if tally.unfired.0 > 0 {
@@ -129,15 +136,17 @@ pub(super) fn print_tally(
                     Ok(true) => println!("               recorded in {}", path.display()),
                     Ok(false) => println!("               already recorded in {}", path.display()),
                     Err(error) => {
-                        eprintln!("error: cannot record in {}: {error}", path.display());
-                        return Err(ExitCode::from(2));
+                        eprintln!(
+                            "error: cannot record in {}: {error} (run from the repository's root, whose regressions/ cargo test replays)",
+                            path.display()
+                        );
+                        return Err(ExitCode::from(crate::output::OUTPUT_FAILED));
                     }
                 }
             } else {
                 println!(
-                    "               record (or rerun with --record): echo {} >> {}",
-                    shell_word(&line),
-                    shell_word(&path.display().to_string())
+                    "               record: rerun with --record in the repository's root (it appends this seed to {}, which cargo test replays)",
+                    path.display()
                 );
             }
         }

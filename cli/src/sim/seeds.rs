@@ -132,6 +132,7 @@ mod tests {
             store_faults: (0, 0),
             fault_kinds: 0,
             faults_unfired: 0,
+            s1_stall_nanos: None,
         };
         assert_eq!(
             per_seed_line(Algorithm::Queue, 7, Some(&summary)).to_string(),

@@ -37,7 +37,10 @@ pub(super) struct SimShardFile {
 
 /// The command that runs the whole sweep on one machine (without --jobs, --shard, --out).
 pub(super) fn sweep_command(args: &SimArgs, scenario: &str) -> String {
-    let algorithms = args.algorithms().to_possible_value().expect("every value is named");
+    let algorithms = args
+        .algorithms(scenario)
+        .to_possible_value()
+        .expect("every value is named");
     format!(
         "cassalock sim --scenario {}{} --seeds {} --algorithm {}",
         shell_word(scenario),
@@ -73,8 +76,9 @@ fn merge_files(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
         let args = SimCommand::try_parse_from(words.iter().skip(1))
             .map_err(|error| damaged(format!("command {:?}: {error}", file.command)))?
             .args;
+        // The file's command names its algorithms (`sweep_command`): no scenario default applies.
         let names: Vec<&str> = args
-            .algorithms()
+            .algorithms("")
             .algorithms()
             .iter()
             .map(|algorithm| algorithm.name())
@@ -108,7 +112,7 @@ fn merge_files(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
         .map_err(|error| anyhow!("{}: {}", first.command, args.scenario.explain(&error)))?;
     let mut ended = Ended::default();
-    for (index, algorithm) in args.algorithms().algorithms().into_iter().enumerate() {
+    for (index, algorithm) in args.algorithms(&scenario).algorithms().into_iter().enumerate() {
         let mut merged = Tally::default();
         for (_, file, _, _) in &files {
             merged.absorb(&file.tallies[index].1);

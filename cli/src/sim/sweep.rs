@@ -75,7 +75,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
     };
     let mut ended = Ended::default();
     let mut tallies = Vec::new();
-    for algorithm in args.algorithms().algorithms() {
+    for algorithm in args.algorithms(&ready.scenario).algorithms() {
         let tally = match sweep_algorithm(&args, &ready, algorithm, per_seed.as_mut()) {
             Ok(tally) => tally,
             Err(code) => return code,
@@ -142,8 +142,10 @@ fn ready(args: &SimArgs) -> Result<Ready, ExitCode> {
     if args.jobs == 0 || args.jobs > 64 {
         return Err(crate::usage_error("--jobs must be between 1 and 64"));
     }
-    if let Err(error) = build(&scenario, seeds.first(), Algorithm::Queue, &options) {
-        return Err(crate::usage_error(&args.scenario.explain(&error)));
+    for algorithm in args.algorithms(&scenario).algorithms() {
+        if let Err(error) = build(&scenario, seeds.first(), algorithm, &options) {
+            return Err(crate::usage_error(&args.scenario.explain(&error)));
+        }
     }
     let pool = match rayon::ThreadPoolBuilder::new().num_threads(args.jobs).build() {
         Ok(pool) => pool,

@@ -34,6 +34,18 @@ pub(crate) struct Tally {
     pub(super) failures_by_kind: Vec<[u64; FaultKind::NAMES.len()]>,
     /// Runs with a planned fault that never fired, and how many such faults in all.
     pub(super) unfired: (u64, u64),
+    /// S1: the longest the GlobalTime value stood still in any run (nanoseconds), and the
+    /// lowest seed that showed it; `None` where no run read the time service.
+    #[serde(default)]
+    pub(super) s1_longest_stall: Option<(u128, u64)>,
+}
+
+/// The longer of two S1 stalls; on a tie, the lower seed (so shards merge to one run's figure).
+fn longer_stall(a: Option<(u128, u64)>, b: Option<(u128, u64)>) -> Option<(u128, u64)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 || (b.0 == a.0 && b.1 < a.1) { b } else { a }),
+        (a, b) => a.or(b),
+    }
 }
 
 impl Tally {
@@ -66,6 +78,7 @@ impl Tally {
         self.store_faults.1 += other.store_faults.1;
         self.unfired.0 += other.unfired.0;
         self.unfired.1 += other.unfired.1;
+        self.s1_longest_stall = longer_stall(self.s1_longest_stall, other.s1_longest_stall);
         self.failures_by_kind
             .resize(self.per_claim.len(), [0; FaultKind::NAMES.len()]);
         for (index, (claim, failures, first)) in other.per_claim.iter().enumerate() {
@@ -122,6 +135,8 @@ pub(super) struct SeedSummary {
     pub(super) fault_kinds: u32,
     /// Planned faults that never fired.
     pub(super) faults_unfired: u64,
+    /// S1: the longest the GlobalTime value stood still, nanoseconds (runs that read it).
+    pub(super) s1_stall_nanos: Option<u128>,
 }
 
 impl SeedSummary {
@@ -150,6 +165,7 @@ impl SeedSummary {
                 .iter()
                 .fold(0, |kinds, fault| kinds | 1 << fault.kind.index()),
             faults_unfired: outcome.verdicts.faults_unfired as u64,
+            s1_stall_nanos: outcome.verdicts.global_time_stall.map(|stall| stall.as_nanos()),
         }
     }
 }
@@ -161,6 +177,10 @@ pub(super) fn tally_outcome(tally: &mut Tally, outcome: &SeedSummary) {
     tally.hashes ^= outcome.trace_hash;
     tally.store_faults.0 += outcome.store_faults.0;
     tally.store_faults.1 += outcome.store_faults.1;
+    tally.s1_longest_stall = longer_stall(
+        tally.s1_longest_stall,
+        outcome.s1_stall_nanos.map(|nanos| (nanos, outcome.seed)),
+    );
     if !outcome.all_passed {
         tally.failed_runs += 1;
     }
@@ -244,6 +264,7 @@ mod tests {
             store_faults: (0, 0),
             fault_kinds,
             faults_unfired,
+            s1_stall_nanos: None,
         };
         let mut tally = Tally::default();
         tally_outcome(&mut tally, &run(1, false, 0b101, 0)); // pause-holder, kill-holder
@@ -285,6 +306,7 @@ mod tests {
             store_faults: (seed % 2, seed % 3),
             fault_kinds: 1 << (seed % 4),
             faults_unfired: seed % 2,
+            s1_stall_nanos: None,
         };
         // Claims that first appear in later seeds, in different places: the order must be the
         // whole run's, wherever each shard first saw them.
