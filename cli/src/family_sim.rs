@@ -30,7 +30,10 @@ pub const MAX_SEEDS: u64 = 1_000_000;
 const BATCH: u64 = 256;
 
 /// Shown under `sim-family --help`.
-pub const HELP: &str = "Scenarios: see docs/simulator.md, or give an unknown name to list them.
+pub const HELP: &str =
+    "Scenarios: `cassalock sim --scenario list` lists every one with its line of help (docs/simulator.md
+says what each tests); for example redlock-gc-pause, set-nx-restart-no-persistence,
+redisson-fair-barging, zookeeper-session-expiry-pause, etcd-lease-expires-while-waiting-11456.
 
 Exit status:
   0  no violation in any seed
@@ -38,7 +41,7 @@ Exit status:
   2  bad usage: nothing ran
   3  no violation, but a run hit its time bound (T2 bounded)
 With --shard K/N --out FILE: 0 once the file is written (the verdict is `cassalock merge`'s),
-2 bad usage, 4 the file could not be written after the run.
+2 bad usage, 6 the file could not be written after the run.
 
 Wall-clock figures (seconds, seeds/min) go to stderr; stdout is the same bytes on any machine.";
 

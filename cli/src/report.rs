@@ -25,6 +25,9 @@ pub struct ReportArgs {
 enum Which {
     /// Fairness and performance of the old and queue locks (and TryGetLock) over thread counts,
     /// clock skew and the time source, with SVG charts: reports/fairness.md.
+    #[command(
+        after_help = "Exit status: 0 written; 2 bad options or a write failed. With --shard: 0 once the shard's file is written (the report comes from `cassalock merge`), 2 bad options, 6 the file could not be written."
+    )]
     Fairness(FairnessArgs),
     /// Every algorithm against every fault model, judged by the model checker and the
     /// simulator: reports/matrix.md and the traces under reports/matrix/.
@@ -60,7 +63,7 @@ struct ShardArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine. With --shard: 0 once the shard's file is written (the report and its status come from `cassalock merge`), 2 bad options, 4 the file could not be written."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine. With --shard: 0 once the shard's file is written (the report and its status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
 )]
 struct MatrixArgs {
     /// Where to write.
@@ -91,7 +94,7 @@ struct MatrixArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine. With --shard: 0 once the shard's file is written (the reports and their status come from `cassalock merge`), 2 bad options, 4 the file could not be written."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine. With --shard: 0 once the shard's file is written (the reports and their status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
 )]
 struct AllArgs {
     #[command(flatten)]
@@ -426,7 +429,7 @@ fn planned(which: &Which) -> anyhow::Result<Planned> {
 }
 
 /// `report ... --shard K/N --shard-out FILE`: run this shard's part of each report and write
-/// its results; 0 once written (the reports come from `cassalock merge`), 2 bad options, 4 the
+/// its results; 0 once written (the reports come from `cassalock merge`), 2 bad options, 6 the
 /// file could not be written after the runs.
 fn shard(which: &Which, shard: Shard, path: &std::path::Path) -> ExitCode {
     let planned = match planned(which) {

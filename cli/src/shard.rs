@@ -118,7 +118,7 @@ impl ShardOut {
     }
 
     /// Write `result` as one line of JSON. A write that fails part-way leaves a file that is
-    /// not JSON (merge refuses it) and says so: exit 4.
+    /// not JSON (merge refuses it) and says so: exit 6, an output not written.
     pub fn write<T: serde::Serialize>(mut self, result: &T) -> Result<(), ExitCode> {
         let written = serde_json::to_writer(&mut self.writer, result)
             .map_err(std::io::Error::from)
@@ -126,7 +126,7 @@ impl ShardOut {
             .and_then(|()| self.writer.flush());
         written.map_err(|error| {
             eprintln!("error: --out {}: writing failed: {error}", self.path.display());
-            ExitCode::from(4)
+            ExitCode::from(crate::output::OUTPUT_FAILED)
         })
     }
 }

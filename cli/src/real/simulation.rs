@@ -3,26 +3,33 @@
 
 use std::process::ExitCode;
 
-use cassalock_real::RealLock;
+use cassalock_real::{Lock, RealLock};
 
 use super::args::RealArgs;
 use super::plan::BenchPlan;
 use super::servers::{start_command, START_REPLICATED};
 
 #[cfg(madsim)]
-pub fn run(_args: RealArgs) -> ExitCode {
-    not_the_real_build()
+pub fn run(args: RealArgs) -> ExitCode {
+    not_the_real_build(args.algorithm)
 }
 
-/// What the simulation build says when asked to talk to a real cluster.
+/// What the simulation build says when asked to run `lock` on real servers: the same command
+/// line in the real build, and the servers that lock needs started first.
 #[cfg(madsim)]
-pub fn not_the_real_build() -> ExitCode {
+pub fn not_the_real_build(lock: Lock) -> ExitCode {
+    let given: Vec<String> = std::env::args()
+        .skip(1)
+        .map(|word| shlex::try_quote(&word).map_or(word.clone(), |quoted| quoted.into_owned()))
+        .collect();
     eprintln!(
-        "error: `cassalock real` talks to real servers (Cassandra, Redis, Memcached), and this is the simulation build (--cfg madsim).\n\
-         Build and run the real one (own target directory):\n  \
-         RUSTFLAGS=\"\" CARGO_TARGET_DIR=target/real cargo run --release -- real --contact-points 127.0.0.1:9042\n\
-         (or `-- bench real` for the benchmark)\n\
-         Start a local cluster first: cluster/cassalock-cluster start --nodes 3"
+        "error: `cassalock real` runs {} on real servers, and this is the simulation build (--cfg madsim).\n\
+         Start its servers:\n  {}\n\
+         then run the same command in the real build (own target directory; `cluster/cassalock-servers install etcd` first brings protoc, which it needs):\n  \
+         RUSTFLAGS=\"\" CARGO_TARGET_DIR=target/real cargo run --release -- {}",
+        lock.name(),
+        start_command(lock),
+        given.join(" ")
     );
     ExitCode::from(2)
 }

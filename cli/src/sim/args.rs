@@ -139,6 +139,8 @@ pub(super) fn family_scenarios(scenario: &ScenarioArgs) -> Option<String> {
 pub struct ReplayArgs {
     #[command(flatten)]
     pub(crate) scenario: ScenarioArgs,
+    /// The seed of the run: it fixes the whole run (fault plan, message delays, clocks), so the
+    /// same seed and flags replay the same run, event for event.
     #[arg(long)]
     pub(crate) seed: u64,
     /// The row locks' algorithm [default: queue].
