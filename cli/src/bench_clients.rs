@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
-use cassalock_judge::Judgement;
+use cassalock_judge::{ClaimId, ClaimVerdict, Judgement};
 use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused, ServerFault};
 use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Overhead, Seen};
 
@@ -395,44 +395,32 @@ fn row(
     cut: bool,
     record: String,
 ) -> ClientRunRow {
-    let seen = |violated: bool| {
-        if cut {
-            Seen::NoVerdict
-        } else if violated {
-            Seen::Violated
-        } else {
-            Seen::Kept
+    let empty = cassalock_judge::observed::ObservedVerdicts::default();
+    let verdicts = match judgement {
+        Judgement::Observed(verdicts) => verdicts.as_ref(),
+        _ => &empty,
+    };
+    let observed = matches!(judgement, Judgement::Observed(_));
+    // The judge's verdict on a claim: kept, violated, or no occasion; no verdict on a run cut
+    // short (or a record the observed judge did not read).
+    let claim = |id: ClaimId| {
+        let verdict = verdicts
+            .checks
+            .iter()
+            .find(|(claim, _, _)| *claim == id)
+            .map(|(_, verdict, _)| *verdict);
+        match verdict {
+            _ if cut || !observed => Seen::NoVerdict,
+            Some(ClaimVerdict::Violated) => Seen::Violated,
+            Some(ClaimVerdict::Holds) => Seen::Kept,
+            Some(ClaimVerdict::NotExercised) => Seen::NoOccasion,
+            Some(ClaimVerdict::Bounded) | None => Seen::NoVerdict,
         }
     };
-    let (belief, resource, refused, waits) = match judgement {
-        Judgement::Observed(verdicts) => (
-            seen(verdicts.overlap_count > 0),
-            seen(verdicts.stale_accepted_count > 0),
-            usize::try_from(verdicts.stale_count - verdicts.stale_accepted_count).unwrap_or(usize::MAX),
-            verdicts.waits_ms.clone(),
-        ),
-        _ => (Seen::NoVerdict, Seen::NoVerdict, 0, Vec::new()),
-    };
-    let lost = outcome
-        .record
-        .events
-        .iter()
-        .filter(|event| matches!(event.what, What::LeaseLost { .. }))
-        .count();
-    let mut told: Vec<String> = outcome
-        .told_at_release
-        .iter()
-        .map(|((said, why), n)| {
-            if why.is_empty() {
-                format!("{n} {said}")
-            } else {
-                format!("{n} {said} ({why})")
-            }
-        })
-        .collect();
-    if lost > 0 {
-        told.push(format!("{lost} lost notice{}", if lost == 1 { "" } else { "s" }));
-    }
+    let belief = claim(ClaimId::T1Belief);
+    let resource = claim(ClaimId::T1Resource);
+    let refused = usize::try_from(verdicts.stale_count - verdicts.stale_accepted_count).unwrap_or(usize::MAX);
+    let waits = &verdicts.waits_ms;
     ClientRunRow {
         library: outcome.record.header.lock.clone(),
         command: rerun(program, fault),
@@ -442,8 +430,12 @@ fn row(
         t1_belief: belief,
         t1_resource: resource,
         refused,
-        max_wait_ms: if waits.is_empty() { 0.0 } else { percentile(&waits, 100) },
-        told: told.join("; "),
+        max_wait_ms: if waits.is_empty() { 0.0 } else { percentile(waits, 100) },
+        c_lost: claim(ClaimId::CLost),
+        told: verdicts.lost_holders.iter().map(|lost| lost.describe()).collect(),
+        jain: verdicts.jain,
+        overtakes: verdicts.overtakes,
+        f_order: verdicts.fifo.map(|_| claim(ClaimId::FOrder)),
         record,
     }
 }

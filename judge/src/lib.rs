@@ -12,6 +12,7 @@
 //! - [`holding`]: holding intervals on a named clock and the one T1-belief judge;
 //! - [`overlap_window`]: T1-belief as beliefs close, in bounded memory;
 //! - [`k3`]: the one K3 definition (a released lock stays taken by nobody);
+//! - [`told`]: C-lost for a run seen from outside (who was overtaken, how it was told);
 //! - [`stats`]: the report statistics.
 
 pub mod belief;
@@ -25,6 +26,7 @@ pub mod overlap_window;
 pub mod rows;
 pub mod stats;
 pub mod text;
+pub mod told;
 
 pub use claims::{AsClaim, Aspect, ClaimId, ClaimVerdict};
 

@@ -5,22 +5,31 @@
 //!
 //! - **T1-belief**: two holders' beliefs ([`crate::belief`]) overlap.
 //! - **T1-resource**: the resource accepted a stale write (a token below one it had accepted).
+//! - **C-lost** (for the code people run): every holder overtaken (the earlier holder of a
+//!   T1-belief overlap, or a holder whose write fencing refused) was told, by an unasked
+//!   `lease_lost`, its release's answer (`not_held`, `failed`) or the refused write, before its
+//!   client acquired again or the record ended ([`crate::told`]).
+//! - **F-order**, for a lock that promises first come, first served ([`fifo_promise`]): no
+//!   acquisition overtook a waiter that invoked more than [`FIFO_TOLERANCE`] before it.
 //!
 //! and measured, for the reports: waits (from a node's `invoke` to its `acquired`), holds and
 //! handoffs (from one holder's belief ending to the next acquisition by another), each client
-//! node's share (Jain's index, every client counted, even one that never acquired) and the
-//! longest run of acquisitions by one node.
+//! node's share (Jain's index, every client counted, even one that never acquired), the
+//! longest run of acquisitions by one node, and overtakes (an acquisition by a client whose
+//! `invoke` came after another still-waiting client's).
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::belief::client_index;
 use crate::belief::{BeliefRules, Believing};
-use crate::event::{Clock, Event, Header, ObservedRules, Rules, What};
+use crate::event::{Clock, Driver, Event, Header, ObservedRules, Rules, What};
 use crate::holding::{HoldingInterval, Overlap, SimulatedTime};
 use crate::overlap_window::OverlapWindow;
 use crate::stats;
 use crate::text::count;
+use crate::told::{relative, LostHolder, Tellings};
 use crate::{ClaimId, ClaimVerdict};
 
 /// A stale write the resource saw.
@@ -46,6 +55,45 @@ pub enum Keep {
 
 /// Overlaps and stale writes kept as examples under [`Keep::Verdicts`].
 pub const EXAMPLES: usize = 5;
+
+/// F-order's tolerance: an acquisition overtakes a waiter in breach of first come, first
+/// served only when the waiter's `invoke` came more than this before its own. The `invoke`s
+/// are when cassalock sent `lock`, the queue's order is when the library's request reached the
+/// server: in between, a pipe, the program's thread and a request to a local server, a few
+/// milliseconds on a loaded machine (8 ms seen once, kazoo with no fault). Below the 20 ms of
+/// the runs' shortest hold, so a waiter passed over for a whole hold is caught.
+pub const FIFO_TOLERANCE: Duration = Duration::from_millis(15);
+
+/// Which client libraries' locks promise their waiters first come, first served, by the lock a
+/// real run's header names (the client's hello: library, version, lock), and why.
+pub fn fifo_promise(header: &Header) -> Option<&'static str> {
+    if header.driver != Driver::Real {
+        return None;
+    }
+    let lock = header.lock.as_str();
+    if lock.starts_with("Redisson ") && lock.ends_with(" fair lock") {
+        Some("Redisson's fair lock: waiters are served in the order they asked (its documentation; our model checks F-order)")
+    } else if lock.starts_with("Curator ") && lock.ends_with(" InterProcessMutex") {
+        Some("Curator's InterProcessMutex: fair, each caller gets the mutex in the order requested, as ZooKeeper orders its sequential nodes (its documentation)")
+    } else if lock.starts_with("kazoo ") && lock.ends_with(" Lock") {
+        Some("kazoo's Lock: ZooKeeper's lock recipe, the lowest sequential node holds and each waiter watches the one before it")
+    } else if lock.starts_with("etcd client ") && lock.ends_with(" concurrency.Mutex") {
+        Some("etcd's concurrency.Mutex: the lowest create revision holds and each waiter waits for the key created just before its own")
+    } else {
+        None
+    }
+}
+
+/// An acquisition that overtook a waiter that invoked earlier.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Overtake {
+    /// The acquiring client's node, and when it acquired.
+    pub by: String,
+    pub at: Duration,
+    /// The waiter passed over, and how much earlier it had invoked.
+    pub waiter: String,
+    pub earlier: Duration,
+}
 
 /// Everything judged and measured about one observed run.
 #[derive(Clone, Debug, Default)]
@@ -74,7 +122,24 @@ pub struct ObservedVerdicts {
     pub handoffs_ms: Vec<f64>,
     pub jain: f64,
     pub longest_run: u64,
-    /// T1-belief and T1-resource.
+    /// C-lost: holders overtaken (the earlier holder of an overlap, or a holder whose write
+    /// fencing refused), how many of them were never told, and how each was told: every one,
+    /// or the first [`EXAMPLES`] under [`Keep::Verdicts`], in the order the judge settled them.
+    pub overtaken_holders: u64,
+    pub never_told: u64,
+    pub lost_holders: Vec<LostHolder>,
+    /// Acquisitions made while another client waited (an occasion to overtake it).
+    pub contended: u64,
+    /// Acquisitions that overtook a waiter that invoked earlier; those that overtook one by
+    /// more than [`FIFO_TOLERANCE`]; the first of those.
+    pub overtakes: u64,
+    pub overtakes_past_tolerance: u64,
+    pub first_unfair: Option<Overtake>,
+    /// The most times one waiting call was overtaken.
+    pub most_overtaken: u64,
+    /// Why the lock promises first come, first served (F-order judged), if it does.
+    pub fifo: Option<&'static str>,
+    /// T1-belief, T1-resource, C-lost, and F-order where the lock promises it.
     pub checks: Vec<(ClaimId, ClaimVerdict, String)>,
 }
 
@@ -131,8 +196,18 @@ pub struct Judge {
     believing: Believing,
     window: OverlapWindow<SimulatedTime>,
     now: Duration,
-    /// Each waiting node's `invoke`.
+    /// Each waiting node's `invoke`, and how often that call was overtaken.
     invoked: BTreeMap<String, Duration>,
+    passed_over: BTreeMap<String, u64>,
+    tellings: Tellings,
+    fifo: Option<&'static str>,
+    contended: u64,
+    overtakes: u64,
+    overtakes_past_tolerance: u64,
+    first_unfair: Option<Overtake>,
+    most_overtaken: u64,
+    /// Clock reading errors by node (the header's `clocks`), added to F-order's tolerance.
+    clock_error: BTreeMap<String, Duration>,
     acquisitions: u64,
     /// Acquisitions by client, for the shares.
     shares: BTreeMap<String, u64>,
@@ -178,7 +253,15 @@ impl Judge {
                 header.run.rules
             )
         };
-        Judge::new(rules, header.clock, header.run.clients, keep)
+        let mut judge = Judge::new(rules, header.clock, header.run.clients, keep);
+        judge.fifo = fifo_promise(header);
+        judge.clock_error = header
+            .run
+            .clocks
+            .iter()
+            .map(|clock| (clock.node.clone(), Duration::from_micros(clock.error_us)))
+            .collect();
+        judge
     }
 
     pub fn new(rules: &ObservedRules, clock: Clock, clients: usize, keep: Keep) -> Judge {
@@ -196,6 +279,18 @@ impl Judge {
             }),
             now: Duration::ZERO,
             invoked: BTreeMap::new(),
+            passed_over: BTreeMap::new(),
+            tellings: Tellings::new(match keep {
+                Keep::Everything => usize::MAX,
+                Keep::Verdicts => EXAMPLES,
+            }),
+            fifo: None,
+            contended: 0,
+            overtakes: 0,
+            overtakes_past_tolerance: 0,
+            first_unfair: None,
+            most_overtaken: 0,
+            clock_error: BTreeMap::new(),
             acquisitions: 0,
             shares: BTreeMap::new(),
             this_instant: Vec::new(),
@@ -206,6 +301,12 @@ impl Judge {
             waits_ms: Vec::new(),
             intervals: Vec::new(),
         }
+    }
+
+    /// Acquisitions C-lost follows now: one per client, and earlier ones T1-belief may still
+    /// find overtaken (for the memory tests).
+    pub fn cases_followed(&self) -> usize {
+        self.tellings.followed()
     }
 
     /// Take in the next event (events in time order).
@@ -220,15 +321,53 @@ impl Judge {
         match &event.what {
             What::Invoke { .. } => {
                 self.invoked.insert(event.node.clone(), at);
+                self.passed_over.insert(event.node.clone(), 0);
             }
-            What::Acquired { .. } => {
+            What::NotAcquired { .. } => {
+                self.invoked.remove(event.node.as_str());
+                self.passed_over.remove(event.node.as_str());
+            }
+            What::Acquired { thread, token, .. } => {
                 self.acquisitions += 1;
                 let since = self.invoked.remove(event.node.as_str()).unwrap_or(at);
+                self.passed_over.remove(event.node.as_str());
+                self.overtakes(&event.node, since, at);
                 if self.keep == Keep::Everything {
                     self.waits_ms.push(ms(at.saturating_sub(since)));
                 }
                 *self.shares.entry(event.node.clone()).or_default() += 1;
                 self.this_instant.push(event.node.clone());
+                if client_index(&event.node).is_some() {
+                    self.tellings.acquired(&event.node, thread, token, at);
+                }
+            }
+            What::Extended { thread, .. } if client_index(&event.node).is_some() => {
+                self.tellings.extended(&event.node, thread, at);
+            }
+            What::LeaseLost { thread, why, .. } => self.tellings.lost(&event.node, thread, why, at),
+            What::Released {
+                thread, outcome, why, ..
+            } => self.tellings.released(thread, *outcome, why, at),
+            What::Write {
+                client,
+                token,
+                accepted: Some(false),
+                stale,
+                ..
+            } => {
+                let writer = client.as_deref().unwrap_or(event.node.as_str());
+                self.tellings.refused(writer, token, at);
+                if *stale == Some(true) {
+                    self.stale_count += 1;
+                    if self.keep == Keep::Everything || self.stale_writes.len() < EXAMPLES {
+                        self.stale_writes.push(StaleWrite {
+                            at,
+                            client: writer.to_owned(),
+                            token: token.clone(),
+                            accepted: false,
+                        });
+                    }
+                }
             }
             What::Write {
                 client,
@@ -253,6 +392,43 @@ impl Judge {
         }
     }
 
+    /// `node`, which invoked at `since`, acquired at `at`: the waiters that invoked before it
+    /// and still wait are overtaken.
+    fn overtakes(&mut self, node: &str, since: Duration, at: Duration) {
+        if !self.invoked.is_empty() {
+            self.contended += 1;
+        }
+        let mut overtook = false;
+        let mut unfair: Option<(String, Duration)> = None;
+        for (waiter, &invoked) in &self.invoked {
+            if invoked >= since {
+                continue;
+            }
+            overtook = true;
+            let passed = self.passed_over.entry(waiter.clone()).or_default();
+            *passed += 1;
+            self.most_overtaken = self.most_overtaken.max(*passed);
+            // Both instants are on the record's clock; a node whose readings may be off (the
+            // header's `clocks`, `error_us`) widens the tolerance by its error.
+            let error = |n: &str| self.clock_error.get(n).copied().unwrap_or_default();
+            let tolerance = FIFO_TOLERANCE + error(node) + error(waiter);
+            let earlier = since - invoked;
+            if earlier > tolerance && unfair.as_ref().is_none_or(|(_, most)| earlier > *most) {
+                unfair = Some((waiter.clone(), earlier));
+            }
+        }
+        self.overtakes += u64::from(overtook);
+        if let Some((waiter, earlier)) = unfair {
+            self.overtakes_past_tolerance += 1;
+            self.first_unfair.get_or_insert(Overtake {
+                by: node.to_owned(),
+                at,
+                waiter,
+                earlier,
+            });
+        }
+    }
+
     /// The acquisitions of the instant that ended, by client name, into the runs.
     fn count_runs(&mut self) {
         self.this_instant.sort();
@@ -272,10 +448,19 @@ impl Judge {
             .chain(self.believing.earliest_open_since())
             .fold(present, Duration::min);
         for interval in closed {
-            self.window.closed(&interval, horizon);
+            self.close(&interval, horizon);
             if self.keep == Keep::Everything {
                 self.intervals.push(interval);
             }
+        }
+        self.tellings.settle(present);
+    }
+
+    /// One belief closed: T1-belief's window, and the holders it finds overtaken (C-lost).
+    fn close(&mut self, interval: &HoldingInterval<SimulatedTime>, horizon: Duration) {
+        self.tellings.belief_closed(interval);
+        for overlap in self.window.closed(interval, horizon) {
+            self.tellings.overlap(&overlap);
         }
     }
 
@@ -290,12 +475,21 @@ impl Judge {
                 .map(|later| later.acquired_at)
                 .min()
                 .map_or(end, |since| since.min(end));
-            self.window.closed(interval, horizon);
+            self.close(interval, horizon);
             if self.keep == Keep::Everything {
                 self.intervals.push(interval.clone());
             }
         }
+        self.tellings.finish();
         let (overlap_count, overlaps, window_full) = self.window.finish();
+        let c_lost = c_lost_check(&self.tellings, self.clock, window_full);
+        let fairness = Fairness {
+            first_unfair: self.first_unfair.as_ref(),
+            overtakes_past_tolerance: self.overtakes_past_tolerance,
+            contended: self.contended,
+            overtakes: self.overtakes,
+        };
+        let f_order = self.fifo.map(|_| f_order_check(&fairness, self.clock));
         let mut v = ObservedVerdicts {
             acquisitions: self.acquisitions,
             overlap_count,
@@ -330,10 +524,22 @@ impl Judge {
                 .collect();
             v.intervals = intervals;
         }
-        let mut share_list: Vec<f64> = self.shares.into_values().map(|n| n as f64).collect();
+        let mut share_list: Vec<f64> = std::mem::take(&mut self.shares)
+            .into_values()
+            .map(|n| n as f64)
+            .collect();
         share_list.resize(self.clients.max(share_list.len()), 0.0);
         v.jain = stats::jain(&share_list);
         v.longest_run = self.runs.longest;
+        v.overtaken_holders = self.tellings.overtaken;
+        v.never_told = self.tellings.never_told;
+        v.contended = self.contended;
+        v.overtakes = self.overtakes;
+        v.overtakes_past_tolerance = self.overtakes_past_tolerance;
+        v.most_overtaken = self.most_overtaken;
+        v.fifo = self.fifo;
+        v.first_unfair = self.first_unfair;
+        v.lost_holders = std::mem::take(&mut self.tellings.kept);
         v.checks = vec![
             (
                 ClaimId::T1Belief,
@@ -356,8 +562,107 @@ impl Judge {
                     if self.rules.fencing { "" } else { " (fencing off)" }
                 ),
             ),
+            c_lost,
         ];
+        v.checks.extend(f_order);
         v
+    }
+}
+
+/// C-lost's verdict and text: kept when every overtaken holder was told, violated when one
+/// never was, no occasion when nobody was overtaken.
+fn c_lost_check(tellings: &Tellings, clock: Clock, window_full: bool) -> (ClaimId, ClaimVerdict, String) {
+    let full = if window_full {
+        " (T1-belief's window filled: holders overtaken later may not all be counted)"
+    } else {
+        ""
+    };
+    let latest = tellings.latest.as_ref().map(|told| {
+        format!(
+            "latest: {} told {} the overtaking acquisition",
+            told.holder,
+            told.first_described().unwrap_or_default()
+        )
+    });
+    if let Some(never) = &tellings.first_never {
+        let mut text = format!(
+            "violated: {} of {} never told; first: {}, overtaken at {}, {}",
+            tellings.never_told,
+            count(tellings.overtaken, "overtaken holder"),
+            never.holder,
+            instant(clock, never.overtaken_at),
+            never.describe()
+        );
+        if let Some(latest) = latest {
+            text.push_str("; ");
+            text.push_str(&latest);
+        }
+        text.push_str(full);
+        return (ClaimId::CLost, ClaimVerdict::Violated, text);
+    }
+    match latest {
+        None => (
+            ClaimId::CLost,
+            if window_full {
+                ClaimVerdict::Bounded
+            } else {
+                ClaimVerdict::NotExercised
+            },
+            format!("no occasion: no holder was overtaken{full}"),
+        ),
+        Some(latest) => (
+            ClaimId::CLost,
+            if window_full {
+                ClaimVerdict::Bounded
+            } else {
+                ClaimVerdict::Holds
+            },
+            format!(
+                "kept: {}, every one told; {latest}{full}",
+                count(tellings.overtaken, "overtaken holder")
+            ),
+        ),
+    }
+}
+
+/// What F-order reads of the judge.
+struct Fairness<'a> {
+    first_unfair: Option<&'a Overtake>,
+    overtakes_past_tolerance: u64,
+    contended: u64,
+    overtakes: u64,
+}
+
+/// F-order's verdict and text, for a lock that promises first come, first served.
+fn f_order_check(judge: &Fairness<'_>, clock: Clock) -> (ClaimId, ClaimVerdict, String) {
+    let tolerance = format!("{} ms", FIFO_TOLERANCE.as_millis());
+    match judge.first_unfair {
+        Some(first) => (
+            ClaimId::FOrder,
+            ClaimVerdict::Violated,
+            format!(
+                "violated: {} overtook a waiter that invoked more than {tolerance} earlier; first: {} acquired at {} ahead of {}, which invoked {} before it",
+                count(judge.overtakes_past_tolerance, "acquisition"),
+                first.by,
+                instant(clock, first.at),
+                first.waiter,
+                relative(first.earlier.as_secs_f64()).trim_end_matches(" after")
+            ),
+        ),
+        None if judge.contended == 0 => (
+            ClaimId::FOrder,
+            ClaimVerdict::NotExercised,
+            "no occasion: nobody acquired while another waited".into(),
+        ),
+        None => (
+            ClaimId::FOrder,
+            ClaimVerdict::Holds,
+            format!(
+                "kept: {} while another waited, {} overtook a waiter, none by more than {tolerance}",
+                count(judge.contended, "acquisition"),
+                judge.overtakes
+            ),
+        ),
     }
 }
 
@@ -415,18 +720,25 @@ impl fmt::Display for ObservedVerdicts {
         }
         writeln!(
             f,
-            "  fairness     Jain {:.3} over {}, longest run by one client {}",
+            "  fairness     Jain {:.3} over {}, longest run by one client {}, {} (an acquisition ahead of a waiter that invoked earlier), a call overtaken at most {}",
             self.jain,
             count(self.acquisitions, "acquisition"),
-            self.longest_run
-        )
+            self.longest_run,
+            count(self.overtakes, "overtake"),
+            count(self.most_overtaken, "time")
+        )?;
+        for lost in &self.lost_holders {
+            writeln!(f, "  lost holder  {}: {}", lost.holder, lost.describe())?;
+        }
+        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::Call;
+    use crate::event::{Call, ReleaseOutcome, RunFacts};
+    use crate::told::Told;
 
     fn event(us: u64, node: &str, what: What) -> Event {
         Event {
@@ -546,6 +858,306 @@ mod tests {
         assert!(accepted.checks[1].1.is_violated());
     }
 
+    /// A holder's events, in milliseconds: asks at `asked`, holds from `from`, releasing at
+    /// `to`, its release answering `answer` 1 ms later.
+    fn hold_ms(node: &str, n: u32, asked: u64, from: u64, to: u64, answer: (ReleaseOutcome, &str)) -> Vec<Event> {
+        let thread = format!("{node}-{n}");
+        vec![
+            event(
+                asked * 1000,
+                node,
+                What::Invoke {
+                    client: node.into(),
+                    call: Call::Lock,
+                    acquisition: n,
+                },
+            ),
+            event(
+                from * 1000,
+                node,
+                What::Acquired {
+                    thread: thread.clone(),
+                    lock: "K".into(),
+                    token: format!("{thread}-token"),
+                    valid_until_us: None,
+                    valid_until_at_ns: None,
+                },
+            ),
+            event(
+                to * 1000,
+                node,
+                What::Releasing {
+                    thread: thread.clone(),
+                    lock: "K".into(),
+                },
+            ),
+            event(
+                (to + 1) * 1000,
+                node,
+                What::Released {
+                    thread,
+                    lock: "K".into(),
+                    outcome: answer.0,
+                    why: answer.1.into(),
+                },
+            ),
+        ]
+    }
+
+    const FINE: (ReleaseOutcome, &str) = (ReleaseOutcome::Released, "");
+
+    fn c_lost(v: &ObservedVerdicts) -> (ClaimVerdict, &str) {
+        let (_, verdict, text) = v
+            .checks
+            .iter()
+            .find(|(id, _, _)| *id == ClaimId::CLost)
+            .expect("C-lost");
+        (*verdict, text.as_str())
+    }
+
+    /// Judged with the header of a real client run of `lock`, both ways, which must agree.
+    fn judged_as(lock: &str, mut events: Vec<Event>, clients: usize) -> ObservedVerdicts {
+        events.sort_by_key(|event| event.at_ns);
+        let end = Duration::from_nanos(events.last().map_or(0, |e| e.at_ns) + 1000);
+        let header = Header::new(
+            Driver::Real,
+            lock,
+            Clock::WallSinceEpoch,
+            RunFacts {
+                clients,
+                end_ns: u64::try_from(end.as_nanos()).unwrap(),
+                rules: Rules::Observed(ObservedRules {
+                    fencing: true,
+                    lease_lost_ends_it: false,
+                }),
+                ..RunFacts::default()
+            },
+        );
+        let everything = judge_record(&header, &events);
+        let mut bounded = Judge::for_record(&header, Keep::Verdicts);
+        for event in &events {
+            bounded.see(event);
+        }
+        assert_eq!(everything.checks, bounded.finish(end).checks);
+        everything
+    }
+
+    /// c0 holds from 0 to 3 s (paused); c1 acquires at 1 s and holds to 1.1 s.
+    fn paused_holder(answer: (ReleaseOutcome, &str)) -> Vec<Event> {
+        [
+            hold_ms("c0", 1, 0, 0, 3000, answer),
+            hold_ms("c1", 1, 500, 1000, 1100, FINE),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn c_lost_is_kept_when_the_overtaken_holder_hears_a_lost_notice() {
+        let mut events = paused_holder(FINE);
+        events.push(event(
+            1_400_000,
+            "c0",
+            What::LeaseLost {
+                thread: "c0-1".into(),
+                lock: "K".into(),
+                why: "the session is lost".into(),
+            },
+        ));
+        let v = judged_as("kazoo 2.11.0 Lock", events, 2);
+        let (verdict, text) = c_lost(&v);
+        assert_eq!(verdict, ClaimVerdict::Holds, "{text}");
+        assert!(text.starts_with("kept: 1 overtaken holder, every one told"), "{text}");
+        assert!(
+            text.contains("c0-1 told lost notice (the session is lost), 400 ms after"),
+            "{text}"
+        );
+        assert_eq!(
+            v.lost_holders[0].describe(),
+            "lost notice (the session is lost), 400 ms after; its release said released"
+        );
+    }
+
+    #[test]
+    fn c_lost_is_kept_when_the_release_answers_not_held() {
+        let v = judged_as(
+            "redis-py 8.1.0 Lock",
+            paused_holder((ReleaseOutcome::NotHeld, "LockNotOwnedError: no longer owned")),
+            2,
+        );
+        let (verdict, text) = c_lost(&v);
+        assert_eq!(verdict, ClaimVerdict::Holds, "{text}");
+        assert!(
+            text.contains("at release, LockNotOwnedError: no longer owned, 2.0 s after"),
+            "{text}"
+        );
+        assert_eq!(v.lost_holders[0].overtaken_at, Duration::from_secs(1));
+        assert!(matches!(
+            v.lost_holders[0].first_told(),
+            Some((_, Told::AtRelease { .. }))
+        ));
+    }
+
+    #[test]
+    fn c_lost_is_violated_when_the_overtaken_holder_is_never_told() {
+        let v = judged_as("Redisson 4.3.1 fair lock", paused_holder(FINE), 2);
+        let (verdict, text) = c_lost(&v);
+        assert_eq!(verdict, ClaimVerdict::Violated, "{text}");
+        assert!(
+            text.starts_with("violated: 1 of 1 overtaken holder never told; first: c0-1, overtaken at 1000000 us, never told; its release said released"),
+            "{text}"
+        );
+        assert!(v.any_violated());
+        assert_eq!(v.never_told, 1);
+    }
+
+    #[test]
+    fn c_lost_has_no_occasion_when_nobody_is_overtaken() {
+        let v = judged_as(
+            "redis-py 8.1.0 Lock",
+            [hold_ms("c0", 1, 0, 0, 10, FINE), hold_ms("c1", 1, 5, 10, 20, FINE)].concat(),
+            2,
+        );
+        let (verdict, text) = c_lost(&v);
+        assert_eq!(verdict, ClaimVerdict::NotExercised);
+        assert_eq!(text, "no occasion: no holder was overtaken");
+    }
+
+    #[test]
+    fn a_refused_write_overtakes_and_tells_its_holder() {
+        // c0's belief ended by its validity before c1 acquired: no overlap, but fencing
+        // refused its late write.
+        let mut events = hold_ms("c0", 1, 0, 0, 3000, FINE);
+        if let What::Acquired { valid_until_at_ns, .. } = &mut events[1].what {
+            *valid_until_at_ns = Some(500_000_000);
+        }
+        events.extend(hold_ms("c1", 1, 600, 1000, 1100, FINE));
+        events.push(event(
+            2_999_000,
+            "resource",
+            What::Write {
+                client: Some("c0".into()),
+                lock: None,
+                token: "c0-1-token".into(),
+                phase: None,
+                accepted: Some(false),
+                stale: Some(true),
+                acquisition: None,
+            },
+        ));
+        let v = judged_as("Curator 5.9.0 InterProcessMutex", events, 2);
+        assert_eq!(v.overlap_count, 0);
+        let (verdict, text) = c_lost(&v);
+        assert_eq!(verdict, ClaimVerdict::Holds, "{text}");
+        assert!(text.contains("its write refused by fencing, 2.0 s after"), "{text}");
+    }
+
+    #[test]
+    fn a_holder_found_overtaken_after_its_client_moved_on_is_still_judged() {
+        // c0-1 overtaken by c1-1 and told at release; c0 acquires again (c0-2) while c1-1
+        // still believes, so c1-1 is overtaken too, and never told. The first overlap is found
+        // only when c1-1 closes, after c0 moved on.
+        let events = [
+            hold_ms("c0", 1, 0, 0, 2000, (ReleaseOutcome::NotHeld, "not yours")),
+            hold_ms("c1", 1, 0, 1000, 3000, FINE),
+            hold_ms("c0", 2, 2100, 2200, 2300, FINE),
+        ]
+        .concat();
+        let v = judged_as("redis-py 8.1.0 Lock", events, 2);
+        assert_eq!(v.overtaken_holders, 2);
+        assert_eq!(v.never_told, 1);
+        let told: Vec<String> = v
+            .lost_holders
+            .iter()
+            .map(|lost| format!("{}: {}", lost.holder, lost.describe()))
+            .collect();
+        assert_eq!(
+            told,
+            [
+                "c0-1: at release, not yours, 1.0 s after; its release said released"
+                    .replace("; its release said released", ""),
+                "c1-1: never told; its release said released".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn memory_for_c_lost_does_not_grow_with_the_history() {
+        let rules = ObservedRules {
+            fencing: true,
+            lease_lost_ends_it: false,
+        };
+        let mut judge = Judge::new(&rules, Clock::WallSinceEpoch, 3, Keep::Verdicts);
+        // c0 holds throughout (paused); c1 and c2 take turns 3,000 times beside it.
+        let mut events = hold_ms("c0", 1, 0, 0, 1_000_000, FINE);
+        for i in 0..3000u64 {
+            let node = if i % 2 == 0 { "c1" } else { "c2" };
+            events.extend(hold_ms(
+                node,
+                u32::try_from(i).unwrap() + 1,
+                10 + i * 10,
+                11 + i * 10,
+                15 + i * 10,
+                FINE,
+            ));
+        }
+        events.sort_by_key(|event| event.at_ns);
+        let mut most = 0;
+        for event in &events {
+            judge.see(event);
+            most = most.max(judge.cases_followed());
+        }
+        let v = judge.finish(Duration::from_secs(2000));
+        // Each client's latest, and at most one earlier one each until it settles.
+        assert!(most <= 6, "{most} cases followed at once");
+        assert_eq!(v.overtaken_holders, 1);
+        assert_eq!(v.never_told, 1);
+    }
+
+    #[test]
+    fn overtakes_are_counted_and_f_order_allows_the_tolerance() {
+        // c0 holds 0-100 ms; c1 asks at 10 ms, c2 at 10 ms + `gap`; c2 acquires first.
+        let run = |gap: u64| {
+            [
+                hold_ms("c0", 1, 0, 0, 100, FINE),
+                hold_ms("c1", 1, 10, 150, 160, FINE),
+                hold_ms("c2", 1, 10 + gap, 100, 140, FINE),
+            ]
+            .concat()
+        };
+        let f_order = |v: &ObservedVerdicts| {
+            v.checks
+                .iter()
+                .find(|(id, _, _)| *id == ClaimId::FOrder)
+                .map(|(_, verdict, text)| (*verdict, text.clone()))
+        };
+        let close = judged_as("Redisson 4.3.1 fair lock", run(10), 3);
+        assert_eq!(
+            (close.overtakes, close.overtakes_past_tolerance, close.contended),
+            (1, 0, 1)
+        );
+        let (verdict, text) = f_order(&close).expect("the fair lock promises FIFO");
+        assert_eq!(verdict, ClaimVerdict::Holds, "{text}");
+        assert_eq!(
+            text,
+            "kept: 1 acquisition while another waited, 1 overtook a waiter, none by more than 15 ms"
+        );
+        let far = judged_as("Redisson 4.3.1 fair lock", run(40), 3);
+        let (verdict, text) = f_order(&far).unwrap();
+        assert_eq!(verdict, ClaimVerdict::Violated);
+        assert!(
+            text.starts_with("violated: 1 acquisition overtook a waiter that invoked more than 15 ms earlier; first: c2 acquired at 100000 us ahead of c1, which invoked 40 ms before it"),
+            "{text}"
+        );
+        // A lock that promises no order: overtakes counted, F-order not judged.
+        let rlock = judged_as("Redisson 4.3.1 RLock", run(40), 3);
+        assert_eq!(rlock.overtakes, 1);
+        assert!(f_order(&rlock).is_none());
+        assert!(!rlock.any_violated());
+        // Nobody waited while another acquired: no occasion.
+        let alone = judged_as("kazoo 2.11.0 Lock", hold_ms("c0", 1, 0, 0, 10, FINE), 1);
+        assert_eq!(f_order(&alone).unwrap().0, ClaimVerdict::NotExercised);
+    }
+
     /// A record drawn from `seed`: four clients on two nodes each... acquiring, extending,
     /// losing, releasing, dying, writing stale tokens, in random order and with validities
     /// that lapse.
@@ -564,7 +1176,7 @@ mod tests {
             let node = format!("c{}", next(4));
             let thread = format!("{node}-t{}", next(2));
             let lapse = |from: u64, pick: u64| (pick > 0).then(|| (from + pick * 7) * 1000);
-            let what = match next(7) {
+            let what = match next(9) {
                 0 => What::Invoke {
                     client: thread.clone(),
                     call: Call::Lock,
@@ -594,10 +1206,29 @@ mod tests {
                     begins: true,
                     at_step: false,
                 },
+                6 => What::LeaseLost {
+                    thread: thread.clone(),
+                    lock: "K".into(),
+                    why: "gone".into(),
+                },
+                7 => What::Released {
+                    thread: thread.clone(),
+                    lock: "K".into(),
+                    outcome: if next(2) == 0 {
+                        ReleaseOutcome::Released
+                    } else {
+                        ReleaseOutcome::NotHeld
+                    },
+                    why: String::new(),
+                },
                 _ => What::Write {
                     client: Some(thread.clone()),
                     lock: None,
-                    token: "1".into(),
+                    token: if next(2) == 0 {
+                        "1".into()
+                    } else {
+                        us.saturating_sub(next(4)).to_string()
+                    },
                     phase: None,
                     accepted: Some(next(2) == 0),
                     stale: Some(next(3) == 0),
@@ -649,6 +1280,28 @@ mod tests {
                 (bounded.stale_count, bounded.stale_accepted_count)
             );
             assert!(bounded.intervals.is_empty() && bounded.waits_ms.is_empty());
+            assert_eq!(
+                (everything.overtaken_holders, everything.never_told),
+                (bounded.overtaken_holders, bounded.never_told),
+                "seed {seed}"
+            );
+            assert_eq!(everything.lost_holders.len() as u64, everything.overtaken_holders);
+            assert_eq!(
+                &everything.lost_holders[..bounded.lost_holders.len()],
+                &bounded.lost_holders[..],
+                "seed {seed}"
+            );
+            // Every earlier holder of an overlap is among the overtaken.
+            for overlap in &everything.overlaps {
+                assert!(
+                    everything
+                        .lost_holders
+                        .iter()
+                        .any(|lost| lost.holder == overlap.first.holder),
+                    "seed {seed}: {} overtaken but not followed",
+                    overlap.first.holder
+                );
+            }
             overlapping += u64::from(everything.overlap_count > 0);
         }
         // The records exercise the window, not only quiet runs.

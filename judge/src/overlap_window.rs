@@ -84,8 +84,11 @@ impl<B: TimeBase> OverlapWindow<B> {
     }
 
     /// `interval` closed; no interval still to close begins before `horizon` (the oldest open
-    /// belief's start, or the present if none is open).
-    pub fn closed(&mut self, interval: &HoldingInterval<B>, horizon: B::Instant) {
+    /// belief's start, or the present if none is open). Returns the overlaps it makes with the
+    /// intervals closed before it (each pair once, as counted), for a judge that asks who was
+    /// overtaken (C-lost): the earlier holder is each overlap's `first`.
+    pub fn closed(&mut self, interval: &HoldingInterval<B>, horizon: B::Instant) -> Vec<Overlap<B>> {
+        let mut made = Vec::new();
         if interval.released_at > interval.acquired_at {
             let this = Closed {
                 holder: self.id(&interval.holder),
@@ -104,7 +107,11 @@ impl<B: TimeBase> OverlapWindow<B> {
             }
             for earlier in found {
                 self.count += 1;
-                self.keep(&earlier, &this);
+                let overlap = self.pair(&earlier, &this);
+                if self.examples > 0 {
+                    self.keep(overlap.clone());
+                }
+                made.push(overlap);
             }
             if self.window.len() < WINDOW_LIMIT {
                 self.window.push(this);
@@ -113,24 +120,28 @@ impl<B: TimeBase> OverlapWindow<B> {
             }
         }
         self.window.retain(|closed| closed.released_at > horizon);
+        made
     }
 
-    fn keep(&mut self, a: &Closed<B>, b: &Closed<B>) {
-        if self.examples == 0 {
-            return;
-        }
+    /// Two overlapping intervals as an overlap: `first` the earlier in
+    /// [`crate::holding::overlaps`]'s order.
+    fn pair(&self, a: &Closed<B>, b: &Closed<B>) -> Overlap<B> {
         let (a, b) = (self.interval(a), self.interval(b));
         let (first, second) = if order(&a, &b) == Ordering::Greater {
             (b, a)
         } else {
             (a, b)
         };
-        self.kept.push(Overlap {
+        Overlap {
             from: second.acquired_at,
             to: first.released_at.min(second.released_at),
             first,
             second,
-        });
+        }
+    }
+
+    fn keep(&mut self, overlap: Overlap<B>) {
+        self.kept.push(overlap);
         if self.examples != usize::MAX && self.kept.len() >= 2 * self.examples {
             self.sort_and_cut();
         }

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use cassalock_judge::observed::FIFO_TOLERANCE;
+
 /// How a claim fared in one run, or in the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Seen {
@@ -12,6 +14,8 @@ pub enum Seen {
     Violated,
     /// The run was cut short by its client, or the fault did not fire: no verdict.
     NoVerdict,
+    /// The run gave the claim nothing to judge (nobody was overtaken).
+    NoOccasion,
 }
 
 impl Seen {
@@ -20,6 +24,7 @@ impl Seen {
             Seen::Kept => "kept",
             Seen::Violated => "**violated**",
             Seen::NoVerdict => "no verdict",
+            Seen::NoOccasion => "no occasion",
         }
     }
 }
@@ -63,8 +68,15 @@ pub struct ClientRunRow {
     /// Stale writes refused by fencing.
     pub refused: usize,
     pub max_wait_ms: f64,
-    /// What the holders were told at release, and the lost notices.
-    pub told: String,
+    /// C-lost, as the judge decided it, and how each overtaken holder was told, in the judge's
+    /// words ("at release, LockNotOwnedError: ..., 1.9 s after", "never told").
+    pub c_lost: Seen,
+    pub told: Vec<String>,
+    /// Jain's index over the copies, and the acquisitions that overtook an earlier waiter.
+    pub jain: f64,
+    pub overtakes: u64,
+    /// F-order, where the lock promises first come, first served (none: it does not).
+    pub f_order: Option<Seen>,
     /// The run's event record, relative to the report.
     pub record: String,
 }
@@ -192,9 +204,22 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
     );
     let _ = writeln!(
         out,
-        "| library, lock | fault | acquisitions | T1-belief | T1-resource | longest wait | told | ours | record |"
+        "**C-lost: told how, when**: each holder overtaken (another client acquired while it still \
+         believed, or fencing refused its write) and the first way it was told: an unasked lost \
+         notice, its release's answer (the library's exception or return value at unlock), its \
+         write refused; and how long after the overtaking acquisition. Kept when every one was \
+         told, violated when one was never told; no occasion when nobody was overtaken \
+         (docs/claims.md, \"C-lost for the code people run\"). **fairness**: Jain's index over \
+         the 3 copies; overtakes, acquisitions by a client that asked after another still \
+         waiting; and F-order for the locks that promise first come, first served (violated by \
+         an overtake of a waiter that asked more than {} ms earlier).\n",
+        FIFO_TOLERANCE.as_millis()
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | fairness | longest wait | ours | record |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         let resource = if row.refused > 0 && row.t1_resource == Seen::Kept {
             format!("kept ({} refused by fencing)", row.refused)
@@ -203,18 +228,20 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.0} ms | {} | {} | [events]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.0} ms | {} | [events]({}) |",
             row.library,
             row.fault.label(),
             row.acquisitions,
             row.t1_belief.word(),
             resource,
+            c_lost_cell(row),
+            fairness_cell(row),
             row.max_wait_ms,
-            row.told,
             conformance(row, matrix),
             row.record
         );
     }
+    told_section(&mut out, rows);
     let _ = writeln!(out, "\nEach run again (the record's header names the program):\n");
     for row in rows {
         let _ = writeln!(out, "- {}, {}: `{}`", row.library, row.fault.label(), row.command);
@@ -267,6 +294,57 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         );
     }
     out
+}
+
+/// The judge's C-lost and its words for each overtaken holder.
+fn c_lost_cell(row: &ClientRunRow) -> String {
+    let told = row.told.join("; ").replace("never told", "**never told**");
+    match (row.c_lost, told.is_empty()) {
+        (seen, true) => seen.word().to_owned(),
+        (seen, false) => format!("{}: {told}", seen.word()),
+    }
+}
+
+fn fairness_cell(row: &ClientRunRow) -> String {
+    let mut cell = format!(
+        "Jain {:.2}, {} overtake{}",
+        row.jain,
+        row.overtakes,
+        if row.overtakes == 1 { "" } else { "s" }
+    );
+    if let Some(order) = row.f_order {
+        let _ = write!(cell, ", F-order {}", order.word());
+    }
+    cell
+}
+
+/// One line per library: how its overtaken holders were told, run by run.
+fn told_section(out: &mut String, rows: &[ClientRunRow]) {
+    let _ = writeln!(
+        out,
+        "\n## What a holder that lost its lock is told\n\n\
+         From the runs above: each library's holders that another client overtook, and the \
+         first word each got (then the later ones), timed from the overtaking acquisition.\n"
+    );
+    let mut libraries: Vec<&str> = Vec::new();
+    for row in rows {
+        if !libraries.contains(&row.library.as_str()) {
+            libraries.push(&row.library);
+        }
+    }
+    for library in libraries {
+        let runs: Vec<String> = rows
+            .iter()
+            .filter(|row| row.library == library && !row.told.is_empty())
+            .map(|row| format!("{} ({})", row.told.join("; "), row.fault.label()))
+            .collect();
+        let line = if runs.is_empty() {
+            "no holder was overtaken in its runs: nothing to tell".to_owned()
+        } else {
+            runs.join("; ").replace("never told", "**never told**")
+        };
+        let _ = writeln!(out, "- {library}: {line}");
+    }
 }
 
 fn conformance(row: &ClientRunRow, matrix: Option<&str>) -> String {
@@ -356,7 +434,11 @@ mod tests {
             t1_resource: resource,
             refused: 0,
             max_wait_ms: 1.0,
-            told: "9 released".into(),
+            c_lost: Seen::Kept,
+            told: vec!["at release, NotOwned, 1.2 s after".into()],
+            jain: 1.0,
+            overtakes: 2,
+            f_order: Some(Seen::Kept),
             record: "real-clients/x.jsonl".into(),
         }
     }
@@ -388,5 +470,40 @@ mod tests {
         assert!(unexplained.contains("differs, **unexplained**"), "{unexplained}");
         let unseen = render(&[row("zookeeper", Seen::Kept, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(unseen.contains("ours found what this one run did not show"), "{unseen}");
+    }
+
+    #[test]
+    fn c_lost_and_fairness_are_rendered_as_the_judge_said() {
+        let told = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], &[], Some(MATRIX), "c");
+        assert!(
+            told.contains("| kept: at release, NotOwned, 1.2 s after | Jain 1.00, 2 overtakes, F-order kept |"),
+            "{told}"
+        );
+        assert!(
+            told.contains("- lib 1 Lock: at release, NotOwned, 1.2 s after (holder paused past its lease)"),
+            "{told}"
+        );
+        let never = ClientRunRow {
+            c_lost: Seen::Violated,
+            told: vec!["never told; its release said released".into()],
+            f_order: None,
+            ..row("zookeeper", Seen::Violated, Seen::Kept)
+        };
+        let never = render(&[never], &[], Some(MATRIX), "c");
+        assert!(
+            never.contains("| **violated**: **never told**; its release said released | Jain 1.00, 2 overtakes |"),
+            "{never}"
+        );
+        let quiet = ClientRunRow {
+            c_lost: Seen::NoOccasion,
+            told: Vec::new(),
+            ..row("zookeeper", Seen::Kept, Seen::Kept)
+        };
+        let quiet = render(&[quiet], &[], Some(MATRIX), "c");
+        assert!(quiet.contains("| no occasion |"), "{quiet}");
+        assert!(
+            quiet.contains("- lib 1 Lock: no holder was overtaken in its runs"),
+            "{quiet}"
+        );
     }
 }
