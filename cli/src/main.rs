@@ -16,6 +16,7 @@ mod check;
 #[cfg(madsim)]
 mod family_sim;
 mod judge;
+mod listings;
 mod lock_names;
 mod long_run;
 #[cfg(madsim)]
@@ -106,6 +107,14 @@ enum Command {
     /// verdict, as the run that wrote it printed them.
     #[command(after_help = exit_status_help!())]
     Judge(judge::JudgeArgs),
+    /// List every claim cassalock judges, with its kind and definition.
+    Claims,
+    /// List every lock: its family, its model, whether the real runner runs it, the faults its
+    /// matrix row is judged under and the broken variants run against it.
+    Locks,
+    /// List every simulator scenario with its defaults, without running it.
+    #[cfg(madsim)]
+    Scenarios,
 }
 
 /// Shown under `sim --help` and `replay --help`.
@@ -176,6 +185,10 @@ fn main() -> ExitCode {
             None => real::run(*args),
         },
         Command::Judge(args) => judge::run(args),
+        Command::Claims => listings::claims(),
+        Command::Locks => listings::locks(),
+        #[cfg(madsim)]
+        Command::Scenarios => listings::scenarios(),
     };
     output::finish(code)
 }

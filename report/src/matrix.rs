@@ -24,6 +24,7 @@
 mod claims;
 mod family_sim;
 mod grid;
+mod listing;
 mod mutants;
 mod options;
 mod sources;
@@ -42,6 +43,7 @@ mod summaries;
 
 pub use grid::{matrix_rows, Column, MatrixRow, Row};
 pub use judgement::ClaimSearch;
+pub use listing::{lock_listings, LockListing};
 pub use options::{MatrixError, MatrixOptions, MatrixRun};
 pub use seed_search::SimResult;
 pub use units::{MatrixShard, MatrixSweep, ModelOutcome, ModelRow, UnitResult};

@@ -24,6 +24,14 @@ pub(super) struct MutantModel {
 }
 
 impl MutantModel {
+    /// The lock whose model it breaks.
+    pub(super) fn lock(&self) -> Option<Lock> {
+        match self.model {
+            ModelName::Lock(lock) => Some(lock),
+            _ => None,
+        }
+    }
+
     pub(super) fn spec(&self) -> Spec {
         let mut spec = Spec::new(self.model);
         spec.fault = self.fault;
