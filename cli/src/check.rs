@@ -12,6 +12,9 @@ use cassalock_models::check::{Limits, Verdict};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use clap::Args;
 
+/// Seconds between progress lines when stderr is not a terminal.
+const PIPED_PROGRESS_S: u64 = 10;
+
 /// Check a model: one row per property, a numbered trace for each violation.
 ///
 /// Exit status: 0 every property holds (exhaustively, or within the model's clock range);
@@ -202,28 +205,41 @@ pub fn run(args: CheckArgs) -> ExitCode {
         max_memory_bytes,
     };
     let done = Arc::new(AtomicBool::new(false));
-    let ticker = std::io::stderr().is_terminal().then(|| {
+    // Progress on stderr: on a terminal one line redrawn every half second; otherwise (a pipe,
+    // a CI log) a line every PIPED_PROGRESS_S once a check has run that long, so a long check
+    // is never silent. Both say the time limit, the most the check can take.
+    let terminal = std::io::stderr().is_terminal();
+    let ticker = {
         let done = Arc::clone(&done);
         let title = model.title();
+        let name = title.split(" | ").next().unwrap_or("").to_owned();
+        let limit_s = args.max_seconds;
         std::thread::spawn(move || {
             let started = Instant::now();
+            let mut said_s = 0;
             while !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(500));
-                if !done.load(Ordering::Relaxed) {
-                    eprint!(
-                        "\rchecking {} ... {:.0} s",
-                        title.split(" | ").next().unwrap_or(""),
-                        started.elapsed().as_secs_f64()
-                    );
+                if done.load(Ordering::Relaxed) {
+                    break;
+                }
+                let elapsed_s = started.elapsed().as_secs();
+                if terminal {
+                    let line = format!("checking {name} ... {elapsed_s} s of at most {limit_s} s");
+                    eprint!("\r{}", line.chars().take(79).collect::<String>());
+                } else if elapsed_s >= said_s + PIPED_PROGRESS_S {
+                    said_s = elapsed_s;
+                    eprintln!("checking {name} ... {elapsed_s} s of at most {limit_s} s");
                 }
             }
-            eprint!("\r{:60}\r", "");
+            if terminal {
+                eprint!("\r{:79}\r", "");
+            }
         })
-    });
+    };
     let limits_used = limits.clone();
     let report = model.check(limits);
     done.store(true, Ordering::Relaxed);
-    if let Some(ticker) = ticker {
+    {
         let _ = ticker.join();
     }
     print!("{report}");

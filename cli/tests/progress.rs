@@ -148,11 +148,11 @@ fn check_clock_bound_moves_the_bound_and_is_refused_where_there_is_none() {
     for (args, says) in [
         (
             &["--model", "getlock", "--fault", "pause", "--clock-bound", "1"][..],
-            "must be 2 to 250 ticks",
+            "1 is not in 2..=250",
         ),
         (
             &["--model", "getlock", "--fault", "pause", "--clock-bound", "0"],
-            "must be 2 to 250 ticks",
+            "0 is not in 2..=250",
         ),
         (
             &["--model", "getlock", "--fault", "pause", "--clock-bound", "300"],
@@ -188,4 +188,31 @@ fn check_clock_bound_moves_the_bound_and_is_refused_where_there_is_none() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(says), "{args:?}: {stderr}");
     }
+}
+
+/// A model check piped (no terminal) is not silent for long: a line every 10 s with the time
+/// limit, the most it can take.
+#[test]
+fn check_prints_progress_lines_with_its_time_limit_when_stderr_is_not_a_terminal() {
+    let output = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args([
+            "check",
+            "--model",
+            "getlock",
+            "--leases",
+            "--threads",
+            "3",
+            "--acquisitions",
+            "2",
+            "--max-seconds",
+            "12",
+        ])
+        .output()
+        .expect("cassalock runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "bounded by its time limit: {stderr}");
+    assert!(
+        stderr.contains("checking getlock (Listing 6) ... 10 s of at most 12 s"),
+        "{stderr}"
+    );
 }
