@@ -111,6 +111,7 @@ enum Command {
     Claims,
     /// List every lock: its family, its model, whether the real runner runs it, the faults its
     /// matrix row is judged under and the broken variants run against it.
+    #[cfg(madsim)]
     Locks,
     /// List every simulator scenario with its defaults, without running it.
     #[cfg(madsim)]
@@ -186,6 +187,7 @@ fn main() -> ExitCode {
         },
         Command::Judge(args) => judge::run(args),
         Command::Claims => listings::claims(),
+        #[cfg(madsim)]
         Command::Locks => listings::locks(),
         #[cfg(madsim)]
         Command::Scenarios => listings::scenarios(),
