@@ -16,6 +16,12 @@
 //!   under [`NEAR_ZERO`] of the axis is drawn again in a panel under the chart with a y axis of
 //!   its own; and any point that close to zero has its value printed beside it, as the report's
 //!   table prints it, so 0.02 and 0.00 can be told apart.
+//! - **Lines with near-equal values can still be told apart.** Each dashed series of a chart has
+//!   its own dash pattern, each series its own marker (a dot, with a square, triangle, diamond,
+//!   cross... around it), drawn in the legend too; markers that would cover each other at one x
+//!   are set side by side.
+//! - **No line strikes through a printed value.** A value goes above or below its point, wherever
+//!   no line, marker or other value crosses it, on a white box so no grid line does either.
 
 use std::path::Path;
 
@@ -213,6 +219,15 @@ const FONT_SIZE: f64 = 12.0;
 /// size s at s / 1.24 pixels, and the SVG's reader picks the font, so widths are estimates.
 const CHAR_WIDTH: f64 = 0.62 * FONT_SIZE / 1.24;
 const LEGEND_KEY: u32 = 26;
+/// The length of a legend entry's line.
+const LEGEND_LINE: i32 = 20;
+/// The half size of a point's marker, in pixels.
+const MARKER: f64 = 5.0;
+/// The dash and gap, in pixels, of a chart's first, second, ... dashed series: a plain dash, dots,
+/// a long dash, sparse short dashes, a very long dash, a middling dash with a wide gap, fine dots.
+const DASHES: [(u32, u32); 7] = [(6, 4), (2, 3), (12, 4), (4, 8), (18, 4), (8, 7), (1, 3)];
+/// The height of a value printed on the chart, in pixels: plotters draws font size s at s / 1.24.
+const TEXT_HEIGHT: f64 = FONT_SIZE / 1.24;
 const LEGEND_GAP: u32 = 24;
 
 /// Everything decided before drawing: a function of the chart's data alone.
@@ -536,49 +551,101 @@ impl LineChart<'_> {
             .x_label_formatter(&x_label)
             .y_label_formatter(&|v| axis_label(*v))
             .draw()?;
+        // Markers that would lie on each other (near-equal values at one x) are set side by side.
+        let markers: Vec<(usize, (f64, f64))> = series
+            .iter()
+            .flat_map(|&i| layout.plotted[i].iter().flatten().map(move |&p| (i, p)))
+            .collect();
+        let dodged = dodges(&markers.iter().map(|(_, p)| chart.backend_coord(p)).collect::<Vec<_>>());
         for &i in series {
             let s = &self.series[i];
             let style = s.colour.stroke_width(2);
             // The line breaks at a point left off: one stretch per run of plotted points.
             for stretch in layout.plotted[i].split(Option::is_none) {
                 let points: Vec<(f64, f64)> = stretch.iter().flatten().copied().collect();
-                if s.dashed {
-                    chart.draw_series(DashedLineSeries::new(points.clone(), 6, 4, style))?;
-                } else {
-                    chart.draw_series(LineSeries::new(points.clone(), style))?;
+                match self.dash(i) {
+                    Some((dash, gap)) => {
+                        chart.draw_series(DashedLineSeries::new(points, dash, gap, style))?;
+                    }
+                    None => {
+                        chart.draw_series(LineSeries::new(points, style))?;
+                    }
                 }
-                chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, s.colour.filled())))?;
             }
         }
-        // Values too close to zero to read: printed above the point, stacked where several
-        // series share an x.
+        for (&(i, p), &dx) in markers.iter().zip(&dodged) {
+            let colour = self.series[i].colour;
+            chart.draw_series(std::iter::once(
+                EmptyElement::at(p) + Circle::new((dx, 0), 3, colour.filled()),
+            ))?;
+            for shape in marker(i, colour, dx) {
+                chart.draw_series(std::iter::once(EmptyElement::at(p) + shape))?;
+            }
+        }
+        // Values too close to zero to read: printed beside the point, above or below it, where
+        // no line, marker or other value crosses the text.
         if let Some((limit, labelled)) = near_zero {
-            let mut stacked: Vec<(u64, i32)> = Vec::new();
+            let to_pixel = |p: &(f64, f64)| {
+                let (x, y) = chart.backend_coord(p);
+                (x as f64, y as f64)
+            };
+            let lines: Vec<Vec<(f64, f64)>> = series
+                .iter()
+                .flat_map(|&i| layout.plotted[i].split(Option::is_none))
+                .map(|stretch| stretch.iter().flatten().map(to_pixel).collect())
+                .collect();
+            let (_, y_pixels) = chart.plotting_area().get_pixel_range();
+            let bounds = (y_pixels.start as f64, y_pixels.end as f64);
+            let mut taken: Vec<Box2> = markers
+                .iter()
+                .zip(&dodged)
+                .map(|((_, p), &dx)| {
+                    let (x, y) = to_pixel(p);
+                    Box2::around(x + dx as f64, y, MARKER + 1.0, MARKER + 1.0)
+                })
+                .collect();
+            let mut labels = Vec::new();
             for &i in labelled {
-                let s = &self.series[i];
                 for &(px, py) in layout.plotted[i].iter().flatten() {
                     if py.abs() >= limit {
                         continue;
                     }
-                    let key = px.to_bits();
-                    let level = stacked.iter().filter(|(k, _)| *k == key).count() as i32;
-                    stacked.push((key, level));
-                    let font = ("sans-serif", FONT_SIZE)
-                        .into_font()
-                        .color(&s.colour)
-                        .pos(Pos::new(HPos::Center, VPos::Bottom));
-                    chart.draw_series(std::iter::once(
-                        EmptyElement::at((px, py))
-                            + Text::new(
-                                format!("{py:.prec$}", prec = self.y_decimals),
-                                (0, -6 - 13 * level),
-                                font,
-                            ),
-                    ))?;
+                    let text = format!("{py:.prec$}", prec = self.y_decimals);
+                    let (x, y) = to_pixel(&(px, py));
+                    let (offset, label) = place_label(x, y, text.chars().count(), bounds, &lines, &taken);
+                    taken.push(label);
+                    let corners = [
+                        ((label.left - x) as i32, (label.top - y) as i32),
+                        ((label.right - x) as i32, (label.bottom - y) as i32),
+                    ];
+                    labels.push((i, (px, py), text, offset, corners));
                 }
+            }
+            for (i, point, text, offset, corners) in labels {
+                let font = ("sans-serif", FONT_SIZE)
+                    .into_font()
+                    .color(&self.series[i].colour)
+                    .pos(Pos::new(HPos::Center, VPos::Bottom));
+                // On white: no grid line runs through the digits either.
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at(point) + Rectangle::new(corners, WHITE.filled()),
+                ))?;
+                chart.draw_series(std::iter::once(
+                    EmptyElement::at(point) + Text::new(text, (0, offset), font),
+                ))?;
             }
         }
         Ok(())
+    }
+
+    /// The dash and gap of series `i`'s line in pixels, or None for a solid line: each dashed
+    /// series of a chart its own pattern, so lines with near-equal values stay apart.
+    fn dash(&self, i: usize) -> Option<(u32, u32)> {
+        if !self.series[i].dashed {
+            return None;
+        }
+        let rank = self.series[..i].iter().filter(|s| s.dashed).count();
+        Some(DASHES[rank % DASHES.len()])
     }
 
     /// The legend: a grid under the plots, row by row in series order.
@@ -588,10 +655,18 @@ impl LineChart<'_> {
             let x = LEFT + (column as u32 * layout.legend_column_width) as i32;
             let y = (BAND_PAD + row as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
             let style = s.colour.stroke_width(2);
-            // A dashed series gets a dashed key: two short strokes with a gap.
-            let gap = if s.dashed { 4 } else { 0 };
-            area.draw(&PathElement::new(vec![(x, y), (x + 7, y)], style))?;
-            area.draw(&PathElement::new(vec![(x + 7 + gap, y), (x + 18, y)], style))?;
+            // The key is the line as drawn: its dash pattern and its marker's outline.
+            let key = vec![(x, y), (x + LEGEND_LINE, y)];
+            match self.dash(i) {
+                Some((dash, gap)) => area.draw(&plotters::element::DashedPathElement::new(key, dash, gap, style))?,
+                None => area.draw(&PathElement::new(key, style))?,
+            }
+            // The marker's outline (every point also has a dot, not repeated here: a circle in
+            // the SVG is a data point).
+            let middle = (x + LEGEND_LINE / 2, y);
+            for shape in marker(i, s.colour, 0) {
+                area.draw(&(EmptyElement::at(middle) + shape))?;
+            }
             area.draw(&Text::new(
                 s.name.as_str(),
                 (x + LEGEND_KEY as i32, y),
@@ -603,6 +678,154 @@ impl LineChart<'_> {
         }
         Ok(())
     }
+}
+
+/// The outline drawn around the filled dot of series `i`'s points (and its legend key): none,
+/// a square, a triangle, a diamond, a triangle pointing down, a cross, a plus, by the series'
+/// place on the chart, so that lines lying on each other can still be told apart; `dx` pixels
+/// right of the point.
+fn marker(i: usize, colour: RGBColor, dx: i32) -> Vec<PathElement<(i32, i32)>> {
+    let style = colour.stroke_width(1);
+    let m = MARKER as i32;
+    let outlines: Vec<Vec<(i32, i32)>> = match i % 7 {
+        0 => vec![],
+        1 => vec![vec![(-m, -m), (m, -m), (m, m), (-m, m), (-m, -m)]],
+        2 => vec![vec![(0, -m - 1), (m + 1, m), (-m - 1, m), (0, -m - 1)]],
+        3 => vec![vec![(0, -m - 1), (m + 1, 0), (0, m + 1), (-m - 1, 0), (0, -m - 1)]],
+        4 => vec![vec![(0, m + 1), (m + 1, -m), (-m - 1, -m), (0, m + 1)]],
+        5 => vec![vec![(-m, -m), (m, m)], vec![(-m, m), (m, -m)]],
+        _ => vec![vec![(-m - 1, 0), (m + 1, 0)], vec![(0, -m - 1), (0, m + 1)]],
+    };
+    outlines
+        .into_iter()
+        .map(|o| PathElement::new(o.into_iter().map(|(x, y)| (x + dx, y)).collect::<Vec<_>>(), style))
+        .collect()
+}
+
+/// The horizontal offset, in pixels, of each marker at `points` (pixels, in drawing order):
+/// a marker that would cover one placed before it at the same x moves the least it must, right
+/// before left, to lie beside it, but never as far as halfway to the next x (where it would stay
+/// on the point, covered).
+fn dodges(points: &[(i32, i32)]) -> Vec<i32> {
+    let size = 2 * MARKER as i32 + 3;
+    let mut xs: Vec<i32> = points.iter().map(|p| p.0).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    let gap = xs.windows(2).map(|w| w[1] - w[0]).min().unwrap_or(i32::MAX);
+    let reach = (gap / 2).saturating_sub(MARKER as i32 + 1);
+    let mut placed: Vec<(i32, i32, i32)> = Vec::new();
+    points
+        .iter()
+        .map(|&(x, y)| {
+            let free = |dx: i32| {
+                placed
+                    .iter()
+                    .all(|&(px, dpx, py)| px != x || (dpx - dx).abs() >= size || (py - y).abs() >= size)
+            };
+            let dx = (0..)
+                .flat_map(|k: i32| [k * size, -(k + 1) * size])
+                .take_while(|dx| dx.abs() <= reach.max(0))
+                .find(|&dx| free(dx))
+                .unwrap_or(0);
+            placed.push((x, dx, y));
+            dx
+        })
+        .collect()
+}
+
+/// A box in pixels: left, top, right, bottom.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Box2 {
+    left: f64,
+    top: f64,
+    right: f64,
+    bottom: f64,
+}
+
+impl Box2 {
+    fn around(x: f64, y: f64, half_width: f64, half_height: f64) -> Box2 {
+        Box2 {
+            left: x - half_width,
+            top: y - half_height,
+            right: x + half_width,
+            bottom: y + half_height,
+        }
+    }
+
+    fn overlaps(&self, other: &Box2) -> bool {
+        self.left < other.right && other.left < self.right && self.top < other.bottom && other.top < self.bottom
+    }
+
+    /// Does the segment from `a` to `b` pass through the box? (Liang-Barsky clipping.)
+    fn crossed_by(&self, a: (f64, f64), b: (f64, f64)) -> bool {
+        let (dx, dy) = (b.0 - a.0, b.1 - a.1);
+        let (mut t0, mut t1) = (0.0f64, 1.0f64);
+        for (p, q) in [
+            (-dx, a.0 - self.left),
+            (dx, self.right - a.0),
+            (-dy, a.1 - self.top),
+            (dy, self.bottom - a.1),
+        ] {
+            if p == 0.0 {
+                if q < 0.0 {
+                    return false;
+                }
+            } else {
+                let t = q / p;
+                if p < 0.0 {
+                    t0 = t0.max(t);
+                } else {
+                    t1 = t1.min(t);
+                }
+                if t0 > t1 {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Where a value of `chars` characters printed for the point at pixel (`x`, `y`) goes: the
+/// vertical offset of the text's bottom from the point, and the box the text takes. The first
+/// place, nearest the point and above before below, where no line of `lines` crosses the text
+/// and it covers nothing `taken`, within `bounds` (the plot's top and bottom pixel); the place
+/// just above the point when there is none.
+fn place_label(
+    x: f64,
+    y: f64,
+    chars: usize,
+    bounds: (f64, f64),
+    lines: &[Vec<(f64, f64)>],
+    taken: &[Box2],
+) -> (i32, Box2) {
+    let half_width = text_width(chars) as f64 / 2.0 + 1.0;
+    let boxed = |offset: i32| {
+        let bottom = y + offset as f64;
+        Box2 {
+            left: x - half_width,
+            top: bottom - TEXT_HEIGHT - 1.0,
+            right: x + half_width,
+            bottom: bottom + 1.0,
+        }
+    };
+    let step = TEXT_HEIGHT.ceil() as i32 + 3;
+    let first_above = -(MARKER as i32) - 3;
+    let first_below = MARKER as i32 + 3 + TEXT_HEIGHT.ceil() as i32;
+    let candidates = (0..12).flat_map(|k| [first_above - k * step, first_below + k * step]);
+    for offset in candidates {
+        let label = boxed(offset);
+        if label.top < bounds.0 || label.bottom > bounds.1 {
+            continue;
+        }
+        let crossed = lines
+            .iter()
+            .any(|line| line.windows(2).any(|w| label.crossed_by(w[0], w[1])));
+        if !crossed && !taken.iter().any(|t| t.overlaps(&label)) {
+            return (offset, label);
+        }
+    }
+    (first_above, boxed(first_above))
 }
 
 /// An axis with the ticks the layout chose (plotters' own `WithKeyPoints` cannot take a label
@@ -730,5 +953,167 @@ mod tests {
     fn wrap_breaks_at_spaces() {
         assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
         assert_eq!(wrap("aaaaaaa b", 3), ["aaaaaaa", "b"]);
+    }
+
+    /// The SVG of `chart`, written to a directory of its own and read back.
+    fn svg_of(chart: &LineChart, name: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("cassalock-charts-unit-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join(name);
+        chart.write(&path).expect("chart written");
+        let svg = std::fs::read_to_string(&path).expect("svg");
+        std::fs::remove_dir_all(&dir).ok();
+        svg
+    }
+
+    /// Each element of `kind` ("polyline", "text", ...) up to the next element.
+    fn elements<'a>(svg: &'a str, kind: &str) -> Vec<&'a str> {
+        svg.split('<').filter(|e| e.starts_with(&format!("{kind} "))).collect()
+    }
+
+    fn attribute<'a>(element: &'a str, name: &str) -> Option<&'a str> {
+        let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+        let end = start + element[start..].find('"')?;
+        Some(&element[start..end])
+    }
+
+    fn hex(colour: RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", colour.0, colour.1, colour.2)
+    }
+
+    /// The points of a polyline, in pixels.
+    fn polyline_points(element: &str) -> Vec<(f64, f64)> {
+        attribute(element, "points")
+            .unwrap_or("")
+            .split_whitespace()
+            .filter_map(|p| p.split_once(','))
+            .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+            .collect()
+    }
+
+    fn chart_of(series: Vec<Series>, log_y: bool) -> LineChart<'static> {
+        LineChart {
+            title: "a chart",
+            subtitle: "its parameters",
+            x_label: "threads",
+            y_label: "value",
+            x_unit: ("thread", "threads"),
+            log2_x: true,
+            log_y,
+            y_decimals: 2,
+            series,
+        }
+    }
+
+    fn series_of(index: usize, dashed: bool, values: &[f64]) -> Series {
+        Series {
+            name: format!("series {index}"),
+            colour: colour_of_twelve(index),
+            dashed,
+            points: values
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| ((1u32 << k) as f64, Y::Value(v)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn dashed_lines_with_near_equal_values_each_have_their_own_dash_and_marker() {
+        // Three stores at about 74 acquisitions/s, as Redis SET NX, Redlock and Memcached were.
+        let near: Vec<Series> = [
+            [73.0, 74.0, 74.5, 73.5],
+            [74.0, 74.5, 75.0, 74.0],
+            [73.5, 74.0, 74.0, 73.0],
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, values)| series_of(i, true, values))
+        .collect();
+        let colours: Vec<String> = near.iter().map(|s| hex(s.colour)).collect();
+        let svg = svg_of(&chart_of(near, true), "near-equal.svg");
+        // Per series, read from the SVG: its most common dash length, and its marker outlines
+        // (the number of corners of each polyline that is not a dash, and whether it has a rect).
+        let signatures: Vec<(i64, Vec<usize>, bool)> = colours
+            .iter()
+            .map(|colour| {
+                let stroke = format!("stroke=\"{colour}\"");
+                let mut dash_lengths: Vec<i64> = Vec::new();
+                let mut outlines: Vec<usize> = Vec::new();
+                for line in elements(&svg, "polyline").into_iter().filter(|e| e.contains(&stroke)) {
+                    let points = polyline_points(line);
+                    if points.len() == 2 {
+                        let (dx, dy) = (points[1].0 - points[0].0, points[1].1 - points[0].1);
+                        dash_lengths.push(dx.hypot(dy).round() as i64);
+                    } else {
+                        outlines.push(points.len());
+                    }
+                }
+                let mode = dash_lengths
+                    .iter()
+                    .copied()
+                    .max_by_key(|d| (dash_lengths.iter().filter(|e| *e == d).count(), *d))
+                    .unwrap_or(0);
+                outlines.sort_unstable();
+                outlines.dedup();
+                let rect = elements(&svg, "rect").iter().any(|e| e.contains(&stroke));
+                (mode, outlines, rect)
+            })
+            .collect();
+        for (a, first) in signatures.iter().enumerate() {
+            for second in &signatures[a + 1..] {
+                assert_ne!(first.0, second.0, "two series share a dash: {signatures:?}");
+                assert!(
+                    (first.1.clone(), first.2) != (second.1.clone(), second.2),
+                    "two series share a marker: {signatures:?}"
+                );
+            }
+        }
+        assert!(
+            colours.iter().enumerate().all(|(i, c)| !colours[..i].contains(c)),
+            "colours repeat: {colours:?}"
+        );
+    }
+
+    #[test]
+    fn a_value_printed_near_zero_is_not_crossed_by_a_line() {
+        // The near-zero points of series 1 are printed; series 2 runs 0.3 above them, where the
+        // value would be printed just above its point.
+        let series = vec![
+            series_of(0, false, &[10.0, 10.0, 10.0, 10.0, 10.0]),
+            series_of(1, false, &[0.1, 0.1, 0.1, 0.1, 2.0]),
+            series_of(2, false, &[0.4, 0.4, 0.4, 0.4, 0.4]),
+        ];
+        let strokes: Vec<String> = series.iter().map(|s| format!("stroke=\"{}\"", hex(s.colour))).collect();
+        let labels_fill = format!("fill=\"{}\"", hex(series[1].colour));
+        let svg = svg_of(&chart_of(series, false), "labels.svg");
+        let segments: Vec<((f64, f64), (f64, f64))> = elements(&svg, "polyline")
+            .into_iter()
+            .filter(|e| strokes.iter().any(|s| e.contains(s.as_str())))
+            .flat_map(|e| {
+                let points = polyline_points(e);
+                points.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
+            })
+            .collect();
+        let labels: Vec<&str> = elements(&svg, "text")
+            .into_iter()
+            .filter(|e| e.contains(labels_fill.as_str()) && e.split_once('>').map(|(_, t)| t.trim()) == Some("0.10"))
+            .collect();
+        assert_eq!(labels.len(), 4, "each near-zero point is printed");
+        for label in labels {
+            let x: f64 = attribute(label, "x").unwrap().parse().unwrap();
+            let y: f64 = attribute(label, "y").unwrap().parse().unwrap();
+            // The text's bottom is at y (anchored at the bottom), its middle half a height above.
+            let middle = y - TEXT_HEIGHT / 2.0;
+            for &(a, b) in &segments {
+                if (a.0.min(b.0)..=a.0.max(b.0)).contains(&x) && a.0 != b.0 {
+                    let line_y = a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0);
+                    assert!(
+                        (line_y - middle).abs() >= TEXT_HEIGHT / 2.0,
+                        "a line at y {line_y} crosses the value printed at ({x}, {y})"
+                    );
+                }
+            }
+        }
     }
 }
