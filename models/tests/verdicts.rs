@@ -528,7 +528,7 @@ fn bad_specs_are_refused_with_a_reason() {
         edit(&mut spec);
         build(&spec).err().expect("refused").0
     };
-    assert!(refused(|s| s.threads = Some(0)).contains("at least 1"));
+    assert!(refused(|s| s.threads = Some(0)).contains("outside 1..=4"));
     assert!(refused(|s| s.threads = Some(9)).contains("outside 1..=4"));
     assert!(refused(|s| {
         s.fault = Fault::DelayedEnqueue;
