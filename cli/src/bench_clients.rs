@@ -203,6 +203,9 @@ const PLAN: [Program; 12] = [
 
 /// Copies of each program in a run, and acquisitions of each.
 const CLIENTS: usize = 3;
+/// The next caller's wait, once a run's clients are done (C-free, C-release): the default of
+/// `real --next-caller-wait-ms`, so that a run's rerun line needs no flag for it.
+const NEXT_CALLER_WAIT_MS: u64 = 1000;
 const ACQUISITIONS: u32 = 3;
 const HOLD_MS: u64 = 20;
 /// Holds where the fault frees the lock under a holder or a waiter: 300 ms.
@@ -242,6 +245,7 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
             ms: 0,
         }),
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
+        next_caller_wait_ms: Some(NEXT_CALLER_WAIT_MS),
     }
 }
 
@@ -436,6 +440,8 @@ fn row(
         jain: verdicts.jain,
         overtakes: verdicts.overtakes,
         f_order: verdicts.fifo.map(|_| claim(ClaimId::FOrder)),
+        c_free: claim(ClaimId::CFree),
+        c_release: claim(ClaimId::CRelease),
         record,
     }
 }
@@ -459,6 +465,7 @@ fn cost(program: &Program) -> anyhow::Result<Overhead> {
         let spec = ClientSpec {
             acquisitions: COST_ACQUISITIONS as u32,
             hold_ms: COST_HOLD_MS,
+            next_caller_wait_ms: None,
             ..spec(program, ClientFault::None)
         };
         let outcome = run_clients(&spec);

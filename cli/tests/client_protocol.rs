@@ -2,6 +2,7 @@
 //! boxes. A test client (`tests/clients/flock_lock.py`, a lock on this machine through `flock`,
 //! no server needed) is run honest, barging, and breaking the protocol in every way it can: the
 //! verdict must be the lock's when it behaved, and a named break, never a pass, when it did not.
+//! A lock that keeps itself after a give-up or a release is caught by the next caller.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -31,16 +32,13 @@ fn run(test: &str, flags: &str, clients: &str, extra: &[&str]) -> (i32, String, 
         "python3 cli/tests/clients/flock_lock.py {} {flags}",
         lock_file(test).display()
     );
-    let mut args = vec![
-        "real",
-        "--client",
-        &command,
-        "--threads",
-        clients,
-        "--acquisitions",
-        "3",
-    ];
-    for (flag, default) in [("--hold-ms", "5"), ("--max-wait-s", "2"), ("--start-timeout-s", "5")] {
+    let mut args = vec!["real", "--client", &command, "--threads", clients];
+    for (flag, default) in [
+        ("--acquisitions", "3"),
+        ("--hold-ms", "5"),
+        ("--max-wait-s", "2"),
+        ("--start-timeout-s", "5"),
+    ] {
         if !extra.contains(&flag) {
             args.extend([flag, default]);
         }
@@ -148,6 +146,21 @@ fn a_client_that_exits_early_is_said_with_its_status() {
         err.contains("exited (exit status: 3) while cassalock waited for `lock` (id 1)"),
         "{err}"
     );
+}
+
+/// A client that stops reading mid-run (it closed its input, or died between two commands):
+/// cassalock's next command fails as a write and names it; a broken pipe must not kill it.
+#[test]
+fn a_client_that_stops_reading_is_said_not_a_broken_pipe() {
+    // `exec`: no shell between, holding the pipe open for reading.
+    let command = format!(
+        "exec python3 cli/tests/clients/flock_lock.py {} --close-input-after 1",
+        lock_file("close-input").display()
+    );
+    let (code, out, err) = cassalock_code(&["real", "--client", &command, "--threads", "1", "--max-wait-s", "2"]);
+    assert_eq!(code, 5, "{out}{err}");
+    assert!(err.contains("before it read `unlock`"), "{err}");
+    assert!(out.contains("cut short by a client"), "{out}");
 }
 
 #[test]
@@ -318,4 +331,91 @@ fn a_client_that_repeats_lost_without_end_is_stopped_at_the_bound() {
     let (code, _, err) = run("lost-spam", "--lost-spam", "1", &[]);
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("says `lost` more than 1000 times"), "{err}");
+}
+
+/// The verdict line of `claim` in a run's output.
+fn claim_line<'a>(out: &'a str, claim: &str) -> &'a str {
+    out.lines()
+        .find(|line| line.trim_start().starts_with(&format!("{claim} ")))
+        .unwrap_or_else(|| panic!("no {claim} line in:\n{out}"))
+}
+
+/// Two clients try for 20 ms while the other holds 300 ms: one gives up. The honest lock is
+/// free at the end; the one whose give-up takes the lock later and keeps it is not.
+#[test]
+fn c_free_a_give_up_that_takes_the_lock_later_is_caught_by_the_next_caller() {
+    let workload = [
+        "--acquisitions",
+        "1",
+        "--call",
+        "try-lock",
+        "--try-wait-ms",
+        "20",
+        "--hold-ms",
+        "300",
+        "--next-caller-wait-ms",
+        "300",
+    ];
+    let (code, out, err) = run("give-up-honest", "", "2", &workload);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        claim_line(&out, "C-free").contains("ok       kept: after 1 give-up and 0 failed releases, the next caller's try_lock acquired within its 300 ms wait"),
+        "{out}"
+    );
+    assert!(
+        claim_line(&out, "C-release").contains("ok       kept: after 1 release"),
+        "{out}"
+    );
+
+    let (code, out, err) = run("give-up-keeps", "--keep-after-give-up", "2", &workload);
+    assert_eq!(code, 1, "{out}{err}");
+    let c_free = claim_line(&out, "C-free");
+    assert!(c_free.contains("FAILED"), "{out}");
+    assert!(
+        c_free.contains("the next caller's try_lock did not get the lock in 300 ms"),
+        "{out}"
+    );
+    assert!(claim_line(&out, "C-release").contains("bounded  not decided"), "{out}");
+    assert!(claim_line(&out, "T1-belief").contains("ok"), "{out}");
+}
+
+/// One client, one acquisition, a release that says released and keeps the lock: C-release.
+#[test]
+fn c_release_a_release_that_keeps_the_lock_is_caught_by_the_next_caller() {
+    let (code, out, err) = run(
+        "release-keeps",
+        "--keep-after-release",
+        "1",
+        &["--acquisitions", "1", "--next-caller-wait-ms", "200"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        claim_line(&out, "C-release")
+            .contains("FAILED   violated: the next caller's try_lock did not get the lock in 200 ms"),
+        "{out}"
+    );
+    assert!(
+        claim_line(&out, "C-release").contains("only 1 release could have left it"),
+        "{out}"
+    );
+    assert!(claim_line(&out, "C-free").contains("-        no occasion"), "{out}");
+
+    let (code, out, err) = run(
+        "release-keeps-unasked",
+        "--keep-after-release",
+        "1",
+        &["--acquisitions", "1", "--next-caller-wait-ms", "0"],
+    );
+    assert_eq!(code, 0, "without a next caller nothing is judged of it: {out}{err}");
+    assert!(!out.contains("C-release"), "{out}");
+}
+
+#[test]
+fn a_next_caller_wait_out_of_range_is_refused() {
+    let (code, _, err) = run("next-range", "", "1", &["--next-caller-wait-ms", "60001"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--next-caller-wait-ms 60001: 1-60000, or 0 for no next caller"),
+        "{err}"
+    );
 }

@@ -263,6 +263,18 @@ pub enum NotAcquired {
     Failed,
 }
 
+/// What the next caller got at the end of a run ([`What::NextCaller`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NextCallerGot {
+    /// It acquired within its wait: nothing of the run kept the lock.
+    Acquired,
+    /// Its wait ran out: something kept the lock though nobody held it.
+    Taken,
+    /// Its call failed (the server, the library): nothing is known.
+    Failed,
+}
+
 /// What a failed call may have left on the servers (contract item C-free).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -466,6 +478,16 @@ pub enum What {
     KeptAfterRelease { token: String, servers: Vec<usize> },
     /// At the end of the run, server `server` still held `token`'s key.
     LeftAtEnd { token: String, server: usize },
+    /// Once every call of the workload had returned and every acquisition's release had been
+    /// answered, one more client (node `next`, started with the others and idle until then)
+    /// asked for the lock with `try_lock` waiting `wait_ms`: what it got (`taken`: the lock
+    /// was not free; `failed`: its call failed, so nothing is known), and what its library said.
+    NextCaller {
+        wait_ms: u64,
+        got: NextCallerGot,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        why: String,
+    },
     /// A fair queue's server: the first acquire of the call `owner` reached it.
     FairAsked { owner: String },
     /// It granted the lock to `owner`.

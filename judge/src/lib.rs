@@ -21,6 +21,7 @@ pub mod event;
 pub mod families;
 pub mod holding;
 pub mod k3;
+pub mod next_caller;
 pub mod observed;
 pub mod overlap_window;
 pub mod rows;

@@ -9,6 +9,8 @@
 //!   T1-belief overlap, or a holder whose write fencing refused) was told, by an unasked
 //!   `lease_lost`, its release's answer (`not_held`, `failed`) or the refused write, before its
 //!   client acquired again or the record ended ([`crate::told`]).
+//! - **C-free** and **C-release**: the next caller, once every call had returned, got the lock
+//!   ([`crate::next_caller`]).
 //! - **F-order**, for a lock that promises first come, first served ([`fifo_promise`]): no
 //!   acquisition overtook a waiter that invoked more than [`FIFO_TOLERANCE`] before it.
 //!
@@ -26,6 +28,7 @@ use crate::belief::client_index;
 use crate::belief::{BeliefRules, Believing};
 use crate::event::{Clock, Driver, Event, Header, ObservedRules, Rules, What};
 use crate::holding::{HoldingInterval, Overlap, SimulatedTime};
+use crate::next_caller::NextCaller;
 use crate::overlap_window::OverlapWindow;
 use crate::stats;
 use crate::text::count;
@@ -139,7 +142,8 @@ pub struct ObservedVerdicts {
     pub most_overtaken: u64,
     /// Why the lock promises first come, first served (F-order judged), if it does.
     pub fifo: Option<&'static str>,
-    /// T1-belief, T1-resource, C-lost, and F-order where the lock promises it.
+    /// T1-belief, T1-resource, C-lost, C-free and C-release where a next caller asked, and
+    /// F-order where the lock promises it.
     pub checks: Vec<(ClaimId, ClaimVerdict, String)>,
 }
 
@@ -219,6 +223,7 @@ pub struct Judge {
     stale_accepted_count: u64,
     waits_ms: Vec<f64>,
     intervals: Vec<HoldingInterval<SimulatedTime>>,
+    next_caller: NextCaller,
 }
 
 /// The longest stretch of acquisitions by one client, counted as they come.
@@ -300,6 +305,7 @@ impl Judge {
             stale_accepted_count: 0,
             waits_ms: Vec::new(),
             intervals: Vec::new(),
+            next_caller: NextCaller::default(),
         }
     }
 
@@ -318,6 +324,7 @@ impl Judge {
         }
         self.believing.see(event);
         self.close_intervals(self.now);
+        self.next_caller.see(event);
         match &event.what {
             What::Invoke { .. } => {
                 self.invoked.insert(event.node.clone(), at);
@@ -564,6 +571,7 @@ impl Judge {
             ),
             c_lost,
         ];
+        v.checks.extend(self.next_caller.checks());
         v.checks.extend(f_order);
         v
     }

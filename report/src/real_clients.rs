@@ -77,6 +77,9 @@ pub struct ClientRunRow {
     pub overtakes: u64,
     /// F-order, where the lock promises first come, first served (none: it does not).
     pub f_order: Option<Seen>,
+    /// C-free and C-release, as the next caller found the lock once the run's clients were done.
+    pub c_free: Seen,
+    pub c_release: Seen,
     /// The run's event record, relative to the report.
     pub record: String,
 }
@@ -212,14 +215,19 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          (docs/claims.md, \"C-lost for the code people run\"). **fairness**: Jain's index over \
          the 3 copies; overtakes, acquisitions by a client that asked after another still \
          waiting; and F-order for the locks that promise first come, first served (violated by \
-         an overtake of a waiter that asked more than {} ms earlier).\n",
+         an overtake of a waiter that asked more than {} ms earlier). **next caller**: once \
+         every call had returned and every release had been answered, one more copy of the \
+         program, started with the others, called `try_lock` waiting 1 s: C-free (a give-up or \
+         failed call left nothing that blocks it) and C-release (nor did a release); no occasion \
+         where the run had no such call (docs/claims.md, \"C-free and C-release for the code \
+         people run\").\n",
         FIFO_TOLERANCE.as_millis()
     );
     let _ = writeln!(
         out,
-        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | fairness | longest wait | ours | record |"
+        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | next caller: C-free, C-release | fairness | longest wait | ours | record |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         let resource = if row.refused > 0 && row.t1_resource == Seen::Kept {
             format!("kept ({} refused by fencing)", row.refused)
@@ -228,13 +236,15 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.0} ms | {} | [events]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}) |",
             row.library,
             row.fault.label(),
             row.acquisitions,
             row.t1_belief.word(),
             resource,
             c_lost_cell(row),
+            row.c_free.word(),
+            row.c_release.word(),
             fairness_cell(row),
             row.max_wait_ms,
             conformance(row, matrix),
@@ -439,6 +449,8 @@ mod tests {
             jain: 1.0,
             overtakes: 2,
             f_order: Some(Seen::Kept),
+            c_free: Seen::NoOccasion,
+            c_release: Seen::Kept,
             record: "real-clients/x.jsonl".into(),
         }
     }
@@ -476,7 +488,7 @@ mod tests {
     fn c_lost_and_fairness_are_rendered_as_the_judge_said() {
         let told = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(
-            told.contains("| kept: at release, NotOwned, 1.2 s after | Jain 1.00, 2 overtakes, F-order kept |"),
+            told.contains("| kept: at release, NotOwned, 1.2 s after | no occasion, kept | Jain 1.00, 2 overtakes, F-order kept |"),
             "{told}"
         );
         assert!(
@@ -487,11 +499,13 @@ mod tests {
             c_lost: Seen::Violated,
             told: vec!["never told; its release said released".into()],
             f_order: None,
+            c_free: Seen::Violated,
+            c_release: Seen::NoVerdict,
             ..row("zookeeper", Seen::Violated, Seen::Kept)
         };
         let never = render(&[never], &[], Some(MATRIX), "c");
         assert!(
-            never.contains("| **violated**: **never told**; its release said released | Jain 1.00, 2 overtakes |"),
+            never.contains("| **violated**: **never told**; its release said released | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
             "{never}"
         );
         let quiet = ClientRunRow {

@@ -174,6 +174,11 @@ pub struct RealArgs {
     /// With --client: how long each copy may take to start and say hello, seconds (1-600).
     #[arg(long, default_value_t = 60, requires = "client")]
     pub start_timeout_s: u64,
+    /// With --client: once every copy is done, one more copy (started with them) calls try_lock
+    /// waiting this long, milliseconds (1-60000); not getting the lock violates C-free or
+    /// C-release. 0: no next caller.
+    #[arg(long, default_value_t = 1000, requires = "client")]
+    pub next_caller_wait_ms: u64,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.
     #[arg(long, hide = true, requires = "worker_index")]
     pub worker_job: Option<PathBuf>,

@@ -2,7 +2,8 @@
 //! (docs/client-protocol.md) take turns at one lock under the planned fault; the run's event
 //! record is judged by the one judge, and what the libraries told their holders is said.
 //!
-//! Exit status: 0 no claim violated; 1 a claim violated; 2 bad usage; 4 a client never said
+//! Exit status: 0 no claim violated; 1 a claim violated; 2 bad usage; 3 a fault asked for did
+//! not fire, or a claim was left undecided (the next caller's call failed); 4 a client never said
 //! hello (it could not start, or reach its server); 5 a client broke the protocol or stopped
 //! answering mid-run (the verdicts on what happened before are printed, but the run is cut).
 
@@ -64,6 +65,7 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
             .lock_id
             .clone()
             .unwrap_or_else(|| format!("cassalock-{}", cassalock_real::now_us())),
+        next_caller_wait_ms: (args.next_caller_wait_ms > 0).then_some(args.next_caller_wait_ms),
     }
 }
 
@@ -149,6 +151,9 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     } else if (spec.pause.is_some() && !outcome.paused) || (spec.server_fault.is_some() && !outcome.server_fault_fired)
     {
         eprintln!("the fault asked for did not fire (above): no violation, but the run is not the one asked for");
+        ExitCode::from(3)
+    } else if judgement.any_bounded() {
+        eprintln!("a claim was left undecided (\"bounded\" above, and why): no violation, but no verdict for it");
         ExitCode::from(3)
     } else {
         ExitCode::SUCCESS

@@ -1,10 +1,15 @@
 """A test client: a lock on this machine only, `flock` on a file, and ways to break it.
 
-    flock_lock.py FILE [--barge] [--say-garbage-after N] [--hang-after N] [--exit-after N]
+    flock_lock.py FILE [--barge] [--keep-after-give-up] [--keep-after-release]
+        [--say-garbage-after N] [--hang-after N] [--exit-after N] [--close-input-after N]
         [--wrong-id] [--no-hello] [--clock-in-ms] [--lost-spam]
 
---barge says acquired without taking the lock (a broken lock: two holders at once); the others
-break the protocol before the N-th command (0-based). Tokens are the count of acquisitions kept in FILE.count,
+--barge says acquired without taking the lock (a broken lock: two holders at once);
+--keep-after-give-up takes the lock after a try_lock gave up and keeps it for ever (a request
+that reached the server after its caller stopped waiting); --keep-after-release says released
+and keeps the lock (a release that did nothing); the others break the protocol before the N-th
+command (0-based); --close-input-after N closes its input before the N-th command and
+answers it, so cassalock's next command finds no reader. Tokens are the count of acquisitions kept in FILE.count,
 under the lock: a fencing token.
 """
 
@@ -12,16 +17,30 @@ import argparse
 import fcntl
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../clients/python"))
 import cassalock_client as protocol  # noqa: E402
 
 
+# Files whose lock a broken mode keeps: never closed while the process lives.
+KEPT = []
+
+
+def keep_when_free(path):
+    """Wait for the lock in the background and keep it once taken."""
+    kept = open(path, "a+")
+    KEPT.append(kept)
+    threading.Thread(target=fcntl.flock, args=(kept, fcntl.LOCK_EX), daemon=True).start()
+
+
 class FlockLock:
-    def __init__(self, path, barge):
+    def __init__(self, path, barge, keep_after_give_up=False, keep_after_release=False):
         self.path = path
         self.barge = barge
+        self.keep_after_give_up = keep_after_give_up
+        self.keep_after_release = keep_after_release
         self.file = None
         self.held = None
 
@@ -39,6 +58,8 @@ class FlockLock:
                     except BlockingIOError:
                         if time.monotonic() >= stop:
                             self.file.close()
+                            if self.keep_after_give_up:
+                                keep_when_free(self.path)
                             return None
                         time.sleep(0.005)
         with open(self.path + ".count", "a+") as counter:
@@ -58,7 +79,10 @@ class FlockLock:
         return None
 
     def release(self):
-        self.file.close()
+        if self.keep_after_release:
+            KEPT.append(self.file)
+        else:
+            self.file.close()
         return True
 
     def close(self):
@@ -69,9 +93,12 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("file")
     parser.add_argument("--barge", action="store_true")
+    parser.add_argument("--keep-after-give-up", action="store_true")
+    parser.add_argument("--keep-after-release", action="store_true")
     parser.add_argument("--say-garbage-after", type=int)
     parser.add_argument("--hang-after", type=int)
     parser.add_argument("--exit-after", type=int)
+    parser.add_argument("--close-input-after", type=int)
     parser.add_argument("--wrong-id", action="store_true")
     parser.add_argument("--no-hello", action="store_true")
     parser.add_argument("--clock-in-ms", action="store_true")
@@ -83,7 +110,8 @@ def main():
     if args.no_hello:
         time.sleep(3600)
     sys.stdin = Breaking(sys.stdin, args)
-    protocol.serve(FlockLock(args.file, args.barge), library="flock", library_version="0", lock="flock",
+    lock = FlockLock(args.file, args.barge, args.keep_after_give_up, args.keep_after_release)
+    protocol.serve(lock, library="flock", library_version="0", lock="flock",
                    tokens="fencing")
 
 
@@ -103,6 +131,11 @@ class Breaking:
             if seen == self.args.hang_after:
                 time.sleep(3600)
             if seen == self.args.exit_after:
+                sys.exit(3)
+            if seen == self.args.close_input_after:
+                os.close(0)
+                yield line
+                time.sleep(5)
                 sys.exit(3)
             if self.args.lost_spam:
                 for _ in range(1200):

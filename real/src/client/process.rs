@@ -223,7 +223,7 @@ impl ClientProcess {
             match self.child.try_wait() {
                 Ok(Some(status)) => break status.to_string(),
                 Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(10)),
-                Ok(None) => break "its output closed, the process still running".to_owned(),
+                Ok(None) => break "it closed its pipes, its process still running".to_owned(),
                 Err(error) => break format!("its status unknown: {error}"),
             }
         };

@@ -1,6 +1,8 @@
 //! A run of client programs: start N copies, wait for every hello, then let each take the lock
 //! again and again (ask, hold, write its token to the resource, release), a holder paused on
-//! plan (`faults.rs`), and write down everything as an event record for the one judge.
+//! plan (`faults.rs`), and write down everything as an event record for the one judge. Once
+//! every copy is done, and before any exits, one more copy started with them (the next caller)
+//! asks for the lock: whether it gets it judges C-free and C-release (`judge/src/next_caller.rs`).
 //!
 //! The resource is cassalock's own, in this process: a write carries the holder's token; with
 //! fencing tokens it refuses one below the highest it accepted (unless fencing is off); with
@@ -13,7 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use cassalock_judge::event::{self as record, Call, Disruption, Event, NotAcquired, ReleaseOutcome, What};
+use cassalock_judge::event::{
+    self as record, Call, Disruption, Event, NextCallerGot, NotAcquired, ReleaseOutcome, What,
+};
 
 use super::faults::run_command;
 pub use super::faults::{Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WAITER_SEARCH};
@@ -34,6 +38,10 @@ pub const MAX_ACQUISITIONS: u64 = 200_000;
 pub const MAX_LOST_NOTICES: u64 = 1000;
 /// How long a client has to exit after `exit` before its process group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
+/// The next caller's node in the record, and its name in its environment.
+pub const NEXT_CALLER: &str = "next";
+/// The longest wait a next caller may be given (`--next-caller-wait-ms`).
+pub const NEXT_CALLER_WAIT_MAX_MS: u64 = 60_000;
 
 /// What a run does.
 #[derive(Clone, Debug)]
@@ -61,6 +69,8 @@ pub struct ClientSpec {
     pub server_fault: Option<ServerFault>,
     /// The name the clients lock (`CASSALOCK_LOCK` in their environment).
     pub lock_name: String,
+    /// The next caller's `try_lock` wait, once the others are done (none: no next caller).
+    pub next_caller_wait_ms: Option<u64>,
 }
 
 /// A spec the runner refuses, in a sentence naming the flag.
@@ -109,6 +119,13 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
             return refuse(format!(
                 "--pause-at {}: an acquisition of the run, 1-{total}",
                 pause.at_acquisition
+            ));
+        }
+    }
+    if let Some(wait) = spec.next_caller_wait_ms {
+        if !(1..=NEXT_CALLER_WAIT_MAX_MS).contains(&wait) {
+            return refuse(format!(
+                "--next-caller-wait-ms {wait}: 1-{NEXT_CALLER_WAIT_MAX_MS}, or 0 for no next caller"
             ));
         }
     }
@@ -220,8 +237,37 @@ impl Resource {
     }
 }
 
+/// SIGPIPE ignored while it lives: a command written to a client that closed its input (it
+/// died, or broke) must fail as a write, which names the client, instead of killing cassalock
+/// (a command line tool keeps SIGPIPE's default). The disposition before is restored on drop.
+struct PipesMayClose {
+    #[cfg(unix)]
+    before: libc::sighandler_t,
+}
+
+impl PipesMayClose {
+    fn new() -> PipesMayClose {
+        PipesMayClose {
+            // SAFETY: changing a signal's disposition; no handler of ours runs.
+            #[cfg(unix)]
+            before: unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) },
+        }
+    }
+}
+
+impl Drop for PipesMayClose {
+    fn drop(&mut self) {
+        // SAFETY: as above, restoring what was there.
+        #[cfg(unix)]
+        unsafe {
+            libc::signal(libc::SIGPIPE, self.before);
+        }
+    }
+}
+
 /// Run the clients of `spec` (checked by [`check`]).
 pub fn run(spec: &ClientSpec) -> ClientRun {
+    let _pipes = PipesMayClose::new();
     let started = Instant::now();
     let (mut processes, mut faults) = start_clients(spec);
     let hello = hellos(spec, &mut processes, &mut faults);
@@ -240,11 +286,26 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         told: Mutex::new(BTreeMap::new()),
         started,
     });
-    let killed_at_exit = if faults.is_empty() {
+    let next_caller = match spec.next_caller_wait_ms {
+        Some(_) if processes.len() == spec.clients + 1 => processes.pop(),
+        _ => None,
+    };
+    // A client that broke before the run began: nothing runs, and every process is killed
+    // (dropped) without an `exit` it might not read.
+    let mut done = if faults.is_empty() {
         take_turns_all(&shared, processes, &mut faults)
     } else {
-        0
+        Vec::new()
     };
+    if let Some(mut next) = next_caller.filter(|_| faults.is_empty()) {
+        if !shared.stop.load(Ordering::Relaxed) {
+            if let Err(fault) = ask_next_caller(&shared, &mut next) {
+                faults.push(fault);
+            }
+        }
+        done.push(next);
+    }
+    let killed_at_exit = exit_all(done);
     let elapsed = started.elapsed();
     let shared = Arc::into_inner(shared).expect("every client thread has ended");
     let acquisitions = shared.acquisitions.load(Ordering::Relaxed);
@@ -303,8 +364,8 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
 fn start_clients(spec: &ClientSpec) -> (Vec<ClientProcess>, Vec<ClientFault>) {
     let mut faults = Vec::new();
     let mut processes = Vec::new();
-    for index in 0..spec.clients {
-        let name = format!("c{index}");
+    let next = spec.next_caller_wait_ms.map(|_| NEXT_CALLER.to_owned());
+    for name in (0..spec.clients).map(|index| format!("c{index}")).chain(next) {
         let env = [
             ("CASSALOCK_LOCK", spec.lock_name.clone()),
             ("CASSALOCK_CLIENT", name.clone()),
@@ -356,8 +417,13 @@ fn hellos(spec: &ClientSpec, processes: &mut [ClientProcess], faults: &mut Vec<C
     hello
 }
 
-/// A thread per client taking turns until the run ends; how many had to be killed at exit.
-fn take_turns_all(shared: &Arc<Shared>, processes: Vec<ClientProcess>, faults: &mut Vec<ClientFault>) -> usize {
+/// A thread per client taking turns until the run ends; the processes of those that ended
+/// well, still running (they exit together, after the next caller).
+fn take_turns_all(
+    shared: &Arc<Shared>,
+    processes: Vec<ClientProcess>,
+    faults: &mut Vec<ClientFault>,
+) -> Vec<ClientProcess> {
     let workers: Vec<_> = processes
         .into_iter()
         .enumerate()
@@ -369,15 +435,77 @@ fn take_turns_all(shared: &Arc<Shared>, processes: Vec<ClientProcess>, faults: &
                 .expect("a client thread starts")
         })
         .collect();
-    let mut killed_at_exit = 0;
+    let mut done = Vec::new();
     for worker in workers {
         match worker.join().expect("a client thread does not panic") {
-            Ended::Exited => {}
-            Ended::Killed => killed_at_exit += 1,
-            Ended::Fault(fault) => faults.push(*fault),
+            Ok(process) => done.push(process),
+            Err(fault) => faults.push(*fault),
         }
     }
-    killed_at_exit
+    done
+}
+
+/// Say `exit` to every process and give each [`EXIT_GRACE`] to end, together; how many had to
+/// be killed.
+fn exit_all(processes: Vec<ClientProcess>) -> usize {
+    let exiting: Vec<_> = processes
+        .into_iter()
+        .map(|mut process| {
+            thread::spawn(move || {
+                let said_exit = process.send(&Command::Exit).is_ok();
+                said_exit && process.finish(EXIT_GRACE)
+            })
+        })
+        .collect();
+    exiting
+        .into_iter()
+        .map(|exiting| exiting.join().unwrap_or(false))
+        .filter(|exited| !exited)
+        .count()
+}
+
+/// The next caller asks for the lock with `try_lock`, once every other client is done: one
+/// [`What::NextCaller`] event with what it got; if it got the lock, it releases it.
+fn ask_next_caller(shared: &Shared, process: &mut ClientProcess) -> Result<(), ClientFault> {
+    let wait_ms = shared.spec.next_caller_wait_ms.unwrap_or(1);
+    let mut client = Client {
+        shared,
+        index: shared.spec.clients,
+        name: NEXT_CALLER.to_owned(),
+        next_id: 0,
+        thread: None,
+        lost_notices: 0,
+    };
+    let ask = Command::TryLock {
+        id: client.id(),
+        wait_ms,
+        lease_ms: shared.spec.lease_ms,
+    };
+    process.send(&ask)?;
+    let (got, why, clock_us) = match client.answer(process, &ask)? {
+        Answer::Acquired { clock_us, .. } => (NextCallerGot::Acquired, String::new(), clock_us),
+        Answer::NotAcquired { why, clock_us, .. } => (NextCallerGot::Taken, protocol::cut(&why), clock_us),
+        Answer::Failed { error, clock_us, .. } => (NextCallerGot::Failed, protocol::cut(&error), clock_us),
+        other => return Err(client.unexpected(process, &ask, &other)),
+    };
+    shared.push(
+        clock_us,
+        NEXT_CALLER,
+        Some(clock_us),
+        What::NextCaller { wait_ms, got, why },
+    );
+    if got == NextCallerGot::Acquired {
+        let unlock = Command::Unlock { id: client.id() };
+        process.send(&unlock)?;
+        // `releasing`, then `released`: what it says is not judged, the lock was free.
+        for _ in 0..2 {
+            match client.answer(process, &unlock)? {
+                Answer::Releasing { .. } | Answer::Released { .. } => {}
+                other => return Err(client.unexpected(process, &unlock, &other)),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The run's record header: the library as its hello named it, judged with the observed rules
@@ -411,17 +539,9 @@ fn same_library(a: &Hello, b: &Hello) -> bool {
     (&a.library, &a.library_version, &a.lock, a.tokens) == (&b.library, &b.library_version, &b.lock, b.tokens)
 }
 
-/// How a client's thread ended.
-enum Ended {
-    Exited,
-    /// It did not exit after `exit` and was killed.
-    Killed,
-    Fault(Box<ClientFault>),
-}
-
 /// One client's turns at the lock, until its acquisitions are made, the run's limit passes, or
-/// another client broke.
-fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ended {
+/// another client broke: its process, still running, or what it broke.
+fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Result<ClientProcess, Box<ClientFault>> {
     let mut client = Client {
         shared,
         index,
@@ -463,15 +583,10 @@ fn take_turns(shared: &Shared, index: usize, mut process: ClientProcess) -> Ende
                     at_step: false,
                 },
             );
-            return Ended::Fault(Box::new(fault));
+            return Err(Box::new(fault));
         }
     }
-    let said_exit = process.send(&Command::Exit).is_ok();
-    if said_exit && process.finish(EXIT_GRACE) {
-        Ended::Exited
-    } else {
-        Ended::Killed
-    }
+    Ok(process)
 }
 
 /// A client's state between its answers.
@@ -918,6 +1033,7 @@ mod tests {
             pause: None,
             server_fault: None,
             lock_name: "k".into(),
+            next_caller_wait_ms: Some(1000),
         }
     }
 
