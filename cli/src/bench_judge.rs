@@ -247,6 +247,7 @@ fn write_record(path: &Path, events: u64) -> std::io::Result<Planted> {
             rules: Rules::Observed(ObservedRules {
                 fencing: false,
                 lease_lost_ends_it: false,
+                call_bound_ms: None,
             }),
             ..RunFacts::default()
         },

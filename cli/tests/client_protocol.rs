@@ -22,6 +22,7 @@ fn lock_file(test: &str) -> PathBuf {
     let file = dir.join(test);
     let _ = std::fs::remove_file(&file);
     let _ = std::fs::remove_file(file.with_extension("count"));
+    let _ = std::fs::remove_file(file.with_extension("left"));
     file
 }
 
@@ -138,6 +139,26 @@ fn a_client_that_hangs_gets_a_time_bound_not_a_hang() {
     assert!(err.contains("did not answer `write` (id 2) within 1"), "{err}");
 }
 
+/// A `lock` call that never returns: from outside, the library's call did not return (or the
+/// program around it hung): T2 within the run's bound is violated, exit 1, not a protocol break.
+#[test]
+fn t2_a_lock_call_that_never_returns_violates_t2_within_the_bound() {
+    let (code, out, err) = run("hang-lock", "--hang-after 0", "1", &["--max-wait-s", "1"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("did not answer `lock` (id 1) within 1"), "{err}");
+    let t2 = claim_line(&out, "T2");
+    assert!(
+        t2.contains("FAILED   violated: c0's lock had no answer in 1000 ms (the bound: 1000 ms)"),
+        "{out}"
+    );
+    let (code, out, err) = run("answers", "", "2", &["--max-wait-s", "5"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        claim_line(&out, "T2").contains("ok       kept: 6 lock calls answered within 5000 ms"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_client_that_exits_early_is_said_with_its_status() {
     let (code, _, err) = run("exits", "--exit-after 0", "2", &[]);
@@ -231,6 +252,10 @@ fn bad_client_options_are_refused_before_anything_starts() {
         (
             vec!["--client", "true", "--pause-waiter-ms", "10", "--threads", "1"],
             "--pause-waiter-ms needs a waiter",
+        ),
+        (
+            vec!["--client", "true", "--pause-holder-ms", "2000", "--max-wait-s", "2"],
+            "--pause-holder-ms 2000 is not below --max-wait-s 2",
         ),
         (
             vec!["--client", "true", "--pause-waiter-ms", "10", "--pause-holder-ms", "10"],
@@ -341,9 +366,9 @@ fn claim_line<'a>(out: &'a str, claim: &str) -> &'a str {
 }
 
 /// Two clients try for 20 ms while the other holds 300 ms: one gives up. The honest lock is
-/// free at the end; the one whose give-up takes the lock later and keeps it is not.
+/// free at the end; the one whose give-up leaves a mark that keeps the lock is not.
 #[test]
-fn c_free_a_give_up_that_takes_the_lock_later_is_caught_by_the_next_caller() {
+fn c_free_a_give_up_that_leaves_the_lock_taken_is_caught_by_the_next_caller() {
     let workload = [
         "--acquisitions",
         "1",

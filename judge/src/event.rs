@@ -223,6 +223,10 @@ pub struct ObservedRules {
     /// the lock (a watchdog's, an extension's answer).
     #[serde(default)]
     pub lease_lost_ends_it: bool,
+    /// T2 within a bound: every `lock` or `try_lock` call answers within this many
+    /// milliseconds (the runner's longest wait for an answer); none: T2 is not judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_bound_ms: Option<u64>,
 }
 
 /// The call a workload makes to acquire.
@@ -412,6 +416,9 @@ pub enum What {
     CallFailed { client: String, error: String },
     /// The client finished its acquisitions.
     Done { client: String },
+    /// The runner waited `waited_ms` for the answer to `client`'s `call` and got none, and
+    /// stopped the client (T2 within the run's bound).
+    Unanswered { client: String, call: Call, waited_ms: u64 },
     /// The holder asked whether it lost the lock and heard yes; `abandons`: it leaves the
     /// critical section without writing.
     LostSeen { client: String, abandons: bool },

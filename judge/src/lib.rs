@@ -16,6 +16,7 @@
 //! - [`stats`]: the report statistics.
 
 pub mod belief;
+pub mod call_bound;
 pub mod claims;
 pub mod event;
 pub mod families;

@@ -9,6 +9,8 @@
 //!   T1-belief overlap, or a holder whose write fencing refused) was told, by an unasked
 //!   `lease_lost`, its release's answer (`not_held`, `failed`) or the refused write, before its
 //!   client acquired again or the record ended ([`crate::told`]).
+//! - **T2** within the run's bound, where the header gives one: every `lock` call answered
+//!   ([`crate::call_bound`]).
 //! - **C-free** and **C-release**: the next caller, once every call had returned, got the lock
 //!   ([`crate::next_caller`]).
 //! - **F-order**, for a lock that promises first come, first served ([`fifo_promise`]): no
@@ -26,6 +28,7 @@ use std::time::Duration;
 
 use crate::belief::client_index;
 use crate::belief::{BeliefRules, Believing};
+use crate::call_bound::CallBound;
 use crate::event::{Clock, Driver, Event, Header, ObservedRules, Rules, What};
 use crate::holding::{HoldingInterval, Overlap, SimulatedTime};
 use crate::next_caller::NextCaller;
@@ -142,7 +145,8 @@ pub struct ObservedVerdicts {
     pub most_overtaken: u64,
     /// Why the lock promises first come, first served (F-order judged), if it does.
     pub fifo: Option<&'static str>,
-    /// T1-belief, T1-resource, C-lost, C-free and C-release where a next caller asked, and
+    /// T1-belief, T1-resource, C-lost, T2 where the header gives a bound, C-free and C-release
+    /// where a next caller asked, and
     /// F-order where the lock promises it.
     pub checks: Vec<(ClaimId, ClaimVerdict, String)>,
 }
@@ -224,6 +228,7 @@ pub struct Judge {
     waits_ms: Vec<f64>,
     intervals: Vec<HoldingInterval<SimulatedTime>>,
     next_caller: NextCaller,
+    call_bound: CallBound,
 }
 
 /// The longest stretch of acquisitions by one client, counted as they come.
@@ -306,6 +311,7 @@ impl Judge {
             waits_ms: Vec::new(),
             intervals: Vec::new(),
             next_caller: NextCaller::default(),
+            call_bound: CallBound::default(),
         }
     }
 
@@ -325,18 +331,23 @@ impl Judge {
         self.believing.see(event);
         self.close_intervals(self.now);
         self.next_caller.see(event);
+        self.call_bound.see(event);
         match &event.what {
             What::Invoke { .. } => {
                 self.invoked.insert(event.node.clone(), at);
                 self.passed_over.insert(event.node.clone(), 0);
             }
             What::NotAcquired { .. } => {
+                if let Some(since) = self.invoked.get(event.node.as_str()) {
+                    self.call_bound.answered(*since, at);
+                }
                 self.invoked.remove(event.node.as_str());
                 self.passed_over.remove(event.node.as_str());
             }
             What::Acquired { thread, token, .. } => {
                 self.acquisitions += 1;
                 let since = self.invoked.remove(event.node.as_str()).unwrap_or(at);
+                self.call_bound.answered(since, at);
                 self.passed_over.remove(event.node.as_str());
                 self.overtakes(&event.node, since, at);
                 if self.keep == Keep::Everything {
@@ -571,6 +582,7 @@ impl Judge {
             ),
             c_lost,
         ];
+        v.checks.extend(self.call_bound.check(self.rules.call_bound_ms));
         v.checks.extend(self.next_caller.checks());
         v.checks.extend(f_order);
         v
@@ -797,6 +809,7 @@ mod tests {
             &ObservedRules {
                 fencing: true,
                 lease_lost_ends_it: false,
+                call_bound_ms: None,
             },
             Clock::WallSinceEpoch,
             clients,
@@ -937,6 +950,7 @@ mod tests {
                 rules: Rules::Observed(ObservedRules {
                     fencing: true,
                     lease_lost_ends_it: false,
+                    call_bound_ms: None,
                 }),
                 ..RunFacts::default()
             },
@@ -1093,6 +1107,7 @@ mod tests {
         let rules = ObservedRules {
             fencing: true,
             lease_lost_ends_it: false,
+            call_bound_ms: None,
         };
         let mut judge = Judge::new(&rules, Clock::WallSinceEpoch, 3, Keep::Verdicts);
         // c0 holds throughout (paused); c1 and c2 take turns 3,000 times beside it.
@@ -1253,6 +1268,7 @@ mod tests {
         let rules = ObservedRules {
             fencing: false,
             lease_lost_ends_it: true,
+            call_bound_ms: None,
         };
         let mut overlapping = 0;
         for seed in 0..300 {

@@ -71,6 +71,7 @@ impl<F: ModelFamily> FamilyModel<F> {
                 rules: Rules::Observed(ObservedRules {
                     fencing: F::FENCING,
                     lease_lost_ends_it: true,
+                    call_bound_ms: None,
                 }),
                 ..RunFacts::default()
             },

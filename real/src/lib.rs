@@ -684,6 +684,7 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
             rules: record::Rules::Observed(record::ObservedRules {
                 fencing,
                 lease_lost_ends_it: false,
+                call_bound_ms: None,
             }),
             ..record::RunFacts::default()
         },

@@ -14,7 +14,7 @@ use std::time::Duration;
 use cassalock_judge::event::Call;
 use cassalock_judge::stats::percentile;
 use cassalock_judge::text::count;
-use cassalock_judge::Judgement;
+use cassalock_judge::{ClaimId, Judgement};
 use cassalock_real::client::process::ClientFault;
 use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Pause, Paused, ServerFault};
 
@@ -74,11 +74,11 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     if spec.pause.is_none() && args.pause_at.is_some() {
         return usage_error("--pause-at needs a pause: --pause-holder-ms or --pause-waiter-ms");
     }
-    if let Err(refused) = check(&spec) {
-        return usage_error(&refused.to_string());
-    }
     if !(1..=3600).contains(&args.max_wait_s) {
         return usage_error(&format!("--max-wait-s {}: 1-3600", args.max_wait_s));
+    }
+    if let Err(refused) = check(&spec) {
+        return usage_error(&refused.to_string());
     }
     if !(1..=600).contains(&args.start_timeout_s) {
         return usage_error(&format!("--start-timeout-s {}: 1-600", args.start_timeout_s));
@@ -273,7 +273,12 @@ fn violated_before(judgement: &Judgement, cut_at_ns: Option<u64>) -> bool {
     let cut = Duration::from_nanos(cut_at_ns);
     match judgement {
         Judgement::Observed(verdicts) => {
-            verdicts.overlaps.iter().any(|overlap| overlap.from < cut)
+            // A lock call left unanswered is what cut the run: its T2 counts.
+            verdicts
+                .checks
+                .iter()
+                .any(|(claim, verdict, _)| *claim == ClaimId::T2 && verdict.is_violated())
+                || verdicts.overlaps.iter().any(|overlap| overlap.from < cut)
                 || verdicts
                     .stale_writes
                     .iter()

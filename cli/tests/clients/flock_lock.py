@@ -5,8 +5,9 @@
         [--wrong-id] [--no-hello] [--clock-in-ms] [--lost-spam]
 
 --barge says acquired without taking the lock (a broken lock: two holders at once);
---keep-after-give-up takes the lock after a try_lock gave up and keeps it for ever (a request
-that reached the server after its caller stopped waiting); --keep-after-release says released
+--keep-after-give-up leaves a mark (FILE.left) when a try_lock gives up, and the lock is taken
+while the mark is there (a queue entry a give-up left behind, ahead of every later caller);
+--keep-after-release says released
 and keeps the lock (a release that did nothing); the others break the protocol before the N-th
 command (0-based); --close-input-after N closes its input before the N-th command and
 answers it, so cassalock's next command finds no reader. Tokens are the count of acquisitions kept in FILE.count,
@@ -17,7 +18,6 @@ import argparse
 import fcntl
 import os
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../clients/python"))
@@ -26,13 +26,6 @@ import cassalock_client as protocol  # noqa: E402
 
 # Files whose lock a broken mode keeps: never closed while the process lives.
 KEPT = []
-
-
-def keep_when_free(path):
-    """Wait for the lock in the background and keep it once taken."""
-    kept = open(path, "a+")
-    KEPT.append(kept)
-    threading.Thread(target=fcntl.flock, args=(kept, fcntl.LOCK_EX), daemon=True).start()
 
 
 class FlockLock:
@@ -44,24 +37,33 @@ class FlockLock:
         self.file = None
         self.held = None
 
-    def acquire(self, lease_ms, wait_ms):
+    def taken(self):
+        """Take the lock if it is free: the flock, and no mark a give-up left."""
         self.file = open(self.path, "a+")
-        if not self.barge:
-            if wait_ms is None:
-                fcntl.flock(self.file, fcntl.LOCK_EX)
-            else:
-                stop = time.monotonic() + wait_ms / 1000
-                while True:
-                    try:
-                        fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() >= stop:
-                            self.file.close()
-                            if self.keep_after_give_up:
-                                keep_when_free(self.path)
-                            return None
-                        time.sleep(0.005)
+        try:
+            fcntl.flock(self.file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.file.close()
+            return True
+        if os.path.exists(self.path + ".left"):
+            self.file.close()
+            return True
+        return False
+
+    def acquire(self, lease_ms, wait_ms):
+        if self.barge:
+            self.file = open(self.path, "a+")
+        elif wait_ms is None and not self.keep_after_give_up:
+            self.file = open(self.path, "a+")
+            fcntl.flock(self.file, fcntl.LOCK_EX)
+        else:
+            stop = None if wait_ms is None else time.monotonic() + wait_ms / 1000
+            while self.taken():
+                if stop is not None and time.monotonic() >= stop:
+                    if self.keep_after_give_up:
+                        open(self.path + ".left", "w").close()
+                    return None
+                time.sleep(0.005)
         with open(self.path + ".count", "a+") as counter:
             fcntl.flock(counter, fcntl.LOCK_EX)
             counter.seek(0)

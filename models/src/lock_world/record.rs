@@ -77,6 +77,7 @@ impl LockModel {
                 rules: Rules::Observed(ObservedRules {
                     fencing: self.cfg.fencing,
                     lease_lost_ends_it: false,
+                    call_bound_ms: None,
                 }),
                 ..RunFacts::default()
             },

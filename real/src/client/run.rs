@@ -112,6 +112,14 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
         if !(1..=600_000).contains(&pause.ms) {
             return refuse(format!("{} {}: 1-600000", pause.flag(), pause.ms));
         }
+        if u128::from(pause.ms) >= spec.max_wait.as_millis() {
+            return refuse(format!(
+                "{} {} is not below --max-wait-s {}: the paused client's answer would come after cassalock stopped waiting for it",
+                pause.flag(),
+                pause.ms,
+                spec.max_wait.as_secs()
+            ));
+        }
         if pause.whom == Paused::Waiter && spec.clients < 2 {
             return refuse("--pause-waiter-ms needs a waiter: --threads 2 or more".into());
         }
@@ -526,6 +534,7 @@ fn header(spec: &ClientSpec, hello: Option<&Hello>, tokens: Tokens, events: &[Ev
             rules: record::Rules::Observed(record::ObservedRules {
                 fencing: spec.fencing && tokens == Tokens::Fencing,
                 lease_lost_ends_it: false,
+                call_bound_ms: Some(u64::try_from(spec.max_wait.as_millis()).unwrap_or(u64::MAX)),
             }),
             name: Some(format!("{} x `{}`", spec.clients, spec.command)),
             ..record::RunFacts::default()
@@ -639,6 +648,18 @@ impl Client<'_> {
         process.send(&command)?;
         let answer = self.answer(process, &command);
         self.shared.waiting().remove(&self.index);
+        if let Err(ClientFault::Silent { waited_ms, .. }) = &answer {
+            self.shared.push(
+                now_us(),
+                &self.name,
+                None,
+                What::Unanswered {
+                    client: self.name.clone(),
+                    call,
+                    waited_ms: *waited_ms,
+                },
+            );
+        }
         let acquired_us = match answer? {
             Answer::Acquired {
                 token,
