@@ -14,7 +14,10 @@
 //! - **C-free** and **C-release**: the next caller, once every call had returned, got the lock
 //!   ([`crate::next_caller`]).
 //! - **F-order**, for a lock that promises first come, first served ([`fifo_promise`]): no
-//!   acquisition overtook a waiter that invoked more than [`FIFO_TOLERANCE`] before it.
+//!   acquisition overtook a waiter that invoked more than [`FIFO_TOLERANCE`] before it. A waiter
+//!   that a fault stopped while it waited (its process paused, killed, cut off) is not counted:
+//!   its session may have expired and its place gone with it, which is the lock keeping its
+//!   word, not breaking it.
 //!
 //! and measured, for the reports: waits (from a node's `invoke` to its `acquired`), holds and
 //! handoffs (from one holder's belief ending to the next acquisition by another), each client
@@ -207,6 +210,12 @@ pub struct Judge {
     /// Each waiting node's `invoke`, and how often that call was overtaken.
     invoked: BTreeMap<String, Duration>,
     passed_over: BTreeMap<String, u64>,
+    /// Nodes a fault disrupts now (a pause, a kill), and waiting nodes whose wait a fault
+    /// disrupted: F-order does not count an overtake of those.
+    disrupted: std::collections::BTreeSet<String>,
+    excused: std::collections::BTreeSet<String>,
+    /// Overtakes past the tolerance of a waiter a fault had disrupted: not F-order's.
+    overtakes_excused: u64,
     tellings: Tellings,
     fifo: Option<&'static str>,
     contended: u64,
@@ -290,6 +299,9 @@ impl Judge {
             now: Duration::ZERO,
             invoked: BTreeMap::new(),
             passed_over: BTreeMap::new(),
+            disrupted: std::collections::BTreeSet::new(),
+            excused: std::collections::BTreeSet::new(),
+            overtakes_excused: 0,
             tellings: Tellings::new(match keep {
                 Keep::Everything => usize::MAX,
                 Keep::Verdicts => EXAMPLES,
@@ -336,11 +348,30 @@ impl Judge {
             What::Invoke { .. } => {
                 self.invoked.insert(event.node.clone(), at);
                 self.passed_over.insert(event.node.clone(), 0);
+                if self.disrupted.contains(&event.node) {
+                    self.excused.insert(event.node.clone());
+                }
+            }
+            What::Fault {
+                target: Some(target),
+                disruption: Some(_),
+                begins,
+                ..
+            } => {
+                if *begins {
+                    self.disrupted.insert(target.clone());
+                    if self.invoked.contains_key(target) {
+                        self.excused.insert(target.clone());
+                    }
+                } else {
+                    self.disrupted.remove(target);
+                }
             }
             What::NotAcquired { .. } => {
                 if let Some(since) = self.invoked.get(event.node.as_str()) {
                     self.call_bound.answered(*since, at);
                 }
+                self.excused.remove(event.node.as_str());
                 self.invoked.remove(event.node.as_str());
                 self.passed_over.remove(event.node.as_str());
             }
@@ -348,6 +379,7 @@ impl Judge {
                 self.acquisitions += 1;
                 let since = self.invoked.remove(event.node.as_str()).unwrap_or(at);
                 self.call_bound.answered(since, at);
+                self.excused.remove(event.node.as_str());
                 self.passed_over.remove(event.node.as_str());
                 self.overtakes(&event.node, since, at);
                 if self.keep == Keep::Everything {
@@ -417,6 +449,7 @@ impl Judge {
             self.contended += 1;
         }
         let mut overtook = false;
+        let mut excused = false;
         let mut unfair: Option<(String, Duration)> = None;
         for (waiter, &invoked) in &self.invoked {
             if invoked >= since {
@@ -431,11 +464,14 @@ impl Judge {
             let error = |n: &str| self.clock_error.get(n).copied().unwrap_or_default();
             let tolerance = FIFO_TOLERANCE + error(node) + error(waiter);
             let earlier = since - invoked;
-            if earlier > tolerance && unfair.as_ref().is_none_or(|(_, most)| earlier > *most) {
+            if earlier > tolerance && self.excused.contains(waiter) {
+                excused = true;
+            } else if earlier > tolerance && unfair.as_ref().is_none_or(|(_, most)| earlier > *most) {
                 unfair = Some((waiter.clone(), earlier));
             }
         }
         self.overtakes += u64::from(overtook);
+        self.overtakes_excused += u64::from(excused && unfair.is_none());
         if let Some((waiter, earlier)) = unfair {
             self.overtakes_past_tolerance += 1;
             self.first_unfair.get_or_insert(Overtake {
@@ -506,6 +542,7 @@ impl Judge {
             overtakes_past_tolerance: self.overtakes_past_tolerance,
             contended: self.contended,
             overtakes: self.overtakes,
+            overtakes_excused: self.overtakes_excused,
         };
         let f_order = self.fifo.map(|_| f_order_check(&fairness, self.clock));
         let mut v = ObservedVerdicts {
@@ -651,6 +688,7 @@ struct Fairness<'a> {
     overtakes_past_tolerance: u64,
     contended: u64,
     overtakes: u64,
+    overtakes_excused: u64,
 }
 
 /// F-order's verdict and text, for a lock that promises first come, first served.
@@ -678,9 +716,17 @@ fn f_order_check(judge: &Fairness<'_>, clock: Clock) -> (ClaimId, ClaimVerdict, 
             ClaimId::FOrder,
             ClaimVerdict::Holds,
             format!(
-                "kept: {} while another waited, {} overtook a waiter, none by more than {tolerance}",
+                "kept: {} while another waited, {} overtook a waiter, none by more than {tolerance}{}",
                 count(judge.contended, "acquisition"),
-                judge.overtakes
+                judge.overtakes,
+                if judge.overtakes_excused > 0 {
+                    format!(
+                        " but {} of a waiter a fault had stopped (not counted: its place may have gone with its session)",
+                        count(judge.overtakes_excused, "overtake")
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ),
     }
@@ -1169,6 +1215,31 @@ mod tests {
         assert_eq!(verdict, ClaimVerdict::Violated);
         assert!(
             text.starts_with("violated: 1 acquisition overtook a waiter that invoked more than 15 ms earlier; first: c2 acquired at 100000 us ahead of c1, which invoked 40 ms before it"),
+            "{text}"
+        );
+        // The same overtake of a waiter whose process a fault stopped while it waited: its
+        // place may have gone with its session, and F-order does not count it.
+        let paused = |begins: bool, us: u64| {
+            event(
+                us,
+                "faults",
+                What::Fault {
+                    text: "c1 paused".into(),
+                    target: Some("c1".into()),
+                    disruption: Some(crate::event::Disruption::Paused),
+                    begins,
+                    at_step: false,
+                },
+            )
+        };
+        let mut stopped = run(40);
+        stopped.extend([paused(true, 20_000), paused(false, 90_000)]);
+        stopped.sort_by_key(|event| event.at_ns);
+        let stopped = judged_as("Redisson 4.3.1 fair lock", stopped, 3);
+        let (verdict, text) = f_order(&stopped).unwrap();
+        assert_eq!(verdict, ClaimVerdict::Holds, "{text}");
+        assert!(
+            text.ends_with("but 1 overtake of a waiter a fault had stopped (not counted: its place may have gone with its session)"),
             "{text}"
         );
         // A lock that promises no order: overtakes counted, F-order not judged.

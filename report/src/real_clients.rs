@@ -195,7 +195,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          program take turns at one lock, 3 acquisitions each, each hold 20 ms (300 ms where a \
          waiter is paused or the server restarted) and a write of its token to cassalock's resource; under a fault, the client named is stopped (SIGSTOP) past its lease or session, \
          then continued; or the lock's server is restarted without persistence \
-         (`cluster/cassalock-servers restart`) while a client holds. Wall-clock runs: a rerun gives the same verdicts, not the same figures.\n"
+         (`cluster/cassalock-servers restart`) while a client holds. Wall-clock runs: a rerun gives other figures and, where an outcome turns on timing, can give another verdict (docs/findings.md says which, from repeated runs).\n"
     );
     let _ = writeln!(
         out,
