@@ -118,11 +118,11 @@ struct FairnessArgs {
     /// Seeds per configuration.
     #[arg(long, default_value_t = 3)]
     seeds: u64,
-    /// Critical-section length, A-B milliseconds.
-    #[arg(long, default_value = "5-20", allow_hyphen_values = true)]
+    /// Critical-section length, LO..HI milliseconds.
+    #[arg(long, default_value = "5..20", allow_hyphen_values = true)]
     hold_ms: MsRange,
-    /// Think time between a release and the next attempt, A-B milliseconds.
-    #[arg(long, default_value = "0-50", allow_hyphen_values = true)]
+    /// Think time between a release and the next attempt, LO..HI milliseconds.
+    #[arg(long, default_value = "0..50", allow_hyphen_values = true)]
     think_ms: MsRange,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 60)]
@@ -629,7 +629,7 @@ mod tests {
     #[test]
     fn the_command_a_report_all_shard_records_parses_back_into_its_options() {
         let Which::All(all) = parse(
-            "cassalock report all --seeds 2 --hold-ms 1-9 --think-ms 3-3 --duration-s 7 --threads 1,4 --matrix-max-seeds 9 --matrix-cell-time-s 41 --matrix-contract-seeds 5 --jobs 1",
+            "cassalock report all --seeds 2 --hold-ms 1..9 --think-ms 3..3 --duration-s 7 --threads 1,4 --matrix-max-seeds 9 --matrix-cell-time-s 41 --matrix-contract-seeds 5 --jobs 1",
         ) else {
             panic!("not report all")
         };

@@ -69,6 +69,12 @@ const BAD: &[(&[&str], &str)] = &[
         "invalid value '-1' for '--max-memory-mib",
     ),
     (&["bench", "handoff", "--seeds", "1001"], "--seeds 1001: give 1 to 1000"),
+    // One notation for ranges on every command: two dots.
+    (
+        &["report", "fairness", "--hold-ms", "5-20"],
+        "write the range as 5..20: ranges take two dots, as on every command",
+    ),
+    (&["report", "fairness", "--think-ms", "9..3"], "the end is below the start"),
     (&["bench", "handoff", "--seeds", "-1"], "invalid value '-1' for '--seeds"),
     (
         &["bench", "handoff", "--shard", "1/2", "--shard-out", "x.json"],

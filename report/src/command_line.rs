@@ -15,7 +15,7 @@ impl FairnessOptions {
     pub fn command_line(&self) -> String {
         let threads: Vec<String> = self.threads.iter().map(usize::to_string).collect();
         format!(
-            "cassalock report fairness --seeds {} --hold-ms {}-{} --think-ms {}-{} --duration-s {} --threads {}",
+            "cassalock report fairness --seeds {} --hold-ms {}..{} --think-ms {}..{} --duration-s {} --threads {}",
             self.seeds,
             self.hold_ms.0,
             self.hold_ms.1,

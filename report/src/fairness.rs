@@ -272,7 +272,7 @@ impl fmt::Display for FairnessSweep {
         let threads: Vec<String> = self.threads.iter().map(usize::to_string).collect();
         write!(
             f,
-            "seeds 0..{}, threads {}, hold {}-{} ms, think {}-{} ms, {:?} simulated per run",
+            "seeds 0..{}, threads {}, hold {}..{} ms, think {}..{} ms, {:?} simulated per run",
             self.seeds,
             threads.join(","),
             self.hold_ms.0,
@@ -585,7 +585,7 @@ fn workload_and_settings(options: &FairnessOptions, seeds: &str) -> (String, Str
     let on_off = |on: bool| if on { "on" } else { "off" };
     let consistency = format!("{:?}", run.cluster.consistency).to_uppercase();
     let workload = format!(
-        "{}; hold {}-{} ms, think {}-{} ms, {} s simulated per run; TTL {} s, poll {} ms, {}, {} replicas; no clock skew; local clocks",
+        "{}; hold {}..{} ms, think {}..{} ms, {} s simulated per run; TTL {} s, poll {} ms, {}, {} replicas; no clock skew; local clocks",
         seeds,
         options.hold_ms.0,
         options.hold_ms.1,
@@ -1328,7 +1328,7 @@ mod tests {
             })
         );
         assert!(
-            refused.unwrap_err().to_string().contains("hold 5-20 ms"),
+            refused.unwrap_err().to_string().contains("hold 5..20 ms"),
             "the message shows the shard's sweep"
         );
         // One shard of a longer run among the others.

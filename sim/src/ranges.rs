@@ -135,7 +135,9 @@ impl FromStr for SeedRange {
     }
 }
 
-/// A range of milliseconds `A-B`, both included, at most an hour: `5-20`, `0-0`.
+/// A range of milliseconds `A..B`, both included, at most an hour: `5..20`, `0..0` (`5..=20`
+/// and a single number `7` are read too). The notation of every range of values on the
+/// command line (`sim --hold-ms 5..20`); `5-20` is refused with what to write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MsRange {
     from: u64,
@@ -145,9 +147,11 @@ pub struct MsRange {
 /// Why a millisecond range was refused (clap prints the text given before the message).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MsRangeError {
-    #[error("write a range of milliseconds such as 5-20")]
+    #[error("write a range of milliseconds such as 5..20")]
     Malformed,
-    #[error("milliseconds are not negative: write a range such as 5-20")]
+    #[error("write the range as {from}..{to}: ranges take two dots, as on every command")]
+    Dashed { from: String, to: String },
+    #[error("milliseconds are not negative: write a range such as 5..20")]
     Negative,
     #[error("the end is below the start")]
     Reversed,
@@ -182,7 +186,7 @@ impl MsRange {
 
 impl fmt::Display for MsRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.from, self.to)
+        write!(f, "{}..{}", self.from, self.to)
     }
 }
 
@@ -194,15 +198,29 @@ impl FromStr for MsRange {
         if whole.starts_with('-') {
             return Err(MsRangeError::Negative);
         }
-        let (a, b) = whole.split_once('-').ok_or(MsRangeError::Malformed)?;
-        if b.trim_start().starts_with('-') {
-            return Err(MsRangeError::Negative);
-        }
         let ms = |number: &str| {
-            number.trim().parse::<u64>().map_err(|error| match error.kind() {
+            let number = number.trim();
+            if number.starts_with('-') {
+                return Err(MsRangeError::Negative);
+            }
+            number.parse::<u64>().map_err(|error| match error.kind() {
                 IntErrorKind::PosOverflow => MsRangeError::TooLong,
                 _ => MsRangeError::Malformed,
             })
+        };
+        let (a, b) = match whole.split_once("..") {
+            Some((a, b)) => (a, b.strip_prefix('=').unwrap_or(b)),
+            None => match whole.split_once('-') {
+                // The notation this command took before: say what to write instead.
+                Some((a, b)) if ms(a).is_ok() && ms(b).is_ok() => {
+                    return Err(MsRangeError::Dashed {
+                        from: a.trim().to_owned(),
+                        to: b.trim().to_owned(),
+                    })
+                }
+                Some(_) => return Err(MsRangeError::Malformed),
+                None => (whole, whole),
+            },
         };
         let (from, to) = (ms(a)?, ms(b)?);
         if to < from {
@@ -314,12 +332,14 @@ mod tests {
 
     #[test]
     fn ms_ranges_parse() {
-        let r: MsRange = "5-20".parse().unwrap();
+        let r: MsRange = "5..20".parse().unwrap();
         assert_eq!((r.from_ms(), r.to_ms(), r.as_pair()), (5, 20, (5, 20)));
-        assert_eq!(r.to_string(), "5-20");
-        assert_eq!("0-0".parse::<MsRange>().unwrap().as_pair(), (0, 0));
-        assert_eq!(" 7 - 7 ".parse::<MsRange>().unwrap().as_pair(), (7, 7));
-        assert_eq!("0-3600000".parse::<MsRange>().unwrap().as_pair(), (0, 3_600_000));
+        assert_eq!(r.to_string(), "5..20");
+        assert_eq!("0..0".parse::<MsRange>().unwrap().as_pair(), (0, 0));
+        assert_eq!(" 7 .. 7 ".parse::<MsRange>().unwrap().as_pair(), (7, 7));
+        assert_eq!("7".parse::<MsRange>().unwrap().as_pair(), (7, 7));
+        assert_eq!("5..=20".parse::<MsRange>().unwrap().as_pair(), (5, 20));
+        assert_eq!("0..3600000".parse::<MsRange>().unwrap().as_pair(), (0, 3_600_000));
         assert_eq!(MsRange::new(3, 2), None);
         assert_eq!(MsRange::new(0, 3_600_001), None);
     }
@@ -327,20 +347,24 @@ mod tests {
     #[test]
     fn ms_ranges_refuse_with_what_to_write() {
         let error = |text: &str| text.parse::<MsRange>().unwrap_err();
-        for malformed in ["", "5", "-", "a-b", "5-", "-20x", "5-20-30", "5..20", "1.5-2"] {
+        for malformed in ["", "-", "a..b", "5..", "..20", "-20x", "5..20..30", "1.5..2", "5-20-30"] {
             let e = error(malformed);
             assert!(
                 matches!(e, MsRangeError::Malformed | MsRangeError::Negative),
                 "{malformed:?}: {e}"
             );
-            assert!(e.to_string().contains("such as 5-20"), "{e}");
+            assert!(e.to_string().contains("such as 5..20"), "{e}");
         }
-        assert!(matches!(error("-5-20"), MsRangeError::Negative));
-        assert!(matches!(error("5--20"), MsRangeError::Negative));
-        assert!(matches!(error("20-5"), MsRangeError::Reversed));
-        assert_eq!(error("20-5").to_string(), "the end is below the start");
-        assert!(matches!(error("0-3600001"), MsRangeError::TooLong));
-        assert!(matches!(error("0-99999999999999999999999"), MsRangeError::TooLong));
-        assert!(error("0-3600001").to_string().contains("at most an hour"));
+        assert_eq!(
+            error("5-20").to_string(),
+            "write the range as 5..20: ranges take two dots, as on every command"
+        );
+        assert!(matches!(error("-5..20"), MsRangeError::Negative));
+        assert!(matches!(error("5..-20"), MsRangeError::Negative));
+        assert!(matches!(error("20..5"), MsRangeError::Reversed));
+        assert_eq!(error("20..5").to_string(), "the end is below the start");
+        assert!(matches!(error("0..3600001"), MsRangeError::TooLong));
+        assert!(matches!(error("0..99999999999999999999999"), MsRangeError::TooLong));
+        assert!(error("0..3600001").to_string().contains("at most an hour"));
     }
 }
