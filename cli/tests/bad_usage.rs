@@ -242,3 +242,14 @@ fn explore_on_a_busy_port_says_address_in_use_instead_of_panicking() {
     assert!(stderr.contains("address in use"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// One name per knob: the renewal interval is `--renew-every-ms` in `sim`, `replay` and `real`
+/// (which still reads its old `--renew-ms`, unlisted).
+#[test]
+fn the_renewal_interval_has_one_name_on_every_command() {
+    for command in ["sim", "replay", "real"] {
+        let help = String::from_utf8_lossy(&cassalock(&[command, "--help"]).stdout).into_owned();
+        assert!(help.contains("--renew-every-ms"), "{command} --help:\n{help}");
+        assert!(!help.contains("--renew-ms"), "{command} --help:\n{help}");
+    }
+}

@@ -104,7 +104,7 @@ pub enum InvalidSpec {
     #[error(transparent)]
     LockId(#[from] InvalidName),
     /// The library refuses the lease settings (the TTL / renewal pair, the poll interval).
-    #[error("--ttl-s {ttl_s} with --renew-ms {renew_ms}: {source}")]
+    #[error("--ttl-s {ttl_s} with --renew-every-ms {renew_ms}: {source}")]
     Lease {
         ttl_s: u32,
         renew_ms: u64,

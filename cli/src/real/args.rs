@@ -53,8 +53,8 @@ pub struct RealArgs {
     /// Lease TTL, whole seconds (2-3600).
     #[arg(long, default_value_t = 10, conflicts_with = "client")]
     pub ttl_s: u32,
-    /// Lease renewal interval, milliseconds (default: half the TTL).
-    #[arg(long, conflicts_with = "client")]
+    /// Lease renewal interval, milliseconds (default: half the TTL), as `sim --renew-every-ms`.
+    #[arg(long = "renew-every-ms", alias = "renew-ms", conflicts_with = "client")]
     pub renew_ms: Option<u64>,
     /// How often a waiter polls, milliseconds (1-60000).
     #[arg(long, default_value_t = 100, conflicts_with = "client")]
