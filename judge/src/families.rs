@@ -24,7 +24,9 @@
 //!   holds, T1-resource is judged against a resource that checks the token: a write carrying a
 //!   token below the largest it has seen is refused, not counted.
 //! - **T2**: every client finished its acquisitions before the run's bound. A run cut by the
-//!   bound is reported *bounded*: nothing was shown either way.
+//!   bound is reported *bounded*, unless a client had been trying to acquire while the lock was
+//!   free for half the run or more with no fault in the way (the rows' stuck rule, on free
+//!   time): then T2 is *violated*.
 //! - **T2-free** (single-client scenarios only): a `lock` call gave up although no other client
 //!   could have held the lock.
 //! - **F-order** (Redisson's fair lock): the lock goes to `lock()` calls in the order their first
@@ -539,15 +541,115 @@ fn t2(run: &Run) -> Verdict {
         .map(|event| event.node.as_str())
         .collect();
     if done.len() == run.clients {
-        Verdict::NoViolation
+        return Verdict::NoViolation;
+    }
+    let still = format!(
+        "{} of {} clients still running at the bound of {} ms",
+        run.clients.saturating_sub(done.len()),
+        run.clients,
+        run.rules.bound_ms
+    );
+    let stuck = stuck(run, &done);
+    if stuck.is_empty() {
+        Verdict::Bounded(still)
     } else {
-        Verdict::Bounded(format!(
-            "{} of {} clients still running at the bound of {} ms",
-            run.clients.saturating_sub(done.len()),
-            run.clients,
-            run.rules.bound_ms
+        let stuck: Vec<String> = stuck
+            .iter()
+            .map(|(client, open)| format!("{client} {:.3} s", open.as_secs_f64()))
+            .collect();
+        Verdict::Violated(format!(
+            "{still}; stuck (trying to acquire on a free lock, with no fault on it, for half the run or more): {}",
+            stuck.join(", ")
         ))
     }
+}
+
+/// The unfinished clients whose open acquisition had been trying, when the run ended, while
+/// the lock was free (no client between its `acquired` and its release) for at least half the
+/// run with no fault in the way: the rows' rule ([`crate::rows::stuck_after`]), on free time
+/// only, so that a waiter behind a long queue of holders is not taken for a stuck one. Counted
+/// from its `invoke`, from the end of the last fault (any node's, the network's), and from the
+/// end of its own last pause, whichever is latest. A fault still on at the end decides nothing
+/// (the run stopped inside it). Less, and the run was only too short: bounded.
+fn stuck(run: &Run, done: &BTreeSet<&str>) -> Vec<(String, Duration)> {
+    let mut trying: BTreeMap<&str, Duration> = BTreeMap::new();
+    let mut paused_until: BTreeMap<&str, Duration> = BTreeMap::new();
+    let mut active: BTreeMap<(Option<&str>, &str), usize> = BTreeMap::new();
+    let mut last_heal = Duration::ZERO;
+    let mut holding_since: BTreeMap<&str, Duration> = BTreeMap::new();
+    let mut held: Vec<(Duration, Duration)> = Vec::new();
+    for event in run.events {
+        let node = event.node.as_str();
+        match &event.what {
+            What::Invoke { .. } => {
+                trying.insert(node, at(event));
+            }
+            What::Acquired { .. } => {
+                trying.remove(node);
+                holding_since.entry(node).or_insert(at(event));
+            }
+            What::Releasing { .. } | What::Released { .. } => {
+                if let Some(since) = holding_since.remove(node) {
+                    held.push((since, at(event)));
+                }
+            }
+            What::ClientPaused { ms } => {
+                let until = at(event) + Duration::from_millis(*ms);
+                let entry = paused_until.entry(node).or_default();
+                *entry = (*entry).max(until);
+            }
+            What::Fault {
+                text, target, begins, ..
+            } => {
+                let key = (target.as_deref(), text.as_str());
+                if *begins {
+                    *active.entry(key).or_default() += 1;
+                } else {
+                    last_heal = last_heal.max(at(event));
+                    if let Some(count) = active.get_mut(&key) {
+                        *count = count.saturating_sub(1);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if active.values().any(|count| *count > 0) {
+        return Vec::new();
+    }
+    held.extend(holding_since.into_values().map(|since| (since, run.end)));
+    let half = crate::rows::stuck_after(run.end);
+    trying
+        .into_iter()
+        .filter(|(node, _)| !done.contains(node))
+        .filter_map(|(node, since)| {
+            let from = since
+                .max(last_heal)
+                .max(paused_until.get(node).copied().unwrap_or_default());
+            let free = free_time(&held, from, run.end);
+            (free >= half && !half.is_zero()).then(|| (node.to_owned(), free))
+        })
+        .collect()
+}
+
+/// How much of `from..to` no interval of `held` covers.
+fn free_time(held: &[(Duration, Duration)], from: Duration, to: Duration) -> Duration {
+    let mut clipped: Vec<(Duration, Duration)> = held
+        .iter()
+        .map(|&(a, b)| (a.max(from), b.min(to)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    clipped.sort();
+    let mut covered = Duration::ZERO;
+    let mut reach = from;
+    for (a, b) in clipped {
+        let a = a.max(reach);
+        if b > a {
+            covered += b - a;
+            reach = b;
+        }
+    }
+    to.saturating_sub(from).saturating_sub(covered)
 }
 
 fn t2_free(run: &Run) -> Verdict {
@@ -958,6 +1060,63 @@ mod tests {
         let one_done = vec![event(100, "c0", What::Done { client: "c0".into() })];
         let verdict = t2(&run(&rules, &one_done));
         assert!(matches!(verdict, Verdict::Bounded(_)), "{verdict}");
+        // c1 has been trying since 100 ms of a run that ends at `run`'s end: stuck, unless a
+        // fault came late in it or is still on.
+        let invoke = |ms: u64| {
+            event(
+                ms,
+                "c1",
+                What::Invoke {
+                    client: "c1".into(),
+                    call: crate::event::Call::Lock,
+                    acquisition: 1,
+                },
+            )
+        };
+        let fault = |ms: u64, begins: bool| {
+            event(
+                ms,
+                "faults",
+                What::Fault {
+                    text: "s0 down".into(),
+                    target: Some("s0".into()),
+                    disruption: Some(crate::event::Disruption::Killed),
+                    begins,
+                    at_step: false,
+                },
+            )
+        };
+        let early = vec![invoke(100), event(150, "c0", What::Done { client: "c0".into() })];
+        let verdict = t2(&run(&rules, &early));
+        assert!(matches!(verdict, Verdict::Violated(_)), "{verdict}");
+        assert!(verdict.to_string().contains("stuck"), "{verdict}");
+        let late = END_MS - 10;
+        let mut recent = vec![invoke(late), event(150, "c0", What::Done { client: "c0".into() })];
+        recent.sort_by_key(|event| event.at_ns);
+        assert!(matches!(t2(&run(&rules, &recent)), Verdict::Bounded(_)));
+        let mut healed_late = early.clone();
+        healed_late.extend([fault(200, true), fault(late, false)]);
+        healed_late.sort_by_key(|event| event.at_ns);
+        assert!(matches!(t2(&run(&rules, &healed_late)), Verdict::Bounded(_)));
+        let mut still_on = early.clone();
+        still_on.push(fault(200, true));
+        still_on.sort_by_key(|event| event.at_ns);
+        assert!(matches!(t2(&run(&rules, &still_on)), Verdict::Bounded(_)));
+        // Behind a holder that never lets go, c1 waits on a taken lock: not stuck.
+        let mut behind = early.clone();
+        behind.push(event(
+            90,
+            "c2",
+            What::Acquired {
+                thread: "c2-1".into(),
+                lock: "L".into(),
+                token: "1".into(),
+                valid_until_us: None,
+                valid_until_at_ns: None,
+            },
+        ));
+        behind.sort_by_key(|event| event.at_ns);
+        assert!(matches!(t2(&run(&rules, &behind)), Verdict::Bounded(_)));
         let both = vec![
             event(100, "c0", What::Done { client: "c0".into() }),
             event(200, "c1", What::Done { client: "c1".into() }),

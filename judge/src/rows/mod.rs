@@ -25,9 +25,8 @@
 //!   so a client still unfinished when the run's time limit stops it is judged by how long its
 //!   open acquisition had been trying ([`stuck_after`]): for at least half the run (a deadlock,
 //!   a starved client, a holder that never lets go) T2 is *violated*; for less, the limit came
-//!   first and T2 is *bounded*, never a pass and never a violation. (The family simulator calls
-//!   every run with clients still running at its bound bounded, stuck or not: its one stuck
-//!   case, Curator's waiter on a lost watch, wakes after a day's wait step.)
+//!   first and T2 is *bounded*, never a pass and never a violation. (The family judge applies
+//!   the same rule, from the end of the last fault.)
 //! - **K3**: an oracle saw a released acquisition's main cell live again (written after the
 //!   release began): [`crate::k3`]'s definition, applied by the simulator's oracle.
 //! - **S1**: the longest time the GlobalTime value stood still.

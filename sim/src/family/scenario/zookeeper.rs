@@ -104,7 +104,7 @@ pub(super) fn zookeeper_missed_watch(_seed: u64) -> FamilyScenario {
     missed_watch(
         "zookeeper-missed-watch",
         None,
-        "a watch, once set, is delivered: Curator's waiter waits on the watch alone, so with every watch message lost a waiter sleeps on a lock that is free until the run's bound (T2 bounded: a liveness loss no safety judge sees)",
+        "a watch, once set, is delivered: Curator's waiter waits on the watch alone, so with every watch message lost a waiter sleeps on a lock that is free until the run's bound (T2 violated: stuck for over half the run with no fault in the way, a liveness loss no safety judge sees)",
     )
 }
 
