@@ -205,7 +205,7 @@ const PLAN: [Program; 12] = [
 const CLIENTS: usize = 3;
 /// The next caller's wait, once a run's clients are done (C-free, C-release): the default of
 /// `real --next-caller-wait-ms`, so that a run's rerun line needs no flag for it.
-const NEXT_CALLER_WAIT_MS: u64 = 1000;
+const NEXT_CALLER_WAIT_MS: u64 = cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS;
 const ACQUISITIONS: u32 = 3;
 const HOLD_MS: u64 = 20;
 /// Holds where the fault frees the lock under a holder or a waiter: 300 ms.

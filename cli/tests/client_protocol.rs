@@ -435,6 +435,29 @@ fn c_release_a_release_that_keeps_the_lock_is_caught_by_the_next_caller() {
     assert!(!out.contains("C-release"), "{out}");
 }
 
+/// The next caller's own try_lock never returns: that call violates T2 like any other
+/// client's, and the next caller learnt nothing, so C-release is left undecided, not passed.
+#[test]
+fn t2_a_next_caller_whose_try_lock_hangs_decides_nothing_of_c_release() {
+    let (code, out, err) = run(
+        "next-hangs",
+        "--hang-on-try-lock",
+        "1",
+        &["--acquisitions", "1", "--max-wait-s", "1"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("did not answer `try_lock`"), "{err}");
+    assert!(
+        claim_line(&out, "T2").contains("violated: next's try_lock had no answer in 1000 ms"),
+        "{out}"
+    );
+    assert!(claim_line(&out, "C-release").contains("bounded  not decided"), "{out}");
+    assert!(
+        claim_line(&out, "C-release").contains("the next caller's try_lock never returned (no answer within 1000 ms)"),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_next_caller_wait_out_of_range_is_refused() {
     let (code, _, err) = run("next-range", "", "1", &["--next-caller-wait-ms", "60001"]);

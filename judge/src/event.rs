@@ -277,6 +277,9 @@ pub enum NextCallerGot {
     Taken,
     /// Its call failed (the server, the library): nothing is known.
     Failed,
+    /// Its call did not return within the run's bound (an `unanswered` event says so too):
+    /// nothing is known.
+    NoAnswer,
 }
 
 /// What a failed call may have left on the servers (contract item C-free).

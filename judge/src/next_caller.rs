@@ -19,7 +19,8 @@
 //!   releases, C-release is. A run that had both cannot tell which from outside: C-free is
 //!   charged (the give-ups come first in the list of suspects, and a run of `lock` calls, which
 //!   do not give up, tells whether the releases alone leave it) and C-release is undecided.
-//! - its call **failed**: nothing is known; both undecided, never a pass.
+//! - its call **failed**, or never returned within the run's bound: nothing is known; both
+//!   undecided, never a pass.
 //!
 //! The check is bounded by its wait: something left that expires within the wait is not
 //! seen, and the verdict says the wait. A record without the event (a run cut short, or written
@@ -160,8 +161,12 @@ impl NextCaller {
                     }
                 }
             }
-            NextCallerGot::Failed => {
-                let text = format!("not decided: the next caller's try_lock failed{said}");
+            NextCallerGot::Failed | NextCallerGot::NoAnswer => {
+                let text = if *got == NextCallerGot::Failed {
+                    format!("not decided: the next caller's try_lock failed{said}")
+                } else {
+                    format!("not decided: the next caller's try_lock never returned ({why})")
+                };
                 vec![
                     (ClaimId::CFree, ClaimVerdict::Bounded, text.clone()),
                     (ClaimId::CRelease, ClaimVerdict::Bounded, text),
@@ -264,6 +269,10 @@ mod tests {
         use ClaimVerdict::*;
         assert_eq!(
             verdicts(&[gave_up(), released(), next(NextCallerGot::Failed)]),
+            [(ClaimId::CFree, Bounded), (ClaimId::CRelease, Bounded)]
+        );
+        assert_eq!(
+            verdicts(&[gave_up(), released(), next(NextCallerGot::NoAnswer)]),
             [(ClaimId::CFree, Bounded), (ClaimId::CRelease, Bounded)]
         );
     }

@@ -217,11 +217,12 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          waiting; and F-order for the locks that promise first come, first served (violated by \
          an overtake of a waiter that asked more than {} ms earlier). **next caller**: once \
          every call had returned and every release had been answered, one more copy of the \
-         program, started with the others, called `try_lock` waiting 1 s: C-free (a give-up or \
+         program, started with the others, called `try_lock` waiting {}: C-free (a give-up or \
          failed call left nothing that blocks it) and C-release (nor did a release); no occasion \
          where the run had no such call (docs/claims.md, \"C-free and C-release for the code \
          people run\").\n",
-        FIFO_TOLERANCE.as_millis()
+        FIFO_TOLERANCE.as_millis(),
+        ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS)
     );
     let _ = writeln!(
         out,
@@ -388,6 +389,15 @@ fn conformance(row: &ClientRunRow, matrix: Option<&str>) -> String {
     {
         Some((_, _, why)) => format!("{said}, differs: {why}"),
         None => format!("{said}, differs, **unexplained**"),
+    }
+}
+
+/// `1000` as "1 s", `1500` as "1500 ms": whole seconds in seconds.
+fn ms_in_words(ms: u64) -> String {
+    if ms >= 1000 && ms % 1000 == 0 {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{ms} ms")
     }
 }
 

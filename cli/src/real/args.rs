@@ -177,7 +177,7 @@ pub struct RealArgs {
     /// With --client: once every copy is done, one more copy (started with them) calls try_lock
     /// waiting this long, milliseconds (1-60000); not getting the lock violates C-free or
     /// C-release. 0: no next caller.
-    #[arg(long, default_value_t = 1000, requires = "client")]
+    #[arg(long, default_value_t = cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS, requires = "client")]
     pub next_caller_wait_ms: u64,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.
     #[arg(long, hide = true, requires = "worker_index")]
