@@ -488,7 +488,7 @@ impl ModelFamily for EtcdLock {
         format!(
             "etcd (mutex: a session lease per acquisition kept alive, keys ordered by create revision, a watch on the predecessor's deletion{})",
             if config.mutants.no_own_key_check_after_wait {
-                ", mutant: held after the wait without reading its own key (etcd issue 11456)"
+                ", mutant: held after the wait without reading its own key (etcd-io/etcd#11456)"
             } else {
                 ""
             }

@@ -206,7 +206,7 @@ pub enum Mutant {
     /// it took, the holder believing in a fresh TTL from its end.
     #[cfg_attr(feature = "clap", value(name = "go-redsync-extend"))]
     GoRedsyncExtend,
-    /// redisson: Redisson issue 775, a watchdog that is not rescheduled after one failed
+    /// redisson: redisson/redisson#775, a watchdog that is not rescheduled after one failed
     /// renewal (the lease runs out while the holder holds, and nobody tells it).
     #[cfg_attr(feature = "clap", value(name = "redisson-775"))]
     Redisson775,
@@ -219,7 +219,7 @@ pub enum Mutant {
     /// --fault store-failure.
     #[cfg_attr(feature = "clap", value(name = "curator-678"))]
     Curator678,
-    /// etcd: etcd issue 11456 (Jepsen, 3.4.3), a waiter that holds after the wait without
+    /// etcd: etcd-io/etcd#11456 (Jepsen, 3.4.3), a waiter that holds after the wait without
     /// reading its own key, which its lease's expiry may have deleted.
     #[cfg_attr(feature = "clap", value(name = "etcd-11456"))]
     Etcd11456,

@@ -1,8 +1,8 @@
 //! Redisson's `RLock` in the family model (`models/src/family.rs`): the library's
 //! acquire, watchdog and release machines against the Redis key space, the watchdog a lane of
 //! its own beside the holder, the unlock message a message of its own. The verdict on every
-//! claim under each fault, the unique-state counts pinned, and the counterexample to Redisson
-//! issue 775 (a watchdog that stops after one failed renewal) pinned whole in
+//! claim under each fault, the unique-state counts pinned, and the counterexample to
+//! redisson/redisson#775 (a watchdog that stops after one failed renewal) pinned whole in
 //! `golden/redisson_775.txt`. After an intended change:
 //! `UPDATE_EXPECT=1 cargo test -p cassalock-models --test redisson`, then review `git diff`.
 //!
@@ -123,7 +123,7 @@ fn a_lost_renewal_is_ridden_out_by_the_watchdog() {
     pinned(&report, &verdicts(HOLDS, HOLDS, HOLDS, HOLDS, BOUNDED), 198_739);
 }
 
-/// Redisson issue 775: a renewal fails (here a lost request), the mutant's watchdog is not
+/// redisson/redisson#775: a renewal fails (here a lost request), the mutant's watchdog is not
 /// rescheduled, the key runs out while its holder holds, another client takes the lock, and
 /// nothing ever tells the holder. The fixed watchdog (above) rides the same loss out.
 #[test]
@@ -133,7 +133,7 @@ fn mutant_775_a_watchdog_that_stops_after_a_failed_renewal_breaks_c_lost() {
     assert!(
         report
             .title
-            .contains("mutant: the watchdog stops after a failed renewal (Redisson issue 775)"),
+            .contains("mutant: the watchdog stops after a failed renewal (redisson/redisson#775)"),
         "{}",
         report.title
     );

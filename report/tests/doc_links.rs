@@ -209,6 +209,61 @@ fn no_page_names_an_issue_by_number() {
     );
 }
 
+/// The code, its help texts and the generated reports: every `.rs` file of the repository
+/// (but this one, whose tests spell issue numbers on purpose), every page and trace under
+/// `reports/`, the recorded seeds under `regressions/`.
+fn sources_and_reports() -> Vec<PathBuf> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            let in_reports = path.strip_prefix(root()).is_ok_and(|p| p.starts_with("reports"));
+            let in_regressions = path.strip_prefix(root()).is_ok_and(|p| p.starts_with("regressions"));
+            if path.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    walk(&path, found);
+                }
+            } else if name.ends_with(".rs") && name != "doc_links.rs"
+                || in_reports && (name.ends_with(".md") || name.ends_with(".txt"))
+                || in_regressions
+            {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(&root(), &mut found);
+    found.sort();
+    found
+}
+
+#[test]
+fn no_source_file_help_text_or_report_names_an_issue_by_number() {
+    let files = sources_and_reports();
+    assert!(
+        files.len() > 100,
+        "only {} files found: is the root right?",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for file in files {
+        for (i, line) in read(&file).lines().enumerate() {
+            for at in issue_numbers(line) {
+                let end = (at + 40..=line.len())
+                    .find(|&e| line.is_char_boundary(e))
+                    .unwrap_or(line.len());
+                found.push(format!("{}:{}: {}", shown(&file), i + 1, &line[at..end]));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "name the thing, not the issue number (another project's issue: owner/repo#N):\n{}",
+        found.join("\n")
+    );
+}
+
 #[test]
 fn links_and_issue_numbers_are_read_as_written() {
     assert_eq!(

@@ -122,7 +122,7 @@ fn t1_resource_etcd_s_revision_fences_the_write_of_a_holder_paused_past_its_leas
     assert_eq!(writes, [1, 0], "the late write came, and a fenced resource refused it");
 }
 
-/// etcd issue 11456: a waiter whose lease expired while it waited is woken by its
+/// etcd-io/etcd#11456: a waiter whose lease expired while it waited is woken by its
 /// predecessor's deletion. The fixed waiter reads its own key, finds it gone and does not
 /// believe; the mutant believes beside the client that found the lock free, and its token
 /// (its key's old revision) is below that client's: the tokens stop growing.
@@ -139,7 +139,7 @@ fn etcd_11456_a_waiter_whose_lease_expired_is_caught_where_the_fixed_waiter_pass
     assert_eq!(violated[&Claim::CFence].len(), 100);
 }
 
-/// etcd issue 10756: goroutines locking through one shared session write the same key, and
+/// etcd-io/etcd#10756: goroutines locking through one shared session write the same key, and
 /// each reads it as its own place at the head: two holders with one token, in every seed,
 /// where a session per acquisition (etcd-contention) shows none.
 #[test]

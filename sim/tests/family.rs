@@ -136,7 +136,7 @@ fn node_redlock_validity_from_first_attempt_is_caught_where_the_unmutated_lock_p
     assert_eq!(found.violated[&Claim::T2Free].len(), 100);
 }
 
-/// Redisson issue 775: one renewal of the holder's watchdog is lost. The fixed watchdog renews
+/// redisson/redisson#775: one renewal of the holder's watchdog is lost. The fixed watchdog renews
 /// at its next period and keeps the lock; the mutant's ends quietly, the lease runs out under
 /// a holder that is never told (C-lost), and the other client takes the lock.
 #[test]

@@ -92,7 +92,7 @@ pub enum RenewalEnd {
     Lost,
     /// Renewals failed for a whole lease: the holder is told its lease has expired.
     Expired,
-    /// It ended without telling the holder (Redisson issue 775's mutant): the holder believes
+    /// It ended without telling the holder (redisson/redisson#775's mutant): the holder believes
     /// until its own clock passes the last renewal's validity.
     QuietlyEnded,
 }

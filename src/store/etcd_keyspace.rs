@@ -99,7 +99,7 @@
 //!   the last N revisions or hours); its effect is the same: a watcher that falls that far
 //!   behind is told "compacted" and must read again.
 //!
-//! **etcd issue 11456** (Jepsen, etcd 3.4.3): the lock service queued the caller's key, waited
+//! **etcd-io/etcd#11456** (Jepsen, etcd 3.4.3): the lock service queued the caller's key, waited
 //! for the deletion of every key created before it, and answered "acquired" without checking
 //! that the caller's own key still existed. When the caller's lease expired during the wait,
 //! the revocation deleted the caller's key, the waits ended all the same, and the caller was
@@ -1970,7 +1970,7 @@ mod tests {
         assert!(kvs(&etcd.apply(&get("lock/1"), 66_000)).is_empty());
     }
 
-    /// etcd issue 11456: a waiter whose lease expires while it waits is no holder, and every
+    /// etcd-io/etcd#11456: a waiter whose lease expires while it waits is no holder, and every
     /// primitive says so; the next holder's token is higher.
     #[test]
     fn a_waiter_whose_lease_expired_is_told_by_its_own_key_its_watch_and_its_keep_alive() {

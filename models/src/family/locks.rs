@@ -269,7 +269,7 @@ impl ModelFamily for RedissonLock {
         format!(
             "redisson (RLock: hash lock, watchdog, waiters woken by the unlock message{})",
             if config.mutants.watchdog_stops_after_a_failed_renewal {
-                ", mutant: the watchdog stops after a failed renewal (Redisson issue 775)"
+                ", mutant: the watchdog stops after a failed renewal (redisson/redisson#775)"
             } else {
                 ""
             }
@@ -352,7 +352,7 @@ impl ModelFamily for RedissonFairLock {
     fn describe_lock(config: &RedissonConfig, _extend: bool) -> String {
         let mut mutants = Vec::new();
         if config.mutants.watchdog_stops_after_a_failed_renewal {
-            mutants.push(", mutant: the watchdog stops after a failed renewal (Redisson issue 775)");
+            mutants.push(", mutant: the watchdog stops after a failed renewal (redisson/redisson#775)");
         }
         if config.mutants.fair_acquire_ignores_the_queue {
             mutants.push(", mutant: the acquire runs the RLock's script, ignoring the queue");

@@ -55,7 +55,7 @@
 //! driver's release waits for the task). The holder's lease is the one the watchdog last
 //! renewed. The watchdog tells the holder its lease is lost when the server says our field is
 //! gone, or expired when renewals kept failing for a whole lease; `--mutant redisson-775` is
-//! Redisson issue 775, a watchdog that is not rescheduled after one failed renewal and ends
+//! redisson/redisson#775, a watchdog that is not rescheduled after one failed renewal and ends
 //! without telling anyone. A **waiter** does not poll: it subscribes to the lock's channel
 //! while in `lock()`, and after an attempt finds the lock taken it sleeps until the holder's
 //! TTL runs out or an unlock message arrives, whichever comes first. The release script
@@ -133,7 +133,7 @@
 //! grant that set the server's deadline: its holder believed a tick past its lease, and the
 //! other client held meanwhile (T1-belief VIOLATED in 17 steps). Fixed: a grant answered
 //! "exists" now counts from the first grant's send (unit test in `mutex.rs`), which also makes
-//! the machine's state carry that send (the counts below grew by about a quarter). etcd issue 11456 (`--mutant etcd-11456`: held after the wait
+//! the machine's state carry that send (the counts below grew by about a quarter). etcd-io/etcd#11456 (`--mutant etcd-11456`: held after the wait
 //! without reading its own key) needs a lease the server expires before the client's own bound
 //! ends, which only a clock jump or that lost grant reply gives in this model, and both break
 //! T1-belief without the mutant too: at 2 x 1 the model does not tell the mutant apart by its

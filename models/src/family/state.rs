@@ -72,7 +72,7 @@ pub enum Lane<F: ModelFamily> {
         stop: bool,
     },
     /// It ended: stopped by the release, or having told the holder (lost, expired), or
-    /// quietly (Redisson issue 775's mutant).
+    /// quietly (redisson/redisson#775's mutant).
     Ended(RenewalEnd),
 }
 

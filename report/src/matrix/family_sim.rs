@@ -255,7 +255,7 @@ pub(super) const CLIENT_BUGS: [(&str, &str); 7] = [
     ),
     (
         "redisson-failed-renewal-775",
-        "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal), Redisson RLock",
+        "redisson/redisson#775 (the watchdog is not rescheduled after a failed renewal), Redisson RLock",
     ),
     (
         "redisson-fair-barging",
@@ -263,11 +263,11 @@ pub(super) const CLIENT_BUGS: [(&str, &str); 7] = [
     ),
     (
         "etcd-lease-expires-while-waiting-11456",
-        "etcd issue 11456 (a waiter whose lease expired takes the lock without reading its own key), etcd mutex",
+        "etcd-io/etcd#11456 (a waiter whose lease expired takes the lock without reading its own key), etcd mutex",
     ),
     (
         "etcd-shared-session-10756",
-        "etcd issue 10756 (acquisitions sharing one session, so one lease and one key), etcd mutex",
+        "etcd-io/etcd#10756 (acquisitions sharing one session, so one lease and one key), etcd mutex",
     ),
     (
         "zookeeper-expired-session-lingers-604",

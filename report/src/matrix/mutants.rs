@@ -88,7 +88,7 @@ pub(super) const MUTANT_MODELS: [MutantModel; 6] = {
             clock_bound: Some(5),
         },
         MutantModel {
-            label: "Redisson issue 775 (the watchdog is not rescheduled after a failed renewal) with one \
+            label: "redisson/redisson#775 (the watchdog is not rescheduled after a failed renewal) with one \
                     lost request, Redisson RLock",
             model: ModelName::Lock(Lock::Redisson),
             fault: Fault::StoreFailure,

@@ -7,8 +7,8 @@
 //!
 //! - **E0 session**: grant a lease of `session_ttl_s` (etcd's default is 60 s). Here each
 //!   acquisition has a session of its own, with an id drawn from its token, as a program that
-//!   calls `NewSession` per lock does; sharing one session between two acquisitions is etcd
-//!   issue 10756, below.
+//!   calls `NewSession` per lock does; sharing one session between two acquisitions is
+//!   etcd-io/etcd#10756, below.
 //! - **E1 try**: one transaction, `if create_revision(our key) = 0 then put(our key, lease),
 //!   read the first-created key under the prefix; else read our key, read the first-created`.
 //!   Our revision is the put's (the transaction's header), or our existing key's create
@@ -36,7 +36,7 @@
 //! lease's TTL, and the outcome says so).
 //!
 //! Known bugs as switches ([`EtcdMutants`]):
-//! - etcd issue 11456 (Jepsen, etcd 3.4.3): E4 was missing. A waiter whose lease expired
+//! - etcd-io/etcd#11456 (Jepsen, etcd 3.4.3): E4 was missing. A waiter whose lease expired
 //!   during the wait had its key deleted by the revocation; the wait ended as if its
 //!   predecessors had gone, and the lock service answered "acquired" with no key standing for
 //!   it. A later contender's key is then the lowest and it acquires too.
@@ -92,9 +92,9 @@ const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request 
 /// Known bugs of etcd's lock, off by default.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EtcdMutants {
-    /// etcd issue 11456: no E4; after the wait the waiter holds without reading its own key.
+    /// etcd-io/etcd#11456: no E4; after the wait the waiter holds without reading its own key.
     pub no_own_key_check_after_wait: bool,
-    /// etcd issue 10756: the program's goroutines lock through one session, so every
+    /// etcd-io/etcd#10756: the program's goroutines lock through one session, so every
     /// acquisition of the lock has the same lease and so the same key; the second finds "its"
     /// key already there, first in line, and holds beside the first.
     pub one_session_for_every_acquisition: bool,
@@ -407,7 +407,7 @@ impl EtcdAcquire {
     }
 
     /// As [`Self::new`], in the session `lease` (two acquisitions given one lease share a
-    /// session: etcd issue 10756's misuse).
+    /// session: etcd-io/etcd#10756's misuse).
     pub fn with_lease(key: &str, lease: LeaseId, once: bool) -> Self {
         let prefix = prefix_of(key);
         EtcdAcquire {

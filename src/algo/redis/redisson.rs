@@ -25,8 +25,8 @@
 //! stays taken by nobody until its lease runs out (C-release; Redisson later added per-request
 //! records for this). After an uncertain attempt the machine reads our count (`HGET`) instead.
 //!
-//! The known bug switch [`RedissonMutants::watchdog_stops_after_a_failed_renewal`] is Redisson
-//! issue 775: a renewal that fails (a timeout during a failover) is not rescheduled, so the
+//! The known bug switch [`RedissonMutants::watchdog_stops_after_a_failed_renewal`] is
+//! redisson/redisson#775: a renewal that fails (a timeout during a failover) is not rescheduled, so the
 //! watchdog stops, the lease runs out 30 s later while the holder still believes it holds the
 //! lock, and nobody tells it. The fixed watchdog tries again at the next interval; it reports
 //! the lock lost when the server says our field is gone, and expired when renewals have failed
@@ -102,7 +102,7 @@ const F3_RELEASE: StepTag = StepTag::new(
 /// Known bugs of the real client, off by default, so the checks can show they catch them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RedissonMutants {
-    /// Redisson issue 775: one failed renewal stops the watchdog for good.
+    /// redisson/redisson#775: one failed renewal stops the watchdog for good.
     pub watchdog_stops_after_a_failed_renewal: bool,
     /// A planted unfair variant (not a known Redisson bug): the fair lock's acquire runs the
     /// RLock's script, so whoever asks when the lock is free takes it, waiters or not.
@@ -1059,7 +1059,7 @@ mod tests {
         );
     }
 
-    /// Redisson issue 775: one failed renewal and the mutant's watchdog is gone; the lease runs
+    /// redisson/redisson#775: one failed renewal and the mutant's watchdog is gone; the lease runs
     /// out while the holder believes it holds. The fixed watchdog rides it out.
     #[test]
     fn mutant_775_a_watchdog_that_stops_after_one_failed_renewal_loses_the_lock_silently() {

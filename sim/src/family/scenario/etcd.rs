@@ -108,7 +108,7 @@ fn waiter_expiry(name: &'static str, mutants: EtcdMutants, expect: Option<&'stat
         expect_violated: expect,
         ..FamilyScenario::base(
             name,
-            "a waiter whose lease expired while it waited does not take the lock (etcd issue 11456): woken by its predecessor's deletion after its own key went with its lease, it must check its own key before it believes",
+            "a waiter whose lease expired while it waited does not take the lock (etcd-io/etcd#11456): woken by its predecessor's deletion after its own key went with its lease, it must check its own key before it believes",
             etcd(mutants),
         )
     }
@@ -139,7 +139,7 @@ pub(super) fn etcd_shared_session_10756(_seed: u64) -> FamilyScenario {
         hold_ms: 100,
         ..FamilyScenario::base(
             "etcd-shared-session-10756",
-            "one session per acquisition (etcd issue 10756 shares one between goroutines: the same lease, so the same key, which each takes for its own place at the head)",
+            "one session per acquisition (etcd-io/etcd#10756 shares one between goroutines: the same lease, so the same key, which each takes for its own place at the head)",
             etcd(EtcdMutants {
                 one_session_for_every_acquisition: true,
                 ..EtcdMutants::default()

@@ -374,12 +374,12 @@ pub const SCENARIOS: &[Named] = &[
     },
     Named {
         name: "redisson-failed-renewal",
-        help: "the holder's first renewal is lost, the network recovers (control for Redisson issue 775)",
+        help: "the holder's first renewal is lost, the network recovers (control for redisson/redisson#775)",
         build: redisson_failed_renewal,
     },
     Named {
         name: "redisson-failed-renewal-775",
-        help: "the same with issue 775's watchdog, which is not rescheduled after the failure",
+        help: "the same with redisson/redisson#775's watchdog, which is not rescheduled after the failure",
         build: redisson_failed_renewal_775,
     },
     Named {
@@ -489,7 +489,7 @@ pub const SCENARIOS: &[Named] = &[
     },
     Named {
         name: "etcd-shared-session-10756",
-        help: "3 clients locking through one shared session, etcd issue 10756's misuse: the same key for all, each holds (control: etcd-contention)",
+        help: "3 clients locking through one shared session, etcd-io/etcd#10756's misuse: the same key for all, each holds (control: etcd-contention)",
         build: etcd_shared_session_10756,
     },
     Named {

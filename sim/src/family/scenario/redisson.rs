@@ -1,5 +1,5 @@
 //! The Redisson `RLock` scenarios (watchdog, unlock messages): lost unlock messages, a failover
-//! during renewal, a paused process and a failed renewal (Redisson issue 775). The fair lock's
+//! during renewal, a paused process and a failed renewal (redisson/redisson#775). The fair lock's
 //! scenarios, in `redisson_fair`, build on the lock and config made here.
 
 use cassalock::algo::family::{RedissonFairLock, RedissonLock};
@@ -130,7 +130,7 @@ fn failed_renewal(name: &'static str, mutants: RedissonMutants, expect: Option<&
         expect_violated: expect,
         ..FamilyScenario::base(
             name,
-            "one failed renewal does not stop the watchdog (Redisson issue 775): with it stopped, the lease runs out under a holder that is never told, and the other client takes the lock",
+            "one failed renewal does not stop the watchdog (redisson/redisson#775): with it stopped, the lease runs out under a holder that is never told, and the other client takes the lock",
             redisson_lock(redisson(1500, mutants), false),
         )
     }
@@ -138,7 +138,7 @@ fn failed_renewal(name: &'static str, mutants: RedissonMutants, expect: Option<&
 
 pub(super) fn redisson_failed_renewal(_seed: u64) -> FamilyScenario {
     FamilyScenario {
-        premise: "none broken (the control for Redisson issue 775): the fixed watchdog renews at its next period and the holder keeps its lock",
+        premise: "none broken (the control for redisson/redisson#775): the fixed watchdog renews at its next period and the holder keeps its lock",
         ..failed_renewal("redisson-failed-renewal", RedissonMutants::default(), None)
     }
 }
