@@ -140,14 +140,10 @@ fn redis_agree(command: &RedisCommand, real: &RedisReply, model: &RedisReply) ->
     }
 }
 
-#[test]
-#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
-fn differential_real_redis_answers_as_the_keyspace_model() {
-    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
-    require_masters("differential_real_redis_answers_as_the_keyspace_model");
-    let k = unique("k");
-    let h = unique("h");
-    let plain = unique("plain");
+/// The commands the Redis differential sends, with expiry waits: SET NX's lock, plain keys,
+/// Redisson's hash, wrong types both ways; `k`, `h` and `plain` are this run's keys.
+fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
+    let (k, h, plain) = (k.to_owned(), h.to_owned(), plain.to_owned());
     let set_nx = |key: &str, value: &str, ttl_ms: u64| Step::Send(RedisCommand::set_nx_px(key, value, ttl_ms));
     let c = |command: RedisCommand| Step::Send(command);
     let get = |key: &str| Step::Send(RedisCommand::Get { key: key.into() });
@@ -167,7 +163,7 @@ fn differential_real_redis_answers_as_the_keyspace_model() {
             channel: format!("{key}:channel"),
         })
     };
-    let steps = vec![
+    vec![
         // SET NX's acquire, extension, release, expiry.
         set_nx(&k, "t1", 300),
         set_nx(&k, "t2", 300),
@@ -273,7 +269,15 @@ fn differential_real_redis_answers_as_the_keyspace_model() {
         acquire(&h, "o2", 300),
         release(&h, "o2"),
         c(RedisCommand::Del { key: plain.clone() }),
-    ];
+    ]
+}
+
+#[test]
+#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
+fn differential_real_redis_answers_as_the_keyspace_model() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    require_masters("differential_real_redis_answers_as_the_keyspace_model");
+    let steps = redis_steps(&unique("k"), &unique("h"), &unique("plain"));
     let real = RealRedis::new(&[REDIS_MASTERS[0].to_string()]).expect("store");
     let mut model = RedisKeyspace::new();
     let mut compared = 0;

@@ -25,6 +25,12 @@ use super::process::{ClientFault, ClientProcess};
 use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
 use crate::now_us;
 
+mod next_caller;
+use next_caller::ask_next_caller;
+pub use next_caller::DEFAULT_NEXT_CALLER_WAIT_MS;
+mod resource;
+use resource::{Order, PipesMayClose, Resource};
+
 /// The lock every client of a run takes (its record's events name it).
 const LOCK: &str = "the run's lock";
 /// How far a client's clock may read from cassalock's before its answers are refused: its
@@ -216,60 +222,6 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .push(event);
-    }
-}
-
-/// The resource's state: the highest write it accepted.
-#[derive(Default)]
-struct Resource {
-    highest: Option<Order>,
-}
-
-/// A write's place in the order of writes: a fencing token's digits, or an acquisition's time
-/// and client.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Order {
-    Fencing(usize, String),
-    Acquired(u64, usize),
-}
-
-impl Resource {
-    /// (accepted, stale).
-    fn write(&mut self, order: Order, fencing: bool) -> (bool, bool) {
-        let stale = self.highest.as_ref().is_some_and(|highest| order < *highest);
-        let accepted = !(stale && fencing);
-        if accepted && self.highest.as_ref().is_none_or(|highest| order > *highest) {
-            self.highest = Some(order);
-        }
-        (accepted, stale)
-    }
-}
-
-/// SIGPIPE ignored while it lives: a command written to a client that closed its input (it
-/// died, or broke) must fail as a write, which names the client, instead of killing cassalock
-/// (a command line tool keeps SIGPIPE's default). The disposition before is restored on drop.
-struct PipesMayClose {
-    #[cfg(unix)]
-    before: libc::sighandler_t,
-}
-
-impl PipesMayClose {
-    fn new() -> PipesMayClose {
-        PipesMayClose {
-            // SAFETY: changing a signal's disposition; no handler of ours runs.
-            #[cfg(unix)]
-            before: unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) },
-        }
-    }
-}
-
-impl Drop for PipesMayClose {
-    fn drop(&mut self) {
-        // SAFETY: as above, restoring what was there.
-        #[cfg(unix)]
-        unsafe {
-            libc::signal(libc::SIGPIPE, self.before);
-        }
     }
 }
 
@@ -472,82 +424,6 @@ fn exit_all(processes: Vec<ClientProcess>) -> usize {
         .count()
 }
 
-/// How long the next caller's `try_lock` waits unless told otherwise (`real
-/// --next-caller-wait-ms`, `bench clients`), milliseconds.
-pub const DEFAULT_NEXT_CALLER_WAIT_MS: u64 = 1000;
-
-/// The next caller asks for the lock with `try_lock`, once every other client is done: one
-/// [`What::NextCaller`] event with what it got; if it got the lock, it releases it.
-fn ask_next_caller(shared: &Shared, process: &mut ClientProcess) -> Result<(), ClientFault> {
-    let wait_ms = shared.spec.next_caller_wait_ms.unwrap_or(1);
-    let mut client = Client {
-        shared,
-        index: shared.spec.clients,
-        name: NEXT_CALLER.to_owned(),
-        next_id: 0,
-        thread: None,
-        lost_notices: 0,
-    };
-    let ask = Command::TryLock {
-        id: client.id(),
-        wait_ms,
-        lease_ms: shared.spec.lease_ms,
-    };
-    process.send(&ask)?;
-    let (got, why, clock_us) = match client.answer(process, &ask) {
-        Ok(Answer::Acquired { clock_us, .. }) => (NextCallerGot::Acquired, String::new(), clock_us),
-        Ok(Answer::NotAcquired { why, clock_us, .. }) => (NextCallerGot::Taken, protocol::cut(&why), clock_us),
-        Ok(Answer::Failed { error, clock_us, .. }) => (NextCallerGot::Failed, protocol::cut(&error), clock_us),
-        Ok(other) => return Err(client.unexpected(process, &ask, &other)),
-        // A try_lock that never returns is the library's call hanging, as for any client: T2
-        // is violated, and the next caller learnt nothing (C-free and C-release undecided).
-        // The process is killed at exit.
-        Err(fault @ ClientFault::Silent { waited_ms, .. }) => {
-            shared.push(
-                now_us(),
-                NEXT_CALLER,
-                None,
-                What::Unanswered {
-                    client: NEXT_CALLER.to_owned(),
-                    call: Call::TryLock,
-                    waited_ms,
-                },
-            );
-            shared.push(
-                now_us(),
-                NEXT_CALLER,
-                None,
-                What::NextCaller {
-                    wait_ms,
-                    got: NextCallerGot::NoAnswer,
-                    why: format!("no answer within {waited_ms} ms"),
-                },
-            );
-            return Err(fault);
-        }
-        Err(fault) => return Err(fault),
-    };
-    shared.push(
-        clock_us,
-        NEXT_CALLER,
-        Some(clock_us),
-        What::NextCaller { wait_ms, got, why },
-    );
-    if got != NextCallerGot::Acquired {
-        return Ok(());
-    }
-    let unlock = Command::Unlock { id: client.id() };
-    process.send(&unlock)?;
-    // `releasing`, then `released`: what it says is not judged, the lock was free.
-    for _ in 0..2 {
-        match client.answer(process, &unlock)? {
-            Answer::Releasing { .. } | Answer::Released { .. } => {}
-            other => return Err(client.unexpected(process, &unlock, &other)),
-        }
-    }
-    Ok(())
-}
-
 /// The run's record header: the library as its hello named it, judged with the observed rules
 /// (fenced where the tokens grow and fencing is on).
 fn header(spec: &ClientSpec, hello: Option<&Hello>, tokens: Tokens, events: &[Event]) -> record::Header {
@@ -646,8 +522,18 @@ struct Client<'a> {
 impl Client<'_> {
     /// One acquisition: ask, hold, write, release.
     fn turn(&mut self, process: &mut ClientProcess, acquisition: u32) -> Result<(), ClientFault> {
-        let spec = &self.shared.spec;
         let thread = format!("{}-{acquisition}", self.name);
+        let Some(acquired_us) = self.ask(process, acquisition, &thread)? else {
+            return Ok(());
+        };
+        self.hold_and_write(process, acquired_us)?;
+        self.release(process, thread)
+    }
+
+    /// Ask for the lock as the run calls it: the client's clock when it was acquired, or none
+    /// when the call ended without it.
+    fn ask(&mut self, process: &mut ClientProcess, acquisition: u32, thread: &str) -> Result<Option<u64>, ClientFault> {
+        let spec = &self.shared.spec;
         let id = self.id();
         let (command, call) = match spec.call {
             Call::Lock => (
@@ -699,13 +585,13 @@ impl Client<'_> {
                 clock_us,
                 ..
             } => {
-                self.thread = Some(thread.clone());
+                self.thread = Some(thread.to_owned());
                 self.shared.push(
                     clock_us,
                     &self.name,
                     Some(clock_us),
                     What::Acquired {
-                        thread: thread.clone(),
+                        thread: thread.to_owned(),
                         lock: LOCK.into(),
                         token: token.clone(),
                         valid_until_us,
@@ -715,15 +601,21 @@ impl Client<'_> {
                 clock_us
             }
             Answer::NotAcquired { why, clock_us, .. } => {
-                self.not_acquired(&thread, clock_us, NotAcquired::TimedOut, why);
-                return Ok(());
+                self.not_acquired(thread, clock_us, NotAcquired::TimedOut, why);
+                return Ok(None);
             }
             Answer::Failed { error, clock_us, .. } => {
-                self.not_acquired(&thread, clock_us, NotAcquired::Failed, error);
-                return Ok(());
+                self.not_acquired(thread, clock_us, NotAcquired::Failed, error);
+                return Ok(None);
             }
             other => return Err(self.unexpected(process, &command, &other)),
         };
+        Ok(Some(acquired_us))
+    }
+
+    /// Hold the lock: the run's fault at its acquisition, the hold, a write to the resource.
+    fn hold_and_write(&mut self, process: &mut ClientProcess, acquired_us: u64) -> Result<(), ClientFault> {
+        let spec = &self.shared.spec;
         let order = self.shared.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(pause) = spec.pause.filter(|pause| pause.at_acquisition == order) {
             match pause.whom {
@@ -754,6 +646,11 @@ impl Client<'_> {
             ),
             other => return Err(self.unexpected(process, &write, &other)),
         }
+        Ok(())
+    }
+
+    /// Release the lock: `releasing` before the library's call, `released` with its answer.
+    fn release(&mut self, process: &mut ClientProcess, thread: String) -> Result<(), ClientFault> {
         let unlock = Command::Unlock { id: self.id() };
         process.send(&unlock)?;
         match self.answer(process, &unlock)? {
@@ -1055,94 +952,4 @@ fn released_name(outcome: Released) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_resource_refuses_a_lower_fencing_token_and_only_counts_a_late_random_one() {
-        let mut fenced = Resource::default();
-        assert_eq!(fenced.write(Order::Fencing(1, "5".into()), true), (true, false));
-        assert_eq!(fenced.write(Order::Fencing(1, "4".into()), true), (false, true));
-        assert_eq!(fenced.write(Order::Fencing(2, "10".into()), true), (true, false));
-        let mut random = Resource::default();
-        assert_eq!(random.write(Order::Acquired(20, 1), false), (true, false));
-        assert_eq!(random.write(Order::Acquired(10, 0), false), (true, true));
-        assert_eq!(random.write(Order::Acquired(30, 0), false), (true, false));
-    }
-
-    fn spec() -> ClientSpec {
-        ClientSpec {
-            command: "true".into(),
-            clients: 2,
-            acquisitions: 3,
-            call: Call::Lock,
-            try_wait_ms: 100,
-            lease_ms: Some(1000),
-            hold_ms: 10,
-            max_wait: Duration::from_secs(1),
-            start_timeout: Duration::from_secs(1),
-            run_limit: None,
-            fencing: true,
-            pause: None,
-            server_fault: None,
-            lock_name: "k".into(),
-            next_caller_wait_ms: Some(1000),
-        }
-    }
-
-    #[test]
-    fn a_spec_is_refused_with_the_flag_named() {
-        assert_eq!(check(&spec()), Ok(()));
-        for (bad, flag) in [
-            (ClientSpec { clients: 0, ..spec() }, "--threads 0"),
-            (ClientSpec { clients: 65, ..spec() }, "--threads 65"),
-            (
-                ClientSpec {
-                    acquisitions: 200_000,
-                    ..spec()
-                },
-                "--acquisitions 200000",
-            ),
-            (
-                ClientSpec {
-                    lease_ms: Some(0),
-                    ..spec()
-                },
-                "--lease-ms 0",
-            ),
-            (
-                ClientSpec {
-                    command: " ".into(),
-                    ..spec()
-                },
-                "--client needs",
-            ),
-            (
-                ClientSpec {
-                    pause: Some(Pause {
-                        at_acquisition: 7,
-                        ms: 10,
-                        whom: Paused::Holder,
-                    }),
-                    ..spec()
-                },
-                "--pause-at 7",
-            ),
-            (
-                ClientSpec {
-                    clients: 1,
-                    pause: Some(Pause {
-                        at_acquisition: 1,
-                        ms: 10,
-                        whom: Paused::Waiter,
-                    }),
-                    ..spec()
-                },
-                "--pause-waiter-ms needs a waiter",
-            ),
-        ] {
-            let refused = check(&bad).unwrap_err();
-            assert!(refused.0.starts_with(flag), "{refused}");
-        }
-    }
-}
+mod tests;

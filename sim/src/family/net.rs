@@ -37,9 +37,6 @@
 //!   order (F-order) and of waiters dropped without being told (F-drop) read these records, not
 //!   the clients' guesses of when their requests arrived. The lock's decisions stay in the
 //!   keyspace's scripts: the observer only compares the queue before and after.
-//!
-//! One concept, kept in one file over 1,000 lines: the families' simulated network: the servers
-//! as madsim nodes and the clients' way to them.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -63,6 +60,9 @@ use madsim::net::Endpoint;
 use tokio::time::Instant;
 
 use crate::clock::SimClock;
+
+mod fair;
+pub use fair::*;
 
 /// The port every family server listens on.
 pub const PORT: u16 = 6379;
@@ -479,95 +479,6 @@ pub struct ServerNode {
     pub pubsub: Option<Arc<PubSub>>,
     /// Told what each fair-lock script did to the queue (Redisson's fair lock only).
     pub fair: Option<Arc<FairObserver>>,
-}
-
-/// Which of the fair lock's scripts (or, for the barging mutant, the RLock's acquire) a server
-/// applied.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FairScript {
-    Acquire,
-    Release,
-    GiveUp,
-}
-
-/// What one script did, as the server applied it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FairStep {
-    /// The server node that applied it.
-    pub node: usize,
-    pub script: FairScript,
-    /// The caller's owner id (the lock() call's token).
-    pub owner: String,
-    /// An acquire that answered "yours" (nil).
-    pub granted: bool,
-    /// Waiters the script removed from the queue that neither took the lock nor gave up: the
-    /// stale waiters it dropped (the caller too, when it was dropped and queued again at the
-    /// tail), in queue order.
-    pub dropped: Vec<String>,
-}
-
-/// Told of every [`FairStep`], on the server node, at the instant it applied.
-pub type FairObserver = Box<dyn Fn(FairStep) + Send + Sync>;
-
-/// The queue and the deadlines of the lock `key`, as they stand in `keyspace`.
-fn fair_snapshot(keyspace: &RedisKeyspace, key: &str) -> (Vec<String>, BTreeMap<String, i64>) {
-    let queue = match keyspace.entry(&fair_queue_key(key)).map(|entry| &entry.value) {
-        Some(RedisValue::List(items)) => items.clone(),
-        _ => Vec::new(),
-    };
-    let deadlines = match keyspace.entry(&fair_timeouts_key(key)).map(|entry| &entry.value) {
-        Some(RedisValue::SortedSet(scores)) => scores.clone(),
-        _ => BTreeMap::new(),
-    };
-    (queue, deadlines)
-}
-
-/// The fair script `command` runs (with its key and caller), if it is one.
-fn fair_script(command: &RedisCommand) -> Option<(FairScript, &str, &str)> {
-    match command {
-        RedisCommand::RedissonFairAcquire { key, owner, .. } | RedisCommand::RedissonAcquire { key, owner, .. } => {
-            Some((FairScript::Acquire, key, owner))
-        }
-        RedisCommand::RedissonFairRelease { key, owner, .. } => Some((FairScript::Release, key, owner)),
-        RedisCommand::RedissonFairGiveUp { key, owner, .. } => Some((FairScript::GiveUp, key, owner)),
-        _ => None,
-    }
-}
-
-/// What a fair script did, from the queue before and after it and its reply.
-fn fair_step(
-    node: usize,
-    script: FairScript,
-    owner: &str,
-    reply: &RedisReply,
-    before: &(Vec<String>, BTreeMap<String, i64>),
-    after: &(Vec<String>, BTreeMap<String, i64>),
-) -> FairStep {
-    let granted = script == FairScript::Acquire && *reply == RedisReply::Nil;
-    let left_legitimately = |waiter: &str| waiter == owner && (granted || script == FairScript::GiveUp);
-    let mut dropped: Vec<String> = before
-        .0
-        .iter()
-        .filter(|waiter| !after.0.contains(waiter) && !left_legitimately(waiter))
-        .cloned()
-        .collect();
-    // Dropped as stale and queued again at the tail by its own acquire: a new deadline (an
-    // acquire that grants nothing moves no one else's).
-    let requeued = script == FairScript::Acquire
-        && !granted
-        && before.0.iter().any(|waiter| waiter == owner)
-        && after.0.iter().any(|waiter| waiter == owner)
-        && before.1.get(owner) != after.1.get(owner);
-    if requeued {
-        dropped.push(owner.to_owned());
-    }
-    FairStep {
-        node,
-        script,
-        owner: owner.to_owned(),
-        granted,
-        dropped,
-    }
 }
 
 impl ServerNode {
@@ -1043,76 +954,4 @@ impl FamilyStore<ZkOp> for SimZkStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn acquire(owner: &str, now_ms: u64) -> RedisCommand {
-        RedisCommand::RedissonFairAcquire {
-            key: "L".into(),
-            owner: owner.into(),
-            lease_ms: 1000,
-            thread_wait_ms: 5000,
-            client_now_ms: now_ms,
-        }
-    }
-
-    /// Apply `command` at `now_ms` (server and client clocks agree) and say what it did.
-    fn step(keyspace: &mut RedisKeyspace, command: RedisCommand, now_ms: u64) -> FairStep {
-        let (script, key, owner) = fair_script(&command).expect("a fair script");
-        let before = fair_snapshot(keyspace, key);
-        let executed = keyspace.execute(&command, now_ms);
-        let after = fair_snapshot(keyspace, key);
-        fair_step(0, script, owner, &executed.reply, &before, &after)
-    }
-
-    /// a holds (its key expires at 2000); b and c queue (deadlines 7000 and 12000).
-    fn queued() -> RedisKeyspace {
-        let mut keyspace = RedisKeyspace::new();
-        assert!(step(&mut keyspace, acquire("a", 1000), 1000).granted);
-        for (owner, at) in [("b", 1000), ("c", 1000)] {
-            let asked = step(&mut keyspace, acquire(owner, at), at);
-            assert!(!asked.granted && asked.dropped.is_empty(), "{asked:?}");
-        }
-        assert_eq!(fair_snapshot(&keyspace, "L").0, ["b", "c"]);
-        keyspace
-    }
-
-    #[test]
-    fn a_stale_head_removed_by_another_s_script_is_dropped_and_a_grant_or_give_up_is_not() {
-        let mut keyspace = queued();
-        // a's release after b's deadline: b is dropped, c told.
-        let release = RedisCommand::RedissonFairRelease {
-            key: "L".into(),
-            owner: "a".into(),
-            lease_ms: 1000,
-            channel: "ch".into(),
-            client_now_ms: 7500,
-        };
-        let released = step(&mut keyspace, release, 7500);
-        assert_eq!(released.dropped, ["b"]);
-        // c takes the lock: leaving the queue so is no drop.
-        let granted = step(&mut keyspace, acquire("c", 7510), 7510);
-        assert!(granted.granted && granted.dropped.is_empty(), "{granted:?}");
-        // d queues and gives up: no drop either.
-        assert!(!step(&mut keyspace, acquire("d", 7520), 7520).granted);
-        let gave_up = RedisCommand::RedissonFairGiveUp {
-            key: "L".into(),
-            owner: "d".into(),
-            thread_wait_ms: 5000,
-        };
-        assert!(step(&mut keyspace, gave_up, 7530).dropped.is_empty());
-    }
-
-    #[test]
-    fn a_waiter_whose_own_late_acquire_requeues_it_at_the_tail_is_dropped() {
-        let mut keyspace = queued();
-        // b asks again after its deadline: dropped, then queued again behind c.
-        let late = step(&mut keyspace, acquire("b", 7500), 7500);
-        assert!(!late.granted);
-        assert_eq!(late.dropped, ["b"]);
-        assert_eq!(fair_snapshot(&keyspace, "L").0, ["c", "b"]);
-        // Asking again within its slot is no drop.
-        let again = step(&mut keyspace, acquire("b", 7600), 7600);
-        assert!(again.dropped.is_empty(), "{again:?}");
-    }
-}
+mod tests;

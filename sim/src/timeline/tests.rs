@@ -1,0 +1,62 @@
+use super::*;
+
+#[test]
+fn numbers_print_in_their_shortest_form() {
+    assert_eq!(shortest(50.0, 6), "50");
+    assert_eq!(shortest(2.5, 6), "2.5");
+    assert_eq!(shortest(0.1 + 0.2, 6), "0.3");
+    assert_eq!(shortest(-0.0, 6), "0");
+    assert_eq!(signed_seconds(30_000_000), "+30 s");
+    assert_eq!(signed_seconds(-5_000_000), "\u{2212}5 s");
+    assert_eq!(signed_seconds(14_200_000), "+14.2 s");
+}
+
+#[test]
+fn a_clock_splits_at_its_jumps() {
+    let spec = ClockSpec {
+        offset_us: 30_000_000,
+        jumps: vec![(5_800, -5_000_000), (90_000, 1_000_000), (500_000, 1)],
+        ..ClockSpec::default()
+    };
+    let end = Duration::from_secs(100);
+    let stretches = clock_stretches(&spec, end);
+    assert_eq!(
+        stretches,
+        vec![
+            ClockStretch {
+                from: Duration::ZERO,
+                to: Duration::from_millis(5_800),
+                ahead_us: 30_000_000,
+                jump_us: None,
+            },
+            ClockStretch {
+                from: Duration::from_millis(5_800),
+                to: Duration::from_secs(90),
+                ahead_us: 25_000_000,
+                jump_us: Some(-5_000_000),
+            },
+            ClockStretch {
+                from: Duration::from_secs(90),
+                to: end,
+                ahead_us: 26_000_000,
+                jump_us: Some(1_000_000),
+            },
+        ],
+        "the jump after the run's end is left out"
+    );
+    assert_eq!(
+        clock_labels(&spec, &stretches[1]),
+        vec!["clock jumps \u{2212}5 s: +25 s ahead", "\u{2212}5 s"]
+    );
+}
+
+#[test]
+fn lanes_are_named_by_node_client_id_or_thread() {
+    assert_eq!(Lane::parse("c3"), Some(Lane::Client(3)));
+    assert_eq!(Lane::parse("c3-1"), Some(Lane::Client(3)));
+    assert_eq!(Lane::parse("c12-0:4"), Some(Lane::Client(12)));
+    assert_eq!(Lane::parse("r2"), Some(Lane::Replica(2)));
+    assert_eq!(Lane::parse("ts0"), Some(Lane::TimeReplica(0)));
+    assert_eq!(Lane::parse("resource"), None);
+    assert!(Lane::Client(10) < Lane::Replica(0) && Lane::Client(2) < Lane::Client(10));
+}
