@@ -12,7 +12,7 @@ use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
 use cassalock_judge::{ClaimId, ClaimVerdict, Judgement};
 use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused, ServerFault};
-use cassalock_report::real_clients::{render, ClientFault, ClientRunRow, Overhead, Seen};
+use cassalock_report::real_clients::{ours, render, ClientFault, ClientRunRow, Overhead, Seen};
 
 /// One program of the plan.
 struct Program {
@@ -32,7 +32,6 @@ struct Program {
     /// holds of 300 ms make the two meet every time (20 ms: 4 runs of 6).
     hold_ms: u64,
     /// Our registry lock of the same algorithm.
-    ours: Option<&'static str>,
     /// The faults it runs under.
     faults: &'static [ClientFault],
     call: Call,
@@ -62,7 +61,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: Some("redis-set-nx"),
         faults: ON_ONE_REDIS,
         call: Call::Lock,
     },
@@ -75,7 +73,6 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        ours: Some("zookeeper"),
         faults: BOTH,
         call: Call::Lock,
     },
@@ -87,7 +84,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: Some("redisson"),
         faults: ON_ONE_REDIS,
         call: Call::Lock,
     },
@@ -99,7 +95,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: Some("redisson-fair"),
         faults: BOTH,
         call: Call::Lock,
     },
@@ -111,7 +106,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: None,
         faults: PAUSED,
         call: Call::Lock,
     },
@@ -123,7 +117,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: None,
         faults: PAUSED,
         call: Call::TryLock,
     },
@@ -135,7 +128,6 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        ours: Some("zookeeper"),
         faults: BOTH,
         call: Call::Lock,
     },
@@ -147,7 +139,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: Some("redlock"),
         faults: BOTH,
         call: Call::Lock,
     },
@@ -159,7 +150,6 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        ours: Some("redis-set-nx"),
         faults: &[ClientFault::PausedHolder, ClientFault::ServerRestarted],
         call: Call::Lock,
     },
@@ -171,7 +161,6 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        ours: Some("etcd"),
         faults: BOTH,
         call: Call::Lock,
     },
@@ -183,7 +172,6 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: WAITER_HOLD_MS,
-        ours: Some("etcd"),
         faults: &[ClientFault::PausedWaiter],
         call: Call::Lock,
     },
@@ -195,7 +183,6 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: WAITER_HOLD_MS,
-        ours: Some("etcd"),
         faults: &[ClientFault::PausedWaiter],
         call: Call::Lock,
     },
@@ -326,16 +313,7 @@ pub fn run(out: Option<&Path>) -> ExitCode {
                 || (spec.pause.is_some() && !outcome.paused)
                 || (spec.server_fault.is_some() && !outcome.server_fault_fired);
             broken += usize::from(cut);
-            let name = format!(
-                "{}-{}.jsonl",
-                program.slug,
-                match fault {
-                    ClientFault::None => "none",
-                    ClientFault::PausedHolder => "paused-holder",
-                    ClientFault::PausedWaiter => "paused-waiter",
-                    ClientFault::ServerRestarted => "server-restarted",
-                }
-            );
+            let name = format!("{}-{}.jsonl", program.slug, fault.slug());
             let path = records.join(&name);
             let written = std::fs::File::create(&path).and_then(|file| {
                 let mut file = std::io::BufWriter::new(file);
@@ -429,7 +407,7 @@ fn row(
         library: outcome.record.header.lock.clone(),
         command: rerun(program, fault),
         fault,
-        ours: program.ours,
+        ours: ours(program.slug),
         acquisitions: outcome.acquisitions,
         t1_belief: belief,
         t1_resource: resource,
@@ -440,6 +418,11 @@ fn row(
         jain: verdicts.jain,
         overtakes: verdicts.overtakes,
         f_order: verdicts.fifo.map(|_| claim(ClaimId::FOrder)),
+        t2: claim(ClaimId::T2),
+        call_bound_ms: match &outcome.record.header.run.rules {
+            cassalock_judge::event::Rules::Observed(rules) => rules.call_bound_ms.unwrap_or_default(),
+            _ => 0,
+        },
         c_free: claim(ClaimId::CFree),
         c_release: claim(ClaimId::CRelease),
         record,
@@ -561,4 +544,25 @@ fn own_loop(program: &Program) -> anyhow::Result<f64> {
         slowest_s = slowest_s.max(seconds);
     }
     Ok((CLIENTS as u64 * COST_ACQUISITIONS) as f64 / slowest_s.max(1e-9))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cassalock_report::real_clients::{record_name, LIBRARIES};
+
+    /// The report's list of programs (read by the matrix to name our line beside each) is the
+    /// plan's, in its order, and each planned record's name reads back as its program and fault.
+    #[test]
+    fn the_plan_and_the_reports_list_of_programs_agree() {
+        let planned: Vec<&str> = PLAN.iter().map(|program| program.slug).collect();
+        let listed: Vec<&str> = LIBRARIES.iter().map(|(slug, _)| *slug).collect();
+        assert_eq!(planned, listed);
+        for program in &PLAN {
+            for &fault in program.faults {
+                let name = format!("{}-{}.jsonl", program.slug, fault.slug());
+                assert_eq!(record_name(&name), Some((program.slug, fault)), "{name}");
+            }
+        }
+    }
 }

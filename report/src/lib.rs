@@ -41,6 +41,15 @@ pub enum ReportError {
     /// A data file that is not what the report was written from.
     #[error("{} is not a report's data file: {source}", path.display())]
     Data { path: PathBuf, source: serde_json::Error },
+    #[error("cannot read the event record {}: {source}", path.display())]
+    Record {
+        path: PathBuf,
+        source: cassalock_judge::event::ReadError,
+    },
+    #[error("{} is not the record of a client run (its header names another judge)", path.display())]
+    NotAClientRun { path: PathBuf },
+    #[error("{} holds {found} files, more than the {most} a report reads", path.display())]
+    TooManyRecords { path: PathBuf, found: usize, most: usize },
     #[error("cannot start the worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }

@@ -30,6 +30,7 @@ mod options;
 mod sources;
 // Judgement.
 mod judgement;
+mod libraries;
 mod marks;
 // Execution.
 mod seed_search;
@@ -47,6 +48,8 @@ pub use listing::{lock_listings, LockListing};
 pub use options::{MatrixError, MatrixOptions, MatrixRun};
 pub use seed_search::SimResult;
 pub use units::{MatrixShard, MatrixSweep, ModelOutcome, ModelRow, UnitResult};
+
+use std::path::Path;
 
 use crate::{write_file, ReportError};
 use units::Unit;
@@ -115,7 +118,11 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
         .collect::<Result<Vec<_>, MatrixError>>()?;
     let findings = crate::contract_findings::assemble(options.contract_seeds, figures);
     stopped_by_time.extend(findings.stopped_by_time());
-    let mut md = markdown::markdown(&cells, &mutants, options);
+    let mut libraries = String::new();
+    if !options.thesis_only {
+        libraries::libraries_section(&mut libraries, Path::new(libraries::CLIENT_RECORDS))?;
+    }
+    let mut md = markdown::markdown(&cells, &mutants, &libraries, options);
     crate::contract_findings::render(&mut md, &findings);
     write_file(&options.out, "matrix.md", &md)?;
     files.push("matrix.md".into());

@@ -42,6 +42,23 @@ pub enum ClientFault {
 }
 
 impl ClientFault {
+    pub const ALL: [ClientFault; 4] = [
+        ClientFault::None,
+        ClientFault::PausedHolder,
+        ClientFault::PausedWaiter,
+        ClientFault::ServerRestarted,
+    ];
+
+    /// Its name in a run's record file (`redis-py-paused-holder.jsonl`).
+    pub fn slug(self) -> &'static str {
+        match self {
+            ClientFault::None => "none",
+            ClientFault::PausedHolder => "paused-holder",
+            ClientFault::PausedWaiter => "paused-waiter",
+            ClientFault::ServerRestarted => "server-restarted",
+        }
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             ClientFault::None => "none",
@@ -77,11 +94,51 @@ pub struct ClientRunRow {
     pub overtakes: u64,
     /// F-order, where the lock promises first come, first served (none: it does not).
     pub f_order: Option<Seen>,
+    /// T2 within the run's bound: every `lock` or `try_lock` call answered within
+    /// `call_bound_ms` (the runner's longest wait for an answer).
+    pub t2: Seen,
+    pub call_bound_ms: u64,
     /// C-free and C-release, as the next caller found the lock once the run's clients were done.
     pub c_free: Seen,
     pub c_release: Seen,
     /// The run's event record, relative to the report.
     pub record: String,
+}
+
+/// Every client program `bench clients` runs, by its name in record files, and the registry
+/// lock our model and simulator re-implement it as (none: not modelled), in the report's order.
+pub const LIBRARIES: [(&str, Option<&str>); 12] = [
+    ("redis-py", Some("redis-set-nx")),
+    ("kazoo", Some("zookeeper")),
+    ("redisson-rlock", Some("redisson")),
+    ("redisson-fair", Some("redisson-fair")),
+    ("redisson-fenced", None),
+    ("redisson-fenced-try", None),
+    ("curator", Some("zookeeper")),
+    ("redsync-redlock", Some("redlock")),
+    ("redsync-one", Some("redis-set-nx")),
+    ("etcd", Some("etcd")),
+    ("etcd-waiter", Some("etcd")),
+    ("etcd34-waiter", Some("etcd")),
+];
+
+/// The registry lock `slug`'s program is modelled as; none when it is not (or not listed).
+pub fn ours(slug: &str) -> Option<&'static str> {
+    LIBRARIES
+        .iter()
+        .find(|(name, _)| *name == slug)
+        .and_then(|(_, ours)| *ours)
+}
+
+/// A record file's name read back: the program's slug and the fault
+/// (`redisson-fair-paused-holder.jsonl`: `redisson-fair`, holder paused). None: not a run's
+/// record.
+pub fn record_name(file: &str) -> Option<(&str, ClientFault)> {
+    let stem = file.strip_suffix(".jsonl")?;
+    ClientFault::ALL.iter().find_map(|&fault| {
+        let slug = stem.strip_suffix(fault.slug())?.strip_suffix('-')?;
+        (!slug.is_empty()).then_some((slug, fault))
+    })
 }
 
 /// Why our re-implementation and the shipped library differ, where someone found out. A
@@ -220,15 +277,18 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          program, started with the others, called `try_lock` waiting {}: C-free (a give-up or \
          failed call left nothing that blocks it) and C-release (nor did a release); no occasion \
          where the run had no such call (docs/claims.md, \"C-free and C-release for the code \
-         people run\").\n",
+         people run\"). **T2**: every `lock` call of the run (the next caller's `try_lock` \
+         too) answered, acquired, gave up or failed, within the runner's bound (`--max-wait-s`, \
+         {} here); violated by a call that never returned.\n",
         FIFO_TOLERANCE.as_millis(),
-        ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS)
+        ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS),
+        ms_in_words(rows.iter().map(|row| row.call_bound_ms).max().unwrap_or_default())
     );
     let _ = writeln!(
         out,
-        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | next caller: C-free, C-release | fairness | longest wait | ours | record |"
+        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | T2 | next caller: C-free, C-release | fairness | longest wait | ours | record |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         let resource = if row.refused > 0 && row.t1_resource == Seen::Kept {
             format!("kept ({} refused by fencing)", row.refused)
@@ -237,13 +297,14 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}) |",
             row.library,
             row.fault.label(),
             row.acquisitions,
             row.t1_belief.word(),
             resource,
             c_lost_cell(row),
+            row.t2.word(),
             row.c_free.word(),
             row.c_release.word(),
             fairness_cell(row),
@@ -459,6 +520,8 @@ mod tests {
             jain: 1.0,
             overtakes: 2,
             f_order: Some(Seen::Kept),
+            t2: Seen::Kept,
+            call_bound_ms: 60_000,
             c_free: Seen::NoOccasion,
             c_release: Seen::Kept,
             record: "real-clients/x.jsonl".into(),
@@ -498,7 +561,7 @@ mod tests {
     fn c_lost_and_fairness_are_rendered_as_the_judge_said() {
         let told = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(
-            told.contains("| kept: at release, NotOwned, 1.2 s after | no occasion, kept | Jain 1.00, 2 overtakes, F-order kept |"),
+            told.contains("| kept: at release, NotOwned, 1.2 s after | kept | no occasion, kept | Jain 1.00, 2 overtakes, F-order kept |"),
             "{told}"
         );
         assert!(
@@ -509,15 +572,18 @@ mod tests {
             c_lost: Seen::Violated,
             told: vec!["never told; its release said released".into()],
             f_order: None,
+            t2: Seen::Violated,
+            call_bound_ms: 5_000,
             c_free: Seen::Violated,
             c_release: Seen::NoVerdict,
             ..row("zookeeper", Seen::Violated, Seen::Kept)
         };
         let never = render(&[never], &[], Some(MATRIX), "c");
         assert!(
-            never.contains("| **violated**: **never told**; its release said released | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
+            never.contains("| **violated**: **never told**; its release said released | **violated** | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
             "{never}"
         );
+        assert!(never.contains("(`--max-wait-s`, 5 s here)"), "{never}");
         let quiet = ClientRunRow {
             c_lost: Seen::NoOccasion,
             told: Vec::new(),

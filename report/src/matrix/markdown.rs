@@ -16,11 +16,18 @@ use super::prose;
 use super::summaries::{thesis_section, which_lock_section};
 
 /// The whole report, rendered from the typed cells.
-pub(super) fn markdown(cells: &Cells, mutants: &[(String, String)], options: &MatrixOptions) -> String {
+/// `libraries`: the shipped libraries' section, placed under the answer table.
+pub(super) fn markdown(
+    cells: &Cells,
+    mutants: &[(String, String)],
+    libraries: &str,
+    options: &MatrixOptions,
+) -> String {
     let mut md = String::new();
     let rows = options.rows();
     prose::introduction(&mut md, options, &rows);
     which_lock_section(&mut md, cells, &rows);
+    md.push_str(libraries);
     for &row in &rows {
         row_table(&mut md, cells, row);
     }
