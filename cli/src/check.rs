@@ -58,8 +58,9 @@ pub struct CheckArgs {
     #[arg(long)]
     next_poll: bool,
     /// getlock: the paced variant (implies --next-poll): each waiter reads up to 32
-    /// queue cells, learns its rank and sleeps by it and the queue's pace.
-    #[arg(long)]
+    /// queue cells, learns its rank and sleeps by it and the queue's pace. `--paced-poll`
+    /// alone is `--paced-poll true`.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set)]
     paced_poll: bool,
     /// Lock models: every acquisition of a thread runs under one thread id, as a locker with
     /// `reuse_thread_ids` used one acquisition at a time (for the long run: the main and

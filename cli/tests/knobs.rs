@@ -348,3 +348,58 @@ fn printed_commands_quote_a_path_with_spaces() {
     assert!(text(&replayed.stdout).contains("T1-belief    FAILED"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A boolean knob is written the same way on every command: `--paced-poll` alone means
+/// `--paced-poll true`, and `true`/`false` are taken too (sim, check and real alike).
+#[test]
+fn a_boolean_knob_alone_means_true_on_every_command() {
+    let run = |paced: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "--scenario",
+            "contention",
+            "--seed",
+            "1",
+            "--algorithm",
+            "queue",
+            "--clients",
+            "3",
+            "--acquisitions",
+            "2",
+            "--next-poll-ms",
+            "5",
+            "--summary",
+        ];
+        args.extend_from_slice(paced);
+        let out = cassalock(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let bare = run(&["--paced-poll"]);
+    assert_eq!(bare, run(&["--paced-poll", "true"]));
+    assert_ne!(bare, run(&["--paced-poll", "false"]), "the knob reached the run");
+    // check and real: both forms parse (the run then stops at the next flag's bad value, or
+    // at the simulation build), a value that is not a boolean is refused naming the flag.
+    for command in [&["check", "--model", "getlock"][..], &["real"][..]] {
+        for paced in [
+            &["--paced-poll"][..],
+            &["--paced-poll", "true"][..],
+            &["--paced-poll", "false"][..],
+        ] {
+            let mut args = command.to_vec();
+            args.extend_from_slice(paced);
+            args.extend(["--threads", "0"]);
+            let err = text(&cassalock(&args).stderr);
+            assert!(!err.contains("for '--paced-poll"), "{args:?}: {err}");
+        }
+        let mut args = command.to_vec();
+        args.extend(["--paced-poll", "maybe"]);
+        let out = cassalock(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&out.stderr).contains("invalid value 'maybe' for '--paced-poll"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -66,8 +66,9 @@ pub struct RealArgs {
     /// Queue lock, with --next-poll-ms (or --algorithm queue-next-in-line; queue-paced is
     /// this already): every waiter learns its rank (reads up to 32 queue cells) and sleeps
     /// until the queue's pace says it will be next in line; the one next in line halves the
-    /// holder's expected time left, down to --next-poll-ms.
-    #[arg(long, conflicts_with = "client")]
+    /// holder's expected time left, down to --next-poll-ms. `--paced-poll` alone is
+    /// `--paced-poll true`.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value_t = false, default_missing_value = "true", action = clap::ArgAction::Set, conflicts_with = "client")]
     pub paced_poll: bool,
     /// Each locker reuses its thread ids (the lowest none of its acquisitions in flight
     /// uses), so the main and shadow rows keep a cell per locker instead of a tombstone per

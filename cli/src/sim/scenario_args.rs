@@ -88,20 +88,20 @@ pub struct ScenarioArgs {
     /// sleeps until the queue's pace says it will be next in line (no longer than it has
     /// watched the queue, at most ten --poll-ms); the
     /// one next in line halves the holder's expected time left, down to --next-poll-ms
-    /// (default false).
-    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    /// (default false; `--paced-poll` alone is true).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = KNOBS)]
     pub paced_poll: Option<bool>,
     /// Each client's acquisitions reuse thread ids: the lowest one none of its acquisitions
     /// in flight uses, so the main and shadow rows keep a cell per client and slot instead of
     /// a tombstone per acquisition (`Settings::reuse_thread_ids`; default true,
     /// false with --thesis-listings: a new id per acquisition, as the listings do).
-    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = KNOBS)]
     pub reuse_thread_ids: Option<bool>,
     /// Queue lock: GetLock reads the queue from the column of the client's last hold of the
     /// lock instead of the row's start, and from the row's start again after meeting another
     /// contender in the main row (`Settings::queue_read_from_last_hold`; default
     /// true, false with --thesis-listings: from the row's start, as the listing does).
-    #[arg(long, value_name = "BOOL", help_heading = KNOBS)]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true", help_heading = KNOBS)]
     pub queue_read_from_last_hold: Option<bool>,
     /// Give up an acquisition after this long (default: wait for ever); a give-up is a client error, retried.
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
