@@ -32,8 +32,9 @@ struct Library {
     slug: String,
     order: usize,
     /// Per fault run (an index of [`ClientFault::ALL`]): (T1-belief broken, T1-resource broken,
-    /// an overtaken holder never told), in any of its runs under that fault.
-    runs: BTreeMap<usize, (bool, bool, bool)>,
+    /// an overtaken holder never told, a run left one of the three undecided), in any of its
+    /// runs under that fault.
+    runs: BTreeMap<usize, (bool, bool, bool, bool)>,
     fenced: bool,
 }
 
@@ -66,7 +67,7 @@ pub(super) fn libraries_section(md: &mut String, records: &Path) -> Result<(), R
     );
     let _ = writeln!(md, "|---|---|---|---|---|---|---|");
     for library in libraries {
-        let named = |pick: fn(&(bool, bool, bool)) -> bool| -> String {
+        let named = |pick: fn(&(bool, bool, bool, bool)) -> bool| -> String {
             let names: Vec<&str> = library
                 .runs
                 .iter()
@@ -79,10 +80,18 @@ pub(super) fn libraries_section(md: &mut String, records: &Path) -> Result<(), R
                 names.join("; ")
             }
         };
-        let run: Vec<&str> = library
+        // A run that left a claim undecided says so: its fault is not a pass.
+        let run: Vec<String> = library
             .runs
-            .keys()
-            .map(|&fault| ClientFault::ALL[fault].label())
+            .iter()
+            .map(|(&fault, seen)| {
+                let label = ClientFault::ALL[fault].label();
+                if seen.3 {
+                    format!("{label} (a claim undecided)")
+                } else {
+                    label.to_owned()
+                }
+            })
             .collect();
         let _ = writeln!(
             md,
@@ -182,6 +191,14 @@ fn read_libraries(records: &Path) -> Result<Vec<Library>, ReportError> {
         seen.0 |= broken(ClaimId::T1Belief);
         seen.1 |= broken(ClaimId::T1Resource);
         seen.2 |= broken(ClaimId::CLost);
+        seen.3 |= [ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::CLost]
+            .iter()
+            .any(|&claim| {
+                verdicts
+                    .checks
+                    .iter()
+                    .any(|(id, verdict, _)| *id == claim && *verdict == ClaimVerdict::Bounded)
+            });
         library.fenced |= matches!(&record.header.run.rules, Rules::Observed(rules) if rules.fencing);
     }
     let mut libraries: Vec<Library> = by_title.into_values().collect();
@@ -242,6 +259,10 @@ mod tests {
         let all = titles.len();
         titles.dedup();
         assert_eq!(titles.len(), all, "a library on two lines:\n{md}");
+        assert!(
+            !md.contains("undecided"),
+            "every committed run has every verdict:\n{md}"
+        );
     }
 
     #[test]
