@@ -177,11 +177,7 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
         Lock::Memcached => (1, "one Memcached server"),
         Lock::Zookeeper => (MAX_ENSEMBLE, "the ZooKeeper ensemble's servers"),
         Lock::Etcd => (MAX_ENSEMBLE, "the etcd cluster's endpoints"),
-        _ => {
-            return Err(
-                "--servers is for redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper and etcd".into(),
-            )
-        }
+        other => return Err(not_a_family_lock_of_the_runner(other)),
     };
     if servers.len() > most {
         return Err(Refused(format!(
@@ -204,7 +200,8 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
             CuratorLock::check(&curator_config(max_wait_s))
         }
         Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
-        _ => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
+        Lock::Memcached => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
+        other => return Err(not_a_family_lock_of_the_runner(other)),
     };
     checked.map_err(|why| Refused(format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}")))
 }
@@ -261,7 +258,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                 .await
                 .map_err(FamilyRunError::Unreachable)?;
         }
-        _ => {
+        Lock::Redlock => {
             for server in &job.servers {
                 RealRedis::new(std::slice::from_ref(server))?
                     .ping()
@@ -269,6 +266,7 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
                     .map_err(FamilyRunError::Unreachable)?;
             }
         }
+        other => return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(other))),
     }
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
@@ -331,13 +329,26 @@ fn locker_for(job: &Job, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, Fa
             seed,
         )?,
         Lock::Etcd => boxed::<EtcdLock, _>(RealEtcd::new(&job.servers)?, etcd_config(ttl_s, max_wait_s), name, seed)?,
-        _ => boxed::<MemcachedLock, _>(
+        Lock::Memcached => boxed::<MemcachedLock, _>(
             RealMemcached::new(&job.servers[0])?,
             memcached_config(ttl_s, poll_ms, max_wait_s),
             name,
             seed,
         )?,
+        other => return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(other))),
     })
+}
+
+/// A lock this runner has no family store for: refused by name, never run as another lock.
+fn not_a_family_lock_of_the_runner(lock: Lock) -> Refused {
+    let runs: Vec<&str> = Lock::all()
+        .filter(|lock| lock.is_family() && lock.entry().real)
+        .map(Lock::name)
+        .collect();
+    Refused(format!(
+        "the real runner's family lockers run {}, not {lock}",
+        runs.join(", ")
+    ))
 }
 
 /// A locker of lock `F` over `store`, on the system clock.
