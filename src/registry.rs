@@ -91,6 +91,22 @@ pub struct Entry {
     pub matrix_row: Option<&'static str>,
     /// The real runner runs it against local servers.
     pub real: bool,
+    /// What names a holder, and whether a resource can fence with it.
+    pub holder: Holder,
+}
+
+/// What names a lock's holder, and whether a resource can fence with it (the matrix's
+/// "Fencing" line).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// Nothing the matrix says (a service that is not a lock, a variant of a row lock).
+    Unsaid,
+    /// The thesis's row locks: the resource refuses a write with a token below one it has seen.
+    FencedByTheResource,
+    /// A value that names the holder and does not grow, in a phrase: it cannot fence.
+    Named(&'static str),
+    /// A token that only grows from one holder to the next: a resource can fence with it.
+    Grows(&'static str),
 }
 
 /// Every lock, in the order the reports list them.
@@ -103,6 +119,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("old"),
         matrix_row: Some("old GetLock (L3-4)"),
         real: true,
+        holder: Holder::FencedByTheResource,
     },
     Entry {
         lock: Lock::Queue,
@@ -112,6 +129,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("getlock"),
         matrix_row: Some("queue GetLock (L6)"),
         real: true,
+        holder: Holder::FencedByTheResource,
     },
     Entry {
         lock: Lock::QueueNextInLine,
@@ -121,6 +139,7 @@ pub const LOCKS: [Entry; 14] = [
         model: None,
         matrix_row: None,
         real: true,
+        holder: Holder::Unsaid,
     },
     Entry {
         lock: Lock::QueuePaced,
@@ -130,6 +149,7 @@ pub const LOCKS: [Entry; 14] = [
         model: None,
         matrix_row: None,
         real: true,
+        holder: Holder::Unsaid,
     },
     Entry {
         lock: Lock::QueueTry,
@@ -139,6 +159,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("trygetlock"),
         matrix_row: Some("TryGetLock (L7)"),
         real: false,
+        holder: Holder::FencedByTheResource,
     },
     Entry {
         lock: Lock::GlobalTime,
@@ -148,6 +169,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("globaltime"),
         matrix_row: Some("global time (L8)"),
         real: false,
+        holder: Holder::Unsaid,
     },
     Entry {
         lock: Lock::Lwt,
@@ -157,6 +179,7 @@ pub const LOCKS: [Entry; 14] = [
         model: None,
         matrix_row: None,
         real: true,
+        holder: Holder::Unsaid,
     },
     Entry {
         lock: Lock::RedisSetNx,
@@ -166,6 +189,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("redis-set-nx"),
         matrix_row: Some("Redis SET NX PX (redis-set-nx)"),
         real: true,
+        holder: Holder::Named("a random token names the holder"),
     },
     Entry {
         lock: Lock::Redisson,
@@ -175,6 +199,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("redisson"),
         matrix_row: Some("Redisson RLock, watchdog (redisson)"),
         real: true,
+        holder: Holder::Named("the owner field names the holder"),
     },
     Entry {
         lock: Lock::RedissonFair,
@@ -184,6 +209,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("redisson-fair"),
         matrix_row: Some("Redisson fair lock, queue + watchdog (redisson-fair)"),
         real: true,
+        holder: Holder::Named("the owner field names the holder"),
     },
     Entry {
         lock: Lock::Redlock,
@@ -193,6 +219,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("redlock"),
         matrix_row: Some("Redlock, 3 masters (redlock)"),
         real: true,
+        holder: Holder::Named("a random token on every master"),
     },
     Entry {
         lock: Lock::Memcached,
@@ -202,6 +229,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("memcached"),
         matrix_row: Some("Memcached add (memcached)"),
         real: true,
+        holder: Holder::Named("a random token names the holder"),
     },
     Entry {
         lock: Lock::Zookeeper,
@@ -211,6 +239,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("zookeeper"),
         matrix_row: Some("Curator InterProcessMutex on ZooKeeper (zookeeper)"),
         real: true,
+        holder: Holder::Grows("the node's czxid"),
     },
     Entry {
         lock: Lock::Etcd,
@@ -220,6 +249,7 @@ pub const LOCKS: [Entry; 14] = [
         model: Some("etcd"),
         matrix_row: Some("etcd mutex, session lease + keep-alive (etcd)"),
         real: true,
+        holder: Holder::Grows("the key's create revision"),
     },
 ];
 

@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use cassalock_sim::family::scenario::{build, names, FamilyScenario, SCENARIOS};
+use cassalock_sim::family::scenario::{build, names, scenarios, FamilyScenario};
 use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
@@ -161,12 +161,11 @@ fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
             }
             continue;
         }
-        match SCENARIOS.iter().find(|named| named.name == name) {
+        match scenarios().find(|named| named.name == name) {
             Some(named) if !chosen.contains(&named.name) => chosen.push(named.name),
             Some(_) => {}
             None => {
-                let list: Vec<String> = SCENARIOS
-                    .iter()
+                let list: Vec<String> = scenarios()
                     .map(|named| format!("  {:<40} {}", named.name, named.help))
                     .collect();
                 bail!(
@@ -186,7 +185,7 @@ pub fn names_family_scenarios(text: &str) -> bool {
         && text
             .split(',')
             .map(str::trim)
-            .all(|name| SCENARIOS.iter().any(|named| named.name == name))
+            .all(|name| scenarios().any(|named| named.name == name))
 }
 
 /// `sim --scenario NAMES`: a sweep of the families' scenarios.
@@ -843,14 +842,14 @@ mod tests {
 
     #[test]
     fn scenario_names_are_checked_listed_and_deduplicated() {
-        assert_eq!(scenarios_named("all").unwrap().len(), SCENARIOS.len());
+        assert_eq!(scenarios_named("all").unwrap().len(), scenarios().count());
         assert_eq!(
             scenarios_named("memcached-pause, redlock-gc-pause,memcached-pause").unwrap(),
             vec!["memcached-pause", "redlock-gc-pause"]
         );
         let error = scenarios_named("set-nx-contention,nope").unwrap_err().to_string();
         assert!(error.contains("\"nope\""), "{error}");
-        for named in SCENARIOS {
+        for named in scenarios() {
             assert!(error.contains(named.name), "{error}");
         }
     }

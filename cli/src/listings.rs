@@ -98,7 +98,7 @@ pub fn scenarios() -> ExitCode {
         println!("    defaults: {defaults}");
     }
     println!("\nThe other families' scenarios (`cassalock sim --scenario NAME`; --bound-ms, --replication-lag-ms):");
-    for named in cassalock_sim::family::SCENARIOS {
+    for named in cassalock_sim::family::scenarios() {
         println!("  {:<40} {}", named.name, named.help);
     }
     ExitCode::SUCCESS

@@ -277,7 +277,7 @@ fn cassalock_judge_reads_every_scenario_s_event_record_as_the_run_judged_it() {
     let dir = std::env::temp_dir().join(format!("cassalock-family-events-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut checked = 0;
-    for scenario in cassalock_sim::family::SCENARIOS.iter().map(|named| named.name) {
+    for scenario in cassalock_sim::family::scenarios().map(|named| named.name) {
         for seed in ["0", "1"] {
             let events = dir.join(format!("{scenario}-{seed}.jsonl"));
             let events_arg = events.to_string_lossy().into_owned();

@@ -51,7 +51,7 @@ fn scenarios_lists_every_scenario_with_its_defaults() {
             scenario.name
         );
     }
-    for named in cassalock_sim::family::SCENARIOS {
+    for named in cassalock_sim::family::scenarios() {
         assert!(text.contains(named.name), "{}: {text}", named.name);
     }
     assert!(text.contains("  timeservice-stall (queue)"), "{text}");

@@ -15,7 +15,8 @@ use cassalock::store::znode_tree::{SessionId, WatchEvent, ZkCommand, ZkError, Zk
 
 use crate::family::MILLIS_PER_TICK;
 use crate::family::{model_retry, ms_of_tick, no_lane, FamilyMutants, ModelFamily, ModelServer, NoLane, KEY};
-use crate::Fault;
+use crate::{Fault, Mutant, SpecError};
+use cassalock::registry::Lock;
 
 /// ZooKeeper's session timeout in ticks: a session not heard from for longer expires.
 pub const ZK_SESSION_TICKS: u8 = 2;
@@ -400,9 +401,17 @@ impl ModelFamily for CuratorLock {
     type Server = ZooKeeperServer;
     type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "zookeeper";
+    const LOCK: Option<Lock> = Some(Lock::Zookeeper);
+    const HELP: &'static str = "Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2)";
     const TTL_TICKS: u8 = ZK_SESSION_TICKS;
     const FENCING: bool = true;
     const KEYS_OUTLIVE_FAILURES: bool = true;
+
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, _extend: bool) -> Result<bool, SpecError> {
+        let planted = mutant == Mutant::Curator678;
+        mutants.curator.release_gives_up_after_one_failure |= planted;
+        Ok(planted)
+    }
 
     fn supports(fault: Fault) -> bool {
         coord_supports(fault)
@@ -462,9 +471,17 @@ impl ModelFamily for EtcdLock {
     type Server = EtcdServer;
     type Lane = KeepAlive;
     const MODEL: &'static str = "etcd";
+    const LOCK: Option<Lock> = Some(Lock::Etcd);
+    const HELP: &'static str = "etcd's mutex: session leases kept alive, keys ordered by create revision, watches (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost, T2)";
     const TTL_TICKS: u8 = ETCD_SESSION_TICKS;
     const RENEWAL_LANE: bool = true;
     const FENCING: bool = true;
+
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, _extend: bool) -> Result<bool, SpecError> {
+        let planted = mutant == Mutant::Etcd11456;
+        mutants.etcd.no_own_key_check_after_wait |= planted;
+        Ok(planted)
+    }
 
     fn supports(fault: Fault) -> bool {
         coord_supports(fault)

@@ -81,14 +81,7 @@ impl ModelName {
                 Lock::QueueTry => "Listing 7, TryGetLock (T3, T4)",
                 Lock::Old => "Listings 3-4, the old shadow-row lock (T1 holds, T2 and F fail)",
                 Lock::GlobalTime => "Listing 8, the global time service (T5, S1)",
-                Lock::RedisSetNx => "Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource, C-free, C-release, T2)",
-                Lock::Redlock => "Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free, C-release, T2)",
-                Lock::Memcached => "Memcached's add lock with expiry, released and extended with gets + cas",
-                Lock::Redisson => "Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message (T1-belief, T1-resource, C-free, C-release, C-lost, T2)",
-                Lock::RedissonFair => "Redisson's fair lock: the RLock with a queue of waiters (F-order besides the RLock's claims)",
-                Lock::Zookeeper => "Curator's InterProcessMutex on ZooKeeper: ephemeral sequential nodes, sessions, watches (T1-belief, T1-resource fenced by the czxid, C-token, C-free, C-release, T2)",
-                Lock::Etcd => "etcd's mutex: session leases kept alive, keys ordered by create revision, watches (T1-belief, T1-resource fenced by the revision, C-token, C-free, C-release, C-lost, T2)",
-                Lock::QueueNextInLine | Lock::QueuePaced | Lock::Lwt => "",
+                other => family::registered_model(other).map_or("", |model| model.help),
             },
         }
     }
@@ -226,6 +219,23 @@ pub enum Mutant {
 }
 
 impl Mutant {
+    pub const ALL: [Mutant; 9] = [
+        Mutant::M1,
+        Mutant::K3,
+        Mutant::M4,
+        Mutant::NodeRedlockValidity,
+        Mutant::GoRedsyncExtend,
+        Mutant::Redisson775,
+        Mutant::RedissonFairBarging,
+        Mutant::Curator678,
+        Mutant::Etcd11456,
+    ];
+
+    /// The family model whose client has this bug, if one has.
+    pub fn planted_in(self) -> Option<family::RegisteredModel> {
+        family::registered_models().into_iter().find(|model| model.plants(self))
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Mutant::M1 => "m1",
@@ -240,18 +250,10 @@ impl Mutant {
         }
     }
 
-    /// A bug of a Redlock client (the redlock model's), not of the thesis's locks.
-    pub fn is_redlock_client_bug(self) -> bool {
-        matches!(self, Mutant::NodeRedlockValidity | Mutant::GoRedsyncExtend)
-    }
-
-    /// A bug of another family's client (Redlock's or Redisson's), not of the thesis's locks.
+    /// A bug of another family's client (the model that plants it: [`Mutant::planted_in`]),
+    /// not of the thesis's locks.
     pub fn is_family_client_bug(self) -> bool {
-        self.is_redlock_client_bug()
-            || matches!(
-                self,
-                Mutant::Redisson775 | Mutant::RedissonFairBarging | Mutant::Curator678 | Mutant::Etcd11456
-            )
+        self.planted_in().is_some()
     }
 }
 
@@ -339,6 +341,15 @@ impl Spec {
 #[error("{0}")]
 pub struct SpecError(pub String);
 
+/// `a, b and c` (or `or`): a list of names in a sentence.
+fn listed(names: &[&str], last_word: &str) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} {last_word} {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 fn refuse<T>(message: impl Into<String>) -> Result<T, SpecError> {
     Err(SpecError(message.into()))
 }
@@ -377,15 +388,9 @@ fn at_most_six(threads: u8, acquisitions: u8, what: &str, sizes: &str) -> Result
 /// Build a lock model's config from a spec (sizes checked against feasible ranges).
 pub(crate) fn lock_config(algorithm: LockAlgorithm, spec: &Spec) -> Result<LockModelConfig, SpecError> {
     if let Some(mutant) = spec.mutant.filter(|m| m.is_family_client_bug()) {
-        let (model, client) = match mutant {
-            _ if mutant.is_redlock_client_bug() => ("redlock", "Redlock"),
-            Mutant::RedissonFairBarging => ("redisson-fair", "Redisson"),
-            Mutant::Curator678 => ("zookeeper", "Curator"),
-            Mutant::Etcd11456 => ("etcd", "etcd"),
-            _ => ("redisson", "Redisson"),
-        };
+        let model = mutant.planted_in().map_or("", |model| model.name);
         return refuse(format!(
-            "--mutant {} is a bug of a {client} client; use --model {model}",
+            "--mutant {} is a bug of the {model} model's client; use --model {model}",
             mutant.name(),
         ));
     }
@@ -502,30 +507,27 @@ pub enum Runnable {
     Lock(LockModel),
     Lemma(lemma::LemmaModel),
     GlobalTime(globaltime::GlobalTimeModel),
-    RedisSetNx(family::RedisSetNxModel),
-    Redlock(family::RedlockModel),
-    Memcached(family::MemcachedModel),
-    Redisson(family::RedissonModel),
-    RedissonFair(family::RedissonFairModel),
-    Zookeeper(coord::ZooKeeperModel),
-    Etcd(coord::EtcdModel),
+    /// A model of the other families' locks ([`family::registered_models`]).
+    Family(Box<dyn family::FamilyCheck>),
 }
 
 /// Validate a spec and build its model.
 pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
-    if spec.extend
-        && !matches!(
-            spec.model,
-            ModelName::Lock(Lock::RedisSetNx) | ModelName::Lock(Lock::Redlock) | ModelName::Lock(Lock::Memcached)
-        )
-    {
+    let registered = match spec.model {
+        ModelName::Lock(lock) => family::registered_model(lock),
+        ModelName::Lemma => None,
+    };
+    if spec.extend && !registered.is_some_and(|model| model.extends) {
+        let extending: Vec<&str> = family::registered_models()
+            .iter()
+            .filter(|model| model.extends)
+            .map(|model| model.name)
+            .collect();
         return refuse(format!(
-            "--extend applies to the redis-set-nx, redlock and memcached models, not to {}{}",
+            "--extend applies to the {} models, not to {}{}",
+            listed(&extending, "and"),
             spec.model.name(),
-            if matches!(
-                spec.model,
-                ModelName::Lock(Lock::Redisson) | ModelName::Lock(Lock::RedissonFair)
-            ) {
+            if registered.is_some_and(|model| model.renews) {
                 " (its watchdog renews the lease)"
             } else {
                 ""
@@ -591,55 +593,41 @@ pub fn build(spec: &Spec) -> Result<Runnable, SpecError> {
                 every_tick_jump: false,
             }))
         }
-        ModelName::Lock(Lock::RedisSetNx) => Ok(Runnable::RedisSetNx(family_model(spec)?)),
-        ModelName::Lock(Lock::Redlock) => Ok(Runnable::Redlock(family_model(spec)?)),
-        ModelName::Lock(Lock::Memcached) => Ok(Runnable::Memcached(family_model(spec)?)),
-        ModelName::Lock(Lock::Redisson) => Ok(Runnable::Redisson(family_model(spec)?)),
-        ModelName::Lock(Lock::RedissonFair) => Ok(Runnable::RedissonFair(family_model(spec)?)),
-        ModelName::Lock(Lock::Zookeeper) => Ok(Runnable::Zookeeper(family_model(spec)?)),
-        ModelName::Lock(Lock::Etcd) => Ok(Runnable::Etcd(family_model(spec)?)),
-        ModelName::Lock(lock @ (Lock::QueueNextInLine | Lock::QueuePaced | Lock::Lwt)) => refuse(format!(
+        ModelName::Lock(_) if registered.is_some() => {
+            let model = registered.expect("matched as some");
+            Ok(Runnable::Family((model.build)(spec)?))
+        }
+        ModelName::Lock(lock) => refuse(format!(
             "{lock} has no model of its own (the queue GetLock's polls are `--model getlock --next-poll` and `--paced-poll`)"
         )),
     }
 }
 
-/// Build one of the other families' models (redis-set-nx, redlock, memcached, redisson) from a
-/// spec.
-fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
+/// Build one of the other families' models from a spec.
+pub fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyModel<F>, SpecError> {
     let name = F::MODEL;
     if spec.fencing || spec.leases || spec.uses_cassandra_lock_variants() {
         return refuse(format!("--fencing, --leases, --thesis-listings, --asynchronous, --next-poll, --paced-poll, --reuse-thread-ids, --queue-read-from-last-hold and --clock-bound apply to the Cassandra lock models (getlock, trygetlock, old), not to {name} (its key always carries a TTL; --extend makes holders extend it)"));
     }
     let mut mutants = family::FamilyMutants::default();
-    match spec.mutant {
-        None => {}
-        Some(Mutant::NodeRedlockValidity) if name == "redlock" => {
-            mutants.redlock.validity_from_first_attempt = true;
-        }
-        Some(Mutant::GoRedsyncExtend) if name == "redlock" => {
-            if !spec.extend {
-                return refuse("--mutant go-redsync-extend is a bug of the extension: add --extend");
-            }
-            mutants.redlock.extend_ignores_validity = true;
-        }
-        Some(Mutant::Redisson775) if name == "redisson" => {
-            mutants.redisson.watchdog_stops_after_a_failed_renewal = true;
-        }
-        Some(Mutant::RedissonFairBarging) if name == "redisson-fair" => {
-            mutants.redisson.fair_acquire_ignores_the_queue = true;
-        }
-        Some(Mutant::Curator678) if name == "zookeeper" => {
-            mutants.curator.release_gives_up_after_one_failure = true;
-        }
-        Some(Mutant::Etcd11456) if name == "etcd" => {
-            mutants.etcd.no_own_key_check_after_wait = true;
-        }
-        Some(mutant) => {
+    if let Some(mutant) = spec.mutant {
+        if !F::plant(mutant, &mut mutants, spec.extend)? {
+            let planted_by: Vec<String> = family::registered_models()
+                .iter()
+                .filter_map(|model| {
+                    let applies: Vec<&str> = Mutant::ALL
+                        .iter()
+                        .filter(|m| model.plants(**m))
+                        .map(|m| m.name())
+                        .collect();
+                    (!applies.is_empty()).then(|| format!("{}: {}", listed(&applies, "and"), model.name))
+                })
+                .collect();
             return refuse(format!(
-                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; node-redlock-validity and go-redsync-extend: redlock; redisson-775: redisson; redisson-fair-barging: redisson-fair; curator-678: zookeeper; etcd-11456: etcd)",
-                mutant.name()
-            ))
+                "--mutant {} does not apply to the {name} model (m1 and k3: getlock, trygetlock, old; {})",
+                mutant.name(),
+                planted_by.join("; ")
+            ));
         }
     }
     if !F::supports(spec.fault) {
@@ -648,11 +636,7 @@ fn family_model<F: family::ModelFamily>(spec: &Spec) -> Result<family::FamilyMod
             .filter(|f| F::supports(**f))
             .map(|f| f.name())
             .collect();
-        let listed = match supported.split_last() {
-            Some((last, [])) => (*last).to_owned(),
-            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-            None => String::new(),
-        };
+        let listed = listed(&supported, "or");
         return refuse(format!(
             "the {name} model supports --fault {listed}, not {}",
             spec.fault.name()
@@ -681,13 +665,7 @@ impl Runnable {
             Runnable::Lock(model) => check(model, limits),
             Runnable::Lemma(model) => check(model, limits),
             Runnable::GlobalTime(model) => check(model, limits),
-            Runnable::RedisSetNx(model) => check(model, limits),
-            Runnable::Redlock(model) => check(model, limits),
-            Runnable::Memcached(model) => check(model, limits),
-            Runnable::Redisson(model) => check(model, limits),
-            Runnable::RedissonFair(model) => check(model, limits),
-            Runnable::Zookeeper(model) => check(model, limits),
-            Runnable::Etcd(model) => check(model, limits),
+            Runnable::Family(model) => model.check(limits),
         }
     }
 
@@ -712,13 +690,7 @@ impl Runnable {
             Runnable::Lock(model) => ids(model),
             Runnable::Lemma(model) => ids(model),
             Runnable::GlobalTime(model) => ids(model),
-            Runnable::RedisSetNx(model) => ids(model),
-            Runnable::Redlock(model) => ids(model),
-            Runnable::Memcached(model) => ids(model),
-            Runnable::Redisson(model) => ids(model),
-            Runnable::RedissonFair(model) => ids(model),
-            Runnable::Zookeeper(model) => ids(model),
-            Runnable::Etcd(model) => ids(model),
+            Runnable::Family(model) => model.claims(),
         }
     }
 
@@ -726,13 +698,7 @@ impl Runnable {
     /// that checks it.
     pub fn left_out(&self) -> Vec<(&'static str, String)> {
         match self {
-            Runnable::RedisSetNx(model) => model.left_out(),
-            Runnable::Redlock(model) => model.left_out(),
-            Runnable::Memcached(model) => model.left_out(),
-            Runnable::Redisson(model) => model.left_out(),
-            Runnable::RedissonFair(model) => model.left_out(),
-            Runnable::Zookeeper(model) => model.left_out(),
-            Runnable::Etcd(model) => model.left_out(),
+            Runnable::Family(model) => model.left_out(),
             Runnable::Lock(_) | Runnable::Lemma(_) | Runnable::GlobalTime(_) => Vec::new(),
         }
     }
@@ -743,13 +709,7 @@ impl Runnable {
             Runnable::Lock(model) => model.title(),
             Runnable::Lemma(model) => model.title(),
             Runnable::GlobalTime(model) => model.title(),
-            Runnable::RedisSetNx(model) => model.title(),
-            Runnable::Redlock(model) => model.title(),
-            Runnable::Memcached(model) => model.title(),
-            Runnable::Redisson(model) => model.title(),
-            Runnable::RedissonFair(model) => model.title(),
-            Runnable::Zookeeper(model) => model.title(),
-            Runnable::Etcd(model) => model.title(),
+            Runnable::Family(model) => model.title(),
         }
     }
 
@@ -766,27 +726,7 @@ impl Runnable {
             Runnable::GlobalTime(model) => {
                 model.checker().serve(address);
             }
-            Runnable::RedisSetNx(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::Redlock(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::Memcached(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::Redisson(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::RedissonFair(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::Zookeeper(model) => {
-                model.checker().serve(address);
-            }
-            Runnable::Etcd(model) => {
-                model.checker().serve(address);
-            }
+            Runnable::Family(model) => model.explore(address),
         }
     }
 }

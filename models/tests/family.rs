@@ -160,3 +160,43 @@ fn the_family_models_refuse_what_does_not_apply_to_them() {
     cassandra.mutant = Some(Mutant::NodeRedlockValidity);
     assert!(refused(&cassandra).contains("use --model redlock"));
 }
+
+/// Each client bug is planted by exactly one family model, which the thesis's models name when
+/// they refuse it, and which takes it (with `--extend` where the bug is the extension's).
+#[test]
+fn every_client_bug_is_planted_by_one_model_and_the_refusal_names_it() {
+    let planters = |mutant: Mutant| {
+        cassalock_models::family::registered_models()
+            .iter()
+            .filter(|model| model.plants(mutant))
+            .map(|model| model.name)
+            .collect::<Vec<_>>()
+    };
+    let mut client_bugs = 0;
+    for mutant in Mutant::ALL {
+        let planted_by = planters(mutant);
+        if matches!(mutant, Mutant::M1 | Mutant::K3 | Mutant::M4) {
+            assert!(
+                planted_by.is_empty(),
+                "{} is the thesis's: {planted_by:?}",
+                mutant.name()
+            );
+            continue;
+        }
+        client_bugs += 1;
+        let [model] = planted_by[..] else {
+            panic!("{} is planted by {planted_by:?}", mutant.name())
+        };
+        let mut thesis = spec(ModelName::Lock(Lock::Queue), Fault::None);
+        thesis.mutant = Some(mutant);
+        let refusal = build(&thesis).err().expect("refused").0;
+        assert!(refusal.contains(&format!("use --model {model}")), "{refusal}");
+        let mut own = spec(ModelName::named(model).expect("a model"), Fault::None);
+        own.mutant = Some(mutant);
+        own.extend = mutant == Mutant::GoRedsyncExtend;
+        if let Err(error) = build(&own) {
+            panic!("--model {model} --mutant {}: {}", mutant.name(), error.0);
+        }
+    }
+    assert_eq!(client_bugs, 6);
+}

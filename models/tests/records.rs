@@ -11,7 +11,7 @@ use cassalock::registry::Lock;
 use cassalock_judge::event::{self, Driver, Record};
 use cassalock_judge::{judge, Judgement};
 use cassalock_models::lock_world::{LockModel, World};
-use cassalock_models::{build, Fault, ModelName, Mutant, Runnable, Spec};
+use cassalock_models::{build, Fault, ModelName, Mutant, Runnable, Spec, SpecError};
 use pinning::{first_violation, spec};
 use stateright::Model;
 
@@ -232,33 +232,59 @@ fn along_random_walks_of_family_worlds_the_judge_and_the_model_agree() {
         }
     }
     let mut tally = (0, 0, 0);
-    for (name, spec) in [
-        (
-            "redis-set-nx pause",
-            spec(ModelName::Lock(Lock::RedisSetNx), Fault::Pause),
-        ),
-        (
-            "redis-set-nx restart",
-            spec(ModelName::Lock(Lock::RedisSetNx), Fault::Restart),
-        ),
-        (
-            "redis-set-nx clock jump",
-            spec(ModelName::Lock(Lock::RedisSetNx), Fault::ServerClockJump),
-        ),
-        ("redlock restart", spec(ModelName::Lock(Lock::Redlock), Fault::Restart)),
-        ("memcached pause", spec(ModelName::Lock(Lock::Memcached), Fault::Pause)),
-        ("redisson pause", spec(ModelName::Lock(Lock::Redisson), Fault::Pause)),
-        ("zookeeper pause", spec(ModelName::Lock(Lock::Zookeeper), Fault::Pause)),
-        ("etcd pause", spec(ModelName::Lock(Lock::Etcd), Fault::Pause)),
-    ] {
-        match build(&spec).unwrap_or_else(|e| panic!("{name}: {e}")) {
-            Runnable::RedisSetNx(model) => agree(name, &model, 1500, &mut tally),
-            Runnable::Redlock(model) => agree(name, &model, 1500, &mut tally),
-            Runnable::Memcached(model) => agree(name, &model, 1500, &mut tally),
-            Runnable::Redisson(model) => agree(name, &model, 1500, &mut tally),
-            Runnable::Zookeeper(model) => agree(name, &model, 1500, &mut tally),
-            Runnable::Etcd(model) => agree(name, &model, 1500, &mut tally),
-            _ => panic!("{name}: a family world"),
+    use cassalock::algo::family::{CuratorLock, EtcdLock, MemcachedLock, RedissonLock, RedlockLock, SetNxLock};
+    use cassalock_models::family_model;
+    let cases: [(&str, Lock, Fault); 8] = [
+        ("redis-set-nx pause", Lock::RedisSetNx, Fault::Pause),
+        ("redis-set-nx restart", Lock::RedisSetNx, Fault::Restart),
+        ("redis-set-nx clock jump", Lock::RedisSetNx, Fault::ServerClockJump),
+        ("redlock restart", Lock::Redlock, Fault::Restart),
+        ("memcached pause", Lock::Memcached, Fault::Pause),
+        ("redisson pause", Lock::Redisson, Fault::Pause),
+        ("zookeeper pause", Lock::Zookeeper, Fault::Pause),
+        ("etcd pause", Lock::Etcd, Fault::Pause),
+    ];
+    for (name, lock, fault) in cases {
+        let spec = spec(ModelName::Lock(lock), fault);
+        let failed = |e: SpecError| -> ! { panic!("{name}: {e}") };
+        match lock {
+            Lock::RedisSetNx => agree(
+                name,
+                &family_model::<SetNxLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            Lock::Redlock => agree(
+                name,
+                &family_model::<RedlockLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            Lock::Memcached => agree(
+                name,
+                &family_model::<MemcachedLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            Lock::Redisson => agree(
+                name,
+                &family_model::<RedissonLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            Lock::Zookeeper => agree(
+                name,
+                &family_model::<CuratorLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            Lock::Etcd => agree(
+                name,
+                &family_model::<EtcdLock>(&spec).unwrap_or_else(|e| failed(e)),
+                1500,
+                &mut tally,
+            ),
+            other => panic!("{name}: {other} is not a family world of this test"),
         }
     }
     let (walks, two, stale) = tally;

@@ -10,7 +10,7 @@ use std::ops::Range;
 use std::time::Duration;
 
 use cassalock_sim::clock::{ClockSpec, SimClock, EPOCH_US};
-use cassalock_sim::family::scenario::{build, SCENARIOS};
+use cassalock_sim::family::scenario::{build, scenarios};
 use cassalock_sim::family::verdict::clock_passes;
 use cassalock_sim::family::{check_family_determinism, run_family, Claim, Verdict};
 
@@ -226,7 +226,7 @@ fn madsim_finds_the_same_random_draws_in_two_runs_of_a_seed() {
 
 #[test]
 fn every_scenario_builds_and_names_a_known_claim() {
-    for named in SCENARIOS {
+    for named in scenarios() {
         let scenario = build(named.name, 0).unwrap();
         assert_eq!(scenario.name, named.name);
         if let Some(claim) = scenario.expect_violated {

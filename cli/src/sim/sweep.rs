@@ -28,7 +28,7 @@ fn list_scenarios() -> ExitCode {
         println!("  {:<40} {} ({})", scenario.name, scenario.setup, scenario.expected);
     }
     println!("\nThe other families' scenarios (--bound-ms, --replication-lag-ms):");
-    for named in cassalock_sim::family::SCENARIOS {
+    for named in cassalock_sim::family::scenarios() {
         println!("  {:<40} {}", named.name, named.help);
     }
     ExitCode::SUCCESS

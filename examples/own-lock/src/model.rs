@@ -14,6 +14,8 @@ impl ModelFamily for CasLeaseLock {
     type Server = MemcachedServer;
     type Lane = NoLane<CasLeaseConfig, MemcachedCommand, MemcachedReply>;
     const MODEL: &'static str = "cas-lease";
+    const HELP: &'static str =
+        "a lease lock over one compare-and-set register (T1-belief, T1-resource, C-free, C-release, T2)";
 
     fn supports(fault: Fault) -> bool {
         matches!(

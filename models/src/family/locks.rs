@@ -14,10 +14,11 @@ use cassalock::store::memcached::Memcached;
 use cassalock::store::redis_keyspace::{fair_queue_key, RedisKeyspace, RedisValue};
 
 use super::{
-    no_lane, FamilyMutants, MemcachedServer, ModelFamily, NoLane, RedisServer, RedlockMasters, KEY, MILLIS_PER_TICK,
-    REDLOCK_MASTERS, TTL_TICKS,
+    no_lane, FamilyMutants, MemcachedServer, ModelFamily, NoLane, RedisServer, RedlockMasters, RegisteredModel, KEY,
+    MILLIS_PER_TICK, REDLOCK_MASTERS, TTL_TICKS,
 };
-use crate::Fault;
+use crate::{Fault, Mutant, SpecError};
+use cassalock::registry::Lock;
 
 pub(crate) fn model_retry() -> RetryPolicy {
     // One retry: a single lost request or reply is retried, so the acquire machine's check of
@@ -46,6 +47,9 @@ impl ModelFamily for SetNxLock {
     type Server = RedisServer;
     type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "redis-set-nx";
+    const LOCK: Option<Lock> = Some(Lock::RedisSetNx);
+    const HELP: &'static str = "Redis's single-instance lock, SET NX PX with compare-and-delete (T1-belief, T1-resource, C-free, C-release, T2)";
+    const EXTENDS: bool = true;
 
     fn supports(fault: Fault) -> bool {
         matches!(
@@ -97,6 +101,24 @@ impl ModelFamily for RedlockLock {
     type Server = RedlockMasters;
     type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "redlock";
+    const LOCK: Option<Lock> = Some(Lock::Redlock);
+    const HELP: &'static str =
+        "Redlock over 3 masters: majority within the validity (T1-belief, T1-resource, C-free, C-release, T2)";
+    const EXTENDS: bool = true;
+
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, extend: bool) -> Result<bool, SpecError> {
+        match mutant {
+            Mutant::NodeRedlockValidity => mutants.redlock.validity_from_first_attempt = true,
+            Mutant::GoRedsyncExtend if !extend => {
+                return Err(SpecError(
+                    "--mutant go-redsync-extend is a bug of the extension: add --extend".to_owned(),
+                ))
+            }
+            Mutant::GoRedsyncExtend => mutants.redlock.extend_ignores_validity = true,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
 
     fn supports(fault: Fault) -> bool {
         matches!(
@@ -164,6 +186,9 @@ impl ModelFamily for MemcachedLock {
     type Server = MemcachedServer;
     type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
     const MODEL: &'static str = "memcached";
+    const LOCK: Option<Lock> = Some(Lock::Memcached);
+    const HELP: &'static str = "Memcached's add lock with expiry, released and extended with gets + cas";
+    const EXTENDS: bool = true;
 
     fn supports(fault: Fault) -> bool {
         matches!(
@@ -228,9 +253,17 @@ impl ModelFamily for RedissonLock {
     type Server = RedisServer;
     type Lane = Watchdog;
     const MODEL: &'static str = "redisson";
+    const LOCK: Option<Lock> = Some(Lock::Redisson);
+    const HELP: &'static str = "Redisson's RLock: hash lock, watchdog renewal, waiters woken by the unlock message (T1-belief, T1-resource, C-free, C-release, C-lost, T2)";
     const TTL_TICKS: u8 = REDISSON_LEASE_TICKS;
     // `lock()` without a lease time: the watchdog runs.
     const RENEWAL_LANE: bool = true;
+
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, _extend: bool) -> Result<bool, SpecError> {
+        let planted = mutant == Mutant::Redisson775;
+        mutants.redisson.watchdog_stops_after_a_failed_renewal |= planted;
+        Ok(planted)
+    }
 
     fn supports(fault: Fault) -> bool {
         matches!(
@@ -323,9 +356,18 @@ impl ModelFamily for RedissonFairLock {
     type Server = RedisServer;
     type Lane = Watchdog;
     const MODEL: &'static str = "redisson-fair";
+    const LOCK: Option<Lock> = Some(Lock::RedissonFair);
+    const HELP: &'static str =
+        "Redisson's fair lock: the RLock with a queue of waiters (F-order besides the RLock's claims)";
     const TTL_TICKS: u8 = REDISSON_LEASE_TICKS;
     const RENEWAL_LANE: bool = true;
     const FIFO: bool = true;
+
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, _extend: bool) -> Result<bool, SpecError> {
+        let planted = mutant == Mutant::RedissonFairBarging;
+        mutants.redisson.fair_acquire_ignores_the_queue |= planted;
+        Ok(planted)
+    }
 
     fn supports(fault: Fault) -> bool {
         RedissonLock::supports(fault)
@@ -391,4 +433,20 @@ impl ModelFamily for RedissonFairLock {
     fn lane_lease(lane: &Watchdog) -> RedissonLease {
         <RedissonFairLock as FamilyLock>::renewed_lease(lane)
     }
+}
+
+/// Every lock of the registry that has a family model: the one list the command line and the
+/// matrix read (a lock is added to the model checker by its [`ModelFamily`] impl and a line
+/// here).
+pub fn registered_models() -> [RegisteredModel; 7] {
+    use cassalock::algo::family::{CuratorLock, EtcdLock};
+    [
+        RegisteredModel::of::<SetNxLock>(),
+        RegisteredModel::of::<RedlockLock>(),
+        RegisteredModel::of::<MemcachedLock>(),
+        RegisteredModel::of::<RedissonLock>(),
+        RegisteredModel::of::<RedissonFairLock>(),
+        RegisteredModel::of::<CuratorLock>(),
+        RegisteredModel::of::<EtcdLock>(),
+    ]
 }

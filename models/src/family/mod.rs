@@ -306,20 +306,28 @@ use cassalock::store::redis_keyspace::RedisKeyspace;
 use cassalock::store::redis_replication::ReplicatedRedis;
 use cassalock::store::MICROS_PER_SECOND;
 
-use crate::Fault;
+use crate::{Fault, Mutant, SpecError};
+use cassalock::registry::Lock;
 
 mod client;
 mod lane;
 mod locks;
 mod properties;
 mod queue;
+mod runnable;
 mod servers;
 mod state;
 mod step;
 mod trace;
 
 pub(crate) use locks::model_retry;
-pub use locks::{REDISSON_FAIR_SLOT_TICKS, REDISSON_LEASE_TICKS};
+pub use locks::{registered_models, REDISSON_FAIR_SLOT_TICKS, REDISSON_LEASE_TICKS};
+pub use runnable::{FamilyCheck, RegisteredModel};
+
+/// The family model of `lock`, if it has one.
+pub fn registered_model(lock: Lock) -> Option<RegisteredModel> {
+    registered_models().into_iter().find(|model| model.lock == lock)
+}
 pub(crate) use servers::ms_of_tick;
 pub use servers::{MemcachedServer, RedisInstance, RedisServer, RedlockMasters, REDLOCK_MASTERS};
 pub use state::{Act, Client, Hold, Lane, Pending, Phase, Resource, World};
@@ -367,8 +375,19 @@ pub trait ModelFamily:
     /// have none (the library's `NoRenewal` is not a state stateright can hash).
     type Lane: ModelState + Machine<Config = Self::Config, Command = Self::Command, Reply = Self::Reply>;
 
-    /// The model's CLI name (`redis-set-nx`).
+    /// The model's CLI name (`redis-set-nx`): its lock's registry entry's `model`.
     const MODEL: &'static str;
+
+    /// The lock of the registry this is the model of (`None`: a lock defined outside
+    /// cassalock, which runs its model without the registry, as examples/own-lock does).
+    const LOCK: Option<Lock> = None;
+
+    /// What the model checks, in a line (`check --help`).
+    const HELP: &'static str;
+
+    /// `--extend` applies: the holders extend the key themselves (a watchdog's or a
+    /// keep-alive's renewal needs no flag).
+    const EXTENDS: bool = false;
 
     /// The key's time to live (the lease), in ticks.
     const TTL_TICKS: u8 = TTL_TICKS;
@@ -423,6 +442,13 @@ pub trait ModelFamily:
     /// The client time a lease counts from (the send of the request that set its expiry);
     /// `None` when the machine gave the validity itself (Redlock: TTL minus the round's time).
     fn counted_from_us(lease: &Self::Lease) -> Option<u64>;
+
+    /// Switch on `mutant` in `mutants` if it is a bug of this lock's client: `Ok(true)`;
+    /// `Ok(false)`: not this lock's; `Err`: this lock's, but not with these settings.
+    fn plant(mutant: Mutant, mutants: &mut FamilyMutants, extend: bool) -> Result<bool, SpecError> {
+        let _ = (mutant, mutants, extend);
+        Ok(false)
+    }
 
     /// The title's words for a server fault.
     fn describe_fault(fault: Fault) -> String {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use cassalock_sim::family::scenario::replay_command;
 
-use super::family_sim::{expected_claim, CLIENT_BUGS};
+use super::family_sim::{client_bugs, expected_claim};
 use super::grid::{MatrixRow, Row};
 use super::marks::{seeds, short};
 use super::mutants::{MUTANT_MODELS, MUTANT_SIMS};
@@ -87,7 +87,7 @@ pub(super) fn mutant_lines(
         }
     }
     if !options.thesis_only {
-        for index in 0..CLIENT_BUGS.len() {
+        for index in 0..client_bugs().len() {
             let result = results.search(&Unit::ClientBug(index))?;
             lines.push(client_bug_line(index, result, stopped_by_time));
         }
@@ -95,9 +95,9 @@ pub(super) fn mutant_lines(
     Ok(lines)
 }
 
-/// The "Broken variants" line of [`CLIENT_BUGS`]`[index]`, from its search.
+/// The "Broken variants" line of [`client_bugs`]`()[index]`, from its search.
 fn client_bug_line(index: usize, result: &SimResult, stopped_by_time: &mut Vec<String>) -> (String, String) {
-    let (scenario, label) = CLIENT_BUGS[index];
+    let (scenario, label) = client_bugs()[index];
     let (expected, claim) = expected_claim(scenario);
     let fired = if result.fired < result.tried {
         format!(", the fault fired in {} of them", result.fired)

@@ -5,7 +5,7 @@
 use cassalock::registry::Lock;
 use cassalock_sim::family::scenario::build as build_family;
 
-use super::family_sim::CLIENT_BUGS;
+use super::family_sim::client_bugs;
 use super::grid::{matrix_rows, MatrixRow};
 use super::mutants::{MUTANT_MODELS, MUTANT_SIMS};
 use super::sources::{sources, Source};
@@ -51,7 +51,7 @@ pub fn lock_listings() -> Vec<LockListing> {
                         .map(|mutant| format!("sim {} ({}): {}", mutant.flag, mutant.scenario, mutant.breaks)),
                 );
             }
-            for &(scenario, label) in &CLIENT_BUGS {
+            for (scenario, label) in client_bugs() {
                 let planted_in = build_family(scenario, 0)
                     .ok()
                     .and_then(|built| Lock::named(built.lock.name()));
@@ -75,7 +75,10 @@ mod tests {
         let mutants: usize = listings.iter().map(|listing| listing.mutants.len()).sum();
         // Each model mutant and client bug once; each simulator mutant for the old and the
         // queue lock.
-        assert_eq!(mutants, MUTANT_MODELS.len() + 2 * MUTANT_SIMS.len() + CLIENT_BUGS.len());
+        assert_eq!(
+            mutants,
+            MUTANT_MODELS.len() + 2 * MUTANT_SIMS.len() + client_bugs().len()
+        );
         let redlock = listings
             .iter()
             .find(|listing| listing.lock == Lock::Redlock)

@@ -156,7 +156,7 @@ fn contract_compact_lines(md: &mut String, cells: &Cells, row: Row, columns: &[C
     for claim in contract_claims(row) {
         let _ = write!(md, "| {} {claim} |", row.row_title());
         for &column in columns {
-            let mark = contract_compact_mark(&cells[&(row, column)], *claim);
+            let mark = contract_compact_mark(&cells[&(row, column)], claim);
             let _ = write!(md, " {mark} |");
         }
         let _ = writeln!(md);

@@ -11,7 +11,7 @@ use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::{build, SimOptions};
 use rayon::prelude::*;
 
-use super::family_sim::{expected_claim, CLIENT_BUGS};
+use super::family_sim::{client_bugs, expected_claim};
 use super::grid::Row;
 use super::judgement::ClaimSearch;
 use super::options::MatrixOptions;
@@ -228,9 +228,9 @@ pub(super) fn family_one_seed(scenario: &str, claims: &[ClaimId], seed: u64) -> 
 }
 
 /// A client bug's seed search for the claim its scenario exists to violate
-/// (`FamilyScenario::expect_violated`): [`CLIENT_BUGS`]`[index]`.
+/// (`FamilyScenario::expect_violated`): [`client_bugs`]`()[index]`.
 pub(super) fn client_bug_search(pool: &rayon::ThreadPool, index: usize, budget: Budget) -> SimResult {
-    let (scenario, _) = CLIENT_BUGS[index];
+    let (scenario, _) = client_bugs()[index];
     let claim = expected_claim(scenario).1;
     search(
         pool,

@@ -208,15 +208,9 @@ fn global_time_sources(column: Column) -> Vec<Source> {
 
 /// The other families' cells: their model (`models/src/family.rs`) under each of its faults.
 fn family_sources(row: Row, column: Column) -> Vec<Source> {
-    let model_name = match row {
-        Row::RedisSetNx => ModelName::Lock(Lock::RedisSetNx),
-        Row::Redlock => ModelName::Lock(Lock::Redlock),
-        Row::Redisson => ModelName::Lock(Lock::Redisson),
-        Row::RedissonFair => ModelName::Lock(Lock::RedissonFair),
-        Row::Zookeeper => ModelName::Lock(Lock::Zookeeper),
-        Row::Etcd => ModelName::Lock(Lock::Etcd),
-        _ => ModelName::Lock(Lock::Memcached),
-    };
+    let model_name = ModelName::Lock(row);
+    let registered = cassalock_models::family::registered_model(row)
+        .unwrap_or_else(|| panic!("{row} has a family row, so a family model"));
     let (fault, label) = match column {
         Column::None => (Fault::None, "model, no fault"),
         Column::Pause => (Fault::Pause, "model, holder paused between its check and its write"),
@@ -253,15 +247,7 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         ),
         other => unreachable!("{} is not a column of the family rows", other.name()),
     };
-    let supported = match row {
-        Row::RedisSetNx => cassalock_models::family::RedisSetNxModel::supports(fault),
-        Row::Redlock => cassalock_models::family::RedlockModel::supports(fault),
-        Row::Redisson => cassalock_models::family::RedissonModel::supports(fault),
-        Row::RedissonFair => cassalock_models::family::RedissonFairModel::supports(fault),
-        Row::Zookeeper => cassalock_models::coord::ZooKeeperModel::supports(fault),
-        Row::Etcd => cassalock_models::coord::EtcdModel::supports(fault),
-        _ => cassalock_models::family::MemcachedModel::supports(fault),
-    };
+    let supported = (registered.supports)(fault);
     if !supported {
         debug_assert!(
             family_sim::scenarios(row, column).is_empty(),
@@ -294,8 +280,8 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
 /// A family cell's simulator lines ([`family_sim::scenarios`]).
 fn family_sim_sources(row: Row, column: Column) -> Vec<Source> {
     family_sim::scenarios(row, column)
-        .iter()
-        .map(|&(scenario, label)| {
+        .into_iter()
+        .map(|(scenario, label)| {
             debug_assert!(
                 build_family(scenario, 0).is_ok(),
                 "{scenario} is a scenario of sim/src/family"

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use cassalock::registry::Holder;
 use cassalock_judge::ClaimId;
 use cassalock_models::check::Verdict;
 
@@ -33,8 +34,8 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
             names.join(", ")
         }
     };
-    let fencing = |row: Row| match row {
-        Row::Old | Row::Queue | Row::QueueTry => {
+    let fencing = |row: Row| match row.entry().holder {
+        Holder::FencedByTheResource => {
             let down = broken_under(row, &[ClaimId::CToken]);
             if down == "none found" {
                 "yes: the resource refuses a stale token; no check found a token going down".to_owned()
@@ -42,16 +43,9 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
                 format!("yes, but a later holder's token was not always higher (C-token) under: {down}")
             }
         }
-        Row::GlobalTime | Row::QueueNextInLine | Row::QueuePaced | Row::Lwt => String::new(),
-        Row::RedisSetNx | Row::Memcached => "no: a random token names the holder, it does not grow".to_owned(),
-        Row::Redlock => "no: a random token on every master, it does not grow".to_owned(),
-        Row::Redisson | Row::RedissonFair => "no: the owner field names the holder, it does not grow".to_owned(),
-        Row::Zookeeper | Row::Etcd => {
-            let token = if row == Row::Zookeeper {
-                "the node's czxid"
-            } else {
-                "the key's create revision"
-            };
+        Holder::Unsaid => String::new(),
+        Holder::Named(token) => format!("no: {token}, it does not grow"),
+        Holder::Grows(token) => {
             let down = broken_under(row, &[ClaimId::CToken]);
             if down == "none found" {
                 format!(

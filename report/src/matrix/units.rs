@@ -32,7 +32,7 @@ use cassalock_models::{build as build_model, Spec};
 use serde::{Deserialize, Serialize};
 
 use super::claims::all_sim_claims;
-use super::family_sim::CLIENT_BUGS;
+use super::family_sim::client_bugs;
 use super::grid::{Column, MatrixRow, Row};
 use super::judgement::claim_text;
 use super::mutants::{MUTANT_MODELS, MUTANT_SIMS};
@@ -59,7 +59,7 @@ pub(super) enum Unit {
     /// A broken variant's seed search in the simulator, for the old or queue lock:
     /// [`MUTANT_SIMS`]`[i]`.
     MutantSim(usize, Row),
-    /// A planted client bug's seed search: [`CLIENT_BUGS`]`[i]`.
+    /// A planted client bug's seed search: [`client_bugs`]`()[i]`.
     ClientBug(usize),
     /// A run set of the contract findings: `contract_findings::keys()[i]`.
     ContractSet(usize),
@@ -119,7 +119,7 @@ pub(super) fn plan(options: &MatrixOptions) -> Vec<Unit> {
         units.push(Unit::MutantSim(index, Row::Queue));
     }
     if !options.thesis_only {
-        units.extend((0..CLIENT_BUGS.len()).map(Unit::ClientBug));
+        units.extend((0..client_bugs().len()).map(Unit::ClientBug));
     }
     units.extend((0..crate::contract_findings::keys().len()).map(Unit::ContractSet));
     units

@@ -34,5 +34,5 @@ pub mod verdict;
 
 pub use record::{FamilyRecord, FamilyWhat};
 pub use run::{check_family_determinism, run_family, FamilyOutcome};
-pub use scenario::{FamilyScenario, ScenarioError, SCENARIOS};
+pub use scenario::{scenarios, FamilyScenario, ScenarioError};
 pub use verdict::{Claim, FamilyVerdicts, Verdict};

@@ -5,7 +5,7 @@ use cassalock::algo::etcd::mutex::{EtcdMutants, EtcdMutexConfig};
 use cassalock::algo::family::EtcdLock;
 use std::sync::Arc;
 
-use super::{contention_clients, restart_for_300_ms, FamilyScenario, Pause, LOSS_PPM};
+use super::{contention_clients, restart_for_300_ms, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, LOSS_PPM};
 use crate::clock::ClockSpec;
 use crate::family::sim_lock::{LockKind, Simulated, Wakeup};
 
@@ -162,3 +162,55 @@ pub(super) fn etcd_restart(_seed: u64) -> FamilyScenario {
         )
     }
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "etcd-contention",
+        help: "5..=32 clients, etcd's mutex on one etcd server, no faults (control)",
+        build: etcd_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, one server"),
+    },
+    Named {
+        name: "etcd-lost-messages",
+        help: "8 clients, 5% of requests and 5% of replies lost (keep-alives too) (control)",
+        build: etcd_lost,
+        matrix: InMatrix::Cell(MatrixColumn::StoreFailure, "sim, 8 clients, 5% of requests and 5% of replies lost (keep-alives too)"),
+    },
+    Named {
+        name: "etcd-pause",
+        help: "the holder's whole process stops past its lease between its check and its write (the revision fences the write)",
+        build: etcd_pause,
+        matrix: InMatrix::Cell(MatrixColumn::Pause, "sim, the holder's whole process stops past its lease between its check and its write"),
+    },
+    Named {
+        name: "etcd-clock-jump",
+        help: "the server's clock jumps forward by the lease TTL while a client holds",
+        build: etcd_clock_jump,
+        matrix: InMatrix::Cell(MatrixColumn::ServerClockJump, "sim, the server's clock jumps by the lease TTL while a client holds"),
+    },
+    Named {
+        name: "etcd-lease-expires-while-waiting",
+        help: "a waiter's lease expires (server clock jump) before its late watch message arrives (control for etcd 11456)",
+        build: etcd_waiter_expiry,
+        matrix: InMatrix::Cell(MatrixColumn::ServerClockJump, "sim, a waiter's lease expires (server clock jump) before its late watch event"),
+    },
+    Named {
+        name: "etcd-lease-expires-while-waiting-11456",
+        help: "the same with etcd 11456's waiter, which does not check its own key after the wait",
+        build: etcd_waiter_expiry_11456,
+        matrix: InMatrix::ClientBug("etcd-io/etcd#11456 (a waiter whose lease expired takes the lock without reading its own key), etcd mutex"),
+    },
+    Named {
+        name: "etcd-shared-session-10756",
+        help: "3 clients locking through one shared session, etcd-io/etcd#10756's misuse: the same key for all, each holds (control: etcd-contention)",
+        build: etcd_shared_session_10756,
+        matrix: InMatrix::ClientBug("etcd-io/etcd#10756 (acquisitions sharing one session, so one lease and one key), etcd mutex"),
+    },
+    Named {
+        name: "etcd-server-restart",
+        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
+        build: etcd_restart,
+        matrix: InMatrix::Cell(MatrixColumn::Restart, "sim, the server restarts (data on disk) for 300 ms right after an acquire"),
+    },
+];

@@ -5,7 +5,7 @@ use cassalock::algo::family::MemcachedLock;
 use cassalock::algo::memcached::MemcachedLockConfig;
 use std::sync::Arc;
 
-use super::{contention_clients, FamilyScenario, Pause, LOSS_PPM};
+use super::{contention_clients, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, LOSS_PPM};
 use crate::family::sim_lock::{LockKind, Simulated};
 
 /// Memcached's `add` lock.
@@ -66,3 +66,31 @@ pub(super) fn memcached_pause(_seed: u64) -> FamilyScenario {
         )
     }
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "memcached-contention",
+        help: "5..=32 clients, one Memcached, no faults (control)",
+        build: memcached_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, one Memcached"),
+    },
+    Named {
+        name: "memcached-lost-messages",
+        help: "8 clients, one Memcached, 5% of requests and 5% of replies lost (control)",
+        build: memcached_lost,
+        matrix: InMatrix::Cell(
+            MatrixColumn::StoreFailure,
+            "sim, 8 clients, 5% of requests and 5% of replies lost",
+        ),
+    },
+    Named {
+        name: "memcached-pause",
+        help: "the holder pauses longer than the TTL between its check and its write",
+        build: memcached_pause,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Pause,
+            "sim, the holder pauses past the TTL between its check and its write",
+        ),
+    },
+];

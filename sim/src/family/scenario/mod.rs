@@ -8,7 +8,7 @@
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 //!
 //! The builders live in one submodule per lock (`set_nx`, `redlock`, `memcached`, `redisson`,
-//! `redisson_fair`, `zookeeper`, `etcd`); the table of them, [`SCENARIOS`], and the faults any
+//! `redisson_fair`, `zookeeper`, `etcd`); each lists its own scenarios, [`scenarios`] lists them all, and the faults any
 //! lock can be run under, [`fault_scenarios`], are here.
 
 mod etcd;
@@ -25,30 +25,6 @@ use cassalock::store::redis_keyspace::Persistence;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use self::etcd::{
-    etcd_clock_jump, etcd_contention, etcd_lost, etcd_pause, etcd_restart, etcd_shared_session_10756,
-    etcd_waiter_expiry, etcd_waiter_expiry_11456,
-};
-use self::memcached::{memcached_contention, memcached_lost, memcached_pause};
-use self::redisson::{
-    redisson_contention, redisson_failed_renewal, redisson_failed_renewal_775, redisson_failover,
-    redisson_lost_messages, redisson_pause,
-};
-use self::redisson_fair::{
-    redisson_fair_barging, redisson_fair_contention, redisson_fair_failover, redisson_fair_long_contention,
-    redisson_fair_lost_messages, redisson_fair_pause,
-};
-use self::redlock::{
-    redlock_clock_jump, redlock_contention, redlock_gc_pause, redlock_lost, redlock_restart_delayed,
-    redlock_restart_now, redlock_retry, redlock_retry_mutant, redlock_slow_extend, redlock_slow_extend_mutant,
-};
-use self::set_nx::{
-    set_nx_clock_drift, set_nx_contention, set_nx_failover, set_nx_lost, set_nx_restart_fsync, set_nx_restart_none,
-};
-use self::zookeeper::{
-    zookeeper_clock_jump, zookeeper_contention, zookeeper_lingering_session, zookeeper_lingering_session_604,
-    zookeeper_lost, zookeeper_missed_watch, zookeeper_missed_watch_recheck, zookeeper_pause, zookeeper_restart,
-};
 use super::net::{Cut, Slow};
 use super::sim_lock::LockKind;
 use crate::clock::ClockSpec;
@@ -253,251 +229,48 @@ pub struct Named {
     pub name: &'static str,
     pub help: &'static str,
     pub build: fn(u64) -> FamilyScenario,
+    /// Where the property matrix files its verdicts.
+    pub matrix: InMatrix,
 }
 
-/// Every scenario, in the order the CLI lists them.
-pub const SCENARIOS: &[Named] = &[
-    Named {
-        name: "set-nx-contention",
-        help: "5..=32 clients, one Redis, no faults (control)",
-        build: set_nx_contention,
-    },
-    Named {
-        name: "set-nx-lost-messages",
-        help: "8 clients, one Redis, 5% of requests and 5% of replies lost (control)",
-        build: set_nx_lost,
-    },
-    Named {
-        name: "set-nx-clock-drift",
-        help: "the Redis server's clock runs 5% fast, beyond the lock's 1% drift margin",
-        build: set_nx_clock_drift,
-    },
-    Named {
-        name: "set-nx-failover-after-acquire",
-        help: "the primary fails over right after a client acquired, before replication",
-        build: set_nx_failover,
-    },
-    Named {
-        name: "set-nx-restart-no-persistence",
-        help: "the Redis server restarts empty right after a client acquired",
-        build: set_nx_restart_none,
-    },
-    Named {
-        name: "set-nx-restart-persistence",
-        help: "the same restart with appendfsync always (control)",
-        build: set_nx_restart_fsync,
-    },
-    Named {
-        name: "redlock-contention",
-        help: "5 clients, 5 masters, no faults (control)",
-        build: redlock_contention,
-    },
-    Named {
-        name: "redlock-lost-messages",
-        help: "5 clients, 5 masters, 5% of requests and 5% of replies lost (finds a release said Released while a majority kept the key)",
-        build: redlock_lost,
-    },
-    Named {
-        name: "redlock-clock-jump",
-        help: "one master of the holder's majority jumps forward by the TTL",
-        build: redlock_clock_jump,
-    },
-    Named {
-        name: "redlock-gc-pause",
-        help: "the holder pauses longer than the TTL between its check and its write",
-        build: redlock_gc_pause,
-    },
-    Named {
-        name: "redlock-restart-no-fsync",
-        help: "a master of the holder's majority restarts empty at once",
-        build: redlock_restart_now,
-    },
-    Named {
-        name: "redlock-restart-delayed",
-        help: "the same restart, delayed by the TTL (Kleppmann's fix; control)",
-        build: redlock_restart_delayed,
-    },
-    Named {
-        name: "redlock-slow-extend",
-        help: "masters slow during the holder's extension (control for go-redsync)",
-        build: redlock_slow_extend,
-    },
-    Named {
-        name: "redlock-slow-extend-go-redsync",
-        help: "the same with go-redsync's extend_ignores_validity",
-        build: redlock_slow_extend_mutant,
-    },
-    Named {
-        name: "redlock-retry-after-drop",
-        help: "3 of 5 masters drop the first second's requests (control for node-redlock)",
-        build: redlock_retry,
-    },
-    Named {
-        name: "redlock-retry-after-drop-node-redlock",
-        help: "the same with node-redlock's validity_from_first_attempt",
-        build: redlock_retry_mutant,
-    },
-    Named {
-        name: "memcached-contention",
-        help: "5..=32 clients, one Memcached, no faults (control)",
-        build: memcached_contention,
-    },
-    Named {
-        name: "memcached-lost-messages",
-        help: "8 clients, one Memcached, 5% of requests and 5% of replies lost (control)",
-        build: memcached_lost,
-    },
-    Named {
-        name: "memcached-pause",
-        help: "the holder pauses longer than the TTL between its check and its write",
-        build: memcached_pause,
-    },
-    Named {
-        name: "redisson-contention",
-        help: "5..=32 clients, Redisson's RLock with its watchdog and unlock messages, no faults (control)",
-        build: redisson_contention,
-    },
-    Named {
-        name: "redisson-lost-unlock-messages",
-        help: "5 clients, every unlock message lost: waiters sleep out the holder's TTL (control; the wait is reported)",
-        build: redisson_lost_messages,
-    },
-    Named {
-        name: "redisson-failover-during-renewal",
-        help: "the primary dies with the holder's first renewal in flight, before the replica has the key",
-        build: redisson_failover,
-    },
-    Named {
-        name: "redisson-pause",
-        help: "the holder's whole process (its watchdog too) stops longer than the watchdog timeout",
-        build: redisson_pause,
-    },
-    Named {
-        name: "redisson-failed-renewal",
-        help: "the holder's first renewal is lost, the network recovers (control for redisson/redisson#775)",
-        build: redisson_failed_renewal,
-    },
-    Named {
-        name: "redisson-failed-renewal-775",
-        help: "the same with redisson/redisson#775's watchdog, which is not rescheduled after the failure",
-        build: redisson_failed_renewal_775,
-    },
-    Named {
-        name: "redisson-fair-contention",
-        help: "5..=32 clients, Redisson's fair lock (queue, watchdog, per-waiter unlock messages), no faults (control; F-order, F-drop judged)",
-        build: redisson_fair_contention,
-    },
-    Named {
-        name: "redisson-fair-lost-unlock-messages",
-        help: "5 clients on the fair lock, every unlock message lost: waiters wake at their deadline and their own acquire drops them as stale (F-drop; the wait is reported)",
-        build: redisson_fair_lost_messages,
-    },
-    Named {
-        name: "redisson-fair-pause",
-        help: "the fair lock's holder's whole process stops longer than the watchdog timeout",
-        build: redisson_fair_pause,
-    },
-    Named {
-        name: "redisson-fair-failover-during-renewal",
-        help: "the fair lock's primary dies with the holder's first renewal in flight, before the replica has the key",
-        build: redisson_fair_failover,
-    },
-    Named {
-        name: "redisson-fair-barging",
-        help: "the fair lock with the planted fair_acquire_ignores_the_queue mutant (the RLock's acquire): caught by F-order",
-        build: redisson_fair_barging,
-    },
-    Named {
-        name: "redisson-fair-long-contention",
-        help: "5 clients holding 300 ms each, 10 times, on the fair lock: unbroken contention longer than a lease plus a threadWaitTime drops the head of the queue as stale (F-drop)",
-        build: redisson_fair_long_contention,
-    },
-    Named {
-        name: "zookeeper-contention",
-        help: "5..=32 clients, Curator's lock on one ZooKeeper server, watches delivered, no faults (control)",
-        build: zookeeper_contention,
-    },
-    Named {
-        name: "zookeeper-lost-messages",
-        help: "8 clients, 5% of requests and 5% of replies lost (heartbeats too) (control)",
-        build: zookeeper_lost,
-    },
-    Named {
-        name: "zookeeper-session-expiry-pause",
-        help: "the holder's whole process stops past its session timeout: its node goes with the session while it still believes",
-        build: zookeeper_pause,
-    },
-    Named {
-        name: "zookeeper-clock-jump",
-        help: "the server's clock jumps forward by the session timeout while a client holds",
-        build: zookeeper_clock_jump,
-    },
-    Named {
-        name: "zookeeper-missed-watch",
-        help: "every watch message lost, Curator's wait on the watch alone: waiters sleep until the run's bound (T2 bounded)",
-        build: zookeeper_missed_watch,
-    },
-    Named {
-        name: "zookeeper-missed-watch-recheck",
-        help: "the same with our recheck every 500 ms (control)",
-        build: zookeeper_missed_watch_recheck,
-    },
-    Named {
-        name: "zookeeper-expired-session-lingers",
-        help: "a waiter cut off past its session timeout; the server deletes its node 3 s after refusing the session (control)",
-        build: zookeeper_lingering_session,
-    },
-    Named {
-        name: "zookeeper-expired-session-lingers-604",
-        help: "the same with Curator's CURATOR-604: the acquisition lists again on its new session and holds the old node",
-        build: zookeeper_lingering_session_604,
-    },
-    Named {
-        name: "zookeeper-server-restart",
-        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
-        build: zookeeper_restart,
-    },
-    Named {
-        name: "etcd-contention",
-        help: "5..=32 clients, etcd's mutex on one etcd server, no faults (control)",
-        build: etcd_contention,
-    },
-    Named {
-        name: "etcd-lost-messages",
-        help: "8 clients, 5% of requests and 5% of replies lost (keep-alives too) (control)",
-        build: etcd_lost,
-    },
-    Named {
-        name: "etcd-pause",
-        help: "the holder's whole process stops past its lease between its check and its write (the revision fences the write)",
-        build: etcd_pause,
-    },
-    Named {
-        name: "etcd-clock-jump",
-        help: "the server's clock jumps forward by the lease TTL while a client holds",
-        build: etcd_clock_jump,
-    },
-    Named {
-        name: "etcd-lease-expires-while-waiting",
-        help: "a waiter's lease expires (server clock jump) before its late watch message arrives (control for etcd 11456)",
-        build: etcd_waiter_expiry,
-    },
-    Named {
-        name: "etcd-lease-expires-while-waiting-11456",
-        help: "the same with etcd 11456's waiter, which does not check its own key after the wait",
-        build: etcd_waiter_expiry_11456,
-    },
-    Named {
-        name: "etcd-shared-session-10756",
-        help: "3 clients locking through one shared session, etcd-io/etcd#10756's misuse: the same key for all, each holds (control: etcd-contention)",
-        build: etcd_shared_session_10756,
-    },
-    Named {
-        name: "etcd-server-restart",
-        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
-        build: etcd_restart,
-    },
+/// Where the property matrix files a scenario's verdicts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InMatrix {
+    /// Nowhere: a control of a planted bug, or a run the matrix does not need.
+    No,
+    /// A line of its lock's row, in this fault's column, with the line's label.
+    Cell(MatrixColumn, &'static str),
+    /// It plants a client's bug: a line of "Broken variants", with its label.
+    ClientBug(&'static str),
+}
+
+/// The fault columns of the families' rows of the property matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MatrixColumn {
+    None,
+    Pause,
+    StoreFailure,
+    Restart,
+    Failover,
+    ServerClockJump,
+    LostNotification,
+}
+
+/// Every lock's scenarios, in the order the CLI lists them: each lock's file lists its own.
+const BY_LOCK: [&[Named]; 7] = [
+    set_nx::SCENARIOS,
+    redlock::SCENARIOS,
+    memcached::SCENARIOS,
+    redisson::SCENARIOS,
+    redisson_fair::SCENARIOS,
+    zookeeper::SCENARIOS,
+    etcd::SCENARIOS,
 ];
+
+/// Every scenario, in the order the CLI lists them.
+pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
+    BY_LOCK.iter().flat_map(|scenarios| scenarios.iter())
+}
 
 /// The command that replays one seed of scenario `name` with its trace; `flags` are the
 /// command line's knobs, each with a leading space.
@@ -506,13 +279,12 @@ pub fn replay_command(name: &str, seed: u64, flags: &str) -> String {
 }
 
 pub fn names() -> Vec<&'static str> {
-    SCENARIOS.iter().map(|named| named.name).collect()
+    scenarios().map(|named| named.name).collect()
 }
 
 /// The scenario `name` on `seed`.
 pub fn build(name: &str, seed: u64) -> Result<FamilyScenario, ScenarioError> {
-    let named = SCENARIOS
-        .iter()
+    let named = scenarios()
         .find(|named| named.name == name)
         .ok_or_else(|| ScenarioError::Unknown { name: name.to_owned() })?;
     let scenario = (named.build)(seed);

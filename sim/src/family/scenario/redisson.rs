@@ -6,7 +6,9 @@ use cassalock::algo::family::{RedissonFairLock, RedissonLock};
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
 use std::sync::Arc;
 
-use super::{contention_clients, FamilyScenario, Pause, ServerAction, ServerFault, Trigger};
+use super::{
+    contention_clients, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, ServerAction, ServerFault, Trigger,
+};
 use crate::family::net::{Cut, CutMode};
 use crate::family::sim_lock::{LockKind, Simulated, Wakeup};
 
@@ -153,3 +155,58 @@ pub(super) fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
         Some("C-lost"),
     )
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "redisson-contention",
+        help: "5..=32 clients, Redisson's RLock with its watchdog and unlock messages, no faults (control)",
+        build: redisson_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, watchdog, unlock messages"),
+    },
+    Named {
+        name: "redisson-lost-unlock-messages",
+        help:
+            "5 clients, every unlock message lost: waiters sleep out the holder's TTL (control; the wait is reported)",
+        build: redisson_lost_messages,
+        matrix: InMatrix::Cell(
+            MatrixColumn::LostNotification,
+            "sim, every unlock message lost (waiters sleep out the holder's TTL)",
+        ),
+    },
+    Named {
+        name: "redisson-failover-during-renewal",
+        help: "the primary dies with the holder's first renewal in flight, before the replica has the key",
+        build: redisson_failover,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Failover,
+            "sim, the primary dies with the first renewal in flight, before the replica has the key",
+        ),
+    },
+    Named {
+        name: "redisson-pause",
+        help: "the holder's whole process (its watchdog too) stops longer than the watchdog timeout",
+        build: redisson_pause,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Pause,
+            "sim, the holder's whole process (its watchdog too) stops past the watchdog timeout",
+        ),
+    },
+    Named {
+        name: "redisson-failed-renewal",
+        help: "the holder's first renewal is lost, the network recovers (control for redisson/redisson#775)",
+        build: redisson_failed_renewal,
+        matrix: InMatrix::Cell(
+            MatrixColumn::StoreFailure,
+            "sim, the holder's first renewal lost, then the network recovers",
+        ),
+    },
+    Named {
+        name: "redisson-failed-renewal-775",
+        help: "the same with redisson/redisson#775's watchdog, which is not rescheduled after the failure",
+        build: redisson_failed_renewal_775,
+        matrix: InMatrix::ClientBug(
+            "redisson/redisson#775 (the watchdog is not rescheduled after a failed renewal), Redisson RLock",
+        ),
+    },
+];

@@ -4,7 +4,9 @@
 use cassalock::algo::redis::redisson::RedissonMutants;
 
 use super::redisson::{redisson, redisson_lock};
-use super::{contention_clients, FamilyScenario, Pause, ServerAction, ServerFault, Trigger};
+use super::{
+    contention_clients, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, ServerAction, ServerFault, Trigger,
+};
 use crate::family::sim_lock::LockKind;
 
 /// Redisson's fair lock with its watchdog (`lock()` without a lease time) and Redisson's
@@ -119,3 +121,43 @@ pub(super) fn redisson_fair_long_contention(_seed: u64) -> FamilyScenario {
         )
     }
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "redisson-fair-contention",
+        help: "5..=32 clients, Redisson's fair lock (queue, watchdog, per-waiter unlock messages), no faults (control; F-order, F-drop judged)",
+        build: redisson_fair_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, queue, watchdog, per-waiter unlock messages"),
+    },
+    Named {
+        name: "redisson-fair-lost-unlock-messages",
+        help: "5 clients on the fair lock, every unlock message lost: waiters wake at their deadline and their own acquire drops them as stale (F-drop; the wait is reported)",
+        build: redisson_fair_lost_messages,
+        matrix: InMatrix::Cell(MatrixColumn::LostNotification, "sim, every unlock message lost (waiters wake at their deadline)"),
+    },
+    Named {
+        name: "redisson-fair-pause",
+        help: "the fair lock's holder's whole process stops longer than the watchdog timeout",
+        build: redisson_fair_pause,
+        matrix: InMatrix::Cell(MatrixColumn::Pause, "sim, the holder's whole process stops past the watchdog timeout"),
+    },
+    Named {
+        name: "redisson-fair-failover-during-renewal",
+        help: "the fair lock's primary dies with the holder's first renewal in flight, before the replica has the key",
+        build: redisson_fair_failover,
+        matrix: InMatrix::Cell(MatrixColumn::Failover, "sim, the primary dies with the first renewal in flight, before the replica has the key"),
+    },
+    Named {
+        name: "redisson-fair-barging",
+        help: "the fair lock with the planted fair_acquire_ignores_the_queue mutant (the RLock's acquire): caught by F-order",
+        build: redisson_fair_barging,
+        matrix: InMatrix::ClientBug("an acquire that ignores the queue (a planted unfair variant), Redisson fair lock"),
+    },
+    Named {
+        name: "redisson-fair-long-contention",
+        help: "5 clients holding 300 ms each, 10 times, on the fair lock: unbroken contention longer than a lease plus a threadWaitTime drops the head of the queue as stale (F-drop)",
+        build: redisson_fair_long_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5 clients holding 300 ms, unbroken contention past a lease"),
+    },
+];

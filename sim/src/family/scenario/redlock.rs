@@ -5,7 +5,9 @@ use cassalock::algo::redis::redlock::{RedlockConfig, RedlockMutants};
 use cassalock::store::redis_keyspace::Persistence;
 use std::sync::Arc;
 
-use super::{redis, FamilyScenario, Pause, ServerAction, ServerFault, Trigger, LOSS_PPM};
+use super::{
+    redis, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, ServerAction, ServerFault, Trigger, LOSS_PPM,
+};
 use crate::clock::ClockSpec;
 use crate::family::net::{Cut, CutMode, Slow};
 use crate::family::sim_lock::SimRedlock;
@@ -232,3 +234,67 @@ pub(super) fn redlock_retry_mutant(_seed: u64) -> FamilyScenario {
         Some("T2-free"),
     )
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "redlock-contention",
+        help: "5 clients, 5 masters, no faults (control)",
+        build: redlock_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5 clients, 5 masters"),
+    },
+    Named {
+        name: "redlock-lost-messages",
+        help: "5 clients, 5 masters, 5% of requests and 5% of replies lost (finds a release said Released while a majority kept the key)",
+        build: redlock_lost,
+        matrix: InMatrix::Cell(MatrixColumn::StoreFailure, "sim, 5% of requests and 5% of replies lost"),
+    },
+    Named {
+        name: "redlock-clock-jump",
+        help: "one master of the holder's majority jumps forward by the TTL",
+        build: redlock_clock_jump,
+        matrix: InMatrix::Cell(MatrixColumn::ServerClockJump, "sim, a master of the holder's majority jumps forward by the TTL"),
+    },
+    Named {
+        name: "redlock-gc-pause",
+        help: "the holder pauses longer than the TTL between its check and its write",
+        build: redlock_gc_pause,
+        matrix: InMatrix::Cell(MatrixColumn::Pause, "sim, the holder pauses past the TTL between its check and its write"),
+    },
+    Named {
+        name: "redlock-restart-no-fsync",
+        help: "a master of the holder's majority restarts empty at once",
+        build: redlock_restart_now,
+        matrix: InMatrix::Cell(MatrixColumn::Restart, "sim, a master of the holder's majority restarts empty at once"),
+    },
+    Named {
+        name: "redlock-restart-delayed",
+        help: "the same restart, delayed by the TTL (Kleppmann's fix; control)",
+        build: redlock_restart_delayed,
+        matrix: InMatrix::Cell(MatrixColumn::Restart, "sim, the same restart delayed by the TTL (control)"),
+    },
+    Named {
+        name: "redlock-slow-extend",
+        help: "masters slow during the holder's extension (control for go-redsync)",
+        build: redlock_slow_extend,
+        matrix: InMatrix::No,
+    },
+    Named {
+        name: "redlock-slow-extend-go-redsync",
+        help: "the same with go-redsync's extend_ignores_validity",
+        build: redlock_slow_extend_mutant,
+        matrix: InMatrix::ClientBug("go-redsync's extend that ignores the validity time, masters slow during the extension, Redlock"),
+    },
+    Named {
+        name: "redlock-retry-after-drop",
+        help: "3 of 5 masters drop the first second's requests (control for node-redlock)",
+        build: redlock_retry,
+        matrix: InMatrix::Cell(MatrixColumn::StoreFailure, "sim, 3 of 5 masters drop the first second's requests"),
+    },
+    Named {
+        name: "redlock-retry-after-drop-node-redlock",
+        help: "the same with node-redlock's validity_from_first_attempt",
+        build: redlock_retry_mutant,
+        matrix: InMatrix::ClientBug("node-redlock's validity counted from the first attempt, 3 of 5 masters drop the first second's requests, Redlock"),
+    },
+];

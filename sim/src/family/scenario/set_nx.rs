@@ -6,7 +6,10 @@ use cassalock::algo::redis::RedisLockConfig;
 use cassalock::store::redis_keyspace::Persistence;
 use std::sync::Arc;
 
-use super::{contention_clients, redis, FamilyScenario, ServerAction, ServerFault, Trigger, LOSS_PPM};
+use super::{
+    contention_clients, redis, FamilyScenario, InMatrix, MatrixColumn, Named, ServerAction, ServerFault, Trigger,
+    LOSS_PPM,
+};
 use crate::clock::ClockSpec;
 use crate::family::sim_lock::{LockKind, Simulated};
 
@@ -113,3 +116,58 @@ pub(super) fn set_nx_restart_fsync(_seed: u64) -> FamilyScenario {
         ..set_nx_restart("set-nx-restart-persistence", Persistence::EveryWrite, None)
     }
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "set-nx-contention",
+        help: "5..=32 clients, one Redis, no faults (control)",
+        build: set_nx_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, one Redis"),
+    },
+    Named {
+        name: "set-nx-lost-messages",
+        help: "8 clients, one Redis, 5% of requests and 5% of replies lost (control)",
+        build: set_nx_lost,
+        matrix: InMatrix::Cell(
+            MatrixColumn::StoreFailure,
+            "sim, 8 clients, 5% of requests and 5% of replies lost",
+        ),
+    },
+    Named {
+        name: "set-nx-clock-drift",
+        help: "the Redis server's clock runs 5% fast, beyond the lock's 1% drift margin",
+        build: set_nx_clock_drift,
+        matrix: InMatrix::Cell(
+            MatrixColumn::ServerClockJump,
+            "sim, the server's clock runs 5% fast (a drift past the lock's 1% margin, not a jump)",
+        ),
+    },
+    Named {
+        name: "set-nx-failover-after-acquire",
+        help: "the primary fails over right after a client acquired, before replication",
+        build: set_nx_failover,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Failover,
+            "sim, the primary fails over right after an acquire, before replication",
+        ),
+    },
+    Named {
+        name: "set-nx-restart-no-persistence",
+        help: "the Redis server restarts empty right after a client acquired",
+        build: set_nx_restart_none,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Restart,
+            "sim, the server restarts empty right after an acquire",
+        ),
+    },
+    Named {
+        name: "set-nx-restart-persistence",
+        help: "the same restart with appendfsync always (control)",
+        build: set_nx_restart_fsync,
+        matrix: InMatrix::Cell(
+            MatrixColumn::Restart,
+            "sim, the same restart with appendfsync always (control)",
+        ),
+    },
+];

@@ -4,7 +4,7 @@
 use cassalock::algo::zookeeper::curator_mutex::{CuratorConfig, CuratorMutants};
 use std::sync::Arc;
 
-use super::{contention_clients, restart_for_300_ms, FamilyScenario, Pause, LOSS_PPM};
+use super::{contention_clients, restart_for_300_ms, FamilyScenario, InMatrix, MatrixColumn, Named, Pause, LOSS_PPM};
 use crate::clock::ClockSpec;
 use crate::family::net::{Cut, CutMode};
 use crate::family::sim_lock::{LockKind, SimCurator};
@@ -184,3 +184,61 @@ pub(super) fn zookeeper_restart(_seed: u64) -> FamilyScenario {
         )
     }
 }
+
+/// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
+pub(super) const SCENARIOS: &[Named] = &[
+    Named {
+        name: "zookeeper-contention",
+        help: "5..=32 clients, Curator's lock on one ZooKeeper server, watches delivered, no faults (control)",
+        build: zookeeper_contention,
+        matrix: InMatrix::Cell(MatrixColumn::None, "sim, 5-32 clients, one server, watches"),
+    },
+    Named {
+        name: "zookeeper-lost-messages",
+        help: "8 clients, 5% of requests and 5% of replies lost (heartbeats too) (control)",
+        build: zookeeper_lost,
+        matrix: InMatrix::Cell(MatrixColumn::StoreFailure, "sim, 8 clients, 5% of requests and 5% of replies lost (heartbeats too)"),
+    },
+    Named {
+        name: "zookeeper-session-expiry-pause",
+        help: "the holder's whole process stops past its session timeout: its node goes with the session while it still believes",
+        build: zookeeper_pause,
+        matrix: InMatrix::Cell(MatrixColumn::Pause, "sim, the holder's whole process stops past its session timeout"),
+    },
+    Named {
+        name: "zookeeper-clock-jump",
+        help: "the server's clock jumps forward by the session timeout while a client holds",
+        build: zookeeper_clock_jump,
+        matrix: InMatrix::Cell(MatrixColumn::ServerClockJump, "sim, the server's clock jumps by the session timeout while a client holds"),
+    },
+    Named {
+        name: "zookeeper-missed-watch",
+        help: "every watch message lost, Curator's wait on the watch alone: waiters sleep until the run's bound (T2 bounded)",
+        build: zookeeper_missed_watch,
+        matrix: InMatrix::Cell(MatrixColumn::LostNotification, "sim, every watch event lost, Curator waits on the watch alone"),
+    },
+    Named {
+        name: "zookeeper-missed-watch-recheck",
+        help: "the same with our recheck every 500 ms (control)",
+        build: zookeeper_missed_watch_recheck,
+        matrix: InMatrix::Cell(MatrixColumn::LostNotification, "sim, the same with our recheck every 500 ms"),
+    },
+    Named {
+        name: "zookeeper-expired-session-lingers",
+        help: "a waiter cut off past its session timeout; the server deletes its node 3 s after refusing the session (control)",
+        build: zookeeper_lingering_session,
+        matrix: InMatrix::Cell(MatrixColumn::StoreFailure, "sim, a waiter's requests dropped 2.7 s, past its session timeout; its node deleted 3 s after the session is refused"),
+    },
+    Named {
+        name: "zookeeper-expired-session-lingers-604",
+        help: "the same with Curator's CURATOR-604: the acquisition lists again on its new session and holds the old node",
+        build: zookeeper_lingering_session_604,
+        matrix: InMatrix::ClientBug("CURATOR-604 (a listing retried on the new session keeps the expired session's node, not yet deleted), Curator's InterProcessMutex"),
+    },
+    Named {
+        name: "zookeeper-server-restart",
+        help: "the server restarts (its data on disk) for 300 ms right after a client acquired (control)",
+        build: zookeeper_restart,
+        matrix: InMatrix::Cell(MatrixColumn::Restart, "sim, the server restarts (data on disk) for 300 ms right after an acquire"),
+    },
+];
