@@ -45,8 +45,10 @@ fn guid_of_child(name: &str) -> Option<&str> {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ZooKeeperServer {
     pub tree: ZnodeTree,
-    /// Each client's current session; a client told its session expired opens a new one (as
-    /// Curator's connection does), for its next request.
+    /// Each client's current session. A request answered SESSIONEXPIRED makes its client open
+    /// a new one (as Curator's connection does) for the requests after it; a heartbeat that
+    /// finds the session expired wakes the client and leaves it the dead handle, so that its
+    /// next request is the one told.
     pub sessions: Vec<SessionId>,
     pub ahead_ticks: u8,
     /// The clients' clock at the last step that moved it (what a restart reads).
@@ -139,10 +141,15 @@ impl ModelServer for ZooKeeperServer {
         fired.extend(self.tree.expire_sessions(now_ms).fired);
         let mut told = self.told(&fired);
         // A heartbeat that finds its session expired: the client is told (every watcher of
-        // the session gets the Expired event, so a waiter wakes) and opens a new session.
+        // the session gets the Expired event, so a waiter wakes). Its handle stays the dead
+        // one, as the simulator's and the real client's do: its next request is answered
+        // SESSIONEXPIRED ([`ZooKeeperServer::apply_from`] then opens a new session), so the
+        // machine learns what the real one would.
         for j in expired {
-            self.sessions[j] = self.open_session(now_ms);
-            told.push(format!("watch:t{j}"));
+            let channel = format!("watch:t{j}");
+            if !told.contains(&channel) {
+                told.push(channel);
+            }
         }
         told
     }

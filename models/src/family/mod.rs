@@ -103,15 +103,17 @@
 //! session is kept alive by the client process's **heartbeat**, which the model delivers at
 //! every tick for every client not paused; the server expires a session not heard from for more
 //! than the timeout, deleting its ephemeral node in the same transaction, and the predecessor's
-//! watch fires for the next waiter. A client whose heartbeat (or request) finds its session
-//! expired opens a new one, and a waiter of the expired session is woken (every watcher gets
-//! the Expired event). Curator's holder has **no bound of its own** (`valid_until_us` is
+//! watch fires for the next waiter. A heartbeat that finds its session expired wakes its client
+//! (every watcher of the session gets the Expired event) and leaves its handle dead: the next
+//! request on it, or one already in flight, is answered SESSIONEXPIRED, and only then does the
+//! client open a new session (as the simulator's and a real server's do). Curator's holder has **no bound of its own** (`valid_until_us` is
 //! `u64::MAX`): it believes until something tells it, and the recipe tells it nothing. So a
 //! **pause** past the session timeout breaks **T1-belief**: the paused holder's session expires,
 //! the waiter holds, and the paused holder still believes (its write is refused by the fence:
-//! T1-resource holds). A clock jump past the session timeout does the same to every session at
-//! once (the model jumps by the timeout plus a tick: a session heard from this very tick
-//! survives a jump of exactly the timeout). A lost create reply is ridden out (Curator's
+//! T1-resource holds). A clock jump past the session timeout expires every session at once (the
+//! model jumps by the timeout plus a tick: a session heard from this very tick survives a jump
+//! of exactly the timeout); the waiter's acquisition fails on SESSIONEXPIRED, and its next
+//! `lock()` holds while the old holder believes. A lost create reply is ridden out (Curator's
 //! protected mode: the machine lists the directory for its guid). A lost watch event leaves the
 //! waiter asleep on a free lock with no timeout of its own (the figure reads 254 ticks: until
 //! the clock's bound, where the model ends every sleep; the liveness check cannot see past it).
@@ -146,9 +148,15 @@
 //!
 //! Sizes and outcomes, pinned in `models/tests/coord.rs` (2 clients x 1 acquisition):
 //! ZooKeeper's worlds are small and explored whole within their clock bound (4 ticks): 1,492
-//! states without a fault, 2,613 under a pause (T1-belief VIOLATED), 13,658 with a lost request
-//! or reply, 2,930 under a restart, 18,100 under a clock jump (T1-belief VIOLATED), 1,568 with a
-//! lost watch (the waiter sleeps until the bound); 19,026 at 2 x 2 without a fault. etcd's are
+//! states without a fault, 2,484 under a pause (T1-belief VIOLATED), 13,658 with a lost request
+//! or reply, 2,930 under a restart, 13,416 under a clock jump, 1,568 with a lost watch (the
+//! waiter sleeps until the bound); 19,026 at 2 x 2 without a fault, 325,906 at 2 x 2 under a
+//! clock jump (T1-belief VIOLATED). A jump expires every session: the waiter's request in
+//! flight is answered SESSIONEXPIRED on the session it was sent on and its acquisition fails
+//! (at 2 x 1 nobody else holds); its second `lock()`, on a new session, holds while the old
+//! holder, never told, believes. A heartbeat that finds its session expired only wakes its
+//! client: the handle stays dead until a request is answered SESSIONEXPIRED, as in the
+//! simulator and against a real server. etcd's are
 //! larger (clock bound 5 ticks): 842,273 states without a fault, 1,138,762 under a pause,
 //! 2,611,052 under a restart, 1,015,961 with a lost watch (all holding within the bound),
 //! 2,926,781 under a clock jump (T1-belief VIOLATED); with a lost request or reply the world

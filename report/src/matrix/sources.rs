@@ -264,6 +264,16 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
         })];
     }
     let mut sources = vec![model(model_name, fault, label)];
+    if row == Row::Zookeeper && column == Column::ServerClockJump {
+        // The jump expires every session: the waiter's request in flight is answered
+        // SESSIONEXPIRED and its acquisition fails, so a second holder needs a second lock()
+        // (2 x 1 holds within its bound).
+        let Source::Model { spec, label } = &mut sources[0] else {
+            unreachable!("the first source is the model's")
+        };
+        spec.acquisitions = Some(2);
+        *label = "model, the server's clock jumps past the session timeout, 2 clients x 2 acquisitions";
+    }
     sources.extend(family_sim_sources(row, column));
     if row == Row::RedissonFair && column == Column::None {
         // F-order needs a client that comes back to a queue another waits in: 2 x 1 has none.
