@@ -199,7 +199,7 @@ pub struct ContractBounds {
 /// [`Rules::Families`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FamilyRules {
-    /// The lock's token is a fencing token (C-fence; the resource refuses a lower one).
+    /// The lock's token is a fencing token (C-token; the resource refuses a lower one).
     pub fencing_tokens: bool,
     /// A fair queue: F-order and F-drop apply.
     pub fair_queue: bool,

@@ -19,7 +19,7 @@
 //!   renewal period plus one request timeout (and 100 ms) after the other acquired, the time
 //!   its process was paused not counted. (Its clock passing its validity unnoticed does not
 //!   count: a Redisson user has no such check, and trusts the watchdog to keep or end the lock.)
-//! - **C-fence** (locks whose token is a fencing token: ZooKeeper's czxid, etcd's create
+//! - **C-token**, its growing half (locks whose token is a fencing token: ZooKeeper's czxid, etcd's create
 //!   revision): every acquisition's token is larger than every earlier acquisition's. Where it
 //!   holds, T1-resource is judged against a resource that checks the token: a write carrying a
 //!   token below the largest it has seen is refused, not counted.
@@ -72,7 +72,7 @@ pub enum Claim {
     T1Resource,
     CRelease,
     CLost,
-    CFence,
+    CToken,
     T2,
     T2Free,
     FOrder,
@@ -85,7 +85,7 @@ impl Claim {
         Claim::T1Resource,
         Claim::CRelease,
         Claim::CLost,
-        Claim::CFence,
+        Claim::CToken,
         Claim::T2,
         Claim::T2Free,
         Claim::FOrder,
@@ -98,7 +98,7 @@ impl Claim {
             Claim::T1Resource => "T1-resource",
             Claim::CRelease => "C-release",
             Claim::CLost => "C-lost",
-            Claim::CFence => "C-fence",
+            Claim::CToken => "C-token",
             Claim::T2 => "T2",
             Claim::T2Free => "T2-free",
             Claim::FOrder => "F-order",
@@ -110,8 +110,8 @@ impl Claim {
         Claim::ALL.into_iter().find(|claim| claim.name() == name)
     }
 
-    /// The claim of docs/claims.md this judge checks, as the property matrix files it: C-fence
-    /// is C-token's growing-token half, and T2-free (a lone client never gives up on a free
+    /// The claim of docs/claims.md this judge checks, as the property matrix files it: C-token
+    /// (judged on its growing half), and T2-free (a lone client never gives up on a free
     /// lock) is a case of T2.
     pub fn id(self) -> ClaimId {
         match self {
@@ -119,7 +119,7 @@ impl Claim {
             Claim::T1Resource => ClaimId::T1Resource,
             Claim::CRelease => ClaimId::CRelease,
             Claim::CLost => ClaimId::CLost,
-            Claim::CFence => ClaimId::CToken,
+            Claim::CToken => ClaimId::CToken,
             Claim::T2 | Claim::T2Free => ClaimId::T2,
             Claim::FOrder => ClaimId::FOrder,
             Claim::FDrop => ClaimId::FDrop,
@@ -219,7 +219,7 @@ pub fn judge(rules: &FamilyRules, clients: usize, end: Duration, events: &[Event
         (Claim::T1Resource, t1_resource(&run)),
         (Claim::CRelease, c_release(&run)),
         (Claim::CLost, c_lost(&run)),
-        (Claim::CFence, c_fence(&run)),
+        (Claim::CToken, c_token(&run)),
         (Claim::T2, t2(&run)),
         (Claim::T2Free, t2_free(&run)),
         (Claim::FOrder, f_order(&run)),
@@ -393,7 +393,7 @@ fn c_release(run: &Run) -> Verdict {
     }
 }
 
-fn c_fence(run: &Run) -> Verdict {
+fn c_token(run: &Run) -> Verdict {
     if !run.rules.fencing_tokens {
         return Verdict::NotChecked;
     }

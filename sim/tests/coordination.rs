@@ -3,7 +3,7 @@
 //! sessions and leases on their own clocks and send fired watches over the network. Pins what
 //! the sweeps found (docs/simulator.md): the controls show no violation, each fault
 //! scenario violates its claim on a pinned seed, etcd 11456's mutant is caught where the fixed
-//! waiter passes, the tokens fence (C-fence), and a handover costs a constant number of
+//! waiter passes, the tokens fence (C-token), and a handover costs a constant number of
 //! requests whatever the number of waiters.
 #![cfg(madsim)]
 
@@ -61,7 +61,7 @@ fn assert_violates(name: &str, seed: u64, claims: &[Claim]) {
 }
 
 #[test]
-fn c_fence_zookeeper_and_etcd_controls_show_no_violation_and_their_tokens_grow() {
+fn c_token_zookeeper_and_etcd_controls_show_no_violation_and_their_tokens_grow() {
     for name in [
         "zookeeper-contention",
         "zookeeper-lost-messages",
@@ -72,9 +72,9 @@ fn c_fence_zookeeper_and_etcd_controls_show_no_violation_and_their_tokens_grow()
         "etcd-server-restart",
     ] {
         assert_clean(name, 0..40);
-        // C-fence is judged (not "not checked") for both: their tokens are czxid and revision.
+        // C-token is judged (not "not checked") for both: their tokens are czxid and revision.
         let outcome = run_family(&build(name, 1).unwrap(), 1, false);
-        assert_eq!(outcome.verdicts.get(Claim::CFence), &Verdict::NoViolation, "{name}");
+        assert_eq!(outcome.verdicts.get(Claim::CToken), &Verdict::NoViolation, "{name}");
     }
 }
 
@@ -132,11 +132,11 @@ fn etcd_11456_a_waiter_whose_lease_expired_is_caught_where_the_fixed_waiter_pass
     assert_violates(
         "etcd-lease-expires-while-waiting-11456",
         0,
-        &[Claim::T1Belief, Claim::CFence],
+        &[Claim::T1Belief, Claim::CToken],
     );
     let (violated, _) = sweep("etcd-lease-expires-while-waiting-11456", 0..100);
     assert_eq!(violated[&Claim::T1Belief].len(), 100);
-    assert_eq!(violated[&Claim::CFence].len(), 100);
+    assert_eq!(violated[&Claim::CToken].len(), 100);
 }
 
 /// etcd-io/etcd#10756: goroutines locking through one shared session write the same key, and
@@ -145,10 +145,10 @@ fn etcd_11456_a_waiter_whose_lease_expired_is_caught_where_the_fixed_waiter_pass
 #[test]
 fn etcd_10756_acquisitions_sharing_one_session_both_hold_where_a_session_each_does_not() {
     assert_clean("etcd-contention", 0..50);
-    assert_violates("etcd-shared-session-10756", 0, &[Claim::T1Belief, Claim::CFence]);
+    assert_violates("etcd-shared-session-10756", 0, &[Claim::T1Belief, Claim::CToken]);
     let (violated, _) = sweep("etcd-shared-session-10756", 0..100);
     assert_eq!(violated[&Claim::T1Belief].len(), 100);
-    assert_eq!(violated[&Claim::CFence].len(), 100);
+    assert_eq!(violated[&Claim::CToken].len(), 100);
 }
 
 /// CURATOR-604: the server refuses an expired session at once and deletes its node 3 s later.

@@ -127,7 +127,7 @@ fn an_older_acquisition_writing_after_a_newer_one_violates_t1_resource() {
 }
 
 #[test]
-fn c_fence_a_fenced_resource_refuses_a_smaller_token_and_a_token_that_does_not_grow_violates_c_fence() {
+fn c_token_a_fenced_resource_refuses_a_smaller_token_and_a_token_that_does_not_grow_violates_c_token() {
     let fenced = FamilyRules {
         fencing_tokens: true,
         ..unfenced()
@@ -151,10 +151,10 @@ fn c_fence_a_fenced_resource_refuses_a_smaller_token_and_a_token_that_does_not_g
         )
     };
     let growing = vec![numbered(10, small, 0), numbered(20, large, 1)];
-    assert_eq!(c_fence(&run(&fenced, &growing)), Verdict::NoViolation);
+    assert_eq!(c_token(&run(&fenced, &growing)), Verdict::NoViolation);
     let shrinking = vec![numbered(10, large, 0), numbered(20, small, 1)];
-    assert!(c_fence(&run(&fenced, &shrinking)).is_violated());
-    assert_eq!(c_fence(&run(&unfenced(), &shrinking)), Verdict::NotChecked);
+    assert!(c_token(&run(&fenced, &shrinking)).is_violated());
+    assert_eq!(c_token(&run(&unfenced(), &shrinking)), Verdict::NotChecked);
 }
 
 #[test]

@@ -56,7 +56,7 @@ pub(super) fn contract_claims(row: Row) -> Vec<ClaimId> {
     // The family simulator judges no C-free (the model does). C-lost only where a lane renews
     // the lease and so can tell the holder (Redisson's watchdog, etcd's keep-alive): a Curator
     // holder is never told (it believes until its next request), and SET NX, Redlock and
-    // Memcached holders check their own clock. C-token's growing half (its C-fence) where
+    // Memcached holders check their own clock. C-token (its growing half) where
     // tokens grow.
     let mut claims = vec![ClaimId::CRelease];
     if family_model(row).renews {

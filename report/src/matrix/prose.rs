@@ -88,7 +88,7 @@ fn families(md: &mut String) {
          docs/simulator.md: the library's own `FamilyLocker` against simulated servers on their own \
          clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that \
          fault yet. The simulator's T2 includes T2-free (a lone client never gives up on a free lock), its \
-         C-token is the growing-token half (C-fence, for the locks whose tokens grow), its C-lost is judged \
+         C-token is judged on its growing half (for the locks whose tokens grow: a later acquisition's token above every earlier one's), its C-lost is judged \
          only where a watchdog or keep-alive renews the lease (Redisson, etcd), and it judges no C-free (the \
          model does); a seed whose run stopped at its bound with a client still waiting gives T2 no verdict \
          and is counted apart (\"bounded\"). Their resource has no fencing (their tokens name a holder, they \

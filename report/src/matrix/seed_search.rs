@@ -326,8 +326,8 @@ mod tests {
     }
 
     #[test]
-    fn a_family_seed_files_t2_free_under_t2_and_c_fence_under_c_token() {
-        // etcd-contention fences (C-fence judged) and has several clients (T2 judged).
+    fn a_family_seed_files_t2_free_under_t2_and_its_c_token_under_c_token() {
+        // etcd-contention fences (C-token judged) and has several clients (T2 judged).
         let claims = [ClaimId::T2, ClaimId::CToken, ClaimId::FOrder];
         let outcome = family_one_seed("etcd-contention", &claims, 0);
         assert!(outcome.fired, "a control's conditions are always in effect");

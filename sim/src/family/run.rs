@@ -168,7 +168,7 @@ impl FamilyObserver for ClientObserver {
                 let mut acquisitions = lock(&self.recorder.acquisitions);
                 let acquisition = acquisitions.len() as u64;
                 // A token is acquired once, unless the lock hands one out twice (etcd 10756's
-                // shared session): then its writes count for the later acquisition, and C-fence
+                // shared session): then its writes count for the later acquisition, and C-token
                 // reports the repeat.
                 acquisitions.insert(token.clone(), acquisition);
                 Some((token.clone(), acquisition))
