@@ -169,16 +169,20 @@ pub fn run(args: CheckArgs) -> ExitCode {
             ));
         }
         // stateright binds the address itself and panics if it cannot: try it first (the
-        // probe is released at once, so only a port taken in between slips through).
-        if let Err(error) = std::net::TcpListener::bind(address) {
-            let why = match error.kind() {
-                std::io::ErrorKind::AddrInUse => "address in use".to_owned(),
-                _ => error.to_string(),
-            };
-            return crate::usage_error(&format!(
-                "--explore {address}: cannot listen there ({why}); choose a free port"
-            ));
-        }
+        // probe is released at once, so only a port taken in between slips through). Port 0
+        // asks for any free port: the probe's is the one said and served.
+        let address = match std::net::TcpListener::bind(address) {
+            Ok(probe) => probe.local_addr().unwrap_or(address),
+            Err(error) => {
+                let why = match error.kind() {
+                    std::io::ErrorKind::AddrInUse => "address in use".to_owned(),
+                    _ => error.to_string(),
+                };
+                return crate::usage_error(&format!(
+                    "--explore {address}: cannot listen there ({why}); choose a free port"
+                ));
+            }
+        };
         println!("{}", model.title());
         println!("stateright Explorer on http://{address}/ (Ctrl-C to stop)");
         model.explore(address);

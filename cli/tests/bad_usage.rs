@@ -243,6 +243,43 @@ fn explore_on_a_busy_port_says_address_in_use_instead_of_panicking() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// `--explore 127.0.0.1:0` asks for any free port: the command says which one it took (not 0),
+/// and the Explorer answers there.
+#[test]
+fn explore_on_port_zero_says_the_port_it_listens_on() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(["check", "--model", "lemma", "--explore", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("cassalock starts");
+    let stdout = child.stdout.take().expect("its stdout");
+    let said = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find(|line| line.starts_with("stateright Explorer on"));
+    let port: Option<u16> = said.as_deref().and_then(|line| {
+        let rest = line.split("http://127.0.0.1:").nth(1)?;
+        rest.split('/').next()?.parse().ok()
+    });
+    let answered = port.filter(|port| *port != 0).is_some_and(|port| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answered, "said {said:?}: port {port:?}");
+}
+
 /// One name per knob: the renewal interval is `--renew-every-ms` in `sim`, `replay` and `real`
 /// (which still reads its old `--renew-ms`, unlisted).
 #[test]
