@@ -320,6 +320,9 @@ pub enum Disruption {
     CutOff,
     Isolated,
     Lossy,
+    /// Data the lock relies on was removed at the store (an operator deleted the lock's rows
+    /// or keys): an instant, with no target.
+    DataLost,
 }
 
 /// A limit of a driver that, once hit, leaves some claim undecided.

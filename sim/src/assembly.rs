@@ -63,6 +63,8 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> Simulated {
         time_replicas: time_nodes,
         killed: Arc::clone(&killed),
         transport: run.transport.clone(),
+        replica_data: replica_data.clone(),
+        lock_names: run.config.lock_names(),
     };
     // The tasks the supervisor spawns (on madsim's main node, which cannot be killed): aborted
     // at the end, see `stop_every_task`.

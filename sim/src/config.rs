@@ -62,11 +62,15 @@ pub enum FaultKind {
     KillTimeReplica {
         replica: usize,
     },
+    /// An operator deletes the lock's rows (main, queue and shadow; not the fencing counter's)
+    /// on every replica at once, stamped by replica r0's clock: the holder's cells are gone
+    /// with no clock skew and no expiry. Its renewal must notice and say the lease is lost.
+    DeleteLockRows,
 }
 
 impl FaultKind {
     /// Every kind's name, in a fixed order (for tallies by kind).
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 14] = [
         "pause-holder",
         "pause-client",
         "kill-holder",
@@ -80,6 +84,7 @@ impl FaultKind {
         "isolate-replica",
         "loss",
         "kill-time-replica",
+        "delete-lock-rows",
     ];
 
     /// This kind's index in [`FaultKind::NAMES`].
@@ -98,6 +103,7 @@ impl FaultKind {
             FaultKind::IsolateReplica { .. } => 10,
             FaultKind::Loss { .. } => 11,
             FaultKind::KillTimeReplica { .. } => 12,
+            FaultKind::DeleteLockRows => 13,
         }
     }
 
@@ -105,6 +111,10 @@ impl FaultKind {
         Self::NAMES[self.index()]
     }
 }
+
+/// How the plan and the fault's record say [`FaultKind::DeleteLockRows`].
+pub(crate) const DELETE_LOCK_ROWS_TEXT: &str =
+    "an operator deletes the lock's rows (main, queue, shadow) on every replica";
 
 /// A fault at a simulated time.
 #[derive(Clone, Debug, PartialEq)]
@@ -256,6 +266,7 @@ impl fmt::Display for FaultKind {
                 write!(f, "lose {rate_percent}% of messages for {:.1} s", for_.as_secs_f64())
             }
             FaultKind::KillTimeReplica { replica } => write!(f, "kill time-service replica ts{replica}"),
+            FaultKind::DeleteLockRows => f.write_str(DELETE_LOCK_ROWS_TEXT),
         }
     }
 }

@@ -201,6 +201,7 @@ fn disruption(period: Disruption) -> event::Disruption {
         Disruption::CutOff => event::Disruption::CutOff,
         Disruption::Isolated => event::Disruption::Isolated,
         Disruption::Lossy => event::Disruption::Lossy,
+        Disruption::DataLost => event::Disruption::DataLost,
     }
 }
 

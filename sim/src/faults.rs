@@ -10,8 +10,13 @@ use madsim::runtime::Handle;
 use madsim::task::NodeId;
 use tokio::time::Instant;
 
-use crate::cluster::{client_ip, replica_addr};
-use crate::config::{Fault, FaultKind};
+use cassalock::algo::LockId;
+use cassalock::driver::Clock;
+use cassalock::store::row_store::CellVersion;
+
+use crate::clock::SimClock;
+use crate::cluster::{client_ip, replica_addr, ReplicaData};
+use crate::config::{Fault, FaultKind, DELETE_LOCK_ROWS_TEXT};
 use crate::trace::{Disruption, Recorder, What};
 use crate::transport::QueueTransport;
 
@@ -35,6 +40,10 @@ pub(crate) struct Injector {
     /// The run's queues, when the cluster's network is `Network::Queues`: its clogs, isolation
     /// and loss are set there too (madsim's still carry the resource's messages).
     pub(crate) transport: Option<Arc<QueueTransport>>,
+    /// Every replica's data and clock (an operator's delete writes there directly).
+    pub(crate) replica_data: Vec<(Arc<Mutex<ReplicaData>>, SimClock)>,
+    /// The locks the run's clients take (their rows are what an operator deletes).
+    pub(crate) lock_names: Vec<String>,
 }
 
 impl Injector {
@@ -243,6 +252,53 @@ impl Injector {
                 );
                 self.kill_node(self.time_replicas[replica]);
             }
+            FaultKind::DeleteLockRows => self.delete_lock_rows(),
+        }
+    }
+
+    /// An operator's `DELETE` of every lock's rows, as if run through a coordinator whose
+    /// clock is replica r0's, applied to every replica at once (and synced: the delete is
+    /// durable). The fencing counter's row stays: deleting it would let tokens go down, a
+    /// different fault.
+    fn delete_lock_rows(&self) {
+        let Some((_, operator_clock)) = self.replica_data.first() else {
+            return;
+        };
+        let stamp_us = operator_clock.now_us();
+        let mut rows = BTreeSet::new();
+        for name in &self.lock_names {
+            if let Ok(lock) = LockId::new(name.as_str()) {
+                rows.extend([lock.main_row(), lock.queue_row(), lock.shadow_row()]);
+            }
+        }
+        for (data, _) in &self.replica_data {
+            let mut data = data.lock().expect("replica data");
+            let doomed: Vec<(String, String)> = data
+                .live
+                .versions()
+                .filter(|(row, _, _)| rows.contains(*row))
+                .map(|(row, column, _)| (row.to_owned(), column.to_owned()))
+                .collect();
+            for (row, column) in doomed {
+                data.live.apply(&row, &column, CellVersion::tombstone(stamp_us));
+                data.synced.apply(&row, &column, CellVersion::tombstone(stamp_us));
+            }
+        }
+        for begins in [true, false] {
+            self.recorder.record(
+                "faults",
+                None,
+                What::Fault {
+                    text: if begins {
+                        DELETE_LOCK_ROWS_TEXT.to_owned()
+                    } else {
+                        "the delete is applied on every replica".to_owned()
+                    },
+                    node: None,
+                    period: Disruption::DataLost,
+                    begins,
+                },
+            );
         }
     }
 

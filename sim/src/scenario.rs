@@ -54,7 +54,7 @@ pub struct Scenario {
     pub expected: &'static str,
 }
 
-pub const SCENARIOS: [Scenario; 11] = [
+pub const SCENARIOS: [Scenario; 12] = [
     Scenario {
         name: "contention",
         setup: "5 clients x 20 acquisitions, QUORUM, no faults",
@@ -74,6 +74,11 @@ pub const SCENARIOS: [Scenario; 11] = [
         name: "pause-at-rewrite",
         setup: "2 clients x 2 acquisitions, holds of 85-95 s; the first holder to renew pauses right after renewal's check, before its rewrite leaves, for TTL - renewal interval + 5 s, 20 s by default (it resumes after its cells expired, within a TTL of the check); fencing on",
         expected: "T1-belief violations (K1); the late rewrite lands after another client took the lock, and the holder is told its lease is lost and stays told (C-lost; with --m4 is_lost() turns true at the resume, then false again for the rest of the hold)",
+    },
+    Scenario {
+        name: "rows-deleted",
+        setup: "2 clients x 2 acquisitions, holds of 35-45 s; 2-8 s in, an operator deletes the lock's rows on every replica (no clock skew, no expiry)",
+        expected: "the holder's renewal finds its cell gone and it is told its lease is lost (C-lost); the waiter may take the lock before that, so T1-belief can break; with --m2 the renewal writes the cell back, and a holder that took the lock meanwhile is never told (C-lost)",
     },
     Scenario {
         name: "cl-one",
@@ -264,6 +269,17 @@ fn plan(name: &str, config: &mut RunConfig, options: &SimOptions, rng: &mut ChaC
             });
         }
         "pause-at-rewrite" => pause_at_rewrite(config, ttl),
+        "rows-deleted" => {
+            // Holds longer than the TTL, so a holder not told goes on believing well past
+            // C-lost's bound.
+            config.clients = 2;
+            config.acquisitions = 2;
+            config.hold_ms = (35_000, 45_000);
+            config.faults.push(Fault {
+                at: s(rng.gen_range(2..8)),
+                kind: FaultKind::DeleteLockRows,
+            });
+        }
         "cl-one" => cl_one(config, rng),
         "partition" => {
             // Holds longer than the TTL, so the cut-off holder is still inside when its lease

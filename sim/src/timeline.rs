@@ -86,6 +86,7 @@ fn colour(span: Span) -> RGBColor {
         Span::Disrupted(Disruption::CutOff) => RGBColor(230, 150, 40),
         Span::Disrupted(Disruption::Isolated) => RGBColor(230, 150, 40),
         Span::Disrupted(Disruption::Lossy) => RGBColor(200, 180, 60),
+        Span::Disrupted(Disruption::DataLost) => RGBColor(180, 40, 40),
     }
 }
 
@@ -294,8 +295,16 @@ impl<'a> Picture<'a> {
     }
 }
 
-/// Every lane with its spans, in drawing order; and the periods of message loss (all nodes).
-fn lanes(picture: &Picture) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>) {
+/// What the picture draws under its marks: every lane with its spans, in drawing order; the
+/// periods of message loss (all nodes); the instants the lock's data was deleted at the store
+/// (all nodes).
+struct Drawn {
+    lanes: BTreeMap<Lane, Spans>,
+    loss: Vec<(Duration, Duration)>,
+    data_lost: Vec<Duration>,
+}
+
+fn lanes(picture: &Picture) -> Drawn {
     let end = picture.end();
     let mut lanes: BTreeMap<Lane, Spans> = BTreeMap::new();
     lanes.extend(picture.lane_names().into_iter().map(|lane| (lane, Vec::new())));
@@ -316,6 +325,7 @@ fn lanes(picture: &Picture) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>
     };
     let mut loss: Vec<(Duration, Duration)> = Vec::new();
     let mut loss_from: Option<Duration> = None;
+    let mut data_lost: Vec<Duration> = Vec::new();
     for event in picture.events {
         let at = picture.at(event);
         match &event.what {
@@ -378,6 +388,12 @@ fn lanes(picture: &Picture) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>
                     loss.push((from, at));
                 }
             }
+            What::Fault {
+                target: None,
+                disruption: Some(Disruption::DataLost),
+                begins: true,
+                ..
+            } => data_lost.push(at),
             _ => {}
         }
     }
@@ -405,7 +421,7 @@ fn lanes(picture: &Picture) -> (BTreeMap<Lane, Spans>, Vec<(Duration, Duration)>
         }
     }
     loss.extend(loss_from.map(|from| (from, end)));
-    (lanes, loss)
+    Drawn { lanes, loss, data_lost }
 }
 
 /// The track of each span in its strip: disruptions that overlap in time get different tracks
@@ -567,7 +583,7 @@ pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineEr
     let layout = Layout::new(picture);
     let marks = marks(picture);
     let title = title_lines(picture, WIDTH as i32 - 40);
-    let legend_rows = legend(picture, &marks, layout.jumps());
+    let legend_rows = legend(picture, &marks, layout.jumps(), layout.data_lost.len());
     let title_px = 14 + 24 * title.len() as u32;
     let plot_px = LANE_PX * layout.count as u32 + 12 + 40;
     let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
@@ -613,6 +629,8 @@ struct Layout<'p> {
     /// Each lane's spans, in lane order (top first), and the message loss behind them all.
     lanes: BTreeMap<Lane, Spans>,
     loss: Vec<(Duration, Duration)>,
+    /// When the lock's data was deleted at the store: a line across every lane.
+    data_lost: Vec<Duration>,
     count: usize,
     /// The time axis's length.
     seconds: f64,
@@ -622,7 +640,7 @@ struct Layout<'p> {
 
 impl<'p> Layout<'p> {
     fn new(picture: &'p Picture<'p>) -> Self {
-        let (lanes, loss) = lanes(picture);
+        let Drawn { lanes, loss, data_lost } = lanes(picture);
         let count = lanes.len();
         let end = picture.end();
         // A model's record ends just after its last step: half a tick more shows what that step did.
@@ -646,6 +664,7 @@ impl<'p> Layout<'p> {
             picture,
             lanes,
             loss,
+            data_lost,
             count,
             seconds,
             clocks,
@@ -706,6 +725,7 @@ impl<'p> Layout<'p> {
         self.draw_loss(area)?;
         self.draw_clock_tints(area)?;
         self.draw_spans(area)?;
+        self.draw_data_lost(area)?;
         self.draw_clock_words(area)?;
         self.draw_overlaps(area)?;
         self.draw_marks(area, marks)
@@ -722,6 +742,17 @@ impl<'p> Layout<'p> {
                 self.count as f64 - 0.5,
                 colour,
             ))?;
+        }
+        Ok(())
+    }
+
+    /// The lock's data deleted at the store: a thin line across every lane, over the bars.
+    fn draw_data_lost(&self, area: &PlotArea<'_>) -> Fallible {
+        for &at in &self.data_lost {
+            // A few pixels wide at any length of run: an instant, but one to see.
+            let (from, width) = (at.as_secs_f64(), self.seconds / 300.0);
+            let colour = colour(Span::Disrupted(Disruption::DataLost)).filled();
+            area.draw(&self.band(from, from + width, -0.5, self.count as f64 - 0.5, colour))?;
         }
         Ok(())
     }

@@ -107,6 +107,9 @@ pub enum Disruption {
     CutOff,
     Isolated,
     Lossy,
+    /// Data the lock relies on was removed at the store (an operator's delete): an instant,
+    /// on no one node.
+    DataLost,
 }
 
 /// A record: when (simulated, since the run began), where, that node's clock, what.

@@ -515,6 +515,52 @@ fn c_lost_pause_at_rewrite_the_holder_is_told_and_stays_told_m4_takes_it_back() 
 }
 
 #[test]
+fn c_lost_rows_deleted_the_holder_learns_m2_writes_its_cell_back_and_never_does() {
+    // An operator deletes the lock's rows while a client holds: no skew, no expiry, so only
+    // renewal's check can tell the holder. The waiter may take the lock before that check
+    // (T1-belief is not asked to hold: the fault breaks the lock's premise), but the holder
+    // must be told within C-lost's bound, and the fault must have fired with an overlap for
+    // C-lost to judge.
+    always(
+        "c_lost_rows_deleted_the_holder_learns_m2_writes_its_cell_back_and_never_does",
+        "rows-deleted",
+        &SimOptions::default(),
+        "",
+        0..5,
+        |o| {
+            if o.verdicts.faults_begun == 0 {
+                return Err("the delete did not fire".into());
+            }
+            let c_lost = o.verdicts.check("C-lost");
+            if c_lost.verdict != ClaimVerdict::Holds {
+                return Err(format!("C-lost was not judged to hold: {}", c_lost.detail));
+            }
+            passes(o, &["T1-resource", "C-token", "T2"])
+        },
+    );
+    let m2 = SimOptions {
+        m2: true,
+        ..SimOptions::default()
+    };
+    for algorithm in BOTH {
+        let found = sometimes(
+            "rows-deleted --m2",
+            "rows-deleted-m2",
+            "rows-deleted",
+            algorithm,
+            &m2,
+            " --m2",
+            0..5,
+            |o| !o.verdicts.passed("C-lost"),
+        );
+        assert!(
+            printed(&found, " --m2").contains("MUTANT M2"),
+            "the trace names the mutant"
+        );
+    }
+}
+
+#[test]
 fn timeservice_stall_s1_freezes_global_time_for_the_lead_of_the_crashed_replica() {
     always(
         "timeservice_stall_s1_freezes_global_time_for_the_lead_of_the_crashed_replica",

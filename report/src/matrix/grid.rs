@@ -58,6 +58,8 @@ pub enum Column {
     StoreFailure,
     /// A node's clock steps back.
     BackwardJump,
+    /// An operator deletes the lock's rows while a client holds (no skew, no expiry).
+    RowsDeleted,
     /// A server restarts without persistence.
     Restart,
     /// A replica is promoted before it has the primary's acknowledged writes.
@@ -70,7 +72,7 @@ pub enum Column {
 
 impl Column {
     /// The columns of the thesis's rows.
-    pub const THESIS: [Column; 11] = [
+    pub const THESIS: [Column; 12] = [
         Column::None,
         Column::Loss,
         Column::Partition,
@@ -82,6 +84,7 @@ impl Column {
         Column::RenewalRace,
         Column::StoreFailure,
         Column::BackwardJump,
+        Column::RowsDeleted,
     ];
 
     /// The columns of the other families' rows.
@@ -108,6 +111,7 @@ impl Column {
             Column::RenewalRace => "renewal race",
             Column::StoreFailure => "store failures",
             Column::BackwardJump => "clock steps back",
+            Column::RowsDeleted => "lock rows deleted",
             Column::Restart => "restart without persistence",
             Column::Failover => "failover",
             Column::ServerClockJump => "server clock jumps",
@@ -128,6 +132,7 @@ impl Column {
             Column::RenewalRace => "renewal-race",
             Column::StoreFailure => "store-failure",
             Column::BackwardJump => "backward-jump",
+            Column::RowsDeleted => "rows-deleted",
             Column::Restart => "restart",
             Column::Failover => "failover",
             Column::ServerClockJump => "server-clock-jump",

@@ -132,7 +132,7 @@ impl MutantSim {
 }
 
 /// The simulator's broken variants, each searched for the old and the queue lock.
-pub(super) const MUTANT_SIMS: [MutantSim; 2] = [
+pub(super) const MUTANT_SIMS: [MutantSim; 3] = [
     MutantSim {
         claim: ClaimId::K3,
         scenario: "renew-race",
@@ -147,6 +147,14 @@ pub(super) const MUTANT_SIMS: [MutantSim; 2] = [
         flag: "--m4",
         turn_on: |options| options.m4 = true,
         breaks: "a holder paused at renewal's rewrite was told it lost the lease, then told it had not",
+        firing: Firing::Injected,
+    },
+    MutantSim {
+        claim: ClaimId::CLost,
+        scenario: "rows-deleted",
+        flag: "--m2",
+        turn_on: |options| options.m2 = true,
+        breaks: "a holder whose rows an operator deleted wrote its cell back and was never told another client took the lock",
         firing: Firing::Injected,
     },
 ];

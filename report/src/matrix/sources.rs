@@ -155,6 +155,11 @@ pub(super) fn sources(row: Row, column: Column) -> Vec<Source> {
         C::Restart | C::Failover | C::ServerClockJump | C::LostNotification => {
             unreachable!("{} is a column of the other families' rows", column.name())
         }
+        C::RowsDeleted => vec![sim(
+            "rows-deleted",
+            "sim, an operator deletes the lock's rows while a client holds",
+            Injected,
+        )],
         C::BackwardJump => {
             let mut options = SimOptions::default();
             options.knobs.backward_jump_s = Some(5.0);

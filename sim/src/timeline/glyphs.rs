@@ -171,21 +171,34 @@ pub(super) enum Key {
 
 /// The legend: one row of lane strips, one of clock strips, one of the judge's marks (each
 /// counted in this run), each row wrapped to the picture's width.
-pub(super) fn legend(picture: &Picture, marks: &[(Glyph, Duration, Lane)], jumps: usize) -> Vec<Vec<(Key, String)>> {
+pub(super) fn legend(
+    picture: &Picture,
+    marks: &[(Glyph, Duration, Lane)],
+    jumps: usize,
+    data_lost: usize,
+) -> Vec<Vec<(Key, String)>> {
     let count = |glyph: Glyph| marks.iter().filter(|mark| mark.0 == glyph).count();
     let bar = |span: Span| Key::Bar(colour(span));
+    let mut lanes = vec![
+        (bar(Span::Waiting), "waiting".into()),
+        (bar(Span::Holding), "holding (believes it holds)".into()),
+        (bar(Span::Disrupted(Disruption::Paused)), "paused".into()),
+        (bar(Span::Disrupted(Disruption::Killed)), "dead / down".into()),
+        (bar(Span::Disrupted(Disruption::CutOff)), "cut off / isolated".into()),
+        (
+            Key::Band(colour(Span::Disrupted(Disruption::Lossy)).mix(0.3)),
+            "message loss (every node)".into(),
+        ),
+    ];
+    // Only where it happened: most runs have no such fault, and their legends stay as they were.
+    if data_lost > 0 {
+        lanes.push((
+            bar(Span::Disrupted(Disruption::DataLost)),
+            format!("the lock's data deleted at the store: {data_lost}"),
+        ));
+    }
     let groups: Vec<Vec<(Key, String)>> = vec![
-        vec![
-            (bar(Span::Waiting), "waiting".into()),
-            (bar(Span::Holding), "holding (believes it holds)".into()),
-            (bar(Span::Disrupted(Disruption::Paused)), "paused".into()),
-            (bar(Span::Disrupted(Disruption::Killed)), "dead / down".into()),
-            (bar(Span::Disrupted(Disruption::CutOff)), "cut off / isolated".into()),
-            (
-                Key::Band(colour(Span::Disrupted(Disruption::Lossy)).mix(0.3)),
-                "message loss (every node)".into(),
-            ),
-        ],
+        lanes,
         vec![
             (
                 Key::Bar(CLOCK_AHEAD),
