@@ -112,7 +112,7 @@ pub fn render_matrix(options: &MatrixOptions, shards: &[MatrixShard]) -> Result<
     let mut files = Vec::new();
     let mut stopped_by_time = Vec::new();
     let cells = cells::judge_cells(options, &results, &out_dir, &mut files, &mut stopped_by_time)?;
-    let mutants = broken_variants::mutant_lines(options, &results, &out_dir, &mut files, &mut stopped_by_time)?;
+    let mutants = broken_variants::kill_rows(options, &results, &out_dir, &mut files, &mut stopped_by_time)?;
     let figures = (0..crate::contract_findings::keys().len())
         .map(|index| results.contract(&Unit::ContractSet(index)).cloned())
         .collect::<Result<Vec<_>, MatrixError>>()?;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use cassalock_judge::{Aspect, ClaimId};
 
+use super::broken_variants::{KillRow, Outcome};
 use super::cells::Cells;
 use super::claims::{contract_claims, CONTRACT};
 use super::grid::{matrix_rows, Column, MatrixRow, Row};
@@ -17,12 +18,7 @@ use super::summaries::{thesis_section, which_lock_section};
 
 /// The whole report, rendered from the typed cells.
 /// `libraries`: the shipped libraries' section, placed under the answer table.
-pub(super) fn markdown(
-    cells: &Cells,
-    mutants: &[(String, String)],
-    libraries: &str,
-    options: &MatrixOptions,
-) -> String {
+pub(super) fn markdown(cells: &Cells, mutants: &[KillRow], libraries: &str, options: &MatrixOptions) -> String {
     let mut md = String::new();
     let rows = options.rows();
     prose::introduction(&mut md, options, &rows);
@@ -163,13 +159,42 @@ fn contract_compact_lines(md: &mut String, cells: &Cells, row: Row, columns: &[C
     }
 }
 
-/// "Broken variants (mutants)": a line each, with its trace's link if it has one.
-fn broken_variants_section(md: &mut String, mutants: &[(String, String)]) {
+/// "Broken variants (mutants)": the kill table, a row per switch that breaks a lock on purpose.
+fn broken_variants_section(md: &mut String, mutants: &[KillRow]) {
     let _ = writeln!(md, "## Broken variants (mutants)\n");
-    for (text, link) in mutants {
-        let _ = writeln!(md, "- {text}{link}");
+    let _ = writeln!(
+        md,
+        "Every switch the command line offers to break a lock on purpose, each run in the cell that \
+         must catch it ([docs/mutants.md](../docs/mutants.md)): the model checker's mutants, the \
+         simulator's mutants and the thesis's listings as written (for the old and the queue \
+         lock), and the scenarios that plant a real client's known bug. A variant its cell does \
+         not catch is marked **not caught**: that check proves nothing. {}\n",
+        kill_count(mutants),
+    );
+    let _ = writeln!(md, "| switch | the variant, where it is run | claim | found |");
+    let _ = writeln!(md, "|---|---|---|---|");
+    for row in mutants {
+        let _ = writeln!(md, "| {} | {} | {} | {} |", row.switch, row.run, row.claim, row.found);
     }
     let _ = writeln!(md);
+}
+
+/// The kill table's tally, in a sentence.
+fn kill_count(rows: &[KillRow]) -> String {
+    let count = |outcome: Outcome| rows.iter().filter(|row| row.outcome == outcome).count();
+    let run = rows.len() - count(Outcome::NotRun);
+    let mut text = format!("Caught: {} of the {run} runs", count(Outcome::Caught));
+    for (outcome, what) in [
+        (Outcome::NotCaught, "not caught"),
+        (Outcome::NoVerdict, "stopped by a budget or the time limit, no verdict"),
+        (Outcome::NotRun, "not run by the matrix, each with the reason"),
+    ] {
+        if count(outcome) > 0 {
+            text.push_str(&format!("; {what}: {}", count(outcome)));
+        }
+    }
+    text.push('.');
+    text
 }
 
 /// "Every violation found": every judgement's violations, row by row and fault by fault.
