@@ -60,6 +60,16 @@ where
         let _ = (init, actions);
         None
     }
+    /// The claim IDs this model checks: the first word of each property's and liveness
+    /// obligation's name.
+    fn claim_ids(&self) -> Vec<String> {
+        self.properties()
+            .into_iter()
+            .map(|p| p.name)
+            .chain(self.obligations().into_iter().map(|o| o.name))
+            .map(|name| name.split_whitespace().next().unwrap_or("").to_owned())
+            .collect()
+    }
 }
 
 /// A run's event record (`cassalock_judge::event`).

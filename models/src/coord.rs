@@ -14,7 +14,13 @@ use cassalock::store::etcd_keyspace::{EtcdCommand, EtcdKeyspace, DEFAULT_ELECTIO
 use cassalock::store::znode_tree::{SessionId, WatchEvent, ZkCommand, ZkError, ZkOp, ZkReply, ZnodeTree};
 
 use crate::family::MILLIS_PER_TICK;
-use crate::family::{model_retry, ms_of_tick, no_lane, FamilyMutants, ModelFamily, ModelServer, NoLane, KEY};
+use crate::family::{
+    model_retry, ms_of_tick, no_lane, FamilyMutants, MatrixLine, ModelFamily, ModelServer, NoLane, KEY,
+};
+
+/// Why the matrix's failover column does not apply to a ZooKeeper or etcd model.
+const ONE_SERVER: &str = "one server in the model (a quorum ensemble does not fail over to a replica that lacks \
+                          acknowledged writes)";
 use crate::{Fault, Mutant, SpecError};
 use cassalock::registry::Lock;
 
@@ -471,6 +477,32 @@ impl ModelFamily for CuratorLock {
         }
     }
 
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        match fault {
+            Fault::Restart => MatrixLine {
+                label: Some("model, the server restarts (tree and sessions persist)"),
+                ..MatrixLine::default()
+            },
+            // The jump expires every session: the waiter's request in flight is answered
+            // SESSIONEXPIRED and its acquisition fails, so a second holder needs a second
+            // lock() (2 x 1 holds within its bound).
+            Fault::ServerClockJump => MatrixLine {
+                label: Some("model, the server's clock jumps past the session timeout, 2 clients x 2 acquisitions"),
+                acquisitions: Some(2),
+                ..MatrixLine::default()
+            },
+            Fault::LostNotification => MatrixLine {
+                label: Some("model, one watch event to a waiter lost"),
+                ..MatrixLine::default()
+            },
+            Fault::Failover => MatrixLine {
+                not_applicable: Some(ONE_SERVER),
+                ..MatrixLine::default()
+            },
+            _ => MatrixLine::default(),
+        }
+    }
+
     no_lane!();
 }
 
@@ -536,6 +568,19 @@ impl ModelFamily for EtcdLock {
             Fault::Restart => "the server may restart (keys and leases persist; leases are refreshed)".to_owned(),
             Fault::ServerClockJump => "the server's clock may jump forward by the session TTL".to_owned(),
             other => other.name().to_owned(),
+        }
+    }
+
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        MatrixLine {
+            label: match fault {
+                Fault::Restart => Some("model, the server restarts (keys and leases persist)"),
+                Fault::ServerClockJump => Some("model, the server's clock jumps forward by the session TTL"),
+                Fault::LostNotification => Some("model, one watch event to a waiter lost"),
+                _ => None,
+            },
+            not_applicable: (fault == Fault::Failover).then_some(ONE_SERVER),
+            ..MatrixLine::default()
         }
     }
 

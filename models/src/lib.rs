@@ -672,24 +672,10 @@ impl Runnable {
     /// The claim IDs this model checks (properties and liveness obligations).
     pub fn claims(&self) -> Vec<String> {
         use check::CheckedModel;
-        fn ids<M: CheckedModel>(model: &M) -> Vec<String>
-        where
-            M::State: Clone + std::fmt::Debug + std::hash::Hash + PartialEq + Send + Sync + 'static,
-            M::Action: Clone + std::fmt::Debug + PartialEq + Send + Sync + 'static,
-        {
-            let names = model
-                .properties()
-                .into_iter()
-                .map(|p| p.name)
-                .chain(model.obligations().into_iter().map(|o| o.name));
-            names
-                .map(|name| name.split_whitespace().next().unwrap_or("").to_owned())
-                .collect()
-        }
         match self {
-            Runnable::Lock(model) => ids(model),
-            Runnable::Lemma(model) => ids(model),
-            Runnable::GlobalTime(model) => ids(model),
+            Runnable::Lock(model) => model.claim_ids(),
+            Runnable::Lemma(model) => model.claim_ids(),
+            Runnable::GlobalTime(model) => model.claim_ids(),
             Runnable::Family(model) => model.claims(),
         }
     }

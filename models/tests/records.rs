@@ -231,61 +231,36 @@ fn along_random_walks_of_family_worlds_the_judge_and_the_model_agree() {
             tally.2 += usize::from(stale);
         }
     }
+    /// Walk `F`'s model under `fault`.
+    fn agree_for<F: cassalock_models::family::ModelFamily>(
+        name: &str,
+        fault: Fault,
+        tally: &mut (usize, usize, usize),
+    ) {
+        let lock = F::LOCK.unwrap_or_else(|| panic!("{name}: a lock of the registry"));
+        let model = cassalock_models::family_model::<F>(&spec(ModelName::Lock(lock), fault))
+            .unwrap_or_else(|e: SpecError| panic!("{name}: {e}"));
+        agree(name, &model, 1500, tally);
+    }
     let mut tally = (0, 0, 0);
     use cassalock::algo::family::{CuratorLock, EtcdLock, MemcachedLock, RedissonLock, RedlockLock, SetNxLock};
-    use cassalock_models::family_model;
-    let cases: [(&str, Lock, Fault); 8] = [
-        ("redis-set-nx pause", Lock::RedisSetNx, Fault::Pause),
-        ("redis-set-nx restart", Lock::RedisSetNx, Fault::Restart),
-        ("redis-set-nx clock jump", Lock::RedisSetNx, Fault::ServerClockJump),
-        ("redlock restart", Lock::Redlock, Fault::Restart),
-        ("memcached pause", Lock::Memcached, Fault::Pause),
-        ("redisson pause", Lock::Redisson, Fault::Pause),
-        ("zookeeper pause", Lock::Zookeeper, Fault::Pause),
-        ("etcd pause", Lock::Etcd, Fault::Pause),
+    type Walks = fn(&str, Fault, &mut (usize, usize, usize));
+    let cases: [(&str, Fault, Walks); 8] = [
+        ("redis-set-nx pause", Fault::Pause, agree_for::<SetNxLock>),
+        ("redis-set-nx restart", Fault::Restart, agree_for::<SetNxLock>),
+        (
+            "redis-set-nx clock jump",
+            Fault::ServerClockJump,
+            agree_for::<SetNxLock>,
+        ),
+        ("redlock restart", Fault::Restart, agree_for::<RedlockLock>),
+        ("memcached pause", Fault::Pause, agree_for::<MemcachedLock>),
+        ("redisson pause", Fault::Pause, agree_for::<RedissonLock>),
+        ("zookeeper pause", Fault::Pause, agree_for::<CuratorLock>),
+        ("etcd pause", Fault::Pause, agree_for::<EtcdLock>),
     ];
-    for (name, lock, fault) in cases {
-        let spec = spec(ModelName::Lock(lock), fault);
-        let failed = |e: SpecError| -> ! { panic!("{name}: {e}") };
-        match lock {
-            Lock::RedisSetNx => agree(
-                name,
-                &family_model::<SetNxLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            Lock::Redlock => agree(
-                name,
-                &family_model::<RedlockLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            Lock::Memcached => agree(
-                name,
-                &family_model::<MemcachedLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            Lock::Redisson => agree(
-                name,
-                &family_model::<RedissonLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            Lock::Zookeeper => agree(
-                name,
-                &family_model::<CuratorLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            Lock::Etcd => agree(
-                name,
-                &family_model::<EtcdLock>(&spec).unwrap_or_else(|e| failed(e)),
-                1500,
-                &mut tally,
-            ),
-            other => panic!("{name}: {other} is not a family world of this test"),
-        }
+    for (name, fault, walks) in cases {
+        walks(name, fault, &mut tally);
     }
     let (walks, two, stale) = tally;
     assert!(

@@ -14,8 +14,8 @@ use cassalock::store::memcached::Memcached;
 use cassalock::store::redis_keyspace::{fair_queue_key, RedisKeyspace, RedisValue};
 
 use super::{
-    no_lane, FamilyMutants, MemcachedServer, ModelFamily, NoLane, RedisServer, RedlockMasters, RegisteredModel, KEY,
-    MILLIS_PER_TICK, REDLOCK_MASTERS, TTL_TICKS,
+    no_lane, FamilyMutants, MatrixLine, MemcachedServer, ModelFamily, NoLane, RedisServer, RedlockMasters,
+    RegisteredModel, KEY, MILLIS_PER_TICK, REDLOCK_MASTERS, TTL_TICKS,
 };
 use crate::{Fault, Mutant, SpecError};
 use cassalock::registry::Lock;
@@ -179,6 +179,17 @@ impl ModelFamily for RedlockLock {
         }
     }
 
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        MatrixLine {
+            label: match fault {
+                Fault::Restart => Some("model, master 0 restarts at once without persistence"),
+                Fault::ServerClockJump => Some("model, master 0's clock jumps forward by the TTL"),
+                _ => None,
+            },
+            ..MatrixLine::default()
+        }
+    }
+
     no_lane!();
 }
 
@@ -239,6 +250,13 @@ impl ModelFamily for MemcachedLock {
             Fault::Restart => "the server may restart (Memcached keeps nothing)".to_owned(),
             Fault::ServerClockJump => "the server's clock may jump forward by the TTL".to_owned(),
             other => other.name().to_owned(),
+        }
+    }
+
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        MatrixLine {
+            label: (fault == Fault::Restart).then_some("model, the server restarts (Memcached keeps nothing)"),
+            ..MatrixLine::default()
         }
     }
 
@@ -420,6 +438,14 @@ impl ModelFamily for RedissonFairLock {
 
     fn describe_fault(fault: Fault) -> String {
         <RedissonLock as ModelFamily>::describe_fault(fault)
+    }
+
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        MatrixLine {
+            // F-order needs a client that comes back to a queue another waits in: 2 x 1 has none.
+            also: (fault == Fault::None).then_some((2, "model, no fault, 2 clients x 2 acquisitions (F-order)")),
+            ..MatrixLine::default()
+        }
     }
 
     fn lane(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {

@@ -330,7 +330,7 @@ mod trace;
 
 pub(crate) use locks::model_retry;
 pub use locks::{registered_models, REDISSON_FAIR_SLOT_TICKS, REDISSON_LEASE_TICKS};
-pub use runnable::{FamilyCheck, RegisteredModel};
+pub use runnable::{FamilyCheck, MatrixLine, RegisteredModel};
 
 /// The family model of `lock`, if it has one.
 pub fn registered_model(lock: Lock) -> Option<RegisteredModel> {
@@ -456,6 +456,13 @@ pub trait ModelFamily:
     fn plant(mutant: Mutant, mutants: &mut FamilyMutants, extend: bool) -> Result<bool, SpecError> {
         let _ = (mutant, mutants, extend);
         Ok(false)
+    }
+
+    /// How the property matrix runs this lock's model under `fault`, where the family's line
+    /// does not fit this lock ([`MatrixLine`]; the default: the family's line as it is).
+    fn matrix_line(fault: Fault) -> MatrixLine {
+        let _ = fault;
+        MatrixLine::default()
     }
 
     /// The title's words for a server fault.

@@ -30,15 +30,7 @@ impl<F: ModelFamily> FamilyCheck for FamilyModel<F> {
     }
 
     fn claims(&self) -> Vec<String> {
-        use stateright::Model;
-        let names = self
-            .properties()
-            .into_iter()
-            .map(|p| p.name)
-            .chain(self.obligations().into_iter().map(|o| o.name));
-        names
-            .map(|name| name.split_whitespace().next().unwrap_or("").to_owned())
-            .collect()
+        self.claim_ids()
     }
 
     fn left_out(&self) -> Vec<(&'static str, String)> {
@@ -75,6 +67,23 @@ pub struct RegisteredModel {
     pub plant: fn(Mutant, &mut FamilyMutants, bool) -> Result<bool, SpecError>,
     /// Build it from a spec.
     pub build: fn(&Spec) -> Result<Box<dyn FamilyCheck>, SpecError>,
+    /// How the property matrix runs it under a fault ([`ModelFamily::matrix_line`]).
+    pub matrix_line: fn(Fault) -> MatrixLine,
+}
+
+/// How the property matrix runs a lock's model under one fault, where the family's line does
+/// not fit the lock: each field `None` keeps the family's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MatrixLine {
+    /// The line's words ("model, the server restarts (tree and sessions persist)").
+    pub label: Option<&'static str>,
+    /// Acquisitions per client, where the default (one each) cannot show the fault.
+    pub acquisitions: Option<u8>,
+    /// One more run in the same cell: its acquisitions per client and its words (a fair lock's
+    /// F-order needs a client that comes back to the queue).
+    pub also: Option<(u8, &'static str)>,
+    /// Why the fault does not apply to this lock, where the model does not have it.
+    pub not_applicable: Option<&'static str>,
 }
 
 impl RegisteredModel {
@@ -101,6 +110,7 @@ impl RegisteredModel {
             supports: F::supports,
             plant: F::plant,
             build: |spec| Ok(Box::new(crate::family_model::<F>(spec)?)),
+            matrix_line: F::matrix_line,
         }
     }
 }

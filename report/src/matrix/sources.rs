@@ -216,78 +216,48 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
     let model_name = ModelName::Lock(row);
     let registered = cassalock_models::family::registered_model(row)
         .unwrap_or_else(|| panic!("{row} has a family row, so a family model"));
-    let (fault, label) = match column {
+    let (fault, family_label) = match column {
         Column::None => (Fault::None, "model, no fault"),
         Column::Pause => (Fault::Pause, "model, holder paused between its check and its write"),
         Column::StoreFailure => (Fault::StoreFailure, "model, one request or reply lost"),
-        Column::Restart => (
-            Fault::Restart,
-            match row {
-                Row::Redlock => "model, master 0 restarts at once without persistence",
-                Row::Memcached => "model, the server restarts (Memcached keeps nothing)",
-                Row::Zookeeper => "model, the server restarts (tree and sessions persist)",
-                Row::Etcd => "model, the server restarts (keys and leases persist)",
-                _ => "model, the server restarts without persistence",
-            },
-        ),
+        Column::Restart => (Fault::Restart, "model, the server restarts without persistence"),
         Column::Failover => (
             Fault::Failover,
             "model, the replica promoted before it has the acknowledged writes",
         ),
         Column::ServerClockJump => (
             Fault::ServerClockJump,
-            match row {
-                Row::Redlock => "model, master 0's clock jumps forward by the TTL",
-                Row::Zookeeper => "model, the server's clock jumps past the session timeout",
-                Row::Etcd => "model, the server's clock jumps forward by the session TTL",
-                _ => "model, the server's clock jumps forward by the TTL",
-            },
+            "model, the server's clock jumps forward by the TTL",
         ),
-        Column::LostNotification => (
-            Fault::LostNotification,
-            match row {
-                Row::Zookeeper | Row::Etcd => "model, one watch event to a waiter lost",
-                _ => "model, one unlock message to a waiter lost",
-            },
-        ),
+        Column::LostNotification => (Fault::LostNotification, "model, one unlock message to a waiter lost"),
         other => unreachable!("{} is not a column of the family rows", other.name()),
     };
-    let supported = (registered.supports)(fault);
-    if !supported {
+    // The lock's own words and sizes, where the family's do not fit it.
+    let line = (registered.matrix_line)(fault);
+    if !(registered.supports)(fault) {
         debug_assert!(
             family_sim::scenarios(row, column).is_empty(),
             "a simulator line where the model says the fault does not apply"
         );
-        return vec![Source::NotApplicable(match column {
-            Column::Failover if matches!(row, Row::Zookeeper | Row::Etcd) => {
-                "one server in the model (a quorum ensemble does not fail over to a replica that lacks \
-                 acknowledged writes)"
-            }
+        return vec![Source::NotApplicable(line.not_applicable.unwrap_or(match column {
             Column::Failover => "no replica (independent servers)",
             Column::LostNotification => "no unlock message: waiters poll",
             _ => "not a fault of this lock's server",
-        })];
+        }))];
     }
-    let mut sources = vec![model(model_name, fault, label)];
-    if row == Row::Zookeeper && column == Column::ServerClockJump {
-        // The jump expires every session: the waiter's request in flight is answered
-        // SESSIONEXPIRED and its acquisition fails, so a second holder needs a second lock()
-        // (2 x 1 holds within its bound).
-        let Source::Model { spec, label } = &mut sources[0] else {
-            unreachable!("the first source is the model's")
-        };
-        spec.acquisitions = Some(2);
-        *label = "model, the server's clock jumps past the session timeout, 2 clients x 2 acquisitions";
-    }
+    let mut spec = Spec::new(model_name);
+    spec.fault = fault;
+    spec.acquisitions = line.acquisitions;
+    let mut sources = vec![Source::Model {
+        spec,
+        label: line.label.unwrap_or(family_label),
+    }];
     sources.extend(family_sim_sources(row, column));
-    if row == Row::RedissonFair && column == Column::None {
-        // F-order needs a client that comes back to a queue another waits in: 2 x 1 has none.
+    if let Some((acquisitions, label)) = line.also {
         let mut spec = Spec::new(model_name);
-        spec.acquisitions = Some(2);
-        sources.push(Source::Model {
-            spec,
-            label: "model, no fault, 2 clients x 2 acquisitions (F-order)",
-        });
+        spec.fault = fault;
+        spec.acquisitions = Some(acquisitions);
+        sources.push(Source::Model { spec, label });
     }
     sources
 }
