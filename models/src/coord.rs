@@ -56,6 +56,10 @@ pub struct ZooKeeperServer {
     /// finds the session expired wakes the client and leaves it the dead handle, so that its
     /// next request is the one told.
     pub sessions: Vec<SessionId>,
+    /// Each client's heartbeat has found its session expired and told it: the dead handle
+    /// stops pinging (as a real client's does after its Expired event) until a request is
+    /// answered SESSIONEXPIRED and a new session replaces it.
+    pub told_expired: Vec<bool>,
     pub ahead_ticks: u8,
     /// The clients' clock at the last step that moved it (what a restart reads).
     pub now_tick: u8,
@@ -105,6 +109,7 @@ impl ModelServer for ZooKeeperServer {
         if executed.reply == ZkReply::Error(ZkError::SessionExpired) {
             // The client's handle is dead: its connection opens a new session.
             self.sessions[client] = self.open_session(now_ms);
+            self.told_expired[client] = false;
         }
         (executed.reply, now_ms, told)
     }
@@ -113,6 +118,7 @@ impl ModelServer for ZooKeeperServer {
         self.now_tick = now_tick;
         let now_ms = self.now_ms(now_tick);
         self.sessions = (0..clients).map(|_| self.open_session(now_ms)).collect();
+        self.told_expired = vec![false; clients];
         // The lock's directory exists already (persistent, from earlier runs): the machines'
         // step that creates it is not explored.
         for path in [LOCKS_ROOT.to_owned(), directory_of(KEY)] {
@@ -133,7 +139,8 @@ impl ModelServer for ZooKeeperServer {
         let mut fired = Vec::new();
         let mut expired = Vec::new();
         for (j, beats) in beating.iter().enumerate() {
-            if *beats {
+            // A dead handle that was told no longer pings.
+            if *beats && !self.told_expired[j] {
                 let ping = ZkCommand::Ping {
                     session: self.sessions[j],
                 };
@@ -152,6 +159,7 @@ impl ModelServer for ZooKeeperServer {
         // SESSIONEXPIRED ([`ZooKeeperServer::apply_from`] then opens a new session), so the
         // machine learns what the real one would.
         for j in expired {
+            self.told_expired[j] = true;
             let channel = format!("watch:t{j}");
             if !told.contains(&channel) {
                 told.push(channel);
@@ -444,6 +452,7 @@ impl ModelFamily for CuratorLock {
         ZooKeeperServer {
             tree: ZnodeTree::new(),
             sessions: Vec::new(),
+            told_expired: Vec::new(),
             ahead_ticks: 0,
             now_tick: 0,
         }

@@ -111,7 +111,7 @@ fn zookeeper_without_faults_every_claim_holds() {
 #[test]
 fn zookeeper_a_pause_past_the_session_timeout_breaks_t1_belief_and_the_fence_holds() {
     let report = full(&zookeeper(Fault::Pause));
-    pinned(&report, &zk_verdicts(VIOLATED, HOLDS_ZK, HOLDS_ZK), 2_484);
+    pinned(&report, &zk_verdicts(VIOLATED, HOLDS_ZK, HOLDS_ZK), 2_570);
     let two = trace(&report, "T1-belief");
     assert!(two.contains("sessions t0: 1 expired"), "{two}");
     assert!(two.contains("believe: t0 AND t1"), "{two}");
@@ -140,7 +140,7 @@ fn zookeeper_a_restart_loses_nothing() {
 #[test]
 fn zookeeper_a_clock_jump_past_the_session_timeout_breaks_t1_belief_at_the_second_lock() {
     let one = full(&zookeeper(Fault::ServerClockJump));
-    pinned(&one, &zk_verdicts(HOLDS_ZK, HOLDS_ZK, HOLDS_ZK), 13_416);
+    pinned(&one, &zk_verdicts(HOLDS_ZK, HOLDS_ZK, HOLDS_ZK), 10_558);
     let mut spec = zookeeper(Fault::ServerClockJump);
     spec.acquisitions = Some(2);
     let two = full(&spec);
@@ -149,7 +149,7 @@ fn zookeeper_a_clock_jump_past_the_session_timeout_breaks_t1_belief_at_the_secon
         .into_iter()
         .map(|(claim, verdict)| (claim, if verdict == HOLDS_ZK { holds } else { verdict }))
         .collect();
-    pinned(&two, &expected, 325_906);
+    pinned(&two, &expected, 260_284);
     let steps = trace(&two, "T1-belief");
     assert!(steps.contains("receives SESSIONEXPIRED"), "{steps}");
     assert!(steps.contains("t1 calls lock() (acquisition 2"), "{steps}");
