@@ -1683,8 +1683,8 @@ fn zookeeper_and_etcd_runs_finish_without_overlap_when_the_leader_is_killed() {
             "100",
             "--ttl-s",
             "6",
-            "--max-wait-s",
-            "20",
+            "--max-wait-ms",
+            "20000",
             "--lock-id",
             &lock,
         ]);
@@ -1741,8 +1741,8 @@ fn zookeeper_and_etcd_free_the_lock_after_the_holders_process_is_killed() {
             "1",
             "--ttl-s",
             &ttl,
-            "--max-wait-s",
-            "60",
+            "--max-wait-ms",
+            "60000",
             "--lock-id",
             &lock,
         ];
@@ -1798,8 +1798,8 @@ fn a_holder_paused_past_its_session_or_lease_is_overtaken_and_the_judges_say_so(
             "1",
             "--ttl-s",
             &ttl,
-            "--max-wait-s",
-            "60",
+            "--max-wait-ms",
+            "60000",
             "--lock-id",
             &lock,
         ];

@@ -4,7 +4,7 @@
 //! A shipped library's `lock()` that never returns, while the runner waits for it, is the
 //! liveness failure a user meets as a hung service. From outside it cannot be told from the
 //! client program hanging around the call (the program is a few lines around the library), so
-//! the verdict names both. The runner waits at most the bound (`--max-wait-s`) for any answer;
+//! the verdict names both. The runner waits at most the bound (`--max-wait-ms`) for any answer;
 //! when a `lock` or `try_lock` gets none, it records an `unanswered` event and stops the
 //! client. The bound is in the header (`call_bound_ms`); a record without it (written by a
 //! runner that judged no bound, or before this check) gets no T2 line.

@@ -206,7 +206,7 @@ async fn run_locker(
     settings.paced_poll = polling.paced;
     settings.reuse_thread_ids = job.reuse_thread_ids;
     settings.queue_read_from_last_hold = job.queue_read_from_last_hold;
-    settings.max_wait_ms = Some(job.max_wait_s * 1000);
+    settings.max_wait_ms = Some(job.max_wait_ms);
     let locker = match steps {
         Some(observer) => RemoteLocker::with_observer(store, SystemClock, settings, observer)?,
         None => RemoteLocker::new(store, SystemClock, settings)?,
@@ -278,7 +278,10 @@ async fn run_lwt_locker(
             break;
         }
         let asked = Instant::now();
-        if let Err(e) = lwt.lock(&job.lock_id, name, Duration::from_secs(job.max_wait_s)).await {
+        if let Err(e) = lwt
+            .lock(&job.lock_id, name, Duration::from_millis(job.max_wait_ms))
+            .await
+        {
             emit(Event::Error {
                 locker: name.into(),
                 at_us: now_us(),

@@ -4,7 +4,7 @@
 //! [`Event`]s as the Cassandra lockers, so the same judges read them.
 //!
 //! A holder:
-//! 1. takes the lock with `lock` (Redlock's attempts are asked again while `max_wait_s` lasts:
+//! 1. takes the lock with `lock` (Redlock's attempts are asked again while `max_wait_ms` lasts:
 //!    "no majority" is contention, not an error);
 //! 2. checks [`FamilyGuard::is_valid`] before writing to the resource (the [`Monitor`]), with a
 //!    token that orders acquisitions (see the crate documentation); a lease already over is not
@@ -63,49 +63,49 @@ pub enum FamilyRunError {
 const MAX_LOCK_FAILURES: u32 = 5;
 
 /// The most `lock` calls one acquisition makes (Redlock's "no majority" asks again): a bound
-/// on the loop besides `max_wait_s`.
+/// on the loop besides `max_wait_ms`.
 const MAX_LOCK_CALLS: u32 = 100_000;
 
 /// The most extensions in one hold (`hold_ms` / `renew_ms` is at most 60000).
 const MAX_EXTENSIONS: u64 = 60_000;
 
 /// The Redis lock settings a job asks for.
-pub fn redis_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> RedisLockConfig {
+pub fn redis_config(job_ttl_s: u32, poll_ms: u64, max_wait_ms: u64) -> RedisLockConfig {
     RedisLockConfig {
         ttl_ms: u64::from(job_ttl_s) * 1000,
         retry_every_ms: poll_ms,
-        max_wait_ms: Some(max_wait_s * 1000),
+        max_wait_ms: Some(max_wait_ms),
         // The runner extends by hand (the driver has no background renewal).
         extend_every_ms: None,
         ..RedisLockConfig::default()
     }
 }
 
-pub fn redlock_config(masters: usize, job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> RedlockConfig {
+pub fn redlock_config(masters: usize, job_ttl_s: u32, poll_ms: u64, max_wait_ms: u64) -> RedlockConfig {
     RedlockConfig {
         masters,
-        lock: redis_config(job_ttl_s, poll_ms, max_wait_s),
+        lock: redis_config(job_ttl_s, poll_ms, max_wait_ms),
         retry_delay_max_ms: poll_ms,
         ..RedlockConfig::default()
     }
 }
 
 /// Redisson with its watchdog: the lease (`lockWatchdogTimeout`) is the TTL, renewed every
-/// third of it by the guard's renewal lane; `lock()` waits up to `--max-wait-s`.
-pub fn redisson_config(job_ttl_s: u32, max_wait_s: u64) -> RedissonConfig {
+/// third of it by the guard's renewal lane; `lock()` waits up to `--max-wait-ms`.
+pub fn redisson_config(job_ttl_s: u32, max_wait_ms: u64) -> RedissonConfig {
     RedissonConfig {
         watchdog_timeout_ms: u64::from(job_ttl_s) * 1000,
         lease_ms: None,
-        wait_ms: Some(max_wait_s * 1000),
+        wait_ms: Some(max_wait_ms),
         ..RedissonConfig::default()
     }
 }
 
-pub fn memcached_config(job_ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> MemcachedLockConfig {
+pub fn memcached_config(job_ttl_s: u32, poll_ms: u64, max_wait_ms: u64) -> MemcachedLockConfig {
     MemcachedLockConfig {
         ttl_s: job_ttl_s,
         retry_every_ms: poll_ms,
-        max_wait_ms: Some(max_wait_s * 1000),
+        max_wait_ms: Some(max_wait_ms),
         checks: Checks::CasChecked,
         ..MemcachedLockConfig::default()
     }
@@ -126,11 +126,11 @@ pub fn election_retry() -> RetryPolicy {
     }
 }
 
-/// Curator's lock, waiting up to `--max-wait-s` on its predecessor's watch alone (Curator's
+/// Curator's lock, waiting up to `--max-wait-ms` on its predecessor's watch alone (Curator's
 /// way: no recheck).
-pub fn curator_config(max_wait_s: u64) -> CuratorConfig {
+pub fn curator_config(max_wait_ms: u64) -> CuratorConfig {
     CuratorConfig {
-        wait_ms: Some(max_wait_s * 1000),
+        wait_ms: Some(max_wait_ms),
         retry: election_retry(),
         ..CuratorConfig::default()
     }
@@ -141,11 +141,11 @@ pub fn zookeeper_session_ms(job_ttl_s: u32) -> u64 {
     u64::from(job_ttl_s) * 1000
 }
 
-/// etcd's mutex with a session (lease) of the job's TTL, waiting up to `--max-wait-s`.
-pub fn etcd_config(job_ttl_s: u32, max_wait_s: u64) -> EtcdMutexConfig {
+/// etcd's mutex with a session (lease) of the job's TTL, waiting up to `--max-wait-ms`.
+pub fn etcd_config(job_ttl_s: u32, max_wait_ms: u64) -> EtcdMutexConfig {
     EtcdMutexConfig {
         session_ttl_s: i64::from(job_ttl_s),
-        wait_ms: Some(max_wait_s * 1000),
+        wait_ms: Some(max_wait_ms),
         retry: election_retry(),
         ..EtcdMutexConfig::default()
     }
@@ -159,7 +159,7 @@ fn well_formed(address: &str) -> bool {
 }
 
 /// Check a family variant's servers and settings before anything starts (exit status 2).
-pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_s: u64) -> Result<(), Refused> {
+pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_ms: u64) -> Result<(), Refused> {
     if servers.is_empty() {
         return Err(Refused(format!(
             "--servers: give host:port[,host:port...] for --algorithm {}",
@@ -186,10 +186,10 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
         )));
     }
     let checked = match variant {
-        Lock::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_s)),
-        Lock::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_s)),
-        Lock::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_s)),
-        Lock::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_s)),
+        Lock::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_ms)),
+        Lock::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_ms)),
+        Lock::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_ms)),
+        Lock::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_ms)),
         Lock::Zookeeper => {
             let session_ms = zookeeper_session_ms(ttl_s);
             if !(2000..=60_000).contains(&session_ms) {
@@ -197,10 +197,10 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
                     "--ttl-s {ttl_s}: the ZooKeeper session timeout must be 2 to 60 s (the servers' bounds)"
                 )));
             }
-            CuratorLock::check(&curator_config(max_wait_s))
+            CuratorLock::check(&curator_config(max_wait_ms))
         }
-        Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_s)),
-        Lock::Memcached => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_s)),
+        Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_ms)),
+        Lock::Memcached => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_ms)),
         other => return Err(not_a_family_lock_of_the_runner(other)),
     };
     checked.map_err(|why| Refused(format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}")))
@@ -227,7 +227,7 @@ pub fn cli_name(variant: Lock) -> &'static str {
 
 /// Run this process's family lockers; every event goes to `emit`.
 pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), FamilyRunError> {
-    check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_s).map_err(FamilyRunError::Servers)?;
+    check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_ms).map_err(FamilyRunError::Servers)?;
     // Every server must answer before the run: a wrong port is said at once, not as a run of
     // failed acquisitions.
     // SET NX's list is one server or a primary and its replicas: one of them must be a master
@@ -289,23 +289,23 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
 
 /// One locker of the job's lock, against the job's servers.
 fn locker_for(job: &Job, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, FamilyRunError> {
-    let (ttl_s, poll_ms, max_wait_s) = (job.ttl_s, job.poll_ms, job.max_wait_s);
+    let (ttl_s, poll_ms, max_wait_ms) = (job.ttl_s, job.poll_ms, job.max_wait_ms);
     Ok(match job.variant {
         Lock::RedisSetNx => boxed::<SetNxLock, _>(
             RealRedis::new(&job.servers)?,
-            redis_config(ttl_s, poll_ms, max_wait_s),
+            redis_config(ttl_s, poll_ms, max_wait_ms),
             name,
             seed,
         )?,
         Lock::Redisson => boxed::<RedissonLock, _>(
             RealRedis::new(&job.servers)?,
-            redisson_config(ttl_s, max_wait_s),
+            redisson_config(ttl_s, max_wait_ms),
             name,
             seed,
         )?,
         Lock::RedissonFair => boxed::<RedissonFairLock, _>(
             RealRedis::new(&job.servers)?,
-            redisson_config(ttl_s, max_wait_s),
+            redisson_config(ttl_s, max_wait_ms),
             name,
             seed,
         )?,
@@ -317,21 +317,26 @@ fn locker_for(job: &Job, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, Fa
                 .collect::<Result<Vec<_>, _>>()?;
             boxed::<RedlockLock, _>(
                 Masters::new(masters),
-                redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_s),
+                redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_ms),
                 name,
                 seed,
             )?
         }
         Lock::Zookeeper => boxed::<CuratorLock, _>(
             RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?,
-            curator_config(max_wait_s),
+            curator_config(max_wait_ms),
             name,
             seed,
         )?,
-        Lock::Etcd => boxed::<EtcdLock, _>(RealEtcd::new(&job.servers)?, etcd_config(ttl_s, max_wait_s), name, seed)?,
+        Lock::Etcd => boxed::<EtcdLock, _>(
+            RealEtcd::new(&job.servers)?,
+            etcd_config(ttl_s, max_wait_ms),
+            name,
+            seed,
+        )?,
         Lock::Memcached => boxed::<MemcachedLock, _>(
             RealMemcached::new(&job.servers[0])?,
-            memcached_config(ttl_s, poll_ms, max_wait_s),
+            memcached_config(ttl_s, poll_ms, max_wait_ms),
             name,
             seed,
         )?,
@@ -394,7 +399,7 @@ async fn run_locker(
             break;
         }
         let asked = Instant::now();
-        let give_up_at = asked + Duration::from_secs(job.max_wait_s);
+        let give_up_at = asked + Duration::from_millis(job.max_wait_ms);
         let mut failures = 0;
         let mut guard = None;
         for _ in 0..MAX_LOCK_CALLS {

@@ -202,7 +202,7 @@ pub struct Job {
     #[serde(default)]
     pub queue_read_from_last_hold: bool,
     /// Give up one acquisition after this long.
-    pub max_wait_s: u64,
+    pub max_wait_ms: u64,
     /// Stop starting new acquisitions after this long (`0`: no limit).
     pub run_limit_s: u64,
     pub monitor: PathBuf,

@@ -50,7 +50,7 @@ pub struct RunSpec {
     /// Lock id (default: a fresh one per run).
     pub lock_id: Option<String>,
     /// Give up one acquisition after this long (1-3600 s).
-    pub max_wait_s: u64,
+    pub max_wait_ms: u64,
     /// Stop starting acquisitions after this long (0: run every acquisition).
     pub run_limit_s: u64,
     /// The resource refuses stale tokens.
@@ -86,8 +86,8 @@ pub enum InvalidSpec {
     TtlS(u32),
     #[error("--poll-ms and --next-poll-ms must be between 1 and 60000")]
     PollMs,
-    #[error("--max-wait-s must be between 1 and 3600")]
-    MaxWaitS,
+    #[error("--max-wait-ms must be between 1 and 3600000")]
+    MaxWaitMs,
     #[error("--connect-timeout-s must be between 1 and 600, not {0}")]
     ConnectTimeoutS(u64),
     /// `--steps` records the row locks' machines, which the other locks do not run.
@@ -179,14 +179,14 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
     if spec.steps.is_some() && !spec.variant.is_row_lock() {
         return Err(InvalidSpec::StepsNotARowLock(spec.variant.name()));
     }
-    if !(1..=3600).contains(&spec.max_wait_s) {
-        return Err(InvalidSpec::MaxWaitS);
+    if !(1..=3_600_000).contains(&spec.max_wait_ms) {
+        return Err(InvalidSpec::MaxWaitMs);
     }
     if !(1..=600).contains(&spec.connect_timeout_s) {
         return Err(InvalidSpec::ConnectTimeoutS(spec.connect_timeout_s));
     }
     if spec.variant.is_family() {
-        crate::family::check(spec.variant, &spec.servers, spec.ttl_s, spec.poll_ms, spec.max_wait_s)
+        crate::family::check(spec.variant, &spec.servers, spec.ttl_s, spec.poll_ms, spec.max_wait_ms)
             .map_err(|refused| InvalidSpec::Servers(refused.0))?;
         if let Some(id) = &spec.lock_id {
             crate::family::check_key(id).map_err(|refused| InvalidSpec::Servers(refused.0))?;
@@ -244,7 +244,7 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         paced_poll: spec.paced_poll,
         reuse_thread_ids: spec.reuse_thread_ids,
         queue_read_from_last_hold: spec.queue_read_from_last_hold,
-        max_wait_s: spec.max_wait_s,
+        max_wait_ms: spec.max_wait_ms,
         run_limit_s: spec.run_limit_s,
         monitor: monitor.to_path_buf(),
         // The family locks have no fencing token: the monitor only counts stale writes.
@@ -532,7 +532,7 @@ mod tests {
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,
-            max_wait_s: 120,
+            max_wait_ms: 120_000,
             run_limit_s: 0,
             fencing: true,
             connect_timeout_s: 30,

@@ -278,7 +278,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          failed call left nothing that blocks it) and C-release (nor did a release); no occasion \
          where the run had no such call (docs/claims.md, \"C-free and C-release for the code \
          people run\"). **T2**: every `lock` call of the run (the next caller's `try_lock` \
-         too) answered, acquired, gave up or failed, within the runner's bound (`--max-wait-s`, \
+         too) answered, acquired, gave up or failed, within the runner's bound (`--max-wait-ms`, \
          {} here); violated by a call that never returned.\n",
         FIFO_TOLERANCE.as_millis(),
         ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS),
@@ -583,7 +583,7 @@ mod tests {
             never.contains("| **violated**: **never told**; its release said released | **violated** | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
             "{never}"
         );
-        assert!(never.contains("(`--max-wait-s`, 5 s here)"), "{never}");
+        assert!(never.contains("(`--max-wait-ms`, 5 s here)"), "{never}");
         let quiet = ClientRunRow {
             c_lost: Seen::NoOccasion,
             told: Vec::new(),

@@ -90,9 +90,9 @@ pub struct RealArgs {
     /// Lock id (default: a fresh one per run, so earlier runs' cells do not matter).
     #[arg(long)]
     pub lock_id: Option<String>,
-    /// Give up one acquisition after this many seconds (1-3600).
-    #[arg(long, default_value_t = 120)]
-    pub max_wait_s: u64,
+    /// Give up one acquisition after this many milliseconds (1-3600000).
+    #[arg(long, default_value_t = 120_000)]
+    pub max_wait_ms: u64,
     /// Stop starting acquisitions after this many seconds (0: run every acquisition).
     #[arg(long, default_value_t = 0)]
     pub run_limit_s: u64,

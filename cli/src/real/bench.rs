@@ -116,7 +116,7 @@ impl<'a> Specs<'a> {
             consistency: "quorum".into(),
             keyspace: "cassalock".into(),
             lock_id: None,
-            max_wait_s: 120,
+            max_wait_ms: 120_000,
             run_limit_s: plan.seconds,
             fencing: true,
             connect_timeout_s: super::CONNECT_TIMEOUT_S,

@@ -38,7 +38,7 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
         try_wait_ms: args.try_wait_ms,
         lease_ms: args.lease_ms,
         hold_ms: args.hold_ms,
-        max_wait: Duration::from_secs(args.max_wait_s),
+        max_wait: Duration::from_millis(args.max_wait_ms),
         start_timeout: Duration::from_secs(args.start_timeout_s),
         run_limit: (args.run_limit_s > 0).then(|| Duration::from_secs(args.run_limit_s)),
         fencing: !args.no_fencing,
@@ -74,8 +74,8 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     if spec.pause.is_none() && args.pause_at.is_some() {
         return usage_error("--pause-at needs a pause: --pause-holder-ms or --pause-waiter-ms");
     }
-    if !(1..=3600).contains(&args.max_wait_s) {
-        return usage_error(&format!("--max-wait-s {}: 1-3600", args.max_wait_s));
+    if !(1..=3_600_000).contains(&args.max_wait_ms) {
+        return usage_error(&format!("--max-wait-ms {}: 1-3600000", args.max_wait_ms));
     }
     if let Err(refused) = check(&spec) {
         return usage_error(&refused.to_string());

@@ -28,7 +28,7 @@ fn spec(args: &RealArgs) -> RunSpec {
         consistency: args.consistency.clone(),
         keyspace: args.keyspace.clone(),
         lock_id: args.lock_id.clone(),
-        max_wait_s: args.max_wait_s,
+        max_wait_ms: args.max_wait_ms,
         run_limit_s: args.run_limit_s,
         fencing: !args.no_fencing,
         connect_timeout_s: args.connect_timeout_s,

@@ -120,10 +120,10 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
         }
         if u128::from(pause.ms) >= spec.max_wait.as_millis() {
             return refuse(format!(
-                "{} {} is not below --max-wait-s {}: the paused client's answer would come after cassalock stopped waiting for it",
+                "{} {} is not below --max-wait-ms {}: the paused client's answer would come after cassalock stopped waiting for it",
                 pause.flag(),
                 pause.ms,
-                spec.max_wait.as_secs()
+                spec.max_wait.as_millis()
             ));
         }
         if pause.whom == Paused::Waiter && spec.clients < 2 {
