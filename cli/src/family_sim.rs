@@ -40,7 +40,7 @@ Exit status:
   1  a claim was violated (the first seed and its replay command are printed)
   2  bad usage: nothing ran
   3  no violation, but a run hit its time bound (T2 bounded)
-With --shard K/N --out FILE: 0 once the file is written (the verdict is `cassalock merge`'s),
+With --shard K/N --shard-out FILE: 0 once the file is written (the verdict is `cassalock merge`'s),
 2 bad usage, 6 the file could not be written after the run.
 
 Wall-clock figures (seconds, seeds/min) go to stderr; stdout is the same bytes on any machine.";
@@ -100,12 +100,12 @@ pub struct SimFamilyArgs {
     #[arg(long, value_name = "MS")]
     replication_lag_ms: Option<u64>,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
-    /// file for `cassalock merge` (docs/sweeps.md); needs --out.
-    #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "out")]
+    /// file for `cassalock merge` (docs/sweeps.md); needs --shard-out.
+    #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "shard_out")]
     shard: Option<Shard>,
     /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.
     #[arg(long, value_name = "FILE", requires = "shard")]
-    out: Option<PathBuf>,
+    shard_out: Option<PathBuf>,
 }
 
 /// What the command line changes in a scenario (and a replay command must repeat).
@@ -195,7 +195,7 @@ pub fn sweep_scenarios(
     jobs: usize,
     knobs: Knobs,
     shard: Option<Shard>,
-    out: Option<PathBuf>,
+    shard_out: Option<PathBuf>,
 ) -> ExitCode {
     run(SimFamilyArgs {
         scenario: scenario.to_owned(),
@@ -208,7 +208,7 @@ pub fn sweep_scenarios(
         bound_ms: knobs.bound_ms,
         replication_lag_ms: knobs.replication_lag_ms,
         shard,
-        out,
+        shard_out,
     })
 }
 
@@ -233,7 +233,7 @@ pub fn replay_scenario(
         bound_ms: knobs.bound_ms,
         replication_lag_ms: knobs.replication_lag_ms,
         shard: None,
-        out: None,
+        shard_out: None,
     })
 }
 
@@ -294,7 +294,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         ));
     }
     // Open the result file before running, so a bad path costs nothing.
-    let out = match args.out.as_deref().map(ShardOut::create).transpose() {
+    let out = match args.shard_out.as_deref().map(ShardOut::create).transpose() {
         Ok(out) => out,
         Err(error) => return usage_error(&format!("{error:#}")),
     };
@@ -701,7 +701,7 @@ fn exit_status(violated: bool, bounded: bool) -> ExitCode {
 pub const SHARD_FORMAT: &str = "cassalock-sim-family-shard";
 pub const SHARD_VERSION: u64 = 1;
 
-/// A shard's result file (`sim-family --shard K/N --out FILE`), read by `cassalock merge`.
+/// A shard's result file (`sim-family --shard K/N --shard-out FILE`), read by `cassalock merge`.
 #[derive(Debug, Serialize, Deserialize)]
 struct ShardFile {
     format: String,

@@ -89,7 +89,7 @@ enum Command {
     #[cfg(madsim)]
     #[command(hide = true, after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
-    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --out FILE`,
+    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --shard-out FILE`,
     /// `report ...`/`bench sim --shard K/N --shard-out FILE`) into what one machine prints (and,
     /// for a report, writes) for the whole sweep, with its exit status.
     #[cfg(madsim)]
@@ -139,7 +139,7 @@ ZooKeeper, etcd), each a premise of a lock and the fault that breaks it, for exa
   redlock-gc-pause, set-nx-restart-no-persistence, redisson-fair-barging,
   zookeeper-session-expiry-pause, etcd-lease-expires-while-waiting-11456
 every one listed with its line of help by `cassalock sim --scenario list`; they take --seeds,
---jobs, --shard/--out, --bound-ms and --replication-lag-ms (replay: --seed, --summary, --svg,
+--jobs, --shard/--shard-out, --bound-ms and --replication-lag-ms (replay: --seed, --summary, --svg,
 --events), not the row locks' knobs.
 
 Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml

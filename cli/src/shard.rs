@@ -96,7 +96,7 @@ impl FromStr for Shard {
     }
 }
 
-/// A shard's result file (`--out FILE`), created before the shard runs so that a bad path
+/// A shard's result file (`--shard-out FILE`), created before the shard runs so that a bad path
 /// costs nothing.
 pub struct ShardOut {
     path: PathBuf,
@@ -106,7 +106,7 @@ pub struct ShardOut {
 impl ShardOut {
     /// Create `path`; the error (printed with `{:#}`) is the message for a usage error (exit 2).
     pub fn create(path: &Path) -> anyhow::Result<ShardOut> {
-        let file = File::create(path).with_context(|| format!("--out {}: cannot write it", path.display()))?;
+        let file = File::create(path).with_context(|| format!("--shard-out {}: cannot write it", path.display()))?;
         Ok(ShardOut {
             path: path.to_owned(),
             writer: BufWriter::new(file),
@@ -125,7 +125,7 @@ impl ShardOut {
             .and_then(|()| self.writer.write_all(b"\n"))
             .and_then(|()| self.writer.flush());
         written.map_err(|error| {
-            eprintln!("error: --out {}: writing failed: {error}", self.path.display());
+            eprintln!("error: --shard-out {}: writing failed: {error}", self.path.display());
             ExitCode::from(crate::output::OUTPUT_FAILED)
         })
     }
@@ -157,7 +157,7 @@ pub fn read_any(path: &Path) -> anyhow::Result<serde_json::Value> {
     let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read it", path.display()))?;
     serde_json::from_str(&text).map_err(|error| {
         anyhow!(
-            "{}: not a shard result file (not JSON: {error}); write one with --shard K/N --out FILE",
+            "{}: not a shard result file (not JSON: {error}); write one with --shard K/N --shard-out FILE",
             path.display()
         )
     })
@@ -202,7 +202,7 @@ pub fn check_cover(files: &[(&PathBuf, String, Shard)], rerun: &str) -> anyhow::
     }
     let shown: Vec<&str> = missing.iter().take(10).map(String::as_str).collect();
     Err(anyhow!(
-        "{} of {n} shards missing ({}{}): run `{rerun} --shard K/{n} --out FILE` for each and merge every file",
+        "{} of {n} shards missing ({}{}): run `{rerun} --shard K/{n} --shard-out FILE` for each and merge every file",
         missing.len(),
         shown.join(", "),
         if missing.len() > shown.len() { ", ..." } else { "" },

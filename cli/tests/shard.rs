@@ -44,7 +44,7 @@ fn shard(dir: &Path, scenario: &str, seeds: &str, k: u64, n: u64) -> String {
         seeds,
         "--shard",
         &spec,
-        "--out",
+        "--shard-out",
         &file,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -78,7 +78,7 @@ fn the_merge_of_three_shards_prints_the_single_runs_bytes_and_exit_status() {
                 .to_string();
             let spec = format!("{k}/3");
             let mut args = single_args.clone();
-            args.extend_from_slice(&["--shard", &spec, "--out", &file]);
+            args.extend_from_slice(&["--shard", &spec, "--shard-out", &file]);
             let out = cassalock(&args);
             assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
             files.push(file);
@@ -116,14 +116,19 @@ fn bad_shard_specs_exit_2_and_say_what_to_write() {
     let out_file = dir.join("x.json").display().to_string();
     let base = ["sim-family", "--scenario", "set-nx-contention", "--seeds", "0..3"];
     let bad: &[(&[&str], &str)] = &[
-        (&["--shard", "0/3", "--out", &out_file], "K/N"),
-        (&["--shard", "4/3", "--out", &out_file], "K/N"),
-        (&["--shard", "1/10001", "--out", &out_file], "10000"),
-        (&["--shard", "x", "--out", &out_file], "--shard"),
-        (&["--shard", "1/3"], "--out"),
-        (&["--out", &out_file], "--shard"),
-        (&["--shard", "1/3", "--out", "/nonexistent-dir/x.json"], "--out"),
-        (&["--shard", "1/3", "--out", &out_file, "--seed", "3"], "--seed"),
+        (&["--shard", "0/3", "--shard-out", &out_file], "K/N"),
+        (&["--shard", "4/3", "--shard-out", &out_file], "K/N"),
+        (&["--shard", "1/10001", "--shard-out", &out_file], "10000"),
+        (&["--shard", "x", "--shard-out", &out_file], "--shard"),
+        (&["--shard", "1/3"], "--shard-out"),
+        (&["--shard-out", &out_file], "--shard"),
+        (
+            &["--shard", "1/3", "--shard-out", "/nonexistent-dir/x.json"],
+            "--shard-out",
+        ),
+        (&["--shard", "1/3", "--shard-out", &out_file, "--seed", "3"], "--seed"),
+        // The shard file's old flag is no longer a spelling of it.
+        (&["--shard", "1/3", "--out", &out_file], "--out"),
     ];
     for (extra, expected) in bad {
         let mut args = base.to_vec();
@@ -226,7 +231,7 @@ fn the_merge_of_sim_shards_prints_the_single_runs_bytes_and_exit_status() {
             let file = dir.join(format!("{index}-{k}.json")).display().to_string();
             let spec = format!("{k}/3");
             let mut args = single_args.clone();
-            args.extend_from_slice(&["--shard", &spec, "--out", &file]);
+            args.extend_from_slice(&["--shard", &spec, "--shard-out", &file]);
             let out = cassalock(&args);
             assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
             files.push(file);
@@ -267,7 +272,7 @@ fn the_merge_of_sim_shards_prints_the_single_runs_bytes_and_exit_status() {
         "contention",
         "--shard",
         "1/2",
-        "--out",
+        "--shard-out",
         &sim_one,
         "--record",
     ]);
@@ -512,7 +517,7 @@ fn bad_report_shards_and_merges_exit_2_and_say_what_is_wrong() {
         "0..2",
         "--shard",
         "1/1",
-        "--out",
+        "--shard-out",
         &family,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

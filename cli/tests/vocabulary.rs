@@ -1,6 +1,6 @@
 //! One name per knob across the command line: every subcommand's `--help` is walked, and a knob
-//! spelled with two units (`--max-wait-ms` here, `--max-wait-s` there) or a claim under an old
-//! name fails the test.
+//! spelled with two units (`--max-wait-ms` here, `--max-wait-s` there), an `--out` that is a file
+//! here and a directory there, or a claim under an old name fails the test.
 #![cfg(madsim)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -95,6 +95,14 @@ fn every_knob_has_one_unit_and_every_claim_one_name_across_the_command_line() {
         .collect();
     assert!(twice.is_empty(), "a knob spelled with two units: {twice:#?}");
     assert!(units.contains_key("max-wait"), "the walk reached the knobs: {units:?}");
+    // `--out` names a directory wherever it is taken; a shard's result file is `--shard-out`.
+    for (path, text) in &helps {
+        assert!(
+            !text.contains("--out <FILE>"),
+            "cassalock {} --help takes a file as --out",
+            path.join(" ")
+        );
+    }
     // Old names of claims, each replaced by the one name `cassalock claims` lists.
     for old in ["C-fence", "F-fifo"] {
         for (path, text) in &helps {

@@ -53,7 +53,7 @@ impl ValueEnum for Algorithms {
 /// Run a scenario over a range of seeds and summarise.
 ///
 /// Exit status: 0 every run passed every check; 1 some check failed (the first failing seed
-/// and the command that replays it are printed); 2 bad arguments. With --shard K/N --out FILE:
+/// and the command that replays it are printed); 2 bad arguments. With --shard K/N --shard-out FILE:
 /// 0 once the file is written (the verdict is `cassalock merge`'s), 4 if writing it failed.
 /// The wall-clock figures (seconds, seeds/minute) go to stderr.
 #[derive(Args, Debug)]
@@ -91,12 +91,12 @@ pub struct SimArgs {
     #[arg(long)]
     pub(super) sweep_offsets: bool,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
-    /// file for `cassalock merge` (docs/sweeps.md); needs --out.
-    #[arg(long, value_name = "K/N", requires = "out", conflicts_with_all = ["sweep_offsets", "record"])]
+    /// file for `cassalock merge` (docs/sweeps.md); needs --shard-out.
+    #[arg(long, value_name = "K/N", requires = "shard_out", conflicts_with_all = ["sweep_offsets", "record"])]
     pub(super) shard: Option<Shard>,
     /// With --shard: the result file to write (JSON); the verdict comes from `cassalock merge`.
     #[arg(long, value_name = "FILE", requires = "shard")]
-    pub(super) out: Option<PathBuf>,
+    pub(super) shard_out: Option<PathBuf>,
 }
 
 impl SimArgs {

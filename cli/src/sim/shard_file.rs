@@ -1,4 +1,4 @@
-//! A `sim` shard's result file (`sim --shard K/N --out FILE`): its layout, the sweep command it
+//! A `sim` shard's result file (`sim --shard K/N --shard-out FILE`): its layout, the sweep command it
 //! names, and `cassalock merge` of such files into what `sim` over the whole range prints.
 
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ pub const SHARD_FORMAT: &str = "cassalock-sim-shard";
 /// which version 1 counted as failures.
 pub const SHARD_VERSION: u64 = 2;
 
-/// A shard's result file (`sim --shard K/N --out FILE`), read by `cassalock merge`.
+/// A shard's result file (`sim --shard K/N --shard-out FILE`), read by `cassalock merge`.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct SimShardFile {
     pub(super) format: String,
@@ -35,7 +35,7 @@ pub(super) struct SimShardFile {
     pub(super) tallies: Vec<(String, Tally)>,
 }
 
-/// The command that runs the whole sweep on one machine (without --jobs, --shard, --out).
+/// The command that runs the whole sweep on one machine (without --jobs, --shard, --shard-out).
 pub(super) fn sweep_command(args: &SimArgs, scenario: &str) -> String {
     let algorithms = args
         .algorithms(scenario)

@@ -69,7 +69,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         None => None,
     };
     // Opened before running, so a bad path costs nothing.
-    let out = match args.out.as_deref().map(ShardOut::create).transpose() {
+    let out = match args.shard_out.as_deref().map(ShardOut::create).transpose() {
         Ok(out) => out,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
@@ -112,7 +112,7 @@ fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
             replication_lag_ms: args.replication_lag_ms,
         },
         args.shard,
-        args.out.clone(),
+        args.shard_out.clone(),
     )
 }
 
@@ -220,7 +220,7 @@ fn sweep_algorithm(
     Ok(tally)
 }
 
-/// Write a shard's result file (`--shard K/N --out FILE`) with every algorithm's tally, and say
+/// Write a shard's result file (`--shard K/N --shard-out FILE`) with every algorithm's tally, and say
 /// where: 0 once written (the verdict is `cassalock merge`'s), 4 if writing it failed.
 fn write_shard(args: &SimArgs, ready: &Ready, out: ShardOut, tallies: Vec<(String, Tally)>) -> ExitCode {
     let shard = ready.shard;
