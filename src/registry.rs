@@ -89,10 +89,59 @@ pub struct Entry {
     pub model: Option<&'static str>,
     /// Its row of the property matrix (its title there), where it has one.
     pub matrix_row: Option<&'static str>,
+    /// The servers it runs on (in the real runner, the flag that names them).
+    pub servers: Servers,
     /// The real runner runs it against local servers.
     pub real: bool,
     /// What names a holder, and whether a resource can fence with it.
     pub holder: Holder,
+}
+
+/// The servers a lock runs on, as the real runner and `bench real` name them: a kind of
+/// server and how many of it, not the family alone (Redlock's independent masters are not one
+/// Redis server and its replicas).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Servers {
+    /// A Cassandra cluster (`--contact-points`).
+    CassandraCluster,
+    /// One Redis server, or a primary and its replicas (`--redis`).
+    OneRedis,
+    /// Independent Redis masters, each its own vote (`--redlock-masters`).
+    RedisMasters,
+    /// One Memcached server (`--memcached`).
+    OneMemcached,
+    /// A ZooKeeper ensemble (`--zookeeper`).
+    ZooKeeperEnsemble,
+    /// An etcd cluster (`--etcd`).
+    EtcdCluster,
+}
+
+impl Servers {
+    pub const ALL: [Servers; 6] = [
+        Servers::CassandraCluster,
+        Servers::OneRedis,
+        Servers::RedisMasters,
+        Servers::OneMemcached,
+        Servers::ZooKeeperEnsemble,
+        Servers::EtcdCluster,
+    ];
+
+    /// The servers in a phrase, with how many of them a run may name.
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Servers::CassandraCluster => "a Cassandra cluster's contact points",
+            Servers::OneRedis => "a Redis server, or a primary and its replicas",
+            Servers::RedisMasters => "the Redlock masters",
+            Servers::OneMemcached => "one Memcached server",
+            Servers::ZooKeeperEnsemble => "the ZooKeeper ensemble's servers",
+            Servers::EtcdCluster => "the etcd cluster's endpoints",
+        }
+    }
+
+    /// The locks of the registry that run on these servers.
+    pub fn locks(self) -> impl Iterator<Item = Lock> {
+        Lock::all().filter(move |lock| lock.entry().servers == self)
+    }
 }
 
 /// What names a lock's holder, and whether a resource can fence with it (the matrix's
@@ -118,6 +167,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: Some("old"),
         matrix_row: Some("old GetLock (L3-4)"),
+        servers: Servers::CassandraCluster,
         real: true,
         holder: Holder::FencedByTheResource,
     },
@@ -128,6 +178,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: Some("getlock"),
         matrix_row: Some("queue GetLock (L6)"),
+        servers: Servers::CassandraCluster,
         real: true,
         holder: Holder::FencedByTheResource,
     },
@@ -138,6 +189,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: None,
         matrix_row: None,
+        servers: Servers::CassandraCluster,
         real: true,
         holder: Holder::Unsaid,
     },
@@ -148,6 +200,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: None,
         matrix_row: None,
+        servers: Servers::CassandraCluster,
         real: true,
         holder: Holder::Unsaid,
     },
@@ -158,6 +211,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: Some("trygetlock"),
         matrix_row: Some("TryGetLock (L7)"),
+        servers: Servers::CassandraCluster,
         real: false,
         holder: Holder::FencedByTheResource,
     },
@@ -168,6 +222,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: Some("globaltime"),
         matrix_row: Some("global time (L8)"),
+        servers: Servers::CassandraCluster,
         real: false,
         holder: Holder::Unsaid,
     },
@@ -178,6 +233,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Cassandra,
         model: None,
         matrix_row: None,
+        servers: Servers::CassandraCluster,
         real: true,
         holder: Holder::Unsaid,
     },
@@ -188,6 +244,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Redis,
         model: Some("redis-set-nx"),
         matrix_row: Some("Redis SET NX PX (redis-set-nx)"),
+        servers: Servers::OneRedis,
         real: true,
         holder: Holder::Named("a random token names the holder"),
     },
@@ -198,6 +255,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Redis,
         model: Some("redisson"),
         matrix_row: Some("Redisson RLock, watchdog (redisson)"),
+        servers: Servers::OneRedis,
         real: true,
         holder: Holder::Named("the owner field names the holder"),
     },
@@ -208,6 +266,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Redis,
         model: Some("redisson-fair"),
         matrix_row: Some("Redisson fair lock, queue + watchdog (redisson-fair)"),
+        servers: Servers::OneRedis,
         real: true,
         holder: Holder::Named("the owner field names the holder"),
     },
@@ -218,6 +277,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Redis,
         model: Some("redlock"),
         matrix_row: Some("Redlock, 3 masters (redlock)"),
+        servers: Servers::RedisMasters,
         real: true,
         holder: Holder::Named("a random token on every master"),
     },
@@ -228,6 +288,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Memcached,
         model: Some("memcached"),
         matrix_row: Some("Memcached add (memcached)"),
+        servers: Servers::OneMemcached,
         real: true,
         holder: Holder::Named("a random token names the holder"),
     },
@@ -238,6 +299,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::ZooKeeper,
         model: Some("zookeeper"),
         matrix_row: Some("Curator InterProcessMutex on ZooKeeper (zookeeper)"),
+        servers: Servers::ZooKeeperEnsemble,
         real: true,
         holder: Holder::Grows("the node's czxid"),
     },
@@ -248,6 +310,7 @@ pub const LOCKS: [Entry; 14] = [
         family: Family::Etcd,
         model: Some("etcd"),
         matrix_row: Some("etcd mutex, session lease + keep-alive (etcd)"),
+        servers: Servers::EtcdCluster,
         real: true,
         holder: Holder::Grows("the key's create revision"),
     },
@@ -289,6 +352,10 @@ impl Lock {
         self.entry().family
     }
 
+    pub fn servers(self) -> Servers {
+        self.entry().servers
+    }
+
     /// One of the thesis's locks on Cassandra rows that the library's `RemoteLocker` runs (the
     /// old lock and the queue lock, with its polls).
     pub fn is_row_lock(self) -> bool {
@@ -327,5 +394,22 @@ mod tests {
         }
         assert_eq!(Lock::all().count(), LOCKS.len());
         assert_eq!(Lock::named("nope"), None);
+    }
+
+    #[test]
+    fn a_lock_runs_on_servers_of_its_own_family() {
+        let family_of = |servers| match servers {
+            Servers::CassandraCluster => Family::Cassandra,
+            Servers::OneRedis | Servers::RedisMasters => Family::Redis,
+            Servers::OneMemcached => Family::Memcached,
+            Servers::ZooKeeperEnsemble => Family::ZooKeeper,
+            Servers::EtcdCluster => Family::Etcd,
+        };
+        for lock in Lock::all() {
+            assert_eq!(family_of(lock.servers()), lock.family(), "{lock}");
+        }
+        for servers in Servers::ALL {
+            assert!(servers.locks().next().is_some(), "{servers:?} runs some lock");
+        }
     }
 }

@@ -1142,7 +1142,7 @@ fn bad_servers_flags_exit_2_and_an_unreachable_server_exits_4() {
         (
             &["--algorithm", "queue", "--servers", "127.0.0.1:16380"][..],
             2,
-            "--servers is for redis-set-nx, redisson, redlock, memcached, zookeeper and etcd",
+            "--servers is for redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper and etcd",
         ),
         (&["--algorithm", "zookeeper"][..], 2, "--servers: give host:port"),
         (

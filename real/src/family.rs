@@ -1,7 +1,10 @@
-//! Running the other families' locks (Redis `SET NX`, Redlock, Memcached `add`) against real
+//! Running the other families' locks (Redis, Memcached, ZooKeeper and etcd) against real
 //! servers: each locker is the library's [`FamilyLocker`] over its own connection(s)
-//! ([`RealRedis`], [`Masters`] of them for Redlock, [`RealMemcached`]), and reports the same
-//! [`Event`]s as the Cassandra lockers, so the same judges read them.
+//! ([`RealRedis`], [`Masters`] of them for Redlock, [`RealMemcached`], [`RealZooKeeper`],
+//! [`RealEtcd`]), and reports the same [`Event`]s as the Cassandra lockers, so the same judges
+//! read them. [`family_runner`] is the one place that names a lock here: its machines, whose
+//! [`RunsOnRealServers`] impl gives its settings from the job and its connection; what servers
+//! it takes is its registry entry's [`Servers`].
 //!
 //! A holder:
 //! 1. takes the lock with `lock` (Redlock's attempts are asked again while `max_wait_ms` lasts:
@@ -28,6 +31,7 @@ use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
 use cassalock::algo::RetryPolicy;
 use cassalock::driver::any_lock::AnyLocker;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore, MAX_NAME_LEN};
+use cassalock::registry::Servers;
 use cassalock::store::family_memory::Masters;
 use cassalock::SystemClock;
 
@@ -158,8 +162,172 @@ fn well_formed(address: &str) -> bool {
         .is_some_and(|(host, port)| !host.trim().is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
 }
 
+/// The settings a job gives a family lock, read before any server is contacted.
+#[derive(Clone, Copy, Debug)]
+struct JobSettings {
+    /// How many servers the job names.
+    servers: usize,
+    ttl_s: u32,
+    poll_ms: u64,
+    max_wait_ms: u64,
+}
+
+/// What the real runner needs of a family lock beside its machines: its settings from a job,
+/// and the store it runs over.
+trait RunsOnRealServers: FamilyLock {
+    type Store: FamilyStore<Self::Command, Reply = Self::Reply>;
+    /// The lock's settings for the job; a setting the servers cannot take is refused here.
+    fn config(job: &JobSettings) -> Result<Self::Config, Refused>;
+    /// A connection to the job's servers.
+    fn store(job: &Job) -> Result<Self::Store, FamilyRunError>;
+}
+
+impl RunsOnRealServers for SetNxLock {
+    type Store = RealRedis;
+    fn config(job: &JobSettings) -> Result<RedisLockConfig, Refused> {
+        Ok(redis_config(job.ttl_s, job.poll_ms, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(&job.servers)?)
+    }
+}
+
+impl RunsOnRealServers for RedissonLock {
+    type Store = RealRedis;
+    fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
+        Ok(redisson_config(job.ttl_s, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(&job.servers)?)
+    }
+}
+
+impl RunsOnRealServers for RedissonFairLock {
+    type Store = RealRedis;
+    fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
+        Ok(redisson_config(job.ttl_s, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(&job.servers)?)
+    }
+}
+
+impl RunsOnRealServers for RedlockLock {
+    type Store = Masters<RealRedis>;
+    fn config(job: &JobSettings) -> Result<RedlockConfig, Refused> {
+        Ok(redlock_config(job.servers, job.ttl_s, job.poll_ms, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<Masters<RealRedis>, FamilyRunError> {
+        let masters = job
+            .servers
+            .iter()
+            .map(|server| RealRedis::new(std::slice::from_ref(server)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Masters::new(masters))
+    }
+}
+
+impl RunsOnRealServers for MemcachedLock {
+    type Store = RealMemcached;
+    fn config(job: &JobSettings) -> Result<MemcachedLockConfig, Refused> {
+        Ok(memcached_config(job.ttl_s, job.poll_ms, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealMemcached, FamilyRunError> {
+        Ok(RealMemcached::new(&job.servers[0])?)
+    }
+}
+
+impl RunsOnRealServers for CuratorLock {
+    type Store = RealZooKeeper;
+    fn config(job: &JobSettings) -> Result<CuratorConfig, Refused> {
+        let session_ms = zookeeper_session_ms(job.ttl_s);
+        if !(2000..=60_000).contains(&session_ms) {
+            return Err(Refused(format!(
+                "--ttl-s {}: the ZooKeeper session timeout must be 2 to 60 s (the servers' bounds)",
+                job.ttl_s
+            )));
+        }
+        Ok(curator_config(job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealZooKeeper, FamilyRunError> {
+        Ok(RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?)
+    }
+}
+
+impl RunsOnRealServers for EtcdLock {
+    type Store = RealEtcd;
+    fn config(job: &JobSettings) -> Result<EtcdMutexConfig, Refused> {
+        Ok(etcd_config(job.ttl_s, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealEtcd, FamilyRunError> {
+        Ok(RealEtcd::new(&job.servers)?)
+    }
+}
+
+/// A locker of the job's lock named `name`, or why it could not be made.
+type LockerOrWhyNot = Result<Box<dyn AnyLocker>, FamilyRunError>;
+
+/// How the real runner runs one family lock: its settings checked before anything starts, and
+/// a locker of it over the job's servers.
+#[derive(Clone, Copy)]
+struct FamilyRunner {
+    check: fn(&JobSettings) -> Result<(), Refused>,
+    locker: fn(&Job, &str, u64) -> LockerOrWhyNot,
+}
+
+impl FamilyRunner {
+    fn of<F: RunsOnRealServers>() -> FamilyRunner {
+        FamilyRunner {
+            check: |job| {
+                F::check(&F::config(job)?)
+                    .map_err(|why| Refused(format!("--ttl-s {} / --poll-ms {}: {why}", job.ttl_s, job.poll_ms)))
+            },
+            locker: |job, name, seed| {
+                let config = F::config(&settings_of(job)).map_err(FamilyRunError::Servers)?;
+                Ok(boxed::<F, _>(F::store(job)?, config, name, seed)?)
+            },
+        }
+    }
+}
+
+/// The one place the real runner names the family locks it runs, each with its machines.
+fn family_runner(lock: Lock) -> Result<FamilyRunner, Refused> {
+    Ok(match lock {
+        Lock::RedisSetNx => FamilyRunner::of::<SetNxLock>(),
+        Lock::Redisson => FamilyRunner::of::<RedissonLock>(),
+        Lock::RedissonFair => FamilyRunner::of::<RedissonFairLock>(),
+        Lock::Redlock => FamilyRunner::of::<RedlockLock>(),
+        Lock::Memcached => FamilyRunner::of::<MemcachedLock>(),
+        Lock::Zookeeper => FamilyRunner::of::<CuratorLock>(),
+        Lock::Etcd => FamilyRunner::of::<EtcdLock>(),
+        other => return Err(not_a_family_lock_of_the_runner(other)),
+    })
+}
+
+fn settings_of(job: &Job) -> JobSettings {
+    JobSettings {
+        servers: job.servers.len(),
+        ttl_s: job.ttl_s,
+        poll_ms: job.poll_ms,
+        max_wait_ms: job.max_wait_ms,
+    }
+}
+
+/// The most servers a run may name of a kind the family lockers run on.
+fn most_servers(servers: Servers) -> usize {
+    match servers {
+        Servers::OneRedis => MAX_ADDRESSES,
+        Servers::RedisMasters => MAX_MASTERS,
+        Servers::OneMemcached => 1,
+        Servers::ZooKeeperEnsemble | Servers::EtcdCluster => MAX_ENSEMBLE,
+        // The Cassandra locks do not run here (`family_runner` refuses them first).
+        Servers::CassandraCluster => 0,
+    }
+}
+
 /// Check a family variant's servers and settings before anything starts (exit status 2).
 pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wait_ms: u64) -> Result<(), Refused> {
+    let runner = family_runner(variant)?;
     if servers.is_empty() {
         return Err(Refused(format!(
             "--servers: give host:port[,host:port...] for --algorithm {}",
@@ -169,41 +337,56 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
     if let Some(bad) = servers.iter().find(|s| !well_formed(s)) {
         return Err(Refused(format!("--servers: {bad:?} is not host:port")));
     }
-    let (most, what) = match variant {
-        Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => {
-            (MAX_ADDRESSES, "a Redis server, or a primary and its replicas")
-        }
-        Lock::Redlock => (MAX_MASTERS, "the Redlock masters"),
-        Lock::Memcached => (1, "one Memcached server"),
-        Lock::Zookeeper => (MAX_ENSEMBLE, "the ZooKeeper ensemble's servers"),
-        Lock::Etcd => (MAX_ENSEMBLE, "the etcd cluster's endpoints"),
-        other => return Err(not_a_family_lock_of_the_runner(other)),
-    };
+    let (most, what) = (most_servers(variant.servers()), variant.servers().phrase());
     if servers.len() > most {
         return Err(Refused(format!(
             "--servers: {} given; give {what} (at most {most})",
             servers.len()
         )));
     }
-    let checked = match variant {
-        Lock::RedisSetNx => SetNxLock::check(&redis_config(ttl_s, poll_ms, max_wait_ms)),
-        Lock::Redlock => RedlockLock::check(&redlock_config(servers.len(), ttl_s, poll_ms, max_wait_ms)),
-        Lock::Redisson => RedissonLock::check(&redisson_config(ttl_s, max_wait_ms)),
-        Lock::RedissonFair => RedissonFairLock::check(&redisson_config(ttl_s, max_wait_ms)),
-        Lock::Zookeeper => {
-            let session_ms = zookeeper_session_ms(ttl_s);
-            if !(2000..=60_000).contains(&session_ms) {
-                return Err(Refused(format!(
-                    "--ttl-s {ttl_s}: the ZooKeeper session timeout must be 2 to 60 s (the servers' bounds)"
-                )));
-            }
-            CuratorLock::check(&curator_config(max_wait_ms))
+    (runner.check)(&JobSettings {
+        servers: servers.len(),
+        ttl_s,
+        poll_ms,
+        max_wait_ms,
+    })
+}
+
+/// Every server of the job answers (a wrong port is said at once, not as a run of failed
+/// acquisitions). A SET NX or Redisson list is one server or a primary and its replicas: one
+/// of them must be a master (the others may be down after a failover); Redlock needs every
+/// master answering at the start; Memcached has one server.
+async fn ping(job: &Job) -> Result<(), FamilyRunError> {
+    let unreachable = FamilyRunError::Unreachable;
+    match job.variant.servers() {
+        Servers::OneRedis => {
+            RealRedis::new(&job.servers)?.ping().await.map_err(unreachable)?;
         }
-        Lock::Etcd => EtcdLock::check(&etcd_config(ttl_s, max_wait_ms)),
-        Lock::Memcached => MemcachedLock::check(&memcached_config(ttl_s, poll_ms, max_wait_ms)),
-        other => return Err(not_a_family_lock_of_the_runner(other)),
-    };
-    checked.map_err(|why| Refused(format!("--ttl-s {ttl_s} / --poll-ms {poll_ms}: {why}")))
+        Servers::RedisMasters => {
+            for server in &job.servers {
+                RealRedis::new(std::slice::from_ref(server))?
+                    .ping()
+                    .await
+                    .map_err(unreachable)?;
+            }
+        }
+        Servers::OneMemcached => {
+            RealMemcached::new(&job.servers[0])?.ping().await.map_err(unreachable)?;
+        }
+        Servers::ZooKeeperEnsemble => {
+            RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?
+                .ping()
+                .await
+                .map_err(unreachable)?;
+        }
+        Servers::EtcdCluster => {
+            RealEtcd::new(&job.servers)?.ping().await.map_err(unreachable)?;
+        }
+        Servers::CassandraCluster => {
+            return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(job.variant)));
+        }
+    }
+    Ok(())
 }
 
 /// A lock id the family locks can use as a key (Memcached's rules: no spaces, not too long).
@@ -228,53 +411,15 @@ pub fn cli_name(variant: Lock) -> &'static str {
 /// Run this process's family lockers; every event goes to `emit`.
 pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), FamilyRunError> {
     check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_ms).map_err(FamilyRunError::Servers)?;
-    // Every server must answer before the run: a wrong port is said at once, not as a run of
-    // failed acquisitions.
-    // SET NX's list is one server or a primary and its replicas: one of them must be a master
-    // (the others may be down after a failover). Redlock needs every master answering at the
-    // start; Memcached has one server.
-    match job.variant {
-        Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => {
-            RealRedis::new(&job.servers)?
-                .ping()
-                .await
-                .map_err(FamilyRunError::Unreachable)?;
-        }
-        Lock::Memcached => {
-            RealMemcached::new(&job.servers[0])?
-                .ping()
-                .await
-                .map_err(FamilyRunError::Unreachable)?;
-        }
-        Lock::Zookeeper => {
-            RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?
-                .ping()
-                .await
-                .map_err(FamilyRunError::Unreachable)?;
-        }
-        Lock::Etcd => {
-            RealEtcd::new(&job.servers)?
-                .ping()
-                .await
-                .map_err(FamilyRunError::Unreachable)?;
-        }
-        Lock::Redlock => {
-            for server in &job.servers {
-                RealRedis::new(std::slice::from_ref(server))?
-                    .ping()
-                    .await
-                    .map_err(FamilyRunError::Unreachable)?;
-            }
-        }
-        other => return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(other))),
-    }
+    let runner = family_runner(job.variant).map_err(FamilyRunError::Servers)?;
+    ping(job).await?;
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for (index, name) in job.lockers.iter().enumerate() {
         let seed = now_us() ^ ((process as u64) << 32) ^ index as u64;
         let (job, name, emit, monitor) = (job.clone(), name.clone(), Arc::clone(&emit), Arc::clone(&monitor));
-        let locker = locker_for(&job, &name, seed)?;
+        let locker = (runner.locker)(&job, &name, seed)?;
         tasks.push(tokio::spawn(async move {
             run_locker(&job, &name, &*locker, &monitor, &*emit, started).await
         }));
@@ -285,63 +430,6 @@ pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send +
     }
     emit(Event::Done { process, requests });
     Ok(())
-}
-
-/// One locker of the job's lock, against the job's servers.
-fn locker_for(job: &Job, name: &str, seed: u64) -> Result<Box<dyn AnyLocker>, FamilyRunError> {
-    let (ttl_s, poll_ms, max_wait_ms) = (job.ttl_s, job.poll_ms, job.max_wait_ms);
-    Ok(match job.variant {
-        Lock::RedisSetNx => boxed::<SetNxLock, _>(
-            RealRedis::new(&job.servers)?,
-            redis_config(ttl_s, poll_ms, max_wait_ms),
-            name,
-            seed,
-        )?,
-        Lock::Redisson => boxed::<RedissonLock, _>(
-            RealRedis::new(&job.servers)?,
-            redisson_config(ttl_s, max_wait_ms),
-            name,
-            seed,
-        )?,
-        Lock::RedissonFair => boxed::<RedissonFairLock, _>(
-            RealRedis::new(&job.servers)?,
-            redisson_config(ttl_s, max_wait_ms),
-            name,
-            seed,
-        )?,
-        Lock::Redlock => {
-            let masters = job
-                .servers
-                .iter()
-                .map(|server| RealRedis::new(std::slice::from_ref(server)))
-                .collect::<Result<Vec<_>, _>>()?;
-            boxed::<RedlockLock, _>(
-                Masters::new(masters),
-                redlock_config(job.servers.len(), ttl_s, poll_ms, max_wait_ms),
-                name,
-                seed,
-            )?
-        }
-        Lock::Zookeeper => boxed::<CuratorLock, _>(
-            RealZooKeeper::new(&job.servers, zookeeper_session_ms(ttl_s))?,
-            curator_config(max_wait_ms),
-            name,
-            seed,
-        )?,
-        Lock::Etcd => boxed::<EtcdLock, _>(
-            RealEtcd::new(&job.servers)?,
-            etcd_config(ttl_s, max_wait_ms),
-            name,
-            seed,
-        )?,
-        Lock::Memcached => boxed::<MemcachedLock, _>(
-            RealMemcached::new(&job.servers[0])?,
-            memcached_config(ttl_s, poll_ms, max_wait_ms),
-            name,
-            seed,
-        )?,
-        other => return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(other))),
-    })
 }
 
 /// A lock this runner has no family store for: refused by name, never run as another lock.

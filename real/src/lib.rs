@@ -99,7 +99,7 @@ pub trait RealLock {
 
 impl RealLock for Lock {
     fn on_one_redis(self) -> bool {
-        matches!(self, Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair)
+        self.servers() == cassalock::registry::Servers::OneRedis
     }
 
     fn token_note(self) -> &'static str {

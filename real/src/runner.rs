@@ -192,10 +192,18 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
             crate::family::check_key(id).map_err(|refused| InvalidSpec::Servers(refused.0))?;
         }
     } else if !spec.servers.is_empty() {
-        return Err(InvalidSpec::Servers(
-            "--servers is for redis-set-nx, redisson, redlock, memcached, zookeeper and etcd; the Cassandra locks use --contact-points"
-                .into(),
-        ));
+        let family_locks: Vec<&str> = crate::real_locks()
+            .into_iter()
+            .filter(|lock| lock.is_family())
+            .map(Lock::name)
+            .collect();
+        let (last, rest) = family_locks
+            .split_last()
+            .expect("the registry has family locks the runner runs");
+        return Err(InvalidSpec::Servers(format!(
+            "--servers is for {} and {last}; the Cassandra locks use --contact-points",
+            rest.join(", ")
+        )));
     }
     consistency(&spec.consistency)?;
     // The same rules the lockers' settings will be held to, checked before any process starts.

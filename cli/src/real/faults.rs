@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
+use cassalock::registry::Servers;
 use cassalock_real::runner::{execute, RunSpec};
-use cassalock_real::{Family, Lock};
+use cassalock_real::Lock;
 use cassalock_report::real_backends::FaultOutcome;
 
 use super::plan::BenchPlan;
@@ -107,12 +108,12 @@ pub(super) enum Fault {
 impl Fault {
     /// The fault a lock gets, in a few words (for a fault that cannot run here).
     pub(super) fn planned(lock: Lock) -> &'static str {
-        match lock.family() {
-            Family::Cassandra => "one of 3 nodes killed (SIGKILL)",
-            Family::Redis if lock == Lock::Redlock => "one master paused (SIGSTOP)",
-            Family::Redis => "primary killed, replica promoted (failover)",
-            Family::Memcached => "server killed and restarted",
-            Family::ZooKeeper | Family::Etcd => "the leader killed (SIGKILL)",
+        match lock.servers() {
+            Servers::CassandraCluster => "one of 3 nodes killed (SIGKILL)",
+            Servers::RedisMasters => "one master paused (SIGSTOP)",
+            Servers::OneRedis => "primary killed, replica promoted (failover)",
+            Servers::OneMemcached => "server killed and restarted",
+            Servers::ZooKeeperEnsemble | Servers::EtcdCluster => "the leader killed (SIGKILL)",
         }
     }
 
@@ -123,7 +124,7 @@ impl Fault {
         nodes: usize,
         servers: &anyhow::Result<Vec<ServerInstance>>,
     ) -> anyhow::Result<Fault> {
-        if lock.family() == Family::Cassandra {
+        if lock.servers() == Servers::CassandraCluster {
             if nodes < 3 {
                 bail!(
                     "a {nodes}-node cluster: QUORUM does not survive a node down (cluster/cassalock-cluster start --nodes 3)"
@@ -132,8 +133,8 @@ impl Fault {
             return Ok(Fault::NodeKilled { node: nodes, nodes });
         }
         let servers = servers.as_ref().map_err(|why| anyhow!("{why:#}"))?;
-        match lock {
-            Lock::Redlock => {
+        match lock.servers() {
+            Servers::RedisMasters => {
                 let master = plan.redlock_masters.len().min(2);
                 let name = instance_at(servers, &plan.redlock_masters[master - 1], "redis", "redis")?
                     .name
@@ -144,13 +145,13 @@ impl Fault {
                     masters: plan.redlock_masters.len(),
                 })
             }
-            Lock::Memcached => Ok(Fault::ServerRestarted {
+            Servers::OneMemcached => Ok(Fault::ServerRestarted {
                 name: instance_at(servers, &plan.memcached, "memcached", "memcached")?
                     .name
                     .clone(),
             }),
-            Lock::Zookeeper | Lock::Etcd => {
-                let (members, kind) = if lock == Lock::Zookeeper {
+            Servers::ZooKeeperEnsemble | Servers::EtcdCluster => {
+                let (members, kind) = if lock.servers() == Servers::ZooKeeperEnsemble {
                     (&plan.zookeeper, "zookeeper")
                 } else {
                     (&plan.etcd, "etcd")
@@ -179,7 +180,7 @@ impl Fault {
                     members: members.len(),
                 })
             }
-            _ => {
+            Servers::OneRedis | Servers::CassandraCluster => {
                 for address in &plan.redis_replicated {
                     instance_at(servers, address, "redis", "redis-replicated")?;
                 }

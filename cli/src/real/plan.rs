@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail};
 use cassalock::algo::family::MAX_MASTERS;
+use cassalock::registry::Servers;
 use cassalock_real::{Family, Lock, RealLock};
 use cassalock_report::real_backends;
 
@@ -183,50 +184,69 @@ impl Timing {
     }
 }
 
+/// The locks the real runner runs on `servers`, as a sentence lists them ("a, b or c").
+fn locks_on(servers: Servers) -> String {
+    let names: Vec<&str> = servers
+        .locks()
+        .filter(|lock| lock.entry().real)
+        .map(Lock::name)
+        .collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// Refuse a server flag given for locks that do not run (`locks`; the pair only with fault
 /// runs): it would be silently ignored.
 fn refuse_unused_servers(flags: &BenchRealFlags, locks: &[Lock], fault_seconds: u64) -> anyhow::Result<()> {
-    let uses = |lock: Lock| locks.contains(&lock);
-    let cassandra = locks.iter().any(|l| l.family() == Family::Cassandra);
-    let redis_server = uses(Lock::RedisSetNx) || uses(Lock::Redisson) || uses(Lock::RedissonFair);
+    let uses = |servers: Servers| locks.iter().any(|l| l.servers() == servers);
+    let cassandra = uses(Servers::CassandraCluster);
+    let redis_server = uses(Servers::OneRedis);
     for (flag, given, used, locks_named) in [
         (
             "--contact-points",
             flags.contact_points.is_some(),
             cassandra,
-            "old, queue or lwt",
+            locks_on(Servers::CassandraCluster),
         ),
         (
             "--redis",
             flags.redis.is_some(),
             redis_server,
-            "redis-set-nx, redisson or redisson-fair",
+            locks_on(Servers::OneRedis),
         ),
         (
             "--redlock-masters",
             flags.redlock_masters.is_some(),
-            uses(Lock::Redlock),
-            "redlock",
+            uses(Servers::RedisMasters),
+            locks_on(Servers::RedisMasters),
         ),
         (
             "--memcached",
             flags.memcached.is_some(),
-            uses(Lock::Memcached),
-            "memcached",
+            uses(Servers::OneMemcached),
+            locks_on(Servers::OneMemcached),
         ),
         (
             "--redis-replicated",
             flags.redis_replicated.is_some(),
             redis_server && fault_seconds > 0,
-            "redis-set-nx, redisson or redisson-fair, with fault runs",
+            format!("{}, with fault runs", locks_on(Servers::OneRedis)),
         ),
         (
             "--zookeeper",
             flags.zookeeper.is_some(),
-            uses(Lock::Zookeeper),
-            "zookeeper",
+            uses(Servers::ZooKeeperEnsemble),
+            locks_on(Servers::ZooKeeperEnsemble),
         ),
-        ("--etcd", flags.etcd.is_some(), uses(Lock::Etcd), "etcd"),
+        (
+            "--etcd",
+            flags.etcd.is_some(),
+            uses(Servers::EtcdCluster),
+            locks_on(Servers::EtcdCluster),
+        ),
     ] {
         if given && !used {
             bail!(
@@ -240,7 +260,7 @@ fn refuse_unused_servers(flags: &BenchRealFlags, locks: &[Lock], fault_seconds: 
 }
 
 /// The servers of every lock, as given or the scripts' defaults, each list checked.
-struct Servers {
+struct GivenServers {
     contact_points: Vec<String>,
     redis: String,
     redlock_masters: Vec<String>,
@@ -250,9 +270,9 @@ struct Servers {
     etcd: Vec<String>,
 }
 
-impl Servers {
+impl GivenServers {
     /// Each server flag, or its default: the right number of host:port, none twice.
-    fn checked(flags: &BenchRealFlags) -> anyhow::Result<Servers> {
+    fn checked(flags: &BenchRealFlags) -> anyhow::Result<GivenServers> {
         let contact_points = flags
             .contact_points
             .clone()
@@ -300,7 +320,7 @@ impl Servers {
             .clone()
             .unwrap_or_else(|| DEFAULT_ETCD.map(str::to_owned).to_vec());
         check_addresses("--etcd", &etcd, 1, MAX_MEMBERS, "the cluster's members")?;
-        Ok(Servers {
+        Ok(GivenServers {
             contact_points,
             redis,
             redlock_masters,
@@ -325,7 +345,7 @@ impl BenchPlan {
             fault_seconds,
         } = Timing::checked(&flags)?;
         refuse_unused_servers(&flags, &locks, fault_seconds)?;
-        let Servers {
+        let GivenServers {
             contact_points,
             redis,
             redlock_masters,
@@ -333,7 +353,7 @@ impl BenchPlan {
             redis_replicated,
             zookeeper,
             etcd,
-        } = Servers::checked(&flags)?;
+        } = GivenServers::checked(&flags)?;
         let plan = BenchPlan {
             locks,
             lockers,
@@ -394,19 +414,13 @@ impl BenchPlan {
 
     /// The servers a family lock runs on (its `--servers`); empty for Cassandra's locks.
     pub fn servers(&self, lock: Lock) -> Vec<String> {
-        match lock {
-            Lock::RedisSetNx | Lock::Redisson | Lock::RedissonFair => vec![self.redis.clone()],
-            Lock::Redlock => self.redlock_masters.clone(),
-            Lock::Memcached => vec![self.memcached.clone()],
-            Lock::Zookeeper => self.zookeeper.clone(),
-            Lock::Etcd => self.etcd.clone(),
-            Lock::Old
-            | Lock::Queue
-            | Lock::QueueNextInLine
-            | Lock::QueuePaced
-            | Lock::QueueTry
-            | Lock::GlobalTime
-            | Lock::Lwt => Vec::new(),
+        match lock.servers() {
+            Servers::OneRedis => vec![self.redis.clone()],
+            Servers::RedisMasters => self.redlock_masters.clone(),
+            Servers::OneMemcached => vec![self.memcached.clone()],
+            Servers::ZooKeeperEnsemble => self.zookeeper.clone(),
+            Servers::EtcdCluster => self.etcd.clone(),
+            Servers::CassandraCluster => Vec::new(),
         }
     }
 
@@ -492,16 +506,17 @@ impl BenchPlan {
                 command += &format!(" --redis-replicated {}", self.redis_replicated.join(","));
             }
         }
-        if self.locks.contains(&Lock::Redlock) {
+        let runs_on = |servers| self.locks.iter().any(|l| l.servers() == servers);
+        if runs_on(Servers::RedisMasters) {
             command += &format!(" --redlock-masters {}", self.redlock_masters.join(","));
         }
-        if self.locks.contains(&Lock::Memcached) {
+        if runs_on(Servers::OneMemcached) {
             command += &format!(" --memcached {}", self.memcached);
         }
-        if self.locks.contains(&Lock::Zookeeper) {
+        if runs_on(Servers::ZooKeeperEnsemble) {
             command += &format!(" --zookeeper {}", self.zookeeper.join(","));
         }
-        if self.locks.contains(&Lock::Etcd) {
+        if runs_on(Servers::EtcdCluster) {
             command += &format!(" --etcd {}", self.etcd.join(","));
         }
         if let Some(path) = &self.add_to {

@@ -326,7 +326,7 @@ fn server_flags_for_locks_that_do_not_run_are_refused() {
                 contact_points: Some(vec!["127.0.0.1:9042".into()]),
                 ..flags()
             },
-            "--contact-points is for old, queue or lwt",
+            "--contact-points is for old, queue, queue-next-in-line, queue-paced or lwt",
         ),
         (
             BenchRealFlags {
