@@ -152,7 +152,7 @@ impl ClientProcess {
 
     /// Wait for its hello, until `deadline`.
     pub fn hello(&mut self, deadline: Instant) -> Result<Hello, ClientFault> {
-        let (line, text) = self.next_line(deadline, "its hello")?;
+        let (line, text) = self.next_line(Instant::now(), deadline, "its hello")?;
         protocol::hello(line, &text).map_err(|broken| self.broke(broken))
     }
 
@@ -165,9 +165,11 @@ impl ClientProcess {
         written.map_err(|_| self.exited(format!("before it read `{}`", command.name())))
     }
 
-    /// Its next answer, until `deadline`; `waiting_for` names what is awaited, for the error.
-    pub fn answer(&mut self, deadline: Instant, waiting_for: &str) -> Result<Answer, ClientFault> {
-        let (line, text) = self.next_line(deadline, waiting_for)?;
+    /// Its next answer, until `deadline`; `waiting_for` names what is awaited, for the error,
+    /// and `asked` is when it was asked (a silence is said as the time since then, not since
+    /// the last line the process printed, a `lost` notice before the answer for one).
+    pub fn answer(&mut self, asked: Instant, deadline: Instant, waiting_for: &str) -> Result<Answer, ClientFault> {
+        let (line, text) = self.next_line(asked, deadline, waiting_for)?;
         protocol::answer(line, &text).map_err(|broken| self.broke(broken))
     }
 
@@ -192,9 +194,15 @@ impl ClientProcess {
         self.last_heard_us
     }
 
-    fn next_line(&mut self, deadline: Instant, waiting_for: &str) -> Result<(u64, String), ClientFault> {
-        let started = Instant::now();
-        let line = self.lines.recv_timeout(deadline.saturating_duration_since(started));
+    fn next_line(
+        &mut self,
+        asked: Instant,
+        deadline: Instant,
+        waiting_for: &str,
+    ) -> Result<(u64, String), ClientFault> {
+        let line = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         if let Ok(Line::Text(..) | Line::Bad(_)) = line {
             self.last_heard_us = crate::now_us();
         }
@@ -210,7 +218,7 @@ impl ClientProcess {
             Err(RecvTimeoutError::Timeout) => Err(ClientFault::Silent {
                 client: self.name.clone(),
                 what: waiting_for.to_owned(),
-                waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                waited_ms: u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX),
                 stderr: self.stderr_tail(),
             }),
         }

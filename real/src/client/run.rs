@@ -711,10 +711,11 @@ impl Client<'_> {
     /// The final answer to `command`, recording every `lost` said before it; an answer to
     /// another command, or a clock that is not this machine's, breaks the protocol.
     fn answer(&mut self, process: &mut ClientProcess, command: &Command) -> Result<Answer, ClientFault> {
-        let deadline = Instant::now() + self.shared.spec.max_wait;
+        let asked = Instant::now();
+        let deadline = asked + self.shared.spec.max_wait;
         let waiting_for = format!("`{}` (id {})", command.name(), command.id().unwrap_or(0));
         loop {
-            let answer = process.answer(deadline, &waiting_for)?;
+            let answer = process.answer(asked, deadline, &waiting_for)?;
             let ours_us = now_us();
             let off_us = answer.clock_us().abs_diff(ours_us);
             if off_us > CLOCK_SLACK.as_micros() as u64 {
