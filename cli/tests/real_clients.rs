@@ -419,6 +419,9 @@ fn etcd_mutex_paused_past_its_session_is_fenced_by_its_revision() {
     assert!(!out.contains("not held"), "{out}");
 }
 
+/// Most runs a test gives a client whose bug is a race before it says the bug was not found.
+const RUNS_FOR_A_RACE: usize = 4;
+
 /// A known bug of a shipped version, found in it and not after: etcd's 3.4 Go client returns
 /// from `Mutex.Lock` with the lock after a wait during which its own session expired and its
 /// key was deleted, so it holds beside the client that took the lock fairly. The current
@@ -442,16 +445,35 @@ fn etcd_3_4_client_grants_the_lock_to_a_waiter_whose_session_expired_and_the_cur
         "--pause-at",
         "1",
     ];
-    let (code, out, err) = run(
-        &format!("{ETCD_34} -endpoints 127.0.0.1:23781 -ttl-s 2"),
-        &paused_waiter,
-    );
-    assert_eq!(code, 1, "{out}{err}");
-    assert!(out.contains("etcd client 3.4.13"), "{out}");
-    assert!(
-        out.contains("a client waiting at acquisition 1 stopped (SIGSTOP) for 6000 ms"),
-        "{out}"
-    );
+    // The bug is a race: the resumed waiter's Lock must return while the fair holder holds.
+    // One run of the CI's missed it (the waiter said lost and gave up instead), so the buggy
+    // client gets a few runs and must show two holders in one of them.
+    let mut missed = Vec::new();
+    let out = loop {
+        let (code, out, err) = run(
+            &format!("{ETCD_34} -endpoints 127.0.0.1:23781 -ttl-s 2"),
+            &paused_waiter,
+        );
+        assert!(out.contains("etcd client 3.4.13"), "{out}{err}");
+        assert!(
+            out.contains("a client waiting at acquisition 1 stopped (SIGSTOP) for 6000 ms"),
+            "{out}"
+        );
+        if code == 1 && out.contains("T1-belief    FAILED") {
+            eprintln!(
+                "etcd 3.4 client: two holders in run {} of at most {RUNS_FOR_A_RACE}",
+                missed.len() + 1
+            );
+            break out;
+        }
+        assert!(!out.contains("FAILED"), "only T1-belief may fail: {out}{err}");
+        missed.push(out);
+        assert!(
+            missed.len() < RUNS_FOR_A_RACE,
+            "the 3.4 client's race did not show in {RUNS_FOR_A_RACE} runs:\n{}",
+            missed.join("\n")
+        );
+    };
     assert!(out.contains("T1-belief    FAILED"), "{out}");
     let (code, out, err) = run(
         &format!("{ETCD_MUTEX} -endpoints 127.0.0.1:23781 -ttl-s 2"),
