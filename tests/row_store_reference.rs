@@ -1,5 +1,5 @@
 //! `RowStore` against a deliberately naive reference, over random sequences of writes,
-//! deletes, reads, clock advances and compactions.
+//! deletes of a cell and of a whole row, reads, clock advances and compactions.
 //!
 //! The reference keeps every write ever made in a list. A read scans the whole list, finds each
 //! cell's winner by comparing versions pairwise with the rules spelled out as plain `if`s, and
@@ -20,6 +20,11 @@ enum Op {
     Delete {
         row: u8,
         column: String,
+        timestamp_us: u64,
+    },
+    /// A row tombstone (`DELETE FROM t WHERE key = ?`).
+    DeleteRow {
+        row: u8,
         timestamp_us: u64,
     },
     Read {
@@ -60,6 +65,8 @@ fn beats(a: &Written, b: &Written) -> bool {
 #[derive(Default)]
 struct Reference {
     log: Vec<Written>,
+    /// Every row delete ever made: (row, timestamp).
+    row_deletes: Vec<(u8, u64)>,
 }
 
 impl Reference {
@@ -79,6 +86,13 @@ impl Reference {
         let mut live: Vec<LiveCell> = winners
             .into_iter()
             .filter(|w| !w.tombstone && w.expires_at_s.is_none_or(|expiry| now_s < expiry))
+            // A row delete at or after the cell's timestamp shadows it, whenever either came.
+            .filter(|w| {
+                !self
+                    .row_deletes
+                    .iter()
+                    .any(|&(r, at_us)| r == row && at_us >= w.timestamp_us)
+            })
             .filter(|w| w.column.as_str() >= start)
             .map(|w| LiveCell {
                 column: w.column.clone(),
@@ -110,6 +124,7 @@ fn op() -> impl Strategy<Value = Op> {
             |(row, column, value, timestamp_us, ttl_s)| Op::Write { row, column, value: value.into(), timestamp_us, ttl_s }
         ),
         2 => (0u8..3, column(), 0u64..20).prop_map(|(row, column, timestamp_us)| Op::Delete { row, column, timestamp_us }),
+        1 => (0u8..3, 0u64..20).prop_map(|(row, timestamp_us)| Op::DeleteRow { row, timestamp_us }),
         3 => (0u8..3, prop_oneof![Just(String::new()), column()], 0usize..5).prop_map(|(row, start, count)| Op::Read { row, start, count }),
         2 => prop_oneof![0u64..3, Just(MICROS_PER_SECOND), Just(2 * MICROS_PER_SECOND + 1)].prop_map(|by_us| Op::Advance { by_us }),
     ]
@@ -137,6 +152,10 @@ proptest! {
                     store.delete(&row_key(row), &column, timestamp_us);
                     reference.log.push(Written { row, column, timestamp_us, tombstone: true, value: String::new(), expires_at_s: None });
                 }
+                Op::DeleteRow { row, timestamp_us } => {
+                    store.delete_row(&row_key(row), timestamp_us);
+                    reference.row_deletes.push((row, timestamp_us));
+                }
                 Op::Read { row, start, count } => {
                     prop_assert_eq!(store.read_slice(&row_key(row), &start, count, now_us), reference.read(row, &start, count, now_us));
                 }
@@ -156,14 +175,20 @@ proptest! {
         ops in prop::collection::vec(op(), 1..40),
         shuffle_seed in any::<u64>(),
     ) {
-        let versions: Vec<(String, String, CellVersion)> = ops.into_iter().filter_map(|op| match op {
-            Op::Write { row, column, value, timestamp_us, ttl_s } => Some((row_key(row), column, CellVersion::value(value, timestamp_us, ttl_s, 5 * MICROS_PER_SECOND))),
-            Op::Delete { row, column, timestamp_us } => Some((row_key(row), column, CellVersion::tombstone(timestamp_us))),
+        // A cell's version (column `Some`), or a row tombstone (column `None`).
+        let versions: Vec<(String, Option<String>, CellVersion)> = ops.into_iter().filter_map(|op| match op {
+            Op::Write { row, column, value, timestamp_us, ttl_s } => Some((row_key(row), Some(column), CellVersion::value(value, timestamp_us, ttl_s, 5 * MICROS_PER_SECOND))),
+            Op::Delete { row, column, timestamp_us } => Some((row_key(row), Some(column), CellVersion::tombstone(timestamp_us))),
+            Op::DeleteRow { row, timestamp_us } => Some((row_key(row), None, CellVersion::tombstone(timestamp_us))),
             _ => None,
         }).collect();
+        let land = |store: &mut RowStore, row: &str, column: &Option<String>, version: &CellVersion| match column {
+            Some(column) => { store.apply(row, column, version.clone()); }
+            None => { store.delete_row(row, version.timestamp_us); }
+        };
         let mut in_order = RowStore::new();
         for (row, column, version) in &versions {
-            in_order.apply(row, column, version.clone());
+            land(&mut in_order, row, column, version);
         }
         let mut shuffled = versions.clone();
         let mut state = shuffle_seed | 1;
@@ -173,7 +198,7 @@ proptest! {
         }
         let mut other = RowStore::new();
         for (row, column, version) in shuffled.iter().chain(versions.iter()) {
-            other.apply(row, column, version.clone());
+            land(&mut other, row, column, version);
         }
         prop_assert_eq!(in_order, other);
     }
@@ -188,6 +213,7 @@ proptest! {
             match op {
                 Op::Write { row, column, value, timestamp_us, ttl_s } => { store.write(&row_key(row), &column, &value, timestamp_us, ttl_s, now_us); }
                 Op::Delete { row, column, timestamp_us } => { store.delete(&row_key(row), &column, timestamp_us); }
+                Op::DeleteRow { row, timestamp_us } => { store.delete_row(&row_key(row), timestamp_us); }
                 _ => {}
             }
         }
@@ -220,6 +246,7 @@ proptest! {
                 match op {
                     Op::Write { row, column, value, timestamp_us, ttl_s } => { store.write(&row_key(*row), column, value, *timestamp_us, *ttl_s, now_us); }
                     Op::Delete { row, column, timestamp_us } => { store.delete(&row_key(*row), column, *timestamp_us); }
+                    Op::DeleteRow { row, timestamp_us } => { store.delete_row(&row_key(*row), *timestamp_us); }
                     Op::Read { .. } => {}
                     // Compaction at a horizon in the middle of the timestamps, then a renaming.
                     Op::Advance { by_us } => {

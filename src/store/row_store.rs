@@ -16,6 +16,11 @@
 //!
 //! An expired cell keeps its timestamp: it still shadows older writes of the same column, as a
 //! Cassandra expired cell (which becomes a tombstone) does.
+//!
+//! A **row tombstone** (`DELETE FROM t WHERE key = ?`, what an operator clearing a lock runs)
+//! shadows every cell of the row with a timestamp at or below its own, the cells it never saw
+//! included: a write with an older timestamp that arrives after the delete (a retried or
+//! in-flight request, a hint) stays shadowed, not only the cells present when the delete ran.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -155,6 +160,10 @@ pub fn live_slice<'a>(
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RowStore {
     rows: BTreeMap<String, Arc<Row>>,
+    /// Row tombstones: each deleted row's greatest delete timestamp. Every cell of the row
+    /// stored at or below it is a tombstone at it (the invariant `apply` and `delete_row`
+    /// keep), so reads and replicas' exchanges of versions need not look here.
+    row_deleted_at_us: BTreeMap<String, u64>,
 }
 
 /// One row: its cells' stored versions by column name.
@@ -167,6 +176,11 @@ impl RowStore {
 
     /// Merge one version into a cell. Returns true when the stored winner changed.
     pub fn apply(&mut self, row: &str, column: &str, version: CellVersion) -> bool {
+        // A version the row's tombstone shadows lands as that tombstone (a tombstone wins a tie).
+        let version = match self.row_deleted_at_us.get(row) {
+            Some(&deleted_at_us) if version.timestamp_us <= deleted_at_us => CellVersion::tombstone(deleted_at_us),
+            _ => version,
+        };
         let cells = match self.rows.get_mut(row) {
             Some(cells) => cells,
             None => self.rows.entry(row.to_owned()).or_default(),
@@ -214,6 +228,36 @@ impl RowStore {
     /// Delete one cell: a tombstone at `timestamp_us`.
     pub fn delete(&mut self, row: &str, column: &str, timestamp_us: u64) -> bool {
         self.apply(row, column, CellVersion::tombstone(timestamp_us))
+    }
+
+    /// Delete a whole row: a row tombstone at `timestamp_us`, which shadows every cell of
+    /// `row` with a timestamp at or below it, those applied later included. Returns true when a
+    /// stored version or the row's tombstone changed.
+    pub fn delete_row(&mut self, row: &str, timestamp_us: u64) -> bool {
+        let deleted_at_us = self.row_deleted_at_us.entry(row.to_owned()).or_insert(timestamp_us);
+        let mut changed = *deleted_at_us < timestamp_us;
+        *deleted_at_us = (*deleted_at_us).max(timestamp_us);
+        let deleted_at_us = *deleted_at_us;
+        let shadowed: Vec<String> = self
+            .rows
+            .get(row)
+            .into_iter()
+            .flat_map(|cells| cells.iter())
+            .filter(|(_, version)| version.timestamp_us <= deleted_at_us)
+            .map(|(column, _)| column.clone())
+            .collect();
+        for column in shadowed {
+            changed |= self.apply(row, &column, CellVersion::tombstone(deleted_at_us));
+        }
+        debug_assert!(self.rows.get(row).is_none_or(|cells| cells
+            .values()
+            .all(|version| version.timestamp_us > deleted_at_us || *version == CellVersion::tombstone(deleted_at_us))));
+        changed
+    }
+
+    /// The timestamp of `row`'s row tombstone, if it has one.
+    pub fn row_deleted_at_us(&self, row: &str) -> Option<u64> {
+        self.row_deleted_at_us.get(row).copied()
     }
 
     /// Up to `count` live cells of `row` with `column >= start`, in column order, judged at the
@@ -282,6 +326,11 @@ impl RowStore {
             }
             !cells.is_empty()
         });
+        self.row_deleted_at_us.retain(|_, deleted_at_us| {
+            let drop = *deleted_at_us < tombstone_horizon_us;
+            dropped += usize::from(drop);
+            !drop
+        });
         dropped
     }
 
@@ -308,6 +357,12 @@ impl RowStore {
                 renamed.push((version.timestamp_us, new));
                 version.timestamp_us = new;
             }
+        }
+        for deleted_at_us in self.row_deleted_at_us.values_mut() {
+            let new = rename(*deleted_at_us);
+            #[cfg(debug_assertions)]
+            renamed.push((*deleted_at_us, new));
+            *deleted_at_us = new;
         }
         #[cfg(debug_assertions)]
         debug_check_order_preserving("rename_timestamps: the timestamp renaming", renamed);
@@ -354,6 +409,14 @@ impl RowStore {
                 }
             }
         }
+        // A row tombstone's timestamp is rewritten as its cells' tombstones are.
+        for deleted_at_us in self.row_deleted_at_us.values_mut() {
+            let mut tombstone = CellVersion::tombstone(*deleted_at_us);
+            rewrite(&mut tombstone);
+            #[cfg(debug_assertions)]
+            timestamps.push((*deleted_at_us, tombstone.timestamp_us));
+            *deleted_at_us = tombstone.timestamp_us;
+        }
         #[cfg(debug_assertions)]
         {
             debug_check_order_preserving("rewrite_versions: the rewriting of timestamps", timestamps);
@@ -361,20 +424,21 @@ impl RowStore {
         }
     }
 
-    /// Number of stored versions (live or not).
+    /// Number of stored versions (live or not), row tombstones included.
     pub fn len(&self) -> usize {
-        self.rows.values().map(|cells| cells.len()).sum()
+        self.rows.values().map(|cells| cells.len()).sum::<usize>() + self.row_deleted_at_us.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
+        self.rows.is_empty() && self.row_deleted_at_us.is_empty()
     }
 
-    /// The greatest write timestamp stored, if any.
+    /// The greatest write timestamp stored, if any (row tombstones included).
     pub fn max_timestamp_us(&self) -> Option<u64> {
         self.rows
             .values()
             .flat_map(|cells| cells.values().map(|v| v.timestamp_us))
+            .chain(self.row_deleted_at_us.values().copied())
             .max()
     }
 }
@@ -463,6 +527,32 @@ mod tests {
         assert!(store.read_slice("r", "", 10, 0).is_empty());
         store.write("r", "c", "v", 6, None, 0);
         assert_eq!(store.read_slice("r", "", 10, 0).len(), 1);
+    }
+
+    #[test]
+    fn a_row_tombstone_shadows_older_cells_even_those_that_arrive_after_it() {
+        let mut store = RowStore::new();
+        store.write("r", "a", "v", 5, None, 0);
+        store.write("r", "b", "v", 9, None, 0);
+        assert!(store.delete_row("r", 7));
+        assert_eq!(store.row_deleted_at_us("r"), Some(7));
+        let live: Vec<String> = store.read_slice("r", "", 10, 0).into_iter().map(|c| c.column).collect();
+        assert_eq!(live, ["b"], "the newer cell outlives the delete");
+        // An older write arriving late (a retry, a hint) stays shadowed, in a column the delete
+        // never saw too; a tie goes to the tombstone; a newer write lands.
+        store.write("r", "c", "v", 6, None, 0);
+        store.write("r", "d", "v", 7, None, 0);
+        store.write("r", "e", "v", 8, None, 0);
+        let live: Vec<String> = store.read_slice("r", "", 10, 0).into_iter().map(|c| c.column).collect();
+        assert_eq!(live, ["b", "e"]);
+        // An older row delete changes nothing; other rows are untouched.
+        assert!(!store.delete_row("r", 3));
+        store.write("s", "a", "v", 1, None, 0);
+        assert_eq!(store.read_slice("s", "", 10, 0).len(), 1);
+        // Compaction past the row tombstone drops it with its cells' tombstones.
+        store.purge(8, 0);
+        assert_eq!(store.row_deleted_at_us("r"), None);
+        assert_eq!(store.len(), 3, "b, e and s/a");
     }
 
     #[test]
