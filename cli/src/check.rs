@@ -347,3 +347,47 @@ fn print_how_to_go_further(report: &cassalock_models::check::Report, limits: &Li
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Check {
+        #[command(flatten)]
+        args: CheckArgs,
+    }
+
+    fn parsed(line: &str) -> Spec {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[..2], ["cassalock", "check"], "{line}");
+        let check = Check::try_parse_from(std::iter::once("check").chain(words[2..].iter().copied()))
+            .unwrap_or_else(|error| panic!("{line}: {error}"));
+        spec(&check.args)
+    }
+
+    #[test]
+    fn a_specs_command_line_parses_back_into_the_spec() {
+        for model in ModelName::all() {
+            let plain = Spec::new(model);
+            assert_eq!(parsed(&plain.command_line()), plain);
+        }
+        let mut every_field = Spec::new(ModelName::named("getlock").expect("getlock"));
+        every_field.threads = Some(3);
+        every_field.acquisitions = Some(2);
+        every_field.fault = Fault::DelayedEnqueue;
+        every_field.mutant = Some(Mutant::M1);
+        every_field.fencing = true;
+        every_field.leases = true;
+        every_field.thesis_listings = true;
+        every_field.asynchronous = true;
+        every_field.next_poll = true;
+        every_field.paced_poll = true;
+        every_field.reuse_thread_ids = true;
+        every_field.queue_read_from_last_hold = true;
+        every_field.extend = true;
+        every_field.clock_bound = Some(5);
+        assert_eq!(parsed(&every_field.command_line()), every_field);
+    }
+}

@@ -315,6 +315,62 @@ impl Spec {
             || self.clock_bound.is_some()
     }
 
+    /// The `cassalock check` command that checks this spec: `--model` and every field that
+    /// is not [`Spec::new`]'s, as its flag (`cli/src/check.rs` tests that the line parses back
+    /// into the same spec).
+    pub fn command_line(&self) -> String {
+        let Spec {
+            model,
+            threads,
+            acquisitions,
+            fault,
+            mutant,
+            fencing,
+            leases,
+            thesis_listings,
+            asynchronous,
+            next_poll,
+            paced_poll,
+            reuse_thread_ids,
+            queue_read_from_last_hold,
+            extend,
+            clock_bound,
+        } = self;
+        let mut line = format!("cassalock check --model {}", model.name());
+        if let Some(threads) = threads {
+            line += &format!(" --threads {threads}");
+        }
+        if let Some(acquisitions) = acquisitions {
+            line += &format!(" --acquisitions {acquisitions}");
+        }
+        if *fault != Fault::None {
+            line += &format!(" --fault {}", fault.name());
+        }
+        if let Some(mutant) = mutant {
+            line += &format!(" --mutant {}", mutant.name());
+        }
+        for (on, flag) in [
+            (fencing, "--fencing"),
+            (leases, "--leases"),
+            (thesis_listings, "--thesis-listings"),
+            (asynchronous, "--asynchronous"),
+            (next_poll, "--next-poll"),
+            (paced_poll, "--paced-poll"),
+            (reuse_thread_ids, "--reuse-thread-ids"),
+            (queue_read_from_last_hold, "--queue-read-from-last-hold"),
+            (extend, "--extend"),
+        ] {
+            if *on {
+                line += " ";
+                line += flag;
+            }
+        }
+        if let Some(ticks) = clock_bound {
+            line += &format!(" --clock-bound {ticks}");
+        }
+        line
+    }
+
     pub fn new(model: ModelName) -> Self {
         Spec {
             model,

@@ -78,6 +78,8 @@ pub(super) fn kill_rows(
             None => String::new(),
         };
         let verdict = short(&row.verdict);
+        // The matrix's own run: only the claim, stopping at its first violation.
+        let command = format!("`{} --property {claim} --stop-at-first`", mutant.spec().command_line());
         let outcome = if row.verdict.is_violation() {
             Outcome::Caught
         } else if matches!(row.verdict, Verdict::Bounded(_)) {
@@ -90,9 +92,9 @@ pub(super) fn kill_rows(
             run: format!("model: {}", mutant.label),
             claim: claim.to_string(),
             found: match outcome {
-                Outcome::Caught => format!("{verdict}{link}"),
-                Outcome::NoVerdict => format!("{verdict}: a budget stopped the search, not a verdict"),
-                _ => format!("**not caught**: {verdict}"),
+                Outcome::Caught => format!("{verdict}{link}: {command}"),
+                Outcome::NoVerdict => format!("{verdict}: a budget stopped the search, not a verdict: {command}"),
+                _ => format!("**not caught**: {verdict}: {command}"),
             },
             outcome,
         });
