@@ -160,6 +160,17 @@ fn t2_a_lock_call_that_never_returns_violates_t2_within_the_bound() {
     assert!(t2.contains("FAILED   violated: c0's lock had no answer in "), "{out}");
     assert!((1000..2000).contains(&waited_ms(t2, "c0's lock")), "{out}");
     assert!(t2.contains(" ms (the bound: 1000 ms)"), "{out}");
+    // A line 600 ms into the silence (a `lost` notice) does not restart the count: the wait
+    // said is the time since the `lock` was asked.
+    let (code, out, err) = run(
+        "hang-lock-after-a-line",
+        "--hang-after 0 --lost-before-hang-ms 600",
+        "1",
+        &["--max-wait-ms", "1000"],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    let t2 = claim_line(&out, "T2");
+    assert!((1000..2000).contains(&waited_ms(t2, "c0's lock")), "{out}");
     let (code, out, err) = run("answers", "", "2", &["--max-wait-ms", "5000"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(

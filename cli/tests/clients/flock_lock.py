@@ -3,13 +3,15 @@
     flock_lock.py FILE [--barge] [--keep-after-give-up] [--keep-after-release]
         [--say-garbage-after N] [--hang-after N] [--exit-after N] [--close-input-after N]
         [--wrong-id] [--no-hello] [--clock-in-ms] [--lost-spam] [--hang-on-try-lock]
+        [--lost-before-hang-ms MS]
 
 --barge says acquired without taking the lock (a broken lock: two holders at once);
 --keep-after-give-up leaves a mark (FILE.left) when a try_lock gives up, and the lock is taken
 while the mark is there (a queue entry a give-up left behind, ahead of every later caller);
 --keep-after-release says released
 and keeps the lock (a release that did nothing); --hang-on-try-lock never answers a try_lock
-(a call that hangs); the others break the protocol before the N-th
+(a call that hangs); --lost-before-hang-ms MS, with --hang-after, says `lost` MS ms into the
+hang (a line before the silence); the others break the protocol before the N-th
 command (0-based); --close-input-after N closes its input before the N-th command and
 answers it, so cassalock's next command finds no reader. Tokens are the count of acquisitions kept in FILE.count,
 under the lock: a fencing token.
@@ -107,6 +109,7 @@ def main():
     parser.add_argument("--clock-in-ms", action="store_true")
     parser.add_argument("--lost-spam", action="store_true")
     parser.add_argument("--hang-on-try-lock", action="store_true")
+    parser.add_argument("--lost-before-hang-ms", type=int)
     args = parser.parse_args()
     if args.clock_in_ms:
         # The usual mistake: a clock in milliseconds where microseconds are asked for.
@@ -133,6 +136,9 @@ class Breaking:
             if seen == self.args.say_garbage_after:
                 print("this is not JSON", flush=True)
             if seen == self.args.hang_after:
+                if self.args.lost_before_hang_ms is not None:
+                    time.sleep(self.args.lost_before_hang_ms / 1000)
+                    protocol.lost("a line before the silence")
                 time.sleep(3600)
             if self.args.hang_on_try_lock and '"try_lock"' in line:
                 time.sleep(3600)
