@@ -126,7 +126,7 @@ impl Servers {
         Servers::EtcdCluster,
     ];
 
-    /// The servers in a phrase, with how many of them a run may name.
+    /// The servers in a phrase.
     pub fn phrase(self) -> &'static str {
         match self {
             Servers::CassandraCluster => "a Cassandra cluster's contact points",
@@ -368,6 +368,15 @@ impl Lock {
     }
 }
 
+/// Names as a sentence lists them, the last after `and_or` ("a, b or c"; "a"; "" for none).
+pub fn listed(names: &[&str], and_or: &str) -> String {
+    match names.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} {and_or} {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 impl fmt::Display for Lock {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -394,6 +403,14 @@ mod tests {
         }
         assert_eq!(Lock::all().count(), LOCKS.len());
         assert_eq!(Lock::named("nope"), None);
+    }
+
+    #[test]
+    fn names_are_listed_as_a_sentence_lists_them() {
+        assert_eq!(listed(&[], "or"), "");
+        assert_eq!(listed(&["a"], "or"), "a");
+        assert_eq!(listed(&["a", "b"], "and"), "a and b");
+        assert_eq!(listed(&["a", "b", "c"], "or"), "a, b or c");
     }
 
     #[test]

@@ -197,12 +197,9 @@ pub fn check(spec: &RunSpec) -> Result<(), InvalidSpec> {
             .filter(|lock| lock.is_family())
             .map(Lock::name)
             .collect();
-        let (last, rest) = family_locks
-            .split_last()
-            .expect("the registry has family locks the runner runs");
         return Err(InvalidSpec::Servers(format!(
-            "--servers is for {} and {last}; the Cassandra locks use --contact-points",
-            rest.join(", ")
+            "--servers is for {}; the Cassandra locks use --contact-points",
+            cassalock::registry::listed(&family_locks, "and")
         )));
     }
     consistency(&spec.consistency)?;

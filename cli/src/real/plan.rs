@@ -191,11 +191,7 @@ fn locks_on(servers: Servers) -> String {
         .filter(|lock| lock.entry().real)
         .map(Lock::name)
         .collect();
-    match names.split_last() {
-        Some((last, [])) => (*last).to_owned(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
-    }
+    cassalock::registry::listed(&names, "or")
 }
 
 /// Refuse a server flag given for locks that do not run (`locks`; the pair only with fault
