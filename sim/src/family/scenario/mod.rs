@@ -7,20 +7,14 @@
 //! contention scenarios, a client's think times, message latencies, Redlock's retry delays) is
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 //!
-//! The builders live in one submodule per lock (`set_nx`, `redlock`, `memcached`, `redisson`,
-//! `redisson_fair`, `zookeeper`, `etcd`); each lists its own scenarios, [`scenarios`] lists them all, and the faults any
-//! lock can be run under, [`fault_scenarios`], are here.
-
-mod etcd;
-mod memcached;
-mod redisson;
-mod redisson_fair;
-mod redlock;
-mod set_nx;
-mod zookeeper;
+//! The builders live in one file per lock beside this one (`set_nx.rs`, `redlock.rs`, ...):
+//! each says its lock (`LOCK`) and lists its scenarios (`SCENARIOS`). The build script finds
+//! the files, so a lock's scenarios are its file and nothing else here; [`scenarios`] lists
+//! them all in the registry's order, and the faults any lock can be run under,
+//! [`fault_scenarios`], are here.
 
 use cassalock::algo::redis::RedisLockConfig;
-use cassalock::registry::Family;
+use cassalock::registry::{Family, Lock, LOCKS};
 use cassalock::store::redis_keyspace::Persistence;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -256,20 +250,24 @@ pub enum MatrixColumn {
     LostNotification,
 }
 
-/// Every lock's scenarios, in the order the CLI lists them: each lock's file lists its own.
-const BY_LOCK: [&[Named]; 7] = [
-    set_nx::SCENARIOS,
-    redlock::SCENARIOS,
-    memcached::SCENARIOS,
-    redisson::SCENARIOS,
-    redisson_fair::SCENARIOS,
-    zookeeper::SCENARIOS,
-    etcd::SCENARIOS,
-];
+// `mod` lines for the files beside this one and `BY_FILE`, their (lock, scenarios) pairs.
+include!(concat!(env!("OUT_DIR"), "/lock_scenarios.rs"));
 
-/// Every scenario, in the order the CLI lists them.
+/// Every scenario, in the order the CLI lists them: by lock in the registry's order, then in
+/// the order its file lists them.
 pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
-    BY_LOCK.iter().flat_map(|scenarios| scenarios.iter())
+    LOCKS.iter().flat_map(|entry| {
+        let lock = entry.lock;
+        BY_FILE
+            .iter()
+            .filter(move |(file_lock, _)| *file_lock == lock)
+            .flat_map(|(_, scenarios)| scenarios.iter())
+    })
+}
+
+/// The locks that have a scenario file, in the registry's order.
+pub fn locks_with_scenarios() -> impl Iterator<Item = Lock> {
+    Lock::all().filter(|lock| BY_FILE.iter().any(|(file_lock, _)| file_lock == lock))
 }
 
 /// The command that replays one seed of scenario `name` with its trace; `flags` are the
@@ -405,4 +403,40 @@ pub fn fault_scenarios(lock: LockKind, seed: u64) -> Vec<FamilyScenario> {
         });
     }
     scenarios
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_scenario_file_is_one_lock_s_and_runs_that_lock() {
+        for (index, (lock, scenarios)) in BY_FILE.iter().enumerate() {
+            assert!(
+                BY_FILE[..index].iter().all(|(other, _)| other != lock),
+                "two scenario files say they are {}'s",
+                lock.name()
+            );
+            assert!(
+                !scenarios.is_empty(),
+                "{}'s scenario file lists no scenario",
+                lock.name()
+            );
+            for named in scenarios.iter() {
+                let scenario = (named.build)(0);
+                assert_eq!(
+                    scenario.lock.name(),
+                    lock.name(),
+                    "{} is in {}'s file but runs another lock",
+                    named.name,
+                    lock.name()
+                );
+            }
+        }
+        assert_eq!(
+            scenarios().count(),
+            BY_FILE.iter().map(|(_, list)| list.len()).sum::<usize>()
+        );
+        assert!(locks_with_scenarios().all(|lock| lock.family() != Family::Cassandra));
+    }
 }

@@ -156,6 +156,9 @@ pub(super) fn redisson_failed_renewal_775(_seed: u64) -> FamilyScenario {
     )
 }
 
+/// The lock these scenarios run.
+pub(super) const LOCK: cassalock::registry::Lock = cassalock::registry::Lock::Redisson;
+
 /// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
 pub(super) const SCENARIOS: &[Named] = &[
     Named {

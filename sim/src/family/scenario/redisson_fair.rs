@@ -122,6 +122,9 @@ pub(super) fn redisson_fair_long_contention(_seed: u64) -> FamilyScenario {
     }
 }
 
+/// The lock these scenarios run.
+pub(super) const LOCK: cassalock::registry::Lock = cassalock::registry::Lock::RedissonFair;
+
 /// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
 pub(super) const SCENARIOS: &[Named] = &[
     Named {

@@ -235,6 +235,9 @@ pub(super) fn redlock_retry_mutant(_seed: u64) -> FamilyScenario {
     )
 }
 
+/// The lock these scenarios run.
+pub(super) const LOCK: cassalock::registry::Lock = cassalock::registry::Lock::Redlock;
+
 /// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
 pub(super) const SCENARIOS: &[Named] = &[
     Named {

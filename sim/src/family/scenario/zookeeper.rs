@@ -185,6 +185,9 @@ pub(super) fn zookeeper_restart(_seed: u64) -> FamilyScenario {
     }
 }
 
+/// The lock these scenarios run.
+pub(super) const LOCK: cassalock::registry::Lock = cassalock::registry::Lock::Zookeeper;
+
 /// This lock's scenarios, in the order the CLI lists them, each with where the matrix files it.
 pub(super) const SCENARIOS: &[Named] = &[
     Named {
