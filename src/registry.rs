@@ -31,6 +31,8 @@ pub enum Lock {
     Lwt,
     /// Redis `SET key token NX PX ttl`, compare-and-delete release.
     RedisSetNx,
+    /// Redis `SETNX` then `EXPIRE`, `DEL` release: the two-command recipe of seed 003.
+    RedisSetNxExpire,
     /// Redlock over independent Redis masters.
     Redlock,
     /// Memcached `add` with an expiry.
@@ -159,7 +161,7 @@ pub enum Holder {
 }
 
 /// Every lock, in the order the reports list them.
-pub const LOCKS: [Entry; 14] = [
+pub const LOCKS: [Entry; 15] = [
     Entry {
         lock: Lock::Old,
         name: "old",
@@ -247,6 +249,17 @@ pub const LOCKS: [Entry; 14] = [
         servers: Servers::OneRedis,
         real: true,
         holder: Holder::Named("a random token names the holder"),
+    },
+    Entry {
+        lock: Lock::RedisSetNxExpire,
+        name: "redis-setnx-expire",
+        title: "Redis SETNX + EXPIRE lock",
+        family: Family::Redis,
+        model: Some("redis-setnx-expire"),
+        matrix_row: Some("Redis SETNX, then EXPIRE, DEL release (redis-setnx-expire)"),
+        servers: Servers::OneRedis,
+        real: false,
+        holder: Holder::Named("a token nobody reads names the holder"),
     },
     Entry {
         lock: Lock::Redisson,

@@ -199,7 +199,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["check", "--model", "globaltime", "--extend"],
-        "--extend applies to the redis-set-nx, redlock and memcached models",
+        "--extend applies to the redis-set-nx, redis-setnx-expire, redlock and memcached models",
     ),
     (&["check", "--model", "redis-set-nx", "--threads", "4"], "--threads (clients) 4"),
     // Reports: every stage's argument checked before the first stage runs.

@@ -323,7 +323,8 @@ fn faults_and_flags_are_refused_where_they_do_not_apply() {
     assert!(refused(&fencing).contains("not to redis-set-nx"));
     let mut extend = spec(ModelName::Lock(Lock::Queue), Fault::None);
     extend.extend = true;
-    assert!(refused(&extend).contains("--extend applies to the redis-set-nx, redlock and memcached models"));
+    assert!(refused(&extend)
+        .contains("--extend applies to the redis-set-nx, redis-setnx-expire, redlock and memcached models"));
     let mut four = redis(Fault::None);
     four.threads = Some(4);
     assert!(refused(&four).contains("outside 1..=3"));

@@ -111,6 +111,35 @@ fn every_fault_scenario_violates_its_claim_on_its_pinned_seed() {
     }
 }
 
+/// The two-command recipe (`SETNX`, then `EXPIRE`, `DEL`) on the workloads under which
+/// `SET NX PX` keeps every claim (the sweeps: docs/simulator.md).
+#[test]
+fn t2_t1_belief_the_setnx_expire_recipe_loses_what_set_nx_keeps() {
+    assert_no_violation("setnx-expire-contention", 0..100);
+    // Lost replies: a SETNX that applied and lost its reply leaves a key with no expiry that
+    // nobody takes again (T2); seed 0 shows only that.
+    let lost = sweep("setnx-expire-lost-messages", 0..10);
+    assert_eq!(
+        lost.violated.get(&Claim::T2).map(Vec::len),
+        Some(8),
+        "{:?}",
+        lost.violated
+    );
+    assert_violates_only("setnx-expire-lost-messages", 0, Claim::T2);
+    // The paused holder's late DEL deletes a later holder's key and a third client takes it
+    // while the second still believes; its late write reaches the resource too.
+    let pause = sweep("setnx-expire-pause", 0..10);
+    assert_eq!(
+        pause.violated.keys().copied().collect::<Vec<_>>(),
+        vec![Claim::T1Belief, Claim::T1Resource]
+    );
+    assert!(
+        pause.violated.values().all(|seeds| seeds.len() == 10),
+        "{:?}",
+        pause.violated
+    );
+}
+
 #[test]
 fn the_fixes_and_controls_of_the_fault_scenarios_show_no_violation() {
     // Restart with appendfsync always; Redlock's restart delayed by the TTL (Kleppmann).

@@ -1,6 +1,7 @@
-//! The five locks whose key the server expires, as the model runs them ([`ModelFamily`]):
-//! Redis's `SET NX` lock, Redlock, Memcached's `add` lock, Redisson's `RLock` and its fair
-//! lock, with the machines' config, the server and the title words the model gives each.
+//! The locks whose key the server expires, as the model runs them ([`ModelFamily`]): Redis's
+//! `SET NX` lock and the two-command `SETNX`-then-`EXPIRE` recipe before it, Redlock,
+//! Memcached's `add` lock, Redisson's `RLock` and its fair lock, with the machines' config, the
+//! server and the title words the model gives each.
 
 use cassalock::algo::family::{
     FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, RenewalEnd, SetNxLock,
@@ -8,6 +9,7 @@ use cassalock::algo::family::{
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonLease, Watchdog};
 use cassalock::algo::redis::redlock::RedlockConfig;
+use cassalock::algo::redis::setnx_expire::SetNxExpireLock;
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::{Machine, RetryPolicy};
 use cassalock::store::memcached::Memcached;
@@ -88,6 +90,45 @@ impl ModelFamily for SetNxLock {
             "TTL {TTL_TICKS} ticks, drift {} ppm, retry every tick",
             config.drift_ppm
         )
+    }
+
+    fn counted_from_us(lease: &cassalock::algo::redis::RedisLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+
+    no_lane!();
+}
+
+impl ModelFamily for SetNxExpireLock {
+    type Server = RedisServer;
+    type Lane = NoLane<Self::Config, Self::Command, Self::Reply>;
+    const MODEL: &'static str = "redis-setnx-expire";
+    const LOCK: Option<Lock> = Some(Lock::RedisSetNxExpire);
+    const HELP: &'static str =
+        "Redis SETNX then EXPIRE, DEL release: the two-command recipe of seed 003 (T1-belief, T1-resource, C-free, C-release, T2)";
+    const EXTENDS: bool = true;
+
+    fn supports(fault: Fault) -> bool {
+        SetNxLock::supports(fault)
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, _: &FamilyMutants) -> RedisLockConfig {
+        model_redis_config(ttl_ticks, ms_per_tick, extend)
+    }
+
+    fn server(fault: Fault) -> RedisServer {
+        RedisServer::new(fault)
+    }
+
+    fn describe_lock(_: &RedisLockConfig, extend: bool) -> String {
+        format!(
+            "redis-setnx-expire (SETNX, then EXPIRE, DEL release{})",
+            if extend { ", one EXPIRE extension" } else { "" },
+        )
+    }
+
+    fn describe_timing(config: &RedisLockConfig) -> String {
+        SetNxLock::describe_timing(config)
     }
 
     fn counted_from_us(lease: &cassalock::algo::redis::RedisLease) -> Option<u64> {
@@ -464,10 +505,11 @@ impl ModelFamily for RedissonFairLock {
 /// Every lock of the registry that has a family model: the one list the command line and the
 /// matrix read (a lock is added to the model checker by its [`ModelFamily`] impl and a line
 /// here).
-pub fn registered_models() -> [RegisteredModel; 7] {
+pub fn registered_models() -> [RegisteredModel; 8] {
     use cassalock::algo::family::{CuratorLock, EtcdLock};
     [
         RegisteredModel::of::<SetNxLock>(),
+        RegisteredModel::of::<SetNxExpireLock>(),
         RegisteredModel::of::<RedlockLock>(),
         RegisteredModel::of::<MemcachedLock>(),
         RegisteredModel::of::<RedissonLock>(),
