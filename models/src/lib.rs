@@ -119,14 +119,14 @@ pub enum Fault {
     /// A holder crashes; its lease expires.
     Crash,
     /// One store request fails, before it is applied or after (the reply is lost): the
-    /// contract items C-free and C-release (leases on, retries exhausted at once). In
-    /// redis-set-nx, redlock and memcached: one request lost before the server sees it, or its
-    /// reply after it applied (one retry).
+    /// contract items C-free and C-release (leases on, retries exhausted at once). In the
+    /// other families' models: one request lost before the server sees it, or its reply after
+    /// it applied (one retry).
     StoreFailure,
-    /// redis-set-nx, memcached: the server restarts without persistence (`Persistence::None`):
+    /// redis-set-nx, redis-setnx-expire, memcached: the server restarts without persistence (`Persistence::None`):
     /// every key is gone, acknowledged or not; redlock: master 0 does, at once.
     Restart,
-    /// redis-set-nx: the primary acknowledged a write, and the replica is promoted before the
+    /// redis-set-nx, redis-setnx-expire: the primary acknowledged a write, and the replica is promoted before the
     /// write reached it (asynchronous replication).
     Failover,
     /// redis-set-nx, memcached, redisson: the server's clock jumps forward by the TTL, a key
