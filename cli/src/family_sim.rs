@@ -12,8 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context};
-use cassalock_sim::family::scenario::{build, names, scenarios, FamilyScenario};
+use anyhow::bail;
+use cassalock::registry::Lock;
+use cassalock_sim::family::scenario::{
+    build, locks_with_scenarios, names, scenarios, scenarios_of, FamilyScenario, MAX_CLIENTS,
+};
 use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
@@ -23,6 +26,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::shard::{Shard, ShardOut};
 use crate::usage_error;
+
+mod shard_file;
+
+pub use shard_file::merge;
+use shard_file::{sweep_of, ShardFile, SHARD_FORMAT, SHARD_VERSION};
 
 /// The most seeds one call runs, per scenario.
 pub const MAX_SEEDS: u64 = 1_000_000;
@@ -46,7 +54,7 @@ With --shard K/N --shard-out FILE: 0 once the file is written (the verdict is `c
 Wall-clock figures (seconds, seeds/min) go to stderr; stdout is the same bytes on any machine.";
 
 /// Shown under `merge --help`.
-pub const MERGE_HELP: &str = "Prints exactly the stdout of one `sim-family` (or `sim`) run over the whole
+pub const MERGE_HELP: &str = "Prints exactly the stdout of one `sim` run over the whole
 sweep (wall-clock figures, on stderr there, are not printed). The files may come in any order.
 A `sim` merge resolves the scenario again (a --scenario-file must be readable here) and replays
 each claim's first failing seed, as `sim` does, for the line that records it.
@@ -60,8 +68,8 @@ seed again.
 each shard's seeds per minute on its own machine, and the sweep's over the slowest shard.
 
 Exit status:
-  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded
-     (sim-family); for a report, 3 when a wall-time cap stopped some search on the machine
+  0, 1, 3  as the sweep on one machine: no violation, a claim violated, a run bounded;
+     for a report, 3 when a wall-time cap stopped some search on the machine
      that ran it
   2  bad input: a file unreadable, not a shard file, of another version or another sweep,
      a shard given twice or missing (the message names the file or the shard)";
@@ -99,6 +107,12 @@ pub struct SimFamilyArgs {
     /// for scenarios with a replica: 0 makes the failover lose nothing).
     #[arg(long, value_name = "MS")]
     replication_lag_ms: Option<u64>,
+    /// Clients instead of the scenario's (1..=64).
+    #[arg(long, value_name = "N")]
+    clients: Option<usize>,
+    /// Acquisitions per client instead of the scenario's (1..=10000).
+    #[arg(long, value_name = "N")]
+    acquisitions: Option<u32>,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
     /// file for `cassalock merge` (docs/sweeps.md); needs --shard-out.
     #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "shard_out")]
@@ -108,11 +122,19 @@ pub struct SimFamilyArgs {
     shard_out: Option<PathBuf>,
 }
 
-/// What the command line changes in a scenario (and a replay command must repeat).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the command line changes in a scenario (and a replay command must repeat). A shard's
+/// file keeps them under the same names (a file without `clients` or `acquisitions` was
+/// written before they existed: the scenario's own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knobs {
     pub bound_ms: Option<u64>,
     pub replication_lag_ms: Option<u64>,
+    /// Clients instead of the scenario's (the same flag as the row locks' scenarios').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clients: Option<usize>,
+    /// Acquisitions per client instead of the scenario's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acquisitions: Option<u32>,
 }
 
 impl Knobs {
@@ -125,9 +147,44 @@ impl Knobs {
         if let Some(ms) = self.replication_lag_ms {
             flags.push_str(&format!(" --replication-lag-ms {ms}"));
         }
+        if let Some(clients) = self.clients {
+            flags.push_str(&format!(" --clients {clients}"));
+        }
+        if let Some(acquisitions) = self.acquisitions {
+            flags.push_str(&format!(" --acquisitions {acquisitions}"));
+        }
         flags
     }
+
+    /// Knobs scenario `name` cannot take, said in a sentence.
+    fn refused_by(self, name: &str) -> Option<String> {
+        let built = build(name, 0).ok()?;
+        if self.replication_lag_ms.is_some() && built.replication_lag_ms.is_none() {
+            return Some(format!(
+                "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
+            ));
+        }
+        if let Some(clients) = self.clients {
+            if clients == 0 || clients > MAX_CLIENTS {
+                return Some(format!("--clients {clients}: give 1 to {MAX_CLIENTS}"));
+            }
+            if built.check_free_progress && clients != 1 {
+                return Some(format!(
+                    "--clients {clients}: {name} judges T2-free, a lock() that gives up on a lock nobody else could hold, which needs its one client"
+                ));
+            }
+        }
+        if let Some(acquisitions) = self.acquisitions {
+            if acquisitions == 0 || acquisitions > MAX_ACQUISITIONS {
+                return Some(format!("--acquisitions {acquisitions}: give 1 to {MAX_ACQUISITIONS}"));
+            }
+        }
+        None
+    }
 }
+
+/// The most acquisitions per client `--acquisitions` accepts (as the row locks' scenarios).
+pub const MAX_ACQUISITIONS: u32 = 10_000;
 
 /// The longest bound `--bound-ms` accepts: one simulated hour.
 pub const MAX_BOUND_MS: u64 = 3_600_000;
@@ -141,6 +198,12 @@ fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
     if let Some(lag_ms) = knobs.replication_lag_ms {
         debug_assert!(scenario.replication_lag_ms.is_some(), "checked by run");
         scenario.replication_lag_ms = Some(lag_ms);
+    }
+    if let Some(clients) = knobs.clients {
+        scenario.clients = clients;
+    }
+    if let Some(acquisitions) = knobs.acquisitions {
+        scenario.acquisitions = acquisitions;
     }
     scenario
 }
@@ -161,6 +224,14 @@ fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
             }
             continue;
         }
+        if let Some(lock) = lock_with_scenarios(name) {
+            for named in scenarios_of(lock) {
+                if !chosen.contains(&named.name) {
+                    chosen.push(named.name);
+                }
+            }
+            continue;
+        }
         match scenarios().find(|named| named.name == name) {
             Some(named) if !chosen.contains(&named.name) => chosen.push(named.name),
             Some(_) => {}
@@ -169,7 +240,8 @@ fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
                     .map(|named| format!("  {:<40} {}", named.name, named.help))
                     .collect();
                 bail!(
-                    "no scenario named {name:?}; give one of (or several, comma-separated, or all):\n{}",
+                    "no scenario named {name:?}; give one of these (or several, comma-separated), a lock's name for all of its ({}), or all:\n{}",
+                    lock_names_with_scenarios(),
                     list.join("\n")
                 );
             }
@@ -178,14 +250,24 @@ fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {
     Ok(chosen)
 }
 
-/// Whether `text` names only the families' scenarios (one, or several comma-separated): `sim`
-/// and `replay` hand such a run to this simulator.
+/// Whether `text` names only the families' scenarios (one, or several comma-separated, or a
+/// lock whose scenarios they are): `sim` and `replay` hand such a run to this simulator.
 pub fn names_family_scenarios(text: &str) -> bool {
     !text.is_empty()
         && text
             .split(',')
             .map(str::trim)
-            .all(|name| scenarios().any(|named| named.name == name))
+            .all(|name| lock_with_scenarios(name).is_some() || scenarios().any(|named| named.name == name))
+}
+
+/// The lock named `name` in the registry, if the simulator has scenarios for it.
+fn lock_with_scenarios(name: &str) -> Option<Lock> {
+    Lock::named(name).filter(|lock| scenarios_of(*lock).next().is_some())
+}
+
+/// The names of the locks with scenarios, comma-separated, in the registry's order.
+pub fn lock_names_with_scenarios() -> String {
+    locks_with_scenarios().map(Lock::name).collect::<Vec<_>>().join(", ")
 }
 
 /// `sim --scenario NAMES`: a sweep of the families' scenarios.
@@ -207,6 +289,8 @@ pub fn sweep_scenarios(
         jobs,
         bound_ms: knobs.bound_ms,
         replication_lag_ms: knobs.replication_lag_ms,
+        clients: knobs.clients,
+        acquisitions: knobs.acquisitions,
         shard,
         shard_out,
     })
@@ -232,6 +316,8 @@ pub fn replay_scenario(
         jobs: 1,
         bound_ms: knobs.bound_ms,
         replication_lag_ms: knobs.replication_lag_ms,
+        clients: knobs.clients,
+        acquisitions: knobs.acquisitions,
         shard: None,
         shard_out: None,
     })
@@ -258,19 +344,16 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         if lag_ms > MAX_BOUND_MS {
             return usage_error(&format!("--replication-lag-ms {lag_ms}: give 0 to {MAX_BOUND_MS}"));
         }
-        if let Some(name) = chosen
-            .iter()
-            .find(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
-        {
-            return usage_error(&format!(
-                "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
-            ));
-        }
     }
     let knobs = Knobs {
         bound_ms: args.bound_ms,
         replication_lag_ms: args.replication_lag_ms,
+        clients: args.clients,
+        acquisitions: args.acquisitions,
     };
+    if let Some(refused) = chosen.iter().find_map(|name| knobs.refused_by(name)) {
+        return usage_error(&refused);
+    }
     if let Some(seed) = args.seed {
         if (args.events.is_some() || args.svg.is_some()) && chosen.len() != 1 {
             return usage_error(&format!(
@@ -320,8 +403,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         version: SHARD_VERSION,
         scenarios: chosen.iter().map(|name| (*name).to_owned()).collect(),
         seeds: args.seeds.to_string(),
-        bound_ms: knobs.bound_ms,
-        replication_lag_ms: knobs.replication_lag_ms,
+        knobs,
         k: shard.k(),
         n: shard.n(),
         max_listed_seeds: MAX_LISTED_SEEDS,
@@ -697,145 +779,6 @@ fn exit_status(violated: bool, bounded: bool) -> ExitCode {
     }
 }
 
-/// What a shard file says it is, and the version of its layout this build reads and writes.
-pub const SHARD_FORMAT: &str = "cassalock-sim-family-shard";
-pub const SHARD_VERSION: u64 = 1;
-
-/// A shard's result file (`sim-family --shard K/N --shard-out FILE`), read by `cassalock merge`.
-#[derive(Debug, Serialize, Deserialize)]
-struct ShardFile {
-    format: String,
-    version: u64,
-    /// The sweep: scenario names in order, the whole seed range, the knobs, N.
-    scenarios: Vec<String>,
-    seeds: String,
-    bound_ms: Option<u64>,
-    replication_lag_ms: Option<u64>,
-    k: u64,
-    n: u64,
-    /// The most seeds each list holds (the rest only counted, in `not_listed`).
-    max_listed_seeds: usize,
-    results: Vec<ScenarioResult>,
-}
-
-/// The sweep a shard file belongs to, as a merge compares it.
-fn sweep_of(file: &ShardFile) -> String {
-    format!(
-        "scenario {}, seeds {}, {} shards{}",
-        file.scenarios.join(","),
-        file.seeds,
-        file.n,
-        Knobs {
-            bound_ms: file.bound_ms,
-            replication_lag_ms: file.replication_lag_ms
-        }
-        .flags()
-    )
-}
-/// Read one shard file, or say why not (naming the file; print it with `{:#}`).
-fn read_shard(path: &Path) -> anyhow::Result<ShardFile> {
-    let value = crate::shard::read_json(path, SHARD_FORMAT, SHARD_VERSION)?;
-    let damaged = || format!("{}: a damaged shard file", path.display());
-    let file: ShardFile = serde_json::from_value(value).with_context(damaged)?;
-    check_shard(&file).with_context(damaged)?;
-    Ok(file)
-}
-
-/// What a well-formed shard file holds, beyond its JSON shape.
-fn check_shard(file: &ShardFile) -> anyhow::Result<SeedRange> {
-    let range: SeedRange = file
-        .seeds
-        .parse()
-        .map_err(|error| anyhow!("seeds {:?}: {error}", file.seeds))?;
-    let shard = Shard::new(file.k, file.n).ok_or_else(|| anyhow!("shard {}/{}", file.k, file.n))?;
-    let chosen = scenarios_named(&file.scenarios.join(","))
-        .map_err(|_| anyhow!("scenarios {:?} not all known to this cassalock", file.scenarios))?;
-    if chosen.len() != file.scenarios.len() || file.results.len() != chosen.len() {
-        bail!("the scenarios and the results do not match");
-    }
-    if file.bound_ms.is_some_and(|ms| ms == 0 || ms > MAX_BOUND_MS)
-        || file.replication_lag_ms.is_some_and(|ms| ms > MAX_BOUND_MS)
-    {
-        bail!("bound_ms or replication_lag_ms out of range");
-    }
-    if file.replication_lag_ms.is_some()
-        && chosen
-            .iter()
-            .any(|name| build(name, 0).is_ok_and(|scenario| scenario.replication_lag_ms.is_none()))
-    {
-        bail!("replication_lag_ms for a scenario without a replica");
-    }
-    let runs = shard.count(&range);
-    for (name, result) in chosen.iter().zip(&file.results) {
-        if result.scenario != *name
-            || u128::from(result.seeds_run) != runs
-            || result.claims.len() != Claim::ALL.len()
-            || !result
-                .claims
-                .iter()
-                .zip(Claim::ALL)
-                .all(|(tally, claim)| tally.claim == claim.name())
-        {
-            bail!("the result for {name} is not {runs} seeds of every claim");
-        }
-    }
-    Ok(range)
-}
-
-/// The merge of `sim-family` shards: print what one run over the whole range prints, from the
-/// shards' result files, and exit as it would (0, 1 or 3; 2 for bad files).
-pub fn merge(paths: &[PathBuf]) -> ExitCode {
-    let mut files: Vec<(&PathBuf, ShardFile)> = Vec::new();
-    for path in paths {
-        match read_shard(path) {
-            Ok(file) => files.push((path, file)),
-            Err(error) => return usage_error(&format!("{error:#}")),
-        }
-    }
-    let cover: Vec<(&PathBuf, String, Shard)> = files
-        .iter()
-        .map(|(path, file)| {
-            (
-                *path,
-                sweep_of(file),
-                Shard::new(file.k, file.n).expect("checked on reading"),
-            )
-        })
-        .collect();
-    let first = &files[0].1;
-    let rerun = format!(
-        "cassalock sim --scenario {} --seeds {}{}",
-        first.scenarios.join(","),
-        first.seeds,
-        Knobs {
-            bound_ms: first.bound_ms,
-            replication_lag_ms: first.replication_lag_ms
-        }
-        .flags()
-    );
-    if let Err(error) = crate::shard::check_cover(&cover, &rerun) {
-        return usage_error(&format!("{error:#}"));
-    }
-    let range: SeedRange = first.seeds.parse().expect("checked on reading");
-    let knobs = Knobs {
-        bound_ms: first.bound_ms,
-        replication_lag_ms: first.replication_lag_ms,
-    };
-    let mut merged: Vec<ScenarioResult> = first.scenarios.iter().map(|name| ScenarioResult::new(name)).collect();
-    for (_, file) in &files {
-        for (into, result) in merged.iter_mut().zip(&file.results) {
-            into.absorb(result);
-        }
-    }
-    let (mut violated, mut bounded) = (false, false);
-    for result in &merged {
-        let (v, b) = print_summary(&range, knobs, result);
-        violated |= v;
-        bounded |= b;
-    }
-    exit_status(violated, bounded)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -860,6 +803,8 @@ mod tests {
         let knobs = Knobs {
             bound_ms: Some(900),
             replication_lag_ms: Some(0),
+            clients: Some(3),
+            acquisitions: Some(2),
         };
         let line = replay_command("set-nx-failover-after-acquire", 17, knobs);
         let crate::Command::Replay(parsed) = crate::Cli::try_parse_from(line.split(' ')).unwrap().command else {
@@ -873,6 +818,8 @@ mod tests {
         assert!(!parsed.summary, "the whole trace");
         assert_eq!(parsed.bound_ms, Some(900));
         assert_eq!(parsed.replication_lag_ms, Some(0));
+        assert_eq!(parsed.scenario.clients, Some(3));
+        assert_eq!(parsed.scenario.acquisitions, Some(2));
     }
 
     #[test]

@@ -89,7 +89,7 @@ enum Command {
     #[cfg(madsim)]
     #[command(hide = true, after_help = family_sim::HELP)]
     SimFamily(family_sim::SimFamilyArgs),
-    /// Combine the result files of a sweep's shards (`sim-family`/`sim --shard K/N --shard-out FILE`,
+    /// Combine the result files of a sweep's shards (`sim --shard K/N --shard-out FILE`,
     /// `report ...`/`bench sim --shard K/N --shard-out FILE`) into what one machine prints (and,
     /// for a report, writes) for the whole sweep, with its exit status.
     #[cfg(madsim)]
@@ -138,9 +138,11 @@ The other families' scenarios (Redis SET NX, Redlock, Memcached, Redisson and it
 ZooKeeper, etcd), each a premise of a lock and the fault that breaks it, for example:
   redlock-gc-pause, set-nx-restart-no-persistence, redisson-fair-barging,
   zookeeper-session-expiry-pause, etcd-lease-expires-while-waiting-11456
-every one listed with its line of help by `cassalock sim --scenario list`; they take --seeds,
---jobs, --shard/--shard-out, --bound-ms and --replication-lag-ms (replay: --seed, --summary, --svg,
---events), not the row locks' knobs.
+every one listed with its line of help by `cassalock sim --scenario list`, and named by lock too
+(`--scenario redlock,etcd`: every scenario of both); they take --seeds, --jobs,
+--shard/--shard-out, --clients, --acquisitions, --bound-ms and --replication-lag-ms (replay:
+--seed, --summary, --svg, --events), not the row locks' other knobs. `--scenario all` runs every
+scenario of every lock with its own defaults.
 
 Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
 sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and

@@ -16,7 +16,7 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// Report shards (`report ... --shard K/N --shard-out FILE`): the directory the report's
-    /// files are written to [default: reports]. `sim`, `sim-family` and `bench sim` merges
+    /// files are written to [default: reports]. `sim` and `bench sim` merges
     /// only print.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
@@ -38,7 +38,7 @@ pub fn merge(args: MergeArgs) -> ExitCode {
     }
     if let Some(out) = &args.out {
         return usage_error(&format!(
-            "--out {}: only report shards write files; a sim or sim-family merge prints its summary",
+            "--out {}: only report shards write files; a sim merge prints its summary",
             out.display()
         ));
     }

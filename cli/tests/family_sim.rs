@@ -311,3 +311,88 @@ fn cassalock_judge_reads_every_scenario_s_event_record_as_the_run_judged_it() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(checked >= 90, "{checked} runs: every scenario twice");
 }
+
+#[test]
+fn sim_takes_a_lock_s_name_for_its_scenarios_and_all_for_every_scenario() {
+    // A lock's registry name stands for every scenario of its file.
+    let out = cassalock(&["sim", "--scenario", "redis-setnx-expire", "--seeds", "0..2"]);
+    let stdout = text(&out.stdout);
+    for scenario in [
+        "setnx-expire-contention",
+        "setnx-expire-lost-messages",
+        "setnx-expire-pause",
+    ] {
+        assert!(stdout.contains(&format!("{scenario} (redis-setnx-expire)")), "{stdout}");
+    }
+    assert_eq!(out.status.code(), Some(1), "the pause violates T1-belief: {stdout}");
+    // `all`: every row locks' scenario under its algorithms, then every other lock's.
+    let out = cassalock(&["sim", "--scenario", "all", "--seeds", "0..1"]);
+    let stdout = text(&out.stdout);
+    for row in [
+        "contention | old algorithm",
+        "swarm | queue algorithm",
+        "timeservice-stall | queue algorithm",
+    ] {
+        assert!(stdout.contains(row), "{row} missing from:\n{stdout}");
+    }
+    for named in cassalock_sim::family::scenarios() {
+        assert!(stdout.contains(&format!("{} (", named.name)), "{} missing", named.name);
+    }
+    assert_eq!(out.status.code(), Some(1), "some scenarios exist to violate a claim");
+    // Knobs and shards are for some scenarios: refused with `all`, naming what to give.
+    for flags in [
+        &["--bound-ms", "50"][..],
+        &["--algorithm", "old"],
+        &["--ttl-s", "4"],
+        &["--clients", "3"],
+        &["--shard", "1/2", "--shard-out", "/dev/null"],
+    ] {
+        let mut args = vec!["sim", "--scenario", "all", "--seeds", "0..1"];
+        args.extend_from_slice(flags);
+        let out = cassalock(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains(flags[0]) && stderr.contains("redis-setnx-expire"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn clients_and_acquisitions_resize_any_lock_s_scenario_and_its_replay_repeats_them() {
+    let out = cassalock(&[
+        "sim",
+        "--scenario",
+        "memcached-pause",
+        "--seeds",
+        "0..2",
+        "--clients",
+        "3",
+        "--acquisitions",
+        "2",
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let replay = "cassalock replay --scenario memcached-pause --seed 0 --clients 3 --acquisitions 2";
+    assert!(stdout.contains(replay), "{stdout}");
+    let words: Vec<&str> = replay.split(' ').skip(1).chain(["--summary"]).collect();
+    let out = cassalock(&words);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("seed 0, 3 client(s)"), "{stdout}");
+    assert!(stdout.contains("T1-resource  VIOLATED"), "{stdout}");
+    // Out of range, or against a scenario that needs its one client: refused, exit 2.
+    for (scenario, flags, says) in [
+        ("memcached-pause", &["--clients", "0"][..], "give 1 to 64"),
+        ("memcached-pause", &["--clients", "65"], "give 1 to 64"),
+        ("memcached-pause", &["--acquisitions", "0"], "give 1 to 10000"),
+        ("redlock-retry-after-drop", &["--clients", "2"], "needs its one client"),
+    ] {
+        let mut args = vec!["sim", "--scenario", scenario, "--seeds", "0..1"];
+        args.extend_from_slice(flags);
+        let out = cassalock(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(says), "{flags:?}: {stderr}");
+    }
+}

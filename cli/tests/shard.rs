@@ -61,6 +61,7 @@ fn the_merge_of_three_shards_prints_the_single_runs_bytes_and_exit_status() {
         ("set-nx-clock-drift", "0..12", &[], 1),
         ("redisson-lost-unlock-messages,set-nx-contention", "3..=13", &[], 0),
         ("set-nx-contention", "0..4", &["--bound-ms", "50"], 3),
+        ("memcached-pause", "0..6", &["--clients", "3", "--acquisitions", "2"], 1),
     ];
     for (scenario, seeds, knobs, status) in sweeps {
         let mut single_args = vec!["sim-family", "--scenario", scenario, "--seeds", seeds];

@@ -131,7 +131,7 @@ fn s(seconds: u64) -> Duration {
 
 /// A scenario name that is not in [`SCENARIOS`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown scenario {name:?}; the row locks' scenarios are {}, and `cassalock sim --scenario list` lists the other families' too", known_names())]
+#[error("unknown scenario {name:?}; the row locks' scenarios are {}; `cassalock sim --scenario list` lists the other locks' too, a lock's name stands for all of its, and `all` for every one", known_names())]
 pub struct UnknownScenario {
     pub name: String,
 }

@@ -112,7 +112,7 @@ impl SimArgs {
 
     /// A flag given that only the row locks' scenarios take, for a refusal.
     pub(super) fn row_lock_flag(&self) -> Option<String> {
-        let flags = self.scenario.flags();
+        let flags = self.scenario.row_only_flags();
         let given = [
             (self.algorithm.is_some(), "--algorithm".to_owned()),
             (self.per_seed_out.is_some(), "--per-seed-out".to_owned()),
@@ -124,6 +124,20 @@ impl SimArgs {
             ),
         ];
         given.into_iter().find_map(|(on, flag)| on.then_some(flag))
+    }
+}
+
+/// The knobs a family scenario takes from `sim`'s or `replay`'s command line.
+pub(super) fn family_knobs(
+    scenario: &ScenarioArgs,
+    bound_ms: Option<u64>,
+    replication_lag_ms: Option<u64>,
+) -> crate::family_sim::Knobs {
+    crate::family_sim::Knobs {
+        bound_ms,
+        replication_lag_ms,
+        clients: scenario.clients,
+        acquisitions: scenario.acquisitions,
     }
 }
 
@@ -174,7 +188,13 @@ pub struct ReplayArgs {
 }
 
 /// The row locks' scenarios, as refusals name them.
-pub(super) const ROW_SCENARIOS: &str = "contention, skew, pause, pause-at-rewrite, cl-one, partition, crash-holder, renew-race, timeservice-stall, swarm, loss";
+pub(super) fn row_scenarios() -> String {
+    cassalock_sim::scenario::SCENARIOS
+        .iter()
+        .map(|scenario| scenario.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 #[cfg(test)]
 mod tests {

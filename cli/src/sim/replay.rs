@@ -7,7 +7,7 @@ use cassalock::driver::Algorithm;
 use cassalock_sim::run::{run, RunOutcome};
 use cassalock_sim::scenario::build;
 
-use super::args::{family_scenarios, ReplayArgs, ROW_SCENARIOS};
+use super::args::{family_knobs, family_scenarios, row_scenarios, ReplayArgs};
 use super::command_line::replay_command;
 use super::print::Ended;
 use super::scenario_args::Resolved;
@@ -27,7 +27,7 @@ fn write_events(outcome: &RunOutcome, replay: String, path: &std::path::Path) ->
 
 pub fn replay(args: ReplayArgs) -> ExitCode {
     if let Some(names) = family_scenarios(&args.scenario) {
-        let flags = args.scenario.flags();
+        let flags = args.scenario.row_only_flags();
         let row_flag = [
             (args.algorithm.is_some(), "--algorithm".to_owned()),
             (!args.expect_violated.is_empty(), "--expect-violated".to_owned()),
@@ -41,7 +41,8 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         .find_map(|(on, flag)| on.then_some(flag));
         if let Some(flag) = row_flag {
             return crate::usage_error(&format!(
-                "{flag} applies to the row locks' scenarios ({ROW_SCENARIOS}), not to {names}"
+                "{flag} applies to the row locks' scenarios ({rows}), not to {names}",
+                rows = row_scenarios()
             ));
         }
         return crate::family_sim::replay_scenario(
@@ -50,15 +51,13 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             !args.summary,
             args.events.as_deref(),
             args.svg.as_deref(),
-            crate::family_sim::Knobs {
-                bound_ms: args.bound_ms,
-                replication_lag_ms: args.replication_lag_ms,
-            },
+            family_knobs(&args.scenario, args.bound_ms, args.replication_lag_ms),
         );
     }
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return crate::usage_error(&format!(
-            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({ROW_SCENARIOS})"
+            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",
+            rows = row_scenarios()
         ));
     }
     let Resolved { scenario, options } = match args.scenario.resolve() {

@@ -20,9 +20,10 @@ use super::command_line::shell_word;
 #[derive(Args, Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScenarioArgs {
-    /// contention, skew, pause, pause-at-rewrite, cl-one, partition, crash-holder, renew-race,
-    /// timeservice-stall, swarm, loss
-    /// (required unless the --scenario-file names one).
+    /// A row locks' scenario (contention, skew, pause, pause-at-rewrite, rows-deleted, cl-one,
+    /// partition, crash-holder, renew-race, timeservice-stall, loss, swarm), the other locks'
+    /// scenarios by name or by lock (comma-separated: `redlock,etcd-pause`), `all` for every
+    /// scenario of every lock, or `list` (required unless the --scenario-file names one).
     #[arg(long)]
     pub scenario: Option<String>,
     /// Read the scenario and its knobs from a TOML file (examples in scenarios/): `scenario =
@@ -121,10 +122,11 @@ pub struct ScenarioArgs {
     /// Coordinator: give up waiting for replicas' write acknowledgements after this long (default 2000).
     #[arg(long, value_name = "MS", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub write_timeout_ms: Option<u64>,
-    /// Number of clients (1..=64); a scenario's client faults map onto them (client c -> c mod N).
+    /// Number of clients (1..=64), for any lock's scenario; a row locks' scenario's client faults
+    /// map onto them (client c -> c mod N).
     #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub clients: Option<usize>,
-    /// Acquisitions per client (1..=10000).
+    /// Acquisitions per client (1..=10000), for any lock's scenario.
     #[arg(long, value_name = "N", value_parser = whole::<u32>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub acquisitions: Option<u32>,
     /// Critical-section length, uniform in LO..HI ms (both included).
@@ -333,6 +335,17 @@ impl ScenarioArgs {
 
     /// The flags that reproduce these options, for printed commands: the scenario file, then
     /// every flag given (the file's values come from the file).
+    /// The flags given that only the row locks' scenarios take: every flag of [`Self::flags`]
+    /// but `--clients` and `--acquisitions`, which the other locks' scenarios take too.
+    pub fn row_only_flags(&self) -> String {
+        ScenarioArgs {
+            clients: None,
+            acquisitions: None,
+            ..self.clone()
+        }
+        .flags()
+    }
+
     pub fn flags(&self) -> String {
         let mut flags = String::new();
         if let Some(path) = &self.scenario_file {

@@ -12,7 +12,7 @@ use cassalock::driver::Algorithm;
 use cassalock_judge::text::count;
 use cassalock_sim::scenario::{build, SimOptions};
 
-use super::args::{family_scenarios, SimArgs, ROW_SCENARIOS};
+use super::args::{family_knobs, family_scenarios, row_scenarios, SimArgs};
 use super::offsets::sweep_offsets;
 use super::print::{print_tally, Ended};
 use super::scenario_args::Resolved;
@@ -27,7 +27,7 @@ fn list_scenarios() -> ExitCode {
     for scenario in cassalock_sim::scenario::SCENARIOS {
         println!("  {:<40} {} ({})", scenario.name, scenario.setup, scenario.expected);
     }
-    println!("\nThe other families' scenarios (--bound-ms, --replication-lag-ms):");
+    println!("\nThe other families' scenarios (--clients, --acquisitions, --bound-ms, --replication-lag-ms):");
     for named in cassalock_sim::family::scenarios() {
         println!("  {:<40} {}", named.name, named.help);
     }
@@ -45,13 +45,82 @@ struct Ready {
 }
 
 pub fn sim(args: SimArgs) -> ExitCode {
-    if args.scenario.scenario.as_deref() == Some("list") {
-        return list_scenarios();
+    match args.scenario.scenario.as_deref() {
+        Some("list") => return list_scenarios(),
+        Some(ALL) if args.scenario.scenario_file.is_none() => return sweep_everything(args),
+        _ => {}
     }
     if let Some(names) = family_scenarios(&args.scenario) {
         return family_sweep(&args, &names);
     }
-    let ready = match ready(&args) {
+    row_sweep(&args)
+}
+
+/// `--scenario all`: every scenario of every lock.
+const ALL: &str = "all";
+
+/// `sim --scenario all`: every row locks' scenario under the algorithms it tests, then every
+/// other lock's scenarios, each with its own defaults and the same seeds; the exit status is
+/// the worst of theirs (2 stops at once, then 1 a violation, then 3 a bounded run).
+fn sweep_everything(mut args: SimArgs) -> ExitCode {
+    let given = [
+        (args.row_lock_flag(), "a row locks' knob"),
+        (args.bound_ms.map(|_| "--bound-ms".to_owned()), "a family knob"),
+        (
+            args.replication_lag_ms.map(|_| "--replication-lag-ms".to_owned()),
+            "a family knob",
+        ),
+        (args.shard.map(|_| "--shard".to_owned()), "a shard's file"),
+        (
+            args.scenario.clients.map(|_| "--clients".to_owned()),
+            "a workload's size",
+        ),
+        (
+            args.scenario.acquisitions.map(|_| "--acquisitions".to_owned()),
+            "a workload's size",
+        ),
+    ];
+    if let Some((flag, what)) = given.into_iter().find_map(|(flag, what)| flag.map(|flag| (flag, what))) {
+        return crate::usage_error(&format!(
+            "{flag}: --scenario all runs every scenario with its own defaults; {what} is for scenarios you name: name them ({rows}), or a lock for all of its ({locks}; `cassalock scenarios` lists them)",
+            rows = row_scenarios(),
+            locks = crate::family_sim::lock_names_with_scenarios(),
+        ));
+    }
+    let mut worst = ExitCode::SUCCESS;
+    let rows = cassalock_sim::scenario::SCENARIOS.iter().map(|scenario| scenario.name);
+    for name in rows {
+        args.scenario.scenario = Some(name.to_owned());
+        let code = row_sweep(&args);
+        if code == ExitCode::from(2) {
+            return code;
+        }
+        worst = worse(worst, code);
+    }
+    args.scenario.scenario = Some(ALL.to_owned());
+    let code = family_sweep(&args, ALL);
+    worse(worst, code)
+}
+
+/// The worse of two sweeps' exit statuses: 2 (bad input), then 1 (a violation), then 3 (a
+/// bounded run), then 0; anything else (4, a file not written) counts as 2.
+fn worse(a: ExitCode, b: ExitCode) -> ExitCode {
+    let rank = |code: ExitCode| match code {
+        code if code == ExitCode::SUCCESS => 0,
+        code if code == ExitCode::from(3) => 1,
+        code if code == ExitCode::from(1) => 2,
+        _ => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// A sweep of one row locks' scenario (or a scenario file) under its algorithms.
+fn row_sweep(args: &SimArgs) -> ExitCode {
+    let ready = match ready(args) {
         Ok(ready) => ready,
         Err(code) => return code,
     };
@@ -59,7 +128,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
         if args.per_seed_out.is_some() {
             return crate::usage_error("--per-seed-out applies to a plain sweep, not --sweep-offsets");
         }
-        return sweep_offsets(&args, &ready.scenario, &ready.options, &ready.pool);
+        return sweep_offsets(args, &ready.scenario, &ready.options, &ready.pool);
     }
     let mut per_seed = match &args.per_seed_out {
         Some(path) => match std::fs::File::create(path) {
@@ -76,7 +145,7 @@ pub fn sim(args: SimArgs) -> ExitCode {
     let mut ended = Ended::default();
     let mut tallies = Vec::new();
     for algorithm in args.algorithms(&ready.scenario).algorithms() {
-        let tally = match sweep_algorithm(&args, &ready, algorithm, per_seed.as_mut()) {
+        let tally = match sweep_algorithm(args, &ready, algorithm, per_seed.as_mut()) {
             Ok(tally) => tally,
             Err(code) => return code,
         };
@@ -84,13 +153,13 @@ pub fn sim(args: SimArgs) -> ExitCode {
             tallies.push((algorithm.name().to_owned(), tally));
             continue;
         }
-        match print_tally(&args, &ready.scenario, &ready.options, algorithm, &tally) {
+        match print_tally(args, &ready.scenario, &ready.options, algorithm, &tally) {
             Ok(this) => ended = ended.and(this),
             Err(code) => return code,
         }
     }
     match out {
-        Some(out) => write_shard(&args, &ready, out, tallies),
+        Some(out) => write_shard(args, &ready, out, tallies),
         None => ended.exit_code(),
     }
 }
@@ -100,17 +169,15 @@ pub fn sim(args: SimArgs) -> ExitCode {
 fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
     if let Some(flag) = args.row_lock_flag() {
         return crate::usage_error(&format!(
-            "{flag} applies to the row locks' scenarios ({ROW_SCENARIOS}), not to {names}"
+            "{flag} applies to the row locks' scenarios ({rows}), not to {names}",
+            rows = row_scenarios()
         ));
     }
     crate::family_sim::sweep_scenarios(
         names,
         args.seeds,
         args.jobs,
-        crate::family_sim::Knobs {
-            bound_ms: args.bound_ms,
-            replication_lag_ms: args.replication_lag_ms,
-        },
+        family_knobs(&args.scenario, args.bound_ms, args.replication_lag_ms),
         args.shard,
         args.shard_out.clone(),
     )
@@ -122,7 +189,8 @@ fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
 fn ready(args: &SimArgs) -> Result<Ready, ExitCode> {
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return Err(crate::usage_error(&format!(
-            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({ROW_SCENARIOS})"
+            "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",
+            rows = row_scenarios()
         )));
     }
     let Resolved { scenario, options } = match args.scenario.resolve() {

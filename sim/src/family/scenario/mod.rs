@@ -265,6 +265,14 @@ pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
     })
 }
 
+/// The scenarios of `lock`, in the order its file lists them (none for a lock without a file).
+pub fn scenarios_of(lock: Lock) -> impl Iterator<Item = &'static Named> {
+    BY_FILE
+        .iter()
+        .filter(move |(file_lock, _)| *file_lock == lock)
+        .flat_map(|(_, scenarios)| scenarios.iter())
+}
+
 /// The locks that have a scenario file, in the registry's order.
 pub fn locks_with_scenarios() -> impl Iterator<Item = Lock> {
     Lock::all().filter(|lock| BY_FILE.iter().any(|(file_lock, _)| file_lock == lock))
