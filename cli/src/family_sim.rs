@@ -720,6 +720,12 @@ fn print_summary(range: &SeedRange, knobs: Knobs, result: &ScenarioResult) -> (b
     let name = result.scenario.as_str();
     let first_scenario = scenario(name, range.first(), knobs);
     describe(&first_scenario);
+    let flags = knobs.flags();
+    if !flags.is_empty() {
+        // What the command line changed, so that a sweep without a violation (and no replay
+        // command) still says what it ran.
+        println!("  with{flags}");
+    }
     let total = range.len();
     let mut violated = false;
     let mut bounded = false;

@@ -376,6 +376,10 @@ fn clients_and_acquisitions_resize_any_lock_s_scenario_and_its_replay_repeats_th
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     let replay = "cassalock replay --scenario memcached-pause --seed 0 --clients 3 --acquisitions 2";
     assert!(stdout.contains(replay), "{stdout}");
+    assert!(
+        stdout.contains("\n  with --clients 3 --acquisitions 2\n"),
+        "the summary says what it ran: {stdout}"
+    );
     let words: Vec<&str> = replay.split(' ').skip(1).chain(["--summary"]).collect();
     let out = cassalock(&words);
     let stdout = text(&out.stdout);
