@@ -14,9 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use cassalock::registry::Lock;
-use cassalock_sim::family::scenario::{
-    build, locks_with_scenarios, names, scenarios, scenarios_of, FamilyScenario, MAX_CLIENTS,
-};
+use cassalock_sim::family::scenario::{build, locks_with_scenarios, names, scenarios, scenarios_of, FamilyScenario};
 use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
@@ -164,27 +162,23 @@ impl Knobs {
                 "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
             ));
         }
-        if let Some(clients) = self.clients {
-            if clients == 0 || clients > MAX_CLIENTS {
-                return Some(format!("--clients {clients}: give 1 to {MAX_CLIENTS}"));
-            }
-            if built.check_free_progress && clients != 1 {
-                return Some(format!(
-                    "--clients {clients}: {name} judges T2-free, a lock() that gives up on a lock nobody else could hold, which needs its one client"
-                ));
-            }
+        if self.clients.is_none() && self.acquisitions.is_none() {
+            return None;
         }
-        if let Some(acquisitions) = self.acquisitions {
-            if acquisitions == 0 || acquisitions > MAX_ACQUISITIONS {
-                return Some(format!("--acquisitions {acquisitions}: give 1 to {MAX_ACQUISITIONS}"));
+        // The simulator's own check of the resized scenario: counts in range, a T2-free
+        // scenario's one client, every fault on a client and an acquisition the run has.
+        let resized = scenario(name, 0, self);
+        resized.check().err().map(|error| {
+            let flags = Knobs {
+                bound_ms: None,
+                replication_lag_ms: None,
+                ..self
             }
-        }
-        None
+            .flags();
+            format!("{}: {name}: {error}", flags.trim())
+        })
     }
 }
-
-/// The most acquisitions per client `--acquisitions` accepts (as the row locks' scenarios).
-pub const MAX_ACQUISITIONS: u32 = 10_000;
 
 /// The longest bound `--bound-ms` accepts: one simulated hour.
 pub const MAX_BOUND_MS: u64 = 3_600_000;

@@ -184,10 +184,42 @@ impl FamilyScenario {
         self.client_clocks.get(client).cloned().unwrap_or_default()
     }
 
-    /// Settings the run cannot work with.
+    /// Settings the run cannot work with, or would run without saying so: a fault on a client
+    /// or an acquisition the run does not have would never fire.
     pub fn check(&self) -> Result<(), ScenarioError> {
         if self.clients == 0 || self.clients > MAX_CLIENTS {
             return Err(ScenarioError::Clients(self.clients));
+        }
+        if self.acquisitions == 0 || self.acquisitions > MAX_ACQUISITIONS {
+            return Err(ScenarioError::Acquisitions(self.acquisitions));
+        }
+        if self.check_free_progress && self.clients != 1 {
+            return Err(ScenarioError::FreeProgressNeedsOneClient(self.clients));
+        }
+        let exact = ClockSpec::default();
+        let named_clients = self
+            .pauses
+            .iter()
+            .map(|pause| pause.client)
+            .chain(self.cuts.iter().filter_map(|cut| cut.client))
+            .chain(
+                self.client_clocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, clock)| **clock != exact)
+                    .map(|(client, _)| client),
+            );
+        if let Some(client) = named_clients.max().filter(|client| *client >= self.clients) {
+            return Err(ScenarioError::FaultOnMissingClient {
+                client,
+                clients: self.clients,
+            });
+        }
+        if let Some(pause) = self.pauses.iter().find(|pause| pause.acquisition >= self.acquisitions) {
+            return Err(ScenarioError::PauseAfterLastAcquisition {
+                acquisition: pause.acquisition,
+                acquisitions: self.acquisitions,
+            });
         }
         if self.lock.servers() > MAX_SERVERS {
             return Err(ScenarioError::Servers(self.lock.servers()));
@@ -206,12 +238,23 @@ pub const MAX_CLIENTS: usize = 64;
 /// Most logical servers (a pair takes two nodes).
 pub const MAX_SERVERS: usize = 15;
 
+/// Most acquisitions per client (as the row locks' scenarios).
+pub const MAX_ACQUISITIONS: u32 = 10_000;
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ScenarioError {
     #[error("no scenario named {name:?}; the scenarios are: {}", names().join(", "))]
     Unknown { name: String },
     #[error("{0} clients: give 1 to {MAX_CLIENTS}")]
     Clients(usize),
+    #[error("{0} acquisitions per client: give 1 to {MAX_ACQUISITIONS}")]
+    Acquisitions(u32),
+    #[error("{0} clients: the scenario judges T2-free (a lock() that gives up on a lock nobody else could hold), which needs its one client")]
+    FreeProgressNeedsOneClient(usize),
+    #[error("a fault of the scenario (a pause, a cut or a clock) is on client {client}, but the run has {clients} client(s): give at least {}", client + 1)]
+    FaultOnMissingClient { client: usize, clients: usize },
+    #[error("a pause is in acquisition {acquisition} (0-based), but each client makes {acquisitions}: give at least {}", acquisition + 1)]
+    PauseAfterLastAcquisition { acquisition: u32, acquisitions: u32 },
     #[error("{0} servers: give 1 to {MAX_SERVERS}")]
     Servers(usize),
     #[error("lock {lock}: {why}")]
