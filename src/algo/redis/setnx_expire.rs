@@ -24,7 +24,7 @@
 //!
 //! [`redis-set-nx`]: super::set_nx
 
-use super::set_nx::{Extended, Patience};
+use super::set_nx::{Extended, Patience, RedisAcquire};
 use super::{RedisLease, RedisLockConfig};
 use crate::algo::family::{
     Acquisition, Extension, FamilyLock, LockConfigError, NoRenewal, Release, RenewalEnd, SetNxLock,
@@ -68,23 +68,6 @@ const DELETED: StepTag = StepTag::new(
     "seed 003: DEL said 1: a key was deleted, ours or the next holder's",
 );
 const NO_KEY: StepTag = StepTag::new(Source::Redis, 0, "seed 003: DEL said 0: no key, the lease had run out");
-
-/// How an acquisition ended.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SetNxExpireAcquire {
-    Acquired {
-        lease: RedisLease,
-    },
-    /// `try_lock` found the key taken.
-    NotAcquired,
-    /// `max_wait_ms` ran out with the key taken.
-    TimedOut,
-    /// The store kept failing; `left`: a key without an expiry may be ours.
-    Failed {
-        failure: StoreFailure,
-        left: Leftover,
-    },
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum AcquireState {
@@ -139,7 +122,7 @@ impl SetNxThenExpire {
         self.state == AcquireState::Finished
     }
 
-    fn setnx(&mut self, now_us: u64) -> Step<SetNxExpireAcquire, RedisCommand> {
+    fn setnx(&mut self, now_us: u64) -> Step<RedisAcquire, RedisCommand> {
         self.state = AcquireState::Setting { sent_at_us: now_us };
         Step::new(
             SETNX,
@@ -152,7 +135,7 @@ impl SetNxThenExpire {
         )
     }
 
-    fn expire(&mut self, config: &RedisLockConfig, now_us: u64) -> Step<SetNxExpireAcquire, RedisCommand> {
+    fn expire(&mut self, config: &RedisLockConfig, now_us: u64) -> Step<RedisAcquire, RedisCommand> {
         debug_assert!(self.set, "EXPIRE only after SETNX said 1");
         self.state = AcquireState::Expiring { sent_at_us: now_us };
         Step::new(
@@ -164,7 +147,7 @@ impl SetNxThenExpire {
         )
     }
 
-    fn finish(&mut self, tag: StepTag, output: SetNxExpireAcquire) -> Step<SetNxExpireAcquire, RedisCommand> {
+    fn finish(&mut self, tag: StepTag, output: RedisAcquire) -> Step<RedisAcquire, RedisCommand> {
         self.state = AcquireState::Finished;
         Step::done(tag, output)
     }
@@ -175,9 +158,9 @@ impl SetNxThenExpire {
 
     /// `SETNX` said 0: the recipe reads that as someone else's key, whatever an earlier
     /// attempt may have done.
-    fn taken(&mut self, config: &RedisLockConfig, now_us: u64) -> Step<SetNxExpireAcquire, RedisCommand> {
+    fn taken(&mut self, config: &RedisLockConfig, now_us: u64) -> Step<RedisAcquire, RedisCommand> {
         match self.patience {
-            Patience::Once => self.finish(TAKEN_GIVE_UP, SetNxExpireAcquire::NotAcquired),
+            Patience::Once => self.finish(TAKEN_GIVE_UP, RedisAcquire::NotAcquired),
             Patience::Wait if self.past_deadline(now_us) => self.give_up_waiting(),
             Patience::Wait => {
                 self.state = AcquireState::WaitingToSet;
@@ -192,14 +175,14 @@ impl SetNxThenExpire {
         }
     }
 
-    fn give_up_waiting(&mut self) -> Step<SetNxExpireAcquire, RedisCommand> {
+    fn give_up_waiting(&mut self) -> Step<RedisAcquire, RedisCommand> {
         let output = if self.uncertainty.may_have_applied() {
-            SetNxExpireAcquire::Failed {
+            RedisAcquire::Failed {
                 failure: StoreFailure::Timeout,
                 left: Leftover::CleanUpFailed,
             }
         } else {
-            SetNxExpireAcquire::TimedOut
+            RedisAcquire::TimedOut
         };
         self.finish(DEADLINE, output)
     }
@@ -209,7 +192,7 @@ impl SetNxThenExpire {
         config: &RedisLockConfig,
         failure: StoreFailure,
         sent_at_us: u64,
-    ) -> Step<SetNxExpireAcquire, RedisCommand> {
+    ) -> Step<RedisAcquire, RedisCommand> {
         // A failed EXPIRE changes nothing the recipe could undo: its key is set either way.
         let setting = !self.set;
         if !setting && failure != StoreFailure::Unavailable && self.expire_uncertain_since_us.is_none() {
@@ -222,7 +205,7 @@ impl SetNxThenExpire {
             } else {
                 Leftover::Nothing
             };
-            return self.finish(FAILED, SetNxExpireAcquire::Failed { failure, left });
+            return self.finish(FAILED, RedisAcquire::Failed { failure, left });
         }
         self.state = if setting {
             AcquireState::WaitingToSet
@@ -243,7 +226,7 @@ impl SetNxThenExpire {
         config: &RedisLockConfig,
         input: Input<RedisReply>,
         now_us: u64,
-    ) -> Step<SetNxExpireAcquire, RedisCommand> {
+    ) -> Step<RedisAcquire, RedisCommand> {
         match (std::mem::replace(&mut self.state, AcquireState::Finished), input) {
             (AcquireState::Idle, Input::Start) => {
                 self.deadline_us = config
@@ -272,13 +255,13 @@ impl SetNxThenExpire {
                     token: self.token.clone(),
                     set_sent_at_us: since_us,
                 };
-                self.finish(EXPIRED_SET, SetNxExpireAcquire::Acquired { lease })
+                self.finish(EXPIRED_SET, RedisAcquire::Acquired { lease })
             }
             (AcquireState::Setting { .. }, Input::Reply(reply)) => {
                 let failure = StoreFailure::Other(format!("unexpected reply {reply:?} to SETNX"));
                 self.finish(
                     FAILED,
-                    SetNxExpireAcquire::Failed {
+                    RedisAcquire::Failed {
                         failure,
                         left: Leftover::Nothing,
                     },
@@ -297,7 +280,7 @@ impl SetNxThenExpire {
 
 impl Machine for SetNxThenExpire {
     type Config = RedisLockConfig;
-    type Output = SetNxExpireAcquire;
+    type Output = RedisAcquire;
     type Command = RedisCommand;
     type Reply = RedisReply;
 
@@ -306,7 +289,7 @@ impl Machine for SetNxThenExpire {
         config: &RedisLockConfig,
         input: Input<RedisReply>,
         now_us: u64,
-    ) -> Step<SetNxExpireAcquire, RedisCommand> {
+    ) -> Step<RedisAcquire, RedisCommand> {
         crate::algo::resume_checked(
             "SetNxThenExpire",
             self,
@@ -495,12 +478,12 @@ impl FamilyLock for SetNxExpireLock {
         SetNxThenExpire::new(key, token, patience)
     }
 
-    fn acquired(output: SetNxExpireAcquire) -> Acquisition<RedisLease> {
+    fn acquired(output: RedisAcquire) -> Acquisition<RedisLease> {
         match output {
-            SetNxExpireAcquire::Acquired { lease } => Acquisition::Acquired(lease),
-            SetNxExpireAcquire::NotAcquired => Acquisition::NotAcquired,
-            SetNxExpireAcquire::TimedOut => Acquisition::TimedOut,
-            SetNxExpireAcquire::Failed { failure, left } => Acquisition::Failed { failure, left },
+            RedisAcquire::Acquired { lease } => Acquisition::Acquired(lease),
+            RedisAcquire::NotAcquired => Acquisition::NotAcquired,
+            RedisAcquire::TimedOut => Acquisition::TimedOut,
+            RedisAcquire::Failed { failure, left } => Acquisition::Failed { failure, left },
         }
     }
 
@@ -602,7 +585,7 @@ mod tests {
         }
     }
 
-    fn take(server: &mut RedisKeyspace, now_us: &mut u64, token: &str, lose: &[usize]) -> SetNxExpireAcquire {
+    fn take(server: &mut RedisKeyspace, now_us: &mut u64, token: &str, lose: &[usize]) -> RedisAcquire {
         run(
             server,
             now_us,
@@ -621,7 +604,7 @@ mod tests {
     fn setnx_then_expire_takes_a_free_key_with_a_ttl_counted_from_the_expire() {
         let mut server = RedisKeyspace::new();
         let mut now_us = 1_000_000;
-        let SetNxExpireAcquire::Acquired { lease } = take(&mut server, &mut now_us, "a", &[]) else {
+        let RedisAcquire::Acquired { lease } = take(&mut server, &mut now_us, "a", &[]) else {
             panic!("a free key is taken")
         };
         assert_eq!(
@@ -640,7 +623,7 @@ mod tests {
         let output = take(&mut server, &mut now_us, "a", &[0]);
         assert_eq!(
             output,
-            SetNxExpireAcquire::Failed {
+            RedisAcquire::Failed {
                 failure: StoreFailure::Timeout,
                 left: Leftover::CleanUpFailed
             },
@@ -649,7 +632,7 @@ mod tests {
         assert_eq!(pttl(&server, now_us), RedisReply::Integer(-1), "a key with no expiry");
         // Nobody else gets it either, however long they wait.
         let later = take(&mut server, &mut now_us, "b", &[]);
-        assert_eq!(later, SetNxExpireAcquire::TimedOut);
+        assert_eq!(later, RedisAcquire::TimedOut);
     }
 
     #[test]
@@ -658,7 +641,7 @@ mod tests {
         let mut now_us = 1_000_000;
         let first_expire_us = now_us + 1000;
         let output = take(&mut server, &mut now_us, "a", &[1]);
-        let SetNxExpireAcquire::Acquired { lease } = output else {
+        let RedisAcquire::Acquired { lease } = output else {
             panic!("the EXPIRE sent again gets through: {output:?}")
         };
         assert_eq!(
@@ -672,7 +655,7 @@ mod tests {
         assert!(
             matches!(
                 output,
-                SetNxExpireAcquire::Failed {
+                RedisAcquire::Failed {
                     left: Leftover::CleanUpFailed,
                     ..
                 }
@@ -685,14 +668,14 @@ mod tests {
     fn a_late_del_deletes_the_next_holder_s_key_and_a_late_expire_extends_it() {
         let mut server = RedisKeyspace::new();
         let mut now_us = 1_000_000;
-        let SetNxExpireAcquire::Acquired { lease: first } = take(&mut server, &mut now_us, "a", &[]) else {
+        let RedisAcquire::Acquired { lease: first } = take(&mut server, &mut now_us, "a", &[]) else {
             panic!("a free key is taken")
         };
         // The first holder pauses past its TTL; the second takes the key.
         now_us += 11_000_000;
         assert!(matches!(
             take(&mut server, &mut now_us, "b", &[]),
-            SetNxExpireAcquire::Acquired { .. }
+            RedisAcquire::Acquired { .. }
         ));
         // The first holder's extension renews the second's key and is believed.
         let extended = run(&mut server, &mut now_us, &mut BlindCall::extend(first.clone()), &[]);
@@ -724,6 +707,6 @@ mod tests {
             &mut SetNxThenExpire::new("lock", "b", Patience::Once),
             &[],
         );
-        assert_eq!(once, SetNxExpireAcquire::NotAcquired);
+        assert_eq!(once, RedisAcquire::NotAcquired);
     }
 }
