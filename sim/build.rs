@@ -1,9 +1,11 @@
-//! Finds each lock's scenario file in `src/family/scenario/` and writes the table that lists
-//! them, so that a new lock's scenarios need their own file and nothing else in this crate.
+//! Finds each lock's scenario files in `src/family/scenario/` and writes the table that lists
+//! them, so that a new lock's scenarios need their own files and nothing else in this crate.
 //!
 //! Every `*.rs` file there but `mod.rs` is one lock's: it declares `LOCK` (the registry's
-//! lock) and `SCENARIOS`. The generated file declares each as a module and lists the pairs;
-//! `scenario::scenarios()` orders them by the registry.
+//! lock) and `lock` (its lock from a scenario's settings), and its scenarios are the `.toml`
+//! file of the same name (the data, in the language of `scenario_file.rs`). The generated file
+//! declares each `.rs` as a module and lists (lock, builder, file name, file text);
+//! `scenario::scenarios()` loads them in the registry's order.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -33,15 +35,37 @@ fn main() {
             "{DIR}/{stem}.rs: a scenario file's name must be a Rust module name (lower case, digits, _)"
         );
     }
+    for stem in &stems {
+        let data = dir.join(format!("{stem}.toml"));
+        assert!(
+            data.is_file(),
+            "{DIR}/{stem}.rs has no {stem}.toml beside it: a lock's scenarios are that file"
+        );
+    }
     let mut table = String::from("// Written by sim/build.rs from the files of src/family/scenario/.\n");
     for stem in &stems {
         let path = dir.join(format!("{stem}.rs"));
         writeln!(table, "#[path = {:?}]\nmod {stem};", path.display().to_string()).expect("writing to a String");
     }
-    writeln!(table, "\n/// Each lock's scenarios, one pair per file of `{DIR}/`.").expect("writing to a String");
-    writeln!(table, "const BY_FILE: [(Lock, &[Named]); {}] = [", stems.len()).expect("writing to a String");
+    writeln!(
+        table,
+        "\n/// Each lock's scenario file: (lock, builder, file name, its text)."
+    )
+    .expect("writing to a String");
+    writeln!(
+        table,
+        "const FILES: [(Lock, LockBuilder, &str, &str); {}] = [",
+        stems.len()
+    )
+    .expect("writing to a String");
     for stem in &stems {
-        writeln!(table, "    ({stem}::LOCK, {stem}::SCENARIOS),").expect("writing to a String");
+        let data = dir.join(format!("{stem}.toml"));
+        writeln!(
+            table,
+            "    ({stem}::LOCK, {stem}::lock, \"{DIR}/{stem}.toml\", include_str!({:?})),",
+            data.display().to_string()
+        )
+        .expect("writing to a String");
     }
     table.push_str("];\n");
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("lock_scenarios.rs");

@@ -29,6 +29,7 @@ pub mod net;
 pub mod record;
 pub mod run;
 pub mod scenario;
+pub mod scenario_file;
 pub mod sim_lock;
 pub mod verdict;
 

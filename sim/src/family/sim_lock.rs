@@ -175,7 +175,11 @@ impl<L: FamilyLock> fmt::Debug for Simulated<L> {
             .field("lock", &L::NAME)
             .field("config", &self.config)
             .field("ttl_ms", &self.ttl_ms)
-            .finish_non_exhaustive()
+            .field("fences", &self.fences)
+            .field("renew_every_ms", &self.renew_every_ms)
+            .field("wakeup", &self.wakeup)
+            .field("fair", &self.fair)
+            .finish()
     }
 }
 

@@ -87,7 +87,8 @@ const KA_EXPIRED: StepTag = StepTag::new(
 const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
 
 /// Known bugs of etcd's lock, off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct EtcdMutants {
     /// etcd-io/etcd#11456: no E4; after the wait the waiter holds without reading its own key.
     pub no_own_key_check_after_wait: bool,

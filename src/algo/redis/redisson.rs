@@ -97,7 +97,8 @@ const F3_RELEASE: StepTag = StepTag::new(
 );
 
 /// Known bugs of the real client, off by default, so the checks can show they catch them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RedissonMutants {
     /// redisson/redisson#775: one failed renewal stops the watchdog for good.
     pub watchdog_stops_after_a_failed_renewal: bool,

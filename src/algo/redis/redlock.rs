@@ -66,7 +66,8 @@ const EXTENDED: StepTag = StepTag::new(
 );
 
 /// Known bugs of real Redlock clients, off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RedlockMutants {
     /// node-redlock's bug: every attempt's validity is counted from the first attempt's start.
     pub validity_from_first_attempt: bool,

@@ -82,7 +82,8 @@ const MUTANT_678: StepTag = StepTag::new(
 );
 
 /// Known bugs of Curator's lock, off by default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct CuratorMutants {
     /// CURATOR-678: a release whose delete fails once ends there; the node stays while the
     /// session lives and every later contender waits behind it.

@@ -7,19 +7,21 @@
 //! contention scenarios, a client's think times, message latencies, Redlock's retry delays) is
 //! drawn from the seed, by `rand_chacha` here and by madsim's generator during the run.
 //!
-//! The builders live in one file per lock beside this one (`set_nx.rs`, `redlock.rs`, ...):
-//! each says its lock (`LOCK`) and lists its scenarios (`SCENARIOS`). The build script finds
-//! the files, so a lock's scenarios are its file and nothing else here; [`scenarios`] lists
-//! them all in the registry's order, and the faults any lock can be run under,
-//! [`fault_scenarios`], are here.
+//! A lock's scenarios are data: a TOML file per lock beside this one (`set_nx.toml`,
+//! `redlock.toml`, ...; the language is `scenario_file.rs`'s), and a Rust file of the same
+//! name that says its lock (`LOCK`) and builds it from a scenario's `settings` (`lock`). The
+//! build script finds the files, so a lock's scenarios are its two files and nothing else
+//! here; [`scenarios`] lists them all in the registry's order, and the faults any lock can be
+//! run under, [`fault_scenarios`], are here.
 
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::registry::{Family, Lock, LOCKS};
 use cassalock::store::redis_keyspace::Persistence;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use std::sync::OnceLock;
 
 use super::net::{Cut, Slow};
+pub use super::scenario_file::Named;
+use super::scenario_file::{clients_from_seed, load, LockBuilder};
 use super::sim_lock::LockKind;
 use crate::clock::ClockSpec;
 
@@ -154,17 +156,6 @@ impl FamilyScenario {
         }
     }
 
-    fn renamed(self, name: &'static str, premise: &'static str) -> Self {
-        FamilyScenario { name, premise, ..self }
-    }
-
-    fn expecting(self, claim: &'static str) -> Self {
-        FamilyScenario {
-            expect_violated: Some(claim),
-            ..self
-        }
-    }
-
     /// Does the scenario inject a fault that a run records when it happens (a server fault, a
     /// pause, a lost unlock or watch message)? The rest (lost requests, cuts, clock offsets and
     /// jumps) are configured: in effect in every run.
@@ -261,15 +252,6 @@ pub enum ScenarioError {
     LockSettings { lock: &'static str, why: String },
 }
 
-/// A named scenario: its name, a line of help, its builder.
-pub struct Named {
-    pub name: &'static str,
-    pub help: &'static str,
-    pub build: fn(u64) -> FamilyScenario,
-    /// Where the property matrix files its verdicts.
-    pub matrix: InMatrix,
-}
-
 /// Where the property matrix files a scenario's verdicts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InMatrix {
@@ -293,24 +275,36 @@ pub enum MatrixColumn {
     LostNotification,
 }
 
-// `mod` lines for the files beside this one and `BY_FILE`, their (lock, scenarios) pairs.
+// `mod` lines for the files beside this one and `FILES`, each lock's scenario file.
 include!(concat!(env!("OUT_DIR"), "/lock_scenarios.rs"));
+
+/// Each lock's scenarios, loaded from its file once per process.
+fn by_file() -> &'static [(Lock, Vec<Named>)] {
+    static LOADED: OnceLock<Vec<(Lock, Vec<Named>)>> = OnceLock::new();
+    LOADED.get_or_init(|| {
+        FILES
+            .iter()
+            .map(
+                |&(lock, build_lock, file, text)| match load(lock, file, text, build_lock) {
+                    Ok(named) => (lock, named),
+                    // The files are part of the build and a unit test loads each: a defect of
+                    // this program, not of its input.
+                    Err(error) => panic!("a scenario file built into the simulator is broken: {error}"),
+                },
+            )
+            .collect()
+    })
+}
 
 /// Every scenario, in the order the CLI lists them: by lock in the registry's order, then in
 /// the order its file lists them.
 pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
-    LOCKS.iter().flat_map(|entry| {
-        let lock = entry.lock;
-        BY_FILE
-            .iter()
-            .filter(move |(file_lock, _)| *file_lock == lock)
-            .flat_map(|(_, scenarios)| scenarios.iter())
-    })
+    LOCKS.iter().flat_map(|entry| scenarios_of(entry.lock))
 }
 
 /// The scenarios of `lock`, in the order its file lists them (none for a lock without a file).
-pub fn scenarios_of(lock: Lock) -> impl Iterator<Item = &'static Named> {
-    BY_FILE
+pub fn scenarios_of(lock: Lock) -> impl Iterator<Item = &'static Named> + Clone {
+    by_file()
         .iter()
         .filter(move |(file_lock, _)| *file_lock == lock)
         .flat_map(|(_, scenarios)| scenarios.iter())
@@ -318,7 +312,7 @@ pub fn scenarios_of(lock: Lock) -> impl Iterator<Item = &'static Named> {
 
 /// The locks that have a scenario file, in the registry's order.
 pub fn locks_with_scenarios() -> impl Iterator<Item = Lock> {
-    Lock::all().filter(|lock| BY_FILE.iter().any(|(file_lock, _)| file_lock == lock))
+    Lock::all().filter(|lock| FILES.iter().any(|(file_lock, ..)| file_lock == lock))
 }
 
 /// The command that replays one seed of scenario `name` with its trace; `flags` are the
@@ -336,7 +330,7 @@ pub fn build(name: &str, seed: u64) -> Result<FamilyScenario, ScenarioError> {
     let named = scenarios()
         .find(|named| named.name == name)
         .ok_or_else(|| ScenarioError::Unknown { name: name.to_owned() })?;
-    let scenario = (named.build)(seed);
+    let scenario = named.build(seed);
     debug_assert_eq!(scenario.name, named.name);
     scenario.check()?;
     Ok(scenario)
@@ -354,23 +348,12 @@ fn redis(ttl_ms: u64) -> RedisLockConfig {
 
 /// 5..=32 clients, from the seed.
 fn contention_clients(seed: u64) -> usize {
-    ChaCha8Rng::seed_from_u64(seed).gen_range(5..=32)
+    clients_from_seed(seed, 5..=32)
 }
 
 /// 5% of requests lost before they apply, 5% of replies lost after: the machines' handling of
 /// a request that may have applied (retry, check the key's value) is what is tested.
 const LOSS_PPM: u32 = 50_000;
-
-fn restart_for_300_ms() -> Vec<ServerFault> {
-    vec![ServerFault {
-        trigger: Trigger::FirstAcquired { delay_ms: 0 },
-        action: ServerAction::Restart {
-            server: 0,
-            persistence: Persistence::EveryWrite,
-            down_ms: 300,
-        },
-    }]
-}
 
 /// The faults every lock on one server can be run under, for a lock the simulator does not
 /// name (a user's own, [`Simulated`]): the contention control, lost requests and
@@ -461,20 +444,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_scenario_file_is_one_lock_s_and_runs_that_lock() {
-        for (index, (lock, scenarios)) in BY_FILE.iter().enumerate() {
+    fn each_scenario_file_loads_is_one_lock_s_and_runs_that_lock() {
+        for (index, (lock, file, text, build_lock)) in FILES
+            .iter()
+            .map(|&(lock, build_lock, file, text)| (lock, file, text, build_lock))
+            .enumerate()
+        {
             assert!(
-                BY_FILE[..index].iter().all(|(other, _)| other != lock),
+                FILES[..index].iter().all(|(other, ..)| *other != lock),
                 "two scenario files say they are {}'s",
                 lock.name()
             );
-            assert!(
-                !scenarios.is_empty(),
-                "{}'s scenario file lists no scenario",
-                lock.name()
-            );
-            for named in scenarios.iter() {
-                let scenario = (named.build)(0);
+            let scenarios = load(lock, file, text, build_lock).unwrap_or_else(|error| panic!("{error}"));
+            for named in &scenarios {
+                let scenario = named.build(0);
                 assert_eq!(
                     scenario.lock.name(),
                     lock.name(),
@@ -482,12 +465,16 @@ mod tests {
                     named.name,
                     lock.name()
                 );
+                scenario
+                    .check()
+                    .unwrap_or_else(|error| panic!("{}: {error}", named.name));
             }
         }
-        assert_eq!(
-            scenarios().count(),
-            BY_FILE.iter().map(|(_, list)| list.len()).sum::<usize>()
-        );
+        let mut names = names();
+        let count = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), count, "two scenarios share a name");
         assert!(locks_with_scenarios().all(|lock| lock.family() != Family::Cassandra));
     }
 }
