@@ -204,7 +204,10 @@ fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
 
 /// The command that replays one seed of one scenario with its trace.
 pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
-    cassalock_sim::family::scenario::replay_command(scenario, seed, &knobs.flags())
+    let file = cassalock_sim::family::scenario::file_of(scenario)
+        .map(|path| format!(" --scenario-file {}", crate::sim::shell_word(path)))
+        .unwrap_or_default();
+    cassalock_sim::family::scenario::replay_command(scenario, seed, &format!("{file}{}", knobs.flags()))
 }
 
 fn scenarios_named(text: &str) -> anyhow::Result<Vec<&'static str>> {

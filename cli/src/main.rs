@@ -147,6 +147,9 @@ scenario of every lock with its own defaults.
 Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
 sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and
 flags given too override the file. The replay command printed for a failing seed carries both.
+A --scenario-file that names its lock (lock = \"redisson\") holds the other locks' scenarios of
+your own, in the language of the built-in ones (e.g. scenarios/redisson-pause-boundary.toml;
+docs/simulator.md): `sim` runs all of them, or those --scenario names.
 
 ",
     exit_status_help!()

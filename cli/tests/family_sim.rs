@@ -407,3 +407,87 @@ fn clients_and_acquisitions_resize_any_lock_s_scenario_and_its_replay_repeats_th
         assert!(stderr.contains(says), "{flags:?}: {stderr}");
     }
 }
+
+/// The scenario file shipped as an example, from the workspace root.
+fn example_scenario_file() -> String {
+    format!(
+        "{}/../scenarios/redisson-pause-boundary.toml",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn a_scenario_file_of_a_family_runs_its_scenarios_and_its_replay_command_reads_it_again() {
+    let file = example_scenario_file();
+    let sweep = cassalock(&["sim", "--scenario-file", &file, "--seeds", "0..20"]);
+    let out = text(&sweep.stdout);
+    assert_eq!(sweep.status.code(), Some(1), "{out}{}", text(&sweep.stderr));
+    let control = out
+        .split("redisson-pause-1200-ms (redisson)")
+        .next()
+        .expect("the control's lines come first");
+    assert!(control.contains("redisson-pause-600-ms (redisson)"), "{out}");
+    assert!(!control.contains("VIOLATED"), "the 600 ms stop is survived: {out}");
+    assert!(out.contains("T1-resource  VIOLATED in 20 of 20 seeds"), "{out}");
+    let replay = out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("replay: cassalock "))
+        .filter(|line| line.contains("redisson-pause-1200-ms"))
+        .expect("a replay command for the violation");
+    assert!(replay.contains("--scenario-file"), "{replay}");
+    let replayed = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(shlex::split(replay).expect("the replay command is a shell line"))
+        .output()
+        .expect("the cassalock binary runs");
+    let replayed_out = text(&replayed.stdout);
+    assert_eq!(replayed.status.code(), Some(1), "{replayed_out}");
+    assert!(replayed_out.contains("T1-resource  VIOLATED"), "{replayed_out}");
+}
+
+#[test]
+fn a_scenario_file_that_cannot_run_is_refused_with_its_file_scenario_and_reason() {
+    let dir = std::env::temp_dir().join(format!("cassalock-scenario-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let cases = [
+        ("lock = \"old\"\n", "has no scenarios in the simulator"),
+        ("lock = \"redis-set-nx\"\n", "lists no scenario"),
+        (
+            "lock = \"redis-set-nx\"\n[[scenario]]\nname = \"set-nx-contention\"\nhelp = \"h\"\npremise = \"p\"\nsettings = { ttl_ms = 100 }\n",
+            "the simulator has a scenario of that name",
+        ),
+        (
+            "lock = \"redis-set-nx\"\n[[scenario]]\nname = \"mine\"\nhelp = \"h\"\npremise = \"p\"\nsettings = { ttl_ms = 100 }\nclients = 100\n",
+            "100 clients: give 1 to 64",
+        ),
+        (
+            "lock = \"redis-set-nx\"\n[[scenario]]\nname = \"mine\"\nhelp = \"h\"\npremise = \"p\"\nsettings = { ttl_ms = 100, masters = 3 }\n",
+            "unknown field `masters`",
+        ),
+        (
+            "lock = \"redis-set-nx\"\n[[scenario]]\nname = \"mine\"\nhelp = \"h\"\npremise = \"p\"\nsettings = { ttl_ms = 100 }\nbogus = 1\n",
+            "unknown field `bogus`",
+        ),
+    ];
+    for (index, (body, expected)) in cases.iter().enumerate() {
+        let path = dir.join(format!("case{index}.toml"));
+        std::fs::write(&path, body).expect("writing a case");
+        let path = path.display().to_string();
+        let run = cassalock(&["sim", "--scenario-file", &path, "--seeds", "0..2"]);
+        let err = text(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{body}: {err}");
+        assert!(err.contains(expected) && err.contains(&path), "{body}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let sharded = cassalock(&[
+        "sim",
+        "--scenario-file",
+        &example_scenario_file(),
+        "--shard",
+        "1/2",
+        "--shard-out",
+        &dir.join("shard.json").display().to_string(),
+    ]);
+    assert_eq!(sharded.status.code(), Some(2));
+    assert!(text(&sharded.stderr).contains("without --shard"));
+    std::fs::remove_dir_all(&dir).ok();
+}

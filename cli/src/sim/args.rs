@@ -142,10 +142,25 @@ pub(super) fn family_knobs(
 }
 
 /// The families' scenarios named by `scenario` (one, or several comma-separated), when it
-/// names no row-lock scenario and no scenario file is given.
-pub(super) fn family_scenarios(scenario: &ScenarioArgs) -> Option<String> {
-    let name = scenario.scenario.as_deref()?;
-    (scenario.scenario_file.is_none() && crate::family_sim::names_family_scenarios(name)).then(|| name.to_owned())
+/// names no row-lock scenario and no row locks' knobs file is given; with a families' scenario
+/// file (one that names its lock), its scenarios are read and added, and named by
+/// `--scenario` or, without it, all of the file's.
+pub(super) fn family_scenarios(scenario: &ScenarioArgs) -> anyhow::Result<Option<String>> {
+    if let Some(path) = &scenario.scenario_file {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| anyhow::anyhow!("--scenario-file {shown}: cannot read it: {error}"))?;
+        if !cassalock_sim::family::scenario_file::names_a_lock(&text) {
+            return Ok(None);
+        }
+        let names = cassalock_sim::family::scenario::add_scenario_file(&shown, &text)
+            .map_err(|error| anyhow::anyhow!("--scenario-file {error}"))?;
+        return Ok(Some(scenario.scenario.clone().unwrap_or_else(|| names.join(","))));
+    }
+    let Some(name) = scenario.scenario.as_deref() else {
+        return Ok(None);
+    };
+    Ok(crate::family_sim::names_family_scenarios(name).then(|| name.to_owned()))
 }
 
 /// Replay one run in full: the plan, every event, the verdicts.

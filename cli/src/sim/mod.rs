@@ -25,7 +25,7 @@ mod sweep;
 mod tally;
 
 pub use args::{ReplayArgs, SimArgs};
-pub use command_line::replay_command;
+pub use command_line::{replay_command, shell_word};
 pub use replay::replay;
 pub(crate) use seeds::{run_seeds, MAX_SEEDS};
 pub use shard_file::{merge, SHARD_FORMAT};

@@ -26,7 +26,11 @@ fn write_events(outcome: &RunOutcome, replay: String, path: &std::path::Path) ->
 }
 
 pub fn replay(args: ReplayArgs) -> ExitCode {
-    if let Some(names) = family_scenarios(&args.scenario) {
+    let family = match family_scenarios(&args.scenario) {
+        Ok(family) => family,
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
+    };
+    if let Some(names) = family {
         let flags = args.scenario.row_only_flags();
         let row_flag = [
             (args.algorithm.is_some(), "--algorithm".to_owned()),

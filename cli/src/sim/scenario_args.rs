@@ -28,7 +28,8 @@ pub struct ScenarioArgs {
     pub scenario: Option<String>,
     /// Read the scenario and its knobs from a TOML file (examples in scenarios/): `scenario =
     /// "loss"` and any knob below in snake_case (`fail_after_apply_percent = 10`). Unknown keys
-    /// are refused; flags given too override the file.
+    /// are refused; flags given too override the file. A file that says `lock = "NAME"` instead
+    /// lists scenarios of your own for that lock (`[[scenario]]` tables, as the built-in ones).
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub scenario_file: Option<PathBuf>,
@@ -338,9 +339,15 @@ impl ScenarioArgs {
     /// The flags given that only the row locks' scenarios take: every flag of [`Self::flags`]
     /// but `--clients` and `--acquisitions`, which the other locks' scenarios take too.
     pub fn row_only_flags(&self) -> String {
+        let read_as_families = cassalock_sim::family::scenario::scenario_file_read();
         ScenarioArgs {
             clients: None,
             acquisitions: None,
+            // A families' scenario file was read as one: not a row locks' knobs file.
+            scenario_file: self
+                .scenario_file
+                .clone()
+                .filter(|path| Some(path.display().to_string().as_str()) != read_as_families),
             ..self.clone()
         }
         .flags()

@@ -50,8 +50,10 @@ pub fn sim(args: SimArgs) -> ExitCode {
         Some(ALL) if args.scenario.scenario_file.is_none() => return sweep_everything(args),
         _ => {}
     }
-    if let Some(names) = family_scenarios(&args.scenario) {
-        return family_sweep(&args, &names);
+    match family_scenarios(&args.scenario) {
+        Ok(Some(names)) => return family_sweep(&args, &names),
+        Ok(None) => {}
+        Err(error) => return crate::usage_error(&format!("{error:#}")),
     }
     row_sweep(&args)
 }
@@ -171,6 +173,13 @@ fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
         return crate::usage_error(&format!(
             "{flag} applies to the row locks' scenarios ({rows}), not to {names}",
             rows = row_scenarios()
+        ));
+    }
+    if let (Some(path), Some(_)) = (&args.scenario.scenario_file, args.shard) {
+        return crate::usage_error(&format!(
+            "--shard with --scenario-file {}: a merge of the families' shards finds scenarios by name and would not read the file; run the sweep without --shard (up to {} seeds a call)",
+            path.display(),
+            crate::family_sim::MAX_SEEDS
         ));
     }
     crate::family_sim::sweep_scenarios(

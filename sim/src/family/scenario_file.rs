@@ -37,7 +37,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 
 use super::net::{Cut, CutMode, Slow};
-use super::scenario::{FamilyScenario, InMatrix, MatrixColumn, Pause, ServerAction, ServerFault, Trigger};
+use super::scenario::{
+    FamilyScenario, InMatrix, MatrixColumn, Pause, ScenarioError, ServerAction, ServerFault, Trigger,
+};
 use super::sim_lock::LockKind;
 use crate::clock::ClockSpec;
 
@@ -87,6 +89,14 @@ pub enum ScenarioFileError {
         found: String,
         expected: &'static str,
     },
+    #[error("{file}: no lock = \"NAME\" line: a scenario file names its lock ({locks})")]
+    NoLock { file: String, locks: String },
+    #[error("{file}: lock {found:?} has no scenarios in the simulator: give one of {locks}")]
+    UnknownLock { file: String, found: String, locks: String },
+    #[error("{file}: scenario {scenario:?}: the simulator has a scenario of that name: rename it")]
+    BuiltInName { file: String, scenario: String },
+    #[error("{file}: one scenario file per run ({first} was read already)")]
+    SecondFile { file: String, first: String },
     #[error("{file}: lists no scenario: add a [[scenario]] table")]
     Empty { file: String },
     #[error("{file}: lists {count} scenarios, more than {MAX_SCENARIOS_PER_FILE}")]
@@ -118,6 +128,8 @@ pub enum ScenarioDataError {
     Restart,
     #[error("settings: {0}")]
     Settings(Box<toml::de::Error>),
+    #[error("{0}")]
+    Refused(ScenarioError),
 }
 
 #[derive(Deserialize)]
@@ -286,6 +298,31 @@ enum PersistenceData {
     EveryWrite,
 }
 
+/// Whether `text` reads as a families' scenario file (it names its lock), not a row locks'
+/// knobs file.
+pub fn names_a_lock(text: &str) -> bool {
+    toml::from_str::<toml::Table>(text).is_ok_and(|table| table.contains_key("lock"))
+}
+
+/// The lock a scenario file names; `locks` lists the locks with scenarios for the refusal.
+pub fn lock_of(file: &str, text: &str, locks: &str) -> Result<Lock, ScenarioFileError> {
+    let table: toml::Table = toml::from_str(text).map_err(|source| ScenarioFileError::Toml {
+        file: file.to_owned(),
+        source: Box::new(source),
+    })?;
+    let Some(name) = table.get("lock").and_then(toml::Value::as_str) else {
+        return Err(ScenarioFileError::NoLock {
+            file: file.to_owned(),
+            locks: locks.to_owned(),
+        });
+    };
+    Lock::named(name).ok_or_else(|| ScenarioFileError::UnknownLock {
+        file: file.to_owned(),
+        found: name.to_owned(),
+        locks: locks.to_owned(),
+    })
+}
+
 /// The scenarios of `text`, a scenario file of `lock` (named `file` in errors), each lock
 /// built by `build_lock` from its `settings`.
 ///
@@ -440,6 +477,20 @@ impl ScenarioData {
             expect_violated,
             ..base
         };
+        // What the simulator refuses to run (counts out of range, a fault on a client the run
+        // lacks, the lock's own settings), at both ends of a seeded client count (the checks
+        // that depend on the count hold between its ends if they hold at both).
+        let ends = clients_from_seed
+            .clone()
+            .map_or([template.clients; 2], |range| [*range.start(), *range.end()]);
+        for clients in ends {
+            FamilyScenario {
+                clients,
+                ..template.clone()
+            }
+            .check()
+            .map_err(ScenarioDataError::Refused)?;
+        }
         Ok(Named {
             name: template.name,
             help: leak(self.help),
@@ -560,6 +611,7 @@ mod refusals {
         let Settings { ttl_ms } = toml::Value::Table(settings).try_into()?;
         let config = RedisLockConfig {
             ttl_ms,
+            extend_every_ms: None,
             ..RedisLockConfig::default()
         };
         Ok(Arc::new(Simulated::<SetNxLock>::new(config, ttl_ms)))
@@ -603,7 +655,7 @@ action = "failover"
 
     #[test]
     fn each_defect_of_a_file_is_refused_with_what_and_where() {
-        let cases: [(String, &str); 11] = [
+        let cases: [(String, &str); 12] = [
             (GOOD.replace("clients =", "clients_ ="), "unknown field `clients_`"),
             (
                 GOOD.replace("redis-set-nx", "redlock"),
@@ -616,6 +668,7 @@ action = "failover"
                 "settings: unknown field `ttl`",
             ),
             (GOOD.replace("ttl_ms = 2000", ""), "settings: missing field `ttl_ms`"),
+            (GOOD.replace("5..=32", "5..=65"), "65 clients: give 1 to 64"),
             (
                 GOOD.replace("column = \"failover\", ", ""),
                 "matrix: give either column and label, or client_bug",

@@ -21,7 +21,7 @@ use std::sync::OnceLock;
 
 use super::net::{Cut, Slow};
 pub use super::scenario_file::Named;
-use super::scenario_file::{clients_from_seed, load, LockBuilder};
+use super::scenario_file::{clients_from_seed, load, lock_of, LockBuilder, ScenarioFileError};
 use super::sim_lock::LockKind;
 use crate::clock::ClockSpec;
 
@@ -296,13 +296,67 @@ fn by_file() -> &'static [(Lock, Vec<Named>)] {
     })
 }
 
-/// Every scenario, in the order the CLI lists them: by lock in the registry's order, then in
-/// the order its file lists them.
-pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
-    LOCKS.iter().flat_map(|entry| scenarios_of(entry.lock))
+/// The scenarios of a file read at run time (`sim --scenario-file`), with its path as given.
+static FROM_FILE: OnceLock<(String, Vec<Named>)> = OnceLock::new();
+
+/// Reads a scenario file of one of the locks with scenarios (its path as the command line gave
+/// it, and its text) and adds its scenarios to the ones every lookup here sees, after the
+/// built-in ones; their names, in the file's order. One file per process.
+pub fn add_scenario_file(path: &str, text: &str) -> Result<Vec<&'static str>, ScenarioFileError> {
+    if let Some((first, _)) = FROM_FILE.get() {
+        return Err(ScenarioFileError::SecondFile {
+            file: path.to_owned(),
+            first: first.clone(),
+        });
+    }
+    let locks = locks_with_scenarios().map(Lock::name).collect::<Vec<_>>().join(", ");
+    let lock = lock_of(path, text, &locks)?;
+    let Some(&(_, build_lock, ..)) = FILES.iter().find(|(file_lock, ..)| *file_lock == lock) else {
+        return Err(ScenarioFileError::UnknownLock {
+            file: path.to_owned(),
+            found: lock.name().to_owned(),
+            locks,
+        });
+    };
+    let named = load(lock, path, text, build_lock)?;
+    if let Some(clash) = named.iter().find(|new| scenarios().any(|old| old.name == new.name)) {
+        return Err(ScenarioFileError::BuiltInName {
+            file: path.to_owned(),
+            scenario: clash.name.to_owned(),
+        });
+    }
+    let names = named.iter().map(|named| named.name).collect();
+    FROM_FILE
+        .set((path.to_owned(), named))
+        .map_err(|(_, _)| ScenarioFileError::SecondFile {
+            file: path.to_owned(),
+            first: FROM_FILE.get().map(|(first, _)| first.clone()).unwrap_or_default(),
+        })?;
+    Ok(names)
 }
 
-/// The scenarios of `lock`, in the order its file lists them (none for a lock without a file).
+/// The path of the scenario file read at run time, if one was.
+pub fn scenario_file_read() -> Option<&'static str> {
+    FROM_FILE.get().map(|(path, _)| path.as_str())
+}
+
+/// The file scenario `name` was read from at run time, if it was (the replay command names it).
+pub fn file_of(name: &str) -> Option<&'static str> {
+    let (path, named) = FROM_FILE.get()?;
+    named.iter().any(|named| named.name == name).then_some(path.as_str())
+}
+
+/// Every scenario, in the order the CLI lists them: by lock in the registry's order, then in
+/// the order its file lists them; then those of a file read at run time.
+pub fn scenarios() -> impl Iterator<Item = &'static Named> + Clone {
+    LOCKS
+        .iter()
+        .flat_map(|entry| scenarios_of(entry.lock))
+        .chain(FROM_FILE.get().into_iter().flat_map(|(_, named)| named.iter()))
+}
+
+/// The built-in scenarios of `lock`, in the order its file lists them (none for a lock without
+/// a file).
 pub fn scenarios_of(lock: Lock) -> impl Iterator<Item = &'static Named> + Clone {
     by_file()
         .iter()
