@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use cassalock::registry::Lock;
-use cassalock_sim::family::scenario::{build, locks_with_scenarios, names, scenarios, scenarios_of, FamilyScenario};
+use cassalock_sim::family::scenario::{locks_with_scenarios, names, scenarios, scenarios_of, FamilyScenario, Named};
+use cassalock_sim::family::scenario_file::Setting;
 use cassalock_sim::family::sim_lock::Wakeup;
 use cassalock_sim::family::{run_family, Claim, Verdict};
 use cassalock_sim::ranges::SeedRange;
@@ -111,6 +112,10 @@ pub struct SimFamilyArgs {
     /// Acquisitions per client instead of the scenario's (1..=10000).
     #[arg(long, value_name = "N")]
     acquisitions: Option<u32>,
+    /// Set any key of the scenario (repeatable): KEY=VALUE, as its file would
+    /// (`hold_ms=50`, `settings.ttl_ms=3000`, `lost_reply_ppm=10000`; docs/simulator.md).
+    #[arg(long, value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
     /// file for `cassalock merge` (docs/sweeps.md); needs --shard-out.
     #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "shard_out")]
@@ -123,7 +128,7 @@ pub struct SimFamilyArgs {
 /// What the command line changes in a scenario (and a replay command must repeat). A shard's
 /// file keeps them under the same names (a file without `clients` or `acquisitions` was
 /// written before they existed: the scenario's own).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Knobs {
     pub bound_ms: Option<u64>,
     pub replication_lag_ms: Option<u64>,
@@ -133,11 +138,14 @@ pub struct Knobs {
     /// Acquisitions per client instead of the scenario's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acquisitions: Option<u32>,
+    /// Keys of the scenario set from the command line (`--set hold_ms=50`), as given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<String>,
 }
 
 impl Knobs {
     /// The flags that set these knobs, each with a leading space.
-    fn flags(self) -> String {
+    fn flags(&self) -> String {
         let mut flags = String::new();
         if let Some(ms) = self.bound_ms {
             flags.push_str(&format!(" --bound-ms {ms}"));
@@ -151,12 +159,51 @@ impl Knobs {
         if let Some(acquisitions) = self.acquisitions {
             flags.push_str(&format!(" --acquisitions {acquisitions}"));
         }
+        for setting in &self.set {
+            flags.push_str(&format!(" --set {}", crate::sim::shell_word(setting)));
+        }
         flags
     }
 
+    /// The scenario `name` with the `--set` keys laid over it, resolved once per process and
+    /// kept (a sweep builds it for every seed).
+    fn resolved(&self, name: &str) -> anyhow::Result<Named> {
+        type Cache = std::sync::Mutex<std::collections::BTreeMap<(String, Vec<String>), Named>>;
+        static RESOLVED: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+        let key = (name.to_owned(), self.set.clone());
+        let cache = RESOLVED.get_or_init(Cache::default);
+        if let Some(named) = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&key)
+        {
+            return Ok(named.clone());
+        }
+        let Some(named) = scenarios().find(|named| named.name == name) else {
+            bail!("no scenario named {name:?}");
+        };
+        let settings = self
+            .set
+            .iter()
+            .map(|text| text.parse::<Setting>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| anyhow::anyhow!("--set {error}"))?;
+        let resolved = named
+            .with(&settings)
+            .map_err(|error| anyhow::anyhow!("{name}: {error}"))?;
+        cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(key, resolved.clone());
+        Ok(resolved)
+    }
+
     /// Knobs scenario `name` cannot take, said in a sentence.
-    fn refused_by(self, name: &str) -> Option<String> {
-        let built = build(name, 0).ok()?;
+    fn refused_by(&self, name: &str) -> Option<String> {
+        let built = match self.resolved(name) {
+            Ok(named) => named.build(0),
+            Err(error) => return Some(format!("{error:#}")),
+        };
         if self.replication_lag_ms.is_some() && built.replication_lag_ms.is_none() {
             return Some(format!(
                 "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
@@ -172,7 +219,8 @@ impl Knobs {
             let flags = Knobs {
                 bound_ms: None,
                 replication_lag_ms: None,
-                ..self
+                set: Vec::new(),
+                ..self.clone()
             }
             .flags();
             format!("{}: {name}: {error}", flags.trim())
@@ -184,8 +232,8 @@ impl Knobs {
 pub const MAX_BOUND_MS: u64 = 3_600_000;
 
 /// The scenario `name` on `seed`, with the command line's knobs.
-fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
-    let mut scenario = build(name, seed).expect("named above");
+fn scenario(name: &str, seed: u64, knobs: &Knobs) -> FamilyScenario {
+    let mut scenario = knobs.resolved(name).expect("checked by refused_by").build(seed);
     if let Some(bound_ms) = knobs.bound_ms {
         scenario.bound_ms = bound_ms;
     }
@@ -203,7 +251,7 @@ fn scenario(name: &str, seed: u64, knobs: Knobs) -> FamilyScenario {
 }
 
 /// The command that replays one seed of one scenario with its trace.
-pub fn replay_command(scenario: &str, seed: u64, knobs: Knobs) -> String {
+pub fn replay_command(scenario: &str, seed: u64, knobs: &Knobs) -> String {
     let file = cassalock_sim::family::scenario::file_of(scenario)
         .map(|path| format!(" --scenario-file {}", crate::sim::shell_word(path)))
         .unwrap_or_default();
@@ -288,6 +336,7 @@ pub fn sweep_scenarios(
         replication_lag_ms: knobs.replication_lag_ms,
         clients: knobs.clients,
         acquisitions: knobs.acquisitions,
+        set: knobs.set,
         shard,
         shard_out,
     })
@@ -315,6 +364,7 @@ pub fn replay_scenario(
         replication_lag_ms: knobs.replication_lag_ms,
         clients: knobs.clients,
         acquisitions: knobs.acquisitions,
+        set: knobs.set,
         shard: None,
         shard_out: None,
     })
@@ -347,6 +397,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         replication_lag_ms: args.replication_lag_ms,
         clients: args.clients,
         acquisitions: args.acquisitions,
+        set: args.set.clone(),
     };
     if let Some(refused) = chosen.iter().find_map(|name| knobs.refused_by(name)) {
         return usage_error(&refused);
@@ -362,7 +413,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
             events: args.events.as_deref(),
             svg: args.svg.as_deref(),
         };
-        return one_seed(&chosen, seed, args.trace, files, knobs);
+        return one_seed(&chosen, seed, args.trace, files, &knobs);
     }
     let shard = args.shard.unwrap_or(Shard::new(1, 1).expect("1/1 is a shard"));
     let runs = shard.count(&args.seeds);
@@ -384,12 +435,12 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
     };
     let mut results = Vec::new();
     for name in &chosen {
-        results.push(sweep(name, &args.seeds, shard, &pool, knobs));
+        results.push(sweep(name, &args.seeds, shard, &pool, &knobs));
     }
     let Some(out) = out else {
         let (mut violated, mut bounded) = (false, false);
         for result in &results {
-            let (v, b) = print_summary(&args.seeds, knobs, result);
+            let (v, b) = print_summary(&args.seeds, &knobs, result);
             violated |= v;
             bounded |= b;
         }
@@ -428,7 +479,7 @@ struct RunFiles<'a> {
     svg: Option<&'a std::path::Path>,
 }
 
-fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, knobs: Knobs) -> ExitCode {
+fn one_seed(chosen: &[&'static str], seed: u64, trace: bool, files: RunFiles, knobs: &Knobs) -> ExitCode {
     let mut violated = false;
     let mut bounded = false;
     for name in chosen {
@@ -666,7 +717,7 @@ impl ScenarioResult {
 }
 
 /// Run one scenario on the seeds of `range` in `shard`, in batches, seed order kept.
-fn sweep(name: &str, range: &SeedRange, shard: Shard, pool: &rayon::ThreadPool, knobs: Knobs) -> ScenarioResult {
+fn sweep(name: &str, range: &SeedRange, shard: Shard, pool: &rayon::ThreadPool, knobs: &Knobs) -> ScenarioResult {
     let total = shard.count(range);
     let started = Instant::now();
     let mut result = ScenarioResult::new(name);
@@ -713,7 +764,7 @@ fn sweep(name: &str, range: &SeedRange, shard: Shard, pool: &rayon::ThreadPool, 
 
 /// Print one scenario's summary over the whole `range`; returns (some claim violated, some
 /// run bounded). A single run and a merge of shards both print through here.
-fn print_summary(range: &SeedRange, knobs: Knobs, result: &ScenarioResult) -> (bool, bool) {
+fn print_summary(range: &SeedRange, knobs: &Knobs, result: &ScenarioResult) -> (bool, bool) {
     let name = result.scenario.as_str();
     let first_scenario = scenario(name, range.first(), knobs);
     describe(&first_scenario);
@@ -808,9 +859,11 @@ mod tests {
             replication_lag_ms: Some(0),
             clients: Some(3),
             acquisitions: Some(2),
+            set: vec!["hold_ms=50".to_owned(), "start_ms=[0, 100]".to_owned()],
         };
-        let line = replay_command("set-nx-failover-after-acquire", 17, knobs);
-        let crate::Command::Replay(parsed) = crate::Cli::try_parse_from(line.split(' ')).unwrap().command else {
+        let line = replay_command("set-nx-failover-after-acquire", 17, &knobs);
+        let words = shlex::split(&line).expect("a shell line");
+        let crate::Command::Replay(parsed) = crate::Cli::try_parse_from(words).unwrap().command else {
             panic!("{line}: not a replay")
         };
         assert_eq!(
@@ -823,6 +876,7 @@ mod tests {
         assert_eq!(parsed.replication_lag_ms, Some(0));
         assert_eq!(parsed.scenario.clients, Some(3));
         assert_eq!(parsed.scenario.acquisitions, Some(2));
+        assert_eq!(parsed.scenario.set, knobs.set);
     }
 
     #[test]

@@ -491,3 +491,93 @@ fn a_scenario_file_that_cannot_run_is_refused_with_its_file_scenario_and_reason(
     assert!(text(&sharded.stderr).contains("without --shard"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn set_changes_a_key_of_any_lock_s_scenario_and_its_replay_command_sets_it_again() {
+    // memcached-pause: a 3.5 s pause on a 3 s item breaks T1-resource; on a 5 s item it does not.
+    let default = cassalock(&["sim", "--scenario", "memcached-pause", "--seeds", "0..5"]);
+    assert_eq!(default.status.code(), Some(1), "{}", text(&default.stdout));
+    let longer = cassalock(&[
+        "sim",
+        "--scenario",
+        "memcached-pause",
+        "--seeds",
+        "0..5",
+        "--set",
+        "settings.ttl_s=5",
+    ]);
+    let out = text(&longer.stdout);
+    assert_eq!(longer.status.code(), Some(0), "{out}");
+    assert!(out.contains("with --set 'settings.ttl_s=5'"), "{out}");
+    let shorter = cassalock(&[
+        "sim",
+        "--scenario",
+        "redlock-gc-pause",
+        "--seeds",
+        "0..3",
+        "--set",
+        "settings.ttl_ms=1500",
+    ]);
+    let out = text(&shorter.stdout);
+    assert_eq!(shorter.status.code(), Some(1), "{out}");
+    let replay = out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("replay: cassalock "))
+        .expect("a replay command");
+    assert!(
+        replay.contains("--set") && replay.contains("settings.ttl_ms=1500"),
+        "{replay}"
+    );
+    let replayed = Command::new(env!("CARGO_BIN_EXE_cassalock"))
+        .args(shlex::split(replay).expect("a shell line"))
+        .output()
+        .expect("runs");
+    assert_eq!(replayed.status.code(), Some(1), "{}", text(&replayed.stdout));
+    assert!(
+        text(&replayed.stdout).contains("T1-resource  VIOLATED"),
+        "{}",
+        text(&replayed.stdout)
+    );
+    for (args, expected) in [
+        (
+            &["sim", "--scenario", "memcached-pause", "--set", "bogus=1"][..],
+            "unknown field `bogus`",
+        ),
+        (
+            &["sim", "--scenario", "memcached-pause", "--set", "name=x"][..],
+            "names the scenario",
+        ),
+        (
+            &["sim", "--scenario", "memcached-pause", "--set", "hold_ms"][..],
+            "write KEY=VALUE",
+        ),
+        (
+            &["sim", "--scenario", "memcached-pause", "--set", "settings.ttl_s=0"][..],
+            "ttl_s is 0",
+        ),
+        (
+            &["sim", "--scenario", "contention", "--set", "hold_ms=1"][..],
+            "a row locks' scenario",
+        ),
+        (
+            &[
+                "replay",
+                "--scenario",
+                "contention",
+                "--seed",
+                "0",
+                "--set",
+                "hold_ms=1",
+            ][..],
+            "a row locks' scenario",
+        ),
+        (
+            &["sim", "--scenario", "all", "--set", "hold_ms=1"][..],
+            "--scenario all runs every scenario",
+        ),
+    ] {
+        let run = cassalock(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        assert!(text(&run.stderr).contains(expected), "{args:?}: {}", text(&run.stderr));
+    }
+}

@@ -121,7 +121,7 @@ pub fn merge(paths: &[PathBuf]) -> ExitCode {
         return usage_error(&format!("{error:#}"));
     }
     let range: SeedRange = first.seeds.parse().expect("checked on reading");
-    let knobs = first.knobs;
+    let knobs = first.knobs.clone();
     let mut merged: Vec<ScenarioResult> = first.scenarios.iter().map(|name| ScenarioResult::new(name)).collect();
     for (_, file) in &files {
         for (into, result) in merged.iter_mut().zip(&file.results) {
@@ -130,7 +130,7 @@ pub fn merge(paths: &[PathBuf]) -> ExitCode {
     }
     let (mut violated, mut bounded) = (false, false);
     for result in &merged {
-        let (v, b) = print_summary(&range, knobs, result);
+        let (v, b) = print_summary(&range, &knobs, result);
         violated |= v;
         bounded |= b;
     }

@@ -138,6 +138,7 @@ pub(super) fn family_knobs(
         replication_lag_ms,
         clients: scenario.clients,
         acquisitions: scenario.acquisitions,
+        set: scenario.set.clone(),
     }
 }
 

@@ -58,6 +58,9 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             family_knobs(&args.scenario, args.bound_ms, args.replication_lag_ms),
         );
     }
+    if !args.scenario.set.is_empty() {
+        return crate::usage_error(&super::sweep::set_is_for_families());
+    }
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return crate::usage_error(&format!(
             "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",

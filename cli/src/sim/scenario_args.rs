@@ -127,6 +127,12 @@ pub struct ScenarioArgs {
     /// map onto them (client c -> c mod N).
     #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub clients: Option<usize>,
+    /// The other locks' scenarios: set any key of the scenario, as its TOML file would
+    /// (repeatable): `--set hold_ms=50 --set settings.ttl_ms=3000` (every key:
+    /// docs/simulator.md). A row locks' scenario takes the knobs here instead.
+    #[arg(long, value_name = "KEY=VALUE", help_heading = KNOBS)]
+    #[serde(skip)]
+    pub set: Vec<String>,
     /// Acquisitions per client (1..=10000), for any lock's scenario.
     #[arg(long, value_name = "N", value_parser = whole::<u32>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub acquisitions: Option<u32>,

@@ -58,6 +58,14 @@ pub fn sim(args: SimArgs) -> ExitCode {
     row_sweep(&args)
 }
 
+/// The refusal of `--set` for a row locks' scenario.
+pub(super) fn set_is_for_families() -> String {
+    format!(
+        "--set sets a key of the other locks' scenarios (their TOML language, docs/simulator.md); a row locks' scenario ({rows}) takes the knobs of `sim --help` instead",
+        rows = row_scenarios()
+    )
+}
+
 /// `--scenario all`: every scenario of every lock.
 const ALL: &str = "all";
 
@@ -80,6 +88,10 @@ fn sweep_everything(mut args: SimArgs) -> ExitCode {
         (
             args.scenario.acquisitions.map(|_| "--acquisitions".to_owned()),
             "a workload's size",
+        ),
+        (
+            (!args.scenario.set.is_empty()).then(|| "--set".to_owned()),
+            "a scenario's key",
         ),
     ];
     if let Some((flag, what)) = given.into_iter().find_map(|(flag, what)| flag.map(|flag| (flag, what))) {
@@ -171,7 +183,7 @@ fn row_sweep(args: &SimArgs) -> ExitCode {
 fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
     if let Some(flag) = args.row_lock_flag() {
         return crate::usage_error(&format!(
-            "{flag} applies to the row locks' scenarios ({rows}), not to {names}",
+            "{flag} applies to the row locks' scenarios ({rows}), not to {names}; theirs take --set KEY=VALUE for any key of their scenario (--set hold_ms=50, --set settings.ttl_ms=3000; docs/simulator.md)",
             rows = row_scenarios()
         ));
     }
@@ -196,6 +208,9 @@ fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
 /// build of its first seed) and start its worker threads; the exit status to stop with, the
 /// message printed, when something is wrong.
 fn ready(args: &SimArgs) -> Result<Ready, ExitCode> {
+    if !args.scenario.set.is_empty() {
+        return Err(crate::usage_error(&set_is_for_families()));
+    }
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return Err(crate::usage_error(&format!(
             "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",

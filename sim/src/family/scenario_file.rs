@@ -60,6 +60,10 @@ pub struct Named {
     template: FamilyScenario,
     /// The client count is drawn from the seed in this range.
     clients_from_seed: Option<RangeInclusive<usize>>,
+    /// Its table as its file wrote it, and the builder of its lock: [`Named::with`] lays
+    /// settings over them.
+    table: toml::Table,
+    build_lock: LockBuilder,
 }
 
 impl Named {
@@ -70,6 +74,91 @@ impl Named {
             scenario.clients = clients_from_seed(seed, range.clone());
         }
         scenario
+    }
+}
+
+/// One key of a scenario set from the command line (`--set hold_ms=50`,
+/// `--set settings.ttl_ms=3000`): a dotted path into the scenario's table and a TOML value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setting {
+    pub path: Vec<String>,
+    pub value: toml::Value,
+    /// As given, for the replay command.
+    pub text: String,
+}
+
+/// The keys a setting may not change: what names and files the scenario, not what it runs.
+const FIXED_KEYS: [&str; 5] = ["name", "help", "premise", "matrix", "expect_violated"];
+
+/// Why a `--set` was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SettingError {
+    #[error("{0:?}: write KEY=VALUE (hold_ms=50, settings.ttl_ms=3000)")]
+    Malformed(String),
+    #[error("{0:?}: {1} names the scenario, it does not change what runs; give another key")]
+    Fixed(String, String),
+}
+
+impl std::str::FromStr for Setting {
+    type Err = SettingError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let malformed = || SettingError::Malformed(text.to_owned());
+        let (key, value) = text.split_once('=').ok_or_else(malformed)?;
+        let path: Vec<String> = key.trim().split('.').map(str::to_owned).collect();
+        let key_ok = |part: &String| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        };
+        if !path.iter().all(key_ok) {
+            return Err(malformed());
+        }
+        if FIXED_KEYS.contains(&path[0].as_str()) {
+            return Err(SettingError::Fixed(text.to_owned(), path[0].clone()));
+        }
+        // A TOML value (50, true, [0, 50], { ... }, "text"); anything else is taken as text,
+        // so that clients=5..=32 needs no quotes.
+        let value = toml::from_str::<toml::Table>(&format!("v = {}", value.trim()))
+            .ok()
+            .and_then(|mut table| table.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(value.trim().to_owned()));
+        Ok(Setting {
+            path,
+            value,
+            text: text.to_owned(),
+        })
+    }
+}
+
+impl Named {
+    /// This scenario with `settings` laid over its table, checked as a file's scenario is (a
+    /// setting the language does not know, or one the simulator refuses to run, is refused
+    /// naming the key). Its strings live as long as the process: resolve once per run.
+    pub fn with(&self, settings: &[Setting]) -> Result<Named, ScenarioDataError> {
+        if settings.is_empty() {
+            return Ok(self.clone());
+        }
+        let mut table = self.table.clone();
+        for setting in settings {
+            let (last, parents) = setting.path.split_last().expect("a setting has a key");
+            let mut at = &mut table;
+            for parent in parents {
+                let entry = at
+                    .entry(parent.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                at = match entry {
+                    toml::Value::Table(inner) => inner,
+                    _ => return Err(ScenarioDataError::NotATable(setting.text.clone(), parent.clone())),
+                };
+            }
+            at.insert(last.clone(), setting.value.clone());
+        }
+        let data: ScenarioData = toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|error| ScenarioDataError::Set(Box::new(error)))?;
+        data.into_named(table, self.build_lock)
     }
 }
 
@@ -130,6 +219,17 @@ pub enum ScenarioDataError {
     Settings(Box<toml::de::Error>),
     #[error("{0}")]
     Refused(ScenarioError),
+    #[error("--set {0}: {1} is not a table of the scenario")]
+    NotATable(String, String),
+    #[error("--set: {0}")]
+    Set(Box<toml::de::Error>),
+}
+
+/// A file's scenarios as tables, as written.
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(default, rename = "scenario")]
+    scenarios: Vec<toml::Table>,
 }
 
 #[derive(Deserialize)]
@@ -348,8 +448,12 @@ pub fn load(lock: Lock, file: &str, text: &str, build_lock: LockBuilder) -> Resu
             count: data.scenarios.len(),
         });
     }
+    let raw: RawFile = toml::from_str(text).map_err(|source| ScenarioFileError::Toml {
+        file: file.to_owned(),
+        source: Box::new(source),
+    })?;
     let mut named: Vec<Named> = Vec::with_capacity(data.scenarios.len());
-    for scenario in data.scenarios {
+    for (scenario, table) in data.scenarios.into_iter().zip(raw.scenarios) {
         let name = scenario.name.clone();
         let refuse = |why| ScenarioFileError::Scenario {
             file: file.to_owned(),
@@ -359,7 +463,7 @@ pub fn load(lock: Lock, file: &str, text: &str, build_lock: LockBuilder) -> Resu
         if named.iter().any(|other| other.name == name) {
             return Err(refuse(ScenarioDataError::Duplicate));
         }
-        named.push(scenario.into_named(build_lock).map_err(refuse)?);
+        named.push(scenario.into_named(table, build_lock).map_err(refuse)?);
     }
     Ok(named)
 }
@@ -369,7 +473,7 @@ fn leak(text: String) -> &'static str {
 }
 
 impl ScenarioData {
-    fn into_named(self, build_lock: LockBuilder) -> Result<Named, ScenarioDataError> {
+    fn into_named(self, table: toml::Table, build_lock: LockBuilder) -> Result<Named, ScenarioDataError> {
         let name_ok = !self.name.is_empty()
             && self
                 .name
@@ -497,6 +601,8 @@ impl ScenarioData {
             matrix,
             template,
             clients_from_seed,
+            table,
+            build_lock,
         })
     }
 }
@@ -697,5 +803,42 @@ action = "failover"
         }
         assert!(refusal("lock = \"redis-set-nx\"\n").contains("lists no scenario"));
         assert!(refusal("lock = [").contains("line 1"), "a TOML error says its line");
+    }
+
+    #[test]
+    fn a_setting_changes_its_key_and_nothing_else_and_is_checked_as_a_file_is() {
+        let named = load(Lock::RedisSetNx, "f.toml", GOOD, set_nx).expect("loads").remove(0);
+        let set = |texts: &[&str]| {
+            let settings: Vec<Setting> = texts.iter().map(|text| text.parse().expect("parses")).collect();
+            named.with(&settings)
+        };
+        let base = format!("{:?}", named.build(4));
+        assert_eq!(format!("{:?}", set(&[]).expect("nothing set").build(4)), base);
+        let changed = set(&["hold_ms=50", "settings.ttl_ms=3000", "clients=3"]).expect("valid");
+        let scenario = changed.build(4);
+        assert_eq!(
+            (scenario.hold_ms, scenario.lock.ttl_ms(), scenario.clients),
+            (50, 3000, 3)
+        );
+        let expected = base
+            .replace("hold_ms: 300", "hold_ms: 50")
+            .replace("ttl_ms: 2000", "ttl_ms: 3000")
+            .replace(&format!("clients: {}", named.build(4).clients), "clients: 3");
+        assert_eq!(format!("{scenario:?}"), expected, "nothing else moved");
+        let refusal = |texts: &[&str]| set(texts).expect_err("refused").to_string();
+        assert!(refusal(&["hold_ms=\"x\""]).contains("invalid type"));
+        assert!(refusal(&["bogus=1"]).contains("unknown field `bogus`"));
+        assert!(refusal(&["settings.ttl=1"]).contains("unknown field `ttl`"));
+        assert!(refusal(&["settings.ttl_ms.x=1"]).contains("ttl_ms is not a table"));
+        assert!(refusal(&["clients=100"]).contains("100 clients: give 1 to 64"));
+        assert!(matches!("name=x".parse::<Setting>(), Err(SettingError::Fixed(..))));
+        assert!(matches!("hold_ms".parse::<Setting>(), Err(SettingError::Malformed(_))));
+        assert!(matches!("Hold=1".parse::<Setting>(), Err(SettingError::Malformed(_))));
+        let range: Setting = "clients=5..=8".parse().expect("parses");
+        assert_eq!(
+            range.value,
+            toml::Value::String("5..=8".into()),
+            "a range needs no quotes"
+        );
     }
 }
