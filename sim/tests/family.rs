@@ -140,6 +140,26 @@ fn t2_t1_belief_the_setnx_expire_recipe_loses_what_set_nx_keeps() {
     );
 }
 
+/// A holder cut off from its servers for its lease and a second more, while it holds: every
+/// lock but the two-command recipe keeps every claim (its belief ends with its lease, its late
+/// release checks whose key it deletes); the recipe's blind DEL after the partition deletes the
+/// next holder's key and a third client takes the lock beside it.
+#[test]
+fn t1_belief_a_partitioned_holder_stops_believing_in_time_but_the_recipe_s_late_del_frees_another_s_key() {
+    let partitions: Vec<&str> = scenarios()
+        .map(|named| named.name)
+        .filter(|name| name.ends_with("-partition"))
+        .collect();
+    assert_eq!(partitions.len(), 8, "one per lock with scenarios: {partitions:?}");
+    for name in partitions {
+        if name == "setnx-expire-partition" {
+            assert_violates_only(name, 0, Claim::T1Belief);
+        } else {
+            assert_no_violation(name, 0..20);
+        }
+    }
+}
+
 #[test]
 fn the_fixes_and_controls_of_the_fault_scenarios_show_no_violation() {
     // Restart with appendfsync always; Redlock's restart delayed by the TTL (Kleppmann).

@@ -27,6 +27,7 @@ fn column_of(column: MatrixColumn) -> Column {
         MatrixColumn::Failover => Column::Failover,
         MatrixColumn::ServerClockJump => Column::ServerClockJump,
         MatrixColumn::LostNotification => Column::LostNotification,
+        MatrixColumn::Partition => Column::Partition,
     }
 }
 
@@ -101,6 +102,19 @@ mod tests {
             assert!(label.starts_with("sim, "), "{label}");
         }
         assert!(placed >= 30, "{placed} scenarios placed");
+    }
+
+    #[test]
+    fn every_family_row_has_a_simulator_line_under_partition() {
+        let family_rows: Vec<Row> = matrix_rows().into_iter().filter(|row| row.is_family()).collect();
+        assert!(family_rows.len() >= 8, "{family_rows:?}");
+        for row in family_rows {
+            assert!(row.columns().contains(&Column::Partition), "{row}");
+            assert!(
+                !scenarios(row, Column::Partition).is_empty(),
+                "{row}: no partition line"
+            );
+        }
     }
 
     #[test]

@@ -88,10 +88,11 @@ impl Column {
     ];
 
     /// The columns of the other families' rows.
-    pub const FAMILY: [Column; 7] = [
+    pub const FAMILY: [Column; 8] = [
         Column::None,
         Column::Pause,
         Column::StoreFailure,
+        Column::Partition,
         Column::Restart,
         Column::Failover,
         Column::ServerClockJump,

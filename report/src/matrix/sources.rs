@@ -217,6 +217,9 @@ fn family_sources(row: Row, column: Column) -> Vec<Source> {
     let registered = cassalock_models::family::registered_model(row)
         .unwrap_or_else(|| panic!("{row} has a family row, so a family model"));
     let (fault, family_label) = match column {
+        // The models have no partition fault: the simulator's line alone (every family lock
+        // has one; a test holds it so).
+        Column::Partition => return family_sim_sources(row, column),
         Column::None => (Fault::None, "model, no fault"),
         Column::Pause => (Fault::Pause, "model, holder paused between its check and its write"),
         Column::StoreFailure => (Fault::StoreFailure, "model, one request or reply lost"),

@@ -308,6 +308,7 @@ enum ColumnData {
     Failover,
     ServerClockJump,
     LostNotification,
+    Partition,
 }
 
 #[derive(Default, Deserialize)]
@@ -628,6 +629,7 @@ impl From<ColumnData> for MatrixColumn {
             ColumnData::Failover => MatrixColumn::Failover,
             ColumnData::ServerClockJump => MatrixColumn::ServerClockJump,
             ColumnData::LostNotification => MatrixColumn::LostNotification,
+            ColumnData::Partition => MatrixColumn::Partition,
         }
     }
 }

@@ -273,6 +273,8 @@ pub enum MatrixColumn {
     Failover,
     ServerClockJump,
     LostNotification,
+    /// The holder cut off from its servers while it holds.
+    Partition,
 }
 
 // `mod` lines for the files beside this one and `FILES`, each lock's scenario file.
