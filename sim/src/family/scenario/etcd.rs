@@ -20,6 +20,9 @@ pub(super) const LOCK: Lock = Lock::Etcd;
 struct Settings {
     /// The session's lease TTL, whole seconds (the server's minimum is 2).
     session_ttl_s: i64,
+    /// `lock` gives up after this long (absent: it waits for ever).
+    #[serde(default)]
+    wait_ms: Option<u64>,
     /// A real client's bugs to plant (`no_own_key_check_after_wait`,
     /// `one_session_for_every_acquisition`).
     #[serde(default)]
@@ -28,9 +31,14 @@ struct Settings {
 
 /// The lock of a scenario's `settings`.
 pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let Settings { session_ttl_s, mutants } = toml::Value::Table(settings).try_into()?;
+    let Settings {
+        session_ttl_s,
+        wait_ms,
+        mutants,
+    } = toml::Value::Table(settings).try_into()?;
     let config = EtcdMutexConfig {
         session_ttl_s,
+        wait_ms,
         mutants,
         ..EtcdMutexConfig::default()
     };

@@ -18,13 +18,17 @@ pub(super) const LOCK: Lock = Lock::Memcached;
 struct Settings {
     /// The item's exptime, whole seconds.
     ttl_s: u32,
+    /// `lock` gives up after this long on the client's clock (absent: it waits for ever).
+    #[serde(default)]
+    max_wait_ms: Option<u64>,
 }
 
 /// The lock of a scenario's `settings`; a waiter asks again every 20 ms.
 pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let Settings { ttl_s } = toml::Value::Table(settings).try_into()?;
+    let Settings { ttl_s, max_wait_ms } = toml::Value::Table(settings).try_into()?;
     let config = MemcachedLockConfig {
         ttl_s,
+        max_wait_ms,
         retry_every_ms: 20,
         ..MemcachedLockConfig::default()
     };

@@ -533,4 +533,50 @@ mod tests {
         assert_eq!(names.len(), count, "two scenarios share a name");
         assert!(locks_with_scenarios().all(|lock| lock.family() != Family::Cassandra));
     }
+
+    #[test]
+    fn each_lock_s_wait_setting_reaches_its_config() {
+        use super::super::scenario_file::Setting;
+        let cases = [
+            ("set-nx-contention", "settings.max_wait_ms=50", "max_wait_ms: Some(50)"),
+            (
+                "setnx-expire-contention",
+                "settings.max_wait_ms=50",
+                "max_wait_ms: Some(50)",
+            ),
+            (
+                "memcached-contention",
+                "settings.max_wait_ms=50",
+                "max_wait_ms: Some(50)",
+            ),
+            ("redlock-contention", "settings.attempts=1", "attempts: 1"),
+            ("redisson-contention", "settings.wait_ms=100", "wait_ms: Some(100)"),
+            (
+                "redisson-fair-contention",
+                "settings.lease_ms=700",
+                "lease_ms: Some(700)",
+            ),
+            ("etcd-contention", "settings.wait_ms=100", "wait_ms: Some(100)"),
+            ("zookeeper-contention", "settings.wait_ms=100", "wait_ms: Some(100)"),
+        ];
+        for (name, text, expected) in cases {
+            let named = scenarios().find(|named| named.name == name).expect(name);
+            let setting: Setting = text.parse().expect("parses");
+            let lock = format!("{:?}", named.with(&[setting]).expect(text).build(0).lock);
+            assert!(lock.contains(expected), "{name} {text}: {lock}");
+            assert!(
+                !format!("{:?}", named.build(0).lock).contains(expected),
+                "{name}: the default differs"
+            );
+        }
+        let redisson = scenarios()
+            .find(|named| named.name == "redisson-contention")
+            .expect("listed");
+        let leased = redisson
+            .with(&["settings.lease_ms=700".parse().expect("parses")])
+            .expect("a lease")
+            .build(0);
+        assert_eq!(leased.lock.ttl_ms(), 700, "the lease is the key's time to live");
+        assert_eq!(leased.lock.renew_every_ms(), None, "a lease turns the watchdog off");
+    }
 }

@@ -20,6 +20,13 @@ pub(super) const LOCK: Lock = Lock::Redisson;
 pub(super) struct Settings {
     /// `lockWatchdogTimeout`: the lease, renewed every third of it.
     watchdog_timeout_ms: u64,
+    /// `tryLock(waitTime, ...)`: give up after this long (absent: `lock()`, wait for ever).
+    #[serde(default)]
+    wait_ms: Option<u64>,
+    /// A lease time given to `lock(leaseTime)` / `tryLock(waitTime, leaseTime)`: no watchdog
+    /// (absent: the watchdog keeps the lock).
+    #[serde(default)]
+    lease_ms: Option<u64>,
     /// A real client's bugs to plant (`watchdog_stops_after_a_failed_renewal`,
     /// `fair_acquire_ignores_the_queue`).
     #[serde(default)]
@@ -30,6 +37,8 @@ impl Settings {
     fn config(self) -> RedissonConfig {
         RedissonConfig {
             watchdog_timeout_ms: self.watchdog_timeout_ms,
+            wait_ms: self.wait_ms,
+            lease_ms: self.lease_ms,
             mutants: self.mutants,
             ..RedissonConfig::default()
         }

@@ -19,18 +19,29 @@ pub(super) const LOCK: Lock = Lock::Redlock;
 struct Settings {
     /// Each master's `PX`.
     ttl_ms: u64,
+    /// Attempts before `lock` gives up (the documentation's retry count; default 3).
+    #[serde(default = "three")]
+    attempts: u32,
     /// A real client's bugs to plant (`validity_from_first_attempt`, `extend_ignores_validity`).
     #[serde(default)]
     mutants: RedlockMutants,
 }
 
+fn three() -> u32 {
+    3
+}
+
 /// The lock of a scenario's `settings`.
 pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let Settings { ttl_ms, mutants } = toml::Value::Table(settings).try_into()?;
+    let Settings {
+        ttl_ms,
+        attempts,
+        mutants,
+    } = toml::Value::Table(settings).try_into()?;
     Ok(Arc::new(SimRedlock(RedlockConfig {
         masters: 5,
         lock: redis(ttl_ms),
-        attempts: 3,
+        attempts,
         retry_delay_max_ms: 200,
         mutants,
     })))

@@ -7,6 +7,8 @@ use cassalock::registry::Lock;
 use serde::Deserialize;
 use std::sync::Arc;
 
+use cassalock::algo::redis::RedisLockConfig;
+
 use super::redis;
 use crate::family::sim_lock::{LockKind, Simulated};
 
@@ -19,10 +21,17 @@ pub(super) const LOCK: Lock = Lock::RedisSetNxExpire;
 struct Settings {
     /// The `EXPIRE` after the `SETNX`.
     ttl_ms: u64,
+    /// `lock` gives up after this long on the client's clock (absent: it waits for ever).
+    #[serde(default)]
+    max_wait_ms: Option<u64>,
 }
 
 /// The lock of a scenario's `settings`; a waiter asks again every 20 ms.
 pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let Settings { ttl_ms } = toml::Value::Table(settings).try_into()?;
-    Ok(Arc::new(Simulated::<SetNxExpireLock>::new(redis(ttl_ms), ttl_ms)))
+    let Settings { ttl_ms, max_wait_ms } = toml::Value::Table(settings).try_into()?;
+    let config = RedisLockConfig {
+        max_wait_ms,
+        ..redis(ttl_ms)
+    };
+    Ok(Arc::new(Simulated::<SetNxExpireLock>::new(config, ttl_ms)))
 }

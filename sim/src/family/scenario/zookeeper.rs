@@ -22,6 +22,9 @@ struct Settings {
     /// Ours: list the directory again this often even if no watch fired (absent: Curator's
     /// wait on the watch alone).
     recheck_every_ms: Option<u64>,
+    /// `lock` gives up after this long (absent: it waits for ever).
+    #[serde(default)]
+    wait_ms: Option<u64>,
     /// A real client's bugs to plant (`release_gives_up_after_one_failure`,
     /// `keeps_its_node_across_a_new_session`).
     #[serde(default)]
@@ -33,10 +36,12 @@ pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
     let Settings {
         session_timeout_ms,
         recheck_every_ms,
+        wait_ms,
         mutants,
     } = toml::Value::Table(settings).try_into()?;
     Ok(Arc::new(SimCurator {
         config: CuratorConfig {
+            wait_ms,
             recheck_every_ms,
             mutants,
             ..CuratorConfig::default()
