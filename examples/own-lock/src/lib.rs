@@ -420,3 +420,4 @@ impl FamilyLock for CasLeaseLock {
 }
 
 pub mod model;
+pub mod scenarios;

@@ -1,7 +1,11 @@
 //! One command for a lock cassalock does not define: its model check under every fault the
 //! model has, a simulator sweep under faults, and its row in the shape of cassalock's matrix.
 //!
-//! `cargo run --release -- [--seeds N] [--max-seconds S]`
+//! `cargo run --release -- [--seeds N] [--max-seconds S] [--scenario-file FILE]`
+//!
+//! A scenario file (the simulator's language, docs/own-scenario.md, with `lock = "cas-lease"`
+//! and this lock's `settings`: `lease_s`, `max_wait_ms`) adds scenarios of your own to the sweep;
+//! `scenarios.toml` beside this crate is one.
 //! Exit 0: every check ran (violations are findings, printed); 2: bad usage; 3: a model check
 //! hit its time, state or memory limit, so some verdicts are bounded by it.
 
@@ -9,25 +13,29 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use cassalock::algo::RetryPolicy;
+use cassalock::algo::family::FamilyLock;
 use cassalock_models::check::{check, Limits, Verdict as ModelVerdict};
 use cassalock_models::family::FamilyModel;
 use cassalock_models::Fault;
-use cassalock_sim::family::scenario::fault_scenarios;
+use cassalock_sim::family::scenario::{fault_scenarios, FamilyScenario};
+use cassalock_sim::family::scenario_file::load;
 use cassalock_sim::family::sim_lock::{LockKind, Simulated};
 use cassalock_sim::family::{run_family, Verdict as SimVerdict};
-use own_lock::{CasLeaseConfig, CasLeaseLock};
+use own_lock::scenarios::{lock_of_settings, sim_config};
+use own_lock::CasLeaseLock;
 
 /// Most seeds a sweep may run (each run is a fraction of a second of this machine's time).
 const MAX_SEEDS: u64 = 10_000;
 /// Most seconds one model check may take.
 const MAX_MODEL_SECONDS: u64 = 600;
 
-const USAGE: &str = "usage: own-lock [--seeds N (1..=10000, default 20)] [--max-seconds S (1..=600, default 60)]";
+const USAGE: &str = "usage: own-lock [--seeds N (1..=10000, default 20)] [--max-seconds S (1..=600, default 60)] [--scenario-file FILE]";
 
 struct Options {
     seeds: u64,
     max_seconds: u64,
+    /// Scenarios of your own for this lock (TOML, the simulator's language).
+    scenario_file: Option<String>,
 }
 
 /// Why the command line was not run.
@@ -42,9 +50,17 @@ fn parse(args: &[String]) -> Result<Options, Usage> {
     let mut options = Options {
         seeds: 20,
         max_seconds: 60,
+        scenario_file: None,
     };
     let mut args = args.iter();
     while let Some(flag) = args.next() {
+        if flag == "--scenario-file" {
+            let path = args
+                .next()
+                .ok_or_else(|| Usage::Bad("--scenario-file needs a file".to_owned()))?;
+            options.scenario_file = Some(path.clone());
+            continue;
+        }
         let (slot, most) = match flag.as_str() {
             "--seeds" => (&mut options.seeds, MAX_SEEDS),
             "--max-seconds" => (&mut options.max_seconds, MAX_MODEL_SECONDS),
@@ -63,14 +79,45 @@ fn parse(args: &[String]) -> Result<Options, Usage> {
     Ok(options)
 }
 
-/// The settings the simulator runs the lock with: a 2 s lease, read every 20 ms.
-fn sim_config() -> CasLeaseConfig {
-    CasLeaseConfig {
-        lease_s: 2,
-        retry_every_ms: 20,
-        max_wait_ms: None,
-        retry: RetryPolicy::default(),
+/// Each claim's verdict over `seeds` seeds of the scenario `build` makes for a seed: "violated
+/// at seed S" or "no violation in N seeds", and the runs the simulator's bound stopped before
+/// the claim was decided (never counted as a pass, always shown).
+fn sweep(build: impl Fn(u64) -> FamilyScenario, seeds: u64) -> Vec<(&'static str, String)> {
+    let mut first_violation: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut judged: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut bounded: BTreeMap<&'static str, u64> = BTreeMap::new();
+    for seed in 0..seeds {
+        let outcome = run_family(&build(seed), seed, false);
+        for (claim, verdict) in &outcome.verdicts.claims {
+            match verdict {
+                SimVerdict::Violated(_) => {
+                    first_violation.entry(claim.name()).or_insert(seed);
+                }
+                SimVerdict::NoViolation => {}
+                SimVerdict::Bounded(_) => {
+                    *bounded.entry(claim.name()).or_default() += 1;
+                    continue;
+                }
+                SimVerdict::NotChecked => continue,
+            }
+            *judged.entry(claim.name()).or_default() += 1;
+        }
     }
+    let claims: std::collections::BTreeSet<&'static str> = judged.keys().chain(bounded.keys()).copied().collect();
+    claims
+        .into_iter()
+        .map(|claim| {
+            let runs = judged.get(claim).copied().unwrap_or(0);
+            let mut mark = match first_violation.get(claim) {
+                Some(seed) => format!("sim: violated at seed {seed}"),
+                None => format!("sim: no violation in {runs} seeds"),
+            };
+            if let Some(cut) = bounded.get(claim) {
+                mark.push_str(&format!(", bounded in {cut}"));
+            }
+            (claim, mark)
+        })
+        .collect()
 }
 
 /// A cell of the row: the model's verdict and the sweep's.
@@ -101,6 +148,26 @@ fn main() -> ExitCode {
         Err(Usage::Bad(why)) => {
             eprintln!("own-lock: {why}\n{USAGE}");
             return ExitCode::from(2);
+        }
+    };
+    // Scenarios of your own, read and checked before anything runs.
+    let own = match &options.scenario_file {
+        None => Vec::new(),
+        Some(path) => {
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(error) => {
+                    eprintln!("own-lock: --scenario-file {path}: cannot read it: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            match load(CasLeaseLock::NAME, path, &text, lock_of_settings) {
+                Ok(named) => named,
+                Err(error) => {
+                    eprintln!("own-lock: --scenario-file {error}");
+                    return ExitCode::from(2);
+                }
+            }
         }
     };
     let mut row: BTreeMap<(String, usize), Cell> = BTreeMap::new();
@@ -155,50 +222,40 @@ fn main() -> ExitCode {
             continue;
         };
         eprintln!("own-lock: simulator, {} ...", scenario.name);
-        let mut first_violation: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let mut judged: BTreeMap<&'static str, u64> = BTreeMap::new();
-        // Runs the simulator's bound stopped before the claim was decided: never counted as a
-        // pass, always shown.
-        let mut bounded: BTreeMap<&'static str, u64> = BTreeMap::new();
-        for seed in 0..options.seeds {
-            // Scenarios whose client count is drawn from the seed are rebuilt for each.
-            let scenario = if scenario.name == "contention" {
-                let lock = scenario.lock.clone();
-                fault_scenarios(lock, seed).swap_remove(0)
-            } else {
-                scenario.clone()
-            };
-            let outcome = run_family(&scenario, seed, false);
-            for (claim, verdict) in &outcome.verdicts.claims {
-                match verdict {
-                    SimVerdict::Violated(_) => {
-                        first_violation.entry(claim.name()).or_insert(seed);
-                    }
-                    SimVerdict::NoViolation => {}
-                    SimVerdict::Bounded(_) => {
-                        *bounded.entry(claim.name()).or_default() += 1;
-                        continue;
-                    }
-                    SimVerdict::NotChecked => continue,
+        // The contention scenario draws its client count from the seed: rebuilt for each.
+        let marks = sweep(
+            |seed| {
+                if scenario.name == "contention" {
+                    fault_scenarios(scenario.lock.clone(), seed).swap_remove(0)
+                } else {
+                    scenario.clone()
                 }
-                *judged.entry(claim.name()).or_default() += 1;
-            }
-        }
+            },
+            options.seeds,
+        );
         println!("{}: {}", scenario.name, scenario.premise);
-        let claims: std::collections::BTreeSet<&'static str> = judged.keys().chain(bounded.keys()).copied().collect();
-        for claim in claims {
-            let runs = judged.get(claim).copied().unwrap_or(0);
-            let mut mark = match first_violation.get(claim) {
-                Some(seed) => format!("sim: violated at seed {seed}"),
-                None => format!("sim: no violation in {runs} seeds"),
-            };
-            if let Some(cut) = bounded.get(claim) {
-                mark.push_str(&format!(", bounded in {cut}"));
-            }
+        for (claim, mark) in marks {
             println!("  {claim:<12} {mark}");
             row.entry((claim.to_string(), column)).or_default().sim = Some(mark);
         }
         println!();
+    }
+
+    if let Some(path) = &options.scenario_file {
+        println!("## Your scenarios ({path}, {} seeds each)\n", options.seeds);
+        for scenario in &own {
+            eprintln!("own-lock: simulator, {} ...", scenario.name);
+            let built = scenario.build(0);
+            println!("{}: {}", scenario.name, built.premise);
+            for (claim, mark) in sweep(|seed| scenario.build(seed), options.seeds) {
+                let expected = built.expect_violated == Some(claim);
+                println!(
+                    "  {claim:<12} {mark}{}",
+                    if expected { " (the claim it exists to test)" } else { "" }
+                );
+            }
+            println!();
+        }
     }
 
     println!("## Matrix row\n");

@@ -86,3 +86,43 @@ fn a_server_that_restarts_empty_breaks_t1_belief_in_the_model_and_the_simulator(
     let outcome = run_family(&scenario("server-restart", 0), 0, false);
     assert!(outcome.verdicts.get(Claim::T1Belief).is_violated());
 }
+
+/// The scenarios of our own in `scenarios.toml`, read as `--scenario-file` reads them: a holder
+/// cut off from its server keeps every claim (its release compares its own token), and a
+/// server clock step past the lock's 1 s margin breaks T1-belief, the claim that scenario
+/// exists to test.
+#[test]
+fn t1_belief_the_scenario_file_s_partition_is_survived_and_its_clock_step_past_the_margin_is_not() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios.toml");
+    let text = std::fs::read_to_string(path).expect("scenarios.toml is beside the crate");
+    let named = cassalock_sim::family::scenario_file::load(
+        <CasLeaseLock as cassalock::algo::family::FamilyLock>::NAME,
+        path,
+        &text,
+        own_lock::scenarios::lock_of_settings,
+    )
+    .expect("the file loads");
+    let names: Vec<&str> = named.iter().map(|named| named.name).collect();
+    assert_eq!(names, ["cas-lease-partition", "cas-lease-server-clock-jump-past-margin"]);
+    for seed in 0..10 {
+        let partition = run_family(&named[0].build(seed), seed, false);
+        for (claim, verdict) in &partition.verdicts.claims {
+            assert!(
+                !matches!(verdict, SimVerdict::Violated(_)),
+                "seed {seed}: {} {verdict:?}",
+                claim.name()
+            );
+        }
+        assert_eq!(
+            partition.verdicts.get(Claim::T2),
+            &SimVerdict::NoViolation,
+            "seed {seed}"
+        );
+        let fast = run_family(&named[1].build(seed), seed, false);
+        assert!(
+            matches!(fast.verdicts.get(Claim::T1Belief), SimVerdict::Violated(_)),
+            "seed {seed}: {:?}",
+            fast.verdicts.claims
+        );
+    }
+}

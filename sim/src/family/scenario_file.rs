@@ -176,7 +176,7 @@ pub enum ScenarioFileError {
     WrongLock {
         file: String,
         found: String,
-        expected: &'static str,
+        expected: String,
     },
     #[error("{file}: no lock = \"NAME\" line: a scenario file names its lock ({locks})")]
     NoLock { file: String, locks: String },
@@ -424,20 +424,21 @@ pub fn lock_of(file: &str, text: &str, locks: &str) -> Result<Lock, ScenarioFile
     })
 }
 
-/// The scenarios of `text`, a scenario file of `lock` (named `file` in errors), each lock
-/// built by `build_lock` from its `settings`.
+/// The scenarios of `text`, a scenario file of the lock named `lock` (a registry name, or a
+/// lock of your own: its `SimLock::name`), read as `file` in errors, each lock built by
+/// `build_lock` from its `settings`.
 ///
 /// The strings of a loaded file live as long as the process (a file is loaded once).
-pub fn load(lock: Lock, file: &str, text: &str, build_lock: LockBuilder) -> Result<Vec<Named>, ScenarioFileError> {
+pub fn load(lock: &str, file: &str, text: &str, build_lock: LockBuilder) -> Result<Vec<Named>, ScenarioFileError> {
     let data: FileData = toml::from_str(text).map_err(|source| ScenarioFileError::Toml {
         file: file.to_owned(),
         source: Box::new(source),
     })?;
-    if data.lock != lock.name() {
+    if data.lock != lock {
         return Err(ScenarioFileError::WrongLock {
             file: file.to_owned(),
             found: data.lock,
-            expected: lock.name(),
+            expected: lock.to_owned(),
         });
     }
     if data.scenarios.is_empty() {
@@ -741,7 +742,7 @@ action = "failover"
 "#;
 
     fn refusal(text: &str) -> String {
-        match load(Lock::RedisSetNx, "f.toml", text, set_nx) {
+        match load("redis-set-nx", "f.toml", text, set_nx) {
             Ok(_) => panic!("loaded: {text}"),
             Err(error) => error.to_string(),
         }
@@ -749,7 +750,7 @@ action = "failover"
 
     #[test]
     fn a_good_file_loads_with_its_seeded_client_count() {
-        let named = load(Lock::RedisSetNx, "f.toml", GOOD, set_nx).expect("loads");
+        let named = load("redis-set-nx", "f.toml", GOOD, set_nx).expect("loads");
         assert_eq!(named.len(), 1);
         let counts: Vec<usize> = (0..50).map(|seed| named[0].build(seed).clients).collect();
         assert!(counts.iter().all(|count| (5..=32).contains(count)));
@@ -809,7 +810,7 @@ action = "failover"
 
     #[test]
     fn a_setting_changes_its_key_and_nothing_else_and_is_checked_as_a_file_is() {
-        let named = load(Lock::RedisSetNx, "f.toml", GOOD, set_nx).expect("loads").remove(0);
+        let named = load("redis-set-nx", "f.toml", GOOD, set_nx).expect("loads").remove(0);
         let set = |texts: &[&str]| {
             let settings: Vec<Setting> = texts.iter().map(|text| text.parse().expect("parses")).collect();
             named.with(&settings)

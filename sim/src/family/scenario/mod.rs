@@ -287,7 +287,7 @@ fn by_file() -> &'static [(Lock, Vec<Named>)] {
         FILES
             .iter()
             .map(
-                |&(lock, build_lock, file, text)| match load(lock, file, text, build_lock) {
+                |&(lock, build_lock, file, text)| match load(lock.name(), file, text, build_lock) {
                     Ok(named) => (lock, named),
                     // The files are part of the build and a unit test loads each: a defect of
                     // this program, not of its input.
@@ -320,7 +320,7 @@ pub fn add_scenario_file(path: &str, text: &str) -> Result<Vec<&'static str>, Sc
             locks,
         });
     };
-    let named = load(lock, path, text, build_lock)?;
+    let named = load(lock.name(), path, text, build_lock)?;
     if let Some(clash) = named.iter().find(|new| scenarios().any(|old| old.name == new.name)) {
         return Err(ScenarioFileError::BuiltInName {
             file: path.to_owned(),
@@ -511,7 +511,7 @@ mod tests {
                 "two scenario files say they are {}'s",
                 lock.name()
             );
-            let scenarios = load(lock, file, text, build_lock).unwrap_or_else(|error| panic!("{error}"));
+            let scenarios = load(lock.name(), file, text, build_lock).unwrap_or_else(|error| panic!("{error}"));
             for named in &scenarios {
                 let scenario = named.build(0);
                 assert_eq!(
