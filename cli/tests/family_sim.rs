@@ -581,3 +581,32 @@ fn set_changes_a_key_of_any_lock_s_scenario_and_its_replay_command_sets_it_again
         assert!(text(&run.stderr).contains(expected), "{args:?}: {}", text(&run.stderr));
     }
 }
+
+#[test]
+fn a_list_of_scenarios_mixes_the_row_locks_and_the_others_and_names_an_unknown_part() {
+    let mixed = cassalock(&["sim", "--scenario", "contention,redlock-gc-pause", "--seeds", "0..2"]);
+    let out = text(&mixed.stdout);
+    assert_eq!(mixed.status.code(), Some(1), "the worst of the two: {out}");
+    assert!(
+        out.contains("contention") && out.contains("redlock-gc-pause (redlock)"),
+        "{out}"
+    );
+    let rows = cassalock(&["sim", "--scenario", "contention,pause", "--seeds", "0..2"]);
+    assert_ne!(rows.status.code(), Some(2), "{}", text(&rows.stderr));
+    for (args, expected) in [
+        (&["sim", "--scenario", "redlock,nope"][..], "\"nope\" is not a scenario"),
+        (&["sim", "--scenario", "all,contention"][..], "give it alone"),
+        (
+            &["sim", "--scenario", "contention,redlock", "--m2"][..],
+            "sweep them in two calls",
+        ),
+        (
+            &["sim", "--scenario", "contention,redlock", "--set", "hold_ms=1"][..],
+            "sweep them in two calls",
+        ),
+    ] {
+        let run = cassalock(args);
+        assert_eq!(run.status.code(), Some(2), "{args:?}");
+        assert!(text(&run.stderr).contains(expected), "{args:?}: {}", text(&run.stderr));
+    }
+}

@@ -67,6 +67,11 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             rows = row_scenarios()
         ));
     }
+    if let Some(list) = args.scenario.scenario.as_deref().filter(|text| text.contains(',')) {
+        return crate::usage_error(&format!(
+            "--scenario {list}: replay runs one row locks' scenario (or the other locks' named together); give one of {list}"
+        ));
+    }
     let Resolved { scenario, options } = match args.scenario.resolve() {
         Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),

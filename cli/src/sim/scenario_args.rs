@@ -22,8 +22,9 @@ use super::command_line::shell_word;
 pub struct ScenarioArgs {
     /// A row locks' scenario (contention, skew, pause, pause-at-rewrite, rows-deleted, cl-one,
     /// partition, crash-holder, renew-race, timeservice-stall, loss, swarm), the other locks'
-    /// scenarios by name or by lock (comma-separated: `redlock,etcd-pause`), `all` for every
-    /// scenario of every lock, or `list` (required unless the --scenario-file names one).
+    /// scenarios by name or by lock, several comma-separated (`contention,redlock,etcd-pause`:
+    /// `sim` sweeps each in turn, `replay` one family's), `all` for every scenario of every
+    /// lock, or `list` (required unless the --scenario-file names one).
     #[arg(long)]
     pub scenario: Option<String>,
     /// Read the scenario and its knobs from a TOML file (examples in scenarios/): `scenario =

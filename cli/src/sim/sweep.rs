@@ -55,7 +55,85 @@ pub fn sim(args: SimArgs) -> ExitCode {
         Ok(None) => {}
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     }
-    row_sweep(&args)
+    match args.scenario.scenario.as_deref() {
+        Some(list) if list.contains(',') && args.scenario.scenario_file.is_none() => {
+            let list = list.to_owned();
+            sweep_list(args, &list)
+        }
+        _ => row_sweep(&args),
+    }
+}
+
+/// `--scenario A,B,...` naming row locks' scenarios (and maybe other locks' too): each row
+/// scenario swept in turn with the flags given, then the others' in one family sweep; the exit
+/// status is the worst. A part that names nothing is refused before anything runs.
+fn sweep_list(mut args: SimArgs, list: &str) -> ExitCode {
+    let rows: Vec<&str> = cassalock_sim::scenario::SCENARIOS
+        .iter()
+        .map(|scenario| scenario.name)
+        .collect();
+    let (mut row_parts, mut family_parts) = (Vec::new(), Vec::new());
+    for part in list.split(',').map(str::trim) {
+        if rows.contains(&part) {
+            if !row_parts.contains(&part) {
+                row_parts.push(part);
+            }
+        } else if part == ALL {
+            return crate::usage_error(&format!(
+                "--scenario {list}: all is every scenario of every lock already; give it alone"
+            ));
+        } else if crate::family_sim::names_family_scenarios(part) {
+            family_parts.push(part);
+        } else {
+            return crate::usage_error(&format!(
+                "--scenario {list}: {part:?} is not a scenario; the row locks' are {rows}, a lock's name stands for all of its ({locks}), `cassalock sim --scenario list` lists every one",
+                rows = row_scenarios(),
+                locks = crate::family_sim::lock_names_with_scenarios(),
+            ));
+        }
+    }
+    if args.shard.is_some() {
+        return crate::usage_error(&format!(
+            "--shard with --scenario {list}: a shard's file holds one scenario's sweep; shard each scenario on its own"
+        ));
+    }
+    if !family_parts.is_empty() {
+        // Each kind's knobs would be refused by the other's sweep: name what to split.
+        if let Some(flag) = args.row_lock_flag() {
+            return crate::usage_error(&format!(
+                "{flag} with --scenario {list}: it applies to the row locks' scenarios, not to {}; sweep them in two calls",
+                family_parts.join(",")
+            ));
+        }
+        let family_flag = [
+            (args.bound_ms.is_some(), "--bound-ms"),
+            (args.replication_lag_ms.is_some(), "--replication-lag-ms"),
+            (!args.scenario.set.is_empty(), "--set"),
+        ]
+        .into_iter()
+        .find_map(|(on, flag)| on.then_some(flag));
+        if let (Some(flag), false) = (family_flag, row_parts.is_empty()) {
+            return crate::usage_error(&format!(
+                "{flag} with --scenario {list}: it applies to the other locks' scenarios, not to {}; sweep them in two calls",
+                row_parts.join(",")
+            ));
+        }
+    }
+    let mut worst = ExitCode::SUCCESS;
+    for part in row_parts {
+        args.scenario.scenario = Some(part.to_owned());
+        let code = row_sweep(&args);
+        if code == ExitCode::from(2) {
+            return code;
+        }
+        worst = worse(worst, code);
+    }
+    if family_parts.is_empty() {
+        return worst;
+    }
+    let names = family_parts.join(",");
+    args.scenario.scenario = Some(names.clone());
+    worse(worst, family_sweep(&args, &names))
 }
 
 /// The refusal of `--set` for a row locks' scenario.
