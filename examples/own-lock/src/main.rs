@@ -18,7 +18,7 @@ use cassalock_models::check::{check, Limits, Verdict as ModelVerdict};
 use cassalock_models::family::FamilyModel;
 use cassalock_models::Fault;
 use cassalock_sim::family::scenario::{fault_scenarios, FamilyScenario};
-use cassalock_sim::family::scenario_file::load;
+use cassalock_sim::family::scenario_file::{load, Named, ScenarioFileError};
 use cassalock_sim::family::sim_lock::{LockKind, Simulated};
 use cassalock_sim::family::{run_family, Verdict as SimVerdict};
 use own_lock::scenarios::{lock_of_settings, sim_config};
@@ -120,6 +120,46 @@ fn sweep(build: impl Fn(u64) -> FamilyScenario, seeds: u64) -> Vec<(&'static str
         .collect()
 }
 
+/// Why a scenario file was not read; each says the file's name first.
+enum FileError {
+    Read(String, std::io::Error),
+    Refused(ScenarioFileError),
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileError::Read(path, error) => write!(f, "{path}: cannot read it: {error}"),
+            FileError::Refused(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// The scenarios of the file at `path`, checked as the simulator checks its own.
+fn read_own_scenarios(path: &str) -> Result<Vec<Named>, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|error| FileError::Read(path.to_owned(), error))?;
+    load(CasLeaseLock::NAME, path, &text, lock_of_settings).map_err(FileError::Refused)
+}
+
+/// Each scenario of the file swept over `seeds` seeds, each claim's verdict, the claim the
+/// scenario exists to test marked.
+fn print_own_scenarios(path: &str, own: &[Named], seeds: u64) {
+    println!("## Your scenarios ({path}, {seeds} seeds each)\n");
+    for scenario in own {
+        eprintln!("own-lock: simulator, {} ...", scenario.name);
+        let built = scenario.build(0);
+        println!("{}: {}", scenario.name, built.premise);
+        for (claim, mark) in sweep(|seed| scenario.build(seed), seeds) {
+            let expected = built.expect_violated == Some(claim);
+            println!(
+                "  {claim:<12} {mark}{}",
+                if expected { " (the claim it exists to test)" } else { "" }
+            );
+        }
+        println!();
+    }
+}
+
 /// A cell of the row: the model's verdict and the sweep's.
 #[derive(Default)]
 struct Cell {
@@ -153,22 +193,13 @@ fn main() -> ExitCode {
     // Scenarios of your own, read and checked before anything runs.
     let own = match &options.scenario_file {
         None => Vec::new(),
-        Some(path) => {
-            let text = match std::fs::read_to_string(path) {
-                Ok(text) => text,
-                Err(error) => {
-                    eprintln!("own-lock: --scenario-file {path}: cannot read it: {error}");
-                    return ExitCode::from(2);
-                }
-            };
-            match load(CasLeaseLock::NAME, path, &text, lock_of_settings) {
-                Ok(named) => named,
-                Err(error) => {
-                    eprintln!("own-lock: --scenario-file {error}");
-                    return ExitCode::from(2);
-                }
+        Some(path) => match read_own_scenarios(path) {
+            Ok(named) => named,
+            Err(why) => {
+                eprintln!("own-lock: --scenario-file {why}");
+                return ExitCode::from(2);
             }
-        }
+        },
     };
     let mut row: BTreeMap<(String, usize), Cell> = BTreeMap::new();
     let mut limit_hit = false;
@@ -242,20 +273,7 @@ fn main() -> ExitCode {
     }
 
     if let Some(path) = &options.scenario_file {
-        println!("## Your scenarios ({path}, {} seeds each)\n", options.seeds);
-        for scenario in &own {
-            eprintln!("own-lock: simulator, {} ...", scenario.name);
-            let built = scenario.build(0);
-            println!("{}: {}", scenario.name, built.premise);
-            for (claim, mark) in sweep(|seed| scenario.build(seed), options.seeds) {
-                let expected = built.expect_violated == Some(claim);
-                println!(
-                    "  {claim:<12} {mark}{}",
-                    if expected { " (the claim it exists to test)" } else { "" }
-                );
-            }
-            println!();
-        }
+        print_own_scenarios(path, &own, options.seeds);
     }
 
     println!("## Matrix row\n");

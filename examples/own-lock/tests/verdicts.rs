@@ -103,7 +103,10 @@ fn t1_belief_the_scenario_file_s_partition_is_survived_and_its_clock_step_past_t
     )
     .expect("the file loads");
     let names: Vec<&str> = named.iter().map(|named| named.name).collect();
-    assert_eq!(names, ["cas-lease-partition", "cas-lease-server-clock-jump-past-margin"]);
+    assert_eq!(
+        names,
+        ["cas-lease-partition", "cas-lease-server-clock-jump-past-margin"]
+    );
     for seed in 0..10 {
         let partition = run_family(&named[0].build(seed), seed, false);
         for (claim, verdict) in &partition.verdicts.claims {
