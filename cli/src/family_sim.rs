@@ -229,7 +229,7 @@ impl Knobs {
 }
 
 /// The longest bound `--bound-ms` accepts: one simulated hour.
-pub const MAX_BOUND_MS: u64 = 3_600_000;
+pub const MAX_BOUND_MS: u64 = cassalock_sim::family::scenario::MAX_SCENARIO_MS;
 
 /// The scenario `name` on `seed`, with the command line's knobs.
 fn scenario(name: &str, seed: u64, knobs: &Knobs) -> FamilyScenario {

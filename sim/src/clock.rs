@@ -34,7 +34,43 @@ pub struct ClockSpec {
     pub error_us: u64,
 }
 
+/// A clock no run should have: running backwards or more than twice as fast, or more than a
+/// day away from true time.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClockSpecError {
+    #[error("drift_ppm = {0}: give -999999 to 1000000 (a clock cannot run backwards)")]
+    Drift(i64),
+    #[error("{key} = {value}: give at most a day ({DAY_US} µs) either way")]
+    TooFar { key: &'static str, value: i64 },
+    #[error("jumps.at_ms = {0}: give 0 to 3600000 (one simulated hour)")]
+    JumpTime(u64),
+}
+
+/// A day in microseconds: the farthest a clock of a scenario may be from true time.
+pub const DAY_US: i64 = 86_400_000_000;
+
 impl ClockSpec {
+    /// The settings a clock of a scenario may have ([`ClockSpecError`]); [`SimClock::new`]
+    /// refuses a backward clock outright.
+    pub fn check(&self) -> Result<(), ClockSpecError> {
+        if !(-999_999..=1_000_000).contains(&self.drift_ppm) {
+            return Err(ClockSpecError::Drift(self.drift_ppm));
+        }
+        let error = i64::try_from(self.error_us).unwrap_or(i64::MAX);
+        let far = [("offset_us", self.offset_us), ("error_us", error)]
+            .into_iter()
+            .chain(self.jumps.iter().map(|(_, step_us)| ("jumps.step_us", *step_us)));
+        for (key, value) in far {
+            if value.checked_abs().is_none_or(|abs| abs > DAY_US) {
+                return Err(ClockSpecError::TooFar { key, value });
+            }
+        }
+        if let Some((at_ms, _)) = self.jumps.iter().find(|(at_ms, _)| *at_ms > 3_600_000) {
+            return Err(ClockSpecError::JumpTime(*at_ms));
+        }
+        Ok(())
+    }
+
     /// `node`'s clock as an event record's header says it (`None`: it reads simulated time).
     pub fn to_record(&self, node: &str) -> Option<cassalock_judge::event::NodeClock> {
         (*self != ClockSpec::default()).then(|| cassalock_judge::event::NodeClock {

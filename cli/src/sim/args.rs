@@ -149,8 +149,7 @@ pub(super) fn family_knobs(
 pub(super) fn family_scenarios(scenario: &ScenarioArgs) -> anyhow::Result<Option<String>> {
     if let Some(path) = &scenario.scenario_file {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| anyhow::anyhow!("--scenario-file {shown}: cannot read it: {error}"))?;
+        let text = super::scenario_args::read_scenario_file(path)?;
         if !cassalock_sim::family::scenario_file::names_a_lock(&text) {
             return Ok(None);
         }

@@ -203,7 +203,29 @@ fn consistency_named<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Resul
 /// The knobs, listed once: the file's fallback, the library's [`Knobs`], the printed flags.
 macro_rules! knob_fields {
     ($($name:ident),* $(,)?) => {
-        impl ScenarioArgs {
+        /// The largest scenario file read (a scenario is a few hundred bytes).
+const MAX_SCENARIO_FILE_BYTES: u64 = 1 << 20;
+
+/// The text of a `--scenario-file`, of either kind; a file that cannot be read, or is larger
+/// than a mebibyte, is refused naming it.
+pub(super) fn read_scenario_file(path: &std::path::Path) -> anyhow::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .map_err(|error| anyhow::anyhow!("--scenario-file {}: cannot read it: {error}", path.display()))?;
+    let mut text = String::new();
+    file.take(MAX_SCENARIO_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|error| anyhow::anyhow!("--scenario-file {}: cannot read it: {error}", path.display()))?;
+    if text.len() as u64 > MAX_SCENARIO_FILE_BYTES {
+        anyhow::bail!(
+            "--scenario-file {}: larger than {MAX_SCENARIO_FILE_BYTES} bytes; a scenario file holds a few scenarios",
+            path.display()
+        );
+    }
+    Ok(text)
+}
+
+impl ScenarioArgs {
             /// Each knob's snake_case name and value as given here (`None`: not given).
             fn knob_values(&self) -> Vec<(&'static str, Option<String>)> {
                 vec![$((stringify!($name), self.$name.as_ref().map(ToString::to_string))),*]
@@ -264,8 +286,7 @@ impl ScenarioArgs {
         let Some(path) = &self.scenario_file else {
             return Ok(self.clone());
         };
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| anyhow::anyhow!("--scenario-file {}: cannot read it: {error}", path.display()))?;
+        let text = read_scenario_file(path)?;
         let file: ScenarioArgs = toml::from_str(&text)
             .map_err(|error| anyhow::anyhow!("--scenario-file {}: {}", path.display(), error.to_string().trim_end()))?;
         let mut merged = self.clone();

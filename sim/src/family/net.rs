@@ -298,8 +298,9 @@ pub struct Slow {
     pub extra_ms: u64,
 }
 
-/// How a cut link fails a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a cut link fails a request (in a scenario file: `refused`, `dropped`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum CutMode {
     /// At once, `Unavailable` (no route, connection refused): surely not applied.
     Refused,

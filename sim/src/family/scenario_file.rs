@@ -293,22 +293,9 @@ enum ClientsData {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct MatrixData {
-    column: Option<ColumnData>,
+    column: Option<MatrixColumn>,
     label: Option<String>,
     client_bug: Option<String>,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum ColumnData {
-    None,
-    Pause,
-    StoreFailure,
-    Restart,
-    Failover,
-    ServerClockJump,
-    LostNotification,
-    Partition,
 }
 
 #[derive(Default, Deserialize)]
@@ -345,14 +332,7 @@ struct CutData {
     from_ms: u64,
     /// Absent: to the end of the run.
     to_ms: Option<u64>,
-    mode: CutModeData,
-}
-
-#[derive(Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-enum CutModeData {
-    Refused,
-    Dropped,
+    mode: CutMode,
 }
 
 #[derive(Deserialize)]
@@ -392,6 +372,8 @@ enum ActionData {
     Restart,
 }
 
+/// The store's `Persistence` keeps its own serde names (`None`, `EveryWrite`) for the records
+/// that carry it; the scenario language writes `none`, `every-write`.
 #[derive(Clone, Copy, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum PersistenceData {
@@ -498,7 +480,7 @@ impl ScenarioData {
                 column: Some(column),
                 label: Some(label),
                 client_bug: None,
-            }) => InMatrix::Cell(column.into(), leak(label)),
+            }) => InMatrix::Cell(column, leak(label)),
             Some(MatrixData {
                 column: None,
                 label: None,
@@ -560,10 +542,7 @@ impl ScenarioData {
                     server: cut.server,
                     from_ms: cut.from_ms,
                     to_ms: cut.to_ms.unwrap_or(u64::MAX),
-                    mode: match cut.mode {
-                        CutModeData::Refused => CutMode::Refused,
-                        CutModeData::Dropped => CutMode::Dropped,
-                    },
+                    mode: cut.mode,
                 })
                 .collect(),
             faults,
@@ -618,21 +597,6 @@ fn parse_clients_range(text: &str) -> Option<RangeInclusive<usize>> {
         None => end.trim().parse::<usize>().ok()?.checked_sub(1)?,
     };
     (start <= last).then_some(start..=last)
-}
-
-impl From<ColumnData> for MatrixColumn {
-    fn from(column: ColumnData) -> Self {
-        match column {
-            ColumnData::None => MatrixColumn::None,
-            ColumnData::Pause => MatrixColumn::Pause,
-            ColumnData::StoreFailure => MatrixColumn::StoreFailure,
-            ColumnData::Restart => MatrixColumn::Restart,
-            ColumnData::Failover => MatrixColumn::Failover,
-            ColumnData::ServerClockJump => MatrixColumn::ServerClockJump,
-            ColumnData::LostNotification => MatrixColumn::LostNotification,
-            ColumnData::Partition => MatrixColumn::Partition,
-        }
-    }
 }
 
 impl ClockData {
@@ -736,6 +700,7 @@ settings = { ttl_ms = 2000 }
 clients = "5..=32"
 expect_violated = "T1-belief"
 matrix = { column = "failover", label = "l" }
+replication_lag_ms = 100
 [[scenario.faults]]
 after = "first-acquired"
 action = "failover"
@@ -843,5 +808,54 @@ action = "failover"
             toml::Value::String("5..=8".into()),
             "a range needs no quotes"
         );
+    }
+
+    #[test]
+    fn a_setting_out_of_range_or_naming_what_the_run_lacks_is_refused_not_run() {
+        let named = load("redis-set-nx", "f.toml", GOOD, set_nx).expect("loads").remove(0);
+        let cases = [
+            ("bound_ms=0", "bound_ms = 0: give 1 to 3600000"),
+            ("request_timeout_ms=0", "request_timeout_ms = 0"),
+            ("max_tries=0", "max_tries = 0"),
+            ("lost_reply_ppm=1000001", "lost_reply_ppm = 1000001"),
+            ("hold_ms=3600001", "hold_ms = 3600001"),
+            (
+                "pauses=[{client=0,acquisition=0,pause_ms=9223372036854775807}]",
+                "pauses.pause_ms",
+            ),
+            ("server_clocks=[{drift_ppm=-1000000}]", "a clock cannot run backwards"),
+            ("client_clocks=[{offset_us=86400000001}]", "offset_us = 86400000001"),
+            (
+                "cuts=[{server=1,from_ms=0,mode=\"dropped\"}]",
+                "names server 1, but the lock runs on 1",
+            ),
+            ("replication_lag_ms=false", "invalid type"),
+            (
+                "faults=[{at_ms=5,action=\"failover\"},{at_ms=9,action=\"failover\"}]",
+                "two failovers",
+            ),
+            (
+                "faults=[{after=\"first-renewal\",action=\"failover\"}]",
+                "does not renew in the background",
+            ),
+        ];
+        for (text, expected) in cases {
+            let setting: Setting = text.parse().expect(text);
+            let refusal = named.with(&[setting]).expect_err(text).to_string();
+            assert!(
+                refusal.contains(expected),
+                "{text}: {refusal:?} does not say {expected:?}"
+            );
+        }
+        let without_replica = load(
+            "redis-set-nx",
+            "f.toml",
+            &GOOD.replace("replication_lag_ms = 100\n", ""),
+            set_nx,
+        );
+        assert!(without_replica
+            .expect_err("a failover without a replica")
+            .to_string()
+            .contains("give replication_lag_ms"));
     }
 }

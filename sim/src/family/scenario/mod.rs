@@ -215,6 +215,8 @@ impl FamilyScenario {
         if self.lock.servers() > MAX_SERVERS {
             return Err(ScenarioError::Servers(self.lock.servers()));
         }
+        self.check_limits()?;
+        self.check_servers_named()?;
         self.lock.check().map_err(|error| ScenarioError::LockSettings {
             lock: self.lock.name(),
             why: error.to_string(),
@@ -222,6 +224,139 @@ impl FamilyScenario {
         Ok(())
     }
 }
+
+impl FamilyScenario {
+    /// Every count, time and rate within its range: a run bounded by an hour of simulated time,
+    /// rates in parts per million, clocks that stay within a day of true time.
+    fn check_limits(&self) -> Result<(), ScenarioError> {
+        let out = |key: &'static str, value: String, range: &'static str| {
+            Err(ScenarioError::OutOfRange { key, value, range })
+        };
+        if !(1..=MAX_SCENARIO_MS).contains(&self.bound_ms) {
+            return out(
+                "bound_ms",
+                self.bound_ms.to_string(),
+                "1 to 3600000 (one simulated hour)",
+            );
+        }
+        if !(1..=MAX_SCENARIO_MS).contains(&self.request_timeout_ms) {
+            return out(
+                "request_timeout_ms",
+                self.request_timeout_ms.to_string(),
+                "1 to 3600000",
+            );
+        }
+        if !(1..=MAX_TRIES).contains(&self.max_tries) {
+            return out("max_tries", self.max_tries.to_string(), "1 to 1000000");
+        }
+        if self.extends > MAX_ACQUISITIONS {
+            return out("extends", self.extends.to_string(), "0 to 10000");
+        }
+        let times = [
+            ("hold_ms", Some(self.hold_ms)),
+            ("extend_after_ms", self.extend_after_ms),
+            ("think_max_ms", Some(self.think_max_ms)),
+            ("message_delay_ms", Some(self.message_delay_ms)),
+            ("replication_lag_ms", self.replication_lag_ms),
+            ("zk_close_lag_ms", Some(self.zk_close_lag_ms)),
+        ]
+        .into_iter()
+        .filter_map(|(key, ms)| ms.map(|ms| (key, ms)))
+        .chain(self.start_ms.iter().map(|ms| ("start_ms", *ms)))
+        .chain(self.slow.iter().flat_map(|(_, slow)| {
+            [
+                ("slow.from_ms", slow.from_ms),
+                ("slow.to_ms", slow.to_ms),
+                ("slow.extra_ms", slow.extra_ms),
+            ]
+        }))
+        .chain(self.cuts.iter().map(|cut| ("cuts.from_ms", cut.from_ms)))
+        // A cut's end may be the run's end (absent in a file: u64::MAX).
+        .chain(
+            self.cuts
+                .iter()
+                .filter(|cut| cut.to_ms != u64::MAX)
+                .map(|cut| ("cuts.to_ms", cut.to_ms)),
+        )
+        .chain(self.pauses.iter().map(|pause| ("pauses.pause_ms", pause.pause_ms)))
+        .chain(self.faults.iter().flat_map(|fault| {
+            let trigger = match fault.trigger {
+                Trigger::AtMs(ms) => ("faults.at_ms", ms),
+                Trigger::FirstAcquired { delay_ms } | Trigger::FirstRenewal { delay_ms } => {
+                    ("faults.delay_ms", delay_ms)
+                }
+            };
+            let down = match fault.action {
+                ServerAction::Restart { down_ms, .. } => Some(("faults.down_ms", down_ms)),
+                ServerAction::Failover => None,
+            };
+            std::iter::once(trigger).chain(down)
+        }));
+        for (key, ms) in times {
+            if ms > MAX_SCENARIO_MS {
+                return out(key, ms.to_string(), "0 to 3600000 (one simulated hour)");
+            }
+        }
+        for (key, ppm) in [
+            ("lost_request_ppm", self.lost_request_ppm),
+            ("lost_reply_ppm", self.lost_reply_ppm),
+            ("lost_message_ppm", self.lost_message_ppm),
+        ] {
+            if ppm > 1_000_000 {
+                return out(key, ppm.to_string(), "0 to 1000000 (parts per million)");
+            }
+        }
+        for clock in self.server_clocks.iter().chain(&self.client_clocks) {
+            clock.check().map_err(ScenarioError::Clock)?;
+        }
+        Ok(())
+    }
+
+    /// Every server a cut, a slow window or a server fault names exists, a failover has a
+    /// replica to promote (one failover a run), and a fault waiting for the first renewal has a
+    /// renewal to wait for: a fault that could never fire is refused, not run without it.
+    fn check_servers_named(&self) -> Result<(), ScenarioError> {
+        let servers = self.lock.servers();
+        let named = self
+            .cuts
+            .iter()
+            .map(|cut| cut.server)
+            .chain(self.slow.iter().map(|(server, _)| *server))
+            .chain(self.faults.iter().filter_map(|fault| match fault.action {
+                ServerAction::Restart { server, .. } => Some(server),
+                ServerAction::Failover => None,
+            }));
+        if let Some(server) = named.max().filter(|server| *server >= servers) {
+            return Err(ScenarioError::FaultOnMissingServer { server, servers });
+        }
+        let failovers = self
+            .faults
+            .iter()
+            .filter(|fault| fault.action == ServerAction::Failover)
+            .count();
+        if failovers > 0 && (self.replication_lag_ms.is_none() || servers != 1) {
+            return Err(ScenarioError::FailoverWithoutReplica);
+        }
+        if failovers > 1 {
+            return Err(ScenarioError::SecondFailover);
+        }
+        let waits_for_renewal = self
+            .faults
+            .iter()
+            .any(|fault| matches!(fault.trigger, Trigger::FirstRenewal { .. }));
+        if waits_for_renewal && self.lock.renew_every_ms().is_none() {
+            return Err(ScenarioError::NoRenewalToWaitFor { lock: self.lock.name() });
+        }
+        Ok(())
+    }
+}
+
+/// The longest simulated time anything of a scenario may take: a run's bound, a hold, a
+/// pause, a fault's time (one simulated hour, as `--bound-ms`).
+pub const MAX_SCENARIO_MS: u64 = 3_600_000;
+
+/// Most `lock` calls per acquisition.
+pub const MAX_TRIES: u32 = 1_000_000;
 
 /// Most clients a run may have (client addresses are one byte).
 pub const MAX_CLIENTS: usize = 64;
@@ -250,6 +385,22 @@ pub enum ScenarioError {
     Servers(usize),
     #[error("lock {lock}: {why}")]
     LockSettings { lock: &'static str, why: String },
+    #[error("{key} = {value}: give {range}")]
+    OutOfRange {
+        key: &'static str,
+        value: String,
+        range: &'static str,
+    },
+    #[error("a clock of the scenario: {0}")]
+    Clock(crate::clock::ClockSpecError),
+    #[error("a cut, a slow window or a restart names server {server}, but the lock runs on {servers}: give 0 to {}", servers - 1)]
+    FaultOnMissingServer { server: usize, servers: usize },
+    #[error("a failover promotes a replica: give replication_lag_ms (a replica of the one server) with it")]
+    FailoverWithoutReplica,
+    #[error("two failovers: a run has one replica to promote")]
+    SecondFailover,
+    #[error("a fault waits for the first renewal, but {lock} does not renew in the background: give at_ms or after = \"first-acquired\"")]
+    NoRenewalToWaitFor { lock: &'static str },
 }
 
 /// Where the property matrix files a scenario's verdicts.
@@ -263,8 +414,10 @@ pub enum InMatrix {
     ClientBug(&'static str),
 }
 
-/// The fault columns of the families' rows of the property matrix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The fault columns of the families' rows of the property matrix (in a scenario file:
+/// `none`, `pause`, `store-failure`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum MatrixColumn {
     None,
     Pause,
@@ -390,6 +543,34 @@ pub fn build(name: &str, seed: u64) -> Result<FamilyScenario, ScenarioError> {
     debug_assert_eq!(scenario.name, named.name);
     scenario.check()?;
     Ok(scenario)
+}
+
+/// A scenario's `settings` for a lock on one Redis key with a time to live (SET NX, the
+/// two-command recipe).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OneKeySettings {
+    /// The key's time to live.
+    ttl_ms: u64,
+    /// `lock` gives up after this long on the client's clock (absent: it waits for ever).
+    #[serde(default)]
+    max_wait_ms: Option<u64>,
+}
+
+/// Lock `L`, on one Redis key, from a scenario's `settings`; a waiter asks again every 20 ms.
+fn one_redis_key_lock<L>(settings: toml::Table) -> Result<LockKind, toml::de::Error>
+where
+    L: cassalock::algo::family::FamilyLock<Config = RedisLockConfig>,
+    super::sim_lock::Simulated<L>: super::sim_lock::SimLock,
+{
+    let OneKeySettings { ttl_ms, max_wait_ms } = toml::Value::Table(settings).try_into()?;
+    let config = RedisLockConfig {
+        max_wait_ms,
+        ..redis(ttl_ms)
+    };
+    Ok(std::sync::Arc::new(super::sim_lock::Simulated::<L>::new(
+        config, ttl_ms,
+    )))
 }
 
 fn redis(ttl_ms: u64) -> RedisLockConfig {
