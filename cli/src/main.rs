@@ -145,12 +145,14 @@ every one listed with its line of help by `cassalock sim --scenario list`, and n
 --summary, --svg, --events), not the row locks' other knobs. `--scenario all` runs every
 scenario of every lock with its own defaults.
 
-Knobs (the options above under \"Knobs\") override the scenario's values; --scenario-file FILE.toml
-sets the scenario and any knob (same names in snake_case, e.g. scenarios/flaky-store.toml), and
-flags given too override the file. The replay command printed for a failing seed carries both.
-A --scenario-file that names its lock (lock = \"redisson\") holds the other locks' scenarios of
-your own, in the language of the built-in ones (e.g. scenarios/redisson-pause-boundary.toml;
-docs/simulator.md): `sim` runs all of them, or those --scenario names.
+Knobs (the options above under \"Knobs\") override the scenario's values, and --set KEY=VALUE
+sets one by its snake_case name too (--set ttl_s=10). A --scenario-file FILE.toml holds
+scenarios of your own in one language for every lock: it names its lock (lock = \"queue\",
+lock = \"redisson\") and lists [[scenario]] tables; a row lock's tables name a built-in scenario as
+their `base` and set its knobs (scenarios/flaky-store.toml), the others' set any key of the
+built-in ones (scenarios/redisson-pause-boundary.toml; docs/own-scenario.md). `sim` runs all of
+them, or those --scenario names; flags given too override the file, and the replay command
+printed for a failing seed carries both.
 
 ",
     exit_status_help!()

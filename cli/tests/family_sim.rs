@@ -450,7 +450,8 @@ fn a_scenario_file_that_cannot_run_is_refused_with_its_file_scenario_and_reason(
     let dir = std::env::temp_dir().join(format!("cassalock-scenario-file-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     let cases = [
-        ("lock = \"old\"\n", "has no scenarios in the simulator"),
+        ("lock = \"lwt\"\n", "has no scenarios in the simulator"),
+        ("lock = \"old\"\n", "lists no scenario"),
         ("lock = \"redis-set-nx\"\n", "lists no scenario"),
         (
             "lock = \"redis-set-nx\"\n[[scenario]]\nname = \"set-nx-contention\"\nhelp = \"h\"\npremise = \"p\"\nsettings = { ttl_ms = 100 }\n",
@@ -557,8 +558,8 @@ fn set_changes_a_key_of_any_lock_s_scenario_and_its_replay_command_sets_it_again
             "ttl_s is 0",
         ),
         (
-            &["sim", "--scenario", "contention", "--set", "hold_ms=1"][..],
-            "a row locks' scenario",
+            &["sim", "--scenario", "contention", "--set", "settings.ttl_ms=1"][..],
+            "a row locks' scenario has no tables",
         ),
         (
             &[
@@ -568,9 +569,9 @@ fn set_changes_a_key_of_any_lock_s_scenario_and_its_replay_command_sets_it_again
                 "--seed",
                 "0",
                 "--set",
-                "hold_ms=1",
+                "hold_ms=many",
             ][..],
-            "a row locks' scenario",
+            "--set: ",
         ),
         (
             &["sim", "--scenario", "all", "--set", "hold_ms=1"][..],

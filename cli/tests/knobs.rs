@@ -24,6 +24,11 @@ fn text(bytes: &[u8]) -> String {
 }
 
 /// A scenario file in a fresh temporary directory.
+/// A row lock's scenario file of one scenario, `mine`, on `base`'s plan with `knobs`.
+fn one_scenario(lock: &str, base: &str, knobs: &str) -> String {
+    format!("lock = \"{lock}\"\n[[scenario]]\nname = \"mine\"\nhelp = \"a test\"\nbase = \"{base}\"\n{knobs}")
+}
+
 fn scenario_file(name: &str, body: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("cassalock-knobs-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
@@ -177,14 +182,14 @@ fn knobs_are_checked_with_the_scenario_s_own_values() {
 
 #[test]
 fn a_scenario_file_refuses_unknown_keys_and_bad_values_naming_file_and_key() {
-    let unknown = scenario_file("unknown", "scenario = \"contention\"\nttl_seconds = 10\n");
+    let unknown = scenario_file("unknown", &one_scenario("queue", "contention", "ttl_seconds = 10\n"));
     let out = cassalock(&["sim", "--scenario-file", unknown.to_str().unwrap(), "--seeds", "0..1"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains(unknown.to_str().unwrap()), "{stderr}");
     assert!(stderr.contains("unknown field `ttl_seconds`"), "{stderr}");
 
-    let bad = scenario_file("bad", "scenario = \"contention\"\nrenew_every_ms = 20000\n");
+    let bad = scenario_file("bad", &one_scenario("queue", "contention", "renew_every_ms = 20000\n"));
     let out = cassalock(&["sim", "--scenario-file", bad.to_str().unwrap(), "--seeds", "0..1"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -196,7 +201,7 @@ fn a_scenario_file_refuses_unknown_keys_and_bad_values_naming_file_and_key() {
         "{stderr}"
     );
 
-    let typed = scenario_file("typed", "scenario = \"contention\"\nclients = \"many\"\n");
+    let typed = scenario_file("typed", &one_scenario("queue", "contention", "clients = \"many\"\n"));
     let out = cassalock(&["sim", "--scenario-file", typed.to_str().unwrap(), "--seeds", "0..1"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -206,7 +211,16 @@ fn a_scenario_file_refuses_unknown_keys_and_bad_values_naming_file_and_key() {
     let out = cassalock(&["sim", "--scenario-file", nameless.to_str().unwrap(), "--seeds", "0..1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        text(&out.stderr).contains("give --scenario NAME"),
+        text(&out.stderr).contains("no lock = \"NAME\" line"),
+        "{}",
+        text(&out.stderr)
+    );
+    // The knobs file of before (`scenario = ...` at the top) is told how to write it now.
+    let old = scenario_file("old", "scenario = \"contention\"\nttl_s = 10\n");
+    let out = cassalock(&["sim", "--scenario-file", old.to_str().unwrap(), "--seeds", "0..1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("base = \"contention\""),
         "{}",
         text(&out.stderr)
     );
@@ -225,7 +239,11 @@ fn flags_override_the_file_and_the_printed_replay_reproduces_the_run() {
     // The file's renewal breaks TTL/2; the flag overrides it, so the run goes ahead.
     let file = scenario_file(
         "override",
-        "scenario = \"contention\"\nrenew_every_ms = 20000\nclients = 2\nacquisitions = 3\nfail_after_apply_percent = 20\n",
+        &one_scenario(
+            "queue",
+            "contention",
+            "renew_every_ms = 20000\nclients = 2\nacquisitions = 3\nfail_after_apply_percent = 20\n",
+        ),
     );
     let out = cassalock(&[
         "replay",
@@ -293,7 +311,7 @@ fn the_example_scenario_files_parse_and_run() {
             text(&out.stderr)
         );
         assert!(
-            stdout.contains("contention | queue algorithm | seeds 0..3 | 3 runs"),
+            stdout.contains(" | queue algorithm | seeds 0..3 | 3 runs"),
             "{file}:\n{stdout}"
         );
         if fired == "noisy" {
@@ -319,7 +337,7 @@ fn printed_commands_quote_a_path_with_spaces() {
     let dir = std::env::temp_dir().join(format!("cassalock knobs {} it's here", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temporary directory");
     let path = dir.join("pause run.toml");
-    std::fs::write(&path, "scenario = \"pause\"\n").expect("scenario file written");
+    std::fs::write(&path, one_scenario("queue", "pause", "")).expect("scenario file written");
     let path_text = path.display().to_string();
     let out = cassalock(&["sim", "--scenario-file", &path_text, "--seeds", "0..1"]);
     let stdout = text(&out.stdout);
@@ -402,4 +420,110 @@ fn a_boolean_knob_alone_means_true_on_every_command() {
             text(&out.stderr)
         );
     }
+}
+
+/// A row lock's scenario file sweeps each of its scenarios under its lock's algorithm, with the
+/// lock's own settings (TryGetLock here), and each printed replay command reads the file again.
+#[test]
+fn a_row_lock_s_file_sweeps_each_scenario_under_its_lock_and_its_replays_reproduce() {
+    let file = scenario_file(
+        "row-lock",
+        "lock = \"trygetlock\"\n\
+         [[scenario]]\nname = \"try-calm\"\nhelp = \"h\"\nbase = \"contention\"\nclients = 2\nacquisitions = 2\n\
+         [[scenario]]\nname = \"try-paused\"\nhelp = \"h\"\nbase = \"pause\"\nclients = 2\n",
+    );
+    let path = file.to_str().unwrap();
+    let out = cassalock(&["sim", "--scenario-file", path, "--seeds", "0..2"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the pause breaks T1-belief: {stdout}{}",
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("try-calm | queue algorithm | seeds 0..2 | 2 runs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("try-paused | queue algorithm | seeds 0..2 | 2 runs"),
+        "{stdout}"
+    );
+    let replay_line = stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("replay: "))
+        .expect("a replay line");
+    assert!(replay_line.contains("--scenario try-paused"), "{replay_line}");
+    let words = shlex::split(replay_line).expect("balanced quotes");
+    let again = cassalock(
+        &[
+            &words[1..].iter().map(String::as_str).collect::<Vec<_>>()[..],
+            &["--summary"],
+        ]
+        .concat(),
+    );
+    let plan = text(&again.stdout);
+    assert_eq!(again.status.code(), Some(1), "{plan}");
+    assert!(plan.contains("try_lock calls") && plan.contains("2 clients"), "{plan}");
+    // The lock fixes the algorithm: the other one is refused, naming it.
+    let other = cassalock(&[
+        "replay",
+        "--scenario-file",
+        path,
+        "--scenario",
+        "try-calm",
+        "--seed",
+        "0",
+        "--algorithm",
+        "old",
+    ]);
+    assert_eq!(other.status.code(), Some(2));
+    assert!(
+        text(&other.stderr).contains("run --algorithm queue"),
+        "{}",
+        text(&other.stderr)
+    );
+}
+
+/// `--set KEY=VALUE` sets a row locks' knob as its flag does, and the printed command keeps it.
+#[test]
+fn set_changes_a_row_locks_knob_and_the_printed_command_keeps_it() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "replay",
+            "--scenario",
+            "contention",
+            "--seed",
+            "1",
+            "--algorithm",
+            "queue",
+            "--summary",
+        ];
+        args.extend_from_slice(extra);
+        let out = cassalock(&args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let set = run(&["--set", "clients=2", "--set", "acquisitions=3"]);
+    assert!(set.contains("2 clients x 3 acquisitions"), "{set}");
+    let replay_line = set
+        .lines()
+        .find(|line| line.starts_with("replay: "))
+        .expect("a replay line");
+    assert_eq!(
+        shlex::split(replay_line).expect("balanced quotes")[9..],
+        ["--set", "clients=2", "--set", "acquisitions=3"],
+        "{replay_line}"
+    );
+    let flagged = run(&["--clients", "2", "--acquisitions", "3"]);
+    let verdicts = |out: &str| {
+        out.lines()
+            .skip_while(|line| !line.starts_with("verdicts"))
+            .take(3)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(verdicts(&set), verdicts(&flagged));
+    // A flag wins over a --set of the same knob.
+    assert!(run(&["--set", "clients=4", "--clients", "2"]).contains("2 clients x"));
 }

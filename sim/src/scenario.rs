@@ -48,6 +48,7 @@ pub struct SimOptions {
 }
 
 /// A named scenario.
+#[derive(Debug)]
 pub struct Scenario {
     pub name: &'static str,
     pub setup: &'static str,
@@ -121,6 +122,84 @@ pub fn scenario(name: &str) -> Option<&'static Scenario> {
     SCENARIOS.iter().find(|s| s.name == name)
 }
 
+/// A scenario a row lock's scenario file adds (`lock = "queue"`, a `[[scenario]]` table with a
+/// `base`): a built-in scenario's plan under the file's name, for the file's lock's algorithm
+/// only. Its knobs are the file's; they reach [`build`] in the options, as flags do.
+#[derive(Clone, Debug)]
+pub struct FileScenario {
+    pub name: &'static str,
+    pub help: &'static str,
+    /// The built-in scenario whose plan it runs.
+    pub base: &'static Scenario,
+    /// The algorithm of the file's lock.
+    pub algorithm: Algorithm,
+}
+
+/// The row scenarios added from a scenario file at run time: the file's path and its scenarios.
+static FROM_FILE: std::sync::OnceLock<(String, Vec<FileScenario>)> = std::sync::OnceLock::new();
+
+/// Why a file's row scenarios could not be added.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddFileError {
+    #[error("{file}: scenarios were read from {first} already; give one --scenario-file")]
+    SecondFile { file: String, first: String },
+    #[error("{file}: scenario {scenario:?} takes the name of a built-in scenario; name it otherwise")]
+    BuiltInName { file: String, scenario: String },
+    #[error("{file}: scenario {scenario:?}: base {base:?} does not run the {algorithm} algorithm ({why}); give another base")]
+    BaseNotForAlgorithm {
+        file: String,
+        scenario: String,
+        base: &'static str,
+        algorithm: &'static str,
+        why: &'static str,
+    },
+}
+
+/// Add a row lock's scenario file's scenarios, so [`build`], [`algorithms_for`] and
+/// [`file_scenario`] know them. Adding the same file again is a no-op; a second file is refused.
+pub fn add_file_scenarios(file: &str, scenarios: Vec<FileScenario>) -> Result<(), AddFileError> {
+    if let Some((first, _)) = FROM_FILE.get() {
+        return match first == file {
+            true => Ok(()),
+            false => Err(AddFileError::SecondFile {
+                file: file.to_owned(),
+                first: first.clone(),
+            }),
+        };
+    }
+    for added in &scenarios {
+        if scenario(added.name).is_some() {
+            return Err(AddFileError::BuiltInName {
+                file: file.to_owned(),
+                scenario: added.name.to_owned(),
+            });
+        }
+        if !algorithms_for(added.base.name).contains(&added.algorithm) {
+            return Err(AddFileError::BaseNotForAlgorithm {
+                file: file.to_owned(),
+                scenario: added.name.to_owned(),
+                base: added.base.name,
+                algorithm: added.algorithm.name(),
+                why: NOT_FOR_OLD,
+            });
+        }
+    }
+    FROM_FILE
+        .set((file.to_owned(), scenarios))
+        .map_err(|(file, _)| AddFileError::SecondFile {
+            file,
+            first: FROM_FILE.get().map(|(first, _)| first.clone()).unwrap_or_default(),
+        })
+}
+
+/// The row scenario `name` a scenario file added, if one did.
+pub fn file_scenario(name: &str) -> Option<&'static FileScenario> {
+    FROM_FILE.get()?.1.iter().find(|added| added.name == name)
+}
+
+/// Why the old lock cannot run the one scenario it does not test.
+const NOT_FOR_OLD: &str = "the old lock never reads the time service, whose stall this scenario measures (S1)";
+
 fn ms(ms: u64) -> Duration {
     Duration::from_millis(ms)
 }
@@ -159,18 +238,28 @@ pub enum BuildError {
 
 /// Build the run for `scenario` from `seed`, with the knobs of `options` applied and checked.
 pub fn build(name: &str, seed: u64, algorithm: Algorithm, options: &SimOptions) -> Result<RunConfig, BuildError> {
-    let Some(found) = scenario(name) else {
-        return Err(UnknownScenario { name: name.to_owned() }.into());
+    let (label, found) = match (scenario(name), file_scenario(name)) {
+        (Some(found), _) => (found.name, found),
+        (None, Some(added)) => (added.name, added.base),
+        (None, None) => return Err(UnknownScenario { name: name.to_owned() }.into()),
     };
-    if !algorithms_for(found.name).contains(&algorithm) {
+    if !algorithms_for(label).contains(&algorithm) {
+        let instead = if algorithm == Algorithm::Old {
+            Algorithm::Queue
+        } else {
+            Algorithm::Old
+        };
         return Err(BuildError::NotForAlgorithm {
             algorithm: algorithm.name(),
-            why: "the old lock never reads the time service, whose stall this scenario measures (S1)",
-            instead: "queue",
+            why: match file_scenario(label) {
+                Some(_) => "the scenario file's lock runs the other algorithm",
+                None => NOT_FOR_OLD,
+            },
+            instead: instead.name(),
         });
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5EED_CA55);
-    let mut config = base_config(found.name, algorithm, options);
+    let mut config = base_config(label, algorithm, options);
     options.knobs.check(config.max_sim)?;
     options.knobs.apply_timing(&mut config);
     plan(found.name, &mut config, options, &mut rng);
@@ -368,8 +457,11 @@ fn cl_one(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
 }
 
 /// The algorithms a scenario tests: both, but for timeservice-stall, whose time service only
-/// the queue lock reads (its columns' times).
+/// the queue lock reads (its columns' times), and a scenario file's, which its lock's runs.
 pub fn algorithms_for(name: &str) -> &'static [Algorithm] {
+    if let Some(added) = file_scenario(name) {
+        return std::slice::from_ref(&added.algorithm);
+    }
     match name {
         "timeservice-stall" => &[Algorithm::Queue],
         _ => &[Algorithm::Old, Algorithm::Queue],

@@ -9,6 +9,7 @@ use cassalock_sim::ranges::SeedRange;
 use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 
+use super::row_file::{names_a_row_lock, row_lock_names};
 use super::scenario_args::ScenarioArgs;
 use crate::shard::Shard;
 
@@ -143,15 +144,27 @@ pub(super) fn family_knobs(
 }
 
 /// The families' scenarios named by `scenario` (one, or several comma-separated), when it
-/// names no row-lock scenario and no row locks' knobs file is given; with a families' scenario
+/// names no row-lock scenario and no row lock's scenario file is given; with a families' scenario
 /// file (one that names its lock), its scenarios are read and added, and named by
 /// `--scenario` or, without it, all of the file's.
 pub(super) fn family_scenarios(scenario: &ScenarioArgs) -> anyhow::Result<Option<String>> {
     if let Some(path) = &scenario.scenario_file {
         let shown = path.display().to_string();
         let text = super::scenario_args::read_scenario_file(path)?;
-        if !cassalock_sim::family::scenario_file::names_a_lock(&text) {
+        if !cassalock_sim::family::scenario_file::names_a_lock(&text) || names_a_row_lock(&text).is_some() {
             return Ok(None);
+        }
+        let named = toml::from_str::<toml::Table>(&text)
+            .ok()
+            .and_then(|table| table.get("lock").and_then(|lock| lock.as_str().map(str::to_owned)));
+        if let Some(name) = named
+            .filter(|name| !cassalock_sim::family::scenario::locks_with_scenarios().any(|lock| lock.name() == name))
+        {
+            anyhow::bail!(
+                "--scenario-file {shown}: lock {name:?} has no scenarios in the simulator: give a row lock ({rows}) or one of {others}",
+                rows = row_lock_names(),
+                others = crate::family_sim::lock_names_with_scenarios()
+            );
         }
         let names = cassalock_sim::family::scenario::add_scenario_file(&shown, &text)
             .map_err(|error| anyhow::anyhow!("--scenario-file {error}"))?;

@@ -3,7 +3,8 @@
 //!
 //! Each part uses only parts listed above it (no cycle):
 //! - `command_line`: the printed commands (a shell word, a seed's `replay` command);
-//! - `scenario_args`: the scenario and its knobs, from the flags and `--scenario-file`;
+//! - `row_file`: a row lock's scenario file (`lock = "queue"`, `[[scenario]]` tables);
+//! - `scenario_args`: the scenario and its knobs, from the flags, `--set` and `--scenario-file`;
 //! - `args`: the command lines of `sim` and `replay` (`--algorithm`, `--seeds`, `--shard`, ...);
 //! - `tally`: a run's summary and one algorithm's tally of them (merged across shards too);
 //! - `seeds`: running a sweep's seeds in batches, and `--per-seed-out`'s lines;
@@ -18,6 +19,7 @@ mod command_line;
 mod offsets;
 mod print;
 mod replay;
+mod row_file;
 mod scenario_args;
 mod seeds;
 mod shard_file;

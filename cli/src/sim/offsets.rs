@@ -20,8 +20,9 @@ pub(super) fn sweep_offsets(
     options: &SimOptions,
     pool: &rayon::ThreadPool,
 ) -> ExitCode {
-    if scenario != "skew" {
-        return crate::usage_error("--sweep-offsets applies to the skew scenario only");
+    let base = cassalock_sim::scenario::file_scenario(scenario).map_or(scenario, |added| added.base.name);
+    if base != "skew" {
+        return crate::usage_error("--sweep-offsets applies to the skew scenario (or one based on it) only");
     }
     if options.offset_s.is_some() {
         return crate::usage_error("--sweep-offsets chooses the offsets itself: drop --offset-s");
@@ -38,7 +39,7 @@ pub(super) fn sweep_offsets(
             offset_s: Some(offset),
             ..options.clone()
         };
-        let tally = run_seeds("skew", &options, args.seeds.seeds(), pool, algorithm, None, None)
+        let tally = run_seeds(scenario, &options, args.seeds.seeds(), pool, algorithm, None, None)
             .expect("no --per-seed-out, nothing written");
         tally
             .per_claim
@@ -94,7 +95,7 @@ pub(super) fn sweep_offsets(
         println!(
             "           replay: {}",
             replay_command(
-                "skew",
+                scenario,
                 seed,
                 algorithm,
                 &format!("{} --offset-s {offset:.1}", args.scenario.flags())

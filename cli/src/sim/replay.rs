@@ -58,9 +58,6 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
             family_knobs(&args.scenario, args.bound_ms, args.replication_lag_ms),
         );
     }
-    if !args.scenario.set.is_empty() {
-        return crate::usage_error(&super::sweep::set_is_for_families());
-    }
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return crate::usage_error(&format!(
             "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",
@@ -76,7 +73,13 @@ pub fn replay(args: ReplayArgs) -> ExitCode {
         Ok(resolved) => resolved,
         Err(error) => return crate::usage_error(&format!("{error:#}")),
     };
-    let algorithm = args.algorithm.unwrap_or(Algorithm::Queue);
+    // The scenario's one algorithm (a scenario file's lock's), else the queue lock's.
+    let algorithm = args
+        .algorithm
+        .unwrap_or(match cassalock_sim::scenario::algorithms_for(&scenario) {
+            [only] => *only,
+            _ => Algorithm::Queue,
+        });
     let expectation = match crate::recorded::Expectation::parse(&args.expect_violated, &args.expect_passed) {
         Ok(expectation) => expectation,
         Err(error) => return crate::usage_error(&format!("{error:#}")),

@@ -13,10 +13,12 @@ use cassalock_sim::scenario::{BuildError, SimOptions};
 use clap::{Args, ValueEnum};
 
 use super::command_line::shell_word;
+use super::row_file::{names_a_row_lock, row_lock_names, RowFile};
+use cassalock_sim::family::scenario_file::Setting;
 
-/// Knobs shared by `sim` and `replay`. A scenario file (`--scenario-file`, TOML) sets the same
-/// fields under the same names in snake_case (`scenario`, `ttl_s`, `hold_ms`, ...); a flag given
-/// too overrides the file.
+/// Knobs shared by `sim` and `replay`. A row lock's scenario file (`--scenario-file`, TOML) sets
+/// the same fields under the same names in snake_case (`ttl_s`, `hold_ms`, ...) in each of its
+/// `[[scenario]]` tables, and so does `--set KEY=VALUE`; a flag given too overrides both.
 #[derive(Args, Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScenarioArgs {
@@ -27,10 +29,12 @@ pub struct ScenarioArgs {
     /// lock, or `list` (required unless the --scenario-file names one).
     #[arg(long)]
     pub scenario: Option<String>,
-    /// Read the scenario and its knobs from a TOML file (examples in scenarios/): `scenario =
-    /// "loss"` and any knob below in snake_case (`fail_after_apply_percent = 10`). Unknown keys
-    /// are refused; flags given too override the file. A file that says `lock = "NAME"` instead
-    /// lists scenarios of your own for that lock (`[[scenario]]` tables, as the built-in ones).
+    /// Scenarios of your own, from a TOML file (examples in scenarios/): it names its lock
+    /// (`lock = "queue"`) and lists `[[scenario]]` tables. A row lock's tables each name a built-in
+    /// scenario as `base` and set any knob below in snake_case (`fail_after_apply_percent =
+    /// 10`); the other locks' set any key of their built-in scenarios (docs/own-scenario.md).
+    /// `sim` runs every scenario of the file, or those --scenario names; unknown keys are
+    /// refused; flags given too override the file.
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub scenario_file: Option<PathBuf>,
@@ -128,9 +132,10 @@ pub struct ScenarioArgs {
     /// map onto them (client c -> c mod N).
     #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub clients: Option<usize>,
-    /// The other locks' scenarios: set any key of the scenario, as its TOML file would
-    /// (repeatable): `--set hold_ms=50 --set settings.ttl_ms=3000` (every key:
-    /// docs/simulator.md). A row locks' scenario takes the knobs here instead.
+    /// Set any key of the scenario, as its TOML file would (repeatable): a row locks' knob by
+    /// its snake_case name (`--set ttl_s=10 --set hold_ms=0..50`; a flag given too wins), any
+    /// key of the other locks' scenarios (`--set settings.ttl_ms=3000`; every key:
+    /// docs/own-scenario.md).
     #[arg(long, value_name = "KEY=VALUE", help_heading = KNOBS)]
     #[serde(skip)]
     pub set: Vec<String>,
@@ -281,28 +286,95 @@ pub struct Resolved {
 }
 
 impl ScenarioArgs {
-    /// Read the scenario file, if any, and lay the flags over it.
+    /// The knobs and switches set with `--set KEY=VALUE`, as a scenario file's table would set
+    /// them (a later `--set` of the same key wins).
+    fn set_args(&self) -> anyhow::Result<ScenarioArgs> {
+        let mut table = toml::Table::new();
+        for entry in &self.set {
+            let setting: Setting = entry.parse().map_err(|error| anyhow::anyhow!("--set {error}"))?;
+            let [key] = setting.path.as_slice() else {
+                bail!("--set {entry}: a row locks' scenario has no tables; give a knob of `sim --help` in snake_case (ttl_s=10, hold_ms=0..50)");
+            };
+            if key == "scenario" {
+                bail!("--set {entry}: give --scenario NAME instead");
+            }
+            table.insert(key.clone(), setting.value);
+        }
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|error: toml::de::Error| anyhow::anyhow!("--set: {}", error.to_string().trim_end()))
+    }
+
+    /// Take each switch and knob not given here from `under`.
+    fn lay_over(&mut self, under: &ScenarioArgs) {
+        self.offset_s = self.offset_s.or(under.offset_s);
+        self.consistency = self.consistency.or(under.consistency);
+        self.k3 |= under.k3;
+        self.m2 |= under.m2;
+        self.m3 |= under.m3;
+        self.m4 |= under.m4;
+        self.no_fencing |= under.no_fencing;
+        self.lose_unsynced |= under.lose_unsynced;
+        self.try_lock |= under.try_lock;
+        self.thesis_listings |= under.thesis_listings;
+        self.fill_knobs_from(under);
+    }
+
+    /// Lay the flags over the `--set`s, and both over the scenario file's scenario, if any: a
+    /// row lock's file (`lock = "queue"`), whose scenarios are added to the simulator and one
+    /// of which `--scenario` names (or the file's only one).
     fn merged(&self) -> anyhow::Result<ScenarioArgs> {
-        let Some(path) = &self.scenario_file else {
-            return Ok(self.clone());
-        };
-        let text = read_scenario_file(path)?;
-        let file: ScenarioArgs = toml::from_str(&text)
-            .map_err(|error| anyhow::anyhow!("--scenario-file {}: {}", path.display(), error.to_string().trim_end()))?;
         let mut merged = self.clone();
-        merged.scenario = self.scenario.clone().or(file.scenario.clone());
-        merged.offset_s = self.offset_s.or(file.offset_s);
-        merged.consistency = self.consistency.or(file.consistency);
-        merged.k3 |= file.k3;
-        merged.m2 |= file.m2;
-        merged.m3 |= file.m3;
-        merged.m4 |= file.m4;
-        merged.no_fencing |= file.no_fencing;
-        merged.lose_unsynced |= file.lose_unsynced;
-        merged.try_lock |= file.try_lock;
-        merged.thesis_listings |= file.thesis_listings;
-        merged.fill_knobs_from(&file);
+        merged.lay_over(&self.set_args()?);
+        let Some(path) = &self.scenario_file else {
+            return Ok(merged);
+        };
+        let shown = path.display().to_string();
+        let text = read_scenario_file(path)?;
+        if names_a_row_lock(&text).is_none() {
+            bail!("{}", not_a_scenario_file(&shown, &text));
+        }
+        let file: RowFile<ScenarioArgs> =
+            RowFile::parse(&text).map_err(|error| anyhow::anyhow!("--scenario-file {shown}: {error}"))?;
+        file.add_to_simulator(&shown)?;
+        let chosen = match self.scenario.as_deref() {
+            Some(name) => file
+                .scenarios
+                .iter()
+                .find(|scenario| scenario.name == name)
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--scenario {name}: --scenario-file {shown} has no scenario of that name; it has {}",
+                        file.names()
+                    )
+                })?,
+            None => match file.scenarios.as_slice() {
+                [only] => only,
+                _ => bail!(
+                    "--scenario-file {shown} has {} scenarios: give --scenario NAME, one of {}",
+                    file.scenarios.len(),
+                    file.names()
+                ),
+            },
+        };
+        merged.scenario = Some(chosen.name.clone());
+        merged.lay_over(&chosen.args);
         Ok(merged)
+    }
+
+    /// The names of the scenarios of the row lock's `--scenario-file`, comma-separated.
+    pub fn file_scenario_names(&self) -> anyhow::Result<String> {
+        let Some(path) = &self.scenario_file else {
+            bail!("no --scenario-file given");
+        };
+        let shown = path.display().to_string();
+        let text = read_scenario_file(path)?;
+        if names_a_row_lock(&text).is_none() {
+            bail!("{}", not_a_scenario_file(&shown, &text));
+        }
+        let file: RowFile<ScenarioArgs> =
+            RowFile::parse(&text).map_err(|error| anyhow::anyhow!("--scenario-file {shown}: {error}"))?;
+        Ok(file.names())
     }
 
     /// The scenario and its options: the file (if any) with the flags over it, checked as far as
@@ -312,15 +384,17 @@ impl ScenarioArgs {
         let Some(scenario) = merged.scenario.clone() else {
             bail!("give --scenario NAME, or a --scenario-file that sets scenario = \"NAME\"");
         };
+        // A scenario file's scenario runs its base's plan.
+        let base = cassalock_sim::scenario::file_scenario(&scenario).map_or(scenario.as_str(), |added| added.base.name);
         if let Some(offset) = merged.offset_s {
             if !offset.is_finite() || offset.abs() > 86_400.0 {
                 bail!("--offset-s {offset}: give an offset within one day (in seconds)");
             }
-            if scenario != "skew" {
+            if base != "skew" {
                 bail!("--offset-s applies to the skew scenario only");
             }
         }
-        if merged.k3 && scenario != "renew-race" {
+        if merged.k3 && base != "renew-race" {
             bail!("--k3 applies to the renew-race scenario only");
         }
         Ok(Resolved {
@@ -346,11 +420,15 @@ impl ScenarioArgs {
         let BuildError::Knob(knob) = error else {
             return error.to_string();
         };
-        let given_as_flag = self
-            .knob_values()
-            .iter()
-            .any(|(name, value)| *name == knob.knob && value.is_some());
+        let given = |args: &ScenarioArgs| {
+            args.knob_values()
+                .iter()
+                .any(|(name, value)| *name == knob.knob && value.is_some())
+        };
+        let given_as_flag = given(self);
+        let given_as_set = !given_as_flag && self.set_args().is_ok_and(|set| given(&set));
         match &self.scenario_file {
+            _ if given_as_set => format!("--set {}={}: {}", knob.knob, knob.value, knob.rule),
             Some(path) if !given_as_flag => format!(
                 "--scenario-file {}: {} = {}: {}",
                 path.display(),
@@ -371,6 +449,7 @@ impl ScenarioArgs {
         ScenarioArgs {
             clients: None,
             acquisitions: None,
+            set: Vec::new(),
             // A families' scenario file was read as one: not a row locks' knobs file.
             scenario_file: self
                 .scenario_file
@@ -411,6 +490,29 @@ impl ScenarioArgs {
                 flags.push_str(&format!(" --{} {value}", name.replace('_', "-")));
             }
         }
+        for setting in &self.set {
+            flags.push_str(&format!(" --set {}", shell_word(setting)));
+        }
         flags
+    }
+}
+
+/// Why a `--scenario-file` that names no row lock is not one (the other locks' files never get
+/// here): the old knobs file (`scenario = "NAME"` at the top) says how to write it now.
+fn not_a_scenario_file(shown: &str, text: &str) -> String {
+    let old_knobs = toml::from_str::<toml::Table>(text).ok().and_then(|table| {
+        table
+            .get("scenario")
+            .and_then(|value| value.as_str().map(str::to_owned))
+    });
+    match old_knobs {
+        Some(base) => format!(
+            "--scenario-file {shown}: the knobs file of before is now a scenario of the one scenario language: write lock = \"NAME\" at its top (a row lock: {locks}), then its knobs under [[scenario]] with name = \"...\", help = \"...\" and base = \"{base}\" (docs/own-scenario.md)",
+            locks = row_lock_names(),
+        ),
+        None => format!(
+            "--scenario-file {shown}: no lock = \"NAME\" line: a scenario file names its lock (a row lock: {locks}; or another lock with scenarios, `cassalock sim --scenario list`)",
+            locks = row_lock_names(),
+        ),
     }
 }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, Context};
-use cassalock::driver::Algorithm;
 use cassalock_sim::scenario::build;
 use clap::ValueEnum;
 
@@ -109,10 +108,13 @@ fn merge_files(paths: &[PathBuf]) -> anyhow::Result<ExitCode> {
     crate::shard::check_cover(&cover, &files[0].1.command)?;
     let (_, first, _, args) = &files[0];
     let Resolved { scenario, options } = args.scenario.resolve().context(first.command.clone())?;
-    build(&scenario, args.seeds.first(), Algorithm::Queue, &options)
-        .map_err(|error| anyhow!("{}: {}", first.command, args.scenario.explain(&error)))?;
+    let algorithms = args.algorithms(&scenario).algorithms();
+    for algorithm in &algorithms {
+        build(&scenario, args.seeds.first(), *algorithm, &options)
+            .map_err(|error| anyhow!("{}: {}", first.command, args.scenario.explain(&error)))?;
+    }
     let mut ended = Ended::default();
-    for (index, algorithm) in args.algorithms(&scenario).algorithms().into_iter().enumerate() {
+    for (index, algorithm) in algorithms.into_iter().enumerate() {
         let mut merged = Tally::default();
         for (_, file, _, _) in &files {
             merged.absorb(&file.tallies[index].1);

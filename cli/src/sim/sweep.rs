@@ -60,8 +60,32 @@ pub fn sim(args: SimArgs) -> ExitCode {
             let list = list.to_owned();
             sweep_list(args, &list)
         }
+        _ if args.scenario.scenario_file.is_some() => sweep_row_file(args),
         _ => row_sweep(&args),
     }
+}
+
+/// `sim --scenario-file FILE` of a row lock: each of its scenarios named by `--scenario` (one,
+/// several comma-separated, or all of the file's without it) swept in turn; the exit status is
+/// the worst.
+fn sweep_row_file(mut args: SimArgs) -> ExitCode {
+    let names = match args.scenario.scenario.clone() {
+        Some(names) => names,
+        None => match args.scenario.file_scenario_names() {
+            Ok(names) => names,
+            Err(error) => return crate::usage_error(&format!("{error:#}")),
+        },
+    };
+    let mut worst = ExitCode::SUCCESS;
+    for name in names.split(',').map(str::trim) {
+        args.scenario.scenario = Some(name.to_owned());
+        let code = row_sweep(&args);
+        if code == ExitCode::from(2) {
+            return code;
+        }
+        worst = worse(worst, code);
+    }
+    worst
 }
 
 /// `--scenario A,B,...` naming row locks' scenarios (and maybe other locks' too): each row
@@ -105,10 +129,16 @@ fn sweep_list(mut args: SimArgs, list: &str) -> ExitCode {
                 family_parts.join(",")
             ));
         }
+        if !args.scenario.set.is_empty() && !row_parts.is_empty() {
+            return crate::usage_error(&format!(
+                "--set with --scenario {list}: the row locks' scenarios ({}) and the others' ({}) read different keys; sweep them in two calls",
+                row_parts.join(","),
+                family_parts.join(",")
+            ));
+        }
         let family_flag = [
             (args.bound_ms.is_some(), "--bound-ms"),
             (args.replication_lag_ms.is_some(), "--replication-lag-ms"),
-            (!args.scenario.set.is_empty(), "--set"),
         ]
         .into_iter()
         .find_map(|(on, flag)| on.then_some(flag));
@@ -134,14 +164,6 @@ fn sweep_list(mut args: SimArgs, list: &str) -> ExitCode {
     let names = family_parts.join(",");
     args.scenario.scenario = Some(names.clone());
     worse(worst, family_sweep(&args, &names))
-}
-
-/// The refusal of `--set` for a row locks' scenario.
-pub(super) fn set_is_for_families() -> String {
-    format!(
-        "--set sets a key of the other locks' scenarios (their TOML language, docs/simulator.md); a row locks' scenario ({rows}) takes the knobs of `sim --help` instead",
-        rows = row_scenarios()
-    )
 }
 
 /// `--scenario all`: every scenario of every lock.
@@ -286,9 +308,6 @@ fn family_sweep(args: &SimArgs, names: &str) -> ExitCode {
 /// build of its first seed) and start its worker threads; the exit status to stop with, the
 /// message printed, when something is wrong.
 fn ready(args: &SimArgs) -> Result<Ready, ExitCode> {
-    if !args.scenario.set.is_empty() {
-        return Err(crate::usage_error(&set_is_for_families()));
-    }
     if args.bound_ms.is_some() || args.replication_lag_ms.is_some() {
         return Err(crate::usage_error(&format!(
             "--bound-ms and --replication-lag-ms apply to the families' scenarios, not to the row locks' ({rows})",
