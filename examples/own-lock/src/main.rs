@@ -123,13 +123,21 @@ fn sweep(build: impl Fn(u64) -> FamilyScenario, seeds: u64) -> Vec<(&'static str
 /// Why a scenario file was not read; each says the file's name first.
 enum FileError {
     Read(String, std::io::Error),
+    TooLarge(String),
     Refused(ScenarioFileError),
 }
+
+/// The largest scenario file read (a scenario is a few hundred bytes).
+const MAX_SCENARIO_FILE_BYTES: u64 = 1 << 20;
 
 impl std::fmt::Display for FileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FileError::Read(path, error) => write!(f, "{path}: cannot read it: {error}"),
+            FileError::TooLarge(path) => write!(
+                f,
+                "{path}: larger than {MAX_SCENARIO_FILE_BYTES} bytes; a scenario file holds a few scenarios"
+            ),
             FileError::Refused(error) => write!(f, "{error}"),
         }
     }
@@ -137,7 +145,17 @@ impl std::fmt::Display for FileError {
 
 /// The scenarios of the file at `path`, checked as the simulator checks its own.
 fn read_own_scenarios(path: &str) -> Result<Vec<Named>, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|error| FileError::Read(path.to_owned(), error))?;
+    use std::io::Read;
+    let read = |error| FileError::Read(path.to_owned(), error);
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .map_err(read)?
+        .take(MAX_SCENARIO_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(read)?;
+    if text.len() as u64 > MAX_SCENARIO_FILE_BYTES {
+        return Err(FileError::TooLarge(path.to_owned()));
+    }
     load(CasLeaseLock::NAME, path, &text, lock_of_settings).map_err(FileError::Refused)
 }
 
