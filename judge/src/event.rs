@@ -505,6 +505,9 @@ pub enum What {
     FairAsked { owner: String },
     /// It granted the lock to `owner`.
     FairGranted { owner: String },
+    /// A fair queue's client: the lock() call `thread`'s wait ran out and it sends the request
+    /// that leaves the queue; from here it no longer waits (F-order, F-drop).
+    FairGivingUp { thread: String },
     /// Script `script` of `by` removed `owner` from the queue as stale (nobody tells it).
     FairDropped { owner: String, by: String, script: String },
 

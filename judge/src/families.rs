@@ -32,14 +32,16 @@
 //! - **F-order** (Redisson's fair lock): the lock goes to `lock()` calls in the order their first
 //!   acquire reached the server, as the server recorded it (`FairAsked`, `FairGranted`). A grant
 //!   to B violates it when a call A asked first, had not been granted, was still waiting in
-//!   `lock()` (no `NotAcquired` yet) and had not been dropped from the queue by the scripts.
+//!   `lock()` (no `NotAcquired` yet, and its wait had not run out: no `FairGivingUp`) and had
+//!   not been dropped from the queue by the scripts.
 //!   A waiter the scripts dropped as stale is excused from then on, as the model's F-order
 //!   excuses it: the claim is the queue's discipline over the waiters it keeps. The drop itself
 //!   is F-drop's, never excused.
 //! - **F-drop** (Redisson's fair lock): no waiter is dropped from the queue without being told.
 //!   The scripts drop a waiter whose deadline passed (`FairDropped`, recorded by the server); a
 //!   call still waiting in `lock()` then is not told, and joins the tail whenever it next asks.
-//!   A drop of a call that had already ended (gave up) is not counted.
+//!   A drop of a call that had already ended (gave up), or whose wait had run out and which
+//!   was sending its leave (`FairGivingUp`: the drop and the leave race), is not counted.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -684,14 +686,23 @@ struct FairCall {
     asked: Option<(usize, Duration)>,
     granted: Option<Duration>,
     ended: Option<Duration>,
+    /// Its wait ran out and it sent the request that leaves the queue (`FairGivingUp`).
+    giving_up: Option<Duration>,
     dropped: Option<(Duration, String)>,
 }
 
 fn fair_calls(events: &[Event]) -> BTreeMap<String, FairCall> {
     let mut ended_threads: BTreeMap<&str, Duration> = BTreeMap::new();
+    let mut giving_up_threads: BTreeMap<&str, Duration> = BTreeMap::new();
     for event in events {
-        if let What::NotAcquired { thread, .. } = &event.what {
-            ended_threads.entry(thread).or_insert(at(event));
+        match &event.what {
+            What::NotAcquired { thread, .. } => {
+                ended_threads.entry(thread).or_insert(at(event));
+            }
+            What::FairGivingUp { thread } => {
+                giving_up_threads.entry(thread).or_insert(at(event));
+            }
+            _ => {}
         }
     }
     let mut calls: BTreeMap<String, FairCall> = BTreeMap::new();
@@ -723,6 +734,7 @@ fn fair_calls(events: &[Event]) -> BTreeMap<String, FairCall> {
     }
     for (token, call) in calls.iter_mut() {
         call.ended = ended_threads.get(thread_of(token).as_str()).copied();
+        call.giving_up = giving_up_threads.get(thread_of(token).as_str()).copied();
     }
     calls
 }
@@ -752,6 +764,7 @@ fn f_order(run: &Run) -> Verdict {
                 && call.asked.is_some_and(|(r, _)| r < rank)
                 && call.granted.is_none_or(|at| at > granted_at)
                 && call.ended.is_none_or(|at| at > granted_at)
+                && call.giving_up.is_none_or(|at| at > granted_at)
                 && call.dropped.as_ref().is_none_or(|(at, _)| *at > granted_at)
         });
         if let Some((other, call)) = passed_over {
@@ -782,9 +795,9 @@ fn f_drop(run: &Run) -> Verdict {
         .iter()
         .filter_map(|(token, call)| {
             let (at, _) = call.dropped.as_ref()?;
-            // A call that had already given up is not owed a place.
-            call.ended
-                .is_none_or(|ended| ended > *at)
+            // A call that had already given up, or whose wait had run out and which was
+            // leaving the queue, is not owed a place.
+            (call.ended.is_none_or(|ended| ended > *at) && call.giving_up.is_none_or(|leaving| leaving > *at))
                 .then_some((*at, token.as_str(), call))
         })
         .collect();

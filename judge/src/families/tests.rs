@@ -380,6 +380,22 @@ fn f_order_takes_the_server_s_order_and_excuses_a_dropped_waiter_that_f_drop_rep
         ),
     );
     assert_eq!(f_drop(&run(&fair_lock, &gave_up)), Verdict::NoViolation);
+    // Nor is one whose wait had run out and which was sending its leave when the drop came
+    // (the two race); one that starts leaving only after the drop was wronged.
+    let leaving_at = |ms_at: u64| event(ms_at, "c1", What::FairGivingUp { thread: "c1-0".into() });
+    let mut leaving = dropped.clone();
+    leaving.insert(4, leaving_at(15));
+    assert_eq!(f_drop(&run(&fair_lock, &leaving)), Verdict::NoViolation);
+    let mut left_late = dropped.clone();
+    left_late.insert(5, leaving_at(25));
+    assert!(f_drop(&run(&fair_lock, &left_late)).is_violated());
+    // F-order: c1, leaving before c2's grant, is not passed over; leaving after it, it is.
+    let mut barged_leaving = barged.clone();
+    barged_leaving.insert(4, leaving_at(10));
+    assert_eq!(f_order(&run(&fair_lock, &barged_leaving)), Verdict::NoViolation);
+    let mut barged_then_left = barged.clone();
+    barged_then_left.insert(5, leaving_at(40));
+    assert!(f_order(&run(&fair_lock, &barged_then_left)).is_violated());
     // Other locks are not judged.
     assert_eq!(f_order(&run(&unfenced(), &barged)), Verdict::NotChecked);
     assert_eq!(f_drop(&run(&unfenced(), &dropped)), Verdict::NotChecked);

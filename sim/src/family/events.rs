@@ -215,6 +215,7 @@ fn what(node: &str, what: &FamilyWhat, passes: impl Fn(u64) -> Option<u64>) -> (
         ),
         FamilyWhat::FairAsked { owner } => (None, E::FairAsked { owner: owner.clone() }),
         FamilyWhat::FairGranted { owner } => (None, E::FairGranted { owner: owner.clone() }),
+        FamilyWhat::FairGivingUp { thread } => (None, E::FairGivingUp { thread: thread.clone() }),
         FamilyWhat::FairDropped { owner, by, script } => (
             None,
             E::FairDropped {

@@ -82,6 +82,11 @@ pub enum FamilyWhat {
     FairGranted {
         owner: String,
     },
+    /// Fair lock, by the client: the lock() call `thread`'s wait ran out and it sends the
+    /// request that leaves the queue; from here it no longer waits (F-order, F-drop).
+    FairGivingUp {
+        thread: String,
+    },
     /// Fair lock, by the server: the script `by` ran (an acquire or release of that owner)
     /// removed `owner` from the queue as stale; nothing tells the waiter (F-drop).
     FairDropped {
@@ -129,6 +134,9 @@ impl fmt::Display for FamilyWhat {
                 write!(f, "first acquire of {owner} applied (its place in the queue order)")
             }
             FamilyWhat::FairGranted { owner } => write!(f, "lock granted to {owner}"),
+            FamilyWhat::FairGivingUp { thread } => {
+                write!(f, "{thread}'s wait is over: it leaves the queue, no longer waiting")
+            }
             FamilyWhat::FairDropped { owner, by, script } if by == owner => {
                 write!(
                     f,

@@ -150,9 +150,15 @@ struct ClientObserver {
 impl FamilyObserver for ClientObserver {
     fn on_event(&self, event: FamilyEvent) {
         // A watchdog's renewal (Redisson's step D3 is the only one of its steps that sends).
-        if let FamilyEvent::Request { tag, .. } = &event {
+        if let FamilyEvent::Request { tag, thread, .. } = &event {
             if tag.source == Source::Redisson && tag.step == 3 {
                 self.recorder.first_renewal.reach();
+            }
+            // The fair lock's machine decided the wait is over: the judge no longer counts the
+            // call as waiting (recorded without the detail, as the judge needs it).
+            if *tag == cassalock::algo::redis::redisson::F2_GIVE_UP {
+                self.recorder
+                    .record(&self.node, FamilyWhat::FairGivingUp { thread: thread.clone() });
             }
         }
         let chatty = matches!(

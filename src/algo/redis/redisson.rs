@@ -85,7 +85,9 @@ const F1_ACQUIRE: StepTag = StepTag::new(
     5,
     "fair acquire script: drop stale waiters; take the lock if free and first (or re-enter), else queue",
 );
-const F2_GIVE_UP: StepTag = StepTag::new(
+/// The fair lock's give-up: the waiter's wait ran out and it leaves the queue. Public so that a
+/// harness can tell, from the step alone, that the waiter no longer waits (F-order, F-drop).
+pub const F2_GIVE_UP: StepTag = StepTag::new(
     Source::Redisson,
     6,
     "fair: the wait is over without the lock, leave the queue (acquireFailed script)",
