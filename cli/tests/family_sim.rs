@@ -639,3 +639,52 @@ fn f_order_and_f_drop_do_not_count_a_fair_waiter_already_leaving() {
         "{seed_0}"
     );
 }
+
+/// C-wait: with a deadline set, every `lock()` call's start is in the record and the call is
+/// judged against its wait, in the sweep, in the replay and by `cassalock judge`; without
+/// one, C-wait is not checked.
+#[test]
+fn c_wait_is_judged_for_a_lock_given_a_deadline_and_only_then() {
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sim", "--scenario", "etcd-contention", "--seeds", "0..3"];
+        args.extend_from_slice(extra);
+        text(&cassalock(&args).stdout)
+    };
+    let with_wait = sweep(&["--set", "settings.wait_ms=300"]);
+    assert!(
+        with_wait.contains("C-wait       no violation in 3 seeds"),
+        "{with_wait}"
+    );
+    let without = sweep(&[]);
+    assert!(without.contains("C-wait       not checked"), "{without}");
+
+    let dir = std::env::temp_dir().join(format!("cassalock-c-wait-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("etcd.jsonl").to_string_lossy().into_owned();
+    let replay = cassalock(&[
+        "replay",
+        "--scenario",
+        "etcd-contention",
+        "--seed",
+        "0",
+        "--set",
+        "settings.wait_ms=300",
+        "--events",
+        &events,
+    ]);
+    let replayed = text(&replay.stdout);
+    assert!(replayed.contains("calls lock(L), waiting at most 300 ms"), "{replayed}");
+    let record = std::fs::read_to_string(&events).expect("the event record");
+    assert!(
+        record.contains(r#""kind":"calling""#) && record.contains(r#""wait_past_ms":"#),
+        "{record:.400}"
+    );
+    let judged = text(&cassalock(&["judge", &events]).stdout);
+    let c_wait = |out: &str| out.lines().find(|line| line.contains("C-wait")).map(str::to_owned);
+    assert_eq!(c_wait(&judged), c_wait(&replayed), "{judged}");
+    assert!(
+        c_wait(&judged).is_some_and(|line| line.contains("no violation")),
+        "{judged}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

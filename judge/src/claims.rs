@@ -106,11 +106,13 @@ pub enum ClaimId {
     /// Contract: a later holder's fencing token is above an earlier holder's, and the resource
     /// never refuses a write from the only current holder.
     CToken,
+    /// Contract: `lock()` with a deadline returns within a stated bound of it.
+    CWait,
 }
 
 impl ClaimId {
     /// Every claim, in declaration order.
-    pub const ALL: [ClaimId; 27] = [
+    pub const ALL: [ClaimId; 28] = [
         ClaimId::L1,
         ClaimId::L1NotVacuous,
         ClaimId::T1,
@@ -138,6 +140,7 @@ impl ClaimId {
         ClaimId::CRelease,
         ClaimId::CLost,
         ClaimId::CToken,
+        ClaimId::CWait,
     ];
 
     /// The ID as printed everywhere ("T1-belief").
@@ -170,6 +173,7 @@ impl ClaimId {
             ClaimId::CRelease => "C-release",
             ClaimId::CLost => "C-lost",
             ClaimId::CToken => "C-token",
+            ClaimId::CWait => "C-wait",
         }
     }
 
@@ -196,7 +200,8 @@ impl ClaimId {
             | ClaimId::CTry
             | ClaimId::CFree
             | ClaimId::CRelease
-            | ClaimId::CLost => Aspect::Liveness,
+            | ClaimId::CLost
+            | ClaimId::CWait => Aspect::Liveness,
             ClaimId::F | ClaimId::FOrder | ClaimId::FOvertakes | ClaimId::FDrop => Aspect::Fairness,
             ClaimId::S3 => Aspect::Cost,
             ClaimId::L1NotVacuous | ClaimId::T5Race => Aspect::Reachability,
@@ -235,6 +240,7 @@ impl ClaimId {
             ClaimId::CRelease => "after release() returns Ok, a waiting client acquires within a stated bound",
             ClaimId::CLost => "a holder whose lease ran out learns it (is_lost) within a stated bound after another client acquired",
             ClaimId::CToken => "a later holder's fencing token is above an earlier holder's, and the resource never refuses a write of the only current holder",
+            ClaimId::CWait => "lock() with a deadline gives up and returns within a stated bound of it",
         }
     }
 

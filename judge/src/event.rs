@@ -212,6 +212,11 @@ pub struct FamilyRules {
     pub lost_bound_ms: Option<u64>,
     /// The run's bound, for T2's text.
     pub bound_ms: u64,
+    /// C-wait: how long past its deadline a `lock()` call may return (the lock's last sleep,
+    /// the request under way and one clean-up request, and slack); `None`: the lock's calls
+    /// have no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_past_ms: Option<u64>,
 }
 
 /// [`Rules::Observed`].
@@ -365,6 +370,15 @@ pub enum What {
         client: String,
         call: Call,
         acquisition: u32,
+    },
+    /// One `lock()` call of an acquisition begins (the thread it runs as); `wait_ms`: how long
+    /// it waits before it gives up, if it has a deadline (C-wait). The event's clock is the
+    /// caller's.
+    Calling {
+        thread: String,
+        lock: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait_ms: Option<u64>,
     },
     /// The lock is held, with this token. Where the lock has a validity, the holder believes
     /// it until its own clock reads `valid_until_us`, which happens at `valid_until_at_ns` on

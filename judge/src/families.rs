@@ -37,6 +37,11 @@
 //!   A waiter the scripts dropped as stale is excused from then on, as the model's F-order
 //!   excuses it: the claim is the queue's discipline over the waiters it keeps. The drop itself
 //!   is F-drop's, never excused.
+//! - **C-wait** (a lock whose `lock()` has a deadline: `max_wait_ms`, `wait_ms`): every call
+//!   returns, with the lock or without, within its wait plus [`FamilyRules::wait_past_ms`],
+//!   measured on the caller's clock from its `calling` event to its `acquired` or
+//!   `not_acquired`; a call still inside `lock()` when the run stopped, longer than that after
+//!   it began, violates it too.
 //! - **F-drop** (Redisson's fair lock): no waiter is dropped from the queue without being told.
 //!   The scripts drop a waiter whose deadline passed (`FairDropped`, recorded by the server); a
 //!   call still waiting in `lock()` then is not told, and joins the tail whenever it next asks.
@@ -79,10 +84,11 @@ pub enum Claim {
     T2Free,
     FOrder,
     FDrop,
+    CWait,
 }
 
 impl Claim {
-    pub const ALL: [Claim; 9] = [
+    pub const ALL: [Claim; 10] = [
         Claim::T1Belief,
         Claim::T1Resource,
         Claim::CRelease,
@@ -92,6 +98,7 @@ impl Claim {
         Claim::T2Free,
         Claim::FOrder,
         Claim::FDrop,
+        Claim::CWait,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +112,7 @@ impl Claim {
             Claim::T2Free => "T2-free",
             Claim::FOrder => "F-order",
             Claim::FDrop => "F-drop",
+            Claim::CWait => "C-wait",
         }
     }
 
@@ -125,6 +133,7 @@ impl Claim {
             Claim::T2 | Claim::T2Free => ClaimId::T2,
             Claim::FOrder => ClaimId::FOrder,
             Claim::FDrop => ClaimId::FDrop,
+            Claim::CWait => ClaimId::CWait,
         }
     }
 }
@@ -226,6 +235,7 @@ pub fn judge(rules: &FamilyRules, clients: usize, end: Duration, events: &[Event
         (Claim::T2Free, t2_free(&run)),
         (Claim::FOrder, f_order(&run)),
         (Claim::FDrop, f_drop(&run)),
+        (Claim::CWait, c_wait(&run)),
     ];
     debug_assert!(claims.iter().map(|(c, _)| *c).eq(Claim::ALL));
     FamilyVerdicts { claims }
@@ -823,6 +833,73 @@ fn f_drop(run: &Run) -> Verdict {
         ms(asked),
         ms(at),
     ))
+}
+
+/// C-wait: each `lock()` call with a deadline returned within its wait plus the rules' bound.
+fn c_wait(run: &Run) -> Verdict {
+    let Some(past_ms) = run.rules.wait_past_ms else {
+        return Verdict::NotChecked;
+    };
+    // The call each thread is inside: its start on the record's clock, on the caller's, its wait.
+    let mut open: BTreeMap<&str, (Duration, Option<u64>, u64)> = BTreeMap::new();
+    let mut calls = 0_usize;
+    let mut late: Vec<(Duration, String)> = Vec::new();
+    let mut judge_call = |thread: &str,
+                          (started, started_us, wait_ms): (Duration, Option<u64>, u64),
+                          end: Option<&Event>| {
+        let bound = Duration::from_millis(wait_ms.saturating_add(past_ms));
+        let (took, how) = match end {
+            // On the caller's clock where both readings are known, else on the record's.
+            Some(end) => match (started_us, end.clock_us) {
+                (Some(from), Some(to)) => (Duration::from_micros(to.saturating_sub(from)), "returned after"),
+                _ => (at(end).saturating_sub(started), "returned after"),
+            },
+            None => (
+                run.end.saturating_sub(started),
+                "was still inside lock() at the run's end, after",
+            ),
+        };
+        if took > bound {
+            late.push((
+                started,
+                format!(
+                    "{thread} called lock() waiting at most {wait_ms} ms at {} and {how} {} (bound {wait_ms} + {past_ms} ms)",
+                    ms(started),
+                    ms(took)
+                ),
+            ));
+        }
+    };
+    for event in run.events {
+        match &event.what {
+            What::Calling {
+                thread,
+                wait_ms: Some(wait_ms),
+                ..
+            } => {
+                calls += 1;
+                let previous = open.insert(thread, (at(event), event.clock_us, *wait_ms));
+                debug_assert!(previous.is_none(), "{thread} called lock() inside lock()");
+            }
+            What::Acquired { thread, .. } | What::NotAcquired { thread, .. } => {
+                if let Some(call) = open.remove(thread.as_str()) {
+                    judge_call(thread, call, Some(event));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (thread, call) in open {
+        judge_call(thread, call, None);
+    }
+    if calls == 0 {
+        return Verdict::NotChecked;
+    }
+    late.sort();
+    match late.first() {
+        Some((_, first)) => Verdict::Violated(format!("{} of {calls} calls late; the first: {first}", late.len())),
+        None => Verdict::NoViolation,
+    }
 }
 
 #[cfg(test)]

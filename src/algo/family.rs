@@ -156,6 +156,19 @@ pub trait FamilyLock: Send + Sync + 'static {
     /// Settings the lock cannot work with, said in a sentence.
     fn check(config: &Self::Config) -> Result<(), LockConfigError>;
 
+    /// How long `lock()` waits for the lock before it gives up (`max_wait_ms`, `wait_ms`), if
+    /// it has a deadline: contract item C-wait holds the call to it.
+    fn wait_ms(_config: &Self::Config) -> Option<u64> {
+        None
+    }
+
+    /// How far past its deadline `lock()` may sleep before it sees the deadline, besides the
+    /// requests in flight: a lock that polls without cutting its last sleep at the deadline
+    /// (SET NX's and Memcached's retry interval); 0 for one whose sleeps end at the deadline.
+    fn wait_overshoot_ms(_config: &Self::Config) -> u64 {
+        0
+    }
+
     /// The channel on which a waiter of `key` holding `token` is told to try again (Redisson's
     /// unlock message), if the lock's waiters sleep until notified.
     fn notification_channel(_key: &str, _token: &str) -> Option<String> {
@@ -217,6 +230,14 @@ pub struct SetNxLock;
 
 impl FamilyLock for SetNxLock {
     const NAME: &'static str = "redis-set-nx";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.max_wait_ms
+    }
+
+    fn wait_overshoot_ms(config: &Self::Config) -> u64 {
+        config.retry_every_ms
+    }
     type Config = RedisLockConfig;
     type Command = RedisCommand;
     type Reply = RedisReply;
@@ -397,6 +418,14 @@ pub struct MemcachedLock;
 
 impl FamilyLock for MemcachedLock {
     const NAME: &'static str = "memcached";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.max_wait_ms
+    }
+
+    fn wait_overshoot_ms(config: &Self::Config) -> u64 {
+        config.retry_every_ms
+    }
     type Config = MemcachedLockConfig;
     type Command = MemcachedCommand;
     type Reply = MemcachedReply;
@@ -475,6 +504,10 @@ pub struct RedissonLock;
 
 impl FamilyLock for RedissonLock {
     const NAME: &'static str = "redisson";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.wait_ms
+    }
     type Config = RedissonConfig;
     type Command = RedisCommand;
     type Reply = RedisReply;
@@ -579,6 +612,10 @@ pub struct RedissonFairLock;
 
 impl FamilyLock for RedissonFairLock {
     const NAME: &'static str = "redisson-fair";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.wait_ms
+    }
     type Config = RedissonConfig;
     type Command = RedisCommand;
     type Reply = RedisReply;
@@ -653,6 +690,10 @@ pub struct CuratorLock;
 
 impl FamilyLock for CuratorLock {
     const NAME: &'static str = "zookeeper";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.wait_ms
+    }
     type Config = CuratorConfig;
     type Command = ZkOp;
     type Reply = ZkReply;
@@ -741,6 +782,10 @@ pub struct EtcdLock;
 
 impl FamilyLock for EtcdLock {
     const NAME: &'static str = "etcd";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.wait_ms
+    }
     type Config = EtcdMutexConfig;
     type Command = EtcdOp;
     type Reply = EtcdOpReply;

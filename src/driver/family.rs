@@ -86,6 +86,14 @@ pub enum FamilyError {
 /// What a family driver reports while it runs (the simulator's trace and judges listen).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FamilyEvent {
+    /// A `lock()` call begins; `wait_ms`: how long it waits before it gives up, if it has a
+    /// deadline (C-wait).
+    Calling {
+        thread: String,
+        key: String,
+        wait_ms: Option<u64>,
+        client_us: u64,
+    },
     /// A machine step sent a command (as the store's syntax prints it).
     Request {
         thread: String,
@@ -280,6 +288,14 @@ where
         let nonce: u32 = lock_ignoring_poison(&inner.rng).gen();
         let token = format!("{}:{sequence}:{nonce:08x}", inner.client);
         let started_us = inner.clock.now_us();
+        if patience == Patience::Wait {
+            self.emit(|| FamilyEvent::Calling {
+                thread: thread.clone(),
+                key: key.to_owned(),
+                wait_ms: F::wait_ms(&inner.config),
+                client_us: started_us,
+            });
+        }
         // Subscribe before the first attempt, so that a release between an attempt's reply and
         // the sleep after it still wakes us (dropped, so unsubscribed, when this call returns).
         let mut subscription = match F::notification_channel(key, &token) {

@@ -400,3 +400,91 @@ fn f_order_takes_the_server_s_order_and_excuses_a_dropped_waiter_that_f_drop_rep
     assert_eq!(f_order(&run(&unfenced(), &barged)), Verdict::NotChecked);
     assert_eq!(f_drop(&run(&unfenced(), &dropped)), Verdict::NotChecked);
 }
+
+/// A `lock()` call with a deadline begins at `ms` on client 0's clock (exact).
+fn calling(ms: u64, thread: &str, wait_ms: Option<u64>) -> Event {
+    Event {
+        clock_us: Some(ms * 1000),
+        ..event(
+            ms,
+            "c0",
+            What::Calling {
+                thread: thread.into(),
+                lock: KEY.into(),
+                wait_ms,
+            },
+        )
+    }
+}
+
+fn timed_out(ms: u64, thread: &str) -> Event {
+    Event {
+        clock_us: Some(ms * 1000),
+        ..event(
+            ms,
+            "c0",
+            What::NotAcquired {
+                thread: thread.into(),
+                lock: KEY.into(),
+                outcome: NotAcquired::TimedOut,
+                left: None,
+                why: "TimedOut".into(),
+            },
+        )
+    }
+}
+
+#[test]
+fn c_wait_a_call_with_a_deadline_must_return_within_its_wait_and_the_bound_past_it() {
+    let rules = FamilyRules {
+        wait_past_ms: Some(50),
+        ..unfenced()
+    };
+    // 100 ms asked, back at 150 ms: on the bound, kept.
+    let on_time = vec![calling(0, "c0-0", Some(100)), timed_out(150, "c0-0")];
+    assert_eq!(c_wait(&run(&rules, &on_time)), Verdict::NoViolation);
+    // Back at 151 ms: late, named with its figures.
+    let late = vec![calling(0, "c0-0", Some(100)), timed_out(151, "c0-0")];
+    let verdict = c_wait(&run(&rules, &late));
+    assert!(
+        verdict.to_string().contains(
+            "c0-0 called lock() waiting at most 100 ms at 0.000 ms and returned after 151.000 ms (bound 100 + 50 ms)"
+        ),
+        "{verdict}"
+    );
+    // Never back, the run over 200 ms after the call began: late too.
+    let stuck = vec![calling(0, "c0-0", Some(100))];
+    let mut stuck_run = run(&rules, &stuck);
+    stuck_run.end = at_ms(200);
+    assert!(c_wait(&stuck_run)
+        .to_string()
+        .contains("still inside lock() at the run's end"));
+    // Measured on the caller's clock: its clock ran slow, so 160 ms of the run were 140 of its.
+    let slow_clock = vec![
+        calling(0, "c0-0", Some(100)),
+        Event {
+            clock_us: Some(140_000),
+            ..timed_out(160, "c0-0")
+        },
+    ];
+    assert_eq!(c_wait(&run(&rules, &slow_clock)), Verdict::NoViolation);
+    // Every call is judged, not only a thread's first: its second call, back late, violates it.
+    let second_late = vec![
+        calling(0, "c0-0", Some(100)),
+        timed_out(120, "c0-0"),
+        calling(200, "c0-0", Some(100)),
+        timed_out(400, "c0-0"),
+    ];
+    let verdict = c_wait(&run(&rules, &second_late));
+    assert!(
+        verdict.to_string().contains("1 of 2 calls late")
+            && verdict
+                .to_string()
+                .contains("at 200.000 ms and returned after 200.000 ms"),
+        "{verdict}"
+    );
+    // No deadline in the lock, or no call with one: not checked.
+    assert_eq!(c_wait(&run(&unfenced(), &late)), Verdict::NotChecked);
+    let no_deadline = vec![calling(0, "c0-0", None), timed_out(500, "c0-0")];
+    assert_eq!(c_wait(&run(&rules, &no_deadline)), Verdict::NotChecked);
+}

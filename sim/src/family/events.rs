@@ -31,6 +31,22 @@ pub fn lost_bound_ms(scenario: &FamilyScenario) -> Option<u64> {
     Some(every_ms + scenario.request_timeout_ms + C_LOST_SLACK_MS)
 }
 
+/// Slack on C-wait's bound for the network's latency and the scheduling of the caller's tasks.
+const C_WAIT_SLACK_MS: u64 = 100;
+
+/// C-wait's bound past a call's deadline for this scenario's lock: the lock's last sleep past
+/// the deadline, the request under way and one clean-up request (each with its retries, each
+/// try up to a request timeout), plus `C_WAIT_SLACK_MS`; `None` for a lock whose `lock()` has
+/// no deadline.
+pub fn wait_past_ms(scenario: &FamilyScenario) -> Option<u64> {
+    let wait = scenario.lock.wait()?;
+    Some(
+        wait.overshoot_ms
+            .saturating_add(wait.request_ms(scenario.request_timeout_ms).saturating_mul(2))
+            .saturating_add(C_WAIT_SLACK_MS),
+    )
+}
+
 /// The rules a run of `scenario` is judged by.
 pub fn rules(scenario: &FamilyScenario) -> FamilyRules {
     FamilyRules {
@@ -40,6 +56,7 @@ pub fn rules(scenario: &FamilyScenario) -> FamilyRules {
         lone_client: scenario.check_free_progress,
         lost_bound_ms: lost_bound_ms(scenario),
         bound_ms: scenario.bound_ms,
+        wait_past_ms: wait_past_ms(scenario),
     }
 }
 
@@ -230,6 +247,19 @@ fn what(node: &str, what: &FamilyWhat, passes: impl Fn(u64) -> Option<u64>) -> (
 fn lock(lock_event: &FamilyEvent, passes: impl Fn(u64) -> Option<u64>) -> (Option<u64>, event::What) {
     use event::What as E;
     match lock_event {
+        FamilyEvent::Calling {
+            thread,
+            key,
+            wait_ms,
+            client_us,
+        } => (
+            Some(*client_us),
+            E::Calling {
+                thread: thread.clone(),
+                lock: key.clone(),
+                wait_ms: *wait_ms,
+            },
+        ),
         FamilyEvent::Request {
             thread,
             tag,

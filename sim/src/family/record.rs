@@ -155,6 +155,21 @@ impl fmt::Display for FamilyWhat {
 
 fn write_event(f: &mut fmt::Formatter<'_>, event: &FamilyEvent) -> fmt::Result {
     match event {
+        FamilyEvent::Calling {
+            thread,
+            key,
+            wait_ms: Some(wait_ms),
+            client_us,
+        } => write!(
+            f,
+            "{thread} calls lock({key}), waiting at most {wait_ms} ms (client {client_us} us)"
+        ),
+        FamilyEvent::Calling {
+            thread,
+            key,
+            wait_ms: None,
+            client_us,
+        } => write!(f, "{thread} calls lock({key}) (client {client_us} us)"),
         FamilyEvent::Request {
             thread,
             command,

@@ -149,6 +149,10 @@ struct ClientObserver {
 
 impl FamilyObserver for ClientObserver {
     fn on_event(&self, event: FamilyEvent) {
+        // A call's start matters to C-wait only when the call has a deadline.
+        if matches!(event, FamilyEvent::Calling { wait_ms: None, .. }) {
+            return;
+        }
         // A watchdog's renewal (Redisson's step D3 is the only one of its steps that sends).
         if let FamilyEvent::Request { tag, thread, .. } = &event {
             if tag.source == Source::Redisson && tag.step == 3 {

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use cassalock::algo::family::{CuratorLock, FamilyLock, RedlockLock};
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
+use cassalock::algo::RetryPolicy;
 use cassalock::driver::any_lock::AnyLocker;
 use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyObserver, FamilyStore};
 use cassalock::registry::Family;
@@ -109,6 +110,12 @@ pub trait SimLock: fmt::Debug + Send + Sync + RefUnwindSafe + 'static {
         Wakeup::None
     }
 
+    /// `lock()`'s deadline, if it has one, and how far past it the lock's last sleep may run
+    /// before the call sees it (C-wait).
+    fn wait(&self) -> Option<LockWait> {
+        None
+    }
+
     /// It keeps a queue of waiters (the F-order and F-drop judges apply).
     fn is_fair(&self) -> bool {
         false
@@ -125,6 +132,34 @@ pub trait SimLock: fmt::Debug + Send + Sync + RefUnwindSafe + 'static {
 
     /// One client's locker.
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError>;
+}
+
+/// A `lock()` deadline ([`FamilyLock::wait_ms`]), how far past it the lock's last sleep may
+/// run ([`FamilyLock::wait_overshoot_ms`]), and how the lock retries a failed request (a
+/// request under way at the deadline finishes its retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    pub wait_ms: u64,
+    pub overshoot_ms: u64,
+    pub retry: RetryPolicy,
+}
+
+impl LockWait {
+    fn of<L: FamilyLock>(config: &L::Config) -> Option<LockWait> {
+        L::wait_ms(config).map(|wait_ms| LockWait {
+            wait_ms,
+            overshoot_ms: L::wait_overshoot_ms(config),
+            retry: *config.as_ref(),
+        })
+    }
+
+    /// The longest one request takes with its retries, each try up to `request_timeout_ms`.
+    pub fn request_ms(&self, request_timeout_ms: u64) -> u64 {
+        let tries = u64::from(self.retry.max_retries) + 1;
+        tries
+            .saturating_mul(request_timeout_ms)
+            .saturating_add(u64::from(self.retry.max_retries).saturating_mul(self.retry.backoff_ms))
+    }
 }
 
 /// The server a lock's commands go to.
@@ -218,6 +253,10 @@ where
         self.fair
     }
 
+    fn wait(&self) -> Option<LockWait> {
+        LockWait::of::<L>(&self.config)
+    }
+
     fn check(&self) -> Result<(), FamilyError> {
         L::check(&self.config).map_err(FamilyError::Config)
     }
@@ -290,6 +329,10 @@ impl SimLock for SimCurator {
 
     fn wakeup(&self) -> Wakeup {
         Wakeup::Watch
+    }
+
+    fn wait(&self) -> Option<LockWait> {
+        LockWait::of::<CuratorLock>(&self.config)
     }
 
     fn check(&self) -> Result<(), FamilyError> {

@@ -465,6 +465,14 @@ pub struct SetNxExpireLock;
 
 impl FamilyLock for SetNxExpireLock {
     const NAME: &'static str = "redis-setnx-expire";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.max_wait_ms
+    }
+
+    fn wait_overshoot_ms(config: &Self::Config) -> u64 {
+        config.retry_every_ms
+    }
     type Config = RedisLockConfig;
     type Command = RedisCommand;
     type Reply = RedisReply;
