@@ -35,6 +35,46 @@ enum Which {
     /// Both reports (the fairness options, and the matrix's as --matrix-max-seeds,
     /// --matrix-cell-time-s and --matrix-contract-seeds).
     All(AllArgs),
+    /// The reports of a folder as one static site, readable offline: index.html (the answer
+    /// table first, each lock's name linking to its cells), a page per lock and one per
+    /// Markdown report, charts shown, traces linked. Run after `report all` and the `bench`
+    /// reports.
+    #[command(
+        after_help = "Exit status: 0 written; 2 bad options, a report missing or unreadable, or a page could not be written; 6 standard output could not be written."
+    )]
+    Html(HtmlArgs),
+}
+
+#[derive(Args, Debug)]
+struct HtmlArgs {
+    /// The folder of reports to read (matrix.md at least) and to write the pages into.
+    #[arg(long, default_value = "reports")]
+    dir: PathBuf,
+}
+
+/// `report html` has no shards.
+static NO_SHARD: ShardArgs = ShardArgs {
+    shard: None,
+    shard_out: None,
+};
+
+/// `report html`: the site, from the reports in `--dir`.
+fn html(args: &HtmlArgs) -> anyhow::Result<Written> {
+    let matrix = args.dir.join("matrix.md");
+    if !matrix.is_file() {
+        bail!(
+            "{} is not there: write the reports first (`cassalock report all --out {}`), or name their folder with --dir",
+            matrix.display(),
+            args.dir.display()
+        );
+    }
+    let site = cassalock_report::html::write_site(&args.dir).map_err(|error| anyhow::anyhow!("{error}"))?;
+    println!(
+        "html report: {} ({} pages; open it in a browser, no server needed)",
+        args.dir.join("index.html").display(),
+        site.pages.len()
+    );
+    Ok(Written::Deterministic)
 }
 
 /// The seed budget of each simulator search in the matrix (seeds 0..N at most).
@@ -416,6 +456,7 @@ fn planned(which: &Which) -> anyhow::Result<Planned> {
                 matrix: Some(options),
             }
         }
+        Which::Html(_) => bail!("`report html` renders reports already written: it has no shards"),
         Which::All(all) => {
             let matrix = matrix_options(&all_matrix_args(all))?;
             let fairness = fairness_options(&all.fairness)?;
@@ -531,6 +572,7 @@ fn merge_files(paths: &[PathBuf], out: &std::path::Path) -> anyhow::Result<Writt
         Which::Fairness(args) => args.out = out.to_owned(),
         Which::Matrix(args) => args.out = out.to_owned(),
         Which::All(all) => all.fairness.out = out.to_owned(),
+        Which::Html(args) => args.dir = out.to_owned(),
     }
     let planned = planned(&which)?;
     // Every part of every file is taken (not copied) and checked present before anything is
@@ -574,6 +616,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
         Which::Fairness(fairness_args) => &fairness_args.shard,
         Which::Matrix(matrix_args) => &matrix_args.shard,
         Which::All(all) => &all.fairness.shard,
+        Which::Html(_) => &NO_SHARD,
     };
     if let (Some(which_shard), Some(path)) = (shard_args.shard, &shard_args.shard_out) {
         return shard(&args.which, which_shard, path);
@@ -581,6 +624,7 @@ pub fn run(args: ReportArgs) -> ExitCode {
     let result = match &args.which {
         Which::Fairness(fairness_args) => fairness(fairness_args).map(|()| Written::Deterministic),
         Which::Matrix(matrix_args) => matrix(matrix_args),
+        Which::Html(html_args) => html(html_args),
         Which::All(all) => {
             let matrix_args = all_matrix_args(all);
             check_matrix_args(&matrix_args)

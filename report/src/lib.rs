@@ -13,6 +13,7 @@ pub mod contract_findings;
 pub mod fairness;
 #[cfg(madsim)]
 pub mod handoff;
+pub mod html;
 #[cfg(madsim)]
 pub mod matrix;
 pub mod real_backends;
@@ -50,6 +51,11 @@ pub enum ReportError {
     NotAClientRun { path: PathBuf },
     #[error("{} holds {found} files, more than the {most} a report reads", path.display())]
     TooManyRecords { path: PathBuf, found: usize, most: usize },
+    #[error("{} is {bytes} bytes, more than the {most} a report may be", path.display())]
+    TooLarge { path: PathBuf, bytes: u64, most: u64 },
+    /// A Markdown report without a part the site is built from.
+    #[error("{} has no {missing}: is it a report `cassalock report` wrote?", path.display())]
+    NotAReport { path: PathBuf, missing: &'static str },
     #[error("cannot start the worker threads: {0}")]
     Threads(#[from] rayon::ThreadPoolBuildError),
 }
@@ -62,7 +68,6 @@ pub fn create_dir(dir: &Path) -> Result<(), ReportError> {
     })
 }
 
-/// Write `text` to `dir/name`, creating `dir`.
 /// Read a report's data file (JSON) back.
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
@@ -75,6 +80,7 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, Repor
     })
 }
 
+/// Write `text` to `dir/name`, creating `dir`.
 pub fn write_file(dir: &Path, name: &str, text: &str) -> Result<(), ReportError> {
     create_dir(dir)?;
     let path = dir.join(name);
