@@ -315,9 +315,31 @@ fn the_example_scenario_files_parse_and_run() {
             "{file}:\n{stdout}"
         );
         if fired == "noisy" {
-            let plan = text(&cassalock(&["replay", "--scenario-file", file, "--seed", "0", "--summary"]).stdout);
-            assert!(plan.contains("each reading off by up to ±50 ms"), "{plan}");
-            assert!(plan.contains("jumps -5.000 s at"), "{plan}");
+            let plan = |scenario: &str| {
+                let args = [
+                    "replay",
+                    "--scenario-file",
+                    file,
+                    "--scenario",
+                    scenario,
+                    "--seed",
+                    "0",
+                    "--summary",
+                ];
+                text(&cassalock(&args).stdout)
+            };
+            let noisy = plan("queue-noisy-clocks");
+            assert!(noisy.contains("each reading off by up to ±50 ms"), "{noisy}");
+            assert!(noisy.contains("jumps -5.000 s at"), "{noisy}");
+            let skewed = plan("queue-skewed-clients");
+            assert!(
+                skewed.contains("1% of readings off by up to ±500 ms instead"),
+                "{skewed}"
+            );
+            assert!(
+                stdout.contains("queue-skewed-clients | queue algorithm | seeds 0..3 | 3 runs"),
+                "both scenarios of the file ran:\n{stdout}"
+            );
         } else {
             let injected = stdout
                 .split(fired)
@@ -526,4 +548,65 @@ fn set_changes_a_row_locks_knob_and_the_printed_command_keeps_it() {
     assert_eq!(verdicts(&set), verdicts(&flagged));
     // A flag wins over a --set of the same knob.
     assert!(run(&["--set", "clients=4", "--clients", "2"]).contains("2 clients x"));
+}
+
+/// The offsets `replay --summary` prints for clients c0.. (seconds).
+fn client_offsets_s(plan: &str) -> Vec<f64> {
+    plan.lines()
+        .filter(|line| line.trim_start().starts_with("clock c"))
+        .filter_map(|line| line.split("offset ").nth(1)?.split(' ').next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn clock_offsets_are_drawn_per_client_from_the_seed_and_a_heavy_tailed_error_is_printed() {
+    let plan = |seed: &str| {
+        let out = cassalock(&[
+            "replay",
+            "--scenario",
+            "contention",
+            "--algorithm",
+            "queue",
+            "--seed",
+            seed,
+            "--clock-offset-ms",
+            "400",
+            "--clock-error-ms",
+            "2",
+            "--clock-error-tail-ms",
+            "300",
+            "--clock-error-tail-percent",
+            "0.5",
+            "--summary",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let first = plan("3");
+    let offsets = client_offsets_s(&first);
+    assert_eq!(offsets.len(), 5, "{first}");
+    assert!(offsets.iter().all(|offset| offset.abs() <= 0.4), "{offsets:?}");
+    let distinct: std::collections::BTreeSet<String> = offsets.iter().map(|o| format!("{o:.3}")).collect();
+    assert!(distinct.len() >= 4, "one offset per client: {offsets:?}");
+    assert!(
+        first.contains("each reading off by up to ±2 ms (uniform), 0.5% of readings off by up to ±300 ms instead"),
+        "{first}"
+    );
+    assert_eq!(client_offsets_s(&plan("3")), offsets, "the same seed, the same offsets");
+    assert_ne!(client_offsets_s(&plan("4")), offsets, "another seed, other offsets");
+    // A tail needs both its knobs, each in range.
+    for (args, said) in [
+        (&["--clock-error-tail-ms", "300"][..], "needs clock_error_tail_percent"),
+        (
+            &["--clock-error-tail-ms", "300", "--clock-error-tail-percent", "101"][..],
+            "between 0 and 100",
+        ),
+        (&["--clock-offset-ms", "60001"][..], "0..=60000"),
+    ] {
+        let mut full = vec!["sim", "--scenario", "contention", "--seeds", "0..2"];
+        full.extend_from_slice(args);
+        let out = cassalock(&full);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(text(&out.stderr).contains(said), "{args:?}: {}", text(&out.stderr));
+    }
 }

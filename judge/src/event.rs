@@ -128,6 +128,16 @@ pub struct NodeClock {
     pub jumps: Vec<ClockJump>,
     #[serde(default)]
     pub error_us: u64,
+    /// With probability `error_tail_ppm` per million, a reading's error is uniform in
+    /// ±`error_tail_us` instead.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub error_tail_us: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub error_tail_ppm: u32,
+}
+
+fn is_zero<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// A step of a node's clock, `at_ms` into the run.

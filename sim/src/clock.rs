@@ -6,7 +6,9 @@
 //! affects timers (renewal, polling, backoff). Jumps (NTP steps) move readings only, as they
 //! would move the wall clock Cassandra reads while monotonic timers carry on. A per-reading
 //! error (`error_us`, the `--clock-error-ms` knob) is added to each `now_us` reading only, so
-//! two readings in a row may go backwards; timers are not affected.
+//! two readings in a row may go backwards; timers are not affected. The error may have a heavy
+//! tail (`error_tail_us` with probability `error_tail_ppm`): most readings close, a few far
+//! off, as a clock read over a congested path or a bad NTP sample gives.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -32,6 +34,11 @@ pub struct ClockSpec {
     /// `-error_us..=error_us` (madsim's seeded generator), independently per reading: a clock
     /// read over a noisy source. 0: exact readings, and no draw.
     pub error_us: u64,
+    /// The error's tail: with probability `error_tail_ppm` per million, a reading's error is
+    /// drawn from `-error_tail_us..=error_tail_us` instead of `error_us`'s range (a mixture of
+    /// two uniform errors). 0 ppm: no tail, and no draw for it.
+    pub error_tail_us: u64,
+    pub error_tail_ppm: u32,
 }
 
 /// A clock no run should have: running backwards or more than twice as fast, or more than a
@@ -44,6 +51,8 @@ pub enum ClockSpecError {
     TooFar { key: &'static str, value: i64 },
     #[error("jumps.at_ms = {0}: give 0 to 3600000 (one simulated hour)")]
     JumpTime(u64),
+    #[error("error_tail_ppm = {0}: give 0 to 1000000 (a probability in parts per million)")]
+    TailPpm(u32),
 }
 
 /// A day in microseconds: the farthest a clock of a scenario may be from true time.
@@ -56,10 +65,18 @@ impl ClockSpec {
         if !(-999_999..=1_000_000).contains(&self.drift_ppm) {
             return Err(ClockSpecError::Drift(self.drift_ppm));
         }
+        if self.error_tail_ppm > 1_000_000 {
+            return Err(ClockSpecError::TailPpm(self.error_tail_ppm));
+        }
         let error = i64::try_from(self.error_us).unwrap_or(i64::MAX);
-        let far = [("offset_us", self.offset_us), ("error_us", error)]
-            .into_iter()
-            .chain(self.jumps.iter().map(|(_, step_us)| ("jumps.step_us", *step_us)));
+        let tail = i64::try_from(self.error_tail_us).unwrap_or(i64::MAX);
+        let far = [
+            ("offset_us", self.offset_us),
+            ("error_us", error),
+            ("error_tail_us", tail),
+        ]
+        .into_iter()
+        .chain(self.jumps.iter().map(|(_, step_us)| ("jumps.step_us", *step_us)));
         for (key, value) in far {
             if value.checked_abs().is_none_or(|abs| abs > DAY_US) {
                 return Err(ClockSpecError::TooFar { key, value });
@@ -83,6 +100,8 @@ impl ClockSpec {
                 .map(|&(at_ms, step_us)| cassalock_judge::event::ClockJump { at_ms, step_us })
                 .collect(),
             error_us: self.error_us,
+            error_tail_us: self.error_tail_us,
+            error_tail_ppm: self.error_tail_ppm,
         })
     }
 
@@ -93,6 +112,8 @@ impl ClockSpec {
             drift_ppm: clock.drift_ppm,
             jumps: clock.jumps.iter().map(|jump| (jump.at_ms, jump.step_us)).collect(),
             error_us: clock.error_us,
+            error_tail_us: clock.error_tail_us,
+            error_tail_ppm: clock.error_tail_ppm,
         }
     }
 
@@ -164,12 +185,23 @@ impl SimClock {
 impl Clock for SimClock {
     fn now_us(&self) -> u64 {
         let exact = self.reading_at(self.elapsed());
-        if self.spec.error_us == 0 {
+        if self.spec.error_us == 0 && self.spec.error_tail_ppm == 0 {
             return exact;
         }
         use rand::Rng;
-        let bound = i64::try_from(self.spec.error_us).unwrap_or(i64::MAX);
-        let error = madsim::rand::thread_rng().gen_range(-bound..=bound);
+        let mut rng = madsim::rand::thread_rng();
+        // Without a tail, one draw a reading (the draws of runs without one stay as they were).
+        let in_tail = self.spec.error_tail_ppm > 0 && rng.gen_range(0..1_000_000) < self.spec.error_tail_ppm;
+        let bound_us = if in_tail {
+            self.spec.error_tail_us
+        } else {
+            self.spec.error_us
+        };
+        if bound_us == 0 {
+            return exact;
+        }
+        let bound = i64::try_from(bound_us).unwrap_or(i64::MAX);
+        let error = rng.gen_range(-bound..=bound);
         exact.saturating_add_signed(error)
     }
 
@@ -191,7 +223,7 @@ mod tests {
                 offset_us: -5_000_000,
                 drift_ppm: 100_000, // 10% fast
                 jumps: vec![(2_000, 1_000_000)],
-                error_us: 0,
+                ..ClockSpec::default()
             };
             let clock = SimClock::new(spec, start);
             assert_eq!(clock.reading_at(Duration::ZERO), EPOCH_US - 5_000_000);
@@ -229,5 +261,52 @@ mod tests {
                 "the exact reading has no error"
             );
         });
+    }
+
+    #[test]
+    fn a_heavy_tailed_error_puts_its_share_of_readings_in_the_tail_and_no_further() {
+        madsim::runtime::Runtime::new().block_on(async {
+            let start = Instant::now();
+            let clock = SimClock::new(
+                ClockSpec {
+                    error_us: 1_000,
+                    error_tail_us: 500_000,
+                    error_tail_ppm: 100_000, // 10%
+                    ..ClockSpec::default()
+                },
+                start,
+            );
+            const READINGS: usize = 20_000;
+            let errors: Vec<u64> = (0..READINGS).map(|_| clock.now_us().abs_diff(EPOCH_US)).collect();
+            assert!(errors.iter().all(|e| *e <= 500_000), "beyond the tail's bound");
+            // A tail reading is within the body's ±1 ms with probability 1/500: nearly every
+            // reading past 1 ms is a tail reading, and about 10% of readings are.
+            let far = errors.iter().filter(|e| **e > 1_000).count();
+            assert!(
+                (1_700..=2_300).contains(&far),
+                "{far} of {READINGS} readings in the tail"
+            );
+            assert!(errors.iter().any(|e| *e > 400_000), "the tail reaches far");
+            // No tail: no reading past the body's bound.
+            let plain = SimClock::new(
+                ClockSpec {
+                    error_us: 1_000,
+                    error_tail_us: 500_000,
+                    ..ClockSpec::default()
+                },
+                start,
+            );
+            assert!((0..2_000).all(|_| plain.now_us().abs_diff(EPOCH_US) <= 1_000));
+        });
+    }
+
+    #[test]
+    fn a_tail_probability_above_one_is_refused() {
+        let spec = ClockSpec {
+            error_tail_us: 1_000,
+            error_tail_ppm: 1_000_001,
+            ..ClockSpec::default()
+        };
+        assert_eq!(spec.check(), Err(ClockSpecError::TailPpm(1_000_001)));
     }
 }

@@ -345,7 +345,7 @@ impl RunConfig {
                         .map(|(at, step)| format!("{:+.3} s at {:.1} s", *step as f64 / 1e6, *at as f64 / 1e3))
                         .collect();
                     format!(
-                        "  clock {prefix}{i}: offset {:+.3} s, drift {:+} ppm{}{}",
+                        "  clock {prefix}{i}: offset {:+.3} s, drift {:+} ppm{}{}{}",
                         c.offset_us as f64 / 1e6,
                         c.drift_ppm,
                         if jumps.is_empty() {
@@ -357,6 +357,15 @@ impl RunConfig {
                             String::new()
                         } else {
                             format!(", each reading off by up to ±{} ms (uniform)", c.error_us as f64 / 1e3)
+                        },
+                        if c.error_tail_ppm == 0 {
+                            String::new()
+                        } else {
+                            format!(
+                                ", {}% of readings off by up to ±{} ms instead",
+                                f64::from(c.error_tail_ppm) / 1e4,
+                                c.error_tail_us as f64 / 1e3
+                            )
                         }
                     )
                 })

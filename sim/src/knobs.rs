@@ -193,6 +193,12 @@ pub struct Knobs {
     pub fail_after_apply_percent: Option<f64>,
     /// Every clock reading of a client is off by an error uniform in ±this.
     pub clock_error_ms: Option<u64>,
+    /// Each client's clock is off by a constant offset drawn from the seed, uniform in ±this.
+    pub clock_offset_ms: Option<u64>,
+    /// With `clock_error_tail_percent`: that share of the readings is off by an error uniform
+    /// in ±this instead of `clock_error_ms`'s (a heavy tail).
+    pub clock_error_tail_ms: Option<u64>,
+    pub clock_error_tail_percent: Option<f64>,
     /// One node's clock (drawn from the seed) steps back this far at a time drawn from the seed.
     pub backward_jump_s: Option<f64>,
     /// Every acquisition takes this many locks (`shared-0`, `shared-1`, ...), one after the
@@ -404,6 +410,38 @@ impl Knobs {
             MAX_CLOCK_ERROR_MS,
             "the error is uniform in ±this, per reading",
         )?;
+        check_between(
+            "clock_offset_ms",
+            self.clock_offset_ms,
+            0,
+            MAX_CLOCK_ERROR_MS,
+            "each client's offset is drawn uniform in ±this",
+        )?;
+        check_between(
+            "clock_error_tail_ms",
+            self.clock_error_tail_ms,
+            0,
+            MAX_CLOCK_ERROR_MS,
+            "the tail's error is uniform in ±this, per reading",
+        )?;
+        check_percent("clock_error_tail_percent", self.clock_error_tail_percent, true)?;
+        match (self.clock_error_tail_ms, self.clock_error_tail_percent) {
+            (Some(tail_ms), None) => {
+                return Err(refuse(
+                    "clock_error_tail_ms",
+                    tail_ms,
+                    "needs clock_error_tail_percent (--clock-error-tail-percent P): how many readings fall in the tail",
+                ))
+            }
+            (None, Some(percent)) => {
+                return Err(refuse(
+                    "clock_error_tail_percent",
+                    percent,
+                    "needs clock_error_tail_ms (--clock-error-tail-ms D): how far off a reading in the tail is",
+                ))
+            }
+            _ => {}
+        }
         if let Some(jump) = self.backward_jump_s {
             if !jump.is_finite() || jump <= 0.0 || jump > MAX_BACKWARD_JUMP_S {
                 return Err(refuse(
@@ -497,6 +535,20 @@ impl Knobs {
         }
         if let Some(jump_s) = self.backward_jump_s {
             backward_jump(config, jump_s, rng);
+        }
+        if let (Some(tail_ms), Some(percent)) = (self.clock_error_tail_ms, self.clock_error_tail_percent) {
+            config.client_clocks.resize(config.clients, Default::default());
+            for clock in &mut config.client_clocks {
+                clock.error_tail_us = tail_ms * 1000;
+                clock.error_tail_ppm = percent_to_ppm(percent);
+            }
+        }
+        if let Some(offset_ms) = self.clock_offset_ms {
+            config.client_clocks.resize(config.clients, Default::default());
+            let bound_us = i64::try_from(offset_ms * 1000).unwrap_or(i64::MAX);
+            for clock in &mut config.client_clocks {
+                clock.offset_us = clock.offset_us.saturating_add(rng.gen_range(-bound_us..=bound_us));
+            }
         }
         if let Some(locks) = self.locks {
             config.locks = locks;

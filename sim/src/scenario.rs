@@ -508,7 +508,7 @@ fn swarm(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
             offset_us: offset_s * 1_000_000 * if rng.gen_bool(0.5) { 1 } else { -1 },
             drift_ppm: rng.gen_range(-200..=200),
             jumps,
-            error_us: 0,
+            ..ClockSpec::default()
         });
     }
     for _ in 0..config.clients {
@@ -520,7 +520,7 @@ fn swarm(config: &mut RunConfig, rng: &mut ChaCha8Rng) {
             } else {
                 Vec::new()
             },
-            error_us: 0,
+            ..ClockSpec::default()
         });
     }
     let count = rng.gen_range(0..=6);

@@ -537,6 +537,13 @@ fn clock_labels(spec: &ClockSpec, stretch: &ClockStretch) -> Vec<String> {
             shortest(spec.error_us as f64 / 1e3, 3)
         ));
     }
+    if spec.error_tail_ppm != 0 {
+        long.push_str(&format!(
+            ", {}% of readings \u{b1}{} ms",
+            shortest(f64::from(spec.error_tail_ppm) / 1e4, 4),
+            shortest(spec.error_tail_us as f64 / 1e3, 3)
+        ));
+    }
     let short = match stretch.jump_us {
         Some(step) => signed_seconds(step),
         None => signed_seconds(stretch.ahead_us),

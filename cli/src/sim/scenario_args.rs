@@ -163,6 +163,15 @@ pub struct ScenarioArgs {
     /// Every clock reading of a client is off by an error uniform in ±D ms, drawn per reading.
     #[arg(long, value_name = "D", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub clock_error_ms: Option<u64>,
+    /// Each client's clock is off by a constant offset drawn from the seed, uniform in ±D ms (on top of the scenario's own).
+    #[arg(long, value_name = "D", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub clock_offset_ms: Option<u64>,
+    /// A heavy tail of the reading error: P percent of readings (with --clock-error-tail-percent) are off by an error uniform in ±D ms instead of --clock-error-ms's.
+    #[arg(long, value_name = "D", value_parser = whole::<u64>, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub clock_error_tail_ms: Option<u64>,
+    /// How many readings fall in the error's tail (0..100), with --clock-error-tail-ms.
+    #[arg(long, value_name = "P", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
+    pub clock_error_tail_percent: Option<f64>,
     /// One node's clock (a client or a replica, drawn from the seed) steps back S seconds at a time in 1..15 s drawn from the seed.
     #[arg(long, value_name = "S", value_parser = number, allow_hyphen_values = true, help_heading = KNOBS)]
     pub backward_jump_s: Option<f64>,
@@ -267,6 +276,9 @@ knob_fields!(
     fail_before_apply_percent,
     fail_after_apply_percent,
     clock_error_ms,
+    clock_offset_ms,
+    clock_error_tail_ms,
+    clock_error_tail_percent,
     backward_jump_s,
     locks,
     lock_order,

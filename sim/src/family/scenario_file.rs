@@ -305,6 +305,8 @@ struct ClockData {
     drift_ppm: i64,
     jumps: Vec<JumpData>,
     error_us: u64,
+    error_tail_us: u64,
+    error_tail_ppm: u32,
 }
 
 #[derive(Deserialize)]
@@ -606,6 +608,8 @@ impl ClockData {
             drift_ppm: self.drift_ppm,
             jumps: self.jumps.into_iter().map(|jump| (jump.at_ms, jump.step_us)).collect(),
             error_us: self.error_us,
+            error_tail_us: self.error_tail_us,
+            error_tail_ppm: self.error_tail_ppm,
         }
     }
 }
