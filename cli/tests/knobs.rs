@@ -125,7 +125,7 @@ const BAD: &[(&[&str], &str)] = &[
     ),
     (
         &["--locks", "2", "--lock-order", "sideways"],
-        "\"sideways\" is not a lock order; use fixed or random",
+        "\"sideways\" is not a lock order; use fixed, random or one",
     ),
 ];
 
@@ -609,4 +609,64 @@ fn clock_offsets_are_drawn_per_client_from_the_seed_and_a_heavy_tailed_error_is_
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(text(&out.stderr).contains(said), "{args:?}: {}", text(&out.stderr));
     }
+}
+
+#[test]
+fn independent_locks_take_one_lock_an_acquisition_drawn_at_random_and_leave_c_release_unjudged() {
+    let dir = std::env::temp_dir().join(format!("cassalock-one-lock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("one.jsonl").to_string_lossy().into_owned();
+    let out = cassalock(&[
+        "replay",
+        "--scenario",
+        "contention",
+        "--algorithm",
+        "queue",
+        "--seed",
+        "1",
+        "--locks",
+        "4",
+        "--lock-order",
+        "one",
+        "--events",
+        &events,
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("knobs: 4 independent locks, one per acquisition drawn at random"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("verdicts (100 acquisitions"),
+        "5 clients x 20, one lock each: {stdout}"
+    );
+    assert!(stdout.contains("not judged with 4 independent locks"), "{stdout}");
+    // Every lock was taken, and the acquisitions add up to one a call.
+    let record = std::fs::read_to_string(&events).expect("the record");
+    let acquired: Vec<&str> = record
+        .lines()
+        .filter(|line| line.contains(r#""kind":"acquired""#))
+        .collect();
+    assert_eq!(acquired.len(), 100);
+    for lock in ["shared-0", "shared-1", "shared-2", "shared-3"] {
+        let taken = acquired
+            .iter()
+            .filter(|line| line.contains(&format!(r#""lock":"{lock}""#)))
+            .count();
+        assert!((10..=45).contains(&taken), "{lock} taken {taken} times of 100");
+    }
+    // `one` needs several locks, as the other orders do.
+    let alone = cassalock(&[
+        "sim",
+        "--scenario",
+        "contention",
+        "--lock-order",
+        "one",
+        "--seeds",
+        "0..2",
+    ]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(text(&alone.stderr).contains("--locks N"), "{}", text(&alone.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -174,6 +174,10 @@ impl Default for Rules {
 pub struct RowRules {
     /// Locks each acquisition takes (C-release is not judged with more than one).
     pub locks_per_acquisition: usize,
+    /// Locks the clients take, each acquisition one or all of them (C-release is not judged
+    /// with more than one); 0 where the record does not say: as `locks_per_acquisition`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub locks: usize,
     /// The call the workload makes.
     pub call: Call,
     /// The resource refuses a token below the highest it accepted.

@@ -206,11 +206,14 @@ pub enum LockOrder {
     /// A new order per acquisition, drawn from madsim's generator: two clients can each hold a
     /// lock the other waits for (with GetLock and no `max_wait_ms`, until the run's time limit).
     Random,
+    /// Independent locks: each acquisition takes one of the locks, drawn from madsim's
+    /// generator per acquisition, so clients meet on a lock only now and then.
+    One,
 }
 
 /// A lock order that is neither `fixed` nor `random`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a lock order; use fixed or random")]
+#[error("{0:?} is not a lock order; use fixed, random or one")]
 pub struct UnknownLockOrder(pub String);
 
 impl FromStr for LockOrder {
@@ -220,6 +223,7 @@ impl FromStr for LockOrder {
         match text {
             "fixed" => Ok(LockOrder::Fixed),
             "random" => Ok(LockOrder::Random),
+            "one" => Ok(LockOrder::One),
             other => Err(UnknownLockOrder(other.to_owned())),
         }
     }
@@ -406,7 +410,12 @@ impl RunConfig {
         let defaults = Settings::new("sim");
         let cluster = ClusterConfig::default();
         let mut parts = Vec::new();
-        if self.locks > 1 {
+        if self.locks > 1 && self.lock_order == LockOrder::One {
+            parts.push(format!(
+                "{} independent locks, one per acquisition drawn at random",
+                self.locks
+            ));
+        } else if self.locks > 1 {
             parts.push(format!(
                 "{} locks per acquisition, {} order",
                 self.locks, self.lock_order

@@ -12,7 +12,7 @@ use cassalock_judge::event::{
     RunFacts,
 };
 
-use crate::config::{ClientMode, RunConfig};
+use crate::config::{ClientMode, LockOrder, RunConfig};
 use crate::contract::{FAULT_FREE_REQUEST_MS, LEASE_CHECK_MS, ORACLE_PERIOD_MS};
 use crate::trace::{Disruption, Record, What};
 
@@ -29,7 +29,12 @@ pub fn lock_name(config: &RunConfig) -> String {
 /// `killed_for_good` clients never restarted.
 pub fn header(config: &RunConfig, seed: u64, sim_time: Duration, killed_for_good: &BTreeSet<usize>) -> Header {
     let rules = RowRules {
-        locks_per_acquisition: config.locks,
+        locks_per_acquisition: if config.lock_order == LockOrder::One {
+            1
+        } else {
+            config.locks
+        },
+        locks: config.locks,
         call: call(config.mode),
         fencing: config.fencing,
         deadline: config.max_wait_ms.is_some(),

@@ -217,11 +217,12 @@ impl fmt::Display for LockOrder {
         f.write_str(match self {
             LockOrder::Fixed => "fixed",
             LockOrder::Random => "random",
+            LockOrder::One => "one",
         })
     }
 }
 
-/// In a scenario file: `"fixed"` or `"random"`.
+/// In a scenario file: `"fixed"`, `"random"` or `"one"`.
 impl<'de> serde::Deserialize<'de> for LockOrder {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = <String as serde::Deserialize>::deserialize(deserializer)?;

@@ -175,12 +175,17 @@ impl Client {
         self.state.finished.store(true, Ordering::Relaxed);
     }
 
-    /// Take this acquisition's locks in its order (one lock: no draw). Stops short at a "no"
-    /// from try_lock (`Some(None)`) or an error (`Some(Some(error))`), with the guards taken.
+    /// Take this acquisition's locks in its order (one lock: no draw), or the one lock drawn
+    /// for it (independent locks). Stops short at a "no" from try_lock (`Some(None)`) or an
+    /// error (`Some(Some(error))`), with the guards taken.
     async fn take_locks(&self) -> (Guards, Option<Option<String>>) {
         let mut order: Vec<&str> = self.names.iter().map(String::as_str).collect();
         if self.config.lock_order == LockOrder::Random && order.len() > 1 {
             order.shuffle(&mut madsim::rand::thread_rng());
+        }
+        if self.config.lock_order == LockOrder::One && order.len() > 1 {
+            let drawn = madsim::rand::thread_rng().gen_range(0..order.len());
+            order = vec![order[drawn]];
         }
         let mut guards = Vec::with_capacity(order.len());
         for lock in &order {

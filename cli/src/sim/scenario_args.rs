@@ -180,8 +180,9 @@ pub struct ScenarioArgs {
     #[arg(long, value_name = "N", value_parser = whole::<usize>, allow_hyphen_values = true, help_heading = KNOBS)]
     pub locks: Option<usize>,
     /// The order a client takes its locks in: fixed (the same for all) or random (drawn per
-    /// acquisition; GetLock clients can then deadlock until --max-wait-ms or the time limit).
-    #[arg(long, value_name = "fixed|random", help_heading = KNOBS)]
+    /// acquisition; GetLock clients can then deadlock until --max-wait-ms or the time limit); or
+    /// one: independent locks, each acquisition takes one of the --locks N, drawn at random.
+    #[arg(long, value_name = "fixed|random|one", help_heading = KNOBS)]
     pub lock_order: Option<LockOrder>,
     /// One message's latency on the simulated network, uniform in LO..HI microseconds (default:
     /// madsim's 1000..10000). To compare with a real cluster, give what its round trips measure.

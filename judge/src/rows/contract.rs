@@ -540,6 +540,10 @@ fn check_release(rules: &RowRules, figures: &ContractFigures) -> Check {
             ClaimId::CRelease,
             format!("not judged with {} locks per acquisition", rules.locks_per_acquisition),
         ),
+        _ if rules.locks > 1 => Check::not_exercised(
+            ClaimId::CRelease,
+            format!("not judged with {} independent locks", rules.locks),
+        ),
         None => Check::not_exercised(
             ClaimId::CRelease,
             format!("no release while another client waited and no fault was active{releases_cut}"),
