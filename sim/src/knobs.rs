@@ -404,6 +404,21 @@ impl Knobs {
                 ));
             }
         }
+        self.check_clocks()?;
+        if let Some(jump) = self.backward_jump_s {
+            if !jump.is_finite() || jump <= 0.0 || jump > MAX_BACKWARD_JUMP_S {
+                return Err(refuse(
+                    "backward_jump_s",
+                    jump,
+                    format!("the step back must be more than 0 and at most {MAX_BACKWARD_JUMP_S} s"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The clock knobs: each in range; a tail needs both its knobs.
+    fn check_clocks(&self) -> Result<(), KnobError> {
         check_between(
             "clock_error_ms",
             self.clock_error_ms,
@@ -442,15 +457,6 @@ impl Knobs {
                 ))
             }
             _ => {}
-        }
-        if let Some(jump) = self.backward_jump_s {
-            if !jump.is_finite() || jump <= 0.0 || jump > MAX_BACKWARD_JUMP_S {
-                return Err(refuse(
-                    "backward_jump_s",
-                    jump,
-                    format!("the step back must be more than 0 and at most {MAX_BACKWARD_JUMP_S} s"),
-                ));
-            }
         }
         Ok(())
     }
