@@ -26,7 +26,10 @@ use serde::{Deserialize, Serialize};
 use crate::shard::{Shard, ShardOut};
 use crate::usage_error;
 
+mod clock_knobs;
 mod shard_file;
+
+pub use clock_knobs::ClockKnobs;
 
 pub use shard_file::merge;
 use shard_file::{sweep_of, ShardFile, SHARD_FORMAT, SHARD_VERSION};
@@ -116,6 +119,8 @@ pub struct SimFamilyArgs {
     /// (`hold_ms=50`, `settings.ttl_ms=3000`, `lost_reply_ppm=10000`; docs/simulator.md).
     #[arg(long, value_name = "KEY=VALUE")]
     set: Vec<String>,
+    #[command(flatten)]
+    clocks: ClockKnobs,
     /// Run only shard K of N of the seeds (those with seed % N == K-1) and write a result
     /// file for `cassalock merge` (docs/sweeps.md); needs --shard-out.
     #[arg(long, value_name = "K/N", conflicts_with = "seed", requires = "shard_out")]
@@ -128,7 +133,7 @@ pub struct SimFamilyArgs {
 /// What the command line changes in a scenario (and a replay command must repeat). A shard's
 /// file keeps them under the same names (a file without `clients` or `acquisitions` was
 /// written before they existed: the scenario's own).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Knobs {
     pub bound_ms: Option<u64>,
     pub replication_lag_ms: Option<u64>,
@@ -141,6 +146,9 @@ pub struct Knobs {
     /// Keys of the scenario set from the command line (`--set hold_ms=50`), as given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<String>,
+    /// The clients' clocks: offsets drawn from the seed, reading errors.
+    #[serde(default, skip_serializing_if = "ClockKnobs::is_empty")]
+    pub clocks: ClockKnobs,
 }
 
 impl Knobs {
@@ -159,6 +167,7 @@ impl Knobs {
         if let Some(acquisitions) = self.acquisitions {
             flags.push_str(&format!(" --acquisitions {acquisitions}"));
         }
+        flags.push_str(&self.clocks.flags());
         for setting in &self.set {
             flags.push_str(&format!(" --set {}", crate::sim::shell_word(setting)));
         }
@@ -204,6 +213,9 @@ impl Knobs {
             Ok(named) => named.build(0),
             Err(error) => return Some(format!("{error:#}")),
         };
+        if let Some(refused) = self.clocks.refused() {
+            return Some(refused);
+        }
         if self.replication_lag_ms.is_some() && built.replication_lag_ms.is_none() {
             return Some(format!(
                 "--replication-lag-ms applies to scenarios with a replica (set-nx-failover-after-acquire, redisson-failover-during-renewal), not {name}"
@@ -247,6 +259,7 @@ fn scenario(name: &str, seed: u64, knobs: &Knobs) -> FamilyScenario {
     if let Some(acquisitions) = knobs.acquisitions {
         scenario.acquisitions = acquisitions;
     }
+    knobs.clocks.apply(&mut scenario, seed);
     scenario
 }
 
@@ -337,6 +350,7 @@ pub fn sweep_scenarios(
         clients: knobs.clients,
         acquisitions: knobs.acquisitions,
         set: knobs.set,
+        clocks: knobs.clocks,
         shard,
         shard_out,
     })
@@ -365,6 +379,7 @@ pub fn replay_scenario(
         clients: knobs.clients,
         acquisitions: knobs.acquisitions,
         set: knobs.set,
+        clocks: knobs.clocks,
         shard: None,
         shard_out: None,
     })
@@ -398,6 +413,7 @@ pub fn run(args: SimFamilyArgs) -> ExitCode {
         clients: args.clients,
         acquisitions: args.acquisitions,
         set: args.set.clone(),
+        clocks: args.clocks.clone(),
     };
     if let Some(refused) = chosen.iter().find_map(|name| knobs.refused_by(name)) {
         return usage_error(&refused);
@@ -860,6 +876,12 @@ mod tests {
             clients: Some(3),
             acquisitions: Some(2),
             set: vec!["hold_ms=50".to_owned(), "start_ms=[0, 100]".to_owned()],
+            clocks: ClockKnobs {
+                clock_offset_ms: Some(250),
+                clock_error_ms: None,
+                clock_error_tail_ms: Some(40),
+                clock_error_tail_percent: Some(2.5),
+            },
         };
         let line = replay_command("set-nx-failover-after-acquire", 17, &knobs);
         let words = shlex::split(&line).expect("a shell line");
@@ -877,6 +899,10 @@ mod tests {
         assert_eq!(parsed.scenario.clients, Some(3));
         assert_eq!(parsed.scenario.acquisitions, Some(2));
         assert_eq!(parsed.scenario.set, knobs.set);
+        assert_eq!(parsed.scenario.clock_offset_ms, Some(250));
+        assert_eq!(parsed.scenario.clock_error_ms, None);
+        assert_eq!(parsed.scenario.clock_error_tail_ms, Some(40));
+        assert_eq!(parsed.scenario.clock_error_tail_percent, Some(2.5));
     }
 
     #[test]

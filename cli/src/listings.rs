@@ -97,7 +97,7 @@ pub fn scenarios() -> ExitCode {
         println!("    expected: {}", scenario.expected);
         println!("    defaults: {defaults}");
     }
-    println!("\nThe other families' scenarios (`cassalock sim --scenario NAME`, or a lock's name for all of its; --clients, --acquisitions, --bound-ms, --replication-lag-ms):");
+    println!("\nThe other families' scenarios (`cassalock sim --scenario NAME`, or a lock's name for all of its; --clients, --acquisitions, --clock-offset-ms, --clock-error-ms, --clock-error-tail-ms with --clock-error-tail-percent, --bound-ms, --replication-lag-ms):");
     for named in cassalock_sim::family::scenarios() {
         println!("  {:<40} {}", named.name, named.help);
     }

@@ -140,8 +140,9 @@ ZooKeeper, etcd), each a premise of a lock and the fault that breaks it, for exa
   zookeeper-session-expiry-pause, etcd-lease-expires-while-waiting-11456
 every one listed with its line of help by `cassalock sim --scenario list`, and named by lock too
 (`--scenario redlock,etcd`: every scenario of both); they take --seeds, --jobs,
---shard/--shard-out, --clients, --acquisitions, --bound-ms, --replication-lag-ms and
---set KEY=VALUE, any key of their scenario (--set settings.ttl_ms=3000; replay: --seed,
+--shard/--shard-out, --clients, --acquisitions, the clock knobs (--clock-offset-ms,
+--clock-error-ms, --clock-error-tail-ms, --clock-error-tail-percent), --bound-ms,
+--replication-lag-ms and --set KEY=VALUE, any key of their scenario (--set settings.ttl_ms=3000; replay: --seed,
 --summary, --svg, --events), not the row locks' other knobs. `--scenario all` runs every
 scenario of every lock with its own defaults.
 

@@ -688,3 +688,111 @@ fn c_wait_is_judged_for_a_lock_given_a_deadline_and_only_then() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Each node's clock readings less the record's time, in µs, per client node of a family record.
+fn clock_minus_time_us(record: &str) -> std::collections::BTreeMap<String, Vec<i64>> {
+    let mut by_node: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for line in record.lines().skip(1) {
+        let event: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let (Some(node), Some(at_ns), Some(clock_us)) = (
+            event["node"].as_str(),
+            event["at_ns"].as_i64(),
+            event["clock_us"].as_i64(),
+        ) else {
+            continue;
+        };
+        if node.starts_with('c') {
+            by_node
+                .entry(node.to_owned())
+                .or_default()
+                .push(clock_us - 1_700_000_000_000_000 - at_ns / 1000);
+        }
+    }
+    by_node
+}
+
+#[test]
+fn every_family_takes_the_row_locks_clock_knobs() {
+    let dir = std::env::temp_dir().join(format!("cassalock-family-clocks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let events = dir.join("etcd.jsonl").to_string_lossy().into_owned();
+    let knobs = ["--clock-offset-ms", "500", "--clock-error-ms", "2"];
+    let mut args = vec![
+        "replay",
+        "--scenario",
+        "etcd-contention",
+        "--seed",
+        "0",
+        "--clients",
+        "4",
+        "--events",
+        &events,
+    ];
+    args.extend_from_slice(&knobs);
+    let out = cassalock(&args);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    let record = std::fs::read_to_string(&events).expect("the record");
+    assert!(
+        record
+            .lines()
+            .next()
+            .unwrap()
+            .contains("--clock-offset-ms 500 --clock-error-ms 2"),
+        "the replay command repeats the knobs: {:.400}",
+        record
+    );
+    // Each client reads its own constant offset (within ±500 ms), give or take its 2 ms error.
+    let readings = clock_minus_time_us(&record);
+    assert_eq!(readings.len(), 4, "{:?}", readings.keys());
+    let mut offsets = Vec::new();
+    for (node, diffs) in &readings {
+        let (lo, hi) = (diffs.iter().min().unwrap(), diffs.iter().max().unwrap());
+        assert!(
+            hi - lo <= 4_001,
+            "{node}: readings spread {lo}..{hi} µs, more than ±2 ms"
+        );
+        assert!(lo.abs() <= 502_000 && hi.abs() <= 502_000, "{node}: {lo}..{hi} µs");
+        offsets.push((lo + hi) / 2);
+    }
+    offsets.sort_unstable();
+    offsets.dedup_by(|a, b| (*a - *b).abs() < 5_000);
+    assert!(offsets.len() >= 3, "one offset per client: {offsets:?}");
+    // A sweep takes them too; a tail without its share is refused naming the flag.
+    let sweep = cassalock(&[
+        "sim",
+        "--scenario",
+        "set-nx-contention",
+        "--seeds",
+        "0..5",
+        "--clock-error-ms",
+        "5",
+        "--clock-error-tail-ms",
+        "200",
+        "--clock-error-tail-percent",
+        "1",
+    ]);
+    assert_eq!(
+        sweep.status.code(),
+        Some(0),
+        "{}{}",
+        text(&sweep.stdout),
+        text(&sweep.stderr)
+    );
+    let refused = cassalock(&[
+        "sim",
+        "--scenario",
+        "etcd-contention",
+        "--seeds",
+        "0..2",
+        "--clock-error-tail-ms",
+        "300",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        text(&refused.stderr).contains("--clock-error-tail-ms 300: needs clock_error_tail_percent"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -140,6 +140,12 @@ pub(super) fn family_knobs(
         clients: scenario.clients,
         acquisitions: scenario.acquisitions,
         set: scenario.set.clone(),
+        clocks: crate::family_sim::ClockKnobs {
+            clock_offset_ms: scenario.clock_offset_ms,
+            clock_error_ms: scenario.clock_error_ms,
+            clock_error_tail_ms: scenario.clock_error_tail_ms,
+            clock_error_tail_percent: scenario.clock_error_tail_percent,
+        },
     }
 }
 

@@ -463,6 +463,10 @@ impl ScenarioArgs {
             clients: None,
             acquisitions: None,
             set: Vec::new(),
+            clock_offset_ms: None,
+            clock_error_ms: None,
+            clock_error_tail_ms: None,
+            clock_error_tail_percent: None,
             // A families' scenario file was read as one: not a row locks' knobs file.
             scenario_file: self
                 .scenario_file

@@ -27,7 +27,7 @@ fn list_scenarios() -> ExitCode {
     for scenario in cassalock_sim::scenario::SCENARIOS {
         println!("  {:<40} {} ({})", scenario.name, scenario.setup, scenario.expected);
     }
-    println!("\nThe other families' scenarios (--clients, --acquisitions, --bound-ms, --replication-lag-ms):");
+    println!("\nThe other families' scenarios (--clients, --acquisitions, --clock-offset-ms, --clock-error-ms, --clock-error-tail-ms with --clock-error-tail-percent, --bound-ms, --replication-lag-ms):");
     for named in cassalock_sim::family::scenarios() {
         println!("  {:<40} {}", named.name, named.help);
     }
