@@ -796,3 +796,42 @@ fn every_family_takes_the_row_locks_clock_knobs() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_heavy_tail_of_clock_reading_errors_breaks_set_nx_validity_when_holds_outlast_the_lease() {
+    // Seed 10: c0-0's start reading falls in the tail, about 385 ms ahead, so it believes for
+    // 2.345 s on a 2 s lease, while c13-0 takes the expired key.
+    let run = |tail: bool| {
+        let mut args = vec![
+            "replay",
+            "--scenario",
+            "set-nx-contention",
+            "--seed",
+            "10",
+            "--summary",
+            "--set",
+            "hold_ms=2500",
+            "--clock-error-ms",
+            "1",
+        ];
+        if tail {
+            args.extend_from_slice(&["--clock-error-tail-ms", "1000", "--clock-error-tail-percent", "1"]);
+        }
+        cassalock(&args)
+    };
+    let with_tail = run(true);
+    let stdout = text(&with_tail.stdout);
+    assert_eq!(with_tail.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "T1-belief    VIOLATED: c0-0 and c13-0 both believed they held L from 6024.511 ms to 6369.611 ms"
+        ),
+        "{stdout}"
+    );
+    // Without the tail: no two believers (exit 3: holds past the lease keep clients running
+    // past the run's bound, T2 bounded).
+    let without = run(false);
+    let stdout = text(&without.stdout);
+    assert_eq!(without.status.code(), Some(3), "{stdout}");
+    assert!(stdout.contains("T1-belief    no violation"), "{stdout}");
+}
