@@ -205,10 +205,13 @@ fn page(title: &str, body: &str, present: &[&str]) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<nav>{bar}</nav>\n<main>\n{body}</main>\n</body>\n</html>\n",
+         <title>{}</title>\n<link rel=\"stylesheet\" href=\"{STYLESHEET}\">\n</head>\n<body>\n<nav>{bar}</nav>\n<main>\n{body}</main>\n</body>\n</html>\n",
         escape(title)
     )
 }
+
+/// The site's one stylesheet, written beside its pages.
+const STYLESHEET: &str = "style.css";
 
 const STYLE: &str = "body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1b1b1b; }
 nav { background: #20304a; padding: 0.6em 1.2em; position: sticky; top: 0; z-index: 1; }
@@ -317,6 +320,7 @@ pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
         let stem = file.trim_end_matches(".md");
         written.push((format!("{stem}.html"), page(stem, &render(&text, &present), &present)));
     }
+    write_file(dir, STYLESHEET, STYLE)?;
     for (name, html) in &written {
         write_file(dir, name, html)?;
         if name != "index.html" {

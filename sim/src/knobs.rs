@@ -572,7 +572,8 @@ impl Knobs {
     }
 }
 
-fn percent_to_ppm(percent: f64) -> u32 {
+/// A percentage (0..=100) as parts per million, rounded.
+pub fn percent_to_ppm(percent: f64) -> u32 {
     (percent * 10_000.0).round() as u32
 }
 

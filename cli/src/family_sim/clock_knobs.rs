@@ -88,7 +88,7 @@ impl ClockKnobs {
             }
             if let (Some(ms), Some(percent)) = (self.clock_error_tail_ms, self.clock_error_tail_percent) {
                 clock.error_tail_us = ms.saturating_mul(1000);
-                clock.error_tail_ppm = (percent * 10_000.0).round() as u32;
+                clock.error_tail_ppm = cassalock_sim::knobs::percent_to_ppm(percent);
             }
             if let Some(ms) = self.clock_offset_ms {
                 let bound_us = ms.saturating_mul(1000);

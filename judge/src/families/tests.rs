@@ -483,6 +483,15 @@ fn c_wait_a_call_with_a_deadline_must_return_within_its_wait_and_the_bound_past_
                 .contains("at 200.000 ms and returned after 200.000 ms"),
         "{verdict}"
     );
+    // A thread's name called again with no word of how its last call ended: that call had
+    // returned by then, judged up to the new call's start (300 ms, late), and no panic.
+    let unended = vec![
+        calling(0, "c0-0", Some(100)),
+        calling(300, "c0-0", Some(100)),
+        timed_out(350, "c0-0"),
+    ];
+    let verdict = c_wait(&run(&rules, &unended));
+    assert!(verdict.to_string().contains("1 of 2 calls late"), "{verdict}");
     // No deadline in the lock, or no call with one: not checked.
     assert_eq!(c_wait(&run(&unfenced(), &late)), Verdict::NotChecked);
     let no_deadline = vec![calling(0, "c0-0", None), timed_out(500, "c0-0")];
