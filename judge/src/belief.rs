@@ -102,6 +102,12 @@ impl Believing {
         self.beliefs.holders_of(lock)
     }
 
+    /// The holders that believe they hold `lock` at `at`, a validity that ran out by then no
+    /// longer counted.
+    pub fn holders_of_at<'a>(&'a self, lock: &'a str, at: Duration) -> impl Iterator<Item = &'a str> {
+        self.beliefs.holders_of_at(lock, at)
+    }
+
     /// The intervals closed since the last call, in the order they closed.
     pub fn take_closed(&mut self) -> std::vec::Drain<'_, HoldingInterval<SimulatedTime>> {
         self.beliefs.take_closed()

@@ -57,6 +57,8 @@ pub enum ClaimId {
     T1Belief,
     /// T1 where it does damage: the resource never accepts a stale fencing token.
     T1Resource,
+    /// T1 against the server: whoever believes it holds is the holder the server's state names.
+    T1Server,
     /// Theorem 2: every GetLock caller acquires in finite time.
     T2,
     /// T2's case the family simulator judges alone: one client on a free lock never gives up.
@@ -112,12 +114,13 @@ pub enum ClaimId {
 
 impl ClaimId {
     /// Every claim, in declaration order.
-    pub const ALL: [ClaimId; 28] = [
+    pub const ALL: [ClaimId; 29] = [
         ClaimId::L1,
         ClaimId::L1NotVacuous,
         ClaimId::T1,
         ClaimId::T1Belief,
         ClaimId::T1Resource,
+        ClaimId::T1Server,
         ClaimId::T2,
         ClaimId::T2Free,
         ClaimId::T3,
@@ -151,6 +154,7 @@ impl ClaimId {
             ClaimId::T1 => "T1",
             ClaimId::T1Belief => "T1-belief",
             ClaimId::T1Resource => "T1-resource",
+            ClaimId::T1Server => "T1-server",
             ClaimId::T2 => "T2",
             ClaimId::T2Free => "T2-free",
             ClaimId::T3 => "T3",
@@ -185,6 +189,7 @@ impl ClaimId {
             | ClaimId::T1
             | ClaimId::T1Belief
             | ClaimId::T1Resource
+            | ClaimId::T1Server
             | ClaimId::T3
             | ClaimId::T5
             | ClaimId::S2
@@ -218,6 +223,7 @@ impl ClaimId {
             ClaimId::T1 => "GetLock never lets two threads hold the same lock at once (mutual exclusion)",
             ClaimId::T1Belief => "no two threads believe they hold the lock at the same instant",
             ClaimId::T1Resource => "the resource never accepts a write whose fencing token is below one it already accepted",
+            ClaimId::T1Server => "whoever believes it holds the lock is the holder the server's own state names (the key's value, the lowest node or revision, a cell every read of the main row finds)",
             ClaimId::T2 => "if every holder releases in finite time, every GetLock caller acquires in finite time",
             ClaimId::T2Free => "a lock() call never gives up when no other client could have held the lock (one client alone; filed under T2 in the matrix)",
             ClaimId::T3 => "TryGetLock never lets two threads hold the same lock at once",

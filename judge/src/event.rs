@@ -515,6 +515,20 @@ pub enum What {
     Resurrected { thread: String, replica: usize },
     /// The time service's value on a quorum.
     GlobalTime { value_us: u64 },
+    /// The server's own state names `holder`'s token as the lock's holder now (absent: nobody),
+    /// as the lock reads its server, and names nobody from `gone_at_ns` on the record's clock
+    /// (its key expires then) unless a later reading says otherwise (T1-server,
+    /// [`crate::server_state`]). A server that names holders by thread rather than by token
+    /// (a row lock's main row, whose cells are named by their threads) names `threads`.
+    ServerHolder {
+        lock: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holder: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        threads: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gone_at_ns: Option<u64>,
+    },
     /// A release said released, yet these servers still held its token's key.
     KeptAfterRelease { token: String, servers: Vec<usize> },
     /// At the end of the run, server `server` still held `token`'s key.

@@ -10,6 +10,9 @@
 //!   had written (acquisitions numbered in the order they happened). What a fencing token would
 //!   have refused; the lock's belief can be right while this is violated (a pause between the
 //!   check and the write).
+//! - **T1-server**: at every reading of the server's state the record holds (`server_holder`),
+//!   every believer is the holder the server names ([`crate::server_state`]); not checked in a
+//!   record without readings.
 //! - **C-release**: at the instant a release said `Released`, or at the end of the run, a key
 //!   still holds the released token (for Redlock: on a majority of the masters, enough to keep
 //!   every other client out until the TTL).
@@ -55,6 +58,7 @@ use std::time::Duration;
 use crate::belief::BeliefRules;
 use crate::event::{Event, FamilyRules, Header, ReleaseOutcome, Rules, What};
 use crate::holding::{overlaps, HoldingInterval, SimulatedTime};
+use crate::server_state::ServerAgreement;
 use crate::ClaimId;
 
 /// The key every family run's lock is on (its holding intervals name it).
@@ -77,6 +81,7 @@ fn at(event: &Event) -> Duration {
 pub enum Claim {
     T1Belief,
     T1Resource,
+    T1Server,
     CRelease,
     CLost,
     CToken,
@@ -88,9 +93,10 @@ pub enum Claim {
 }
 
 impl Claim {
-    pub const ALL: [Claim; 10] = [
+    pub const ALL: [Claim; 11] = [
         Claim::T1Belief,
         Claim::T1Resource,
+        Claim::T1Server,
         Claim::CRelease,
         Claim::CLost,
         Claim::CToken,
@@ -105,6 +111,7 @@ impl Claim {
         match self {
             Claim::T1Belief => "T1-belief",
             Claim::T1Resource => "T1-resource",
+            Claim::T1Server => "T1-server",
             Claim::CRelease => "C-release",
             Claim::CLost => "C-lost",
             Claim::CToken => "C-token",
@@ -127,6 +134,7 @@ impl Claim {
         match self {
             Claim::T1Belief => ClaimId::T1Belief,
             Claim::T1Resource => ClaimId::T1Resource,
+            Claim::T1Server => ClaimId::T1Server,
             Claim::CRelease => ClaimId::CRelease,
             Claim::CLost => ClaimId::CLost,
             Claim::CToken => ClaimId::CToken,
@@ -228,6 +236,7 @@ pub fn judge(rules: &FamilyRules, clients: usize, end: Duration, events: &[Event
     let claims = vec![
         (Claim::T1Belief, t1_belief(&run)),
         (Claim::T1Resource, t1_resource(&run)),
+        (Claim::T1Server, t1_server(&run)),
         (Claim::CRelease, c_release(&run)),
         (Claim::CLost, c_lost(&run)),
         (Claim::CToken, c_token(&run)),
@@ -268,6 +277,25 @@ fn t1_belief(run: &Run) -> Verdict {
             overlap.first.lock,
             ms(overlap.from),
             ms(overlap.to)
+        )),
+    }
+}
+
+/// Every believer is the holder the server's state names, at each reading of the server
+/// ([`crate::server_state`]).
+fn t1_server(run: &Run) -> Verdict {
+    let rules = BeliefRules {
+        lease_lost_ends_it: true,
+    };
+    match crate::server_state::judge(run.events, run.end, rules) {
+        ServerAgreement::NotRead => Verdict::NotChecked,
+        ServerAgreement::Agreed { .. } => Verdict::NoViolation,
+        ServerAgreement::Disagreed {
+            first,
+            disagreeing_readings,
+            readings,
+        } => Verdict::Violated(format!(
+            "{first} ({disagreeing_readings} of {readings} readings of the server disagreed)"
         )),
     }
 }

@@ -263,6 +263,15 @@ impl<B: TimeBase> Beliefs<B> {
             .map(|(holder, _)| holder.as_str())
     }
 
+    /// The holders that believe they hold `lock` at `at`: open, and their validity (if any)
+    /// not yet run out.
+    pub fn holders_of_at<'a>(&'a self, lock: &'a str, at: B::Instant) -> impl Iterator<Item = &'a str> {
+        self.open
+            .iter()
+            .filter(move |(_, open)| open.lock == lock && open.lapse.is_none_or(|lapse| at < lapse))
+            .map(|(holder, _)| holder.as_str())
+    }
+
     /// The history ended at `end`: beliefs still open lasted until then (or their validity).
     /// Every interval, in the order they closed (then the open ones, by holder).
     pub fn finish(mut self, end: B::Instant) -> Vec<HoldingInterval<B>> {

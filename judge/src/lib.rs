@@ -12,6 +12,7 @@
 //! - [`holding`]: holding intervals on a named clock and the one T1-belief judge;
 //! - [`overlap_window`]: T1-belief as beliefs close, in bounded memory;
 //! - [`k3`]: the one K3 definition (a released lock stays taken by nobody);
+//! - [`server_state`]: T1-server, a holder's belief against the server's own state;
 //! - [`told`]: C-lost for a run seen from outside (who was overtaken, how it was told);
 //! - [`stats`]: the report statistics.
 
@@ -26,6 +27,7 @@ pub mod next_caller;
 pub mod observed;
 pub mod overlap_window;
 pub mod rows;
+pub mod server_state;
 pub mod stats;
 pub mod text;
 pub mod told;

@@ -7,6 +7,7 @@
 
 use cassalock::algo::etcd::mutex::{lease_id_of, prefix_of, EtcdLease, EtcdMutexConfig, KeepAlive};
 use cassalock::algo::family::{CuratorLock, EtcdLock, FamilyLock, RenewalEnd};
+use cassalock::algo::server_holder::{ServerNow, ServerState};
 use cassalock::algo::zookeeper::curator_mutex::{directory_of, CuratorConfig, CuratorLease, LOCKS_ROOT};
 use cassalock::algo::Machine;
 use cassalock::store::etcd_client::{DeletionWatches, EtcdOp, EtcdOpReply, EtcdServerState};
@@ -253,6 +254,13 @@ impl ModelServer for ZooKeeperServer {
             sessions.join(", ")
         )
     }
+
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>> {
+        vec![ServerNow {
+            state: ServerState::ZooKeeper(&self.tree),
+            now_ms: self.now_ms(now_tick),
+        }]
+    }
 }
 
 /// One etcd server (its leader): the library's [`EtcdKeyspace`] and its clients' deletion
@@ -402,6 +410,13 @@ impl ModelServer for EtcdServer {
                 format!(" | {} watch(es)", self.state.watches.len())
             }
         )
+    }
+
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>> {
+        vec![ServerNow {
+            state: ServerState::Etcd(&self.state.keyspace),
+            now_ms: self.now_ms(now_tick),
+        }]
     }
 }
 

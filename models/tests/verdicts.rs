@@ -256,6 +256,41 @@ fn s2_clocks_a_ttl_apart_break_t1() {
     pin(expect_file!["golden/s2_ttl_skew_t1.txt"], &golden_text(&report));
 }
 
+/// T1-server in the row-lock models: the main row stops naming a paused holder when its cell
+/// expires, before anyone else holds (T1 needs the second holder, a few steps later).
+#[test]
+fn t1_server_the_main_row_drops_a_paused_holder_before_a_second_holder_comes() {
+    let pause = spec(ModelName::Lock(Lock::Queue), Fault::Pause);
+    let steps = |report: &cassalock_models::check::Report, claim: &str| {
+        let trace = report.row(claim).trace.as_ref().expect("a counterexample").to_string();
+        let steps = trace
+            .lines()
+            .filter(|line| {
+                line.starts_with(char::is_whitespace)
+                    && line
+                        .trim_start()
+                        .split_once(". ")
+                        .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+            })
+            .count();
+        (trace, steps)
+    };
+    let (t1_trace, t1_steps) = steps(&first_violation(&pause, "T1"), "T1");
+    let server = first_violation(&pause, "T1-server");
+    let (server_trace, server_steps) = steps(&server, "T1-server");
+    assert!(server_trace.contains("PAUSED"), "{server_trace}");
+    assert!(
+        !server_trace.contains(" AND "),
+        "no second holder is needed:\n{server_trace}"
+    );
+    assert!(t1_trace.contains("t0 AND t1"), "{t1_trace}");
+    assert!(
+        server_steps < t1_steps,
+        "T1-server in {server_steps} steps, T1 in {t1_steps}:\n{server_trace}"
+    );
+    pin(expect_file!["golden/k1_pause_t1_server.txt"], &golden_text(&server));
+}
+
 #[test]
 fn k1_a_paused_holder_still_believes_and_only_fencing_prevents_damage() {
     let pause = spec(ModelName::Lock(Lock::Queue), Fault::Pause);

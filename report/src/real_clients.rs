@@ -175,7 +175,7 @@ pub fn matrix_answer(matrix: &str, ours: &str, fault: ClientFault) -> Option<(Se
         .lines()
         .find(|line| line.starts_with("| ") && line.contains(&tag))?;
     let cells: Vec<&str> = line.split(" | ").collect();
-    // | lock | no fault | two holders under | stale write reaches the resource under | token |
+    // | lock | no fault | two holders under | stale write reaches the resource under | ...
     let (no_fault, two_holders, stale) = (cells.get(1)?, cells.get(2)?, cells.get(3)?);
     match fault {
         ClientFault::None => Some((
@@ -482,9 +482,9 @@ mod tests {
         assert!((cost.cycle_for_goal_ms() - 45.0).abs() < 1e-6);
     }
 
-    const MATRIX: &str = "| lock | no fault | two holders under | stale write reaches the resource under | fencing token |\n\
-        | Redis SET NX PX (redis-set-nx) | no two holders found | restart without persistence, failover | pause, failover | no |\n\
-        | Curator InterProcessMutex on ZooKeeper (zookeeper) | no two holders found | pause, server clock jumps | none found | yes |\n";
+    const MATRIX: &str = "| lock | no fault | two holders under | stale write reaches the resource under | holder the server no longer names under | fencing token |\n\
+        | Redis SET NX PX (redis-set-nx) | no two holders found | restart without persistence, failover | pause, failover | restart without persistence | no |\n\
+        | Curator InterProcessMutex on ZooKeeper (zookeeper) | no two holders found | pause, server clock jumps | none found | pause | yes |\n";
 
     #[test]
     fn the_matrix_answer_is_read_from_its_table() {

@@ -108,7 +108,7 @@ fn matrix_report_searches_seeds_and_shows_the_contract() {
         "the pause cell reports its first violating seed"
     );
     assert!(out.join("matrix/queue-pause-pause-t1-belief-seed0.txt").is_file());
-    assert!(md.contains("K3, T1-belief, T1-resource, T2: no violation in 2 seeds"));
+    assert!(md.contains("K3, T1-belief, T1-resource, T1-server, T2: no violation in 2 seeds"));
     assert!(md.contains("## Compact view: the contract"));
     // Safety, liveness and fairness apart: the old lock with no faults is unfair and can
     // starve a waiter, but no check found two holders.

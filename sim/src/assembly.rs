@@ -41,6 +41,7 @@ pub(crate) async fn simulate(config: RunConfig, detailed: bool) -> Simulated {
         transport,
     };
     let (replica_nodes, replica_data) = run.start_replicas();
+    run.watch_rows(&replica_data);
     let resource_node = run.start_resource();
     let time_nodes = run.start_time_service();
     let (client_nodes, client_states) = run.start_clients();
@@ -235,6 +236,21 @@ impl Assembly {
             }));
         }
         supervisor_tasks
+    }
+
+    /// T1-server: the recorder reads the locks' main rows on the replicas at the clients'
+    /// steps (not a task: a reading takes no simulated time).
+    fn watch_rows(&self, replica_data: &[ReplicaView]) {
+        let config = &self.config;
+        let read_quorum = config.cluster.consistency.required(config.cluster.replicas);
+        let locks = config
+            .lock_names()
+            .iter()
+            .filter_map(|name| cassalock::LockId::new(name).ok())
+            .collect();
+        if let Some(rows) = crate::server_reading::RowServers::new(replica_data.to_vec(), read_quorum, locks) {
+            self.recorder.watch_rows(rows);
+        }
     }
 
     /// The oracles' tasks: the replicas' watch, and the time service's where there is one.

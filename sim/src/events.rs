@@ -182,6 +182,12 @@ fn what(mode: ClientMode, what: &What) -> event::What {
             replica: *replica,
         },
         What::GlobalTime { value_us } => E::GlobalTime { value_us: *value_us },
+        What::ServerHolder { lock, threads, gone_at } => E::ServerHolder {
+            lock: lock.clone(),
+            holder: None,
+            threads: threads.clone(),
+            gone_at_ns: gone_at.map(nanos),
+        },
         What::StoreFault { op, applied } => E::StoreFault {
             op: op.clone(),
             applied: *applied,

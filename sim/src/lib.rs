@@ -38,6 +38,8 @@ pub mod run;
 #[cfg(madsim)]
 pub mod scenario;
 #[cfg(madsim)]
+pub mod server_reading;
+#[cfg(madsim)]
 pub mod timeline;
 #[cfg(madsim)]
 pub mod trace;

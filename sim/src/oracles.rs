@@ -414,7 +414,7 @@ fn readable(
 
 /// Every `size`-element subset of `0..count`, in lexicographic order (count is a handful of
 /// replicas).
-fn subsets(count: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
+pub(crate) fn subsets(count: usize, size: usize) -> impl Iterator<Item = Vec<usize>> {
     (0u32..(1u32 << count.min(16)))
         .filter(move |mask| mask.count_ones() as usize == size)
         .map(move |mask| (0..count).filter(|i| mask & (1 << i) != 0).collect())

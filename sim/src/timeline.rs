@@ -67,6 +67,7 @@ const STALE_ACCEPTED: RGBColor = RGBColor(230, 0, 0);
 const STALE_REFUSED: RGBColor = RGBColor(30, 110, 230);
 const LEGIT_REFUSED: RGBColor = RGBColor(200, 0, 160);
 const RESURRECTED: RGBColor = RGBColor(140, 0, 60);
+const UNNAMED: RGBColor = RGBColor(225, 110, 0);
 const CLOCK_AHEAD: RGBColor = RGBColor(205, 225, 248);
 const CLOCK_BEHIND: RGBColor = RGBColor(248, 215, 232);
 
@@ -151,6 +152,8 @@ pub struct Picture<'a> {
     /// Stale writes the resource accepted, where the judge rather than the resource decides
     /// (the families'): when, and the writer's node.
     stale_writes: Vec<(Duration, String)>,
+    /// Each instant the server's own state stopped naming a believer (T1-server), and who.
+    unnamed: Vec<(Duration, String)>,
 }
 
 impl<'a> Picture<'a> {
@@ -194,6 +197,21 @@ impl<'a> Picture<'a> {
             ),
             (Rules::Rows(_), _) => cassalock_judge::belief::holding_intervals(events, end, BeliefRules::default()),
         };
+        // T1-server's marks, with the beliefs its judge reads for each kind of record.
+        let belief_rules = match &header.run.rules {
+            Rules::Families(_) => BeliefRules {
+                lease_lost_ends_it: true,
+            },
+            Rules::Observed(rules) => BeliefRules {
+                lease_lost_ends_it: rules.lease_lost_ends_it,
+            },
+            Rules::Rows(_) => BeliefRules::default(),
+        };
+        let unnamed =
+            cassalock_judge::server_state::unnamed_from(events, Duration::from_nanos(header.run.end_ns), belief_rules)
+                .into_iter()
+                .map(|turn| (shift(turn.at), turn.believer))
+                .collect();
         let stale_writes = match &header.run.rules {
             Rules::Families(rules) => {
                 // The writer of a token: the node that acquired with it.
@@ -262,6 +280,7 @@ impl<'a> Picture<'a> {
             refusals,
             holds,
             stale_writes,
+            unnamed,
         }
     }
 

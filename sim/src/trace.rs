@@ -12,6 +12,7 @@ use madsim::net::Endpoint;
 use tokio::time::Instant;
 
 use crate::clock::SimClock;
+use crate::server_reading::{RowReading, RowServers};
 use crate::wire::resource_addr;
 
 /// Inside or leaving the critical section.
@@ -89,6 +90,14 @@ pub enum What {
     GlobalTime {
         value_us: u64,
     },
+    /// Oracle (T1-server): the threads `lock`'s main row names as its holders (every read at
+    /// the consistency level finds their cells live; empty: nobody), and from when some read
+    /// no longer finds the one it names unless a write renews it first.
+    ServerHolder {
+        lock: String,
+        threads: Vec<String>,
+        gone_at: Option<Duration>,
+    },
     /// A store fault injected into one call of a lock client (the per-call store-fault knobs):
     /// `applied`: the request was applied and its reply lost; otherwise it failed before being
     /// applied.
@@ -136,6 +145,8 @@ pub struct Recorder {
     renewal_writes: Option<Mutex<Vec<RenewalWrite>>>,
     /// The `pause-at-rewrite` scenario's trigger, once armed ([`Recorder::arm_step_pause`]).
     step_pause: std::sync::OnceLock<StepPause>,
+    /// T1-server's view of the replicas, once they run ([`Recorder::watch_rows`]).
+    rows: std::sync::OnceLock<RowServers>,
 }
 
 /// A pause triggered by a step rather than a time: the first client whose renewal sends a
@@ -165,7 +176,43 @@ impl Recorder {
             requests: std::sync::atomic::AtomicU64::new(0),
             renewal_writes: watch_renewal_writes.then(|| Mutex::new(Vec::new())),
             step_pause: std::sync::OnceLock::new(),
+            rows: std::sync::OnceLock::new(),
         })
+    }
+
+    /// T1-server: from here on, read the locks' main rows on these replicas at the steps
+    /// clients record (set once, when the replicas start).
+    pub fn watch_rows(&self, rows: RowServers) {
+        let set = self.rows.set(rows);
+        debug_assert!(set.is_ok(), "the replicas are watched once a run");
+    }
+
+    /// Record what `lock`'s main row names now, if the replicas are watched (`always`: even if
+    /// it found what the last reading of the lock did).
+    pub fn read_rows(&self, lock: &LockId, always: bool) {
+        let Some(rows) = self.rows.get() else {
+            return;
+        };
+        if let Some(RowReading { threads, gone_at }) = rows.read(lock, self.elapsed(), always) {
+            self.record(
+                "oracle",
+                None,
+                What::ServerHolder {
+                    lock: lock.as_str().to_owned(),
+                    threads,
+                    gone_at,
+                },
+            );
+        }
+    }
+
+    /// Record what every lock's main row names now, where it changed (after a fault).
+    fn read_every_row(&self) {
+        if let Some(rows) = self.rows.get() {
+            for lock in rows.locks() {
+                self.read_rows(lock, false);
+            }
+        }
     }
 
     /// Arm the `pause-at-rewrite` trigger: the first renewal rewrite a client sends is held
@@ -246,7 +293,11 @@ impl Recorder {
             clock_us,
             what,
         };
+        let fault = matches!(record.what, What::Fault { .. });
         self.records.lock().expect("recorder").push(record);
+        if fault {
+            self.read_every_row();
+        }
     }
     pub fn requests(&self) -> u64 {
         self.requests.load(std::sync::atomic::Ordering::Relaxed)
@@ -315,13 +366,36 @@ impl Observer for NodeObserver {
         {
             if LockId::is_main_row(row) && cassalock::algo::lease::is_renewal_main_rewrite(*tag) {
                 self.recorder.note_renewal_write(thread.as_str(), *timestamp);
+                if let Some(rows) = self.recorder.rows.get() {
+                    rows.renewal_sent(thread.as_str(), row);
+                }
             }
         }
-        if detail && !self.recorder.detailed {
-            return;
+        // T1-server: the main row is read as a holder's belief ends (before the event), as it
+        // begins (after), and once a renewal's rewrite is answered.
+        let client = self.node.starts_with('c');
+        match &event {
+            LockEvent::Releasing { lock, .. } | LockEvent::LeaseLost { lock, .. } if client => {
+                self.recorder.read_rows(lock, false)
+            }
+            _ => {}
         }
-        self.recorder
-            .record(&self.node, Some(self.clock.now_us()), What::Lock(event));
+        let read_after = match &event {
+            LockEvent::Acquired { lock, .. } if client => Some(lock.clone()),
+            LockEvent::Reply { thread, .. } if client => self
+                .recorder
+                .rows
+                .get()
+                .and_then(|rows| rows.renewal_answered(thread.as_str())),
+            _ => None,
+        };
+        if !detail || self.recorder.detailed {
+            self.recorder
+                .record(&self.node, Some(self.clock.now_us()), What::Lock(event));
+        }
+        if let Some(lock) = read_after {
+            self.recorder.read_rows(&lock, true);
+        }
     }
 }
 
@@ -362,6 +436,9 @@ pub async fn serve_resource(fencing: bool, recorder: Arc<Recorder>) {
                     highest.insert(lock.clone(), token.clone());
                 }
                 let (accepted, stale) = (admission.accepted, admission.stale);
+                if let Ok(lock) = LockId::new(&lock) {
+                    recorder.read_rows(&lock, false);
+                }
                 recorder.record(
                     "resource",
                     None,
@@ -463,6 +540,24 @@ impl fmt::Display for What {
                 "oracle: released {thread}'s main cell is live again on r{replica} (K3)"
             ),
             What::GlobalTime { value_us } => write!(f, "oracle: GlobalTime = {value_us}"),
+            What::ServerHolder { lock, threads, gone_at } => {
+                // The one-lock runs name no lock.
+                let part = if lock == crate::wire::LOCK {
+                    String::new()
+                } else {
+                    format!(" of {lock}")
+                };
+                match (threads.as_slice(), gone_at) {
+                    ([], _) => write!(f, "oracle: the main row{part} names nobody as the holder"),
+                    (_, Some(gone_at)) => write!(
+                        f,
+                        "oracle: the main row{part} names {} (its cell gone at {:.6}s unless renewed)",
+                        threads.join(", "),
+                        gone_at.as_secs_f64()
+                    ),
+                    (_, None) => write!(f, "oracle: the main row{part} names {}", threads.join(", ")),
+                }
+            }
             What::StoreFault { op, applied } => {
                 if *applied {
                     write!(f, "STORE FAULT {op} applied, its reply lost (the client times out)")

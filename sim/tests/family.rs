@@ -69,13 +69,15 @@ fn lost_requests_and_replies_show_no_violation() {
     assert_no_violation("redlock-lost-messages", 209..210);
 }
 
-/// `scenario` on `seed` violates `claim` and no other claim.
+/// `scenario` on `seed` violates `claim` and no other claim, but T1-server where `claim` is
+/// T1-belief: a server names one holder at most, so at the reading right after the second of
+/// two overlapping beliefs began, one believer is not the one it names.
 fn assert_violates_only(name: &str, seed: u64, claim: Claim) {
     let scenario = build(name, seed).unwrap();
     assert_eq!(scenario.expect_violated, Some(claim.name()), "{name}");
     let outcome = run_family(&scenario, seed, false);
     for (judged, verdict) in &outcome.verdicts.claims {
-        if *judged == claim {
+        if *judged == claim || (claim == Claim::T1Belief && *judged == Claim::T1Server) {
             assert!(
                 verdict.is_violated(),
                 "{name} seed {seed}: {} is {verdict}",
@@ -131,7 +133,7 @@ fn t2_t1_belief_the_setnx_expire_recipe_loses_what_set_nx_keeps() {
     let pause = sweep("setnx-expire-pause", 0..10);
     assert_eq!(
         pause.violated.keys().copied().collect::<Vec<_>>(),
-        vec![Claim::T1Belief, Claim::T1Resource]
+        vec![Claim::T1Belief, Claim::T1Resource, Claim::T1Server]
     );
     assert!(
         pause.violated.values().all(|seeds| seeds.len() == 10),
@@ -427,4 +429,33 @@ fn a_fair_lock_run_cut_short_reports_its_holder_and_its_waiters() {
         .collect();
     assert_eq!(waiters.len(), 4, "{:?}", outcome.left);
     assert!(!waiters.contains(&holders[0]));
+}
+
+/// T1-server sees what T1-belief cannot: a holder alone, believing while its server names
+/// nobody (the restart emptied it, or the failover promoted a replica without its key).
+#[test]
+fn t1_server_a_lone_holder_whose_key_is_gone_is_caught_where_t1_belief_sees_nothing() {
+    for name in ["set-nx-restart-no-persistence", "set-nx-failover-after-acquire"] {
+        for seed in 0..5 {
+            let mut scenario = build(name, seed).unwrap();
+            scenario.clients = 1;
+            let outcome = run_family(&scenario, seed, false);
+            assert!(
+                !outcome.verdicts.get(Claim::T1Belief).is_violated(),
+                "{name} seed {seed}: one client cannot overlap"
+            );
+            let Verdict::Violated(why) = outcome.verdicts.get(Claim::T1Server) else {
+                panic!(
+                    "{name} seed {seed}: T1-server is {}",
+                    outcome.verdicts.get(Claim::T1Server)
+                );
+            };
+            assert!(why.contains("while the server named nobody"), "{why}");
+        }
+    }
+    // With the server's state kept, the lone holder agrees with it.
+    let mut kept = build("set-nx-restart-persistence", 0).unwrap();
+    kept.clients = 1;
+    let outcome = run_family(&kept, 0, false);
+    assert_eq!(outcome.verdicts.get(Claim::T1Server), &Verdict::NoViolation);
 }

@@ -163,7 +163,16 @@ fn contention_never_fails() {
         |o| {
             passes(
                 o,
-                &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+                &[
+                    "T1-belief",
+                    "T1-resource",
+                    "T1-server",
+                    "C-token",
+                    "T2",
+                    "K3",
+                    "C-release",
+                    "C-free",
+                ],
             )?;
             (o.verdicts.acquisitions == 100)
                 .then_some(())
@@ -298,7 +307,7 @@ fn cl_one_k2_breaks_t1_and_the_same_plan_at_quorum_does_not() {
         &quorum,
         " --consistency quorum",
         0..10,
-        |o| passes(o, &["T1-belief", "T1-resource", "T2"]),
+        |o| passes(o, &["T1-belief", "T1-resource", "T1-server", "T2"]),
     );
 }
 
@@ -1287,7 +1296,16 @@ fn reused_thread_ids_hold_every_check_under_contention() {
             for outcome in runs("contention", algorithm, &options(reuse), 0..3) {
                 if let Err(why) = passes(
                     &outcome,
-                    &["T1-belief", "T1-resource", "C-token", "T2", "K3", "C-release", "C-free"],
+                    &[
+                        "T1-belief",
+                        "T1-resource",
+                        "T1-server",
+                        "C-token",
+                        "T2",
+                        "K3",
+                        "C-release",
+                        "C-free",
+                    ],
                 ) {
                     panic!("reuse {reuse}: {why}\n{}", printed(&outcome, ""));
                 }

@@ -27,6 +27,7 @@ use super::redis::redlock::{
 };
 use super::redis::set_nx::{Extended, Patience, RedisAcquire, RedisReleased, SetNxAcquire, SetNxExtend, SetNxRelease};
 use super::redis::{RedisLease, RedisLockConfig};
+use super::server_holder::{ServerHolder, ServerNow, ServerState};
 use super::zookeeper::curator_mutex::{
     directory_of, CuratorAcquire, CuratorAcquired, CuratorCheck, CuratorChecked, CuratorConfig, CuratorLease,
     CuratorRelease, CuratorReleased,
@@ -175,6 +176,13 @@ pub trait FamilyLock: Send + Sync + 'static {
         None
     }
 
+    /// Who the lock's servers say holds `key` now, read from their states (one for a lock on
+    /// one server, each master for Redlock; T1-server, [`super::server_holder`]). `None`: the
+    /// lock does not say, or the states are not of its kind of server.
+    fn holder_on_servers(_servers: &[ServerNow<'_>], _key: &str) -> Option<ServerHolder> {
+        None
+    }
+
     /// The renewal lane a new holder runs in the background, if the lock has one.
     fn renewal(_lease: &Self::Lease, _config: &Self::Config) -> Option<Self::RenewalMachine> {
         None
@@ -293,6 +301,11 @@ impl FamilyLock for SetNxLock {
         &lease.token
     }
 
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::redis(servers)?;
+        Some(super::redis::set_nx::holder_on_server(keyspace, key, now_ms))
+    }
+
     fn check(config: &RedisLockConfig) -> Result<(), LockConfigError> {
         check_redis(config)
     }
@@ -393,6 +406,25 @@ impl FamilyLock for RedlockLock {
         &hold.lease.token
     }
 
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let masters = servers
+            .iter()
+            .map(|server| match server.state {
+                ServerState::Redis(keyspace) => Some(Some(super::redis::set_nx::holder_on_server(
+                    keyspace,
+                    key,
+                    server.now_ms,
+                ))),
+                ServerState::Down => Some(None),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(super::redis::redlock::holder_on_masters(
+            &masters,
+            super::redis::redlock::majority_of(masters.len()),
+        ))
+    }
+
     fn check(config: &RedlockConfig) -> Result<(), LockConfigError> {
         if !(1..=MAX_MASTERS).contains(&config.masters) {
             return Err(LockConfigError(format!(
@@ -482,6 +514,11 @@ impl FamilyLock for MemcachedLock {
 
     fn token(lease: &MemcachedLease) -> &str {
         &lease.token
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (server, now_ms) = ServerNow::memcached(servers)?;
+        Some(mc::holder_on_server(server, key, now_ms))
     }
 
     fn check(config: &MemcachedLockConfig) -> Result<(), LockConfigError> {
@@ -577,6 +614,11 @@ impl FamilyLock for RedissonLock {
         &lease.owner
     }
 
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::redis(servers)?;
+        Some(super::redis::redisson::holder_on_server(keyspace, key, now_ms))
+    }
+
     fn check(config: &RedissonConfig) -> Result<(), LockConfigError> {
         if config.watchdog_timeout_ms < 3 {
             return Err("watchdog_timeout_ms below 3 ms leaves the watchdog no period".into());
@@ -660,6 +702,11 @@ impl FamilyLock for RedissonFairLock {
 
     fn token(lease: &RedissonLease) -> &str {
         &lease.owner
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::redis(servers)?;
+        Some(super::redis::redisson::holder_on_server(keyspace, key, now_ms))
     }
 
     fn check(config: &RedissonConfig) -> Result<(), LockConfigError> {
@@ -761,6 +808,11 @@ impl FamilyLock for CuratorLock {
 
     fn token(lease: &CuratorLease) -> &str {
         &lease.token
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let tree = ServerNow::zookeeper(servers)?;
+        Some(super::zookeeper::curator_mutex::holder_on_server(tree, key))
     }
 
     fn check(config: &CuratorConfig) -> Result<(), LockConfigError> {
@@ -866,6 +918,11 @@ impl FamilyLock for EtcdLock {
 
     fn token(lease: &EtcdLease) -> &str {
         &lease.token
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::etcd(servers)?;
+        Some(super::etcd::mutex::holder_on_server(keyspace, key, now_ms))
     }
 
     fn check(config: &EtcdMutexConfig) -> Result<(), LockConfigError> {

@@ -175,6 +175,8 @@ pub enum MemcachedAcquire {
 }
 
 pub use super::redis::set_nx::Patience;
+use super::server_holder::ServerHolder;
+use crate::store::memcached::Memcached;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 enum AcquireState {
@@ -593,6 +595,17 @@ impl Machine for LeaseCall {
             (config, input, now_us),
         )
     }
+}
+
+/// Who the server says holds `key` (T1-server): the token its live item carries.
+pub fn holder_on_server(server: &Memcached, key: &str, server_now_ms: u64) -> ServerHolder {
+    // Live while the server's whole-second clock is below its expiry.
+    server
+        .item(key)
+        .filter(|item| item.is_live_at(server_now_ms))
+        .map_or(ServerHolder::Nobody, |item| {
+            ServerHolder::token_until(&item.value, item.expires_at_s.map(|s| s.saturating_mul(1_000_000)))
+        })
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 //! | [`time_service`] | section 5.4: a time-service replica runs Listing 8 once per period |
 //! | [`retry`] | ours: what every machine does when the store fails |
 //! | [`held_columns`] | ours: every queue column a machine holds, for the model checker's renaming of times |
+//! | [`server_holder`] | ours: who a lock's server says holds it, read from the server's state (T1-server) |
 //! | [`clean_up`] | ours: a failed acquisition deletes what it wrote (C-free) |
 //! | [`contract`] | ours: the bounds each public call promises (docs/contract.md) |
 //! | [`family`] | ours: what the other families' lease locks share, so one driver runs them: acquire, extend, release, and how each machine's outcome reads |
@@ -43,6 +44,7 @@ pub mod queue_get_lock;
 pub mod queue_try_get_lock;
 pub mod redis;
 pub mod retry;
+pub mod server_holder;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod time_service;

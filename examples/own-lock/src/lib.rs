@@ -23,6 +23,7 @@
 
 use cassalock::algo::family::{Acquisition, Extension, FamilyLock, NoRenewal, Release, RenewalEnd};
 use cassalock::algo::redis::set_nx::Patience;
+use cassalock::algo::server_holder::{ServerHolder, ServerNow};
 use cassalock::algo::{
     Action, Input, Leftover, LockConfigError, Machine, RetryPolicy, SleepKind, Source, Step, StepTag,
 };
@@ -393,6 +394,19 @@ impl FamilyLock for CasLeaseLock {
 
     fn token(lease: &CasLease) -> &str {
         &lease.token
+    }
+
+    /// Who the server says holds the lock (T1-server): the token the live register holds;
+    /// `free`, or no live item, is nobody.
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (server, now_ms) = ServerNow::memcached(servers)?;
+        let live = server.item(key).filter(|item| item.is_live_at(now_ms));
+        Some(match live {
+            Some(item) if item.value != FREE => {
+                ServerHolder::token_until(&item.value, item.expires_at_s.map(|s| s.saturating_mul(1_000_000)))
+            }
+            _ => ServerHolder::Nobody,
+        })
     }
 
     fn check(config: &CasLeaseConfig) -> Result<(), LockConfigError> {

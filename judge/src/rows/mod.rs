@@ -6,6 +6,11 @@
 //! - **T1-resource**: the resource accepted a write whose fencing token was below one it had
 //!   already accepted: real damage. With fencing on the resource refuses such writes; they are
 //!   counted as *stale writes refused*.
+//! - **T1-server**: at every reading of a lock's main row (the simulator reads it as a belief
+//!   begins, after each renewal's rewrite is answered, before a resource write or a release,
+//!   and after a fault), every thread that believed it held the lock was named by the row:
+//!   every read at the run's consistency level found its cell live
+//!   (`cassalock::algo::server_holder::row_holders`).
 //! - **C-token** (docs/contract.md): fencing tokens increase from one holder to the next, and
 //!   the resource never refuses a write from the current holder: the thread that acquired
 //!   last, while it is the only one that believes it holds the lock. (A refused write from a
@@ -43,6 +48,7 @@ use std::time::Duration;
 use crate::belief::{BeliefRules, Believing};
 use crate::event::{Disruption, Event, Header, Limit, RowRules, Rules, What};
 use crate::holding::{overlaps, SimulatedTime};
+use crate::server_state::ServerAgreement;
 use crate::text::count;
 use crate::{AsClaim, ClaimId, ClaimVerdict};
 
@@ -242,6 +248,7 @@ pub fn judge(rules: &RowRules, clients: usize, events: &[Event], sim_time: Durat
     v.checks = vec![
         check_t1_belief(&v),
         check_t1_resource(rules, &v),
+        check_t1_server(events, sim_time),
         check_c_token(&v),
         t2(&v, sim_time),
         check_k3(&v),
@@ -573,6 +580,31 @@ fn check_c_token(v: &Verdicts) -> Check {
 }
 
 /// The oracle's limit hit leaves a release unjudged: that fails the check, it never passes it.
+/// T1-server: at every reading of a lock's main row, every thread that believed it held the
+/// lock was one the row names ([`crate::server_state`]; beliefs end as T1-belief's do).
+fn check_t1_server(events: &[Event], sim_time: Duration) -> Check {
+    match crate::server_state::judge(events, sim_time, BeliefRules::default()) {
+        ServerAgreement::NotRead => Check::not_exercised(
+            ClaimId::T1Server,
+            "the run read no lock's main row (a cluster too large to read at every step)".to_owned(),
+        ),
+        ServerAgreement::Agreed { readings } => Check::new(
+            ClaimId::T1Server,
+            true,
+            format!("every believer named by the main row at {}", count(readings, "reading")),
+        ),
+        ServerAgreement::Disagreed {
+            first,
+            disagreeing_readings,
+            readings,
+        } => Check::new(
+            ClaimId::T1Server,
+            false,
+            format!("{first} ({disagreeing_readings} of {readings} readings of the main row disagreed)"),
+        ),
+    }
+}
+
 fn check_k3(v: &Verdicts) -> Check {
     Check::new(
         ClaimId::K3,

@@ -306,6 +306,7 @@ use cassalock::algo::family::{
 };
 use cassalock::algo::redis::redisson::RedissonMutants;
 use cassalock::algo::redis::redlock::RedlockMutants;
+use cassalock::algo::server_holder::ServerNow;
 use cassalock::algo::zookeeper::curator_mutex::CuratorMutants;
 use cassalock::algo::{Input, Machine, Step};
 #[cfg(doc)]
@@ -620,6 +621,10 @@ pub trait ModelServer: ModelState {
 
     /// The server's clock(s) and key(s), for a state line: `(server 3) | key: t0:0 through 5`.
     fn describe(&self, now_tick: u8) -> String;
+
+    /// Every instance clients talk to, with its clock now: what the lock reads its holder
+    /// from (T1-server, [`FamilyLock::holder_on_servers`]).
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>>;
 }
 
 /// The model's parameters.

@@ -105,6 +105,20 @@ fn t1_belief<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
     (0..world.clients.len()).filter(|&i| model.believes(world, i)).count() <= 1
 }
 
+/// T1-server: every client that believes it holds holds the token the servers' state names,
+/// as the lock reads it (a lock that does not say passes).
+fn t1_server<F: ModelFamily>(model: &FamilyModel<F>, world: &World<F>) -> bool {
+    let Some(holder) = F::holder_on_servers(&world.server.states(world.now_tick), KEY) else {
+        return true;
+    };
+    (0..world.clients.len())
+        .filter(|&i| model.believes(world, i))
+        .all(|i| match &world.clients[i].phase {
+            Phase::Holding(hold) | Phase::Extending(_, hold) => holder.token() == Some(F::token(&hold.lease)),
+            _ => unreachable!("a client that believes holds"),
+        })
+}
+
 fn t1_resource<F: ModelFamily>(_: &FamilyModel<F>, world: &World<F>) -> bool {
     !world.resource.stale_write
 }
@@ -200,6 +214,10 @@ impl<F: ModelFamily> Model for FamilyModel<F> {
                     "T1-resource no write from an acquisition after a later one's"
                 },
                 t1_resource,
+            ),
+            Property::always(
+                "T1-server whoever believes it holds is the holder the server's state names",
+                t1_server,
             ),
             Property::always("C-free a lock() that gave up leaves no key with its token", c_free),
             Property::always(

@@ -3,6 +3,7 @@
 //! value type with the faults of the model's runs.
 
 use cassalock::algo::redis::redlock::ToMaster;
+use cassalock::algo::server_holder::{ServerNow, ServerState};
 use cassalock::store::memcached::{Memcached, MemcachedCommand};
 use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
 use cassalock::store::redis_replication::ReplicatedRedis;
@@ -194,6 +195,13 @@ impl ModelServer for RedisServer {
             show_redis_key(self.primary(), now_ms)
         )
     }
+
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>> {
+        vec![ServerNow {
+            state: ServerState::Redis(self.primary()),
+            now_ms: self.now_ms(now_tick),
+        }]
+    }
 }
 
 /// The number of Redlock masters in the model.
@@ -265,6 +273,15 @@ impl ModelServer for RedlockMasters {
             .map(|m| show_redis_key(&self.masters[m], self.now_ms(m, now_tick)))
             .collect();
         format!("(masters {}) | keys: {}", clocks.join(" "), keys.join(", "))
+    }
+
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>> {
+        (self.masters.iter().enumerate())
+            .map(|(master, keyspace)| ServerNow {
+                state: ServerState::Redis(keyspace),
+                now_ms: self.now_ms(master, now_tick),
+            })
+            .collect()
     }
 }
 
@@ -341,5 +358,12 @@ impl ModelServer for MemcachedServer {
             },
         };
         format!("(server {}) | key: {item}", now_ms / MILLIS_PER_TICK)
+    }
+
+    fn states(&self, now_tick: u8) -> Vec<ServerNow<'_>> {
+        vec![ServerNow {
+            state: ServerState::Memcached(&self.items),
+            now_ms: self.now_ms(now_tick),
+        }]
     }
 }

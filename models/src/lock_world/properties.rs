@@ -1,6 +1,7 @@
 //! Every property, liveness obligation and measure of the lock models, in one place; and the
 //! checker's view of the model (its title, fairness, and how steps and states read).
 
+use cassalock::algo::server_holder::row_holders;
 use cassalock::algo::{contract, LockId};
 
 use super::config::{Clocks, LockAlgorithm, LOCK};
@@ -91,6 +92,26 @@ impl LockModel {
         contract::lost_learned_ms(&self.cfg.lock, 0).map(|ms| u8::try_from(ms / 1000).unwrap_or(u8::MAX))
     }
 
+    /// T1-server: a thread that believes it holds the lock whose cell some read of the main
+    /// row does not find live (each coordinator's clock is a read; the store is one), with what
+    /// the row names (`None`: every believer is named). Who the row names is the lock's own
+    /// rule, [`row_holders`].
+    pub fn believer_not_named(&self, world: &World) -> Option<(String, Vec<String>)> {
+        let main_row = LockId::new(LOCK).expect("valid").main_row();
+        let reads: Vec<Vec<cassalock::store::LiveCell>> = (0..world.threads.len())
+            .map(|i| {
+                world
+                    .store
+                    .read_slice(&main_row, "", 16, self.coordinator_now_us(world, i))
+            })
+            .collect();
+        let named = row_holders(reads.iter().map(Vec::as_slice));
+        LockModel::holders(world)
+            .map(|i| self.cfg.thread_id(i, world.threads[i].completed).to_string())
+            .find(|believer| !named.contains(believer))
+            .map(|believer| (believer, named))
+    }
+
     fn live_row(&self, world: &World, row: &str) -> String {
         let reader = self.slowest_coordinator_us(world);
         let cells: Vec<String> = world
@@ -109,6 +130,10 @@ impl LockModel {
 
 fn holds_fn(_: &LockModel, world: &World) -> bool {
     LockModel::holders(world).count() <= 1
+}
+
+fn t1_server_fn(model: &LockModel, world: &World) -> bool {
+    model.believer_not_named(world).is_none()
 }
 
 fn order_fn(_: &LockModel, world: &World) -> bool {
@@ -201,6 +226,10 @@ impl stateright::Model for LockModel {
             LockAlgorithm::TryGetLock => Property::always("T3 at most one TryGetLock caller holds the lock", holds_fn),
             _ => Property::always("T1 at most one thread holds the lock", holds_fn),
         };
+        let t1_server = Property::always(
+            "T1-server whoever believes it holds is named by the main row",
+            t1_server_fn,
+        );
         let mut properties = vec![mutual_exclusion];
         if self.cfg.fairness {
             if self.cfg.algorithm != LockAlgorithm::Old {
@@ -219,6 +248,12 @@ impl stateright::Model for LockModel {
                 "T1-resource the resource never accepts a stale token",
                 resource_fn,
             ));
+        }
+        // Beside T1-resource where there is one, as in the other families' models.
+        if self.cfg.resource {
+            properties.push(t1_server);
+        } else {
+            properties.insert(1, t1_server);
         }
         if self.cfg.lock.ttl_s.is_some() {
             properties.push(Property::always("K3 no released lock stays taken by nobody", stuck_fn));

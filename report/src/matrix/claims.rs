@@ -9,11 +9,19 @@ use super::grid::Row;
 /// The theorem-level claims a sim cell judges per row (the "verdicts" column), in the order the
 /// cells list them (by ID text).
 pub(super) fn sim_claims(row: Row) -> Vec<ClaimId> {
+    // Every simulator reads the servers' state for T1-server (the row locks' main row, the
+    // families' keys, nodes and revisions).
     if row == Row::QueueTry {
-        return vec![ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource];
+        return vec![ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T1Server];
     }
     if !row.is_family() {
-        return vec![ClaimId::K3, ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2];
+        return vec![
+            ClaimId::K3,
+            ClaimId::T1Belief,
+            ClaimId::T1Resource,
+            ClaimId::T1Server,
+            ClaimId::T2,
+        ];
     }
     // The family simulator has no K3 (no renewal stamped after a delete can resurrect a
     // server-expired key); F-drop and F-order where the lock promises first come, first served.
@@ -21,7 +29,7 @@ pub(super) fn sim_claims(row: Row) -> Vec<ClaimId> {
     if family_model(row).fifo {
         claims.extend([ClaimId::FDrop, ClaimId::FOrder]);
     }
-    claims.extend([ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T2]);
+    claims.extend([ClaimId::T1Belief, ClaimId::T1Resource, ClaimId::T1Server, ClaimId::T2]);
     claims
 }
 

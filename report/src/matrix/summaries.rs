@@ -26,7 +26,14 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
                     .iter()
                     .any(|judgement| claims.iter().any(|&claim| judgement.violated(Some(claim))))
             })
-            .map(|column| column.name())
+            // "none" would read as "none found".
+            .map(|column| {
+                if *column == Column::None {
+                    "no fault"
+                } else {
+                    column.name()
+                }
+            })
             .collect();
         if names.is_empty() {
             "none found".to_owned()
@@ -64,13 +71,15 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
          checked for that lock). \"Two holders\": some check found two clients believing they held the lock \
          at once (T1, T1-belief; T3 for TryGetLock). \"Stale write\": the resource received a write from a \
          holder whose lock had passed to a later one (T1-resource; with fencing on for the thesis's locks, \
-         without fencing for the others, which have none).\n"
+         without fencing for the others, which have none). \"Holder the server no longer names\": a client \
+         believed it held the lock while the server's own state named another holder or nobody (T1-server), \
+         seen even where nobody else took the lock.\n"
     );
     let _ = writeln!(
         md,
-        "| lock | no fault | two holders under | stale write reaches the resource under | fencing token |"
+        "| lock | no fault | two holders under | stale write reaches the resource under | holder the server no longer names under | fencing token |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|");
     for &row in rows.iter().filter(|row| **row != Row::GlobalTime) {
         let t1: &[ClaimId] = match row {
             Row::QueueTry => &[ClaimId::T3, ClaimId::T1Belief],
@@ -81,7 +90,7 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
             .any(|judgement| t1.iter().any(|&claim| judgement.violated(Some(claim))));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             row.row_title(),
             if none_safe {
                 "no two holders found"
@@ -90,6 +99,7 @@ pub(super) fn which_lock_section(md: &mut String, cells: &Cells, rows: &[Row]) {
             },
             broken_under(row, t1),
             broken_under(row, &[ClaimId::T1Resource]),
+            broken_under(row, &[ClaimId::T1Server]),
             fencing(row),
         );
     }

@@ -189,6 +189,15 @@ fn what(node: &str, what: &FamilyWhat, passes: impl Fn(u64) -> Option<u64>) -> (
                 servers: servers.clone(),
             },
         ),
+        FamilyWhat::ServerHolder { token, gone_at } => (
+            None,
+            E::ServerHolder {
+                lock: crate::family::record::KEY.to_owned(),
+                holder: token.clone(),
+                threads: Vec::new(),
+                gone_at_ns: gone_at.map(nanos),
+            },
+        ),
         FamilyWhat::GaveUp { error } => (
             None,
             E::CallFailed {

@@ -46,6 +46,13 @@ pub enum FamilyWhat {
         token: String,
         servers: Vec<usize>,
     },
+    /// Who the servers' own state names as the lock's holder now (T1-server): the holder's
+    /// token (`None`: nobody), and from when its key has expired unless a command renews or
+    /// deletes it first.
+    ServerHolder {
+        token: Option<String>,
+        gone_at: Option<Duration>,
+    },
     /// `lock` returned an error; the client may try again.
     GaveUp {
         error: String,
@@ -119,6 +126,19 @@ impl fmt::Display for FamilyWhat {
             FamilyWhat::KeptAfterRelease { token, servers } => {
                 write!(f, "released, yet server(s) {servers:?} still hold {token}")
             }
+            FamilyWhat::ServerHolder { token: None, .. } => write!(f, "the server's state names nobody as the holder"),
+            FamilyWhat::ServerHolder {
+                token: Some(token),
+                gone_at: None,
+            } => write!(f, "the server's state names {token} as the holder"),
+            FamilyWhat::ServerHolder {
+                token: Some(token),
+                gone_at: Some(at),
+            } => write!(
+                f,
+                "the server's state names {token} as the holder, its key expiring at {:.3} ms",
+                at.as_secs_f64() * 1000.0
+            ),
             FamilyWhat::GaveUp { error } => write!(f, "lock gave up: {error}"),
             FamilyWhat::Paused { ms } => write!(f, "PAUSE {ms} ms between the validity check and the write"),
             FamilyWhat::SawInvalid { thread } => {

@@ -52,11 +52,12 @@ use super::net::{
 };
 use super::record::{FamilyRecord, FamilyWhat, LeftKey, RunFacts, KEY};
 use super::scenario::{FamilyScenario, Pause, ServerAction, ServerFault, Trigger};
-use super::sim_lock::{LockerEnv, Wakeup};
+use super::sim_lock::{LockKind, LockerEnv, Wakeup};
 use super::verdict::FamilyVerdicts;
 use crate::clock::SimClock;
 
 mod inject;
+mod server_reading;
 use inject::inject;
 
 /// Collects the run's records; numbers acquisitions; wakes the faults waiting for the first.
@@ -71,10 +72,14 @@ pub struct Recorder {
     first_renewal: Milestone,
     /// The servers, to see what a release left behind at the instant it said `Released`.
     probe: Mutex<Option<(Arc<Servers>, Arc<FamilyNet>)>>,
+    /// The lock, to read who its servers say holds it (T1-server).
+    lock_kind: LockKind,
+    /// The last reading of the servers recorded (T1-server).
+    server_holder: Mutex<Option<server_reading::Reading>>,
 }
 
 impl Recorder {
-    fn new(start: Instant, detailed: bool) -> Self {
+    fn new(start: Instant, detailed: bool, lock_kind: LockKind) -> Self {
         Recorder {
             start,
             detailed,
@@ -84,6 +89,34 @@ impl Recorder {
             first_acquired: Milestone::default(),
             first_renewal: Milestone::default(),
             probe: Mutex::new(None),
+            lock_kind,
+            server_holder: Mutex::new(None),
+        }
+    }
+
+    /// Read who the servers say holds the lock, and record it (at `node`'s step) if it
+    /// changed since the last reading recorded, or `always` (T1-server,
+    /// [`server_reading`]). Nothing is read while the probe is empty or the lock does not say.
+    fn read_server(&self, always: bool) {
+        let probe = lock(&self.probe).clone();
+        let Some((servers, net)) = probe else {
+            return;
+        };
+        let now = self.start.elapsed();
+        let Some(reading) = server_reading::read_holder(&servers, &net, &*self.lock_kind, now) else {
+            return;
+        };
+        let mut last = lock(&self.server_holder);
+        if always || last.as_ref() != Some(&reading) {
+            *last = Some(reading.clone());
+            drop(last);
+            self.record(
+                "oracle",
+                FamilyWhat::ServerHolder {
+                    token: reading.token,
+                    gone_at: reading.gone_at,
+                },
+            );
         }
     }
 
@@ -185,6 +218,12 @@ impl FamilyObserver for ClientObserver {
             }
             _ => None,
         };
+        // T1-server: the servers as they are before the step (a holder about to release is
+        // still a believer), and again right after a belief begins or grows.
+        let belief_grows = matches!(event, FamilyEvent::Acquired { .. } | FamilyEvent::Extended { .. });
+        if !chatty {
+            self.recorder.read_server(false);
+        }
         let released = match &event {
             FamilyEvent::Released {
                 thread,
@@ -209,6 +248,9 @@ impl FamilyObserver for ClientObserver {
                 .record(&self.node, FamilyWhat::Numbered { token, acquisition });
             self.recorder.first_acquired.reach();
         }
+        if belief_grows {
+            self.recorder.read_server(true);
+        }
     }
 }
 
@@ -228,6 +270,7 @@ async fn serve_resource(recorder: Arc<Recorder>) {
         let recorder = Arc::clone(&recorder);
         async move {
             let acquisition = recorder.acquisition_of(&token);
+            recorder.read_server(false);
             recorder.record("resource", FamilyWhat::Write { token, acquisition });
         }
     });
@@ -513,11 +556,12 @@ struct Servers {
 
 async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<FamilyRecord>, RunFacts) {
     let start = Instant::now();
+    let lock_kind = Arc::clone(&scenario.lock);
     let setup = Setup {
         handle: Handle::current(),
         start,
         scenario: Arc::new(scenario),
-        recorder: Arc::new(Recorder::new(start, detailed)),
+        recorder: Arc::new(Recorder::new(start, detailed, lock_kind)),
     };
     let (servers, pubsub) = setup.start_servers();
     let net = Arc::new(setup.family_net(pubsub));
@@ -534,6 +578,7 @@ async fn simulate(scenario: FamilyScenario, seed: u64, detailed: bool) -> (Vec<F
     // Faults, each on its own task of the supervisor.
     let servers = Arc::new(servers);
     *lock(&setup.recorder.probe) = Some((Arc::clone(&servers), Arc::clone(&net)));
+    setup.recorder.read_server(true);
     let fault_tasks = setup.start_faults(&net, &servers, pause_requests, other_nodes[1..].to_vec());
 
     setup.wait_for_clients(&done).await;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use cassalock::algo::family::{CuratorLock, FamilyLock, RedlockLock};
 use cassalock::algo::redis::redlock::RedlockConfig;
+use cassalock::algo::server_holder::{ServerHolder, ServerNow};
 use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
 use cassalock::algo::RetryPolicy;
 use cassalock::driver::any_lock::AnyLocker;
@@ -129,6 +130,12 @@ pub trait SimLock: fmt::Debug + Send + Sync + RefUnwindSafe + 'static {
 
     /// Settings it cannot work with, said in a sentence (`FamilyError::Config`).
     fn check(&self) -> Result<(), FamilyError>;
+
+    /// Who its servers' states say holds `key` (T1-server; [`FamilyLock::holder_on_servers`]);
+    /// `None`: the lock does not say, and T1-server is not checked.
+    fn holder_on_servers(&self, _servers: &[ServerNow<'_>], _key: &str) -> Option<ServerHolder> {
+        None
+    }
 
     /// One client's locker.
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError>;
@@ -261,6 +268,10 @@ where
         L::check(&self.config).map_err(FamilyError::Config)
     }
 
+    fn holder_on_servers(&self, servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        L::holder_on_servers(servers, key)
+    }
+
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {
         let store = env.store.clone();
         env.locker::<L, _>(store, self.config.clone())
@@ -294,6 +305,10 @@ impl SimLock for SimRedlock {
 
     fn check(&self) -> Result<(), FamilyError> {
         RedlockLock::check(&self.0).map_err(FamilyError::Config)
+    }
+
+    fn holder_on_servers(&self, servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        RedlockLock::holder_on_servers(servers, key)
     }
 
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {
@@ -337,6 +352,10 @@ impl SimLock for SimCurator {
 
     fn check(&self) -> Result<(), FamilyError> {
         CuratorLock::check(&self.config).map_err(FamilyError::Config)
+    }
+
+    fn holder_on_servers(&self, servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        CuratorLock::holder_on_servers(servers, key)
     }
 
     fn locker(&self, env: LockerEnv) -> Result<Box<dyn AnyLocker>, FamilyError> {

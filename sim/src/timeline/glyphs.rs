@@ -14,6 +14,8 @@ pub(super) enum Glyph {
     LegitRefused,
     /// A released acquisition's main cell live again (K3).
     Resurrected,
+    /// The server's own state stopped naming a client that believes it holds (T1-server).
+    Unnamed,
     /// The holder asked and `is_lost()` turned true (C-lost).
     LostSeen,
     /// The holder asked again and `is_lost()` was false after it had said true (C-lost).
@@ -44,6 +46,9 @@ pub(super) fn marks(picture: &Picture) -> Vec<(Glyph, Duration, Lane)> {
             }
             _ => {}
         }
+    }
+    for (at, believer) in &picture.unnamed {
+        marks.extend(Lane::parse(believer).map(|lane| (Glyph::Unnamed, *at, lane)));
     }
     for (at, node) in &picture.stale_writes {
         marks.extend(Lane::parse(node).map(|lane| (Glyph::StaleAccepted, *at, lane)));
@@ -76,6 +81,8 @@ pub(super) fn draw_glyph<CT: CoordTranslate>(
         Glyph::Resurrected => {
             area.draw(&(at + Polygon::new(vec![(0, -8), (8, 0), (0, 8), (-8, 0)], RESURRECTED.filled())))
         }
+        Glyph::Unnamed => area
+            .draw(&(at + PathElement::new(vec![(0, -8), (8, 0), (0, 8), (-8, 0), (0, -8)], UNNAMED.stroke_width(3)))),
         Glyph::LostSeen => area.draw(&(at + Rectangle::new([(-5, -5), (5, 5)], BLACK.filled()))),
         Glyph::LostRetracted => area.draw(
             &(at + Rectangle::new([(-5, -5), (5, 5)], WHITE.filled())
@@ -237,6 +244,13 @@ pub(super) fn legend(
             (
                 Key::Glyph(Glyph::LostSeen),
                 format!("holder sees is_lost() turn true (C-lost): {}", count(Glyph::LostSeen)),
+            ),
+            (
+                Key::Glyph(Glyph::Unnamed),
+                format!(
+                    "the server's state stops naming a believer (T1-server): {}",
+                    count(Glyph::Unnamed)
+                ),
             ),
             (
                 Key::Glyph(Glyph::LostRetracted),

@@ -985,5 +985,8 @@ impl Machine for KeepAlive {
     }
 }
 
+mod server_holder;
+pub use server_holder::holder_on_server;
+
 #[cfg(test)]
 mod tests;

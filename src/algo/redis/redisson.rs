@@ -34,7 +34,9 @@
 
 use super::super::retry::Uncertainty;
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use crate::algo::server_holder::ServerHolder;
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::redis_keyspace::{RedisKeyspace, RedisValue};
 use crate::store::StoreFailure;
 
 const D1_ACQUIRE: StepTag = StepTag::new(
@@ -786,6 +788,25 @@ impl Machine for RedissonRelease {
             RedissonRelease::advance,
             (config, input, now_us),
         )
+    }
+}
+
+/// Who the server says holds `key` (T1-server): the owner whose hold count in the live hash is
+/// above 0 (the scripts keep one owner; the fair lock's key is the same hash).
+pub fn holder_on_server(keyspace: &RedisKeyspace, key: &str, server_now_ms: u64) -> ServerHolder {
+    let Some(entry) = keyspace.live_entry(key, server_now_ms) else {
+        return ServerHolder::Nobody;
+    };
+    // Live through its expiry's millisecond, gone after it.
+    let gone_at_us = entry.expires_at_ms.map(|ms| ms.saturating_mul(1000).saturating_add(1));
+    match &entry.value {
+        RedisValue::Hash(owners) => owners
+            .iter()
+            .find(|(_, count)| **count > 0)
+            .map_or(ServerHolder::Nobody, |(owner, _)| {
+                ServerHolder::token_until(owner, gone_at_us)
+            }),
+        _ => ServerHolder::Nobody,
     }
 }
 

@@ -34,6 +34,7 @@
 
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use super::{RedisLease, RedisLockConfig};
+use crate::algo::server_holder::ServerHolder;
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::StoreFailure;
 
@@ -107,9 +108,15 @@ impl AsRef<RetryPolicy> for RedlockConfig {
     }
 }
 
+/// How many of `masters` are a majority: what an acquisition must lock, and what the masters'
+/// state must agree on to name a holder ([`holder_on_masters`]).
+pub fn majority_of(masters: usize) -> usize {
+    masters / 2 + 1
+}
+
 impl RedlockConfig {
     pub fn majority(&self) -> usize {
-        self.masters / 2 + 1
+        majority_of(self.masters)
     }
 
     /// `ttl - elapsed - drift` in microseconds (0 when nothing is left), drift being the
@@ -554,6 +561,28 @@ impl Machine for RedlockAllMasters {
             (config, input, now_us),
         )
     }
+}
+
+/// Who the masters say holds the lock (T1-server), from each master's reading (each read as
+/// [`super::set_nx::holder_on_server`]; `None`: the master is down). A token names the holder
+/// when the masters that hold it, with those that are down (which grant nobody else), make a
+/// majority: then no other client can gather one. Else nobody: no client could acquire now.
+pub fn holder_on_masters(masters: &[Option<ServerHolder>], majority: usize) -> ServerHolder {
+    debug_assert!(majority > masters.len() / 2, "a majority is more than half");
+    let down = masters.iter().filter(|reading| reading.is_none()).count();
+    let holding = |token: &str| {
+        masters
+            .iter()
+            .flatten()
+            .filter(|held| held.token() == Some(token))
+            .count()
+    };
+    masters
+        .iter()
+        .flatten()
+        .filter_map(ServerHolder::token)
+        .find(|token| holding(token) + down >= majority)
+        .map_or(ServerHolder::Nobody, |token| ServerHolder::token_until(token, None))
 }
 
 #[cfg(test)]

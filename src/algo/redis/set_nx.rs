@@ -27,8 +27,10 @@
 
 use super::{RedisLease, RedisLockConfig};
 use crate::algo::retry::Uncertainty;
+use crate::algo::server_holder::ServerHolder;
 use crate::algo::{Action, Input, Leftover, Machine, SleepKind, Source, Step, StepTag};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::redis_keyspace::{RedisKeyspace, RedisValue};
 use crate::store::StoreFailure;
 
 const R1_SET: StepTag = StepTag::new(Source::Redis, 1, "SET key token NX PX ttl");
@@ -543,6 +545,22 @@ impl Machine for SetNxRelease {
             SetNxRelease::advance,
             (config, input, now_us),
         )
+    }
+}
+
+/// Who the server says holds `key` (T1-server): the token its live string value carries.
+/// SETNX+EXPIRE and every Redlock master store the lock the same way.
+pub fn holder_on_server(keyspace: &RedisKeyspace, key: &str, server_now_ms: u64) -> ServerHolder {
+    let Some(entry) = keyspace.live_entry(key, server_now_ms) else {
+        return ServerHolder::Nobody;
+    };
+    match &entry.value {
+        // Live through its expiry's millisecond, gone after it.
+        RedisValue::Text(token) => ServerHolder::token_until(
+            token,
+            entry.expires_at_ms.map(|ms| ms.saturating_mul(1000).saturating_add(1)),
+        ),
+        _ => ServerHolder::Nobody,
     }
 }
 

@@ -30,6 +30,7 @@ use crate::algo::family::{
     Acquisition, Extension, FamilyLock, LockConfigError, NoRenewal, Release, RenewalEnd, SetNxLock,
 };
 use crate::algo::retry::Uncertainty;
+use crate::algo::server_holder::{ServerHolder, ServerNow};
 use crate::algo::{Action, Input, Leftover, Machine, SleepKind, Source, Step, StepTag};
 use crate::store::redis_keyspace::{RedisCommand, RedisReply};
 use crate::store::StoreFailure;
@@ -528,6 +529,11 @@ impl FamilyLock for SetNxExpireLock {
 
     fn token(lease: &RedisLease) -> &str {
         &lease.token
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::redis(servers)?;
+        Some(super::set_nx::holder_on_server(keyspace, key, now_ms))
     }
 
     fn check(config: &RedisLockConfig) -> Result<(), LockConfigError> {

@@ -46,6 +46,8 @@
 
 use super::super::retry::Uncertainty;
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
+use crate::algo::server_holder::ServerHolder;
+use crate::store::znode_tree::ZnodeTree;
 use crate::store::znode_tree::{ZkError, ZkOp, ZkReply};
 use crate::store::StoreFailure;
 
@@ -668,6 +670,22 @@ impl Machine for CuratorCheck {
             (config, input, now_us),
         )
     }
+}
+
+/// Who the server says holds `key` (T1-server): the child of the lock's directory with the
+/// lowest sequence, as step C2 sorts them, by its czxid (the token). A node whose session
+/// expired is a child until the server closes the session and deletes it.
+pub fn holder_on_server(tree: &ZnodeTree, key: &str) -> ServerHolder {
+    let directory = directory_of(key);
+    tree.nodes()
+        .filter_map(|(path, node)| {
+            let (parent, name) = path.rsplit_once('/')?;
+            (parent == directory).then_some((sequence_of(name), node.czxid))
+        })
+        .min()
+        .map_or(ServerHolder::Nobody, |(_, czxid)| {
+            ServerHolder::token_until(&format!("{czxid:020}"), None)
+        })
 }
 
 #[cfg(test)]

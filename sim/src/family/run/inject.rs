@@ -32,6 +32,7 @@ pub(super) async fn inject(fault: ServerFault, recorder: &Recorder, net: &Family
                     "failover: primary s0 killed, replica s1 promoted; {lost} acknowledged batch(es) lost"
                 )),
             );
+            recorder.read_server(false);
         }
         ServerAction::Restart {
             server,
@@ -72,10 +73,12 @@ pub(super) async fn inject(fault: ServerFault, recorder: &Recorder, net: &Family
                     "s{server} crashed ({persistence:?} persistence: {lost} key(s) lost), down for {down_ms} ms"
                 )),
             );
+            recorder.read_server(false);
             tokio::time::sleep(Duration::from_millis(down_ms)).await;
             handle.restart(servers.node_ids[node]);
             slot.set_up(true);
             recorder.record("faults", FamilyWhat::Fault(format!("s{server} back up")));
+            recorder.read_server(false);
         }
     }
 }

@@ -1,0 +1,179 @@
+//! Who a lock's server says holds it, read from the server's own state (claim T1-server).
+//!
+//! A holder believes it holds from its lock's answers; the server's state says who holds by
+//! itself: the value of a Redis key, a Redisson hash's owner, the lowest sequential node under
+//! Curator's directory, the key with the lowest create revision under etcd's prefix. Each lock
+//! says how its server names its holder ([`super::family::FamilyLock::holder_on_server`]),
+//! next to its machines; a driver that can see the server (the simulator, the model, the real
+//! runner reading the server) asks the lock, and the judge compares the answer with who
+//! believes (`cassalock_judge::server_state`). The reading is the lock's own rule, so no
+//! driver decides who holds. The row locks of the thesis name their holders by thread, in
+//! their main row ([`row_holders`]).
+
+use crate::store::etcd_keyspace::EtcdKeyspace;
+use crate::store::memcached::Memcached;
+use crate::store::redis_keyspace::RedisKeyspace;
+use crate::store::znode_tree::ZnodeTree;
+use crate::store::LiveCell;
+
+/// One server's state, as a lock reads its holder from it.
+#[derive(Clone, Copy, Debug)]
+pub enum ServerState<'a> {
+    Redis(&'a RedisKeyspace),
+    Memcached(&'a Memcached),
+    ZooKeeper(&'a ZnodeTree),
+    Etcd(&'a EtcdKeyspace),
+    /// The server is down: no client reads or writes it now, so it names nobody and grants
+    /// nobody. A lock on one server is not read while it is down; Redlock counts a master that
+    /// is down for no other client.
+    Down,
+}
+
+/// Who the server's state names as a lock's holder.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerHolder {
+    Nobody,
+    /// The holder whose key carries `token` ([`super::family::FamilyLock::token`]). `gone_at_us`:
+    /// the server's clock reading from which that key has expired, if no command renews or
+    /// deletes it first; `None` where the clock alone does not end it (a ZooKeeper node lives
+    /// as long as its session, which the server ends on a pass of its own; Redlock's majority
+    /// spans several clocks).
+    Token {
+        token: String,
+        gone_at_us: Option<u64>,
+    },
+}
+
+impl ServerHolder {
+    /// `token` holds, its key gone from `gone_at_us` on the server's clock, if it expires.
+    pub fn token_until(token: &str, gone_at_us: Option<u64>) -> ServerHolder {
+        ServerHolder::Token {
+            token: token.to_owned(),
+            gone_at_us,
+        }
+    }
+
+    /// The holder's token, if anyone holds.
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            ServerHolder::Nobody => None,
+            ServerHolder::Token { token, .. } => Some(token),
+        }
+    }
+
+    /// When the holder's key expires on the server's clock, if it does.
+    pub fn gone_at_us(&self) -> Option<u64> {
+        match self {
+            ServerHolder::Nobody => None,
+            ServerHolder::Token { gone_at_us, .. } => *gone_at_us,
+        }
+    }
+}
+
+/// One server's state and its clock now (the clock that decides its expiries), ms.
+#[derive(Clone, Copy, Debug)]
+pub struct ServerNow<'a> {
+    pub state: ServerState<'a>,
+    pub now_ms: u64,
+}
+
+impl<'a> ServerNow<'a> {
+    /// The one server of a lock on one server: `None` for none or several.
+    pub fn only(servers: &[ServerNow<'a>]) -> Option<ServerNow<'a>> {
+        match servers {
+            [one] => Some(*one),
+            _ => None,
+        }
+    }
+
+    /// The one Redis key space of `servers` and its clock, ms.
+    pub fn redis(servers: &[ServerNow<'a>]) -> Option<(&'a RedisKeyspace, u64)> {
+        match Self::only(servers)? {
+            ServerNow {
+                state: ServerState::Redis(keyspace),
+                now_ms,
+            } => Some((keyspace, now_ms)),
+            _ => None,
+        }
+    }
+
+    /// The one Memcached server of `servers` and its clock, ms.
+    pub fn memcached(servers: &[ServerNow<'a>]) -> Option<(&'a Memcached, u64)> {
+        match Self::only(servers)? {
+            ServerNow {
+                state: ServerState::Memcached(server),
+                now_ms,
+            } => Some((server, now_ms)),
+            _ => None,
+        }
+    }
+
+    /// The one ZooKeeper tree of `servers`.
+    pub fn zookeeper(servers: &[ServerNow<'a>]) -> Option<&'a ZnodeTree> {
+        match Self::only(servers)?.state {
+            ServerState::ZooKeeper(tree) => Some(tree),
+            _ => None,
+        }
+    }
+
+    /// The one etcd key space of `servers` and its clock, ms.
+    pub fn etcd(servers: &[ServerNow<'a>]) -> Option<(&'a EtcdKeyspace, u64)> {
+        match Self::only(servers)? {
+            ServerNow {
+                state: ServerState::Etcd(keyspace),
+                now_ms,
+            } => Some((keyspace, now_ms)),
+            _ => None,
+        }
+    }
+}
+
+/// Who a row lock's main row names as its holders (the thesis's locks: the old shadow-row lock,
+/// GetLock and TryGetLock): the threads whose cells *every* read of the row at the lock's
+/// consistency level finds live. A holder's cell sits in its lock's main row under its
+/// thread's name, and a contender that reads the row and finds any cell but its own backs off
+/// (it holds only when its cell is alone there), so each such cell turns every contender
+/// away. A contender's own passing cell may stand beside the holder's until the contender
+/// reads the row and deletes it; that names the contender too, and takes nothing from the
+/// holder (a contender that went on to believe it holds is T1-belief's to judge). A cell that
+/// only some reads find names nobody: a contender whose read misses it could take the lock.
+/// `reads`: what each read a client could make of the main row returns. No read, nobody.
+pub fn row_holders<'r>(reads: impl IntoIterator<Item = &'r [LiveCell]>) -> Vec<String> {
+    let mut reads = reads.into_iter();
+    let Some(first) = reads.next() else {
+        return Vec::new();
+    };
+    let mut named: Vec<String> = first.iter().map(|cell| cell.column.clone()).collect();
+    for read in reads {
+        named.retain(|thread| read.iter().any(|cell| cell.column == *thread));
+    }
+    named.sort();
+    named.dedup();
+    named
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cells(threads: &[&str]) -> Vec<LiveCell> {
+        threads
+            .iter()
+            .map(|thread| LiveCell {
+                column: (*thread).to_owned(),
+                value: (*thread).to_owned(),
+                timestamp_us: 1,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn t1_server_a_main_row_names_the_threads_every_read_finds() {
+        let (alone, beside, missed) = (cells(&["a"]), cells(&["a", "b"]), cells(&[]));
+        assert_eq!(row_holders([alone.as_slice(), beside.as_slice()]), ["a"]);
+        assert_eq!(row_holders([beside.as_slice(), beside.as_slice()]), ["a", "b"]);
+        // One read misses the cell: a contender coordinated there could take the lock.
+        assert!(row_holders([alone.as_slice(), missed.as_slice()]).is_empty());
+        assert!(row_holders(std::iter::empty::<&[LiveCell]>()).is_empty());
+    }
+}
