@@ -1,6 +1,7 @@
 //! The README's answer table ("which lock, under which faults") is a shortened copy of the one
 //! `cassalock report matrix` writes at the top of `reports/matrix.md`. This keeps the copy true:
-//! the same locks in the same order, the same faults under "two holders" and "stale write", and
+//! the same locks in the same order, the same faults under "two holders", "stale write" and
+//! "holder the server no longer names", and
 //! the same answer (yes or no, and the faults named) for the fencing token. When the matrix is
 //! regenerated and a verdict moves, this fails with the lock and the cell to update.
 
@@ -69,8 +70,8 @@ fn the_readme_answer_table_says_what_the_matrix_says() {
         matrix.len()
     );
     for (ours, theirs) in readme.iter().zip(&matrix) {
-        assert_eq!(ours.len(), 5, "a README row of 5 cells: {ours:?}");
-        assert_eq!(theirs.len(), 5, "a matrix row of 5 cells: {theirs:?}");
+        assert_eq!(ours.len(), 6, "a README row of 6 cells: {ours:?}");
+        assert_eq!(theirs.len(), 6, "a matrix row of 6 cells: {theirs:?}");
         let name = lock_name(&ours[0]);
         // The README may drop the matrix's "(redis-set-nx)" suffix: its name starts the same.
         assert!(
@@ -78,18 +79,23 @@ fn the_readme_answer_table_says_what_the_matrix_says() {
             "README row {name:?} stands where the matrix has {:?}",
             theirs[0]
         );
-        for (column, title) in [(1, "no fault"), (2, "two holders under"), (3, "stale write under")] {
+        for (column, title) in [
+            (1, "no fault"),
+            (2, "two holders under"),
+            (3, "stale write under"),
+            (4, "holder the server no longer names under"),
+        ] {
             assert_eq!(
                 ours[column], theirs[column],
                 "{name}: the README's {title:?} cell differs from reports/matrix.md's"
             );
         }
         assert_eq!(
-            fencing(&ours[4]),
-            fencing(&theirs[4]),
+            fencing(&ours[5]),
+            fencing(&theirs[5]),
             "{name}: the README's fencing cell {:?} says otherwise than reports/matrix.md's {:?}",
-            ours[4],
-            theirs[4]
+            ours[5],
+            theirs[5]
         );
     }
 }
