@@ -104,7 +104,9 @@ fn matrix_report_searches_seeds_and_shows_the_contract() {
     assert!(md.contains("| fault | verdicts | C-try | C-free | C-release | C-lost | C-token |"));
     // A pause past the TTL breaks T1-belief at seed 0: the search says so, with the trace.
     assert!(
-        md.contains("T1-belief: [violated at seed 0 (1 seed tried)](matrix/queue-pause-pause-t1-belief-seed0.txt)"),
+        md.contains(
+            "T1-belief, T1-server: [violated at seed 0 (1 seed tried)](matrix/queue-pause-pause-t1-belief-seed0.txt)"
+        ),
         "the pause cell reports its first violating seed"
     );
     assert!(out.join("matrix/queue-pause-pause-t1-belief-seed0.txt").is_file());
