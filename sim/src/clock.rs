@@ -211,6 +211,35 @@ impl Clock for SimClock {
     }
 }
 
+/// The most 1 ms steps spent correcting an estimate of when a clock passes a reading.
+const MAX_STEPS: u32 = 100_000;
+
+/// The first global instant at or after `from` (and at most `end`) at which `clock` reads
+/// `valid_until_us` or more.
+pub fn clock_passes(clock: &SimClock, from: Duration, valid_until_us: u64, end: Duration) -> Duration {
+    let reading = |at: Duration| clock.reading_at(at);
+    if reading(from) >= valid_until_us {
+        return from;
+    }
+    // A clock that keeps pace passes it exactly this far on; drift and jumps are corrected
+    // 1 ms at a time.
+    let mut at = from + Duration::from_micros(valid_until_us - reading(from));
+    let step = Duration::from_millis(1);
+    for _ in 0..MAX_STEPS {
+        if at >= end || reading(at) >= valid_until_us {
+            break;
+        }
+        at += step;
+    }
+    for _ in 0..MAX_STEPS {
+        match at.checked_sub(step) {
+            Some(earlier) if earlier >= from && reading(earlier) >= valid_until_us => at = earlier,
+            _ => break,
+        }
+    }
+    at.min(end)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

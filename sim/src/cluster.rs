@@ -40,9 +40,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cassalock::store::{
-    reconcile, CellVersion, LiveCell, RowStore, Store, StoreFailure, StoreOp, StoreReply, StoreRequest,
-};
+use cassalock::store::{CellVersion, LiveCell, RowStore, Store, StoreFailure, StoreOp, StoreReply, StoreRequest};
 use cassalock::Clock;
 use madsim::net::rpc::{Deserialize, Serialize};
 use madsim::net::Endpoint;
@@ -578,16 +576,11 @@ impl Replica {
             let complete = complete_up_to.is_none() || cells.len() >= count;
             return Ok((cells, complete));
         }
-        let mut merged: BTreeMap<String, CellVersion> = BTreeMap::new();
-        for (_, versions) in &per_replica {
-            for (column, version) in versions {
-                let winner = match merged.remove(column) {
-                    Some(existing) => reconcile(existing, version.clone()),
-                    None => version.clone(),
-                };
-                merged.insert(column.clone(), winner);
-            }
-        }
+        let mut merged = cassalock::store::merge_slices(
+            per_replica
+                .iter()
+                .map(|(_, versions)| versions.iter().map(|(column, version)| (column.as_str(), version))),
+        );
         if let Some(bound) = &complete_up_to {
             merged.retain(|column, _| column <= bound);
         }

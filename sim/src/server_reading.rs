@@ -15,12 +15,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cassalock::algo::server_holder::row_holders;
-use cassalock::store::{live_slice, reconcile, CellBody, CellVersion, LiveCell, MICROS_PER_SECOND};
+use cassalock::store::{live_slice, merge_slices, CellBody, CellVersion, LiveCell, MICROS_PER_SECOND};
 use cassalock::LockId;
 
+use crate::clock::clock_passes;
 use crate::clock::SimClock;
 use crate::cluster::ReplicaData;
-use crate::family::events::clock_passes;
 use crate::oracles::subsets;
 
 /// What one reading of a lock's main row found: the threads it names (empty: nobody), and,
@@ -102,7 +102,8 @@ impl RowServers {
 
     fn reading(&self, lock: &LockId, now: Duration) -> RowReading {
         let main_row = lock.main_row();
-        let held: Vec<BTreeMap<String, CellVersion>> = self
+        // Every replica's versions of the row, as each sends them to a read's coordinator.
+        let held: Vec<Vec<(String, CellVersion)>> = self
             .replicas
             .iter()
             .map(|(data, _)| {
@@ -115,20 +116,15 @@ impl RowServers {
             .collect();
         let clocks_us: Vec<u64> = self.replicas.iter().map(|(_, clock)| clock.reading_at(now)).collect();
         // Every read: a quorum's versions reconciled, judged on a coordinator's clock.
-        let mut merged_rows = Vec::new();
-        for members in subsets(held.len(), self.read_quorum) {
-            let mut merged: BTreeMap<String, CellVersion> = BTreeMap::new();
-            for member in members {
-                for (column, version) in &held[member] {
-                    let winner = match merged.remove(column) {
-                        Some(existing) => reconcile(existing, version.clone()),
-                        None => version.clone(),
-                    };
-                    merged.insert(column.clone(), winner);
-                }
-            }
-            merged_rows.push(merged);
-        }
+        let merged_rows: Vec<BTreeMap<String, CellVersion>> = subsets(held.len(), self.read_quorum)
+            .map(|members| {
+                merge_slices(
+                    members
+                        .into_iter()
+                        .map(|member| held[member].iter().map(|(column, version)| (column.as_str(), version))),
+                )
+            })
+            .collect();
         let reads: Vec<Vec<LiveCell>> = merged_rows
             .iter()
             .flat_map(|merged| {

@@ -143,6 +143,18 @@ fn sometimes(
     }
 }
 
+/// Every claim a fault-free contention run must keep.
+const FAULT_FREE_CLAIMS: &[&str] = &[
+    "T1-belief",
+    "T1-resource",
+    "T1-server",
+    "C-token",
+    "T2",
+    "K3",
+    "C-release",
+    "C-free",
+];
+
 fn passes(outcome: &RunOutcome, claims: &[&str]) -> Result<(), String> {
     for claim in claims {
         if !outcome.verdicts.passed(claim) {
@@ -161,19 +173,7 @@ fn contention_never_fails() {
         "",
         0..12,
         |o| {
-            passes(
-                o,
-                &[
-                    "T1-belief",
-                    "T1-resource",
-                    "T1-server",
-                    "C-token",
-                    "T2",
-                    "K3",
-                    "C-release",
-                    "C-free",
-                ],
-            )?;
+            passes(o, FAULT_FREE_CLAIMS)?;
             (o.verdicts.acquisitions == 100)
                 .then_some(())
                 .ok_or(format!("{} acquisitions, not 100", o.verdicts.acquisitions))
@@ -1294,19 +1294,7 @@ fn reused_thread_ids_hold_every_check_under_contention() {
     for algorithm in [Algorithm::Queue, Algorithm::Old] {
         for reuse in [false, true] {
             for outcome in runs("contention", algorithm, &options(reuse), 0..3) {
-                if let Err(why) = passes(
-                    &outcome,
-                    &[
-                        "T1-belief",
-                        "T1-resource",
-                        "T1-server",
-                        "C-token",
-                        "T2",
-                        "K3",
-                        "C-release",
-                        "C-free",
-                    ],
-                ) {
+                if let Err(why) = passes(&outcome, FAULT_FREE_CLAIMS) {
                     panic!("reuse {reuse}: {why}\n{}", printed(&outcome, ""));
                 }
                 let mut ids = std::collections::BTreeSet::new();

@@ -29,7 +29,7 @@ use std::future::Future;
 use std::sync::Mutex;
 
 pub use row_store::{
-    live_slice, reconcile, whole_seconds, CellBody, CellVersion, LiveCell, RowStore, MICROS_PER_SECOND,
+    live_slice, merge_slices, reconcile, whole_seconds, CellBody, CellVersion, LiveCell, RowStore, MICROS_PER_SECOND,
 };
 
 /// One cell of a write: column, value and optional TTL in whole seconds.

@@ -117,6 +117,26 @@ pub fn reconcile(a: CellVersion, b: CellVersion) -> CellVersion {
     }
 }
 
+/// What a read coordinator makes of replicas' raw slices (each as [`RowStore::raw_slice`] gives
+/// it): per column, the winner of every replica's version ([`reconcile`]), in column order.
+pub fn merge_slices<'a, S>(slices: impl IntoIterator<Item = S>) -> std::collections::BTreeMap<String, CellVersion>
+where
+    S: IntoIterator<Item = (&'a str, &'a CellVersion)>,
+{
+    let mut merged: std::collections::BTreeMap<String, CellVersion> = std::collections::BTreeMap::new();
+    for slice in slices {
+        for (column, version) in slice {
+            match merged.get_mut(column) {
+                Some(existing) => *existing = reconcile(existing.clone(), version.clone()),
+                None => {
+                    merged.insert(column.to_owned(), version.clone());
+                }
+            }
+        }
+    }
+    merged
+}
+
 /// A live cell as a slice read returns it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct LiveCell {
@@ -514,6 +534,22 @@ mod tests {
         b.write("r", "c", "old", 1, None, 0);
         assert_eq!(a, b);
         assert_eq!(a.read_slice("r", "", 10, 0)[0].value, "new");
+    }
+
+    #[test]
+    fn a_coordinator_merges_replica_slices_by_reconcile_in_any_order() {
+        let mut a = RowStore::new();
+        a.write("r", "x", "old", 1, None, 0);
+        a.write("r", "y", "only-a", 1, None, 0);
+        let mut b = RowStore::new();
+        b.write("r", "x", "new", 2, None, 0);
+        b.delete("r", "y", 3);
+        let forward = merge_slices([a.raw_slice("r", ""), b.raw_slice("r", "")]);
+        let backward = merge_slices([b.raw_slice("r", ""), a.raw_slice("r", "")]);
+        assert_eq!(forward, backward);
+        let live = live_slice(&forward, 10, 0);
+        assert_eq!(live.len(), 1, "the delete wins y: {live:?}");
+        assert_eq!((live[0].column.as_str(), live[0].value.as_str()), ("x", "new"));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use cassalock_judge::event::{
 
 use super::record::{FamilyRecord, FamilyWhat, RunFacts as Facts};
 use super::scenario::FamilyScenario;
-use crate::clock::SimClock;
+use crate::clock::clock_passes;
 
 /// Slack on C-lost's bound for the network's latency (a request and its reply take up to
 /// 20 ms) and the scheduling of the holder's tasks.
@@ -84,35 +84,6 @@ pub fn header(scenario: &FamilyScenario, seed: u64, end: Duration) -> Header {
 
 fn nanos(at: Duration) -> u64 {
     u64::try_from(at.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// The most 1 ms steps spent correcting an estimate of when a clock passes a reading.
-const MAX_STEPS: u32 = 100_000;
-
-/// The first global instant at or after `from` (and at most `end`) at which `clock` reads
-/// `valid_until_us` or more.
-pub fn clock_passes(clock: &SimClock, from: Duration, valid_until_us: u64, end: Duration) -> Duration {
-    let reading = |at: Duration| clock.reading_at(at);
-    if reading(from) >= valid_until_us {
-        return from;
-    }
-    // A clock that keeps pace passes it exactly this far on; drift and jumps are corrected
-    // 1 ms at a time.
-    let mut at = from + Duration::from_micros(valid_until_us - reading(from));
-    let step = Duration::from_millis(1);
-    for _ in 0..MAX_STEPS {
-        if at >= end || reading(at) >= valid_until_us {
-            break;
-        }
-        at += step;
-    }
-    for _ in 0..MAX_STEPS {
-        match at.checked_sub(step) {
-            Some(earlier) if earlier >= from && reading(earlier) >= valid_until_us => at = earlier,
-            _ => break,
-        }
-    }
-    at.min(end)
 }
 
 /// Every record of a run as an event, then the keys left at its end.

@@ -4,4 +4,5 @@
 
 pub use cassalock_judge::families::{longest_handover, Claim, FamilyVerdicts, Verdict};
 
-pub use super::events::{clock_passes, lost_bound_ms};
+pub use super::events::lost_bound_ms;
+pub use crate::clock::clock_passes;

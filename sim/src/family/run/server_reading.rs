@@ -11,7 +11,7 @@ use cassalock::algo::server_holder::{ServerNow, ServerState};
 use cassalock::Clock;
 
 use super::{lock, Servers};
-use crate::family::events::clock_passes;
+use crate::clock::clock_passes;
 use crate::family::net::{FamilyNet, ServerData};
 use crate::family::record::KEY;
 use crate::family::sim_lock::SimLock;
