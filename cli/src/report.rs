@@ -103,7 +103,7 @@ struct ShardArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget: those cells say \"not a verdict\" and the report depends on the machine. With --shard: 0 once the shard's file is written (the report and its status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--cell-time-s) stopped some search before its seed budget (those cells say \"not a verdict\"), or a model check stopped at its time or memory limit: the report depends on the machine. With --shard: 0 once the shard's file is written (the report and its status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
 )]
 struct MatrixArgs {
     /// Where to write.
@@ -134,7 +134,7 @@ struct MatrixArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search: the report depends on the machine. With --shard: 0 once the shard's file is written (the reports and their status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
+    after_help = "Exit status: 0 written; 2 bad options or a write failed; 3 written, but a wall-time cap (--matrix-cell-time-s) stopped some matrix search, or a model check stopped at its time or memory limit: the report depends on the machine. With --shard: 0 once the shard's file is written (the reports and their status come from `cassalock merge`), 2 bad options, 6 the file could not be written."
 )]
 struct AllArgs {
     #[command(flatten)]
@@ -375,9 +375,9 @@ fn matrix_written(options: &MatrixOptions, written: &MatrixRun) -> Written {
         return Written::Deterministic;
     }
     eprintln!(
-        "warning: the wall-time cap ({} s per search) stopped {} search(es) before their seed budget; those cells say \"not a verdict\", and the report depends on this machine's speed (raise --cell-time-s / --matrix-cell-time-s, or lower the seeds):",
-        options.cell_time.as_secs(),
-        written.stopped_by_time.len()
+        "warning: {} run(s) were stopped by this machine's limits, and the report depends on its speed: a seed search by the wall-time cap ({} s per search; its cells say \"not a verdict\": raise --cell-time-s / --matrix-cell-time-s, or lower the seeds), a model check by its time or memory limit (its state count and bounded verdicts are where it stopped: run on a less loaded machine):",
+        written.stopped_by_time.len(),
+        options.cell_time.as_secs()
     );
     for search in &written.stopped_by_time {
         eprintln!("  {search}");

@@ -62,6 +62,11 @@ pub(super) fn kill_rows(
             continue;
         }
         let report = results.model(&Unit::MutantModel(index))?;
+        super::cells::note_machine_limit(
+            stopped_by_time,
+            &format!("{} mutant: {}", mutant.claim, mutant.label),
+            report,
+        );
         let claim = mutant.claim;
         let row = report.row(claim)?;
         let name = format!("mutant-{}.txt", mutant.key);

@@ -68,6 +68,11 @@ pub(super) fn judge_cells(
                             spec: spec.clone(),
                             label,
                         })?;
+                        note_machine_limit(
+                            stopped_by_time,
+                            &format!("{} / {}: {label}", row.row_title(), column.name()),
+                            outcome,
+                        );
                         let judgement = model_judgement(row, column, label, outcome, out_dir, files)?;
                         model_runs.push((row, spec, column.name(), judgement.clone()));
                         cell.push(judgement);
@@ -113,6 +118,17 @@ fn note_stopped(stopped_by_time: &mut Vec<String>, (row, column, label): (Row, C
             row.row_title(),
             column.name(),
             seeds(result.tried)
+        ));
+    }
+}
+
+/// A model check the machine's time or memory limit stopped is listed in `stopped_by_time`:
+/// its state count and bounded verdicts depend on the machine that ran it.
+pub(super) fn note_machine_limit(stopped_by_time: &mut Vec<String>, what: &str, outcome: &ModelOutcome) {
+    if let Some(limit) = &outcome.machine_limit {
+        stopped_by_time.push(format!(
+            "{what} (model check stopped by {limit} at {} states)",
+            outcome.graph_states
         ));
     }
 }

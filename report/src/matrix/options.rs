@@ -37,8 +37,9 @@ impl MatrixOptions {
 #[derive(Clone, Debug)]
 pub struct MatrixRun {
     pub files: Vec<String>,
-    /// The searches the wall-time cap stopped before their seed budget (empty: the report is a
-    /// function of the commit and the options).
+    /// The searches the wall-time cap stopped before their seed budget, and the model checks
+    /// the machine's time or memory limit stopped (empty: the report is a function of the
+    /// commit and the options).
     pub stopped_by_time: Vec<String>,
 }
 

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use cassalock_judge::ClaimId;
-use cassalock_models::check::{Limits, Report, Verdict};
+use cassalock_models::check::{Limits, Report, StoppedBy, Verdict};
 use cassalock_models::{build as build_model, Spec};
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +141,11 @@ pub struct ModelOutcome {
     /// Our graph's state count (the cell shows it).
     pub graph_states: usize,
     pub rows: Vec<ModelRow>,
+    /// The machine's own limit (wall time or resident memory) cut the check short: where it
+    /// stopped, and so its state count and bounded verdicts, depend on this machine's speed.
+    /// `None`: it ran to the end, to a violation, or to its state limit (the same everywhere).
+    #[serde(default)]
+    pub machine_limit: Option<String>,
 }
 
 /// One property of a model run.
@@ -161,6 +166,11 @@ impl ModelOutcome {
         ModelOutcome {
             title: report.title.clone(),
             graph_states: report.graph_states,
+            machine_limit: match report.stopped_by {
+                Some(StoppedBy::Time) => Some("its time limit".to_owned()),
+                Some(StoppedBy::Memory) => Some("its memory limit".to_owned()),
+                Some(StoppedBy::States) | None => None,
+            },
             rows: report
                 .rows
                 .iter()
