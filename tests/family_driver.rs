@@ -11,8 +11,10 @@ use cassalock::algo::family::{MemcachedLock, RedlockLock, Release, SetNxLock};
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::RedisLockConfig;
-use cassalock::driver::family::{FamilyError, FamilyLocker};
+use cassalock::algo::server_holder::ServerHolder;
+use cassalock::driver::family::{FamilyError, FamilyLocker, FamilyStore};
 use cassalock::store::family_memory::{InMemoryMemcached, InMemoryRedis, Masters};
+use cassalock::store::redis_keyspace::RedisCommand;
 use cassalock::SystemClock;
 
 type Redis = Arc<InMemoryRedis<SystemClock>>;
@@ -98,6 +100,53 @@ fn c_lost_an_expired_holder_stops_believing_before_the_next_acquires_and_learns_
         assert_eq!(first.release().await.unwrap(), Release::WasNotOurs);
         assert!(second.is_valid(), "the stale release left the new holder's key alone");
         assert_eq!(second.release().await.unwrap(), Release::Released);
+    });
+}
+
+/// T1-server's reading: a locker asks who its server names, by the lock's own rule over what
+/// the store reads; the holder's token while it holds, nobody once its key is gone.
+#[test]
+fn t1_server_a_locker_reads_the_holder_its_server_names() {
+    on_seed(4, || async {
+        let store: Redis = Arc::new(InMemoryRedis::new(SystemClock));
+        let a = set_nx(&store, "a", redis_config());
+        let b = set_nx(&store, "b", redis_config());
+        assert_eq!(b.holder_on_server("L").await, Some(Ok(ServerHolder::Nobody)));
+        let guard = a.lock("L").await.unwrap();
+        let named = b.holder_on_server("L").await.unwrap().unwrap();
+        assert_eq!(named.token(), Some(guard.token()), "{named:?}");
+        assert!(named.gone_at_us().is_some(), "a SET NX key expires: {named:?}");
+        // An operator deletes the key: the holder still believes, the server names nobody.
+        store.execute(RedisCommand::Del { key: "L".into() }).await.unwrap();
+        assert!(guard.is_valid());
+        assert_eq!(a.holder_on_server("L").await, Some(Ok(ServerHolder::Nobody)));
+        // A server that is down names nobody: a lock on one server is not read then.
+        store.set_down(true);
+        assert_eq!(a.holder_on_server("L").await, None);
+    });
+}
+
+/// Redlock's reading: every master's state, a majority naming the holder (a master that is
+/// down counts for no other client).
+#[test]
+fn t1_server_redlock_names_the_holder_of_a_majority_with_a_master_down() {
+    on_seed(5, || async {
+        let three = masters(3);
+        let a = redlock(&three, "a");
+        let guard = a.lock("L").await.unwrap();
+        three.get(0).unwrap().set_down(true);
+        let named = a.holder_on_server("L").await.unwrap().unwrap();
+        assert_eq!(named.token(), Some(guard.token()), "{named:?}");
+        three.get(0).unwrap().set_down(false);
+        for master in 1..3 {
+            three
+                .get(master)
+                .unwrap()
+                .execute(RedisCommand::Del { key: "L".into() })
+                .await
+                .unwrap();
+        }
+        assert_eq!(a.holder_on_server("L").await, Some(Ok(ServerHolder::Nobody)));
     });
 }
 

@@ -800,6 +800,14 @@ impl LiveRun {
 fn assert_exclusive(summary: &Summary, what: &str) {
     assert_eq!(summary.belief_overlaps, 0, "{what}: T1-belief violated: {summary:?}");
     assert_eq!(summary.stale_accepted, 0, "{what}: T1-resource violated: {summary:?}");
+    assert!(
+        summary.server_readings > 0,
+        "{what}: the holders read their server: {summary:?}"
+    );
+    assert_eq!(
+        summary.server_disagreements, 0,
+        "{what}: T1-server violated: {summary:?}"
+    );
 }
 
 /// The summary says what the events say: acquisitions, releases, errors, lost leases.
@@ -947,6 +955,10 @@ fn t1_holds_for_set_nx_redlock_and_memcached_with_8_lockers_in_2_processes() {
         );
         assert_eq!(summary.errors, 0, "{algorithm}: {summary:?}");
         assert_exclusive(&summary, algorithm);
+        assert!(
+            summary.server_readings >= 2 * summary.acquisitions,
+            "{algorithm}: every hold reads its server as it begins and before it releases: {summary:?}"
+        );
         eprintln!(
             "{algorithm}: {} acquisitions, {:.1} acq/s, wait p99 {:.0} ms, {:.1} requests/acq",
             summary.acquisitions, summary.acquisitions_per_s, summary.wait_p99_ms, summary.requests_per_acquisition
@@ -1864,5 +1876,114 @@ fn a_holder_paused_past_its_session_or_lease_is_overtaken_and_the_judges_say_so(
             summary.lost_leases == 1 || summary.errors > 0,
             "{algorithm}: the paused holder was told it lost the lock: {summary:?}"
         );
+    }
+}
+
+/// Delete what lock `lock` keeps on its server, as an operator (or a server that lost it)
+/// would: the Redis key, the Memcached item, etcd's keys under the lock's prefix.
+fn delete_the_locks_key(algorithm: &str, lock: &str) {
+    runtime().block_on(async {
+        let deleted = match algorithm {
+            "redis-set-nx" => RealRedis::new(&owned(&REDIS_MASTERS[..1]))
+                .expect("store")
+                .execute(RedisCommand::Del { key: lock.into() })
+                .await
+                .map(|reply| format!("{reply:?}")),
+            "memcached" => RealMemcached::new(MEMCACHED)
+                .expect("store")
+                .execute(MemcachedCommand::Delete { key: lock.into() })
+                .await
+                .map(|reply| format!("{reply:?}")),
+            "etcd" => RealEtcd::new(&owned(&ETCD))
+                .expect("store")
+                .execute(EtcdOp::Kv(EtcdCommand::DeleteRange {
+                    range: KeyRange::Prefix(cassalock::algo::etcd::mutex::prefix_of(lock)),
+                }))
+                .await
+                .map(|reply| format!("{reply}")),
+            other => unreachable!("no deleter for {other}"),
+        };
+        let deleted = deleted.unwrap_or_else(|e| panic!("{algorithm}: deleting {lock}: {e}"));
+        eprintln!("{algorithm}: deleted the lock's key: {deleted}");
+    });
+}
+
+/// T1-server on real servers: the lock's key deleted under its only holder (an operator, a
+/// server that lost it) leaves no second holder for T1-belief to see; the holder's reading of
+/// its server before it releases finds the server naming nobody, and the run says so (exit 1).
+/// The same run undisturbed agrees at every reading.
+#[test]
+#[ignore = "needs local Redis, Memcached and etcd (cluster/cassalock-servers start redis --instances 3; start memcached; start etcd --nodes 3); run with -- --include-ignored"]
+fn t1_server_a_key_deleted_under_its_holder_is_seen_by_the_holders_own_reading() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    let test = "t1_server_a_key_deleted_under_its_holder_is_seen_by_the_holders_own_reading";
+    require_masters(test);
+    require(test, &[MEMCACHED], "start memcached --instances 1");
+    require_etcd(test);
+    let etcd = etcd_servers();
+    for (algorithm, servers) in [
+        ("redis-set-nx", REDIS_MASTERS[0]),
+        ("memcached", MEMCACHED),
+        ("etcd", etcd.as_str()),
+    ] {
+        for delete in [false, true] {
+            let lock = unique(&format!("t1-server-{algorithm}"));
+            // One holder, one hold of 3 s on a 10 s TTL: no extension falls inside it, so
+            // only the readings as the hold begins and before it releases see the server.
+            let mut run = LiveRun::start(&[
+                "--algorithm",
+                algorithm,
+                "--servers",
+                servers,
+                "--threads",
+                "1",
+                "--acquisitions",
+                "1",
+                "--hold-ms",
+                "3000",
+                "--ttl-s",
+                "10",
+                "--lock-id",
+                &lock,
+            ]);
+            run.wait_for_acquisitions(1, Duration::from_secs(30));
+            if delete {
+                delete_the_locks_key(algorithm, &lock);
+            }
+            let (summary, ok, events) = run.finish(Duration::from_secs(60));
+            let readings: Vec<&Event> = events
+                .iter()
+                .filter(|event| matches!(event, Event::ServerHolder { .. }))
+                .collect();
+            eprintln!("{algorithm}, key deleted {delete}: {readings:?}; {summary:?}");
+            assert_eq!(summary.belief_overlaps, 0, "{algorithm}: one holder: {summary:?}");
+            assert_eq!(
+                summary.server_readings, 2,
+                "{algorithm}: read as the hold began and before it released: {summary:?}"
+            );
+            if delete {
+                // The reading as the hold began may come after the delete (etcd's takes two
+                // requests): one or both readings disagree, the last always.
+                assert!(
+                    summary.server_disagreements >= 1,
+                    "{algorithm}: the reading before the release found the key gone: {summary:?}"
+                );
+                assert!(
+                    matches!(readings.last(), Some(Event::ServerHolder { lock_token: None, .. })),
+                    "{algorithm}: the last reading names nobody: {readings:?}"
+                );
+                assert!(!ok, "{algorithm}: a T1-server violation exits 1: {summary:?}");
+                assert!(
+                    summary
+                        .examples
+                        .iter()
+                        .any(|example| example.starts_with("T1-server:") && example.contains("named nobody")),
+                    "{algorithm}: {summary:?}"
+                );
+            } else {
+                assert_eq!(summary.server_disagreements, 0, "{algorithm}: {summary:?}");
+                assert!(ok, "{algorithm}: {summary:?}");
+            }
+        }
     }
 }

@@ -36,6 +36,7 @@ use crate::event::{Clock, Driver, Event, Header, ObservedRules, Rules, What};
 use crate::holding::{HoldingInterval, Overlap, SimulatedTime};
 use crate::next_caller::NextCaller;
 use crate::overlap_window::OverlapWindow;
+use crate::server_state::{ServerAgreement, ServerJudge};
 use crate::stats;
 use crate::text::count;
 use crate::told::{relative, LostHolder, Tellings};
@@ -146,6 +147,10 @@ pub struct ObservedVerdicts {
     pub first_unfair: Option<Overtake>,
     /// The most times one waiting call was overtaken.
     pub most_overtaken: u64,
+    /// T1-server: readings of the server the record holds (0: not read, not judged), and how
+    /// many left out a believer.
+    pub server_readings: u64,
+    pub server_disagreements: u64,
     /// Why the lock promises first come, first served (F-order judged), if it does.
     pub fifo: Option<&'static str>,
     /// T1-belief, T1-resource, C-lost, T2 where the header gives a bound, C-free and C-release
@@ -238,6 +243,8 @@ pub struct Judge {
     intervals: Vec<HoldingInterval<SimulatedTime>>,
     next_caller: NextCaller,
     call_bound: CallBound,
+    /// T1-server, where the record holds readings of the server.
+    server: ServerJudge,
 }
 
 /// The longest stretch of acquisitions by one client, counted as they come.
@@ -324,6 +331,9 @@ impl Judge {
             intervals: Vec::new(),
             next_caller: NextCaller::default(),
             call_bound: CallBound::default(),
+            server: ServerJudge::new(BeliefRules {
+                lease_lost_ends_it: rules.lease_lost_ends_it,
+            }),
         }
     }
 
@@ -342,6 +352,7 @@ impl Judge {
         }
         self.believing.see(event);
         self.close_intervals(self.now);
+        self.server.see(event);
         self.next_caller.see(event);
         self.call_bound.see(event);
         match &event.what {
@@ -619,10 +630,51 @@ impl Judge {
             ),
             c_lost,
         ];
+        let (server, _) = std::mem::replace(&mut self.server, ServerJudge::new(BeliefRules::default())).finish(end);
+        v.checks.extend(t1_server_check(&server, self.clock));
+        match server {
+            ServerAgreement::NotRead => {}
+            ServerAgreement::Agreed { readings } => v.server_readings = readings,
+            ServerAgreement::Disagreed {
+                readings,
+                disagreeing_readings,
+                ..
+            } => (v.server_readings, v.server_disagreements) = (readings, disagreeing_readings),
+        }
         v.checks.extend(self.call_bound.check(self.rules.call_bound_ms));
         v.checks.extend(self.next_caller.checks());
         v.checks.extend(f_order);
         v
+    }
+}
+
+/// T1-server's verdict and text, where the record holds readings of the server (none: the
+/// runner did not read it, and T1-server is not listed).
+fn t1_server_check(server: &ServerAgreement, clock: Clock) -> Option<(ClaimId, ClaimVerdict, String)> {
+    match server {
+        ServerAgreement::NotRead => None,
+        ServerAgreement::Agreed { readings } => Some((
+            ClaimId::T1Server,
+            ClaimVerdict::Holds,
+            format!("every believer named by the server, at {}", count(*readings, "reading")),
+        )),
+        ServerAgreement::Disagreed {
+            first,
+            disagreeing_readings,
+            readings,
+        } => Some((
+            ClaimId::T1Server,
+            ClaimVerdict::Violated,
+            format!(
+                "{disagreeing_readings} of {} left out a believer; first: {} believed it held {} with token {} at {} while the server named {}",
+                count(*readings, "reading"),
+                first.believer,
+                first.lock,
+                first.believer_token,
+                instant(clock, first.at),
+                first.server_named()
+            ),
+        )),
     }
 }
 

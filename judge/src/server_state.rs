@@ -52,22 +52,29 @@ pub struct Disagreement {
     pub server_threads: Vec<String>,
 }
 
+impl Disagreement {
+    /// Whom the server named instead: a holder (by thread, and its token), threads, or nobody.
+    pub fn server_named(&self) -> String {
+        match (&self.server_token, &self.server_thread) {
+            (None, _) if !self.server_threads.is_empty() => self.server_threads.join(", "),
+            (None, _) => "nobody".to_owned(),
+            (Some(token), Some(thread)) => format!("{thread} (token {token})"),
+            (Some(token), None) => format!("token {token}, whose acquisition had not returned"),
+        }
+    }
+}
+
 impl std::fmt::Display for Disagreement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} believed it held {} with token {} at {:.3} ms while the server named ",
+            "{} believed it held {} with token {} at {:.3} ms while the server named {}",
             self.believer,
             self.lock,
             self.believer_token,
-            self.at.as_secs_f64() * 1000.0
-        )?;
-        match (&self.server_token, &self.server_thread) {
-            (None, _) if !self.server_threads.is_empty() => write!(f, "{}", self.server_threads.join(", ")),
-            (None, _) => write!(f, "nobody"),
-            (Some(token), Some(thread)) => write!(f, "{thread} (token {token})"),
-            (Some(token), None) => write!(f, "token {token}, whose acquisition had not returned"),
-        }
+            self.at.as_secs_f64() * 1000.0,
+            self.server_named()
+        )
     }
 }
 
@@ -90,20 +97,22 @@ impl Named<'_> {
     }
 }
 
-/// The judge's state as it reads a record.
-struct Judging<'a> {
+/// T1-server's judge, fed one event at a time in time order ([`ServerJudge::see`]), then told
+/// when the record ended ([`ServerJudge::finish`]). Its memory grows with the threads and locks
+/// of the record, never with its events: a belief is dropped as it ends, each thread keeps its
+/// last token, and at most [`MAX_TURNS`] instants are kept for a timeline.
+pub struct ServerJudge {
     believing: Believing,
-    /// Each thread's token, and each token's thread (the last acquisition that had it).
-    token_of: BTreeMap<&'a str, &'a str>,
-    thread_of: BTreeMap<&'a str, &'a str>,
+    /// Each thread's token (its last acquisition's).
+    token_of: BTreeMap<String, String>,
     /// Per lock, when the key of the holder its last reading named expires: from then its
     /// server names nobody.
-    expiring: BTreeMap<&'a str, Duration>,
+    expiring: BTreeMap<String, Duration>,
     readings: u64,
     disagreeing_readings: u64,
     first: Option<Disagreement>,
     /// Per lock, the believers its last reading did not name.
-    unnamed: BTreeMap<&'a str, Vec<String>>,
+    unnamed: BTreeMap<String, Vec<String>>,
     /// Each instant a believer went from named (or not believing) to not named, at most
     /// [`MAX_TURNS`] of them.
     turns: Vec<Disagreement>,
@@ -113,28 +122,98 @@ struct Judging<'a> {
 /// has more is already violated at the first.
 pub const MAX_TURNS: usize = 256;
 
-impl<'a> Judging<'a> {
+impl ServerJudge {
+    pub fn new(rules: BeliefRules) -> Self {
+        ServerJudge {
+            believing: Believing::new(rules),
+            token_of: BTreeMap::new(),
+            expiring: BTreeMap::new(),
+            readings: 0,
+            disagreeing_readings: 0,
+            first: None,
+            unnamed: BTreeMap::new(),
+            turns: Vec::new(),
+        }
+    }
+
+    /// Take in one event (events in time order).
+    pub fn see(&mut self, event: &Event) {
+        let now = Duration::from_nanos(event.at_ns);
+        self.expire(now);
+        self.believing.see(event);
+        // Ended beliefs are not asked about again.
+        self.believing.take_closed();
+        match &event.what {
+            What::Acquired { thread, token, .. } => {
+                self.token_of.insert(thread.clone(), token.clone());
+            }
+            What::ServerHolder {
+                lock,
+                holder,
+                threads,
+                gone_at_ns,
+            } => {
+                let named = Named {
+                    token: holder.as_deref(),
+                    threads,
+                };
+                match gone_at_ns.map(Duration::from_nanos).filter(|_| named.anybody()) {
+                    Some(gone_at) => self.expiring.insert(lock.clone(), gone_at),
+                    None => self.expiring.remove(lock.as_str()),
+                };
+                self.compare(lock, named, now);
+            }
+            _ => {}
+        }
+    }
+
+    /// The verdict on the record, which ended at `end`, and the instants a believer stopped
+    /// being named (at most [`MAX_TURNS`]).
+    pub fn finish(mut self, end: Duration) -> (ServerAgreement, Vec<Disagreement>) {
+        if self.readings > 0 {
+            self.expire(end);
+        }
+        debug_assert!(self.disagreeing_readings <= self.readings);
+        let agreement = match self.first {
+            _ if self.readings == 0 => ServerAgreement::NotRead,
+            None => ServerAgreement::Agreed {
+                readings: self.readings,
+            },
+            Some(first) => ServerAgreement::Disagreed {
+                first,
+                disagreeing_readings: self.disagreeing_readings,
+                readings: self.readings,
+            },
+        };
+        (agreement, self.turns)
+    }
+
     /// The server names `named` for `lock` at `at`: every believer then must be named, by its
     /// token or by its thread.
-    fn compare(&mut self, lock: &'a str, named: Named<'a>, at: Duration) {
+    fn compare(&mut self, lock: &str, named: Named<'_>, at: Duration) {
         self.readings += 1;
         let token_of = &self.token_of;
         let is_named = |believer: &str| {
             named.threads.iter().any(|thread| thread == believer)
                 || named
                     .token
-                    .is_some_and(|token| token_of.get(believer).copied() == Some(token))
+                    .is_some_and(|token| token_of.get(believer).map(String::as_str) == Some(token))
         };
         let holder = named.token;
+        // The thread whose last acquisition had the token the server named.
+        let server_thread = holder.and_then(|token| {
+            token_of
+                .iter()
+                .find(|(_, held)| held.as_str() == token)
+                .map(|(thread, _)| thread.clone())
+        });
         let disagreement = |believer: &str| Disagreement {
             at,
             lock: lock.to_owned(),
             believer: believer.to_owned(),
-            believer_token: token_of.get(believer).copied().unwrap_or("?").to_owned(),
+            believer_token: token_of.get(believer).map_or("?", String::as_str).to_owned(),
             server_token: holder.map(str::to_owned),
-            server_thread: holder
-                .and_then(|token| self.thread_of.get(token))
-                .map(|thread| (*thread).to_owned()),
+            server_thread: server_thread.clone(),
             server_threads: named.threads.to_vec(),
         };
         let wrong: Vec<&str> = self
@@ -155,22 +234,22 @@ impl<'a> Judging<'a> {
         if self.first.is_none() {
             self.first = Some(disagreement(believer));
         }
-        self.unnamed
-            .insert(lock, wrong.iter().map(|believer| (*believer).to_owned()).collect());
+        let wrong: Vec<String> = wrong.iter().map(|believer| (*believer).to_owned()).collect();
+        self.unnamed.insert(lock.to_owned(), wrong);
         debug_assert!(self.turns.len() <= MAX_TURNS);
     }
 
     /// The keys that expired by `now`: from its expiry, each server names nobody.
     fn expire(&mut self, now: Duration) {
-        let expired: Vec<(&'a str, Duration)> = self
+        let expired: Vec<(String, Duration)> = self
             .expiring
             .iter()
             .filter(|(_, gone_at)| **gone_at <= now)
-            .map(|(lock, gone_at)| (*lock, *gone_at))
+            .map(|(lock, gone_at)| (lock.clone(), *gone_at))
             .collect();
         for (lock, gone_at) in expired {
-            self.expiring.remove(lock);
-            self.compare(lock, Named::NOBODY, gone_at);
+            self.expiring.remove(&lock);
+            self.compare(&lock, Named::NOBODY, gone_at);
         }
     }
 }
@@ -179,73 +258,22 @@ impl<'a> Judging<'a> {
 /// `rules` end them. A reading that says when the holder's key expires stands for one more
 /// reading then, naming nobody, unless a later reading came first.
 pub fn judge(events: &[Event], end: Duration, rules: BeliefRules) -> ServerAgreement {
-    let judging = read_all(events, end, rules);
-    debug_assert!(judging.disagreeing_readings <= judging.readings);
-    match judging.first {
-        _ if judging.readings == 0 => ServerAgreement::NotRead,
-        None => ServerAgreement::Agreed {
-            readings: judging.readings,
-        },
-        Some(first) => ServerAgreement::Disagreed {
-            first,
-            disagreeing_readings: judging.disagreeing_readings,
-            readings: judging.readings,
-        },
-    }
+    read_all(events, end, rules).0
 }
 
 /// The instants a believer stopped being named, as [`judge`] reads `events`: one per believer
 /// each time a reading of its lock stops naming it (it is named again, or stops believing,
 /// before a later one counts), at most [`MAX_TURNS`]. What a timeline marks.
 pub fn unnamed_from(events: &[Event], end: Duration, rules: BeliefRules) -> Vec<Disagreement> {
-    read_all(events, end, rules).turns
+    read_all(events, end, rules).1
 }
 
-/// Follow every event of the record, comparing each reading with the believers.
-fn read_all(events: &[Event], end: Duration, rules: BeliefRules) -> Judging<'_> {
-    let mut judging = Judging {
-        believing: Believing::new(rules),
-        token_of: BTreeMap::new(),
-        thread_of: BTreeMap::new(),
-        expiring: BTreeMap::new(),
-        readings: 0,
-        disagreeing_readings: 0,
-        first: None,
-        unnamed: BTreeMap::new(),
-        turns: Vec::new(),
-    };
+fn read_all(events: &[Event], end: Duration, rules: BeliefRules) -> (ServerAgreement, Vec<Disagreement>) {
+    let mut judge = ServerJudge::new(rules);
     for event in events {
-        let now = Duration::from_nanos(event.at_ns);
-        judging.expire(now);
-        judging.believing.see(event);
-        match &event.what {
-            What::Acquired { thread, token, .. } => {
-                judging.token_of.insert(thread, token);
-                judging.thread_of.insert(token, thread);
-            }
-            What::ServerHolder {
-                lock,
-                holder,
-                threads,
-                gone_at_ns,
-            } => {
-                let named = Named {
-                    token: holder.as_deref(),
-                    threads,
-                };
-                match gone_at_ns.map(Duration::from_nanos).filter(|_| named.anybody()) {
-                    Some(gone_at) => judging.expiring.insert(lock, gone_at),
-                    None => judging.expiring.remove(lock.as_str()),
-                };
-                judging.compare(lock, named, now);
-            }
-            _ => {}
-        }
+        judge.see(event);
     }
-    if judging.readings > 0 {
-        judging.expire(end);
-    }
-    judging
+    judge.finish(end)
 }
 
 #[cfg(test)]

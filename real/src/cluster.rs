@@ -244,6 +244,7 @@ async fn run_locker(
             at_us: acquired_at_us,
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
+            lock_token: None,
         });
         critical_section(job, name, &token, monitor, emit);
         tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;
@@ -299,6 +300,7 @@ async fn run_lwt_locker(
             at_us,
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
+            lock_token: None,
         });
         critical_section(job, name, &token, monitor, emit);
         tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;

@@ -40,12 +40,14 @@ use std::time::Duration;
 
 use etcd_client as ec;
 
+use cassalock::algo::etcd::mutex::prefix_of as prefix_of_lock;
+use cassalock::algo::server_holder::{ReadState, ServerSnapshot};
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::etcd_client::{EtcdOp, EtcdOpReply};
 use cassalock::store::etcd_keyspace::{
-    CompareResult, CompareTarget, EtcdCommand, EtcdError, EtcdReply, EtcdResponse, KeyRange, KeyValue, RangeOrder,
-    RangeRequest, RangeResponse, Revision, TxnOp,
+    CompareResult, CompareTarget, EtcdCommand, EtcdError, EtcdKeyspace, EtcdReply, EtcdResponse, KeyRange, KeyValue,
+    Lease, LeaseId, RangeOrder, RangeRequest, RangeResponse, Revision, TxnOp, NO_LEASE,
 };
 use cassalock::store::StoreFailure;
 
@@ -59,6 +61,13 @@ pub enum RealEtcdError {
 /// How long one request may take (etcd's own request timeout is 5 s; a leader election in the
 /// script's clusters takes about 1-2 s).
 pub const DEFAULT_COMMAND_TIMEOUT_MS: u64 = 5000;
+
+/// How long T1-server's reading of a lock's prefix may take in all (its keys, then each
+/// lease's time to live); past it the server names nobody, and the holder goes on.
+const READ_TIMEOUT_MS: u64 = 1000;
+
+/// The most keys under a lock's prefix a reading takes in (one lease lookup each at most).
+const MAX_READ_KEYS: usize = 256;
 
 /// How long a `WatchDeletion` waits for the DELETE event it knows is in the history.
 const HISTORY_WAIT_MS: u64 = 3000;
@@ -486,8 +495,79 @@ fn first_delete_in(response: &ec::WatchResponse) -> Option<Revision> {
         .and_then(|e| e.kv().map(|kv| kv.mod_revision() as Revision))
 }
 
+impl RealEtcd {
+    /// The keys under lock `key`'s prefix (the etcd mutex's layout,
+    /// [`cassalock::algo::etcd::mutex::prefix_of`]) and their leases, as the server holds them
+    /// now: what the lock's holder rule reads. A lease's deadline is placed a second past the
+    /// whole seconds etcd says it has left, on this machine's clock (never earlier than on the
+    /// leader); a lease etcd no longer knows is left out, and its keys with it.
+    async fn read_prefix(&self, client: &mut ec::Client, key: &str) -> Result<EtcdKeyspace, ec::Error> {
+        let prefix = prefix_of_lock(key);
+        let response = client
+            .get(prefix.as_str(), Some(ec::GetOptions::new().with_prefix()))
+            .await?;
+        let kvs: Vec<KeyValue> = response.kvs().iter().map(key_value).collect();
+        if kvs.len() > MAX_READ_KEYS {
+            return Err(ec::Error::InvalidArgs(format!(
+                "reading {prefix}: {} keys, over the {MAX_READ_KEYS} a reading takes in",
+                kvs.len()
+            )));
+        }
+        let revision = header_revision(response.header());
+        let mut ids: Vec<LeaseId> = kvs.iter().map(|kv| kv.lease).filter(|id| *id != NO_LEASE).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut leases = Vec::with_capacity(ids.len());
+        for id in ids {
+            let lived = client.lease_time_to_live(id, None).await?;
+            let now_ms = crate::now_us() / 1000;
+            if lived.ttl() >= 0 {
+                leases.push(Lease {
+                    id,
+                    ttl_s: lived.granted_ttl(),
+                    deadline_ms: now_ms.saturating_add((lived.ttl() as u64).saturating_add(1).saturating_mul(1000)),
+                    keys: kvs
+                        .iter()
+                        .filter(|kv| kv.lease == id)
+                        .map(|kv| kv.key.clone())
+                        .collect(),
+                });
+            }
+        }
+        Ok(EtcdKeyspace::as_read(revision, kvs, leases))
+    }
+}
+
 impl FamilyStore<EtcdOp> for RealEtcd {
     type Reply = EtcdOpReply;
+
+    /// Lock `key`'s keys and leases as the server holds them now; a cluster that cannot be
+    /// reached, or does not answer within [`READ_TIMEOUT_MS`], names nobody
+    /// ([`ReadState::Down`]).
+    async fn read_state(&self, key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        let down = || {
+            Some(Ok(vec![ServerSnapshot {
+                state: ReadState::Down,
+                now_ms: crate::now_us() / 1000,
+            }]))
+        };
+        let Ok(mut client) = self.client().await else {
+            return down();
+        };
+        let read = tokio::time::timeout(
+            Duration::from_millis(READ_TIMEOUT_MS),
+            self.read_prefix(&mut client, key),
+        )
+        .await;
+        match read {
+            Ok(Ok(keyspace)) => Some(Ok(vec![ServerSnapshot {
+                state: ReadState::Etcd(keyspace),
+                now_ms: crate::now_us() / 1000,
+            }])),
+            Ok(Err(ec::Error::InvalidArgs(why))) => Some(Err(StoreFailure::Other(why))),
+            Ok(Err(_)) | Err(_) => down(),
+        }
+    }
 
     async fn execute(&self, op: EtcdOp) -> Result<EtcdOpReply, StoreFailure> {
         let mut client = self.client().await?;

@@ -473,6 +473,29 @@ fn error(emit: &(dyn Fn(Event) + Send + Sync), locker: &str, during: &str, messa
     });
 }
 
+/// T1-server's reading: who the lock's server names as its holder now, by the lock's own rule
+/// over what the store read from the server ([`AnyLocker::holder_on_server`]), recorded as
+/// [`Event::ServerHolder`]. A holder reads as its hold begins, after each extension and before
+/// it stops believing, so the readings come at most once per renewal interval and twice more
+/// per hold; the holder waits for each (one round trip; a server that does not answer within
+/// its store's command timeout names nobody). Nothing when the run does not read its servers
+/// or the lock's store is not read.
+async fn read_server(job: &Job, name: &str, locker: &dyn AnyLocker, emit: &(dyn Fn(Event) + Send + Sync)) {
+    if !job.server_readings {
+        return;
+    }
+    match locker.holder_on_server(&job.lock_id).await {
+        None => {}
+        Some(Ok(holder)) => emit(Event::ServerHolder {
+            locker: name.into(),
+            at_us: now_us(),
+            lock_token: holder.token().map(str::to_owned),
+            gone_at_us: holder.gone_at_us(),
+        }),
+        Some(Err(failure)) => error(emit, name, "server reading", failure.to_string()),
+    }
+}
+
 /// One locker's acquisitions; its store requests.
 async fn run_locker(
     job: &Job,
@@ -517,7 +540,9 @@ async fn run_locker(
             at_us,
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
+            lock_token: Some(guard.token().to_owned()),
         });
+        read_server(job, name, locker, emit).await;
         let mut lost = false;
         if guard.is_valid() {
             // These locks have no fencing token: the monitor only counts stale writes.
@@ -553,13 +578,17 @@ async fn run_locker(
                 continue;
             }
             match guard.extend().await {
-                Ok(()) => {}
+                Ok(()) => read_server(job, name, locker, emit).await,
                 Err(FamilyError::LeaseLost { .. }) => {
                     lost = true;
                     error(emit, name, "extend", "the key was not ours any more".into());
                 }
                 Err(e) => error(emit, name, "extend", e.to_string()),
             }
+        }
+        // A holder told it lost the lock no longer believes: nothing to hold the server to.
+        if !lost {
+            read_server(job, name, locker, emit).await;
         }
         let still_valid = guard.is_valid();
         let lost = lost || !still_valid;

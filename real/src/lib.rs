@@ -45,6 +45,7 @@ pub mod runner;
 #[cfg(not(madsim))]
 pub mod zookeeper;
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -212,6 +213,10 @@ pub struct Job {
     /// Report every machine step as an [`Event::Step`] (`cassalock real --steps`).
     #[serde(default)]
     pub steps: bool,
+    /// Read the lock's server as each hold begins, after each extension and before each
+    /// release ([`Event::ServerHolder`], T1-server), where the lock's store can be read.
+    #[serde(default)]
+    pub server_readings: bool,
 }
 
 /// What a locker did. Times are wall-clock microseconds since the Unix epoch.
@@ -223,6 +228,23 @@ pub enum Event {
         at_us: u64,
         wait_us: u64,
         token: String,
+        /// The lock's own token for this hold, where it differs from `token` (a family lock's
+        /// key value, node or revision): what a reading of the server names
+        /// ([`Event::ServerHolder`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lock_token: Option<String>,
+    },
+    /// T1-server: what the lock's server named as its holder when a locker read it (right
+    /// after acquiring, after each extension, before releasing): the lock's own token of the
+    /// hold (`None`: nobody), and when that holder's key is gone on this machine's clock if
+    /// nothing renews it first. `at_us`: when the reading's answer came.
+    ServerHolder {
+        locker: String,
+        at_us: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lock_token: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gone_at_us: Option<u64>,
     },
     /// The monitor's answer to the holder's write inside its critical section (`at_us`: when
     /// it answered; 0 in events from before it was recorded).
@@ -518,6 +540,13 @@ pub struct Summary {
     pub stale_tokens: u64,
     /// Stale tokens the monitor accepted (T1-resource violations: only without fencing).
     pub stale_accepted: u64,
+    /// T1-server: readings of the lock's server the run made ([`Event::ServerHolder`]; 0: the
+    /// server was not read, T1-server not checked) ...
+    #[serde(default)]
+    pub server_readings: u64,
+    /// ... and how many of them did not name every locker that believed it held then.
+    #[serde(default)]
+    pub server_disagreements: u64,
     /// What the resource's tokens were, when not the lock's own fencing tokens
     /// ([`Lock::token_note`]).
     #[serde(default)]
@@ -552,6 +581,12 @@ impl Summary {
     pub fn t1_resource_holds(&self) -> bool {
         self.stale_accepted == 0
     }
+
+    /// No reading of the server left out a believer (vacuous without readings:
+    /// [`Summary::server_readings`] says whether it was checked).
+    pub fn t1_server_holds(&self) -> bool {
+        self.server_disagreements == 0
+    }
 }
 
 /// A run's events as its event record (`cassalock_judge::event`, rules `observed`), on the
@@ -567,6 +602,7 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
         .iter()
         .filter_map(|event| match event {
             Event::Acquired { locker, .. }
+            | Event::ServerHolder { locker, .. }
             | Event::Released { locker, .. }
             | Event::Resource { locker, .. }
             | Event::Error { locker, .. } => Some(locker.as_str()),
@@ -582,6 +618,7 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
         clock_us: Some(at_us),
         what,
     };
+    let holds = LockTokens::of(events);
     let mut lines: Vec<record::Event> = Vec::with_capacity(events.len() * 2);
     for event in events {
         match event {
@@ -590,6 +627,7 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
                 at_us,
                 wait_us,
                 token,
+                ..
             } => {
                 lines.push(line(
                     at_us.saturating_sub(*wait_us),
@@ -665,6 +703,21 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
                     error: format!("{during} failed: {message}"),
                 },
             )),
+            Event::ServerHolder {
+                locker,
+                at_us,
+                lock_token,
+                gone_at_us,
+            } => lines.push(line(
+                *at_us,
+                node(locker),
+                What::ServerHolder {
+                    lock: RUN_LOCK.into(),
+                    holder: lock_token.as_deref().map(|named| holds.record_token(named, *at_us)),
+                    threads: Vec::new(),
+                    gone_at_ns: gone_at_us.map(|us| us.saturating_mul(1000)),
+                },
+            )),
             Event::Done { .. } | Event::Step { .. } => {}
         }
     }
@@ -687,6 +740,45 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
         },
     );
     EventRecord { header, events: lines }
+}
+
+/// The holds whose lock's own token is not the token of their `acquired` event (the family
+/// lockers'), by lock token, each with when it began and its event's token: how a reading of
+/// the server, which names lock tokens, is written in the record's tokens.
+struct LockTokens<'a> {
+    holds: BTreeMap<&'a str, Vec<(u64, &'a str)>>,
+}
+
+impl<'a> LockTokens<'a> {
+    fn of(events: &'a [Event]) -> Self {
+        let mut holds: BTreeMap<&str, Vec<(u64, &str)>> = BTreeMap::new();
+        for event in events {
+            if let Event::Acquired {
+                at_us,
+                token,
+                lock_token: Some(lock_token),
+                ..
+            } = event
+            {
+                holds.entry(lock_token).or_default().push((*at_us, token));
+            }
+        }
+        for began in holds.values_mut() {
+            began.sort_unstable();
+        }
+        LockTokens { holds }
+    }
+
+    /// The record's token of the hold the server named by `lock_token` in a reading at
+    /// `at_us`: the latest hold with that lock token acquired by then (a Redisson owner takes
+    /// the same token at each of its holds). A token no acquisition had returned yet is kept
+    /// as the server named it.
+    fn record_token(&self, lock_token: &str, at_us: u64) -> String {
+        self.holds
+            .get(lock_token)
+            .and_then(|began| began.iter().rev().find(|(began_us, _)| *began_us <= at_us))
+            .map_or_else(|| lock_token.to_owned(), |(_, token)| (*token).to_owned())
+    }
 }
 
 /// A run's event record: [`cassalock_judge::event::Record`].
@@ -761,6 +853,13 @@ pub fn summarize(variant: Lock, lockers: usize, processes: usize, elapsed: Durat
                 overlap.first.holder,
                 overlap.first.released_at.as_micros()
             ));
+        }
+    }
+    summary.server_readings = judged.server_readings;
+    summary.server_disagreements = judged.server_disagreements;
+    for (claim, verdict, detail) in &judged.checks {
+        if *claim == cassalock_judge::ClaimId::T1Server && verdict.is_violated() && summary.examples.len() < 5 {
+            summary.examples.push(format!("T1-server: {detail}"));
         }
     }
     summary.jain = judged.jain;

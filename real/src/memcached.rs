@@ -25,8 +25,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+use cassalock::algo::server_holder::{ReadState, ServerSnapshot};
 use cassalock::driver::family::FamilyStore;
-use cassalock::store::memcached::{MemcachedCommand, MemcachedReply};
+use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
 use cassalock::store::StoreFailure;
 
 pub use crate::redis::{DEFAULT_COMMAND_TIMEOUT_MS, DEFAULT_CONNECT_TIMEOUT_MS};
@@ -257,6 +258,23 @@ async fn read_status(
         .ok_or_else(|| Trouble::Bad(format!("unexpected answer {line:?}")))
 }
 
+/// A value's data block of `bytes` bytes and its `\r\n`, at most [`MAX_VALUE_BYTES`].
+async fn read_block(stream: &mut BufReader<TcpStream>, bytes: usize) -> Result<String, Trouble> {
+    if bytes > MAX_VALUE_BYTES {
+        return Err(Trouble::Bad(format!(
+            "a value of {bytes} bytes, over this client's {MAX_VALUE_BYTES}"
+        )));
+    }
+    let mut data = vec![0; bytes + 2];
+    stream.read_exact(&mut data).await.map_err(|_| Trouble::NoAnswer)?;
+    if !data.ends_with(b"\r\n") {
+        return Err(Trouble::Bad("a value block not ended by \\r\\n".into()));
+    }
+    data.truncate(bytes);
+    let value = String::from_utf8(data).map_err(|_| Trouble::Bad("a value that is not UTF-8".into()))?;
+    Ok(value)
+}
+
 /// The answer to `get`/`gets` of one key: `VALUE key flags bytes [cas]`, the data, `END`; or
 /// just `END`.
 async fn read_value(stream: &mut BufReader<TcpStream>, key: &str, with_cas: bool) -> Result<MemcachedReply, Trouble> {
@@ -277,18 +295,7 @@ async fn read_value(stream: &mut BufReader<TcpStream>, key: &str, with_cas: bool
         ),
         _ => return Err(bad()),
     };
-    if bytes > MAX_VALUE_BYTES {
-        return Err(Trouble::Bad(format!(
-            "a value of {bytes} bytes, over this client's {MAX_VALUE_BYTES}"
-        )));
-    }
-    let mut data = vec![0; bytes + 2];
-    stream.read_exact(&mut data).await.map_err(|_| Trouble::NoAnswer)?;
-    if !data.ends_with(b"\r\n") {
-        return Err(Trouble::Bad("a value block not ended by \\r\\n".into()));
-    }
-    data.truncate(bytes);
-    let value = String::from_utf8(data).map_err(|_| Trouble::Bad("a value that is not UTF-8".into()))?;
+    let value = read_block(stream, bytes).await?;
     let end = read_line(stream).await?;
     if end != "END" {
         return Err(Trouble::Bad(format!("expected END after the value, got {end:?}")));
@@ -299,8 +306,87 @@ async fn read_value(stream: &mut BufReader<TcpStream>, key: &str, with_cas: bool
     })
 }
 
+/// The answer to T1-server's reading `mg key v t` (the meta get: the value and the seconds
+/// left): `VA bytes t<seconds>`, the data; or `EN` for a miss. The value and its seconds left,
+/// `-1` for an item that never expires.
+async fn read_meta(stream: &mut BufReader<TcpStream>) -> Result<Option<(String, i64)>, Trouble> {
+    let line = read_line(stream).await?;
+    if line == "EN" {
+        return Ok(None);
+    }
+    if let Some(trouble) = error_line(&line) {
+        return Err(trouble);
+    }
+    let bad = || Trouble::Bad(format!("unexpected answer {line:?} to a meta get"));
+    let fields: Vec<&str> = line.split(' ').collect();
+    let (bytes, left_s) = match fields.as_slice() {
+        ["VA", bytes, flags @ ..] => {
+            let left_s = flags
+                .iter()
+                .find_map(|flag| flag.strip_prefix('t'))
+                .ok_or_else(bad)?
+                .parse::<i64>()
+                .map_err(|_| bad())?;
+            (bytes.parse::<usize>().map_err(|_| bad())?, left_s)
+        }
+        _ => return Err(bad()),
+    };
+    let value = read_block(stream, bytes).await?;
+    Ok(Some((value, left_s)))
+}
+
+/// The server a reading shows: `key` alone, stored at `now_ms` (this machine's clock) with the
+/// seconds it had left and one more (the server counts whole seconds on a clock of its own,
+/// so the item may live up to a second past what it says: the reading never ends it early).
+fn server_read(key: &str, item: Option<(String, i64)>, now_ms: u64) -> Memcached {
+    let mut server = Memcached::new();
+    if let Some((value, left_s)) = item {
+        let exptime_s = if left_s < 0 { 0 } else { left_s.saturating_add(1) };
+        server.apply(
+            &MemcachedCommand::Set {
+                key: key.to_owned(),
+                value,
+                exptime_s,
+            },
+            now_ms,
+        );
+    }
+    server
+}
+
 impl FamilyStore<MemcachedCommand> for RealMemcached {
     type Reply = MemcachedReply;
+
+    /// The lock's item as the server holds it now (`mg key v t`); no connection is a server
+    /// that names nobody ([`ReadState::Down`]).
+    async fn read_state(&self, key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        if let Err(refused) = check_key(key) {
+            return Some(Err(refused));
+        }
+        let deadline = Instant::now() + self.command_timeout;
+        let down = || {
+            Some(Ok(vec![ServerSnapshot {
+                state: ReadState::Down,
+                now_ms: crate::now_us() / 1000,
+            }]))
+        };
+        let Ok(mut slot) = tokio::time::timeout_at(deadline, self.connection.lock()).await else {
+            return down();
+        };
+        let request = format!("mg {key} v t\r\n").into_bytes();
+        let answer = self
+            .exchange(&mut slot, &request, deadline, |stream| Box::pin(read_meta(stream)))
+            .await;
+        let now_ms = crate::now_us() / 1000;
+        match answer {
+            Ok(item) => Some(Ok(vec![ServerSnapshot {
+                state: ReadState::Memcached(server_read(key, item, now_ms)),
+                now_ms,
+            }])),
+            Err(Trouble::NotSent | Trouble::NoAnswer) => down(),
+            Err(Trouble::Bad(why)) => Some(Err(StoreFailure::Other(why))),
+        }
+    }
 
     async fn execute(&self, command: MemcachedCommand) -> Result<MemcachedReply, StoreFailure> {
         check_key(command.key())?;

@@ -46,9 +46,12 @@ use futures::StreamExt;
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Script, Value};
 
+use cassalock::algo::server_holder::{ReadState, ServerSnapshot};
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
-use cassalock::store::redis_keyspace::{fair_queue_key, fair_timeouts_key, RedisCommand, RedisError, RedisReply};
+use cassalock::store::redis_keyspace::{
+    fair_queue_key, fair_timeouts_key, RedisCommand, RedisEffect, RedisError, RedisKeyspace, RedisReply, RedisValue,
+};
 use cassalock::store::StoreFailure;
 
 use crate::Unreachable;
@@ -110,6 +113,23 @@ end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1";
+
+/// T1-server's reading of one key, in one step so that its type, value and TTL are of one
+/// instant: `{type, PTTL, value}`, the value a string (`GET`) or a hash's fields and values
+/// (`HGETALL`), none for a missing key or another type.
+const READ_KEY: &str = "\
+local kind = redis.call('TYPE', KEYS[1])['ok']
+local pttl = redis.call('PTTL', KEYS[1])
+if kind == 'string' then
+  return {kind, pttl, redis.call('GET', KEYS[1])}
+end
+if kind == 'hash' then
+  return {kind, pttl, redis.call('HGETALL', KEYS[1])}
+end
+return {kind, pttl}";
+
+/// The most fields of a hash a reading takes in (Redisson's hash holds one owner, re-entered).
+const MAX_READ_FIELDS: usize = 64;
 
 /// The fair lock's scripts drop the stale waiters at the head of the queue first: a waiter
 /// whose deadline is not after the caller's clock (or who has none). KEYS: lock, queue,
@@ -250,6 +270,7 @@ struct Scripts {
     fair_acquire: Script,
     fair_release: Script,
     fair_give_up: Script,
+    read_key: Script,
 }
 
 impl RealRedis {
@@ -307,8 +328,38 @@ impl RealRedis {
                     "local now = tonumber(ARGV[5])\n{FAIR_DROP_STALE}{FAIR_RELEASE_BODY}"
                 )),
                 fair_give_up: Script::new(FAIR_GIVE_UP),
+                read_key: Script::new(READ_KEY),
             },
         })
+    }
+
+    /// [`FamilyStore::read_state`]: one reading of `key` by [`READ_KEY`]; no connection is a
+    /// server that names nobody ([`ReadState::Down`]).
+    async fn read_key(&self, key: &str) -> Result<Vec<ServerSnapshot>, StoreFailure> {
+        let down = || {
+            vec![ServerSnapshot {
+                state: ReadState::Down,
+                now_ms: crate::now_us() / 1000,
+            }]
+        };
+        let Ok((generation, _, mut connection)) = self.connection().await else {
+            return Ok(down());
+        };
+        let invocation = self.scripts.read_key.key(key);
+        let answer =
+            tokio::time::timeout(self.command_timeout, invocation.invoke_async::<Value>(&mut connection)).await;
+        let now_ms = crate::now_us() / 1000;
+        match answer {
+            Ok(Ok(value)) => Ok(vec![ServerSnapshot {
+                state: ReadState::Redis(keyspace_read(key, value, now_ms)?),
+                now_ms,
+            }]),
+            Ok(Err(error)) if error.code().is_some() => Err(StoreFailure::Other(format!("reading {key}: {error}"))),
+            Ok(Err(_)) | Err(_) => {
+                self.forget(generation).await;
+                Ok(down())
+            }
+        }
     }
 
     /// Check the server answers (connecting if need be): the address in use, or why not.
@@ -708,8 +759,71 @@ fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailur
     }
 }
 
+/// The key space a reading ([`READ_KEY`]) shows: `key` alone, as it was when the answer came
+/// (`now_ms` on this machine's clock, so its TTL ends at `now_ms` + PTTL: never earlier than
+/// on the server, which counted it down while the answer travelled).
+fn keyspace_read(key: &str, value: Value, now_ms: u64) -> Result<RedisKeyspace, StoreFailure> {
+    let odd = |what: &str| StoreFailure::Other(format!("reading {key}: {what}"));
+    let text = |value: &Value| match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).map_err(|_| odd("a value is not UTF-8")),
+        Value::SimpleString(text) => Ok(text.clone()),
+        other => Err(odd(&format!("unexpected {other:?}"))),
+    };
+    let Value::Array(parts) = value else {
+        return Err(odd("the answer is not a list"));
+    };
+    let (kind, pttl) = match parts.as_slice() {
+        [kind, Value::Int(pttl), ..] => (text(kind)?, *pttl),
+        _ => return Err(odd("the answer is not {type, PTTL, ...}")),
+    };
+    let stored = match (kind.as_str(), parts.get(2)) {
+        ("string", Some(value)) => Some(RedisValue::Text(text(value)?)),
+        ("hash", Some(Value::Array(pairs))) => {
+            if pairs.len() > 2 * MAX_READ_FIELDS {
+                return Err(odd(&format!("the hash has more than {MAX_READ_FIELDS} fields")));
+            }
+            let mut fields = std::collections::BTreeMap::new();
+            for pair in pairs.chunks(2) {
+                let [field, count] = pair else {
+                    return Err(odd("a hash field without its value"));
+                };
+                let count = text(count)?;
+                let count = count
+                    .parse::<i64>()
+                    .map_err(|_| odd(&format!("the field holds {count:?}, not a counter")))?;
+                fields.insert(text(field)?, count);
+            }
+            Some(RedisValue::Hash(fields))
+        }
+        // Missing, or a type no lock of ours keeps its holder in: the key names nobody.
+        _ => None,
+    };
+    let mut keyspace = RedisKeyspace::new();
+    if let Some(stored) = stored {
+        let mut effects = vec![RedisEffect::Put {
+            key: key.to_owned(),
+            value: stored,
+        }];
+        // PTTL: -1 no expiry, -2 missing (it expired between TYPE and PTTL: none of that in
+        // a script), else the remaining ms.
+        if let Ok(left_ms) = u64::try_from(pttl) {
+            effects.push(RedisEffect::ExpireAt {
+                key: key.to_owned(),
+                expires_at_ms: now_ms.saturating_add(left_ms),
+            });
+        }
+        keyspace.apply_effects(&effects);
+    }
+    Ok(keyspace)
+}
+
 impl FamilyStore<RedisCommand> for RealRedis {
     type Reply = RedisReply;
+
+    /// The key as the server holds it now, by [`READ_KEY`] on the master the commands go to.
+    async fn read_state(&self, key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        Some(self.read_key(key).await)
+    }
 
     /// A waiter without a subscription sleeps out its whole wait: slower, never unsafe.
     async fn subscribe(&self, channel: &str) -> Option<Subscription> {

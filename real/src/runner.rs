@@ -60,6 +60,9 @@ pub struct RunSpec {
     /// Write every machine step of the row locks to this file, one JSON line each
     /// ([`Event::Step`]), at most [`MAX_STEP_LINES`].
     pub steps: Option<PathBuf>,
+    /// Read the lock's server during each hold (T1-server's readings, [`Event::ServerHolder`]):
+    /// one more round trip as a hold begins, after each extension and before each release.
+    pub server_readings: bool,
 }
 
 /// The most lines `--steps` writes (about 330 bytes each, some 670 MB in all); steps after them are counted, not
@@ -256,6 +259,7 @@ fn job(spec: &RunSpec, lockers: Vec<String>, monitor: &Path) -> Job {
         fencing: spec.fencing && !spec.variant.is_family(),
         connect_timeout_s: spec.connect_timeout_s,
         steps: spec.steps.is_some(),
+        server_readings: spec.server_readings,
     }
 }
 
@@ -542,6 +546,7 @@ mod tests {
             fencing: true,
             connect_timeout_s: 30,
             steps: None,
+            server_readings: true,
         }
     }
 

@@ -6,6 +6,7 @@ fn acquired(locker: &str, at_us: u64) -> Event {
         at_us,
         wait_us: 1000,
         token: format!("{at_us:020}"),
+        lock_token: None,
     }
 }
 
@@ -339,4 +340,86 @@ fn the_monitor_refuses_a_lower_token_with_fencing_and_accepts_it_without() {
     );
     assert_eq!(monitor.write("0003", true).unwrap(), (true, false));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A family hold as the runner records it: its resource token, and the lock's own token that
+/// a reading of the server names.
+fn held_with(locker: &str, at_us: u64, lock_token: &str) -> Event {
+    Event::Acquired {
+        locker: locker.into(),
+        at_us,
+        wait_us: 1000,
+        token: format!("{at_us:020}-{locker}"),
+        lock_token: Some(lock_token.into()),
+    }
+}
+
+fn reading(locker: &str, at_us: u64, named: Option<&str>) -> Event {
+    Event::ServerHolder {
+        locker: locker.into(),
+        at_us,
+        lock_token: named.map(str::to_owned),
+        gone_at_us: None,
+    }
+}
+
+/// T1-server in a real run: a reading names the lock's own token; the record writes it as the
+/// token of the hold that had it (the latest, where an owner reuses its token), and the judge
+/// holds every believer to it.
+#[test]
+fn t1_server_a_reading_that_leaves_out_a_believer_is_a_violation_and_one_naming_it_is_not() {
+    let agreeing = [
+        held_with("a", 10, "owner-a"),
+        reading("a", 11, Some("owner-a")),
+        released("a", 20),
+        held_with("b", 30, "owner-b"),
+        reading("b", 31, Some("owner-b")),
+        released("b", 40),
+        // The same owner token again: the reading is of this hold, not the first.
+        held_with("a", 50, "owner-a"),
+        reading("a", 51, Some("owner-a")),
+        released("a", 60),
+    ];
+    let s = summarize(Lock::Redisson, 2, 1, Duration::from_secs(1), &agreeing);
+    assert_eq!((s.server_readings, s.server_disagreements), (3, 0), "{s:?}");
+    assert!(s.t1_server_holds());
+    let run = record(Lock::Redisson, 2, false, &agreeing);
+    let holders: Vec<Option<String>> = run
+        .events
+        .iter()
+        .filter_map(|event| match &event.what {
+            cassalock_judge::event::What::ServerHolder { holder, .. } => Some(holder.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        holders,
+        [
+            Some(format!("{:020}-a", 10)),
+            Some(format!("{:020}-b", 30)),
+            Some(format!("{:020}-a", 50))
+        ]
+    );
+
+    // The key went (a failover, an operator) while b held: its reading before releasing finds
+    // nobody, with no second holder to show it to T1-belief.
+    let lost_quietly = [
+        held_with("b", 30, "owner-b"),
+        reading("b", 31, Some("owner-b")),
+        reading("b", 39, None),
+        released("b", 40),
+    ];
+    let s = summarize(Lock::RedisSetNx, 1, 1, Duration::from_secs(1), &lost_quietly);
+    assert!(s.t1_belief_holds(), "{s:?}");
+    assert_eq!((s.server_readings, s.server_disagreements), (2, 1), "{s:?}");
+    assert!(
+        s.examples
+            .iter()
+            .any(|e| e.starts_with("T1-server: ") && e.contains("nobody")),
+        "{s:?}"
+    );
+    // No reading: not checked, and nothing counted.
+    let unread = [held_with("b", 30, "owner-b"), released("b", 40)];
+    let s = summarize(Lock::RedisSetNx, 1, 1, Duration::from_secs(1), &unread);
+    assert_eq!((s.server_readings, s.server_disagreements), (0, 0), "{s:?}");
 }

@@ -34,9 +34,11 @@ use std::time::Duration;
 
 use zookeeper_client as zk;
 
+use cassalock::algo::server_holder::{ReadState, ServerSnapshot};
+use cassalock::algo::zookeeper::curator_mutex::directory_of as directory_of_key;
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
-use cassalock::store::znode_tree::{ZkError, ZkOp, ZkReply, ZkStat};
+use cassalock::store::znode_tree::{ZkError, ZkOp, ZkReply, ZkStat, Znode, ZnodeTree};
 use cassalock::store::StoreFailure;
 
 /// Why a [`RealZooKeeper`] could not be made.
@@ -51,6 +53,13 @@ pub enum RealZooKeeperError {
 /// The most a request waits for its answer beyond the session timeout (a request outlives a
 /// move to another server, which takes up to about a session timeout).
 const COMMAND_SLACK_MS: u64 = 2000;
+
+/// How long T1-server's reading of a lock's directory may take in all (its children, then
+/// each one's stat); past it the server names nobody, and the holder goes on.
+const READ_TIMEOUT_MS: u64 = 1000;
+
+/// The most children of a lock's directory a reading takes in (one stat each).
+const MAX_READ_CHILDREN: usize = 256;
 
 /// How long making a new session may take.
 const CONNECT_TIMEOUT_MS: u64 = 3000;
@@ -235,8 +244,85 @@ impl RealZooKeeper {
     }
 }
 
+impl RealZooKeeper {
+    /// The nodes of lock `key`'s directory (Curator's layout,
+    /// [`cassalock::algo::zookeeper::curator_mutex::directory_of`]), each with its stat: what
+    /// the lock's holder rule reads. A child deleted between the listing and its stat is left
+    /// out, as it would be a moment later.
+    async fn read_directory(&self, client: &zk::Client, key: &str) -> Result<Vec<(String, Znode)>, StoreFailure> {
+        let directory = directory_of_key(key);
+        let children = match client.list_children(&directory).await {
+            Ok(children) => children,
+            Err(zk::Error::NoNode) => return Ok(Vec::new()),
+            Err(error) => return Err(read_failure(&directory, error)),
+        };
+        if children.len() > MAX_READ_CHILDREN {
+            return Err(StoreFailure::Other(format!(
+                "reading {directory}: {} children, over the {MAX_READ_CHILDREN} a reading takes in",
+                children.len()
+            )));
+        }
+        let mut nodes = Vec::with_capacity(children.len());
+        for child in children {
+            let path = format!("{directory}/{child}");
+            match client.check_stat(&path).await {
+                Ok(Some(stat)) => nodes.push((path, node_of(&stat_of(&stat)))),
+                Ok(None) | Err(zk::Error::NoNode) => {}
+                Err(error) => return Err(read_failure(&path, error)),
+            }
+        }
+        Ok(nodes)
+    }
+}
+
+/// A node as a reading shows it: its stat (the lock's rule reads no data).
+fn node_of(stat: &ZkStat) -> Znode {
+    Znode {
+        data: String::new(),
+        czxid: stat.czxid,
+        mzxid: stat.mzxid,
+        version: stat.version,
+        cversion: stat.cversion,
+        ephemeral_owner: stat.ephemeral_owner,
+    }
+}
+
+fn read_failure(path: &str, error: zk::Error) -> StoreFailure {
+    match translate(error) {
+        Err(failure) => failure,
+        Ok(reply) => StoreFailure::Other(format!("reading {path}: {reply:?}")),
+    }
+}
+
 impl FamilyStore<ZkOp> for RealZooKeeper {
     type Reply = ZkReply;
+
+    /// Lock `key`'s directory as the server holds it now; a server that cannot be reached, or
+    /// does not answer within [`READ_TIMEOUT_MS`], names nobody ([`ReadState::Down`]).
+    async fn read_state(&self, key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        let down = || {
+            Some(Ok(vec![ServerSnapshot {
+                state: ReadState::Down,
+                now_ms: crate::now_us() / 1000,
+            }]))
+        };
+        let Ok(client) = self.client().await else {
+            return down();
+        };
+        let read = tokio::time::timeout(
+            Duration::from_millis(READ_TIMEOUT_MS),
+            self.read_directory(&client, key),
+        )
+        .await;
+        match read {
+            Ok(Ok(nodes)) => Some(Ok(vec![ServerSnapshot {
+                state: ReadState::ZooKeeper(ZnodeTree::as_read(nodes)),
+                now_ms: crate::now_us() / 1000,
+            }])),
+            Ok(Err(StoreFailure::Other(why))) => Some(Err(StoreFailure::Other(why))),
+            Ok(Err(_)) | Err(_) => down(),
+        }
+    }
 
     async fn execute(&self, op: ZkOp) -> Result<ZkReply, StoreFailure> {
         let client = self.client().await?;

@@ -128,6 +128,45 @@ impl<'a> ServerNow<'a> {
     }
 }
 
+/// One server's state as a driver read it from the server (owned), and its clock then: what
+/// the real runner builds from a server's replies, so that the lock's own rule
+/// ([`super::family::FamilyLock::holder_on_servers`]) names the holder, as it does over the
+/// simulator's servers. A snapshot holds only what the lock's holder depends on (its key, its
+/// directory, its prefix), each expiry placed on `now_ms`'s clock.
+#[derive(Clone, Debug)]
+pub struct ServerSnapshot {
+    pub state: ReadState,
+    /// The clock the snapshot's expiries are on, at the reading, ms.
+    pub now_ms: u64,
+}
+
+/// What a [`ServerSnapshot`] holds: one server's value type, or nothing (down, unreachable).
+#[derive(Clone, Debug)]
+pub enum ReadState {
+    Redis(RedisKeyspace),
+    Memcached(Memcached),
+    ZooKeeper(ZnodeTree),
+    Etcd(EtcdKeyspace),
+    /// The server did not answer the reading: it names nobody (as [`ServerState::Down`]).
+    Down,
+}
+
+impl ServerSnapshot {
+    /// The snapshot as the lock reads its server ([`ServerNow`]).
+    pub fn as_now(&self) -> ServerNow<'_> {
+        ServerNow {
+            state: match &self.state {
+                ReadState::Redis(keyspace) => ServerState::Redis(keyspace),
+                ReadState::Memcached(server) => ServerState::Memcached(server),
+                ReadState::ZooKeeper(tree) => ServerState::ZooKeeper(tree),
+                ReadState::Etcd(keyspace) => ServerState::Etcd(keyspace),
+                ReadState::Down => ServerState::Down,
+            },
+            now_ms: self.now_ms,
+        }
+    }
+}
+
 /// Who a row lock's main row names as its holders (the thesis's locks: the old shadow-row lock,
 /// GetLock and TryGetLock): the threads whose cells *every* read of the row at the lock's
 /// consistency level finds live. A holder's cell sits in its lock's main row under its

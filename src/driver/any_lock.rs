@@ -16,6 +16,8 @@ use std::pin::Pin;
 use super::family::{FamilyError, FamilyGuard, FamilyLocker, FamilyStore};
 use super::Clock;
 use crate::algo::family::{FamilyLock, Release};
+use crate::algo::server_holder::ServerHolder;
+use crate::store::StoreFailure;
 
 /// A call's future, boxed so that the trait can be used as an object.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -30,6 +32,9 @@ pub trait AnyLocker: Send + Sync {
 
     /// [`FamilyLocker::try_lock`]: one attempt; `None` when another holds it.
     fn try_lock<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Box<dyn AnyGuard>>, FamilyError>>;
+
+    /// [`FamilyLocker::holder_on_server`]: who the server says holds `key` now, if it is read.
+    fn holder_on_server<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Result<ServerHolder, StoreFailure>>>;
 
     /// Requests sent so far ([`FamilyLocker::requests`]).
     fn requests(&self) -> u64;
@@ -81,6 +86,10 @@ where
             let guard = FamilyLocker::try_lock(self, key).await?;
             Ok(guard.map(|guard| Box::new(guard) as Box<dyn AnyGuard>))
         })
+    }
+
+    fn holder_on_server<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Option<Result<ServerHolder, StoreFailure>>> {
+        Box::pin(FamilyLocker::holder_on_server(self, key))
     }
 
     fn requests(&self) -> u64 {

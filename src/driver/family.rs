@@ -24,6 +24,7 @@ use super::clock::Clock;
 use super::notify::Subscription;
 use crate::algo::family::{Acquisition, Extension, FamilyLock, Release, RenewalEnd};
 use crate::algo::redis::set_nx::Patience;
+use crate::algo::server_holder::{ServerHolder, ServerNow, ServerSnapshot};
 use crate::algo::{Action, Input, Leftover, LockConfigError, Machine, SleepKind, StepTag};
 use crate::store::StoreFailure;
 
@@ -43,6 +44,14 @@ pub trait FamilyStore<C>: Send + Sync + 'static {
     fn subscribe(&self, _channel: &str) -> impl Future<Output = Option<Subscription>> + Send {
         std::future::ready(None)
     }
+
+    /// What the store's server (each master, for Redlock) holds for lock `key` now, read from
+    /// the server itself, one snapshot per server: the readings of T1-server
+    /// ([`crate::algo::server_holder`]). `None` (the default): this store is not read. A read
+    /// that fails is an error; a master that does not answer is [`ReadState::Down`].
+    fn read_state(&self, _key: &str) -> impl Future<Output = Option<Result<Vec<ServerSnapshot>, StoreFailure>>> + Send {
+        std::future::ready(None)
+    }
 }
 
 impl<C, S: FamilyStore<C>> FamilyStore<C> for Arc<S> {
@@ -53,6 +62,10 @@ impl<C, S: FamilyStore<C>> FamilyStore<C> for Arc<S> {
 
     fn subscribe(&self, channel: &str) -> impl Future<Output = Option<Subscription>> + Send {
         S::subscribe(self, channel)
+    }
+
+    fn read_state(&self, key: &str) -> impl Future<Output = Option<Result<Vec<ServerSnapshot>, StoreFailure>>> + Send {
+        S::read_state(self, key)
     }
 }
 
@@ -252,6 +265,19 @@ where
     /// Take the lock if it is free now: `None` when another holder has it.
     pub async fn try_lock(&self, key: &str) -> Result<Option<FamilyGuard<F, S, C>>, FamilyError> {
         self.acquire(key, Patience::Once).await
+    }
+
+    /// Who the lock's server says holds `key` now, by the lock's own rule
+    /// ([`FamilyLock::holder_on_servers`]) over what the store read from its server
+    /// ([`FamilyStore::read_state`]): T1-server's reading. `None`: the store is not read, or the
+    /// lock does not say who holds. A reading sends no lock command and changes nothing.
+    pub async fn holder_on_server(&self, key: &str) -> Option<Result<ServerHolder, StoreFailure>> {
+        let snapshots = match self.inner.store.read_state(key).await? {
+            Ok(snapshots) => snapshots,
+            Err(failure) => return Some(Err(failure)),
+        };
+        let servers: Vec<ServerNow<'_>> = snapshots.iter().map(ServerSnapshot::as_now).collect();
+        F::holder_on_servers(&servers, key).map(Ok)
     }
 
     /// Store commands sent (every master's, for Redlock), failures included.

@@ -196,6 +196,25 @@ impl EtcdKeyspace {
         }
     }
 
+    /// The part of a key space a client read from a real server (T1-server's reading,
+    /// `cassalock::algo::server_holder::ServerSnapshot`): these keys and leases, at
+    /// `revision`; no history. A snapshot to ask who holds, not a server to run commands on.
+    pub fn as_read(
+        revision: Revision,
+        kvs: impl IntoIterator<Item = KeyValue>,
+        leases: impl IntoIterator<Item = Lease>,
+    ) -> Self {
+        let mut keyspace = EtcdKeyspace::new();
+        keyspace.kvs = kvs.into_iter().map(|kv| (kv.key.clone(), kv)).collect();
+        keyspace.leases = leases.into_iter().map(|lease| (lease.id, lease)).collect();
+        keyspace.revision = keyspace
+            .kvs
+            .values()
+            .map(|kv| kv.mod_revision)
+            .fold(revision, Revision::max);
+        keyspace
+    }
+
     /// Run one command at `server_now_ms` and return only its reply.
     pub fn apply(&mut self, command: &EtcdCommand, server_now_ms: u64) -> EtcdReply {
         self.execute(command, server_now_ms).reply

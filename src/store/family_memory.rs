@@ -16,6 +16,7 @@ use super::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
 use super::znode_tree::{SessionId, ZkCommand, ZkOp, ZkReply, ZnodeTree};
 use super::StoreFailure;
 use crate::algo::redis::redlock::ToMaster;
+use crate::algo::server_holder::{ReadState, ServerSnapshot};
 use crate::driver::family::FamilyStore;
 use crate::driver::notify::{Channels, Subscription};
 use crate::driver::Clock;
@@ -94,6 +95,20 @@ impl<C: Clock> FamilyStore<RedisCommand> for InMemoryRedis<C> {
     async fn subscribe(&self, channel: &str) -> Option<Subscription> {
         Some(self.channels.subscribe(channel))
     }
+
+    async fn read_state(&self, _key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        Some(Ok(vec![if self.down.load(Ordering::Relaxed) {
+            ServerSnapshot {
+                state: ReadState::Down,
+                now_ms: self.now_ms(),
+            }
+        } else {
+            ServerSnapshot {
+                state: ReadState::Redis(self.snapshot()),
+                now_ms: self.now_ms(),
+            }
+        }]))
+    }
 }
 
 /// Redlock's N independent masters.
@@ -132,6 +147,22 @@ impl<S: FamilyStore<RedisCommand, Reply = RedisReply>> FamilyStore<ToMaster> for
             ))),
         }
     }
+
+    /// Every master's state, in order; a master whose reading fails counts as down (it names
+    /// nobody: the majority is counted over the others).
+    async fn read_state(&self, key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        let mut snapshots = Vec::with_capacity(self.masters.len());
+        for master in &self.masters {
+            match master.read_state(key).await? {
+                Ok(one) => snapshots.extend(one),
+                Err(_) => snapshots.push(ServerSnapshot {
+                    state: ReadState::Down,
+                    now_ms: 0,
+                }),
+            }
+        }
+        Some(Ok(snapshots))
+    }
 }
 
 /// One Memcached server, on `clock`.
@@ -168,6 +199,16 @@ impl<C: Clock> FamilyStore<MemcachedCommand> for InMemoryMemcached<C> {
         }
         let now_ms = self.clock.now_us() / 1000;
         Ok(lock_ignoring_poison(&self.items).apply(&command, now_ms))
+    }
+
+    async fn read_state(&self, _key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        let now_ms = self.clock.now_us() / 1000;
+        let state = if self.down.load(Ordering::Relaxed) {
+            ReadState::Down
+        } else {
+            ReadState::Memcached(self.snapshot())
+        };
+        Some(Ok(vec![ServerSnapshot { state, now_ms }]))
     }
 }
 
@@ -268,6 +309,13 @@ impl<C: Clock + Send + Sync + 'static> FamilyStore<ZkOp> for ZkClient<C> {
     async fn subscribe(&self, directory: &str) -> Option<Subscription> {
         Some(self.server.channels.subscribe(&format!("{}:{directory}", self.session)))
     }
+
+    async fn read_state(&self, _key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        Some(Ok(vec![ServerSnapshot {
+            state: ReadState::ZooKeeper(self.server.snapshot()),
+            now_ms: self.server.now_ms(),
+        }]))
+    }
 }
 
 /// One etcd server's key space, on `clock` (the leader's: it judges the leases), with the
@@ -361,5 +409,12 @@ impl<C: Clock + Send + Sync + 'static> FamilyStore<EtcdOp> for EtcdClient<C> {
     /// Deletions this client watches of keys under `prefix`.
     async fn subscribe(&self, prefix: &str) -> Option<Subscription> {
         Some(self.server.channels.subscribe(&format!("{}:{prefix}", self.id)))
+    }
+
+    async fn read_state(&self, _key: &str) -> Option<Result<Vec<ServerSnapshot>, StoreFailure>> {
+        Some(Ok(vec![ServerSnapshot {
+            state: ReadState::Etcd(self.server.snapshot()),
+            now_ms: self.server.clock.now_us() / 1000,
+        }]))
     }
 }

@@ -404,6 +404,19 @@ impl ZnodeTree {
         }
     }
 
+    /// The part of a tree a client read from a real server (T1-server's reading,
+    /// `cassalock::algo::server_holder::ServerSnapshot`): the root and these nodes, as their
+    /// stats showed them; no sessions, no watches, no parents the read did not take in. A
+    /// snapshot to ask who holds, not a server to run commands on.
+    pub fn as_read(nodes: impl IntoIterator<Item = (String, Znode)>) -> Self {
+        let mut tree = ZnodeTree::new();
+        for (path, node) in nodes {
+            tree.last_zxid = tree.last_zxid.max(node.czxid).max(node.mzxid);
+            tree.nodes.insert(path, node);
+        }
+        tree
+    }
+
     /// A tree whose expired sessions are refused at once and closed `close_lag_ms` later (see
     /// the module documentation).
     pub fn with_close_lag_ms(close_lag_ms: u64) -> Self {

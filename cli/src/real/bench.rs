@@ -121,6 +121,8 @@ impl<'a> Specs<'a> {
             fencing: true,
             connect_timeout_s: super::CONNECT_TIMEOUT_S,
             steps: None,
+            // A benchmark measures the lock's own round trips: no readings of the server.
+            server_readings: false,
         };
         Specs { plan, template }
     }

@@ -33,6 +33,7 @@ fn spec(args: &RealArgs) -> RunSpec {
         fencing: !args.no_fencing,
         connect_timeout_s: args.connect_timeout_s,
         steps: args.steps.clone(),
+        server_readings: !args.no_server_readings,
     }
 }
 
@@ -94,8 +95,27 @@ fn print(summary: &Summary) {
             )
         }
     );
+    println!("  T1-server               {}", t1_server_line(summary));
     for example in &summary.examples {
         println!("  - {example}");
+    }
+}
+
+/// T1-server's line of the summary: checked at how many readings of the server, or not.
+fn t1_server_line(summary: &Summary) -> String {
+    if summary.server_readings == 0 {
+        "not checked: the run read no server (--no-server-readings, or a lock whose store is not read)".to_string()
+    } else if summary.t1_server_holds() {
+        format!(
+            "every believer named by the server, at {}",
+            cassalock_judge::text::count(summary.server_readings, "reading")
+        )
+    } else {
+        format!(
+            "VIOLATED: {} of {} named another holder or nobody while a locker believed it held",
+            summary.server_disagreements,
+            cassalock_judge::text::count(summary.server_readings, "reading")
+        )
     }
 }
 
@@ -200,7 +220,7 @@ pub fn run(args: RealArgs) -> ExitCode {
                 }
             });
             let failed_files: Vec<&String> = summary.steps_failed.iter().chain(events_failed.iter()).collect();
-            if !(summary.t1_belief_holds() && summary.t1_resource_holds()) {
+            if !(summary.t1_belief_holds() && summary.t1_resource_holds() && summary.t1_server_holds()) {
                 // A violation outranks a file that failed: say both, exit 1.
                 for why in failed_files {
                     eprintln!("error: {why}");

@@ -600,3 +600,55 @@ fn kept_verdicts_equal_everything_kept_on_random_records() {
     // The records exercise the window, not only quiet runs.
     assert!(overlapping > 100, "{overlapping} of 300 records overlap");
 }
+
+fn reading(us: u64, node: &str, holder: Option<String>) -> Event {
+    event(
+        us,
+        node,
+        What::ServerHolder {
+            lock: "K".into(),
+            holder,
+            threads: Vec::new(),
+            gone_at_ns: None,
+        },
+    )
+}
+
+/// T1-server in a run seen from outside: judged where the record holds readings of the server
+/// (listed then, not otherwise), the same by the streaming judge as over the whole record.
+#[test]
+fn t1_server_is_judged_from_the_readings_an_observed_record_holds() {
+    let t1_server = |v: &ObservedVerdicts| {
+        v.checks
+            .iter()
+            .find(|(claim, ..)| *claim == ClaimId::T1Server)
+            .map(|(_, verdict, _)| *verdict)
+    };
+    let unread = judged(hold("a", "c0", 0, 10, 50), 1);
+    assert_eq!(t1_server(&unread), None, "{unread}");
+    let mut named = hold("a", "c0", 0, 10, 50);
+    named.push(reading(11, "c0", Some(format!("{:020}", 10))));
+    let named = judged(named, 1);
+    assert_eq!(t1_server(&named), Some(ClaimVerdict::Holds), "{named}");
+    assert_eq!((named.server_readings, named.server_disagreements), (1, 0));
+    // The key went while a held: a reading names nobody, with no second holder about.
+    let mut forgotten = hold("a", "c0", 0, 10, 50);
+    forgotten.push(reading(11, "c0", Some(format!("{:020}", 10))));
+    forgotten.push(reading(40, "c0", None));
+    let whole = judged(forgotten.clone(), 1);
+    assert_eq!(t1_server(&whole), Some(ClaimVerdict::Violated), "{whole}");
+    assert_eq!((whole.server_readings, whole.server_disagreements), (2, 1));
+    assert_eq!(whole.overlap_count, 0, "T1-belief sees nothing: one holder");
+    forgotten.sort_by_key(|event| event.at_ns);
+    let rules = ObservedRules {
+        fencing: true,
+        lease_lost_ends_it: false,
+        call_bound_ms: None,
+    };
+    let mut streaming = Judge::new(&rules, Clock::WallSinceEpoch, 1, Keep::Verdicts);
+    for event in &forgotten {
+        streaming.see(event);
+    }
+    let streamed = streaming.finish(Duration::from_millis(1));
+    assert_eq!(streamed.checks, whole.checks);
+}
