@@ -490,7 +490,6 @@ async fn read_server(job: &Job, name: &str, locker: &dyn AnyLocker, emit: &(dyn 
             locker: name.into(),
             at_us: now_us(),
             lock_token: holder.token().map(str::to_owned),
-            gone_at_us: holder.gone_at_us(),
         }),
         Some(Err(failure)) => error(emit, name, "server reading", failure.to_string()),
     }

@@ -236,15 +236,15 @@ pub enum Event {
     },
     /// T1-server: what the lock's server named as its holder when a locker read it (right
     /// after acquiring, after each extension, before releasing): the lock's own token of the
-    /// hold (`None`: nobody), and when that holder's key is gone on this machine's clock if
-    /// nothing renews it first. `at_us`: when the reading's answer came.
+    /// hold (`None`: nobody). `at_us`: when the reading's answer came. It says nothing of when
+    /// the holder's key would expire: a later reading may fail (a server unreachable, a leader
+    /// being elected), and an expiry projected past a state nobody read could name nobody
+    /// where the server named a new holder.
     ServerHolder {
         locker: String,
         at_us: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lock_token: Option<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        gone_at_us: Option<u64>,
     },
     /// The monitor's answer to the holder's write inside its critical section (`at_us`: when
     /// it answered; 0 in events from before it was recorded).
@@ -707,7 +707,6 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
                 locker,
                 at_us,
                 lock_token,
-                gone_at_us,
             } => lines.push(line(
                 *at_us,
                 node(locker),
@@ -715,7 +714,9 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
                     lock: RUN_LOCK.into(),
                     holder: lock_token.as_deref().map(|named| holds.record_token(named, *at_us)),
                     threads: Vec::new(),
-                    gone_at_ns: gone_at_us.map(|us| us.saturating_mul(1000)),
+                    // No expiry is projected (see `Event::ServerHolder`): each reading is
+                    // judged at its own instant.
+                    gone_at_ns: None,
                 },
             )),
             Event::Done { .. } | Event::Step { .. } => {}

@@ -359,7 +359,6 @@ fn reading(locker: &str, at_us: u64, named: Option<&str>) -> Event {
         locker: locker.into(),
         at_us,
         lock_token: named.map(str::to_owned),
-        gone_at_us: None,
     }
 }
 
