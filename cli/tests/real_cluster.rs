@@ -169,6 +169,14 @@ impl LiveRun {
 fn assert_exclusive(summary: &Summary, what: &str) {
     assert_eq!(summary.belief_overlaps, 0, "{what}: T1-belief violated: {summary:?}");
     assert_eq!(summary.stale_accepted, 0, "{what}: T1-resource violated: {summary:?}");
+    assert!(
+        summary.server_readings > 0,
+        "{what}: the holders read their main row: {summary:?}"
+    );
+    assert_eq!(
+        summary.server_disagreements, 0,
+        "{what}: T1-server violated: {summary:?}"
+    );
 }
 
 /// `bench real` refuses bad options before it connects to anything (no servers needed): exit 2,
@@ -589,4 +597,77 @@ fn bench_long_run_measures_both_locks_block_by_block_and_writes_its_report() {
         report
     );
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// T1-server on a real cluster: the holder's cell deleted from the lock's main row under its
+/// only holder (an operator, a repair gone wrong) leaves no second holder for T1-belief; the
+/// holder's reading of its main row before it releases finds the row naming nobody, and the
+/// run says so (exit 1). One hold of 3 s on a 10 s TTL: no renewal falls inside it.
+#[test]
+#[ignore = "needs a local Cassandra cluster (cluster/cassalock-cluster start --nodes 3); run with -- --include-ignored"]
+fn t1_server_a_cell_deleted_under_its_holder_is_seen_by_the_holders_own_reading() {
+    let _one_at_a_time = CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    cluster_nodes("t1_server_a_cell_deleted_under_its_holder_is_seen_by_the_holders_own_reading");
+    for algorithm in ["old", "queue"] {
+        let lock = unique_lock(&format!("t1-server-{algorithm}"));
+        let mut holder = LiveRun::start(&[
+            "--algorithm",
+            algorithm,
+            "--threads",
+            "1",
+            "--acquisitions",
+            "1",
+            "--hold-ms",
+            "3000",
+            "--ttl-s",
+            "10",
+            "--lock-id",
+            &lock,
+        ]);
+        let seen = holder.wait_for_acquisitions(1, Duration::from_secs(60));
+        let thread = seen
+            .iter()
+            .find_map(|line| match serde_json::from_str::<Event>(line) {
+                Ok(Event::Acquired {
+                    lock_thread: Some(thread),
+                    ..
+                }) => Some(thread),
+                _ => None,
+            })
+            .expect("the acquisition names its thread");
+        let main_row = cassalock::LockId::new(&lock).expect("lock id").main_row();
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let config = cassalock_real::cluster::config(
+                    &CONTACT_POINTS.split(',').map(str::to_owned).collect::<Vec<_>>(),
+                    "cassalock",
+                    "quorum",
+                )
+                .expect("config");
+                let store = cassalock::store::cassandra::CassandraStore::connect(&config)
+                    .await
+                    .expect("connect");
+                cassalock::Store::execute(
+                    &store,
+                    cassalock::store::StoreOp::Delete {
+                        row: main_row.clone(),
+                        column: thread.clone(),
+                        timestamp: cassalock_real::now_us(),
+                    },
+                )
+                .await
+                .expect("delete the holder's cell");
+            });
+        let (summary, ok) = holder.finish(Duration::from_secs(60));
+        eprintln!("{algorithm}: {thread}'s cell deleted from {main_row}: {summary:?}");
+        assert_eq!(summary.belief_overlaps, 0, "{algorithm}: one holder: {summary:?}");
+        assert!(
+            summary.server_disagreements >= 1,
+            "{algorithm}: the reading before the release found the cell gone: {summary:?}"
+        );
+        assert!(!ok, "{algorithm}: a T1-server violation exits 1: {summary:?}");
+    }
 }

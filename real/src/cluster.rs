@@ -245,9 +245,11 @@ async fn run_locker(
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
             lock_token: None,
+            lock_thread: Some(guard.thread_id().as_str().to_owned()),
         });
+        read_main_row(job, name, &locker, emit).await;
         critical_section(job, name, &token, monitor, emit);
-        tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;
+        hold(job, name, &locker, &guard, emit).await;
         let lost = guard.is_lost();
         emit(Event::Released {
             locker: name.into(),
@@ -264,6 +266,56 @@ async fn run_locker(
         }
     }
     Ok(())
+}
+
+/// Hold the lock `job.hold_ms`, reading its main row after each renewal interval of it
+/// (T1-server's readings while held; the renewal itself runs in the guard's background lane),
+/// and once more at the end unless the guard learned it lost the lock.
+async fn hold<S: cassalock::Store, C: cassalock::Clock>(
+    job: &Job,
+    name: &str,
+    locker: &RemoteLocker<S, C>,
+    guard: &cassalock::LockGuard<S, C>,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) {
+    if !job.server_readings {
+        tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;
+        return;
+    }
+    let hold_until = Instant::now() + Duration::from_millis(job.hold_ms);
+    loop {
+        let left = hold_until.saturating_duration_since(Instant::now());
+        if left.is_zero() || guard.is_lost() {
+            break;
+        }
+        tokio::time::sleep(left.min(Duration::from_millis(job.renew_ms.max(1)))).await;
+        if !guard.is_lost() {
+            read_main_row(job, name, locker, emit).await;
+        }
+    }
+}
+
+/// T1-server's reading of a row lock: the threads whose cells its main row holds now, by one
+/// read at the run's consistency level ([`RemoteLocker::holders_on_server`]), recorded as
+/// [`Event::ServerHolder`]. A read that fails, or a row too full to name anyone for sure, is
+/// no reading.
+async fn read_main_row<S: cassalock::Store, C: cassalock::Clock>(
+    job: &Job,
+    name: &str,
+    locker: &RemoteLocker<S, C>,
+    emit: &(dyn Fn(Event) + Send + Sync),
+) {
+    if !job.server_readings {
+        return;
+    }
+    if let Ok(Some(threads)) = locker.holders_on_server(&job.lock_id).await {
+        emit(Event::ServerHolder {
+            locker: name.into(),
+            at_us: now_us(),
+            lock_token: None,
+            threads,
+        });
+    }
 }
 
 async fn run_lwt_locker(
@@ -301,6 +353,7 @@ async fn run_lwt_locker(
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
             lock_token: None,
+            lock_thread: None,
         });
         critical_section(job, name, &token, monitor, emit);
         tokio::time::sleep(Duration::from_millis(job.hold_ms)).await;

@@ -490,6 +490,7 @@ async fn read_server(job: &Job, name: &str, locker: &dyn AnyLocker, emit: &(dyn 
             locker: name.into(),
             at_us: now_us(),
             lock_token: holder.token().map(str::to_owned),
+            threads: Vec::new(),
         }),
         Some(Err(failure)) => error(emit, name, "server reading", failure.to_string()),
     }
@@ -540,6 +541,7 @@ async fn run_locker(
             wait_us: asked.elapsed().as_micros() as u64,
             token: token.clone(),
             lock_token: Some(guard.token().to_owned()),
+            lock_thread: None,
         });
         read_server(job, name, locker, emit).await;
         let mut lost = false;

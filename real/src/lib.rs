@@ -233,18 +233,25 @@ pub enum Event {
         /// ([`Event::ServerHolder`]).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lock_token: Option<String>,
+        /// A row lock's thread id for this hold: what a reading of its main row names
+        /// ([`Event::ServerHolder`]'s `threads`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lock_thread: Option<String>,
     },
     /// T1-server: what the lock's server named as its holder when a locker read it (right
-    /// after acquiring, after each extension, before releasing): the lock's own token of the
-    /// hold (`None`: nobody). `at_us`: when the reading's answer came. It says nothing of when
-    /// the holder's key would expire: a later reading may fail (a server unreachable, a leader
-    /// being elected), and an expiry projected past a state nobody read could name nobody
-    /// where the server named a new holder.
+    /// after acquiring, during the hold, before releasing): the lock's own token of the hold
+    /// (`None`: nobody), or for a row lock the thread ids with a cell in its main row. `at_us`:
+    /// when the reading's answer came. It says nothing of when the holder's key would expire:
+    /// a later reading may fail (a server unreachable, a leader being elected), and an expiry
+    /// projected past a state nobody read could name nobody where the server named a new
+    /// holder.
     ServerHolder {
         locker: String,
         at_us: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         lock_token: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        threads: Vec<String>,
     },
     /// The monitor's answer to the holder's write inside its critical section (`at_us`: when
     /// it answered; 0 in events from before it was recorded).
@@ -707,13 +714,14 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
                 locker,
                 at_us,
                 lock_token,
+                threads,
             } => lines.push(line(
                 *at_us,
                 node(locker),
                 What::ServerHolder {
                     lock: RUN_LOCK.into(),
                     holder: lock_token.as_deref().map(|named| holds.record_token(named, *at_us)),
-                    threads: Vec::new(),
+                    threads: holds.record_threads(threads, *at_us),
                     // No expiry is projected (see `Event::ServerHolder`): each reading is
                     // judged at its own instant.
                     gone_at_ns: None,
@@ -743,31 +751,60 @@ pub fn record(variant: Lock, lockers: usize, fencing: bool, events: &[Event]) ->
     EventRecord { header, events: lines }
 }
 
-/// The holds whose lock's own token is not the token of their `acquired` event (the family
-/// lockers'), by lock token, each with when it began and its event's token: how a reading of
-/// the server, which names lock tokens, is written in the record's tokens.
+/// The holds whose lock names them otherwise than their `acquired` event does, each with
+/// when it began: by the lock's own token (the family lockers', whose readings name tokens),
+/// with the event's token; by the lock's thread id (the row locks', whose main row names
+/// threads), with the event's locker. How a reading of the server is written in the record's
+/// names.
 struct LockTokens<'a> {
     holds: BTreeMap<&'a str, Vec<(u64, &'a str)>>,
+    threads: BTreeMap<&'a str, Vec<(u64, &'a str)>>,
 }
 
 impl<'a> LockTokens<'a> {
     fn of(events: &'a [Event]) -> Self {
         let mut holds: BTreeMap<&str, Vec<(u64, &str)>> = BTreeMap::new();
+        let mut threads: BTreeMap<&str, Vec<(u64, &str)>> = BTreeMap::new();
         for event in events {
             if let Event::Acquired {
+                locker,
                 at_us,
                 token,
-                lock_token: Some(lock_token),
+                lock_token,
+                lock_thread,
                 ..
             } = event
             {
-                holds.entry(lock_token).or_default().push((*at_us, token));
+                if let Some(lock_token) = lock_token {
+                    holds.entry(lock_token).or_default().push((*at_us, token));
+                }
+                if let Some(lock_thread) = lock_thread {
+                    threads.entry(lock_thread).or_default().push((*at_us, locker));
+                }
             }
         }
-        for began in holds.values_mut() {
+        for began in holds.values_mut().chain(threads.values_mut()) {
             began.sort_unstable();
         }
-        LockTokens { holds }
+        LockTokens { holds, threads }
+    }
+
+    /// The record's threads (its lockers) of the lock threads a main row named in a reading at
+    /// `at_us`: each the locker of the latest hold with that thread id acquired by then; a
+    /// thread id no acquisition had returned yet is kept as the row named it.
+    fn record_threads(&self, lock_threads: &[String], at_us: u64) -> Vec<String> {
+        let mut named: Vec<String> = lock_threads
+            .iter()
+            .map(|thread| {
+                self.threads
+                    .get(thread.as_str())
+                    .and_then(|began| began.iter().rev().find(|(began_us, _)| *began_us <= at_us))
+                    .map_or_else(|| thread.clone(), |(_, locker)| (*locker).to_owned())
+            })
+            .collect();
+        named.sort();
+        named.dedup();
+        named
     }
 
     /// The record's token of the hold the server named by `lock_token` in a reading at

@@ -7,6 +7,7 @@ fn acquired(locker: &str, at_us: u64) -> Event {
         wait_us: 1000,
         token: format!("{at_us:020}"),
         lock_token: None,
+        lock_thread: None,
     }
 }
 
@@ -351,6 +352,7 @@ fn held_with(locker: &str, at_us: u64, lock_token: &str) -> Event {
         wait_us: 1000,
         token: format!("{at_us:020}-{locker}"),
         lock_token: Some(lock_token.into()),
+        lock_thread: None,
     }
 }
 
@@ -359,6 +361,7 @@ fn reading(locker: &str, at_us: u64, named: Option<&str>) -> Event {
         locker: locker.into(),
         at_us,
         lock_token: named.map(str::to_owned),
+        threads: Vec::new(),
     }
 }
 
@@ -421,4 +424,48 @@ fn t1_server_a_reading_that_leaves_out_a_believer_is_a_violation_and_one_naming_
     let unread = [held_with("b", 30, "owner-b"), released("b", 40)];
     let s = summarize(Lock::RedisSetNx, 1, 1, Duration::from_secs(1), &unread);
     assert_eq!((s.server_readings, s.server_disagreements), (0, 0), "{s:?}");
+}
+
+/// A row lock's reading names thread ids of its main row's cells; the record writes each as
+/// the locker of the latest hold with that thread id, and the judge holds every believer to
+/// the threads named.
+#[test]
+fn t1_server_a_main_row_reading_names_the_lockers_by_their_threads() {
+    let row_hold = |locker: &str, at_us: u64, thread: &str| Event::Acquired {
+        locker: locker.into(),
+        at_us,
+        wait_us: 1000,
+        token: format!("{at_us:020}"),
+        lock_token: None,
+        lock_thread: Some(thread.into()),
+    };
+    let row_reading = |locker: &str, at_us: u64, threads: &[&str]| Event::ServerHolder {
+        locker: locker.into(),
+        at_us,
+        lock_token: None,
+        threads: threads.iter().map(|thread| (*thread).to_owned()).collect(),
+    };
+    let events = [
+        row_hold("a", 10, "a:1"),
+        // A contender's passing cell beside the holder's names it too: the holder is named.
+        row_reading("a", 11, &["a:1", "b:7"]),
+        released("a", 20),
+        row_hold("b", 30, "b:8"),
+        // The holder's cell is gone from the row: nobody.
+        row_reading("b", 35, &[]),
+        released("b", 40),
+    ];
+    let s = summarize(Lock::Queue, 2, 1, Duration::from_secs(1), &events);
+    assert_eq!((s.server_readings, s.server_disagreements), (2, 1), "{s:?}");
+    let run = record(Lock::Queue, 2, true, &events);
+    let named: Vec<Vec<String>> = run
+        .events
+        .iter()
+        .filter_map(|event| match &event.what {
+            cassalock_judge::event::What::ServerHolder { threads, .. } => Some(threads.clone()),
+            _ => None,
+        })
+        .collect();
+    // b:7 had no acquisition yet: kept as the row named it.
+    assert_eq!(named, [vec!["a".to_owned(), "b:7".to_owned()], Vec::new()]);
 }

@@ -191,6 +191,25 @@ pub fn row_holders<'r>(reads: impl IntoIterator<Item = &'r [LiveCell]>) -> Vec<S
     named
 }
 
+/// The most cells of a main row one reading of a real cluster takes in ([`main_row_reading`]).
+/// A row holding that many names no one for sure (the holder's cell may sort past them): the
+/// reading is then not counted.
+pub const MAX_MAIN_ROW_CELLS: u32 = 1024;
+
+/// A real runner's reading of `lock`'s main row: one slice read of its cells, at the client's
+/// consistency level, through whichever coordinator the driver picks. It is one of the reads
+/// [`row_holders`] takes (the simulator makes every one), so what it names is what a contender
+/// reading there would find: a cell a read elsewhere would miss goes unseen.
+pub fn main_row_reading(lock: &crate::LockId) -> crate::store::StoreCommand {
+    super::read_first(lock.main_row(), MAX_MAIN_ROW_CELLS)
+}
+
+/// Who a reading made by [`main_row_reading`] names: the threads with a live cell in it, or
+/// `None` when the row filled the reading (some cell may lie past it).
+pub fn holders_read(cells: &[LiveCell]) -> Option<Vec<String>> {
+    (cells.len() < MAX_MAIN_ROW_CELLS as usize).then(|| row_holders([cells]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,5 +233,17 @@ mod tests {
         // One read misses the cell: a contender coordinated there could take the lock.
         assert!(row_holders([alone.as_slice(), missed.as_slice()]).is_empty());
         assert!(row_holders(std::iter::empty::<&[LiveCell]>()).is_empty());
+    }
+
+    #[test]
+    fn t1_server_a_real_reading_names_its_cells_unless_the_row_filled_it() {
+        assert_eq!(
+            holders_read(&cells(&["b", "a"])),
+            Some(vec!["a".to_owned(), "b".to_owned()])
+        );
+        assert_eq!(holders_read(&[]), Some(Vec::new()));
+        let names: Vec<String> = (0..MAX_MAIN_ROW_CELLS).map(|i| format!("t{i:05}")).collect();
+        let full = cells(&names.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(holders_read(&full), None, "a full reading names no one for sure");
     }
 }

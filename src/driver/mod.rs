@@ -476,6 +476,29 @@ impl<S: Store, C: Clock> RemoteLocker<S, C> {
         self.inner.acquisitions.load(Ordering::Relaxed)
     }
 
+    /// T1-server's reading of a real cluster: the threads whose cells lock `lock_id`'s main row
+    /// holds now, by one slice read at the store's consistency level
+    /// ([`crate::algo::server_holder::main_row_reading`]); `Ok(None)` when the row filled the
+    /// reading. Not a lock request: it is not counted in [`RemoteLocker::requests`], and it
+    /// changes nothing.
+    pub async fn holders_on_server(&self, lock_id: &str) -> Result<Option<Vec<String>>, LockError> {
+        let lock = LockId::new(lock_id)?;
+        let read = crate::algo::server_holder::main_row_reading(&lock).stamp(|| 0);
+        match self
+            .inner
+            .engine
+            .store()
+            .execute(read)
+            .await
+            .map_err(LockError::Store)?
+        {
+            StoreReply::Slice(cells) => Ok(crate::algo::server_holder::holders_read(&cells)),
+            StoreReply::Done => Err(LockError::Store(StoreFailure::Other(format!(
+                "reading the main row of {lock_id}: the store answered a read with an acknowledgement"
+            )))),
+        }
+    }
+
     pub fn client_id(&self) -> &str {
         self.inner.client.as_str()
     }

@@ -104,10 +104,11 @@ pub struct RealArgs {
     /// Let the resource accept stale tokens (shows damage instead of refusals).
     #[arg(long)]
     pub no_fencing: bool,
-    /// Do not read the lock's server during holds. By default a family lock's holder reads its
-    /// server as each hold begins, after each extension and before it releases (one round trip
-    /// each), and T1-server checks that the server named it; off, T1-server is not checked and
-    /// the holds carry none of those round trips.
+    /// Do not read the lock's server during holds. By default a holder reads its server as each
+    /// hold begins, during it (a family lock after each extension, a row lock once per renewal
+    /// interval: one slice read of its main row at --consistency) and before it releases, one
+    /// round trip each, and T1-server checks that the server named it; off, T1-server is not
+    /// checked and the holds carry none of those round trips.
     #[arg(long, conflicts_with = "client")]
     pub no_server_readings: bool,
     /// Print the summary as one JSON object instead of text.
