@@ -666,13 +666,9 @@ fn t1_server_check(server: &ServerAgreement, clock: Clock) -> Option<(ClaimId, C
             ClaimId::T1Server,
             ClaimVerdict::Violated,
             format!(
-                "{disagreeing_readings} of {} left out a believer; first: {} believed it held {} with token {} at {} while the server named {}",
+                "{disagreeing_readings} of {} left out a believer; first: {}",
                 count(*readings, "reading"),
-                first.believer,
-                first.lock,
-                first.believer_token,
-                instant(clock, first.at),
-                first.server_named()
+                first.describe(&instant(clock, first.at))
             ),
         )),
     }

@@ -53,8 +53,20 @@ pub struct Disagreement {
 }
 
 impl Disagreement {
+    /// The disagreement in words, its instant as `at` reads it (each record's clock has its
+    /// own way of saying an instant).
+    pub fn describe(&self, at: &str) -> String {
+        format!(
+            "{} believed it held {} with token {} at {at} while the server named {}",
+            self.believer,
+            self.lock,
+            self.believer_token,
+            self.server_named()
+        )
+    }
+
     /// Whom the server named instead: a holder (by thread, and its token), threads, or nobody.
-    pub fn server_named(&self) -> String {
+    fn server_named(&self) -> String {
         match (&self.server_token, &self.server_thread) {
             (None, _) if !self.server_threads.is_empty() => self.server_threads.join(", "),
             (None, _) => "nobody".to_owned(),
@@ -66,15 +78,8 @@ impl Disagreement {
 
 impl std::fmt::Display for Disagreement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} believed it held {} with token {} at {:.3} ms while the server named {}",
-            self.believer,
-            self.lock,
-            self.believer_token,
-            self.at.as_secs_f64() * 1000.0,
-            self.server_named()
-        )
+        let at = format!("{:.3} ms", self.at.as_secs_f64() * 1000.0);
+        write!(f, "{}", self.describe(&at))
     }
 }
 

@@ -283,17 +283,23 @@ async fn hold<S: cassalock::Store, C: cassalock::Clock>(
         return;
     }
     let hold_until = Instant::now() + Duration::from_millis(job.hold_ms);
-    loop {
+    for _ in 0..MAX_HOLD_READINGS {
         let left = hold_until.saturating_duration_since(Instant::now());
         if left.is_zero() || guard.is_lost() {
-            break;
+            return;
         }
         tokio::time::sleep(left.min(Duration::from_millis(job.renew_ms.max(1)))).await;
         if !guard.is_lost() {
             read_main_row(job, name, locker, emit).await;
         }
     }
+    // The readings' limit: the rest of the hold unread (the summary counts the readings).
+    tokio::time::sleep(hold_until.saturating_duration_since(Instant::now())).await;
 }
+
+/// The most readings of its main row one hold makes (a renewal interval of 1 ms on a minute's
+/// hold would otherwise read 60,000 times).
+const MAX_HOLD_READINGS: u32 = 1000;
 
 /// T1-server's reading of a row lock: the threads whose cells its main row holds now, by one
 /// read at the run's consistency level ([`RemoteLocker::holders_on_server`]), recorded as

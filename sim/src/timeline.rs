@@ -152,7 +152,8 @@ pub struct Picture<'a> {
     /// Stale writes the resource accepted, where the judge rather than the resource decides
     /// (the families'): when, and the writer's node.
     stale_writes: Vec<(Duration, String)>,
-    /// Each instant the server's own state stopped naming a believer (T1-server), and who.
+    /// Each instant the server's own state stopped naming a believer (T1-server), and the
+    /// node the believer acquired on.
     unnamed: Vec<(Duration, String)>,
 }
 
@@ -207,10 +208,16 @@ impl<'a> Picture<'a> {
             },
             Rules::Rows(_) => BeliefRules::default(),
         };
+        let node_of = acquiring_nodes(events);
         let unnamed =
             cassalock_judge::server_state::unnamed_from(events, Duration::from_nanos(header.run.end_ns), belief_rules)
                 .into_iter()
-                .map(|turn| (shift(turn.at), turn.believer))
+                .map(|turn| {
+                    let node = node_of
+                        .get(turn.believer.as_str())
+                        .map_or(turn.believer.clone(), |node| (*node).to_owned());
+                    (shift(turn.at), node)
+                })
                 .collect();
         let stale_writes = match &header.run.rules {
             Rules::Families(rules) => {
@@ -323,6 +330,19 @@ struct Drawn {
     data_lost: Vec<Duration>,
 }
 
+/// The node each thread acquired on (its last acquisition's): the lane of its holds and of
+/// its T1-server marks. A thread named after its node (`c3-0:2`) finds its lane either way; a
+/// real run's thread is its locker's name, which only this says the node of.
+fn acquiring_nodes(events: &[Event]) -> BTreeMap<&str, &str> {
+    events
+        .iter()
+        .filter_map(|event| match &event.what {
+            What::Acquired { thread, .. } => Some((thread.as_str(), event.node.as_str())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn lanes(picture: &Picture) -> Drawn {
     let end = picture.end();
     let mut lanes: BTreeMap<Lane, Spans> = BTreeMap::new();
@@ -420,14 +440,7 @@ fn lanes(picture: &Picture) -> Drawn {
         lanes.entry(lane).or_default().push((span, from, end));
     }
     // A hold's lane: the node its holder acquired on.
-    let node_of: BTreeMap<&str, &str> = picture
-        .events
-        .iter()
-        .filter_map(|event| match &event.what {
-            What::Acquired { thread, .. } => Some((thread.as_str(), event.node.as_str())),
-            _ => None,
-        })
-        .collect();
+    let node_of = acquiring_nodes(picture.events);
     for hold in &picture.holds {
         let node = node_of.get(hold.holder.as_str()).copied().unwrap_or(&hold.holder);
         if let Some(lane) = Lane::parse(node) {

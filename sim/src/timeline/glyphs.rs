@@ -47,8 +47,8 @@ pub(super) fn marks(picture: &Picture) -> Vec<(Glyph, Duration, Lane)> {
             _ => {}
         }
     }
-    for (at, believer) in &picture.unnamed {
-        marks.extend(Lane::parse(believer).map(|lane| (Glyph::Unnamed, *at, lane)));
+    for (at, node) in &picture.unnamed {
+        marks.extend(Lane::parse(node).map(|lane| (Glyph::Unnamed, *at, lane)));
     }
     for (at, node) in &picture.stale_writes {
         marks.extend(Lane::parse(node).map(|lane| (Glyph::StaleAccepted, *at, lane)));

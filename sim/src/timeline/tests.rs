@@ -60,3 +60,71 @@ fn lanes_are_named_by_node_client_id_or_thread() {
     assert_eq!(Lane::parse("resource"), None);
     assert!(Lane::Client(10) < Lane::Replica(0) && Lane::Client(2) < Lane::Client(10));
 }
+
+/// A real run's record names a believer by its locker, not its node: T1-server's mark goes on
+/// the lane of the node it acquired on, as its holding bar does.
+#[test]
+fn a_t1_server_mark_of_a_real_run_is_drawn_on_the_node_its_believer_acquired_on() {
+    use cassalock_judge::event::{Driver, ObservedRules, RunFacts};
+    let at = |ms: u64, what: What| Event {
+        at_ns: ms * 1_000_000,
+        node: "c0".into(),
+        clock_us: Some(ms * 1000),
+        what,
+    };
+    let events = vec![
+        at(
+            1,
+            What::Acquired {
+                thread: "r7-p0-t0".into(),
+                lock: "L".into(),
+                token: "t".into(),
+                valid_until_us: None,
+                valid_until_at_ns: None,
+            },
+        ),
+        at(
+            5,
+            What::ServerHolder {
+                lock: "L".into(),
+                holder: None,
+                threads: Vec::new(),
+                gone_at_ns: None,
+            },
+        ),
+        at(
+            6,
+            What::Releasing {
+                thread: "r7-p0-t0".into(),
+                lock: "L".into(),
+            },
+        ),
+    ];
+    let header = Header::new(
+        Driver::Real,
+        "redis-set-nx",
+        Clock::WallSinceEpoch,
+        RunFacts {
+            clients: 1,
+            end_ns: 7_000_000,
+            rules: Rules::Observed(ObservedRules {
+                fencing: false,
+                lease_lost_ends_it: false,
+                call_bound_ms: None,
+            }),
+            ..RunFacts::default()
+        },
+    );
+    let record = cassalock_judge::event::Record {
+        header: header.clone(),
+        events: events.clone(),
+    };
+    let judgement = cassalock_judge::judge(&record);
+    let picture = Picture::new(&header, &events, &judgement);
+    let unnamed: Vec<(Glyph, Lane)> = glyphs::marks(&picture)
+        .into_iter()
+        .filter(|(glyph, ..)| *glyph == Glyph::Unnamed)
+        .map(|(glyph, _, lane)| (glyph, lane))
+        .collect();
+    assert_eq!(unnamed, [(Glyph::Unnamed, Lane::Client(0))]);
+}
