@@ -69,8 +69,9 @@ pub enum Suite {
     Capacity,
     /// The locks people ship, as black boxes (either build): every client program of clients/
     /// (redis-py, kazoo, Redisson's RLock, fair and fenced locks, Curator, go-redsync over one
-    /// and three masters, etcd's current and 3.4 clients), 3 copies each, with no fault and
-    /// with a holder (for etcd also a waiter) stopped past its lease or session; writes
+    /// and three masters, etcd's current and 3.4 clients), 3 copies each, with no fault, with
+    /// a holder (for etcd also a waiter) stopped past its lease or session, with a holder cut
+    /// off from its servers past it, and with a lone Redis server restarted; writes
     /// reports/real-clients.md (each run beside our model's verdict from reports/matrix.md) and
     /// each run's event record. Build the programs first (clients/setup all) and start the
     /// servers (cluster/cassalock-servers start redis --instances 3; ... start zookeeper

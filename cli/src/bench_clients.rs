@@ -1,6 +1,6 @@
 //! `cassalock bench clients`: every client program of `clients/` (docs/client-protocol.md)
-//! against the local servers, with no fault and with a client stopped past its lease, each run
-//! judged and written down; the report (`reports/real-clients.md`) sets each run beside what
+//! against the local servers, with no fault, with a client stopped past its lease and with a
+//! holder cut off from its servers past it (`real --proxy`), each run judged and written down; the report (`reports/real-clients.md`) sets each run beside what
 //! our model and simulator of the same lock say.
 
 use std::net::{SocketAddr, TcpStream};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
 use cassalock_judge::{ClaimId, ClaimVerdict, Judgement};
-use cassalock_real::client::run::{run as run_clients, ClientSpec, Pause, Paused, ServerFault};
+use cassalock_real::client::run::{run as run_clients, ClientSpec, Halt, Pause, Paused, ServerFault};
 use cassalock_report::real_clients::{ours, render, ClientFault, ClientRunRow, Overhead, Seen};
 
 /// One program of the plan.
@@ -26,7 +26,7 @@ struct Program {
     server: (&'static str, &'static str),
     /// The lease each acquisition asks for (none: a session the program sets).
     lease_ms: Option<u64>,
-    /// Long enough for its lease or session to run out.
+    /// Long enough for its lease or session to run out: a pause, or a cut-off.
     pause_ms: u64,
     /// Each hold. A paused waiter's bogus acquisition comes a few ms after the fair one:
     /// holds of 300 ms make the two meet every time (20 ms: 4 runs of 6).
@@ -41,12 +41,14 @@ const REDIS: (&str, &str) = ("127.0.0.1:16380", "start redis --instances 3");
 const REDIS_3: (&str, &str) = ("127.0.0.1:16382", "start redis --instances 3");
 const ZOOKEEPER: (&str, &str) = ("127.0.0.1:22181", "start zookeeper --nodes 3");
 const ETCD: (&str, &str) = ("127.0.0.1:23781", "start etcd --nodes 3");
-const BOTH: &[ClientFault] = &[ClientFault::None, ClientFault::PausedHolder];
-/// No fault, a paused holder, and its one Redis server restarted without persistence.
+/// No fault, the holder paused, and the holder cut off from its servers.
+const HOLDER_FAULTS: &[ClientFault] = &[ClientFault::None, ClientFault::PausedHolder, ClientFault::CutOffHolder];
+/// These, and its one Redis server restarted without persistence.
 const ON_ONE_REDIS: &[ClientFault] = &[
     ClientFault::None,
     ClientFault::PausedHolder,
     ClientFault::ServerRestarted,
+    ClientFault::CutOffHolder,
 ];
 /// The command that restarts the one Redis server (`cluster/cassalock-servers`' redis1).
 const RESTART_REDIS: &str = "cluster/cassalock-servers restart redis1";
@@ -73,7 +75,7 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        faults: BOTH,
+        faults: HOLDER_FAULTS,
         call: Call::Lock,
     },
     Program {
@@ -95,7 +97,7 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        faults: BOTH,
+        faults: HOLDER_FAULTS,
         call: Call::Lock,
     },
     Program {
@@ -128,7 +130,7 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        faults: BOTH,
+        faults: HOLDER_FAULTS,
         call: Call::Lock,
     },
     Program {
@@ -139,7 +141,7 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        faults: BOTH,
+        faults: HOLDER_FAULTS,
         call: Call::Lock,
     },
     Program {
@@ -161,7 +163,7 @@ const PLAN: [Program; 12] = [
         lease_ms: None,
         pause_ms: 6000,
         hold_ms: HOLD_MS,
-        faults: BOTH,
+        faults: HOLDER_FAULTS,
         call: Call::Lock,
     },
     Program {
@@ -217,13 +219,26 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
                 at_acquisition: 2,
                 ms: program.pause_ms,
                 whom: Paused::Holder,
+                how: Halt::Stopped,
             }),
             ClientFault::ServerRestarted => None,
             ClientFault::PausedWaiter => Some(Pause {
                 at_acquisition: 1,
                 ms: program.pause_ms,
                 whom: Paused::Waiter,
+                how: Halt::Stopped,
             }),
+            ClientFault::CutOffHolder => Some(Pause {
+                at_acquisition: 2,
+                ms: program.pause_ms,
+                whom: Paused::Holder,
+                how: Halt::CutOff,
+            }),
+        },
+        proxy: if fault == ClientFault::CutOffHolder {
+            server_addresses(program.command)
+        } else {
+            Vec::new()
         },
         server_fault: (fault == ClientFault::ServerRestarted).then(|| ServerFault {
             at_acquisition: 2,
@@ -265,8 +280,23 @@ fn rerun(program: &Program, fault: ClientFault) -> String {
         ClientFault::ServerRestarted => {
             line.push_str(&format!(" --server-fault '{RESTART_REDIS}' --server-fault-at 2"))
         }
+        ClientFault::CutOffHolder => line.push_str(&format!(
+            " --cut-off-holder-ms {} --pause-at 2 --proxy {}",
+            program.pause_ms,
+            server_addresses(program.command).join(",")
+        )),
     }
     line
+}
+
+/// The server addresses a program's command names (`--server 127.0.0.1:16380`, `-servers
+/// A,B,C`): what a cut-off forwards.
+fn server_addresses(command: &str) -> Vec<String> {
+    command
+        .split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|word| word.parse::<SocketAddr>().is_ok())
+        .map(str::to_owned)
+        .collect()
 }
 
 fn reachable(address: &str) -> bool {
@@ -311,7 +341,8 @@ pub fn run(out: Option<&Path>) -> ExitCode {
             }
             let cut = !outcome.faults.is_empty()
                 || (spec.pause.is_some() && !outcome.paused)
-                || (spec.server_fault.is_some() && !outcome.server_fault_fired);
+                || (spec.server_fault.is_some() && !outcome.server_fault_fired)
+                || outcome.proxy_refused > 0;
             broken += usize::from(cut);
             let name = format!("{}-{}.jsonl", program.slug, fault.slug());
             let path = records.join(&name);

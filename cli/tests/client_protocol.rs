@@ -281,6 +281,44 @@ fn bad_client_options_are_refused_before_anything_starts() {
             vec!["--client", "true", "--pause-waiter-ms", "10", "--pause-holder-ms", "10"],
             "cannot be used with",
         ),
+        // A cut-off needs forwarders, and forwarders need loopback addresses the command names.
+        (vec!["--client", "true", "--cut-off-holder-ms", "100"], "--proxy"),
+        (
+            vec!["--client", "x 10.0.0.1:5", "--proxy", "10.0.0.1:5"],
+            "--proxy 10.0.0.1:5: not a loopback address",
+        ),
+        (
+            vec!["--client", "x 127.0.0.1:55", "--proxy", "127.0.0.1:5"],
+            "--proxy 127.0.0.1:5 does not appear in the --client command",
+        ),
+        (
+            vec!["--client", "x redis:5", "--proxy", "redis:5"],
+            "--proxy redis:5: not HOST:PORT",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--cut-off-holder-ms",
+                "10",
+                "--pause-holder-ms",
+                "10",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--cut-off-holder-ms",
+                "0",
+            ],
+            "--cut-off-holder-ms 0",
+        ),
     ] {
         let mut all = vec!["real"];
         all.extend(args.iter().copied());

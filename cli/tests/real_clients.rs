@@ -311,6 +311,51 @@ fn curator_mutex_paused_past_its_session_is_fenced_by_czxid_and_releases_quietly
     assert!(out.contains("told at release         9 released"), "{out}");
 }
 
+/// Cut off rather than stopped, the holder's process runs on: Curator's connection-state
+/// listener says LOST while the cut lasts, before the holder's write (after the cut heals) is
+/// refused by the czxid fence; stopped, the holder heard nothing until it was continued.
+#[test]
+#[ignore = "needs ZooKeeper (cluster/cassalock-servers start zookeeper) and clients/setup java; run with -- --include-ignored"]
+fn curator_mutex_cut_off_past_its_session_hears_lost_before_its_write_is_refused() {
+    require("Curator", "127.0.0.1:22181", "start zookeeper --nodes 1", CURATOR);
+    let (code, out, err) = run(
+        &format!("{CURATOR} --servers 127.0.0.1:22181 --session-ms 2000"),
+        &[
+            "--threads",
+            "3",
+            "--acquisitions",
+            "3",
+            "--hold-ms",
+            "20",
+            "--cut-off-holder-ms",
+            "6000",
+            "--pause-at",
+            "2",
+            "--proxy",
+            "127.0.0.1:22181",
+        ],
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("the holder of acquisition 2 cut off from its servers for 6000 ms, then healed"),
+        "{out}"
+    );
+    assert!(out.contains("T1-belief    FAILED"), "{out}");
+    assert!(
+        out.contains("T1-resource  ok       0 stale writes accepted, 1 refused by fencing"),
+        "{out}"
+    );
+    let lost_holder = out
+        .lines()
+        .find(|line| line.trim_start().starts_with("lost holder"))
+        .unwrap_or_else(|| panic!("no lost holder line: {out}"));
+    assert!(
+        lost_holder.contains(": lost notice (the connection state is LOST)")
+            && lost_holder.contains("then its write refused by fencing"),
+        "{lost_holder}"
+    );
+}
+
 #[test]
 #[ignore = "needs Redis (cluster/cassalock-servers start redis) and clients/setup java; run with -- --include-ignored"]
 fn redisson_fair_lock_paused_past_its_lease_gives_two_holders_and_tells_nothing() {

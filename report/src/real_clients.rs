@@ -39,14 +39,18 @@ pub enum ClientFault {
     PausedWaiter,
     /// The lock's server restarted without persistence while a client holds.
     ServerRestarted,
+    /// The holder cut off from its servers past its lease or session (its connections held
+    /// at forwarders of its own, `real --proxy`), its process running on.
+    CutOffHolder,
 }
 
 impl ClientFault {
-    pub const ALL: [ClientFault; 4] = [
+    pub const ALL: [ClientFault; 5] = [
         ClientFault::None,
         ClientFault::PausedHolder,
         ClientFault::PausedWaiter,
         ClientFault::ServerRestarted,
+        ClientFault::CutOffHolder,
     ];
 
     /// Its name in a run's record file (`redis-py-paused-holder.jsonl`).
@@ -56,6 +60,7 @@ impl ClientFault {
             ClientFault::PausedHolder => "paused-holder",
             ClientFault::PausedWaiter => "paused-waiter",
             ClientFault::ServerRestarted => "server-restarted",
+            ClientFault::CutOffHolder => "cut-off-holder",
         }
     }
 
@@ -65,6 +70,7 @@ impl ClientFault {
             ClientFault::PausedHolder => "holder paused past its lease",
             ClientFault::PausedWaiter => "waiter paused past its lease",
             ClientFault::ServerRestarted => "server restarted without persistence while held",
+            ClientFault::CutOffHolder => "holder cut off from its servers past its lease",
         }
     }
 }
@@ -143,7 +149,7 @@ pub fn record_name(file: &str) -> Option<(&str, ClientFault)> {
 
 /// Why our re-implementation and the shipped library differ, where someone found out. A
 /// difference not listed here is printed as a finding.
-const EXPLAINED: [(&str, ClientFault, &str); 4] = [
+const EXPLAINED: [(&str, ClientFault, &str); 10] = [
     (
         "redis-set-nx",
         ClientFault::PausedHolder,
@@ -163,6 +169,36 @@ const EXPLAINED: [(&str, ClientFault, &str); 4] = [
         "etcd",
         ClientFault::PausedHolder,
         "our holder stops believing when its session would have timed out on its own clock (a TTL after its last keep-alive, `EtcdLease::valid_until_us`); etcd's client gives the code using the `Mutex` only `session.Done()`, which a stopped process sees after it resumes, so it believes until it releases",
+    ),
+    (
+        "redis-set-nx",
+        ClientFault::CutOffHolder,
+        "as when paused: our holder stops believing, and does not write, once the lease it set runs out on its own clock; redis-py's `Lock` gives its caller no validity, so the run's holder believes until it releases and writes once the cut heals",
+    ),
+    (
+        "redisson",
+        ClientFault::CutOffHolder,
+        "as when paused: Redisson's `RLock` gives its caller no validity, so the run's holder believes until it releases and writes once the cut heals; ours stops at its lease's end on its own clock",
+    ),
+    (
+        "redisson-fair",
+        ClientFault::CutOffHolder,
+        "as for the `RLock`: the fair lock gives its caller no validity either",
+    ),
+    (
+        "redlock",
+        ClientFault::CutOffHolder,
+        "go-redsync gives its holder a validity (`Until()`) and the run's belief ends there, but the run's holder writes once the cut heals without looking at it; our holder checks its validity before it writes",
+    ),
+    (
+        "zookeeper",
+        ClientFault::CutOffHolder,
+        "the run's holder holds on until it releases, whatever its library tells it (C-lost says when it was told); our holder stops believing when its client says the connection is lost (Curator's SUSPENDED), before the ensemble can expire its session. The programs say `lost` on LOST: Curator sends it a session timeout after SUSPENDED, while the cut lasts; kazoo only once it reaches a server again, after the cut",
+    ),
+    (
+        "etcd",
+        ClientFault::CutOffHolder,
+        "the run's holder holds on until it releases, whatever its library tells it (C-lost says when it was told); our holder stops believing a TTL after it sent its last keep-alive that got through (`EtcdLease::valid_until_us`), before the server can expire the lease. etcd's client closes `session.Done()` a TTL after the last keep-alive answer arrived, and looks once a second (`deadlineLoop` in `client/v3/lease.go`), so it tells a holder cut off around the time the server gives the lock to another, before or after",
     ),
 ];
 
@@ -198,8 +234,13 @@ pub fn matrix_answer(matrix: &str, ours: &str, fault: ClientFault) -> Option<(Se
                 Seen::Kept
             },
         )),
-        ClientFault::ServerRestarted => {
-            let under = |cell: &str| cell.split(", ").any(|f| f == "restart without persistence");
+        ClientFault::ServerRestarted | ClientFault::CutOffHolder => {
+            let name = if fault == ClientFault::CutOffHolder {
+                "partition"
+            } else {
+                "restart without persistence"
+            };
+            let under = |cell: &str| cell.split(", ").any(|f| f == name);
             Some((
                 if under(two_holders) { Seen::Violated } else { Seen::Kept },
                 if under(stale) { Seen::Violated } else { Seen::Kept },
@@ -299,7 +340,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
             out,
             "| {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}) |",
             row.library,
-            row.fault.label(),
+            fault_words(row),
             row.acquisitions,
             row.t1_belief.word(),
             resource,
@@ -316,7 +357,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
     told_section(&mut out, rows);
     let _ = writeln!(out, "\nEach run again (the record's header names the program):\n");
     for row in rows {
-        let _ = writeln!(out, "- {}, {}: `{}`", row.library, row.fault.label(), row.command);
+        let _ = writeln!(out, "- {}, {}: `{}`", row.library, fault_words(row), row.command);
     }
     let _ = writeln!(
         out,
@@ -391,6 +432,16 @@ fn fairness_cell(row: &ClientRunRow) -> String {
 }
 
 /// One line per library: how its overtaken holders were told, run by run.
+/// A run's fault, and its call where it is not `lock` (two runs of one library under one
+/// fault differ by their call).
+fn fault_words(row: &ClientRunRow) -> String {
+    if row.command.contains(" --call try-lock") {
+        format!("{}, each call a try_lock", row.fault.label())
+    } else {
+        row.fault.label().to_owned()
+    }
+}
+
 fn told_section(out: &mut String, rows: &[ClientRunRow]) {
     let _ = writeln!(
         out,
@@ -408,7 +459,7 @@ fn told_section(out: &mut String, rows: &[ClientRunRow]) {
         let runs: Vec<String> = rows
             .iter()
             .filter(|row| row.library == library && !row.told.is_empty())
-            .map(|row| format!("{} ({})", row.told.join("; "), row.fault.label()))
+            .map(|row| format!("{} ({})", row.told.join("; "), fault_words(row)))
             .collect();
         let line = if runs.is_empty() {
             "no holder was overtaken in its runs: nothing to tell".to_owned()

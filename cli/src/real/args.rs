@@ -151,16 +151,28 @@ pub struct RealArgs {
     /// With --client: stop (SIGSTOP) the holder of the --pause-at-th acquisition of the run as
     /// soon as it holds, for this many milliseconds (1-600000), then continue it (SIGCONT);
     /// longer than its lease, another client may take the lock meanwhile.
-    #[arg(long, requires = "client", conflicts_with = "pause_waiter_ms")]
+    #[arg(long, requires = "client", conflicts_with_all = ["pause_waiter_ms", "cut_off_holder_ms"])]
     pub pause_holder_ms: Option<u64>,
+    /// With --client --proxy: cut the holder of the --pause-at-th acquisition of the run off
+    /// from its servers as soon as it holds, for this many milliseconds (1-600000), then heal
+    /// it: its program runs on, but nothing it sends or is sent crosses its forwarders, so its
+    /// lease or session may run out at the servers while its library waits for an answer.
+    #[arg(long, requires = "proxy", conflicts_with = "pause_waiter_ms")]
+    pub cut_off_holder_ms: Option<u64>,
+    /// With --client: server addresses in the client command (HOST:PORT, comma-separated, on
+    /// loopback; each as the command writes it) that each copy reaches through forwarders of
+    /// its own, which --cut-off-holder-ms cuts: every whole occurrence of an address in the
+    /// command is replaced by its forwarder's for each copy.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT", requires = "client")]
+    pub proxy: Vec<String>,
     /// With --client: when the --pause-at-th acquisition of the run is made, stop (SIGSTOP)
     /// the lowest-numbered other client waiting in its lock call for this many milliseconds
     /// (1-600000), then continue it, while the holder holds on: a waiter whose lease or session
     /// runs out while it waits.
     #[arg(long, requires = "client")]
     pub pause_waiter_ms: Option<u64>,
-    /// With --pause-holder-ms or --pause-waiter-ms: at which acquisition of the run (1-based,
-    /// counting every client's; default 2).
+    /// With --pause-holder-ms, --pause-waiter-ms or --cut-off-holder-ms: at which acquisition
+    /// of the run (1-based, counting every client's; default 2).
     #[arg(long)]
     pub pause_at: Option<u64>,
     /// With --client: a fault on the servers, as a command run through /bin/sh (from the

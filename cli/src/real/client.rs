@@ -16,7 +16,7 @@ use cassalock_judge::stats::percentile;
 use cassalock_judge::text::count;
 use cassalock_judge::{ClaimId, Judgement};
 use cassalock_real::client::process::ClientFault;
-use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Pause, Paused, ServerFault};
+use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Halt, Pause, Paused, ServerFault};
 
 use super::args::{ClientCall, RealArgs};
 use crate::usage_error;
@@ -42,19 +42,28 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
         start_timeout: Duration::from_secs(args.start_timeout_s),
         run_limit: (args.run_limit_s > 0).then(|| Duration::from_secs(args.run_limit_s)),
         fencing: !args.no_fencing,
-        pause: match (args.pause_holder_ms, args.pause_waiter_ms) {
-            (Some(ms), _) => Some(Pause {
+        pause: match (args.pause_holder_ms, args.pause_waiter_ms, args.cut_off_holder_ms) {
+            (Some(ms), _, _) => Some(Pause {
                 at_acquisition: args.pause_at.unwrap_or(2),
                 ms,
                 whom: Paused::Holder,
+                how: Halt::Stopped,
             }),
-            (None, Some(ms)) => Some(Pause {
+            (None, Some(ms), _) => Some(Pause {
                 at_acquisition: args.pause_at.unwrap_or(2),
                 ms,
                 whom: Paused::Waiter,
+                how: Halt::Stopped,
             }),
-            (None, None) => None,
+            (None, None, Some(ms)) => Some(Pause {
+                at_acquisition: args.pause_at.unwrap_or(2),
+                ms,
+                whom: Paused::Holder,
+                how: Halt::CutOff,
+            }),
+            (None, None, None) => None,
         },
+        proxy: args.proxy.clone(),
         server_fault: args.server_fault.clone().map(|command| ServerFault {
             at_acquisition: args.server_fault_at,
             command,
@@ -72,7 +81,7 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
 pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     let spec = spec(args, command);
     if spec.pause.is_none() && args.pause_at.is_some() {
-        return usage_error("--pause-at needs a pause: --pause-holder-ms or --pause-waiter-ms");
+        return usage_error("--pause-at needs a pause: --pause-holder-ms, --pause-waiter-ms or --cut-off-holder-ms");
     }
     if !(1..=3_600_000).contains(&args.max_wait_ms) {
         return usage_error(&format!("--max-wait-ms {}: 1-3600000", args.max_wait_ms));
@@ -95,10 +104,14 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
         cassalock_judge::text::Counted::irregular(spec.clients, "copy", "copies"),
         spec.acquisitions,
         spec.pause.map_or_else(String::new, |pause| format!(
-            "; {} paused for {} ms at acquisition {}",
+            "; {} {} for {} ms at acquisition {}",
             match pause.whom {
                 Paused::Holder => "its holder",
                 Paused::Waiter => "a waiter",
+            },
+            match pause.how {
+                Halt::Stopped => "paused",
+                Halt::CutOff => "cut off from its servers",
             },
             pause.ms,
             pause.at_acquisition
@@ -131,6 +144,13 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     for fault in &outcome.faults {
         eprintln!("error: {fault}");
     }
+    if outcome.proxy_refused > 0 {
+        eprintln!(
+            "error: the clients' forwarders closed {} at once, over their limit of {} per client: the run is not the one asked for",
+            count(outcome.proxy_refused, "connection"),
+            cassalock_real::client::proxy::MAX_CONNECTIONS
+        );
+    }
     if violated_before(&judgement, outcome.cut_at_ns) {
         ExitCode::from(1)
     } else if outcome
@@ -148,9 +168,13 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     } else if !outcome.faults.is_empty() {
         eprintln!("the run was cut short by the client above: no verdict covers what it would have done");
         ExitCode::from(CLIENT_BROKE)
-    } else if (spec.pause.is_some() && !outcome.paused) || (spec.server_fault.is_some() && !outcome.server_fault_fired)
+    } else if (spec.pause.is_some() && !outcome.paused)
+        || (spec.server_fault.is_some() && !outcome.server_fault_fired)
+        || outcome.proxy_refused > 0
     {
-        eprintln!("the fault asked for did not fire (above): no violation, but the run is not the one asked for");
+        eprintln!(
+            "the fault asked for did not fire as planned (above): no violation, but the run is not the one asked for"
+        );
         ExitCode::from(3)
     } else if judgement.any_bounded() {
         eprintln!("a claim was left undecided (\"bounded\" above, and why): no violation, but no verdict for it");
@@ -175,16 +199,24 @@ fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> Stri
         let _ = writeln!(
             out,
             "  fault                   {}",
-            match (outcome.paused, pause.whom) {
-                (true, Paused::Holder) => format!(
+            match (outcome.paused, pause.whom, pause.how) {
+                (true, Paused::Holder, Halt::Stopped) => format!(
                     "the holder of acquisition {} stopped (SIGSTOP) for {} ms, then continued",
                     pause.at_acquisition, pause.ms
                 ),
-                (true, Paused::Waiter) => format!(
+                (true, Paused::Waiter, Halt::Stopped) => format!(
                     "a client waiting at acquisition {} stopped (SIGSTOP) for {} ms, then continued",
                     pause.at_acquisition, pause.ms
                 ),
-                (false, _) => format!(
+                (true, Paused::Holder, Halt::CutOff) => format!(
+                    "the holder of acquisition {} cut off from its servers for {} ms, then healed",
+                    pause.at_acquisition, pause.ms
+                ),
+                (true, Paused::Waiter, Halt::CutOff) => format!(
+                    "a client waiting at acquisition {} cut off from its servers for {} ms, then healed",
+                    pause.at_acquisition, pause.ms
+                ),
+                (false, _, _) => format!(
                     "NOT FIRED at acquisition {} (the record says why)",
                     pause.at_acquisition
                 ),

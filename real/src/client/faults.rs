@@ -1,20 +1,33 @@
-//! The faults of a client run, as planned: a client's process group stopped and continued (a
-//! holder past its lease, a waiter while another holds), and a command run on the servers
-//! while a client holds (and its undo), run through `/bin/sh` within a time limit. The run
-//! (`run.rs`) fires them and records each with its start and end.
+//! The faults of a client run, as planned: a client's process group stopped and continued, or
+//! its connections to its servers cut and healed (a holder past its lease, a waiter while
+//! another holds), and a command run on the servers while a client holds (and its undo), run
+//! through `/bin/sh` within a time limit. The run (`run.rs`) fires them and records each with
+//! its start and end.
 
 use std::thread;
 use std::time::{Duration, Instant};
 
 use super::protocol;
 
-/// A client paused on plan, as soon as the run's `at_acquisition`-th acquisition is made: its
-/// process (group) stopped (SIGSTOP) for `ms`, then continued (SIGCONT).
+/// A client halted on plan, as soon as the run's `at_acquisition`-th acquisition is made, for
+/// `ms`: its process (group) stopped (SIGSTOP), then continued (SIGCONT); or its connections
+/// to every server cut at its forwarders (`proxy.rs`), then healed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pause {
     pub at_acquisition: u64,
     pub ms: u64,
     pub whom: Paused,
+    pub how: Halt,
+}
+
+/// How a [`Pause`] halts its client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halt {
+    /// Its process group stopped: it runs no code, its library's timers and listeners too.
+    Stopped,
+    /// Cut off from its servers: it runs on, its library sees no answer, its leases and
+    /// sessions run out at the servers.
+    CutOff,
 }
 
 /// Which client a [`Pause`] stops.
@@ -29,9 +42,11 @@ pub enum Paused {
 
 impl Pause {
     pub(super) fn flag(&self) -> &'static str {
-        match self.whom {
-            Paused::Holder => "--pause-holder-ms",
-            Paused::Waiter => "--pause-waiter-ms",
+        match (self.how, self.whom) {
+            (Halt::Stopped, Paused::Holder) => "--pause-holder-ms",
+            (Halt::Stopped, Paused::Waiter) => "--pause-waiter-ms",
+            (Halt::CutOff, Paused::Holder) => "--cut-off-holder-ms",
+            (Halt::CutOff, Paused::Waiter) => "--cut-off-waiter-ms",
         }
     }
 }

@@ -20,9 +20,10 @@ use cassalock_judge::event::{
 };
 
 use super::faults::run_command;
-pub use super::faults::{Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WAITER_SEARCH};
+pub use super::faults::{Halt, Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WAITER_SEARCH};
 use super::process::{ClientFault, ClientProcess};
 use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
+use super::proxy::{self, Proxies};
 use crate::now_us;
 
 mod next_caller;
@@ -73,6 +74,9 @@ pub struct ClientSpec {
     pub fencing: bool,
     pub pause: Option<Pause>,
     pub server_fault: Option<ServerFault>,
+    /// Server addresses, as the command names them, that each client reaches through
+    /// forwarders of its own (`proxy.rs`), which a cut-off [`Pause`] cuts.
+    pub proxy: Vec<String>,
     /// The name the clients lock (`CASSALOCK_LOCK` in their environment).
     pub lock_name: String,
     /// The next caller's `try_lock` wait, once the others are done (none: no next caller).
@@ -114,7 +118,14 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
     if !(1..=3_600_000).contains(&spec.try_wait_ms) {
         return refuse(format!("--try-wait-ms {}: 1-3600000", spec.try_wait_ms));
     }
+    proxy::check(&spec.proxy, &spec.command).map_err(|bad| BadClientSpec(bad.to_string()))?;
     if let Some(pause) = spec.pause {
+        if pause.how == Halt::CutOff && spec.proxy.is_empty() {
+            return refuse(format!(
+                "{} needs --proxy: the server addresses in the --client command whose connections cassalock carries and can cut",
+                pause.flag()
+            ));
+        }
         if !(1..=600_000).contains(&pause.ms) {
             return refuse(format!("{} {}: 1-600000", pause.flag(), pause.ms));
         }
@@ -178,6 +189,9 @@ pub struct ClientRun {
     pub paused: bool,
     /// The server fault's command ran and succeeded (and its undo, if any).
     pub server_fault_fired: bool,
+    /// Connections the forwarders closed at once, over their limit
+    /// ([`proxy::MAX_CONNECTIONS`] per client): a run with any is not the one planned.
+    pub proxy_refused: u64,
     /// When the first client that broke was stopped (on the record's clock): what the judge
     /// finds from there on may be cassalock's doing (a holder killed), not the lock's.
     pub cut_at_ns: Option<u64>,
@@ -202,6 +216,9 @@ struct Shared {
     pause_unfired: AtomicBool,
     /// The clients waiting in a `lock` call now: their index and process id.
     waiting: Mutex<BTreeMap<usize, u32>>,
+    /// Each client's forwarders to its servers, by index (the next caller's last); empty
+    /// without `--proxy`.
+    proxies: Vec<Proxies>,
     told: Mutex<BTreeMap<(String, String), u64>>,
     started: Instant,
 }
@@ -229,7 +246,13 @@ impl Shared {
 pub fn run(spec: &ClientSpec) -> ClientRun {
     let _pipes = PipesMayClose::new();
     let started = Instant::now();
-    let (mut processes, mut faults) = start_clients(spec);
+    let (proxies, mut faults) = start_proxies(spec);
+    let (mut processes, started_faults) = if faults.is_empty() {
+        start_clients(spec, &proxies)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    faults.extend(started_faults);
     let hello = hellos(spec, &mut processes, &mut faults);
     let tokens = hello.as_ref().map_or(Tokens::Random, |hello| hello.tokens);
     let shared = Arc::new(Shared {
@@ -243,6 +266,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         server_fault_fired: AtomicBool::new(false),
         pause_unfired: AtomicBool::new(false),
         waiting: Mutex::new(BTreeMap::new()),
+        proxies,
         told: Mutex::new(BTreeMap::new()),
         started,
     });
@@ -270,6 +294,8 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
     let shared = Arc::into_inner(shared).expect("every client thread has ended");
     let acquisitions = shared.acquisitions.load(Ordering::Relaxed);
     let paused = shared.paused.load(Ordering::Relaxed);
+    let proxy_refused = shared.proxies.iter().map(Proxies::refused).sum();
+    drop(shared.proxies);
     let server_fault_fired = shared.server_fault_fired.load(Ordering::Relaxed);
     let settled = paused || shared.pause_unfired.load(Ordering::Relaxed);
     let mut events = shared
@@ -314,24 +340,57 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         acquisitions,
         paused,
         server_fault_fired,
+        proxy_refused,
         cut_at_ns,
         killed_at_exit,
         elapsed,
     }
 }
 
-/// Start every copy of the client program; those that could not start are faults.
-fn start_clients(spec: &ClientSpec) -> (Vec<ClientProcess>, Vec<ClientFault>) {
+/// The names of the run's client programs, in index order: the next caller's last.
+fn client_names(spec: &ClientSpec) -> impl Iterator<Item = String> {
+    let next = spec.next_caller_wait_ms.map(|_| NEXT_CALLER.to_owned());
+    (0..spec.clients).map(|index| format!("c{index}")).chain(next)
+}
+
+/// Each client's forwarders, with `--proxy`; a forwarder that could not start is a fault.
+fn start_proxies(spec: &ClientSpec) -> (Vec<Proxies>, Vec<ClientFault>) {
+    if spec.proxy.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut proxies = Vec::new();
+    for name in client_names(spec) {
+        match Proxies::start(&name, &spec.proxy) {
+            Ok(started) => proxies.push(started),
+            Err(error) => {
+                let fault = ClientFault::Start {
+                    client: name,
+                    command: format!("its forwarders to {}", spec.proxy.join(", ")),
+                    error,
+                };
+                return (proxies, vec![fault]);
+            }
+        }
+    }
+    (proxies, Vec::new())
+}
+
+/// Start every copy of the client program (through its forwarders' addresses, with
+/// `--proxy`); those that could not start are faults.
+fn start_clients(spec: &ClientSpec, proxies: &[Proxies]) -> (Vec<ClientProcess>, Vec<ClientFault>) {
     let mut faults = Vec::new();
     let mut processes = Vec::new();
-    let next = spec.next_caller_wait_ms.map(|_| NEXT_CALLER.to_owned());
-    for name in (0..spec.clients).map(|index| format!("c{index}")).chain(next) {
+    for (index, name) in client_names(spec).enumerate() {
+        let command = proxies.get(index).map_or_else(
+            || spec.command.clone(),
+            |own| proxy::substitute(&spec.command, own.pairs()),
+        );
         let env = [
             ("CASSALOCK_LOCK", spec.lock_name.clone()),
             ("CASSALOCK_CLIENT", name.clone()),
             ("CASSALOCK_PROTOCOL_VERSION", protocol::VERSION.to_string()),
         ];
-        match ClientProcess::start(&name, &spec.command, &env) {
+        match ClientProcess::start(&name, &command, &env) {
             Ok(process) => processes.push(process),
             Err(fault) => faults.push(fault),
         }
@@ -619,7 +678,7 @@ impl Client<'_> {
         let order = self.shared.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
         if let Some(pause) = spec.pause.filter(|pause| pause.at_acquisition == order) {
             match pause.whom {
-                Paused::Holder => self.pause(&self.name, process.pid(), "while it holds", pause.ms),
+                Paused::Holder => self.pause(&self.name, self.index, process.pid(), "while it holds", pause.ms),
                 Paused::Waiter => self.pause_a_waiter(order, pause.ms),
             }
         }
@@ -839,27 +898,42 @@ impl Client<'_> {
 }
 
 impl Client<'_> {
-    /// Stop client `name`'s process group (process `pid`) for `ms`, then continue it; both
-    /// ends in the record. `when` says what it was doing.
-    fn pause(&self, name: &str, pid: u32, when: &str, ms: u64) {
-        let text = format!("{name}'s process stopped (SIGSTOP) for {ms} ms {when}");
+    /// Halt client `name` (index `index`, process `pid`) for `ms` as the plan says: its process
+    /// group stopped then continued, or its forwarders cut then healed; both ends in the
+    /// record. `when` says what it was doing.
+    fn pause(&self, name: &str, index: usize, pid: u32, when: &str, ms: u64) {
+        let how = self.shared.spec.pause.map_or(Halt::Stopped, |pause| pause.how);
+        let (text, disruption) = match how {
+            Halt::Stopped => (
+                format!("{name}'s process stopped (SIGSTOP) for {ms} ms {when}"),
+                Disruption::Paused,
+            ),
+            Halt::CutOff => (
+                format!("{name} cut off from its servers for {ms} ms {when}"),
+                Disruption::CutOff,
+            ),
+        };
         let fault = |begins: bool| What::Fault {
             text: text.clone(),
             target: Some(name.to_owned()),
-            disruption: Some(Disruption::Paused),
+            disruption: Some(disruption),
             begins,
             at_step: false,
         };
         self.shared.paused.store(true, Ordering::Relaxed);
         self.shared.push(now_us(), "faults", None, fault(true));
-        #[cfg(unix)]
-        let paused = super::process::signal_group(pid, libc::SIGSTOP).is_ok();
-        #[cfg(not(unix))]
-        let paused = false;
+        let halted = match how {
+            Halt::Stopped => signal_group(pid, true),
+            Halt::CutOff => self.shared.proxies.get(index).map(|own| own.cut(true)).is_some(),
+        };
         thread::sleep(Duration::from_millis(ms));
-        #[cfg(unix)]
-        if paused {
-            let _ = super::process::signal_group(pid, libc::SIGCONT);
+        if halted {
+            match how {
+                Halt::Stopped => {
+                    signal_group(pid, false);
+                }
+                Halt::CutOff => self.shared.proxies[index].cut(false),
+            }
         }
         self.shared.push(now_us(), "faults", None, fault(false));
     }
@@ -922,6 +996,7 @@ impl Client<'_> {
         match waiter {
             Some((index, pid)) => self.pause(
                 &format!("c{index}"),
+                index,
                 pid,
                 &format!("while it waits for the lock {} holds", self.name),
                 ms,
@@ -941,6 +1016,20 @@ impl Client<'_> {
                 );
             }
         }
+    }
+}
+
+/// Stop (SIGSTOP) or continue (SIGCONT) process group `pid`; whether the signal was sent.
+fn signal_group(pid: u32, stop: bool) -> bool {
+    #[cfg(unix)]
+    {
+        let signal = if stop { libc::SIGSTOP } else { libc::SIGCONT };
+        super::process::signal_group(pid, signal).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (pid, stop);
+        false
     }
 }
 

@@ -224,6 +224,10 @@ mod tests {
             record_name("etcd34-waiter-paused-waiter.jsonl"),
             Some(("etcd34-waiter", ClientFault::PausedWaiter))
         );
+        assert_eq!(
+            record_name("curator-cut-off-holder.jsonl"),
+            Some(("curator", ClientFault::CutOffHolder))
+        );
         assert_eq!(record_name("none.jsonl"), None);
         assert_eq!(record_name("redis-py-none.txt"), None);
         assert_eq!(record_name("redis-py-sideways.jsonl"), None);
@@ -245,7 +249,7 @@ mod tests {
             .unwrap_or_else(|| panic!("no redis-py line in:\n{md}"));
         assert!(
             redis_py.contains(
-                "| `redis-set-nx` | none; holder paused past its lease; server restarted without persistence while held | holder paused past its lease; server restarted without persistence while held |"
+                "| `redis-set-nx` | none; holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease | holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease |"
             ),
             "{redis_py}"
         );

@@ -27,6 +27,7 @@ fn spec() -> ClientSpec {
         fencing: true,
         pause: None,
         server_fault: None,
+        proxy: Vec::new(),
         lock_name: "k".into(),
         next_caller_wait_ms: Some(1000),
     }
@@ -65,6 +66,7 @@ fn a_spec_is_refused_with_the_flag_named() {
                     at_acquisition: 7,
                     ms: 10,
                     whom: Paused::Holder,
+                    how: Halt::Stopped,
                 }),
                 ..spec()
             },
@@ -77,10 +79,30 @@ fn a_spec_is_refused_with_the_flag_named() {
                     at_acquisition: 1,
                     ms: 10,
                     whom: Paused::Waiter,
+                    how: Halt::Stopped,
                 }),
                 ..spec()
             },
             "--pause-waiter-ms needs a waiter",
+        ),
+        (
+            ClientSpec {
+                pause: Some(Pause {
+                    at_acquisition: 1,
+                    ms: 10,
+                    whom: Paused::Holder,
+                    how: Halt::CutOff,
+                }),
+                ..spec()
+            },
+            "--cut-off-holder-ms needs --proxy",
+        ),
+        (
+            ClientSpec {
+                proxy: vec!["127.0.0.1:16380".into()],
+                ..spec()
+            },
+            "--proxy 127.0.0.1:16380 does not appear",
         ),
     ] {
         let refused = check(&bad).unwrap_err();
