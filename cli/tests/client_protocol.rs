@@ -328,6 +328,21 @@ fn bad_client_options_are_refused_before_anything_starts() {
     }
 }
 
+/// A `lost` line an idle copy printed long before cassalock read it (the next caller, idle
+/// for the 6 s the others hold) is timed by when it left the pipe, not when it was read: not a
+/// clock off by the seconds it waited, and not a broken protocol.
+#[test]
+fn a_notice_printed_while_nobody_asked_is_timed_by_its_arrival_not_its_reading() {
+    let (code, out, err) = run(
+        "lost-at-start",
+        "--lost-at-start",
+        "1",
+        &["--acquisitions", "3", "--hold-ms", "2000"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("told it lost the lock   2 times"), "{out}");
+}
+
 #[test]
 fn a_client_whose_clock_is_in_milliseconds_is_told_so() {
     let (code, _, err) = run("clock-ms", "--clock-in-ms", "1", &[]);

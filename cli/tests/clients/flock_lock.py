@@ -3,7 +3,7 @@
     flock_lock.py FILE [--barge] [--keep-after-give-up] [--keep-after-release]
         [--say-garbage-after N] [--hang-after N] [--exit-after N] [--close-input-after N]
         [--wrong-id] [--no-hello] [--clock-in-ms] [--lost-spam] [--hang-on-try-lock]
-        [--lost-before-hang-ms MS]
+        [--lost-before-hang-ms MS] [--lost-at-start]
 
 --barge says acquired without taking the lock (a broken lock: two holders at once);
 --keep-after-give-up leaves a mark (FILE.left) when a try_lock gives up, and the lock is taken
@@ -11,7 +11,8 @@ while the mark is there (a queue entry a give-up left behind, ahead of every lat
 --keep-after-release says released
 and keeps the lock (a release that did nothing); --hang-on-try-lock never answers a try_lock
 (a call that hangs); --lost-before-hang-ms MS, with --hang-after, says `lost` MS ms into the
-hang (a line before the silence); the others break the protocol before the N-th
+hang (a line before the silence); --lost-at-start says `lost` right after its hello, unasked
+(a library's notice printed while nobody reads it: an idle copy's line waits in the pipe); the others break the protocol before the N-th
 command (0-based); --close-input-after N closes its input before the N-th command and
 answers it, so cassalock's next command finds no reader. Tokens are the count of acquisitions kept in FILE.count,
 under the lock: a fencing token.
@@ -110,6 +111,7 @@ def main():
     parser.add_argument("--lost-spam", action="store_true")
     parser.add_argument("--hang-on-try-lock", action="store_true")
     parser.add_argument("--lost-before-hang-ms", type=int)
+    parser.add_argument("--lost-at-start", action="store_true")
     args = parser.parse_args()
     if args.clock_in_ms:
         # The usual mistake: a clock in milliseconds where microseconds are asked for.
@@ -132,6 +134,8 @@ class Breaking:
         self.args = args
 
     def __iter__(self):
+        if self.args.lost_at_start:  # runs once serve() starts reading, after its hello
+            protocol.lost("a notice printed before anyone asked")
         for seen, line in enumerate(self.lines):
             if seen == self.args.say_garbage_after:
                 print("this is not JSON", flush=True)

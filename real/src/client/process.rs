@@ -80,7 +80,10 @@ impl std::fmt::Display for StderrTail {
 
 /// A line from the client's standard output, or how its output ended.
 enum Line {
-    Text(u64, String),
+    /// Its number, its text, and when the reader took it from the pipe (microseconds since the
+    /// epoch): a line the program printed while nobody asked (a `lost` notice of an idle copy)
+    /// may wait in the channel long after.
+    Text(u64, String, u64),
     Bad(Broken),
     End,
 }
@@ -187,7 +190,8 @@ impl ClientProcess {
         self.last_line
     }
 
-    /// When cassalock last read a line of it (microseconds since the epoch): after a fault,
+    /// When cassalock last read a line of it from its pipe (microseconds since the epoch): the
+    /// clock its last answer is checked against; after a fault,
     /// what it did from then on is unknown (a process that exited, for one, died at some
     /// moment after its last line, and its output's end comes later still).
     pub fn last_heard_us(&self) -> u64 {
@@ -203,11 +207,13 @@ impl ClientProcess {
         let line = self
             .lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        if let Ok(Line::Text(..) | Line::Bad(_)) = line {
-            self.last_heard_us = crate::now_us();
+        match &line {
+            Ok(Line::Text(_, _, heard_us)) => self.last_heard_us = *heard_us,
+            Ok(Line::Bad(_)) => self.last_heard_us = crate::now_us(),
+            _ => {}
         }
         match line {
-            Ok(Line::Text(line, text)) => {
+            Ok(Line::Text(line, text, _)) => {
                 self.last_line = line;
                 Ok((line, text))
             }
@@ -333,7 +339,7 @@ fn read_lines(output: impl Read, send: &mpsc::SyncSender<Line>) {
         }
         let line = match String::from_utf8(std::mem::take(&mut buffer)) {
             Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => Line::Text(number, text),
+            Ok(text) => Line::Text(number, text, crate::now_us()),
             Err(error) => {
                 let text = String::from_utf8_lossy(error.as_bytes()).into_owned();
                 let _ = send.send(Line::Bad(Broken::new(number, "is not UTF-8", &text)));
