@@ -36,15 +36,31 @@ fn verdict(v: &ObservedVerdicts, claim: ClaimId) -> Option<(ClaimVerdict, String
 /// How the first telling came ("refused", "lost", "release") and words it carries.
 type FirstTold = Option<(&'static str, &'static str)>;
 
-const EXPECTED: [(&str, ClaimVerdict, FirstTold); 10] = [
+const EXPECTED: [(&str, ClaimVerdict, FirstTold); 16] = [
+    (
+        "curator-cut-off-holder",
+        ClaimVerdict::Holds,
+        Some(("lost", "the connection state is LOST")),
+    ),
     ("curator-paused-holder", ClaimVerdict::Holds, Some(("refused", ""))),
     (
         "etcd-paused-holder",
         ClaimVerdict::Holds,
         Some(("lost", "the session is done")),
     ),
+    (
+        "etcd-cut-off-holder",
+        ClaimVerdict::Holds,
+        Some(("lost", "the session is done")),
+    ),
     ("etcd34-waiter-paused-waiter", ClaimVerdict::Violated, None),
+    ("kazoo-cut-off-holder", ClaimVerdict::Holds, Some(("refused", ""))),
     ("kazoo-paused-holder", ClaimVerdict::Holds, Some(("refused", ""))),
+    (
+        "redis-py-cut-off-holder",
+        ClaimVerdict::Holds,
+        Some(("release", "LockNotOwnedError")),
+    ),
     (
         "redis-py-paused-holder",
         ClaimVerdict::Holds,
@@ -55,11 +71,17 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 10] = [
         ClaimVerdict::Holds,
         Some(("release", "LockNotOwnedError")),
     ),
+    ("redisson-fair-cut-off-holder", ClaimVerdict::Violated, None),
     ("redisson-fair-paused-holder", ClaimVerdict::Violated, None),
     (
         "redisson-fenced-try-paused-holder",
         ClaimVerdict::Holds,
         Some(("refused", "")),
+    ),
+    (
+        "redisson-rlock-cut-off-holder",
+        ClaimVerdict::Holds,
+        Some(("release", "IllegalMonitorStateException")),
     ),
     (
         "redisson-rlock-paused-holder",
@@ -76,7 +98,7 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 10] = [
 #[test]
 fn c_lost_on_every_committed_record_is_what_the_record_shows() {
     let records = records();
-    assert_eq!(records.len(), 22, "the report's 22 runs");
+    assert_eq!(records.len(), 29, "the report's 29 runs");
     for (name, record) in &records {
         let v = judge_record(&record.header, &record.events);
         let (verdict, text) = verdict(&v, ClaimId::CLost).expect("C-lost is judged");
@@ -88,7 +110,11 @@ fn c_lost_on_every_committed_record_is_what_the_record_shows() {
             continue;
         };
         assert_eq!(verdict, *expected_verdict, "{name}: {text}");
-        assert_eq!(v.lost_holders.len(), 1, "{name}: one holder overtaken, the paused one");
+        assert_eq!(
+            v.lost_holders.len(),
+            1,
+            "{name}: one holder overtaken, the one the fault hit"
+        );
         let lost = &v.lost_holders[0];
         match (told, lost.first_told()) {
             (None, None) => assert!(text.contains("never told"), "{name}: {text}"),
