@@ -41,6 +41,8 @@ use crate::run::RunOutcome;
 
 mod glyphs;
 use glyphs::*;
+mod record_marks;
+use record_marks::{record_marks, RecordMarks};
 
 /// The picture's width, and the height of one lane, in pixels.
 const WIDTH: u32 = 1200;
@@ -68,6 +70,8 @@ const STALE_REFUSED: RGBColor = RGBColor(30, 110, 230);
 const LEGIT_REFUSED: RGBColor = RGBColor(200, 0, 160);
 const RESURRECTED: RGBColor = RGBColor(140, 0, 60);
 const UNNAMED: RGBColor = RGBColor(225, 110, 0);
+/// A client run's fault on its servers (a band behind every lane).
+const SERVER_FAULT: RGBColor = RGBColor(120, 110, 190);
 const CLOCK_AHEAD: RGBColor = RGBColor(205, 225, 248);
 const CLOCK_BEHIND: RGBColor = RGBColor(248, 215, 232);
 
@@ -155,6 +159,13 @@ pub struct Picture<'a> {
     /// Each instant the server's own state stopped naming a believer (T1-server), and the
     /// node the believer acquired on.
     unnamed: Vec<(Duration, String)>,
+    /// Writes a fenced resource refused where the record rather than the row locks' judge
+    /// says so (the families', a client program's): when, the writer's node, and whether the
+    /// writer was the only holder (C-token) rather than a stale one.
+    refused_writes: Vec<(Duration, String, bool)>,
+    /// A library's notices that the lock is lost, where the record is a client program's
+    /// (its `lease_lost` events are what C-lost judges): when, and the holder's node.
+    lost_notices: Vec<(Duration, String)>,
 }
 
 impl<'a> Picture<'a> {
@@ -219,27 +230,11 @@ impl<'a> Picture<'a> {
                     (shift(turn.at), node)
                 })
                 .collect();
-        let stale_writes = match &header.run.rules {
-            Rules::Families(rules) => {
-                // The writer of a token: the node that acquired with it.
-                let holder: BTreeMap<&str, &str> = events
-                    .iter()
-                    .filter_map(|event| match &event.what {
-                        What::Acquired { token, .. } => Some((token.as_str(), event.node.as_str())),
-                        _ => None,
-                    })
-                    .collect();
-                cassalock_judge::families::judged_writes(rules, events)
-                    .into_iter()
-                    .filter(|write| write.stale_accepted)
-                    .filter_map(|write| {
-                        let node = holder.get(write.token.as_str())?;
-                        Some((shift(write.at), (*node).to_owned()))
-                    })
-                    .collect()
-            }
-            Rules::Rows(_) | Rules::Observed(_) => Vec::new(),
-        };
+        let RecordMarks {
+            stale_writes,
+            refused_writes,
+            lost_notices,
+        } = record_marks(header, events, shift);
         let (checks, overlaps, refusals) = match judgement {
             Judgement::Rows(verdicts) => (
                 verdicts
@@ -288,6 +283,8 @@ impl<'a> Picture<'a> {
             holds,
             stale_writes,
             unnamed,
+            refused_writes,
+            lost_notices,
         }
     }
 
@@ -328,6 +325,8 @@ struct Drawn {
     lanes: BTreeMap<Lane, Spans>,
     loss: Vec<(Duration, Duration)>,
     data_lost: Vec<Duration>,
+    /// A client run's faults on its servers (a command, to its undo if it has one).
+    server_faults: Vec<(Duration, Duration)>,
 }
 
 /// The node each thread acquired on (its last acquisition's): the lane of its holds and of
@@ -363,6 +362,8 @@ fn lanes(picture: &Picture) -> Drawn {
         }
     };
     let mut loss: Vec<(Duration, Duration)> = Vec::new();
+    let mut server_faults: Vec<(Duration, Duration)> = Vec::new();
+    let mut server_fault_from: Option<Duration> = None;
     let mut loss_from: Option<Duration> = None;
     let mut data_lost: Vec<Duration> = Vec::new();
     for event in picture.events {
@@ -433,6 +434,21 @@ fn lanes(picture: &Picture) -> Drawn {
                 begins: true,
                 ..
             } => data_lost.push(at),
+            // A client run's command on its servers: from its start to its undo, or an instant.
+            What::Fault {
+                target: Some(target),
+                disruption: None,
+                begins,
+                ..
+            } if target == "servers" => {
+                if *begins {
+                    if let Some(from) = server_fault_from.replace(at) {
+                        server_faults.push((from, from));
+                    }
+                } else if let Some(from) = server_fault_from.take() {
+                    server_faults.push((from, at));
+                }
+            }
             _ => {}
         }
     }
@@ -453,7 +469,13 @@ fn lanes(picture: &Picture) -> Drawn {
         }
     }
     loss.extend(loss_from.map(|from| (from, end)));
-    Drawn { lanes, loss, data_lost }
+    server_faults.extend(server_fault_from.map(|from| (from, from)));
+    Drawn {
+        lanes,
+        loss,
+        data_lost,
+        server_faults,
+    }
 }
 
 /// The track of each span in its strip: disruptions that overlap in time get different tracks
@@ -622,7 +644,13 @@ pub fn write_record_svg(picture: &Picture, path: &Path) -> Result<(), TimelineEr
     let layout = Layout::new(picture);
     let marks = marks(picture);
     let title = title_lines(picture, WIDTH as i32 - 40);
-    let legend_rows = legend(picture, &marks, layout.jumps(), layout.data_lost.len());
+    let legend_rows = legend(
+        picture,
+        &marks,
+        layout.jumps(),
+        layout.data_lost.len(),
+        layout.server_faults.len(),
+    );
     let title_px = 14 + 24 * title.len() as u32;
     let plot_px = LANE_PX * layout.count as u32 + 12 + 40;
     let legend_px = 12 + LEGEND_ROW_PX as u32 * legend_rows.len() as u32;
@@ -670,6 +698,8 @@ struct Layout<'p> {
     loss: Vec<(Duration, Duration)>,
     /// When the lock's data was deleted at the store: a line across every lane.
     data_lost: Vec<Duration>,
+    /// A client run's faults on its servers: a band behind every lane.
+    server_faults: Vec<(Duration, Duration)>,
     count: usize,
     /// The time axis's length.
     seconds: f64,
@@ -679,7 +709,12 @@ struct Layout<'p> {
 
 impl<'p> Layout<'p> {
     fn new(picture: &'p Picture<'p>) -> Self {
-        let Drawn { lanes, loss, data_lost } = lanes(picture);
+        let Drawn {
+            lanes,
+            loss,
+            data_lost,
+            server_faults,
+        } = lanes(picture);
         let count = lanes.len();
         let end = picture.end();
         // A model's record ends just after its last step: half a tick more shows what that step did.
@@ -704,6 +739,7 @@ impl<'p> Layout<'p> {
             lanes,
             loss,
             data_lost,
+            server_faults,
             count,
             seconds,
             clocks,
@@ -762,6 +798,7 @@ impl<'p> Layout<'p> {
             .draw()?;
         let area = chart.plotting_area();
         self.draw_loss(area)?;
+        self.draw_server_faults(area)?;
         self.draw_clock_tints(area)?;
         self.draw_spans(area)?;
         self.draw_data_lost(area)?;
@@ -792,6 +829,17 @@ impl<'p> Layout<'p> {
             let (from, width) = (at.as_secs_f64(), self.seconds / 300.0);
             let colour = colour(Span::Disrupted(Disruption::DataLost)).filled();
             area.draw(&self.band(from, from + width, -0.5, self.count as f64 - 0.5, colour))?;
+        }
+        Ok(())
+    }
+
+    /// A fault on the servers hits every client: a band behind all lanes, from its command to
+    /// its undo (at least a few pixels wide: a restart is an instant on most runs' scale).
+    fn draw_server_faults(&self, area: &PlotArea<'_>) -> Fallible {
+        for &(from, to) in &self.server_faults {
+            let from = from.as_secs_f64();
+            let to = to.as_secs_f64().max(from + self.seconds / 300.0);
+            area.draw(&self.band(from, to, -0.5, self.count as f64 - 0.5, SERVER_FAULT.mix(0.35).filled()))?;
         }
         Ok(())
     }

@@ -16,7 +16,8 @@ pub(super) enum Glyph {
     Resurrected,
     /// The server's own state stopped naming a client that believes it holds (T1-server).
     Unnamed,
-    /// The holder asked and `is_lost()` turned true (C-lost).
+    /// The holder asked and `is_lost()` turned true, or its library told it the lock is lost
+    /// (C-lost).
     LostSeen,
     /// The holder asked again and `is_lost()` was false after it had said true (C-lost).
     LostRetracted,
@@ -52,6 +53,17 @@ pub(super) fn marks(picture: &Picture) -> Vec<(Glyph, Duration, Lane)> {
     }
     for (at, node) in &picture.stale_writes {
         marks.extend(Lane::parse(node).map(|lane| (Glyph::StaleAccepted, *at, lane)));
+    }
+    for (at, node, legitimate) in &picture.refused_writes {
+        let glyph = if *legitimate {
+            Glyph::LegitRefused
+        } else {
+            Glyph::StaleRefused
+        };
+        marks.extend(Lane::parse(node).map(|lane| (glyph, *at, lane)));
+    }
+    for (at, thread) in &picture.lost_notices {
+        marks.extend(Lane::parse(thread).map(|lane| (Glyph::LostSeen, *at, lane)));
     }
     for refusal in &picture.refusals {
         let glyph = if refusal.legitimate {
@@ -183,6 +195,7 @@ pub(super) fn legend(
     marks: &[(Glyph, Duration, Lane)],
     jumps: usize,
     data_lost: usize,
+    server_faults: usize,
 ) -> Vec<Vec<(Key, String)>> {
     let count = |glyph: Glyph| marks.iter().filter(|mark| mark.0 == glyph).count();
     let bar = |span: Span| Key::Bar(colour(span));
@@ -202,6 +215,12 @@ pub(super) fn legend(
         lanes.push((
             bar(Span::Disrupted(Disruption::DataLost)),
             format!("the lock's data deleted at the store: {data_lost}"),
+        ));
+    }
+    if server_faults > 0 {
+        lanes.push((
+            Key::Band(SERVER_FAULT.mix(0.35)),
+            format!("a fault on the servers, its command to its undo: {server_faults}"),
         ));
     }
     let groups: Vec<Vec<(Key, String)>> = vec![
@@ -243,7 +262,12 @@ pub(super) fn legend(
             ),
             (
                 Key::Glyph(Glyph::LostSeen),
-                format!("holder sees is_lost() turn true (C-lost): {}", count(Glyph::LostSeen)),
+                match picture.header.run.rules {
+                    Rules::Observed(_) => format!("library says the lock is lost (C-lost): {}", count(Glyph::LostSeen)),
+                    Rules::Rows(_) | Rules::Families(_) => {
+                        format!("holder sees is_lost() turn true (C-lost): {}", count(Glyph::LostSeen))
+                    }
+                },
             ),
             (
                 Key::Glyph(Glyph::Unnamed),

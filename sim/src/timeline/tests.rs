@@ -128,3 +128,73 @@ fn a_t1_server_mark_of_a_real_run_is_drawn_on_the_node_its_believer_acquired_on(
         .collect();
     assert_eq!(unnamed, [(Glyph::Unnamed, Lane::Client(0))]);
 }
+
+/// A client program's record: its library's lost notice and the resource's refusal of its
+/// stale write are the marks C-lost and fencing are judged by; both are drawn on its lane, the
+/// only holder's refused write as C-token's.
+#[test]
+fn a_client_programs_lost_notice_and_refused_writes_are_drawn() {
+    use cassalock_judge::event::{Driver, ObservedRules, RunFacts};
+    let at = |ms: u64, node: &str, what: What| Event {
+        at_ns: ms * 1_000_000,
+        node: node.into(),
+        clock_us: Some(ms * 1000),
+        what,
+    };
+    let write = |client: &str, token: &str, accepted: bool, stale: bool| What::Write {
+        client: Some(client.into()),
+        lock: Some("L".into()),
+        token: token.into(),
+        phase: None,
+        accepted: Some(accepted),
+        stale: Some(stale),
+        acquisition: None,
+    };
+    let events = vec![
+        at(
+            2,
+            "c1",
+            What::LeaseLost {
+                thread: "c1-1".into(),
+                lock: "L".into(),
+                why: "the connection state is LOST".into(),
+            },
+        ),
+        at(3, "resource", write("c1", "1", false, true)),
+        at(4, "resource", write("c2", "2", false, false)),
+        at(5, "resource", write("c2", "2", true, false)),
+    ];
+    let header = Header::new(
+        Driver::Real,
+        "a client program",
+        Clock::SimulatedSinceStart,
+        RunFacts {
+            clients: 3,
+            end_ns: 7_000_000,
+            rules: Rules::Observed(ObservedRules {
+                fencing: true,
+                lease_lost_ends_it: false,
+                call_bound_ms: None,
+            }),
+            ..RunFacts::default()
+        },
+    );
+    let record = cassalock_judge::event::Record {
+        header: header.clone(),
+        events: events.clone(),
+    };
+    let picture = Picture::new(&header, &events, &cassalock_judge::judge(&record));
+    let mut marks: Vec<(Glyph, u128, Lane)> = glyphs::marks(&picture)
+        .into_iter()
+        .map(|(glyph, at, lane)| (glyph, at.as_millis(), lane))
+        .collect();
+    marks.sort_by_key(|(_, at, _)| *at);
+    assert_eq!(
+        marks,
+        [
+            (Glyph::LostSeen, 2, Lane::Client(1)),
+            (Glyph::StaleRefused, 3, Lane::Client(1)),
+            (Glyph::LegitRefused, 4, Lane::Client(2)),
+        ]
+    );
+}
