@@ -245,6 +245,7 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
             command: RESTART_REDIS.into(),
             undo: None,
             ms: 0,
+            moves: Vec::new(),
         }),
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
         next_caller_wait_ms: Some(NEXT_CALLER_WAIT_MS),

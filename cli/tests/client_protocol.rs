@@ -281,6 +281,19 @@ fn bad_client_options_are_refused_before_anything_starts() {
             vec!["--client", "true", "--pause-waiter-ms", "10", "--pause-holder-ms", "10"],
             "cannot be used with",
         ),
+    ] {
+        let mut all = vec!["real"];
+        all.extend(args.iter().copied());
+        let (code, _, err) = cassalock_code(&all);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+/// The forwarders' options: a cut-off, and a moved address, refused before anything starts.
+#[test]
+fn bad_cut_off_and_moved_address_options_are_refused_before_anything_starts() {
+    for (args, says) in [
         // A cut-off needs forwarders, and forwarders need loopback addresses the command names.
         (vec!["--client", "true", "--cut-off-holder-ms", "100"], "--proxy"),
         (
@@ -318,6 +331,71 @@ fn bad_client_options_are_refused_before_anything_starts() {
                 "0",
             ],
             "--cut-off-holder-ms 0",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--cut-off-waiter-ms",
+                "10",
+                "--threads",
+                "1",
+            ],
+            "--cut-off-waiter-ms needs a waiter",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--cut-off-waiter-ms",
+                "10",
+                "--cut-off-holder-ms",
+                "10",
+            ],
+            "cannot be used with",
+        ),
+        (vec!["--client", "true", "--cut-off-waiter-ms", "100"], "--proxy"),
+        // A moved address is a forwarded one, moved by a server fault, to loopback.
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--move-address",
+                "127.0.0.1:5=127.0.0.1:6",
+            ],
+            "--server-fault",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--server-fault",
+                "true",
+                "--move-address",
+                "127.0.0.1:7=127.0.0.1:6",
+            ],
+            "--move-address 127.0.0.1:7=127.0.0.1:6: 127.0.0.1:7 is not one of the --proxy addresses",
+        ),
+        (
+            vec![
+                "--client",
+                "x 127.0.0.1:5",
+                "--proxy",
+                "127.0.0.1:5",
+                "--server-fault",
+                "true",
+                "--move-address",
+                "127.0.0.1:5=example:6",
+            ],
+            "example:6 is not a loopback address",
         ),
     ] {
         let mut all = vec!["real"];

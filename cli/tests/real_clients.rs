@@ -567,3 +567,86 @@ fn redis_py_lock_with_its_server_restarted_without_persistence_gives_two_holders
     );
     assert!(out.contains("T1-belief    FAILED"), "{out}");
 }
+
+/// `cluster/cassalock-servers ARGS...` from the repository's root; its output on failure.
+fn servers(args: &[&str]) {
+    let output = Command::new("cluster/cassalock-servers")
+        .args(args)
+        .current_dir(ROOT)
+        .output()
+        .expect("cassalock-servers runs");
+    assert!(
+        output.status.success(),
+        "cassalock-servers {args:?}: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A Redisson RLock run on the replicated pair (primary repl1, 127.0.0.1:16390), its address
+/// moved to the replica once `fault` (and `undo`, after 4 s) has run; then the pair put back as
+/// it was (repl1 the primary, repl2 its replica).
+fn redisson_across_a_failover(fault: &str, undo: Option<&str>) -> (i32, String, String) {
+    require(
+        "Redisson, failover",
+        "127.0.0.1:16391",
+        "start redis-replicated",
+        REDISSON,
+    );
+    let mut args = vec![
+        "--threads",
+        "3",
+        "--acquisitions",
+        "3",
+        "--hold-ms",
+        "1000",
+        "--proxy",
+        "127.0.0.1:16390",
+        "--server-fault",
+        fault,
+        "--move-address",
+        "127.0.0.1:16390=127.0.0.1:16391",
+    ];
+    if let Some(undo) = undo {
+        args.extend(["--server-fault-undo", undo, "--server-fault-ms", "4000"]);
+    }
+    let outcome = run(
+        &format!("{REDISSON} --server 127.0.0.1:16390 --kind rlock --watchdog-ms 2000"),
+        &args,
+    );
+    // Back as the other tests expect the pair: repl1 primary again.
+    servers(&["restart", "repl1"]);
+    servers(&["failover"]);
+    servers(&["restart", "repl2"]);
+    outcome
+}
+
+/// A failover to a replica that lagged behind the watchdog's renewals: on the promoted replica
+/// the lock's key has expired, a waiter takes it while its holder holds on, and Redisson tells
+/// the holder only at unlock. The same failover with the replica in step keeps one holder: the
+/// loss is the lag's, not the failover's.
+#[test]
+#[ignore = "needs the replicated Redis pair (cluster/cassalock-servers start redis-replicated) and clients/setup java; fails over the pair and puts it back; run with -- --include-ignored --test-threads 1"]
+fn redisson_rlock_across_a_failover_to_a_lagging_replica_gives_two_holders() {
+    let (code, out, err) = redisson_across_a_failover(
+        "cluster/cassalock-servers lag-replica",
+        Some("cluster/cassalock-servers failover"),
+    );
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains(
+            "undone 4000 ms later by `cluster/cassalock-servers failover`; then moved 127.0.0.1:16390=127.0.0.1:16391"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("T1-belief    FAILED"), "{out}");
+    assert!(
+        out.contains("IllegalMonitorStateException: attempt to unlock lock, not locked by current thread"),
+        "{out}"
+    );
+
+    let (code, out, err) = redisson_across_a_failover("sleep 4 && cluster/cassalock-servers failover", None);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("then moved 127.0.0.1:16390=127.0.0.1:16391"), "{out}");
+    assert!(out.contains("T1-belief    ok"), "{out}");
+}

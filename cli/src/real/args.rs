@@ -151,17 +151,23 @@ pub struct RealArgs {
     /// With --client: stop (SIGSTOP) the holder of the --pause-at-th acquisition of the run as
     /// soon as it holds, for this many milliseconds (1-600000), then continue it (SIGCONT);
     /// longer than its lease, another client may take the lock meanwhile.
-    #[arg(long, requires = "client", conflicts_with_all = ["pause_waiter_ms", "cut_off_holder_ms"])]
+    #[arg(long, requires = "client", conflicts_with_all = ["pause_waiter_ms", "cut_off_holder_ms", "cut_off_waiter_ms"])]
     pub pause_holder_ms: Option<u64>,
     /// With --client --proxy: cut the holder of the --pause-at-th acquisition of the run off
     /// from its servers as soon as it holds, for this many milliseconds (1-600000), then heal
     /// it: its program runs on, but nothing it sends or is sent crosses its forwarders, so its
     /// lease or session may run out at the servers while its library waits for an answer.
-    #[arg(long, requires = "proxy", conflicts_with = "pause_waiter_ms")]
+    #[arg(long, requires = "proxy", conflicts_with_all = ["pause_waiter_ms", "cut_off_waiter_ms"])]
     pub cut_off_holder_ms: Option<u64>,
+    /// With --client --proxy: when the --pause-at-th acquisition of the run is made, cut the
+    /// lowest-numbered other client waiting in its lock call off from its servers for this
+    /// many milliseconds (1-600000), then heal it, while the holder holds on: a waiter whose
+    /// session or lease runs out at the servers while its program runs on.
+    #[arg(long, requires = "proxy", conflicts_with = "pause_waiter_ms")]
+    pub cut_off_waiter_ms: Option<u64>,
     /// With --client: server addresses in the client command (HOST:PORT, comma-separated, on
     /// loopback; each as the command writes it) that each copy reaches through forwarders of
-    /// its own, which --cut-off-holder-ms cuts: every whole occurrence of an address in the
+    /// its own, which --cut-off-holder-ms and --cut-off-waiter-ms cut: every whole occurrence of an address in the
     /// command is replaced by its forwarder's for each copy.
     #[arg(long, value_delimiter = ',', value_name = "HOST:PORT", requires = "client")]
     pub proxy: Vec<String>,
@@ -171,7 +177,8 @@ pub struct RealArgs {
     /// runs out while it waits.
     #[arg(long, requires = "client")]
     pub pause_waiter_ms: Option<u64>,
-    /// With --pause-holder-ms, --pause-waiter-ms or --cut-off-holder-ms: at which acquisition
+    /// With --pause-holder-ms, --pause-waiter-ms, --cut-off-holder-ms or --cut-off-waiter-ms:
+    /// at which acquisition
     /// of the run (1-based, counting every client's; default 2).
     #[arg(long)]
     pub pause_at: Option<u64>,
@@ -188,6 +195,13 @@ pub struct RealArgs {
     /// With --server-fault-undo: how long the fault lasts, milliseconds (0-600000).
     #[arg(long, default_value_t = 0, requires = "server_fault_undo")]
     pub server_fault_ms: u64,
+    /// With --server-fault and --proxy: addresses that move once the fault's last command
+    /// (its undo, if it has one) has succeeded (FROM=TO, comma-separated; FROM one of the --proxy addresses, TO on loopback):
+    /// every client's new connections to FROM go to TO from then on, as a virtual IP or a DNS
+    /// name moves to a promoted replica (`--server-fault 'cluster/cassalock-servers failover'
+    /// --move-address 127.0.0.1:16390=127.0.0.1:16391`). Connections made before stay.
+    #[arg(long, value_delimiter = ',', value_name = "FROM=TO", requires_all = ["server_fault", "proxy"])]
+    pub move_address: Vec<String>,
     /// With --server-fault: at which acquisition of the run (1-based; default 2).
     #[arg(long, default_value_t = 2, requires = "server_fault")]
     pub server_fault_at: u64,

@@ -42,33 +42,28 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
         start_timeout: Duration::from_secs(args.start_timeout_s),
         run_limit: (args.run_limit_s > 0).then(|| Duration::from_secs(args.run_limit_s)),
         fencing: !args.no_fencing,
-        pause: match (args.pause_holder_ms, args.pause_waiter_ms, args.cut_off_holder_ms) {
-            (Some(ms), _, _) => Some(Pause {
+        pause: [
+            (args.pause_holder_ms, Paused::Holder, Halt::Stopped),
+            (args.pause_waiter_ms, Paused::Waiter, Halt::Stopped),
+            (args.cut_off_holder_ms, Paused::Holder, Halt::CutOff),
+            (args.cut_off_waiter_ms, Paused::Waiter, Halt::CutOff),
+        ]
+        .into_iter()
+        .find_map(|(ms, whom, how)| {
+            ms.map(|ms| Pause {
                 at_acquisition: args.pause_at.unwrap_or(2),
                 ms,
-                whom: Paused::Holder,
-                how: Halt::Stopped,
-            }),
-            (None, Some(ms), _) => Some(Pause {
-                at_acquisition: args.pause_at.unwrap_or(2),
-                ms,
-                whom: Paused::Waiter,
-                how: Halt::Stopped,
-            }),
-            (None, None, Some(ms)) => Some(Pause {
-                at_acquisition: args.pause_at.unwrap_or(2),
-                ms,
-                whom: Paused::Holder,
-                how: Halt::CutOff,
-            }),
-            (None, None, None) => None,
-        },
+                whom,
+                how,
+            })
+        }),
         proxy: args.proxy.clone(),
         server_fault: args.server_fault.clone().map(|command| ServerFault {
             at_acquisition: args.server_fault_at,
             command,
             undo: args.server_fault_undo.clone(),
             ms: args.server_fault_ms,
+            moves: args.move_address.clone(),
         }),
         lock_name: args
             .lock_id
@@ -81,7 +76,7 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
 pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     let spec = spec(args, command);
     if spec.pause.is_none() && args.pause_at.is_some() {
-        return usage_error("--pause-at needs a pause: --pause-holder-ms, --pause-waiter-ms or --cut-off-holder-ms");
+        return usage_error("--pause-at needs a pause: --pause-holder-ms, --pause-waiter-ms, --cut-off-holder-ms or --cut-off-waiter-ms");
     }
     if !(1..=3_600_000).contains(&args.max_wait_ms) {
         return usage_error(&format!("--max-wait-ms {}: 1-3600000", args.max_wait_ms));
@@ -228,7 +223,20 @@ fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> Stri
             out,
             "  server fault            {}",
             if outcome.server_fault_fired {
-                format!("`{}` at acquisition {}", fault.command, fault.at_acquisition)
+                let undo = fault
+                    .undo
+                    .as_ref()
+                    .map(|undo| format!(", undone {} ms later by `{undo}`", fault.ms))
+                    .unwrap_or_default();
+                let moves = if fault.moves.is_empty() {
+                    String::new()
+                } else {
+                    format!("; then moved {}", fault.moves.join(", "))
+                };
+                format!(
+                    "`{}` at acquisition {}{undo}{moves}",
+                    fault.command, fault.at_acquisition
+                )
             } else {
                 format!(
                     "NOT FIRED: `{}` at acquisition {} (the record says why)",

@@ -54,12 +54,15 @@ impl Pause {
 /// A fault on the servers, by a command (`cluster/cassalock-servers pause redis1`, `... restart
 /// zk1`): run through `/bin/sh` as soon as the run's `at_acquisition`-th acquisition is made,
 /// while its holder holds; then, after `ms`, `undo` if there is one (`... resume redis1`).
+/// Once its last command has succeeded (the undo, if any), each of `moves` (`FROM=TO`, FROM a forwarded address) leads
+/// every client's new connections to FROM to TO: a virtual address moved to a promoted replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerFault {
     pub at_acquisition: u64,
     pub command: String,
     pub undo: Option<String>,
     pub ms: u64,
+    pub moves: Vec<String>,
 }
 
 /// How long a planned waiter pause looks for a client waiting in its `lock` call.

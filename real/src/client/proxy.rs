@@ -16,7 +16,7 @@
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -49,6 +49,49 @@ pub enum BadProxy {
     TooMany(usize),
     #[error("--proxy names {0} twice")]
     Twice(String),
+}
+
+/// A move of a forwarded address the runner refuses (`--move-address FROM=TO`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BadMove {
+    #[error("--move-address {0}: not FROM=TO, two HOST:PORT addresses (127.0.0.1:16390=127.0.0.1:16391)")]
+    NotAPair(String),
+    #[error("--move-address {0}: {1} is not a loopback address with a port")]
+    NotLoopback(String, String),
+    #[error("--move-address {0}: {1} is not one of the --proxy addresses, so no forwarder stands for it")]
+    NotProxied(String, String),
+    #[error("--move-address {0}: an address moved to itself")]
+    ToItself(String),
+    #[error("--move-address {0}: {1} is moved twice")]
+    Twice(String, String),
+}
+
+/// Parse and check `--move-address FROM=TO` pairs against the forwarded addresses.
+pub fn check_moves(moves: &[String], proxied: &[String]) -> Result<Vec<(String, SocketAddr)>, BadMove> {
+    let mut checked: Vec<(String, SocketAddr)> = Vec::with_capacity(moves.len());
+    for pair in moves {
+        let (from, to) = pair.split_once('=').ok_or_else(|| BadMove::NotAPair(pair.clone()))?;
+        for side in [from, to] {
+            match side.parse::<SocketAddr>() {
+                Ok(address) if address.ip().is_loopback() => {}
+                _ => return Err(BadMove::NotLoopback(pair.clone(), side.to_owned())),
+            }
+        }
+        if !proxied.iter().any(|address| address == from) {
+            return Err(BadMove::NotProxied(pair.clone(), from.to_owned()));
+        }
+        if from == to {
+            return Err(BadMove::ToItself(pair.clone()));
+        }
+        if checked.iter().any(|(moved, _)| moved == from) {
+            return Err(BadMove::Twice(pair.clone(), from.to_owned()));
+        }
+        let to = to
+            .parse()
+            .map_err(|_| BadMove::NotLoopback(pair.clone(), to.to_owned()))?;
+        checked.push((from.to_owned(), to));
+    }
+    Ok(checked)
 }
 
 /// Check the addresses a run forwards, against the client command that must contain each.
@@ -121,6 +164,8 @@ struct Switches {
 /// One client's forwarders: one per server address, on `127.0.0.1` ports of their own.
 pub struct Proxies {
     pairs: Vec<(String, SocketAddr)>,
+    /// Where each forwarder connects a new connection: its server address, until moved.
+    upstreams: Vec<Arc<Mutex<SocketAddr>>>,
     switches: Arc<Switches>,
 }
 
@@ -129,6 +174,7 @@ impl Proxies {
     pub fn start(client: &str, servers: &[String]) -> io::Result<Proxies> {
         let switches = Arc::new(Switches::default());
         let mut pairs = Vec::with_capacity(servers.len());
+        let mut upstreams = Vec::with_capacity(servers.len());
         for server in servers {
             let upstream: SocketAddr = server
                 .parse()
@@ -137,11 +183,31 @@ impl Proxies {
             listener.set_nonblocking(true)?;
             pairs.push((server.clone(), listener.local_addr()?));
             let switches = Arc::clone(&switches);
+            let target = Arc::new(Mutex::new(upstream));
+            upstreams.push(Arc::clone(&target));
             thread::Builder::new()
                 .name(format!("{client}-proxy-{}", upstream.port()))
-                .spawn(move || accept_all(&listener, upstream, &switches))?;
+                .spawn(move || accept_all(&listener, &target, &switches))?;
         }
-        Ok(Proxies { pairs, switches })
+        Ok(Proxies {
+            pairs,
+            upstreams,
+            switches,
+        })
+    }
+
+    /// From now on, connect each new connection to the forwarder of `from` (a server address
+    /// as the command gives it) to `to` instead: the address moved, as a virtual IP or a DNS
+    /// name moves to a promoted replica. Connections already made stay where they are. False
+    /// if no forwarder stands for `from`.
+    pub fn move_address(&self, from: &str, to: SocketAddr) -> bool {
+        let Some(index) = self.pairs.iter().position(|(server, _)| server == from) else {
+            return false;
+        };
+        *self.upstreams[index]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = to;
+        true
     }
 
     /// Each server address with its forwarder's.
@@ -167,10 +233,11 @@ impl Drop for Proxies {
     }
 }
 
-fn accept_all(listener: &TcpListener, upstream: SocketAddr, switches: &Arc<Switches>) {
+fn accept_all(listener: &TcpListener, target: &Mutex<SocketAddr>, switches: &Arc<Switches>) {
     while !switches.closing.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((client, _)) => {
+                let upstream = *target.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 if switches.connections.fetch_add(1, Ordering::Relaxed) >= MAX_CONNECTIONS {
                     switches.refused.fetch_add(1, Ordering::Relaxed);
                     continue; // dropped: closed
@@ -187,6 +254,7 @@ fn accept_all(listener: &TcpListener, upstream: SocketAddr, switches: &Arc<Switc
 }
 
 /// Reach the server (after the cut, if the client connected during one), then copy both ways.
+/// A connection made during a cut reaches the server its forwarder led to when it was accepted.
 fn connect_and_copy(client: TcpStream, upstream: SocketAddr, switches: &Arc<Switches>) {
     if !wait_while_cut(switches) {
         return;
@@ -220,11 +288,32 @@ fn wait_while_cut(switches: &Switches) -> bool {
     !switches.closing.load(Ordering::SeqCst)
 }
 
+/// Write all of `bytes` to `to`, waiting while its reader is slow (a stopped client fills its
+/// socket's buffer) but not past the forwarders' closing; false if it could not.
+fn write_all(to: &mut TcpStream, mut bytes: &[u8], switches: &Switches) -> bool {
+    while !bytes.is_empty() {
+        if switches.closing.load(Ordering::SeqCst) {
+            return false;
+        }
+        match to.write(bytes) {
+            Ok(0) => return false,
+            Ok(n) => bytes = &bytes[n..],
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+                ) => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
 /// Copy `from` to `to` until either end closes or the forwarders close, holding what was read
 /// while the cut lasts.
 fn copy(mut from: TcpStream, mut to: TcpStream, switches: &Switches) {
     let mut chunk = vec![0_u8; CHUNK_BYTES];
-    if from.set_read_timeout(Some(POLL)).is_err() {
+    if from.set_read_timeout(Some(POLL)).is_err() || to.set_write_timeout(Some(POLL)).is_err() {
         return;
     }
     loop {
@@ -234,7 +323,7 @@ fn copy(mut from: TcpStream, mut to: TcpStream, switches: &Switches) {
         match from.read(&mut chunk) {
             Ok(0) => break,
             Ok(n) => {
-                if !wait_while_cut(switches) || to.write_all(&chunk[..n]).is_err() {
+                if !wait_while_cut(switches) || !write_all(&mut to, &chunk[..n], switches) {
                     break;
                 }
             }
@@ -339,5 +428,101 @@ mod tests {
         client.read_exact(&mut four).unwrap();
         assert_eq!(&four, b"pong");
         assert_eq!(proxies.refused(), 0);
+    }
+
+    /// A copier blocked on a reader that never reads (a stopped program's full socket) still
+    /// ends when the forwarders close: its sockets close and the writer is told.
+    #[test]
+    fn a_copier_stuck_on_a_full_socket_ends_when_the_forwarders_close() {
+        let server = TcpListener::bind("127.0.0.1:0").unwrap();
+        let server_address = server.local_addr().unwrap().to_string();
+        let proxies = Proxies::start("c0", std::slice::from_ref(&server_address)).unwrap();
+        let mut client = TcpStream::connect(proxies.pairs()[0].1).unwrap();
+        let (_never_read, _) = server.accept().unwrap();
+        let (told, told_rx) = std::sync::mpsc::channel();
+        let written = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&written);
+        thread::spawn(move || {
+            let chunk = vec![7_u8; 64 * 1024];
+            // Far more than every buffer between here and the server holds; bounded all the same.
+            for _ in 0..16_384 {
+                if let Err(e) = client.write_all(&chunk) {
+                    let _ = told.send(Some(e.kind()));
+                    return;
+                }
+                counted.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+            }
+            let _ = told.send(None);
+        });
+        // Wait until the buffers are full: no byte moves for 300 ms (at most 10 s).
+        let mut last = u64::MAX;
+        for _ in 0..33 {
+            thread::sleep(Duration::from_millis(300));
+            let now = written.load(Ordering::SeqCst);
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        assert!(told_rx.try_recv().is_err(), "the writer should be blocked, not done");
+        assert_eq!(written.load(Ordering::SeqCst), last, "the writer never blocked");
+        drop(proxies);
+        let outcome = told_rx.recv_timeout(Duration::from_secs(10));
+        assert!(
+            matches!(outcome, Ok(Some(_))),
+            "the writer was not told the forwarder closed: {outcome:?}"
+        );
+    }
+
+    /// A moved address leads new connections to its new server; a connection made before
+    /// stays with the old one.
+    #[test]
+    fn a_moved_address_leads_new_connections_to_the_new_server() {
+        let old = TcpListener::bind("127.0.0.1:0").unwrap();
+        let new = TcpListener::bind("127.0.0.1:0").unwrap();
+        let old_address = old.local_addr().unwrap().to_string();
+        let proxies = Proxies::start("c0", std::slice::from_ref(&old_address)).unwrap();
+        let forwarder = proxies.pairs()[0].1;
+        let mut before = TcpStream::connect(forwarder).unwrap();
+        let (mut on_old, _) = old.accept().unwrap();
+        assert!(proxies.move_address(&old_address, new.local_addr().unwrap()));
+        assert!(!proxies.move_address("127.0.0.1:1", new.local_addr().unwrap()));
+        let mut after = TcpStream::connect(forwarder).unwrap();
+        let (mut on_new, _) = new.accept().unwrap();
+        before.write_all(b"old").unwrap();
+        after.write_all(b"new").unwrap();
+        let mut three = [0_u8; 3];
+        on_old.read_exact(&mut three).unwrap();
+        assert_eq!(&three, b"old");
+        on_new.read_exact(&mut three).unwrap();
+        assert_eq!(&three, b"new");
+    }
+
+    #[test]
+    fn moves_are_checked_against_the_forwarded_addresses() {
+        let proxied = vec!["127.0.0.1:16390".to_owned()];
+        let moved = |pair: &str| check_moves(&[pair.to_owned()], &proxied);
+        assert_eq!(
+            moved("127.0.0.1:16390=127.0.0.1:16391").unwrap(),
+            vec![("127.0.0.1:16390".to_owned(), "127.0.0.1:16391".parse().unwrap())]
+        );
+        assert!(matches!(moved("127.0.0.1:16390"), Err(BadMove::NotAPair(_))));
+        assert!(matches!(
+            moved("127.0.0.1:16390=10.0.0.1:1"),
+            Err(BadMove::NotLoopback(..))
+        ));
+        assert!(matches!(
+            moved("127.0.0.1:16392=127.0.0.1:16391"),
+            Err(BadMove::NotProxied(..))
+        ));
+        assert!(matches!(
+            moved("127.0.0.1:16390=127.0.0.1:16390"),
+            Err(BadMove::ToItself(_))
+        ));
+        let twice = [
+            "127.0.0.1:16390=127.0.0.1:16391".to_owned(),
+            "127.0.0.1:16390=127.0.0.1:16392".to_owned(),
+        ];
+        assert!(matches!(check_moves(&twice, &proxied), Err(BadMove::Twice(..))));
     }
 }

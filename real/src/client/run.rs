@@ -139,7 +139,7 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
             ));
         }
         if pause.whom == Paused::Waiter && spec.clients < 2 {
-            return refuse("--pause-waiter-ms needs a waiter: --threads 2 or more".into());
+            return refuse(format!("{} needs a waiter: --threads 2 or more", pause.flag()));
         }
         if pause.at_acquisition == 0 || pause.at_acquisition > total {
             return refuse(format!(
@@ -168,6 +168,7 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
         if fault.ms > 600_000 {
             return refuse(format!("--server-fault-ms {}: 0-600000", fault.ms));
         }
+        proxy::check_moves(&fault.moves, &spec.proxy).map_err(|bad| BadClientSpec(bad.to_string()))?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use cassalock_judge::event::{Disruption, What};
 
 use super::{run_command, Client, Halt, ServerFault, WAITER_SEARCH};
+use crate::client::proxy;
 use crate::now_us;
 
 impl Client<'_> {
@@ -80,14 +81,40 @@ impl Client<'_> {
                     .push(now_us(), "faults", None, What::FaultUnfired { text: why.to_string() });
                 return;
             }
+            let moved = self.move_addresses(fault);
             self.shared.push(
                 now_us(),
                 "faults",
                 None,
-                fault_event(format!("`{}`, undone by `{undo}`", fault.command), false),
+                fault_event(format!("`{}`, undone by `{undo}`{moved}", fault.command), false),
             );
+        } else {
+            let moved = self.move_addresses(fault);
+            if !moved.is_empty() {
+                self.shared.push(
+                    now_us(),
+                    "faults",
+                    None,
+                    fault_event(format!("after `{}`{moved}", fault.command), true),
+                );
+            }
         }
         self.shared.server_fault_fired.store(true, Ordering::Relaxed);
+    }
+
+    /// Once the server fault's last command has succeeded (its undo, if it has one), lead
+    /// every client's new connections to each moved address to its new server; what moved, as
+    /// words to end the fault's text with (empty: nothing).
+    fn move_addresses(&self, fault: &ServerFault) -> String {
+        let mut moved = String::new();
+        // Checked before the run started.
+        for (from, to) in proxy::check_moves(&fault.moves, &self.shared.spec.proxy).unwrap_or_default() {
+            for proxies in &self.shared.proxies {
+                proxies.move_address(&from, to);
+            }
+            moved.push_str(&format!("; then {from} led every client's new connections to {to}"));
+        }
+        moved
     }
 
     /// Stop the lowest-numbered other client waiting in its `lock` call, while this one holds;
