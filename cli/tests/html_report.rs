@@ -118,6 +118,15 @@ fn every_page_of_the_html_report_links_only_to_what_exists_and_says_something() 
     let lock_pages = names.iter().filter(|name| name.starts_with("lock-")).count();
     assert!(answer_rows >= 11, "{answer_rows} rows in the answer table");
     assert_eq!(lock_pages, answer_rows, "{names:?}");
+    // A page per simulated counterexample: every seed's trace has its timeline beside it.
+    let seed_traces = std::fs::read_dir(dir.join("matrix"))
+        .expect("the traces")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.contains("-seed") && name.ends_with(".txt"))
+        .count();
+    let trace_pages = names.iter().filter(|name| name.starts_with("trace-")).count();
+    assert!(seed_traces >= 40, "{seed_traces} seed traces");
+    assert_eq!(trace_pages, seed_traces, "{names:?}");
     let mut links = 0_usize;
     let mut broken = Vec::new();
     for page in &pages {
@@ -258,6 +267,10 @@ fn a_real_browser_renders_every_page_of_the_html_report() {
         ("index.html", 1400),
         ("lock-old-getlock-l3-4.html", 1400),
         ("fairness.html", 1100),
+        (
+            "trace-redis-set-nx-failover-set-nx-failover-after-acquire-t1-belief-seed0.html",
+            1400,
+        ),
     ] {
         let shot = shots.join(page.replace(".html", ".png"));
         let url = format!("file://{}", dir.join(page).display());

@@ -115,14 +115,78 @@ pub fn anchor(heading: &str) -> String {
         .collect()
 }
 
+/// The stem of a counterexample's trace under `matrix/` (`matrix/x-seed3.txt` -> `x-seed3`).
+fn trace_stem(path: &str) -> Option<&str> {
+    path.strip_prefix("matrix/")?.strip_suffix(".txt")
+}
+
+/// The page of a counterexample whose trace has a timeline: its timeline above its steps.
+fn trace_page(stem: &str) -> String {
+    format!("trace-{stem}.html")
+}
+
+/// The most counterexample pages a site writes (the matrix has about fifty).
+const MOST_TRACE_PAGES: usize = 1000;
+
+/// The traces under `dir/matrix/` with a timeline beside them (`x.txt` and `x.svg`), as
+/// `matrix/x.txt`, sorted.
+fn traces_with_timelines(dir: &Path) -> Result<Vec<String>, ReportError> {
+    let matrix = dir.join("matrix");
+    let Ok(entries) = std::fs::read_dir(&matrix) else {
+        return Ok(Vec::new()); // no counterexamples: no pages
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| ReportError::Read {
+            path: matrix.clone(),
+            source,
+        })?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".txt") {
+            if matrix.join(format!("{stem}.svg")).is_file() {
+                found.push(format!("matrix/{name}"));
+            }
+        }
+        if found.len() > MOST_TRACE_PAGES {
+            return Err(ReportError::TooManyRecords {
+                path: matrix,
+                found: found.len(),
+                most: MOST_TRACE_PAGES,
+            });
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// A counterexample's page: its replay command, its timeline, then its steps as written.
+fn trace_body(stem: &str, trace: &str) -> String {
+    let replay = trace
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("replay")
+                .and_then(|rest| rest.split_once(": "))
+                .map(|(_, cmd)| cmd)
+        })
+        .unwrap_or("");
+    format!(
+        "<h1>{title}</h1>\n<p>Replay: <code>{replay}</code> · <a href=\"matrix/{stem}.txt\">the steps as text</a></p>\n\
+         <p><img src=\"matrix/{stem}.svg\" alt=\"the timeline of {title}\"></p>\n<pre>{steps}</pre>\n",
+        title = escape(stem),
+        replay = escape(replay),
+        steps = escape(trace)
+    )
+}
+
 /// A link of a report, as the site needs it: a report of the site becomes its page.
 fn site_link(destination: &str, present: &[&str]) -> String {
     let (path, fragment) = match destination.split_once('#') {
         Some((path, fragment)) => (path, Some(fragment)),
         None => (destination, None),
     };
-    let page = match path.strip_suffix(".md") {
-        Some(stem) if present.contains(&path) => format!("{stem}.html"),
+    let page = match (path.strip_suffix(".md"), trace_stem(path)) {
+        (Some(stem), _) if present.contains(&path) => format!("{stem}.html"),
+        (_, Some(stem)) if present.contains(&path) => trace_page(stem),
         _ => path.to_owned(),
     };
     match fragment {
@@ -225,6 +289,7 @@ img { max-width: 100%; border: 1px solid #e1e4ea; }
 code { background: #f1f3f6; padding: 0 0.2em; font-size: 0.92em; }
 h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #dde1e8; padding-bottom: 0.2em; margin-top: 1.6em; }
 ul.reports li { margin: 0.3em 0; }
+pre { font-size: 12px; background: #f6f7f9; padding: 0.6em; overflow-x: auto; }
 ";
 
 fn read_report(path: &Path) -> Result<String, ReportError> {
@@ -245,10 +310,12 @@ fn read_report(path: &Path) -> Result<String, ReportError> {
 
 /// Write the site into `dir`, from the Markdown reports there (the matrix at least).
 pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
+    let traces = traces_with_timelines(dir)?;
     let present: Vec<&str> = REPORTS
         .iter()
         .map(|(file, _)| *file)
         .filter(|file| dir.join(file).is_file())
+        .chain(traces.iter().map(String::as_str))
         .collect();
     let matrix = read_report(&dir.join("matrix.md"))?;
     let (_, matrix_sections) = sections(&matrix);
@@ -320,6 +387,12 @@ pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
         let stem = file.trim_end_matches(".md");
         written.push((format!("{stem}.html"), page(stem, &render(&text, &present), &present)));
     }
+    // A page per counterexample with a timeline.
+    for trace in &traces {
+        let stem = trace_stem(trace).expect("listed as matrix/x.txt");
+        let text = read_report(&dir.join(trace))?;
+        written.push((trace_page(stem), page(stem, &trace_body(stem, &text), &present)));
+    }
     write_file(dir, STYLESHEET, STYLE)?;
     for (name, html) in &written {
         write_file(dir, name, html)?;
@@ -344,6 +417,28 @@ mod tests {
             "matrix/old-pause-model-t1.txt"
         );
         assert_eq!(site_link("fairness-jain.svg", &present), "fairness-jain.svg");
+    }
+
+    /// A counterexample whose trace has a timeline opens its page (timeline and steps); one
+    /// without stays its text.
+    #[test]
+    fn a_trace_with_a_timeline_becomes_its_page() {
+        let present = ["matrix.md", "matrix/x-partition-s-t1-belief-seed3.txt"];
+        assert_eq!(
+            site_link("matrix/x-partition-s-t1-belief-seed3.txt", &present),
+            "trace-x-partition-s-t1-belief-seed3.html"
+        );
+        assert_eq!(site_link("matrix/x-model-t1.txt", &present), "matrix/x-model-t1.txt");
+        let body = trace_body(
+            "x-seed3",
+            "plan <a>\nseed 3\n\nreplay (with every store request): cassalock replay --scenario s --seed 3\n",
+        );
+        assert!(
+            body.contains("Replay: <code>cassalock replay --scenario s --seed 3</code>"),
+            "{body}"
+        );
+        assert!(body.contains("<img src=\"matrix/x-seed3.svg\""), "{body}");
+        assert!(body.contains("plan &lt;a&gt;"), "{body}");
     }
 
     #[test]

@@ -39,6 +39,12 @@ pub enum ReportError {
     },
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
+    /// A counterexample's timeline could not be drawn or written.
+    #[error("{}: {source}", path.display())]
+    Timeline {
+        path: PathBuf,
+        source: cassalock_sim::timeline::TimelineError,
+    },
     /// A data file that is not what the report was written from.
     #[error("{} is not a report's data file: {source}", path.display())]
     Data { path: PathBuf, source: serde_json::Error },

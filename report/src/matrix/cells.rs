@@ -265,12 +265,21 @@ fn sim_judgement(
         );
         write_file(out_dir, &name, &text)?;
         files.push(format!("matrix/{name}"));
+        let svg = timeline_name(&name);
+        let path = out_dir.join(&svg);
+        cassalock_sim::timeline::write_svg(&outcome, &path).map_err(|source| ReportError::Timeline { path, source })?;
+        files.push(format!("matrix/{svg}"));
         Ok(FirstFailure {
             seed,
             file: name,
             command,
         })
     })
+}
+
+/// The file name of a seed's timeline, beside its trace (`...-seed3.txt` -> `...-seed3.svg`).
+pub fn timeline_name(trace: &str) -> String {
+    format!("{}.svg", trace.trim_end_matches(".txt"))
 }
 
 /// A seed search's judgement: each claim with the trace of its first failing seed, written by
@@ -359,6 +368,13 @@ fn write_family_trace(
     );
     write_file(out_dir, &name, &text)?;
     files.push(format!("matrix/{name}"));
+    let svg = timeline_name(&name);
+    let path = out_dir.join(&svg);
+    let judgement = cassalock_judge::Judgement::Families(outcome.verdicts.clone());
+    let picture = cassalock_sim::timeline::Picture::new(&outcome.header, &outcome.events, &judgement);
+    cassalock_sim::timeline::write_record_svg(&picture, &path)
+        .map_err(|source| ReportError::Timeline { path, source })?;
+    files.push(format!("matrix/{svg}"));
     Ok(FirstFailure {
         seed,
         file: name,
