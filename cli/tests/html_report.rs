@@ -127,6 +127,12 @@ fn every_page_of_the_html_report_links_only_to_what_exists_and_says_something() 
     let trace_pages = names.iter().filter(|name| name.starts_with("trace-")).count();
     assert!(seed_traces >= 40, "{seed_traces} seed traces");
     assert_eq!(trace_pages, seed_traces, "{names:?}");
+    let stray: Vec<String> = std::fs::read_dir(dir.join("matrix"))
+        .expect("the traces")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".html"))
+        .collect();
+    assert!(stray.is_empty(), "pages written among the traces: {stray:?}");
     let mut links = 0_usize;
     let mut broken = Vec::new();
     for page in &pages {

@@ -169,11 +169,15 @@ fn trace_body(stem: &str, trace: &str) -> String {
                 .map(|(_, cmd)| cmd)
         })
         .unwrap_or("");
+    let replay = if replay.is_empty() {
+        String::new()
+    } else {
+        format!("Replay: <code>{}</code> · ", escape(replay))
+    };
     format!(
-        "<h1>{title}</h1>\n<p>Replay: <code>{replay}</code> · <a href=\"matrix/{stem}.txt\">the steps as text</a></p>\n\
+        "<h1>{title}</h1>\n<p>{replay}<a href=\"matrix/{stem}.txt\">the steps as text</a></p>\n\
          <p><img src=\"matrix/{stem}.svg\" alt=\"the timeline of {title}\"></p>\n<pre>{steps}</pre>\n",
         title = escape(stem),
-        replay = escape(replay),
         steps = escape(trace)
     )
 }
@@ -378,7 +382,7 @@ pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
     }
 
     // Every report, whole.
-    for file in &present {
+    for file in present.iter().filter(|file| file.ends_with(".md")) {
         let text = if *file == "matrix.md" {
             matrix.clone()
         } else {
