@@ -39,7 +39,8 @@ pub enum ReportError {
     },
     #[error("cannot read {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
-    /// A counterexample's timeline could not be drawn or written.
+    /// A counterexample's timeline could not be drawn or written (the simulation build draws).
+    #[cfg(madsim)]
     #[error("{}: {source}", path.display())]
     Timeline {
         path: PathBuf,
