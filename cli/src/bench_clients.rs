@@ -1,7 +1,9 @@
 //! `cassalock bench clients`: every client program of `clients/` (docs/client-protocol.md)
-//! against the local servers, with no fault, with a client stopped past its lease and with a
-//! holder cut off from its servers past it (`real --proxy`), each run judged and written down; the report (`reports/real-clients.md`) sets each run beside what
-//! our model and simulator of the same lock say.
+//! against the local servers, with no fault, with a client stopped past its lease, with a
+//! holder cut off from its servers past it (`real --proxy`), with the lock's Redis restarted
+//! and with a Redis pair failed over to a replica that lagged; each run judged and written
+//! down. The report (`reports/real-clients.md`) sets each run beside what our model and
+//! simulator of the same lock say.
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -43,16 +45,75 @@ const ZOOKEEPER: (&str, &str) = ("127.0.0.1:22181", "start zookeeper --nodes 3")
 const ETCD: (&str, &str) = ("127.0.0.1:23781", "start etcd --nodes 3");
 /// No fault, the holder paused, and the holder cut off from its servers.
 const HOLDER_FAULTS: &[ClientFault] = &[ClientFault::None, ClientFault::PausedHolder, ClientFault::CutOffHolder];
-/// These, and its one Redis server restarted without persistence.
+/// These, its one Redis server restarted without persistence, and a failover.
 const ON_ONE_REDIS: &[ClientFault] = &[
     ClientFault::None,
     ClientFault::PausedHolder,
     ClientFault::ServerRestarted,
     ClientFault::CutOffHolder,
+    ClientFault::LaggingFailover,
 ];
 /// The command that restarts the one Redis server (`cluster/cassalock-servers`' redis1).
 const RESTART_REDIS: &str = "cluster/cassalock-servers restart redis1";
 const PAUSED: &[ClientFault] = &[ClientFault::PausedHolder];
+
+/// The replicated Redis pair as `cluster/cassalock-servers start redis-replicated` sets it up:
+/// the primary (repl1) and its replica (repl2).
+const PAIR_PRIMARY: &str = "127.0.0.1:16390";
+const PAIR_REPLICA: &str = "127.0.0.1:16391";
+const PAIR_START: &str = "start redis-replicated";
+/// The failover's fault: the replica stops receiving the primary's writes, and once the holder
+/// has held for `FAILOVER_LAG_MS`, the primary dies and the replica is promoted with what it had.
+const LAG_REPLICA: &str = "cluster/cassalock-servers lag-replica";
+const FAILOVER: &str = "cluster/cassalock-servers failover";
+const FAILOVER_LAG_MS: u64 = 4000;
+/// Holds across the failover: long enough that the replica misses renewals (Redisson's
+/// watchdog renews every third of its 2 s), short enough that a 10 s lease outlives the run's
+/// fault.
+const FAILOVER_HOLD_MS: u64 = 1000;
+
+/// How a program runs on the replicated pair: its command naming the pair's primary, and the
+/// lease it asks for (none: the library's own renewal, Redisson's watchdog).
+struct OnPair {
+    slug: &'static str,
+    command: &'static str,
+    lease_ms: Option<u64>,
+}
+
+/// The programs that run the failover, by slug. A lease that outlives the fault (redis-py 10 s,
+/// go-redsync's default 8 s) shows the failover alone; a lease shorter than the fault would
+/// run out on the primary during it, two holders from the lease, not the failover.
+const ON_PAIR: [OnPair; 5] = [
+    OnPair {
+        slug: "redis-py",
+        command: "target/clients/python/bin/python clients/python/redis_py_lock.py --server 127.0.0.1:16390",
+        lease_ms: Some(10_000),
+    },
+    OnPair {
+        slug: "redisson-rlock",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16390 --kind rlock --watchdog-ms 2000",
+        lease_ms: None,
+    },
+    OnPair {
+        slug: "redisson-fair",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16390 --kind fair --watchdog-ms 2000",
+        lease_ms: None,
+    },
+    OnPair {
+        slug: "redisson-fenced",
+        command: "target/clients/java/redisson-locks --server 127.0.0.1:16390 --kind fenced --watchdog-ms 2000",
+        lease_ms: None,
+    },
+    OnPair {
+        slug: "redsync-one",
+        command: "target/clients/go/redsync -servers 127.0.0.1:16390",
+        lease_ms: None,
+    },
+];
+
+fn on_pair(program: &Program) -> Option<&'static OnPair> {
+    ON_PAIR.iter().find(|run| run.slug == program.slug)
+}
 
 const PLAN: [Program; 12] = [
     Program {
@@ -97,7 +158,12 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        faults: HOLDER_FAULTS,
+        faults: &[
+            ClientFault::None,
+            ClientFault::PausedHolder,
+            ClientFault::CutOffHolder,
+            ClientFault::LaggingFailover,
+        ],
         call: Call::Lock,
     },
     Program {
@@ -108,7 +174,7 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        faults: PAUSED,
+        faults: &[ClientFault::PausedHolder, ClientFault::LaggingFailover],
         call: Call::Lock,
     },
     Program {
@@ -152,7 +218,11 @@ const PLAN: [Program; 12] = [
         lease_ms: Some(1000),
         pause_ms: 3000,
         hold_ms: HOLD_MS,
-        faults: &[ClientFault::PausedHolder, ClientFault::ServerRestarted],
+        faults: &[
+            ClientFault::PausedHolder,
+            ClientFault::ServerRestarted,
+            ClientFault::LaggingFailover,
+        ],
         call: Call::Lock,
     },
     Program {
@@ -200,28 +270,36 @@ const HOLD_MS: u64 = 20;
 /// Holds where the fault frees the lock under a holder or a waiter: 300 ms.
 const WAITER_HOLD_MS: u64 = 300;
 
+/// The command a program runs under `fault`, and the lease it asks for.
+fn command_and_lease(program: &Program, fault: ClientFault) -> (&'static str, Option<u64>) {
+    match (fault, on_pair(program)) {
+        (ClientFault::LaggingFailover, Some(run)) => (run.command, run.lease_ms),
+        _ => (program.command, program.lease_ms),
+    }
+}
+
 fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
+    let (command, lease_ms) = command_and_lease(program, fault);
     ClientSpec {
-        command: program.command.to_owned(),
+        command: command.to_owned(),
         clients: CLIENTS,
         acquisitions: ACQUISITIONS,
         call: program.call,
         try_wait_ms: 20_000,
-        lease_ms: program.lease_ms,
+        lease_ms,
         hold_ms: hold_ms(program, fault),
         max_wait: Duration::from_secs(60),
         start_timeout: Duration::from_secs(60),
         run_limit: None,
         fencing: true,
         pause: match fault {
-            ClientFault::None => None,
+            ClientFault::None | ClientFault::ServerRestarted | ClientFault::LaggingFailover => None,
             ClientFault::PausedHolder => Some(Pause {
                 at_acquisition: 2,
                 ms: program.pause_ms,
                 whom: Paused::Holder,
                 how: Halt::Stopped,
             }),
-            ClientFault::ServerRestarted => None,
             ClientFault::PausedWaiter => Some(Pause {
                 at_acquisition: 1,
                 ms: program.pause_ms,
@@ -235,18 +313,28 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
                 how: Halt::CutOff,
             }),
         },
-        proxy: if fault == ClientFault::CutOffHolder {
-            server_addresses(program.command)
-        } else {
-            Vec::new()
+        proxy: match fault {
+            ClientFault::CutOffHolder => server_addresses(program.command),
+            ClientFault::LaggingFailover => vec![PAIR_PRIMARY.to_owned()],
+            _ => Vec::new(),
         },
-        server_fault: (fault == ClientFault::ServerRestarted).then(|| ServerFault {
-            at_acquisition: 2,
-            command: RESTART_REDIS.into(),
-            undo: None,
-            ms: 0,
-            moves: Vec::new(),
-        }),
+        server_fault: match fault {
+            ClientFault::ServerRestarted => Some(ServerFault {
+                at_acquisition: 2,
+                command: RESTART_REDIS.into(),
+                undo: None,
+                ms: 0,
+                moves: Vec::new(),
+            }),
+            ClientFault::LaggingFailover => Some(ServerFault {
+                at_acquisition: 2,
+                command: LAG_REPLICA.into(),
+                undo: Some(FAILOVER.into()),
+                ms: FAILOVER_LAG_MS,
+                moves: vec![format!("{PAIR_PRIMARY}={PAIR_REPLICA}")],
+            }),
+            _ => None,
+        },
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
         next_caller_wait_ms: Some(NEXT_CALLER_WAIT_MS),
     }
@@ -257,18 +345,19 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
 fn hold_ms(program: &Program, fault: ClientFault) -> u64 {
     match fault {
         ClientFault::ServerRestarted => WAITER_HOLD_MS,
+        ClientFault::LaggingFailover => FAILOVER_HOLD_MS,
         _ => program.hold_ms,
     }
 }
 
 /// The command line that reruns one run.
 fn rerun(program: &Program, fault: ClientFault) -> String {
+    let (command, lease_ms) = command_and_lease(program, fault);
     let mut line = format!(
-        "cassalock real --client '{}' --threads {CLIENTS} --acquisitions {ACQUISITIONS} --hold-ms {}",
-        program.command,
+        "cassalock real --client '{command}' --threads {CLIENTS} --acquisitions {ACQUISITIONS} --hold-ms {}",
         hold_ms(program, fault)
     );
-    if let Some(lease) = program.lease_ms {
+    if let Some(lease) = lease_ms {
         line.push_str(&format!(" --lease-ms {lease}"));
     }
     if program.call == Call::TryLock {
@@ -286,6 +375,11 @@ fn rerun(program: &Program, fault: ClientFault) -> String {
             program.pause_ms,
             server_addresses(program.command).join(",")
         )),
+        ClientFault::LaggingFailover => line.push_str(&format!(
+            " --proxy {PAIR_PRIMARY} --server-fault '{LAG_REPLICA}' --server-fault-at 2 \
+             --server-fault-undo '{FAILOVER}' --server-fault-ms {FAILOVER_LAG_MS} \
+             --move-address {PAIR_PRIMARY}={PAIR_REPLICA}; cluster/cassalock-servers restart replica"
+        )),
     }
     line
 }
@@ -298,6 +392,61 @@ fn server_addresses(command: &str) -> Vec<String> {
         .filter(|word| word.parse::<SocketAddr>().is_ok())
         .map(str::to_owned)
         .collect()
+}
+
+/// One instance of the replicated pair, as `cluster/cassalock-servers status --json` lists it.
+#[derive(serde::Deserialize)]
+struct PairMember {
+    name: String,
+    set: String,
+    role: String,
+    state: String,
+}
+
+/// The longest `put_pair_back` goes on: each step mends one thing, and a pair after a failover
+/// needs three (the old primary restarted as replica, failed over back, the other restarted).
+const PAIR_STEPS: usize = 6;
+
+/// Bring the replicated pair back as configured (repl1 the primary, repl2 its replica, both
+/// running), whatever failover left it in, so that every run starts from, and the rerun lines
+/// name, the same addresses.
+fn put_pair_back() -> anyhow::Result<()> {
+    for _ in 0..PAIR_STEPS {
+        let output = std::process::Command::new("cluster/cassalock-servers")
+            .args(["status", "--json"])
+            .output()
+            .map_err(|e| anyhow::anyhow!("cannot run cluster/cassalock-servers: {e}"))?;
+        let all: Vec<PairMember> = serde_json::from_slice(&output.stdout)
+            .map_err(|e| anyhow::anyhow!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))?;
+        let member = |name: &str| {
+            all.iter()
+                .find(|m| m.set == "redis-replicated" && m.name == name)
+                .ok_or_else(|| anyhow::anyhow!("the servers list no {name}"))
+        };
+        let (first, second) = (member("repl1")?, member("repl2")?);
+        let up = |m: &PairMember| m.state == "up";
+        let step: &[&str] = if !up(first) {
+            &["restart", "repl1"]
+        } else if !up(second) {
+            &["restart", "repl2"]
+        } else if first.role != "primary" {
+            &["failover"]
+        } else {
+            return Ok(());
+        };
+        let done = std::process::Command::new("cluster/cassalock-servers")
+            .args(step)
+            .output()
+            .map_err(|e| anyhow::anyhow!("cannot run cluster/cassalock-servers: {e}"))?;
+        if !done.status.success() {
+            anyhow::bail!(
+                "`cluster/cassalock-servers {}` failed: {}",
+                step.join(" "),
+                String::from_utf8_lossy(&done.stderr).trim()
+            );
+        }
+    }
+    anyhow::bail!("not as configured after {PAIR_STEPS} steps")
 }
 
 fn reachable(address: &str) -> bool {
@@ -324,6 +473,18 @@ pub fn run(out: Option<&Path>) -> ExitCode {
             return ExitCode::from(4);
         }
     }
+    let fails_over = PLAN
+        .iter()
+        .any(|program| program.faults.contains(&ClientFault::LaggingFailover));
+    if fails_over {
+        if let Err(why) = put_pair_back() {
+            eprintln!(
+                "error: the replicated Redis pair is not as configured ({why:#}): start it with cluster/cassalock-servers {}",
+                PAIR_START
+            );
+            return ExitCode::from(4);
+        }
+    }
     let records = out.join("real-clients");
     if let Err(e) = std::fs::create_dir_all(&records) {
         return crate::usage_error(&format!("cannot create {}: {e}", records.display()));
@@ -336,6 +497,12 @@ pub fn run(out: Option<&Path>) -> ExitCode {
             eprintln!("[{}/{runs}] {}, {}", rows.len() + 1, program.slug, fault.label());
             let spec = spec(program, fault);
             let outcome = run_clients(&spec);
+            if fault == ClientFault::LaggingFailover {
+                if let Err(why) = put_pair_back() {
+                    eprintln!("error: the replicated Redis pair could not be put back after the failover: {why:#}");
+                    return ExitCode::from(4);
+                }
+            }
             let judgement = cassalock_judge::judge(&outcome.record);
             for fault in &outcome.faults {
                 eprintln!("  {fault}");
@@ -595,6 +762,26 @@ mod tests {
                 let name = format!("{}-{}.jsonl", program.slug, fault.slug());
                 assert_eq!(record_name(&name), Some((program.slug, fault)), "{name}");
             }
+        }
+    }
+
+    /// Every program planned across the failover has its command on the pair, naming the
+    /// primary the address moves from, and no other server; and every such command is planned.
+    #[test]
+    fn every_failover_run_names_the_pairs_primary() {
+        for program in PLAN.iter().filter(|p| p.faults.contains(&ClientFault::LaggingFailover)) {
+            let (command, _) = command_and_lease(program, ClientFault::LaggingFailover);
+            assert_ne!(command, program.command, "{}", program.slug);
+            assert_eq!(server_addresses(command), vec![PAIR_PRIMARY], "{}", program.slug);
+            let line = rerun(program, ClientFault::LaggingFailover);
+            assert!(
+                line.contains(&format!("--move-address {PAIR_PRIMARY}={PAIR_REPLICA}")),
+                "{line}"
+            );
+        }
+        for run in &ON_PAIR {
+            let program = PLAN.iter().find(|p| p.slug == run.slug).expect("a planned program");
+            assert!(program.faults.contains(&ClientFault::LaggingFailover), "{}", run.slug);
         }
     }
 }

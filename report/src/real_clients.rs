@@ -42,15 +42,20 @@ pub enum ClientFault {
     /// The holder cut off from its servers past its lease or session (its connections held
     /// at forwarders of its own, `real --proxy`), its process running on.
     CutOffHolder,
+    /// The Redis pair's replica cut off from its primary while a client holds, then promoted
+    /// with what it had (`cluster/cassalock-servers lag-replica`, then `failover`); the
+    /// primary's address moves to it.
+    LaggingFailover,
 }
 
 impl ClientFault {
-    pub const ALL: [ClientFault; 5] = [
+    pub const ALL: [ClientFault; 6] = [
         ClientFault::None,
         ClientFault::PausedHolder,
         ClientFault::PausedWaiter,
         ClientFault::ServerRestarted,
         ClientFault::CutOffHolder,
+        ClientFault::LaggingFailover,
     ];
 
     /// Its name in a run's record file (`redis-py-paused-holder.jsonl`).
@@ -61,6 +66,7 @@ impl ClientFault {
             ClientFault::PausedWaiter => "paused-waiter",
             ClientFault::ServerRestarted => "server-restarted",
             ClientFault::CutOffHolder => "cut-off-holder",
+            ClientFault::LaggingFailover => "failover-to-lagging-replica",
         }
     }
 
@@ -71,6 +77,7 @@ impl ClientFault {
             ClientFault::PausedWaiter => "waiter paused past its lease",
             ClientFault::ServerRestarted => "server restarted without persistence while held",
             ClientFault::CutOffHolder => "holder cut off from its servers past its lease",
+            ClientFault::LaggingFailover => "failover to a replica that lagged while held",
         }
     }
 }
@@ -234,11 +241,11 @@ pub fn matrix_answer(matrix: &str, ours: &str, fault: ClientFault) -> Option<(Se
                 Seen::Kept
             },
         )),
-        ClientFault::ServerRestarted | ClientFault::CutOffHolder => {
-            let name = if fault == ClientFault::CutOffHolder {
-                "partition"
-            } else {
-                "restart without persistence"
+        ClientFault::ServerRestarted | ClientFault::CutOffHolder | ClientFault::LaggingFailover => {
+            let name = match fault {
+                ClientFault::CutOffHolder => "partition",
+                ClientFault::LaggingFailover => "failover",
+                _ => "restart without persistence",
             };
             let under = |cell: &str| cell.split(", ").any(|f| f == name);
             Some((
@@ -293,7 +300,11 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          program take turns at one lock, 3 acquisitions each, each hold 20 ms (300 ms where a \
          waiter is paused or the server restarted) and a write of its token to cassalock's resource; under a fault, the client named is stopped (SIGSTOP) past its lease or session, \
          then continued; or the lock's server is restarted without persistence \
-         (`cluster/cassalock-servers restart`) while a client holds. Wall-clock runs: a rerun gives other figures and, where an outcome turns on timing, can give another verdict (docs/findings.md says which, from repeated runs).\n"
+         (`cluster/cassalock-servers restart`) while a client holds; or, on a replicated Redis \
+         pair, the replica stops receiving the primary's writes while the second acquisition's \
+         holder holds (holds of 1 s, the lease the library's own: Redisson's watchdog at 2 s), \
+         and 4 s later the primary dies and the replica is promoted with what it had, the \
+         primary's address moving to it (`lag-replica`, `failover`, `real --move-address`). Wall-clock runs: a rerun gives other figures and, where an outcome turns on timing, can give another verdict (docs/findings.md says which, from repeated runs).\n"
     );
     let _ = writeln!(
         out,

@@ -249,13 +249,22 @@ mod tests {
             .unwrap_or_else(|| panic!("no redis-py line in:\n{md}"));
         assert!(
             redis_py.contains(
-                "| `redis-set-nx` | none; holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease | holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease |"
+                "| `redis-set-nx` | none; holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease; failover to a replica that lagged while held | holder paused past its lease; server restarted without persistence while held; holder cut off from its servers past its lease |"
             ),
             "{redis_py}"
         );
         let fenced: Vec<&&str> = lines.iter().filter(|line| line.contains("RFencedLock")).collect();
         assert_eq!(fenced.len(), 1, "{md}");
         assert!(fenced[0].contains("| yes: its token grows"), "{}", fenced[0]);
+        // Redisson's watchdog locks give two holders across the failover to a lagging replica.
+        let rlock = lines
+            .iter()
+            .find(|line| line.starts_with("| Redisson 4.3.1 RLock "))
+            .unwrap_or_else(|| panic!("no RLock line in:\n{md}"));
+        assert!(
+            rlock.contains("| holder paused past its lease; holder cut off from its servers past its lease; failover to a replica that lagged while held |"),
+            "{rlock}"
+        );
         let mut titles: Vec<&str> = lines
             .iter()
             .map(|line| line.split(" | ").next().unwrap_or(""))
