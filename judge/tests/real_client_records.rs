@@ -36,7 +36,7 @@ fn verdict(v: &ObservedVerdicts, claim: ClaimId) -> Option<(ClaimVerdict, String
 /// How the first telling came ("refused", "lost", "release") and words it carries.
 type FirstTold = Option<(&'static str, &'static str)>;
 
-const EXPECTED: [(&str, ClaimVerdict, FirstTold); 16] = [
+const EXPECTED: [(&str, ClaimVerdict, FirstTold); 19] = [
     (
         "curator-cut-off-holder",
         ClaimVerdict::Holds,
@@ -72,7 +72,17 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 16] = [
         Some(("release", "LockNotOwnedError")),
     ),
     ("redisson-fair-cut-off-holder", ClaimVerdict::Violated, None),
+    (
+        "redisson-fair-failover-to-lagging-replica",
+        ClaimVerdict::Holds,
+        Some(("release", "IllegalMonitorStateException")),
+    ),
     ("redisson-fair-paused-holder", ClaimVerdict::Violated, None),
+    (
+        "redisson-fenced-failover-to-lagging-replica",
+        ClaimVerdict::Holds,
+        Some(("release", "IllegalMonitorStateException")),
+    ),
     (
         "redisson-fenced-try-paused-holder",
         ClaimVerdict::Holds,
@@ -80,6 +90,11 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 16] = [
     ),
     (
         "redisson-rlock-cut-off-holder",
+        ClaimVerdict::Holds,
+        Some(("release", "IllegalMonitorStateException")),
+    ),
+    (
+        "redisson-rlock-failover-to-lagging-replica",
         ClaimVerdict::Holds,
         Some(("release", "IllegalMonitorStateException")),
     ),
@@ -98,7 +113,7 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 16] = [
 #[test]
 fn c_lost_on_every_committed_record_is_what_the_record_shows() {
     let records = records();
-    assert_eq!(records.len(), 29, "the report's 29 runs");
+    assert_eq!(records.len(), 34, "the report's 34 runs");
     for (name, record) in &records {
         let v = judge_record(&record.header, &record.events);
         let (verdict, text) = verdict(&v, ClaimId::CLost).expect("C-lost is judged");
