@@ -121,13 +121,22 @@ fn judge_reading(
     })
 }
 
-/// Draw the record's timeline into `path`; its name, or why not.
+/// Draw the record's timeline into `path`; its name, or why not. A model's record is drawn one
+/// step a unit of the axis (`cassalock_judge::steps`): on its ticks, every step of a tick would
+/// land at one instant.
 #[cfg(madsim)]
 fn draw(
     record: &event::Record,
     judgement: &cassalock_judge::Judgement,
     path: &std::path::Path,
 ) -> anyhow::Result<String> {
+    let stepped;
+    let (record, judgement) = if record.header.clock == event::Clock::ModelTicks {
+        stepped = cassalock_judge::steps::by_steps(record);
+        (&stepped, &cassalock_judge::judge(&stepped))
+    } else {
+        (record, judgement)
+    };
     let picture = cassalock_sim::timeline::Picture::new(&record.header, &record.events, judgement);
     cassalock_sim::timeline::write_record_svg(&picture, path)
         .map(|()| path.display().to_string())

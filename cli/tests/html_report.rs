@@ -118,15 +118,42 @@ fn every_page_of_the_html_report_links_only_to_what_exists_and_says_something() 
     let lock_pages = names.iter().filter(|name| name.starts_with("lock-")).count();
     assert!(answer_rows >= 11, "{answer_rows} rows in the answer table");
     assert_eq!(lock_pages, answer_rows, "{names:?}");
-    // A page per simulated counterexample: every seed's trace has its timeline beside it.
-    let seed_traces = std::fs::read_dir(dir.join("matrix"))
+    // A page per counterexample with a timeline beside its trace: every seed's trace (the
+    // simulator's), and a lock model's where its record shows the violation (drawn one step a
+    // unit; two believers always show, T1-server and fairness are the model's alone).
+    let traces: Vec<String> = std::fs::read_dir(dir.join("matrix"))
         .expect("the traces")
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter(|name| name.contains("-seed") && name.ends_with(".txt"))
-        .count();
+        .filter(|name| name.ends_with(".txt"))
+        .collect();
+    let drawn = |name: &&String| dir.join("matrix").join(name.replace(".txt", ".svg")).is_file();
+    let seed_traces: Vec<&String> = traces.iter().filter(|name| name.contains("-seed")).collect();
+    let two_believers: Vec<&String> = traces
+        .iter()
+        .filter(|name| name.contains("-model-t1.txt") || name.contains("-model-t1-belief.txt"))
+        .collect();
+    assert!(seed_traces.len() >= 40, "{} seed traces", seed_traces.len());
+    assert!(
+        two_believers.len() >= 20,
+        "{} model traces of two believers",
+        two_believers.len()
+    );
+    let undrawn: Vec<&&String> = seed_traces
+        .iter()
+        .chain(&two_believers)
+        .filter(|name| !drawn(name))
+        .collect();
+    assert!(undrawn.is_empty(), "traces without a timeline: {undrawn:?}");
+    let server_only: Vec<&String> = traces
+        .iter()
+        .filter(|name| name.contains("-model-t1-server.txt") && drawn(name))
+        .collect();
+    assert!(
+        server_only.is_empty(),
+        "a T1-server trace drawn from a record without server readings: {server_only:?}"
+    );
     let trace_pages = names.iter().filter(|name| name.starts_with("trace-")).count();
-    assert!(seed_traces >= 40, "{seed_traces} seed traces");
-    assert_eq!(trace_pages, seed_traces, "{names:?}");
+    assert_eq!(trace_pages, traces.iter().filter(drawn).count(), "{names:?}");
     let stray: Vec<String> = std::fs::read_dir(dir.join("matrix"))
         .expect("the traces")
         .filter_map(|entry| entry.ok()?.file_name().into_string().ok())

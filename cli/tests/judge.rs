@@ -46,6 +46,20 @@ fn a_model_counterexample_written_by_check_is_judged_violated() {
     assert_eq!(judged.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("a model run of the queue lock"), "{stdout}");
     assert!(stdout.contains("T1-belief    FAILED   1 overlap"), "{stdout}");
+    // Its timeline is drawn on the model's steps, the two believers' band in it.
+    let svg = temp("k1.svg");
+    let drawn = cassalock(&["judge", &path, "--svg", &svg.to_string_lossy()]);
+    assert_eq!(drawn.status.code(), Some(1), "{}", text(&drawn.stderr));
+    let picture = std::fs::read_to_string(&svg).expect("the timeline");
+    assert!(
+        picture.contains("the model&apos;s steps, one a unit") || picture.contains("the model's steps, one a unit"),
+        "{picture}"
+    );
+    assert!(
+        picture.contains("two clients believe they hold it (T1-belief): 1"),
+        "{picture}"
+    );
+    let _ = std::fs::remove_file(&svg);
     let _ = std::fs::remove_file(&file);
 }
 

@@ -57,6 +57,9 @@ pub enum Clock {
     WallSinceEpoch,
     /// The model's clock ticks, one tick a second.
     ModelTicks,
+    /// The steps of a model's path, one step a second: a drawing's axis
+    /// ([`crate::steps::by_steps`]); no model writes it.
+    ModelSteps,
 }
 
 /// The first line of a record.

@@ -29,6 +29,7 @@ pub mod overlap_window;
 pub mod rows;
 pub mod server_state;
 pub mod stats;
+pub mod steps;
 pub mod text;
 pub mod told;
 

@@ -813,6 +813,7 @@ fn instant(clock: Clock, at: Duration) -> String {
     match clock {
         Clock::WallSinceEpoch => format!("{} us", at.as_micros()),
         Clock::ModelTicks => format!("tick {}, step {}", at.as_secs(), at.subsec_nanos()),
+        Clock::ModelSteps => format!("step {}", at.as_secs()),
         Clock::SimulatedSinceStart => format!("{:.6} s", at.as_secs_f64()),
     }
 }

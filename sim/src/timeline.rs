@@ -173,7 +173,7 @@ impl<'a> Picture<'a> {
     pub fn new(header: &'a Header, events: &'a [Event], judgement: &Judgement) -> Self {
         let origin_ns = match header.clock {
             Clock::WallSinceEpoch => events.first().map_or(0, |event| event.at_ns),
-            Clock::SimulatedSinceStart | Clock::ModelTicks => 0,
+            Clock::SimulatedSinceStart | Clock::ModelTicks | Clock::ModelSteps => 0,
         };
         let end = Duration::from_nanos(header.run.end_ns.saturating_sub(origin_ns));
         let shift = |at: Duration| at.saturating_sub(Duration::from_nanos(origin_ns));
@@ -629,6 +629,7 @@ fn clock_name(clock: Clock) -> &'static str {
         Clock::SimulatedSinceStart => "simulated time",
         Clock::WallSinceEpoch => "the wall clock",
         Clock::ModelTicks => "the model's clock",
+        Clock::ModelSteps => "the model's clock",
     }
 }
 
@@ -783,6 +784,7 @@ impl<'p> Layout<'p> {
                 Clock::SimulatedSinceStart => "simulated seconds",
                 Clock::WallSinceEpoch => "seconds since the first event",
                 Clock::ModelTicks => "model ticks",
+                Clock::ModelSteps => "the model's steps, one a unit",
             })
             .x_label_formatter(&|x: &f64| shortest(*x, 6))
             .y_labels(count)

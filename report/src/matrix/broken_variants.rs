@@ -78,6 +78,11 @@ pub(super) fn kill_rows(
                     &format!("{}\n\n{} -- {}\n{}", report.title, row.property, row.verdict, trace),
                 )?;
                 files.push(format!("matrix/{name}"));
+                if let Some(record) = &row.record {
+                    if let Some(svg) = super::cells::write_model_timeline(&name, claim, record, out_dir)? {
+                        files.push(format!("matrix/{svg}"));
+                    }
+                }
                 format!(" [{steps} steps](matrix/{name})")
             }
             None => String::new(),

@@ -179,6 +179,11 @@ fn model_judgement(
                 );
                 write_file(out_dir, &name, &text)?;
                 files.push(format!("matrix/{name}"));
+                if let Some(record) = &property.record {
+                    if let Some(svg) = write_model_timeline(&name, claim, record, out_dir)? {
+                        files.push(format!("matrix/{svg}"));
+                    }
+                }
                 Some(TraceFile { name, steps: *steps })
             }
             _ => None,
@@ -336,6 +341,55 @@ fn family_judgement(
     searched_judgement(label, result, None, 0, |search, seed| {
         write_family_trace(row, column, scenario, search, seed, out_dir, files)
     })
+}
+
+/// The timeline of a model's trace `name` of `claim`, from its path's event record, one step a
+/// unit of its axis (`cassalock_judge::steps`): the file's name, beside the trace. None where
+/// the record's judge does not find `claim` violated (T1-server and the fairness and liveness
+/// claims are judged by the model alone: their records carry no server readings and no
+/// infinite paths), so that no picture beside a violated trace says "ok".
+pub(super) fn write_model_timeline(
+    name: &str,
+    claim: ClaimId,
+    record: &str,
+    out_dir: &Path,
+) -> Result<Option<String>, ReportError> {
+    let svg = timeline_name(name);
+    let path = out_dir.join(&svg);
+    let record = cassalock_judge::event::read(record.as_bytes()).map_err(|source| ReportError::Record {
+        path: path.clone(),
+        source,
+    })?;
+    let stepped = cassalock_judge::steps::by_steps(&record);
+    let judgement = cassalock_judge::judge(&stepped);
+    let verdicts = verdict_words(&judgement);
+    assert_eq!(
+        verdicts,
+        verdict_words(&cassalock_judge::judge(&record)),
+        "{name}: a record judged on its step axis must keep the verdicts of its ticks"
+    );
+    // The row locks' models call two believers T1; the record's judge, T1-belief.
+    let shown = |id: &str| verdicts.iter().any(|(c, word)| c == id && word == "FAILED");
+    if !(shown(claim.as_str()) || (claim == ClaimId::T1 && shown(ClaimId::T1Belief.as_str()))) {
+        return Ok(None);
+    }
+    let picture = cassalock_sim::timeline::Picture::new(&stepped.header, &stepped.events, &judgement);
+    cassalock_sim::timeline::write_record_svg(&picture, &path)
+        .map_err(|source| ReportError::Timeline { path, source })?;
+    Ok(Some(svg))
+}
+
+/// Each claim's verdict word as a judgement prints it (`T1-belief FAILED`), without the
+/// instants, which the step axis renames.
+fn verdict_words(judgement: &cassalock_judge::Judgement) -> Vec<(String, String)> {
+    format!("{judgement}")
+        .lines()
+        .filter(|line| line.starts_with("  "))
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            Some((words.next()?.to_owned(), words.next()?.to_owned()))
+        })
+        .collect()
 }
 
 /// The trace of `seed`, run again with every request and reply.

@@ -159,6 +159,10 @@ pub struct ModelRow {
     pub detail: Option<String>,
     /// The trace as its file prints it, and its length in steps.
     pub trace: Option<(String, usize)>,
+    /// The trace's path as an event record (JSON lines, docs/events.md), where the model writes
+    /// one: drawn as the trace's timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
 }
 
 impl ModelOutcome {
@@ -181,6 +185,12 @@ impl ModelOutcome {
                     verdict: row.verdict.clone(),
                     detail: row.detail.clone(),
                     trace: row.trace.as_ref().map(|trace| (trace.to_string(), trace.steps)),
+                    record: row.record.as_ref().map(|record| {
+                        let mut lines = Vec::new();
+                        cassalock_judge::event::write(&mut lines, &record.header, &record.events)
+                            .expect("writing to memory does not fail");
+                        String::from_utf8(lines).expect("records are written as UTF-8")
+                    }),
                 })
                 .collect(),
         }
