@@ -394,15 +394,6 @@ fn server_addresses(command: &str) -> Vec<String> {
         .collect()
 }
 
-/// One instance of the replicated pair, as `cluster/cassalock-servers status --json` lists it.
-#[derive(serde::Deserialize)]
-struct PairMember {
-    name: String,
-    set: String,
-    role: String,
-    state: String,
-}
-
 /// The longest `put_pair_back` goes on: each step mends one thing, and a pair after a failover
 /// needs three (the old primary restarted as replica, failed over back, the other restarted).
 const PAIR_STEPS: usize = 6;
@@ -412,19 +403,14 @@ const PAIR_STEPS: usize = 6;
 /// name, the same addresses.
 fn put_pair_back() -> anyhow::Result<()> {
     for _ in 0..PAIR_STEPS {
-        let output = std::process::Command::new("cluster/cassalock-servers")
-            .args(["status", "--json"])
-            .output()
-            .map_err(|e| anyhow::anyhow!("cannot run cluster/cassalock-servers: {e}"))?;
-        let all: Vec<PairMember> = serde_json::from_slice(&output.stdout)
-            .map_err(|e| anyhow::anyhow!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))?;
+        let all = crate::cluster_scripts::servers_status()?;
         let member = |name: &str| {
             all.iter()
                 .find(|m| m.set == "redis-replicated" && m.name == name)
                 .ok_or_else(|| anyhow::anyhow!("the servers list no {name}"))
         };
         let (first, second) = (member("repl1")?, member("repl2")?);
-        let up = |m: &PairMember| m.state == "up";
+        let up = |m: &crate::cluster_scripts::ServerInstance| m.state == "up";
         let step: &[&str] = if !up(first) {
             &["restart", "repl1"]
         } else if !up(second) {
@@ -434,17 +420,7 @@ fn put_pair_back() -> anyhow::Result<()> {
         } else {
             return Ok(());
         };
-        let done = std::process::Command::new("cluster/cassalock-servers")
-            .args(step)
-            .output()
-            .map_err(|e| anyhow::anyhow!("cannot run cluster/cassalock-servers: {e}"))?;
-        if !done.status.success() {
-            anyhow::bail!(
-                "`cluster/cassalock-servers {}` failed: {}",
-                step.join(" "),
-                String::from_utf8_lossy(&done.stderr).trim()
-            );
-        }
+        crate::cluster_scripts::run_script("cassalock-servers", step)?;
     }
     anyhow::bail!("not as configured after {PAIR_STEPS} steps")
 }

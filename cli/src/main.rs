@@ -13,6 +13,7 @@ mod bench_judge;
 mod bench_sim;
 mod capacity;
 mod check;
+mod cluster_scripts;
 #[cfg(madsim)]
 mod family_sim;
 mod judge;

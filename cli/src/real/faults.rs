@@ -2,7 +2,6 @@
 //! Redis failover, a Redlock master paused, memcached restarted) through the cluster scripts, and
 //! the run they are injected into.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
@@ -12,55 +11,7 @@ use cassalock_real::Lock;
 use cassalock_report::real_backends::FaultOutcome;
 
 use super::plan::BenchPlan;
-
-/// One row of `cluster/cassalock-servers status --json`: an instance the script manages.
-#[derive(Clone, Debug, serde::Deserialize)]
-pub(super) struct ServerInstance {
-    name: String,
-    kind: String,
-    set: String,
-    port: u16,
-    /// leader or follower for an ensemble's member, primary or replica for Redis.
-    #[serde(default)]
-    role: String,
-}
-
-fn script(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster").join(name)
-}
-
-/// Run one of the cluster scripts: its output, or what went wrong (print it with `{:#}`).
-fn run_script(name: &str, args: &[&str]) -> anyhow::Result<String> {
-    let output = std::process::Command::new(script(name))
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run cluster/{name}"))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    if !output.status.success() {
-        bail!(
-            "`cluster/{name} {}` failed ({}): {}",
-            args.join(" "),
-            output.status,
-            text.trim()
-        );
-    }
-    Ok(text)
-}
-
-/// The instances `cluster/cassalock-servers` manages (it exits 3 when one is down, still
-/// listing them all), or why they cannot be listed (print it with `{:#}`).
-pub(super) fn servers_status() -> anyhow::Result<Vec<ServerInstance>> {
-    let output = std::process::Command::new(script("cassalock-servers"))
-        .args(["status", "--json"])
-        .output()
-        .context("cannot run cluster/cassalock-servers")?;
-    serde_json::from_slice(&output.stdout)
-        .map_err(|e| anyhow!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))
-}
+pub(super) use crate::cluster_scripts::{run_script, servers_status, ServerInstance};
 
 /// The managed instance listening on `address` (127.0.0.1 only: the script binds nothing
 /// else), of `kind` and in a set whose name starts with `set`.

@@ -1,0 +1,112 @@
+//! The cluster scripts (`cluster/cassalock-servers`, `cluster/cassalock-cluster`) as the CLI
+//! runs them: each call bounded in time, and the servers' own list of instances read back.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+
+/// The longest one call of a cluster script may run: a Cassandra node's restart, the slowest,
+/// takes about a minute here.
+pub const SCRIPT_LIMIT: Duration = Duration::from_secs(300);
+
+/// One row of `cluster/cassalock-servers status --json`: an instance the script manages.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub struct ServerInstance {
+    pub name: String,
+    /// Read by the real build's faults only (`bench real` finds an instance by kind and port).
+    #[cfg_attr(madsim, allow(dead_code))]
+    pub kind: String,
+    pub set: String,
+    #[cfg_attr(madsim, allow(dead_code))]
+    pub port: u16,
+    /// leader or follower for an ensemble's member, primary or replica for Redis.
+    #[serde(default)]
+    pub role: String,
+    /// up or down.
+    #[serde(default)]
+    pub state: String,
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../cluster").join(name)
+}
+
+/// Everything `pipe` gives until it closes, read on its own thread so that a child writing
+/// more than a pipe holds cannot stall.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut pipe) = pipe {
+            let _ = pipe.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
+/// Run `cluster/{name} {args}` for at most [`SCRIPT_LIMIT`] (killed past it): its exit status,
+/// standard output and standard error.
+fn run_bounded(name: &str, args: &[&str]) -> anyhow::Result<(std::process::ExitStatus, String, String)> {
+    let mut child = Command::new(script(name))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run cluster/{name}"))?;
+    let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let deadline = Instant::now() + SCRIPT_LIMIT;
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .with_context(|| format!("waiting for cluster/{name}"))?
+        {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(
+                "`cluster/{name} {}` did not end within {} s and was killed",
+                args.join(" "),
+                SCRIPT_LIMIT.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let text = |handle: std::thread::JoinHandle<Vec<u8>>| {
+        String::from_utf8_lossy(&handle.join().unwrap_or_default()).into_owned()
+    };
+    Ok((status, text(stdout), text(stderr)))
+}
+
+/// Run one of the cluster scripts: its output, or what went wrong (print it with `{:#}`).
+pub fn run_script(name: &str, args: &[&str]) -> anyhow::Result<String> {
+    let (status, stdout, stderr) = run_bounded(name, args)?;
+    let text = format!("{stdout}{stderr}");
+    if !status.success() {
+        bail!("`cluster/{name} {}` failed ({status}): {}", args.join(" "), text.trim());
+    }
+    Ok(text)
+}
+
+/// The instances `cluster/cassalock-servers` manages (it exits 3 when one is down, still
+/// listing them all), or why they cannot be listed (print it with `{:#}`).
+pub fn servers_status() -> anyhow::Result<Vec<ServerInstance>> {
+    let (_, stdout, _) = run_bounded("cassalock-servers", &["status", "--json"])?;
+    serde_json::from_str(&stdout)
+        .map_err(|e| anyhow!("`cluster/cassalock-servers status --json` printed no instance list ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_that_is_not_there_is_an_error_naming_it() {
+        let why = run_script("no-such-script", &["status"]).unwrap_err();
+        assert!(format!("{why:#}").contains("cluster/no-such-script"), "{why:#}");
+    }
+}
