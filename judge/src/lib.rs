@@ -56,6 +56,36 @@ impl Judgement {
         }
     }
 
+    /// Each claim's verdict, under the name the judgement prints it with, in its printed order
+    /// (a families' record names T2-free apart from T2).
+    pub fn claim_verdicts(&self) -> Vec<(&'static str, ClaimVerdict)> {
+        match self {
+            Judgement::Rows(verdicts) => verdicts
+                .checks
+                .iter()
+                .map(|check| (check.claim.as_str(), check.verdict))
+                .collect(),
+            Judgement::Families(verdicts) => verdicts
+                .claims
+                .iter()
+                .map(|(claim, verdict)| {
+                    let verdict = match verdict {
+                        families::Verdict::NoViolation => ClaimVerdict::Holds,
+                        families::Verdict::Violated(_) => ClaimVerdict::Violated,
+                        families::Verdict::Bounded(_) => ClaimVerdict::Bounded,
+                        families::Verdict::NotChecked => ClaimVerdict::NotExercised,
+                    };
+                    (claim.name(), verdict)
+                })
+                .collect(),
+            Judgement::Observed(verdicts) => verdicts
+                .checks
+                .iter()
+                .map(|(claim, verdict, _)| (claim.as_str(), *verdict))
+                .collect(),
+        }
+    }
+
     /// No claim was violated, and a bound left some claim undecided.
     pub fn any_bounded(&self) -> bool {
         match self {

@@ -207,3 +207,35 @@ fn every_committed_record_judges_the_same_in_bounded_memory() {
         assert_eq!(everything.lost_holders, bounded.lost_holders, "{name}");
     }
 }
+
+/// `Judgement::claim_verdicts` names each claim and verdict as the judgement prints them.
+#[test]
+fn every_records_claim_verdicts_are_its_printed_lines() {
+    for (name, record) in records() {
+        let judgement = cassalock_judge::judge(&record);
+        let printed: Vec<(String, String)> = judgement
+            .to_string()
+            .lines()
+            .filter_map(|line| {
+                let mut words = line.strip_prefix("  ")?.split_whitespace();
+                Some((words.next()?.to_owned(), words.next()?.to_owned()))
+            })
+            .filter(|(claim, _)| claim.contains('-') || claim.starts_with('T'))
+            .collect();
+        let listed: Vec<(String, String)> = judgement
+            .claim_verdicts()
+            .into_iter()
+            .map(|(claim, verdict)| {
+                let word = match verdict {
+                    ClaimVerdict::Holds => "ok",
+                    ClaimVerdict::Violated => "FAILED",
+                    ClaimVerdict::NotExercised => "-",
+                    ClaimVerdict::Bounded => "bounded",
+                };
+                (claim.to_owned(), word.to_owned())
+            })
+            .collect();
+        assert!(!listed.is_empty(), "{name}: no claim judged");
+        assert_eq!(listed, printed, "{name}");
+    }
+}

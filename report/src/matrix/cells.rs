@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cassalock_judge::ClaimId;
+use cassalock_judge::{ClaimId, ClaimVerdict};
 use cassalock_models::check::Verdict;
 use cassalock_models::Spec;
 use cassalock_sim::family::run_family;
@@ -362,34 +362,25 @@ pub(super) fn write_model_timeline(
     })?;
     let stepped = cassalock_judge::steps::by_steps(&record);
     let judgement = cassalock_judge::judge(&stepped);
-    let verdicts = verdict_words(&judgement);
+    let verdicts = judgement.claim_verdicts();
     assert_eq!(
         verdicts,
-        verdict_words(&cassalock_judge::judge(&record)),
+        cassalock_judge::judge(&record).claim_verdicts(),
         "{name}: a record judged on its step axis must keep the verdicts of its ticks"
     );
     // The row locks' models call two believers T1; the record's judge, T1-belief.
-    let shown = |id: &str| verdicts.iter().any(|(c, word)| c == id && word == "FAILED");
-    if !(shown(claim.as_str()) || (claim == ClaimId::T1 && shown(ClaimId::T1Belief.as_str()))) {
+    let shown = |id: ClaimId| {
+        verdicts
+            .iter()
+            .any(|&(c, verdict)| c == id.as_str() && verdict == ClaimVerdict::Violated)
+    };
+    if !(shown(claim) || (claim == ClaimId::T1 && shown(ClaimId::T1Belief))) {
         return Ok(None);
     }
     let picture = cassalock_sim::timeline::Picture::new(&stepped.header, &stepped.events, &judgement);
     cassalock_sim::timeline::write_record_svg(&picture, &path)
         .map_err(|source| ReportError::Timeline { path, source })?;
     Ok(Some(svg))
-}
-
-/// Each claim's verdict word as a judgement prints it (`T1-belief FAILED`), without the
-/// instants, which the step axis renames.
-fn verdict_words(judgement: &cassalock_judge::Judgement) -> Vec<(String, String)> {
-    format!("{judgement}")
-        .lines()
-        .filter(|line| line.starts_with("  "))
-        .filter_map(|line| {
-            let mut words = line.split_whitespace();
-            Some((words.next()?.to_owned(), words.next()?.to_owned()))
-        })
-        .collect()
 }
 
 /// The trace of `seed`, run again with every request and reply.
