@@ -389,6 +389,7 @@ fn the_merge_of_three_fairness_shards_writes_the_single_runs_bytes() {
 /// The thesis's rows with small budgets: every kind of unit (model runs, repeated specs, seed
 /// searches with trace files written at the merge, mutants, contract run sets) is in it.
 #[test]
+#[ignore = "the thesis's matrix four times over, minutes: .ci/run runs it (cargo test -p cassalock-cli --test shard -- --ignored)"]
 fn the_merge_of_three_matrix_shards_writes_the_single_runs_bytes() {
     assert_merge_equals_whole(
         "matrix",

@@ -6,9 +6,11 @@ use cassalock::registry::Lock;
 use cassalock_models::check::{Limits, StoppedBy, Verdict};
 use cassalock_models::{build, Fault, ModelName, Runnable, Spec};
 
+/// Three threads: a world of half a second, whose whole run the guard must leave alone, and
+/// which a 1 MiB limit cuts at once.
 fn skewed_getlock() -> Runnable {
     build(&Spec {
-        threads: Some(4),
+        threads: Some(3),
         acquisitions: Some(1),
         fault: Fault::Skew,
         ..Spec::new(ModelName::Lock(Lock::Queue))
