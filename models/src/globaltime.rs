@@ -651,21 +651,29 @@ mod tests {
         seen
     }
 
+    /// The states `replicas` reach with ticks to the next position only, which must be those
+    /// of any jump: how many.
+    fn same_states_as_any_jump(replicas: u8) -> usize {
+        let model = |every_tick_jump| GlobalTimeModel {
+            replicas,
+            time: TimeKeeping::Ranks,
+            every_tick_jump,
+        };
+        let chained = reachable(&model(false), 400_000);
+        let jumping = reachable(&model(true), 400_000);
+        assert_eq!(chained.len(), jumping.len(), "{replicas} replicas");
+        assert!(chained == jumping, "{replicas} replicas: the same count, other states");
+        chained.len()
+    }
+
     #[test]
     fn t5_ticks_to_the_next_position_reach_the_same_states_as_any_jump() {
-        for replicas in [2, 3] {
-            let model = |every_tick_jump| GlobalTimeModel {
-                replicas,
-                time: TimeKeeping::Ranks,
-                every_tick_jump,
-            };
-            let chained = reachable(&model(false), 400_000);
-            let jumping = reachable(&model(true), 400_000);
-            assert_eq!(chained.len(), jumping.len(), "{replicas} replicas");
-            assert!(chained == jumping, "{replicas} replicas: the same count, other states");
-            if replicas == 3 {
-                assert_eq!(chained.len(), 365_277);
-            }
-        }
+        assert!(same_states_as_any_jump(2) > 1);
+    }
+
+    #[test]
+    #[ignore = "the checker's own soundness, half a minute: .ci/run runs it (cargo test -p cassalock-models --lib -- --ignored)"]
+    fn t5_ticks_to_the_next_position_reach_the_same_states_as_any_jump_with_three_replicas() {
+        assert_eq!(same_states_as_any_jump(3), 365_277);
     }
 }
