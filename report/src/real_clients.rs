@@ -302,7 +302,8 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          then continued; or the lock's server is restarted without persistence \
          (`cluster/cassalock-servers restart`) while a client holds; or, on a replicated Redis \
          pair, the replica stops receiving the primary's writes while the second acquisition's \
-         holder holds (holds of 1 s, the lease the library's own: Redisson's watchdog at 2 s), \
+         holder holds (holds of 1 s; leases: Redisson's watchdog set to 2 s, go-redsync's default \
+         of 8 s, and 10 s given to redis-py, whose lock has no lease unless given one), \
          and 4 s later the primary dies and the replica is promoted with what it had, the \
          primary's address moving to it (`lag-replica`, `failover`, `real --move-address`). Wall-clock runs: a rerun gives other figures and, where an outcome turns on timing, can give another verdict (docs/findings.md says which, from repeated runs).\n"
     );
