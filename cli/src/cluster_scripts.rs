@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 
-/// The longest one call of a cluster script may run: a Cassandra node's restart, the slowest,
-/// takes about a minute here.
+/// The longest one call of a cluster script may run: above `cassalock-cluster restart`'s own
+/// wait for a restarted node to answer (240 s by default), the slowest call there is.
 pub const SCRIPT_LIMIT: Duration = Duration::from_secs(300);
 
 /// One row of `cluster/cassalock-servers status --json`: an instance the script manages.
