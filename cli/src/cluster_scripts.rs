@@ -49,30 +49,33 @@ fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Ve
 /// Run `cluster/{name} {args}` for at most [`SCRIPT_LIMIT`] (killed past it): its exit status,
 /// standard output and standard error.
 fn run_bounded(name: &str, args: &[&str]) -> anyhow::Result<(std::process::ExitStatus, String, String)> {
-    let mut child = Command::new(script(name))
-        .args(args)
+    let mut command = Command::new(script(name));
+    command.args(args);
+    run_for_at_most(command, &format!("cluster/{name} {}", args.join(" ")), SCRIPT_LIMIT)
+}
+
+/// Run `command` (`what`, in messages) for at most `limit`, killed past it.
+fn run_for_at_most(
+    mut command: Command,
+    what: &str,
+    limit: Duration,
+) -> anyhow::Result<(std::process::ExitStatus, String, String)> {
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run cluster/{name}"))?;
+        .with_context(|| format!("cannot run {what}"))?;
     let (stdout, stderr) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let deadline = Instant::now() + SCRIPT_LIMIT;
+    let deadline = Instant::now() + limit;
     let status = loop {
-        if let Some(status) = child
-            .try_wait()
-            .with_context(|| format!("waiting for cluster/{name}"))?
-        {
+        if let Some(status) = child.try_wait().with_context(|| format!("waiting for {what}"))? {
             break status;
         }
         if Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            bail!(
-                "`cluster/{name} {}` did not end within {} s and was killed",
-                args.join(" "),
-                SCRIPT_LIMIT.as_secs()
-            );
+            bail!("`{what}` did not end within {limit:?} and was killed");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -108,5 +111,27 @@ mod tests {
     fn a_script_that_is_not_there_is_an_error_naming_it() {
         let why = run_script("no-such-script", &["status"]).unwrap_err();
         assert!(format!("{why:#}").contains("cluster/no-such-script"), "{why:#}");
+    }
+
+    #[test]
+    fn a_command_past_its_limit_is_killed_and_said() {
+        let mut sleeper = Command::new("sleep");
+        sleeper.arg("30");
+        let started = Instant::now();
+        let why = run_for_at_most(sleeper, "sleep 30", Duration::from_millis(200)).unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "killed, not waited for");
+        assert!(
+            format!("{why:#}").contains("`sleep 30` did not end within 200ms"),
+            "{why:#}"
+        );
+    }
+
+    #[test]
+    fn a_command_printing_more_than_a_pipe_holds_still_ends() {
+        let mut talker = Command::new("head");
+        talker.args(["-c", "1000000", "/dev/zero"]);
+        let (status, stdout, _) = run_for_at_most(talker, "head", Duration::from_secs(60)).expect("it ends");
+        assert!(status.success());
+        assert_eq!(stdout.len(), 1_000_000);
     }
 }

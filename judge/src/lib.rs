@@ -133,3 +133,32 @@ pub fn judge(record: &event::Record) -> Judgement {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use families::{Claim, FamilyVerdicts, Verdict};
+
+    /// A families' judgement lists each claim under its own name (T2-free apart from T2) with
+    /// the verdict its words say.
+    #[test]
+    fn a_families_judgement_lists_each_claim_with_its_verdict() {
+        let judgement = Judgement::Families(FamilyVerdicts {
+            claims: vec![
+                (Claim::T1Belief, Verdict::Violated("two holders".into())),
+                (Claim::T2, Verdict::NoViolation),
+                (Claim::T2Free, Verdict::NotChecked),
+                (Claim::CWait, Verdict::Bounded("the run's time limit".into())),
+            ],
+        });
+        assert_eq!(
+            judgement.claim_verdicts(),
+            vec![
+                ("T1-belief", ClaimVerdict::Violated),
+                ("T2", ClaimVerdict::Holds),
+                ("T2-free", ClaimVerdict::NotExercised),
+                ("C-wait", ClaimVerdict::Bounded),
+            ]
+        );
+    }
+}
