@@ -2,9 +2,11 @@
 //! with the answer table (which lock keeps which claim under which fault) and the shipped
 //! libraries as run, each lock's name linking to a page with that lock's cells; every Markdown
 //! report of the folder (`matrix.md`, `fairness.md`, `real-*.md`) becomes a page of its own,
-//! its charts shown where it links them, its traces and event records linked as they are.
+//! its charts shown where it links them, its traces and event records linked as they are;
+//! each counterexample with a timeline, and each recorded run of a shipped library, gets a page
+//! with its timeline (the latter drawn here from its record: `client_pictures`).
 //!
-//! Nothing is measured here: the pages are the Markdown reports, rendered. So the site is
+//! Nothing is measured here: the pages are the Markdown reports and records, rendered. So the site is
 //! written from a folder of reports (`cassalock report html --dir reports`), after `report all`
 //! and the `bench` reports wrote theirs, and the same folder always gives the same bytes.
 
@@ -13,6 +15,7 @@ use std::path::Path;
 
 use pulldown_cmark::{html, CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
+use crate::client_pictures::{draw_client_runs, ClientRun};
 use crate::{write_file, ReportError};
 
 /// The reports a site is made of, in the order the index lists them: the file, and what it
@@ -125,6 +128,34 @@ fn trace_page(stem: &str) -> String {
     format!("trace-{stem}.html")
 }
 
+/// The stem of a client run's timeline (`real-clients/x.svg` -> `x`).
+fn client_run_stem(path: &str) -> Option<&str> {
+    path.strip_prefix("real-clients/")?.strip_suffix(".svg")
+}
+
+/// The page of a shipped library's run: its timeline above its verdicts.
+fn client_run_page(stem: &str) -> String {
+    format!("client-{stem}.html")
+}
+
+/// A client run's page: the program, its record, its timeline, the judge's verdicts.
+fn client_run_body(run: &ClientRun) -> String {
+    let program = run
+        .program
+        .as_deref()
+        .map(|program| format!("The program: <code>{}</code> · ", escape(program)))
+        .unwrap_or_default();
+    format!(
+        "<h1>{title}</h1>\n<p>{program}<a href=\"real-clients/{stem}.jsonl\">its event record</a> · \
+         every run: <a href=\"real-clients.html\">real-clients</a></p>\n\
+         <p><img src=\"real-clients/{stem}.svg\" alt=\"the timeline of {title}\"></p>\n\
+         <p>The judge's verdicts (<code>cassalock judge real-clients/{stem}.jsonl</code>):</p>\n<pre>{verdicts}</pre>\n",
+        title = escape(&run.title),
+        stem = run.stem,
+        verdicts = escape(&run.verdicts)
+    )
+}
+
 /// The most counterexample pages a site writes (the matrix has about fifty).
 const MOST_TRACE_PAGES: usize = 1000;
 
@@ -188,9 +219,10 @@ fn site_link(destination: &str, present: &[&str]) -> String {
         Some((path, fragment)) => (path, Some(fragment)),
         None => (destination, None),
     };
-    let page = match (path.strip_suffix(".md"), trace_stem(path)) {
-        (Some(stem), _) if present.contains(&path) => format!("{stem}.html"),
-        (_, Some(stem)) if present.contains(&path) => trace_page(stem),
+    let page = match (path.strip_suffix(".md"), trace_stem(path), client_run_stem(path)) {
+        (Some(stem), _, _) if present.contains(&path) => format!("{stem}.html"),
+        (_, Some(stem), _) if present.contains(&path) => trace_page(stem),
+        (_, _, Some(stem)) if present.contains(&path) => client_run_page(stem),
         _ => path.to_owned(),
     };
     match fragment {
@@ -315,11 +347,17 @@ fn read_report(path: &Path) -> Result<String, ReportError> {
 /// Write the site into `dir`, from the Markdown reports there (the matrix at least).
 pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
     let traces = traces_with_timelines(dir)?;
+    let client_runs: Vec<ClientRun> = draw_client_runs(dir)?.into_iter().filter(|run| run.drawn).collect();
+    let client_timelines: Vec<String> = client_runs
+        .iter()
+        .map(|run| format!("real-clients/{}.svg", run.stem))
+        .collect();
     let present: Vec<&str> = REPORTS
         .iter()
         .map(|(file, _)| *file)
         .filter(|file| dir.join(file).is_file())
         .chain(traces.iter().map(String::as_str))
+        .chain(client_timelines.iter().map(String::as_str))
         .collect();
     let matrix = read_report(&dir.join("matrix.md"))?;
     let (_, matrix_sections) = sections(&matrix);
@@ -397,6 +435,13 @@ pub fn write_site(dir: &Path) -> Result<Site, ReportError> {
         let text = read_report(&dir.join(trace))?;
         written.push((trace_page(stem), page(stem, &trace_body(stem, &text), &present)));
     }
+    // A page per run of a shipped library, where its timeline was drawn.
+    for run in &client_runs {
+        written.push((
+            client_run_page(&run.stem),
+            page(&run.title, &client_run_body(run), &present),
+        ));
+    }
     write_file(dir, STYLESHEET, STYLE)?;
     for (name, html) in &written {
         write_file(dir, name, html)?;
@@ -443,6 +488,35 @@ mod tests {
         );
         assert!(body.contains("<img src=\"matrix/x-seed3.svg\""), "{body}");
         assert!(body.contains("plan &lt;a&gt;"), "{body}");
+    }
+
+    /// A client run's timeline link opens its page (timeline and verdicts); the told chart,
+    /// an image, stays itself.
+    #[test]
+    fn a_client_run_s_timeline_becomes_its_page() {
+        let present = ["real-clients.md", "real-clients/curator-paused-holder.svg"];
+        assert_eq!(
+            site_link("real-clients/curator-paused-holder.svg", &present),
+            "client-curator-paused-holder.html"
+        );
+        assert_eq!(site_link("real-clients/told.svg", &present), "real-clients/told.svg");
+        let body = client_run_body(&ClientRun {
+            stem: "curator-paused-holder".into(),
+            title: "Curator <5>, holder paused".into(),
+            program: Some("target/clients/java/curator --connect 127.0.0.1:2181".into()),
+            verdicts: "T1-belief: violated".into(),
+            drawn: true,
+        });
+        assert!(body.contains("<h1>Curator &lt;5&gt;, holder paused</h1>"), "{body}");
+        assert!(
+            body.contains("<img src=\"real-clients/curator-paused-holder.svg\""),
+            "{body}"
+        );
+        assert!(
+            body.contains("href=\"real-clients/curator-paused-holder.jsonl\""),
+            "{body}"
+        );
+        assert!(body.contains("<pre>T1-belief: violated</pre>"), "{body}");
     }
 
     #[test]

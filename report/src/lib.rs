@@ -6,6 +6,7 @@
 //! wall-clock and says so.
 
 pub mod charts;
+pub mod client_pictures;
 pub mod command_line;
 #[cfg(madsim)]
 pub mod contract_findings;

@@ -350,7 +350,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}), [timeline]({}) |",
             row.library,
             fault_words(row),
             row.acquisitions,
@@ -363,7 +363,8 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
             fairness_cell(row),
             row.max_wait_ms,
             conformance(row, matrix),
-            row.record
+            row.record,
+            timeline_of(&row.record)
         );
     }
     told_section(&mut out, rows);
@@ -373,7 +374,9 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
     }
     let _ = writeln!(
         out,
-        "\n`cassalock judge FILE` prints a record's verdicts again; `--svg FILE` (the simulation build) draws its timeline."
+        "\n`cassalock judge FILE` prints a record's verdicts again. Each record's timeline beside it, \
+         and the chart above, are drawn from the records by `cassalock report html` (the \
+         simulation build), as `judge FILE --svg OUT` draws one."
     );
     if !overhead.is_empty() {
         let _ = writeln!(
@@ -459,7 +462,10 @@ fn told_section(out: &mut String, rows: &[ClientRunRow]) {
         out,
         "\n## What a holder that lost its lock is told\n\n\
          From the runs above: each library's holders that another client overtook, and the \
-         first word each got (then the later ones), timed from the overtaking acquisition.\n"
+         first word each got (then the later ones), timed from the overtaking acquisition.\n\n\
+         ![What a holder that lost its lock was told, and when, run by run]({}/{})\n",
+        crate::client_pictures::RECORDS_DIR,
+        crate::client_pictures::TOLD_CHART
     );
     let mut libraries: Vec<&str> = Vec::new();
     for row in rows {
@@ -514,6 +520,11 @@ fn conformance(row: &ClientRunRow, matrix: Option<&str>) -> String {
         Some((_, _, why)) => format!("{said}, differs: {why}"),
         None => format!("{said}, differs, **unexplained**"),
     }
+}
+
+/// A record's timeline, beside it: `real-clients/x.jsonl` -> `real-clients/x.svg`.
+fn timeline_of(record: &str) -> String {
+    format!("{}.svg", record.strip_suffix(".jsonl").unwrap_or(record))
 }
 
 /// `1000` as "1 s", `1500` as "1500 ms": whole seconds in seconds.
@@ -647,6 +658,12 @@ mod tests {
             "{never}"
         );
         assert!(never.contains("(`--max-wait-ms`, 5 s here)"), "{never}");
+        // Each row links its record and its timeline; the told section shows the chart.
+        assert!(
+            never.contains("| [events](real-clients/x.jsonl), [timeline](real-clients/x.svg) |"),
+            "{never}"
+        );
+        assert!(never.contains("](real-clients/told.svg)\n"), "{never}");
         let quiet = ClientRunRow {
             c_lost: Seen::NoOccasion,
             told: Vec::new(),
