@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
@@ -35,30 +36,43 @@ fn script(name: &str) -> PathBuf {
 }
 
 /// Everything `pipe` gives until it closes, read on its own thread so that a child writing
-/// more than a pipe holds cannot stall.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+/// more than a pipe holds cannot stall; sent on the channel once the pipe closes.
+fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+    let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
         if let Some(mut pipe) = pipe {
             let _ = pipe.read_to_end(&mut bytes);
         }
-        bytes
-    })
+        let _ = send.send(bytes);
+    });
+    receive
 }
+
+/// How long after a command ends its output may still be open: a process it started in the
+/// background and left writing to the command's pipes would otherwise hold the read forever.
+const OUTPUT_CLOSE_LIMIT: Duration = Duration::from_secs(10);
 
 /// Run `cluster/{name} {args}` for at most [`SCRIPT_LIMIT`] (killed past it): its exit status,
 /// standard output and standard error.
 fn run_bounded(name: &str, args: &[&str]) -> anyhow::Result<(std::process::ExitStatus, String, String)> {
     let mut command = Command::new(script(name));
     command.args(args);
-    run_for_at_most(command, &format!("cluster/{name} {}", args.join(" ")), SCRIPT_LIMIT)
+    run_for_at_most(
+        command,
+        &format!("cluster/{name} {}", args.join(" ")),
+        SCRIPT_LIMIT,
+        OUTPUT_CLOSE_LIMIT,
+    )
 }
 
-/// Run `command` (`what`, in messages) for at most `limit`, killed past it.
+/// Run `command` (`what`, in messages) for at most `limit`, killed past it; its output must
+/// close within `output_close_limit` of its end.
 fn run_for_at_most(
     mut command: Command,
     what: &str,
     limit: Duration,
+    output_close_limit: Duration,
 ) -> anyhow::Result<(std::process::ExitStatus, String, String)> {
     let mut child = command
         .stdin(Stdio::null())
@@ -79,10 +93,21 @@ fn run_for_at_most(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let text = |handle: std::thread::JoinHandle<Vec<u8>>| {
-        String::from_utf8_lossy(&handle.join().unwrap_or_default()).into_owned()
+    let closed_by = Instant::now() + output_close_limit;
+    let text = |pipe: mpsc::Receiver<Vec<u8>>, which: &str| -> anyhow::Result<String> {
+        let bytes = pipe
+            .recv_timeout(closed_by.saturating_duration_since(Instant::now()))
+            .map_err(|_| {
+                anyhow!(
+                    "`{what}` ended ({status}), but its {which} was still open {output_close_limit:?} later: \
+                     a process it started in the background writes there; send that process's output to a file"
+                )
+            })?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
     };
-    Ok((status, text(stdout), text(stderr)))
+    let stdout = text(stdout, "standard output")?;
+    let stderr = text(stderr, "standard error")?;
+    Ok((status, stdout, stderr))
 }
 
 /// Run one of the cluster scripts: its output, or what went wrong (print it with `{:#}`).
@@ -118,7 +143,7 @@ mod tests {
         let mut sleeper = Command::new("sleep");
         sleeper.arg("30");
         let started = Instant::now();
-        let why = run_for_at_most(sleeper, "sleep 30", Duration::from_millis(200)).unwrap_err();
+        let why = run_for_at_most(sleeper, "sleep 30", Duration::from_millis(200), OUTPUT_CLOSE_LIMIT).unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(10), "killed, not waited for");
         assert!(
             format!("{why:#}").contains("`sleep 30` did not end within 200ms"),
@@ -127,10 +152,26 @@ mod tests {
     }
 
     #[test]
+    fn a_command_that_leaves_a_process_on_its_output_is_said_not_waited_for() {
+        let mut leaver = Command::new("sh");
+        leaver.args(["-c", "sleep 20 & echo started"]);
+        let started = Instant::now();
+        let close = Duration::from_millis(300);
+        let why = run_for_at_most(leaver, "sh leaver", Duration::from_secs(60), close).unwrap_err();
+        let waited = started.elapsed();
+        assert!(waited >= close && waited < Duration::from_secs(10), "waited {waited:?}");
+        assert!(
+            format!("{why:#}").contains("its standard output was still open"),
+            "{why:#}"
+        );
+    }
+
+    #[test]
     fn a_command_printing_more_than_a_pipe_holds_still_ends() {
         let mut talker = Command::new("head");
         talker.args(["-c", "1000000", "/dev/zero"]);
-        let (status, stdout, _) = run_for_at_most(talker, "head", Duration::from_secs(60)).expect("it ends");
+        let (status, stdout, _) =
+            run_for_at_most(talker, "head", Duration::from_secs(60), OUTPUT_CLOSE_LIMIT).expect("it ends");
         assert!(status.success());
         assert_eq!(stdout.len(), 1_000_000);
     }
