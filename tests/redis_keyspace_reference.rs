@@ -152,6 +152,12 @@ impl Flat {
             RedisCommand::DeleteIfEquals { key, token } => self.delete_if_equals(key, token, now),
             RedisCommand::PExpireIfEquals { key, token, ttl_ms } => self.pexpire_if_equals(key, token, *ttl_ms, now),
             RedisCommand::RedissonAcquire { key, owner, lease_ms } => self.redisson_acquire(key, owner, *lease_ms, now),
+            RedisCommand::RedissonFencedAcquire {
+                key,
+                token_key,
+                owner,
+                lease_ms,
+            } => self.redisson_fenced_acquire(key, token_key, owner, *lease_ms, now),
             RedisCommand::RedissonRenew { key, owner, lease_ms } => self.redisson_renew(key, owner, *lease_ms, now),
             RedisCommand::RedissonRelease {
                 key,
@@ -270,6 +276,54 @@ impl Flat {
         }
         self.expire_record(i, now, lease_ms);
         RedisReply::Nil
+    }
+
+    /// Redisson `RFencedLock`'s acquire script: when the lock is free or ours, INCR the token
+    /// key, then the RLock's acquire; `[-1, token]`, else `[PTTL, -1]`.
+    fn redisson_fenced_acquire(
+        &mut self,
+        key: &str,
+        token_key: &str,
+        owner: &str,
+        lease_ms: u64,
+        now: u64,
+    ) -> RedisReply {
+        let mut free_or_ours = true;
+        let mut holder_pttl = -1;
+        if let Some(i) = self.live(key, now) {
+            match &self.records[i].data {
+                Data::Counters(counters) => {
+                    free_or_ours = counters.iter().any(|(name, _)| name == owner);
+                    holder_pttl = self.pttl_of(i, now);
+                }
+                Data::Text(_) | Data::Items(_) | Data::Scores(_) => return RedisReply::Error(RedisError::WrongType),
+            }
+        }
+        if !free_or_ours {
+            return RedisReply::Pair(holder_pttl, -1);
+        }
+        let mut token: i64 = 0;
+        let mut token_expiry = None;
+        if let Some(i) = self.live(token_key, now) {
+            match &self.records[i].data {
+                Data::Text(text) => match integer(text) {
+                    Some(value) => token = value,
+                    None => return RedisReply::Error(RedisError::NotAnInteger),
+                },
+                Data::Counters(_) | Data::Items(_) | Data::Scores(_) => {
+                    return RedisReply::Error(RedisError::WrongType)
+                }
+            }
+            token_expiry = self.records[i].expires_at_ms;
+        }
+        let Some(token) = token.checked_add(1) else {
+            return RedisReply::Error(RedisError::Overflow);
+        };
+        self.put(token_key, Data::Text(token.to_string()), token_expiry);
+        match self.redisson_acquire(key, owner, lease_ms, now) {
+            RedisReply::Nil => RedisReply::Pair(-1, token),
+            other => other,
+        }
     }
 
     /// Redisson's renew script: ours, arm the lease again.
@@ -598,8 +652,36 @@ fn owner() -> impl Strategy<Value = String> {
     prop::sample::select(vec!["c1:1", "c1:2", "c2:1"]).prop_map(String::from)
 }
 
+/// Values a key is set to: tokens, and integers for the fenced lock's counter to count up
+/// from (one at its limit, and spellings Redis does not read as integers).
 fn token() -> impl Strategy<Value = String> {
-    prop::sample::select(vec!["t1", "t2"]).prop_map(String::from)
+    prop::sample::select(vec!["t1", "t2", "41", "-3", "05", "+5", "9223372036854775807"]).prop_map(String::from)
+}
+
+/// Redis's reading of a string as an integer, spelled out: `0`, or an optional minus and
+/// digits that do not start with 0, within 64 bits.
+fn integer(text: &str) -> Option<i64> {
+    if text == "0" {
+        return Some(0);
+    }
+    let mut chars: Vec<char> = text.chars().collect();
+    let negative = chars.first() == Some(&'-');
+    if negative {
+        chars.remove(0);
+    }
+    if chars.is_empty() || chars[0] == '0' {
+        return None;
+    }
+    let mut value: i128 = 0;
+    for c in chars {
+        let digit = c.to_digit(10)?;
+        value = value * 10 + i128::from(digit);
+        if value > i128::from(i64::MAX) + 1 {
+            return None;
+        }
+    }
+    let value = if negative { -value } else { value };
+    i64::try_from(value).ok()
 }
 
 /// TTLs and leases: mostly short ones against clock steps of the same size, 0 (invalid for
@@ -627,6 +709,9 @@ fn command() -> impl Strategy<Value = RedisCommand> {
         2 => (key(), token()).prop_map(|(key, token)| RedisCommand::DeleteIfEquals { key, token }),
         2 => (key(), token(), ttl_ms()).prop_map(|(key, token, ttl_ms)| RedisCommand::PExpireIfEquals { key, token, ttl_ms }),
         4 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonAcquire { key, owner, lease_ms }),
+        3 => (key(), key(), owner(), ttl_ms()).prop_map(|(key, token_key, owner, lease_ms)| RedisCommand::RedissonFencedAcquire {
+            key, token_key, owner, lease_ms
+        }),
         2 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRenew { key, owner, lease_ms }),
         3 => (key(), owner(), ttl_ms()).prop_map(|(key, owner, lease_ms)| RedisCommand::RedissonRelease {
             channel: format!("unlock:{key}"), key, owner, lease_ms

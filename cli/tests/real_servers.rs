@@ -41,7 +41,7 @@ use cassalock::store::etcd_keyspace::{
 };
 use cassalock::store::family_memory::{EtcdClient, InMemoryEtcd};
 use cassalock::store::memcached::{Memcached, MemcachedCommand, MemcachedReply};
-use cassalock::store::redis_keyspace::{RedisCommand, RedisKeyspace, RedisReply};
+use cassalock::store::redis_keyspace::{fenced_token_key, RedisCommand, RedisKeyspace, RedisReply};
 use cassalock::store::znode_tree::{ZkCommand, ZkError, ZkOp, ZkReply, ZnodeTree};
 use cassalock::SystemClock;
 use cassalock_real::etcd::RealEtcd;
@@ -136,6 +136,8 @@ fn redis_agree(command: &RedisCommand, real: &RedisReply, model: &RedisReply) ->
         (RedisReply::Integer(a), RedisReply::Integer(b)) if ttl_like && *a >= 0 && *b >= 0 => {
             (a - b).abs() <= TTL_MARGIN_MS
         }
+        // The fenced acquire's `[PTTL, -1]` when taken.
+        (RedisReply::Pair(a, -1), RedisReply::Pair(b, -1)) if *a >= 0 && *b >= 0 => (a - b).abs() <= TTL_MARGIN_MS,
         _ => real == model,
     }
 }
@@ -161,6 +163,14 @@ fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
             owner: owner.into(),
             lease_ms: 500,
             channel: format!("{key}:channel"),
+        })
+    };
+    let fenced = |key: &str, token_key: &str, owner: &str, lease_ms: u64| {
+        Step::Send(RedisCommand::RedissonFencedAcquire {
+            key: key.into(),
+            token_key: token_key.into(),
+            owner: owner.into(),
+            lease_ms,
         })
     };
     vec![
@@ -268,7 +278,25 @@ fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
         Step::Sleep(400),
         acquire(&h, "o2", 300),
         release(&h, "o2"),
+        // Redisson's fenced lock: the token counts up on each acquisition and re-entry, not
+        // when taken; a counter that is not an integer, or a hash, is refused.
+        fenced(&h, &fenced_token_key(&h), "o1", 300),
+        fenced(&h, &fenced_token_key(&h), "o1", 300),
+        fenced(&h, &fenced_token_key(&h), "o2", 300),
+        get(&fenced_token_key(&h)),
+        release(&h, "o1"),
+        release(&h, "o1"),
+        fenced(&h, &fenced_token_key(&h), "o2", 300),
+        release(&h, "o2"),
+        set_nx(&plain, "t1", 5000),
+        fenced(&h, &plain, "o1", 300),
         c(RedisCommand::Del { key: plain.clone() }),
+        acquire(&plain, "x", 5000),
+        fenced(&h, &plain, "o1", 300),
+        c(RedisCommand::Del { key: plain.clone() }),
+        c(RedisCommand::Del {
+            key: fenced_token_key(&h),
+        }),
     ]
 }
 

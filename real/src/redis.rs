@@ -93,6 +93,17 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2])
 end
 return redis.call('PTTL', KEYS[1])";
 
+/// Redisson `RFencedLock`'s acquire: the RLock's, counting the token up first. KEYS: the lock,
+/// its token counter. ARGV: lease ms, owner. `{-1, token}` or `{PTTL, -1}`.
+const REDISSON_FENCED_ACQUIRE: &str = "\
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  local token = redis.call('INCR', KEYS[2])
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {-1, token}
+end
+return {redis.call('PTTL', KEYS[1]), -1}";
+
 /// Redisson's watchdog renewal. ARGV: lease ms, owner.
 const REDISSON_RENEW: &str = "\
 if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
@@ -265,6 +276,7 @@ struct Scripts {
     delete_if_equals: Script,
     pexpire_if_equals: Script,
     redisson_acquire: Script,
+    redisson_fenced_acquire: Script,
     redisson_renew: Script,
     redisson_release: Script,
     fair_acquire: Script,
@@ -319,6 +331,7 @@ impl RealRedis {
                 delete_if_equals: Script::new(DELETE_IF_EQUALS),
                 pexpire_if_equals: Script::new(PEXPIRE_IF_EQUALS),
                 redisson_acquire: Script::new(REDISSON_ACQUIRE),
+                redisson_fenced_acquire: Script::new(REDISSON_FENCED_ACQUIRE),
                 redisson_renew: Script::new(REDISSON_RENEW),
                 redisson_release: Script::new(REDISSON_RELEASE),
                 fair_acquire: Script::new(&format!(
@@ -622,6 +635,21 @@ impl RealRedis {
                     .invoke_async(connection)
                     .await
             }
+            RedisCommand::RedissonFencedAcquire {
+                key,
+                token_key,
+                owner,
+                lease_ms,
+            } => {
+                scripts
+                    .redisson_fenced_acquire
+                    .key(key)
+                    .key(token_key)
+                    .arg(*lease_ms)
+                    .arg(owner)
+                    .invoke_async(connection)
+                    .await
+            }
             RedisCommand::RedissonRenew { key, owner, lease_ms } => {
                 scripts
                     .redisson_renew
@@ -714,6 +742,7 @@ fn has_expiry_argument(command: &RedisCommand) -> bool {
             | RedisCommand::PExpire { .. }
             | RedisCommand::PExpireIfEquals { .. }
             | RedisCommand::RedissonAcquire { .. }
+            | RedisCommand::RedissonFencedAcquire { .. }
             | RedisCommand::RedissonRenew { .. }
             | RedisCommand::RedissonRelease { .. }
             | RedisCommand::RedissonFairAcquire { .. }
@@ -728,6 +757,15 @@ fn known_error(command: &RedisCommand, code: &str, detail: &str) -> Option<Redis
         "ERR" if detail.contains("invalid expire time") => Some(RedisError::InvalidExpireTime),
         // An expiry beyond i64 is refused as a number before it is read as an expiry; the key
         // space calls both "invalid expire time".
+        // The fenced acquire's INCR answers the same words for a counter that is not an
+        // integer; it runs before the PEXPIRE, so only a lease beyond i64 is the expiry's (a
+        // run with both wrong would be told the counter's, and read as the expiry's).
+        "ERR"
+            if detail.contains("not an integer or out of range")
+                && matches!(command, RedisCommand::RedissonFencedAcquire { lease_ms, .. } if i64::try_from(*lease_ms).is_ok()) =>
+        {
+            Some(RedisError::NotAnInteger)
+        }
         "ERR" if detail.contains("not an integer or out of range") && has_expiry_argument(command) => {
             Some(RedisError::InvalidExpireTime)
         }
@@ -755,6 +793,10 @@ fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailur
                 .map_err(|_| StoreFailure::Other(format!("{command}: the field holds {counter:?}, not a counter")))
         }
         Value::BulkString(bytes) => Ok(RedisReply::Bulk(text(bytes)?)),
+        Value::Array(parts) => match parts.as_slice() {
+            [Value::Int(first), Value::Int(second)] => Ok(RedisReply::Pair(*first, *second)),
+            _ => Err(StoreFailure::Other(format!("{command}: unexpected reply {parts:?}"))),
+        },
         other => Err(StoreFailure::Other(format!("{command}: unexpected reply {other:?}"))),
     }
 }

@@ -46,6 +46,12 @@
 //!   our field, increment our count and set the expiry to the lease: reply nil (acquired).
 //!   Otherwise reply the key's `PTTL` (how long the current holder's lease still runs), which
 //!   Redisson uses as its wait.
+//! - [`RedisCommand::RedissonFencedAcquire`]: Redisson's `RFencedLock` (checked against its
+//!   source as of 2024): the same hash, and beside it a counter without expiry
+//!   ([`fenced_token_key`]). When the lock is free or ours, `INCR` the counter first (on every
+//!   acquisition and every re-entry), then as the RLock's acquire; reply `[-1, token]`.
+//!   Otherwise `[PTTL, -1]`. A restart without persistence loses the counter with the lock, so
+//!   tokens start again from 1: a resource that fences then refuses the next holder.
 //! - [`RedisCommand::RedissonRenew`]: the watchdog's renewal. If our field is present, reset the
 //!   expiry to the lease and reply 1, else 0 (the watchdog stops).
 //! - [`RedisCommand::RedissonRelease`]: if our field is absent reply nil (not ours: Redisson
@@ -395,6 +401,12 @@ impl Run<'_> {
             RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
                 self.redisson_acquire(key, owner, *lease_ms, now_ms)
             }
+            RedisCommand::RedissonFencedAcquire {
+                key,
+                token_key,
+                owner,
+                lease_ms,
+            } => self.redisson_fenced_acquire(key, token_key, owner, *lease_ms, now_ms),
             RedisCommand::RedissonRenew { key, owner, lease_ms } => self.redisson_renew(key, owner, *lease_ms, now_ms),
             RedisCommand::RedissonRelease {
                 key,
@@ -443,6 +455,29 @@ impl Run<'_> {
         }
         // Held by someone else: how long their lease still runs.
         Ok(RedisReply::Integer(self.pttl(key, now_ms)))
+    }
+
+    /// Redisson `RFencedLock`'s acquire script: as the RLock's, with the token counted up first
+    /// when the lock is free or ours; `(-1, token)`, else `(PTTL, -1)`. As in Redis, a script's
+    /// writes before an error stay: a count that overflows leaves the token counted up.
+    fn redisson_fenced_acquire(
+        &mut self,
+        key: &str,
+        token_key: &str,
+        owner: &str,
+        lease_ms: u64,
+        now_ms: u64,
+    ) -> Result<RedisReply, RedisError> {
+        self.expire_if_needed(key, now_ms);
+        self.expire_if_needed(token_key, now_ms);
+        if !self.entries.contains_key(key) || self.hexists(key, owner)? {
+            let token = self.incr(token_key)?;
+            self.hincrby(key, owner, 1)?;
+            let expires_at_ms = expiry_instant_ms(now_ms, lease_ms)?;
+            self.pexpire_at(key, expires_at_ms, now_ms);
+            return Ok(RedisReply::Pair(-1, token));
+        }
+        Ok(RedisReply::Pair(self.pttl(key, now_ms), -1))
     }
 
     /// Redisson's renewal script: re-arm the lease if the field is ours.
@@ -737,6 +772,19 @@ impl Run<'_> {
         });
     }
 
+    /// `INCR`: the string's integer one higher (from 0 when the key is absent), its expiry
+    /// kept. Returns the new value.
+    fn incr(&mut self, key: &str) -> Result<i64, RedisError> {
+        let current = match self.get(key)? {
+            None => 0,
+            Some(text) => redis_integer(&text).ok_or(RedisError::NotAnInteger)?,
+        };
+        let updated = current.checked_add(1).ok_or(RedisError::Overflow)?;
+        let expires_at_ms = self.entries.get(key).and_then(|entry| entry.expires_at_ms);
+        self.set(key, &updated.to_string(), expires_at_ms);
+        Ok(updated)
+    }
+
     /// `HINCRBY`: alters the hash in place (creating it, without expiry, when the key is
     /// absent) and keeps the key's expiry. Returns the new count.
     fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, RedisError> {
@@ -836,6 +884,20 @@ fn expiry_instant_ms(server_now_ms: u64, ttl_ms: u64) -> Result<u64, RedisError>
         .checked_add(ttl_ms)
         .filter(|at| *at <= MAX_EXPIRES_AT_MS)
         .ok_or(RedisError::InvalidExpireTime)
+}
+
+/// A string as Redis reads an integer from it (`INCR`): an optional `-`, then digits without a
+/// leading zero (`0` alone excepted), within a signed 64-bit integer; `+5`, `05`, `-0` and
+/// ` 5` are not integers to Redis, though Rust's `parse` takes some of them.
+fn redis_integer(text: &str) -> Option<i64> {
+    if text == "0" {
+        return Some(0);
+    }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.starts_with(|c: char| ('1'..='9').contains(&c)) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<i64>().ok()
 }
 
 #[cfg(test)]

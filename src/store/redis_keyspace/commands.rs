@@ -17,6 +17,11 @@ pub enum RedisValue {
     SortedSet(BTreeMap<String, i64>),
 }
 
+/// The key of a fenced lock's token counter (`redisson_lock_token:{name}`).
+pub fn fenced_token_key(key: &str) -> String {
+    format!("redisson_lock_token:{{{key}}}")
+}
+
 /// The key of a fair lock's queue of waiters (`redisson_lock_queue:{name}`).
 pub fn fair_queue_key(key: &str) -> String {
     format!("redisson_lock_queue:{{{key}}}")
@@ -74,6 +79,16 @@ pub enum RedisCommand {
     /// Script: Redisson RLock's acquire. Nil when acquired (or re-entered), else the `PTTL` of
     /// the holder's lease.
     RedissonAcquire { key: String, owner: String, lease_ms: u64 },
+    /// Script: Redisson `RFencedLock`'s acquire: the RLock's, which also counts the lock's
+    /// fencing token up (`INCR` of `token_key`, a counter without expiry beside the lock) on
+    /// every acquisition and re-entry. [`RedisReply::Pair`] `(-1, token)` when acquired, else
+    /// `(PTTL of the holder's lease, -1)`: the script's two-element answer.
+    RedissonFencedAcquire {
+        key: String,
+        token_key: String,
+        owner: String,
+        lease_ms: u64,
+    },
     /// Script: Redisson's watchdog renewal. 1 when our field is present (expiry reset), else 0.
     RedissonRenew { key: String, owner: String, lease_ms: u64 },
     /// Script: Redisson's release. Nil when not ours; 0 when still held (count decremented,
@@ -139,6 +154,7 @@ impl RedisCommand {
             | RedisCommand::DeleteIfEquals { key, .. }
             | RedisCommand::PExpireIfEquals { key, .. }
             | RedisCommand::RedissonAcquire { key, .. }
+            | RedisCommand::RedissonFencedAcquire { key, .. }
             | RedisCommand::RedissonRenew { key, .. }
             | RedisCommand::RedissonRelease { key, .. }
             | RedisCommand::RedissonFairAcquire { key, .. }
@@ -148,9 +164,10 @@ impl RedisCommand {
     }
 
     /// Every key the command may touch: [`Self::key`], and for the fair lock's scripts its
-    /// queue and deadlines too.
+    /// queue and deadlines too, for the fenced lock's acquire its token's counter.
     pub fn keys(&self) -> Vec<String> {
         match self {
+            RedisCommand::RedissonFencedAcquire { key, token_key, .. } => vec![key.clone(), token_key.clone()],
             RedisCommand::RedissonFairAcquire { key, .. }
             | RedisCommand::RedissonFairRelease { key, .. }
             | RedisCommand::RedissonFairGiveUp { key, .. } => {
@@ -177,6 +194,9 @@ pub enum RedisError {
     /// A counter increment past the range of a signed 64-bit integer.
     #[error("ERR increment or decrement would overflow")]
     Overflow,
+    /// `INCR` of a string that is not a signed 64-bit integer.
+    #[error("ERR value is not an integer or out of range")]
+    NotAnInteger,
 }
 
 /// What the server answers.
@@ -190,6 +210,8 @@ pub enum RedisReply {
     Integer(i64),
     /// A string value.
     Bulk(String),
+    /// A script's two integers (the fenced lock's acquire: `(-1, token)` or `(PTTL, -1)`).
+    Pair(i64, i64),
     Error(RedisError),
 }
 
@@ -224,6 +246,17 @@ impl std::fmt::Display for RedisCommand {
             }
             RedisCommand::RedissonAcquire { key, owner, lease_ms } => {
                 write!(f, "acquire {key} for {owner}, lease {lease_ms} ms (Redisson script)")
+            }
+            RedisCommand::RedissonFencedAcquire {
+                key,
+                token_key,
+                owner,
+                lease_ms,
+            } => {
+                write!(
+                    f,
+                    "acquire {key} for {owner}, lease {lease_ms} ms, INCR {token_key} (Redisson fenced script)"
+                )
             }
             RedisCommand::RedissonRenew { key, owner, lease_ms } => {
                 write!(f, "renew {key} for {owner}, lease {lease_ms} ms (Redisson script)")
@@ -271,6 +304,7 @@ impl std::fmt::Display for RedisReply {
             RedisReply::Nil => write!(f, "nil"),
             RedisReply::Integer(n) => write!(f, "{n}"),
             RedisReply::Bulk(text) => write!(f, "\"{text}\""),
+            RedisReply::Pair(first, second) => write!(f, "[{first}, {second}]"),
             RedisReply::Error(error) => write!(f, "{error}"),
         }
     }

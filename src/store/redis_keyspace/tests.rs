@@ -346,3 +346,124 @@ fn a_restart_without_persistence_frees_every_lock_and_with_fsync_always_none() {
     redis.crash_restart(Persistence::None);
     assert_eq!(redis.apply(&set_nx_px("lock", "t2", 30_000), 1_000), RedisReply::Ok);
 }
+
+fn fenced_acquire(owner: &str, lease_ms: u64) -> RedisCommand {
+    RedisCommand::RedissonFencedAcquire {
+        key: "lock".into(),
+        token_key: fenced_token_key("lock"),
+        owner: owner.into(),
+        lease_ms,
+    }
+}
+
+#[test]
+fn the_fenced_acquire_counts_its_token_up_on_every_acquisition_and_re_entry_never_when_taken() {
+    let mut redis = RedisKeyspace::new();
+    assert_eq!(redis.apply(&fenced_acquire("a", 100), 0), RedisReply::Pair(-1, 1));
+    // Re-entry counts the token up too, as Redisson's script does.
+    assert_eq!(redis.apply(&fenced_acquire("a", 100), 10), RedisReply::Pair(-1, 2));
+    // Taken: the holder's PTTL, and the counter left alone.
+    assert_eq!(redis.apply(&fenced_acquire("b", 100), 20), RedisReply::Pair(90, -1));
+    assert_eq!(
+        redis.apply(&get(&fenced_token_key("lock")), 20),
+        RedisReply::Bulk("2".into())
+    );
+    // The counter has no expiry: it outlives the lease, and the next holder's token is higher.
+    assert_eq!(
+        redis.apply(&pttl(&fenced_token_key("lock")), 20),
+        RedisReply::Integer(-1)
+    );
+    assert_eq!(redis.apply(&fenced_acquire("b", 100), 111), RedisReply::Pair(-1, 3));
+    // The fenced lock's hash is the RLock's: its release frees it.
+    assert_eq!(redis.apply(&release("b", 100), 120), RedisReply::Integer(1));
+    assert_eq!(redis.apply(&fenced_acquire("c", 100), 130), RedisReply::Pair(-1, 4));
+}
+
+#[test]
+fn a_restart_without_persistence_starts_the_fenced_token_again() {
+    let mut redis = RedisKeyspace::new();
+    redis.apply(&fenced_acquire("a", 30_000), 0);
+    redis.apply(&release("a", 30_000), 10);
+    assert_eq!(redis.apply(&fenced_acquire("b", 30_000), 20), RedisReply::Pair(-1, 2));
+    redis.crash_restart(Persistence::None);
+    // A token the resource has seen before: what fencing refuses.
+    assert_eq!(
+        redis.apply(&fenced_acquire("c", 30_000), 1_000),
+        RedisReply::Pair(-1, 1)
+    );
+}
+
+#[test]
+fn the_fenced_token_counter_is_read_as_redis_reads_an_integer() {
+    for (text, read) in [
+        ("0", Some(0)),
+        ("41", Some(41)),
+        ("-3", Some(-3)),
+        ("9223372036854775807", Some(i64::MAX)),
+        ("-9223372036854775808", Some(i64::MIN)),
+        ("05", None),
+        ("+5", None),
+        ("-0", None),
+        (" 5", None),
+        ("", None),
+        ("-", None),
+        ("9223372036854775808", None),
+        ("t1", None),
+    ] {
+        assert_eq!(redis_integer(text), read, "{text:?}");
+    }
+    let mut redis = RedisKeyspace::new();
+    let token_key = fenced_token_key("lock");
+    redis.apply(&RedisCommand::set_nx_px(&token_key, "t1", 1_000), 0);
+    assert_eq!(
+        redis.apply(&fenced_acquire("a", 100), 0),
+        RedisReply::Error(RedisError::NotAnInteger)
+    );
+    assert_eq!(
+        redis.apply(&pttl("lock"), 0),
+        RedisReply::Integer(-2),
+        "nothing written"
+    );
+    redis.apply(&RedisCommand::Del { key: token_key.clone() }, 0);
+    redis.apply(&RedisCommand::set_nx_px(&token_key, "9223372036854775807", 1_000), 0);
+    assert_eq!(
+        redis.apply(&fenced_acquire("a", 100), 0),
+        RedisReply::Error(RedisError::Overflow)
+    );
+    // A counter with an expiry keeps it when counted up.
+    redis.apply(&RedisCommand::Del { key: token_key.clone() }, 0);
+    redis.apply(&RedisCommand::set_nx_px(&token_key, "41", 1_000), 0);
+    assert_eq!(redis.apply(&fenced_acquire("a", 100), 400), RedisReply::Pair(-1, 42));
+    assert_eq!(redis.apply(&pttl(&token_key), 400), RedisReply::Integer(600));
+    // A hash where the counter should be is WRONGTYPE.
+    let mut hashed = RedisKeyspace::new();
+    hashed.apply(
+        &RedisCommand::RedissonAcquire {
+            key: token_key.clone(),
+            owner: "x".into(),
+            lease_ms: 1_000,
+        },
+        0,
+    );
+    assert_eq!(
+        hashed.apply(&fenced_acquire("a", 100), 0),
+        RedisReply::Error(RedisError::WrongType)
+    );
+}
+
+#[test]
+fn the_fenced_acquire_s_effects_rebuild_its_counter_on_a_replica() {
+    let mut primary = RedisKeyspace::new();
+    let mut replica = RedisKeyspace::new();
+    for (command, now_ms) in [
+        (fenced_acquire("a", 100), 0),
+        (fenced_acquire("a", 100), 10),
+        (release("a", 100), 20),
+        (release("a", 100), 30),
+        (fenced_acquire("b", 100), 40),
+    ] {
+        let executed = primary.execute(&command, now_ms);
+        replica.apply_effects(&executed.effects);
+        assert_eq!(replica, primary, "after {command:?}");
+    }
+}
