@@ -22,12 +22,14 @@
 //! |---|---|---|
 //! | [`redisson`] | Redisson's `RLock`: reentrant hash lock, pub/sub wait, watchdog renewal every lease/3; the switch for redisson/redisson#775 | seed 001 |
 //! | [`redisson_fair`] | Redisson's fair lock: the RLock's scripts with a queue of waiters and their deadlines on the clients' clocks; the release tells the first waiter | seed 001 |
+//! | [`redisson_fenced`] | Redisson's `RFencedLock`: the RLock with a token counter beside it, counted up by every acquisition; a resource can fence with it | Redisson's documentation and source |
 //! | [`redlock`] | Redlock over N masters: majority within the validity, unlock all and retry after a random delay; switches for node-redlock's and go-redsync's validity bugs | seeds 002, 003 |
 //! | [`set_nx`] | `SET key token NX PX ttl`; release by compare-and-delete; extend by compare-and-pexpire | seeds 001–003 (the Redis documentation's single-instance pattern) |
 //! | [`setnx_expire`] | `SETNX key` then `EXPIRE key ttl`; release by `DEL`; extend by `EXPIRE`: the two-command recipe before `SET NX PX` | seed 003 |
 
 pub mod redisson;
 pub mod redisson_fair;
+pub mod redisson_fenced;
 pub mod redlock;
 pub mod set_nx;
 pub mod setnx_expire;

@@ -31,11 +31,14 @@
 //! lock, and nobody tells it. The fixed watchdog tries again at the next interval; it reports
 //! the lock lost when the server says our field is gone, and expired when renewals have failed
 //! for a whole lease since the last one that got through.
+//!
+//! The fair lock ([`super::redisson_fair`], F1-F3) and the fenced lock
+//! ([`super::redisson_fenced`], G1) run these machines over scripts of their own.
 
 use super::super::retry::Uncertainty;
 use super::super::{Action, Input, Machine, RetryPolicy, SleepKind, Source, Step, StepTag};
 use crate::algo::server_holder::ServerHolder;
-use crate::store::redis_keyspace::{RedisCommand, RedisReply};
+use crate::store::redis_keyspace::{fenced_token_key, RedisCommand, RedisReply};
 use crate::store::redis_keyspace::{RedisKeyspace, RedisValue};
 use crate::store::StoreFailure;
 
@@ -79,6 +82,17 @@ const CHECK_OURS: StepTag = StepTag::new(
     Source::Ours,
     0,
     "after an acquire that may have run: read our hold count instead of running it again",
+);
+const G1_ACQUIRE: StepTag = StepTag::new(
+    Source::Redisson,
+    8,
+    "fenced acquire script: count the token up, take or re-enter the hash lock with the lease",
+);
+const G1_ACQUIRED: StepTag = StepTag::new(Source::Redisson, 8, "[-1, token]: the lock is ours, with its token");
+const G1_UNCERTAIN: StepTag = StepTag::new(
+    Source::Ours,
+    0,
+    "fenced: an acquire that may have run: give up rather than count a second hold or guess the token",
 );
 const RETRY_AFTER_FAILURE: StepTag = StepTag::new(Source::Ours, 0, "the request failed: wait, then try again");
 const FAILED: StepTag = StepTag::new(Source::Ours, 0, "the store kept failing: give up");
@@ -176,6 +190,16 @@ pub struct RedissonLease {
     pub owner: String,
     /// The client time the request that last set the expiry was sent.
     pub set_sent_at_us: u64,
+    /// The fenced lock's token ([`super::redisson_fenced`]): the counter its acquire script
+    /// counted up, as [`fence_text`] spells it; none for the RLock and the fair lock.
+    pub fence: Option<String>,
+}
+
+/// A fenced lock's token as a resource compares it, byte by byte: 20 digits, zero-padded, so
+/// that a later (higher) counter sorts later. A negative counter, which only a hand-set key can
+/// give, sorts before every other.
+pub fn fence_text(token: i64) -> String {
+    format!("{token:020}")
 }
 
 /// Ours: the margin a holder keeps below the lease for the server's clock running faster than
@@ -228,6 +252,8 @@ pub struct RedissonAcquire {
     once: bool,
     /// The fair lock's scripts: a queue, and leaving it on giving up.
     fair: bool,
+    /// The fenced lock's acquire script: a token counted up with each hold.
+    fenced: bool,
     state: AcquireState,
     deadline_us: Option<u64>,
     /// Failed requests that may have applied, and failures in a row.
@@ -241,6 +267,7 @@ impl RedissonAcquire {
             owner: owner.into(),
             once: false,
             fair: false,
+            fenced: false,
             state: AcquireState::Idle,
             deadline_us: None,
             uncertainty: Uncertainty::default(),
@@ -261,6 +288,16 @@ impl RedissonAcquire {
         RedissonAcquire {
             once,
             fair: true,
+            ..Self::new(key, owner)
+        }
+    }
+
+    /// The fenced lock's acquire ([`super::redisson_fenced`]): the RLock's waits, over the
+    /// fenced script.
+    pub fn fenced(key: impl Into<String>, owner: impl Into<String>, once: bool) -> Self {
+        RedissonAcquire {
+            once,
+            fenced: true,
             ..Self::new(key, owner)
         }
     }
@@ -300,6 +337,17 @@ impl RedissonAcquire {
                 },
             );
         }
+        if self.fenced {
+            return Step::store(
+                G1_ACQUIRE,
+                RedisCommand::RedissonFencedAcquire {
+                    key: self.key.clone(),
+                    token_key: fenced_token_key(&self.key),
+                    owner: self.owner.clone(),
+                    lease_ms: config.lease_ms(),
+                },
+            );
+        }
         Step::store(
             D1_ACQUIRE,
             RedisCommand::RedissonAcquire {
@@ -315,11 +363,18 @@ impl RedissonAcquire {
         Step::done(tag, output)
     }
 
-    fn acquired(&mut self, tag: StepTag, set_sent_at_us: u64) -> Step<RedissonAcquired, RedisCommand> {
+    fn acquired(
+        &mut self,
+        tag: StepTag,
+        set_sent_at_us: u64,
+        fence: Option<String>,
+    ) -> Step<RedissonAcquired, RedisCommand> {
+        debug_assert_eq!(fence.is_some(), self.fenced, "a token exactly when fenced");
         let lease = RedissonLease {
             key: self.key.clone(),
             owner: self.owner.clone(),
             set_sent_at_us,
+            fence,
         };
         self.finish(tag, RedissonAcquired::Acquired { lease })
     }
@@ -332,6 +387,9 @@ impl RedissonAcquire {
     ) -> Step<RedissonAcquired, RedisCommand> {
         if self.uncertainty.failed(&failure, sent, &config.retry) {
             return self.finish(FAILED, RedissonAcquired::Failed(failure));
+        }
+        if self.fenced && self.uncertainty.may_have_applied() {
+            return self.finish(G1_UNCERTAIN, RedissonAcquired::Failed(failure));
         }
         self.state = AcquireState::Waiting;
         Step::new(
@@ -370,7 +428,19 @@ impl RedissonAcquire {
                 self.deadline_us = config.wait_ms.map(|ms| now_us.saturating_add(ms.saturating_mul(1000)));
                 self.run_script(config, now_us)
             }
-            (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) => self.acquired(D1_ACQUIRED, sent_at_us),
+            (S::Running { sent_at_us }, Input::Reply(RedisReply::Nil)) if !self.fenced => {
+                self.acquired(D1_ACQUIRED, sent_at_us, None)
+            }
+            // The fenced script's `[-1, token]`: ours, with its token (Redisson reads a first
+            // element of -1 as acquired, whatever the second).
+            (S::Running { sent_at_us }, Input::Reply(RedisReply::Pair(-1, token))) if self.fenced => {
+                self.acquired(G1_ACQUIRED, sent_at_us, Some(fence_text(token)))
+            }
+            // `[PTTL, -1]`: taken, as the RLock's PTTL.
+            (S::Running { sent_at_us }, Input::Reply(RedisReply::Pair(pttl_ms, _))) if self.fenced => {
+                self.state = S::Running { sent_at_us };
+                self.advance(config, Input::Reply(RedisReply::Integer(pttl_ms)), now_us)
+            }
             (S::Running { .. }, Input::Reply(RedisReply::Integer(_))) if self.once => {
                 self.uncertainty.answered();
                 self.give_up(config, RedissonAcquired::NotAcquired)
@@ -400,7 +470,7 @@ impl RedissonAcquire {
                     "checked only after an uncertain attempt"
                 );
                 let since = self.uncertainty.lease_start_us(now_us);
-                self.acquired(D1_ACQUIRED, since)
+                self.acquired(D1_ACQUIRED, since, None)
             }
             (S::CheckingOurs, Input::Reply(RedisReply::Nil)) => {
                 // Our attempt did not run (or its hold expired): nothing of ours is there.

@@ -295,3 +295,59 @@ fn mutant_775_a_watchdog_that_stops_after_one_failed_renewal_loses_the_lock_sile
         }
     }
 }
+
+#[test]
+fn g1_each_fenced_acquisition_gets_a_higher_token_and_a_waiter_sleeps_on_the_holder_s_ttl() {
+    let config = RedissonConfig::default();
+    let mut bench = Bench::new();
+    let first = lease(bench.run(&config, &mut RedissonAcquire::fenced("lock", "c1:t1", false)));
+    assert_eq!(first.fence.as_deref(), Some(fence_text(1).as_str()));
+    assert!(bench.tags.contains(&G1_ACQUIRED));
+    // Taken: try_lock answers at once; lock() waits out the holder's TTL (no unlock message
+    // here), then takes the lock the expired hold left, with the next token.
+    assert_eq!(
+        bench.run(&config, &mut RedissonAcquire::fenced("lock", "c2:t1", true)),
+        RedissonAcquired::NotAcquired
+    );
+    let started = bench.now_us;
+    let second = lease(bench.run(&config, &mut RedissonAcquire::fenced("lock", "c2:t1", false)));
+    assert!(bench.now_us - started >= 29_000_000, "slept on the holder's TTL");
+    assert_eq!(second.fence.as_deref(), Some(fence_text(2).as_str()));
+    assert!(second.fence > first.fence, "the later holder's token sorts higher");
+    // The RLock's release frees it; the watchdog's renewals keep the token.
+    assert_eq!(
+        bench.run(&config, &mut RedissonRelease::new(second)),
+        RedissonReleased::Released
+    );
+    let third = lease(bench.run(&config, &mut RedissonAcquire::fenced("lock", "c1:t1", false)));
+    bench.stop_at_us = Some(bench.now_us + 40_000_000);
+    bench.run(&config, &mut Watchdog::new(third.clone()));
+    assert_eq!(third.fence.as_deref(), Some(fence_text(3).as_str()));
+    // The RLock's acquire on the same key names no token.
+    assert_eq!(
+        lease(bench.run(&config, &mut RedissonAcquire::new("other", "c1:t1"))).fence,
+        None
+    );
+}
+
+#[test]
+fn g1_a_fenced_acquire_that_may_have_run_gives_up_rather_than_count_a_second_hold() {
+    let config = RedissonConfig::default();
+    let mut bench = Bench::new();
+    bench.fates.push_back(Fate::LostAfter(StoreFailure::Timeout));
+    assert_eq!(
+        bench.run(&config, &mut RedissonAcquire::fenced("lock", "c1:t1", false)),
+        RedissonAcquired::Failed(StoreFailure::Timeout)
+    );
+    assert!(bench.tags.contains(&G1_UNCERTAIN));
+    assert_eq!(
+        hold_count(&mut bench, "c1:t1"),
+        RedisReply::Integer(1),
+        "one hold, left to expire"
+    );
+    // A request lost before it reached the server cannot have run: the machine tries again.
+    let mut bench = Bench::new();
+    bench.fates.push_back(Fate::LostBefore(StoreFailure::Unavailable));
+    let held = lease(bench.run(&config, &mut RedissonAcquire::fenced("lock", "c1:t1", false)));
+    assert_eq!(held.fence.as_deref(), Some(fence_text(1).as_str()));
+}
