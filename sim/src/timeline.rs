@@ -778,6 +778,8 @@ impl<'p> Layout<'p> {
             .y_label_area_size(48)
             .build_cartesian_2d(0.0..self.seconds, -0.5..(count as f64 - 0.5))?;
         let label_names: Vec<String> = self.lanes.keys().map(|lane| lane.name()).collect();
+        // A model's axis counts steps or ticks: a label between two says nothing.
+        let whole_units_only = matches!(self.picture.header.clock, Clock::ModelTicks | Clock::ModelSteps);
         chart
             .configure_mesh()
             .x_desc(match self.picture.header.clock {
@@ -786,7 +788,13 @@ impl<'p> Layout<'p> {
                 Clock::ModelTicks => "model ticks",
                 Clock::ModelSteps => "the model's steps, one a unit",
             })
-            .x_label_formatter(&|x: &f64| shortest(*x, 6))
+            .x_label_formatter(&|x: &f64| {
+                if whole_units_only && (x - x.round()).abs() > 1e-6 {
+                    String::new()
+                } else {
+                    shortest(*x, 6)
+                }
+            })
             .y_labels(count)
             .y_label_formatter(&move |y: &f64| {
                 let lane = count as f64 - 1.0 - y.round();

@@ -198,3 +198,82 @@ fn a_client_programs_lost_notice_and_refused_writes_are_drawn() {
         ]
     );
 }
+
+/// A model's axis counts steps: whole steps are labelled, never a half step between two.
+#[test]
+fn a_model_s_step_axis_labels_whole_steps_only() {
+    use cassalock_judge::event::{Driver, ObservedRules, RunFacts};
+    let svg_of = |clock: Clock| {
+        let at = |step: u64, what: What| Event {
+            at_ns: step * 1_000_000_000,
+            node: "c0".into(),
+            clock_us: None,
+            what,
+        };
+        let events = vec![
+            at(
+                1,
+                What::Acquired {
+                    thread: "c0-1".into(),
+                    lock: "L".into(),
+                    token: "t".into(),
+                    valid_until_us: None,
+                    valid_until_at_ns: None,
+                },
+            ),
+            at(
+                2,
+                What::Releasing {
+                    thread: "c0-1".into(),
+                    lock: "L".into(),
+                },
+            ),
+        ];
+        let header = Header::new(
+            Driver::Real,
+            "redis-set-nx",
+            clock,
+            RunFacts {
+                clients: 1,
+                end_ns: 3_000_000_000,
+                rules: Rules::Observed(ObservedRules {
+                    fencing: false,
+                    lease_lost_ends_it: false,
+                    call_bound_ms: None,
+                }),
+                ..RunFacts::default()
+            },
+        );
+        let record = cassalock_judge::event::Record {
+            header: header.clone(),
+            events: events.clone(),
+        };
+        let judgement = cassalock_judge::judge(&record);
+        let path = std::env::temp_dir().join(format!("cassalock-steps-{}-{clock:?}.svg", std::process::id()));
+        write_record_svg(&Picture::new(&header, &events, &judgement), &path).expect("drawn");
+        let svg = std::fs::read_to_string(&path).expect("written");
+        let _ = std::fs::remove_file(&path);
+        svg
+    };
+    // Every text the picture writes, trimmed.
+    let texts = |svg: &str| -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|element| element.split_once('>'))
+            .filter_map(|(_, rest)| rest.split_once("</text>"))
+            .map(|(text, _)| text.trim().to_owned())
+            .collect()
+    };
+    let steps = texts(&svg_of(Clock::ModelSteps));
+    assert!(
+        steps.iter().any(|t| t == "1") && steps.iter().any(|t| t == "2"),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|t| t == "0.5" || t == "1.5"),
+        "no half step: {steps:?}"
+    );
+    // Seconds keep their fractions.
+    let seconds = texts(&svg_of(Clock::SimulatedSinceStart));
+    assert!(seconds.iter().any(|t| t == "0.5" || t == "1.5"), "{seconds:?}");
+}
