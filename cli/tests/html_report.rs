@@ -93,6 +93,33 @@ fn visible_text(html: &str) -> String {
     text
 }
 
+/// A page per recorded run of a shipped library, its timeline drawn from its record, and the
+/// chart of what their overtaken holders were told.
+fn each_client_run_has_its_page_and_timeline(dir: &Path, names: &BTreeSet<String>) {
+    let records: Vec<String> = std::fs::read_dir(dir.join("real-clients"))
+        .expect("the client runs' records")
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_owned))
+        .collect();
+    assert!(records.len() >= 20, "{} client records", records.len());
+    for stem in &records {
+        assert!(names.contains(&format!("client-{stem}.html")), "no page for {stem}");
+        let timeline = std::fs::read_to_string(dir.join("real-clients").join(format!("{stem}.svg")))
+            .unwrap_or_else(|e| panic!("the timeline of {stem}: {e}"));
+        assert!(
+            timeline.contains("</svg>") && timeline.len() > 2_000,
+            "{stem}'s timeline is empty"
+        );
+    }
+    let client_pages = names.iter().filter(|name| name.starts_with("client-")).count();
+    assert_eq!(client_pages, records.len(), "{names:?}");
+    let told = std::fs::read_to_string(dir.join("real-clients/told.svg")).expect("the told chart");
+    assert!(
+        told.matches("class=\"told\"").count() > 10,
+        "the told chart has next to no marks"
+    );
+}
+
 #[test]
 fn every_page_of_the_html_report_links_only_to_what_exists_and_says_something() {
     let dir = site("links");
@@ -160,30 +187,7 @@ fn every_page_of_the_html_report_links_only_to_what_exists_and_says_something() 
         .filter(|name| name.ends_with(".html"))
         .collect();
     assert!(stray.is_empty(), "pages written among the traces: {stray:?}");
-    // A page per recorded run of a shipped library, its timeline drawn from its record, and
-    // the chart of what their overtaken holders were told.
-    let records: Vec<String> = std::fs::read_dir(dir.join("real-clients"))
-        .expect("the client runs' records")
-        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-        .filter_map(|name| name.strip_suffix(".jsonl").map(str::to_owned))
-        .collect();
-    assert!(records.len() >= 20, "{} client records", records.len());
-    for stem in &records {
-        assert!(names.contains(&format!("client-{stem}.html")), "no page for {stem}");
-        let timeline = std::fs::read_to_string(dir.join("real-clients").join(format!("{stem}.svg")))
-            .unwrap_or_else(|e| panic!("the timeline of {stem}: {e}"));
-        assert!(
-            timeline.contains("</svg>") && timeline.len() > 2_000,
-            "{stem}'s timeline is empty"
-        );
-    }
-    let client_pages = names.iter().filter(|name| name.starts_with("client-")).count();
-    assert_eq!(client_pages, records.len(), "{names:?}");
-    let told = std::fs::read_to_string(dir.join("real-clients/told.svg")).expect("the told chart");
-    assert!(
-        told.matches("class=\"told\"").count() > 10,
-        "the told chart has next to no marks"
-    );
+    each_client_run_has_its_page_and_timeline(&dir, &names);
     let mut links = 0_usize;
     let mut broken = Vec::new();
     for page in &pages {

@@ -165,14 +165,6 @@ fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
             channel: format!("{key}:channel"),
         })
     };
-    let fenced = |key: &str, token_key: &str, owner: &str, lease_ms: u64| {
-        Step::Send(RedisCommand::RedissonFencedAcquire {
-            key: key.into(),
-            token_key: token_key.into(),
-            owner: owner.into(),
-            lease_ms,
-        })
-    };
     vec![
         // SET NX's acquire, extension, release, expiry.
         set_nx(&k, "t1", 300),
@@ -278,8 +270,41 @@ fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
         Step::Sleep(400),
         acquire(&h, "o2", 300),
         release(&h, "o2"),
-        // Redisson's fenced lock: the token counts up on each acquisition and re-entry, not
-        // when taken; a counter that is not an integer, or a hash, is refused.
+    ]
+}
+
+/// Redisson's fenced lock, after [`redis_steps`] (`h` free, `plain` absent): the token counts
+/// up on each acquisition and re-entry, not when taken; a counter that is not an integer, or a
+/// hash, is refused.
+fn redis_fenced_steps(h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
+    let (h, plain) = (h.to_owned(), plain.to_owned());
+    let c = |command: RedisCommand| Step::Send(command);
+    let get = |key: &str| Step::Send(RedisCommand::Get { key: key.into() });
+    let set_nx = |key: &str, value: &str, ttl_ms: u64| Step::Send(RedisCommand::set_nx_px(key, value, ttl_ms));
+    let acquire = |key: &str, owner: &str, lease_ms: u64| {
+        Step::Send(RedisCommand::RedissonAcquire {
+            key: key.into(),
+            owner: owner.into(),
+            lease_ms,
+        })
+    };
+    let release = |key: &str, owner: &str| {
+        Step::Send(RedisCommand::RedissonRelease {
+            key: key.into(),
+            owner: owner.into(),
+            lease_ms: 500,
+            channel: format!("{key}:channel"),
+        })
+    };
+    let fenced = |key: &str, token_key: &str, owner: &str, lease_ms: u64| {
+        Step::Send(RedisCommand::RedissonFencedAcquire {
+            key: key.into(),
+            token_key: token_key.into(),
+            owner: owner.into(),
+            lease_ms,
+        })
+    };
+    vec![
         fenced(&h, &fenced_token_key(&h), "o1", 300),
         fenced(&h, &fenced_token_key(&h), "o1", 300),
         fenced(&h, &fenced_token_key(&h), "o2", 300),
@@ -305,7 +330,9 @@ fn redis_steps(k: &str, h: &str, plain: &str) -> Vec<Step<RedisCommand>> {
 fn differential_real_redis_answers_as_the_keyspace_model() {
     let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
     require_masters("differential_real_redis_answers_as_the_keyspace_model");
-    let steps = redis_steps(&unique("k"), &unique("h"), &unique("plain"));
+    let (h, plain) = (unique("h"), unique("plain"));
+    let mut steps = redis_steps(&unique("k"), &h, &plain);
+    steps.extend(redis_fenced_steps(&h, &plain));
     let real = RealRedis::new(&[REDIS_MASTERS[0].to_string()]).expect("store");
     let mut model = RedisKeyspace::new();
     let mut compared = 0;

@@ -580,7 +580,6 @@ impl RealRedis {
 
     /// Send one command (or script) and wait for its raw answer.
     async fn send(&self, command: &RedisCommand, connection: &mut MultiplexedConnection) -> redis::RedisResult<Value> {
-        let scripts = &self.scripts;
         match command {
             RedisCommand::Set {
                 key,
@@ -609,6 +608,24 @@ impl RealRedis {
             }
             RedisCommand::PTtl { key } => redis::cmd("PTTL").arg(key).query_async(connection).await,
             RedisCommand::HGet { key, field } => redis::cmd("HGET").arg(key).arg(field).query_async(connection).await,
+            script => self.run_script(script, connection).await,
+        }
+    }
+
+    /// Run one of the locks' scripts and wait for its raw answer.
+    async fn run_script(
+        &self,
+        command: &RedisCommand,
+        connection: &mut MultiplexedConnection,
+    ) -> redis::RedisResult<Value> {
+        let scripts = &self.scripts;
+        match command {
+            RedisCommand::Set { .. }
+            | RedisCommand::Get { .. }
+            | RedisCommand::Del { .. }
+            | RedisCommand::PExpire { .. }
+            | RedisCommand::PTtl { .. }
+            | RedisCommand::HGet { .. } => unreachable!("{command} is a plain command, sent by `send`"),
             RedisCommand::DeleteIfEquals { key, token } => {
                 scripts
                     .delete_if_equals

@@ -31,9 +31,14 @@
 //!   believes it holds the lock (T1-belief); its write, once it resumes, is refused (T1-resource
 //!   kept) only where the resource checks the token.
 
-use super::redisson::{fence_text, RedissonAcquire};
-use crate::algo::server_holder::ServerHolder;
-use crate::store::redis_keyspace::{fenced_token_key, RedisKeyspace, RedisValue};
+use super::redisson::{
+    self, fence_text, RedissonAcquire, RedissonAcquired, RedissonConfig, RedissonLease, RedissonRelease,
+    RedissonReleased, Renewed, Watchdog, WatchdogEnd,
+};
+use super::set_nx::Patience;
+use crate::algo::family::{Acquisition, Extension, FamilyLock, LockConfigError, RedissonLock, Release, RenewalEnd};
+use crate::algo::server_holder::{ServerHolder, ServerNow};
+use crate::store::redis_keyspace::{fenced_token_key, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
 
 /// The fenced lock's acquire: `once` for `try_lock`.
 pub fn acquire(key: &str, owner: &str, once: bool) -> RedissonAcquire {
@@ -57,6 +62,90 @@ pub fn holder_on_server(keyspace: &RedisKeyspace, key: &str, server_now_ms: u64)
     match counter {
         Some(token) => ServerHolder::token_until(&fence_text(token), holder.gone_at_us()),
         None => ServerHolder::Nobody,
+    }
+}
+
+/// Redisson's fenced lock as the family driver runs it: the RLock whose acquire also
+/// counts a token up; its token, not its owner field, is what the resource sees, so a resource
+/// can fence with it. Everything but the acquire and the holder's naming is the RLock's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RedissonFencedLock;
+
+impl FamilyLock for RedissonFencedLock {
+    const NAME: &'static str = "redisson-fenced";
+
+    fn wait_ms(config: &Self::Config) -> Option<u64> {
+        config.wait_ms
+    }
+    type Config = RedissonConfig;
+    type Command = RedisCommand;
+    type Reply = RedisReply;
+    type Lease = RedissonLease;
+    type AcquireMachine = RedissonAcquire;
+    type ExtendMachine = redisson::RenewOnce;
+    type ReleaseMachine = RedissonRelease;
+    type RenewalMachine = Watchdog;
+
+    fn acquire(key: &str, token: &str, patience: Patience) -> RedissonAcquire {
+        acquire(key, token, patience == Patience::Once)
+    }
+
+    /// As the RLock's; a failed call may leave a hold until its lease ends (the fenced acquire
+    /// gives up after an attempt that may have run: see the module).
+    fn acquired(output: RedissonAcquired) -> Acquisition<RedissonLease> {
+        RedissonLock::acquired(output)
+    }
+
+    fn notification_channel(key: &str, token: &str) -> Option<String> {
+        RedissonLock::notification_channel(key, token)
+    }
+
+    fn extend(lease: RedissonLease) -> redisson::RenewOnce {
+        RedissonLock::extend(lease)
+    }
+
+    fn extended(old: &RedissonLease, output: Renewed) -> Extension<RedissonLease> {
+        RedissonLock::extended(old, output)
+    }
+
+    fn release(lease: RedissonLease) -> RedissonRelease {
+        RedissonLock::release(lease)
+    }
+
+    fn released(output: RedissonReleased) -> Release {
+        RedissonLock::released(output)
+    }
+
+    fn valid_until_us(lease: &RedissonLease, config: &RedissonConfig) -> u64 {
+        RedissonLock::valid_until_us(lease, config)
+    }
+
+    /// The token the acquire script counted up (the owner field only if a lease came from
+    /// another lock's acquire, which the machines never hand this lock).
+    fn token(lease: &RedissonLease) -> &str {
+        debug_assert!(lease.fence.is_some(), "a fenced lease carries its token");
+        lease.fence.as_deref().unwrap_or(&lease.owner)
+    }
+
+    fn holder_on_servers(servers: &[ServerNow<'_>], key: &str) -> Option<ServerHolder> {
+        let (keyspace, now_ms) = ServerNow::redis(servers)?;
+        Some(holder_on_server(keyspace, key, now_ms))
+    }
+
+    fn check(config: &RedissonConfig) -> Result<(), LockConfigError> {
+        RedissonLock::check(config)
+    }
+
+    fn renewal(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        RedissonLock::renewal(lease, config)
+    }
+
+    fn renewal_ended(output: WatchdogEnd) -> RenewalEnd {
+        RedissonLock::renewal_ended(output)
+    }
+
+    fn renewed_lease(watchdog: &Watchdog) -> RedissonLease {
+        RedissonLock::renewed_lease(watchdog)
     }
 }
 
