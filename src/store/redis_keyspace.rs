@@ -889,7 +889,7 @@ fn expiry_instant_ms(server_now_ms: u64, ttl_ms: u64) -> Result<u64, RedisError>
 /// A string as Redis reads an integer from it (`INCR`): an optional `-`, then digits without a
 /// leading zero (`0` alone excepted), within a signed 64-bit integer; `+5`, `05`, `-0` and
 /// ` 5` are not integers to Redis, though Rust's `parse` takes some of them.
-fn redis_integer(text: &str) -> Option<i64> {
+pub fn redis_integer(text: &str) -> Option<i64> {
     if text == "0" {
         return Some(0);
     }

@@ -38,7 +38,9 @@ use super::redisson::{
 use super::set_nx::Patience;
 use crate::algo::family::{Acquisition, Extension, FamilyLock, LockConfigError, RedissonLock, Release, RenewalEnd};
 use crate::algo::server_holder::{ServerHolder, ServerNow};
-use crate::store::redis_keyspace::{fenced_token_key, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
+use crate::store::redis_keyspace::{
+    fenced_token_key, redis_integer, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
+};
 
 /// The fenced lock's acquire: `once` for `try_lock`.
 pub fn acquire(key: &str, owner: &str, once: bool) -> RedissonAcquire {
@@ -56,7 +58,7 @@ pub fn holder_on_server(keyspace: &RedisKeyspace, key: &str, server_now_ms: u64)
     let counter = keyspace
         .live_entry(&fenced_token_key(key), server_now_ms)
         .and_then(|entry| match &entry.value {
-            RedisValue::Text(text) => text.parse::<i64>().ok(),
+            RedisValue::Text(text) => redis_integer(text),
             _ => None,
         });
     match counter {
@@ -179,6 +181,22 @@ mod tests {
             holder_on_server(&server, "L", 150).token(),
             Some(fence_text(2).as_str())
         );
+    }
+
+    /// A counter Redis would not count up (`+5`) names nobody, as the key space reads it.
+    #[test]
+    fn a_counter_redis_cannot_read_names_nobody() {
+        let mut server = RedisKeyspace::new();
+        server.apply(
+            &RedisCommand::RedissonAcquire {
+                key: "L".into(),
+                owner: "a".into(),
+                lease_ms: 100,
+            },
+            0,
+        );
+        server.apply(&RedisCommand::set_nx_px(fenced_token_key("L"), "+5", 1_000), 0);
+        assert_eq!(holder_on_server(&server, "L", 10), ServerHolder::Nobody);
     }
 
     #[test]
