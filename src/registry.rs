@@ -41,6 +41,9 @@ pub enum Lock {
     Redisson,
     /// Redisson's fair lock: the `RLock`'s hash and watchdog with a queue of waiters.
     RedissonFair,
+    /// Redisson's fenced lock (`RFencedLock`): the `RLock` with a token counter its acquire
+    /// counts up.
+    RedissonFenced,
     /// Apache Curator's `InterProcessMutex` on ZooKeeper.
     Zookeeper,
     /// etcd's `concurrency.Mutex` with its session lease.
@@ -161,7 +164,7 @@ pub enum Holder {
 }
 
 /// Every lock, in the order the reports list them.
-pub const LOCKS: [Entry; 15] = [
+pub const LOCKS: [Entry; 16] = [
     Entry {
         lock: Lock::Old,
         name: "old",
@@ -282,6 +285,17 @@ pub const LOCKS: [Entry; 15] = [
         servers: Servers::OneRedis,
         real: true,
         holder: Holder::Named("the owner field names the holder"),
+    },
+    Entry {
+        lock: Lock::RedissonFenced,
+        name: "redisson-fenced",
+        title: "Redisson fenced lock",
+        family: Family::Redis,
+        model: Some("redisson-fenced"),
+        matrix_row: Some("Redisson fenced lock, token counter + watchdog (redisson-fenced)"),
+        servers: Servers::OneRedis,
+        real: false,
+        holder: Holder::Grows("the token counter"),
     },
     Entry {
         lock: Lock::Redlock,

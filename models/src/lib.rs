@@ -11,7 +11,7 @@
 //! | trygetlock | T3, T4 | [`trygetlock`] |
 //! | old | T1 holds, T2 and F fail | [`old`] |
 //! | globaltime | T5, S1 | [`globaltime`] |
-//! | redis-set-nx, redis-setnx-expire, redlock, memcached, redisson, redisson-fair | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock and the `SETNX`-then-`EXPIRE` recipe before it, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock` and fair lock (C-lost too: their watchdog; F-order for the fair lock), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
+//! | redis-set-nx, redis-setnx-expire, redlock, memcached, redisson, redisson-fair, redisson-fenced | T1-belief, T1-resource, C-free, C-release, T2 of Redis's `SET NX PX` lock and the `SETNX`-then-`EXPIRE` recipe before it, Redlock over 3 masters, Memcached's `add` lock and Redisson's `RLock`, fair lock and fenced lock (C-lost too: their watchdog; F-order for the fair lock; C-token for the fenced lock, whose resource fences), under a pause, lost requests, a restart, a failover (Redis), a server clock jump, a lost unlock message (Redisson) | [`family`] |
 //! | zookeeper, etcd | the same claims for Curator's `InterProcessMutex` and etcd's mutex, with a fenced resource (their tokens grow: C-token), under a pause (a ZooKeeper session's heartbeat stops), lost requests, a restart (everything persists), a server clock jump (sessions and leases expire early), a missed watch | [`family`], [`coord`] |
 //!
 //! [`lock_world`] is the world the three lock models share; [`liveness`] is our fair-cycle

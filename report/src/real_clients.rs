@@ -125,8 +125,8 @@ pub const LIBRARIES: [(&str, Option<&str>); 12] = [
     ("kazoo", Some("zookeeper")),
     ("redisson-rlock", Some("redisson")),
     ("redisson-fair", Some("redisson-fair")),
-    ("redisson-fenced", None),
-    ("redisson-fenced-try", None),
+    ("redisson-fenced", Some("redisson-fenced")),
+    ("redisson-fenced-try", Some("redisson-fenced")),
     ("curator", Some("zookeeper")),
     ("redsync-redlock", Some("redlock")),
     ("redsync-one", Some("redis-set-nx")),
@@ -156,7 +156,7 @@ pub fn record_name(file: &str) -> Option<(&str, ClientFault)> {
 
 /// Why our re-implementation and the shipped library differ, where someone found out. A
 /// difference not listed here is printed as a finding.
-const EXPLAINED: [(&str, ClientFault, &str); 10] = [
+const EXPLAINED: [(&str, ClientFault, &str); 11] = [
     (
         "redis-set-nx",
         ClientFault::PausedHolder,
@@ -171,6 +171,11 @@ const EXPLAINED: [(&str, ClientFault, &str); 10] = [
         "redisson-fair",
         ClientFault::PausedHolder,
         "as for the `RLock`: the fair lock gives its caller no validity either",
+    ),
+    (
+        "redisson-fenced",
+        ClientFault::PausedHolder,
+        "as for the `RLock`: the fenced lock gives its caller a token and no validity, so the code using it believes until it releases; its late write is refused by the token, as ours is",
     ),
     (
         "etcd",

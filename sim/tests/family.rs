@@ -152,7 +152,15 @@ fn t1_belief_a_partitioned_holder_stops_believing_in_time_but_the_recipe_s_late_
         .map(|named| named.name)
         .filter(|name| name.ends_with("-partition"))
         .collect();
-    assert_eq!(partitions.len(), 8, "one per lock with scenarios: {partitions:?}");
+    let locks: std::collections::BTreeSet<&str> = scenarios()
+        .map(|named| build(named.name, 0).unwrap().lock.name())
+        .collect();
+    assert_eq!(
+        partitions.len(),
+        locks.len(),
+        "one per lock with scenarios: {partitions:?}"
+    );
+    assert!(locks.len() >= 9, "{locks:?}");
     for name in partitions {
         if name == "setnx-expire-partition" {
             assert_violates_only(name, 0, Claim::T1Belief);
@@ -458,4 +466,66 @@ fn t1_server_a_lone_holder_whose_key_is_gone_is_caught_where_t1_belief_sees_noth
     kept.clients = 1;
     let outcome = run_family(&kept, 0, false);
     assert_eq!(outcome.verdicts.get(Claim::T1Server), &Verdict::NoViolation);
+}
+
+/// Redisson's fenced lock: the pause that breaks the RLock's T1-resource (`redisson-pause`)
+/// leaves its resource whole here, the paused holder's late write refused for its lower token;
+/// a restart without persistence and a failover to a replica without the last `INCR` hand the
+/// holder's token out again (C-token), the emptied server naming nobody while the holder
+/// believes (T1-server). The controls (contention, a restart with appendfsync always, a
+/// partition past the lease) keep every claim.
+#[test]
+fn redisson_fenced_refuses_a_paused_holders_write_and_loses_its_counter_with_the_server() {
+    for name in [
+        "redisson-fenced-contention",
+        "redisson-fenced-pause",
+        "redisson-fenced-restart-persistence",
+        "redisson-fenced-partition",
+    ] {
+        assert_no_violation(name, 0..10);
+    }
+    let paused = run_family(&build("redisson-fenced-pause", 0).unwrap(), 0, false);
+    let cassalock_judge::event::Rules::Families(rules) = &paused.header.run.rules else {
+        panic!(
+            "a family run's record has the families' rules: {:?}",
+            paused.header.run.rules
+        )
+    };
+    assert!(rules.fencing_tokens, "the fenced lock's resource fences");
+    let writes = cassalock_judge::families::judged_writes(rules, &paused.events);
+    let refused: Vec<_> = writes.iter().filter(|write| write.refused).collect();
+    assert_eq!(refused.len(), 1, "{writes:?}");
+    assert_eq!(
+        (refused[0].acquisition, refused[0].token.as_str()),
+        (Some(0), "00000000000000000001")
+    );
+    for (name, violated) in [
+        (
+            "redisson-fenced-restart-no-persistence",
+            vec![Claim::T1Server, Claim::CToken],
+        ),
+        (
+            "redisson-fenced-failover-during-renewal",
+            vec![Claim::T1Belief, Claim::T1Server, Claim::CToken],
+        ),
+    ] {
+        let scenario = build(name, 0).unwrap();
+        assert_eq!(scenario.expect_violated, Some(Claim::CToken.name()), "{name}");
+        let outcome = run_family(&scenario, 0, false);
+        let found: Vec<Claim> = outcome
+            .verdicts
+            .claims
+            .iter()
+            .filter(|(_, verdict)| verdict.is_violated())
+            .map(|(claim, _)| *claim)
+            .collect();
+        assert_eq!(found, violated, "{name}");
+        let Verdict::Violated(why) = outcome.verdicts.get(Claim::CToken) else {
+            unreachable!("checked above")
+        };
+        assert!(
+            why.contains("got token 00000000000000000001, not above acquisition #0's 00000000000000000001"),
+            "{why}"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! The locks whose key the server expires, as the model runs them ([`ModelFamily`]): Redis's
 //! `SET NX` lock and the two-command `SETNX`-then-`EXPIRE` recipe before it, Redlock,
-//! Memcached's `add` lock, Redisson's `RLock` and its fair lock, with the machines' config, the
+//! Memcached's `add` lock, Redisson's `RLock`, its fair lock and its fenced lock, with the machines' config, the
 //! server and the title words the model gives each.
 
 use cassalock::algo::family::{
@@ -8,6 +8,7 @@ use cassalock::algo::family::{
 };
 use cassalock::algo::memcached::MemcachedLockConfig;
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonLease, Watchdog};
+use cassalock::algo::redis::redisson_fenced::RedissonFencedLock;
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::setnx_expire::SetNxExpireLock;
 use cassalock::algo::redis::RedisLockConfig;
@@ -502,10 +503,71 @@ impl ModelFamily for RedissonFairLock {
     }
 }
 
+/// Redisson's fenced lock: the RLock whose acquire also counts a token up, with the RLock's
+/// lease, watchdog and faults. The model checks C-token besides the RLock's claims, and its
+/// resource fences with the token.
+impl ModelFamily for RedissonFencedLock {
+    type Server = RedisServer;
+    type Lane = Watchdog;
+    const MODEL: &'static str = "redisson-fenced";
+    const LOCK: Option<Lock> = Some(Lock::RedissonFenced);
+    const HELP: &'static str =
+        "Redisson's fenced lock: the RLock with a token counted up by every acquisition (C-token besides the RLock's claims)";
+    const TTL_TICKS: u8 = REDISSON_LEASE_TICKS;
+    const RENEWAL_LANE: bool = true;
+    const FENCING: bool = true;
+
+    fn supports(fault: Fault) -> bool {
+        RedissonLock::supports(fault)
+    }
+
+    fn config(ttl_ticks: u8, ms_per_tick: u64, extend: bool, mutants: &FamilyMutants) -> RedissonConfig {
+        <RedissonLock as ModelFamily>::config(ttl_ticks, ms_per_tick, extend, mutants)
+    }
+
+    fn server(fault: Fault) -> RedisServer {
+        <RedissonLock as ModelFamily>::server(fault)
+    }
+
+    fn describe_lock(_config: &RedissonConfig, _extend: bool) -> String {
+        "redisson-fenced (RFencedLock: the RLock's hash, watchdog and unlock message, and a token counter the acquire counts up; the resource refuses a token below the highest it has seen)".to_owned()
+    }
+
+    fn describe_timing(config: &RedissonConfig) -> String {
+        <RedissonLock as ModelFamily>::describe_timing(config)
+    }
+
+    fn counted_from_us(lease: &RedissonLease) -> Option<u64> {
+        Some(lease.set_sent_at_us)
+    }
+
+    fn describe_fault(fault: Fault) -> String {
+        match fault {
+            Fault::Restart => "the server may restart without persistence (the counter with it)".to_owned(),
+            Fault::Failover => {
+                "the replica may be promoted before it has the primary's writes (the counter's too)".to_owned()
+            }
+            other => <RedissonLock as ModelFamily>::describe_fault(other),
+        }
+    }
+
+    fn lane(lease: &RedissonLease, config: &RedissonConfig) -> Option<Watchdog> {
+        <RedissonFencedLock as FamilyLock>::renewal(lease, config)
+    }
+
+    fn lane_ended(output: <Watchdog as Machine>::Output) -> RenewalEnd {
+        <RedissonFencedLock as FamilyLock>::renewal_ended(output)
+    }
+
+    fn lane_lease(lane: &Watchdog) -> RedissonLease {
+        <RedissonFencedLock as FamilyLock>::renewed_lease(lane)
+    }
+}
+
 /// Every lock of the registry that has a family model: the one list the command line and the
 /// matrix read (a lock is added to the model checker by its [`ModelFamily`] impl and a line
 /// here).
-pub fn registered_models() -> [RegisteredModel; 8] {
+pub fn registered_models() -> [RegisteredModel; 9] {
     use cassalock::algo::family::{CuratorLock, EtcdLock};
     [
         RegisteredModel::of::<SetNxLock>(),
@@ -514,6 +576,7 @@ pub fn registered_models() -> [RegisteredModel; 8] {
         RegisteredModel::of::<MemcachedLock>(),
         RegisteredModel::of::<RedissonLock>(),
         RegisteredModel::of::<RedissonFairLock>(),
+        RegisteredModel::of::<RedissonFencedLock>(),
         RegisteredModel::of::<CuratorLock>(),
         RegisteredModel::of::<EtcdLock>(),
     ]

@@ -79,6 +79,14 @@
 //! the RLock's script, so whoever asks when the lock is free takes it; F-order catches it in
 //! 12 steps (pinned in `models/tests/redisson_fair.rs`, with the counts of every fault).
 //!
+//! **Redisson's fenced lock** (`--model redisson-fenced`): the RLock's hash, watchdog, unlock
+//! message and release, with the fenced acquire script, which also counts up a counter key
+//! beside the hash (no expiry) and answers its value as the holder's token. The token grows, so
+//! the model's resource fences with it and checks C-token, as for ZooKeeper and etcd below. The
+//! counter lives on the same server as the lock: a restart without persistence empties both,
+//! and a failover promotes a replica that may lack the last `INCR`, so both hand a token out
+//! again (pinned in `models/tests/redisson_fenced.rs`, beside the RLock's counts).
+//!
 //! ## ZooKeeper (Curator) and etcd
 //!
 //! The coordination services' locks run in this model too (their servers and settings are in

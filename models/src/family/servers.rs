@@ -5,7 +5,9 @@
 use cassalock::algo::redis::redlock::ToMaster;
 use cassalock::algo::server_holder::{ServerNow, ServerState};
 use cassalock::store::memcached::{Memcached, MemcachedCommand};
-use cassalock::store::redis_keyspace::{Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue};
+use cassalock::store::redis_keyspace::{
+    fenced_token_key, Persistence, RedisCommand, RedisKeyspace, RedisReply, RedisValue,
+};
 use cassalock::store::redis_replication::ReplicatedRedis;
 
 use super::{ModelServer, KEY, MILLIS_PER_TICK};
@@ -16,7 +18,15 @@ pub(crate) fn ms_of_tick(tick: u8) -> u64 {
 }
 
 fn show_redis_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
-    match keyspace.live_entry(KEY, server_now_ms) {
+    // The fenced lock's token counter, beside its hash (no other lock has the key).
+    let counter = match keyspace
+        .live_entry(&fenced_token_key(KEY), server_now_ms)
+        .map(|entry| &entry.value)
+    {
+        Some(RedisValue::Text(count)) => format!(", token counter {count}"),
+        _ => String::new(),
+    };
+    let key = match keyspace.live_entry(KEY, server_now_ms) {
         None => "-".to_owned(),
         Some(entry) => {
             let value = match &entry.value {
@@ -30,7 +40,8 @@ fn show_redis_key(keyspace: &RedisKeyspace, server_now_ms: u64) -> String {
                 None => value,
             }
         }
-    }
+    };
+    key + &counter
 }
 
 /// The token the lock's key holds: a `SET NX` key's value, or the owner field of Redisson's

@@ -78,12 +78,14 @@ fn families(md: &mut String) {
     let _ = writeln!(
         md,
         "**The locks people use instead** (Redis `SET NX PX`, Redlock over 3 masters, Memcached `add`, \
-         Redisson's `RLock` with its watchdog, and its fair lock) are judged under their servers' faults: a \
+         Redisson's `RLock` with its watchdog, its fair lock and its fenced lock) are judged under their \
+         servers' faults: a \
          pause between the holder's validity check and its write (for Redisson the whole process, its \
          watchdog too), a lost request or reply, a restart without persistence, a failover to a replica that \
          lacks acknowledged writes, a server clock jump by the TTL, and for Redisson a lost unlock message. \
          Their cells come from their model (`cassalock check --model \
-         redis-set-nx|redlock|memcached|redisson|redisson-fair`, the library's own machines against the \
+         redis-set-nx|redlock|memcached|redisson|redisson-fair|redisson-fenced`, the library's own machines \
+         against the \
          servers' value types) and from the simulator's named scenarios (`cassalock sim --scenario NAME`, \
          docs/simulator.md: the library's own `FamilyLocker` against simulated servers on their own \
          clocks, each line naming its scenario's fault); a cell with no sim line has no scenario for that \
@@ -93,7 +95,8 @@ fn families(md: &mut String) {
          model does); a seed whose run stopped at its bound with a client still waiting gives T2 no verdict \
          and is counted apart (\"bounded\"). Their resource has no fencing (their tokens name a holder, they \
          do not grow), so T1-resource there means: no write from an acquisition after a later acquisition \
-         wrote. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store \
+         wrote; but the fenced lock's token grows (a counter its acquire script counts up), so its resource \
+         fences, as the coordination services' below do, and its C-token is checked. Their T2 is checked twice: (always) no `lock()` returns without the lock while the store \
          answers; (liveness) every client that calls `lock()` acquires. Redisson's C-lost: a holder that a \
          later acquisition overtook has been told (by its watchdog or its own check), or its watchdog still \
          asks. The fair lock's F-order (2 clients x 2 acquisitions, no fault): the lock goes to the `lock()` \

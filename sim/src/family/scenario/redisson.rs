@@ -1,10 +1,12 @@
 //! Redisson's `RLock` as its scenarios (`redisson.toml`: lost unlock messages, a failover
 //! during renewal, a paused process, a failed renewal, redisson/redisson#775) build it: its
 //! watchdog on (`lock()` without a lease time), waiters woken by the unlock message, which the
-//! simulated server publishes over the network. The fair lock's file builds on it.
+//! simulated server publishes over the network. The fair and the fenced lock's files build on
+//! it.
 
 use cassalock::algo::family::{RedissonFairLock, RedissonLock};
 use cassalock::algo::redis::redisson::{RedissonConfig, RedissonMutants};
+use cassalock::algo::redis::redisson_fenced::RedissonFencedLock;
 use cassalock::registry::Lock;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -71,6 +73,19 @@ pub(super) fn redisson_lock(config: RedissonConfig, fair: bool) -> LockKind {
             ..Simulated::new(config, lease_ms)
         })
     }
+}
+
+/// The fenced lock of a scenario's `settings`: the RLock's settings, its acquire counting a
+/// token up that the resource fences with.
+pub(super) fn fenced_lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
+    let settings: Settings = toml::Value::Table(settings).try_into()?;
+    let config = settings.config();
+    Ok(Arc::new(Simulated::<RedissonFencedLock> {
+        renew_every_ms: config.watchdog().then(|| config.renew_every_ms()),
+        wakeup: Wakeup::UnlockMessage,
+        fences: true,
+        ..Simulated::new(config.clone(), config.lease_ms())
+    }))
 }
 
 /// The fair lock of a scenario's `settings`.
