@@ -8,7 +8,10 @@
 //! - **C-lost** (for the code people run): every holder overtaken (the earlier holder of a
 //!   T1-belief overlap, or a holder whose write fencing refused) was told, by an unasked
 //!   `lease_lost`, its release's answer (`not_held`, `failed`) or the refused write, before its
-//!   client acquired again or the record ended ([`crate::told`]).
+//!   client acquired again or the record ended ([`crate::told`]). A model's record (its clock
+//!   the model's ticks or steps) ends where its counterexample ends, not where a run did: a
+//!   holder not yet told there leaves C-lost undecided (bounded), the model's own C-lost
+//!   deciding it.
 //! - **T2** within the run's bound, where the header gives one: every `lock` call answered
 //!   ([`crate::call_bound`]).
 //! - **C-free** and **C-release**: the next caller, once every call had returned, got the lock
@@ -545,7 +548,9 @@ impl Judge {
                 self.intervals.push(interval.clone());
             }
         }
-        self.tellings.finish();
+        // A model's record stops where its counterexample stops: nothing after it is a run's end.
+        let cut = matches!(self.clock, Clock::ModelTicks | Clock::ModelSteps);
+        self.tellings.finish(cut);
         let (overlap_count, overlaps, window_full) = self.window.finish();
         let c_lost = c_lost_check(&self.tellings, self.clock, window_full);
         let fairness = Fairness {
@@ -704,6 +709,19 @@ fn c_lost_check(tellings: &Tellings, clock: Clock, window_full: bool) -> (ClaimI
         }
         text.push_str(full);
         return (ClaimId::CLost, ClaimVerdict::Violated, text);
+    }
+    if let Some(untold) = &tellings.first_untold_at_cut {
+        return (
+            ClaimId::CLost,
+            ClaimVerdict::Bounded,
+            format!(
+                "undecided: {} of {} not yet told where the record stops (a model's counterexample ends at its violation; the model's own C-lost decides); first: {}, overtaken at {}{full}",
+                tellings.untold_at_cut,
+                count(tellings.overtaken, "overtaken holder"),
+                untold.holder,
+                instant(clock, untold.overtaken_at),
+            ),
+        );
     }
     match latest {
         None => (

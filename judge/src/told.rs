@@ -205,6 +205,10 @@ pub struct Tellings {
     pub kept: Vec<LostHolder>,
     /// The first never told.
     pub first_never: Option<LostHolder>,
+    /// Overtaken holders not yet told where a cut record stops ([`Tellings::finish`]), which
+    /// might have been told later: neither told nor never told. The first of them.
+    pub untold_at_cut: u64,
+    pub first_untold_at_cut: Option<LostHolder>,
     /// The one told last after its overtaking (the largest delay).
     pub latest: Option<LostHolder>,
 }
@@ -219,6 +223,8 @@ impl Tellings {
             never_told: 0,
             kept: Vec::new(),
             first_never: None,
+            untold_at_cut: 0,
+            first_untold_at_cut: None,
             latest: None,
         }
     }
@@ -358,22 +364,37 @@ impl Tellings {
         }
     }
 
-    /// The record ended: every case is finished, in the order of their acquisitions.
-    pub fn finish(&mut self) {
+    /// The record ended: every case is finished, in the order of their acquisitions. `cut`:
+    /// the record stops where a model's counterexample stops, not where a run ended, so a
+    /// holder that its client had not left (it did not acquire again), whose release had not
+    /// answered and that nothing had told yet might still be told: it counts as untold at the
+    /// cut, not as never told.
+    pub fn finish(&mut self, cut: bool) {
         let mut rest: Vec<Case> = self.pending.drain(..).chain(self.current.drain(..)).collect();
         rest.sort_by(|a, b| (a.acquired_at, &a.holder).cmp(&(b.acquired_at, &b.holder)));
         for case in rest {
-            self.finish_case(case);
+            let could_hear_more = cut && !case.retired && case.release.is_none();
+            self.finish_case_as(case, could_hear_more);
         }
     }
 
     fn finish_case(&mut self, case: Case) {
+        self.finish_case_as(case, false);
+    }
+
+    fn finish_case_as(&mut self, case: Case, could_hear_more: bool) {
         if !case.overtaken() {
             return;
         }
         let lost = case.into_lost();
         self.overtaken += 1;
         match lost.delay_s() {
+            None if could_hear_more => {
+                self.untold_at_cut += 1;
+                if self.first_untold_at_cut.is_none() {
+                    self.first_untold_at_cut = Some(lost.clone());
+                }
+            }
             None => {
                 self.never_told += 1;
                 if self.first_never.is_none() {

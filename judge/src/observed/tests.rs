@@ -274,6 +274,55 @@ fn c_lost_is_violated_when_the_overtaken_holder_is_never_told() {
     assert_eq!(v.never_told, 1);
 }
 
+/// Judged as a record on `clock` that ends 200 ms after its last event.
+fn judged_on(clock: Clock, mut events: Vec<Event>, clients: usize) -> ObservedVerdicts {
+    events.sort_by_key(|event| event.at_ns);
+    let end = Duration::from_nanos(events.last().map_or(0, |e| e.at_ns) + 200_000_000);
+    let header = Header::new(
+        Driver::Model,
+        "m",
+        clock,
+        RunFacts {
+            clients,
+            end_ns: u64::try_from(end.as_nanos()).unwrap(),
+            rules: Rules::Observed(ObservedRules {
+                fencing: true,
+                lease_lost_ends_it: true,
+                call_bound_ms: None,
+            }),
+            ..RunFacts::default()
+        },
+    );
+    judge_record(&header, &events)
+}
+
+/// A model's record stops at its counterexample: a holder overtaken there and not yet told
+/// might be told later, so C-lost is undecided (bounded), not violated, where the same events
+/// ending a run violate it; a holder whose release had already answered "released" is never
+/// told, cut or not.
+#[test]
+fn c_lost_is_undecided_where_a_models_record_stops_before_the_holder_could_hear() {
+    let still_holding: Vec<Event> = [
+        hold_ms("c0", 1, 0, 0, 3000, FINE)[..2].to_vec(),
+        hold_ms("c1", 1, 500, 1000, 1100, FINE),
+    ]
+    .concat();
+    let run = judged_on(Clock::WallSinceEpoch, still_holding.clone(), 2);
+    assert_eq!(c_lost(&run).0, ClaimVerdict::Violated, "{}", c_lost(&run).1);
+    for clock in [Clock::ModelTicks, Clock::ModelSteps] {
+        let cut = judged_on(clock, still_holding.clone(), 2);
+        let (verdict, text) = c_lost(&cut);
+        assert_eq!(verdict, ClaimVerdict::Bounded, "{clock:?}: {text}");
+        assert!(
+            text.starts_with("undecided: 1 of 1 overtaken holder not yet told where the record stops"),
+            "{text}"
+        );
+        assert_eq!((cut.never_told, cut.overtaken_holders), (0, 1));
+        let released = judged_on(clock, paused_holder(FINE), 2);
+        assert_eq!(c_lost(&released).0, ClaimVerdict::Violated, "{}", c_lost(&released).1);
+    }
+}
+
 #[test]
 fn c_lost_has_no_occasion_when_nobody_is_overtaken() {
     let v = judged_as(

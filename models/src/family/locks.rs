@@ -1,7 +1,7 @@
 //! The locks whose key the server expires, as the model runs them ([`ModelFamily`]): Redis's
 //! `SET NX` lock and the two-command `SETNX`-then-`EXPIRE` recipe before it, Redlock,
-//! Memcached's `add` lock, Redisson's `RLock`, its fair lock and its fenced lock, with the machines' config, the
-//! server and the title words the model gives each.
+//! Memcached's `add` lock, Redisson's `RLock`, its fair lock and its fenced lock, with the
+//! machines' config, the server and the title words the model gives each.
 
 use cassalock::algo::family::{
     FamilyLock, MemcachedLock, RedissonFairLock, RedissonLock, RedlockLock, RenewalEnd, SetNxLock,

@@ -345,9 +345,11 @@ fn family_judgement(
 
 /// The timeline of a model's trace `name` of `claim`, from its path's event record, one step a
 /// unit of its axis (`cassalock_judge::steps`): the file's name, beside the trace. None where
-/// the record's judge does not find `claim` violated (T1-server and the fairness and liveness
-/// claims are judged by the model alone: their records carry no server readings and no
-/// infinite paths), so that no picture beside a violated trace says "ok".
+/// the record's judge finds `claim` neither violated nor undecided (T1-server and the fairness
+/// and liveness claims are judged by the model alone: their records carry no server readings
+/// and no infinite paths), so that no picture beside a violated trace says "ok". C-lost's
+/// counterexample is undecided on its record: the record stops at the violating state, where
+/// the holder has not been told, and only the model knows it never will be.
 pub(super) fn write_model_timeline(
     name: &str,
     claim: ClaimId,
@@ -372,7 +374,7 @@ pub(super) fn write_model_timeline(
     let shown = |id: ClaimId| {
         verdicts
             .iter()
-            .any(|&(c, verdict)| c == id.as_str() && verdict == ClaimVerdict::Violated)
+            .any(|&(c, verdict)| c == id.as_str() && matches!(verdict, ClaimVerdict::Violated | ClaimVerdict::Bounded))
     };
     if !(shown(claim) || (claim == ClaimId::T1 && shown(ClaimId::T1Belief))) {
         return Ok(None);

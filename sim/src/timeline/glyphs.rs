@@ -142,9 +142,14 @@ pub(super) fn title_lines(picture: &Picture, width: i32) -> Vec<String> {
         let separator = if i + 1 < violated.len() { ", " } else { "; " };
         items.push(format!("{claim} VIOLATED{separator}"));
     }
-    // A claim the run's time limit left undecided: neither violated nor ok.
+    // A claim the run's time limit left undecided, or a model's record its end (it stops
+    // where the counterexample does): neither violated nor ok.
+    let came_first = match picture.header.clock {
+        Clock::ModelTicks | Clock::ModelSteps => "the counterexample's end came first",
+        _ => "the time limit came first",
+    };
     for claim in named(ClaimVerdict::Bounded) {
-        items.push(format!("{claim} bounded (the time limit came first); "));
+        items.push(format!("{claim} bounded ({came_first}); "));
     }
     items.push(format!(
         "{}{}",
