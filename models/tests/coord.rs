@@ -14,7 +14,7 @@ mod pinning;
 use cassalock::registry::Lock;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
-use pinning::{first_violation, full, golden_text, pin, pinned, spec};
+use pinning::{first_violation, full, golden_text, pin, pinned, spec, trace};
 
 const HOLDS_ZK: &str = "holds within bound (clock <= 4 ticks)";
 const HOLDS_ETCD: &str = "holds within bound (clock <= 5 ticks)";
@@ -60,16 +60,6 @@ fn etcd_verdicts(t1: &'static str) -> Vec<(&'static str, &'static str)> {
         ("C-token", HOLDS_ETCD),
         ("T2", HOLDS_ETCD),
     ]
-}
-
-fn trace(report: &cassalock_models::check::Report, claim: &str) -> String {
-    report
-        .rows
-        .iter()
-        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
-        .and_then(|row| row.trace.as_ref())
-        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
-        .to_string()
 }
 
 fn figure<'r>(report: &'r cassalock_models::check::Report, start: &str) -> &'r str {

@@ -9,22 +9,11 @@
 mod pinning;
 
 use cassalock::registry::Lock;
-use cassalock_models::check::Report;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
-use pinning::{full, pinned, spec};
+use pinning::{full, pinned, spec, trace};
 
 const HOLDS: &str = "holds within bound (clock <= 4 ticks)";
 const VIOLATED: &str = "VIOLATED";
-
-fn trace(report: &Report, claim: &str) -> String {
-    report
-        .rows
-        .iter()
-        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
-        .and_then(|row| row.trace.as_ref())
-        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
-        .to_string()
-}
 
 /// The claims in the order the family model checks them: T1-belief, T1-resource, C-free,
 /// C-release, T2 (always: no lock() gives up while the store answers), T2 (liveness).

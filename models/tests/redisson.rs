@@ -16,7 +16,7 @@ use cassalock::registry::Lock;
 use cassalock_models::check::Report;
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
-use pinning::{first_violation, full, golden_text, pin, pinned, spec};
+use pinning::{first_violation, full, golden_text, pin, pinned, spec, trace};
 
 const HOLDS: &str = "holds within bound (clock <= 5 ticks)";
 const VIOLATED: &str = "VIOLATED";
@@ -30,16 +30,6 @@ fn mutant_775(fault: Fault) -> Spec {
     let mut spec = redisson(fault);
     spec.mutant = Some(Mutant::Redisson775);
     spec
-}
-
-fn trace(report: &Report, claim: &str) -> String {
-    report
-        .rows
-        .iter()
-        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
-        .and_then(|row| row.trace.as_ref())
-        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
-        .to_string()
 }
 
 /// The claims in the order the model checks them: T1-belief, T1-resource, C-free, C-release,

@@ -20,7 +20,7 @@ use cassalock::registry::Lock;
 use cassalock_models::check::{Limits, Report};
 use cassalock_models::{build, Fault, ModelName, Mutant, Spec};
 use expect_test::expect_file;
-use pinning::{first_violation, full, golden_text, pin, pinned, spec};
+use pinning::{first_violation, full, golden_text, pin, pinned, spec, trace};
 
 const HOLDS: &str = "holds within bound (clock <= 5 ticks)";
 const VIOLATED: &str = "VIOLATED";
@@ -36,16 +36,6 @@ fn fair_twice(mutant: Option<Mutant>) -> Spec {
     spec.acquisitions = Some(2);
     spec.mutant = mutant;
     spec
-}
-
-fn trace(report: &Report, claim: &str) -> String {
-    report
-        .rows
-        .iter()
-        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
-        .and_then(|row| row.trace.as_ref())
-        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
-        .to_string()
 }
 
 /// The claims in the order the model checks them at 2 clients x 1 acquisition: T1-belief,

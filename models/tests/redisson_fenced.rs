@@ -14,16 +14,15 @@
 //! After an intended change:
 //! `UPDATE_EXPECT=1 cargo test -p cassalock-models --test redisson_fenced`, then review
 //! `git diff`. 2 clients x 1 acquisition, a lease of 3 ticks renewed every tick, clocks up to
-//! 5 ticks. The failover (865,022 states, about 20 s in the test build) is pinned in an ignored
+//! 5 ticks. The failover (865,022 states, 30 s in the test build) is pinned in an ignored
 //! test: `cargo test -p cassalock-models --test redisson_fenced -- --ignored`.
 
 mod pinning;
 
 use cassalock::registry::Lock;
-use cassalock_models::check::Report;
 use cassalock_models::{Fault, ModelName, Spec};
 use expect_test::expect_file;
-use pinning::{first_violation, full, golden_text, pin, pinned, spec};
+use pinning::{first_violation, full, golden_text, pin, pinned, spec, trace};
 
 const HOLDS: &str = "holds within bound (clock <= 5 ticks)";
 const VIOLATED: &str = "VIOLATED";
@@ -31,16 +30,6 @@ const BOUNDED: &str = "bounded (the only counterexamples reach the model's last 
 
 fn fenced(fault: Fault) -> Spec {
     spec(ModelName::Lock(Lock::RedissonFenced), fault)
-}
-
-fn trace(report: &Report, claim: &str) -> String {
-    report
-        .rows
-        .iter()
-        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
-        .and_then(|row| row.trace.as_ref())
-        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
-        .to_string()
 }
 
 /// The claims in the order the model checks them: T1-belief, T1-resource, C-free, C-release,
@@ -126,7 +115,7 @@ fn a_restart_without_persistence_hands_the_same_token_out_twice() {
 
 /// A failover to a replica that has not received the last `INCR` hands its token out again.
 #[test]
-#[ignore = "about 20 s in the test build: run with -- --ignored"]
+#[ignore = "30 s in the test build: run with -- --ignored"]
 fn a_failover_hands_out_a_token_the_replica_never_saw_counted() {
     let report = full(&fenced(Fault::Failover));
     pinned(

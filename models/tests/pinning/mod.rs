@@ -39,6 +39,17 @@ pub fn first_violation(spec: &Spec, claim: &str) -> Report {
     report
 }
 
+/// The counterexample `report` found to `claim`, as the checker prints it.
+pub fn trace(report: &Report, claim: &str) -> String {
+    report
+        .rows
+        .iter()
+        .find(|row| row.claim.as_str() == claim && row.trace.is_some())
+        .and_then(|row| row.trace.as_ref())
+        .unwrap_or_else(|| panic!("{claim} has a trace:\n{report}"))
+        .to_string()
+}
+
 /// The report as the checker prints it, without what varies from run to run: the timings, and
 /// stateright's state count and depth (its BFS is multi-threaded, so a run stopped at the
 /// first violation counts a different number of states each time). Our graph's count, every

@@ -47,49 +47,56 @@ impl Settings {
     }
 }
 
+/// Which of Redisson's locks a scenario file builds.
+#[derive(Clone, Copy)]
+enum Kind {
+    RLock,
+    /// The RLock's hash and watchdog with a queue of waiters; the release tells the first
+    /// waiter alone, on its own channel; Redisson's `threadWaitTime` of 5 s.
+    Fair,
+    /// The RLock whose acquire also counts a token up, which the resource fences with.
+    Fenced,
+}
+
 /// The lock of a scenario's `settings`.
 pub(super) fn lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let settings: Settings = toml::Value::Table(settings).try_into()?;
-    Ok(redisson_lock(settings.config(), false))
-}
-
-/// The RLock, or with `fair` its fair lock (the RLock's hash and watchdog with a queue of
-/// waiters; the release tells the first waiter alone, on its own channel; Redisson's
-/// `threadWaitTime` of 5 s).
-pub(super) fn redisson_lock(config: RedissonConfig, fair: bool) -> LockKind {
-    let renew_every_ms = config.watchdog().then(|| config.renew_every_ms());
-    let lease_ms = config.lease_ms();
-    if fair {
-        Arc::new(Simulated::<RedissonFairLock> {
-            renew_every_ms,
-            wakeup: Wakeup::UnlockMessage,
-            fair: true,
-            ..Simulated::new(config, lease_ms)
-        })
-    } else {
-        Arc::new(Simulated::<RedissonLock> {
-            renew_every_ms,
-            wakeup: Wakeup::UnlockMessage,
-            ..Simulated::new(config, lease_ms)
-        })
-    }
-}
-
-/// The fenced lock of a scenario's `settings`: the RLock's settings, its acquire counting a
-/// token up that the resource fences with.
-pub(super) fn fenced_lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
-    let settings: Settings = toml::Value::Table(settings).try_into()?;
-    let config = settings.config();
-    Ok(Arc::new(Simulated::<RedissonFencedLock> {
-        renew_every_ms: config.watchdog().then(|| config.renew_every_ms()),
-        wakeup: Wakeup::UnlockMessage,
-        fences: true,
-        ..Simulated::new(config.clone(), config.lease_ms())
-    }))
+    redisson_lock(settings, Kind::RLock)
 }
 
 /// The fair lock of a scenario's `settings`.
 pub(super) fn fair_lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
+    redisson_lock(settings, Kind::Fair)
+}
+
+/// The fenced lock of a scenario's `settings`.
+pub(super) fn fenced_lock(settings: toml::Table) -> Result<LockKind, toml::de::Error> {
+    redisson_lock(settings, Kind::Fenced)
+}
+
+/// One of Redisson's locks, each with its watchdog on unless a lease time is given, its
+/// waiters woken by the unlock message.
+fn redisson_lock(settings: toml::Table, kind: Kind) -> Result<LockKind, toml::de::Error> {
     let settings: Settings = toml::Value::Table(settings).try_into()?;
-    Ok(redisson_lock(settings.config(), true))
+    let config = settings.config();
+    let renew_every_ms = config.watchdog().then(|| config.renew_every_ms());
+    let lease_ms = config.lease_ms();
+    Ok(match kind {
+        Kind::RLock => Arc::new(Simulated::<RedissonLock> {
+            renew_every_ms,
+            wakeup: Wakeup::UnlockMessage,
+            ..Simulated::new(config, lease_ms)
+        }),
+        Kind::Fair => Arc::new(Simulated::<RedissonFairLock> {
+            renew_every_ms,
+            wakeup: Wakeup::UnlockMessage,
+            fair: true,
+            ..Simulated::new(config, lease_ms)
+        }),
+        Kind::Fenced => Arc::new(Simulated::<RedissonFencedLock> {
+            renew_every_ms,
+            wakeup: Wakeup::UnlockMessage,
+            fences: true,
+            ..Simulated::new(config, lease_ms)
+        }),
+    })
 }
