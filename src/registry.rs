@@ -294,7 +294,7 @@ pub const LOCKS: [Entry; 16] = [
         model: Some("redisson-fenced"),
         matrix_row: Some("Redisson fenced lock, token counter + watchdog (redisson-fenced)"),
         servers: Servers::OneRedis,
-        real: false,
+        real: true,
         holder: Holder::Grows("the token counter"),
     },
     Entry {

@@ -93,11 +93,11 @@ pub struct BenchArgs {
     /// Which suite.
     #[arg(value_enum)]
     suite: Suite,
-    /// real, long-run: which locks, comma-separated [default: real: all twelve: old, queue,
+    /// real, long-run: which locks, comma-separated [default: real: all thirteen: old, queue,
     /// queue-next-in-line (the queue lock whose waiter next in line polls every 5 ms, the
     /// faster handoff), queue-paced (the same, every waiter sleeping by its rank and the
-    /// queue's pace), lwt, redis-set-nx, redisson, redisson-fair, redlock, memcached,
-    /// zookeeper, etcd; long-run: old,queue, the only two it takes].
+    /// queue's pace), lwt, redis-set-nx, redisson, redisson-fair, redisson-fenced, redlock,
+    /// memcached, zookeeper, etcd; long-run: old,queue, the only two it takes].
     #[arg(long, value_parser = crate::lock_names::real_lock(), value_delimiter = ',')]
     locks: Option<Vec<Lock>>,
     /// real, long-run: Cassandra nodes, host:port, comma-separated, for old, queue and lwt

@@ -974,6 +974,67 @@ fn t1_and_fifo_for_redissons_fair_lock_with_8_lockers_in_2_processes() {
 }
 
 #[test]
+#[ignore = "needs a local Redis (cluster/cassalock-servers start redis --instances 3); run with -- --include-ignored"]
+fn t1_and_c_token_for_redissons_fenced_lock_on_a_real_redis() {
+    let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
+    let test = "t1_and_c_token_for_redissons_fenced_lock_on_a_real_redis";
+    require_masters(test);
+    let lock = unique("redisson-fenced");
+    // Holds (1.2 s) outlast a renewal interval (the 2 s lease / 3): the watchdog's lane runs too.
+    let run = LiveRun::start(&[
+        "--algorithm",
+        "redisson-fenced",
+        "--servers",
+        REDIS_MASTERS[0],
+        "--threads",
+        "4",
+        "--acquisitions",
+        "3",
+        "--hold-ms",
+        "1200",
+        "--ttl-s",
+        "2",
+        "--lock-id",
+        &lock,
+    ]);
+    let (summary, ok, events) = run.finish(Duration::from_secs(120));
+    assert!(ok, "redisson-fenced: the run reported a failure: {summary:?}");
+    assert_eq!(summary.acquisitions, 12, "every locker acquires 3 times: {summary:?}");
+    assert_eq!(summary.errors, 0, "{summary:?}");
+    assert_eq!(summary.lost_leases, 0, "the watchdog kept every lease: {summary:?}");
+    assert_exclusive(&summary, "redisson-fenced");
+    assert_consistent(&summary, &events, 12, "redisson-fenced");
+    // C-token: the acquire script's counter names each holder, and it only grows (the tokens
+    // are written to sort as text in the order they were counted).
+    let mut acquired: Vec<(u64, String)> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Acquired {
+                at_us,
+                lock_token: Some(token),
+                ..
+            } => Some((*at_us, token.clone())),
+            _ => None,
+        })
+        .collect();
+    acquired.sort();
+    assert_eq!(acquired.len(), 12, "every acquisition names its token: {acquired:?}");
+    assert!(
+        acquired.windows(2).all(|pair| pair[0].1 < pair[1].1),
+        "C-token: each holder's token above the one before: {acquired:?}"
+    );
+    eprintln!(
+        "redisson-fenced: {} acquisitions, tokens {} to {}, {:.2} acq/s, wait p99 {:.0} ms, {:.1} requests/acq",
+        summary.acquisitions,
+        acquired[0].1,
+        acquired[acquired.len() - 1].1,
+        summary.acquisitions_per_s,
+        summary.wait_p99_ms,
+        summary.requests_per_acquisition
+    );
+}
+
+#[test]
 #[ignore = "needs local Redis and Memcached (cluster/cassalock-servers start redis --instances 3; start memcached); run with -- --include-ignored"]
 fn t1_holds_for_set_nx_redlock_and_memcached_with_8_lockers_in_2_processes() {
     let _one_at_a_time = SERVERS.lock().unwrap_or_else(|p| p.into_inner());
@@ -1209,7 +1270,7 @@ fn bad_servers_flags_exit_2_and_an_unreachable_server_exits_4() {
         (
             &["--algorithm", "queue", "--servers", "127.0.0.1:16380"][..],
             2,
-            "--servers is for redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper and etcd",
+            "--servers is for redis-set-nx, redisson, redisson-fair, redisson-fenced, redlock, memcached, zookeeper and etcd",
         ),
         (&["--algorithm", "zookeeper"][..], 2, "--servers: give host:port"),
         (

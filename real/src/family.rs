@@ -25,6 +25,7 @@ use cassalock::algo::family::{
 };
 use cassalock::algo::memcached::{Checks, MemcachedLockConfig};
 use cassalock::algo::redis::redisson::RedissonConfig;
+use cassalock::algo::redis::redisson_fenced::RedissonFencedLock;
 use cassalock::algo::redis::redlock::RedlockConfig;
 use cassalock::algo::redis::RedisLockConfig;
 use cassalock::algo::zookeeper::curator_mutex::CuratorConfig;
@@ -212,6 +213,16 @@ impl RunsOnRealServers for RedissonFairLock {
     }
 }
 
+impl RunsOnRealServers for RedissonFencedLock {
+    type Store = RealRedis;
+    fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
+        Ok(redisson_config(job.ttl_s, job.max_wait_ms))
+    }
+    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(&job.servers)?)
+    }
+}
+
 impl RunsOnRealServers for RedlockLock {
     type Store = Masters<RealRedis>;
     fn config(job: &JobSettings) -> Result<RedlockConfig, Refused> {
@@ -296,6 +307,7 @@ fn family_runner(lock: Lock) -> Result<FamilyRunner, Refused> {
         Lock::RedisSetNx => FamilyRunner::of::<SetNxLock>(),
         Lock::Redisson => FamilyRunner::of::<RedissonLock>(),
         Lock::RedissonFair => FamilyRunner::of::<RedissonFairLock>(),
+        Lock::RedissonFenced => FamilyRunner::of::<RedissonFencedLock>(),
         Lock::Redlock => FamilyRunner::of::<RedlockLock>(),
         Lock::Memcached => FamilyRunner::of::<MemcachedLock>(),
         Lock::Zookeeper => FamilyRunner::of::<CuratorLock>(),

@@ -50,7 +50,8 @@ use cassalock::algo::server_holder::{ReadState, ServerSnapshot};
 use cassalock::driver::family::FamilyStore;
 use cassalock::driver::notify::{Channels, Subscription};
 use cassalock::store::redis_keyspace::{
-    fair_queue_key, fair_timeouts_key, RedisCommand, RedisEffect, RedisError, RedisKeyspace, RedisReply, RedisValue,
+    fair_queue_key, fair_timeouts_key, fenced_token_key, RedisCommand, RedisEffect, RedisError, RedisKeyspace,
+    RedisReply, RedisValue,
 };
 use cassalock::store::StoreFailure;
 
@@ -125,19 +126,27 @@ redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1";
 
-/// T1-server's reading of one key, in one step so that its type, value and TTL are of one
-/// instant: `{type, PTTL, value}`, the value a string (`GET`) or a hash's fields and values
-/// (`HGETALL`), none for a missing key or another type.
+/// T1-server's reading of a lock's key (KEYS[1]) and of the token counter that Redisson's fenced
+/// lock keeps beside it (KEYS[2], [`fenced_token_key`]), in one step so that they are of one
+/// instant: `{type, PTTL, value, counter}`. The value is a string (`GET`) or a hash's fields and
+/// values (`HGETALL`), nil for a missing key or another type; the counter is the string the
+/// fenced acquire counts up, nil when there is none. Which of them names the holder is the
+/// lock's rule ([`holder_on_servers`](cassalock::algo::family::FamilyLock::holder_on_servers)), not
+/// the reading's.
 const READ_KEY: &str = "\
 local kind = redis.call('TYPE', KEYS[1])['ok']
 local pttl = redis.call('PTTL', KEYS[1])
+local value = false
 if kind == 'string' then
-  return {kind, pttl, redis.call('GET', KEYS[1])}
+  value = redis.call('GET', KEYS[1])
+elseif kind == 'hash' then
+  value = redis.call('HGETALL', KEYS[1])
 end
-if kind == 'hash' then
-  return {kind, pttl, redis.call('HGETALL', KEYS[1])}
+local counter = false
+if redis.call('TYPE', KEYS[2])['ok'] == 'string' then
+  counter = redis.call('GET', KEYS[2])
 end
-return {kind, pttl}";
+return {kind, pttl, value, counter}";
 
 /// The most fields of a hash a reading takes in (Redisson's hash holds one owner, re-entered).
 const MAX_READ_FIELDS: usize = 64;
@@ -358,7 +367,8 @@ impl RealRedis {
         let Ok((generation, _, mut connection)) = self.connection().await else {
             return Ok(down());
         };
-        let invocation = self.scripts.read_key.key(key);
+        let mut invocation = self.scripts.read_key.key(key);
+        invocation.key(fenced_token_key(key));
         let answer =
             tokio::time::timeout(self.command_timeout, invocation.invoke_async::<Value>(&mut connection)).await;
         let now_ms = crate::now_us() / 1000;
@@ -818,9 +828,10 @@ fn reply(command: &RedisCommand, value: Value) -> Result<RedisReply, StoreFailur
     }
 }
 
-/// The key space a reading ([`READ_KEY`]) shows: `key` alone, as it was when the answer came
-/// (`now_ms` on this machine's clock, so its TTL ends at `now_ms` + PTTL: never earlier than
-/// on the server, which counted it down while the answer travelled).
+/// The key space a reading ([`READ_KEY`]) shows: `key` and its fenced token counter, as they
+/// were when the answer came (`now_ms` on this machine's clock, so the key's TTL ends at
+/// `now_ms` + PTTL: never earlier than on the server, which counted it down while the answer
+/// travelled; the counter has no expiry).
 fn keyspace_read(key: &str, value: Value, now_ms: u64) -> Result<RedisKeyspace, StoreFailure> {
     let odd = |what: &str| StoreFailure::Other(format!("reading {key}: {what}"));
     let text = |value: &Value| match value {
@@ -872,6 +883,13 @@ fn keyspace_read(key: &str, value: Value, now_ms: u64) -> Result<RedisKeyspace, 
             });
         }
         keyspace.apply_effects(&effects);
+    }
+    match parts.get(3) {
+        None | Some(Value::Nil) => {}
+        Some(counter) => keyspace.apply_effects(&[RedisEffect::Put {
+            key: fenced_token_key(key),
+            value: RedisValue::Text(text(counter)?),
+        }]),
     }
     Ok(keyspace)
 }

@@ -27,12 +27,13 @@ pub struct RealArgs {
     /// Which lock: Cassandra's (old, queue, queue-next-in-line: the queue lock with
     /// --next-poll-ms 5 unless given, queue-paced: the same with --paced-poll, lwt;
     /// --contact-points) or another family's
-    /// (redis-set-nx, redisson, redisson-fair, redlock, memcached, zookeeper, etcd; --servers).
+    /// (redis-set-nx, redisson, redisson-fair, redisson-fenced, redlock, memcached, zookeeper, etcd;
+    /// --servers).
     /// Also spelled --lock.
     #[arg(long, visible_alias = "lock", value_parser = crate::lock_names::real_lock(), default_value = "queue", conflicts_with = "client")]
     pub algorithm: Lock,
-    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx, redisson and
-    /// redisson-fair one server (or a primary and its replicas: the lockers use the master),
+    /// Redis or Memcached servers, host:port, comma-separated: redis-set-nx and Redisson's
+    /// three locks one server (or a primary and its replicas: the lockers use the master),
     /// redlock every master (1-15), memcached one server. Redisson's waiters wake on the unlock
     /// message (pub/sub), as Redisson's client does; the fair lock's, each on its own channel.
     #[arg(long, value_delimiter = ',', conflicts_with = "client")]

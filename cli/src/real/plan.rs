@@ -68,11 +68,11 @@ pub struct BenchPlan {
     /// Seconds of each lock's fault run; 0: none.
     pub fault_seconds: u64,
     pub contact_points: Vec<String>,
-    /// The server of redis-set-nx, redisson and redisson-fair.
+    /// The server of redis-set-nx and Redisson's three locks.
     pub redis: String,
     pub redlock_masters: Vec<String>,
     pub memcached: String,
-    /// The pair redis-set-nx, redisson and redisson-fair fail over in their fault runs.
+    /// The pair redis-set-nx and Redisson's three locks fail over in their fault runs.
     pub redis_replicated: Vec<String>,
     /// The ZooKeeper ensemble of the zookeeper lock (its leader killed in the fault run).
     pub zookeeper: Vec<String>,

@@ -46,11 +46,11 @@ fn the_default_plan_runs_every_lock_against_the_scripts_ports() {
     let plan = plan(BenchRealFlags::default()).expect("defaults are valid");
     // Every lock.
     assert_eq!(plan.locks, cassalock_real::real_locks());
-    assert_eq!(plan.locks.len(), 12);
+    assert_eq!(plan.locks.len(), 13);
     assert_eq!(plan.lockers, vec![1, 4, 16]);
     assert_eq!((plan.seconds, plan.repeats, plan.fault_seconds), (20, 3, 20));
-    assert_eq!(plan.runs(), 108);
-    assert_eq!(plan.fault_runs(), 12);
+    assert_eq!(plan.runs(), 117);
+    assert_eq!(plan.fault_runs(), 13);
     assert_eq!(plan.servers(Lock::Zookeeper).len(), 3);
     assert_eq!(plan.servers(Lock::Etcd)[0], "127.0.0.1:23781");
     assert_eq!(plan.servers(Lock::Redisson), vec!["127.0.0.1:16380".to_string()]);
@@ -59,10 +59,10 @@ fn the_default_plan_runs_every_lock_against_the_scripts_ports() {
     assert!(plan.servers(Lock::Queue).is_empty());
     assert_eq!(
         plan.command(),
-        "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
+        "cassalock bench real --locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redisson-fenced,redlock,memcached,zookeeper,etcd --lockers 1,4,16 --seconds 20 --hold-ms 10 --repeats 3 --fault-seconds 20 --contact-points 127.0.0.1:9042 --redis 127.0.0.1:16380 --redis-replicated 127.0.0.1:16390,127.0.0.1:16391 --redlock-masters 127.0.0.1:16380,127.0.0.1:16381,127.0.0.1:16382 --memcached 127.0.0.1:21211 --zookeeper 127.0.0.1:22181,127.0.0.1:22182,127.0.0.1:22183 --etcd 127.0.0.1:23781,127.0.0.1:23782,127.0.0.1:23783"
     );
-    // Warm-up, 108 runs of 20 + 3 s, 12 fault runs of 20 + 60 s.
-    assert_eq!(plan.estimate_s(), 15 + 108 * 23 + 12 * 80);
+    // Warm-up, 117 runs of 20 + 3 s, 13 fault runs of 20 + 60 s.
+    assert_eq!(plan.estimate_s(), 15 + 117 * 23 + 13 * 80);
 }
 
 #[test]
@@ -334,7 +334,7 @@ fn server_flags_for_locks_that_do_not_run_are_refused() {
                 redis_replicated: Some(vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()]),
                 ..flags()
             },
-            "--redis-replicated is for redis-set-nx, redisson or redisson-fair, with fault runs, which this benchmark does not run (--locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
+            "--redis-replicated is for redis-set-nx, redisson, redisson-fair or redisson-fenced, with fault runs, which this benchmark does not run (--locks old,queue,queue-next-in-line,queue-paced,lwt,redis-set-nx,redisson,redisson-fair,redisson-fenced,redlock,memcached,zookeeper,etcd, --fault-seconds 0)",
         ),
         (
             BenchRealFlags {
@@ -347,7 +347,7 @@ fn server_flags_for_locks_that_do_not_run_are_refused() {
     ]);
 }
 
-/// Each value allowed, but together about 17 days.
+/// Each value allowed, but together about 33 days.
 #[test]
 fn a_benchmark_that_would_take_too_long_is_refused() {
     let flags = BenchRealFlags::default;
@@ -357,7 +357,7 @@ fn a_benchmark_that_would_take_too_long_is_refused() {
             repeats: Some(20),
             ..flags()
         },
-        "bench real would take about 721 h (720 runs of 3600 s, 12 fault runs of 20 s); the limit is 24 h",
+        "bench real would take about 781 h (780 runs of 3600 s, 13 fault runs of 20 s); the limit is 24 h",
     )]);
 }
 
