@@ -628,11 +628,26 @@ fn redisson_across_a_failover(fault: &str, undo: Option<&str>) -> (i32, String, 
 #[test]
 #[ignore = "needs the replicated Redis pair (cluster/cassalock-servers start redis-replicated) and clients/setup java; fails over the pair and puts it back; run with -- --include-ignored --test-threads 1"]
 fn redisson_rlock_across_a_failover_to_a_lagging_replica_gives_two_holders() {
-    let (code, out, err) = redisson_across_a_failover(
-        "cluster/cassalock-servers lag-replica",
-        Some("cluster/cassalock-servers failover"),
+    // Two holders need a waiter to ask inside the window the lost key leaves, which a run on
+    // wall-clock time does not always give (1 run in 4 to 5 missed it here): the claim is that
+    // this fault can give two holders, so the test asks for it in one of at most 3 runs.
+    const MOST_RUNS: usize = 3;
+    let mut missed = Vec::new();
+    let (code, out, err) = loop {
+        let (code, out, err) = redisson_across_a_failover(
+            "cluster/cassalock-servers lag-replica",
+            Some("cluster/cassalock-servers failover"),
+        );
+        if code == 1 || missed.len() + 1 == MOST_RUNS {
+            break (code, out, err);
+        }
+        missed.push(out);
+    };
+    assert_eq!(
+        code, 1,
+        "no two holders in {MOST_RUNS} runs; the last: {out}{err}; the others: {missed:?}"
     );
-    assert_eq!(code, 1, "{out}{err}");
+    eprintln!("two holders in run {} of at most {MOST_RUNS}", missed.len() + 1);
     assert!(
         out.contains(
             "undone 4000 ms later by `cluster/cassalock-servers failover`; then moved 127.0.0.1:16390=127.0.0.1:16391"
