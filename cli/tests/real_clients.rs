@@ -629,7 +629,7 @@ fn redisson_across_a_failover(fault: &str, undo: Option<&str>) -> (i32, String, 
 #[ignore = "needs the replicated Redis pair (cluster/cassalock-servers start redis-replicated) and clients/setup java; fails over the pair and puts it back; run with -- --include-ignored --test-threads 1"]
 fn redisson_rlock_across_a_failover_to_a_lagging_replica_gives_two_holders() {
     // Two holders need a waiter to ask inside the window the lost key leaves, which a run on
-    // wall-clock time does not always give (1 run in 4 to 5 missed it here): the claim is that
+    // wall-clock time does not always give (8 of 14 runs here in one day missed it): the claim is that
     // this fault can give two holders, so the test asks for it in one of at most 3 runs.
     const MOST_RUNS: usize = 3;
     let mut missed = Vec::new();
