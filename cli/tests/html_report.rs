@@ -306,21 +306,94 @@ fn chromium(args: &[&str]) -> std::process::Output {
         .expect("chromium runs (Debian's package `chromium`)")
 }
 
+/// The name of the checking page written beside the site's pages: not one of them.
+const BROWSER_CHECK_PAGE: &str = "zz-browser-check.html";
+
+/// Virtual time the checking page may take in Chromium: each page's load is real time, not
+/// virtual, so this bounds only the page's own timers; a check cut short says so.
+const BROWSER_CHECK_BUDGET_MS: u32 = 120_000;
+
+/// A page that opens each of `names` in a frame, one after another, and writes one line per
+/// page: its name, the length of the visible text of its `<main>`, whether it has a `<nav>`,
+/// then `DONE`. One Chromium reads them all (started once per page, it took minutes).
+fn browser_check_page(names: &[String]) -> String {
+    let list: Vec<String> = names.iter().map(|name| format!("{name:?}")).collect();
+    format!(
+        r#"<!doctype html><html><body><pre id="out"></pre><script>
+const pages = [{}];
+const out = document.getElementById("out");
+let next = 0;
+function open() {{
+  if (next >= pages.length) {{ out.textContent += "DONE\n"; return; }}
+  const name = pages[next++];
+  const frame = document.createElement("iframe");
+  frame.onload = () => {{
+    let line;
+    try {{
+      const page = frame.contentDocument;
+      const main = page.querySelector("main");
+      line = name + "\t" + (main ? main.innerText.trim().length : -1) + "\t" + !!page.querySelector("nav");
+    }} catch (error) {{
+      line = name + "\tunreadable: " + error;
+    }}
+    out.textContent += line + "\n";
+    frame.remove();
+    open();
+  }};
+  frame.src = name;
+  document.body.appendChild(frame);
+}}
+open();
+</script></body></html>
+"#,
+        list.join(",")
+    )
+}
+
 #[test]
 #[ignore = "needs Debian's chromium; .ci/run installs it and runs this"]
 fn a_real_browser_renders_every_page_of_the_html_report() {
     let dir = site("browser");
-    for page in pages(&dir) {
-        let url = format!("file://{}", page.display());
-        let out = chromium(&["--dump-dom", &url]);
-        let dom = String::from_utf8_lossy(&out.stdout);
-        let name = page.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let names: Vec<String> = pages(&dir)
+        .iter()
+        .map(|page| page.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.len() > 100, "the site has {} pages", names.len());
+    let check = dir.join(BROWSER_CHECK_PAGE);
+    std::fs::write(&check, browser_check_page(&names)).expect("the checking page is written");
+    let out = chromium(&[
+        "--allow-file-access-from-files",
+        &format!("--virtual-time-budget={BROWSER_CHECK_BUDGET_MS}"),
+        "--dump-dom",
+        &format!("file://{}", check.display()),
+    ]);
+    std::fs::remove_file(&check).expect("the checking page is removed");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let report = dom
+        .split_once("<pre id=\"out\">")
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(report, _)| report)
+        .unwrap_or_else(|| panic!("the checking page wrote no report: {dom:.400}"));
+    let lines: Vec<&str> = report.lines().collect();
+    assert_eq!(
+        lines.last(),
+        Some(&"DONE"),
+        "Chromium stopped after {} of {} pages ({BROWSER_CHECK_BUDGET_MS} ms of virtual time)",
+        lines.len(),
+        names.len()
+    );
+    assert_eq!(lines.len(), names.len() + 1, "one line per page: {report:.400}");
+    for (line, name) in lines.iter().zip(&names) {
+        let fields: Vec<&str> = line.split('\t').collect();
+        assert_eq!(fields.first(), Some(&name.as_str()), "pages in order: {line}");
+        assert_eq!(fields.len(), 3, "{name}: the browser could not read the page: {line}");
+        let text: i64 = fields[1].parse().expect("a length");
         assert!(
-            visible_text(&dom).trim().len() > 300,
-            "{name}: the browser built an empty page"
+            text > 300,
+            "{name}: the browser built an empty page ({text} characters in <main>)"
         );
-        assert!(dom.contains("<nav>") && dom.contains("</main>"), "{name}: {dom:.400}");
+        assert_eq!(fields[2], "true", "{name}: no <nav> in the page the browser built");
     }
     let shots = repository().join("target/html-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
