@@ -94,18 +94,22 @@ pub fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
-/// A colour for each of up to twelve lines on one chart (the real-backends report's twelve
-/// locks): [`colour`]'s six, then six more, so no two of the first twelve repeat.
-pub fn colour_of_twelve(index: usize) -> RGBColor {
-    const MORE: [RGBColor; 6] = [
+/// A colour for each of up to sixteen lines on one chart (the real-backends report's locks,
+/// thirteen of them): [`colour`]'s six, then ten more, so no two of the first sixteen repeat.
+pub fn colour_of_sixteen(index: usize) -> RGBColor {
+    const MORE: [RGBColor; 10] = [
         RGBColor(20, 160, 170),
         RGBColor(200, 80, 160),
         RGBColor(150, 100, 30),
         RGBColor(120, 150, 20),
         RGBColor(20, 40, 110),
         RGBColor(240, 170, 40),
+        RGBColor(100, 190, 250),
+        RGBColor(170, 40, 40),
+        RGBColor(170, 220, 60),
+        RGBColor(250, 130, 180),
     ];
-    match index % 12 {
+    match index % 16 {
         i @ 0..=5 => colour(i),
         i => MORE[i - 6],
     }

@@ -99,7 +99,7 @@ fn chart_of(series: Vec<Series>, log_y: bool) -> LineChart<'static> {
 fn series_of(index: usize, dashed: bool, values: &[f64]) -> Series {
     Series {
         name: format!("series {index}"),
-        colour: colour_of_twelve(index),
+        colour: colour_of_sixteen(index),
         dashed,
         points: values
             .iter()

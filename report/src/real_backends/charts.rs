@@ -11,12 +11,12 @@ use super::data::{FaultRun, Setup};
 use super::fair_lock::{ceiling_from_alone, fair_lock_names};
 use super::markdown::render;
 use super::{CHARTS, REPORT};
-use crate::charts::{colour_of_twelve, LineChart, Series, Y};
+use crate::charts::{colour_of_sixteen, LineChart, Series, Y};
 use crate::{write_file, ReportError};
 
 /// A lock's colour: its place among every lock, so it is the same on every chart and run.
-fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
-    colour_of_twelve(
+pub(super) fn lock_colour(name: &str, fallback: usize) -> plotters::style::RGBColor {
+    colour_of_sixteen(
         cassalock_real::real_locks()
             .iter()
             .position(|v| v.title() == name)

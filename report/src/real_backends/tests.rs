@@ -3,7 +3,7 @@
 
 use cassalock_real::{Family, Lock, Summary};
 
-use super::charts::goal_and_ceiling_lines;
+use super::charts::{goal_and_ceiling_lines, lock_colour};
 use super::configuration::configurations;
 use super::fair_lock::{fair_lock_ceiling, fair_lock_goal};
 use super::*;
@@ -455,4 +455,21 @@ fn the_report_and_its_three_charts_are_written() {
     // The LWT lock's one empty run does not hide its other two: it is plotted.
     assert!(!throughput.contains("not plotted"), "nothing is left off");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_lock_has_a_colour_of_its_own_on_the_charts() {
+    let locks = cassalock_real::real_locks();
+    let colours: Vec<_> = locks.iter().map(|lock| lock_colour(lock.title(), 0)).collect();
+    for (i, a) in colours.iter().enumerate() {
+        for (j, b) in colours.iter().enumerate().skip(i + 1) {
+            assert_ne!(
+                a,
+                b,
+                "{} and {} are drawn in one colour",
+                locks[i].title(),
+                locks[j].title()
+            );
+        }
+    }
 }
