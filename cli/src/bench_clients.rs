@@ -337,6 +337,7 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
         },
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
         next_caller_wait_ms: Some(NEXT_CALLER_WAIT_MS),
+        server_reading: None,
     }
 }
 
@@ -472,7 +473,13 @@ pub fn run(out: Option<&Path>) -> ExitCode {
         for &fault in program.faults {
             eprintln!("[{}/{runs}] {}, {}", rows.len() + 1, program.slug, fault.label());
             let spec = spec(program, fault);
-            let outcome = run_clients(&spec);
+            let outcome = match run_clients(&spec) {
+                Ok(outcome) => outcome,
+                Err(why) => {
+                    eprintln!("error: {why}");
+                    return ExitCode::from(4);
+                }
+            };
             if fault == ClientFault::LaggingFailover {
                 if let Err(why) = put_pair_back() {
                     eprintln!("error: the replicated Redis pair could not be put back after the failover: {why:#}");
@@ -626,7 +633,7 @@ fn cost(program: &Program) -> anyhow::Result<Overhead> {
             next_caller_wait_ms: None,
             ..spec(program, ClientFault::None)
         };
-        let outcome = run_clients(&spec);
+        let outcome = run_clients(&spec)?;
         if !outcome.faults.is_empty() {
             anyhow::bail!(
                 "{}",

@@ -250,8 +250,44 @@ fn bad_client_options_are_refused_before_anything_starts() {
         (vec!["--client", "true", "--pause-at", "2"], "--pause-at needs a pause"),
         // The row locks' and the servers' options say nothing to a client program.
         (vec!["--client", "true", "--algorithm", "queue"], "cannot be used with"),
+        // --servers with --client names the servers cassalock reads, and only those.
         (
             vec!["--client", "true", "--servers", "127.0.0.1:1"],
+            "give --read-server-as",
+        ),
+        (
+            vec![
+                "--client",
+                "true",
+                "--read-server-as",
+                "zookeeper",
+                "--servers",
+                "127.0.0.1:1",
+            ],
+            "--read-server-as zookeeper",
+        ),
+        (
+            vec![
+                "--client",
+                "true",
+                "--read-server-as",
+                "redisson",
+                "--servers",
+                "nonsense",
+            ],
+            "\"nonsense\" is not host:port",
+        ),
+        (vec!["--client", "true", "--read-server-as", "redisson"], "--servers"),
+        // A client run's flag beside an own lockers' one is refused, not dropped.
+        (
+            vec![
+                "--lock",
+                "redis-set-nx",
+                "--servers",
+                "127.0.0.1:1",
+                "--pause-holder-ms",
+                "500",
+            ],
             "cannot be used with",
         ),
         (vec!["--client", "true", "--ttl-s", "5"], "cannot be used with"),

@@ -132,6 +132,10 @@ fn redis_py_lock_without_faults_keeps_one_holder() {
             "5",
             "--lease-ms",
             "5000",
+            "--read-server-as",
+            "redis-set-nx",
+            "--servers",
+            "127.0.0.1:16380",
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
@@ -140,6 +144,49 @@ fn redis_py_lock_without_faults_keeps_one_holder() {
         "{out}"
     );
     assert!(out.contains("told at release         40 released"), "{out}");
+    // cassalock's own readings of the key name each holder by redis-py's token.
+    assert!(
+        out.contains("servers read            80 times as redis-set-nx reads 127.0.0.1:16380"),
+        "{out}"
+    );
+    assert!(
+        out.contains("T1-server    ok       every believer named by the server, at 80 readings"),
+        "{out}"
+    );
+}
+
+/// One client alone, paused past its lease: nobody else acquires, so T1-belief has no second
+/// believer to see, but the reading before its release finds the key gone while it believes.
+#[test]
+#[ignore = "needs Redis (cluster/cassalock-servers start redis) and clients/setup python; run with -- --include-ignored"]
+fn t1_server_redis_py_paused_alone_past_its_lease_is_seen_only_by_reading_the_server() {
+    require("redis-py", "127.0.0.1:16380", "start redis --instances 1", PYTHON);
+    let command = format!("{PYTHON} clients/python/redis_py_lock.py --server 127.0.0.1:16380");
+    let mut args = vec![
+        "--threads",
+        "1",
+        "--acquisitions",
+        "3",
+        "--lease-ms",
+        "1000",
+        "--pause-holder-ms",
+        "2000",
+        "--pause-at",
+        "2",
+    ];
+    let (code, out, err) = run(&command, &args);
+    assert_eq!(code, 0, "without a reading nothing is seen: {out}{err}");
+    assert!(out.contains("T1-belief    ok"), "{out}");
+    assert!(!out.contains("T1-server"), "{out}");
+    args.extend(["--read-server-as", "redis-set-nx", "--servers", "127.0.0.1:16380"]);
+    let (code, out, err) = run(&command, &args);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("T1-belief    ok"), "{out}");
+    assert!(
+        out.contains("T1-server    FAILED   1 of 6 readings left out a believer; first: c0-2 believed"),
+        "{out}"
+    );
+    assert!(out.contains("while the server named nobody"), "{out}");
 }
 
 #[test]
@@ -259,9 +306,16 @@ fn redisson_fenced_lock_and_get_token_ignores_its_lease_where_try_lock_keeps_it(
         "--pause-at",
         "2",
     ];
-    let (code, out, err) = run(&fenced, &paused);
+    let mut read = paused.to_vec();
+    read.extend(["--read-server-as", "redisson-fenced", "--servers", "127.0.0.1:16380"]);
+    let (code, out, err) = run(&fenced, &read);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("T1-belief    ok"), "{out}");
+    // The counter names each holder by the token the library gave it (`7`, not `000...7`).
+    assert!(
+        out.contains("T1-server    ok       every believer named by the server, at 12 readings"),
+        "{out}"
+    );
     assert!(
         max_wait_ms(&out) >= 2500.0,
         "the others waited out the pause, not the lease: {out}"

@@ -156,13 +156,6 @@ pub fn etcd_config(job_ttl_s: u32, max_wait_ms: u64) -> EtcdMutexConfig {
     }
 }
 
-/// A `host:port` with a port above 0.
-fn well_formed(address: &str) -> bool {
-    address
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.trim().is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
-}
-
 /// The settings a job gives a family lock, read before any server is contacted.
 #[derive(Clone, Copy, Debug)]
 struct JobSettings {
@@ -179,8 +172,9 @@ trait RunsOnRealServers: FamilyLock {
     type Store: FamilyStore<Self::Command, Reply = Self::Reply>;
     /// The lock's settings for the job; a setting the servers cannot take is refused here.
     fn config(job: &JobSettings) -> Result<Self::Config, Refused>;
-    /// A connection to the job's servers.
-    fn store(job: &Job) -> Result<Self::Store, FamilyRunError>;
+    /// A connection to `servers` (a ZooKeeper session lasts as [`zookeeper_session_ms`] of
+    /// `ttl_s`).
+    fn store(servers: &[String], ttl_s: u32) -> Result<Self::Store, FamilyRunError>;
 }
 
 impl RunsOnRealServers for SetNxLock {
@@ -188,8 +182,8 @@ impl RunsOnRealServers for SetNxLock {
     fn config(job: &JobSettings) -> Result<RedisLockConfig, Refused> {
         Ok(redis_config(job.ttl_s, job.poll_ms, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
-        Ok(RealRedis::new(&job.servers)?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(servers)?)
     }
 }
 
@@ -198,8 +192,8 @@ impl RunsOnRealServers for RedissonLock {
     fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
         Ok(redisson_config(job.ttl_s, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
-        Ok(RealRedis::new(&job.servers)?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(servers)?)
     }
 }
 
@@ -208,8 +202,8 @@ impl RunsOnRealServers for RedissonFairLock {
     fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
         Ok(redisson_config(job.ttl_s, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
-        Ok(RealRedis::new(&job.servers)?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(servers)?)
     }
 }
 
@@ -218,8 +212,8 @@ impl RunsOnRealServers for RedissonFencedLock {
     fn config(job: &JobSettings) -> Result<RedissonConfig, Refused> {
         Ok(redisson_config(job.ttl_s, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealRedis, FamilyRunError> {
-        Ok(RealRedis::new(&job.servers)?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealRedis, FamilyRunError> {
+        Ok(RealRedis::new(servers)?)
     }
 }
 
@@ -228,9 +222,8 @@ impl RunsOnRealServers for RedlockLock {
     fn config(job: &JobSettings) -> Result<RedlockConfig, Refused> {
         Ok(redlock_config(job.servers, job.ttl_s, job.poll_ms, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<Masters<RealRedis>, FamilyRunError> {
-        let masters = job
-            .servers
+    fn store(servers: &[String], _ttl_s: u32) -> Result<Masters<RealRedis>, FamilyRunError> {
+        let masters = servers
             .iter()
             .map(|server| RealRedis::new(std::slice::from_ref(server)))
             .collect::<Result<Vec<_>, _>>()?;
@@ -243,8 +236,8 @@ impl RunsOnRealServers for MemcachedLock {
     fn config(job: &JobSettings) -> Result<MemcachedLockConfig, Refused> {
         Ok(memcached_config(job.ttl_s, job.poll_ms, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealMemcached, FamilyRunError> {
-        Ok(RealMemcached::new(&job.servers[0])?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealMemcached, FamilyRunError> {
+        Ok(RealMemcached::new(&servers[0])?)
     }
 }
 
@@ -260,8 +253,8 @@ impl RunsOnRealServers for CuratorLock {
         }
         Ok(curator_config(job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealZooKeeper, FamilyRunError> {
-        Ok(RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?)
+    fn store(servers: &[String], ttl_s: u32) -> Result<RealZooKeeper, FamilyRunError> {
+        Ok(RealZooKeeper::new(servers, zookeeper_session_ms(ttl_s))?)
     }
 }
 
@@ -270,8 +263,8 @@ impl RunsOnRealServers for EtcdLock {
     fn config(job: &JobSettings) -> Result<EtcdMutexConfig, Refused> {
         Ok(etcd_config(job.ttl_s, job.max_wait_ms))
     }
-    fn store(job: &Job) -> Result<RealEtcd, FamilyRunError> {
-        Ok(RealEtcd::new(&job.servers)?)
+    fn store(servers: &[String], _ttl_s: u32) -> Result<RealEtcd, FamilyRunError> {
+        Ok(RealEtcd::new(servers)?)
     }
 }
 
@@ -284,6 +277,8 @@ type LockerOrWhyNot = Result<Box<dyn AnyLocker>, FamilyRunError>;
 struct FamilyRunner {
     check: fn(&JobSettings) -> Result<(), Refused>,
     locker: fn(&Job, &str, u64) -> LockerOrWhyNot,
+    /// A locker over `servers` that is only read ([`server_reader`]).
+    reader: fn(&[String]) -> LockerOrWhyNot,
 }
 
 impl FamilyRunner {
@@ -295,7 +290,11 @@ impl FamilyRunner {
             },
             locker: |job, name, seed| {
                 let config = F::config(&settings_of(job)).map_err(FamilyRunError::Servers)?;
-                Ok(boxed::<F, _>(F::store(job)?, config, name, seed)?)
+                Ok(boxed::<F, _>(F::store(&job.servers, job.ttl_s)?, config, name, seed)?)
+            },
+            reader: |servers| {
+                let config = F::config(&reader_settings(servers)).map_err(FamilyRunError::Servers)?;
+                Ok(boxed::<F, _>(F::store(servers, READER_TTL_S)?, config, READER_NAME, 0)?)
             },
         }
     }
@@ -346,7 +345,7 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
             cli_name(variant)
         )));
     }
-    if let Some(bad) = servers.iter().find(|s| !well_formed(s)) {
+    if let Some(bad) = servers.iter().find(|s| !crate::is_host_port(s)) {
         return Err(Refused(format!("--servers: {bad:?} is not host:port")));
     }
     let (most, what) = (most_servers(variant.servers()), variant.servers().phrase());
@@ -368,14 +367,14 @@ pub fn check(variant: Lock, servers: &[String], ttl_s: u32, poll_ms: u64, max_wa
 /// acquisitions). A SET NX or Redisson list is one server or a primary and its replicas: one
 /// of them must be a master (the others may be down after a failover); Redlock needs every
 /// master answering at the start; Memcached has one server.
-async fn ping(job: &Job) -> Result<(), FamilyRunError> {
+async fn ping(lock: Lock, servers: &[String], ttl_s: u32) -> Result<(), FamilyRunError> {
     let unreachable = FamilyRunError::Unreachable;
-    match job.variant.servers() {
+    match lock.servers() {
         Servers::OneRedis => {
-            RealRedis::new(&job.servers)?.ping().await.map_err(unreachable)?;
+            RealRedis::new(servers)?.ping().await.map_err(unreachable)?;
         }
         Servers::RedisMasters => {
-            for server in &job.servers {
+            for server in servers {
                 RealRedis::new(std::slice::from_ref(server))?
                     .ping()
                     .await
@@ -383,22 +382,49 @@ async fn ping(job: &Job) -> Result<(), FamilyRunError> {
             }
         }
         Servers::OneMemcached => {
-            RealMemcached::new(&job.servers[0])?.ping().await.map_err(unreachable)?;
+            RealMemcached::new(&servers[0])?.ping().await.map_err(unreachable)?;
         }
         Servers::ZooKeeperEnsemble => {
-            RealZooKeeper::new(&job.servers, zookeeper_session_ms(job.ttl_s))?
+            RealZooKeeper::new(servers, zookeeper_session_ms(ttl_s))?
                 .ping()
                 .await
                 .map_err(unreachable)?;
         }
         Servers::EtcdCluster => {
-            RealEtcd::new(&job.servers)?.ping().await.map_err(unreachable)?;
+            RealEtcd::new(servers)?.ping().await.map_err(unreachable)?;
         }
         Servers::CassandraCluster => {
-            return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(job.variant)));
+            return Err(FamilyRunError::Servers(not_a_family_lock_of_the_runner(lock)));
         }
     }
     Ok(())
+}
+
+/// A reader's settings: none of them is used, since a reader sends no lock command, but the
+/// lock's config is made from them and must pass its checks.
+const READER_TTL_S: u32 = 10;
+/// The locker name a reader's store connections carry.
+const READER_NAME: &str = "server-reader";
+
+fn reader_settings(servers: &[String]) -> JobSettings {
+    JobSettings {
+        servers: servers.len(),
+        ttl_s: READER_TTL_S,
+        poll_ms: 100,
+        max_wait_ms: 1000,
+    }
+}
+
+/// T1-server for lockers that are not ours (client programs driving a shipped library): who
+/// `lock`'s servers name as the holder of a key, by `lock`'s own rule
+/// ([`AnyLocker::holder_on_server`]), read over `servers`, each of which must answer now. The
+/// locker returned is only ever read: a reading sends no lock command and changes nothing.
+pub async fn server_reader(lock: Lock, servers: &[String]) -> Result<Box<dyn AnyLocker>, FamilyRunError> {
+    let settings = reader_settings(servers);
+    check(lock, servers, settings.ttl_s, settings.poll_ms, settings.max_wait_ms).map_err(FamilyRunError::Servers)?;
+    let runner = family_runner(lock).map_err(FamilyRunError::Servers)?;
+    ping(lock, servers, READER_TTL_S).await?;
+    (runner.reader)(servers)
 }
 
 /// A lock id the family locks can use as a key (Memcached's rules: no spaces, not too long).
@@ -424,7 +450,7 @@ pub fn cli_name(variant: Lock) -> &'static str {
 pub async fn run_job(job: &Job, process: usize, emit: Arc<dyn Fn(Event) + Send + Sync>) -> Result<(), FamilyRunError> {
     check(job.variant, &job.servers, job.ttl_s, job.poll_ms, job.max_wait_ms).map_err(FamilyRunError::Servers)?;
     let runner = family_runner(job.variant).map_err(FamilyRunError::Servers)?;
-    ping(job).await?;
+    ping(job.variant, &job.servers, job.ttl_s).await?;
     let monitor = Arc::new(Monitor::open(&job.monitor));
     let started = Instant::now();
     let mut tasks = Vec::new();

@@ -66,6 +66,13 @@ pub use cassalock::registry::{Family, Lock};
 #[error("{0}")]
 pub struct Refused(pub String);
 
+/// A `host:port` with a port above 0.
+pub fn is_host_port(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.trim().is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0))
+}
+
 impl From<&str> for Refused {
     fn from(why: &str) -> Self {
         Refused(why.to_owned())

@@ -14,6 +14,30 @@ pub(super) const CONNECT_TIMEOUT_S: u64 = 15;
 const _: () = assert!(CONNECT_TIMEOUT_S == cassalock::store::cassandra::DEFAULT_CONNECT_TIMEOUT_S);
 
 /// Run lockers against a real cluster and judge mutual exclusion.
+/// The arguments of runs of cassalock's own lockers, which a run of client programs does not
+/// take. Every argument that only a client run takes conflicts with each of them: clap stops
+/// asking for a `requires`'d `--client` once an argument that conflicts with it is present, so
+/// without this `--lock redis-set-nx --pause-holder-ms 500` would run without its pause.
+pub const OWN_LOCKERS_ONLY: [&str; 17] = [
+    "contact_points",
+    "algorithm",
+    "processes",
+    "ttl_s",
+    "renew_ms",
+    "poll_ms",
+    "next_poll_ms",
+    "paced_poll",
+    "reuse_thread_ids",
+    "queue_read_from_last_hold",
+    "consistency",
+    "keyspace",
+    "connect_timeout_s",
+    "no_server_readings",
+    "json",
+    "print_events",
+    "steps",
+];
+
 #[derive(Args, Debug, Clone)]
 pub struct RealArgs {
     /// Cassandra nodes, host:port, comma-separated.
@@ -36,7 +60,9 @@ pub struct RealArgs {
     /// three locks one server (or a primary and its replicas: the lockers use the master),
     /// redlock every master (1-15), memcached one server. Redisson's waiters wake on the unlock
     /// message (pub/sub), as Redisson's client does; the fair lock's, each on its own channel.
-    #[arg(long, value_delimiter = ',', conflicts_with = "client")]
+    /// With --client and --read-server-as: the servers cassalock reads, as the client's
+    /// library uses them.
+    #[arg(long, value_delimiter = ',')]
     pub servers: Vec<String>,
     /// Lockers contending for the one lock (1-256).
     #[arg(long, default_value_t = 8)]
@@ -140,80 +166,89 @@ pub struct RealArgs {
     #[arg(long, value_name = "COMMAND")]
     pub client: Option<String>,
     /// With --client: the call each acquisition makes, lock or try-lock (with --try-wait-ms).
-    #[arg(long, value_enum, default_value_t = ClientCall::Lock, requires = "client")]
+    #[arg(long, value_enum, default_value_t = ClientCall::Lock, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub call: ClientCall,
     /// With --client --call try-lock: how long try_lock waits, milliseconds (1-3600000).
-    #[arg(long, default_value_t = 1000, requires = "client")]
+    #[arg(long, default_value_t = 1000, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub try_wait_ms: u64,
     /// With --client: the lease each acquisition asks for, milliseconds (1-3600000; default:
     /// none, the library's own: its watchdog, its session, or no expiry).
-    #[arg(long, requires = "client")]
+    #[arg(long, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub lease_ms: Option<u64>,
     /// With --client: stop (SIGSTOP) the holder of the --pause-at-th acquisition of the run as
     /// soon as it holds, for this many milliseconds (1-600000), then continue it (SIGCONT);
     /// longer than its lease, another client may take the lock meanwhile.
-    #[arg(long, requires = "client", conflicts_with_all = ["pause_waiter_ms", "cut_off_holder_ms", "cut_off_waiter_ms"])]
+    #[arg(long, requires = "client", conflicts_with_all = ["pause_waiter_ms", "cut_off_holder_ms", "cut_off_waiter_ms"], conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub pause_holder_ms: Option<u64>,
     /// With --client --proxy: cut the holder of the --pause-at-th acquisition of the run off
     /// from its servers as soon as it holds, for this many milliseconds (1-600000), then heal
     /// it: its program runs on, but nothing it sends or is sent crosses its forwarders, so its
     /// lease or session may run out at the servers while its library waits for an answer.
-    #[arg(long, requires = "proxy", conflicts_with_all = ["pause_waiter_ms", "cut_off_waiter_ms"])]
+    #[arg(long, requires = "proxy", conflicts_with_all = ["pause_waiter_ms", "cut_off_waiter_ms"], conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub cut_off_holder_ms: Option<u64>,
     /// With --client --proxy: when the --pause-at-th acquisition of the run is made, cut the
     /// lowest-numbered other client waiting in its lock call off from its servers for this
     /// many milliseconds (1-600000), then heal it, while the holder holds on: a waiter whose
     /// session or lease runs out at the servers while its program runs on.
-    #[arg(long, requires = "proxy", conflicts_with = "pause_waiter_ms")]
+    #[arg(long, requires = "proxy", conflicts_with = "pause_waiter_ms", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub cut_off_waiter_ms: Option<u64>,
     /// With --client: server addresses in the client command (HOST:PORT, comma-separated, on
     /// loopback; each as the command writes it) that each copy reaches through forwarders of
     /// its own, which --cut-off-holder-ms and --cut-off-waiter-ms cut: every whole occurrence of an address in the
     /// command is replaced by its forwarder's for each copy.
-    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT", requires = "client")]
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT", requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub proxy: Vec<String>,
     /// With --client: when the --pause-at-th acquisition of the run is made, stop (SIGSTOP)
     /// the lowest-numbered other client waiting in its lock call for this many milliseconds
     /// (1-600000), then continue it, while the holder holds on: a waiter whose lease or session
     /// runs out while it waits.
-    #[arg(long, requires = "client")]
+    #[arg(long, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub pause_waiter_ms: Option<u64>,
     /// With --pause-holder-ms, --pause-waiter-ms, --cut-off-holder-ms or --cut-off-waiter-ms:
     /// at which acquisition
     /// of the run (1-based, counting every client's; default 2).
-    #[arg(long)]
+    #[arg(long, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub pause_at: Option<u64>,
     /// With --client: a fault on the servers, as a command run through /bin/sh (from the
     /// current directory) when the --server-fault-at-th acquisition is made, while its holder
     /// holds: `cluster/cassalock-servers restart redis1`, `... pause redis1`, `... kill zk1`.
     /// Its start and end are in the record; a command that fails is said.
-    #[arg(long, value_name = "COMMAND", requires = "client")]
+    #[arg(long, value_name = "COMMAND", requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub server_fault: Option<String>,
     /// With --server-fault: a command that undoes it (`cluster/cassalock-servers resume
     /// redis1`), run --server-fault-ms after it.
-    #[arg(long, value_name = "COMMAND", requires = "server_fault")]
+    #[arg(long, value_name = "COMMAND", requires = "server_fault", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub server_fault_undo: Option<String>,
     /// With --server-fault-undo: how long the fault lasts, milliseconds (0-600000).
-    #[arg(long, default_value_t = 0, requires = "server_fault_undo")]
+    #[arg(long, default_value_t = 0, requires = "server_fault_undo", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub server_fault_ms: u64,
     /// With --server-fault and --proxy: addresses that move once the fault's last command
     /// (its undo, if it has one) has succeeded (FROM=TO, comma-separated; FROM one of the --proxy addresses, TO on loopback):
     /// every client's new connections to FROM go to TO from then on, as a virtual IP or a DNS
     /// name moves to a promoted replica (`--server-fault 'cluster/cassalock-servers failover'
     /// --move-address 127.0.0.1:16390=127.0.0.1:16391`). Connections made before stay.
-    #[arg(long, value_delimiter = ',', value_name = "FROM=TO", requires_all = ["server_fault", "proxy"])]
+    #[arg(long, value_delimiter = ',', value_name = "FROM=TO", requires_all = ["server_fault", "proxy"], conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub move_address: Vec<String>,
     /// With --server-fault: at which acquisition of the run (1-based; default 2).
-    #[arg(long, default_value_t = 2, requires = "server_fault")]
+    #[arg(long, default_value_t = 2, requires = "server_fault", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub server_fault_at: u64,
     /// With --client: how long each copy may take to start and say hello, seconds (1-600).
-    #[arg(long, default_value_t = 60, requires = "client")]
+    #[arg(long, default_value_t = 60, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub start_timeout_s: u64,
     /// With --client: once every copy is done, one more copy (started with them) calls try_lock
     /// waiting this long, milliseconds (1-60000); not getting the lock violates C-free or
     /// C-release. 0: no next caller.
-    #[arg(long, default_value_t = cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS, requires = "client")]
+    #[arg(long, default_value_t = cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS, requires = "client", conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub next_caller_wait_ms: u64,
+    /// With --client: cassalock reads the lock's servers (--servers) itself as each hold
+    /// begins and before each release, and names the holder by this lock's rule over the key
+    /// named --lock-id (T1-server: a holder believing while its server names another or
+    /// nobody). The rules that name a shipped library's holder as it does: redis-set-nx
+    /// (redis-py, go-redsync over one server: the key's value), redlock (go-redsync over
+    /// several: a majority's value), redisson, redisson-fair (the hash's owner), redisson-fenced
+    /// (its token counter).
+    #[arg(long, value_name = "LOCK", value_parser = crate::lock_names::real_lock(), requires_all = ["client", "servers"], conflicts_with_all = OWN_LOCKERS_ONLY)]
+    pub read_server_as: Option<Lock>,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.
     #[arg(long, hide = true, requires = "worker_index")]
     pub worker_job: Option<PathBuf>,

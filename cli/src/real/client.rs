@@ -17,6 +17,7 @@ use cassalock_judge::text::count;
 use cassalock_judge::{ClaimId, Judgement};
 use cassalock_real::client::process::ClientFault;
 use cassalock_real::client::run::{check, run as run_clients, ClientRun, ClientSpec, Halt, Pause, Paused, ServerFault};
+use cassalock_real::client::server_reading::{ReaderError, ServerReading};
 
 use super::args::{ClientCall, RealArgs};
 use crate::usage_error;
@@ -70,11 +71,20 @@ fn spec(args: &RealArgs, command: &str) -> ClientSpec {
             .clone()
             .unwrap_or_else(|| format!("cassalock-{}", cassalock_real::now_us())),
         next_caller_wait_ms: (args.next_caller_wait_ms > 0).then_some(args.next_caller_wait_ms),
+        server_reading: args.read_server_as.map(|lock| ServerReading {
+            lock,
+            servers: args.servers.clone(),
+        }),
     }
 }
 
 pub fn run(args: &RealArgs, command: &str) -> ExitCode {
     let spec = spec(args, command);
+    if !args.servers.is_empty() && args.read_server_as.is_none() {
+        return usage_error(
+            "--servers with --client names the servers cassalock reads: give --read-server-as LOCK too (the client's own servers are in its command)",
+        );
+    }
     if spec.pause.is_none() && args.pause_at.is_some() {
         return usage_error("--pause-at needs a pause: --pause-holder-ms, --pause-waiter-ms, --cut-off-holder-ms or --cut-off-waiter-ms");
     }
@@ -112,7 +122,18 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
             pause.at_acquisition
         ))
     );
-    let outcome = run_clients(&spec);
+    let outcome = match run_clients(&spec) {
+        Ok(outcome) => outcome,
+        Err(refused @ (ReaderError::Bad(_) | ReaderError::SimulationBuild)) => {
+            return usage_error(&refused.to_string())
+        }
+        Err(why) => {
+            eprintln!(
+                "error: {why}: is the server running (cluster/cassalock-servers start redis)? --servers must name the servers the client's library uses"
+            );
+            return ExitCode::from(NOT_STARTED);
+        }
+    };
     let judgement = cassalock_judge::judge(&outcome.record);
     print!("{}", report(&spec, &outcome, &judgement));
     if let Some((path, file)) = events_file {
@@ -283,6 +304,20 @@ fn report(spec: &ClientSpec, outcome: &ClientRun, judgement: &Judgement) -> Stri
         .filter(|event| matches!(event.what, cassalock_judge::event::What::LeaseLost { .. }))
         .count();
     let _ = writeln!(out, "  told it lost the lock   {}", count(lost, "time"));
+    if let (Some(reading), Some((readings, failed))) = (&spec.server_reading, outcome.server_readings) {
+        let failed = if failed > 0 {
+            format!(", {} (nothing known at those)", count(failed, "failed reading"))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  servers read            {} as {} reads {}{failed}",
+            count(readings, "time"),
+            reading.lock.name(),
+            reading.servers.join(",")
+        );
+    }
     if outcome.killed_at_exit > 0 {
         let _ = writeln!(
             out,

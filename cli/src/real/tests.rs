@@ -420,3 +420,74 @@ fn every_lock_the_real_runner_runs_has_a_start_command() {
         assert!(start_command(lock).starts_with("cluster/cassalock-"), "{lock:?}");
     }
 }
+
+/// `real`'s arguments as clap sees them, from `cassalock real WORDS`.
+fn parse_real(words: &[&str]) -> Result<crate::Cli, clap::Error> {
+    use clap::Parser as _;
+    crate::Cli::try_parse_from(["cassalock", "real"].iter().chain(words))
+}
+
+/// A flag only a client run takes is refused beside one only cassalock's own lockers take,
+/// instead of being dropped: clap alone would not ask for `--client` there.
+#[test]
+fn a_client_runs_flag_beside_an_own_lockers_flag_is_refused_not_dropped() {
+    let own = ["--lock", "redis-set-nx", "--servers", "127.0.0.1:16380"];
+    for client_only in [
+        &["--pause-holder-ms", "500"][..],
+        &["--proxy", "127.0.0.1:1"],
+        &["--try-wait-ms", "5"],
+        &["--lease-ms", "100"],
+        &["--pause-at", "3"],
+        &["--server-fault", "true"],
+        &["--next-caller-wait-ms", "0"],
+        &["--read-server-as", "redis-set-nx"],
+    ] {
+        let words: Vec<&str> = own.iter().chain(client_only).copied().collect();
+        let refused = parse_real(&words)
+            .err()
+            .unwrap_or_else(|| panic!("{words:?} was taken"));
+        assert_eq!(
+            refused.kind(),
+            clap::error::ErrorKind::ArgumentConflict,
+            "{words:?}: {refused}"
+        );
+        for without_client in [&["--ttl-s", "5"][..], &[]] {
+            let words: Vec<&str> = without_client.iter().chain(client_only).copied().collect();
+            assert!(parse_real(&words).is_err(), "{words:?} was taken");
+        }
+    }
+    assert!(parse_real(&own).is_ok());
+    assert!(parse_real(&[
+        "--client",
+        "c",
+        "--pause-holder-ms",
+        "500",
+        "--read-server-as",
+        "redisson",
+        "--servers",
+        "127.0.0.1:1"
+    ])
+    .is_ok());
+}
+
+/// Every argument that conflicts with `--client` is in the list each client-only argument
+/// conflicts with, and only those.
+#[test]
+fn the_own_lockers_arguments_are_exactly_those_that_conflict_with_client() {
+    use clap::CommandFactory as _;
+    let cli = crate::Cli::command();
+    let real = cli.find_subcommand("real").expect("the real subcommand");
+    let mut conflicting: Vec<&str> = real
+        .get_arguments()
+        .filter(|arg| {
+            real.get_arg_conflicts_with(arg)
+                .iter()
+                .any(|other| other.get_id() == "client")
+        })
+        .map(|arg| arg.get_id().as_str())
+        .collect();
+    conflicting.sort_unstable();
+    let mut listed = super::args::OWN_LOCKERS_ONLY.to_vec();
+    listed.sort_unstable();
+    assert_eq!(conflicting, listed);
+}

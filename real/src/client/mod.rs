@@ -13,10 +13,12 @@
 //! - [`protocol`]: the lines, read strictly (a break names its line);
 //! - [`process`]: one client program, its pipes, its process group, its bounds;
 //! - [`proxy`]: a client's forwarders to its servers, which a fault can cut;
-//! - [`run`]: N copies taking turns, the resource, the planned pause, the record.
+//! - [`run`]: N copies taking turns, the resource, the planned pause, the record;
+//! - [`server_reading`]: cassalock's own readings of the servers, for T1-server.
 
 pub mod faults;
 pub mod process;
 pub mod protocol;
 pub mod proxy;
 pub mod run;
+pub mod server_reading;

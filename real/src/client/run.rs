@@ -24,6 +24,7 @@ pub use super::faults::{Halt, Pause, Paused, ServerFault, SERVER_FAULT_LIMIT, WA
 use super::process::{ClientFault, ClientProcess};
 use super::protocol::{self, Answer, Broken, Command, Hello, Released, Tokens};
 use super::proxy::{self, Proxies};
+use super::server_reading::{ReaderError, Reading, ServerReader, ServerReading};
 use crate::now_us;
 
 mod faults_fired;
@@ -82,6 +83,8 @@ pub struct ClientSpec {
     pub lock_name: String,
     /// The next caller's `try_lock` wait, once the others are done (none: no next caller).
     pub next_caller_wait_ms: Option<u64>,
+    /// Read the lock's servers as each hold begins and before each release (T1-server).
+    pub server_reading: Option<ServerReading>,
 }
 
 /// A spec the runner refuses, in a sentence naming the flag.
@@ -120,6 +123,9 @@ pub fn check(spec: &ClientSpec) -> Result<(), BadClientSpec> {
         return refuse(format!("--try-wait-ms {}: 1-3600000", spec.try_wait_ms));
     }
     proxy::check(&spec.proxy, &spec.command).map_err(|bad| BadClientSpec(bad.to_string()))?;
+    if let Some(reading) = &spec.server_reading {
+        reading.check()?;
+    }
     if let Some(pause) = spec.pause {
         if pause.how == Halt::CutOff && spec.proxy.is_empty() {
             return refuse(format!(
@@ -199,6 +205,8 @@ pub struct ClientRun {
     pub cut_at_ns: Option<u64>,
     /// Clients that did not exit within the grace after `exit` and were killed.
     pub killed_at_exit: usize,
+    /// With a server reading: readings made, and how many failed (nothing known then).
+    pub server_readings: Option<(u64, u64)>,
     pub elapsed: Duration,
 }
 
@@ -222,6 +230,8 @@ struct Shared {
     /// without `--proxy`.
     proxies: Vec<Proxies>,
     told: Mutex<BTreeMap<(String, String), u64>>,
+    /// Reads the lock's servers, with a server reading.
+    reader: Option<ServerReader>,
     started: Instant,
 }
 
@@ -244,8 +254,14 @@ impl Shared {
     }
 }
 
-/// Run the clients of `spec` (checked by [`check`]).
-pub fn run(spec: &ClientSpec) -> ClientRun {
+/// Run the clients of `spec` (checked by [`check`]); with a server reading, its servers must
+/// answer first.
+pub fn run(spec: &ClientSpec) -> Result<ClientRun, ReaderError> {
+    let reader = spec
+        .server_reading
+        .as_ref()
+        .map(|reading| ServerReader::connect(reading, &spec.lock_name))
+        .transpose()?;
     let _pipes = PipesMayClose::new();
     let started = Instant::now();
     let (proxies, mut faults) = start_proxies(spec);
@@ -270,6 +286,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         waiting: Mutex::new(BTreeMap::new()),
         proxies,
         told: Mutex::new(BTreeMap::new()),
+        reader,
         started,
     });
     let next_caller = match spec.next_caller_wait_ms {
@@ -331,7 +348,7 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         })
         .map(|event| event.at_ns);
     let header = header(spec, hello.as_ref(), tokens, &events);
-    ClientRun {
+    Ok(ClientRun {
         hello,
         record: record::Record { header, events },
         faults,
@@ -345,8 +362,9 @@ pub fn run(spec: &ClientSpec) -> ClientRun {
         proxy_refused,
         cut_at_ns,
         killed_at_exit,
+        server_readings: shared.reader.as_ref().map(ServerReader::counts),
         elapsed,
-    }
+    })
 }
 
 /// The names of the run's client programs, in index order: the next caller's last.
@@ -659,6 +677,7 @@ impl Client<'_> {
                         valid_until_at_ns: valid_until_us.map(|us| us.saturating_mul(1000)),
                     },
                 );
+                self.read_server();
                 clock_us
             }
             Answer::NotAcquired { why, clock_us, .. } => {
@@ -712,6 +731,7 @@ impl Client<'_> {
 
     /// Release the lock: `releasing` before the library's call, `released` with its answer.
     fn release(&mut self, process: &mut ClientProcess, thread: String) -> Result<(), ClientFault> {
+        self.read_server();
         let unlock = Command::Unlock { id: self.id() };
         process.send(&unlock)?;
         match self.answer(process, &unlock)? {
@@ -762,6 +782,36 @@ impl Client<'_> {
             other => return Err(self.unexpected(process, &unlock, &other)),
         }
         Ok(())
+    }
+
+    /// With a server reading: who the servers name now, as a `server_holder` event; a failed
+    /// reading as a note (nothing is known then, and no claim counts it).
+    fn read_server(&self) {
+        let Some(reader) = &self.shared.reader else {
+            return;
+        };
+        match reader.read() {
+            Reading::Named(holder) => self.shared.push(
+                now_us(),
+                &self.name,
+                None,
+                What::ServerHolder {
+                    lock: LOCK.into(),
+                    holder,
+                    threads: Vec::new(),
+                    // Each reading is judged at its own instant: no expiry is projected past it.
+                    gone_at_ns: None,
+                },
+            ),
+            Reading::Failed(why) => self.shared.push(
+                now_us(),
+                "server-reader",
+                None,
+                What::Note {
+                    text: format!("a reading of the servers for {} failed: {why}", self.name),
+                },
+            ),
+        }
     }
 
     fn id(&mut self) -> u64 {

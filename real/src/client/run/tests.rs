@@ -30,6 +30,7 @@ fn spec() -> ClientSpec {
         proxy: Vec::new(),
         lock_name: "k".into(),
         next_caller_wait_ms: Some(1000),
+        server_reading: None,
     }
 }
 
