@@ -206,11 +206,19 @@ fn kazoo_lock_paused_past_its_session_gives_two_holders_and_its_czxid_fences() {
             "6000",
             "--pause-at",
             "2",
+            "--read-server-as",
+            "zookeeper",
+            "--servers",
+            "127.0.0.1:22181",
         ],
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("kazoo 2.11.0 Lock x 3 clients: 9 acquisitions"), "{out}");
     assert!(out.contains("T1-belief    FAILED"), "{out}");
+    // cassalock's readings of /locks/NAME name the new holder while the paused one believes.
+    assert!(out.contains("servers read            18 times as zookeeper"), "{out}");
+    assert!(out.contains("T1-server    FAILED"), "{out}");
+    assert!(out.contains("of 18 readings left out a believer"), "{out}");
     assert!(
         out.contains("T1-resource  ok       0 stale writes accepted, 1 refused by fencing"),
         "{out}"

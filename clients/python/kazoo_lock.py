@@ -2,7 +2,8 @@
 
     kazoo_lock.py [--servers HOST:PORT,...] [--session-ms MS]
 
-Locks the znode /cassalock/$CASSALOCK_LOCK. kazoo's lock has no lease of its own: its holder's
+Locks the znode /locks/$CASSALOCK_LOCK (where our machine of Curator's recipe keeps its nodes, so
+that cassalock can read the server as our rule does: docs/client-protocol.md, T1-server). kazoo's lock has no lease of its own: its holder's
 node lives as long as the client's session, whose timeout is --session-ms (a lease in a command
 is not the library's to set and is ignored). The token is the lock node's czxid, which grows
 with every node ZooKeeper creates: a fencing token. A session the library reports LOST is said
@@ -63,7 +64,7 @@ def main():
     client.start(timeout=15)
     name = os.environ.get("CASSALOCK_LOCK", "cassalock")
     protocol.serve(
-        KazooLock(client, f"/cassalock/{name}", os.environ.get("CASSALOCK_CLIENT", "")),
+        KazooLock(client, f"/locks/{name}", os.environ.get("CASSALOCK_CLIENT", "")),
         library="kazoo",
         library_version=version("kazoo"),
         lock="Lock",

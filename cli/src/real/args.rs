@@ -246,7 +246,8 @@ pub struct RealArgs {
     /// nobody). The rules that name a shipped library's holder as it does: redis-set-nx
     /// (redis-py, go-redsync over one server: the key's value), redlock (go-redsync over
     /// several: a majority's value), redisson, redisson-fair (the hash's owner), redisson-fenced
-    /// (its token counter).
+    /// (its token counter), zookeeper (Curator, kazoo: the lowest node under /locks/NAME, by its
+    /// czxid).
     #[arg(long, value_name = "LOCK", value_parser = crate::lock_names::real_lock(), requires_all = ["client", "servers"], conflicts_with_all = OWN_LOCKERS_ONLY)]
     pub read_server_as: Option<Lock>,
     /// Internal: run as worker process N of a multi-process run, with the job in this file.

@@ -13,7 +13,8 @@ import org.apache.curator.retry.ExponentialBackoffRetry;
  *
  * <pre>CuratorMutex [--servers HOST:PORT,...] [--session-ms MS]</pre>
  *
- * Locks /cassalock/$CASSALOCK_LOCK. The mutex has no lease of its own: its holder's node lives
+ * Locks /locks/$CASSALOCK_LOCK (where our machine of it keeps its nodes, so that cassalock can
+ * read the server as our rule does: docs/client-protocol.md, T1-server). The mutex has no lease of its own: its holder's node lives
  * as long as the client's session, whose timeout is {@code --session-ms} (a lease in a command
  * is ignored). The token is the lock node's czxid, which grows with every node ZooKeeper
  * creates: a fencing token. A connection state the library reports LOST is said as {@code lost}.
@@ -95,7 +96,7 @@ public final class CuratorMutex implements CassalockClient.Shim {
             System.exit(1);
         }
         String name = System.getenv().getOrDefault("CASSALOCK_LOCK", "cassalock");
-        CassalockClient.serve(new CuratorMutex(client, new Mutex(client, "/cassalock/" + name)), "Curator",
+        CassalockClient.serve(new CuratorMutex(client, new Mutex(client, "/locks/" + name)), "Curator",
                 CassalockClient.mavenVersion(InterProcessMutex.class, "org.apache.curator", "curator-recipes"),
                 "InterProcessMutex", "fencing", IllegalMonitorStateException.class);
         System.exit(0);

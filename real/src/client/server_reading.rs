@@ -8,9 +8,10 @@
 //! key, so our rule names the library's holder by the token the library gives its caller.
 //! Only locks where that is so are offered ([`READABLE`]): the Redis ones, whose key is the
 //! lock's name (redis-py's and go-redsync's string value, Redisson's hash field, the fenced
-//! lock's counter). ZooKeeper's and etcd's recipes put their nodes under a path of our own
-//! machine's (`/locks/NAME`) and etcd's shim names its holder by the store's revision at
-//! acquisition, not the key's create revision, so neither is read yet.
+//! lock's counter), and ZooKeeper's, whose shims (Curator's and kazoo's) lock `/locks/NAME`,
+//! the directory of our machine, and name their holder by its node's czxid. etcd's shim names
+//! its holder by the store's revision at acquisition, not its key's create revision, and its
+//! key sits under another prefix, so it is not read yet.
 //!
 //! A client's thread reads right after its `acquired` (a belief is checked as it begins) and
 //! just before it sends `unlock` (while it still believes): two readings per acquisition at
@@ -31,12 +32,13 @@ use crate::Lock;
 
 /// The registry's locks whose rule names a shipped library's holder as the library names it
 /// (the module's documentation says why these).
-pub const READABLE: [Lock; 5] = [
+pub const READABLE: [Lock; 6] = [
     Lock::RedisSetNx,
     Lock::Redlock,
     Lock::Redisson,
     Lock::RedissonFair,
     Lock::RedissonFenced,
+    Lock::Zookeeper,
 ];
 
 /// Which rule reads the servers, and which servers: `--read-server-as LOCK --servers H:P,..`.
@@ -52,7 +54,7 @@ impl ServerReading {
         if !READABLE.contains(&self.lock) {
             let names: Vec<&str> = READABLE.iter().map(|lock| lock.name()).collect();
             return Err(BadClientSpec(format!(
-                "--read-server-as {}: the shipped libraries' servers can be read as {} (ZooKeeper's and etcd's recipes keep their nodes elsewhere than our machines do)",
+                "--read-server-as {}: the shipped libraries' servers can be read as {} (etcd's shims name their holder otherwise than our rule does)",
                 self.lock.name(),
                 names.join(", ")
             )));
@@ -183,8 +185,8 @@ impl ServerReader {
     }
 }
 
-/// A token as the shims write it: our rules write a counter's token with leading zeros (so
-/// that text order is number order); a library says `7`. Digits lose their leading zeros; any
+/// A token as the shims write it: our rules write a counter's token or a czxid with leading
+/// zeros (so that text order is number order); a library says `7`. Digits lose their leading zeros; any
 /// other token is kept as it is.
 pub fn canonical_token(token: &str) -> String {
     if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
@@ -218,12 +220,12 @@ mod tests {
     #[test]
     fn only_the_rules_that_name_a_shipped_librarys_holder_are_offered() {
         let refused = ServerReading {
-            lock: Lock::Zookeeper,
-            servers: vec!["127.0.0.1:2181".into()],
+            lock: Lock::Etcd,
+            servers: vec!["127.0.0.1:2379".into()],
         }
         .check()
         .unwrap_err();
-        assert!(refused.0.contains("--read-server-as zookeeper"), "{refused}");
+        assert!(refused.0.contains("--read-server-as etcd"), "{refused}");
         assert!(refused.0.contains("redis-set-nx"), "{refused}");
         let no_servers = ServerReading {
             lock: Lock::Redisson,
