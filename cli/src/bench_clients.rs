@@ -14,6 +14,7 @@ use cassalock_judge::event::{Call, What};
 use cassalock_judge::stats::percentile;
 use cassalock_judge::{ClaimId, ClaimVerdict, Judgement};
 use cassalock_real::client::run::{run as run_clients, ClientSpec, Halt, Pause, Paused, ServerFault};
+use cassalock_real::client::server_reading::{ServerReading, READABLE};
 use cassalock_report::real_clients::{ours, render, ClientFault, ClientRunRow, Overhead, Seen};
 
 /// One program of the plan.
@@ -337,8 +338,23 @@ fn spec(program: &Program, fault: ClientFault) -> ClientSpec {
         },
         lock_name: format!("cassalock-{}-{}", program.slug, cassalock_real::now_us()),
         next_caller_wait_ms: Some(NEXT_CALLER_WAIT_MS),
-        server_reading: None,
+        server_reading: server_reading(program, fault),
     }
+}
+
+/// What cassalock reads beside a run (T1-server): the servers the program's command names, by
+/// our rule for the same lock; in a failover, the pair (the reader follows the master, as the
+/// clients' moved address does). None where our rule does not name the library's holder.
+fn server_reading(program: &Program, fault: ClientFault) -> Option<ServerReading> {
+    let lock = cassalock_real::Lock::named(ours(program.slug)?)?;
+    if !READABLE.contains(&lock) {
+        return None;
+    }
+    let servers = match fault {
+        ClientFault::LaggingFailover => vec![PAIR_PRIMARY.to_owned(), PAIR_REPLICA.to_owned()],
+        _ => server_addresses(command_and_lease(program, fault).0),
+    };
+    Some(ServerReading { lock, servers })
 }
 
 /// Each hold of a run: long enough, where a fault frees the lock under its holder (a restarted
@@ -363,6 +379,13 @@ fn rerun(program: &Program, fault: ClientFault) -> String {
     }
     if program.call == Call::TryLock {
         line.push_str(" --call try-lock --try-wait-ms 20000");
+    }
+    if let Some(reading) = server_reading(program, fault) {
+        line.push_str(&format!(
+            " --read-server-as {} --servers {}",
+            reading.lock.name(),
+            reading.servers.join(",")
+        ));
     }
     match fault {
         ClientFault::None => {}
@@ -593,6 +616,7 @@ fn row(
         acquisitions: outcome.acquisitions,
         t1_belief: belief,
         t1_resource: resource,
+        t1_server: outcome.server_readings.map(|_| claim(ClaimId::T1Server)),
         refused,
         max_wait_ms: if waits.is_empty() { 0.0 } else { percentile(waits, 100) },
         c_lost: claim(ClaimId::CLost),
@@ -631,6 +655,8 @@ fn cost(program: &Program) -> anyhow::Result<Overhead> {
             acquisitions: COST_ACQUISITIONS as u32,
             hold_ms: COST_HOLD_MS,
             next_caller_wait_ms: None,
+            // The library's cost under the protocol, not cassalock's readings beside it.
+            server_reading: None,
             ..spec(program, ClientFault::None)
         };
         let outcome = run_clients(&spec)?;

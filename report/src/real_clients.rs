@@ -95,6 +95,9 @@ pub struct ClientRunRow {
     pub acquisitions: u64,
     pub t1_belief: Seen,
     pub t1_resource: Seen,
+    /// T1-server, from cassalock's own readings of the servers (`real --read-server-as`); none
+    /// where they are not read (etcd: its shims name their holder otherwise than our rule).
+    pub t1_server: Option<Seen>,
     /// Stale writes refused by fencing.
     pub refused: usize,
     pub max_wait_ms: f64,
@@ -337,16 +340,20 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          where the run had no such call (docs/claims.md, \"C-free and C-release for the code \
          people run\"). **T2**: every `lock` call of the run (the next caller's `try_lock` \
          too) answered, acquired, gave up or failed, within the runner's bound (`--max-wait-ms`, \
-         {} here); violated by a call that never returned.\n",
+         {} here); violated by a call that never returned. **T1-server**: cassalock read the \
+         servers itself as each hold began and before each release (`--read-server-as`, by our \
+         rule for the same lock); violated when a client believed while the servers named \
+         another holder or nobody, which needs no second holder; not read for etcd, whose \
+         programs name their holder by the store's revision at acquisition, not their key's.\n",
         FIFO_TOLERANCE.as_millis(),
         ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS),
         ms_in_words(rows.iter().map(|row| row.call_bound_ms).max().unwrap_or_default())
     );
     let _ = writeln!(
         out,
-        "| library, lock | fault | acquisitions | T1-belief | T1-resource | C-lost: told how, when | T2 | next caller: C-free, C-release | fairness | longest wait | ours | record |"
+        "| library, lock | fault | acquisitions | T1-belief | T1-resource | T1-server | C-lost: told how, when | T2 | next caller: C-free, C-release | fairness | longest wait | ours | record |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for row in rows {
         let resource = if row.refused > 0 && row.t1_resource == Seen::Kept {
             format!("kept ({} refused by fencing)", row.refused)
@@ -355,12 +362,13 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}), [timeline]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {}, {} | {} | {:.0} ms | {} | [events]({}), [timeline]({}) |",
             row.library,
             fault_words(row),
             row.acquisitions,
             row.t1_belief.word(),
             resource,
+            row.t1_server.map_or("not read", Seen::word),
             c_lost_cell(row),
             row.t2.word(),
             row.c_free.word(),
@@ -592,6 +600,7 @@ mod tests {
             acquisitions: 9,
             t1_belief: belief,
             t1_resource: resource,
+            t1_server: Some(Seen::Kept),
             refused: 0,
             max_wait_ms: 1.0,
             c_lost: Seen::Kept,
@@ -640,7 +649,7 @@ mod tests {
     fn c_lost_and_fairness_are_rendered_as_the_judge_said() {
         let told = render(&[row("zookeeper", Seen::Violated, Seen::Kept)], &[], Some(MATRIX), "c");
         assert!(
-            told.contains("| kept: at release, NotOwned, 1.2 s after | kept | no occasion, kept | Jain 1.00, 2 overtakes, F-order kept |"),
+            told.contains("| **violated** | kept | kept | kept: at release, NotOwned, 1.2 s after | kept | no occasion, kept | Jain 1.00, 2 overtakes, F-order kept |"),
             "{told}"
         );
         assert!(
@@ -655,11 +664,12 @@ mod tests {
             call_bound_ms: 5_000,
             c_free: Seen::Violated,
             c_release: Seen::NoVerdict,
+            t1_server: None,
             ..row("zookeeper", Seen::Violated, Seen::Kept)
         };
         let never = render(&[never], &[], Some(MATRIX), "c");
         assert!(
-            never.contains("| **violated**: **never told**; its release said released | **violated** | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
+            never.contains("| not read | **violated**: **never told**; its release said released | **violated** | **violated**, no verdict | Jain 1.00, 2 overtakes |"),
             "{never}"
         );
         assert!(never.contains("(`--max-wait-ms`, 5 s here)"), "{never}");

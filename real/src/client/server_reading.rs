@@ -87,6 +87,10 @@ pub enum ReaderError {
     SimulationBuild,
 }
 
+/// How many times one reading asks before it says nothing is known.
+#[cfg(not(madsim))]
+const READ_ATTEMPTS: u32 = 2;
+
 /// A connection that reads who the servers name as the run's lock's holder.
 pub struct ServerReader {
     #[cfg(not(madsim))]
@@ -160,7 +164,16 @@ impl ServerReader {
     #[cfg(not(madsim))]
     pub fn read(&self) -> Reading {
         let locker = self.locker.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let read = self.runtime.block_on(locker.holder_on_server(&self.key));
+        // Every lock of READABLE reads its store, so no answer means its server did not
+        // answer: a connection a restart broke fails once and is made again, so the reading
+        // is asked once more (at most [`READ_ATTEMPTS`] in all).
+        let mut read = None;
+        for _ in 0..READ_ATTEMPTS {
+            read = self.runtime.block_on(locker.holder_on_server(&self.key));
+            if read.is_some() {
+                break;
+            }
+        }
         self.readings.fetch_add(1, Ordering::Relaxed);
         match read {
             Some(Ok(holder)) => Reading::Named(holder.token().map(canonical_token)),
@@ -168,10 +181,11 @@ impl ServerReader {
                 self.failed.fetch_add(1, Ordering::Relaxed);
                 Reading::Failed(failure.to_string())
             }
-            // Every lock of READABLE reads its store; a rule that reads nothing knows nothing.
             None => {
                 self.failed.fetch_add(1, Ordering::Relaxed);
-                Reading::Failed("the lock's rule does not read its servers".to_owned())
+                Reading::Failed(format!(
+                    "no server answered, {READ_ATTEMPTS} times (down, restarting, or too slow)"
+                ))
             }
         }
     }
