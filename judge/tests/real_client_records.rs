@@ -36,7 +36,7 @@ fn verdict(v: &ObservedVerdicts, claim: ClaimId) -> Option<(ClaimVerdict, String
 /// How the first telling came ("refused", "lost", "release") and words it carries.
 type FirstTold = Option<(&'static str, &'static str)>;
 
-const EXPECTED: [(&str, ClaimVerdict, FirstTold); 19] = [
+const EXPECTED: [(&str, ClaimVerdict, FirstTold); 18] = [
     (
         "curator-cut-off-holder",
         ClaimVerdict::Holds,
@@ -78,11 +78,6 @@ const EXPECTED: [(&str, ClaimVerdict, FirstTold); 19] = [
         Some(("release", "IllegalMonitorStateException")),
     ),
     ("redisson-fair-paused-holder", ClaimVerdict::Violated, None),
-    (
-        "redisson-fenced-failover-to-lagging-replica",
-        ClaimVerdict::Holds,
-        Some(("release", "IllegalMonitorStateException")),
-    ),
     (
         "redisson-fenced-try-paused-holder",
         ClaimVerdict::Holds,
