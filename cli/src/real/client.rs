@@ -129,7 +129,7 @@ pub fn run(args: &RealArgs, command: &str) -> ExitCode {
         }
         Err(why) => {
             eprintln!(
-                "error: {why}: is the server running (cluster/cassalock-servers start redis)? --servers must name the servers the client's library uses"
+                "error: {why}: is the server running (cluster/cassalock-servers start redis|zookeeper)? --servers must name the servers the client's library uses"
             );
             return ExitCode::from(NOT_STARTED);
         }
