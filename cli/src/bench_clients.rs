@@ -620,7 +620,15 @@ fn row(
         refused,
         max_wait_ms: if waits.is_empty() { 0.0 } else { percentile(waits, 100) },
         c_lost: claim(ClaimId::CLost),
-        told: verdicts.lost_holders.iter().map(|lost| lost.describe()).collect(),
+        // Each holder named where a run overtook more than one.
+        told: verdicts
+            .lost_holders
+            .iter()
+            .map(|lost| match verdicts.lost_holders.len() {
+                1 => lost.describe(),
+                _ => format!("{}: {}", lost.holder, lost.describe()),
+            })
+            .collect(),
         jain: verdicts.jain,
         overtakes: verdicts.overtakes,
         f_order: verdicts.fifo.map(|_| claim(ClaimId::FOrder)),

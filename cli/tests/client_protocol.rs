@@ -260,11 +260,11 @@ fn bad_client_options_are_refused_before_anything_starts() {
                 "--client",
                 "true",
                 "--read-server-as",
-                "etcd",
+                "memcached",
                 "--servers",
                 "127.0.0.1:1",
             ],
-            "--read-server-as etcd",
+            "--read-server-as memcached",
         ),
         (
             vec![

@@ -65,6 +65,15 @@ fn max_wait_ms(out: &str) -> f64 {
         .expect("a number")
 }
 
+/// "N of M readings left out a believer" in a T1-server line: (N, M).
+fn readings_left_out(line: &str) -> Option<(u64, u64)> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let of = words.iter().position(|word| *word == "of")?;
+    let left_out = words.get(of.checked_sub(1)?)?.parse().ok()?;
+    let readings = words.get(of + 1)?.parse().ok()?;
+    Some((left_out, readings))
+}
+
 /// `cassalock real --client COMMAND ARGS...`: exit status, stdout, stderr.
 fn run(command: &str, args: &[&str]) -> (i32, String, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_cassalock"))
@@ -509,6 +518,10 @@ fn etcd_mutex_paused_past_its_session_is_fenced_by_its_revision() {
             "6000",
             "--pause-at",
             "2",
+            "--read-server-as",
+            "etcd",
+            "--servers",
+            "127.0.0.1:23781",
         ],
     );
     assert_eq!(code, 1, "{out}{err}");
@@ -517,6 +530,12 @@ fn etcd_mutex_paused_past_its_session_is_fenced_by_its_revision() {
         "{out}"
     );
     assert!(out.contains("T1-belief    FAILED"), "{out}");
+    // The shim's token is its key's create revision, so our rule names the holders before and
+    // after the pause, and the paused one, still believing, disagrees with the server.
+    let t1_server = out.lines().find(|line| line.contains("T1-server")).unwrap_or_default();
+    assert!(t1_server.contains("FAILED"), "{out}");
+    let (left_out, readings) = readings_left_out(t1_server).unwrap_or_else(|| panic!("{out}"));
+    assert!(0 < left_out && left_out < readings, "some readings agree: {out}");
     assert!(
         out.contains("T1-resource  ok       0 stale writes accepted, 1 refused by fencing"),
         "{out}"
@@ -551,6 +570,10 @@ fn etcd_3_4_client_grants_the_lock_to_a_waiter_whose_session_expired_and_the_cur
         "6000",
         "--pause-at",
         "1",
+        "--read-server-as",
+        "etcd",
+        "--servers",
+        "127.0.0.1:23781",
     ];
     // The bug is a race: the resumed waiter's Lock must return while the fair holder holds.
     // One run of the CI's missed it (the waiter said lost and gave up instead), so the buggy
@@ -573,7 +596,11 @@ fn etcd_3_4_client_grants_the_lock_to_a_waiter_whose_session_expired_and_the_cur
             );
             break out;
         }
-        assert!(!out.contains("FAILED"), "only T1-belief may fail: {out}{err}");
+        assert!(
+            out.lines()
+                .all(|line| !line.contains("FAILED") || line.contains("T1-server")),
+            "only T1-belief and T1-server may fail: {out}{err}"
+        );
         missed.push(out);
         assert!(
             missed.len() < RUNS_FOR_A_RACE,
@@ -582,6 +609,8 @@ fn etcd_3_4_client_grants_the_lock_to_a_waiter_whose_session_expired_and_the_cur
         );
     };
     assert!(out.contains("T1-belief    FAILED"), "{out}");
+    // Its key was gone when Lock returned: the holder believes, the server names another.
+    assert!(out.contains("T1-server    FAILED"), "{out}");
     let (code, out, err) = run(
         &format!("{ETCD_MUTEX} -endpoints 127.0.0.1:23781 -ttl-s 2"),
         &paused_waiter,
@@ -593,6 +622,7 @@ fn etcd_3_4_client_grants_the_lock_to_a_waiter_whose_session_expired_and_the_cur
         "{out}"
     );
     assert!(out.contains("T1-belief    ok"), "{out}");
+    assert!(out.contains("T1-server    ok"), "{out}");
 }
 
 /// A server fault by command: the one Redis restarted without persistence while a client

@@ -56,11 +56,15 @@ impl Disagreement {
     /// The disagreement in words, its instant as `at` reads it (each record's clock has its
     /// own way of saying an instant).
     pub fn describe(&self, at: &str) -> String {
+        // A library may return the lock with no token to give (etcd's key already gone).
+        let token = match self.believer_token.as_str() {
+            "" => "no token".to_owned(),
+            token => format!("token {token}"),
+        };
         format!(
-            "{} believed it held {} with token {} at {at} while the server named {}",
+            "{} believed it held {} with {token} at {at} while the server named {}",
             self.believer,
             self.lock,
-            self.believer_token,
             self.server_named()
         )
     }
@@ -393,6 +397,17 @@ mod tests {
         };
         assert_eq!(first.server_thread.as_deref(), Some("c1-0:1"));
         assert!(first.to_string().contains("c1-0:1 (token b)"), "{first}");
+    }
+
+    #[test]
+    fn t1_server_a_believer_without_a_token_is_never_named_by_one() {
+        // etcd's 3.4 client returns the lock after its key was deleted: no token to give.
+        let events = [acquired(1, "c0-0:1", "", None), server(1, Some("b"))];
+        let ServerAgreement::Disagreed { first, .. } = judge(&events, END, RULES) else {
+            panic!("a tokenless believer is not the holder the server names");
+        };
+        assert_eq!(first.believer_token, "");
+        assert!(first.to_string().contains("with no token at"), "{first}");
     }
 
     #[test]

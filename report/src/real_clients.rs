@@ -96,13 +96,14 @@ pub struct ClientRunRow {
     pub t1_belief: Seen,
     pub t1_resource: Seen,
     /// T1-server, from cassalock's own readings of the servers (`real --read-server-as`); none
-    /// where they are not read (etcd: its shims name their holder otherwise than our rule).
+    /// where they were not read.
     pub t1_server: Option<Seen>,
     /// Stale writes refused by fencing.
     pub refused: usize,
     pub max_wait_ms: f64,
     /// C-lost, as the judge decided it, and how each overtaken holder was told, in the judge's
-    /// words ("at release, LockNotOwnedError: ..., 1.9 s after", "never told").
+    /// words ("at release, LockNotOwnedError: ..., 1.9 s after", "never told"), each after its
+    /// thread ("c0-2: never told") where a run overtook more than one.
     pub c_lost: Seen,
     pub told: Vec<String>,
     /// Jain's index over the copies, and the acquisitions that overtook an earlier waiter.
@@ -343,8 +344,7 @@ pub fn render(rows: &[ClientRunRow], overhead: &[Overhead], matrix: Option<&str>
          {} here); violated by a call that never returned. **T1-server**: cassalock read the \
          servers itself as each hold began and before each release (`--read-server-as`, by our \
          rule for the same lock); violated when a client believed while the servers named \
-         another holder or nobody, which needs no second holder; not read for etcd, whose \
-         programs name their holder by the store's revision at acquisition, not their key's.\n",
+         another holder or nobody, which needs no second holder.\n",
         FIFO_TOLERANCE.as_millis(),
         ms_in_words(cassalock_real::client::run::DEFAULT_NEXT_CALLER_WAIT_MS),
         ms_in_words(rows.iter().map(|row| row.call_bound_ms).max().unwrap_or_default())

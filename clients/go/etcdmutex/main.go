@@ -3,13 +3,15 @@
 //
 //	etcdmutex [-endpoints HOST:PORT,...] [-ttl-s S]
 //
-// Locks /cassalock/$CASSALOCK_LOCK in one session per process, whose lease (-ttl-s, etcd's
+// Locks /locks/$CASSALOCK_LOCK in one session per process, whose lease (-ttl-s, etcd's
 // default 60 s) the client keeps alive; a lease in a command is not the mutex's to set and is
-// ignored. The token is the store revision the lock was taken at (the mutex's Header()),
-// which grows with every change to etcd: a fencing token. The session's end (its lease lost) is said as lost.
+// ignored. The token is the create revision of the mutex's key (read with a Get once Lock
+// returns; empty if the key is already gone), which grows with every new key: a fencing
+// token. The session's end (its lease lost) is said as lost.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -39,6 +41,12 @@ func main() {
 	}
 	mutex := concurrency.NewMutex(session, etcdlock.LockName())
 	version := protocol.ModuleVersion("go.etcd.io/etcd/client/v3")
-	revision := func() int64 { return mutex.Header().Revision }
-	etcdlock.Serve(etcdlock.Client{Revision: revision, Done: session.Done(), Close: func() { client.Close() }}, mutex, version)
+	createRevision := func(ctx context.Context, key string) (int64, bool, error) {
+		got, err := client.Get(ctx, key)
+		if err != nil || len(got.Kvs) == 0 {
+			return 0, false, err
+		}
+		return got.Kvs[0].CreateRevision, true, nil
+	}
+	etcdlock.Serve(etcdlock.Client{CreateRevision: createRevision, Done: session.Done(), Close: func() { client.Close() }}, mutex, version)
 }

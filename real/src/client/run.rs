@@ -913,6 +913,9 @@ impl Client<'_> {
             Tokens::Fencing => {
                 match protocol::fencing_order(said) {
                     Some((digits, value)) => Order::Fencing(digits, value.to_owned()),
+                    // The library returned the lock with no token to give (etcd's key already
+                    // gone): below every token, so a fence takes it only before any other.
+                    None if said.is_empty() => Order::Fencing(0, String::new()),
                     None => {
                         let line = process.last_line();
                         return Err(process.broke(Broken::new(

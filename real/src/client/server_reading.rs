@@ -8,10 +8,10 @@
 //! key, so our rule names the library's holder by the token the library gives its caller.
 //! Only locks where that is so are offered ([`READABLE`]): the Redis ones, whose key is the
 //! lock's name (redis-py's and go-redsync's string value, Redisson's hash field, the fenced
-//! lock's counter), and ZooKeeper's, whose shims (Curator's and kazoo's) lock `/locks/NAME`,
-//! the directory of our machine, and name their holder by its node's czxid. etcd's shim names
-//! its holder by the store's revision at acquisition, not its key's create revision, and its
-//! key sits under another prefix, so it is not read yet.
+//! lock's counter); ZooKeeper's, whose shims (Curator's and kazoo's) lock `/locks/NAME`, the
+//! directory of our machine, and name their holder by its node's czxid; and etcd's, whose
+//! shims lock the prefix `/locks/NAME/` of our machine and name their holder by its key's
+//! create revision.
 //!
 //! A client's thread reads right after its `acquired` (a belief is checked as it begins) and
 //! just before it sends `unlock` (while it still believes): two readings per acquisition at
@@ -32,13 +32,14 @@ use crate::Lock;
 
 /// The registry's locks whose rule names a shipped library's holder as the library names it
 /// (the module's documentation says why these).
-pub const READABLE: [Lock; 6] = [
+pub const READABLE: [Lock; 7] = [
     Lock::RedisSetNx,
     Lock::Redlock,
     Lock::Redisson,
     Lock::RedissonFair,
     Lock::RedissonFenced,
     Lock::Zookeeper,
+    Lock::Etcd,
 ];
 
 /// Which rule reads the servers, and which servers: `--read-server-as LOCK --servers H:P,..`.
@@ -54,7 +55,7 @@ impl ServerReading {
         if !READABLE.contains(&self.lock) {
             let names: Vec<&str> = READABLE.iter().map(|lock| lock.name()).collect();
             return Err(BadClientSpec(format!(
-                "--read-server-as {}: the shipped libraries' servers can be read as {} (etcd's shims name their holder otherwise than our rule does)",
+                "--read-server-as {}: the shipped libraries' servers can be read as {} (the locks whose rule names a shipped library's holder by the token it gives)",
                 self.lock.name(),
                 names.join(", ")
             )));
@@ -234,12 +235,12 @@ mod tests {
     #[test]
     fn only_the_rules_that_name_a_shipped_librarys_holder_are_offered() {
         let refused = ServerReading {
-            lock: Lock::Etcd,
-            servers: vec!["127.0.0.1:2379".into()],
+            lock: Lock::Memcached,
+            servers: vec!["127.0.0.1:11211".into()],
         }
         .check()
         .unwrap_err();
-        assert!(refused.0.contains("--read-server-as etcd"), "{refused}");
+        assert!(refused.0.contains("--read-server-as memcached"), "{refused}");
         assert!(refused.0.contains("redis-set-nx"), "{refused}");
         let no_servers = ServerReading {
             lock: Lock::Redisson,

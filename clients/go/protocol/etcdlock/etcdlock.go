@@ -23,8 +23,8 @@ type Mutex interface {
 
 // Client is what the program needs of the etcd client besides the mutex.
 type Client struct {
-	// Revision is the store revision the mutex's Header() says the lock was taken at.
-	Revision func() int64
+	// CreateRevision reads key's create revision (false: etcd has no such key).
+	CreateRevision func(ctx context.Context, key string) (int64, bool, error)
 	// Done is closed when the session ends (its lease expired or was revoked).
 	Done  <-chan struct{}
 	Close func()
@@ -49,10 +49,27 @@ func (s *shim) Acquire(leaseMs, waitMs *int64) (*protocol.Acquired, error) {
 		}
 		return nil, err
 	}
-	// The token is the revision the lock came with, as the holder's code would read it.
-	s.token = strconv.FormatInt(s.client.Revision(), 10)
+	// The token is the create revision of the mutex's own key, as the holder's code would read
+	// it: the mutex orders its waiters by it, and each new key's is higher. A key already gone
+	// (its session's lease expired before Lock returned) or not read has none: the token is
+	// empty, and the library's answer stands.
+	s.token = ""
+	readCtx, cancel := context.WithTimeout(context.Background(), readTimeout)
+	defer cancel()
+	revision, found, err := s.client.CreateRevision(readCtx, s.mutex.Key())
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "Lock returned, but reading its key %s failed (no token): %v\n", s.mutex.Key(), err)
+	case !found:
+		fmt.Fprintf(os.Stderr, "Lock returned, but its key %s is gone (no token)\n", s.mutex.Key())
+	default:
+		s.token = strconv.FormatInt(revision, 10)
+	}
 	return &protocol.Acquired{Token: s.token}, nil
 }
+
+// readTimeout bounds the read of the key's create revision.
+const readTimeout = 5 * time.Second
 
 func (s *shim) Token() string { return s.token }
 
@@ -77,11 +94,12 @@ func Serve(client Client, mutex Mutex, version string) {
 	protocol.Serve(&shim{client: client, mutex: mutex}, "etcd client", version, "concurrency.Mutex", "fencing")
 }
 
-// LockName is the lock's key prefix: /cassalock/$CASSALOCK_LOCK.
+// LockName is the lock's key prefix: /locks/$CASSALOCK_LOCK, the prefix of cassalock's etcd
+// machine (the mutex adds "/"), so that cassalock can read who holds it.
 func LockName() string {
 	name := os.Getenv("CASSALOCK_LOCK")
 	if name == "" {
 		name = "cassalock"
 	}
-	return "/cassalock/" + name
+	return "/locks/" + name
 }
